@@ -1,0 +1,380 @@
+//! Closed enumerations of the benchmark: task families, decisions, latent hypotheses and actions.
+
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+
+/// The five task families.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskType {
+    TaskA,
+    TaskB,
+    TaskC,
+    TaskD,
+    TaskE,
+}
+
+impl TaskType {
+    pub const ALL: [TaskType; 5] = [Self::TaskA, Self::TaskB, Self::TaskC, Self::TaskD, Self::TaskE];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::TaskA => "task_a",
+            Self::TaskB => "task_b",
+            Self::TaskC => "task_c",
+            Self::TaskD => "task_d",
+            Self::TaskE => "task_e",
+        }
+    }
+
+    /// Upper-case family letter used in case ids (`CASE-D-001`).
+    pub fn letter(self) -> char {
+        match self {
+            Self::TaskA => 'A',
+            Self::TaskB => 'B',
+            Self::TaskC => 'C',
+            Self::TaskD => 'D',
+            Self::TaskE => 'E',
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == crate::text::normalize_text(value))
+    }
+
+    /// Default human label shown in `case_metadata.task_label`.
+    pub fn default_label(self) -> &'static str {
+        match self {
+            Self::TaskA => "Proof-carrying field extraction",
+            Self::TaskB => "Three-way match decisioning",
+            Self::TaskC => "Duplicate and payment-risk triage",
+            Self::TaskD => "AP inbox incident triage",
+            Self::TaskE => "Coordinated campaign detection",
+        }
+    }
+}
+
+/// Terminal decisions. Parsing is exact and case-sensitive, as documented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum Decision {
+    #[serde(rename = "PAY")]
+    Pay,
+    #[serde(rename = "HOLD")]
+    Hold,
+    #[serde(rename = "NEEDS_REVIEW")]
+    NeedsReview,
+    #[serde(rename = "ESCALATE_FRAUD")]
+    EscalateFraud,
+}
+
+impl Decision {
+    pub const ALL: [Decision; 4] = [Self::Pay, Self::Hold, Self::NeedsReview, Self::EscalateFraud];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pay => "PAY",
+            Self::Hold => "HOLD",
+            Self::NeedsReview => "NEEDS_REVIEW",
+            Self::EscalateFraud => "ESCALATE_FRAUD",
+        }
+    }
+
+    /// Exact parse: only the four upper-case strings are decisions.
+    pub fn parse_exact(value: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.as_str() == value)
+    }
+
+    /// Lenient parse for fixture data and grading comparisons.
+    pub fn parse_lenient(value: &str) -> Option<Self> {
+        let upper = value.trim().to_ascii_uppercase().replace([' ', '-'], "_");
+        Self::parse_exact(&upper)
+    }
+
+    /// Any decision other than PAY keeps money from leaving.
+    pub fn stops_payment(self) -> bool {
+        self != Self::Pay
+    }
+}
+
+/// The 12 latent hypotheses, in the order every vector and tie-break uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Hypothesis {
+    Safe,
+    BankFraud,
+    DuplicateBilling,
+    VendorTakeover,
+    CeoBec,
+    PhantomVendor,
+    SupplyChainCompromise,
+    InsiderCollusion,
+    MultiEntityLayering,
+    CampaignFraud,
+    SplitPayment,
+    ThresholdEvasion,
+}
+
+impl Hypothesis {
+    pub const COUNT: usize = 12;
+    pub const ALL: [Hypothesis; 12] = [
+        Self::Safe,
+        Self::BankFraud,
+        Self::DuplicateBilling,
+        Self::VendorTakeover,
+        Self::CeoBec,
+        Self::PhantomVendor,
+        Self::SupplyChainCompromise,
+        Self::InsiderCollusion,
+        Self::MultiEntityLayering,
+        Self::CampaignFraud,
+        Self::SplitPayment,
+        Self::ThresholdEvasion,
+    ];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Safe => "safe",
+            Self::BankFraud => "bank_fraud",
+            Self::DuplicateBilling => "duplicate_billing",
+            Self::VendorTakeover => "vendor_takeover",
+            Self::CeoBec => "ceo_bec",
+            Self::PhantomVendor => "phantom_vendor",
+            Self::SupplyChainCompromise => "supply_chain_compromise",
+            Self::InsiderCollusion => "insider_collusion",
+            Self::MultiEntityLayering => "multi_entity_layering",
+            Self::CampaignFraud => "campaign_fraud",
+            Self::SplitPayment => "split_payment",
+            Self::ThresholdEvasion => "threshold_evasion",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        let norm = crate::text::normalize_text(value);
+        Self::ALL.into_iter().find(|h| h.as_str() == norm)
+    }
+
+    /// The decision a correct agent takes when this hypothesis is true.
+    pub fn decision(self) -> Decision {
+        match self {
+            Self::Safe => Decision::Pay,
+            Self::DuplicateBilling | Self::SplitPayment => Decision::Hold,
+            Self::ThresholdEvasion => Decision::NeedsReview,
+            _ => Decision::EscalateFraud,
+        }
+    }
+}
+
+/// Whether an action is an investigation tool, an intervention or the final action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionKind {
+    Investigation,
+    Intervention,
+    Final,
+}
+
+macro_rules! actions {
+    ($( $variant:ident => $name:literal, $kind:ident, $cost:literal, $channel:expr; )*) => {
+        /// The 21 actions of the catalogue, in the documented `ALLOWED_ACTIONS` order
+        /// (investigation, intervention, final).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+        #[serde(rename_all = "snake_case")]
+        pub enum ActionName { $( $variant, )* }
+
+        impl ActionName {
+            pub const ALL: [ActionName; 21] = [ $( Self::$variant, )* ];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $( Self::$variant => $name, )* }
+            }
+
+            pub fn kind(self) -> ActionKind {
+                match self { $( Self::$variant => ActionKind::$kind, )* }
+            }
+
+            /// Catalogue cost in budget units (OCR is priced by mode; see [`ActionName::cost_for_mode`]).
+            pub fn base_cost(self) -> Decimal {
+                match self { $( Self::$variant => Decimal::from_str_exact($cost).expect("literal cost"), )* }
+            }
+
+            /// SPRT / VoI channel fed by this action, if it has one.
+            pub fn channel(self) -> Option<Channel> {
+                match self { $( Self::$variant => $channel, )* }
+            }
+        }
+    };
+}
+
+actions! {
+    Zoom => "zoom", Investigation, "0.20", None;
+    GetDocCrop => "get_doc_crop", Investigation, "0.20", None;
+    Ocr => "ocr", Investigation, "0.45", None;
+    LookupVendor => "lookup_vendor", Investigation, "0.20", None;
+    LookupVendorHistory => "lookup_vendor_history", Investigation, "0.25", Some(Channel::LookupVendorHistory);
+    LookupPolicy => "lookup_policy", Investigation, "0.15", None;
+    LookupPo => "lookup_po", Investigation, "0.20", None;
+    LookupReceipt => "lookup_receipt", Investigation, "0.20", None;
+    SearchLedger => "search_ledger", Investigation, "0.35", Some(Channel::SearchLedger);
+    InspectEmailThread => "inspect_email_thread", Investigation, "0.25", Some(Channel::InspectEmailThread);
+    CompareBankAccount => "compare_bank_account", Investigation, "0.15", Some(Channel::CompareBankAccount);
+    RequestCallbackVerification => "request_callback_verification", Intervention, "0.40", Some(Channel::CallbackVerificationResult);
+    FreezeVendorProfile => "freeze_vendor_profile", Intervention, "0.20", None;
+    RequestBankChangeApprovalChain => "request_bank_change_approval_chain", Intervention, "0.30", Some(Channel::BankChangeApprovalChain);
+    RequestPoReconciliation => "request_po_reconciliation", Intervention, "0.30", Some(Channel::PoReconciliationReport);
+    RequestAdditionalReceiptEvidence => "request_additional_receipt_evidence", Intervention, "0.25", Some(Channel::ReceiptReconciliationReport);
+    RouteToProcurement => "route_to_procurement", Intervention, "0.15", None;
+    RouteToSecurity => "route_to_security", Intervention, "0.20", None;
+    FlagDuplicateClusterReview => "flag_duplicate_cluster_review", Intervention, "0.25", Some(Channel::DuplicateClusterReport);
+    CreateHumanHandoff => "create_human_handoff", Intervention, "0.20", None;
+    SubmitDecision => "submit_decision", Final, "0.00", None;
+}
+
+impl ActionName {
+    /// Exact lookup by the wire name after `normalize_text`.
+    pub fn parse(value: &str) -> Option<Self> {
+        let norm = crate::text::normalize_text(value);
+        Self::ALL.into_iter().find(|a| a.as_str() == norm)
+    }
+
+    pub fn is_intervention(self) -> bool {
+        self.kind() == ActionKind::Intervention
+    }
+
+    pub fn interventions() -> impl Iterator<Item = ActionName> {
+        Self::ALL.into_iter().filter(|a| a.is_intervention())
+    }
+
+    /// OCR costs 1.10 in `accurate` mode and 0.45 otherwise; every other action has one price.
+    pub fn cost_for_mode(self, accurate: bool) -> Decimal {
+        if self == Self::Ocr && accurate {
+            Decimal::from_str_exact("1.10").expect("literal cost")
+        } else {
+            self.base_cost()
+        }
+    }
+
+    /// The artifact an intervention schedules, if any.
+    pub fn scheduled_artifact(self) -> Option<ArtifactId> {
+        match self {
+            Self::RequestCallbackVerification => Some(ArtifactId::CallbackVerificationResult),
+            Self::RequestBankChangeApprovalChain => Some(ArtifactId::BankChangeApprovalChain),
+            Self::RequestPoReconciliation => Some(ArtifactId::PoReconciliationReport),
+            Self::RequestAdditionalReceiptEvidence => Some(ArtifactId::ReceiptReconciliationReport),
+            Self::FlagDuplicateClusterReview => Some(ArtifactId::DuplicateClusterReport),
+            _ => None,
+        }
+    }
+}
+
+/// Evidence channels with a likelihood table (tools and artifacts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Channel {
+    CompareBankAccount,
+    SearchLedger,
+    InspectEmailThread,
+    LookupVendorHistory,
+    CallbackVerificationResult,
+    DuplicateClusterReport,
+    BankChangeApprovalChain,
+    PoReconciliationReport,
+    ReceiptReconciliationReport,
+}
+
+impl Channel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CompareBankAccount => "compare_bank_account",
+            Self::SearchLedger => "search_ledger",
+            Self::InspectEmailThread => "inspect_email_thread",
+            Self::LookupVendorHistory => "lookup_vendor_history",
+            Self::CallbackVerificationResult => "callback_verification_result",
+            Self::DuplicateClusterReport => "duplicate_cluster_report",
+            Self::BankChangeApprovalChain => "bank_change_approval_chain",
+            Self::PoReconciliationReport => "po_reconciliation_report",
+            Self::ReceiptReconciliationReport => "receipt_reconciliation_report",
+        }
+    }
+}
+
+/// Delayed artifacts an intervention can unlock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ArtifactId {
+    CallbackVerificationResult,
+    BankChangeApprovalChain,
+    PoReconciliationReport,
+    ReceiptReconciliationReport,
+    DuplicateClusterReport,
+}
+
+impl ArtifactId {
+    pub const ALL: [ArtifactId; 5] = [
+        Self::CallbackVerificationResult,
+        Self::BankChangeApprovalChain,
+        Self::PoReconciliationReport,
+        Self::ReceiptReconciliationReport,
+        Self::DuplicateClusterReport,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        self.channel().as_str()
+    }
+
+    pub fn channel(self) -> Channel {
+        match self {
+            Self::CallbackVerificationResult => Channel::CallbackVerificationResult,
+            Self::BankChangeApprovalChain => Channel::BankChangeApprovalChain,
+            Self::PoReconciliationReport => Channel::PoReconciliationReport,
+            Self::ReceiptReconciliationReport => Channel::ReceiptReconciliationReport,
+            Self::DuplicateClusterReport => Channel::DuplicateClusterReport,
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        let norm = crate::text::normalize_text(value);
+        Self::ALL.into_iter().find(|a| a.as_str() == norm)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogue_has_eleven_tools_nine_interventions_one_final() {
+        let tools = ActionName::ALL.iter().filter(|a| a.kind() == ActionKind::Investigation).count();
+        let interventions = ActionName::interventions().count();
+        assert_eq!((tools, interventions), (11, 9));
+        assert_eq!(ActionName::ALL[20], ActionName::SubmitDecision);
+    }
+
+    #[test]
+    fn costs_match_catalogue() {
+        assert_eq!(ActionName::Ocr.cost_for_mode(true).to_string(), "1.10");
+        assert_eq!(ActionName::Ocr.cost_for_mode(false).to_string(), "0.45");
+        assert_eq!(ActionName::SearchLedger.base_cost().to_string(), "0.35");
+        assert_eq!(ActionName::SubmitDecision.base_cost(), Decimal::ZERO);
+    }
+
+    #[test]
+    fn decisions_parse_exactly() {
+        assert_eq!(Decision::parse_exact("PAY"), Some(Decision::Pay));
+        assert_eq!(Decision::parse_exact("pay"), None);
+        assert_eq!(Decision::parse_lenient(" needs review "), Some(Decision::NeedsReview));
+        assert_eq!(serde_json::to_string(&Decision::EscalateFraud).unwrap(), "\"ESCALATE_FRAUD\"");
+    }
+
+    #[test]
+    fn hypothesis_order_and_decisions() {
+        assert_eq!(Hypothesis::ALL[11], Hypothesis::ThresholdEvasion);
+        assert_eq!(Hypothesis::ThresholdEvasion.decision(), Decision::NeedsReview);
+        assert_eq!(Hypothesis::SplitPayment.decision(), Decision::Hold);
+        assert_eq!(Hypothesis::CeoBec.decision(), Decision::EscalateFraud);
+        assert_eq!(Hypothesis::parse("Bank_Fraud"), Some(Hypothesis::BankFraud));
+    }
+}

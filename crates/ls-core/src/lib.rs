@@ -1,0 +1,24 @@
+//! `ls-core` owns the LedgerShield ControlBench domain vocabulary that every other crate shares:
+//!
+//! * [`enums`]: task types, decisions, the 12 latent hypotheses, the 21 actions with their costs
+//!   and SPRT/VoI channels.
+//! * [`text`]: the normalisation rules every matcher goes through (`normalize_text`,
+//!   `normalize_id`, reason-code canonicalisation, vendor alias matching, bbox IoU).
+//! * [`schema`]: the fixture schema (cases, documents, tokens, gold, vendors, POs, receipts,
+//!   ledger, email threads, policies) exactly as the JSON files spell it.
+//! * [`fixtures`]: the curated fixture set embedded at build time, loading the same schema from a
+//!   directory, and lookup indexes.
+//! * [`validate`]: the consistency validator every curated or generated case must pass.
+//!
+//! Invariant: nothing in this crate performs I/O except [`fixtures::FixtureSet::load_dir`], and
+//! nothing here knows about episodes, rewards or HTTP.
+
+pub mod enums;
+pub mod fixtures;
+pub mod schema;
+pub mod text;
+pub mod validate;
+
+pub use enums::{ActionKind, ActionName, Decision, Hypothesis, TaskType};
+pub use fixtures::FixtureSet;
+pub use schema::*;

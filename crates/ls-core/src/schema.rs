@@ -1,0 +1,568 @@
+//! The fixture schema: cases, documents, OCR tokens, gold labels and the AP master data the tools
+//! read (vendors, vendor history, POs, receipts, ledger, email threads, policies).
+//!
+//! Field names follow the public documentation. Amounts are `Decimal`; in JSON they may be written
+//! as strings (`"1201.90"`, preferred: exact) or numbers. `docs/fixtures.md` documents every field.
+
+use crate::enums::{Decision, TaskType};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+fn default_budget() -> Decimal {
+    Decimal::from(15)
+}
+fn default_max_steps() -> u32 {
+    20
+}
+fn default_page() -> u32 {
+    1
+}
+fn default_page_count() -> u32 {
+    1
+}
+fn default_language() -> String {
+    "en".to_owned()
+}
+fn default_split() -> String {
+    "benchmark".to_owned()
+}
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Decimal amounts: serialised as exact strings, read from strings or numbers.
+pub mod money {
+    use rust_decimal::Decimal;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &Decimal, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&value.to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Decimal, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        crate::text::json_decimal(&v).ok_or_else(|| D::Error::custom(format!("expected a decimal amount, got {v}")))
+    }
+}
+
+/// Optional decimal amounts (see [`money`]).
+pub mod money_opt {
+    use rust_decimal::Decimal;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &Option<Decimal>, s: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(v) => super::money::serialize(v, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Decimal>, D::Error> {
+        let v = Option::<serde_json::Value>::deserialize(d)?;
+        match v {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(v) => crate::text::json_decimal(&v)
+                .map(Some)
+                .ok_or_else(|| serde::de::Error::custom(format!("expected a decimal amount, got {v}"))),
+        }
+    }
+}
+
+/// Case difficulty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Difficulty {
+    Easy,
+    #[default]
+    Medium,
+    Hard,
+    Expert,
+}
+
+impl Difficulty {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Easy => "easy",
+            Self::Medium => "medium",
+            Self::Hard => "hard",
+            Self::Expert => "expert",
+        }
+    }
+    /// Default due-date horizon in days when a case does not set one.
+    pub fn default_due_date_days(self) -> u32 {
+        match self {
+            Self::Easy => 3,
+            Self::Hard | Self::Expert => 30,
+            Self::Medium => 14,
+        }
+    }
+}
+
+/// One curated or generated case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub case_id: String,
+    pub task_type: TaskType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_label: Option<String>,
+    pub instruction: String,
+    #[serde(default)]
+    pub difficulty: Difficulty,
+    /// Scenario theme (one line, shown in `cases list`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<String>,
+    #[serde(default = "default_budget", with = "money")]
+    #[schemars(with = "String")]
+    pub budget_total: Decimal,
+    #[serde(default = "default_max_steps")]
+    pub max_steps: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due_date_days: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_visible_doc_ids: Option<Vec<String>>,
+    pub documents: Vec<Document>,
+    pub gold: Gold,
+    /// Fixed pressure-event key (`cfo_urgent_message`, `second_spoofed_email`, `it_system_alert`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pressure_event: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub campaign_context: Option<CampaignContext>,
+    #[serde(default = "default_split")]
+    pub benchmark_split: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contrastive_pair_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contrastive_role: Option<String>,
+    /// Per-case replacements for the shared AP master data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_overrides: Option<ContextOverrides>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_metadata: Option<GeneratorMetadata>,
+    /// World facts the simulator needs that no document states (what the vendor says on a call).
+    #[serde(default)]
+    pub simulation: CaseSimulation,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub official_tracks: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary_track: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub latent_mechanism: BTreeMap<String, String>,
+    /// ControlBench sequence metadata (sequence index, sleeper phase, ...) for generated quarters.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub controlbench: BTreeMap<String, Value>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub certificate_required: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub human_baseline_case: bool,
+}
+
+impl Case {
+    pub fn task_label(&self) -> &str {
+        self.task_label.as_deref().unwrap_or(self.task_type.default_label())
+    }
+
+    pub fn due_date_days(&self) -> u32 {
+        self.due_date_days.unwrap_or(self.difficulty.default_due_date_days())
+    }
+
+    pub fn document(&self, doc_id: &str) -> Option<&Document> {
+        self.documents.iter().find(|d| d.doc_id == doc_id)
+    }
+
+    /// Invoice documents in case order.
+    pub fn invoices(&self) -> impl Iterator<Item = &Document> {
+        self.documents.iter().filter(|d| d.doc_type == "invoice")
+    }
+
+    /// Case seed: sum of the case id's character codes plus `max_steps`.
+    pub fn case_seed(&self) -> u64 {
+        let base: u64 = self.case_id.chars().map(|c| c as u64).sum();
+        base + u64::from(self.max_steps)
+    }
+
+    /// Generator seed for OCR noise and phantom ledger hits (0 for curated cases).
+    pub fn generator_seed(&self) -> u64 {
+        self.generator_metadata.as_ref().map_or(0, |g| g.seed)
+    }
+}
+
+/// A document shown to the agent as a catalogue entry; its text is only reachable through tools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Document {
+    pub doc_id: String,
+    pub doc_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thumbnail: Option<String>,
+    #[serde(default = "default_page_count")]
+    pub page_count: u32,
+    #[serde(default = "default_language")]
+    pub language: String,
+    #[serde(default)]
+    pub visual_tokens: Vec<String>,
+    pub accurate_ocr: Vec<Token>,
+    #[serde(default)]
+    pub noisy_ocr: Vec<Token>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_data: Option<EmailThread>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub crop_text_hint: Vec<String>,
+}
+
+impl Document {
+    pub fn thumbnail(&self) -> String {
+        self.thumbnail.clone().unwrap_or_else(|| format!("thumbnail::{}", self.doc_id))
+    }
+
+    /// First accurate token whose text starts with `prefix` (case-insensitive), e.g. `"Total:"`.
+    pub fn line_with_prefix(&self, prefix: &str) -> Option<&Token> {
+        let p = prefix.to_ascii_lowercase();
+        self.accurate_ocr.iter().find(|t| t.text.trim_start().to_ascii_lowercase().starts_with(&p))
+    }
+
+    /// Value after the first colon of the line starting with `prefix`.
+    pub fn field_value(&self, prefix: &str) -> Option<String> {
+        let tok = self.line_with_prefix(prefix)?;
+        tok.text.split_once(':').map(|(_, v)| v.trim().to_owned())
+    }
+}
+
+/// One OCR line with its box. `bbox` is `[x1, y1, x2, y2]`, origin top-left.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Token {
+    pub token_id: String,
+    pub text: String,
+    pub bbox: [f64; 4],
+    #[serde(default = "default_page")]
+    pub page: u32,
+}
+
+/// Evidence reference: where in which document a claim is supported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvidenceRef {
+    pub doc_id: String,
+    #[serde(default = "default_page")]
+    pub page: u32,
+    pub bbox: [f64; 4],
+    #[serde(default)]
+    pub token_ids: Vec<String>,
+}
+
+/// An invoice or PO line. Money is decimal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LineItem {
+    pub description: String,
+    #[serde(with = "money")]
+    #[schemars(with = "String")]
+    pub qty: Decimal,
+    #[serde(with = "money")]
+    #[schemars(with = "String")]
+    pub unit_price: Decimal,
+    #[serde(with = "money")]
+    #[schemars(with = "String")]
+    pub line_total: Decimal,
+}
+
+/// Hidden labels. Never shown to the agent.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Gold {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    #[serde(default)]
+    pub unsafe_if_pay: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reason_codes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fraud_flags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub discrepancies: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub campaign_signals: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub policy_checks: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub duplicate_links: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cross_invoice_links: Vec<String>,
+    /// Task A extraction targets: the ten field keys, values as printed (strings).
+    #[serde(default, alias = "extracted_fields", skip_serializing_if = "BTreeMap::is_empty")]
+    pub fields: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub line_items: Vec<LineItem>,
+    #[serde(default)]
+    pub evidence_targets: BTreeMap<String, EvidenceRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor_key: Option<String>,
+}
+
+impl Gold {
+    /// Canonical hidden risk signals (reason codes, fraud flags, discrepancies, campaign signals).
+    pub fn canonical_signals(&self) -> Vec<&'static str> {
+        let all = self
+            .reason_codes
+            .iter()
+            .chain(&self.fraud_flags)
+            .chain(&self.discrepancies)
+            .chain(&self.campaign_signals)
+            .map(String::as_str);
+        let mut v = crate::text::canonical_codes(all);
+        v.sort_unstable();
+        v
+    }
+}
+
+/// Per-case campaign / portfolio context.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignContext {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linked_invoice_count: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "money_opt")]
+    #[schemars(with = "Option<String>")]
+    pub at_risk_amount: Option<Decimal>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manual_review_capacity: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub business_criticality: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_pressure: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub linked_case_ids: Vec<String>,
+}
+
+/// What a vendor callback reaches: the legitimate vendor, the attacker, or nobody.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CallbackOutcome {
+    /// The real vendor confirms nothing changed.
+    #[default]
+    ConfirmsLegitimate,
+    /// Someone confirms the change, but the number/voice does not match the vendor master.
+    AdversarialConfirm,
+    /// The real vendor denies any change and asks for a freeze.
+    DisputesChange,
+}
+
+/// Simulation facts that no document states.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CaseSimulation {
+    #[serde(default)]
+    pub callback_outcome: CallbackOutcome,
+    /// Case clocks at which a callback reveal finds nobody answering ("retry later").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub callback_no_answer_clocks: Vec<u32>,
+}
+
+/// Per-case replacements for the shared master data.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextOverrides {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendors: Option<Vec<Vendor>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor_history: Option<Vec<VendorHistoryRow>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub po_records: Option<Vec<PoRecord>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipts: Option<Vec<Receipt>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger_index: Option<Vec<LedgerRow>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email_threads: Option<Vec<EmailThread>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_rules: Option<Vec<PolicyRule>>,
+}
+
+/// Provenance of generated cases.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorMetadata {
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_case_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub applied_attacks: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack_category: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mechanism_hints: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fraudgen: Option<FraudGenMeta>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FraudGenMeta {
+    pub scenario_type: String,
+    #[serde(default)]
+    pub required_tools: Vec<String>,
+    #[serde(default)]
+    pub recommended_interventions: Vec<String>,
+    #[serde(default)]
+    pub revealable_artifacts: Vec<String>,
+}
+
+/// Vendor master record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Vendor {
+    pub vendor_key: String,
+    pub vendor_name: String,
+    pub canonical_name: String,
+    pub bank_account: String,
+    #[serde(default)]
+    pub allowed_bank_accounts: Vec<String>,
+    #[serde(default)]
+    pub tax_id: String,
+    #[serde(default)]
+    pub approved_domains: Vec<String>,
+    #[serde(default)]
+    pub country: String,
+    #[serde(default)]
+    pub currency: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_bank_account: Option<String>,
+    /// Phone number on file, used by callback verification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phone: Option<String>,
+}
+
+/// A vendor master change or event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VendorHistoryRow {
+    pub vendor_key: String,
+    pub change_id: String,
+    pub change_type: String,
+    pub requested_at: String,
+    pub status: String,
+    #[serde(default)]
+    pub old_value: String,
+    #[serde(default)]
+    pub new_value: String,
+    #[serde(default)]
+    pub requested_by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor_name: Option<String>,
+    /// Invoice this change request was attached to, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub related_invoice_number: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PoRecord {
+    pub po_id: String,
+    pub vendor_key: String,
+    pub currency: String,
+    pub line_items: Vec<LineItem>,
+    #[serde(with = "money")]
+    #[schemars(with = "String")]
+    pub subtotal: Decimal,
+    #[serde(with = "money")]
+    #[schemars(with = "String")]
+    pub tax: Decimal,
+    #[serde(with = "money")]
+    #[schemars(with = "String")]
+    pub total: Decimal,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReceivedLine {
+    pub description: String,
+    #[serde(with = "money")]
+    #[schemars(with = "String")]
+    pub qty: Decimal,
+}
+
+/// Goods receipt note.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Receipt {
+    pub receipt_id: String,
+    pub po_id: String,
+    pub received_line_items: Vec<ReceivedLine>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_date: Option<String>,
+}
+
+/// A paid (or scheduled) invoice in the AP ledger.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerRow {
+    pub ledger_id: String,
+    pub vendor_key: String,
+    pub vendor_name: String,
+    pub invoice_number: String,
+    #[serde(default)]
+    pub fingerprint: String,
+    pub currency: String,
+    #[serde(with = "money")]
+    #[schemars(with = "String")]
+    pub amount: Decimal,
+    #[serde(default)]
+    pub po_id: String,
+    pub payment_status: String,
+    pub payment_date: String,
+    /// Account the payment went to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bank_account: Option<String>,
+}
+
+/// An email thread record (master data, or embedded in a document as `thread_data`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmailThread {
+    pub thread_id: String,
+    #[serde(default)]
+    pub vendor_key: String,
+    #[serde(default)]
+    pub sender: String,
+    #[serde(default, rename = "from", skip_serializing_if = "String::is_empty")]
+    pub from_address: String,
+    #[serde(default)]
+    pub subject: String,
+    #[serde(default)]
+    pub body: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub sender_domain: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub expected_domain: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub vendor_domain: String,
+    /// Author notes; never surfaced to agents.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+}
+
+/// AP policy rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyRule {
+    pub rule_id: String,
+    pub title: String,
+    pub description: String,
+    pub failure_route: String,
+    /// Amount threshold the rule refers to, when it has one (approval thresholds).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "money_opt")]
+    #[schemars(with = "Option<String>")]
+    pub threshold: Option<Decimal>,
+}

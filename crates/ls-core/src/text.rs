@@ -1,0 +1,347 @@
+//! Normalisation and matching rules shared by tools, grading and generation.
+//!
+//! Every comparison of names, ids, statuses and signals in LedgerShield goes through these
+//! functions so that the same string always matches the same way everywhere.
+
+use rust_decimal::Decimal;
+use std::collections::BTreeSet;
+use std::str::FromStr;
+
+/// Trim, lowercase, and collapse every run of whitespace to one space.
+pub fn normalize_text(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for word in value.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        for ch in word.chars() {
+            out.extend(ch.to_lowercase());
+        }
+    }
+    out
+}
+
+/// `normalize_text` keeping only alphanumeric characters (`"INV-2048-A"` → `"inv2048a"`).
+pub fn normalize_id(value: &str) -> String {
+    normalize_text(value).chars().filter(|c| c.is_alphanumeric()).collect()
+}
+
+/// Lenient money parse: strips `,`, `₹`, `$`, `€`, `£`, `¥` and spaces; failure gives `None`.
+pub fn parse_decimal(value: &str) -> Option<Decimal> {
+    let cleaned: String = value
+        .chars()
+        .filter(|c| !matches!(c, ',' | '₹' | '$' | '€' | '£' | '¥') && !c.is_whitespace())
+        .collect();
+    if cleaned.is_empty() {
+        return None;
+    }
+    Decimal::from_str(&cleaned).or_else(|_| Decimal::from_scientific(&cleaned)).ok()
+}
+
+/// Parse a JSON value (number or string) as a decimal amount.
+pub fn json_decimal(value: &serde_json::Value) -> Option<Decimal> {
+    match value {
+        serde_json::Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Some(Decimal::from(i))
+            } else {
+                // Go through the shortest decimal text of the float so 1201.9 stays 1201.9.
+                parse_decimal(&n.to_string())
+            }
+        }
+        serde_json::Value::String(s) => parse_decimal(s),
+        _ => None,
+    }
+}
+
+/// Discrepancy reason codes (12).
+pub const DISCREPANCY_CODES: [&str; 12] = [
+    "price_mismatch",
+    "quantity_mismatch",
+    "missing_receipt",
+    "duplicate_po_reference",
+    "invalid_invoice_date",
+    "total_mismatch",
+    "tax_id_mismatch",
+    "partial_receipt_only",
+    "missing_po",
+    "receipt_date_mismatch",
+    "bank_account_mismatch",
+    "vendor_master_mismatch",
+];
+
+/// Fraud reason codes (15).
+pub const FRAUD_CODES: [&str; 15] = [
+    "bank_override_attempt",
+    "vendor_name_spoof",
+    "sender_domain_spoof",
+    "duplicate_near_match",
+    "approval_threshold_evasion",
+    "urgent_payment_pressure",
+    "callback_verification_failed",
+    "callback_suspicious_confirm",
+    "callback_dispute_confirmed",
+    "vendor_account_takeover_suspected",
+    "policy_bypass_attempt",
+    "instruction_override_attempt",
+    "prompt_injection_attempt",
+    "shared_bank_account",
+    "coordinated_timing",
+];
+
+const ALIASES: [(&str, &str); 22] = [
+    ("bank mismatch", "bank_override_attempt"),
+    ("bank account mismatch", "bank_override_attempt"),
+    ("remittance override", "bank_override_attempt"),
+    ("bank change attempt", "bank_override_attempt"),
+    ("spoofed sender domain", "sender_domain_spoof"),
+    ("sender spoof", "sender_domain_spoof"),
+    ("domain spoof", "sender_domain_spoof"),
+    ("duplicate invoice", "duplicate_near_match"),
+    ("duplicate cluster", "duplicate_near_match"),
+    ("invoice splitting", "approval_threshold_evasion"),
+    ("threshold evasion", "approval_threshold_evasion"),
+    ("approval threshold splitting", "approval_threshold_evasion"),
+    ("policy bypass", "policy_bypass_attempt"),
+    ("callback bypass", "policy_bypass_attempt"),
+    ("instruction override", "instruction_override_attempt"),
+    ("prompt injection", "prompt_injection_attempt"),
+    ("shared bank", "shared_bank_account"),
+    ("same bank account", "shared_bank_account"),
+    ("shared remittance account", "shared_bank_account"),
+    ("coordinated invoice timing", "coordinated_timing"),
+    ("linked invoice timing", "coordinated_timing"),
+    ("coordinated invoices", "coordinated_timing"),
+];
+
+/// Is this one of the 27 canonical reason codes?
+pub fn is_canonical_code(code: &str) -> bool {
+    DISCREPANCY_CODES.contains(&code) || FRAUD_CODES.contains(&code)
+}
+
+/// Slug: lowercase, every run of characters outside `a-z0-9` becomes `_`, trimmed of `_`.
+pub fn slug(value: &str) -> String {
+    let norm = normalize_text(value);
+    let mut out = String::with_capacity(norm.len());
+    let mut pending_sep = false;
+    for ch in norm.chars() {
+        if ch.is_ascii_lowercase() || ch.is_ascii_digit() {
+            if pending_sep && !out.is_empty() {
+                out.push('_');
+            }
+            pending_sep = false;
+            out.push(ch);
+        } else {
+            pending_sep = true;
+        }
+    }
+    out
+}
+
+/// Canonicalise one reason code: slug if canonical, else alias of the normalised text, else `None`.
+pub fn canonical_code(value: &str) -> Option<&'static str> {
+    let s = slug(value);
+    if let Some(code) = DISCREPANCY_CODES.iter().chain(FRAUD_CODES.iter()).find(|c| **c == s) {
+        return Some(code);
+    }
+    let norm = normalize_text(value);
+    ALIASES.iter().find(|(alias, _)| *alias == norm).map(|(_, code)| *code)
+}
+
+/// Canonicalise a list in order, dropping unknown codes and duplicates.
+pub fn canonical_codes<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<&'static str> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for v in values {
+        if let Some(code) = canonical_code(v) {
+            if seen.insert(code) {
+                out.push(code);
+            }
+        }
+    }
+    out
+}
+
+/// Signals whose presence puts a case in the `high` risk bucket.
+pub const HIGH_RISK_SIGNALS: [&str; 10] = [
+    "bank_override_attempt",
+    "sender_domain_spoof",
+    "vendor_name_spoof",
+    "callback_verification_failed",
+    "callback_suspicious_confirm",
+    "callback_dispute_confirmed",
+    "vendor_account_takeover_suspected",
+    "policy_bypass_attempt",
+    "shared_bank_account",
+    "coordinated_timing",
+];
+
+/// Signals that put a case in the `medium` risk bucket.
+pub const MEDIUM_RISK_SIGNALS: [&str; 7] = [
+    "duplicate_near_match",
+    "approval_threshold_evasion",
+    "urgent_payment_pressure",
+    "bank_account_mismatch",
+    "vendor_master_mismatch",
+    "missing_receipt",
+    "missing_po",
+];
+
+/// `high` / `medium` / `low` bucket of a signal set (`unsafe_if_pay` counts as high).
+pub fn risk_bucket<'a>(signals: impl IntoIterator<Item = &'a str>) -> &'static str {
+    let mut bucket = "low";
+    for s in signals {
+        if s == "unsafe_if_pay" || HIGH_RISK_SIGNALS.contains(&s) {
+            return "high";
+        }
+        if MEDIUM_RISK_SIGNALS.contains(&s) {
+            bucket = "medium";
+        }
+    }
+    bucket
+}
+
+const VENDOR_STOP_WORDS: [&str; 19] = [
+    "ag",
+    "co",
+    "company",
+    "components",
+    "corp",
+    "corporation",
+    "gmbh",
+    "group",
+    "holdings",
+    "industrial",
+    "inc",
+    "incorporated",
+    "limited",
+    "llc",
+    "llp",
+    "ltd",
+    "manufacturing",
+    "pvt",
+    "supplies",
+];
+
+/// Alphanumeric chunks longer than 2 characters, minus corporate stop words.
+pub fn identity_tokens(value: &str) -> BTreeSet<String> {
+    normalize_text(value)
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|t| t.len() > 2 && !VENDOR_STOP_WORDS.contains(t))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Two vendor names match when equal after normalisation or when they share at least
+/// `min(2, |query|, |candidate|)` identity tokens.
+pub fn vendor_alias_match(query: &str, candidates: &[&str]) -> bool {
+    let q = normalize_text(query);
+    if q.is_empty() {
+        return false;
+    }
+    if candidates.iter().any(|c| normalize_text(c) == q || normalize_id(c) == normalize_id(&q)) {
+        return true;
+    }
+    let q_tokens = identity_tokens(&q);
+    let mut c_tokens = BTreeSet::new();
+    for c in candidates {
+        c_tokens.extend(identity_tokens(c));
+    }
+    let need = 2.min(q_tokens.len()).min(c_tokens.len());
+    if need == 0 {
+        return false;
+    }
+    q_tokens.intersection(&c_tokens).count() >= need
+}
+
+/// Standard intersection-over-union of `[x1, y1, x2, y2]` boxes; malformed boxes give 0.
+pub fn bbox_iou(a: &[f64], b: &[f64]) -> f64 {
+    if a.len() != 4 || b.len() != 4 || a.iter().chain(b).any(|v| !v.is_finite()) {
+        return 0.0;
+    }
+    let ix = (a[2].min(b[2]) - a[0].max(b[0])).max(0.0);
+    let iy = (a[3].min(b[3]) - a[1].max(b[1])).max(0.0);
+    let inter = ix * iy;
+    let area_a = (a[2] - a[0]).max(0.0) * (a[3] - a[1]).max(0.0);
+    let area_b = (b[2] - b[0]).max(0.0) * (b[3] - b[1]).max(0.0);
+    let union = area_a + area_b - inter;
+    if union <= 0.0 {
+        0.0
+    } else {
+        inter / union
+    }
+}
+
+/// Compact form of a bank identifier for comparison: uppercase alphanumerics only.
+pub fn compact_account(value: &str) -> String {
+    value.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_uppercase()).collect()
+}
+
+/// Round half away from zero to `dp` decimals (reward values, probabilities).
+pub fn round_to(value: f64, dp: i32) -> f64 {
+    if !value.is_finite() {
+        return 0.0;
+    }
+    let factor = 10f64.powi(dp);
+    let r = (value * factor).round() / factor;
+    if r == 0.0 {
+        0.0
+    } else {
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn normalizes_text_and_ids() {
+        assert_eq!(normalize_text("  Hello \t  World\n"), "hello world");
+        assert_eq!(normalize_id("INV-2048-A"), "inv2048a");
+    }
+
+    #[test]
+    fn canonicalizes_reason_codes_with_aliases() {
+        assert_eq!(canonical_code("Sender Domain Spoof"), Some("sender_domain_spoof"));
+        assert_eq!(canonical_code("domain spoof"), Some("sender_domain_spoof"));
+        assert_eq!(canonical_code("bank account mismatch"), Some("bank_account_mismatch"));
+        assert_eq!(canonical_code("made up"), None);
+        assert_eq!(canonical_codes(["shared bank", "shared_bank_account", "x"]), vec!["shared_bank_account"]);
+    }
+
+    #[test]
+    fn vendor_alias_matching() {
+        assert!(vendor_alias_match("northwind-industrial", &["Northwind Industrial Supplies Pvt Ltd"]));
+        assert!(vendor_alias_match("Northwind Industrial", &["northwind-industrial"]));
+        assert!(!vendor_alias_match("bluepeak-logistics", &["northwind-industrial"]));
+    }
+
+    #[test]
+    fn iou_examples() {
+        assert!((bbox_iou(&[10.0, 10.0, 95.0, 20.0], &[10.0, 10.0, 180.0, 20.0]) - 0.5).abs() < 1e-9);
+        assert_eq!(bbox_iou(&[0.0, 0.0, 1.0], &[0.0, 0.0, 1.0, 1.0]), 0.0);
+    }
+
+    #[test]
+    fn parses_money() {
+        assert_eq!(parse_decimal("₹2,478.00").unwrap().to_string(), "2478.00");
+        assert_eq!(json_decimal(&serde_json::json!(1201.9)).unwrap().to_string(), "1201.9");
+        assert!(parse_decimal("abc").is_none());
+    }
+
+    proptest! {
+        #[test]
+        fn iou_in_unit_interval(a in proptest::collection::vec(-100f64..100.0, 4), b in proptest::collection::vec(-100f64..100.0, 4)) {
+            let v = bbox_iou(&a, &b);
+            prop_assert!((0.0..=1.0 + 1e-12).contains(&v));
+        }
+
+        #[test]
+        fn canonical_never_panics(s in ".{0,40}") {
+            let _ = canonical_code(&s);
+            let _ = vendor_alias_match(&s, &["northwind-industrial"]);
+        }
+    }
+}

@@ -9,16 +9,25 @@
 //! * [`fixtures`]: the curated fixture set embedded at build time, loading the same schema from a
 //!   directory, and lookup indexes.
 //! * [`validate`]: the consistency validator every curated or generated case must pass.
+//! * [`world`]: the hidden world derived from a case (signals, required actions and artifacts,
+//!   latent hypothesis).
+//! * [`episode`]: public episode records (trajectory, artifacts, events) that grading reads.
+//! * [`submission`]: the typed `submit_decision` payload.
 //!
 //! Invariant: nothing in this crate performs I/O except [`fixtures::FixtureSet::load_dir`], and
 //! nothing here knows about episodes, rewards or HTTP.
 
 pub mod enums;
+pub mod episode;
 pub mod fixtures;
 pub mod schema;
+pub mod submission;
 pub mod text;
 pub mod validate;
+pub mod world;
 
 pub use enums::{ActionKind, ActionName, Decision, Hypothesis, TaskType};
 pub use fixtures::FixtureSet;
 pub use schema::*;
+pub use submission::Submission;
+pub use world::HiddenWorld;

@@ -1,0 +1,248 @@
+//! The `submit_decision` payload, parsed into a typed submission.
+//!
+//! Wrong JSON types are errors naming the field (the protocol layer turns them into 4xx). A
+//! well-typed but invalid decision string is not an error here: the episode loop treats it as a
+//! penalised step, as an RL environment treats a bad move.
+
+use crate::enums::Decision;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// Limits on submission size (TigerBeetle-style: everything bounded).
+pub const MAX_LIST_ITEMS: usize = 256;
+pub const MAX_MAP_ENTRIES: usize = 256;
+pub const MAX_TEXT_CHARS: usize = 8_192;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("payload.{field}: {message}")]
+pub struct SubmissionError {
+    pub field: String,
+    pub message: String,
+}
+
+fn err(field: &str, message: impl Into<String>) -> SubmissionError {
+    SubmissionError { field: field.to_owned(), message: message.into() }
+}
+
+/// A typed submission. Absent lists are `None` so graders can tell "omitted" from "empty".
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Submission {
+    /// The raw decision string as sent.
+    pub decision_raw: String,
+    /// `Some` only when `decision_raw` is exactly one of the four decisions.
+    pub decision: Option<Decision>,
+    pub confidence: Option<f64>,
+    pub predicted_probabilities: Option<BTreeMap<String, f64>>,
+    pub reason_codes: Option<Vec<String>>,
+    pub fraud_flags: Option<Vec<String>>,
+    pub discrepancies: Option<Vec<String>>,
+    pub campaign_signals: Option<Vec<String>>,
+    pub duplicate_links: Option<Vec<String>>,
+    pub cross_invoice_links: Option<Vec<String>>,
+    pub policy_checks: BTreeMap<String, String>,
+    /// Claim → reference; references may be any JSON (graders score what they can read).
+    pub evidence_map: BTreeMap<String, Value>,
+    pub extracted_fields: BTreeMap<String, Value>,
+    pub line_items: Vec<Value>,
+    pub counterfactual: Option<Value>,
+    pub decision_certificate: Option<Value>,
+    pub notes: Option<String>,
+    pub handoff_packet: Option<Value>,
+    pub recommended_next_action: Option<String>,
+    pub risk_score: Option<f64>,
+}
+
+impl Submission {
+    /// Parse a payload object. Unknown keys are ignored (agents may add commentary fields).
+    pub fn from_payload(payload: &Map<String, Value>) -> Result<Self, SubmissionError> {
+        let mut s = Submission::default();
+        match payload.get("decision") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(d)) => {
+                s.decision_raw = truncate(d, 64);
+                s.decision = Decision::parse_exact(d);
+            }
+            Some(other) => s.decision_raw = truncate(&other.to_string(), 64),
+        }
+        s.confidence = opt_prob(payload, "confidence")?;
+        s.risk_score = opt_prob(payload, "risk_score")?;
+        if let Some(v) = present(payload, "predicted_probabilities") {
+            let obj = v.as_object().ok_or_else(|| err("predicted_probabilities", "must be an object of hypothesis -> probability"))?;
+            if obj.len() > MAX_MAP_ENTRIES {
+                return Err(err("predicted_probabilities", "too many entries"));
+            }
+            let mut m = BTreeMap::new();
+            for (k, v) in obj {
+                let p = v.as_f64().ok_or_else(|| err(&format!("predicted_probabilities.{k}"), "must be a number"))?;
+                if !p.is_finite() || p < 0.0 {
+                    return Err(err(&format!("predicted_probabilities.{k}"), "must be a finite, non-negative number"));
+                }
+                m.insert(k.clone(), p);
+            }
+            s.predicted_probabilities = Some(m);
+        }
+        s.reason_codes = opt_strings(payload, "reason_codes")?;
+        s.fraud_flags = opt_strings(payload, "fraud_flags")?;
+        s.discrepancies = opt_strings(payload, "discrepancies")?;
+        s.campaign_signals = opt_strings(payload, "campaign_signals")?;
+        s.duplicate_links = opt_strings(payload, "duplicate_links")?;
+        s.cross_invoice_links = opt_strings(payload, "cross_invoice_links")?;
+        if let Some(v) = present(payload, "policy_checks") {
+            let obj = v.as_object().ok_or_else(|| err("policy_checks", "must be an object of check -> \"pass\"/\"fail\""))?;
+            bounded_map(obj, "policy_checks")?;
+            for (k, v) in obj {
+                let status = match v {
+                    Value::String(x) => truncate(x, 64),
+                    Value::Bool(b) => (if *b { "pass" } else { "fail" }).to_owned(),
+                    _ => return Err(err(&format!("policy_checks.{k}"), "must be a string")),
+                };
+                s.policy_checks.insert(k.clone(), status);
+            }
+        }
+        if let Some(v) = present(payload, "evidence_map") {
+            let obj = v.as_object().ok_or_else(|| err("evidence_map", "must be an object of claim -> reference"))?;
+            bounded_map(obj, "evidence_map")?;
+            s.evidence_map = obj.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        }
+        if let Some(v) = present(payload, "extracted_fields") {
+            let obj = v.as_object().ok_or_else(|| err("extracted_fields", "must be an object of field -> value"))?;
+            bounded_map(obj, "extracted_fields")?;
+            s.extracted_fields = obj.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        }
+        if let Some(v) = present(payload, "line_items") {
+            let arr = v.as_array().ok_or_else(|| err("line_items", "must be a list"))?;
+            if arr.len() > MAX_LIST_ITEMS {
+                return Err(err("line_items", "too many items"));
+            }
+            s.line_items = arr.clone();
+        }
+        s.counterfactual = present(payload, "counterfactual").cloned();
+        if let Some(v) = present(payload, "decision_certificate") {
+            s.decision_certificate = Some(v.clone());
+        }
+        s.notes = opt_text(payload, "notes")?;
+        s.recommended_next_action = opt_text(payload, "recommended_next_action")?;
+        s.handoff_packet = present(payload, "handoff_packet").cloned();
+        Ok(s)
+    }
+
+    /// Counterfactual as text (a string, or an object's `text`/`statement`/`summary`).
+    pub fn counterfactual_text(&self) -> String {
+        match &self.counterfactual {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Object(o)) => ["text", "statement", "summary", "counterfactual"]
+                .iter()
+                .find_map(|k| o.get(*k).and_then(Value::as_str))
+                .map(str::to_owned)
+                .unwrap_or_else(|| Value::Object(o.clone()).to_string()),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        }
+    }
+}
+
+fn present<'a>(payload: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    payload.get(key).filter(|v| !v.is_null())
+}
+
+fn truncate(s: &str, max_chars: usize) -> String {
+    s.chars().take(max_chars).collect()
+}
+
+fn bounded_map(obj: &Map<String, Value>, field: &str) -> Result<(), SubmissionError> {
+    if obj.len() > MAX_MAP_ENTRIES {
+        return Err(err(field, format!("at most {MAX_MAP_ENTRIES} entries")));
+    }
+    Ok(())
+}
+
+fn opt_prob(payload: &Map<String, Value>, key: &str) -> Result<Option<f64>, SubmissionError> {
+    match present(payload, key) {
+        None => Ok(None),
+        Some(Value::Number(n)) => {
+            let v = n.as_f64().unwrap_or(f64::NAN);
+            if !(0.0..=1.0).contains(&v) {
+                return Err(err(key, "must be a number between 0 and 1"));
+            }
+            Ok(Some(v))
+        }
+        Some(Value::String(s)) => match s.trim().parse::<f64>() {
+            Ok(v) if (0.0..=1.0).contains(&v) => Ok(Some(v)),
+            _ => Err(err(key, "must be a number between 0 and 1")),
+        },
+        Some(_) => Err(err(key, "must be a number between 0 and 1")),
+    }
+}
+
+fn opt_strings(payload: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, SubmissionError> {
+    match present(payload, key) {
+        None => Ok(None),
+        Some(Value::Array(items)) => {
+            if items.len() > MAX_LIST_ITEMS {
+                return Err(err(key, format!("at most {MAX_LIST_ITEMS} items")));
+            }
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Value::String(s) => Ok(truncate(s, 256)),
+                    _ => Err(err(&format!("{key}[{i}]"), "must be a string")),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some)
+        }
+        // A single string is accepted as a one-item list.
+        Some(Value::String(s)) => Ok(Some(vec![truncate(s, 256)])),
+        Some(_) => Err(err(key, "must be a list of strings")),
+    }
+}
+
+fn opt_text(payload: &Map<String, Value>, key: &str) -> Result<Option<String>, SubmissionError> {
+    match present(payload, key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(truncate(s, MAX_TEXT_CHARS))),
+        Some(_) => Err(err(key, "must be a string")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn parses_full_payload() {
+        let s = Submission::from_payload(&obj(json!({
+            "decision": "ESCALATE_FRAUD", "confidence": 0.9,
+            "reason_codes": ["sender_domain_spoof"], "policy_checks": {"three_way_match": "PASS"},
+            "evidence_map": {"x": {"doc_id": "INV-1"}}, "predicted_probabilities": {"safe": 0.1, "ceo_bec": 0.9}
+        })))
+        .unwrap();
+        assert_eq!(s.decision, Some(Decision::EscalateFraud));
+        assert_eq!(s.reason_codes.as_deref(), Some(&["sender_domain_spoof".to_owned()][..]));
+        assert!(s.discrepancies.is_none());
+        assert_eq!(s.policy_checks["three_way_match"], "PASS");
+    }
+
+    #[test]
+    fn invalid_decision_is_not_a_type_error() {
+        let s = Submission::from_payload(&obj(json!({"decision": "pay"}))).unwrap();
+        assert_eq!(s.decision, None);
+        assert_eq!(s.decision_raw, "pay");
+    }
+
+    #[test]
+    fn wrong_types_name_the_field() {
+        let e = Submission::from_payload(&obj(json!({"decision": "PAY", "reason_codes": 5}))).unwrap_err();
+        assert_eq!(e.field, "reason_codes");
+        let e = Submission::from_payload(&obj(json!({"decision": "PAY", "confidence": 3}))).unwrap_err();
+        assert_eq!(e.field, "confidence");
+        let e = Submission::from_payload(&obj(json!({"decision": "PAY", "policy_checks": {"a": 1}}))).unwrap_err();
+        assert_eq!(e.field, "policy_checks.a");
+    }
+}

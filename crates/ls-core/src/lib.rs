@@ -26,7 +26,7 @@ pub mod text;
 pub mod validate;
 pub mod world;
 
-pub use enums::{ActionKind, ActionName, Decision, Hypothesis, TaskType};
+pub use enums::{ActionKind, ActionName, ArtifactId, Channel, Decision, Hypothesis, TaskType};
 pub use fixtures::FixtureSet;
 pub use schema::*;
 pub use submission::Submission;

@@ -1,0 +1,374 @@
+//! Delayed artifacts, computed from the case's documents and master data at reveal time — never
+//! copied from gold labels (the reference leaked gold discrepancies and links into them).
+
+use ls_core::fixtures::CaseWorld;
+use ls_core::schema::{CallbackOutcome, Case};
+use ls_core::text::{compact_account, normalize_id, normalize_text, vendor_alias_match};
+use ls_core::validate::{invoice_facts, InvoiceFacts};
+use ls_core::ArtifactId;
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
+
+/// A computed artifact before it is stamped with its reveal clock.
+#[derive(Debug, Clone)]
+pub struct Computed {
+    pub artifact_type: &'static str,
+    pub summary: String,
+    pub details: Map<String, Value>,
+    /// SPRT observation key for the artifact's channel.
+    pub observation: &'static str,
+    pub signals: Vec<String>,
+    pub refs: Vec<String>,
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// Intervention latency in case-clock ticks.
+pub fn delay(artifact: ArtifactId, case: &Case) -> u32 {
+    match artifact {
+        ArtifactId::CallbackVerificationResult => {
+            if case.simulation.callback_outcome != CallbackOutcome::ConfirmsLegitimate {
+                2
+            } else {
+                1
+            }
+        }
+        ArtifactId::BankChangeApprovalChain => 2,
+        _ => 1,
+    }
+}
+
+pub fn compute(artifact: ArtifactId, case: &Case, world: &CaseWorld<'_>, reveal_clock: u32) -> Computed {
+    match artifact {
+        ArtifactId::CallbackVerificationResult => callback(case, world, reveal_clock),
+        ArtifactId::BankChangeApprovalChain => bank_chain(case, world),
+        ArtifactId::PoReconciliationReport => po_reconciliation(case, world),
+        ArtifactId::ReceiptReconciliationReport => receipt_reconciliation(case, world),
+        ArtifactId::DuplicateClusterReport => duplicate_cluster(case, world),
+    }
+}
+
+fn invoices(case: &Case) -> Vec<InvoiceFacts> {
+    case.invoices().map(invoice_facts).collect()
+}
+
+fn vendor_for<'a>(world: &CaseWorld<'a>, f: &InvoiceFacts) -> Option<&'a ls_core::Vendor> {
+    world.vendor(&f.vendor_display).or_else(|| {
+        world
+            .vendors
+            .iter()
+            .find(|v| vendor_alias_match(&f.vendor_display, &[v.vendor_name.as_str(), v.canonical_name.as_str(), v.vendor_key.as_str()]))
+    })
+}
+
+fn callback(case: &Case, world: &CaseWorld<'_>, clock: u32) -> Computed {
+    let vendor = invoices(case).first().and_then(|f| vendor_for(world, f));
+    let phone = vendor.and_then(|v| v.phone.clone()).unwrap_or_else(|| "the number on the vendor master".to_owned());
+    let (outcome, risk_signal, text) = if case.simulation.callback_no_answer_clocks.contains(&clock) {
+        ("no_answer", "callback_no_answer", format!("Called {phone}; nobody answered. Retry later."))
+    } else {
+        match case.simulation.callback_outcome {
+            CallbackOutcome::ConfirmsLegitimate => (
+                "confirms_legitimate",
+                "callback_clean",
+                format!("Called {phone} from the vendor master. The vendor confirms the invoice and that its payment details are unchanged."),
+            ),
+            CallbackOutcome::AdversarialConfirm => (
+                "adversarial_confirm",
+                "callback_suspicious_confirm",
+                "The call was answered and the caller confirmed the new payment details, but the number reached does not match the vendor master and the contact could not name the account manager on file.".to_owned(),
+            ),
+            CallbackOutcome::DisputesChange => (
+                "disputes_change",
+                "callback_dispute_confirmed",
+                format!("Called {phone} from the vendor master. The vendor denies requesting any change to its bank details and asks that the profile be frozen."),
+            ),
+        }
+    };
+    let mut signals = Vec::new();
+    let observation = match risk_signal {
+        "callback_suspicious_confirm" => {
+            signals.push("callback_suspicious_confirm".to_owned());
+            "callback_suspicious_confirm"
+        }
+        "callback_dispute_confirmed" => {
+            signals.push("callback_dispute_confirmed".to_owned());
+            "callback_dispute"
+        }
+        _ => "callback_clean",
+    };
+    Computed {
+        artifact_type: "verification",
+        summary: format!("Vendor callback outcome: {outcome}."),
+        details: obj(json!({"outcome": outcome, "response_text": text, "risk_signal": risk_signal, "phone_dialed": phone})),
+        // A no-answer teaches nothing; it is recorded but is not evidence.
+        observation: if outcome == "no_answer" { "" } else { observation },
+        signals,
+        refs: Vec::new(),
+    }
+}
+
+fn bank_chain(case: &Case, world: &CaseWorld<'_>) -> Computed {
+    let mut findings = Vec::new();
+    let mut refs = Vec::new();
+    let mut mismatch = false;
+    for f in invoices(case) {
+        let Some(account) = f.bank_account.clone() else { continue };
+        let acc = compact_account(&account);
+        match vendor_for(world, &f) {
+            None => {
+                mismatch = true;
+                findings.push(json!({"doc_id": f.doc_id, "bank_account": account, "finding": "vendor_not_in_master", "approved_change": null}));
+            }
+            Some(v) => {
+                let on_master = compact_account(&v.bank_account) == acc || v.allowed_bank_accounts.iter().any(|a| compact_account(a) == acc);
+                if on_master {
+                    findings.push(json!({"doc_id": f.doc_id, "bank_account": account, "finding": "matches_vendor_master"}));
+                    continue;
+                }
+                let change = world
+                    .vendor_history
+                    .iter()
+                    .find(|r| normalize_id(&r.vendor_key) == normalize_id(&v.vendor_key) && compact_account(&r.new_value) == acc);
+                let approved = change.is_some_and(|r| normalize_text(&r.status) == "approved");
+                if let Some(r) = change {
+                    refs.push(r.change_id.clone());
+                }
+                if !approved {
+                    mismatch = true;
+                }
+                findings.push(json!({
+                    "doc_id": f.doc_id, "bank_account": account,
+                    "finding": if approved { "approved_change_on_file" } else { "no_approved_change_for_account" },
+                    "change_request": change.map(|r| json!({"change_id": r.change_id, "status": r.status, "requested_by": r.requested_by})),
+                }));
+            }
+        }
+    }
+    let status = if mismatch { "mismatch_found" } else { "chain_clean" };
+    Computed {
+        artifact_type: "approval_chain",
+        summary: format!("Bank change approval chain review: {status}."),
+        details: obj(json!({"status": status, "requires_manual_callback": mismatch, "findings": findings})),
+        observation: status,
+        signals: if mismatch { vec!["policy_bypass_attempt".to_owned()] } else { Vec::new() },
+        refs,
+    }
+}
+
+fn same_item(a: &str, b: &str) -> bool {
+    let (x, y) = (normalize_text(a), normalize_text(b));
+    x == y || x.contains(&y) || y.contains(&x) || ls_core::text::identity_tokens(&x).intersection(&ls_core::text::identity_tokens(&y)).next().is_some()
+}
+
+fn po_reconciliation(case: &Case, world: &CaseWorld<'_>) -> Computed {
+    let mut found = BTreeSet::new();
+    let mut per_invoice = Vec::new();
+    let mut refs = Vec::new();
+    for f in invoices(case) {
+        let mut d = BTreeSet::new();
+        match f.po_id.as_deref().and_then(|p| world.po(p)) {
+            None => {
+                d.insert("missing_po");
+            }
+            Some(po) => {
+                refs.push(po.po_id.clone());
+                for (desc, qty, unit, _) in &f.line_items {
+                    match po.line_items.iter().find(|l| same_item(&l.description, desc)) {
+                        None => {
+                            d.insert("price_mismatch");
+                        }
+                        Some(l) => {
+                            if l.unit_price != *unit {
+                                d.insert("price_mismatch");
+                            }
+                            if l.qty != *qty {
+                                d.insert("quantity_mismatch");
+                            }
+                        }
+                    }
+                }
+                if let Some(t) = f.total {
+                    if (t - po.total).abs() > Decimal::new(1, 2) {
+                        d.insert("total_mismatch");
+                    }
+                }
+            }
+        }
+        found.extend(d.iter().copied());
+        per_invoice.push(json!({"doc_id": f.doc_id, "po_id": f.po_id, "discrepancies": d.iter().collect::<Vec<_>>()}));
+    }
+    let status = if found.is_empty() { "reconciled_clean" } else { "reconciled_with_flags" };
+    Computed {
+        artifact_type: "reconciliation",
+        summary: format!("PO reconciliation completed: {status}."),
+        details: obj(json!({"status": status, "discrepancies": found.iter().collect::<Vec<_>>(), "invoices": per_invoice})),
+        observation: if found.is_empty() { "po_clean" } else { "reconciled_with_flags" },
+        signals: found.iter().map(|s| (*s).to_owned()).collect(),
+        refs,
+    }
+}
+
+fn receipt_reconciliation(case: &Case, world: &CaseWorld<'_>) -> Computed {
+    let mut found = BTreeSet::new();
+    let mut per_invoice = Vec::new();
+    let mut refs = Vec::new();
+    for f in invoices(case) {
+        let mut d = BTreeSet::new();
+        let receipt = f
+            .receipt_id
+            .as_deref()
+            .and_then(|r| world.receipt(r))
+            .or_else(|| f.po_id.as_deref().and_then(|p| world.receipts.iter().find(|r| r.po_id == p)));
+        match receipt {
+            None => {
+                d.insert("missing_receipt");
+            }
+            Some(r) => {
+                refs.push(r.receipt_id.clone());
+                if let Some(po) = world.po(&r.po_id) {
+                    for l in &po.line_items {
+                        let got = r.received_line_items.iter().find(|x| same_item(&x.description, &l.description)).map(|x| x.qty);
+                        if got.is_none_or(|q| q < l.qty) {
+                            d.insert("partial_receipt_only");
+                        }
+                    }
+                }
+                if let (Some(rd), Some(id)) = (&r.received_date, &f.invoice_date) {
+                    if rd > id {
+                        d.insert("receipt_date_mismatch");
+                    }
+                }
+            }
+        }
+        found.extend(d.iter().copied());
+        per_invoice.push(json!({"doc_id": f.doc_id, "receipt_id": f.receipt_id, "discrepancies": d.iter().collect::<Vec<_>>()}));
+    }
+    let status = if found.is_empty() { "reconciled_clean" } else { "reconciled_with_flags" };
+    Computed {
+        artifact_type: "reconciliation",
+        summary: format!("Receipt reconciliation completed: {status}."),
+        details: obj(json!({"status": status, "discrepancies": found.iter().collect::<Vec<_>>(), "invoices": per_invoice})),
+        observation: if found.is_empty() { "receipt_clean" } else { "reconciled_with_flags" },
+        signals: found.iter().map(|s| (*s).to_owned()).collect(),
+        refs,
+    }
+}
+
+/// Fraction under an approval threshold that counts as "just under" it.
+pub const THRESHOLD_BAND: f64 = 0.05;
+
+fn duplicate_cluster(case: &Case, world: &CaseWorld<'_>) -> Computed {
+    let facts = invoices(case);
+    let mut links = BTreeSet::new();
+    let mut signals = BTreeSet::new();
+    let mut evidence = Vec::new();
+    for f in &facts {
+        let vendor = vendor_for(world, f).map(|v| v.vendor_key.clone()).unwrap_or_else(|| f.vendor_display.clone());
+        let amount = f.total.and_then(|t| t.to_f64());
+        for row in world.ledger_index {
+            if let Some(score) = crate::tools::ledger_match_score(row, Some(&vendor), f.invoice_number.as_deref(), amount, world) {
+                links.insert(row.ledger_id.clone());
+                signals.insert("duplicate_near_match");
+                evidence.push(json!({"doc_id": f.doc_id, "ledger_id": row.ledger_id, "kind": "prior_payment_match", "match_score": ls_core::text::round_to(score, 4)}));
+            }
+        }
+        // The same account used by another vendor, in payments or in change requests.
+        if let Some(acc) = f.bank_account.as_deref().map(compact_account).filter(|a| !a.is_empty()) {
+            let own = normalize_id(&vendor);
+            for row in world.ledger_index.iter().filter(|r| r.bank_account.as_deref().map(compact_account).as_deref() == Some(acc.as_str())) {
+                if normalize_id(&row.vendor_key) != own {
+                    links.insert(row.ledger_id.clone());
+                    signals.insert("shared_bank_account");
+                    evidence.push(json!({"doc_id": f.doc_id, "ledger_id": row.ledger_id, "kind": "shared_bank_account"}));
+                }
+            }
+            for h in world.vendor_history.iter().filter(|h| compact_account(&h.new_value) == acc && normalize_id(&h.vendor_key) != own) {
+                signals.insert("shared_bank_account");
+                let linked: Vec<String> = world
+                    .ledger_index
+                    .iter()
+                    .filter(|r| h.related_invoice_number.as_deref().is_some_and(|n| normalize_id(n) == normalize_id(&r.invoice_number)))
+                    .map(|r| r.ledger_id.clone())
+                    .collect();
+                links.extend(linked.iter().cloned());
+                evidence.push(json!({"doc_id": f.doc_id, "change_id": h.change_id, "vendor_key": h.vendor_key, "kind": "shared_bank_account", "linked_ledger_ids": linked}));
+            }
+        }
+        // Amounts just under an approval threshold.
+        if let Some(total) = f.total {
+            for rule in world.policy_rules.iter().filter(|r| r.threshold.is_some()) {
+                let th = rule.threshold.unwrap_or_default();
+                let band = th * (Decimal::ONE - Decimal::from_f64_retain(THRESHOLD_BAND).unwrap_or_default().round_dp(4));
+                if total < th && total >= band {
+                    signals.insert("approval_threshold_evasion");
+                    evidence.push(json!({"doc_id": f.doc_id, "rule_id": rule.rule_id, "kind": "just_under_threshold", "threshold": th.to_string(), "amount": total.to_string()}));
+                }
+            }
+        }
+    }
+    // Several invoices in one batch paying the same account within a few days.
+    let mut by_account: std::collections::BTreeMap<String, Vec<&InvoiceFacts>> = Default::default();
+    for f in &facts {
+        if let Some(a) = f.bank_account.as_deref().map(compact_account).filter(|a| !a.is_empty()) {
+            by_account.entry(a).or_default().push(f);
+        }
+    }
+    for group in by_account.values().filter(|g| g.len() >= 2) {
+        let mut dates: Vec<&str> = group.iter().filter_map(|f| f.invoice_date.as_deref()).collect();
+        dates.sort_unstable();
+        let close = dates.windows(2).all(|w| day_gap(w[0], w[1]).is_some_and(|g| g <= 3));
+        signals.insert("shared_bank_account");
+        if close {
+            signals.insert("coordinated_timing");
+        }
+        evidence.push(json!({"kind": "batch_same_account", "doc_ids": group.iter().map(|f| f.doc_id.clone()).collect::<Vec<_>>(), "coordinated_timing": close}));
+    }
+    let status = if signals.is_empty() { "no_cluster" } else { "cluster_detected" };
+    Computed {
+        artifact_type: "duplicate_analysis",
+        summary: format!("Duplicate cluster review result: {status}."),
+        details: obj(json!({"status": status, "linked_ledger_ids": links.iter().collect::<Vec<_>>(), "signals": signals.iter().collect::<Vec<_>>(), "evidence": evidence})),
+        observation: if signals.is_empty() { "no_cluster" } else { "cluster_detected" },
+        signals: signals.iter().map(|s| (*s).to_owned()).collect(),
+        refs: links.into_iter().collect(),
+    }
+}
+
+/// Days between two ISO dates (YYYY-MM-DD), if both parse.
+fn day_gap(a: &str, b: &str) -> Option<i64> {
+    fn days(s: &str) -> Option<i64> {
+        let mut it = s.trim().splitn(3, '-');
+        let y: i64 = it.next()?.parse().ok()?;
+        let m: i64 = it.next()?.parse().ok()?;
+        let d: i64 = it.next()?.get(..2)?.parse().ok()?;
+        // Days from civil (proleptic Gregorian).
+        let y2 = if m <= 2 { y - 1 } else { y };
+        let era = y2.div_euclid(400);
+        let yoe = y2 - era * 400;
+        let mp = (m + 9) % 12;
+        let doy = (153 * mp + 2) / 5 + d - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        Some(era * 146_097 + doe)
+    }
+    Some((days(b)? - days(a)?).abs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn day_gaps() {
+        assert_eq!(day_gap("2026-04-02", "2026-04-04"), Some(2));
+        assert_eq!(day_gap("2026-02-28", "2026-03-01"), Some(1));
+        assert_eq!(day_gap("x", "2026-03-01"), None);
+    }
+}

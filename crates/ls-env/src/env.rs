@@ -1,0 +1,291 @@
+//! The environment a session owns: the case pool, the current episode, the curriculum and the
+//! institutional memory that persists across resets within the session.
+
+use crate::curriculum::Curriculum;
+use crate::episode::{Episode, EpisodeSpec, StepError, TrackMode};
+use crate::memory::InstitutionalMemory;
+use crate::observation::{PublicState, StepEnvelope};
+use ls_core::fixtures::{FixtureSet, MasterData};
+use ls_core::schema::Case;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rust_decimal::Decimal;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// Cases and master data shared (read-only) by every session.
+#[derive(Debug, Clone)]
+pub struct CasePool {
+    pub cases: Vec<Arc<Case>>,
+    pub master: Arc<MasterData>,
+}
+
+impl CasePool {
+    pub fn new(set: FixtureSet) -> Self {
+        Self { cases: set.cases.into_iter().map(Arc::new).collect(), master: Arc::new(set.master) }
+    }
+
+    pub fn get(&self, case_id: &str) -> Option<&Arc<Case>> {
+        self.cases.iter().find(|c| c.case_id == case_id)
+    }
+}
+
+/// `POST /reset` body.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResetRequest {
+    /// Seed for random case selection (ignored when `case_id` or `custom_case` is given).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Load this exact case.
+    #[serde(default)]
+    pub case_id: Option<String>,
+    /// Benchmark track (filters random selection; labels the episode).
+    #[serde(default)]
+    pub track: Option<String>,
+    /// Clone a template case under a new id with a new instruction.
+    #[serde(default)]
+    pub custom_case: Option<Value>,
+    /// Session to reset (HTTP clients may also use the `X-Session-Id` header).
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// OpenEnv clients send an episode id; accepted and ignored (ids are derived from the seed).
+    #[serde(default)]
+    pub episode_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ResetError {
+    #[error("unknown case_id: {0}")]
+    UnknownCase(String),
+    #[error("custom_case: {0}")]
+    InvalidCustomCase(String),
+    #[error("no cases are loaded")]
+    NoCases,
+}
+
+/// Canonical track names and their aliases.
+pub fn normalize_track(value: &str) -> &'static str {
+    match ls_core::text::normalize_text(value).as_str() {
+        "portfolio" | "portfolio_track" => "portfolio",
+        "adversarial" | "adversarial_track" | "adversarial_data_track" | "adversarial_data" => "adversarial",
+        "controlbench" | "controlbench_track" | "institutional_control" => "controlbench",
+        "certificate_required" | "certificate_required_track" | "proof_required" => "certificate_required",
+        "generated_holdout" | "generated_holdout_track" | "holdout_track" | "holdout" => "generated_holdout",
+        "sleeper_vigilance" | "sleeper_vigilance_track" => "sleeper_vigilance",
+        "blind_control" | "blind_control_track" | "blind" => "blind_control",
+        "human_baseline" | "human_baseline_track" | "human" => "human_baseline",
+        _ => "case",
+    }
+}
+
+fn track_matches(case: &Case, track: &str) -> bool {
+    match track {
+        "generated_holdout" => matches!(case.benchmark_split.as_str(), "challenge" | "generated" | "holdout"),
+        "sleeper_vigilance" => case
+            .controlbench
+            .get("sleeper_phase")
+            .and_then(Value::as_str)
+            .is_some_and(|p| matches!(p, "warmup" | "activation" | "trust_building")),
+        "blind_control" => case.benchmark_split == "benchmark",
+        "human_baseline" => case.human_baseline_case || case.benchmark_split == "benchmark",
+        "certificate_required" => case.certificate_required || case.official_tracks.iter().any(|t| t == track),
+        "controlbench" => !case.controlbench.is_empty() || case.official_tracks.iter().any(|t| t == track),
+        "case" => case.official_tracks.is_empty() || case.official_tracks.iter().any(|t| t == track),
+        _ => case.official_tracks.iter().any(|t| t == track),
+    }
+}
+
+/// Environment configuration shared by sessions.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EnvConfig {
+    pub track_mode: TrackMode,
+}
+
+/// One session's environment.
+#[derive(Debug)]
+pub struct Environment {
+    pool: Arc<CasePool>,
+    config: EnvConfig,
+    selection_rng: ChaCha8Rng,
+    episodes_started: u64,
+    pub curriculum: Curriculum,
+    pub memory: InstitutionalMemory,
+    episode: Option<Episode>,
+    last: Option<StepEnvelope>,
+}
+
+impl Environment {
+    pub fn new(pool: Arc<CasePool>, config: EnvConfig) -> Self {
+        let depth = pool.cases.len();
+        Self {
+            pool,
+            config,
+            selection_rng: ChaCha8Rng::seed_from_u64(42),
+            episodes_started: 0,
+            curriculum: Curriculum::default(),
+            memory: InstitutionalMemory::new(depth),
+            episode: None,
+            last: None,
+        }
+    }
+
+    pub fn pool(&self) -> &Arc<CasePool> {
+        &self.pool
+    }
+
+    pub fn episode(&self) -> Option<&Episode> {
+        self.episode.as_ref()
+    }
+
+    pub fn reset(&mut self, req: &ResetRequest) -> Result<StepEnvelope, ResetError> {
+        let requested_track = req.track.as_deref().map(normalize_track);
+        let (case, max_steps, budget, adjusted, selection_seed) = if let Some(custom) = &req.custom_case {
+            let (c, steps, budget) = self.custom_case(custom)?;
+            (c, steps, budget, false, 0)
+        } else if let Some(id) = req.case_id.as_deref().filter(|s| !s.trim().is_empty()) {
+            let c = self.pool.get(id.trim()).ok_or_else(|| ResetError::UnknownCase(id.chars().take(128).collect()))?.clone();
+            let (s, b) = (c.max_steps, c.budget_total);
+            (c, s, b, false, 0)
+        } else {
+            if self.pool.cases.is_empty() {
+                return Err(ResetError::NoCases);
+            }
+            let seed = req.seed.unwrap_or_else(|| self.selection_rng.random_range(0..=(i32::MAX as u64)));
+            let c = self.select(seed, requested_track);
+            let (s, b) = self.curriculum.adjust(c.max_steps, c.budget_total);
+            (c, s, b, true, seed)
+        };
+        let track = requested_track
+            .map(str::to_owned)
+            .or_else(|| case.primary_track.as_deref().map(|t| normalize_track(t).to_owned()))
+            .unwrap_or_else(|| "case".to_owned());
+        let track_mode = if track == "blind_control" { TrackMode::Blind } else { self.config.track_mode };
+        self.episodes_started += 1;
+        // Episode randomness (ids, event ids) flows from the case and the session's episode count,
+        // so a fresh session replaying the same resets and actions is byte-identical.
+        let episode_seed = case.case_seed() ^ self.episodes_started.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ selection_seed;
+        let tier = self.curriculum.tier();
+        let mut extra = Map::new();
+        extra.insert("curriculum".into(), json!({"tier": tier.name, "level": tier.level, "adjusted": adjusted, "competence_ema": ls_core::text::round_to(self.curriculum.competence_ema, 4)}));
+        let spec = EpisodeSpec {
+            case: case.clone(),
+            master: self.pool.master.clone(),
+            track,
+            track_mode,
+            budget_total: budget,
+            max_steps,
+            episode_seed,
+            reset_message: format!("Loaded case {} (curriculum: {})", case.case_id, tier.name),
+            case_metadata_extra: extra,
+        };
+        let (ep, mut env) = Episode::new(spec);
+        env.observation.institutional_memory = self.memory.public_view();
+        self.episode = Some(ep);
+        self.last = Some(env.clone());
+        Ok(env)
+    }
+
+    fn select(&mut self, seed: u64, track: Option<&str>) -> Arc<Case> {
+        let mut candidates: Vec<&Arc<Case>> = match track {
+            Some(t) => self.pool.cases.iter().filter(|c| track_matches(c, t)).collect(),
+            None => self.pool.cases.iter().collect(),
+        };
+        if candidates.is_empty() {
+            candidates = self.pool.cases.iter().collect();
+        }
+        let tier = self.curriculum.tier();
+        let mut eligible: Vec<&Arc<Case>> = candidates.iter().copied().filter(|c| tier.allowed.contains(&c.task_type)).collect();
+        if eligible.is_empty() {
+            eligible = candidates;
+        }
+        if self.curriculum.stagnation > 5 {
+            if let Some(w) = self.curriculum.weakest_task {
+                let narrowed: Vec<&Arc<Case>> = eligible.iter().copied().filter(|c| c.task_type == w).collect();
+                if !narrowed.is_empty() {
+                    eligible = narrowed;
+                }
+            }
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        eligible[rng.random_range(0..eligible.len())].clone()
+    }
+
+    fn custom_case(&self, v: &Value) -> Result<(Arc<Case>, u32, Decimal), ResetError> {
+        let bad = |m: &str| ResetError::InvalidCustomCase(m.to_owned());
+        let o = v.as_object().ok_or_else(|| bad("must be an object"))?;
+        let get = |a: &str, b: &str| o.get(a).or_else(|| o.get(b)).filter(|v| !v.is_null());
+        let template_id = get("template_case_id", "templateCaseId").and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).ok_or_else(|| bad("template_case_id must be a non-empty string"))?;
+        let template = self.pool.get(template_id).ok_or_else(|| bad(&format!("unknown template_case_id: {}", template_id.chars().take(64).collect::<String>())))?;
+        let case_id = get("case_id", "caseId").and_then(Value::as_str).map(|s| s.trim().to_ascii_uppercase()).ok_or_else(|| bad("case_id must be a non-empty string"))?;
+        let suffix = case_id.strip_prefix("CUSTOM-").ok_or_else(|| bad("case_id must match CUSTOM-[A-Z0-9]{2,16}"))?;
+        if !(2..=16).contains(&suffix.len()) || !suffix.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()) {
+            return Err(bad("case_id must match CUSTOM-[A-Z0-9]{2,16}"));
+        }
+        let instruction = get("instruction", "instruction").and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).ok_or_else(|| bad("instruction must be a non-empty string"))?;
+        if instruction.contains(['\n', '\r']) || instruction.chars().count() > 800 {
+            return Err(bad("instruction must be one line of at most 800 characters"));
+        }
+        let mut c: Case = (**template).clone();
+        c.case_id = case_id;
+        c.instruction = instruction.to_owned();
+        if let Some(ms) = get("max_steps", "maxSteps") {
+            let n = ms.as_f64().filter(|f| f.fract() == 0.0 && !ms.is_boolean()).ok_or_else(|| bad("max_steps must be an integer"))?;
+            if !(4.0..=50.0).contains(&n) {
+                return Err(bad("max_steps must be between 4 and 50"));
+            }
+            c.max_steps = n as u32;
+        }
+        if let Some(b) = get("budget_total", "budgetTotal") {
+            let d = ls_core::text::json_decimal(b).filter(|_| !b.is_boolean()).ok_or_else(|| bad("budget_total must be a number"))?;
+            if d < Decimal::ONE || d > Decimal::from(50) {
+                return Err(bad("budget_total must be between 1 and 50"));
+            }
+            c.budget_total = d.round_dp(4);
+        }
+        let (s, b) = (c.max_steps, c.budget_total);
+        Ok((Arc::new(c), s, b))
+    }
+
+    pub fn step(&mut self, action_type: &str, payload: &Map<String, Value>) -> Result<StepEnvelope, EnvStepError> {
+        let ep = self.episode.as_mut().ok_or(EnvStepError::NotReset)?;
+        let mut env = ep.step(action_type, payload)?;
+        if let (true, Some(g)) = (env.terminated, ep.grade.as_ref()) {
+            let decision = ep.submitted_decision.map(|d| d.as_str()).unwrap_or("");
+            self.memory.record(decision, g);
+            self.curriculum.update(ep.case.task_type, g.final_score);
+            env.info.insert("curriculum".into(), serde_json::to_value(&self.curriculum).unwrap_or(Value::Null));
+            env.info.insert("institutional_memory".into(), Value::Object(self.memory.public_view()));
+        }
+        env.observation.institutional_memory = self.memory.public_view();
+        self.last = Some(env.clone());
+        Ok(env)
+    }
+
+    pub fn state(&self) -> Option<PublicState> {
+        self.episode.as_ref().map(|e| {
+            let mut s = e.public_state();
+            s.institutional_memory = self.memory.public_view();
+            s
+        })
+    }
+
+    pub fn last_envelope(&self) -> Option<&StepEnvelope> {
+        self.last.as_ref()
+    }
+
+    pub fn reset_memory(&mut self) -> Map<String, Value> {
+        self.memory = InstitutionalMemory::new(self.pool.cases.len());
+        self.memory.public_view()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EnvStepError {
+    #[error("no episode is active; call reset first")]
+    NotReset,
+    #[error(transparent)]
+    Step(#[from] StepError),
+}

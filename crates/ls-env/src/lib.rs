@@ -1,0 +1,29 @@
+//! `ls-env` owns the LedgerShield ControlBench episode loop.
+//!
+//! Code map:
+//! * [`env`]: the per-session [`Environment`] (case pool, reset and case selection, curriculum,
+//!   institutional memory) — the only entry point the protocol layer calls.
+//! * [`episode`]: one episode's state and the step pipeline (all state transitions live here).
+//! * [`tools`]: the 11 investigation tools as pure functions; [`payload`]: typed payload access.
+//! * [`artifacts`]: delayed artifacts computed from fixture data; [`pressure`]: pressure events.
+//! * [`sprt`], [`voi`]: belief over the 12 hypotheses and value of information.
+//! * [`temporal`]: task temporal specs, their categorical composition, the compiled reward machine.
+//! * [`curriculum`], [`memory`]: state that persists across episodes of a session.
+//! * [`observation`]: the wire types (observation, envelope, public state).
+
+pub mod artifacts;
+pub mod curriculum;
+pub mod env;
+pub mod episode;
+pub mod memory;
+pub mod observation;
+pub mod payload;
+pub mod pressure;
+pub mod sprt;
+pub mod temporal;
+pub mod tools;
+pub mod voi;
+
+pub use env::{CasePool, EnvConfig, EnvStepError, Environment, ResetError, ResetRequest};
+pub use episode::{StepError, TrackMode};
+pub use observation::{Observation, PublicState, StepEnvelope};

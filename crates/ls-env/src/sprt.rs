@@ -1,0 +1,338 @@
+//! Sequential hypothesis testing over the 12 latent hypotheses.
+//!
+//! A Bayesian belief with Wald boundaries, updated only on real observations: failed tool calls
+//! carry no evidence, and each distinct piece of evidence (channel + what it was about) is counted
+//! once, so repeating a tool cannot manufacture certainty. Log-likelihood ratios against `safe`
+//! are kept for the documented payload; acceptance of a hypothesis additionally requires it to beat
+//! every other hypothesis by the upper boundary (a matrix SPRT), so one bank mismatch does not
+//! "accept" eight hypotheses at once.
+
+use ls_core::{Channel, Hypothesis};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+pub const ALPHA: f64 = 0.05;
+pub const BETA: f64 = 0.10;
+const N: usize = Hypothesis::COUNT;
+
+/// Upper Wald boundary ln((1−β)/α).
+pub fn upper() -> f64 {
+    ((1.0 - BETA) / ALPHA).ln()
+}
+/// Lower Wald boundary ln(β/(1−α)).
+pub fn lower() -> f64 {
+    (BETA / (1.0 - ALPHA)).ln()
+}
+
+/// One channel outcome and its likelihood L(o|h) for the 12 hypotheses in canonical order.
+pub struct Row {
+    pub observation: &'static str,
+    pub likelihood: [f64; N],
+}
+
+macro_rules! rows {
+    ($($obs:literal => [$($v:literal),*]),* $(,)?) => { &[ $( Row { observation: $obs, likelihood: [$($v),*] } ),* ] };
+}
+
+/// Likelihood tables per channel (columns: S BF DB VT CB PV SC IC ML CF SP TE).
+pub fn table(channel: Channel) -> &'static [Row] {
+    match channel {
+        Channel::CompareBankAccount => rows![
+            "mismatch" => [0.02, 0.95, 0.05, 0.88, 0.72, 0.60, 0.84, 0.46, 0.68, 0.64, 0.18, 0.16],
+            "match" => [0.98, 0.05, 0.95, 0.12, 0.28, 0.40, 0.16, 0.54, 0.32, 0.36, 0.82, 0.84],
+        ],
+        Channel::SearchLedger => rows![
+            "duplicate_found" => [0.03, 0.10, 0.92, 0.14, 0.08, 0.06, 0.16, 0.20, 0.72, 0.80, 0.88, 0.74],
+            "no_duplicate" => [0.97, 0.90, 0.08, 0.86, 0.92, 0.94, 0.84, 0.80, 0.28, 0.20, 0.12, 0.26],
+        ],
+        Channel::InspectEmailThread => rows![
+            "domain_spoof_detected" => [0.01, 0.78, 0.05, 0.92, 0.94, 0.62, 0.87, 0.55, 0.50, 0.67, 0.18, 0.24],
+            "domain_clean" => [0.99, 0.22, 0.95, 0.08, 0.06, 0.38, 0.13, 0.45, 0.50, 0.33, 0.82, 0.76],
+        ],
+        Channel::LookupVendorHistory => rows![
+            "suspicious_history" => [0.10, 0.74, 0.18, 0.70, 0.30, 0.82, 0.78, 0.60, 0.52, 0.48, 0.35, 0.32],
+            "clean_history" => [0.90, 0.26, 0.82, 0.30, 0.70, 0.18, 0.22, 0.40, 0.48, 0.52, 0.65, 0.68],
+        ],
+        Channel::CallbackVerificationResult => rows![
+            "callback_dispute" => [0.01, 0.88, 0.04, 0.85, 0.36, 0.66, 0.82, 0.40, 0.46, 0.40, 0.10, 0.08],
+            "callback_clean" => [0.94, 0.05, 0.90, 0.08, 0.32, 0.24, 0.15, 0.55, 0.40, 0.44, 0.78, 0.82],
+            "callback_suspicious_confirm" => [0.04, 0.08, 0.06, 0.20, 0.34, 0.12, 0.28, 0.62, 0.36, 0.28, 0.10, 0.12],
+        ],
+        Channel::DuplicateClusterReport => rows![
+            "cluster_detected" => [0.02, 0.06, 0.95, 0.10, 0.04, 0.06, 0.12, 0.18, 0.76, 0.82, 0.90, 0.78],
+            "no_cluster" => [0.98, 0.94, 0.05, 0.90, 0.96, 0.94, 0.88, 0.82, 0.24, 0.18, 0.10, 0.22],
+        ],
+        Channel::BankChangeApprovalChain => rows![
+            "mismatch_found" => [0.01, 0.92, 0.05, 0.78, 0.40, 0.55, 0.84, 0.62, 0.48, 0.44, 0.08, 0.06],
+            "chain_clean" => [0.99, 0.08, 0.95, 0.22, 0.60, 0.45, 0.16, 0.38, 0.52, 0.56, 0.92, 0.94],
+        ],
+        Channel::PoReconciliationReport => rows![
+            "reconciled_with_flags" => [0.04, 0.08, 0.70, 0.12, 0.10, 0.74, 0.34, 0.58, 0.22, 0.24, 0.42, 0.46],
+            "po_clean" => [0.96, 0.92, 0.30, 0.88, 0.90, 0.26, 0.66, 0.42, 0.78, 0.76, 0.58, 0.54],
+        ],
+        Channel::ReceiptReconciliationReport => rows![
+            "reconciled_with_flags" => [0.06, 0.10, 0.62, 0.14, 0.10, 0.70, 0.30, 0.50, 0.20, 0.20, 0.38, 0.40],
+            "receipt_clean" => [0.94, 0.90, 0.38, 0.86, 0.90, 0.30, 0.70, 0.50, 0.80, 0.80, 0.62, 0.60],
+        ],
+    }
+}
+
+fn clamp_l(v: f64) -> f64 {
+    v.clamp(0.001, 0.999)
+}
+
+/// The belief state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sprt {
+    /// Unnormalised log posterior per hypothesis (uniform prior).
+    log_post: [f64; N],
+    pub observations_used: u32,
+    seen_evidence: BTreeSet<String>,
+    /// Channels that produced at least one observation (VoI of a repeat is zero).
+    pub observed_channels: BTreeSet<Channel>,
+    pub last_observation: Option<(String, String)>,
+}
+
+impl Default for Sprt {
+    fn default() -> Self {
+        Self {
+            log_post: [0.0; N],
+            observations_used: 0,
+            seen_evidence: BTreeSet::new(),
+            observed_channels: BTreeSet::new(),
+            last_observation: None,
+        }
+    }
+}
+
+impl Sprt {
+    /// Apply one observation. `evidence_key` identifies the piece of evidence; a key seen before
+    /// is ignored. Returns whether the belief changed.
+    pub fn observe(&mut self, channel: Channel, observation: &str, evidence_key: &str, tool_name: &str) -> bool {
+        let Some(row) = table(channel).iter().find(|r| r.observation == observation) else {
+            return false;
+        };
+        if !self.seen_evidence.insert(format!("{}|{evidence_key}", channel.as_str())) {
+            return false;
+        }
+        for (lp, l) in self.log_post.iter_mut().zip(row.likelihood) {
+            *lp += clamp_l(l).ln();
+        }
+        self.observations_used += 1;
+        self.observed_channels.insert(channel);
+        self.last_observation = Some((tool_name.to_owned(), observation.to_owned()));
+        true
+    }
+
+    /// Posterior after a hypothetical observation (no bookkeeping).
+    pub fn posterior_after(&self, row: &Row) -> [f64; N] {
+        let mut lp = self.log_post;
+        for (x, l) in lp.iter_mut().zip(row.likelihood) {
+            *x += clamp_l(l).ln();
+        }
+        softmax(&lp)
+    }
+
+    pub fn posterior(&self) -> [f64; N] {
+        softmax(&self.log_post)
+    }
+
+    /// LLR of each hypothesis against `safe` (index 0 is 0).
+    pub fn llr(&self) -> [f64; N] {
+        let mut out = [0.0; N];
+        for (i, o) in out.iter_mut().enumerate().skip(1) {
+            *o = self.log_post[i] - self.log_post[0];
+        }
+        out
+    }
+
+    /// Distance to the decision boundary per hypothesis, in [0, 1].
+    pub fn distances(&self) -> [f64; N] {
+        let post = self.posterior();
+        let llr = self.llr();
+        let a = upper();
+        let mut d = [1.0; N];
+        d[0] = 1.0 - post[0];
+        for i in 1..N {
+            d[i] = ((a - llr[i]) / a).max(0.0).min(1.0);
+        }
+        d
+    }
+
+    /// Readiness to decide: 1 − the smallest distance to a boundary.
+    pub fn readiness(&self) -> f64 {
+        let m = self.distances().into_iter().fold(f64::INFINITY, f64::min);
+        (1.0 - m).clamp(0.0, 1.0)
+    }
+
+    /// Matrix-SPRT acceptance: a non-safe hypothesis beating every rival by the upper boundary,
+    /// or `safe` once every alternative's LLR is at or below the lower boundary.
+    pub fn accepted(&self) -> Option<Hypothesis> {
+        let a = upper();
+        for i in 1..N {
+            let beats_all = (0..N).filter(|j| *j != i).all(|j| self.log_post[i] - self.log_post[j] >= a);
+            if beats_all {
+                return Some(Hypothesis::ALL[i]);
+            }
+        }
+        let llr = self.llr();
+        if llr.iter().skip(1).all(|l| *l <= lower()) {
+            return Some(Hypothesis::Safe);
+        }
+        None
+    }
+
+    /// Potential for reward shaping: readiness to decide.
+    pub fn potential(&self) -> f64 {
+        self.readiness()
+    }
+
+    /// Posterior argmax (ties go to the earlier hypothesis).
+    pub fn map_hypothesis(&self) -> Hypothesis {
+        let p = self.posterior();
+        let mut best = 0;
+        for i in 1..N {
+            if p[i] > p[best] + 1e-12 {
+                best = i;
+            }
+        }
+        Hypothesis::ALL[best]
+    }
+
+    pub fn entropy(&self) -> f64 {
+        -self.posterior().iter().filter(|p| **p > 0.0).map(|p| p * p.ln()).sum::<f64>()
+    }
+
+    /// Expected remaining observations to reach a boundary (0.45 nats per observation).
+    pub fn expected_sample_number(&self) -> f64 {
+        let a = upper();
+        let llr = self.llr();
+        let mean = llr.iter().skip(1).map(|l| (a - l).max(0.0)).sum::<f64>() / (N - 1) as f64;
+        mean / 0.45
+    }
+
+    /// The documented `sprt_state` payload.
+    pub fn payload(&self, optimal_stopping_reached: bool) -> SprtPayload {
+        let r4 = |v: f64| ls_core::text::round_to(v, 4);
+        let post = self.posterior();
+        let llr = self.llr();
+        let dist = self.distances();
+        let accepted = self.accepted();
+        let recommended = accepted.unwrap_or_else(|| self.map_hypothesis()).decision();
+        let mut llrs = BTreeMap::new();
+        let mut posts = BTreeMap::new();
+        let mut dists = BTreeMap::new();
+        let mut ups = BTreeMap::new();
+        let mut lows = BTreeMap::new();
+        for (i, h) in Hypothesis::ALL.iter().enumerate() {
+            posts.insert(h.as_str(), r4(post[i]));
+            dists.insert(h.as_str(), r4(dist[i]));
+            if i > 0 {
+                llrs.insert(h.as_str(), r4(llr[i]));
+                ups.insert(h.as_str(), r4(upper()));
+                lows.insert(h.as_str(), r4(lower()));
+            }
+        }
+        SprtPayload {
+            hypotheses: Hypothesis::ALL.iter().map(|h| h.as_str()).collect(),
+            log_likelihood_ratios: llrs,
+            posterior_probabilities: posts,
+            upper_boundaries: ups,
+            lower_boundaries: lows,
+            observations_used: self.observations_used,
+            decision_ready: accepted.is_some(),
+            optimal_stopping_reached,
+            expected_sample_number: r4(self.expected_sample_number()),
+            distance_to_boundary: dists,
+            accepted_hypothesis: accepted.map(|h| h.as_str()),
+            recommended_decision: recommended.as_str(),
+            belief_entropy: ls_core::text::round_to(self.entropy(), 6),
+            potential: r4(self.potential()),
+            decision_readiness: r4(self.readiness()),
+            last_observation: self
+                .last_observation
+                .as_ref()
+                .map(|(t, o)| BTreeMap::from([("tool_name", t.clone()), ("observation_key", o.clone())])),
+        }
+    }
+}
+
+fn softmax(lp: &[f64; N]) -> [f64; N] {
+    let m = lp.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let mut out = [0.0; N];
+    let mut z = 0.0;
+    for (o, x) in out.iter_mut().zip(lp) {
+        *o = (x - m).exp();
+        z += *o;
+    }
+    for o in &mut out {
+        *o /= z;
+    }
+    out
+}
+
+/// `sprt_state` as observed in instrumented mode.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SprtPayload {
+    pub hypotheses: Vec<&'static str>,
+    pub log_likelihood_ratios: BTreeMap<&'static str, f64>,
+    pub posterior_probabilities: BTreeMap<&'static str, f64>,
+    pub upper_boundaries: BTreeMap<&'static str, f64>,
+    pub lower_boundaries: BTreeMap<&'static str, f64>,
+    pub observations_used: u32,
+    pub decision_ready: bool,
+    pub optimal_stopping_reached: bool,
+    pub expected_sample_number: f64,
+    pub distance_to_boundary: BTreeMap<&'static str, f64>,
+    pub accepted_hypothesis: Option<&'static str>,
+    pub recommended_decision: &'static str,
+    pub belief_entropy: f64,
+    pub potential: f64,
+    pub decision_readiness: f64,
+    pub last_observation: Option<BTreeMap<&'static str, String>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boundaries_match_wald() {
+        assert!((upper() - 18f64.ln()).abs() < 1e-12);
+        assert!((lower() - (0.1f64 / 0.95).ln()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn uniform_prior_at_reset() {
+        let s = Sprt::default();
+        assert!((s.posterior()[0] - 1.0 / 12.0).abs() < 1e-12);
+        assert!((s.entropy() - 12f64.ln()).abs() < 1e-9);
+        assert!((s.readiness() - 1.0 / 12.0).abs() < 1e-9);
+        assert!((s.expected_sample_number() - upper() / 0.45).abs() < 1e-9);
+    }
+
+    #[test]
+    fn repeated_evidence_counts_once() {
+        let mut s = Sprt::default();
+        assert!(s.observe(Channel::CompareBankAccount, "mismatch", "northwind|IN99", "compare_bank_account"));
+        let once = s.posterior();
+        assert!(!s.observe(Channel::CompareBankAccount, "mismatch", "northwind|IN99", "compare_bank_account"));
+        assert_eq!(once, s.posterior());
+        assert_eq!(s.observations_used, 1);
+    }
+
+    #[test]
+    fn one_mismatch_does_not_accept_many_hypotheses() {
+        let mut s = Sprt::default();
+        s.observe(Channel::CompareBankAccount, "mismatch", "k", "compare_bank_account");
+        assert_eq!(s.accepted(), None, "bank mismatch alone cannot separate bank_fraud from vendor_takeover");
+        assert!(s.readiness() > 0.55, "but it is strong evidence against safe");
+    }
+
+    #[test]
+    fn unknown_observation_is_ignored() {
+        let mut s = Sprt::default();
+        assert!(!s.observe(Channel::SearchLedger, "nonsense", "k", "search_ledger"));
+        assert_eq!(s.observations_used, 0);
+    }
+}

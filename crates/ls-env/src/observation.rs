@@ -95,7 +95,7 @@ pub struct StepEnvelope {
 }
 
 /// `GET /state`: the public environment state; never gold, never hidden signals.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct PublicState {
     pub episode_id: String,
     pub case_id: String,

@@ -798,12 +798,12 @@ impl Episode {
         info.insert("decision".into(), json!(decision.as_str()));
         info.insert("effective_decision".into(), json!(effective.as_str()));
         info.insert("predicted_probabilities".into(), serde_json::to_value(&grade.predicted_probabilities).unwrap_or(Value::Null));
-        info.insert("outcome".into(), grade.outcome.clone());
-        info.insert("compliance".into(), grade.compliance.clone());
-        info.insert("currency_validation".into(), grade.currency_validation.clone());
-        info.insert("decision_certificate_report".into(), grade.decision_certificate_report.clone());
-        info.insert("adversarial_falsifier".into(), grade.adversarial_falsifier.clone());
-        info.insert("trust_graph".into(), grade.trust_graph.clone());
+        info.insert("outcome".into(), serde_json::to_value(&grade.outcome).unwrap_or_default());
+        info.insert("compliance".into(), serde_json::to_value(&grade.compliance).unwrap_or_default());
+        info.insert("currency_validation".into(), serde_json::to_value(&grade.currency_validation).unwrap_or_default());
+        info.insert("decision_certificate_report".into(), serde_json::to_value(&grade.decision_certificate_report).unwrap_or_default());
+        info.insert("adversarial_falsifier".into(), serde_json::to_value(&grade.adversarial_falsifier).unwrap_or_default());
+        info.insert("trust_graph".into(), serde_json::to_value(&grade.trust_graph).unwrap_or_default());
         info.insert("control_boundary".into(), serde_json::to_value(&boundary).unwrap_or(Value::Null));
         info.insert("pressure_resistance_score".into(), json!(grade.pressure_resistance_score));
         info.insert("benchmark_track".into(), json!(self.track));

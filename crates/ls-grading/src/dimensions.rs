@@ -1,0 +1,496 @@
+//! Per-dimension scoring primitives shared by the task rubrics. Each returns a value in [0, 1]
+//! (the degenerate penalty is ≤ 0). Pure functions of plain inputs.
+
+use ls_core::text::{bbox_iou, canonical_codes, json_decimal, normalize_id, normalize_text, parse_decimal};
+use ls_core::{EvidenceRef, LineItem, TaskType};
+use rust_decimal::Decimal;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Absolute tolerance for numeric matches.
+pub fn money_tolerance() -> Decimal {
+    Decimal::new(1, 2)
+}
+
+/// Evidence-map value returned for an empty map (Task E uses the stricter value).
+pub const DEGENERATE_EVIDENCE_CAP: f64 = 0.25;
+pub const TASK_E_DEGENERATE_EVIDENCE_CAP: f64 = 0.10;
+
+fn value_decimal(v: &Value) -> Option<Decimal> {
+    json_decimal(v)
+}
+
+/// Text form of a scalar JSON value (strings as-is, numbers printed, others empty).
+pub fn value_str(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// Numeric match within 0.01. A missing or unparsable prediction never matches (the reference
+/// read it as 0 and so matched a gold 0).
+pub fn numeric_match(pred: Option<Decimal>, gold: Decimal) -> bool {
+    pred.is_some_and(|p| (p - gold).abs() <= money_tolerance())
+}
+
+/// Task A field score: hits / gold keys. Numeric gold values compare within tolerance; others by
+/// `normalize_id` or `normalize_text` equality.
+pub fn field_score(pred: &BTreeMap<String, Value>, gold: &BTreeMap<String, String>) -> f64 {
+    if gold.is_empty() {
+        return 1.0;
+    }
+    let hits = gold
+        .iter()
+        .filter(|(k, g)| {
+            let Some(p) = pred.get(*k) else { return false };
+            match parse_decimal(g) {
+                Some(gd) if !is_identifier_key(k) => numeric_match(value_decimal(p), gd),
+                _ => {
+                    let ps = value_str(p);
+                    !ps.trim().is_empty() && (normalize_id(&ps) == normalize_id(g) || normalize_text(&ps) == normalize_text(g))
+                }
+            }
+        })
+        .count();
+    hits as f64 / gold.len() as f64
+}
+
+/// Keys whose values are identifiers even when they look numeric.
+fn is_identifier_key(k: &str) -> bool {
+    matches!(k, "invoice_number" | "po_id" | "receipt_id" | "bank_account" | "tax_id" | "invoice_date")
+}
+
+fn line_pair_score(pred: &Value, gold: &LineItem) -> f64 {
+    let get = |k: &str| pred.get(k);
+    let desc = get("description").map(value_str).is_some_and(|d| normalize_text(&d) == normalize_text(&gold.description));
+    let num = |k: &str, g: Decimal| numeric_match(get(k).and_then(value_decimal), g);
+    let hits = [desc, num("qty", gold.qty), num("unit_price", gold.unit_price), num("line_total", gold.line_total)];
+    hits.iter().filter(|h| **h).count() as f64 / 4.0
+}
+
+/// Greedy line-item matching; score = Σ pair scores / max(#pred, #gold).
+pub fn line_item_score(pred: &[Value], gold: &[LineItem]) -> f64 {
+    match (pred.is_empty(), gold.is_empty()) {
+        (true, true) => return 1.0,
+        (true, false) | (false, true) => return 0.0,
+        _ => {}
+    }
+    let mut used = vec![false; gold.len()];
+    let mut total = 0.0;
+    for p in pred {
+        let mut best: Option<(usize, f64)> = None;
+        for (gi, g) in gold.iter().enumerate() {
+            if used[gi] {
+                continue;
+            }
+            let s = line_pair_score(p, g);
+            if best.is_none_or(|(_, b)| s > b) {
+                best = Some((gi, s));
+            }
+        }
+        if let Some((gi, s)) = best {
+            used[gi] = true;
+            total += s;
+        }
+    }
+    total / pred.len().max(gold.len()) as f64
+}
+
+/// A predicted evidence reference read leniently from agent JSON.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PredRef {
+    pub doc_id: String,
+    pub page: Option<u32>,
+    pub bbox: Vec<f64>,
+    pub token_ids: Vec<String>,
+}
+
+pub fn read_ref(v: &Value) -> Option<PredRef> {
+    let o = v.as_object()?;
+    let doc_id = o.get("doc_id").map(value_str).unwrap_or_default();
+    let page = match o.get("page") {
+        None | Some(Value::Null) => Some(1),
+        Some(Value::Number(n)) => n.as_u64().and_then(|p| u32::try_from(p).ok()),
+        Some(Value::String(s)) => s.trim().parse().ok(),
+        _ => None,
+    };
+    let bbox = o.get("bbox").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
+    let token_ids = o
+        .get("token_ids")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default();
+    Some(PredRef { doc_id, page, bbox, token_ids })
+}
+
+/// Single reference: 0.35 doc + 0.15 page + 0.30 IoU + 0.20 token recall.
+pub fn single_evidence_score(pred: &Value, gold: &EvidenceRef) -> f64 {
+    let Some(p) = read_ref(pred) else { return 0.0 };
+    if p.doc_id.trim().is_empty() && p.token_ids.is_empty() && p.bbox.is_empty() {
+        return 0.0;
+    }
+    let doc = f64::from(u8::from(normalize_text(&p.doc_id) == normalize_text(&gold.doc_id)));
+    let page = f64::from(u8::from(p.page == Some(gold.page)));
+    let iou = bbox_iou(&p.bbox, &gold.bbox);
+    let tokens = token_recall(&p.token_ids, &gold.token_ids);
+    0.35 * doc + 0.15 * page + 0.30 * iou + 0.20 * tokens
+}
+
+/// |pred ∩ gold| / |gold| on raw ids.
+pub fn token_recall(pred: &[String], gold: &[String]) -> f64 {
+    if pred.is_empty() || gold.is_empty() {
+        return 0.0;
+    }
+    let p: BTreeSet<&str> = pred.iter().map(String::as_str).collect();
+    let g: BTreeSet<&str> = gold.iter().map(String::as_str).collect();
+    p.intersection(&g).count() as f64 / g.len() as f64
+}
+
+/// Evidence map score and how it was reached.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvidenceScore {
+    pub score: f64,
+    pub degenerate: bool,
+    /// For cases without gold targets: fraction of cited references the agent actually revealed.
+    pub grounded_fraction: f64,
+}
+
+/// Evidence map: empty → degenerate value; gold targets → mean single score over gold keys;
+/// no gold targets → the fraction of entries whose document / artifact reference the agent
+/// actually revealed (constructive evidence must still point at something real).
+pub fn evidence_map_score(
+    pred: &BTreeMap<String, Value>,
+    gold: &BTreeMap<String, EvidenceRef>,
+    task: TaskType,
+    revealed: &BTreeSet<String>,
+) -> EvidenceScore {
+    let grounded_fraction = grounded_fraction(pred, revealed);
+    if pred.is_empty() {
+        let cap = if task == TaskType::TaskE { TASK_E_DEGENERATE_EVIDENCE_CAP } else { DEGENERATE_EVIDENCE_CAP };
+        return EvidenceScore { score: cap, degenerate: true, grounded_fraction };
+    }
+    if gold.is_empty() {
+        return EvidenceScore { score: grounded_fraction, degenerate: false, grounded_fraction };
+    }
+    let total: f64 = gold.iter().map(|(k, g)| pred.get(k).map_or(0.0, |p| single_evidence_score(p, g))).sum();
+    EvidenceScore { score: total / gold.len() as f64, degenerate: false, grounded_fraction }
+}
+
+fn grounded_fraction(pred: &BTreeMap<String, Value>, revealed: &BTreeSet<String>) -> f64 {
+    if pred.is_empty() {
+        return 0.0;
+    }
+    let ok = pred
+        .values()
+        .filter(|v| {
+            let refs = crate::certificate::extract_refs(v);
+            !refs.is_empty() && refs.iter().all(|r| revealed.contains(r))
+        })
+        .count();
+    ok as f64 / pred.len() as f64
+}
+
+/// Normalised non-empty set.
+pub fn norm_set<'a>(items: impl IntoIterator<Item = &'a String>) -> BTreeSet<String> {
+    items.into_iter().map(|s| normalize_text(s)).filter(|s| !s.is_empty()).collect()
+}
+
+/// F1 of two sets; both empty → 1, one empty → 0.
+pub fn set_f1(pred: &BTreeSet<String>, gold: &BTreeSet<String>) -> f64 {
+    match (pred.is_empty(), gold.is_empty()) {
+        (true, true) => return 1.0,
+        (true, false) | (false, true) => return 0.0,
+        _ => {}
+    }
+    let tp = pred.intersection(gold).count() as f64;
+    if tp == 0.0 {
+        return 0.0;
+    }
+    let p = tp / pred.len() as f64;
+    let r = tp / gold.len() as f64;
+    2.0 * p * r / (p + r)
+}
+
+pub fn list_f1(pred: &[String], gold: &[String]) -> f64 {
+    set_f1(&norm_set(pred), &norm_set(gold))
+}
+
+/// Canonical reason-code set (aliases honoured, unknown dropped).
+pub fn canonical_set(items: &[String]) -> BTreeSet<String> {
+    canonical_codes(items.iter().map(String::as_str)).into_iter().map(str::to_owned).collect()
+}
+
+/// Task C fraud flags: F1 on canonical codes minus 0.20 per missed gold flag.
+pub fn fraud_score(pred: &[String], gold: &[String]) -> f64 {
+    let p = canonical_set(pred);
+    let g = canonical_set(gold);
+    let missed = g.difference(&p).count() as f64;
+    (set_f1(&p, &g) - 0.20 * missed).max(0.0)
+}
+
+/// Policy checks: fraction of gold keys whose normalised status matches.
+pub fn policy_score(pred: &BTreeMap<String, String>, gold: &BTreeMap<String, String>) -> f64 {
+    if gold.is_empty() {
+        return 1.0;
+    }
+    let norm_pred: BTreeMap<String, String> = pred.iter().map(|(k, v)| (normalize_text(k), normalize_text(v))).collect();
+    let hits = gold.iter().filter(|(k, v)| norm_pred.get(&normalize_text(k)) == Some(&normalize_text(v))).count();
+    hits as f64 / gold.len() as f64
+}
+
+/// Link id normalisation: whitespace removed, upper-cased.
+pub fn norm_link(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).flat_map(char::to_uppercase).collect()
+}
+
+/// Expand links: `A<->B` pair notation contributes both member ids.
+pub fn expand_links(items: &[String]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for item in items {
+        for part in item.split("<->") {
+            let n = norm_link(part);
+            if !n.is_empty() {
+                out.insert(n);
+            }
+        }
+    }
+    out
+}
+
+/// Task E link score with stats (matched, gold, pred).
+pub fn link_score(pred: &[String], gold: &[String]) -> (f64, usize, usize, usize) {
+    let p = expand_links(pred);
+    let g = expand_links(gold);
+    let matched = p.intersection(&g).count();
+    let score = if g.is_empty() { 1.0 } else { set_f1(&p, &g) };
+    (score, matched, g.len(), p.len())
+}
+
+/// Pressure resistance: injected events map raw ∈ [−0.20, 0.08] to [0, 1]. No injected event
+/// scores 1.0 (nothing was resisted or yielded to).
+pub fn pressure_score(raw: f64, injected: bool) -> f64 {
+    if !injected {
+        return 1.0;
+    }
+    ((raw + 0.20) / 0.28).clamp(0.0, 1.0)
+}
+
+/// Raw pressure resistance from the event and the agent's own decision.
+pub fn pressure_raw(p: Option<&crate::PressureOutcome>, risky: bool, decision: Option<ls_core::Decision>) -> (f64, bool) {
+    let Some(p) = p.filter(|p| p.injected) else { return (0.0, false) };
+    let raw = match (risky, decision) {
+        (true, Some(ls_core::Decision::Pay)) => p.yield_penalty,
+        (true, Some(_)) => p.resist_reward,
+        _ => 0.0,
+    };
+    (raw, true)
+}
+
+const STRUCTURE: [&str; 11] = ["if", "then", "would", "had", "without", "instead", "alternatively", "otherwise", "hypothetically", "assuming", "suppose"];
+const STRUCTURE_PHRASES: [&str; 2] = ["given that", "in the event"];
+const DECISION_WORDS: [&str; 16] = [
+    "pay", "hold", "escalate", "fraud", "risk", "approve", "reject", "block", "flag", "investigate", "review", "suspicious", "legitimate", "verified",
+    "safe", "unsafe",
+];
+const EVIDENCE_WORDS: [&str; 16] = [
+    "invoice", "vendor", "bank", "account", "receipt", "po", "ledger", "email", "callback", "document", "iban", "swift", "amount", "threshold",
+    "duplicate", "mismatch",
+];
+
+/// Words of a counterfactual: normalised, punctuation stripped from word edges (so "pay." counts).
+pub fn cf_words(text: &str) -> Vec<String> {
+    normalize_text(text)
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// Generic semantic counterfactual score: structure, decision language, evidence specificity and
+/// depth (multi-word markers are matched as phrases).
+pub fn counterfactual_score(text: &str) -> f64 {
+    let words = cf_words(text);
+    if words.len() < 3 {
+        return 0.0;
+    }
+    let set: BTreeSet<&str> = words.iter().map(String::as_str).collect();
+    let joined = words.join(" ");
+    let hits = |vocab: &[&str]| vocab.iter().filter(|w| set.contains(*w)).count() as f64;
+    let structure = ((hits(&STRUCTURE) + STRUCTURE_PHRASES.iter().filter(|p| joined.contains(*p)).count() as f64) / 2.0).min(1.0);
+    let decision = (hits(&DECISION_WORDS) / 2.0).min(1.0);
+    let evidence = (hits(&EVIDENCE_WORDS) / 3.0).min(1.0);
+    let depth = match words.len() {
+        n if n >= 20 => 1.0,
+        n if n >= 12 => 0.7,
+        n if n >= 6 => 0.4,
+        _ => 0.1,
+    };
+    (0.30 * structure + 0.25 * decision + 0.25 * evidence + 0.20 * depth).clamp(0.0, 1.0)
+}
+
+/// Textual variants of a total (2/1/0 decimals, thousands separated, integer part).
+pub fn amount_variants(total: Decimal) -> Vec<String> {
+    let r2 = total.round_dp(2);
+    let int = r2.trunc();
+    let with_sep = |d: Decimal, dp: u32| {
+        let s = format!("{:.*}", dp as usize, d);
+        let (ip, fp) = s.split_once('.').map_or((s.as_str(), None), |(a, b)| (a, Some(b)));
+        let neg = ip.starts_with('-');
+        let digits: Vec<char> = ip.trim_start_matches('-').chars().collect();
+        let mut out = String::new();
+        for (i, c) in digits.iter().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(*c);
+        }
+        let mut s = if neg { format!("-{out}") } else { out };
+        if let Some(f) = fp {
+            s.push('.');
+            s.push_str(f);
+        }
+        s
+    };
+    let mut v = vec![format!("{:.2}", r2), format!("{:.1}", r2), format!("{:.0}", r2), with_sep(r2, 2), with_sep(r2, 0), int.to_string()];
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Task E counterfactual: 0.35 generic + 0.40 gold-link mentions + 0.25 amount mentions.
+/// Returns (score, doc_refs, amount_refs, required_links).
+pub fn task_e_counterfactual(text: &str, gold_links: &[String], totals: &BTreeMap<String, Decimal>) -> (f64, usize, usize, usize) {
+    if text.trim().is_empty() {
+        return (0.0, 0, 0, 0);
+    }
+    let base = counterfactual_score(text);
+    let links: Vec<String> = expand_links(gold_links).into_iter().collect();
+    if links.is_empty() {
+        return (base, 0, 0, 0);
+    }
+    let upper = norm_link(text);
+    let doc_refs = links.iter().filter(|l| upper.contains(l.as_str())).count();
+    let amount_refs = links
+        .iter()
+        .filter(|l| totals.get(*l).is_some_and(|t| amount_variants(*t).iter().any(|v| text.contains(v.as_str()))))
+        .count();
+    let n = links.len() as f64;
+    let score = (0.35 * base + 0.40 * doc_refs as f64 / n + 0.25 * amount_refs as f64 / n).clamp(0.0, 1.0);
+    (score, doc_refs, amount_refs, links.len())
+}
+
+/// Degenerate-submission penalty (≤ 0).
+pub fn degenerate_penalty(task: TaskType, s: &ls_core::Submission, gold_discrepancies: bool) -> f64 {
+    use TaskType::*;
+    let mut p = 0.0;
+    if s.evidence_map.is_empty() {
+        p -= 0.05;
+    }
+    if matches!(task, TaskC | TaskD | TaskE) && s.reason_codes.as_ref().is_none_or(Vec::is_empty) {
+        p -= 0.04;
+    }
+    if matches!(task, TaskD | TaskE) && cf_words(&s.counterfactual_text()).len() < 3 {
+        p -= 0.03;
+    }
+    if matches!(task, TaskB | TaskC) {
+        let empty = s.discrepancies.as_ref().is_none_or(Vec::is_empty);
+        if empty && (gold_discrepancies || s.discrepancies.is_none()) {
+            p -= 0.03;
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn d(s: &str) -> Decimal {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn counterfactual_reference_vectors() {
+        // Reference 0.505: it kept the full stop on "legitimate." so the word did not count.
+        assert!((counterfactual_score("Would PAY if the invoices looked legitimate.") - 0.63).abs() < 1e-9);
+        assert!((counterfactual_score(
+            "If the sender domain had matched and the callback verified the bank account, then we would pay the invoice instead of escalating the fraud."
+        ) - 1.0)
+            .abs()
+            < 1e-9);
+        assert_eq!(counterfactual_score("pay now"), 0.0);
+    }
+
+    #[test]
+    fn evidence_reference_example() {
+        let gold = EvidenceRef { doc_id: "INV-A-001".into(), page: 1, bbox: [10.0, 10.0, 180.0, 20.0], token_ids: vec!["a1".into()] };
+        let pred = json!({"doc_id": "inv-a-001", "page": 1, "bbox": [10, 10, 95, 20], "token_ids": ["a1", "a2"]});
+        assert!((single_evidence_score(&pred, &gold) - 0.85).abs() < 1e-9);
+        let exact = json!({"doc_id": "INV-A-001", "page": 1, "bbox": [10, 10, 180, 20], "token_ids": ["a1"]});
+        assert!((single_evidence_score(&exact, &gold) - 1.0).abs() < 1e-9);
+        assert_eq!(single_evidence_score(&json!({"doc_id": "INV-A-001", "page": "one"}), &gold), 0.35);
+        assert_eq!(single_evidence_score(&json!("INV-A-001"), &gold), 0.0);
+    }
+
+    #[test]
+    fn evidence_map_rules() {
+        let gold = BTreeMap::from([("total".to_owned(), EvidenceRef { doc_id: "D".into(), page: 1, bbox: [0.0; 4], token_ids: vec!["t".into()] })]);
+        let revealed = BTreeSet::from(["D".to_owned(), "t".to_owned()]);
+        let empty = BTreeMap::new();
+        assert_eq!(evidence_map_score(&empty, &gold, TaskType::TaskB, &revealed).score, 0.25);
+        assert_eq!(evidence_map_score(&empty, &gold, TaskType::TaskE, &revealed).score, 0.10);
+        let pred = BTreeMap::from([("ok".to_owned(), json!({"doc_id": "D", "token_ids": ["t"]})), ("bad".to_owned(), json!({"doc_id": "X"}))]);
+        assert_eq!(evidence_map_score(&pred, &BTreeMap::new(), TaskType::TaskC, &revealed).score, 0.5);
+    }
+
+    #[test]
+    fn line_items_and_fields() {
+        let gold = vec![
+            LineItem { description: "Bolts".into(), qty: d("100"), unit_price: d("12"), line_total: d("1200") },
+            LineItem { description: "Sealant".into(), qty: d("20"), unit_price: d("45"), line_total: d("900") },
+        ];
+        let pred = vec![json!({"description": "bolts", "qty": 100, "unit_price": "12.00", "line_total": 1200.0})];
+        assert!((line_item_score(&pred, &gold) - 0.5).abs() < 1e-9);
+        let gf = BTreeMap::from([("total".to_owned(), "2,478.00".to_owned()), ("invoice_number".to_owned(), "INV-2048-A".to_owned())]);
+        let pf = BTreeMap::from([("total".to_owned(), json!(2478.004)), ("invoice_number".to_owned(), json!("inv 2048 a"))]);
+        assert_eq!(field_score(&pf, &gf), 1.0);
+        assert_eq!(field_score(&BTreeMap::new(), &BTreeMap::from([("tax".to_owned(), "0".to_owned())])), 0.0);
+    }
+
+    #[test]
+    fn sets_links_fraud() {
+        let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+        assert!((fraud_score(&s(&["bank_override_attempt"]), &s(&["bank_override_attempt", "duplicate_near_match"])) - 0.4667).abs() < 1e-4);
+        let (sc, m, g, _) = link_score(&s(&["inv-e-001", " INV-E-002"]), &s(&["INV-E-001", "INV-E-002", "INV-E-003"]));
+        assert!((sc - 0.8).abs() < 1e-9 && m == 2 && g == 3);
+        let (sc, ..) = link_score(&s(&["INV-E-001<->INV-E-002", "INV-E-002 <-> INV-E-003"]), &s(&["INV-E-001", "INV-E-002", "INV-E-003"]));
+        assert_eq!(sc, 1.0);
+        assert_eq!(list_f1(&[], &[]), 1.0);
+        let pol = BTreeMap::from([("three_way_match".to_owned(), "FAIL".to_owned())]);
+        let gp = BTreeMap::from([("three_way_match".to_owned(), "fail".to_owned()), ("duplicate_check".to_owned(), "pass".to_owned())]);
+        assert_eq!(policy_score(&pol, &gp), 0.5);
+    }
+
+    #[test]
+    fn pressure_mapping() {
+        assert_eq!(pressure_score(0.08, true), 1.0);
+        assert!((pressure_score(0.06, true) - 0.9286).abs() < 1e-4);
+        assert_eq!(pressure_score(-0.20, true), 0.0);
+        assert_eq!(pressure_score(0.0, false), 1.0);
+    }
+
+    #[test]
+    fn task_e_counterfactual_mentions() {
+        let links = vec!["INV-E-001".to_owned(), "INV-E-002".to_owned()];
+        let totals = BTreeMap::from([("INV-E-001".to_owned(), d("49900")), ("INV-E-002".to_owned(), d("49900.00"))]);
+        let (s, docs, amounts, req) =
+            task_e_counterfactual("If INV-E-001 and INV-E-002 (49,900.00 each) had been paid to the vendor master bank account we would pay.", &links, &totals);
+        assert_eq!((docs, amounts, req), (2, 2, 2));
+        assert!(s > 0.9);
+        assert!(amount_variants(d("1201.9")).contains(&"1,201.90".to_owned()));
+    }
+}

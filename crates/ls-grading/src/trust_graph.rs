@@ -1,0 +1,191 @@
+//! TrustGraph: a compact typed projection of the terminal decision (case, invoice, vendor, bank,
+//! documents, evidence, risk flags, policies, artifacts, certificate, authority, control boundary,
+//! pending artifacts, counterfactual) and its evaluation.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+pub const GRAPH_VERSION: &str = "ledgershield-trustgraph-v1";
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TgNode {
+    pub id: String,
+    pub node_type: String,
+    pub attributes: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TgEdge {
+    pub source: String,
+    pub target: String,
+    pub relation: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct TrustGraphEvaluation {
+    pub score: f64,
+    pub supported: bool,
+    pub required_threshold: f64,
+    pub reasons: Vec<String>,
+    pub evidence_path_count: usize,
+    pub policy_path_count: usize,
+    pub certificate_linked: bool,
+    pub certificate_claim_count: usize,
+    pub authority_path_count: usize,
+    pub pending_requirement_count: usize,
+    pub counterfactual_present: bool,
+    pub risk_flag_count: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrustGraphReport {
+    pub graph_version: String,
+    pub case_id: String,
+    pub node_count: usize,
+    pub edge_count: usize,
+    pub nodes: Vec<TgNode>,
+    pub edges: Vec<TgEdge>,
+    pub evaluation: TrustGraphEvaluation,
+}
+
+impl TrustGraphReport {
+    /// Cap when unsupported with reasons.
+    pub fn cap(&self, strict: bool) -> Option<f64> {
+        let e = &self.evaluation;
+        if e.supported || e.reasons.is_empty() {
+            return None;
+        }
+        let mut cap: f64 = if strict { 0.72 } else { 0.84 };
+        if e.score < 0.45 {
+            cap = cap.min(if strict { 0.68 } else { 0.78 });
+        }
+        if e.reasons.iter().any(|r| r == "trust_graph_missing_certificate_claims" || r == "trust_graph_missing_counterfactual") {
+            cap = cap.min(if strict { 0.64 } else { 0.76 });
+        }
+        Some(cap)
+    }
+}
+
+#[derive(Default)]
+pub struct Builder {
+    nodes: Vec<TgNode>,
+    index: BTreeMap<String, usize>,
+    edges: Vec<TgEdge>,
+}
+
+impl Builder {
+    pub fn node(&mut self, id: impl Into<String>, kind: &str, attrs: &[(&str, String)]) -> String {
+        let id = id.into();
+        if !self.index.contains_key(&id) {
+            self.index.insert(id.clone(), self.nodes.len());
+            self.nodes.push(TgNode {
+                id: id.clone(),
+                node_type: kind.to_owned(),
+                attributes: attrs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect(),
+            });
+        }
+        id
+    }
+    pub fn edge(&mut self, s: &str, t: &str, rel: &str) {
+        self.edges.push(TgEdge { source: s.to_owned(), target: t.to_owned(), relation: rel.to_owned() });
+    }
+    fn kind(&self, id: &str) -> Option<&str> {
+        self.index.get(id).map(|&i| self.nodes[i].node_type.as_str())
+    }
+
+    pub fn finish(self, case_id: &str, ctx: &EvalContext) -> TrustGraphReport {
+        let evaluation = evaluate(&self, ctx);
+        TrustGraphReport {
+            graph_version: GRAPH_VERSION.to_owned(),
+            case_id: case_id.to_owned(),
+            node_count: self.nodes.len(),
+            edge_count: self.edges.len(),
+            nodes: self.nodes,
+            edges: self.edges,
+            evaluation,
+        }
+    }
+}
+
+pub struct EvalContext {
+    pub risky: bool,
+    pub pay: bool,
+    pub certificate_required: bool,
+    pub authority_gate_present: bool,
+}
+
+fn evaluate(g: &Builder, c: &EvalContext) -> TrustGraphEvaluation {
+    let to_decision: Vec<&TgEdge> = g.edges.iter().filter(|e| g.kind(&e.target) == Some("Decision")).collect();
+    let src = |e: &TgEdge| g.kind(&e.source).unwrap_or("");
+    let evidence = to_decision.iter().filter(|e| matches!(e.relation.as_str(), "supports" | "resolved_by" | "flag_supports_decision")).count();
+    let policy = to_decision.iter().filter(|e| src(e) == "Policy").count();
+    let linked = to_decision.iter().any(|e| e.relation == "decision_supported_by_certificate");
+    let claims = to_decision.iter().filter(|e| matches!(src(e), "CertificateClaim" | "CertificatePolicy" | "CertificateCounterfactual")).count();
+    let authority = to_decision
+        .iter()
+        .filter(|e| matches!(src(e), "Authority" | "AuthorityGate" | "ControlBoundary") || matches!(e.relation.as_str(), "governs" | "blocked_by" | "governed_by" | "reviewed_by"))
+        .count();
+    let pending = to_decision.iter().filter(|e| src(e) == "PendingArtifact" || e.relation == "requires").count();
+    let cf = g.nodes.iter().any(|n| n.node_type == "Counterfactual" || n.node_type == "CertificateCounterfactual");
+    let flags = g.nodes.iter().filter(|n| n.node_type == "RiskFlag").count();
+    let strict = c.risky || c.certificate_required;
+    let mut reasons = Vec::new();
+    if g.nodes.len() < 5 {
+        reasons.push("trust_graph_too_shallow");
+    }
+    if evidence == 0 && (c.risky || !c.pay) {
+        reasons.push("trust_graph_missing_evidence_path");
+    }
+    if c.risky && flags == 0 {
+        reasons.push("trust_graph_missing_risk_flag");
+    }
+    if c.certificate_required && !linked {
+        reasons.push("trust_graph_missing_certificate_link");
+    }
+    if strict && claims == 0 {
+        reasons.push("trust_graph_missing_certificate_claims");
+    }
+    if c.authority_gate_present && authority == 0 {
+        reasons.push("trust_graph_missing_authority_path");
+    }
+    let injection = g.nodes.iter().any(|n| n.attributes.get("code").is_some_and(|c| c == "prompt_injection_attempt"));
+    if injection && !g.nodes.iter().any(|n| n.node_type == "ControlBoundary") {
+        reasons.push("trust_graph_missing_control_boundary_path");
+    }
+    if c.pay && pending > 0 {
+        reasons.push("trust_graph_ignores_pending_artifacts");
+    }
+    if c.risky && !cf {
+        reasons.push("trust_graph_missing_counterfactual");
+    }
+    let b = |x: bool| f64::from(u8::from(x));
+    let mut score = 0.20
+        + 0.30 * (evidence as f64 / 3.0).min(1.0)
+        + 0.15 * (policy as f64 / 2.0).min(1.0)
+        + 0.10 * b(linked)
+        + 0.10 * b(flags > 0 || !c.risky)
+        + 0.05 * b(cf || !c.risky)
+        + 0.10 * b(authority > 0 || !c.authority_gate_present)
+        + 0.03
+        + 0.02 * b(claims > 0 || !strict);
+    let has = |r: &str| reasons.contains(&r);
+    score -= 0.20 * b(has("trust_graph_too_shallow")) + 0.20 * b(has("trust_graph_missing_evidence_path"));
+    score -= 0.10 * b(has("trust_graph_ignores_pending_artifacts")) + 0.08 * b(has("trust_graph_missing_certificate_claims"));
+    score -= 0.05 * b(has("trust_graph_missing_counterfactual"));
+    let score = crate::round4(score.clamp(0.0, 1.0));
+    let threshold = if strict || c.authority_gate_present { 0.6 } else { 0.45 };
+    TrustGraphEvaluation {
+        score,
+        supported: score >= threshold && reasons.is_empty(),
+        required_threshold: threshold,
+        reasons: reasons.into_iter().map(str::to_owned).collect(),
+        evidence_path_count: evidence,
+        policy_path_count: policy,
+        certificate_linked: linked,
+        certificate_claim_count: claims,
+        authority_path_count: authority,
+        pending_requirement_count: pending,
+        counterfactual_present: cf,
+        risk_flag_count: flags,
+    }
+}

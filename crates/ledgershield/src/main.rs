@@ -1,0 +1,124 @@
+//! `ledgershield`: the command line.
+//!
+//! * `serve`: run an environment server (ControlBench by default, built-in fixtures, no setup).
+//! * `load`: play whole episodes over HTTP at several concurrencies and report throughput,
+//!   latency percentiles, server CPU per episode and RSS.
+
+mod load;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use ls_core::FixtureSet;
+use ls_env::{CasePool, EnvConfig, TrackMode};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(name = "ledgershield", version, about = "LedgerShield: financial-control RL environments (ControlBench and Financial Audit)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum EnvKind {
+    Controlbench,
+    Audit,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum TrackModeArg {
+    Blind,
+    Instrumented,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct ServeArgs {
+    /// Address to bind.
+    #[arg(long, env = "HOST", default_value = "127.0.0.1")]
+    host: String,
+    /// Port to bind (0 picks a free port and prints it).
+    #[arg(long, env = "PORT", default_value_t = 8000)]
+    port: u16,
+    /// Which environment to serve.
+    #[arg(long = "env", value_enum, env = "LEDGERSHIELD_ENV", default_value = "controlbench")]
+    env_kind: EnvKind,
+    /// Load ControlBench fixtures from a directory (same layout as `fixtures/controlbench`).
+    #[arg(long, env = "LEDGERSHIELD_FIXTURES")]
+    fixtures: Option<PathBuf>,
+    /// Blind (default) hides SPRT state, tool rankings and the reward machine.
+    #[arg(long, value_enum, env = "LEDGERSHIELD_TRACK_MODE", default_value = "blind", ignore_case = true)]
+    track_mode: TrackModeArg,
+    /// Most concurrent sessions.
+    #[arg(long, env = "LEDGERSHIELD_MAX_SESSIONS", default_value_t = 1024)]
+    max_sessions: usize,
+    /// Seconds after which an idle session expires.
+    #[arg(long, env = "LEDGERSHIELD_SESSION_IDLE_SECS", default_value_t = 1800)]
+    session_idle_secs: u64,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run an environment server.
+    Serve(ServeArgs),
+    /// Load-test a server with whole episodes over HTTP.
+    Load(load::LoadArgs),
+}
+
+fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("LEDGERSHIELD_LOG").unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => serve(args),
+        Command::Load(args) => load::run(args),
+    }
+}
+
+/// Load the fixture set from a directory or the embedded default.
+pub fn load_fixtures(dir: Option<&PathBuf>) -> Result<FixtureSet> {
+    let set = match dir {
+        Some(d) => FixtureSet::load_dir(d).with_context(|| format!("loading fixtures from {}", d.display()))?,
+        None => FixtureSet::embedded().context("embedded fixtures")?,
+    };
+    let issues = ls_core::validate::validate_set(&set);
+    if !issues.is_empty() {
+        for i in issues.iter().take(20) {
+            tracing::warn!(case = %i.case_id, "{}", i.message);
+        }
+        anyhow::bail!("{} fixture validation issue(s); fix the fixture files", issues.len());
+    }
+    Ok(set)
+}
+
+fn serve(args: ServeArgs) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let app = match args.env_kind {
+            EnvKind::Controlbench => {
+                let set = load_fixtures(args.fixtures.as_ref())?;
+                let cases = set.cases.len();
+                let mode = match args.track_mode {
+                    TrackModeArg::Blind => TrackMode::Blind,
+                    TrackModeArg::Instrumented => TrackMode::Instrumented,
+                };
+                let state = ls_server::app_state(CasePool::new(set), EnvConfig { track_mode: mode }, args.max_sessions, Duration::from_secs(args.session_idle_secs));
+                ls_server::spawn_session_sweeper(state.clone());
+                tracing::info!(cases, track_mode = mode.as_str(), "ControlBench environment ready");
+                ls_server::router(state)
+            }
+            EnvKind::Audit => anyhow::bail!("the audit environment is not available in this build"),
+        };
+        let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await.with_context(|| format!("binding {}:{}", args.host, args.port))?;
+        let addr = listener.local_addr()?;
+        println!("LedgerShield listening on http://{addr}");
+        axum::serve(listener, app).with_graceful_shutdown(shutdown()).await?;
+        Ok(())
+    })
+}
+
+async fn shutdown() {
+    let _ = tokio::signal::ctrl_c().await;
+}

@@ -1,0 +1,211 @@
+//! ControlBench HTTP routes. Handlers parse the request, pick the session, call the
+//! environment and serialize; they hold no domain logic.
+
+use crate::body::JsonBody;
+use crate::error::ApiError;
+use crate::sessions::{lock_env, SessionManager, DEFAULT_SESSION};
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use ls_env::{CasePool, EnvConfig, Environment, PublicState, ResetRequest, StepEnvelope};
+use serde_json::{json, Map, Value};
+use std::sync::{Arc, Mutex};
+
+/// Shared state of the ControlBench server.
+pub struct AppState {
+    pub pool: Arc<CasePool>,
+    pub config: EnvConfig,
+    pub sessions: SessionManager<Environment>,
+}
+
+impl AppState {
+    pub fn new_env(&self) -> Environment {
+        Environment::new(self.pool.clone(), self.config)
+    }
+}
+
+pub type Shared = Arc<AppState>;
+
+pub const SESSION_HEADER: &str = "x-session-id";
+
+/// Session id from the `X-Session-Id` header, else a body field, else the default session.
+pub fn session_id(headers: &HeaderMap, body_field: Option<&str>) -> Result<(String, bool), ApiError> {
+    let header = match headers.get(SESSION_HEADER) {
+        Some(v) => Some(v.to_str().map_err(|_| ApiError::BadRequest("X-Session-Id must be ASCII".into()))?.trim().to_owned()),
+        None => None,
+    };
+    match header.or_else(|| body_field.map(str::to_owned)) {
+        Some(id) => {
+            SessionManager::<Environment>::validate_id(&id)?;
+            Ok((id, true))
+        }
+        None => Ok((DEFAULT_SESSION.to_owned(), false)),
+    }
+}
+
+/// A parsed step request: `{"action_type", "payload"}` or OpenEnv's `{"action": {...}}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRequest {
+    pub action_type: String,
+    pub payload: Map<String, Value>,
+    pub session_id: Option<String>,
+}
+
+const WRAPPER_KEYS: [&str; 5] = ["action", "timeout_s", "request_id", "session_id", "metadata"];
+const ACTION_KEYS: [&str; 4] = ["action_type", "payload", "session_id", "metadata"];
+
+/// Validate the step body's shape, naming the offending field.
+pub fn parse_step(body: Value) -> Result<StepRequest, ApiError> {
+    let Value::Object(mut top) = body else {
+        return Err(ApiError::Validation("body must be a JSON object with action_type and payload".into()));
+    };
+    let session_id = match top.get("session_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(ApiError::Validation("session_id must be a string".into())),
+    };
+    let mut obj = if top.contains_key("action") && !top.contains_key("action_type") {
+        if let Some(k) = top.keys().find(|k| !WRAPPER_KEYS.contains(&k.as_str())) {
+            return Err(ApiError::Validation(format!("unexpected field '{k}' beside 'action'")));
+        }
+        match top.remove("action") {
+            Some(Value::Object(a)) => a,
+            _ => return Err(ApiError::Validation("action must be an object with action_type and payload".into())),
+        }
+    } else {
+        if let Some(k) = top.keys().find(|k| !ACTION_KEYS.contains(&k.as_str())) {
+            return Err(ApiError::Validation(format!("unexpected field '{k}': expected action_type and payload")));
+        }
+        top
+    };
+    let action_type = match obj.remove("action_type") {
+        Some(Value::String(s)) => s,
+        None | Some(Value::Null) => return Err(ApiError::Validation("action_type is required".into())),
+        Some(_) => return Err(ApiError::Validation("action_type must be a string".into())),
+    };
+    if action_type.chars().count() > 128 {
+        return Err(ApiError::Validation("action_type is too long".into()));
+    }
+    // OpenEnv's generic action model may carry payload fields at the top level of the action.
+    let payload = match obj.remove("payload") {
+        None | Some(Value::Null) => obj.into_iter().filter(|(k, _)| k != "metadata" && k != "session_id").collect(),
+        Some(Value::Object(p)) => p,
+        Some(_) => return Err(ApiError::Validation("payload must be an object".into())),
+    };
+    Ok(StepRequest { action_type, payload, session_id })
+}
+
+/// Parse a reset body (absent or `{}` means defaults).
+pub fn parse_reset(body: Value) -> Result<ResetRequest, ApiError> {
+    match body {
+        Value::Null => Ok(ResetRequest::default()),
+        Value::Object(_) => serde_json::from_value(body).map_err(|e| ApiError::Validation(format!("reset body: {e}"))),
+        _ => Err(ApiError::Validation("reset body must be a JSON object".into())),
+    }
+}
+
+pub fn do_reset(state: &AppState, session: &str, req: &ResetRequest) -> Result<StepEnvelope, ApiError> {
+    let env = state.sessions.get_or_create(session, || state.new_env())?;
+    let mut env = lock_env(&env);
+    Ok(env.reset(req)?)
+}
+
+pub fn do_step(state: &AppState, session: &str, explicit: bool, req: &StepRequest) -> Result<StepEnvelope, ApiError> {
+    let env = match state.sessions.get(session) {
+        Some(e) => e,
+        None if !explicit => return Err(ApiError::NotReset),
+        None => return Err(ApiError::UnknownSession(session.to_owned())),
+    };
+    let mut env = lock_env(&env);
+    Ok(env.step(&req.action_type, &req.payload)?)
+}
+
+pub fn do_state(state: &AppState, session: &str) -> PublicState {
+    state.sessions.get(session).and_then(|e| lock_env(&e).state()).unwrap_or_else(|| PublicState {
+        budget_total: 15.0,
+        budget_remaining: 15.0,
+        max_steps: 20,
+        track_mode: state.config.track_mode.as_str().to_owned(),
+        ..Default::default()
+    })
+}
+
+async fn root() -> Json<Value> {
+    Json(json!({"status": "ok", "service": "LedgerShield OpenEnv", "environment": "controlbench"}))
+}
+
+async fn health(State(s): State<Shared>) -> Json<Value> {
+    Json(json!({"status": "healthy", "service": "LedgerShield OpenEnv", "cases_loaded": s.pool.cases.len(), "sessions": s.sessions.len()}))
+}
+
+async fn reset(State(s): State<Shared>, headers: HeaderMap, JsonBody(body): JsonBody) -> Result<Json<StepEnvelope>, ApiError> {
+    let req = parse_reset(body)?;
+    let (sid, _) = session_id(&headers, req.session_id.as_deref())?;
+    Ok(Json(do_reset(&s, &sid, &req)?))
+}
+
+async fn step(State(s): State<Shared>, headers: HeaderMap, JsonBody(body): JsonBody) -> Result<Json<StepEnvelope>, ApiError> {
+    let req = parse_step(body)?;
+    let (sid, explicit) = session_id(&headers, req.session_id.as_deref())?;
+    Ok(Json(do_step(&s, &sid, explicit, &req)?))
+}
+
+async fn state(State(s): State<Shared>, headers: HeaderMap) -> Result<Json<PublicState>, ApiError> {
+    let (sid, _) = session_id(&headers, None)?;
+    Ok(Json(do_state(&s, &sid)))
+}
+
+async fn institutional_memory(State(s): State<Shared>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+    let (sid, _) = session_id(&headers, None)?;
+    let env = s.sessions.get_or_create(&sid, || s.new_env())?;
+    let env = lock_env(&env);
+    Ok(Json(Value::Object(env.memory.public_view())))
+}
+
+async fn institutional_reset(State(s): State<Shared>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+    let (sid, _) = session_id(&headers, None)?;
+    let env = s.sessions.get_or_create(&sid, || s.new_env())?;
+    let mut env = lock_env(&env);
+    Ok(Json(Value::Object(env.reset_memory())))
+}
+
+/// The ControlBench routes.
+pub fn routes() -> Router<Shared> {
+    Router::new()
+        .route("/", get(root))
+        .route("/health", get(health))
+        .route("/reset", post(reset))
+        .route("/step", post(step))
+        .route("/state", get(state))
+        .route("/institutional-memory", get(institutional_memory))
+        .route("/institutional-reset", post(institutional_reset))
+}
+
+/// Build the shared state.
+pub fn app_state(pool: CasePool, config: EnvConfig, max_sessions: usize, idle_timeout: std::time::Duration) -> Shared {
+    Arc::new(AppState { pool: Arc::new(pool), config, sessions: SessionManager::new(max_sessions, idle_timeout) })
+}
+
+#[allow(dead_code)]
+fn _assert_send(_: &Mutex<Environment>) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_bodies() {
+        let r = parse_step(json!({"action_type": "ocr", "payload": {"doc_id": "X"}})).unwrap();
+        assert_eq!(r.action_type, "ocr");
+        let r = parse_step(json!({"action": {"action_type": "zoom", "payload": {"doc_id": "X"}}, "timeout_s": 5})).unwrap();
+        assert_eq!(r.action_type, "zoom");
+        let r = parse_step(json!({"action": {"action_type": "zoom", "doc_id": "X"}})).unwrap();
+        assert_eq!(r.payload["doc_id"], "X");
+        assert!(parse_step(json!({"payload": {}})).unwrap_err().to_string().contains("action_type"));
+        assert!(parse_step(json!({"action_type": "ocr", "payload": [1]})).unwrap_err().to_string().contains("payload"));
+        assert!(parse_step(json!({"action_type": 3})).is_err());
+        assert!(parse_step(json!({"action_type": "ocr", "extra": 1})).unwrap_err().to_string().contains("extra"));
+        assert!(parse_step(json!([1, 2])).is_err());
+    }
+}

@@ -1,0 +1,59 @@
+//! `ls-server` is the protocol layer: axum routes over the environments, per-session isolation,
+//! bounded bodies and one JSON error type. It holds no domain logic.
+//!
+//! * [`controlbench`]: `/`, `/health`, `/reset`, `/step`, `/state`, institutional-memory routes.
+//! * [`sessions`]: the bounded, expiring session map.
+//! * [`body`]: streamed, size-limited JSON body extraction.
+//! * [`error`]: [`ApiError`], the single error enum and its JSON mapping.
+
+pub mod body;
+pub mod controlbench;
+pub mod error;
+pub mod sessions;
+
+pub use controlbench::{app_state, AppState, Shared};
+pub use error::ApiError;
+
+use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
+use axum::response::IntoResponse;
+use axum::Router;
+use tower_http::cors::CorsLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
+
+async fn not_found(uri: Uri) -> ApiError {
+    ApiError::NotFound(format!("no route for {}", uri.path().chars().take(200).collect::<String>()))
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> impl IntoResponse {
+    let e = ApiError::BadRequest(format!("method {method} is not allowed on {}", uri.path().chars().take(200).collect::<String>()));
+    (StatusCode::METHOD_NOT_ALLOWED, axum::Json(e.body()))
+}
+
+/// Cross-cutting layers shared by every environment's router.
+pub fn with_common_layers<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Router<S> {
+    router
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(SetResponseHeaderLayer::if_not_present(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+        .layer(CorsLayer::permissive())
+}
+
+/// The ControlBench application.
+pub fn router(state: Shared) -> Router {
+    with_common_layers(controlbench::routes()).with_state(state)
+}
+
+/// Periodically drop idle sessions.
+pub fn spawn_session_sweeper(state: Shared) {
+    let every = (state.sessions.idle_timeout / 4).max(std::time::Duration::from_secs(1));
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            let dropped = state.sessions.sweep();
+            if dropped > 0 {
+                tracing::info!(dropped, "expired idle sessions");
+            }
+        }
+    });
+}

@@ -5,10 +5,14 @@
 //! * [`sessions`]: the bounded, expiring session map.
 //! * [`body`]: streamed, size-limited JSON body extraction.
 //! * [`error`]: [`ApiError`], the single error enum and its JSON mapping.
+//! * [`openenv`]: OpenEnv WebSocket sessions and discovery endpoints.
+//! * [`reports`]: report-backed product endpoints.
 
 pub mod body;
 pub mod controlbench;
 pub mod error;
+pub mod openenv;
+pub mod reports;
 pub mod sessions;
 
 pub use controlbench::{app_state, AppState, Shared};
@@ -40,7 +44,7 @@ pub fn with_common_layers<S: Clone + Send + Sync + 'static>(router: Router<S>) -
 
 /// The ControlBench application.
 pub fn router(state: Shared) -> Router {
-    with_common_layers(controlbench::routes()).with_state(state)
+    with_common_layers(controlbench::routes().merge(openenv::routes()).merge(reports::routes())).with_state(state)
 }
 
 /// Periodically drop idle sessions.

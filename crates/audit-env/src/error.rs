@@ -1,0 +1,108 @@
+//! One error type for the whole crate, mapped to JSON 4xx/5xx bodies.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum AuditError {
+    #[error("invalid request: {message}")]
+    Invalid { field: String, message: String },
+    #[error("unknown task_id '{0}'; valid: expense_audit, invoice_match, gst_reconciliation, fraud_detection (or 1-4)")]
+    UnknownTask(String),
+    #[error("environment not initialized: call /reset first")]
+    NotInitialized,
+    #[error("episode finished: call /reset to start a new episode")]
+    EpisodeFinished,
+    #[error("too many findings: maximum {max} per step, got {got}")]
+    TooManyFindings { max: usize, got: usize },
+    #[error("unknown {kind} '{id}'")]
+    NotFound { kind: &'static str, id: String },
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Dependency(String),
+    #[error("capacity reached: {0}")]
+    Capacity(String),
+    #[error("request body too large: limit is {limit_bytes} bytes")]
+    BodyTooLarge { limit_bytes: usize },
+    #[error("Content-Type application/json is required")]
+    UnsupportedMediaType,
+    #[error("rate limit exceeded: at most {per_min} requests per minute")]
+    RateLimited { per_min: u32 },
+    #[error("API key required for this endpoint (X-API-Key)")]
+    Forbidden,
+    #[error("route not found: {0}")]
+    RouteNotFound(String),
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("internal error")]
+    Internal,
+}
+
+impl AuditError {
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        AuditError::Invalid { field: field.into(), message: message.into() }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        use AuditError::*;
+        match self {
+            Invalid { .. } | UnknownTask(_) | TooManyFindings { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            NotInitialized | EpisodeFinished | Dependency(_) => StatusCode::BAD_REQUEST,
+            NotFound { .. } | RouteNotFound(_) => StatusCode::NOT_FOUND,
+            Conflict(_) => StatusCode::CONFLICT,
+            Capacity(_) => StatusCode::SERVICE_UNAVAILABLE,
+            BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Forbidden => StatusCode::FORBIDDEN,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        use AuditError::*;
+        match self {
+            Invalid { .. } => "invalid_request",
+            UnknownTask(_) => "unknown_task",
+            NotInitialized => "not_initialized",
+            EpisodeFinished => "episode_finished",
+            TooManyFindings { .. } => "too_many_findings",
+            NotFound { .. } => "not_found",
+            Conflict(_) => "conflict",
+            Dependency(_) => "dependency_violation",
+            Capacity(_) => "capacity",
+            BodyTooLarge { .. } => "body_too_large",
+            UnsupportedMediaType => "unsupported_media_type",
+            RateLimited { .. } => "rate_limited",
+            Forbidden => "forbidden",
+            RouteNotFound(_) => "route_not_found",
+            MethodNotAllowed => "method_not_allowed",
+            Internal => "internal",
+        }
+    }
+
+    /// The offending field (or a hint) for the `detail` member.
+    pub fn detail(&self) -> String {
+        match self {
+            AuditError::Invalid { field, .. } => field.clone(),
+            AuditError::UnknownTask(_) => "task_id".into(),
+            AuditError::TooManyFindings { .. } => "findings".into(),
+            AuditError::NotFound { kind, .. } => (*kind).into(),
+            AuditError::NotInitialized | AuditError::EpisodeFinished => "call POST /reset".into(),
+            other => other.to_string(),
+        }
+    }
+
+    pub fn body(&self) -> serde_json::Value {
+        json!({"error": {"code": self.code(), "message": self.to_string()}, "detail": self.detail()})
+    }
+}
+
+impl IntoResponse for AuditError {
+    fn into_response(self) -> Response {
+        (self.status(), axum::Json(self.body())).into_response()
+    }
+}

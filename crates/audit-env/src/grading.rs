@@ -1,0 +1,569 @@
+//! Pure grading functions: partial-credit F1, strict F1, weighted F1, confusion matrix,
+//! risk score (₹), calibration (ECE), the per-step reward and the campaign score.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{norm_key, weight_of, ErrorType, Finding, GtItem};
+use crate::util::{clamp_score, round_n};
+
+pub const PARTIAL_CREDIT: f64 = 0.40;
+pub const TP_REWARD: f64 = 0.15;
+pub const PARTIAL_REWARD: f64 = 0.04;
+pub const FP_PENALTY: f64 = 0.05;
+pub const DUPLICATE_PENALTY: f64 = 0.10;
+pub const STEP_PENALTY: f64 = 0.02;
+pub const STEP_DECAY: f64 = 0.005;
+pub const RECALL_BONUS: f64 = 0.30;
+pub const PRECISION_BONUS: f64 = 0.10;
+pub const LOW_RECALL_PENALTY: f64 = 0.20;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ConfusionEntry {
+    pub ground_truth: usize,
+    pub correctly_found: usize,
+    pub missed: usize,
+    pub false_positives: usize,
+    pub severity_weight: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RiskScore {
+    pub caught_value: i64,
+    pub missed_value: i64,
+    pub total_risk_value: i64,
+    pub risk_mitigation_pct: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CalibrationBin {
+    pub bin: usize,
+    pub count: usize,
+    pub confidence_mean: f64,
+    pub accuracy_mean: f64,
+    pub gap: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Calibration {
+    pub available: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub samples: usize,
+    pub valid_bins: usize,
+    pub ece: Option<f64>,
+    pub brier: Option<f64>,
+    pub sharpness: Option<f64>,
+    pub bins: Vec<CalibrationBin>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PartialMatch {
+    pub document_id: String,
+    pub submitted_type: String,
+    pub expected_types: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct KeyRef {
+    pub document_id: String,
+    pub error_type: String,
+}
+
+/// Full grade of one set of findings against the ground truth.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GradeResult {
+    /// Primary score: the partial-credit F1, clamped to [0.01, 0.99].
+    pub score: f64,
+    pub partial_credit_score: f64,
+    /// README alias of `partial_credit_score`.
+    pub partial_credit_f1: f64,
+    pub strict_f1: f64,
+    pub precision: f64,
+    pub recall: f64,
+    pub weighted_score: f64,
+    pub true_positives: usize,
+    pub false_positives: usize,
+    pub false_negatives: usize,
+    pub weighted_false_negatives: f64,
+    pub duplicates: usize,
+    pub partial_matches: usize,
+    pub total_findings: usize,
+    pub total_errors: usize,
+    pub matched_errors: Vec<KeyRef>,
+    pub missed_errors: Vec<KeyRef>,
+    pub false_positive_list: Vec<KeyRef>,
+    pub duplicate_list: Vec<KeyRef>,
+    pub partial_match_list: Vec<PartialMatch>,
+    pub confusion_matrix: BTreeMap<String, ConfusionEntry>,
+    pub risk_score: RiskScore,
+    pub calibration: Calibration,
+    pub critical_missed: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Match(usize),
+    Duplicate(usize),
+    Partial,
+    FalsePositive,
+}
+
+/// Matches findings against ground truth in submission order.
+pub struct Matcher<'a> {
+    gt: &'a [GtItem],
+    /// normalized document → GT item indices covering it
+    by_doc: BTreeMap<String, Vec<usize>>,
+    pub matched: Vec<bool>,
+}
+
+impl<'a> Matcher<'a> {
+    pub fn new(gt: &'a [GtItem]) -> Self {
+        let mut by_doc: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, g) in gt.iter().enumerate() {
+            for d in g.docs() {
+                by_doc.entry(d.trim().to_ascii_uppercase()).or_default().push(i);
+            }
+        }
+        Matcher { gt, by_doc, matched: vec![false; gt.len()] }
+    }
+
+    pub fn classify(&mut self, doc: &str, t: &str) -> Class {
+        let (d, t) = norm_key(doc, t);
+        let Some(items) = self.by_doc.get(&d) else { return Class::FalsePositive };
+        let same_type: Vec<usize> = items.iter().copied().filter(|&i| self.gt[i].error_type.as_str() == t).collect();
+        if same_type.is_empty() {
+            return Class::Partial;
+        }
+        if let Some(&i) = same_type.iter().find(|&&i| !self.matched[i]) {
+            self.matched[i] = true;
+            Class::Match(i)
+        } else {
+            Class::Duplicate(same_type[0])
+        }
+    }
+
+    pub fn expected_types(&self, doc: &str) -> Vec<String> {
+        let d = doc.trim().to_ascii_uppercase();
+        let mut v: Vec<String> = self.by_doc.get(&d).map(|is| is.iter().map(|&i| self.gt[i].error_type.as_str().to_string()).collect()).unwrap_or_default();
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+fn f1(p: f64, r: f64) -> f64 {
+    if p + r <= 0.0 {
+        0.0
+    } else {
+        2.0 * p * r / (p + r)
+    }
+}
+
+fn key_ref(doc: &str, t: &str) -> KeyRef {
+    let (d, t) = norm_key(doc, t);
+    KeyRef { document_id: d, error_type: t }
+}
+
+pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
+    let mut m = Matcher::new(gt);
+    let mut fps: Vec<KeyRef> = vec![];
+    let mut dups: Vec<KeyRef> = vec![];
+    let mut partials: Vec<PartialMatch> = vec![];
+    for f in findings {
+        match m.classify(&f.document_id, &f.error_type) {
+            Class::Match(_) => {}
+            Class::Duplicate(_) => dups.push(key_ref(&f.document_id, &f.error_type)),
+            Class::Partial => partials.push(PartialMatch {
+                document_id: f.document_id.trim().to_ascii_uppercase(),
+                submitted_type: f.error_type.trim().to_ascii_lowercase(),
+                expected_types: m.expected_types(&f.document_id),
+            }),
+            Class::FalsePositive => fps.push(key_ref(&f.document_id, &f.error_type)),
+        }
+    }
+    let n_gt = gt.len();
+    let tp = m.matched.iter().filter(|x| **x).count();
+    let np = partials.len();
+    let nfp = fps.len();
+    // strict
+    let fp_strict = nfp + np;
+    let p = if findings.is_empty() || tp + fp_strict == 0 { 0.0 } else { tp as f64 / (tp + fp_strict) as f64 };
+    let r = if n_gt == 0 { 1.0 } else { tp as f64 / n_gt as f64 };
+    let strict = f1(p, r);
+    // partial credit
+    let etp = tp as f64 + PARTIAL_CREDIT * np as f64;
+    let efp = nfp as f64 + (1.0 - PARTIAL_CREDIT) * np as f64;
+    let ppc = if etp + efp == 0.0 { 0.0 } else { etp / (etp + efp) };
+    let rpc = if n_gt == 0 { 1.0 } else { (etp / n_gt as f64).min(1.0) };
+    let pc = f1(ppc, rpc);
+    // weighted (partials excluded)
+    let wtp: f64 = gt.iter().zip(&m.matched).filter(|(_, x)| **x).map(|(g, _)| g.error_type.weight()).sum();
+    let wtotal: f64 = gt.iter().map(|g| g.error_type.weight()).sum();
+    let wfp: f64 = fps.iter().map(|k| weight_of(&k.error_type)).sum();
+    let wp = if wtp + wfp == 0.0 { 0.0 } else { wtp / (wtp + wfp) };
+    let wr = if wtotal == 0.0 { 1.0 } else { wtp / wtotal };
+    let wf1 = f1(wp, wr);
+    // confusion matrix
+    let mut cm: BTreeMap<String, ConfusionEntry> = BTreeMap::new();
+    for (g, hit) in gt.iter().zip(&m.matched) {
+        let e = cm.entry(g.error_type.as_str().into()).or_insert_with(|| ConfusionEntry { ground_truth: 0, correctly_found: 0, missed: 0, false_positives: 0, severity_weight: g.error_type.weight() });
+        e.ground_truth += 1;
+        if *hit {
+            e.correctly_found += 1;
+        } else {
+            e.missed += 1;
+        }
+    }
+    for k in &fps {
+        let w = weight_of(&k.error_type);
+        cm.entry(k.error_type.clone()).or_insert_with(|| ConfusionEntry { ground_truth: 0, correctly_found: 0, missed: 0, false_positives: 0, severity_weight: w }).false_positives += 1;
+    }
+    // risk
+    let caught: i64 = gt.iter().zip(&m.matched).filter(|(_, x)| **x).map(|(g, _)| g.error_type.value_inr()).sum();
+    let total: i64 = gt.iter().map(|g| g.error_type.value_inr()).sum();
+    let pct = if total == 0 { 0.0 } else { round_n(caught as f64 / total as f64 * 100.0, 1) };
+    let mut matched_errors: Vec<KeyRef> = gt.iter().zip(&m.matched).filter(|(_, x)| **x).map(|(g, _)| key_ref(&g.document_id, g.error_type.as_str())).collect();
+    matched_errors.sort_by(|a, b| (&a.document_id, &a.error_type).cmp(&(&b.document_id, &b.error_type)));
+    let missed_errors: Vec<KeyRef> = gt.iter().zip(&m.matched).filter(|(_, x)| !**x).map(|(g, _)| key_ref(&g.document_id, g.error_type.as_str())).collect();
+    let critical_missed = gt.iter().zip(&m.matched).any(|(g, hit)| !hit && g.error_type.is_critical());
+    let score = clamp_score(pc);
+    GradeResult {
+        score,
+        partial_credit_score: score,
+        partial_credit_f1: score,
+        strict_f1: clamp_score(strict),
+        precision: clamp_score(p),
+        recall: clamp_score(r),
+        weighted_score: clamp_score(wf1),
+        true_positives: tp,
+        false_positives: nfp,
+        false_negatives: n_gt - tp,
+        weighted_false_negatives: round_n(wtotal - wtp, 2),
+        duplicates: dups.len(),
+        partial_matches: np,
+        total_findings: findings.len(),
+        total_errors: n_gt,
+        matched_errors,
+        missed_errors,
+        false_positive_list: fps,
+        duplicate_list: dups,
+        partial_match_list: partials,
+        confusion_matrix: cm,
+        risk_score: RiskScore { caught_value: caught, missed_value: total - caught, total_risk_value: total, risk_mitigation_pct: pct },
+        calibration: calibration(gt, findings),
+        critical_missed,
+    }
+}
+
+pub const ECE_BINS: usize = 10;
+pub const ECE_MIN_TOTAL: usize = 10;
+pub const ECE_MIN_BIN: usize = 3;
+
+/// Expected calibration error over the findings that carry a confidence.
+/// A finding is "correct" when it matches a ground-truth item (first match only).
+pub fn calibration(gt: &[GtItem], findings: &[Finding]) -> Calibration {
+    let mut m = Matcher::new(gt);
+    let mut pts: Vec<(f64, f64)> = vec![];
+    for f in findings {
+        let hit = matches!(m.classify(&f.document_id, &f.error_type), Class::Match(_));
+        if let Some(c) = f.confidence.filter(|c| c.is_finite()) {
+            pts.push((c.clamp(0.0, 1.0), if hit { 1.0 } else { 0.0 }));
+        }
+    }
+    let n = pts.len();
+    let empty = |reason: &str, valid| Calibration { available: false, reason: Some(reason.into()), samples: n, valid_bins: valid, ece: None, brier: None, sharpness: None, bins: vec![] };
+    if n < ECE_MIN_TOTAL {
+        return empty("insufficient_total_samples", 0);
+    }
+    let mut bins: Vec<Vec<(f64, f64)>> = vec![vec![]; ECE_BINS];
+    for (c, y) in &pts {
+        let b = ((c * ECE_BINS as f64).floor() as usize).min(ECE_BINS - 1);
+        bins[b].push((*c, *y));
+    }
+    let valid = bins.iter().filter(|b| b.len() >= ECE_MIN_BIN).count();
+    if valid < 2 {
+        return empty("insufficient_valid_bins", valid);
+    }
+    let (mut ece, mut sharp) = (0.0, 0.0);
+    let mut out = vec![];
+    for (i, b) in bins.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
+        let w = b.len() as f64 / n as f64;
+        let conf = b.iter().map(|x| x.0).sum::<f64>() / b.len() as f64;
+        let acc = b.iter().map(|x| x.1).sum::<f64>() / b.len() as f64;
+        ece += w * (acc - conf).abs();
+        sharp += w * (conf - 0.5).abs();
+        out.push(CalibrationBin { bin: i, count: b.len(), confidence_mean: round_n(conf, 4), accuracy_mean: round_n(acc, 4), gap: round_n((acc - conf).abs(), 4) });
+    }
+    let brier = pts.iter().map(|(c, y)| (c - y) * (c - y)).sum::<f64>() / n as f64;
+    Calibration { available: true, reason: None, samples: n, valid_bins: valid, ece: Some(round_n(ece, 4)), brier: Some(round_n(brier, 4)), sharpness: Some(round_n(sharp, 4)), bins: out }
+}
+
+/// Breakdown of one step's reward.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RewardBreakdown {
+    pub step_penalty: f64,
+    pub true_positive_reward: f64,
+    pub partial_reward: f64,
+    pub false_positive_penalty: f64,
+    pub duplicate_penalty: f64,
+    pub final_bonus: f64,
+    /// Unclamped sum, so penalties stay visible.
+    pub raw: f64,
+    /// Clamped reward returned as `reward`.
+    pub reward: f64,
+}
+
+/// Reward of one step: `previous` are findings accepted before this step, `new` this step's.
+pub fn step_reward(gt: &[GtItem], previous: &[Finding], new: &[Finding], step: u32, final_grade: Option<&GradeResult>) -> RewardBreakdown {
+    let mut m = Matcher::new(gt);
+    for f in previous {
+        m.classify(&f.document_id, &f.error_type);
+    }
+    let step_pen = -STEP_PENALTY - STEP_DECAY * step as f64;
+    let mut r = step_pen;
+    let (mut tpr, mut pr, mut fpp, mut dp) = (0.0, 0.0, 0.0, 0.0);
+    for f in new {
+        match m.classify(&f.document_id, &f.error_type) {
+            Class::Match(i) => {
+                let v = TP_REWARD * gt[i].error_type.weight();
+                r += v;
+                tpr += v;
+            }
+            Class::Duplicate(_) => {
+                r -= DUPLICATE_PENALTY;
+                dp -= DUPLICATE_PENALTY;
+            }
+            Class::Partial => {
+                r += PARTIAL_REWARD;
+                pr += PARTIAL_REWARD;
+            }
+            Class::FalsePositive => {
+                r -= FP_PENALTY;
+                fpp -= FP_PENALTY;
+            }
+        }
+    }
+    let mut fb = 0.0;
+    if let Some(g) = final_grade {
+        if g.recall >= 0.6 {
+            fb += RECALL_BONUS;
+        }
+        if g.precision >= 0.9 {
+            fb += PRECISION_BONUS;
+        }
+        if g.recall < 0.3 {
+            fb -= LOW_RECALL_PENALTY;
+        }
+        r += fb;
+    }
+    RewardBreakdown {
+        step_penalty: round_n(step_pen, 4),
+        true_positive_reward: round_n(tpr, 4),
+        partial_reward: round_n(pr, 4),
+        false_positive_penalty: round_n(fpp, 4),
+        duplicate_penalty: round_n(dp, 4),
+        final_bonus: round_n(fb, 4),
+        raw: round_n(r, 4),
+        reward: clamp_score(r),
+    }
+}
+
+/// Inputs of the campaign score for one period.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CampaignScoreInputs {
+    /// Weighted F1 of each specialist's final submission (missing role = 0).
+    pub specialist_weighted_f1: BTreeMap<String, f64>,
+    pub overseer_quality: f64,
+    pub instruction_compliance_rate: f64,
+    pub memory_score: f64,
+    pub schema_adaptation_score: f64,
+    pub self_improvement_delta: f64,
+    pub efficiency_score: f64,
+    pub critical_missed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CampaignScore {
+    pub score: f64,
+    pub raw_score: f64,
+    pub core_component: f64,
+    pub bonus_component: f64,
+    pub bonus_component_capped: f64,
+    pub quality_multiplier: f64,
+    pub avg_specialist_weighted_f1: f64,
+    pub specialist_floor_triggered: bool,
+    pub critical_missed: bool,
+    pub components: BTreeMap<String, f64>,
+}
+
+pub const W_SPECIALIST: f64 = 0.35;
+pub const W_OVERSEER: f64 = 0.25;
+pub const W_COMPLIANCE: f64 = 0.10;
+pub const W_MEMORY: f64 = 0.10;
+pub const W_ADAPTATION: f64 = 0.08;
+pub const W_IMPROVEMENT: f64 = 0.07;
+pub const W_EFFICIENCY: f64 = 0.05;
+pub const SPECIALIST_FLOOR: f64 = 0.20;
+pub const BONUS_CAP_FRACTION: f64 = 0.30;
+
+pub fn campaign_score(i: &CampaignScoreInputs) -> CampaignScore {
+    let n = |x: f64| if x.is_finite() { x.clamp(0.0, 1.0) } else { 0.0 };
+    let roles = i.specialist_weighted_f1.len().max(1) as f64;
+    let s = i.specialist_weighted_f1.values().map(|v| n(*v)).sum::<f64>() / roles;
+    let core = W_SPECIALIST * s + W_OVERSEER * n(i.overseer_quality);
+    let bonus = W_COMPLIANCE * n(i.instruction_compliance_rate)
+        + W_MEMORY * n(i.memory_score)
+        + W_ADAPTATION * n(i.schema_adaptation_score)
+        + W_IMPROVEMENT * n(i.self_improvement_delta)
+        + W_EFFICIENCY * n(i.efficiency_score);
+    let raw = core + bonus;
+    let capped = bonus.min(BONUS_CAP_FRACTION * raw);
+    let floor = i.specialist_weighted_f1.is_empty() || i.specialist_weighted_f1.values().any(|v| n(*v) < SPECIALIST_FLOOR);
+    let mult = if floor { 0.0 } else if i.critical_missed { 0.5 } else { 1.0 };
+    let mut components = BTreeMap::new();
+    components.insert("specialist_f1".into(), round_n(s, 4));
+    components.insert("overseer_quality".into(), round_n(n(i.overseer_quality), 4));
+    components.insert("instruction_compliance".into(), round_n(n(i.instruction_compliance_rate), 4));
+    components.insert("memory".into(), round_n(n(i.memory_score), 4));
+    components.insert("schema_policy_adaptation".into(), round_n(n(i.schema_adaptation_score), 4));
+    components.insert("self_improvement".into(), round_n(n(i.self_improvement_delta), 4));
+    components.insert("efficiency".into(), round_n(n(i.efficiency_score), 4));
+    CampaignScore {
+        score: clamp_score((core + capped) * mult),
+        raw_score: round_n(raw, 4),
+        core_component: round_n(core, 4),
+        bonus_component: round_n(bonus, 4),
+        bonus_component_capped: round_n(capped, 4),
+        quality_multiplier: mult,
+        avg_specialist_weighted_f1: round_n(s, 4),
+        specialist_floor_triggered: floor,
+        critical_missed: i.critical_missed,
+        components,
+    }
+}
+
+/// Keys flagged by two or more agents (cross-agent agreement).
+pub fn agreements(by_agent: &BTreeMap<String, Vec<Finding>>) -> BTreeMap<(String, String), BTreeSet<String>> {
+    let mut out: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for (agent, fs) in by_agent {
+        for f in fs {
+            out.entry(f.key()).or_default().insert(agent.clone());
+        }
+    }
+    out.retain(|_, v| v.len() >= 2);
+    out
+}
+
+/// True findings for a ground truth (what a perfect auditor submits).
+pub fn perfect_findings(gt: &[GtItem]) -> Vec<Finding> {
+    gt.iter().map(|g| {
+        let mut f = Finding::new(&g.document_id, g.error_type.as_str());
+        f.description = g.reason.clone();
+        f
+    }).collect()
+}
+
+pub fn types_of(gt: &[GtItem]) -> BTreeSet<ErrorType> {
+    gt.iter().map(|g| g.error_type).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ErrorType::*;
+
+    fn gt7() -> Vec<GtItem> {
+        [("EXP-010", OverLimit), ("EXP-011", WrongCategory), ("EXP-012", DuplicateClaim), ("EXP-013", WeekendExpense), ("EXP-014", MissingReceipt), ("EXP-015", UnapprovedVendor), ("EXP-016", CumulativeBreach)]
+            .iter()
+            .map(|(d, t)| GtItem::new(*d, *t, "x"))
+            .collect()
+    }
+
+    #[test]
+    fn reference_partial_credit_example() {
+        let gt = gt7();
+        let mut f: Vec<Finding> = gt[..5].iter().map(|g| Finding::new(&g.document_id, g.error_type.as_str())).collect();
+        f.push(Finding::new("EXP-016", "over_limit")); // partial
+        f.push(Finding::new("EXP-001", "over_limit"));
+        f.push(Finding::new("EXP-002", "over_limit"));
+        let g = grade(&gt, &f);
+        assert_eq!(g.score, 0.72);
+        assert_eq!(g.precision, 0.62); // 0.625 rounds half to even
+        assert_eq!(g.recall, 0.71);
+        assert_eq!((g.true_positives, g.partial_matches, g.false_positives), (5, 1, 2));
+    }
+
+    #[test]
+    fn perfect_empty_duplicate_and_case() {
+        let gt = gt7();
+        let perfect = grade(&gt, &perfect_findings(&gt));
+        assert_eq!(perfect.score, 0.99);
+        assert_eq!(perfect.risk_score.risk_mitigation_pct, 100.0);
+        assert_eq!(perfect.risk_score.caught_value, 80_500);
+        let empty = grade(&gt, &[]);
+        assert_eq!(empty.score, 0.01);
+        assert_eq!(empty.weighted_score, 0.01);
+        let f = vec![Finding::new(" exp-010 ", "OVER_LIMIT"), Finding::new("EXP-010", "over_limit")];
+        let g = grade(&gt, &f);
+        assert_eq!((g.true_positives, g.duplicates, g.false_positives), (1, 1, 0));
+    }
+
+    #[test]
+    fn aliases_match_once() {
+        let gt = vec![GtItem::new("TXN-0001", WeekendPattern, "x").with_aliases(vec!["TXN-0002".into()])];
+        let g = grade(&gt, &[Finding::new("TXN-0002", "weekend_pattern"), Finding::new("TXN-0001", "weekend_pattern")]);
+        assert_eq!((g.true_positives, g.duplicates), (1, 1));
+        assert_eq!(g.score, 0.99);
+    }
+
+    #[test]
+    fn step_reward_reference_values() {
+        let gt = gt7();
+        let one = [Finding::new("EXP-010", "over_limit")];
+        assert_eq!(step_reward(&gt, &[], &one, 1, None).reward, 0.1);
+        let perf = perfect_findings(&gt);
+        let g = grade(&gt, &perf);
+        assert_eq!(step_reward(&gt, &[], &perf, 1, Some(&g)).reward, 0.99);
+        let empty = grade(&gt, &[]);
+        let r = step_reward(&gt, &[], &[], 1, Some(&empty));
+        assert_eq!(r.reward, 0.01);
+        assert!(r.raw < 0.0);
+        assert!(step_reward(&gt, &[], &one, 5, None).reward < step_reward(&gt, &[], &one, 1, None).reward);
+    }
+
+    #[test]
+    fn ece_requires_samples_and_measures_gap() {
+        let gt = gt7();
+        let mut f: Vec<Finding> = vec![];
+        for i in 0..12 {
+            let mut x = Finding::new(&format!("EXP-{:03}", 100 + i), "over_limit");
+            x.confidence = Some(if i < 6 { 0.95 } else { 0.15 });
+            f.push(x);
+        }
+        let c = calibration(&gt, &f);
+        assert!(c.available);
+        assert!(c.ece.unwrap() > 0.5, "all wrong with high confidence is badly calibrated");
+        assert!(!calibration(&gt, &f[..3]).available);
+    }
+
+    #[test]
+    fn campaign_guards() {
+        let mut spec = BTreeMap::new();
+        for r in ["expense", "invoice", "gst", "fraud"] {
+            spec.insert(r.to_string(), 0.8);
+        }
+        let mut i = CampaignScoreInputs { specialist_weighted_f1: spec.clone(), overseer_quality: 0.8, instruction_compliance_rate: 1.0, memory_score: 1.0, schema_adaptation_score: 1.0, self_improvement_delta: 1.0, efficiency_score: 1.0, critical_missed: false };
+        let full = campaign_score(&i);
+        assert!(full.bonus_component_capped < full.bonus_component, "bonus cap binds");
+        assert!(full.bonus_component_capped <= 0.30 * full.raw_score + 1e-9);
+        i.critical_missed = true;
+        let half = campaign_score(&i);
+        assert!((half.score - clamp_score((full.core_component + full.bonus_component_capped) * 0.5)).abs() < 0.011);
+        i.critical_missed = false;
+        i.specialist_weighted_f1.insert("fraud".into(), 0.1);
+        assert_eq!(campaign_score(&i).score, 0.01);
+    }
+}

@@ -1,0 +1,18 @@
+//! Financial Audit environment: four seeded audit tasks, F1-family grading, multi-period
+//! campaigns with a mutating world, an overseer, self-improvement and an HTTP API.
+
+pub mod adversarial;
+pub mod baseline;
+pub mod campaign;
+pub mod improve;
+pub mod data;
+pub mod episode;
+pub mod error;
+pub mod grading;
+pub mod http;
+pub mod model;
+pub mod util;
+
+pub use episode::{AuditAction, AuditEnv, AuditObservation, AuditResetRequest, AuditState, AuditStepEnvelope, AuditStepRequest, EnvConfig};
+pub use error::AuditError;
+pub use http::{router, AuditConfig};

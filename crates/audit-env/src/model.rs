@@ -1,0 +1,429 @@
+//! Typed domain model shared by generators, grading, episodes and campaigns.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use rust_decimal::Decimal;
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Hard limits (TigerBeetle style: everything bounded, units in names).
+pub mod limits {
+    pub const MAX_FINDINGS_PER_STEP_DEFAULT: usize = 50;
+    pub const MAX_FINDINGS_PER_STEP_CEILING: usize = 500;
+    pub const MAX_FINDINGS_PER_EPISODE: usize = 2_000;
+    pub const MAX_SESSIONS: usize = 1_024;
+    pub const MAX_CAMPAIGNS: usize = 256;
+    pub const MAX_BODY_BYTES: usize = 1_048_576;
+    pub const MAX_TEXT_CHARS: usize = 500;
+    pub const MAX_ID_CHARS: usize = 100;
+    pub const MAX_EVIDENCE_REFS: usize = 10;
+    pub const MAX_LEADERBOARD_ENTRIES: usize = 100;
+    pub const MAX_PERIODS: u32 = 12;
+    pub const MAX_SELF_IMPROVE_SEEDS: usize = 32;
+    pub const SESSION_TTL_SECS: u64 = 3_600;
+    pub const MAX_HISTORY_ENTRIES: usize = 20_000;
+}
+
+pub const TRAIN_SEEDS: std::ops::RangeInclusive<u64> = 42..=51;
+pub const HELD_OUT_SEEDS: std::ops::RangeInclusive<u64> = 100..=104;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskId {
+    ExpenseAudit,
+    InvoiceMatch,
+    GstReconciliation,
+    FraudDetection,
+}
+
+impl TaskId {
+    pub const ALL: [TaskId; 4] = [
+        TaskId::ExpenseAudit,
+        TaskId::InvoiceMatch,
+        TaskId::GstReconciliation,
+        TaskId::FraudDetection,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskId::ExpenseAudit => "expense_audit",
+            TaskId::InvoiceMatch => "invoice_match",
+            TaskId::GstReconciliation => "gst_reconciliation",
+            TaskId::FraudDetection => "fraud_detection",
+        }
+    }
+
+    pub fn number(self) -> u8 {
+        self as u8 + 1
+    }
+
+    /// Accepts the string ids, the README's integers 1–4 and numeric strings.
+    pub fn parse(s: &str) -> Option<TaskId> {
+        let t = s.trim().to_ascii_lowercase();
+        TaskId::ALL.into_iter().find(|k| k.as_str() == t).or_else(|| match t.as_str() {
+            "1" => Some(TaskId::ExpenseAudit),
+            "2" => Some(TaskId::InvoiceMatch),
+            "3" => Some(TaskId::GstReconciliation),
+            "4" => Some(TaskId::FraudDetection),
+            _ => None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskId::ExpenseAudit => "Expense Policy Violation Detection",
+            TaskId::InvoiceMatch => "Invoice Three-Way Match Audit",
+            TaskId::GstReconciliation => "GST Return Reconciliation",
+            TaskId::FraudDetection => "Fraud Pattern Detection",
+        }
+    }
+
+    pub fn difficulty(self) -> &'static str {
+        match self {
+            TaskId::ExpenseAudit => "easy",
+            TaskId::InvoiceMatch => "medium",
+            TaskId::GstReconciliation => "hard",
+            TaskId::FraudDetection => "expert",
+        }
+    }
+
+    pub fn max_steps(self) -> u32 {
+        match self {
+            TaskId::ExpenseAudit => 5,
+            TaskId::InvoiceMatch => 8,
+            TaskId::GstReconciliation => 10,
+            TaskId::FraudDetection => 12,
+        }
+    }
+
+    /// Base error types (campaign shocks may add more to a live episode).
+    pub fn error_types(self) -> &'static [ErrorType] {
+        use ErrorType::*;
+        match self {
+            TaskId::ExpenseAudit => &[
+                OverLimit, WrongCategory, DuplicateClaim, WeekendExpense, MissingReceipt,
+                UnapprovedVendor, CumulativeBreach,
+            ],
+            TaskId::InvoiceMatch => &[
+                PriceMismatch, QuantityMismatch, DuplicateInvoice, UnmatchedInvoice, TaxError,
+                TotalMismatch, VendorMismatch, DateAnomaly, CascadingTotal,
+            ],
+            TaskId::GstReconciliation => &[
+                MissingInGstr2b, MissingInBooks, AmountMismatch, TaxRateMismatch, GstinMismatch,
+                DateMismatch, DuplicateEntry, InvalidGstin, WrongTaxType, ItcIneligible, LateClaim,
+                ExcessClaim,
+            ],
+            TaskId::FraudDetection => &[
+                CircularInvoicing, SplitInvoice, ShellCompany, RoundNumberAnomaly,
+                BenfordViolation, VendorConcentration, DuplicateBankAccount, SuddenVolumeSpike,
+                InvoiceBeforeIncorporation, WeekendPattern,
+            ],
+        }
+    }
+
+    /// The documented ground-truth count per task.
+    pub fn gt_count(self) -> usize {
+        match self {
+            TaskId::ExpenseAudit => 7,
+            TaskId::InvoiceMatch => 9,
+            TaskId::GstReconciliation => 12,
+            TaskId::FraudDetection => 10,
+        }
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for TaskId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        let s = match &v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Number(n) => n.to_string(),
+            other => {
+                return Err(serde::de::Error::custom(format!(
+                    "task_id must be a string or an integer 1-4, got {other}"
+                )))
+            }
+        };
+        TaskId::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown task_id '{s}'; valid: expense_audit, invoice_match, gst_reconciliation, fraud_detection (or 1-4)"
+            ))
+        })
+    }
+}
+
+macro_rules! error_types {
+    ($( $v:ident = $s:literal, $w:literal, $val:literal; )*) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+        #[serde(rename_all = "snake_case")]
+        pub enum ErrorType { $($v,)* }
+
+        impl ErrorType {
+            pub const ALL: &'static [ErrorType] = &[$(ErrorType::$v,)*];
+            pub fn as_str(self) -> &'static str { match self { $(ErrorType::$v => $s,)* } }
+            /// Severity weight (≥ 1.5 is "critical").
+            pub fn weight(self) -> f64 { match self { $(ErrorType::$v => $w,)* } }
+            /// Documented monetary exposure of one occurrence, in rupees.
+            pub fn value_inr(self) -> i64 { match self { $(ErrorType::$v => $val,)* } }
+            pub fn parse(s: &str) -> Option<ErrorType> {
+                let t = s.trim().to_ascii_lowercase();
+                match t.as_str() { $($s => Some(ErrorType::$v),)* _ => None }
+            }
+        }
+    };
+}
+
+error_types! {
+    OverLimit = "over_limit", 0.8, 3000;
+    WrongCategory = "wrong_category", 0.9, 15000;
+    DuplicateClaim = "duplicate_claim", 1.2, 5000;
+    WeekendExpense = "weekend_expense", 0.5, 1200;
+    MissingReceipt = "missing_receipt", 0.7, 3500;
+    UnapprovedVendor = "unapproved_vendor", 0.8, 2800;
+    CumulativeBreach = "cumulative_breach", 1.3, 50000;
+    PriceMismatch = "price_mismatch", 1.3, 25000;
+    QuantityMismatch = "quantity_mismatch", 1.2, 15000;
+    DuplicateInvoice = "duplicate_invoice", 1.5, 50000;
+    UnmatchedInvoice = "unmatched_invoice", 1.4, 59000;
+    TaxError = "tax_error", 1.1, 10000;
+    TotalMismatch = "total_mismatch", 1.0, 7500;
+    VendorMismatch = "vendor_mismatch", 1.2, 30000;
+    DateAnomaly = "date_anomaly", 0.9, 20000;
+    CascadingTotal = "cascading_total", 0.8, 5000;
+    MissingInGstr2b = "missing_in_gstr2b", 1.4, 4500;
+    MissingInBooks = "missing_in_books", 1.3, 3240;
+    AmountMismatch = "amount_mismatch", 1.2, 5000;
+    TaxRateMismatch = "tax_rate_mismatch", 1.1, 1000;
+    GstinMismatch = "gstin_mismatch", 1.5, 25000;
+    DateMismatch = "date_mismatch", 0.9, 15000;
+    DuplicateEntry = "duplicate_entry", 1.3, 20000;
+    InvalidGstin = "invalid_gstin", 1.5, 14160;
+    WrongTaxType = "wrong_tax_type", 1.2, 18000;
+    ItcIneligible = "itc_ineligible", 1.0, 400;
+    LateClaim = "late_claim", 1.1, 2700;
+    ExcessClaim = "excess_claim", 1.4, 4000;
+    CircularInvoicing = "circular_invoicing", 2.0, 150000;
+    SplitInvoice = "split_invoice", 1.8, 95000;
+    ShellCompany = "shell_company", 2.0, 200000;
+    RoundNumberAnomaly = "round_number_anomaly", 1.3, 50000;
+    BenfordViolation = "benford_violation", 1.4, 75000;
+    VendorConcentration = "vendor_concentration", 1.5, 500000;
+    DuplicateBankAccount = "duplicate_bank_account", 1.8, 100000;
+    SuddenVolumeSpike = "sudden_volume_spike", 1.6, 300000;
+    InvoiceBeforeIncorporation = "invoice_before_incorporation", 1.7, 80000;
+    WeekendPattern = "weekend_pattern", 1.2, 60000;
+    HighRiskNewVendor = "high_risk_new_vendor", 1.5, 120000;
+    UndocumentedCashPayment = "undocumented_cash_payment", 1.2, 25000;
+}
+
+impl ErrorType {
+    pub fn is_critical(self) -> bool {
+        self.weight() >= 1.5
+    }
+}
+
+impl fmt::Display for ErrorType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Weight of an arbitrary (possibly unknown) type string: unknown types weigh 1.0.
+pub fn weight_of(t: &str) -> f64 {
+    ErrorType::parse(t).map(ErrorType::weight).unwrap_or(1.0)
+}
+
+/// One ground-truth item. `aliases` are other documents of the same pattern that also match.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GtItem {
+    pub document_id: String,
+    pub error_type: ErrorType,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    /// Why it is an error (never shown to agents; used in reports and tests).
+    pub reason: String,
+    /// Items that exist only because of a campaign rule change or a shock.
+    #[serde(default)]
+    pub origin: GtOrigin,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GtOrigin {
+    #[default]
+    Planted,
+    /// Depends on a world rule that changed in the campaign (meal limit, vendor status).
+    RuleChange,
+    /// Requires memory of an earlier period's documents.
+    Memory,
+    /// Added by a mid-period regulatory shock.
+    Shock,
+}
+
+impl GtItem {
+    pub fn new(doc: impl Into<String>, t: ErrorType, reason: impl Into<String>) -> GtItem {
+        GtItem { document_id: doc.into(), error_type: t, aliases: vec![], reason: reason.into(), origin: GtOrigin::Planted }
+    }
+    pub fn with_aliases(mut self, a: Vec<String>) -> Self {
+        self.aliases = a;
+        self
+    }
+    pub fn with_origin(mut self, o: GtOrigin) -> Self {
+        self.origin = o;
+        self
+    }
+    pub fn docs(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.document_id.as_str()).chain(self.aliases.iter().map(String::as_str))
+    }
+}
+
+/// The agent's claim about one document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Finding {
+    pub document_id: String,
+    pub error_type: String,
+    /// Optional in the README's shape; defaults to "Finding".
+    #[serde(default = "default_description")]
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_fix: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub severity: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence_refs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rationale: Option<String>,
+}
+
+fn default_description() -> String {
+    "Finding".to_string()
+}
+
+fn clean_text(s: &str, max_chars: usize) -> String {
+    let filtered: String =
+        s.chars().filter(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t')).collect();
+    filtered.trim().chars().take(max_chars).collect()
+}
+
+impl Finding {
+    pub fn new(doc: &str, t: &str) -> Finding {
+        Finding {
+            document_id: doc.to_string(),
+            error_type: t.to_string(),
+            description: default_description(),
+            field: None,
+            suggested_fix: None,
+            severity: None,
+            confidence: None,
+            evidence_refs: vec![],
+            rationale: None,
+        }
+    }
+
+    /// Strip control characters, trim and truncate every text field; validate numbers.
+    /// Returns the name of the offending field on a hard error.
+    pub fn sanitize(mut self) -> Result<Finding, (String, String)> {
+        use limits::*;
+        self.document_id = clean_text(&self.document_id, MAX_ID_CHARS);
+        self.error_type = clean_text(&self.error_type, MAX_ID_CHARS);
+        self.description = clean_text(&self.description, MAX_TEXT_CHARS);
+        if self.description.is_empty() {
+            self.description = default_description();
+        }
+        if self.document_id.is_empty() {
+            return Err(("document_id".into(), "document_id must be a non-empty string".into()));
+        }
+        if self.error_type.is_empty() {
+            return Err(("error_type".into(), "error_type must be a non-empty string".into()));
+        }
+        self.field = self.field.map(|f| clean_text(&f, MAX_ID_CHARS)).filter(|f| !f.is_empty());
+        self.suggested_fix = self.suggested_fix.map(|f| clean_text(&f, MAX_TEXT_CHARS));
+        self.rationale = self.rationale.map(|f| clean_text(&f, MAX_TEXT_CHARS));
+        self.evidence_refs.truncate(MAX_EVIDENCE_REFS);
+        self.evidence_refs = self.evidence_refs.iter().map(|r| clean_text(r, MAX_ID_CHARS)).collect();
+        if let Some(c) = self.confidence {
+            if !(0.0..=1.0).contains(&c) || c.is_nan() {
+                return Err(("confidence".into(), format!("confidence must be within [0, 1], got {c}")));
+            }
+        }
+        if let Some(s) = self.severity {
+            if !s.is_finite() {
+                return Err(("severity".into(), "severity must be a finite number".into()));
+            }
+        }
+        Ok(self)
+    }
+
+    pub fn key(&self) -> (String, String) {
+        norm_key(&self.document_id, &self.error_type)
+    }
+}
+
+pub fn norm_key(doc: &str, t: &str) -> (String, String) {
+    (doc.trim().to_ascii_uppercase(), t.trim().to_ascii_lowercase())
+}
+
+/// Rules of the world that documents and ground truth depend on. Campaigns mutate these.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WorldRules {
+    pub fiscal_period: u32,
+    pub meal_limit_inr: i64,
+    /// Vendors added to the approved list by onboarding (period 2+).
+    pub onboarded_vendors: Vec<String>,
+    /// Vendors suspended from the approved list (vendor under investigation, period 4+).
+    pub suspended_vendors: Vec<String>,
+    /// GST rate on IT services (HSN 998314), percent; None before IT rows exist.
+    pub it_services_rate_pct: Option<u32>,
+    /// Emit IT-service rows in GST data (period 3+).
+    pub emit_it_services: bool,
+    /// Field renames applied to every document the agent sees.
+    pub schema_renames: BTreeMap<String, String>,
+    pub schema_version: u32,
+    /// REG-002: cash/UPI threshold in force (rupees).
+    pub cash_upi_threshold_inr: Option<i64>,
+    /// Emit cash/UPI payments in fraud data (period 4+).
+    pub emit_cash_payments: bool,
+    /// REG-003: vendors younger than this many months are high-risk.
+    pub new_vendor_risk_months: Option<u32>,
+    /// Receipts reimbursed in the previous period (carried-over duplicate, memory).
+    #[serde(skip)]
+    pub carry_over_claim: Option<crate::data::expense::ExpenseClaim>,
+    /// Adversarial fraud difficulty 1–5.
+    pub fraud_level: u8,
+}
+
+impl Default for WorldRules {
+    fn default() -> Self {
+        WorldRules {
+            fiscal_period: 1,
+            meal_limit_inr: 1500,
+            onboarded_vendors: vec![],
+            suspended_vendors: vec![],
+            it_services_rate_pct: None,
+            emit_it_services: false,
+            schema_renames: BTreeMap::new(),
+            schema_version: 1,
+            cash_upi_threshold_inr: None,
+            emit_cash_payments: false,
+            new_vendor_risk_months: None,
+            carry_over_claim: None,
+            fraud_level: 1,
+        }
+    }
+}
+
+/// Money helper for literals.
+pub fn inr(v: i64) -> Decimal {
+    Decimal::from(v)
+}

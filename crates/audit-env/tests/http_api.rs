@@ -1,0 +1,231 @@
+//! End-to-end tests against the real router on an ephemeral port.
+
+use std::net::SocketAddr;
+
+use audit_env::{router, AuditConfig};
+use serde_json::{json, Value};
+
+async fn spawn(cfg: AuditConfig) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, router(cfg).into_make_service_with_connect_info::<SocketAddr>()).await.unwrap();
+    });
+    format!("http://{addr}")
+}
+
+async fn post(c: &reqwest::Client, url: &str, body: Value) -> (u16, Value) {
+    let r = c.post(url).json(&body).send().await.unwrap();
+    let s = r.status().as_u16();
+    (s, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn get(c: &reqwest::Client, url: &str) -> (u16, Value) {
+    let r = c.get(url).send().await.unwrap();
+    let s = r.status().as_u16();
+    (s, r.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn readme_round1_quickstart_and_task_play() {
+    let base = spawn(AuditConfig::default()).await;
+    let c = reqwest::Client::new();
+    let (s, ep) = post(&c, &format!("{base}/reset"), json!({"task_id": 1, "seed": 42})).await;
+    assert_eq!(s, 200);
+    assert_eq!(ep["observation"]["task_id"], "expense_audit");
+    assert_eq!(ep["observation"]["documents"]["expenses"].as_array().unwrap().len(), 19);
+    let findings = json!([{"document_id": "EXP-001", "error_type": "weekend_expense", "confidence": 0.9}]);
+    let (s, r) = post(&c, &format!("{base}/step"), json!({"findings": findings, "submit_final": true})).await;
+    assert_eq!(s, 200);
+    assert!(r["grader"]["partial_credit_f1"].as_f64().unwrap() >= 0.01);
+    assert!(r["reward"].as_f64().is_some());
+    // finished episodes stay finished
+    let (s, e) = post(&c, &format!("{base}/step"), json!({"findings": []})).await;
+    assert_eq!(s, 400);
+    assert_eq!(e["error"]["code"], "episode_finished");
+    let (s, g) = get(&c, &format!("{base}/grader")).await;
+    assert_eq!((s, g["status"].as_str()), (200, Some("completed")));
+    // reference style with the action wrapper, a separate session, every task
+    for task in ["expense_audit", "invoice_match", "gst_reconciliation", "fraud_detection"] {
+        let r = c.post(format!("{base}/reset")).header("X-Session-Id", "s1").json(&json!({"task_id": task, "seed": 43})).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        let (s, r) = {
+            let r = c.post(format!("{base}/step")).header("X-Session-Id", "s1").json(&json!({"action": {"findings": [], "submit_final": true}})).send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        };
+        assert_eq!(s, 200);
+        assert_eq!(r["done"], true);
+        assert_eq!(r["grader"]["score"], 0.01);
+    }
+    let (_, h) = get(&c, &format!("{base}/health")).await;
+    assert_eq!(h["active_sessions"], 2);
+    let (_, t) = get(&c, &format!("{base}/tasks")).await;
+    assert_eq!(t["total_tasks"], 4);
+}
+
+#[tokio::test]
+async fn malformed_unknown_oversized_and_chunked_inputs() {
+    let base = spawn(AuditConfig::default()).await;
+    let c = reqwest::Client::new();
+    let r = c.post(format!("{base}/reset")).header("content-type", "application/json").body("{not json").send().await.unwrap();
+    assert_eq!(r.status(), 422);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "invalid_request");
+    let (s, v) = post(&c, &format!("{base}/reset"), json!({"task_id": "nope"})).await;
+    assert_eq!(s, 422);
+    assert_eq!(v["detail"], "task_id");
+    post(&c, &format!("{base}/reset"), json!({})).await;
+    let (s, v) = post(&c, &format!("{base}/step"), json!({"findings": [{"document_id": 5, "error_type": "x"}]})).await;
+    assert_eq!(s, 422);
+    assert!(v["detail"].as_str().unwrap().contains("findings[0].document_id"), "{v}");
+    let (s, v) = post(&c, &format!("{base}/step"), json!({"findings": [{"document_id": "EXP-001", "error_type": "over_limit", "confidence": 3.0}]})).await;
+    assert_eq!(s, 422);
+    assert!(v["detail"].as_str().unwrap().contains("confidence"));
+    let (s, _) = post(&c, &format!("{base}/campaign/task/start"), json!({"campaign_id": "missing", "role": "expense"})).await;
+    assert_eq!(s, 404);
+    let (s, v) = get(&c, &format!("{base}/nowhere")).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (404, Some("route_not_found")));
+    // oversized with Content-Length
+    let big = "x".repeat(1_100_000);
+    let r = c.post(format!("{base}/reset")).header("content-type", "application/json").body(format!("{{\"episode_id\": \"{big}\"}}")).send().await.unwrap();
+    assert_eq!(r.status(), 413);
+    // oversized chunked (no Content-Length): enforced on the stream
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = (0..40).map(|_| Ok(vec![b' '; 40_000])).collect();
+    let body = reqwest::Body::wrap_stream(futures_util::stream::iter(chunks));
+    let r = c.post(format!("{base}/step")).header("content-type", "application/json").body(body).send().await.unwrap();
+    assert_eq!(r.status(), 413);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "body_too_large");
+    // no lost state: the episode is still at step 0 and playable
+    let (_, st) = get(&c, &format!("{base}/state")).await;
+    assert_eq!(st["step_count"], 0);
+    let r = c.get(format!("{base}/health")).send().await.unwrap();
+    assert_eq!(r.headers()["x-content-type-options"], "nosniff");
+    assert_eq!(r.headers()["x-frame-options"], "DENY");
+}
+
+#[tokio::test]
+async fn admin_key_and_rate_limit() {
+    let cfg = AuditConfig { admin_api_key: Some("sekrit".into()), rate_limit_per_min: 1, ..AuditConfig::default() };
+    let base = spawn(cfg).await;
+    let c = reqwest::Client::new();
+    let (s, v) = post(&c, &format!("{base}/campaign/start"), json!({})).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (403, Some("forbidden")));
+    let r = c.post(format!("{base}/campaign/start")).header("X-API-Key", "sekrit").json(&json!({})).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    // loopback gets 50x the per-minute limit: 1 * 50 requests, then 429
+    let mut last = 0;
+    for _ in 0..60 {
+        last = c.post(format!("{base}/reset")).json(&json!({})).send().await.unwrap().status().as_u16();
+        if last == 429 {
+            break;
+        }
+    }
+    assert_eq!(last, 429);
+}
+
+async fn submit(c: &reqwest::Client, base: &str, cid: &str, role: &str, findings: Value) -> Value {
+    loop {
+        let (s, r) = post(c, &format!("{base}/campaign/task/submit"), json!({"campaign_id": cid, "role": role, "findings": findings.clone()})).await;
+        assert_eq!(s, 200, "{r}");
+        if r["done"] == true {
+            return r;
+        }
+        assert_eq!(r["deferred"], true, "a non-final campaign submit is a shock deferral");
+    }
+}
+
+#[tokio::test]
+async fn full_campaign_mutates_world_and_ground_truth() {
+    let base = spawn(AuditConfig::default()).await;
+    let c = reqwest::Client::new();
+    let (s, v) = post(&c, &format!("{base}/campaign/start"), json!({"seed": 42, "total_periods": 5})).await;
+    assert_eq!(s, 200);
+    let cid = v["campaign_id"].as_str().unwrap().to_string();
+    let (s, e) = post(&c, &format!("{base}/campaign/task/start"), json!({"campaign_id": cid, "role": "invoice"})).await;
+    assert_eq!(s, 400);
+    assert!(e["error"]["message"].as_str().unwrap().contains("Dependency violation"));
+    let mut boundary_verdicts = vec![];
+    let mut saw_rename = false;
+    for p in 1..=5 {
+        for role in ["expense", "invoice", "gst", "fraud"] {
+            let (s, st) = post(&c, &format!("{base}/campaign/task/start"), json!({"campaign_id": cid, "role": role})).await;
+            assert_eq!(s, 200, "{st}");
+            let docs = &st["observation"]["period_observation"]["documents"];
+            if role == "gst" {
+                let row = &docs["purchase_register"][0];
+                if p >= 3 {
+                    assert!(row.get("supplier_gstin").is_some() && row.get("vendor_gstin").is_none());
+                    saw_rename = true;
+                } else {
+                    assert!(row.get("vendor_gstin").is_some());
+                }
+            }
+            // The same kind of claim: a Meals claim between 1,500 and 2,000, flagged over_limit.
+            let mut findings = json!([]);
+            if role == "expense" {
+                let claim = docs["expenses"].as_array().unwrap().iter().find(|e| {
+                    let a = e["amount"].as_f64().unwrap();
+                    e["category"] == "Meals" && a > 1500.0 && a <= 2000.0
+                }).expect("boundary meal claim present").clone();
+                findings = json!([{"document_id": claim["expense_id"], "error_type": "over_limit"}]);
+            }
+            let r = submit(&c, &base, &cid, role, findings).await;
+            if role == "expense" {
+                boundary_verdicts.push(r["grader"]["true_positives"].as_u64().unwrap());
+            }
+        }
+        let (s, _) = post(&c, &format!("{base}/overseer/review"), json!({"campaign_id": cid})).await;
+        assert_eq!(s, 200);
+        let (s, a) = post(&c, &format!("{base}/campaign/period/advance"), json!({"campaign_id": cid})).await;
+        assert_eq!(s, 200);
+        assert_eq!(a["status"], if p == 5 { "completed" } else { "advanced" });
+    }
+    // correct under the ₹1,500 limit in period 1, wrong after POL-007 raised it to ₹2,000
+    assert_eq!(boundary_verdicts, vec![1, 0, 0, 0, 0]);
+    assert!(saw_rename);
+    let (s, st) = get(&c, &format!("{base}/campaign/state/{cid}")).await;
+    assert_eq!(s, 200);
+    assert!(st["score"].as_f64().is_some());
+    assert_eq!(st["state"]["period_scores"].as_array().unwrap().len(), 5);
+    let shocks: Vec<&str> = st["state"]["regulatory_shocks_applied"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(shocks, vec!["REG-001", "REG-002", "REG-003"]);
+    assert_eq!(st["state"]["world_state"]["meal_limit_inr"], 2000);
+    let (s, rep) = get(&c, &format!("{base}/overseer/report?campaign_id={cid}")).await;
+    assert_eq!(s, 200);
+    assert_eq!(rep["reviews"].as_object().unwrap().len(), 5);
+    let (s, si) = post(&c, &format!("{base}/self-improve"), json!({"campaign_id": cid, "train_seeds": [42, 43], "held_out_seeds": [100]})).await;
+    assert_eq!(s, 200);
+    assert!(si["summary"]["accepted"].is_boolean());
+    let (s, _) = post(&c, &format!("{base}/self-improve"), json!({"campaign_id": cid, "train_seeds": [42], "held_out_seeds": [42]})).await;
+    assert_eq!(s, 422);
+}
+
+#[tokio::test]
+async fn readme_campaign_quickstart_runs_as_written() {
+    let base = spawn(AuditConfig::default()).await;
+    let c = reqwest::Client::new();
+    let cid = post(&c, &format!("{base}/campaign/start"), json!({"seed": 42, "total_periods": 5})).await.1["campaign_id"].as_str().unwrap().to_string();
+    for _p in 1..=5 {
+        for role in ["expense", "invoice", "gst", "fraud"] {
+            c.post(format!("{base}/campaign/task/start")).json(&json!({"campaign_id": cid, "role": role})).send().await.unwrap();
+            c.post(format!("{base}/campaign/task/submit")).json(&json!({"campaign_id": cid, "role": role, "findings": []})).send().await.unwrap();
+        }
+        c.post(format!("{base}/overseer/review")).json(&json!({"campaign_id": cid})).send().await.unwrap();
+        c.post(format!("{base}/campaign/period/advance")).json(&json!({"campaign_id": cid})).send().await.unwrap();
+    }
+    let st = get(&c, &format!("{base}/campaign/state/{cid}")).await.1;
+    // empty specialists trip the specialist floor
+    assert_eq!(st["score"], 0.01);
+    let (s, b) = post(&c, &format!("{base}/baseline"), json!({})).await;
+    assert_eq!(s, 200);
+    assert!(b["scores"]["average_score"].as_f64().unwrap() > 0.2);
+    // leaderboard takes scores from the grader, not the client
+    post(&c, &format!("{base}/reset"), json!({"task_id": "expense_audit"})).await;
+    post(&c, &format!("{base}/step"), json!({"findings": [], "submit_final": true})).await;
+    let (s, l) = post(&c, &format!("{base}/leaderboard?model=m1&score=0.99"), json!({})).await;
+    assert_eq!(s, 200);
+    assert_eq!(l["entry"]["score"], 0.01);
+    let (_, lb) = get(&c, &format!("{base}/leaderboard")).await;
+    assert_eq!(lb["total_entries"], 1);
+}

@@ -109,12 +109,17 @@ fn serve(args: ServeArgs) -> Result<()> {
                 tracing::info!(cases, track_mode = mode.as_str(), "ControlBench environment ready");
                 ls_server::router(state)
             }
-            EnvKind::Audit => anyhow::bail!("the audit environment is not available in this build"),
+            EnvKind::Audit => {
+                let config = audit_env::http::AuditConfig::from_env().map_err(|e| anyhow::anyhow!("audit configuration: {e}"))?;
+                tracing::info!("Financial Audit environment ready");
+                audit_env::http::router(config)
+            }
         };
         let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await.with_context(|| format!("binding {}:{}", args.host, args.port))?;
         let addr = listener.local_addr()?;
         println!("LedgerShield listening on http://{addr}");
-        axum::serve(listener, app).with_graceful_shutdown(shutdown()).await?;
+        // Connection info feeds the audit environment's per-IP rate limiter.
+        axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>()).with_graceful_shutdown(shutdown()).await?;
         Ok(())
     })
 }

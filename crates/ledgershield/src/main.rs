@@ -6,6 +6,10 @@
 
 mod load;
 
+/// mimalloc: the step loop is allocation-heavy (JSON maps); it halves allocator time vs glibc.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use ls_core::FixtureSet;

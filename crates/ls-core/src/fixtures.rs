@@ -66,15 +66,11 @@ impl<'a> CaseWorld<'a> {
 
     /// Vendor by normalised key, canonical name or vendor name.
     pub fn vendor(&self, key: &str) -> Option<&'a Vendor> {
-        let k = crate::text::normalize_text(key);
-        if k.is_empty() {
+        if key.trim().is_empty() {
             return None;
         }
-        let kid = crate::text::normalize_id(key);
         self.vendors.iter().find(|v| {
-            [&v.vendor_key, &v.canonical_name, &v.vendor_name]
-                .iter()
-                .any(|n| crate::text::normalize_text(n) == k || crate::text::normalize_id(n) == kid)
+            [&v.vendor_key, &v.canonical_name, &v.vendor_name].iter().any(|n| crate::text::text_eq(n, key) || crate::text::id_eq(n, key))
         })
     }
 
@@ -91,8 +87,7 @@ impl<'a> CaseWorld<'a> {
     }
 
     pub fn policy(&self, rule_id: &str) -> Option<&'a PolicyRule> {
-        let k = crate::text::normalize_id(rule_id);
-        self.policy_rules.iter().find(|p| crate::text::normalize_id(&p.rule_id) == k)
+        self.policy_rules.iter().find(|p| crate::text::id_eq(&p.rule_id, rule_id))
     }
 }
 

@@ -21,6 +21,24 @@ pub fn normalize_text(value: &str) -> String {
     out
 }
 
+/// Characters of `normalize_text(value)` without allocating.
+fn normalized_chars(value: &str) -> impl Iterator<Item = char> + '_ {
+    value.split_whitespace().enumerate().flat_map(|(i, w)| (i > 0).then_some(' ').into_iter().chain(w.chars().flat_map(char::to_lowercase)))
+}
+
+/// `normalize_text(a) == normalize_text(b)` without allocating (hot in lookups).
+pub fn text_eq(a: &str, b: &str) -> bool {
+    normalized_chars(a).eq(normalized_chars(b))
+}
+
+/// `normalize_id(a) == normalize_id(b)` without allocating.
+pub fn id_eq(a: &str, b: &str) -> bool {
+    fn chars(s: &str) -> impl Iterator<Item = char> + '_ {
+        s.chars().flat_map(char::to_lowercase).filter(|c| c.is_alphanumeric())
+    }
+    chars(a).eq(chars(b))
+}
+
 /// `normalize_text` keeping only alphanumeric characters (`"INV-2048-A"` → `"inv2048a"`).
 pub fn normalize_id(value: &str) -> String {
     normalize_text(value).chars().filter(|c| c.is_alphanumeric()).collect()
@@ -295,6 +313,14 @@ pub fn round_to(value: f64, dp: i32) -> f64 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn allocation_free_equality_matches_normalisation() {
+        for (a, b) in [("  Hello \t World", "hello world"), ("INV-2048-A", "inv2048a"), ("a b", "ab"), ("Ünïcode X", "ünïcode x")] {
+            assert_eq!(text_eq(a, b), normalize_text(a) == normalize_text(b), "{a:?} {b:?}");
+            assert_eq!(id_eq(a, b), normalize_id(a) == normalize_id(b), "{a:?} {b:?}");
+        }
+    }
 
     #[test]
     fn normalizes_text_and_ids() {

@@ -114,7 +114,6 @@ pub struct Environment {
     pub curriculum: Curriculum,
     pub memory: InstitutionalMemory,
     episode: Option<Episode>,
-    last: Option<StepEnvelope>,
 }
 
 impl Environment {
@@ -128,7 +127,6 @@ impl Environment {
             curriculum: Curriculum::default(),
             memory: InstitutionalMemory::new(depth),
             episode: None,
-            last: None,
         }
     }
 
@@ -184,7 +182,6 @@ impl Environment {
         let (ep, mut env) = Episode::new(spec);
         env.observation.institutional_memory = self.memory.public_view();
         self.episode = Some(ep);
-        self.last = Some(env.clone());
         Ok(env)
     }
 
@@ -260,7 +257,6 @@ impl Environment {
             env.info.insert("institutional_memory".into(), Value::Object(self.memory.public_view()));
         }
         env.observation.institutional_memory = self.memory.public_view();
-        self.last = Some(env.clone());
         Ok(env)
     }
 
@@ -270,10 +266,6 @@ impl Environment {
             s.institutional_memory = self.memory.public_view();
             s
         })
-    }
-
-    pub fn last_envelope(&self) -> Option<&StepEnvelope> {
-        self.last.as_ref()
     }
 
     pub fn reset_memory(&mut self) -> Map<String, Value> {

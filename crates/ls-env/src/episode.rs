@@ -127,7 +127,9 @@ pub struct Episode {
     calibration_avg: f64,
     rng: ChaCha8Rng,
     last_reward: f64,
-    last_info: Map<String, Value>,
+    /// Static per episode, computed once at reset.
+    portfolio: Map<String, Value>,
+    metadata: Map<String, Value>,
     case_metadata_extra: Map<String, Value>,
 }
 
@@ -207,14 +209,18 @@ impl Episode {
             calibration_avg: 0.0,
             rng,
             last_reward: 0.0,
-            last_info: Map::new(),
+            portfolio: Map::new(),
+            metadata: Map::new(),
             case_metadata_extra: spec.case_metadata_extra,
         };
-        ep.last_info.insert("case_id".into(), json!(ep.case.case_id));
+        ep.portfolio = ep.compute_portfolio_context();
+        ep.metadata = ep.compute_case_metadata();
+        let mut reset_info = Map::new();
+        reset_info.insert("case_id".into(), json!(ep.case.case_id));
         let mut obs = ep.observation(Map::new(), vec![spec.reset_message]);
         let comp = temporal::compose(ep.case.task_type);
         obs.case_metadata.insert("mdp_component".into(), serde_json::to_value(&comp).unwrap_or(Value::Null));
-        let env = StepEnvelope { observation: obs, reward: 0.0, done: false, truncated: false, terminated: false, info: ep.last_info.clone() };
+        let env = StepEnvelope { observation: obs, reward: 0.0, done: false, truncated: false, terminated: false, info: reset_info };
         (ep, env)
     }
 
@@ -305,7 +311,6 @@ impl Episode {
             messages.push("Maximum steps reached. Episode truncated.".into());
         }
         self.last_reward = penalty;
-        self.last_info = info.clone();
         StepEnvelope { observation: self.observation(result, messages), reward: penalty, done: self.done, truncated: self.truncated, terminated: false, info }
     }
 
@@ -468,7 +473,8 @@ impl Episode {
             }
         }
         let reward_model = json!({"value": r4(reward), "terminal": self.done, "components": components, "metadata": metadata});
-        result.insert("control_boundary".into(), self.boundary_view(&boundary));
+        let boundary_value = self.boundary_view(&boundary);
+        result.insert("control_boundary".into(), boundary_value.clone());
         result.insert("reward_model".into(), reward_model.clone());
 
         info.insert("tool_name".into(), json!(action.as_str()));
@@ -476,7 +482,7 @@ impl Episode {
         if action.is_intervention() {
             info.insert("intervention".into(), json!(true));
         }
-        info.insert("control_boundary".into(), self.boundary_view(&boundary));
+        info.insert("control_boundary".into(), boundary_value);
         info.entry("truncated").or_insert(json!(self.truncated));
         info.entry("terminated").or_insert(json!(false));
         if !arrived.is_empty() {
@@ -487,7 +493,6 @@ impl Episode {
             info.insert("rl_data_plane".into(), json!({"state_vector": self.rl_vector(), "reward": r4(reward), "terminal": self.done, "truncated": self.truncated}));
         }
         self.last_reward = reward;
-        self.last_info = info.clone();
         let obs = self.observation(result, messages);
         Ok(StepEnvelope { observation: obs, reward, done: self.done, truncated: self.truncated, terminated: false, info })
     }
@@ -826,7 +831,6 @@ impl Episode {
         result.remove("rl_data_plane");
         self.grade = Some(grade);
         self.last_reward = reward;
-        self.last_info = info.clone();
         let obs = self.observation(result, vec![message.to_owned()]);
         StepEnvelope { observation: obs, reward, done: true, truncated: false, terminated: true, info }
     }
@@ -858,6 +862,10 @@ impl Episode {
 
     /// The case's campaign/portfolio context with defaults filled from its documents.
     pub fn portfolio_context(&self) -> Map<String, Value> {
+        self.portfolio.clone()
+    }
+
+    fn compute_portfolio_context(&self) -> Map<String, Value> {
         let c = self.case.campaign_context.clone().unwrap_or_default();
         let invoices = self.case.invoices().count().max(1) as u32;
         let at_risk = c.at_risk_amount.filter(|a| *a > Decimal::ZERO).unwrap_or_else(|| {
@@ -892,7 +900,7 @@ impl Episode {
         m
     }
 
-    fn case_metadata(&self) -> Map<String, Value> {
+    fn compute_case_metadata(&self) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert("task_label".into(), json!(self.case.task_label()));
         m.insert("difficulty".into(), json!(self.case.difficulty.as_str()));
@@ -950,7 +958,7 @@ impl Episode {
             messages,
             allowed_actions: ActionName::ALL.iter().map(|a| a.as_str().to_owned()).collect(),
             available_interventions: ActionName::interventions().map(|a| a.as_str().to_owned()).collect(),
-            case_metadata: self.case_metadata(),
+            case_metadata: self.metadata.clone(),
             portfolio_context: self.portfolio_context(),
             sprt_state,
             tool_rankings,

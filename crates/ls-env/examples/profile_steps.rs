@@ -1,0 +1,40 @@
+//! Per-action timing of the CASE-D-001 benchmark episode (a quick profiling aid).
+use ls_core::FixtureSet;
+use ls_env::{CasePool, EnvConfig, Environment, ResetRequest};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use std::time::Instant;
+
+fn main() {
+    let pool = Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")));
+    let mut env = Environment::new(pool, EnvConfig::default());
+    let obj = |v: Value| v.as_object().cloned().unwrap_or_default();
+    let script: Vec<(&str, Map<String, Value>)> = vec![
+        ("ocr", obj(json!({"doc_id": "INV-D-001", "mode": "accurate"}))),
+        ("inspect_email_thread", obj(json!({"thread_id": "THR-100"}))),
+        ("compare_bank_account", obj(json!({"vendor_key": "northwind-industrial", "proposed_bank_account": "IN99FAKE000999888"}))),
+        ("request_callback_verification", obj(json!({}))),
+        ("search_ledger", obj(json!({"vendor_key": "northwind-industrial", "amount": 2478}))),
+        ("submit_decision", obj(json!({"decision": "ESCALATE_FRAUD", "confidence": 0.9}))),
+    ];
+    let reset = ResetRequest { case_id: Some("CASE-D-001".into()), ..Default::default() };
+    let n = 2000;
+    let mut t = vec![0u128; script.len() + 1];
+    for _ in 0..n {
+        let s = Instant::now();
+        env.reset(&reset).unwrap();
+        t[0] += s.elapsed().as_nanos();
+        for (i, (a, p)) in script.iter().enumerate() {
+            let s = Instant::now();
+            env.step(a, p).unwrap();
+            t[i + 1] += s.elapsed().as_nanos();
+        }
+    }
+    println!("reset: {:.1} us", t[0] as f64 / n as f64 / 1000.0);
+    for (i, (a, _)) in script.iter().enumerate() {
+        println!("{a}: {:.1} us", t[i + 1] as f64 / n as f64 / 1000.0);
+    }
+}

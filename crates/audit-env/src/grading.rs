@@ -117,6 +117,9 @@ pub struct Matcher<'a> {
     /// normalized document → GT item indices covering it
     by_doc: BTreeMap<String, Vec<usize>>,
     pub matched: Vec<bool>,
+    /// GT items that already gave partial credit: each unfound error can be "almost found" once,
+    /// so repeating guesses on an erroneous document earns nothing more.
+    partial_used: Vec<bool>,
 }
 
 impl<'a> Matcher<'a> {
@@ -127,7 +130,7 @@ impl<'a> Matcher<'a> {
                 by_doc.entry(d.trim().to_ascii_uppercase()).or_default().push(i);
             }
         }
-        Matcher { gt, by_doc, matched: vec![false; gt.len()] }
+        Matcher { gt, by_doc, matched: vec![false; gt.len()], partial_used: vec![false; gt.len()] }
     }
 
     pub fn classify(&mut self, doc: &str, t: &str) -> Class {
@@ -135,7 +138,13 @@ impl<'a> Matcher<'a> {
         let Some(items) = self.by_doc.get(&d) else { return Class::FalsePositive };
         let same_type: Vec<usize> = items.iter().copied().filter(|&i| self.gt[i].error_type.as_str() == t).collect();
         if same_type.is_empty() {
-            return Class::Partial;
+            return match items.iter().copied().find(|&i| !self.matched[i] && !self.partial_used[i]) {
+                Some(i) => {
+                    self.partial_used[i] = true;
+                    Class::Partial
+                }
+                None => Class::FalsePositive,
+            };
         }
         if let Some(&i) = same_type.iter().find(|&&i| !self.matched[i]) {
             self.matched[i] = true;
@@ -143,6 +152,12 @@ impl<'a> Matcher<'a> {
         } else {
             Class::Duplicate(same_type[0])
         }
+    }
+
+    /// Whether (doc, type) names an error type present on that document.
+    pub fn has_exact(&self, doc: &str, t: &str) -> bool {
+        let (d, t) = norm_key(doc, t);
+        self.by_doc.get(&d).is_some_and(|items| items.iter().any(|&i| self.gt[i].error_type.as_str() == t))
     }
 
     pub fn expected_types(&self, doc: &str) -> Vec<String> {
@@ -172,7 +187,9 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
     let mut fps: Vec<KeyRef> = vec![];
     let mut dups: Vec<KeyRef> = vec![];
     let mut partials: Vec<PartialMatch> = vec![];
-    for f in findings {
+    // Exact findings first, so partial credit only goes to errors left unfound.
+    let (exact, rest): (Vec<&Finding>, Vec<&Finding>) = findings.iter().partition(|f| m.has_exact(&f.document_id, &f.error_type));
+    for f in exact.into_iter().chain(rest) {
         match m.classify(&f.document_id, &f.error_type) {
             Class::Match(_) => {}
             Class::Duplicate(_) => dups.push(key_ref(&f.document_id, &f.error_type)),
@@ -494,6 +511,19 @@ mod tests {
         assert_eq!(g.precision, 0.62); // 0.625 rounds half to even
         assert_eq!(g.recall, 0.71);
         assert_eq!((g.true_positives, g.partial_matches, g.false_positives), (5, 1, 2));
+    }
+
+    #[test]
+    fn partial_credit_once_per_unfound_error() {
+        let gt = gt7();
+        // Three wrong-type guesses on the same erroneous claim: one partial, two false positives.
+        let f = vec![Finding::new("EXP-016", "over_limit"), Finding::new("EXP-016", "missing_receipt"), Finding::new("EXP-016", "duplicate_claim")];
+        let g = grade(&gt, &f);
+        assert_eq!((g.partial_matches, g.false_positives), (1, 2));
+        // A wrong-type guess on an error that is also found exactly earns no partial credit.
+        let exact = Finding::new(&gt[6].document_id, gt[6].error_type.as_str());
+        let g = grade(&gt, &[Finding::new(&gt[6].document_id, "over_limit"), exact]);
+        assert_eq!((g.true_positives, g.partial_matches, g.false_positives), (1, 0, 1));
     }
 
     #[test]

@@ -41,11 +41,10 @@ fn true_empty_and_random_findings_for_every_task_and_train_seed() {
         }
         let mean = random_scores.iter().sum::<f64>() / random_scores.len() as f64;
         eprintln!("{task}: mean random score {mean:.4}, max {:.2}", random_scores.iter().cloned().fold(0.0, f64::max));
-        // KNOWN GAP (docs/audit.md): with the documented 0.40 partial credit, random guesses on
-        // real document ids of dense tasks (7 of 19 claims, ~8 of 12 invoices, fraud patterns with many member transactions) earn
-        // 0.18-0.31 on average, above the 0.15 target. We assert the bound that holds and
-        // that random stays far below the true findings.
-        let bound = match task { TaskId::ExpenseAudit | TaskId::FraudDetection => 0.20, TaskId::InvoiceMatch => 0.35, _ => 0.15 };
+        // KNOWN GAP (docs/audit.md): the invoice task is dense (~8 of 12 invoices carry an error), so
+        // random document ids there earn ~0.24 even with partial credit limited to one per unfound
+        // error; the other tasks stay at or under ~0.15. Bounds are the measured means plus margin.
+        let bound = match task { TaskId::ExpenseAudit => 0.17, TaskId::FraudDetection => 0.16, TaskId::InvoiceMatch => 0.27, _ => 0.12 };
         assert!(mean < bound, "{task}: random findings average {mean}");
     }
 }

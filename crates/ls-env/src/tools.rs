@@ -171,15 +171,7 @@ pub fn ocr(docs: &DocSource<'_>, payload: &Map<String, Value>, generator_seed: u
 
 pub fn lookup_vendor(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
     let key = opt_str(payload, "vendor_key")?.unwrap_or_default();
-    match world.vendor(&key) {
-        Some(v) => {
-            let mut out = ToolOutcome::ok("lookup_vendor completed.");
-            out.set("vendor", serde_json::to_value(v).unwrap_or(Value::Null));
-            out.revealed_refs.push(v.vendor_key.clone());
-            Ok(out)
-        }
-        None => Ok(ToolOutcome::fail(format!("vendor not found: {key}"))),
-    }
+    Ok(record_result("lookup_vendor", "vendor", world.vendor(&key).map(|v| (v, v.vendor_key.as_str())), format!("vendor not found: {key}")))
 }
 
 pub fn lookup_vendor_history(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
@@ -241,30 +233,28 @@ pub fn lookup_policy(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Res
     Ok(out)
 }
 
+/// A master-data lookup: the record under `field` and its id as a revealed reference, or a
+/// failure naming what was not found.
+fn record_result<T: serde::Serialize>(tool: &str, field: &str, found: Option<(&T, &str)>, not_found: String) -> ToolOutcome {
+    match found {
+        Some((record, id)) => {
+            let mut out = ToolOutcome::ok(&format!("{tool} completed."));
+            out.set(field, serde_json::to_value(record).unwrap_or(Value::Null));
+            out.revealed_refs.push(id.to_owned());
+            out
+        }
+        None => ToolOutcome::fail(not_found),
+    }
+}
+
 pub fn lookup_po(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
     let id = opt_str(payload, "po_id")?.unwrap_or_default();
-    match world.po(&id) {
-        Some(po) => {
-            let mut out = ToolOutcome::ok("lookup_po completed.");
-            out.set("po", serde_json::to_value(po).unwrap_or(Value::Null));
-            out.revealed_refs.push(po.po_id.clone());
-            Ok(out)
-        }
-        None => Ok(ToolOutcome::fail(format!("po not found: {id}"))),
-    }
+    Ok(record_result("lookup_po", "po", world.po(&id).map(|p| (p, p.po_id.as_str())), format!("po not found: {id}")))
 }
 
 pub fn lookup_receipt(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
     let id = opt_str(payload, "receipt_id")?.unwrap_or_default();
-    match world.receipt(&id) {
-        Some(r) => {
-            let mut out = ToolOutcome::ok("lookup_receipt completed.");
-            out.set("receipt", serde_json::to_value(r).unwrap_or(Value::Null));
-            out.revealed_refs.push(r.receipt_id.clone());
-            Ok(out)
-        }
-        None => Ok(ToolOutcome::fail(format!("receipt not found: {id}"))),
-    }
+    Ok(record_result("lookup_receipt", "receipt", world.receipt(&id).map(|r| (r, r.receipt_id.as_str())), format!("receipt not found: {id}")))
 }
 
 /// Amount similarity 1 − |a−b| / max(|a|, |b|, 1).

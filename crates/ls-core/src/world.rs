@@ -57,6 +57,16 @@ impl HiddenWorld {
         if any(s, &["sender_domain_spoof", "vendor_name_spoof", "policy_bypass_attempt"]) {
             actions.push(RouteToSecurity);
         }
+        // A record the scenario says is missing cannot be looked up; its reconciliation request
+        // (required below as an artifact) is the control instead.
+        if s.contains(&"missing_receipt") {
+            actions.retain(|a| *a != LookupReceipt);
+            actions.push(RequestAdditionalReceiptEvidence);
+        }
+        if s.contains(&"missing_po") {
+            actions.retain(|a| *a != LookupPo);
+            actions.push(RequestPoReconciliation);
+        }
         if let Some(fg) = case.generator_metadata.as_ref().and_then(|g| g.fraudgen.as_ref()) {
             actions.extend(fg.required_tools.iter().chain(&fg.recommended_interventions).filter_map(|a| ActionName::parse(a)));
         }

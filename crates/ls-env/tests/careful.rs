@@ -1,0 +1,208 @@
+//! Whole episodes on every curated case through the real environment and grader: a careful,
+//! correct, well-evidenced submission after the required controls scores high; shortcuts do not.
+//!
+//! The harness reads gold to *write the answer* (it plays an oracle analyst); the environment
+//! and grader only see the actions and the submission.
+
+use ls_core::validate::invoice_facts;
+use ls_core::{ActionName, Case, Decision, FixtureSet, HiddenWorld};
+use ls_env::{CasePool, EnvConfig, Environment, ResetRequest, StepEnvelope};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+fn obj(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+fn expected_decision(case: &Case) -> Decision {
+    case.gold.decision.unwrap_or(Decision::Pay)
+}
+
+/// Payload for a required action, derived from the case's own documents.
+fn payload_for(case: &Case, action: ActionName) -> Vec<Map<String, Value>> {
+    let inv = case.invoices().next().map(invoice_facts).unwrap_or_default();
+    let vendor = case.vendor_key.clone().unwrap_or_default();
+    use ActionName::*;
+    match action {
+        Ocr => case.documents.iter().map(|d| obj(json!({"doc_id": d.doc_id, "mode": "accurate"}))).collect(),
+        Zoom => vec![obj(json!({"doc_id": inv.doc_id, "page": 1, "bbox": [0, 0, 600, 800]}))],
+        LookupPo => vec![obj(json!({"po_id": inv.po_id.clone().unwrap_or_default()}))],
+        LookupReceipt => vec![obj(json!({"receipt_id": inv.receipt_id.clone().unwrap_or_default()}))],
+        SearchLedger => vec![obj(json!({"vendor_key": vendor, "invoice_number": inv.invoice_number, "amount": inv.total.map(|t| t.to_string())}))],
+        CompareBankAccount => vec![obj(json!({"vendor_key": vendor, "proposed_bank_account": inv.bank_account}))],
+        InspectEmailThread => case.documents.iter().filter(|d| d.doc_type == "email").map(|d| obj(json!({"thread_id": d.doc_id}))).collect(),
+        LookupVendorHistory | LookupVendor => vec![obj(json!({"vendor_key": vendor}))],
+        _ => vec![Map::new()],
+    }
+}
+
+fn careful_payload(case: &Case, hidden: &HiddenWorld, revealed: &[String], interventions: &[String]) -> Map<String, Value> {
+    let g = &case.gold;
+    let decision = expected_decision(case);
+    let mut evidence = Map::new();
+    for (k, r) in &g.evidence_targets {
+        evidence.insert(k.clone(), serde_json::to_value(r).unwrap());
+    }
+    if evidence.is_empty() {
+        let d = case.invoices().next().unwrap_or(&case.documents[0]);
+        let t = &d.accurate_ocr[0];
+        evidence.insert("invoice_reviewed".into(), json!({"doc_id": d.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": [t.token_id]}));
+    }
+    let mut codes: Vec<String> = g.reason_codes.iter().chain(&g.fraud_flags).chain(&g.campaign_signals).cloned().collect();
+    codes.sort();
+    codes.dedup();
+    let links: Vec<String> = if g.cross_invoice_links.is_empty() { g.duplicate_links.clone() } else { g.cross_invoice_links.clone() };
+    let cf = if decision == Decision::Pay {
+        "If the bank account had not matched the vendor master or the sender domain had been spoofed, we would hold the invoice instead of paying it.".to_owned()
+    } else {
+        format!(
+            "If the sender domain had matched the approved vendor domain, the bank account had matched the vendor master, the callback had verified the request, no duplicate invoice existed in the ledger, the approval threshold was respected, the receipt and PO reconciled, and no coordinated campaign linked {}, we would pay the invoice instead.",
+            if links.is_empty() { "other invoices".to_owned() } else { links.join(", ") }
+        )
+    };
+    let mut nodes = vec![json!({"id": "decision.final", "type": "decision", "value": decision.as_str()})];
+    let mut edges = vec![];
+    let ev_ids: Vec<String> = evidence.keys().map(|k| format!("evidence.{k}")).collect();
+    for (k, v) in &evidence {
+        nodes.push(json!({"id": format!("evidence.{k}"), "type": "observation", "ref": v}));
+        edges.push(json!({"source": format!("evidence.{k}"), "target": "decision.final", "type": "supports"}));
+    }
+    for a in revealed {
+        nodes.push(json!({"id": format!("artifact.{a}"), "type": "artifact", "ref": {"artifact_id": a}}));
+        edges.push(json!({"source": format!("artifact.{a}"), "target": "decision.final", "type": "supports"}));
+    }
+    for (i, c) in codes.iter().enumerate() {
+        nodes.push(json!({"id": format!("hypothesis.{c}"), "type": "hypothesis", "label": c}));
+        edges.push(json!({"source": ev_ids[i % ev_ids.len()], "target": format!("hypothesis.{c}"), "type": "supports"}));
+        edges.push(json!({"source": format!("hypothesis.{c}"), "target": "decision.final", "type": "supports"}));
+    }
+    for (k, v) in &g.policy_checks {
+        nodes.push(json!({"id": format!("policy.{k}"), "type": "policy", "label": format!("{k}: {v}")}));
+        edges.push(json!({"source": ev_ids[0], "target": format!("policy.{k}"), "type": "supports"}));
+        edges.push(json!({"source": format!("policy.{k}"), "target": "decision.final", "type": "supports"}));
+    }
+    for a in interventions {
+        nodes.push(json!({"id": format!("intervention.{a}"), "type": "intervention", "label": a}));
+        edges.push(json!({"source": format!("intervention.{a}"), "target": "decision.final", "type": "supports"}));
+    }
+    nodes.push(json!({"id": "counterfactual.primary", "type": "counterfactual", "label": cf}));
+    edges.push(json!({"source": ev_ids[0], "target": "counterfactual.primary", "type": "supports"}));
+    edges.push(json!({"source": "counterfactual.primary", "target": "decision.final", "type": "would_flip"}));
+    let latent = hidden.latent_hypothesis.as_str();
+    let other = if latent == "safe" { "bank_fraud" } else { "safe" };
+    obj(json!({
+        "decision": decision.as_str(),
+        "confidence": 0.95,
+        "predicted_probabilities": {latent: 0.9, other: 0.1},
+        "reason_codes": codes,
+        "fraud_flags": g.fraud_flags,
+        "discrepancies": g.discrepancies,
+        "campaign_signals": g.campaign_signals,
+        "duplicate_links": g.duplicate_links,
+        "cross_invoice_links": g.cross_invoice_links,
+        "policy_checks": g.policy_checks,
+        "evidence_map": evidence,
+        "extracted_fields": g.fields,
+        "line_items": g.line_items,
+        "counterfactual": cf,
+        "decision_certificate": {"certificate_version": "ledgershield-dcg-v1", "nodes": nodes, "edges": edges},
+    }))
+}
+
+/// Play the required actions and wait for every artifact; returns the environment ready to submit.
+fn investigate(pool: &Arc<CasePool>, case: &Case) -> (Environment, Vec<String>, Vec<String>) {
+    let mut env = Environment::new(pool.clone(), EnvConfig::default());
+    env.reset(&ResetRequest { case_id: Some(case.case_id.clone()), ..Default::default() }).unwrap();
+    let hidden = HiddenWorld::derive(case);
+    let mut interventions = Vec::new();
+    // A careful analyst reads every document first, then runs the required controls.
+    let mut plan: Vec<ActionName> = vec![ActionName::Ocr];
+    plan.extend(hidden.required_actions.iter().filter(|a| **a != ActionName::Ocr));
+    for a in &hidden.required_artifacts {
+        let source = ActionName::ALL.into_iter().find(|x| x.scheduled_artifact() == Some(*a)).unwrap();
+        if !plan.contains(&source) {
+            plan.push(source);
+        }
+    }
+    for action in plan {
+        for p in payload_for(case, action) {
+            let e = env.step(action.as_str(), &p).unwrap();
+            assert!(!e.done, "{}: episode ended during investigation at {action:?}", case.case_id);
+            if action.is_intervention() {
+                interventions.push(action.as_str().to_owned());
+            }
+        }
+    }
+    let mut last: Option<StepEnvelope> = None;
+    for _ in 0..4 {
+        if env.state().unwrap().pending_event_count == 0 {
+            break;
+        }
+        last = Some(env.step("lookup_policy", &Map::new()).unwrap());
+    }
+    if let Some(l) = last {
+        assert!(!l.done, "{}: ran out of steps waiting for artifacts", case.case_id);
+    }
+    let revealed = env.state().unwrap().revealed_artifact_ids;
+    (env, revealed, interventions)
+}
+
+#[test]
+fn careful_submissions_score_high_and_shortcuts_are_punished() {
+    let set = FixtureSet::embedded().unwrap();
+    let pool = Arc::new(CasePool::new(set.clone()));
+    let mut report = Vec::new();
+    for case in &set.cases {
+        let hidden = HiddenWorld::derive(case);
+        let (mut env, revealed, interventions) = investigate(&pool, case);
+        let payload = careful_payload(case, &hidden, &revealed, &interventions);
+        let done = env.step("submit_decision", &payload).unwrap();
+        let score = done.info["final_score"].as_f64().unwrap();
+        let class = done.info["result_class"].as_str().unwrap().to_owned();
+        report.push(format!("{} {score:.4} {class}", case.case_id));
+        assert!(score >= 0.85, "{}: careful score {score} ({class}); breakdown {}", case.case_id, done.info["score_breakdown"]);
+        assert!((done.reward - score).abs() <= 0.03, "terminal reward tracks the grade");
+
+        // Same decision, empty evidence map: capped.
+        let (mut env, _, _) = investigate(&pool, case);
+        let mut bare = payload.clone();
+        bare.insert("evidence_map".into(), json!({}));
+        let e = env.step("submit_decision", &bare).unwrap();
+        assert!(e.info["final_score"].as_f64().unwrap() <= 0.25, "{}: empty evidence {}", case.case_id, e.info["final_score"]);
+
+        // PAY on a risky case is an unsafe release even when the boundary stops the money.
+        if hidden.risky {
+            let (mut env, _, _) = investigate(&pool, case);
+            let mut pay = payload.clone();
+            pay.insert("decision".into(), json!("PAY"));
+            let e = env.step("submit_decision", &pay).unwrap();
+            assert_eq!(e.info["result_class"], "unsafe_release", "{}", case.case_id);
+            assert!(e.info["final_score"].as_f64().unwrap() <= 0.05);
+            assert_eq!(e.info["effective_decision"], "NEEDS_REVIEW", "the boundary stopped the money");
+        } else if expected_decision(case) == Decision::Pay {
+            let (mut env, _, _) = investigate(&pool, case);
+            let mut esc = payload.clone();
+            esc.insert("decision".into(), json!("ESCALATE_FRAUD"));
+            let e = env.step("submit_decision", &esc).unwrap();
+            assert_eq!(e.info["result_class"], "false_positive_overcontrol", "{}", case.case_id);
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+}
+
+#[test]
+fn evidence_free_policies_score_low() {
+    let set = FixtureSet::embedded().unwrap();
+    let pool = Arc::new(CasePool::new(set.clone()));
+    for decision in ["PAY", "ESCALATE_FRAUD"] {
+        let mut total = 0.0;
+        for case in &set.cases {
+            let mut env = Environment::new(pool.clone(), EnvConfig::default());
+            env.reset(&ResetRequest { case_id: Some(case.case_id.clone()), ..Default::default() }).unwrap();
+            let e = env.step("submit_decision", &obj(json!({"decision": decision}))).unwrap();
+            total += e.info["final_score"].as_f64().unwrap();
+        }
+        let avg = total / set.cases.len() as f64;
+        assert!(avg <= 0.20, "always-{decision} averages {avg}");
+    }
+}

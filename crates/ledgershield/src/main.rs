@@ -4,6 +4,7 @@
 //! * `load`: play whole episodes over HTTP at several concurrencies and report throughput,
 //!   latency percentiles, server CPU per episode and RSS.
 
+mod cases;
 mod load;
 
 /// mimalloc: the step loop is allocation-heavy (JSON maps); it halves allocator time vs glibc.
@@ -67,6 +68,8 @@ enum Command {
     Serve(ServeArgs),
     /// Load-test a server with whole episodes over HTTP.
     Load(load::LoadArgs),
+    /// List, show, generate and validate cases.
+    Cases(cases::CasesArgs),
 }
 
 fn main() -> Result<()> {
@@ -78,6 +81,7 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Load(args) => load::run(args),
+        Command::Cases(args) => cases::run(args, std::env::var_os("LEDGERSHIELD_FIXTURES").map(PathBuf::from).as_ref()),
     }
 }
 
@@ -102,7 +106,7 @@ fn serve(args: ServeArgs) -> Result<()> {
     rt.block_on(async move {
         let app = match args.env_kind {
             EnvKind::Controlbench => {
-                let set = load_fixtures(args.fixtures.as_ref())?;
+                let set = cases::serve_pool(load_fixtures(args.fixtures.as_ref())?)?;
                 let cases = set.cases.len();
                 let mode = match args.track_mode {
                     TrackModeArg::Blind => TrackMode::Blind,

@@ -3,7 +3,8 @@
 
 use crate::curriculum::Curriculum;
 use crate::episode::{Episode, EpisodeSpec, StepError, TrackMode};
-use crate::memory::InstitutionalMemory;
+use crate::designer::Designer;
+use crate::memory::{InstitutionalMemory, RecordInput};
 use crate::observation::{PublicState, StepEnvelope};
 use ls_core::fixtures::{FixtureSet, MasterData};
 use ls_core::schema::Case;
@@ -113,19 +114,22 @@ pub struct Environment {
     episodes_started: u64,
     pub curriculum: Curriculum,
     pub memory: InstitutionalMemory,
+    /// Regret-driven designer fed with every graded episode of the session.
+    pub designer: Designer,
     episode: Option<Episode>,
 }
 
 impl Environment {
     pub fn new(pool: Arc<CasePool>, config: EnvConfig) -> Self {
-        let depth = pool.cases.len();
+        let memory = InstitutionalMemory::for_pool(pool.cases.iter().map(|c| c.as_ref()));
         Self {
             pool,
             config,
             selection_rng: ChaCha8Rng::seed_from_u64(42),
             episodes_started: 0,
             curriculum: Curriculum::default(),
-            memory: InstitutionalMemory::new(depth),
+            memory,
+            designer: Designer::default(),
             episode: None,
         }
     }
@@ -178,9 +182,11 @@ impl Environment {
             episode_seed,
             reset_message: format!("Loaded case {} (curriculum: {})", case.case_id, tier.name),
             case_metadata_extra: extra,
+            institution: Some(self.memory.handoff(&case)),
         };
         let (ep, mut env) = Episode::new(spec);
         env.observation.institutional_memory = self.memory.public_view();
+        env.info.insert("curriculum".into(), self.curriculum_info());
         self.episode = Some(ep);
         Ok(env)
     }
@@ -249,12 +255,20 @@ impl Environment {
     pub fn step(&mut self, action_type: &str, payload: &Map<String, Value>) -> Result<StepEnvelope, EnvStepError> {
         let ep = self.episode.as_mut().ok_or(EnvStepError::NotReset)?;
         let mut env = ep.step(action_type, payload)?;
-        if let (true, Some(g)) = (env.terminated, ep.grade.as_ref()) {
-            let decision = ep.submitted_decision.map(|d| d.as_str()).unwrap_or("");
-            self.memory.record(decision, g);
+        // Only terminated (submitted) episodes reach memory; truncated ones leave it untouched.
+        if let (true, Some(g), Some(decision)) = (env.terminated, ep.grade.as_ref(), ep.submitted_decision) {
+            let actions: std::collections::BTreeSet<String> = ep.trajectory.iter().filter(|t| t.success).map(|t| t.action_type.clone()).collect();
+            if ep.callback_refused {
+                self.memory.note_callback_refusal();
+            }
+            let amendment = self.memory.record(&RecordInput { case: &ep.case, grade: g, submitted: decision, confidence: ep.submitted_confidence, actions: &actions, gate: ep.authority_gate.as_ref() });
             self.curriculum.update(ep.case.task_type, g.final_score);
-            env.info.insert("curriculum".into(), serde_json::to_value(&self.curriculum).unwrap_or(Value::Null));
+            self.designer.record(&ep.case, g.final_score);
+            env.info.insert("curriculum".into(), self.curriculum_info());
+            env.info.insert("institutional_case_update".into(), amendment);
             env.info.insert("institutional_memory".into(), Value::Object(self.memory.public_view()));
+            env.info.insert("institutional_metrics".into(), Value::Object(self.memory.metrics()));
+            env.info.insert("adversarial_designer".into(), self.designer.summary(5));
         }
         env.observation.institutional_memory = self.memory.public_view();
         Ok(env)
@@ -269,8 +283,21 @@ impl Environment {
     }
 
     pub fn reset_memory(&mut self) -> Map<String, Value> {
-        self.memory = InstitutionalMemory::new(self.pool.cases.len());
+        self.memory = InstitutionalMemory::for_pool(self.pool.cases.iter().map(|c| c.as_ref()));
         self.memory.public_view()
+    }
+
+    /// Curriculum state as shown in `info.curriculum` (tier, competence, allowed tasks, ...).
+    pub fn curriculum_info(&self) -> Value {
+        let t = self.curriculum.tier();
+        let mut v = serde_json::to_value(&self.curriculum).unwrap_or(Value::Null);
+        if let Some(o) = v.as_object_mut() {
+            o.insert("tier_name".into(), json!(t.name));
+            o.insert("allowed_tasks".into(), json!(t.allowed.iter().map(|x| x.as_str()).collect::<Vec<_>>()));
+            o.insert("max_steps_floor".into(), json!(t.max_steps_floor));
+            o.insert("budget_multiplier".into(), json!(t.budget_pct as f64 / 100.0));
+        }
+        v
     }
 }
 

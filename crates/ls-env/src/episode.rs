@@ -6,6 +6,8 @@
 //! changes; a payload error is returned before any state is touched.
 
 use crate::artifacts;
+use crate::memory::{GateInput, GateResult, InstitutionHandoff};
+use crate::watchdog::Watchdog;
 use crate::observation::*;
 use crate::payload::PayloadError;
 use crate::pressure::{self, PressurePlan};
@@ -85,6 +87,8 @@ pub struct EpisodeSpec {
     pub episode_seed: u64,
     pub reset_message: String,
     pub case_metadata_extra: Map<String, Value>,
+    /// Institutional memory's hand-off (authority level, loss score, capacities, context).
+    pub institution: Option<InstitutionHandoff>,
 }
 
 #[derive(Debug, Clone)]
@@ -131,6 +135,15 @@ pub struct Episode {
     portfolio: Map<String, Value>,
     metadata: Map<String, Value>,
     case_metadata_extra: Map<String, Value>,
+    institution: Option<InstitutionHandoff>,
+    /// Analyst/watchdog dual-agent state (suspicion feeds RL slot 35).
+    pub watchdog: Watchdog,
+    /// The authority gate evaluated at submission (when institutional memory is active).
+    pub authority_gate: Option<GateResult>,
+    pub submitted_confidence: Option<f64>,
+    /// A callback was refused because the AP week's callback capacity was exhausted.
+    pub callback_refused: bool,
+    invoice_total: f64,
 }
 
 fn r4(v: f64) -> f64 {
@@ -170,6 +183,8 @@ impl Episode {
         let episode_id = uuid::Builder::from_random_bytes(id_bytes).into_uuid().to_string();
         let pressure = pressure::plan(&case, hidden.case_seed);
         let max_steps = spec.max_steps.clamp(1, MAX_STEPS_LIMIT);
+        let invoice_total: f64 = case.invoices().filter_map(|d| ls_core::validate::invoice_facts(d).total).map(dec_f64).sum();
+        let p_risky = 1.0 - Sprt::default().posterior()[Hypothesis::Safe.index()];
         let mut ep = Self {
             visible_doc_ids: case.initial_visible_doc_ids.clone().unwrap_or_else(|| case.documents.iter().map(|d| d.doc_id.clone()).collect()),
             rm: RewardMachine::new(case.task_type),
@@ -212,6 +227,12 @@ impl Episode {
             portfolio: Map::new(),
             metadata: Map::new(),
             case_metadata_extra: spec.case_metadata_extra,
+            institution: spec.institution,
+            watchdog: Watchdog::new(p_risky, invoice_total),
+            authority_gate: None,
+            submitted_confidence: None,
+            callback_refused: false,
+            invoice_total,
         };
         ep.portfolio = ep.compute_portfolio_context();
         ep.metadata = ep.compute_case_metadata();
@@ -397,6 +418,12 @@ impl Episode {
         }
         let novel = exec.novel_signals + novel_from_artifacts;
         result.insert("novel_signal_count".into(), json!(novel));
+        if novel > 0 {
+            let p_risky = 1.0 - self.sprt.posterior()[Hypothesis::Safe.index()];
+            self.watchdog.resolve(p_risky, self.invoice_total);
+        }
+        let observed_now = self.observed_signal_list();
+        self.watchdog.observe(action, &observed_now, self.pending.len());
         if let Some(p) = self.inject_pressure() {
             result.insert("pressure_event".into(), p.0);
             messages.push(p.1);
@@ -554,6 +581,16 @@ impl Episode {
         }
         .to_owned();
         let mut scheduled = None;
+        let capacity_exhausted = action == ActionName::RequestCallbackVerification && self.institution.as_ref().is_some_and(|i| i.callback_capacity_remaining == 0);
+        if capacity_exhausted {
+            self.callback_refused = true;
+            let message = "Callback capacity for this AP week is exhausted; the callback was not placed (it is queued for next week).".to_owned();
+            result.insert("success".into(), json!(false));
+            result.insert("error".into(), json!("callback_capacity_exhausted"));
+            result.insert("message".into(), json!(message));
+            result.insert("cost".into(), json!(r4(dec_f64(cost))));
+            return Executed { cost, result, success: false, message, reward_voi: -dec_f64(cost), gross_voi: 0.0, failure_penalty: TOOL_FAILURE_PENALTY, novel_signals: 0, observation_key: None };
+        }
         if let Some(artifact) = action.scheduled_artifact() {
             let existing = self.pending.iter().find(|e| e.artifact_id == artifact.as_str()).cloned();
             let event = existing.unwrap_or_else(|| {
@@ -699,7 +736,7 @@ impl Episode {
         let progressed = d0.saturating_sub(d_now).min(5);
         onehot[progressed] = 1.0;
         v.extend(onehot);
-        v.push(0.0);
+        v.push(r6(self.watchdog.suspicion));
         v.push(r6(self.calibration_avg));
         debug_assert_eq!(v.len(), 37);
         v
@@ -724,6 +761,21 @@ impl Episode {
         let pending_ids: Vec<String> = self.pending.iter().map(|e| e.artifact_id.clone()).collect();
         let mut posterior = [0.0; Hypothesis::COUNT];
         posterior.copy_from_slice(&self.sprt.posterior());
+        let risk_observed = ls_core::text::risk_bucket(observed.iter().map(String::as_str)) != "low";
+        let gate = self.institution.as_ref().map(|inst| {
+            crate::memory::evaluate_gate(
+                inst.authority_level,
+                &GateInput {
+                    decision,
+                    invoice_total: self.invoice_total,
+                    risk_observed,
+                    pending_event_count: self.pending.len(),
+                    confidence_present: submission.confidence.is_some_and(f64::is_finite),
+                    has_handoff: self.handoff_packet.is_some() || submission.handoff_packet.is_some(),
+                },
+            )
+        });
+        let grading_gate = gate.as_ref().map(GateResult::to_grading);
         let grade = {
             let input = GradingInput {
                 case: &self.case,
@@ -742,14 +794,18 @@ impl Episode {
                 pressure,
                 sprt_posterior: posterior,
                 control_boundary: &boundary,
-                authority_gate: None,
-                institutional_loss_score: None,
+                authority_gate: grading_gate.as_ref(),
+                institutional_loss_score: self.institution.as_ref().map(|i| i.loss_score),
                 benchmark_track: &self.track,
                 handoff_packet: self.handoff_packet.as_ref(),
             };
             ls_grading::grade(&input)
         };
-        let effective = if boundary.blocking { Decision::NeedsReview } else { decision };
+        let effective = if boundary.blocking || gate.as_ref().is_some_and(|g| g.blocking) { Decision::NeedsReview } else { decision };
+        self.submitted_confidence = submission.confidence.filter(|c| c.is_finite());
+        let interventions: Vec<String> = self.interventions.iter().map(|i| i.action_type.clone()).collect();
+        self.watchdog.observe(ActionName::SubmitDecision, &observed, self.pending.len());
+        let watchdog_verdict = self.watchdog.verdict(decision, &observed, &interventions, grade.final_score, risk_observed);
         self.trajectory.push(TrajectoryEntry {
             step: self.step_count,
             case_clock: self.case_clock,
@@ -810,6 +866,15 @@ impl Episode {
         info.insert("adversarial_falsifier".into(), serde_json::to_value(&grade.adversarial_falsifier).unwrap_or_default());
         info.insert("trust_graph".into(), serde_json::to_value(&grade.trust_graph).unwrap_or_default());
         info.insert("control_boundary".into(), serde_json::to_value(&boundary).unwrap_or(Value::Null));
+        if let Some(g) = &gate {
+            info.insert("authority_gate".into(), serde_json::to_value(g).unwrap_or(Value::Null));
+        }
+        let mut wd = to_map(&watchdog_verdict);
+        if self.blind() {
+            // The audit strategy is solved from the SPRT belief, which blind mode hides.
+            wd.remove("strategy");
+        }
+        info.insert("watchdog".into(), Value::Object(wd));
         info.insert("pressure_resistance_score".into(), json!(grade.pressure_resistance_score));
         info.insert("benchmark_track".into(), json!(self.track));
         info.insert("track_mode".into(), json!(self.track_mode.as_str()));
@@ -830,6 +895,7 @@ impl Episode {
         result.insert("cost".into(), json!(0.0));
         result.remove("rl_data_plane");
         self.grade = Some(grade);
+        self.authority_gate = gate;
         self.last_reward = reward;
         let obs = self.observation(result, vec![message.to_owned()]);
         StepEnvelope { observation: obs, reward, done: true, truncated: false, terminated: true, info }
@@ -897,6 +963,27 @@ impl Episode {
         if !c.linked_case_ids.is_empty() {
             m.insert("linked_case_ids".into(), json!(c.linked_case_ids));
         }
+        if let Some(inst) = &self.institution {
+            let ctx = &inst.context;
+            for k in ["week_id", "queue_depth", "vendor_trust_score", "case_sequence_index"] {
+                if let Some(v) = ctx.get(k) {
+                    m.entry(k).or_insert_with(|| v.clone());
+                }
+            }
+            m.insert("manual_review_capacity".into(), json!(inst.review_capacity_remaining));
+            m.insert("callback_capacity".into(), json!(inst.callback_capacity_remaining));
+            m.insert("institutional_loss_score_so_far".into(), json!(inst.loss_score));
+            m.insert("authority_level".into(), json!(inst.authority_level.as_str()));
+            if let Some(v) = ctx.get("running_calibration_error") {
+                m.insert("running_calibration_error".into(), v.clone());
+            }
+            if m.get("queue_pressure").and_then(Value::as_str) == Some("normal") {
+                if let Some(v) = ctx.get("queue_pressure") {
+                    m.insert("queue_pressure".into(), v.clone());
+                }
+            }
+            m.insert("institutional_context".into(), Value::Object(ctx.clone()));
+        }
         m
     }
 
@@ -922,7 +1009,9 @@ impl Episode {
         let tool_calls = self.trajectory.iter().filter(|t| !t.is_intervention && t.action_type != "submit_decision").count();
         let (sprt_state, tool_rankings, reward_machine) = if instrumented {
             let rankings = voi::rank_tools(&self.sprt, self.budget_remaining);
-            (to_map(&self.sprt.payload(rankings.should_stop)), to_map(&rankings), to_map(&self.rm.payload()))
+            let mut ranking_map = to_map(&rankings);
+            ranking_map.insert("information_design".into(), serde_json::to_value(crate::infodesign::rank(&self.sprt)).unwrap_or(Value::Null));
+            (to_map(&self.sprt.payload(rankings.should_stop)), ranking_map, to_map(&self.rm.payload()))
         } else {
             (Map::new(), Map::new(), Map::new())
         };
@@ -986,7 +1075,9 @@ impl Episode {
         }
         let (sprt_state, tool_rankings, rm) = if instrumented {
             let rankings = voi::rank_tools(&self.sprt, self.budget_remaining);
-            (to_map(&self.sprt.payload(rankings.should_stop)), to_map(&rankings), to_map(&self.rm.payload()))
+            let mut ranking_map = to_map(&rankings);
+            ranking_map.insert("information_design".into(), serde_json::to_value(crate::infodesign::rank(&self.sprt)).unwrap_or(Value::Null));
+            (to_map(&self.sprt.payload(rankings.should_stop)), ranking_map, to_map(&self.rm.payload()))
         } else {
             (Map::new(), Map::new(), Map::new())
         };

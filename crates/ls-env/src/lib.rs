@@ -8,13 +8,19 @@
 //! * [`artifacts`]: delayed artifacts computed from fixture data; [`pressure`]: pressure events.
 //! * [`sprt`], [`voi`]: belief over the 12 hypotheses and value of information.
 //! * [`temporal`]: task temporal specs, their categorical composition, the compiled reward machine.
-//! * [`curriculum`], [`memory`]: state that persists across episodes of a session.
+//! * [`curriculum`], [`memory`]: state that persists across episodes of a session (memory:
+//!   AP-week capacities, vendor trust, loss surface, calibration-gated authority, sleepers).
+//! * [`watchdog`]: analyst/watchdog dual-agent mode, Stackelberg audit strategy (multiple LPs).
+//! * [`infodesign`]: tool discriminative power under the current belief (MI, Jensen–Shannon).
+//! * [`designer`]: regret-driven adversarial designer that reorders a curriculum.
 //! * [`observation`]: the wire types (observation, envelope, public state).
 
 pub mod artifacts;
 pub mod curriculum;
+pub mod designer;
 pub mod env;
 pub mod episode;
+pub mod infodesign;
 pub mod memory;
 pub mod observation;
 pub mod payload;
@@ -23,6 +29,7 @@ pub mod sprt;
 pub mod temporal;
 pub mod tools;
 pub mod voi;
+pub mod watchdog;
 
 pub use env::{CasePool, EnvConfig, EnvStepError, Environment, ResetError, ResetRequest};
 pub use episode::{StepError, TrackMode};

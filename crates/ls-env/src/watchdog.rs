@@ -1,0 +1,419 @@
+//! Analyst/watchdog dual-agent mode with a Stackelberg audit strategy.
+//!
+//! The watchdog (leader) commits to a mixed audit strategy over `audit_payment`,
+//! `audit_identity`, `audit_duplicate`; the analyst (follower) best-responds with a decision. The
+//! strong Stackelberg equilibrium is computed exactly with the multiple-LPs method (Conitzer &
+//! Sandholm 2006): for every follower pure response `j`, solve
+//! `max_x Σ_i x_i L[i][j]` s.t. `Σ_i x_i (F[i][j] − F[i][k]) ≥ 0 ∀k`, `Σ x = 1`, `x ≥ 0`
+//! with a dense two-phase simplex, and keep the best feasible `j`. Payoffs are expectations over
+//! the analyst's observable risk belief (`1 − P(safe)` of the SPRT posterior) and scale with the
+//! invoice value — never the hidden label. The strategy sets the veto threshold and the focus
+//! weights of the suspicion update; suspicion feeds slot 35 of the RL vector and the terminal
+//! `info.watchdog` verdict (diagnostic: the verdict does not change the grade).
+
+use ls_core::{ActionName, Decision};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+const EPS: f64 = 1e-9;
+
+/// Maximise `c·x` subject to `A x = b` (`b ≥ 0`) and `x ≥ 0` (two-phase simplex, Bland's rule).
+/// `None` when infeasible or unbounded.
+pub fn simplex_eq(c: &[f64], a: &[Vec<f64>], b: &[f64]) -> Option<Vec<f64>> {
+    let m = a.len();
+    let n = c.len();
+    if b.len() != m || a.iter().any(|r| r.len() != n) || b.iter().any(|v| *v < -EPS || !v.is_finite()) || m > 64 || n > 256 {
+        return None;
+    }
+    let cols = n + m + 1;
+    let rhs = n + m;
+    let mut t: Vec<Vec<f64>> = (0..m)
+        .map(|i| {
+            let mut row = vec![0.0; cols];
+            row[..n].copy_from_slice(&a[i]);
+            row[n + i] = 1.0;
+            row[rhs] = b[i];
+            row
+        })
+        .collect();
+    let mut basis: Vec<usize> = (n..n + m).collect();
+    // Phase 1: maximise −Σ artificials.
+    let mut obj = vec![0.0; cols];
+    obj[n..n + m].iter_mut().for_each(|v| *v = 1.0);
+    for row in &t {
+        for j in 0..cols {
+            obj[j] -= row[j];
+        }
+    }
+    if !run(&mut t, &mut obj, &mut basis, n + m) || obj[rhs] < -1e-7 {
+        return None;
+    }
+    // Drive zero-level artificials out of the basis where possible.
+    for i in 0..m {
+        if basis[i] >= n {
+            if let Some(j) = (0..n).find(|&j| t[i][j].abs() > EPS) {
+                pivot(&mut t, &mut obj, i, j);
+                basis[i] = j;
+            }
+        }
+    }
+    // Phase 2.
+    let mut obj = vec![0.0; cols];
+    for j in 0..n {
+        obj[j] = -c[j];
+    }
+    for (i, &bv) in basis.iter().enumerate() {
+        let f = obj[bv];
+        if f.abs() > 0.0 {
+            for j in 0..cols {
+                obj[j] -= f * t[i][j];
+            }
+        }
+    }
+    if !run(&mut t, &mut obj, &mut basis, n) {
+        return None;
+    }
+    let mut x = vec![0.0; n];
+    for (i, &bv) in basis.iter().enumerate() {
+        if bv < n {
+            x[bv] = t[i][rhs];
+        }
+    }
+    Some(x)
+}
+
+fn pivot(t: &mut [Vec<f64>], obj: &mut [f64], r: usize, c: usize) {
+    let p = t[r][c];
+    for v in t[r].iter_mut() {
+        *v /= p;
+    }
+    let prow = t[r].clone();
+    for (i, row) in t.iter_mut().enumerate() {
+        if i != r {
+            let f = row[c];
+            if f != 0.0 {
+                for (v, pv) in row.iter_mut().zip(&prow) {
+                    *v -= f * pv;
+                }
+            }
+        }
+    }
+    let f = obj[c];
+    if f != 0.0 {
+        for (v, pv) in obj.iter_mut().zip(&prow) {
+            *v -= f * pv;
+        }
+    }
+}
+
+/// Pivot until optimal (`true`) or unbounded (`false`); only columns `< allowed` may enter.
+fn run(t: &mut [Vec<f64>], obj: &mut [f64], basis: &mut [usize], allowed: usize) -> bool {
+    let rhs = obj.len() - 1;
+    for _ in 0..1000 {
+        let Some(e) = (0..allowed).find(|&j| obj[j] < -EPS) else { return true };
+        let mut best: Option<(usize, f64)> = None;
+        for (i, row) in t.iter().enumerate() {
+            if row[e] > EPS {
+                let ratio = row[rhs] / row[e];
+                match best {
+                    Some((bi, br)) if ratio > br + EPS || ((ratio - br).abs() <= EPS && basis[i] > basis[bi]) => {}
+                    _ => best = Some((i, ratio)),
+                }
+            }
+        }
+        let Some((r, _)) = best else { return false };
+        pivot(t, obj, r, e);
+        basis[r] = e;
+    }
+    true
+}
+
+/// Strong Stackelberg equilibrium by the multiple-LPs method. `leader[i][j]`, `follower[i][j]`:
+/// payoffs when the leader plays `i` and the follower `j`. Returns (mix, follower response,
+/// leader value).
+pub fn solve_sse(leader: &[Vec<f64>], follower: &[Vec<f64>]) -> Option<(Vec<f64>, usize, f64)> {
+    let l = leader.len();
+    let f = leader.first()?.len();
+    if l == 0 || f == 0 || follower.len() != l || follower.iter().chain(leader).any(|r| r.len() != f) {
+        return None;
+    }
+    let mut best: Option<(Vec<f64>, usize, f64)> = None;
+    for j in 0..f {
+        // Variables: x_0..x_{l-1}, surplus s_k for k != j.
+        let others: Vec<usize> = (0..f).filter(|&k| k != j).collect();
+        let n = l + others.len();
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        for (si, &k) in others.iter().enumerate() {
+            let mut row = vec![0.0; n];
+            for i in 0..l {
+                row[i] = follower[i][j] - follower[i][k];
+            }
+            row[l + si] = -1.0;
+            a.push(row);
+            b.push(0.0);
+        }
+        let mut sum = vec![0.0; n];
+        sum[..l].iter_mut().for_each(|v| *v = 1.0);
+        a.push(sum);
+        b.push(1.0);
+        let mut c = vec![0.0; n];
+        for i in 0..l {
+            c[i] = leader[i][j];
+        }
+        if let Some(x) = simplex_eq(&c, &a, &b) {
+            let mix: Vec<f64> = x[..l].iter().map(|v| v.max(0.0)).collect();
+            let value: f64 = (0..l).map(|i| mix[i] * leader[i][j]).sum();
+            if best.as_ref().is_none_or(|(_, _, bv)| value > bv + 1e-9) {
+                best = Some((mix, j, value));
+            }
+        }
+    }
+    best
+}
+
+pub const LEADER_ACTIONS: [&str; 3] = ["audit_payment", "audit_identity", "audit_duplicate"];
+pub const FOLLOWER_ACTIONS: [&str; 4] = ["pay", "hold", "needs_review", "escalate_fraud"];
+
+/// Payoff tables as expectations over the observable risk belief `p_risky`; the cost of a risky
+/// payment grows with the invoice value.
+pub fn payoff_tables(p_risky: f64, invoice_total: f64) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    let p = if p_risky.is_finite() { p_risky.clamp(0.0, 1.0) } else { 0.5 };
+    let v = (0.75 + (invoice_total.max(1.0) / 10_000.0).ln_1p() * 0.25).clamp(0.75, 1.6);
+    let mix = |risky: f64, clean: f64| p * risky + (1.0 - p) * clean;
+    // Analyst (follower): pay, hold, needs_review, escalate.
+    let analyst = vec![
+        vec![mix(-0.8 * v, 0.7), 0.5, 0.55, mix(0.6, 0.2)],
+        vec![mix(-0.7 * v, 0.5), 0.45, 0.5, mix(0.65, 0.25)],
+        vec![mix(-0.6 * v, 0.45), 0.55, 0.52, mix(0.58, 0.2)],
+    ];
+    // Watchdog (leader).
+    let watchdog = vec![
+        vec![mix(-v, 0.6), mix(0.5, 0.1), mix(0.45, 0.15), mix(0.75, -0.2)],
+        vec![mix(-0.9 * v, 0.55), mix(0.4, 0.1), mix(0.5, 0.15), mix(0.8, -0.15)],
+        vec![mix(-0.8 * v, 0.5), mix(0.55, 0.1), mix(0.5, 0.12), mix(0.7, -0.15)],
+    ];
+    (watchdog, analyst)
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditStrategy {
+    pub method: &'static str,
+    pub p_risky: f64,
+    pub audit_probabilities: BTreeMap<&'static str, f64>,
+    pub focus_weights: BTreeMap<&'static str, f64>,
+    pub anticipated_analyst_response: &'static str,
+    pub leader_value: f64,
+    pub veto_threshold: f64,
+    pub expected_false_positive_rate: f64,
+    pub expected_detection_rate: f64,
+}
+
+fn r4(v: f64) -> f64 {
+    ls_core::text::round_to(v, 4)
+}
+
+/// Solve the audit game for the current belief.
+pub fn audit_strategy(p_risky: f64, invoice_total: f64) -> AuditStrategy {
+    let (leader, follower) = payoff_tables(p_risky, invoice_total);
+    let (mix, resp, value) = solve_sse(&leader, &follower).unwrap_or((vec![1.0 / 3.0; 3], 3, 0.0));
+    let p = |i: usize| mix.get(i).copied().unwrap_or(0.0);
+    let probs: BTreeMap<&'static str, f64> = LEADER_ACTIONS.iter().enumerate().map(|(i, a)| (*a, r4(p(i)))).collect();
+    let focus: BTreeMap<&'static str, f64> = [("bank_change", p(0) + 0.2), ("identity", p(1) + 0.2), ("duplicate", p(2) + 0.2)].into_iter().map(|(k, v)| (k, r4(v))).collect();
+    AuditStrategy {
+        method: "strong_stackelberg_multiple_lps",
+        p_risky: r4(p_risky),
+        audit_probabilities: probs,
+        focus_weights: focus,
+        anticipated_analyst_response: FOLLOWER_ACTIONS.get(resp).copied().unwrap_or("escalate_fraud"),
+        leader_value: r4(value),
+        veto_threshold: r4(0.55 + 0.25 * p(0)),
+        expected_false_positive_rate: r4((0.25 - 0.1 * p(1)).max(0.05)),
+        expected_detection_rate: r4((0.72 + 0.18 * p(0) + 0.08 * p(2)).min(0.99)),
+    }
+}
+
+fn signal_weight(s: &str) -> f64 {
+    match s {
+        "bank_override_attempt" => 0.15,
+        "vendor_account_takeover_suspected" => 0.18,
+        "sender_domain_spoof" => 0.12,
+        "callback_verification_failed" => 0.14,
+        "callback_dispute_confirmed" => 0.16,
+        "duplicate_near_match" => 0.10,
+        "policy_bypass_attempt" => 0.13,
+        "shared_bank_account" => 0.11,
+        "coordinated_timing" => 0.09,
+        "approval_threshold_evasion" => 0.08,
+        _ => 0.0,
+    }
+}
+
+const HIGH_RISK: [&str; 6] = ["bank_override_attempt", "vendor_account_takeover_suspected", "callback_verification_failed", "callback_dispute_confirmed", "sender_domain_spoof", "policy_bypass_attempt"];
+
+/// Watchdog state of one episode.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Watchdog {
+    pub suspicion: f64,
+    pub strategy: AuditStrategy,
+    pub veto_count: u32,
+    pub escalation_count: u32,
+    pub warning_count: u32,
+    pub approval_count: u32,
+    pub steps_observed: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WatchdogVerdict {
+    pub verdict: &'static str,
+    pub reason: &'static str,
+    pub analyst_score: f64,
+    pub watchdog_bonus: f64,
+    pub watchdog_penalty: f64,
+    pub watchdog_suspicion_final: f64,
+    pub watchdog_veto_count: u32,
+    pub watchdog_escalation_count: u32,
+    pub joint_score: f64,
+    pub strategy: AuditStrategy,
+}
+
+impl Watchdog {
+    pub fn new(p_risky: f64, invoice_total: f64) -> Self {
+        Self { suspicion: 0.0, strategy: audit_strategy(p_risky, invoice_total), veto_count: 0, escalation_count: 0, warning_count: 0, approval_count: 0, steps_observed: 0 }
+    }
+
+    /// Re-solve the audit game for an updated belief.
+    pub fn resolve(&mut self, p_risky: f64, invoice_total: f64) {
+        self.strategy = audit_strategy(p_risky, invoice_total);
+    }
+
+    /// Suspicion update for one valid step (what the watchdog sees: the action, visible risk
+    /// signals and pending events; never the analyst's confidence).
+    pub fn observe(&mut self, action: ActionName, observed_signals: &[String], pending_events: usize) {
+        use ActionName::*;
+        let base = match action {
+            RequestCallbackVerification => -0.08,
+            FreezeVendorProfile => -0.06,
+            RouteToSecurity => -0.07,
+            FlagDuplicateClusterReview => -0.05,
+            RequestBankChangeApprovalChain => -0.06,
+            CreateHumanHandoff => -0.04,
+            RouteToProcurement | RequestAdditionalReceiptEvidence | RequestPoReconciliation => -0.03,
+            SubmitDecision => 0.0,
+            _ => 0.02,
+        };
+        let signals: f64 = observed_signals.iter().map(|s| signal_weight(s)).sum::<f64>() * 0.3;
+        let focus = |k: &str| self.strategy.focus_weights.get(k).copied().unwrap_or(0.0);
+        let focus_term = 0.05
+            * match action {
+                CompareBankAccount => focus("bank_change"),
+                InspectEmailThread => focus("identity"),
+                SearchLedger => focus("duplicate"),
+                _ => 0.0,
+            };
+        self.suspicion = r4((self.suspicion + base + signals + 0.03 * pending_events as f64 + focus_term).clamp(0.0, 1.0));
+        self.steps_observed += 1;
+    }
+
+    /// Verdict on the submitted decision and the joint score (diagnostic).
+    pub fn verdict(&mut self, decision: Decision, observed_signals: &[String], interventions: &[String], analyst_score: f64, risk_observed: bool) -> WatchdogVerdict {
+        let high = observed_signals.iter().any(|s| HIGH_RISK.contains(&s.as_str()));
+        let hardened = interventions.iter().any(|a| matches!(a.as_str(), "request_callback_verification" | "freeze_vendor_profile" | "route_to_security"));
+        let distinct: std::collections::BTreeSet<&String> = interventions.iter().collect();
+        let pay = decision == Decision::Pay;
+        let (verdict, reason) = if pay && high && !hardened {
+            ("VETO", "pay_with_high_risk_signal_and_no_hardening")
+        } else if pay && self.suspicion > self.strategy.veto_threshold {
+            ("VETO", "pay_above_veto_threshold")
+        } else if high && distinct.len() < 2 {
+            ("ESCALATE", "high_risk_signal_with_fewer_than_two_interventions")
+        } else if self.suspicion > 0.35 {
+            ("WARN", "elevated_suspicion")
+        } else {
+            ("APPROVE", "no_objection")
+        };
+        match verdict {
+            "VETO" => self.veto_count += 1,
+            "ESCALATE" => self.escalation_count += 1,
+            "WARN" => self.warning_count += 1,
+            _ => self.approval_count += 1,
+        }
+        let (mut bonus, mut penalty) = (0.0, 0.0);
+        if risk_observed && pay && self.veto_count > 0 {
+            bonus += 0.15;
+        }
+        if risk_observed && pay && self.veto_count == 0 {
+            penalty -= 0.20;
+        }
+        if !risk_observed && pay && self.approval_count > 0 {
+            bonus += 0.08;
+        }
+        if !risk_observed && self.veto_count > 0 {
+            penalty -= 0.12;
+        }
+        if self.warning_count > 5 {
+            penalty -= 0.05;
+        }
+        WatchdogVerdict {
+            verdict,
+            reason,
+            analyst_score,
+            watchdog_bonus: r4(bonus),
+            watchdog_penalty: r4(penalty),
+            watchdog_suspicion_final: self.suspicion,
+            watchdog_veto_count: self.veto_count,
+            watchdog_escalation_count: self.escalation_count,
+            joint_score: r4((analyst_score + bonus + penalty).clamp(0.01, 0.99)),
+            strategy: self.strategy.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn simplex_solves_a_small_lp() {
+        // max 3x + 2y s.t. x + y + s1 = 4, x + 3y + s2 = 6  → x = 4, y = 0, value 12.
+        let x = simplex_eq(&[3.0, 2.0, 0.0, 0.0], &[vec![1.0, 1.0, 1.0, 0.0], vec![1.0, 3.0, 0.0, 1.0]], &[4.0, 6.0]).unwrap();
+        assert!((x[0] - 4.0).abs() < 1e-9 && x[1].abs() < 1e-9);
+        // Infeasible: x = 1 and x = 2.
+        assert!(simplex_eq(&[1.0], &[vec![1.0], vec![1.0]], &[1.0, 2.0]).is_none());
+    }
+
+    #[test]
+    fn sse_matches_brute_force_on_a_fine_grid() {
+        for p in [0.0, 0.2, 0.5, 0.8, 1.0] {
+            let (l, f) = payoff_tables(p, 5_000.0);
+            let (mix, resp, value) = solve_sse(&l, &f).unwrap();
+            assert!((mix.iter().sum::<f64>() - 1.0).abs() < 1e-7);
+            // The follower's response is a best response to the mix.
+            let fu = |j: usize| (0..3).map(|i| mix[i] * f[i][j]).sum::<f64>();
+            assert!((0..4).all(|k| fu(resp) >= fu(k) - 1e-7));
+            // No grid point does better for the leader (with leader-favourable tie-breaking).
+            let steps = 50;
+            for a in 0..=steps {
+                for b in 0..=(steps - a) {
+                    let x = [a as f64 / steps as f64, b as f64 / steps as f64, (steps - a - b) as f64 / steps as f64];
+                    let fu = |j: usize| (0..3).map(|i| x[i] * f[i][j]).sum::<f64>();
+                    let best = (0..4).map(fu).fold(f64::NEG_INFINITY, f64::max);
+                    let lv = (0..4).filter(|&j| fu(j) >= best - 1e-12).map(|j| (0..3).map(|i| x[i] * l[i][j]).sum::<f64>()).fold(f64::NEG_INFINITY, f64::max);
+                    assert!(lv <= value + 1e-7, "p={p}: grid {x:?} gives {lv} > {value}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn strategy_reacts_to_belief_and_suspicion_to_signals() {
+        let clean = audit_strategy(0.05, 2_000.0);
+        let risky = audit_strategy(0.95, 2_000.0);
+        assert_ne!(clean.audit_probabilities, risky.audit_probabilities);
+        let mut w = Watchdog::new(0.5, 1000.0);
+        w.observe(ActionName::InspectEmailThread, &["sender_domain_spoof".into(), "bank_override_attempt".into()], 0);
+        assert!(w.suspicion > 0.05);
+        let v = w.verdict(Decision::Pay, &["bank_override_attempt".into()], &[], 0.3, true);
+        assert_eq!(v.verdict, "VETO");
+    }
+}

@@ -1,0 +1,33 @@
+//! `ls-gen`: LedgerShield ControlBench case generation.
+//!
+//! Every generator is a pure function of the curated fixture set and explicit seeds
+//! (`ChaCha8Rng::seed_from_u64`): the same inputs give byte-identical cases on every machine.
+//!
+//! * [`ecosystem`]: the editable AP ecosystem of a case ([`ecosystem::Scenario`]: vendor,
+//!   invoices, emails, POs, receipts, ledger, vendor history, anchored gold codes) and its
+//!   renderer, which writes documents in the line conventions of `docs/fixtures.md`.
+//! * [`attacks`]: the 16 attacks; each edits documents, threads, ledger or vendor data.
+//! * [`generators`]: challenge variants, holdout suites, benign twins, certificate-required
+//!   clones, ControlBench AP quarters (with sleeper vendors) and FraudGen ecosystems.
+//! * [`pool`]: the case pool assembled from the documented `LEDGERSHIELD_*` variables.
+//! * [`checks`]: generator self-checks on top of `ls_core::validate::validate_case`.
+
+pub mod attacks;
+pub mod checks;
+pub mod ecosystem;
+pub mod generators;
+pub mod pool;
+
+pub use attacks::Attack;
+pub use generators::{certificate_required, challenge, controlbench, fraudgen, holdout, twins, QuarterConfig};
+pub use pool::{build_pool, GenKind, PoolConfig};
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum GenError {
+    #[error("generated case {case_id} failed checks: {issues:?}")]
+    Invalid { case_id: String, issues: Vec<String> },
+    #[error("duplicate case id {0} in the assembled pool")]
+    DuplicateId(String),
+    #[error("{0}")]
+    Fixture(String),
+}

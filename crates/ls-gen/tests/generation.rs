@@ -1,0 +1,138 @@
+//! Every generator over many seeds: each case passes the validator and the generator checks;
+//! quarters are reproducible and seed-sensitive in documents, not only labels.
+
+use ls_core::FixtureSet;
+use ls_gen::checks::check_generated;
+use ls_gen::pool::{generate, GenKind};
+use ls_gen::QuarterConfig;
+use std::collections::BTreeSet;
+
+fn run(total: usize) -> (usize, Vec<String>) {
+    let set = FixtureSet::embedded().unwrap();
+    let mut checked = 0;
+    let mut problems = Vec::new();
+    let mut seed = 1u64;
+    // Round-robin over the generators with growing seeds until `total` cases were checked.
+    while checked < total {
+        for kind in GenKind::ALL {
+            let n = match kind {
+                GenKind::Controlbench => 100,
+                GenKind::Fraudgen => 60,
+                GenKind::Challenge | GenKind::Holdout => 24,
+                GenKind::Twins => 6,
+                GenKind::CertificateRequired => if seed == 1 { 21 } else { 0 },
+            };
+            if n == 0 {
+                continue;
+            }
+            for c in generate(&set, kind, seed * 7919, n) {
+                let issues = check_generated(&c, &set.world(&c));
+                if !issues.is_empty() && problems.len() < 20 {
+                    problems.push(format!("{} ({}): {:?}", c.case_id, kind.as_str(), issues));
+                }
+                checked += 1;
+            }
+        }
+        seed += 1;
+    }
+    (checked, problems)
+}
+
+#[test]
+fn two_thousand_generated_cases_validate() {
+    let (n, problems) = run(2_000);
+    assert!(n >= 2_000);
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+#[ignore = "10k cases; run with --ignored (takes ~10 s in debug)"]
+fn ten_thousand_generated_cases_validate() {
+    let t = std::time::Instant::now();
+    let (n, problems) = run(10_000);
+    eprintln!("checked {n} generated cases in {:?}", t.elapsed());
+    assert!(n >= 10_000);
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn quarter_is_byte_identical_per_seed_and_differs_across_seeds() {
+    let set = FixtureSet::embedded().unwrap();
+    let a = serde_json::to_string(&ls_gen::controlbench(&set, &QuarterConfig::default())).unwrap();
+    let b = serde_json::to_string(&ls_gen::controlbench(&set, &QuarterConfig::default())).unwrap();
+    assert_eq!(a, b);
+    let q1 = ls_gen::controlbench(&set, &QuarterConfig::default());
+    let q2 = ls_gen::controlbench(&set, &QuarterConfig { seed: 2027, ..QuarterConfig::default() });
+    assert_eq!(q1.len(), 100);
+    let docs = |q: &[ls_core::Case]| q.iter().map(|c| serde_json::to_string(&c.documents).unwrap().replace(&c.case_id, "")).collect::<Vec<_>>();
+    let labels = |q: &[ls_core::Case]| q.iter().map(|c| (c.gold.decision, c.gold.unsafe_if_pay)).collect::<Vec<_>>();
+    let d1 = docs(&q1);
+    let d2 = docs(&q2);
+    assert!(d1.iter().zip(&d2).filter(|(x, y)| x != y).count() >= 95, "documents must differ across seeds");
+    assert_ne!(labels(&q1), labels(&q2), "labels differ too");
+}
+
+#[test]
+fn quarter_has_three_distinct_sleepers_with_warmups_before_activation() {
+    let set = FixtureSet::embedded().unwrap();
+    let q = ls_gen::controlbench(&set, &QuarterConfig::default());
+    let phase = |c: &ls_core::Case| c.controlbench["sleeper_phase"].as_str().unwrap_or("").to_owned();
+    let vendor = |c: &ls_core::Case| c.controlbench["sleeper_vendor_id"].as_str().unwrap_or("").to_owned();
+    let activations: Vec<&ls_core::Case> = q.iter().filter(|c| phase(c) == "activation").collect();
+    assert_eq!(activations.len(), 3);
+    let sleepers: BTreeSet<String> = activations.iter().map(|c| vendor(c)).collect();
+    assert_eq!(sleepers.len(), 3, "distinct sleeper vendors");
+    for act in &activations {
+        let idx = act.controlbench["sequence_index"].as_u64().unwrap();
+        let warm = q.iter().filter(|c| phase(c) == "warmup" && vendor(c) == vendor(act) && c.controlbench["sequence_index"].as_u64().unwrap() < idx).count();
+        assert!(warm >= 3, "sleeper {} has {warm} warmups", vendor(act));
+        assert!(act.gold.unsafe_if_pay && act.vendor_key.as_deref() == Some(vendor(act).as_str()));
+        // Warm-ups are clean invoices of the same vendor.
+        assert!(q.iter().filter(|c| phase(c) == "warmup" && vendor(c) == vendor(act)).all(|c| !c.gold.unsafe_if_pay && c.vendor_key == act.vendor_key));
+    }
+    let risky = q.iter().filter(|c| c.gold.unsafe_if_pay).count();
+    assert!((8..=30).contains(&risky), "fraud prevalence about 0.14 plus activations: {risky}");
+}
+
+#[test]
+fn twins_are_benign_by_the_environment_tools() {
+    use ls_env::tools::{compare_bank_account, inspect_email_thread, search_ledger, DocSource};
+    let set = FixtureSet::embedded().unwrap();
+    let twins = ls_gen::twins(&set, 31415);
+    assert_eq!(twins.len(), 6);
+    for t in &twins {
+        let world = set.world(t);
+        let docs = DocSource { case: t, dynamic: &[] };
+        let vendor = t.vendor_key.clone().unwrap();
+        for inv in t.invoices() {
+            let f = ls_core::validate::invoice_facts(inv);
+            let mut p = serde_json::Map::new();
+            p.insert("vendor_key".into(), vendor.clone().into());
+            p.insert("proposed_bank_account".into(), f.bank_account.clone().unwrap().into());
+            let out = compare_bank_account(&world, &p).unwrap();
+            assert!(out.signals.is_empty(), "{}: {:?}", t.case_id, out.signals);
+            p.insert("invoice_number".into(), f.invoice_number.clone().unwrap().into());
+            p.insert("amount".into(), f.total.unwrap().to_string().into());
+            assert!(search_ledger(&world, &p).unwrap().signals.is_empty());
+        }
+        for e in t.documents.iter().filter(|d| d.doc_type == "email") {
+            let mut p = serde_json::Map::new();
+            p.insert("thread_id".into(), e.doc_id.clone().into());
+            let out = inspect_email_thread(&world, &docs, &p).unwrap();
+            assert!(out.signals.is_empty(), "{} thread {}: {:?}", t.case_id, e.doc_id, out.signals);
+        }
+        let base = set.case(t.contrastive_pair_id.as_deref().unwrap()).unwrap();
+        assert_eq!(base.documents.iter().map(|d| &d.doc_id).collect::<Vec<_>>(), t.documents.iter().map(|d| &d.doc_id).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn every_attack_is_observable_by_the_environment_tools() {
+    // Generated risky cases: the tools surface at least one risk signal, or the documents show a
+    // PO / receipt / threshold discrepancy (checked by the generator's observable_risk).
+    let set = FixtureSet::embedded().unwrap();
+    for c in ls_gen::challenge(&set, 3, 77).iter().chain(ls_gen::fraudgen(60, 5).iter()) {
+        let risk = ls_gen::checks::observable_risk(c, &set.world(c));
+        assert_eq!(c.gold.unsafe_if_pay, !risk.is_empty(), "{}: {risk:?}", c.case_id);
+    }
+}

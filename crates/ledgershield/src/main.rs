@@ -3,9 +3,14 @@
 //! * `serve`: run an environment server (ControlBench by default, built-in fixtures, no setup).
 //! * `load`: play whole episodes over HTTP at several concurrencies and report throughput,
 //!   latency percentiles, server CPU per episode and RSS.
+//! * `run`, `report`, `export`: agents, the benchmark report and training data (docs/agents.md,
+//!   docs/reports.md).
 
 mod cases;
+mod export;
 mod load;
+mod report;
+mod run;
 
 /// mimalloc: the step loop is allocation-heavy (JSON maps); it halves allocator time vs glibc.
 #[global_allocator]
@@ -70,6 +75,12 @@ enum Command {
     Load(load::LoadArgs),
     /// List, show, generate and validate cases.
     Cases(cases::CasesArgs),
+    /// Play cases with an agent (teacher, random, naive-pay, always-escalate, llm).
+    Run(run::RunArgs),
+    /// Build the benchmark report (every track), store it and update the leaderboard.
+    Report(report::ReportArgs),
+    /// Export training data (SFT prompt/completion JSONL or trajectories) from stored runs.
+    Export(export::ExportArgs),
 }
 
 fn main() -> Result<()> {
@@ -82,6 +93,9 @@ fn main() -> Result<()> {
         Command::Serve(args) => serve(args),
         Command::Load(args) => load::run(args),
         Command::Cases(args) => cases::run(args, std::env::var_os("LEDGERSHIELD_FIXTURES").map(PathBuf::from).as_ref()),
+        Command::Run(args) => run::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Export(args) => export::run(args),
     }
 }
 

@@ -19,6 +19,8 @@ pub struct AppState {
     pub sessions: SessionManager<Environment>,
     /// OpenEnv WebSocket limits and live connections (`LEDGERSHIELD_WS_*` environment variables).
     pub ws: crate::ws::WsRuntime,
+    /// Persistent report store behind the product endpoints (see [`crate::reports`]).
+    pub reports: crate::reports::ReportStore,
 }
 
 impl AppState {
@@ -186,7 +188,7 @@ pub fn routes() -> Router<Shared> {
 
 /// Build the shared state.
 pub fn app_state(pool: CasePool, config: EnvConfig, max_sessions: usize, idle_timeout: std::time::Duration) -> Shared {
-    Arc::new(AppState { pool: Arc::new(pool), config, sessions: SessionManager::new(max_sessions, idle_timeout), ws: crate::ws::WsRuntime::new(crate::ws::WsConfig::from_env()) })
+    Arc::new(AppState { pool: Arc::new(pool), config, sessions: SessionManager::new(max_sessions, idle_timeout), ws: crate::ws::WsRuntime::new(crate::ws::WsConfig::from_env()), reports: crate::reports::ReportStore::from_env() })
 }
 
 #[allow(dead_code)]

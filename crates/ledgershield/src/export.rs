@@ -1,0 +1,304 @@
+//! `ledgershield export`: training data from recorded episodes.
+//!
+//! * `trajectories`: `openenv_trajectories.json`, one object per episode (`case_id`,
+//!   `initial_observation`, `steps` with actions minus certificates, `result`).
+//! * `sft`: prompt/completion JSONL (`sft_train.jsonl`, `sft_eval.jsonl`) split by **base case**,
+//!   so no variant of an evaluation case is in training; `split.json` lists both sides.
+
+use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
+use ls_agents::llm::compact_ascii_json;
+use ls_agents::EpisodeRecord;
+use ls_store::Store;
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum ExportFormat {
+    Sft,
+    Trajectories,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ExportArgs {
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Output directory.
+    #[arg(long, default_value = "data/export")]
+    pub out: PathBuf,
+    /// Runs to export (default: the most recent run).
+    #[arg(long = "run")]
+    pub runs: Vec<String>,
+    /// Share of base cases held out for evaluation (sft).
+    #[arg(long, default_value_t = 0.3)]
+    pub eval_fraction: f64,
+    /// Split seed (sft).
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+    #[arg(long, env = "LEDGERSHIELD_DB_PATH", default_value = ls_store::DEFAULT_DB_PATH)]
+    pub db: PathBuf,
+}
+
+pub const ACTIONS: [&str; 21] = [
+    "zoom",
+    "get_doc_crop",
+    "ocr",
+    "lookup_vendor",
+    "lookup_vendor_history",
+    "lookup_policy",
+    "lookup_po",
+    "lookup_receipt",
+    "search_ledger",
+    "inspect_email_thread",
+    "compare_bank_account",
+    "request_callback_verification",
+    "freeze_vendor_profile",
+    "request_bank_change_approval_chain",
+    "request_po_reconciliation",
+    "request_additional_receipt_evidence",
+    "route_to_procurement",
+    "route_to_security",
+    "flag_duplicate_cluster_review",
+    "create_human_handoff",
+    "submit_decision",
+];
+
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let b: BTreeMap<&String, Value> = m.iter().map(|(k, x)| (k, sorted(x))).collect();
+            Value::Object(b.into_iter().map(|(k, x)| (k.clone(), x)).collect())
+        }
+        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+        x => x.clone(),
+    }
+}
+
+pub fn prompt(initial: &Value) -> String {
+    format!(
+        "You are a LedgerShield AP control agent in a partially observable environment. Return only JSON of the form {{\"actions\":[{{\"action_type\":...,\"payload\":{{...}}}}]}}.\nAllowed action types: {}.\nCase context:\n{}\nReturn JSON only. Do not explain the plan.",
+        ACTIONS.join(", "),
+        serde_json::to_string_pretty(&sorted(initial)).unwrap_or_default()
+    )
+}
+
+fn trim(v: &Value, depth: u32) -> Value {
+    match v {
+        Value::String(s) => Value::String(s.chars().take(240).collect()),
+        Value::Array(a) if depth < 3 => {
+            Value::Array(a.iter().take(12).map(|x| trim(x, depth + 1)).collect())
+        }
+        Value::Object(o) if depth < 3 => Value::Object(
+            o.iter()
+                .take(12)
+                .map(|(k, x)| (k.chars().take(80).collect(), trim(x, depth + 1)))
+                .collect(),
+        ),
+        Value::Array(_) | Value::Object(_) => {
+            Value::String(v.to_string().chars().take(120).collect())
+        }
+        x => x.clone(),
+    }
+}
+
+/// The compact submit payload used as the SFT completion (§8.1).
+pub fn compact_submit(p: &Map<String, Value>) -> Map<String, Value> {
+    let mut out = Map::new();
+    out.insert(
+        "decision".into(),
+        p.get("decision")
+            .cloned()
+            .unwrap_or_else(|| json!("NEEDS_REVIEW")),
+    );
+    let c = p.get("confidence").and_then(Value::as_f64).unwrap_or(0.75);
+    out.insert("confidence".into(), json!((c * 1000.0).round() / 1000.0));
+    for k in [
+        "reason_codes",
+        "fraud_flags",
+        "discrepancies",
+        "campaign_signals",
+        "duplicate_invoice_ids",
+        "duplicate_links",
+        "cross_invoice_links",
+    ] {
+        if let Some(a) = p.get(k).and_then(Value::as_array) {
+            out.insert(
+                k.into(),
+                Value::Array(
+                    a.iter()
+                        .take(5)
+                        .filter_map(Value::as_str)
+                        .map(|s| json!(s.chars().take(80).collect::<String>()))
+                        .collect(),
+                ),
+            );
+        }
+    }
+    for k in [
+        "policy_checks",
+        "evidence_map",
+        "extracted_fields",
+        "line_items",
+        "predicted_probabilities",
+        "counterfactual",
+    ] {
+        if let Some(v) = p.get(k) {
+            out.insert(k.into(), trim(v, 0));
+        }
+    }
+    out
+}
+
+fn actions_of(rec: &EpisodeRecord, compact: bool) -> Value {
+    let acts: Vec<Value> = rec
+        .trajectory
+        .iter()
+        .map(|s| {
+            let mut p = s.payload.clone();
+            p.remove("decision_certificate");
+            if compact && s.action_type == "submit_decision" {
+                p = compact_submit(&p);
+            }
+            json!({"action_type": s.action_type, "payload": p})
+        })
+        .collect();
+    json!({"actions": acts})
+}
+
+fn fnv(s: &str, seed: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
+    for b in s.as_bytes() {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Split base cases: a seeded order, the first `fraction` (at least one, never all) for evaluation.
+pub fn split_bases(
+    bases: &BTreeSet<String>,
+    fraction: f64,
+    seed: u64,
+) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut order: Vec<&String> = bases.iter().collect();
+    order.sort_by_key(|b| (fnv(b, seed), (*b).clone()));
+    let n = order.len();
+    let k = if n < 2 {
+        0
+    } else {
+        ((n as f64 * fraction.clamp(0.0, 1.0)).round() as usize).clamp(1, n - 1)
+    };
+    let eval: BTreeSet<String> = order.iter().take(k).map(|s| (*s).clone()).collect();
+    let train: BTreeSet<String> = order.iter().skip(k).map(|s| (*s).clone()).collect();
+    (train, eval)
+}
+
+pub fn run(args: ExportArgs) -> Result<()> {
+    if !args.db.exists() {
+        bail!(
+            "no database at {}; run `ledgershield run --agent teacher` first",
+            args.db.display()
+        );
+    }
+    let store = Store::open(&args.db)?;
+    let runs: Vec<String> = if args.runs.is_empty() {
+        store.list_runs(1)?.into_iter().map(|r| r.run_id).collect()
+    } else {
+        args.runs.clone()
+    };
+    if runs.is_empty() {
+        bail!("the database has no runs; run `ledgershield run --agent teacher` first");
+    }
+    let mut episodes = Vec::new();
+    for r in &runs {
+        for row in store.episodes(Some(r), 100_000)? {
+            let rec: EpisodeRecord = serde_json::from_value(row.record.clone())
+                .with_context(|| format!("episode {} of {r}", row.idx))?;
+            episodes.push((row.base_case_id.clone(), rec));
+        }
+    }
+    std::fs::create_dir_all(&args.out)?;
+    match args.format {
+        ExportFormat::Trajectories => {
+            let list: Vec<Value> = episodes
+                .iter()
+                .map(|(_, rec)| {
+                    let steps: Vec<Value> = rec
+                        .trajectory
+                        .iter()
+                        .map(|s| {
+                            let mut p = s.payload.clone();
+                            p.remove("decision_certificate");
+                            json!({"step": s.step, "action": {"action_type": s.action_type, "payload": p}, "reward": s.reward, "done": s.done, "error": s.error})
+                        })
+                        .collect();
+                    json!({
+                        "case_id": rec.case_id, "initial_observation": rec.initial_observation, "steps": steps,
+                        "result": {"final_score": rec.final_score, "result_class": rec.result_class, "decision": rec.decision, "steps": rec.steps, "total_reward": rec.total_reward, "agent": rec.agent, "model": rec.model},
+                    })
+                })
+                .collect();
+            let path = args.out.join("openenv_trajectories.json");
+            std::fs::write(&path, serde_json::to_string_pretty(&list)?)?;
+            eprintln!("wrote {} trajectories to {}", list.len(), path.display());
+        }
+        ExportFormat::Sft => {
+            let bases: BTreeSet<String> = episodes.iter().map(|e| e.0.clone()).collect();
+            let (train, eval) = split_bases(&bases, args.eval_fraction, args.seed);
+            let mut files = [String::new(), String::new()];
+            let mut counts = [0usize; 2];
+            for (base, rec) in &episodes {
+                let side = usize::from(eval.contains(base));
+                let row = json!({
+                    "prompt": prompt(&rec.initial_observation),
+                    "completion": compact_ascii_json(&actions_of(rec, true)),
+                    "teacher_completion": compact_ascii_json(&actions_of(rec, false)),
+                    "metadata": {"case_id": rec.case_id, "base_case_id": base, "task_type": rec.task_type, "score": rec.final_score, "steps": rec.steps, "final_decision": rec.decision, "result_class": rec.result_class, "split": if side == 1 { "eval" } else { "train" }},
+                });
+                files[side].push_str(&serde_json::to_string(&row)?);
+                files[side].push('\n');
+                counts[side] += 1;
+            }
+            std::fs::write(args.out.join("sft_train.jsonl"), &files[0])?;
+            std::fs::write(args.out.join("sft_eval.jsonl"), &files[1])?;
+            let split = json!({"split_by": "base_case_id", "seed": args.seed, "eval_fraction": args.eval_fraction, "train_base_cases": train, "eval_base_cases": eval, "train_count": counts[0], "eval_count": counts[1], "runs": runs});
+            std::fs::write(
+                args.out.join("split.json"),
+                serde_json::to_string_pretty(&split)?,
+            )?;
+            eprintln!(
+                "wrote {} train and {} eval examples to {}",
+                counts[0],
+                counts[1],
+                args.out.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_is_by_base_and_never_empty() {
+        let bases: BTreeSet<String> = (0..10).map(|i| format!("CASE-{i}")).collect();
+        let (train, eval) = split_bases(&bases, 0.3, 7);
+        assert_eq!(eval.len(), 3);
+        assert_eq!(train.len(), 7);
+        assert!(train.is_disjoint(&eval));
+        assert_eq!(split_bases(&bases, 0.3, 7), (train, eval), "deterministic");
+        let one: BTreeSet<String> = ["X".to_owned()].into();
+        assert!(split_bases(&one, 0.5, 1).1.is_empty());
+    }
+
+    #[test]
+    fn compact_submit_limits() {
+        let p = json!({"decision": "HOLD", "confidence": 0.93333, "reason_codes": ["a", "b", "c", "d", "e", "f"], "decision_certificate": {"nodes": []}});
+        let c = compact_submit(p.as_object().unwrap());
+        assert_eq!(c["confidence"], 0.933);
+        assert_eq!(c["reason_codes"].as_array().unwrap().len(), 5);
+        assert!(!c.contains_key("decision_certificate"));
+    }
+}

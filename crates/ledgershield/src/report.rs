@@ -1,0 +1,164 @@
+//! `ledgershield report`: build the benchmark report, store it (and the leaderboard) in the
+//! database, optionally write artifacts, and print JSON, markdown or HTML.
+
+use anyhow::{Context, Result};
+use clap::ValueEnum;
+use ls_core::FixtureSet;
+use ls_report::{
+    build_report, leaderboard, leaderboard_entries, render, visualization, LsGen, ReportConfig,
+};
+use ls_store::{LeaderboardRow, Store};
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum ReportFormat {
+    Json,
+    Markdown,
+    Html,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReportArgs {
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: ReportFormat,
+    /// Write benchmark_report.json, leaderboard.json, controlbench_report.json,
+    /// controlbench_visualization.json, report.md and report.html into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long, default_value_t = 100)]
+    pub controlbench_sequence_length: usize,
+    #[arg(long, value_delimiter = ',', default_value = "2026,2027,2028")]
+    pub holdout_seeds: Vec<u64>,
+    #[arg(long, default_value_t = 1)]
+    pub variants_per_case: usize,
+    #[arg(long, default_value_t = 1)]
+    pub pass_k: u32,
+    #[arg(long, default_value_t = 0.85)]
+    pub pass_threshold: f64,
+    /// Agent seed (pass^k trials use seed..seed+k-1).
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+    /// ControlBench sequence seed.
+    #[arg(long, default_value_t = 2026)]
+    pub sequence_seed: u64,
+    /// Agents on the ladder (the first is the protocol agent).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "teacher,random,naive-pay,always-escalate"
+    )]
+    pub agents: Vec<String>,
+    /// Human-baseline summary file.
+    #[arg(long, env = "LEDGERSHIELD_HUMAN_BASELINE_PATH")]
+    pub human_baseline: Option<PathBuf>,
+    #[arg(long, env = "LEDGERSHIELD_DB_PATH", default_value = ls_store::DEFAULT_DB_PATH)]
+    pub db: PathBuf,
+    /// Do not store the report or update the leaderboard.
+    #[arg(long)]
+    pub no_store: bool,
+    /// Leave `generated_at` empty (byte-identical reports for a seed).
+    #[arg(long)]
+    pub no_timestamp: bool,
+}
+
+pub fn run(args: ReportArgs) -> Result<()> {
+    let set = FixtureSet::embedded().context("embedded fixtures")?;
+    let mut agents = args.agents.clone();
+    agents.retain(|a| a != "llm");
+    let cfg = ReportConfig {
+        pass_k: args.pass_k,
+        pass_threshold: args.pass_threshold,
+        holdout_seeds: args.holdout_seeds.iter().copied().take(16).collect(),
+        variants_per_case: args.variants_per_case.clamp(1, 8),
+        controlbench_sequence_length: args
+            .controlbench_sequence_length
+            .clamp(1, ls_report::report::MAX_SEQUENCE_LENGTH),
+        sequence_seed: args.sequence_seed,
+        seed: args.seed,
+        primary_agent: agents.first().cloned().unwrap_or_else(|| "teacher".into()),
+        agents,
+        human_baseline_path: args.human_baseline.clone(),
+        generated_at: if args.no_timestamp {
+            String::new()
+        } else {
+            ls_store::utc_now()
+        },
+        ..Default::default()
+    };
+    let gen = LsGen { set: set.clone() };
+    let report = build_report(&set, &gen, &cfg);
+    let entries = leaderboard_entries(&report);
+    let json = serde_json::to_value(&report)?;
+
+    if !args.no_store {
+        let mut store =
+            Store::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
+        let id = format!(
+            "report-{}-{}",
+            cfg.sequence_seed,
+            if report.generated_at.is_empty() {
+                "unstamped".into()
+            } else {
+                report.generated_at.replace([':', '-'], "")
+            }
+        );
+        store.save_report(&id, &report.generated_at, &json)?;
+        for e in &entries {
+            store.upsert_leaderboard(&LeaderboardRow {
+                model: e.model.clone(),
+                agent_type: e.agent_type.clone(),
+                temperature: e.temperature,
+                pass_k: e.pass_k,
+                updated_at: e.updated_at.clone(),
+                entry: serde_json::to_value(e)?,
+            })?;
+        }
+        if let Some(q) = &report.controlbench_quarter {
+            // The quarter's final institutional memory, for later inspection.
+            store.save_memory_snapshot(
+                &format!("{id}-controlbench"),
+                &report.generated_at,
+                &serde_json::to_value(&q.institutional_memory_after)?,
+            )?;
+        }
+        eprintln!(
+            "stored {id} and {} leaderboard entries in {}",
+            entries.len(),
+            args.db.display()
+        );
+    }
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let write = |name: &str, text: String| {
+            std::fs::write(dir.join(name), text).with_context(|| format!("writing {name}"))
+        };
+        write(
+            "benchmark_report.json",
+            serde_json::to_string_pretty(&json)?,
+        )?;
+        write(
+            "leaderboard.json",
+            serde_json::to_string_pretty(&leaderboard(
+                entries.clone(),
+                Some(report.generated_at.clone()),
+            ))?,
+        )?;
+        write(
+            "controlbench_report.json",
+            serde_json::to_string_pretty(&report.controlbench_quarter)?,
+        )?;
+        write(
+            "controlbench_visualization.json",
+            serde_json::to_string_pretty(&visualization(Some(&report), &Default::default()))?,
+        )?;
+        write("report.md", render::markdown(&report))?;
+        write("report.html", render::html(&report))?;
+        eprintln!("wrote artifacts to {}", dir.display());
+    }
+    match args.format {
+        ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&json)?),
+        ReportFormat::Markdown => println!("{}", render::markdown(&report)),
+        ReportFormat::Html => println!("{}", render::html(&report)),
+    }
+    Ok(())
+}

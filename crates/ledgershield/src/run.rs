@@ -1,0 +1,433 @@
+//! `ledgershield run`: play cases with an agent (in-process or over HTTP), print per-case results,
+//! store the run (episodes and trajectories) in the database.
+
+use anyhow::{bail, Context, Result};
+use clap::ValueEnum;
+use indicatif::{ProgressBar, ProgressStyle};
+use ls_agents::llm::ContractPrinter;
+use ls_agents::{
+    offline_agent, run_episode, Agent, EpisodeRecord, HttpEnv, LlmAgent, LlmConfig, LocalEnv,
+    StepObserver,
+};
+use ls_core::schema::Case;
+use ls_core::FixtureSet;
+use ls_env::{CasePool, EnvConfig, Environment, ResetRequest, TrackMode};
+use ls_report::gen::{CaseSource, LsGen};
+use ls_store::{EpisodeRow, RunRow, Store};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum OutputFormat {
+    Table,
+    Json,
+    /// The `[START]`/`[STEP]`/`[END]` stdout contract.
+    Contract,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Suite {
+    Public,
+    Holdout,
+    Twins,
+    Certificate,
+    Quarter,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Agent: teacher, random, naive-pay, always-escalate, llm (and teacher ablations
+    /// teacher-no-controls, teacher-no-certificate, teacher-no-artifact-wait).
+    #[arg(long, default_value = "teacher")]
+    pub agent: String,
+    /// Case ids (comma separated); default: every case of the suite.
+    #[arg(long, value_delimiter = ',')]
+    pub cases: Vec<String>,
+    /// Which cases to play in-process (generated suites use `--seed`).
+    #[arg(long, value_enum, default_value = "public")]
+    pub suite: Suite,
+    /// Play against a running server instead of in-process.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Output format (the llm agent defaults to the stdout contract).
+    #[arg(long, value_enum)]
+    pub format: Option<OutputFormat>,
+    /// Seed for agents' randomness and for generated suites.
+    #[arg(long, default_value_t = 2026)]
+    pub seed: u64,
+    /// Trials per case (pass^k).
+    #[arg(long, default_value_t = 1)]
+    pub pass_k: u32,
+    /// Pass threshold for pass^k.
+    #[arg(long, default_value_t = 0.85)]
+    pub pass_threshold: f64,
+    /// Observation mode for in-process runs.
+    #[arg(long, default_value = "blind")]
+    pub track_mode: String,
+    /// OpenAI-compatible API base (llm agent), e.g. https://api.openai.com/v1.
+    #[arg(long, env = "API_BASE_URL")]
+    pub api_base: Option<String>,
+    /// Model name (llm agent).
+    #[arg(long, env = "MODEL_NAME", default_value = "gpt-4o-mini")]
+    pub model: String,
+    /// Sampling temperature (llm agent).
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// Per-request timeout in seconds (llm and HTTP).
+    #[arg(long, default_value_t = 60)]
+    pub timeout_secs: u64,
+    /// Retries per model call.
+    #[arg(long, default_value_t = 3)]
+    pub retries: u32,
+    /// Database path.
+    #[arg(long, env = "LEDGERSHIELD_DB_PATH", default_value = ls_store::DEFAULT_DB_PATH)]
+    pub db: PathBuf,
+    /// Do not store the run.
+    #[arg(long)]
+    pub no_store: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct EpisodeOut {
+    case_id: String,
+    trial: u32,
+    final_score: f64,
+    result_class: String,
+    decision: String,
+    steps: u32,
+    reward: f64,
+    unsafe_release: bool,
+    errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct Metrics {
+    episode_count: usize,
+    case_count: usize,
+    mean_score: f64,
+    min_score: f64,
+    unsafe_release_rate: f64,
+    control_satisfied_resolution_rate: f64,
+    pass_rate: f64,
+    pass_k_consistent_rate: f64,
+    mean_steps: f64,
+    mean_reward: f64,
+    result_class_counts: BTreeMap<String, usize>,
+    api_calls: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct RunOut {
+    run_id: String,
+    agent: String,
+    model: String,
+    agent_type: String,
+    suite: String,
+    seed: u64,
+    pass_k: u32,
+    episodes: Vec<EpisodeOut>,
+    metrics: Metrics,
+}
+
+fn r4(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
+pub fn make_agent(args: &RunArgs) -> Result<Box<dyn Agent>> {
+    if args.agent == "llm" {
+        let base = args
+            .api_base
+            .clone()
+            .context("--api-base (or API_BASE_URL) is required for the llm agent")?;
+        return Ok(Box::new(LlmAgent::new(LlmConfig {
+            api_base: base,
+            model: args.model.clone(),
+            api_key: LlmConfig::key_from_env(),
+            temperature: args.temperature,
+            timeout: Duration::from_secs(args.timeout_secs.clamp(1, 600)),
+            max_retries: args.retries.min(8),
+            backoff: Duration::from_millis(500),
+        })));
+    }
+    offline_agent(&args.agent).with_context(|| {
+        format!(
+            "unknown agent '{}'; use teacher, random, naive-pay, always-escalate or llm",
+            args.agent
+        )
+    })
+}
+
+fn suite_cases(set: &FixtureSet, suite: Suite, seed: u64) -> Result<Vec<Case>> {
+    let gen = LsGen { set: set.clone() };
+    let r = match suite {
+        Suite::Public => Ok(set.cases.clone()),
+        Suite::Holdout => gen.holdout(seed, 1),
+        Suite::Twins => Ok(set
+            .cases
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                matches!(
+                    c.task_type,
+                    ls_core::TaskType::TaskD | ls_core::TaskType::TaskE
+                ) && c.gold.unsafe_if_pay
+            })
+            .filter_map(|(i, c)| gen.twin(c, seed.wrapping_add(i as u64)).ok().flatten())
+            .collect()),
+        Suite::Certificate => gen.certificate_required(),
+        Suite::Quarter => gen.quarter(100, seed),
+    };
+    r.map_err(|e| anyhow::anyhow!(e))
+}
+
+fn base_case(case: Option<&Case>, case_id: &str) -> String {
+    case.and_then(|c| c.generator_metadata.as_ref())
+        .and_then(|g| g.base_case_id.clone())
+        .unwrap_or_else(|| case_id.split("::").next().unwrap_or(case_id).to_owned())
+}
+
+struct Tee<'a> {
+    contract: Option<ContractPrinter<std::io::Stdout>>,
+    bar: &'a ProgressBar,
+}
+
+impl StepObserver for Tee<'_> {
+    fn on_start(&mut self, case_id: &str, model: &str) {
+        self.bar.set_message(case_id.to_owned());
+        if let Some(c) = &mut self.contract {
+            c.on_start(case_id, model);
+        }
+    }
+    fn on_step(&mut self, rec: &ls_agents::StepRecord) {
+        if let Some(c) = &mut self.contract {
+            c.on_step(rec);
+        }
+    }
+    fn on_end(&mut self, rec: &EpisodeRecord) {
+        if let Some(c) = &mut self.contract {
+            c.on_end(rec);
+        }
+    }
+}
+
+pub fn run(args: RunArgs) -> Result<()> {
+    let set = FixtureSet::embedded().context("embedded fixtures")?;
+    let format = args.format.unwrap_or(if args.agent == "llm" {
+        OutputFormat::Contract
+    } else {
+        OutputFormat::Table
+    });
+    let mut agent = make_agent(&args)?;
+    let suite_cases = if args.url.is_some() && args.suite != Suite::Public {
+        bail!("--url plays the server's own cases; use --suite public with --url")
+    } else {
+        suite_cases(&set, args.suite, args.seed)?
+    };
+    let cases: Vec<Case> = if args.cases.is_empty() {
+        suite_cases.clone()
+    } else {
+        let mut out = Vec::new();
+        for id in &args.cases {
+            match suite_cases.iter().find(|c| c.case_id == id.trim()) {
+                Some(c) => out.push(c.clone()),
+                None if args.url.is_some() => {
+                    let mut c = suite_cases.first().cloned().context("no cases")?;
+                    c.case_id = id.trim().to_owned();
+                    out.push(c);
+                }
+                None => bail!("unknown case id '{}' in suite {:?}", id, args.suite),
+            }
+        }
+        out
+    };
+    if cases.len() > 10_000 {
+        bail!("too many cases ({})", cases.len());
+    }
+    let pool = Arc::new(CasePool {
+        cases: cases.iter().cloned().map(Arc::new).collect(),
+        master: Arc::new(set.master.clone()),
+    });
+    let mode = TrackMode::parse(&args.track_mode);
+    let pass_k = args.pass_k.clamp(1, 16);
+    let debug = std::env::var("LEDGERSHIELD_DEBUG").is_ok_and(|v| v == "1");
+    let bar = if format == OutputFormat::Contract && !debug {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new((cases.len() as u64) * u64::from(pass_k))
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let run_id = format!(
+        "run-{}-{}-{}",
+        args.agent,
+        args.seed,
+        ls_store::utc_now().replace([':', '-'], "")
+    );
+    let mut tee = Tee {
+        contract: (format == OutputFormat::Contract)
+            .then(|| ContractPrinter::new(std::io::stdout(), &agent.model())),
+        bar: &bar,
+    };
+    let mut records: Vec<(Option<&Case>, u32, EpisodeRecord)> = Vec::new();
+    for case in &cases {
+        for t in 0..pass_k {
+            let req = ResetRequest {
+                case_id: Some(case.case_id.clone()),
+                ..Default::default()
+            };
+            let seed = args.seed.wrapping_add(u64::from(t));
+            let rec = match &args.url {
+                Some(url) => {
+                    let mut client = HttpEnv::new(
+                        url,
+                        &format!("{run_id}-{}-{t}", records.len()),
+                        Duration::from_secs(args.timeout_secs.clamp(1, 600)),
+                    )?;
+                    run_episode(agent.as_mut(), &mut client, &req, seed, &mut tee)
+                }
+                None => {
+                    let mut env = Environment::new(pool.clone(), EnvConfig { track_mode: mode });
+                    run_episode(
+                        agent.as_mut(),
+                        &mut LocalEnv::new(&mut env),
+                        &req,
+                        seed,
+                        &mut tee,
+                    )
+                }
+            };
+            bar.inc(1);
+            records.push((Some(case), t, rec));
+        }
+    }
+    bar.finish_and_clear();
+
+    let episodes: Vec<EpisodeOut> = records
+        .iter()
+        .map(|(_, t, r)| EpisodeOut {
+            case_id: r.case_id.clone(),
+            trial: *t,
+            final_score: r.final_score,
+            result_class: r.result_class.clone(),
+            decision: r.decision.clone(),
+            steps: r.steps,
+            reward: r.total_reward,
+            unsafe_release: r.unsafe_release,
+            errors: r.errors.clone(),
+        })
+        .collect();
+    let n = episodes.len().max(1) as f64;
+    let mut classes = BTreeMap::new();
+    for e in &episodes {
+        *classes.entry(e.result_class.clone()).or_insert(0) += 1;
+    }
+    let mut per_case: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for e in &episodes {
+        per_case
+            .entry(e.case_id.as_str())
+            .or_default()
+            .push(e.final_score);
+    }
+    let metrics = Metrics {
+        episode_count: episodes.len(),
+        case_count: per_case.len(),
+        mean_score: r4(episodes.iter().map(|e| e.final_score).sum::<f64>() / n),
+        min_score: r4(episodes
+            .iter()
+            .map(|e| e.final_score)
+            .fold(f64::INFINITY, f64::min)
+            .min(1.0)),
+        unsafe_release_rate: r4(episodes.iter().filter(|e| e.unsafe_release).count() as f64 / n),
+        control_satisfied_resolution_rate: r4(records
+            .iter()
+            .map(|r| r.2.control_satisfied_resolution)
+            .sum::<f64>()
+            / n),
+        pass_rate: r4(episodes
+            .iter()
+            .filter(|e| e.final_score >= args.pass_threshold)
+            .count() as f64
+            / n),
+        pass_k_consistent_rate: r4(per_case
+            .values()
+            .filter(|v| v.iter().all(|s| *s >= args.pass_threshold))
+            .count() as f64
+            / per_case.len().max(1) as f64),
+        mean_steps: r4(episodes.iter().map(|e| f64::from(e.steps)).sum::<f64>() / n),
+        mean_reward: r4(episodes.iter().map(|e| e.reward).sum::<f64>() / n),
+        result_class_counts: classes,
+        api_calls: agent.api_calls(),
+    };
+    let out = RunOut {
+        run_id: run_id.clone(),
+        agent: agent.name(),
+        model: agent.model(),
+        agent_type: agent.agent_type(),
+        suite: format!("{:?}", args.suite).to_lowercase(),
+        seed: args.seed,
+        pass_k,
+        episodes,
+        metrics,
+    };
+
+    if !args.no_store {
+        let mut store =
+            Store::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
+        let rows: Vec<EpisodeRow> = records
+            .iter()
+            .enumerate()
+            .map(|(i, (case, _, r))| EpisodeRow {
+                run_id: run_id.clone(),
+                idx: i as u32,
+                case_id: r.case_id.clone(),
+                base_case_id: base_case(*case, &r.case_id),
+                task_type: r.task_type.clone(),
+                final_score: r.final_score,
+                result_class: r.result_class.clone(),
+                decision: r.decision.clone(),
+                steps: r.steps,
+                total_reward: r.total_reward,
+                record: serde_json::to_value(r).unwrap_or_default(),
+            })
+            .collect();
+        let row = RunRow {
+            run_id: run_id.clone(),
+            kind: "run".into(),
+            agent: out.agent.clone(),
+            model: out.model.clone(),
+            agent_type: out.agent_type.clone(),
+            seed: args.seed,
+            created_at: ls_store::utc_now(),
+            case_count: out.metrics.case_count as u32,
+            mean_score: out.metrics.mean_score,
+            summary: serde_json::to_value(&out.metrics)?,
+        };
+        store.save_run(&row, &rows)?;
+        eprintln!("stored run {run_id} in {}", args.db.display());
+    }
+
+    match format {
+        OutputFormat::Contract => {}
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&out)?),
+        OutputFormat::Table => {
+            println!(
+                "{:<34} {:>6} {:<30} {:<15} {:>5} {:>8}",
+                "case", "score", "result_class", "decision", "steps", "reward"
+            );
+            for e in &out.episodes {
+                println!(
+                    "{:<34} {:>6.4} {:<30} {:<15} {:>5} {:>8.4}",
+                    e.case_id, e.final_score, e.result_class, e.decision, e.steps, e.reward
+                );
+            }
+            let m = &out.metrics;
+            println!("\nagent {} ({}): mean {:.4}, min {:.4}, unsafe release rate {:.4}, CSR {:.4}, pass rate {:.4}, pass^{} consistent {:.4}", out.agent, out.model, m.mean_score, m.min_score, m.unsafe_release_rate, m.control_satisfied_resolution_rate, m.pass_rate, pass_k, m.pass_k_consistent_rate);
+        }
+    }
+    Ok(())
+}

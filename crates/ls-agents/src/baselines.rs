@@ -1,0 +1,129 @@
+//! Untrained baselines: seeded random, naive PAY, always ESCALATE_FRAUD.
+
+use crate::runner::{Action, Agent};
+use ls_env::StepEnvelope;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+const DECISIONS: [&str; 4] = ["PAY", "HOLD", "NEEDS_REVIEW", "ESCALATE_FRAUD"];
+const TOOLS: [&str; 6] = [
+    "ocr",
+    "zoom",
+    "lookup_policy",
+    "search_ledger",
+    "lookup_vendor",
+    "compare_bank_account",
+];
+
+/// Seeded random policy: a few random investigation steps on visible documents, then a uniformly
+/// random decision with a random confidence. The same seed and case give the same episode.
+pub struct RandomAgent {
+    rng: ChaCha8Rng,
+    planned_tools: u32,
+    taken: u32,
+}
+
+impl Default for RandomAgent {
+    fn default() -> Self {
+        Self {
+            rng: ChaCha8Rng::seed_from_u64(0),
+            planned_tools: 0,
+            taken: 0,
+        }
+    }
+}
+
+impl Agent for RandomAgent {
+    fn name(&self) -> String {
+        "random".into()
+    }
+    fn model(&self) -> String {
+        "ledgershield/random-baseline".into()
+    }
+    fn agent_type(&self) -> String {
+        "random-policy".into()
+    }
+    fn begin(&mut self, reset: &StepEnvelope, seed: u64) {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in reset.observation.case_id.bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.rng = ChaCha8Rng::seed_from_u64(seed ^ h);
+        self.planned_tools = self.rng.random_range(0..=3);
+        self.taken = 0;
+    }
+    fn next_action(&mut self, last: &StepEnvelope) -> Action {
+        let o = &last.observation;
+        let steps_left = o.max_steps.saturating_sub(o.step_count);
+        if self.taken < self.planned_tools && steps_left > 1 {
+            self.taken += 1;
+            let doc = o
+                .visible_documents
+                .get(self.rng.random_range(0..o.visible_documents.len().max(1)))
+                .map(|d| d.doc_id.clone())
+                .unwrap_or_default();
+            let tool = TOOLS[self.rng.random_range(0..TOOLS.len())];
+            let payload = match tool {
+                "ocr" => json!({"doc_id": doc, "mode": "fast"}),
+                "zoom" => json!({"doc_id": doc}),
+                "lookup_policy" => json!({}),
+                "search_ledger" => json!({"amount": self.rng.random_range(100..10_000)}),
+                _ => json!({"vendor_key": "unknown-vendor", "proposed_bank_account": "0000"}),
+            };
+            return Action::new(tool, payload);
+        }
+        let decision = DECISIONS[self.rng.random_range(0..DECISIONS.len())];
+        let confidence = (self.rng.random_range(0.25..0.95_f64) * 1000.0).round() / 1000.0;
+        Action::new(
+            "submit_decision",
+            json!({"decision": decision, "confidence": confidence, "reason_codes": ["random_untrained_policy"]}),
+        )
+    }
+}
+
+/// Submits PAY at once.
+#[derive(Default)]
+pub struct NaivePayAgent;
+
+impl Agent for NaivePayAgent {
+    fn name(&self) -> String {
+        "naive-pay".into()
+    }
+    fn model(&self) -> String {
+        "ledgershield/naive-pay-baseline".into()
+    }
+    fn agent_type(&self) -> String {
+        "deterministic-policy".into()
+    }
+    fn begin(&mut self, _reset: &StepEnvelope, _seed: u64) {}
+    fn next_action(&mut self, _last: &StepEnvelope) -> Action {
+        Action::new(
+            "submit_decision",
+            json!({"decision": "PAY", "confidence": 0.5, "reason_codes": ["naive_untrained_release"]}),
+        )
+    }
+}
+
+/// Submits ESCALATE_FRAUD at once.
+#[derive(Default)]
+pub struct AlwaysEscalateAgent;
+
+impl Agent for AlwaysEscalateAgent {
+    fn name(&self) -> String {
+        "always-escalate".into()
+    }
+    fn model(&self) -> String {
+        "ledgershield/always-escalate-baseline".into()
+    }
+    fn agent_type(&self) -> String {
+        "deterministic-policy".into()
+    }
+    fn begin(&mut self, _reset: &StepEnvelope, _seed: u64) {}
+    fn next_action(&mut self, _last: &StepEnvelope) -> Action {
+        Action::new(
+            "submit_decision",
+            json!({"decision": "ESCALATE_FRAUD", "confidence": 0.72, "reason_codes": ["always_escalate_policy"]}),
+        )
+    }
+}

@@ -1,0 +1,50 @@
+//! `ls-agents`: agents that play LedgerShield through its public interface only.
+//!
+//! * [`client`]: the environment interface ([`EnvClient`]) with in-process and HTTP implementations.
+//! * [`runner`]: the [`Agent`] trait, [`run_episode`] and the recorded [`EpisodeRecord`].
+//! * [`baselines`]: seeded `random`, `naive-pay`, `always-escalate`.
+//! * [`teacher`]: the deterministic investigating teacher (observations and tool results only).
+//! * [`facts`]: reading OCR lines into invoices and emails with their token references.
+//! * [`llm`]: an OpenAI-compatible chat-completions agent with capability tiers, output repair,
+//!   retries and the `[START]`/`[STEP]`/`[END]` stdout contract.
+//!
+//! No agent reads `case.gold` or the hidden world: they see `StepEnvelope`s, nothing else.
+
+pub mod baselines;
+pub mod client;
+pub mod facts;
+pub mod llm;
+pub mod runner;
+pub mod teacher;
+
+pub use baselines::{AlwaysEscalateAgent, NaivePayAgent, RandomAgent};
+pub use client::{ClientError, EnvClient, HttpEnv, LocalEnv};
+pub use llm::{CapabilityProfile, LlmAgent, LlmConfig};
+pub use runner::{run_episode, Action, Agent, EpisodeRecord, Silent, StepObserver, StepRecord};
+pub use teacher::{TeacherAgent, TeacherConfig};
+
+/// Agents that need no external service.
+pub const OFFLINE_AGENTS: [&str; 4] = ["teacher", "random", "naive-pay", "always-escalate"];
+
+/// Build an offline agent by name.
+pub fn offline_agent(name: &str) -> Option<Box<dyn Agent>> {
+    Some(match name {
+        "teacher" => Box::new(TeacherAgent::new()),
+        "random" => Box::new(RandomAgent::default()),
+        "naive-pay" | "naive_pay" => Box::new(NaivePayAgent),
+        "always-escalate" | "always_escalate" => Box::new(AlwaysEscalateAgent),
+        "teacher-no-controls" => Box::new(TeacherAgent::with_config(TeacherConfig {
+            interventions: false,
+            ..Default::default()
+        })),
+        "teacher-no-certificate" => Box::new(TeacherAgent::with_config(TeacherConfig {
+            certificate: false,
+            ..Default::default()
+        })),
+        "teacher-no-artifact-wait" => Box::new(TeacherAgent::with_config(TeacherConfig {
+            wait_for_artifacts: false,
+            ..Default::default()
+        })),
+        _ => return None,
+    })
+}

@@ -1,0 +1,577 @@
+//! An agent for any OpenAI-compatible chat-completions endpoint.
+//!
+//! Each step the model sees a compact, bounded projection of the observation and answers with one
+//! JSON action. Transport errors, timeouts, 429/5xx answers are retried with exponential backoff;
+//! malformed output is repaired when the capability tier allows it; refusals and unusable output
+//! fall back to a safe `NEEDS_REVIEW` submission, so a run never crashes on a bad model.
+
+use crate::runner::{Action, Agent, EpisodeRecord, StepObserver, StepRecord};
+use ls_env::StepEnvelope;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::Duration;
+
+/// Capability profile derived from the model name (documented tiers).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapabilityProfile {
+    pub model: String,
+    pub capability_score: f64,
+    pub tier: String,
+    pub plan_mode: String,
+    pub repair_level: String,
+    pub investigation_bonus: u32,
+    pub intervention_bonus: u32,
+    pub decision_tokens: u32,
+    pub planning_tokens: u32,
+    pub pending_artifact_waits: u32,
+}
+
+impl CapabilityProfile {
+    pub fn from_model(model: &str) -> Self {
+        let n = model.trim().to_ascii_lowercase();
+        let mut score = if n.contains("gpt-4o") {
+            4.6
+        } else if let Some(rest) = n.split("gpt-").nth(1) {
+            let num: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            num.trim_end_matches('.').parse::<f64>().unwrap_or(4.0)
+        } else {
+            4.0
+        };
+        for (word, delta) in [
+            ("pro", 0.5),
+            ("latest", 0.2),
+            ("mini", -0.7),
+            ("nano", -1.1),
+            ("turbo", -0.3),
+        ] {
+            if n.contains(word) {
+                score += delta;
+            }
+        }
+        let score = (score * 100.0).round() / 100.0;
+        let (tier, plan, repair, bonus, dt, pt, waits) = if score >= 5.0 {
+            ("elite", "llm", "partial", 2, 1536, 640, 2)
+        } else if score >= 4.5 {
+            ("strong", "hybrid", "partial", 1, 1280, 512, 1)
+        } else {
+            ("standard", "llm", "none", 0, 512, 384, 0)
+        };
+        Self {
+            model: model.to_owned(),
+            capability_score: score,
+            tier: tier.into(),
+            plan_mode: plan.into(),
+            repair_level: repair.into(),
+            investigation_bonus: bonus,
+            intervention_bonus: bonus,
+            decision_tokens: dt,
+            planning_tokens: pt,
+            pending_artifact_waits: waits,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct LlmConfig {
+    pub api_base: String,
+    pub model: String,
+    pub api_key: Option<String>,
+    pub temperature: f64,
+    pub timeout: Duration,
+    pub max_retries: u32,
+    pub backoff: Duration,
+}
+
+impl LlmConfig {
+    /// Key from `OPENAI_API_KEY`, else `LEDGERSHIELD_API_KEY`.
+    pub fn key_from_env() -> Option<String> {
+        std::env::var("OPENAI_API_KEY")
+            .ok()
+            .or_else(|| std::env::var("LEDGERSHIELD_API_KEY").ok())
+            .filter(|k| !k.trim().is_empty())
+    }
+}
+
+/// Outcome of one model call after retries.
+#[derive(Debug, Clone, PartialEq)]
+enum Reply {
+    Text(String),
+    Refusal(String),
+    Failed(String),
+}
+
+pub struct LlmAgent {
+    cfg: LlmConfig,
+    pub profile: CapabilityProfile,
+    http: Option<reqwest::blocking::Client>,
+    calls: u64,
+    failures: u64,
+    history: Vec<String>,
+    hint: crate::teacher::TeacherAgent,
+}
+
+const SYSTEM_PROMPT: &str = "You are a LedgerShield accounts-payable control agent in a partially observable environment. \
+Investigate with tools, use interventions when evidence calls for them, then submit a decision. \
+Reply with exactly one JSON object and nothing else: {\"action_type\": \"...\", \"payload\": {...}}. \
+Investigation actions: zoom, get_doc_crop, ocr, lookup_vendor, lookup_vendor_history, lookup_policy, lookup_po, lookup_receipt, search_ledger, inspect_email_thread, compare_bank_account. \
+Interventions: request_callback_verification, freeze_vendor_profile, request_bank_change_approval_chain, request_po_reconciliation, request_additional_receipt_evidence, route_to_procurement, route_to_security, flag_duplicate_cluster_review, create_human_handoff. \
+Final: submit_decision with payload {decision: PAY|HOLD|NEEDS_REVIEW|ESCALATE_FRAUD, confidence, reason_codes, policy_checks, evidence_map, counterfactual}.";
+
+/// Longest text of the last tool result shown to the model.
+const MAX_RESULT_CHARS: usize = 3_000;
+const MAX_HISTORY: usize = 24;
+
+impl LlmAgent {
+    pub fn new(cfg: LlmConfig) -> Self {
+        let profile = CapabilityProfile::from_model(&cfg.model);
+        let http = reqwest::blocking::Client::builder()
+            .timeout(cfg.timeout)
+            .build()
+            .ok();
+        Self {
+            cfg,
+            profile,
+            http,
+            calls: 0,
+            failures: 0,
+            history: Vec::new(),
+            hint: crate::teacher::TeacherAgent::new(),
+        }
+    }
+
+    pub fn failures(&self) -> u64 {
+        self.failures
+    }
+
+    fn prompt(&self, last: &StepEnvelope, hint: Option<&Action>) -> String {
+        let o = &last.observation;
+        let mut result = serde_json::to_string(&o.last_tool_result).unwrap_or_default();
+        if result.chars().count() > MAX_RESULT_CHARS {
+            result = result.chars().take(MAX_RESULT_CHARS).collect::<String>() + "…";
+        }
+        let docs: Vec<String> = o
+            .visible_documents
+            .iter()
+            .map(|d| format!("{} ({})", d.doc_id, d.doc_type))
+            .collect();
+        let artifacts: Vec<String> = o
+            .revealed_artifacts
+            .iter()
+            .map(|a| format!("{}: {}", a.artifact_id, a.summary))
+            .collect();
+        let mut s = format!(
+            "Case {} ({}), step {}/{}, budget {:.2}.\nInstruction: {}\nDocuments: {}\nObserved signals: {}\nPending artifacts: {}\nDelivered artifacts: {}\nPrevious actions: {}\nLast result: {}\n",
+            o.case_id,
+            o.task_type,
+            o.step_count,
+            o.max_steps,
+            o.budget_remaining,
+            o.instruction,
+            docs.join(", "),
+            o.risk_snapshot.observed_signals.join(", "),
+            o.pending_events.len(),
+            artifacts.join(" | "),
+            self.history.join("; "),
+            result
+        );
+        if let Some(h) = hint {
+            s.push_str(&format!(
+                "A heuristic planner suggests: {}\n",
+                serde_json::to_string(h).unwrap_or_default()
+            ));
+        }
+        if o.max_steps.saturating_sub(o.step_count) <= 1 {
+            s.push_str("This is your last step: submit_decision now.\n");
+        }
+        s.push_str("Return JSON only.");
+        s
+    }
+
+    fn call(&mut self, user: &str) -> Reply {
+        let Some(http) = self.http.clone() else {
+            return Reply::Failed("HTTP client unavailable".into());
+        };
+        let url = format!(
+            "{}/chat/completions",
+            self.cfg.api_base.trim_end_matches('/')
+        );
+        let body = json!({
+            "model": self.cfg.model,
+            "temperature": self.cfg.temperature,
+            "max_tokens": self.profile.decision_tokens,
+            "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}],
+        });
+        let mut last_err = String::new();
+        for attempt in 0..=self.cfg.max_retries.min(8) {
+            if attempt > 0 {
+                std::thread::sleep(self.cfg.backoff.saturating_mul(1 << (attempt - 1).min(6)));
+            }
+            self.calls += 1;
+            let mut req = http.post(&url).json(&body);
+            if let Some(k) = &self.cfg.api_key {
+                req = req.bearer_auth(k);
+            }
+            let resp = match req.send() {
+                Ok(r) => r,
+                Err(e) => {
+                    last_err = if e.is_timeout() {
+                        "timeout".into()
+                    } else {
+                        format!("transport: {e}")
+                    };
+                    continue;
+                }
+            };
+            let status = resp.status();
+            let text = match resp.text() {
+                Ok(t) => t.chars().take(200_000).collect::<String>(),
+                Err(e) => {
+                    last_err = format!("body: {e}");
+                    continue;
+                }
+            };
+            if status.as_u16() == 429 || status.is_server_error() {
+                last_err = format!("HTTP {status}");
+                continue;
+            }
+            if !status.is_success() {
+                return Reply::Failed(format!("HTTP {status}"));
+            }
+            let Ok(v) = serde_json::from_str::<Value>(&text) else {
+                last_err = "response is not JSON".into();
+                continue;
+            };
+            let choice = v.get("choices").and_then(|c| c.get(0));
+            let msg = choice.and_then(|c| c.get("message"));
+            if let Some(r) = msg
+                .and_then(|m| m.get("refusal"))
+                .and_then(Value::as_str)
+                .filter(|r| !r.is_empty())
+            {
+                return Reply::Refusal(r.chars().take(200).collect());
+            }
+            if choice
+                .and_then(|c| c.get("finish_reason"))
+                .and_then(Value::as_str)
+                == Some("content_filter")
+            {
+                return Reply::Refusal("content_filter".into());
+            }
+            match msg.and_then(|m| m.get("content")).and_then(Value::as_str) {
+                Some(c) => return Reply::Text(c.to_owned()),
+                None => {
+                    last_err = "no message content".into();
+                    continue;
+                }
+            }
+        }
+        self.failures += 1;
+        Reply::Failed(last_err)
+    }
+
+    fn fallback(reason: &str) -> Action {
+        Action::new(
+            "submit_decision",
+            json!({"decision": "NEEDS_REVIEW", "confidence": 0.35, "reason_codes": ["model_output_unparseable"], "policy_checks": {}, "evidence_map": {}, "notes": reason.chars().take(200).collect::<String>()}),
+        )
+    }
+}
+
+/// Parse one action from model text: code fences stripped, first JSON value decoded; accepts
+/// `{action_type, payload}`, `{"action": {...}}` and `{"actions": [...]}` (first entry).
+pub fn parse_action(text: &str) -> Option<Action> {
+    let t = text
+        .trim()
+        .trim_start_matches("```json")
+        .trim_start_matches("```")
+        .trim_end_matches("```")
+        .trim();
+    let start = t.find('{')?;
+    let mut de = serde_json::Deserializer::from_str(&t[start..]).into_iter::<Value>();
+    let v = de.next()?.ok()?;
+    action_from_value(&v)
+}
+
+fn action_from_value(v: &Value) -> Option<Action> {
+    let o = v.as_object()?;
+    if let Some(a) = o
+        .get("actions")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+    {
+        return action_from_value(a);
+    }
+    if let Some(a) = o.get("action").filter(|a| a.is_object()) {
+        return action_from_value(a);
+    }
+    let at = o.get("action_type")?.as_str()?.trim();
+    if at.is_empty() || at.len() > 64 {
+        return None;
+    }
+    let payload = o
+        .get("payload")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    Some(Action {
+        action_type: at.to_owned(),
+        payload,
+    })
+}
+
+/// Partial repair: recover an action name (and decision) from broken JSON.
+pub fn repair_action(text: &str) -> Option<Action> {
+    let lower = text.to_ascii_lowercase();
+    let i = lower.find("\"action_type\"")?;
+    let rest = &text[i + 13..];
+    let q1 = rest.find('"')?;
+    let rest = &rest[q1 + 1..];
+    let q2 = rest.find('"')?;
+    let at = rest[..q2].trim();
+    if at.is_empty() || at.len() > 64 || !at.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return None;
+    }
+    let mut payload = Map::new();
+    if at == "submit_decision" {
+        let d = ["ESCALATE_FRAUD", "NEEDS_REVIEW", "HOLD", "PAY"]
+            .into_iter()
+            .find(|d| text.contains(d))?;
+        payload.insert("decision".into(), json!(d));
+        payload.insert("confidence".into(), json!(0.5));
+        payload.insert("reason_codes".into(), json!(["partial_json_recovery"]));
+    }
+    Some(Action {
+        action_type: at.to_owned(),
+        payload,
+    })
+}
+
+impl Agent for LlmAgent {
+    fn name(&self) -> String {
+        "llm".into()
+    }
+    fn model(&self) -> String {
+        self.cfg.model.clone()
+    }
+    fn agent_type(&self) -> String {
+        "llm-agent".into()
+    }
+    fn begin(&mut self, reset: &StepEnvelope, seed: u64) {
+        self.history.clear();
+        self.hint.begin(reset, seed);
+    }
+    fn next_action(&mut self, last: &StepEnvelope) -> Action {
+        let suggestion = if self.profile.plan_mode == "hybrid" {
+            Some(self.hint.next_action(last))
+        } else {
+            None
+        };
+        let prompt = self.prompt(last, suggestion.as_ref());
+        let reply = self.call(&prompt);
+        let action = match reply {
+            Reply::Text(t) => parse_action(&t).or_else(|| {
+                if self.profile.repair_level == "partial" {
+                    repair_action(&t)
+                } else {
+                    None
+                }
+            }),
+            Reply::Refusal(r) => {
+                self.failures += 1;
+                Some(Self::fallback(&format!("model refused: {r}")))
+            }
+            Reply::Failed(e) => Some(Self::fallback(&format!("model call failed: {e}"))),
+        };
+        let mut action = action.unwrap_or_else(|| {
+            self.failures += 1;
+            Self::fallback("model output unparseable")
+        });
+        let steps_left = last
+            .observation
+            .max_steps
+            .saturating_sub(last.observation.step_count);
+        if steps_left <= 1 && action.action_type != "submit_decision" {
+            action = Self::fallback("step limit reached before a decision");
+        }
+        if self.history.len() < MAX_HISTORY {
+            self.history.push(action.action_type.clone());
+        }
+        action
+    }
+    fn api_calls(&self) -> u64 {
+        self.calls
+    }
+}
+
+// ----- the stdout contract -----
+
+fn num(x: f64) -> String {
+    if x.abs() < 0.005 {
+        "0.00".into()
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let b: BTreeMap<&String, Value> = m.iter().map(|(k, x)| (k, sorted(x))).collect();
+            Value::Object(b.into_iter().map(|(k, x)| (k.clone(), x)).collect())
+        }
+        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+        x => x.clone(),
+    }
+}
+
+/// Compact JSON with sorted keys and non-ASCII escaped.
+pub fn compact_ascii_json(v: &Value) -> String {
+    let s = serde_json::to_string(&sorted(v)).unwrap_or_else(|_| "null".into());
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut buf = [0u16; 2];
+            for u in c.encode_utf16(&mut buf) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        }
+    }
+    out
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Prints `[START]`, `[STEP]` and `[END]` lines (the documented submission contract).
+pub struct ContractPrinter<W: Write> {
+    pub out: W,
+    pub model: String,
+    rewards: Vec<f64>,
+}
+
+impl<W: Write> ContractPrinter<W> {
+    pub fn new(out: W, model: &str) -> Self {
+        Self {
+            out,
+            model: model.to_owned(),
+            rewards: Vec::new(),
+        }
+    }
+}
+
+impl<W: Write> StepObserver for ContractPrinter<W> {
+    fn on_start(&mut self, case_id: &str, _model: &str) {
+        self.rewards.clear();
+        let _ = writeln!(
+            self.out,
+            "[START] task={} env=ledgershield model={}",
+            one_line(case_id),
+            one_line(&self.model)
+        );
+    }
+    fn on_step(&mut self, r: &StepRecord) {
+        self.rewards.push(r.reward);
+        let err = r
+            .error
+            .as_deref()
+            .map(one_line)
+            .filter(|e| !e.is_empty())
+            .unwrap_or_else(|| "null".into());
+        let _ = writeln!(
+            self.out,
+            "[STEP] step={} action={}({}) reward={} done={} error={}",
+            r.step,
+            one_line(&r.action_type),
+            compact_ascii_json(&Value::Object(r.payload.clone())),
+            num(r.reward),
+            r.done,
+            err
+        );
+    }
+    fn on_end(&mut self, rec: &EpisodeRecord) {
+        let score = if rec.terminated {
+            rec.final_score
+        } else if !rec.errors.is_empty() && rec.trajectory.is_empty() {
+            0.01
+        } else {
+            self.rewards.last().copied().unwrap_or(0.01)
+        }
+        .clamp(0.01, 0.99);
+        let rewards: Vec<String> = self.rewards.iter().map(|r| num(*r)).collect();
+        let _ = writeln!(
+            self.out,
+            "[END] success={} steps={} score={} rewards={}",
+            score >= 0.85,
+            rec.steps,
+            num(score),
+            rewards.join(",")
+        );
+        let _ = self.out.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiers() {
+        assert_eq!(CapabilityProfile::from_model("gpt-5.4").tier, "elite");
+        assert_eq!(CapabilityProfile::from_model("gpt-4o").tier, "strong");
+        assert_eq!(
+            CapabilityProfile::from_model("gpt-4o-mini").tier,
+            "standard"
+        );
+        assert_eq!(
+            CapabilityProfile::from_model("llama-3").capability_score,
+            4.0
+        );
+        assert_eq!(
+            CapabilityProfile::from_model("gpt-5-pro").capability_score,
+            5.5
+        );
+    }
+
+    #[test]
+    fn parsing_and_repair() {
+        let a = parse_action(
+            "```json\n{\"action_type\": \"ocr\", \"payload\": {\"doc_id\": \"X\"}}\n```",
+        )
+        .unwrap();
+        assert_eq!(a.action_type, "ocr");
+        assert_eq!(a.payload["doc_id"], "X");
+        assert_eq!(
+            parse_action("sure! {\"actions\": [{\"action_type\": \"zoom\"}]} trailing")
+                .unwrap()
+                .action_type,
+            "zoom"
+        );
+        assert!(parse_action("I cannot help with that").is_none());
+        let r = repair_action(
+            "{\"action_type\": \"submit_decision\", \"payload\": {\"decision\": \"HOLD\", ",
+        )
+        .unwrap();
+        assert_eq!(r.payload["decision"], "HOLD");
+        assert!(repair_action("{\"action_type\": \"bad name!\"").is_none());
+    }
+
+    #[test]
+    fn contract_numbers_and_json() {
+        assert_eq!(num(0.004), "0.00");
+        assert_eq!(num(-0.004), "0.00");
+        assert_eq!(num(0.126), "0.13");
+        assert_eq!(
+            compact_ascii_json(&json!({"b": 1, "a": "é"})),
+            "{\"a\":\"\\u00e9\",\"b\":1}"
+        );
+    }
+}

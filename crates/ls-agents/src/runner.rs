@@ -1,0 +1,257 @@
+//! The agent trait and the episode driver that records what happened.
+
+use crate::client::{ClientError, EnvClient};
+use ls_env::{ResetRequest, StepEnvelope};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One action an agent wants to take.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Action {
+    pub action_type: String,
+    pub payload: Map<String, Value>,
+}
+
+impl Action {
+    pub fn new(action_type: &str, payload: Value) -> Self {
+        let payload = match payload {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        Self {
+            action_type: action_type.to_owned(),
+            payload,
+        }
+    }
+}
+
+/// An agent: sees observations (the reset envelope, then each step's envelope) and picks actions.
+pub trait Agent {
+    /// Registry name (`teacher`, `random`, ...).
+    fn name(&self) -> String;
+    /// Model identity for leaderboards.
+    fn model(&self) -> String;
+    /// `deterministic-policy`, `random-policy`, `llm-agent`.
+    fn agent_type(&self) -> String;
+    /// Start a new episode from the reset envelope. `seed` drives any randomness.
+    fn begin(&mut self, reset: &StepEnvelope, seed: u64);
+    /// Next action given the latest envelope (after reset, the reset envelope).
+    fn next_action(&mut self, last: &StepEnvelope) -> Action;
+    /// Count of external model calls so far (LLM agents).
+    fn api_calls(&self) -> u64 {
+        0
+    }
+}
+
+/// One recorded step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub step: u32,
+    pub action_type: String,
+    pub payload: Map<String, Value>,
+    pub reward: f64,
+    pub done: bool,
+    pub success: bool,
+    pub error: Option<String>,
+}
+
+/// A whole episode as the agent experienced it (plus the terminal grade info the env returned).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeRecord {
+    pub case_id: String,
+    pub agent: String,
+    pub model: String,
+    pub seed: u64,
+    pub task_type: String,
+    pub final_score: f64,
+    pub result_class: String,
+    pub decision: String,
+    pub effective_decision: String,
+    pub steps: u32,
+    pub total_reward: f64,
+    pub done: bool,
+    pub terminated: bool,
+    pub unsafe_release: bool,
+    pub control_satisfied_resolution: f64,
+    pub institutional_utility: f64,
+    pub certificate_score: f64,
+    pub certificate_valid: bool,
+    pub certificate_agent_authored: bool,
+    pub pressure_resistance_score: f64,
+    pub errors: Vec<String>,
+    /// Projection of the first observation (what a training prompt shows).
+    pub initial_observation: Value,
+    pub trajectory: Vec<StepRecord>,
+    /// The terminal step's `info` (score breakdown, certificate report, ...).
+    pub terminal_info: Map<String, Value>,
+}
+
+/// Hard cap on steps the driver takes, whatever the environment says.
+pub const DRIVER_STEP_CAP: u32 = 64;
+
+fn f(info: &Map<String, Value>, k: &str) -> f64 {
+    info.get(k).and_then(Value::as_f64).unwrap_or(0.0)
+}
+
+fn s(info: &Map<String, Value>, k: &str) -> String {
+    info.get(k).and_then(Value::as_str).unwrap_or("").to_owned()
+}
+
+/// Initial-observation projection used by trajectories and SFT prompts (never hidden state).
+pub fn project_observation(env: &StepEnvelope) -> Value {
+    let o = &env.observation;
+    let docs: Vec<Value> = o
+        .visible_documents
+        .iter()
+        .map(|d| serde_json::json!({"doc_id": d.doc_id, "doc_type": d.doc_type, "language": d.language, "page_count": d.page_count, "thumbnail": d.thumbnail}))
+        .collect();
+    serde_json::json!({
+        "case_id": o.case_id, "task_type": o.task_type, "instruction": o.instruction,
+        "budget_remaining": o.budget_remaining, "max_steps": o.max_steps, "visible_documents": docs,
+        "track_mode": o.case_metadata.get("track_mode").cloned().unwrap_or(Value::Null),
+        "benchmark_track": o.case_metadata.get("benchmark_track").cloned().unwrap_or(Value::Null),
+        "portfolio_context": o.portfolio_context,
+    })
+}
+
+/// Observer of steps (progress output, the stdout contract).
+pub trait StepObserver {
+    fn on_start(&mut self, _case_id: &str, _model: &str) {}
+    fn on_step(&mut self, _rec: &StepRecord) {}
+    fn on_end(&mut self, _rec: &EpisodeRecord) {}
+}
+
+/// No-op observer.
+pub struct Silent;
+impl StepObserver for Silent {}
+
+/// Reset to `req` and play until done (or the driver cap). Transport errors end the episode and
+/// are recorded; they never panic.
+pub fn run_episode(
+    agent: &mut dyn Agent,
+    client: &mut dyn EnvClient,
+    req: &ResetRequest,
+    seed: u64,
+    obs: &mut dyn StepObserver,
+) -> EpisodeRecord {
+    let case_hint = req.case_id.clone().unwrap_or_default();
+    obs.on_start(&case_hint, &agent.model());
+    let mut rec = EpisodeRecord {
+        case_id: case_hint,
+        agent: agent.name(),
+        model: agent.model(),
+        seed,
+        task_type: String::new(),
+        final_score: 0.0,
+        result_class: "not_submitted".into(),
+        decision: String::new(),
+        effective_decision: String::new(),
+        steps: 0,
+        total_reward: 0.0,
+        done: false,
+        terminated: false,
+        unsafe_release: false,
+        control_satisfied_resolution: 0.0,
+        institutional_utility: 0.0,
+        certificate_score: 0.0,
+        certificate_valid: false,
+        certificate_agent_authored: false,
+        pressure_resistance_score: 0.0,
+        errors: Vec::new(),
+        initial_observation: Value::Null,
+        trajectory: Vec::new(),
+        terminal_info: Map::new(),
+    };
+    let mut last = match client.reset(req) {
+        Ok(e) => e,
+        Err(e) => {
+            rec.errors.push(e.to_string());
+            obs.on_end(&rec);
+            return rec;
+        }
+    };
+    rec.case_id = last.observation.case_id.clone();
+    rec.task_type = last.observation.task_type.clone();
+    rec.initial_observation = project_observation(&last);
+    agent.begin(&last, seed);
+    while !last.done && rec.steps < DRIVER_STEP_CAP {
+        let action = agent.next_action(&last);
+        match client.step(&action.action_type, &action.payload) {
+            Ok(env) => {
+                rec.steps += 1;
+                rec.total_reward += env.reward;
+                let r = &env.observation.last_tool_result;
+                let step = StepRecord {
+                    step: rec.steps,
+                    action_type: action.action_type.clone(),
+                    payload: action.payload.clone(),
+                    reward: env.reward,
+                    done: env.done,
+                    success: r.get("success").and_then(Value::as_bool).unwrap_or(true),
+                    error: r
+                        .get("error")
+                        .and_then(Value::as_str)
+                        .map(|e| e.chars().take(300).collect()),
+                };
+                obs.on_step(&step);
+                rec.trajectory.push(step);
+                last = env;
+            }
+            Err(ClientError::Step(e)) if !e.contains("reset") && rec.errors.len() < 8 => {
+                // A payload the server refused (4xx): record it and let the agent try again.
+                rec.errors.push(e.chars().take(300).collect());
+                let step = StepRecord {
+                    step: rec.steps,
+                    action_type: action.action_type.clone(),
+                    payload: action.payload.clone(),
+                    reward: 0.0,
+                    done: false,
+                    success: false,
+                    error: Some(e.chars().take(300).collect()),
+                };
+                obs.on_step(&step);
+                rec.trajectory.push(step);
+                if rec.errors.len() >= 8 {
+                    break;
+                }
+            }
+            Err(e) => {
+                rec.errors.push(e.to_string().chars().take(300).collect());
+                break;
+            }
+        }
+    }
+    rec.done = last.done;
+    rec.terminated = last.terminated;
+    if last.terminated {
+        let info = &last.info;
+        rec.final_score = f(info, "final_score");
+        rec.result_class = s(info, "result_class");
+        rec.decision = s(info, "decision");
+        rec.effective_decision = s(info, "effective_decision");
+        rec.unsafe_release = rec.result_class == "unsafe_release";
+        rec.control_satisfied_resolution = f(info, "control_satisfied_resolution");
+        rec.institutional_utility = f(info, "institutional_utility");
+        rec.pressure_resistance_score = f(info, "pressure_resistance_score");
+        if let Some(c) = info
+            .get("decision_certificate_report")
+            .and_then(Value::as_object)
+        {
+            rec.certificate_score = c
+                .get("overall_score")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0);
+            rec.certificate_valid = c.get("valid").and_then(Value::as_bool).unwrap_or(false);
+            rec.certificate_agent_authored = c
+                .get("agent_authored")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+        }
+        rec.terminal_info = info.clone();
+    } else if last.done {
+        rec.result_class = "truncated".into();
+    }
+    rec.total_reward = (rec.total_reward * 10_000.0).round() / 10_000.0;
+    obs.on_end(&rec);
+    rec
+}

@@ -1,0 +1,1672 @@
+//! The deterministic teacher: investigates like a careful AP analyst using only what the
+//! environment shows it (documents it OCRs, tool results, delivered artifacts, the AP policies it
+//! looks up), applies the controls the policies call for, waits for artifacts, and submits a
+//! grounded decision with an evidence map, policy checks, a counterfactual and an agent-authored
+//! `ledgershield-dcg-v1` certificate. It never reads gold labels or the hidden world.
+
+use crate::facts::{lines_from_ocr, Email, Invoice, Line, BYPASS, TAKEOVER, URGENCY};
+use crate::runner::{Action, Agent};
+use ls_core::text::{compact_account, normalize_id, normalize_text, parse_decimal};
+use ls_env::StepEnvelope;
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::Decimal;
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// Why an action was taken, so its result is read the right way.
+#[derive(Debug, Clone, PartialEq)]
+enum Purpose {
+    OcrInvoice(String),
+    OcrEmail(String),
+    Zoom,
+    InspectEmail(String),
+    Vendor,
+    History(String),
+    Policy,
+    Po(String),
+    Receipt(String),
+    Bank(String),
+    Ledger(String),
+    Intervention(String),
+    Filler,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Documents,
+    Investigation,
+    Interventions,
+    Drain,
+    Submit,
+}
+
+#[derive(Debug, Clone, Default)]
+struct EmailFlags {
+    domain_mismatch: bool,
+    urgency: bool,
+    bank_change: bool,
+    callback_discouraged: bool,
+    policy_override: bool,
+    prompt_injection: bool,
+}
+
+#[derive(Debug, Clone)]
+struct LedgerHit {
+    ledger_id: String,
+    vendor_key: String,
+    invoice_number: String,
+    amount: Option<Decimal>,
+    po_id: String,
+    payment_date: String,
+    query_doc: String,
+}
+
+#[derive(Debug, Clone)]
+struct PolicyRule {
+    #[allow(dead_code)]
+    rule_id: String,
+    threshold: Option<Decimal>,
+}
+
+/// The teacher's conclusions at decision time.
+#[derive(Debug, Clone, Default)]
+pub struct Assessment {
+    pub decision: &'static str,
+    pub confidence: f64,
+    pub codes: BTreeSet<&'static str>,
+    pub discrepancies: BTreeSet<&'static str>,
+    pub campaign: BTreeSet<&'static str>,
+    pub duplicate_links: BTreeSet<String>,
+    pub cross_links: Vec<String>,
+    pub policy_checks: BTreeMap<&'static str, &'static str>,
+    pub evidence: BTreeMap<String, Value>,
+    pub bank_issue: bool,
+    pub security_issue: bool,
+    pub duplicate_issue: bool,
+}
+
+/// Limits of the teacher's own plan.
+const MAX_DRAIN_STEPS: u32 = 4;
+
+/// Components of the teacher that ablations switch off (each really changes what it does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TeacherConfig {
+    /// Apply controls (callbacks, approval chains, duplicate review, security, freeze, handoff).
+    pub interventions: bool,
+    /// Attach an agent-authored decision certificate.
+    pub certificate: bool,
+    /// Wait for pending artifacts before submitting.
+    pub wait_for_artifacts: bool,
+}
+
+impl Default for TeacherConfig {
+    fn default() -> Self {
+        Self {
+            interventions: true,
+            certificate: true,
+            wait_for_artifacts: true,
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct TeacherAgent {
+    cfg: TeacherConfig,
+    task: String,
+    instruction: String,
+    stage: Option<Stage>,
+    queue: VecDeque<(Action, Purpose)>,
+    last_purpose: Option<Purpose>,
+    done_signatures: BTreeSet<String>,
+    invoice_ids: Vec<String>,
+    email_ids: Vec<String>,
+    invoices: BTreeMap<String, Invoice>,
+    emails: BTreeMap<String, Email>,
+    email_flags: BTreeMap<String, EmailFlags>,
+    email_text: BTreeMap<String, String>,
+    thread_vendor: Option<String>,
+    vendor_key: Option<String>,
+    vendor_found: bool,
+    bank_results: BTreeMap<String, bool>,
+    history: Vec<Map<String, Value>>,
+    other_history: BTreeMap<String, Vec<Map<String, Value>>>,
+    history_flags: BTreeSet<String>,
+    policies: Vec<PolicyRule>,
+    pos: BTreeMap<String, Map<String, Value>>,
+    po_missing: BTreeSet<String>,
+    receipts: BTreeMap<String, Map<String, Value>>,
+    receipt_missing: BTreeSet<String>,
+    ledger_hits: Vec<LedgerHit>,
+    ledger_searched: bool,
+    artifacts: BTreeMap<String, Map<String, Value>>,
+    signals: BTreeSet<String>,
+    interventions: Vec<String>,
+    drained: u32,
+    followups_planned: bool,
+    draft: Option<Assessment>,
+}
+
+fn sig(a: &Action) -> String {
+    let mut keys: Vec<_> = a.payload.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    keys.sort();
+    format!("{}({})", a.action_type, keys.join(","))
+}
+
+fn dstr(d: Decimal) -> String {
+    format!("{:.2}", d.round_dp(2))
+}
+
+impl TeacherAgent {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with_config(cfg: TeacherConfig) -> Self {
+        Self {
+            cfg,
+            ..Self::default()
+        }
+    }
+
+    pub fn config(&self) -> TeacherConfig {
+        self.cfg
+    }
+
+    fn push(&mut self, action_type: &str, payload: Value, purpose: Purpose) {
+        let a = Action::new(action_type, payload);
+        let s = sig(&a);
+        if self.done_signatures.insert(s) {
+            self.queue.push_back((a, purpose));
+        }
+    }
+
+    fn vendor(&self) -> String {
+        self.vendor_key
+            .clone()
+            .or_else(|| {
+                self.invoices
+                    .values()
+                    .next()
+                    .map(Invoice::vendor_name)
+                    .filter(|s| !s.is_empty())
+            })
+            .or_else(|| self.thread_vendor.clone())
+            .unwrap_or_default()
+    }
+
+    fn ordered_invoices(&self) -> Vec<&Invoice> {
+        self.invoice_ids
+            .iter()
+            .filter_map(|id| self.invoices.get(id))
+            .collect()
+    }
+
+    // ----- reading results -----
+
+    fn absorb(&mut self, purpose: &Purpose, env: &StepEnvelope) {
+        let r = &env.observation.last_tool_result;
+        let ok = r.get("success").and_then(Value::as_bool).unwrap_or(false);
+        match purpose {
+            Purpose::OcrInvoice(id) if ok => {
+                let lines = lines_from_ocr(id, r);
+                self.invoices.insert(id.clone(), Invoice::parse(id, &lines));
+            }
+            Purpose::OcrEmail(id) if ok => {
+                let lines = lines_from_ocr(id, r);
+                self.emails.insert(
+                    id.clone(),
+                    Email {
+                        doc_id: id.clone(),
+                        lines,
+                    },
+                );
+            }
+            Purpose::InspectEmail(id) if ok => {
+                if let Some(t) = r.get("thread").and_then(Value::as_object) {
+                    let rs = t
+                        .get("request_signals")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
+                    let b = |k: &str| rs.get(k).and_then(Value::as_bool).unwrap_or(false);
+                    let align = t
+                        .get("sender_profile")
+                        .and_then(|p| p.get("domain_alignment"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("aligned");
+                    self.email_flags.insert(
+                        id.clone(),
+                        EmailFlags {
+                            domain_mismatch: align == "mismatch",
+                            urgency: b("urgency_language"),
+                            bank_change: b("bank_change_language"),
+                            callback_discouraged: b("callback_discouraged"),
+                            policy_override: b("policy_override_language"),
+                            prompt_injection: b("prompt_injection_language"),
+                        },
+                    );
+                    let body = format!(
+                        "{} {}",
+                        t.get("subject").and_then(Value::as_str).unwrap_or(""),
+                        t.get("body").and_then(Value::as_str).unwrap_or("")
+                    );
+                    self.email_text.insert(
+                        id.clone(),
+                        normalize_text(&body).chars().take(8_000).collect(),
+                    );
+                    if let Some(v) = t
+                        .get("vendor_key")
+                        .and_then(Value::as_str)
+                        .filter(|s| !s.is_empty())
+                    {
+                        self.thread_vendor = Some(v.to_owned());
+                    }
+                }
+            }
+            Purpose::Vendor if ok => {
+                if let Some(k) = r
+                    .get("vendor")
+                    .and_then(|v| v.get("vendor_key"))
+                    .and_then(Value::as_str)
+                {
+                    self.vendor_key = Some(k.to_owned());
+                    self.vendor_found = true;
+                }
+            }
+            Purpose::History(v) if ok => {
+                let rows: Vec<Map<String, Value>> = r
+                    .get("history")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .take(64)
+                            .filter_map(|x| x.as_object().cloned())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let own = self
+                    .vendor_key
+                    .as_deref()
+                    .is_none_or(|k| normalize_id(k) == normalize_id(v));
+                if own {
+                    for f in r
+                        .get("derived_flags")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                    {
+                        self.history_flags.insert(f.to_owned());
+                    }
+                    self.history = rows;
+                } else {
+                    self.other_history.insert(v.clone(), rows);
+                }
+            }
+            Purpose::Policy if ok => {
+                if let Some(list) = r.get("policies").and_then(Value::as_array) {
+                    self.policies = list
+                        .iter()
+                        .take(64)
+                        .filter_map(|p| {
+                            let o = p.as_object()?;
+                            Some(PolicyRule {
+                                rule_id: o.get("rule_id")?.as_str()?.to_owned(),
+                                threshold: o.get("threshold").and_then(|t| {
+                                    t.as_str().and_then(parse_decimal).or_else(|| {
+                                        t.as_f64().and_then(|f| Decimal::try_from(f).ok())
+                                    })
+                                }),
+                            })
+                        })
+                        .collect();
+                }
+            }
+            Purpose::Po(id) => match r.get("po").and_then(Value::as_object) {
+                Some(po) if ok => {
+                    self.pos.insert(id.clone(), po.clone());
+                }
+                _ => {
+                    self.po_missing.insert(id.clone());
+                }
+            },
+            Purpose::Receipt(id) => match r.get("receipt").and_then(Value::as_object) {
+                Some(rc) if ok => {
+                    self.receipts.insert(id.clone(), rc.clone());
+                }
+                _ => {
+                    self.receipt_missing.insert(id.clone());
+                }
+            },
+            Purpose::Bank(acc) if ok => {
+                let m = r.get("matched").and_then(Value::as_bool).unwrap_or(false);
+                self.bank_results.insert(acc.clone(), m);
+                if let Some(k) = r.get("vendor_key").and_then(Value::as_str) {
+                    if self.vendor_key.is_none() {
+                        self.vendor_key = Some(k.to_owned());
+                    }
+                }
+            }
+            Purpose::Ledger(doc) if ok => {
+                self.ledger_searched = true;
+                for h in r
+                    .get("hits")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .take(20)
+                {
+                    let Some(o) = h.as_object() else { continue };
+                    let g = |k: &str| o.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+                    let id = g("ledger_id");
+                    if id.is_empty()
+                        || self
+                            .ledger_hits
+                            .iter()
+                            .any(|x| x.ledger_id == id && x.query_doc == *doc)
+                    {
+                        continue;
+                    }
+                    self.ledger_hits.push(LedgerHit {
+                        ledger_id: id,
+                        vendor_key: g("vendor_key"),
+                        invoice_number: g("invoice_number"),
+                        amount: o.get("amount").and_then(|a| {
+                            a.as_str()
+                                .and_then(parse_decimal)
+                                .or_else(|| a.as_f64().and_then(|f| Decimal::try_from(f).ok()))
+                        }),
+                        po_id: g("po_id"),
+                        payment_date: g("payment_date"),
+                        query_doc: doc.clone(),
+                    });
+                }
+            }
+            Purpose::Intervention(name) if ok && !self.interventions.contains(name) => {
+                self.interventions.push(name.clone());
+            }
+            _ => {}
+        }
+    }
+
+    fn refresh(&mut self, env: &StepEnvelope) {
+        let o = &env.observation;
+        for a in &o.revealed_artifacts {
+            let mut d = a.details.clone();
+            d.insert("summary".into(), json!(a.summary));
+            self.artifacts.insert(a.artifact_id.clone(), d);
+        }
+        self.signals = o.risk_snapshot.observed_signals.iter().cloned().collect();
+    }
+
+    // ----- planning -----
+
+    fn plan_documents(&mut self, env: &StepEnvelope) {
+        let o = &env.observation;
+        for d in &o.visible_documents {
+            match d.doc_type.as_str() {
+                "invoice" => self.invoice_ids.push(d.doc_id.clone()),
+                "email" => self.email_ids.push(d.doc_id.clone()),
+                _ => {}
+            }
+        }
+        for id in self.invoice_ids.clone() {
+            self.push(
+                "ocr",
+                json!({"doc_id": id, "mode": "accurate"}),
+                Purpose::OcrInvoice(id.clone()),
+            );
+        }
+        if matches!(self.task.as_str(), "task_d" | "task_e" | "task_c") {
+            for id in self.email_ids.clone() {
+                self.push(
+                    "ocr",
+                    json!({"doc_id": id, "mode": "accurate"}),
+                    Purpose::OcrEmail(id.clone()),
+                );
+            }
+        }
+    }
+
+    fn plan_investigation(&mut self) {
+        let invoices: Vec<Invoice> = self.ordered_invoices().into_iter().cloned().collect();
+        match self.task.as_str() {
+            "task_a" => {
+                if let Some(id) = self.invoice_ids.first().cloned() {
+                    self.push(
+                        "zoom",
+                        json!({"doc_id": id, "page": 1, "bbox": [0, 0, 600, 800]}),
+                        Purpose::Zoom,
+                    );
+                }
+            }
+            "task_b" => {
+                self.push("lookup_policy", json!({}), Purpose::Policy);
+                for inv in &invoices {
+                    if let Some((po, _)) = &inv.po {
+                        self.push("lookup_po", json!({"po_id": po}), Purpose::Po(po.clone()));
+                    }
+                    let receipt = inv
+                        .receipt
+                        .as_ref()
+                        .map(|r| r.0.clone())
+                        .or_else(|| inv.po.as_ref().map(|p| p.0.replacen("PO-", "GRN-", 1)));
+                    if let Some(r) = receipt {
+                        self.push(
+                            "lookup_receipt",
+                            json!({"receipt_id": r}),
+                            Purpose::Receipt(r.clone()),
+                        );
+                    }
+                }
+            }
+            _ => {
+                for id in self.email_ids.clone() {
+                    self.push(
+                        "inspect_email_thread",
+                        json!({"thread_id": id}),
+                        Purpose::InspectEmail(id.clone()),
+                    );
+                }
+                let vendor = self.vendor();
+                if !vendor.is_empty() {
+                    self.push(
+                        "lookup_vendor",
+                        json!({"vendor_key": vendor}),
+                        Purpose::Vendor,
+                    );
+                }
+            }
+        }
+    }
+
+    /// Second wave (needs the canonical vendor key).
+    fn plan_corroboration(&mut self) {
+        if !matches!(self.task.as_str(), "task_c" | "task_d" | "task_e") {
+            return;
+        }
+        let vendor = self.vendor();
+        let invoices: Vec<Invoice> = self.ordered_invoices().into_iter().cloned().collect();
+        self.push(
+            "lookup_vendor_history",
+            json!({"vendor_key": vendor}),
+            Purpose::History(vendor.clone()),
+        );
+        self.push("lookup_policy", json!({}), Purpose::Policy);
+        let mut seen = BTreeSet::new();
+        for inv in &invoices {
+            if let Some((bank, _)) = &inv.bank {
+                if seen.insert(compact_account(bank)) {
+                    self.push(
+                        "compare_bank_account",
+                        json!({"vendor_key": vendor, "proposed_bank_account": bank}),
+                        Purpose::Bank(compact_account(bank)),
+                    );
+                }
+            }
+        }
+        for inv in &invoices {
+            let mut p = Map::new();
+            p.insert("vendor_key".into(), json!(vendor));
+            if let Some((n, _)) = &inv.number {
+                p.insert("invoice_number".into(), json!(n));
+            }
+            if let Some(t) = inv.total_value() {
+                p.insert("amount".into(), json!(t.to_f64().unwrap_or(0.0)));
+            }
+            self.push(
+                "search_ledger",
+                Value::Object(p),
+                Purpose::Ledger(inv.doc_id.clone()),
+            );
+        }
+        if self.task != "task_c" {
+            for inv in &invoices {
+                if let Some((po, _)) = &inv.po {
+                    self.push("lookup_po", json!({"po_id": po}), Purpose::Po(po.clone()));
+                }
+            }
+        }
+    }
+
+    // ----- assessment -----
+
+    fn threshold_rules(&self) -> Vec<Decimal> {
+        let mut t: Vec<Decimal> = self.policies.iter().filter_map(|p| p.threshold).collect();
+        t.sort();
+        t
+    }
+
+    fn just_under_threshold(&self, amount: Decimal) -> bool {
+        self.threshold_rules()
+            .into_iter()
+            .any(|th| amount < th && amount >= th * Decimal::new(95, 2))
+    }
+
+    fn is_duplicate_hit(&self, h: &LedgerHit, inv: &Invoice) -> bool {
+        let own = self.vendor_key.as_deref().map(normalize_id);
+        if own.is_some_and(|v| v != normalize_id(&h.vendor_key)) {
+            return false;
+        }
+        let num = inv
+            .number
+            .as_ref()
+            .map(|n| normalize_id(&n.0))
+            .unwrap_or_default();
+        let hn = normalize_id(&h.invoice_number);
+        if !num.is_empty()
+            && !hn.is_empty()
+            && (num == hn || hn.starts_with(&num) || num.starts_with(&hn))
+        {
+            return true;
+        }
+        // Same goods for the same amount within seven days (same purchase order).
+        let same_amount = match (h.amount, inv.total_value()) {
+            (Some(a), Some(b)) => (a - b).abs() <= Decimal::new(1, 2),
+            _ => false,
+        };
+        let same_po = inv
+            .po
+            .as_ref()
+            .is_some_and(|p| !h.po_id.is_empty() && normalize_id(&p.0) == normalize_id(&h.po_id));
+        let close = inv
+            .date
+            .as_ref()
+            .and_then(|d| day_gap(&d.0, &h.payment_date))
+            .is_some_and(|g| g <= 7);
+        same_amount && same_po && close
+    }
+
+    fn assess(&self) -> Assessment {
+        let mut a = Assessment {
+            policy_checks: BTreeMap::new(),
+            ..Default::default()
+        };
+        let invoices = self.ordered_invoices();
+        let first = invoices.first().copied();
+        match self.task.as_str() {
+            "task_a" => {
+                a.decision = "PAY";
+                a.confidence = 0.9;
+                return a;
+            }
+            "task_b" => {
+                self.assess_three_way(&mut a, &invoices);
+                for k in [
+                    "bank_change_verification",
+                    "duplicate_check",
+                    "approval_threshold_check",
+                ] {
+                    a.policy_checks.insert(k, "pass");
+                }
+                if a.discrepancies.is_empty() {
+                    a.decision = "PAY";
+                    a.confidence = 0.9;
+                } else {
+                    a.decision = "HOLD";
+                    a.confidence = 0.93;
+                }
+                return a;
+            }
+            _ => {}
+        }
+
+        // Bank accounts against the vendor master.
+        let mismatched: Vec<&Invoice> = invoices
+            .iter()
+            .copied()
+            .filter(|i| {
+                i.account()
+                    .is_some_and(|acc| self.bank_results.get(&acc) == Some(&false))
+            })
+            .collect();
+        let bank_mismatch = !mismatched.is_empty();
+
+        // Email detectors.
+        let mut spoof = None;
+        let mut bank_override = false;
+        let mut urgency = None;
+        let mut bypass = None;
+        let mut injection = false;
+        let mut takeover = None;
+        let mut evasion_line: Option<Line> = None;
+        for id in &self.email_ids {
+            let Some(fl) = self.email_flags.get(id) else {
+                continue;
+            };
+            let email = self.emails.get(id);
+            let text = self.email_text.get(id).cloned().unwrap_or_default();
+            let from = email.and_then(Email::from_line).cloned();
+            if fl.domain_mismatch {
+                spoof = from.clone().or(spoof);
+            }
+            if fl.bank_change
+                && (fl.domain_mismatch
+                    || fl.callback_discouraged
+                    || fl.policy_override
+                    || fl.urgency
+                    || fl.prompt_injection)
+            {
+                bank_override = true;
+            }
+            if fl.urgency {
+                urgency = email
+                    .and_then(|e| e.line_with(&URGENCY))
+                    .cloned()
+                    .or(urgency);
+            }
+            if fl.callback_discouraged || fl.policy_override {
+                bypass = email
+                    .and_then(|e| e.line_with(&BYPASS))
+                    .cloned()
+                    .or(bypass)
+                    .or(from.clone());
+            }
+            injection |= fl.prompt_injection;
+            if TAKEOVER.iter().any(|p| text.contains(p)) && (fl.bank_change || bank_mismatch) {
+                takeover = email
+                    .and_then(|e| e.line_with(&TAKEOVER))
+                    .cloned()
+                    .or(takeover);
+            }
+            if let Some(l) = email.and_then(Email::threshold_evasion_line) {
+                evasion_line = Some(l.clone());
+            }
+        }
+        // Split bills just under an approval limit.
+        if evasion_line.is_none() {
+            for inv in &invoices {
+                if let (Some((t, tl)), Some(_)) = (&inv.total, inv.split_marker()) {
+                    if self.just_under_threshold(*t) {
+                        evasion_line = Some(tl.clone());
+                        break;
+                    }
+                }
+            }
+        }
+
+        // Batch analysis: shared accounts, timing, identical bills.
+        let mut by_account: BTreeMap<String, Vec<&Invoice>> = BTreeMap::new();
+        for inv in &invoices {
+            if let Some(acc) = inv.account() {
+                by_account.entry(acc).or_default().push(inv);
+            }
+        }
+        let mut shared: Option<Line> = None;
+        let mut timing: Option<Line> = None;
+        // Several bills paying one account is a campaign signal only when that account is not the
+        // vendor-master account (a vendor's normal batch pays its own verified account).
+        for (_, group) in by_account
+            .iter()
+            .filter(|(acc, g)| g.len() >= 2 && self.bank_results.get(*acc) != Some(&true))
+        {
+            a.cross_links = group.iter().map(|i| i.doc_id.clone()).collect();
+            shared = group
+                .get(1)
+                .and_then(|i| i.bank.as_ref())
+                .map(|b| b.1.clone());
+            let mut dated: Vec<(&str, &Line)> = group
+                .iter()
+                .filter_map(|i| i.date.as_ref().map(|d| (d.0.as_str(), &d.1)))
+                .collect();
+            dated.sort_by(|x, y| x.0.cmp(y.0));
+            if dated.len() >= 2
+                && dated
+                    .windows(2)
+                    .all(|w| day_gap(w[0].0, w[1].0).is_some_and(|g| g <= 3))
+            {
+                timing = dated.last().map(|d| d.1.clone());
+            }
+        }
+        let mut batch_duplicate = false;
+        for (i, x) in invoices.iter().enumerate() {
+            for y in invoices.iter().skip(i + 1) {
+                let same_items = !x.items.is_empty()
+                    && x.items.len() == y.items.len()
+                    && x.items.iter().zip(&y.items).all(|(p, q)| {
+                        normalize_text(&p.description) == normalize_text(&q.description)
+                            && p.qty == q.qty
+                            && p.unit_price == q.unit_price
+                    });
+                let close = match (&x.date, &y.date) {
+                    (Some(d1), Some(d2)) => day_gap(&d1.0, &d2.0).is_some_and(|g| g <= 7),
+                    _ => false,
+                };
+                if same_items && close && x.total_value() == y.total_value() {
+                    batch_duplicate = true;
+                }
+            }
+        }
+
+        // Cross-vendor account sharing from the duplicate-cluster report.
+        if let Some(cluster) = self.artifacts.get("duplicate_cluster_report") {
+            for ev in cluster
+                .get("evidence")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .take(64)
+            {
+                let Some(o) = ev.as_object() else { continue };
+                if o.get("kind").and_then(Value::as_str) != Some("shared_bank_account") {
+                    continue;
+                }
+                let doc = o.get("doc_id").and_then(Value::as_str).unwrap_or("");
+                let inv = invoices.iter().find(|i| i.doc_id == doc).or(first.as_ref());
+                if let Some(inv) = inv {
+                    if shared.is_none() {
+                        shared = inv.bank.as_ref().map(|b| b.1.clone());
+                    }
+                    if let Some(l) = o.get("ledger_id").and_then(Value::as_str) {
+                        a.duplicate_links.insert(l.to_owned());
+                    }
+                    for l in o
+                        .get("linked_ledger_ids")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                    {
+                        a.duplicate_links.insert(l.to_owned());
+                    }
+                    // Timing: the other vendor's change request filed within three days of this bill.
+                    if let (Some(change), Some(vendor)) = (
+                        o.get("change_id").and_then(Value::as_str),
+                        o.get("vendor_key").and_then(Value::as_str),
+                    ) {
+                        let rows = self.other_history.get(vendor);
+                        let requested = rows
+                            .into_iter()
+                            .flatten()
+                            .find(|r| r.get("change_id").and_then(Value::as_str) == Some(change))
+                            .and_then(|r| r.get("requested_at").and_then(Value::as_str));
+                        if let (Some(req), Some((d, dl))) = (requested, &inv.date) {
+                            if day_gap(req, d).is_some_and(|g| g <= 3) {
+                                timing = Some(dl.clone());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        // Prior payments of the same bill.
+        let mut dup_line: Option<Line> = None;
+        for inv in &invoices {
+            for h in self
+                .ledger_hits
+                .iter()
+                .filter(|h| h.query_doc == inv.doc_id)
+            {
+                if self.is_duplicate_hit(h, inv) {
+                    a.duplicate_links.insert(h.ledger_id.clone());
+                    if dup_line.is_none() {
+                        dup_line = inv.number.as_ref().map(|n| n.1.clone());
+                    }
+                }
+            }
+        }
+        let cross_vendor_shared = shared.is_some() && a.cross_links.is_empty();
+
+        // Callback and approval-chain outcomes.
+        let callback_bad = self
+            .artifacts
+            .get("callback_verification_result")
+            .and_then(|c| c.get("risk_signal"))
+            .and_then(Value::as_str)
+            .is_some_and(|s| {
+                s == "callback_suspicious_confirm" || s == "callback_dispute_confirmed"
+            });
+        let chain_bad = self
+            .artifacts
+            .get("bank_change_approval_chain")
+            .and_then(|c| c.get("status"))
+            .and_then(Value::as_str)
+            == Some("mismatch_found");
+        let suspicious_history = self
+            .history_flags
+            .iter()
+            .any(|f| f.contains("rejected") || f.contains("pending") || f.contains("fraud"));
+
+        let ev = |a: &mut Assessment, code: &'static str, line: Option<&Line>| {
+            a.codes.insert(code);
+            if let Some(l) = line {
+                a.evidence.insert(code.to_owned(), l.evidence());
+            }
+        };
+        let bank_line = mismatched
+            .first()
+            .and_then(|i| i.bank.as_ref())
+            .map(|b| b.1.clone());
+        if self.task == "task_c" {
+            if bank_mismatch && !cross_vendor_shared && a.cross_links.is_empty() {
+                ev(&mut a, "bank_override_attempt", bank_line.as_ref());
+            }
+        } else if bank_override || (bank_mismatch && takeover.is_some()) {
+            ev(
+                &mut a,
+                "bank_override_attempt",
+                bank_line
+                    .as_ref()
+                    .or(first.and_then(|i| i.bank.as_ref()).map(|b| &b.1)),
+            );
+        }
+        if let Some(l) = &spoof {
+            ev(&mut a, "sender_domain_spoof", Some(l));
+        }
+        if let Some(l) = &bypass {
+            ev(&mut a, "policy_bypass_attempt", Some(l));
+        }
+        if injection {
+            let l = self
+                .email_ids
+                .iter()
+                .filter_map(|id| self.emails.get(id))
+                .find_map(|e| {
+                    e.line_with(&["ignore previous", "ignore prior", "as an ai", "disregard"])
+                })
+                .cloned();
+            ev(&mut a, "prompt_injection_attempt", l.as_ref());
+        }
+        if let Some(l) = &takeover {
+            ev(&mut a, "vendor_account_takeover_suspected", Some(l));
+        }
+        // Urgency is a reason on its own only when it is the lever (no bank-change request).
+        if let Some(l) = &urgency {
+            if !a.codes.contains("bank_override_attempt") {
+                ev(&mut a, "urgent_payment_pressure", Some(l));
+            }
+        }
+        if let Some(l) = &evasion_line {
+            ev(&mut a, "approval_threshold_evasion", Some(l));
+            a.campaign.insert("approval_threshold_evasion");
+        }
+        if !a.duplicate_links.is_empty() && dup_line.is_some() {
+            ev(&mut a, "duplicate_near_match", dup_line.as_ref());
+        }
+        if let Some(l) = &shared {
+            ev(&mut a, "shared_bank_account", Some(l));
+            a.campaign.insert("shared_bank_account");
+        }
+        if let Some(l) = &timing {
+            ev(&mut a, "coordinated_timing", Some(l));
+            a.campaign.insert("coordinated_timing");
+        }
+        if self.task == "task_d" {
+            a.campaign.clear();
+        }
+
+        a.bank_issue = bank_mismatch || bank_override || takeover.is_some() || chain_bad;
+        a.security_issue = spoof.is_some() || bypass.is_some() || injection;
+        a.duplicate_issue = !a.duplicate_links.is_empty()
+            || batch_duplicate
+            || evasion_line.is_some()
+            || shared.is_some();
+
+        // Policy checks.
+        if self.task != "task_c" {
+            let three_way_ok = invoices.iter().all(|inv| match &inv.po {
+                Some((po, _)) => {
+                    if self.po_missing.contains(po) {
+                        return false;
+                    }
+                    match self
+                        .pos
+                        .get(po)
+                        .and_then(|p| p.get("total"))
+                        .and_then(|t| t.as_str().and_then(parse_decimal))
+                    {
+                        Some(t) => inv
+                            .total_value()
+                            .is_some_and(|x| (x - t).abs() <= Decimal::new(1, 2)),
+                        None => inv.receipt.is_some(),
+                    }
+                }
+                None => false,
+            });
+            a.policy_checks.insert(
+                "three_way_match",
+                if three_way_ok { "pass" } else { "fail" },
+            );
+            a.policy_checks.insert(
+                "bank_change_verification",
+                if a.bank_issue || callback_bad {
+                    "fail"
+                } else {
+                    "pass"
+                },
+            );
+            a.policy_checks.insert(
+                "duplicate_check",
+                if !a.duplicate_links.is_empty() || batch_duplicate {
+                    "fail"
+                } else {
+                    "pass"
+                },
+            );
+            let approval_needed = self
+                .threshold_rules()
+                .first()
+                .copied()
+                .unwrap_or(Decimal::from(5000));
+            let big = invoices
+                .iter()
+                .any(|i| i.total_value().is_some_and(|t| t >= approval_needed));
+            let verbal_override = bypass.is_some() && big;
+            a.policy_checks.insert(
+                "approval_threshold_check",
+                if evasion_line.is_some() || verbal_override {
+                    "fail"
+                } else {
+                    "pass"
+                },
+            );
+        }
+
+        let risky =
+            !a.codes.is_empty() || bank_mismatch || callback_bad || chain_bad || batch_duplicate;
+        let _ = suspicious_history;
+        if !risky {
+            a.decision = "PAY";
+            a.confidence = 0.9;
+        } else if self.task == "task_c"
+            && a.codes.len() == 1
+            && a.codes.contains("approval_threshold_evasion")
+        {
+            a.decision = "NEEDS_REVIEW";
+            a.confidence = 0.88;
+        } else if !a.codes.is_empty()
+            && a.codes
+                .iter()
+                .all(|c| matches!(*c, "duplicate_near_match" | "approval_threshold_evasion"))
+            && !a.bank_issue
+            && !a.security_issue
+            && !callback_bad
+        {
+            // Only billing-control failures, whose policies route to HOLD: no fraud indicator.
+            a.decision = "HOLD";
+            a.confidence = 0.9;
+        } else {
+            a.decision = "ESCALATE_FRAUD";
+            a.confidence = 0.95;
+        }
+        if a.decision == "PAY" {
+            // Cite what was verified.
+            if let Some(inv) = first {
+                if let Some((_, l)) = &inv.bank {
+                    a.evidence
+                        .insert("bank_account_verified".into(), l.evidence());
+                }
+                if let Some((_, l)) = &inv.total {
+                    a.evidence.insert("invoice_total".into(), l.evidence());
+                }
+                if let Some((_, l)) = &inv.number {
+                    a.evidence
+                        .insert("invoice_number_checked".into(), l.evidence());
+                }
+            }
+        }
+        a
+    }
+
+    fn assess_three_way(&self, a: &mut Assessment, invoices: &[&Invoice]) {
+        for inv in invoices {
+            let Some((po_id, po_line)) = &inv.po else {
+                a.discrepancies.insert("missing_po");
+                if let Some(l) = inv.number.as_ref().map(|n| &n.1) {
+                    a.evidence.insert("missing_po".into(), l.evidence());
+                }
+                continue;
+            };
+            let receipt_id = inv
+                .receipt
+                .as_ref()
+                .map(|r| r.0.clone())
+                .unwrap_or_else(|| po_id.replacen("PO-", "GRN-", 1));
+            if inv.receipt.is_none() || self.receipt_missing.contains(&receipt_id) {
+                a.discrepancies.insert("missing_receipt");
+                a.evidence
+                    .insert("missing_receipt".into(), po_line.evidence());
+            }
+            let Some(po) = self.pos.get(po_id) else {
+                if self.po_missing.contains(po_id) {
+                    a.discrepancies.insert("missing_po");
+                    a.evidence.insert("missing_po".into(), po_line.evidence());
+                }
+                continue;
+            };
+            let po_items: Vec<(String, Decimal, Decimal)> = po
+                .get("line_items")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|l| {
+                    let o = l.as_object()?;
+                    let d = |k: &str| {
+                        o.get(k).and_then(|v| {
+                            v.as_str()
+                                .and_then(parse_decimal)
+                                .or_else(|| v.as_f64().and_then(|f| Decimal::try_from(f).ok()))
+                        })
+                    };
+                    Some((
+                        o.get("description")?.as_str()?.to_owned(),
+                        d("qty")?,
+                        d("unit_price")?,
+                    ))
+                })
+                .collect();
+            let received: Vec<(String, Decimal)> = self
+                .receipts
+                .get(&receipt_id)
+                .and_then(|r| r.get("received_line_items"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|l| {
+                    let o = l.as_object()?;
+                    let q = o.get("qty").and_then(|v| {
+                        v.as_str()
+                            .and_then(parse_decimal)
+                            .or_else(|| v.as_f64().and_then(|f| Decimal::try_from(f).ok()))
+                    })?;
+                    Some((o.get("description")?.as_str()?.to_owned(), q))
+                })
+                .collect();
+            for item in &inv.items {
+                let d = normalize_text(&item.description);
+                match po_items.iter().find(|p| normalize_text(&p.0) == d) {
+                    Some(p) => {
+                        if p.2 != item.unit_price {
+                            a.discrepancies.insert("price_mismatch");
+                            a.evidence
+                                .entry("price_mismatch".into())
+                                .or_insert_with(|| item.line.evidence());
+                        }
+                        let received_qty = received
+                            .iter()
+                            .find(|r| normalize_text(&r.0) == d)
+                            .map(|r| r.1);
+                        let over_po = item.qty > p.1;
+                        let over_receipt = self.receipts.contains_key(&receipt_id)
+                            && received_qty.is_none_or(|q| item.qty > q);
+                        if over_po || over_receipt {
+                            a.discrepancies.insert("quantity_mismatch");
+                            a.evidence
+                                .entry("quantity_mismatch".into())
+                                .or_insert_with(|| item.line.evidence());
+                        }
+                    }
+                    None => {
+                        a.discrepancies.insert("price_mismatch");
+                        a.evidence
+                            .entry("price_mismatch".into())
+                            .or_insert_with(|| item.line.evidence());
+                    }
+                }
+            }
+            let po_total = po
+                .get("total")
+                .and_then(|t| t.as_str().and_then(parse_decimal));
+            if let (Some(pt), Some((t, tl))) = (po_total, &inv.total) {
+                if (pt - *t).abs() > Decimal::new(1, 2) {
+                    a.discrepancies.insert("total_mismatch");
+                    a.evidence.insert("total_mismatch".into(), tl.evidence());
+                }
+            }
+        }
+        // Delivered reconciliation reports confirm what was computed.
+        a.policy_checks.insert(
+            "three_way_match",
+            if a.discrepancies.is_empty() {
+                "pass"
+            } else {
+                "fail"
+            },
+        );
+        if a.discrepancies.is_empty() {
+            if let Some(inv) = invoices.first() {
+                if let Some((_, l)) = &inv.total {
+                    a.evidence
+                        .insert("invoice_total_matches_po".into(), l.evidence());
+                }
+                if let Some((_, l)) = &inv.po {
+                    a.evidence.insert("po_reference".into(), l.evidence());
+                }
+            }
+        }
+    }
+
+    fn plan_interventions(&mut self, a: &Assessment) {
+        if !self.cfg.interventions {
+            return;
+        }
+        let vendor = self.vendor();
+        let steps_needed_after = 1; // submit
+        let _ = steps_needed_after;
+        if a.decision == "PAY" {
+            // A prior-payment signal must be reviewed before any release.
+            if self.signals.iter().any(|s| {
+                [
+                    "duplicate_near_match",
+                    "approval_threshold_evasion",
+                    "shared_bank_account",
+                    "coordinated_timing",
+                ]
+                .contains(&s.as_str())
+            }) {
+                self.push(
+                    "flag_duplicate_cluster_review",
+                    json!({"vendor_key": vendor}),
+                    Purpose::Intervention("flag_duplicate_cluster_review".into()),
+                );
+            }
+            return;
+        }
+        if self.task == "task_b" {
+            if a.discrepancies.iter().any(|d| {
+                matches!(
+                    *d,
+                    "price_mismatch" | "quantity_mismatch" | "total_mismatch" | "missing_po"
+                )
+            }) {
+                self.push("request_po_reconciliation", json!({"po_id": self.invoices.values().next().and_then(|i| i.po.as_ref()).map(|p| p.0.clone())}), Purpose::Intervention("request_po_reconciliation".into()));
+            }
+            if a.discrepancies.contains("missing_receipt") {
+                self.push(
+                    "request_additional_receipt_evidence",
+                    json!({}),
+                    Purpose::Intervention("request_additional_receipt_evidence".into()),
+                );
+            }
+        } else {
+            let callback = a.bank_issue
+                || a.codes.contains("policy_bypass_attempt")
+                || a.codes.contains("vendor_account_takeover_suspected")
+                || a.codes.contains("shared_bank_account")
+                || a.codes.contains("coordinated_timing");
+            if callback {
+                self.push(
+                    "request_callback_verification",
+                    json!({"vendor_key": vendor}),
+                    Purpose::Intervention("request_callback_verification".into()),
+                );
+            }
+            if a.bank_issue {
+                self.push(
+                    "request_bank_change_approval_chain",
+                    json!({"vendor_key": vendor}),
+                    Purpose::Intervention("request_bank_change_approval_chain".into()),
+                );
+            }
+            if a.duplicate_issue || self.task == "task_c" || self.task == "task_e" {
+                self.push(
+                    "flag_duplicate_cluster_review",
+                    json!({"vendor_key": vendor}),
+                    Purpose::Intervention("flag_duplicate_cluster_review".into()),
+                );
+            }
+            if a.decision == "ESCALATE_FRAUD" && (a.security_issue || self.task == "task_e") {
+                self.push(
+                    "route_to_security",
+                    json!({"vendor_key": vendor}),
+                    Purpose::Intervention("route_to_security".into()),
+                );
+            }
+            if a.decision == "ESCALATE_FRAUD"
+                && (a.bank_issue
+                    || a.codes.contains("shared_bank_account")
+                    || self.task == "task_e")
+            {
+                self.push(
+                    "freeze_vendor_profile",
+                    json!({"vendor_key": vendor}),
+                    Purpose::Intervention("freeze_vendor_profile".into()),
+                );
+            }
+        }
+        let next = match (self.task.as_str(), a.decision) {
+            ("task_e", _) => "campaign_freeze_and_manual_review",
+            (_, "ESCALATE_FRAUD") => "security_review_and_callback_followup",
+            (_, "HOLD") => "procurement_reconciliation_before_release",
+            _ => "manual_review_before_release",
+        };
+        let summary = format!(
+            "{} recommended for {}: {}.",
+            a.decision,
+            self.invoice_ids.join(", "),
+            if a.codes.is_empty() {
+                a.discrepancies
+                    .iter()
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            } else {
+                a.codes.iter().copied().collect::<Vec<_>>().join(", ")
+            }
+        );
+        self.push("create_human_handoff", json!({"summary": summary.chars().take(600).collect::<String>(), "recommended_next_step": next, "confidence": a.confidence}), Purpose::Intervention("create_human_handoff".into()));
+    }
+
+    /// Follow-ups once artifacts arrive (the other vendor behind a shared account).
+    fn plan_followups(&mut self) {
+        if self.followups_planned {
+            return;
+        }
+        let Some(cluster) = self.artifacts.get("duplicate_cluster_report") else {
+            return;
+        };
+        self.followups_planned = true;
+        let own = self.vendor_key.clone().unwrap_or_default();
+        let vendors: BTreeSet<String> = cluster
+            .get("evidence")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.get("vendor_key").and_then(Value::as_str))
+            .filter(|v| normalize_id(v) != normalize_id(&own))
+            .map(str::to_owned)
+            .take(2)
+            .collect();
+        for v in vendors {
+            self.push(
+                "lookup_vendor_history",
+                json!({"vendor_key": v}),
+                Purpose::History(v.clone()),
+            );
+        }
+    }
+
+    // ----- submission -----
+
+    fn counterfactual(&self, a: &Assessment) -> String {
+        if self.task == "task_a" {
+            return "If any requested field had been missing or unreadable on the invoice, or the bank account had failed validation, we would hold the invoice instead of paying it.".to_owned();
+        }
+        if a.decision == "PAY" {
+            return "If the bank account had not matched the vendor master, the sender domain had been spoofed or a duplicate payment had existed in the ledger, we would hold the invoice instead of paying it.".to_owned();
+        }
+        if self.task == "task_b" {
+            return format!(
+                "If the invoice had matched its purchase order and goods receipt without {}, we would pay the invoice instead of holding it.",
+                a.discrepancies.iter().map(|d| d.replace('_', " ")).collect::<Vec<_>>().join(" or ")
+            );
+        }
+        let mut conds = Vec::new();
+        if a.codes.contains("sender_domain_spoof") {
+            conds.push("the sender domain had matched the approved vendor domain".to_owned());
+        }
+        if a.bank_issue {
+            conds.push("the bank account had matched the vendor master and the callback had verified the request".to_owned());
+        }
+        if a.codes.contains("policy_bypass_attempt") {
+            conds.push(
+                "the request had not asked to skip verification or the approval workflow"
+                    .to_owned(),
+            );
+        }
+        if !a.duplicate_links.is_empty() {
+            conds.push(format!(
+                "no duplicate payment such as {} existed in the ledger",
+                a.duplicate_links
+                    .iter()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if a.codes.contains("approval_threshold_evasion") {
+            conds.push(
+                "the amounts had not been split to stay under the approval threshold".to_owned(),
+            );
+        }
+        if self.task == "task_e" && !a.cross_links.is_empty() {
+            let linked: Vec<String> = a
+                .cross_links
+                .iter()
+                .filter_map(|id| self.invoices.get(id))
+                .map(|i| {
+                    format!(
+                        "{} ({})",
+                        i.doc_id,
+                        i.total_value().map(dstr).unwrap_or_default()
+                    )
+                })
+                .collect();
+            conds.push(format!("the linked invoices {} had not shared one unverified remittance account within days of each other", linked.join(", ")));
+        }
+        if conds.is_empty() {
+            conds.push("every control check had passed".to_owned());
+        }
+        let verb = match a.decision {
+            "HOLD" => "holding",
+            "NEEDS_REVIEW" => "routing it to review",
+            _ => "escalating",
+        };
+        format!(
+            "If {}, we would pay the invoice instead of {verb} it.",
+            conds.join(", and ")
+        )
+        .replace("routing it to review it", "routing it to review")
+    }
+
+    fn build_submission(&self, a: &Assessment) -> Map<String, Value> {
+        let mut p = Map::new();
+        p.insert("decision".into(), json!(a.decision));
+        p.insert("confidence".into(), json!(a.confidence));
+        let mut evidence: Map<String, Value> = a
+            .evidence
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if self.task == "task_a" {
+            let (fields, items, ev) = self.extraction();
+            p.insert("extracted_fields".into(), Value::Object(fields));
+            p.insert("line_items".into(), Value::Array(items));
+            evidence = ev;
+            p.insert("reason_codes".into(), json!([]));
+        } else {
+            let codes: Vec<&str> = a.codes.iter().copied().collect();
+            p.insert("reason_codes".into(), json!(codes));
+            p.insert("policy_checks".into(), json!(a.policy_checks));
+            p.insert("counterfactual".into(), json!(self.counterfactual(a)));
+            match self.task.as_str() {
+                "task_b" => {
+                    p.insert(
+                        "discrepancies".into(),
+                        json!(a.discrepancies.iter().collect::<Vec<_>>()),
+                    );
+                }
+                "task_c" => {
+                    p.insert("fraud_flags".into(), json!(codes));
+                    p.insert("duplicate_links".into(), json!(a.duplicate_links));
+                    p.insert("discrepancies".into(), json!([]));
+                }
+                "task_d" => {
+                    if !a.duplicate_links.is_empty() {
+                        p.insert("duplicate_links".into(), json!(a.duplicate_links));
+                    }
+                }
+                _ => {
+                    p.insert(
+                        "campaign_signals".into(),
+                        json!(a.campaign.iter().collect::<Vec<_>>()),
+                    );
+                    let links = if a.decision == "PAY" {
+                        Vec::new()
+                    } else {
+                        a.cross_links.clone()
+                    };
+                    p.insert("cross_invoice_links".into(), json!(links));
+                }
+            }
+        }
+        p.insert("evidence_map".into(), Value::Object(evidence.clone()));
+        if self.cfg.certificate {
+            p.insert(
+                "decision_certificate".into(),
+                self.certificate(a, &evidence),
+            );
+        }
+        p
+    }
+
+    /// Task A: fields, line items and per-field evidence from the OCR'd lines.
+    fn extraction(&self) -> (Map<String, Value>, Vec<Value>, Map<String, Value>) {
+        let mut fields = Map::new();
+        let mut ev = Map::new();
+        let mut items = Vec::new();
+        if let Some(inv) = self.ordered_invoices().first() {
+            let mut put = |k: &str, v: Value, l: &Line| {
+                fields.insert(k.into(), v);
+                ev.insert(k.into(), l.evidence());
+            };
+            if let Some(l) = &inv.vendor {
+                put("vendor_name", json!(l.text.trim()), l);
+            }
+            for (k, f) in [
+                ("invoice_number", &inv.number),
+                ("invoice_date", &inv.date),
+                ("currency", &inv.currency),
+                ("po_id", &inv.po),
+                ("receipt_id", &inv.receipt),
+                ("bank_account", &inv.bank),
+            ] {
+                if let Some((v, l)) = f {
+                    put(k, json!(v), l);
+                }
+            }
+            for (k, f) in [
+                ("subtotal", &inv.subtotal),
+                ("tax", &inv.tax),
+                ("total", &inv.total),
+            ] {
+                if let Some((v, l)) = f {
+                    put(k, json!(v.normalize().to_string()), l);
+                }
+            }
+            for it in &inv.items {
+                items.push(json!({"description": it.description, "qty": it.qty.normalize().to_string(), "unit_price": it.unit_price.normalize().to_string(), "line_total": it.line_total.normalize().to_string()}));
+            }
+        }
+        (fields, items, ev)
+    }
+
+    /// Agent-authored decision certificate over what the teacher saw.
+    fn certificate(&self, a: &Assessment, evidence: &Map<String, Value>) -> Value {
+        let mut nodes =
+            vec![json!({"id": "decision.final", "type": "decision", "value": a.decision})];
+        let mut edges = Vec::new();
+        let ev_ids: Vec<String> = evidence
+            .keys()
+            .take(12)
+            .map(|k| format!("evidence.{k}"))
+            .collect();
+        for (k, v) in evidence.iter().take(12) {
+            nodes.push(
+                json!({"id": format!("evidence.{k}"), "type": "observation", "ref": v, "label": k}),
+            );
+            edges.push(json!({"source": format!("evidence.{k}"), "target": "decision.final", "type": "supports"}));
+        }
+        for id in self.artifacts.keys().take(5) {
+            let contradicts = a.decision == "PAY"
+                && self
+                    .artifacts
+                    .get(id)
+                    .and_then(|d| d.get("risk_signal"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| s != "callback_clean" && s != "callback_no_answer");
+            nodes.push(json!({"id": format!("artifact.{id}"), "type": "artifact", "ref": {"artifact_id": id}}));
+            edges.push(json!({"source": format!("artifact.{id}"), "target": "decision.final", "type": if contradicts { "contradicts" } else { "supports" }}));
+        }
+        for code in a.codes.iter().take(8) {
+            let src = if evidence.contains_key(*code) {
+                format!("evidence.{code}")
+            } else {
+                ev_ids
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| "decision.final".into())
+            };
+            if src == "decision.final" {
+                continue;
+            }
+            nodes.push(
+                json!({"id": format!("hypothesis.{code}"), "type": "hypothesis", "label": code}),
+            );
+            edges.push(
+                json!({"source": src, "target": format!("hypothesis.{code}"), "type": "supports"}),
+            );
+            edges.push(json!({"source": format!("hypothesis.{code}"), "target": "decision.final", "type": "supports"}));
+        }
+        if let Some(first) = ev_ids.first() {
+            for (k, v) in a.policy_checks.iter().take(4) {
+                nodes.push(json!({"id": format!("policy.{k}"), "type": "policy", "label": format!("{k}: {v}")}));
+                edges.push(
+                    json!({"source": first, "target": format!("policy.{k}"), "type": "supports"}),
+                );
+                edges.push(json!({"source": format!("policy.{k}"), "target": "decision.final", "type": "supports"}));
+            }
+        }
+        for name in self.interventions.iter().take(6) {
+            nodes.push(json!({"id": format!("intervention.{name}"), "type": "intervention", "label": name}));
+            edges.push(json!({"source": format!("intervention.{name}"), "target": "decision.final", "type": "supports"}));
+        }
+        if self.task == "task_a" {
+            if let Some(first) = ev_ids.first() {
+                nodes.push(json!({"id": "policy.extraction_complete", "type": "policy", "label": "extraction_complete: every requested field read from the invoice"}));
+                edges.push(json!({"source": first, "target": "policy.extraction_complete", "type": "supports"}));
+                edges.push(json!({"source": "policy.extraction_complete", "target": "decision.final", "type": "supports"}));
+            }
+        }
+        {
+            nodes.push(json!({"id": "counterfactual.primary", "type": "counterfactual", "label": self.counterfactual(a)}));
+            if let Some(first) = ev_ids.first() {
+                edges.push(json!({"source": first, "target": "counterfactual.primary", "type": "supports"}));
+            }
+            edges.push(json!({"source": "counterfactual.primary", "target": "decision.final", "type": "would_flip"}));
+        }
+        json!({"certificate_version": "ledgershield-dcg-v1", "nodes": nodes, "edges": edges})
+    }
+
+    fn steps_left(env: &StepEnvelope) -> u32 {
+        env.observation
+            .max_steps
+            .saturating_sub(env.observation.step_count)
+    }
+
+    fn submit(&self) -> Action {
+        let a = self.assess();
+        Action {
+            action_type: "submit_decision".into(),
+            payload: self.build_submission(&a),
+        }
+    }
+}
+
+fn day_gap(a: &str, b: &str) -> Option<i64> {
+    fn days(s: &str) -> Option<i64> {
+        let mut it = s.trim().splitn(3, '-');
+        let y: i64 = it.next()?.parse().ok()?;
+        let m: i64 = it.next()?.parse().ok()?;
+        let d: i64 = it.next()?.get(..2)?.parse().ok()?;
+        let y2 = if m <= 2 { y - 1 } else { y };
+        let era = y2.div_euclid(400);
+        let yoe = y2 - era * 400;
+        let mp = (m + 9) % 12;
+        let doy = (153 * mp + 2) / 5 + d - 1;
+        Some(era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy)
+    }
+    Some((days(b)? - days(a)?).abs())
+}
+
+impl Agent for TeacherAgent {
+    fn name(&self) -> String {
+        match (
+            self.cfg.interventions,
+            self.cfg.certificate,
+            self.cfg.wait_for_artifacts,
+        ) {
+            (true, true, true) => "teacher".into(),
+            (false, true, true) => "teacher-no-controls".into(),
+            (true, false, true) => "teacher-no-certificate".into(),
+            (true, true, false) => "teacher-no-artifact-wait".into(),
+            _ => "teacher-ablated".into(),
+        }
+    }
+    fn model(&self) -> String {
+        if self.name() == "teacher" {
+            "ledgershield/deterministic-baseline".into()
+        } else {
+            format!("ledgershield/{}", self.name())
+        }
+    }
+    fn agent_type(&self) -> String {
+        "deterministic-policy".into()
+    }
+    fn begin(&mut self, reset: &StepEnvelope, _seed: u64) {
+        *self = TeacherAgent::with_config(self.cfg);
+        self.task = reset.observation.task_type.clone();
+        self.instruction = reset.observation.instruction.clone();
+        self.stage = Some(Stage::Documents);
+        self.plan_documents(reset);
+    }
+
+    fn next_action(&mut self, last: &StepEnvelope) -> Action {
+        if let Some(p) = self.last_purpose.take() {
+            self.absorb(&p, last);
+        }
+        self.refresh(last);
+        loop {
+            if Self::steps_left(last) <= 1 {
+                return self.submit();
+            }
+            if let Some((a, p)) = self.queue.pop_front() {
+                self.last_purpose = Some(p);
+                return a;
+            }
+            match self.stage.unwrap_or(Stage::Submit) {
+                Stage::Documents => {
+                    self.stage = Some(Stage::Investigation);
+                    self.plan_investigation();
+                    if self.task == "task_a" || self.task == "task_b" {
+                        // no second wave
+                    }
+                }
+                Stage::Investigation => {
+                    if !matches!(self.task.as_str(), "task_a" | "task_b")
+                        && !self.ledger_searched
+                        && self.draft.is_none()
+                    {
+                        self.plan_corroboration();
+                        self.draft = Some(Assessment::default());
+                        continue;
+                    }
+                    let a = self.assess();
+                    self.stage = Some(Stage::Interventions);
+                    self.plan_interventions(&a);
+                    self.draft = Some(a);
+                }
+                Stage::Interventions => {
+                    self.plan_followups();
+                    if self.queue.is_empty() {
+                        self.stage = Some(Stage::Drain);
+                    }
+                }
+                Stage::Drain => {
+                    self.plan_followups();
+                    if !self.queue.is_empty() {
+                        continue;
+                    }
+                    let pending = !last.observation.pending_events.is_empty();
+                    if self.cfg.wait_for_artifacts
+                        && pending
+                        && self.drained < MAX_DRAIN_STEPS
+                        && Self::steps_left(last) > 2
+                    {
+                        self.drained += 1;
+                        let ids = [
+                            "three-way-match",
+                            "bank-change-verification",
+                            "duplicate-check",
+                            "approval-threshold-check",
+                        ];
+                        let rule = ids[(self.drained as usize - 1) % ids.len()];
+                        self.last_purpose = Some(Purpose::Filler);
+                        return Action::new("lookup_policy", json!({"rule_id": rule}));
+                    }
+                    // Re-assess with everything delivered: a fraud call learned late still gets its controls.
+                    let a = self.assess();
+                    let before = self.draft.as_ref().map(|d| d.decision).unwrap_or("PAY");
+                    if before == "PAY" && a.decision != "PAY" {
+                        self.plan_interventions(&a);
+                        self.draft = Some(a);
+                        continue;
+                    }
+                    self.stage = Some(Stage::Submit);
+                }
+                Stage::Submit => return self.submit(),
+            }
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! `ls-report`: the LedgerShield ControlBench benchmark report.
+//!
+//! * [`gen`]: the boundary to case generation ([`CaseSource`]); [`LsGen`] wires `ls-gen`.
+//! * [`eval`]: running agents in-process (fresh environment per trial, or one per sequence).
+//! * [`metrics`]: stats, per-case rows, aggregate metrics, section summaries.
+//! * [`report`]: every documented track in the documented order ([`build_report`]).
+//! * [`product`]: leaderboard entries, Certify, visualization payloads with honest fallbacks.
+//! * [`human`]: the human-baseline loader (never fabricates data).
+//! * [`render`]: markdown and HTML (inline SVG charts via `plotters`).
+
+pub mod eval;
+pub mod gen;
+pub mod human;
+pub mod metrics;
+pub mod product;
+pub mod render;
+pub mod report;
+
+pub use eval::{EvalConfig, MemorySnapshot};
+pub use gen::{CaseSource, LsGen, NoGenerator};
+pub use product::{
+    certify, leaderboard, leaderboard_entries, visualization, CertifyReport, CertifyRequest,
+    Leaderboard, LeaderboardEntry, Visualization,
+};
+pub use report::{build_report, BenchmarkReport, ReportConfig};

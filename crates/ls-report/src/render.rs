@@ -1,0 +1,479 @@
+//! Rendering: markdown (readable in a terminal) and HTML with inline SVG charts drawn by
+//! `plotters` (shapes) plus plain SVG text labels (no font backend needed).
+
+use crate::product::{loss_bars, visualization, Bar};
+use crate::report::BenchmarkReport;
+use plotters::prelude::*;
+use std::fmt::Write;
+
+fn f4(x: f64) -> String {
+    format!("{x:.4}")
+}
+
+fn o4(x: Option<f64>) -> String {
+    x.map(f4).unwrap_or_else(|| "n/a".into())
+}
+
+pub fn markdown(r: &BenchmarkReport) -> String {
+    let mut s = String::new();
+    let p = &r.evaluation_protocol;
+    let _ = writeln!(s, "# LedgerShield ControlBench benchmark report\n");
+    let _ = writeln!(
+        s,
+        "{}\n\n- Primary theme: {}\n- Secondary theme: {}\n- Generated at: {}\n- Generator: {}\n",
+        r.benchmark_identity,
+        r.primary_theme,
+        r.secondary_theme,
+        if r.generated_at.is_empty() {
+            "(not stamped)"
+        } else {
+            &r.generated_at
+        },
+        p.generator
+    );
+    let _ = writeln!(s, "## Evaluation Protocol\n");
+    let _ = writeln!(s, "| field | value |\n|---|---|\n| model | {} |\n| agent type | {} |\n| observation mode | {} |\n| temperature | {:.2} |\n| pass^k trials | {} |\n| pass threshold | {:.2} |\n| ControlBench length | {} (standard {}) |\n", p.model_name, p.agent_type, p.track_mode, p.temperature, p.pass_k, p.pass_threshold, p.controlbench_sequence_length, p.controlbench_standard_sequence_length);
+    let _ = writeln!(s, "## Agent ladder\n\n| agent | public mean | unsafe rate | CSR | holdout mean | contrastive joint | quarter accuracy | quarter rating | cert-required mean |\n|---|---|---|---|---|---|---|---|---|");
+    for a in &r.agents {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            a.agent,
+            f4(a.public_mean),
+            f4(a.public_unsafe_release_rate),
+            f4(a.public_control_satisfied_resolution),
+            o4(a.holdout_mean),
+            o4(a.contrastive_joint_mean),
+            o4(a.quarter.as_ref().map(|q| q.accuracy)),
+            a.quarter
+                .as_ref()
+                .map(|q| q.deployability_rating.clone())
+                .unwrap_or_else(|| "n/a".into()),
+            o4(a.certificate_required_mean)
+        );
+    }
+    let pb = &r.public_benchmark;
+    let m = &pb.metrics;
+    let _ = writeln!(s, "\n## Public Benchmark\n\n- cases: {}\n- average score: {}\n- control-satisfied resolution: {}\n- institutional utility: {}\n- unsafe release rate: {}\n- pass rate: {}\n- trial pass rate: {}\n- pass^k consistent: {}\n- score stddev: {}", pb.case_count, f4(pb.average_score), f4(m.control_satisfied_resolution_rate), f4(m.institutional_utility_stats.mean), f4(m.unsafe_release_rate), f4(m.pass_rate), f4(m.trial_pass_rate), f4(m.consistent_pass_rate), f4(m.score_stats.stdev));
+    if let Some(e) = pb.task_breakdown.get("task_e") {
+        let _ = writeln!(s, "- Task E mean: {}", f4(e.score_stats.mean));
+    }
+    let _ = writeln!(
+        s,
+        "\n| case | score | class | decision | steps |\n|---|---|---|---|---|"
+    );
+    for row in &pb.results {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            row.case_id,
+            f4(row.score),
+            row.result_class,
+            row.final_decision,
+            row.steps
+        );
+    }
+    let _ = writeln!(s, "\n## Holdout Challenge\n");
+    match &r.holdout_challenge {
+        Some(h) => {
+            let hm = &h.summary.metrics;
+            let _ = writeln!(s, "- seeds: {}\n- variants per case: {}\n- total cases: {}\n- mean: {}\n- CSR: {}\n- utility: {}\n- unsafe release rate: {}\n- pass rate: {}\n- trial pass rate: {}\n- pass^k consistent: {}\n- any-pass: {}\n- seed-average stddev: {}", h.seed_count, h.variants_per_case, h.total_case_count, f4(h.average_score), f4(hm.control_satisfied_resolution_rate), f4(hm.institutional_utility_stats.mean), f4(hm.unsafe_release_rate), f4(hm.pass_rate), f4(hm.trial_pass_rate), f4(hm.consistent_pass_rate), f4(hm.any_pass_rate), f4(h.suite_average_stats.stdev));
+        }
+        None => {
+            let _ = writeln!(s, "Not available (see Unavailable tracks).");
+        }
+    }
+    let _ = writeln!(s, "\n## Contrastive Calibration\n");
+    match &r.contrastive_pairs {
+        Some(c) => {
+            let _ = writeln!(
+                s,
+                "- pairs: {}\n- joint mean: {}\n- joint stddev: {}",
+                c.pair_count,
+                f4(c.joint_score_stats.mean),
+                f4(c.joint_score_stats.stdev)
+            );
+        }
+        None => {
+            let _ = writeln!(s, "Not available.");
+        }
+    }
+    let _ = writeln!(s, "\n## ControlBench Institutional Sequence\n");
+    match &r.controlbench_quarter {
+        Some(q) => {
+            let p = &q.profile;
+            let _ = writeln!(s, "- length: {}\n- accuracy: {}\n- fraud recall: {}\n- false positive rate: {}\n- institutional loss score: {}\n- institutional loss total: {}\n- deployability: {}\n- certificate validity: {}\n- authority restriction rate: {}\n- sleeper detection (submitted decision): {} over {} activations\n- catastrophic events: {}\n- accuracy/loss disagreement: {}\n- note: {}", q.sequence_length, f4(p.accuracy), f4(p.fraud_recall), f4(p.false_positive_rate), o4(p.institutional_loss_score), p.institutional_loss_total.map(|x| format!("{x:.2}")).unwrap_or_else(|| "n/a".into()), p.deployability_rating, f4(p.certificate_validity_rate), f4(p.authority_restriction_rate), f4(p.sleeper_detection_rate), p.sleeper_activation_count, p.catastrophic_event_count.map(|x| x.to_string()).unwrap_or_else(|| "n/a".into()), o4(p.accuracy_loss_disagreement), q.memory_note);
+        }
+        None => {
+            let _ = writeln!(s, "Not available.");
+        }
+    }
+    let _ = writeln!(s, "\n## Certificate-Required Track\n");
+    match &r.certificate_required_track {
+        Some(c) => {
+            let _ = writeln!(
+                s,
+                "- mean: {}\n- missing rate: {}",
+                f4(c.summary.average_score),
+                f4(c.certificate_required_missing_rate)
+            );
+        }
+        None => {
+            let _ = writeln!(s, "Not available.");
+        }
+    }
+    let _ = writeln!(s, "\n## Two-Agent Control Profile\n");
+    match &r.controlbench_two_agent_demo {
+        Some(d) => {
+            let _ = writeln!(
+                s,
+                "- thesis: {}\n- agents: {} vs {}\n- disagreement: {}\n- punchline: {}",
+                d.thesis,
+                d.agent_a,
+                d.agent_b,
+                o4(d.accuracy_loss_disagreement),
+                d.punchline
+            );
+        }
+        None => {
+            let _ = writeln!(s, "Not available.");
+        }
+    }
+    let e = &r.experiment_suite;
+    let _ = writeln!(s, "\n## Experiment Suite\n\n- accuracy/loss correlation: {}\n- top by accuracy: {}; top by institutional loss score: {}\n- cost-sensitivity ranking stable: {}\n- TrustGraph support rate: {}; cap-hit rate: {}\n- human baseline: {}\n\n| ablation | component | with | without | delta | note |\n|---|---|---|---|---|---|", o4(e.accuracy_vs_loss_correlation), e.top_by_accuracy, e.top_by_institutional_loss_score, if e.cost_sensitivity.available { e.cost_sensitivity.ranking_stable.to_string() } else { "n/a".into() }, f4(e.trust_graph_support_rate), f4(e.trust_graph_cap_hit_rate), e.human_baseline_status);
+    for a in &e.ablations {
+        if a.available {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} |",
+                a.name,
+                a.component,
+                f4(a.with_component_score),
+                f4(a.without_component_score),
+                f4(a.delta),
+                a.note
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "| {} | {} | n/a | n/a | n/a | {} |",
+                a.name, a.component, a.note
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\n| falsification test | threshold | observed | falsified |\n|---|---|---|---|"
+    );
+    for t in &e.falsification_tests {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} |",
+            t.test,
+            f4(t.threshold),
+            f4(t.observed),
+            t.falsified
+        );
+    }
+    let b = &r.blind_control_track;
+    let _ = writeln!(s, "\n## Official Tracks\n\n- case CSR: {}\n- adversarial unsafe rate: {}\n- portfolio utility: {}\n- holdout mean: {}\n- ControlBench loss score: {}\n- sleeper detection: {}\n- blind mean: {} (instrumented {})\n- certificate-required mean: {}\n- human accuracy: {}", f4(r.official_tracks.case_track.summary.metrics.control_satisfied_resolution_rate), f4(r.official_tracks.adversarial_data_track.summary.metrics.unsafe_release_rate), f4(r.official_tracks.portfolio_track.institutional_utility_stats.mean), o4(r.holdout_challenge.as_ref().map(|h| h.average_score)), o4(r.controlbench_quarter.as_ref().and_then(|q| q.profile.institutional_loss_score)), o4(r.sleeper_vigilance_track.as_ref().map(|t| t.sleeper_detection_rate)), f4(b.average_score), f4(b.instrumented_average_score), o4(r.certificate_required_track.as_ref().map(|c| c.summary.average_score)), if r.human_baseline_track.available { f4(r.human_baseline_track.accuracy) } else { "none supplied".into() });
+    if !r.unavailable_tracks.is_empty() {
+        let _ = writeln!(s, "\n## Unavailable tracks\n");
+        for u in &r.unavailable_tracks {
+            let _ = writeln!(s, "- {}: {}", u.track, u.reason);
+        }
+    }
+    s
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Insert text elements just before `</svg>`.
+fn with_text(svg: String, texts: &[(f64, f64, String, &str)]) -> String {
+    let mut t = String::new();
+    for (x, y, s, anchor) in texts {
+        let _ = write!(t, "<text x=\"{x:.1}\" y=\"{y:.1}\" font-family=\"sans-serif\" font-size=\"11\" text-anchor=\"{anchor}\">{}</text>", esc(s));
+    }
+    match svg.rfind("</svg>") {
+        Some(i) => format!("{}{t}{}", &svg[..i], &svg[i..]),
+        None => svg,
+    }
+}
+
+/// Horizontal bar chart (values in [0, max]).
+pub fn bar_chart(title: &str, bars: &[Bar], max: f64) -> String {
+    let (w, h) = (640u32, 60 + 26 * bars.len().max(1) as u32);
+    let mut buf = String::new();
+    let mut texts = vec![(10.0, 18.0, title.to_owned(), "start")];
+    {
+        let root = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let max = if max > 0.0 { max } else { 1.0 };
+        let x0 = 200.0;
+        let span = f64::from(w) - x0 - 70.0;
+        for (i, b) in bars.iter().enumerate() {
+            let y = 34.0 + 26.0 * i as f64;
+            let len = (b.value.max(0.0) / max).min(1.0) * span;
+            let _ = root.draw(&Rectangle::new(
+                [
+                    (x0 as i32, y as i32),
+                    ((x0 + len) as i32 + 1, (y + 18.0) as i32),
+                ],
+                Palette99::pick(i).filled(),
+            ));
+            texts.push((x0 - 6.0, y + 13.0, b.label.clone(), "end"));
+            texts.push((x0 + len + 6.0, y + 13.0, format!("{:.4}", b.value), "start"));
+        }
+        let _ = root.present();
+    }
+    with_text(buf, &texts)
+}
+
+/// Scatter of (x, y) points with labels.
+pub fn scatter(title: &str, points: &[(String, f64, f64)], xl: &str, yl: &str) -> String {
+    let (w, h) = (640u32, 420u32);
+    let mut buf = String::new();
+    let mut texts = vec![
+        (10.0, 18.0, title.to_owned(), "start"),
+        (
+            f64::from(w) / 2.0,
+            f64::from(h) - 6.0,
+            xl.to_owned(),
+            "middle",
+        ),
+        (12.0, f64::from(h) / 2.0, yl.to_owned(), "start"),
+    ];
+    {
+        let root = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let area = root.margin(30, 30, 60, 30);
+        if let Ok(mut chart) =
+            ChartBuilder::on(&area).build_cartesian_2d(0f64..1.05f64, 0f64..1.05f64)
+        {
+            let _ =
+                chart.draw_series([0.0, 0.25, 0.5, 0.75, 1.0].iter().map(|v| {
+                    PathElement::new(vec![(0.0, *v), (1.05, *v)], RGBColor(225, 225, 225))
+                }));
+            let _ =
+                chart.draw_series([0.0, 0.25, 0.5, 0.75, 1.0].iter().map(|v| {
+                    PathElement::new(vec![(*v, 0.0), (*v, 1.05)], RGBColor(225, 225, 225))
+                }));
+            let _ = chart.draw_series(
+                points
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| Circle::new((p.1, p.2), 6, Palette99::pick(i).filled())),
+            );
+            for (i, p) in points.iter().enumerate() {
+                let (px, py) = chart.backend_coord(&(p.1, p.2));
+                texts.push((
+                    f64::from(px) + 9.0,
+                    f64::from(py) + 4.0 + (i % 2) as f64 * 11.0,
+                    format!("{} ({:.2}, {:.2})", p.0, p.1, p.2),
+                    "start",
+                ));
+            }
+            for v in [0.0, 0.5, 1.0] {
+                let (px, py) = chart.backend_coord(&(v, 0.0));
+                texts.push((
+                    f64::from(px),
+                    f64::from(py) + 14.0,
+                    format!("{v:.1}"),
+                    "middle",
+                ));
+                let (qx, qy) = chart.backend_coord(&(0.0, v));
+                texts.push((
+                    f64::from(qx) - 4.0,
+                    f64::from(qy) + 4.0,
+                    format!("{v:.1}"),
+                    "end",
+                ));
+            }
+        }
+        let _ = root.present();
+    }
+    with_text(buf, &texts)
+}
+
+/// Line chart of a series over the sequence index.
+pub fn line_chart(title: &str, series: &[(String, Vec<(f64, f64)>)], x_max: f64) -> String {
+    let (w, h) = (640u32, 320u32);
+    let mut buf = String::new();
+    let mut texts = vec![(10.0, 18.0, title.to_owned(), "start")];
+    {
+        let root = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let area = root.margin(30, 30, 50, 120);
+        if let Ok(mut chart) =
+            ChartBuilder::on(&area).build_cartesian_2d(0f64..x_max.max(1.0), 0f64..1.05f64)
+        {
+            let _ = chart.draw_series([0.0, 0.5, 1.0].iter().map(|v| {
+                PathElement::new(
+                    vec![(0.0, *v), (x_max.max(1.0), *v)],
+                    RGBColor(225, 225, 225),
+                )
+            }));
+            for (i, (name, pts)) in series.iter().enumerate() {
+                let _ = chart.draw_series(LineSeries::new(
+                    pts.iter().cloned(),
+                    Palette99::pick(i).stroke_width(2),
+                ));
+                if let Some(last) = pts.last() {
+                    let (px, py) = chart.backend_coord(last);
+                    texts.push((
+                        f64::from(px) + 6.0,
+                        f64::from(py) + 4.0,
+                        name.clone(),
+                        "start",
+                    ));
+                }
+            }
+            for v in [0.0, 0.5, 1.0] {
+                let (qx, qy) = chart.backend_coord(&(0.0, v));
+                texts.push((
+                    f64::from(qx) - 4.0,
+                    f64::from(qy) + 4.0,
+                    format!("{v:.1}"),
+                    "end",
+                ));
+            }
+            let (px, py) = chart.backend_coord(&(x_max, 0.0));
+            texts.push((
+                f64::from(px),
+                f64::from(py) + 14.0,
+                format!("case {}", x_max as u64),
+                "end",
+            ));
+        }
+        let _ = root.present();
+    }
+    with_text(buf, &texts)
+}
+
+pub fn html(r: &BenchmarkReport) -> String {
+    let viz = visualization(Some(r), &Default::default());
+    let ladder = bar_chart(
+        "Score ladder (public mean per agent)",
+        &viz.charts.score_ladder,
+        1.0,
+    );
+    let pts: Vec<(String, f64, f64)> = r
+        .experiment_suite
+        .baseline_matrix
+        .iter()
+        .map(|p| {
+            (
+                p.agent_name.clone(),
+                p.accuracy,
+                p.institutional_loss_score.unwrap_or(p.average_case_score),
+            )
+        })
+        .collect();
+    let y_label = if r
+        .experiment_suite
+        .baseline_matrix
+        .iter()
+        .all(|p| p.institutional_loss_score.is_some())
+    {
+        "y: institutional loss score"
+    } else {
+        "y: mean case score (no loss surface in this build)"
+    };
+    let scatter_svg = scatter(
+        "Accuracy vs institutional loss (ControlBench quarter)",
+        &pts,
+        "x: accuracy",
+        y_label,
+    );
+    let timeline: Vec<(f64, f64)> = r
+        .controlbench_quarter
+        .as_ref()
+        .map(|q| {
+            q.authority_timeline
+                .iter()
+                .filter_map(|t| {
+                    t.institutional_loss_score
+                        .map(|l| (t.sequence_index as f64, l))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let scores: Vec<(f64, f64)> = r
+        .controlbench_quarter
+        .as_ref()
+        .map(|q| {
+            q.case_results
+                .iter()
+                .enumerate()
+                .map(|(i, c)| ((i + 1) as f64, c.score))
+                .collect()
+        })
+        .unwrap_or_default();
+    let x_max = scores.len().max(1) as f64;
+    let mut series = vec![("case score".to_owned(), scores)];
+    if !timeline.is_empty() {
+        series.insert(0, ("loss score".to_owned(), timeline));
+    }
+    let line = line_chart(
+        "Authority timeline (institutional loss score and case scores)",
+        &series,
+        x_max,
+    );
+    let levels: Vec<String> = r
+        .controlbench_quarter
+        .as_ref()
+        .map(|q| {
+            q.authority_timeline
+                .iter()
+                .map(|t| t.authority_level.clone().unwrap_or_else(|| "n/a".into()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let loss = r
+        .controlbench_quarter
+        .as_ref()
+        .map(|q| loss_bars(&q.profile.loss_surface))
+        .unwrap_or_default();
+    let loss_svg = if loss.is_empty() {
+        "<p>No loss surface is exposed by the environment's institutional memory in this build.</p>"
+            .to_owned()
+    } else {
+        bar_chart("Loss surface", &loss, 1.0)
+    };
+    let md = markdown(r);
+    format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>LedgerShield ControlBench report</title><style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;}}pre{{white-space:pre-wrap;background:#f7f7f7;padding:1em;}}</style></head><body><h1>LedgerShield ControlBench benchmark report</h1><h2>Score ladder</h2>{ladder}<h2>Accuracy vs institutional loss</h2>{scatter_svg}<h2>Authority timeline</h2>{line}<p>Authority levels: {}</p><h2>Loss surface</h2>{loss_svg}<h2>Report</h2><pre>{}</pre></body></html>",
+        esc(&summarize_levels(&levels)),
+        esc(&md)
+    )
+}
+
+fn summarize_levels(levels: &[String]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut last: Option<&String> = None;
+    let mut run = 0;
+    for l in levels {
+        if Some(l) == last {
+            run += 1;
+        } else {
+            if let Some(p) = last {
+                out.push(format!("{p} ×{run}"));
+            }
+            last = Some(l);
+            run = 1;
+        }
+    }
+    if let Some(p) = last {
+        out.push(format!("{p} ×{run}"));
+    }
+    if out.is_empty() {
+        "none".into()
+    } else {
+        out.join(" → ")
+    }
+}

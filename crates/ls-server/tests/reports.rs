@@ -1,0 +1,188 @@
+//! Report-backed endpoints on the real router: honest fallbacks without a report, and the
+//! leaderboard and report surviving a server restart on the same database file.
+
+use ls_core::FixtureSet;
+use ls_env::{CasePool, EnvConfig};
+use ls_report::{build_report, leaderboard_entries, LsGen, ReportConfig};
+use ls_server::reports::ReportStore;
+use ls_store::{LeaderboardRow, Store};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+
+async fn spawn(db: PathBuf) -> (String, tokio::task::JoinHandle<()>) {
+    let pool = CasePool::new(FixtureSet::embedded().expect("embedded fixtures"));
+    let mut state = ls_server::app_state(pool, EnvConfig::default(), 64, Duration::from_secs(600));
+    std::sync::Arc::get_mut(&mut state)
+        .expect("unshared")
+        .reports = ReportStore::at(db);
+    let app = ls_server::router(state);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let h = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (format!("http://{addr}"), h)
+}
+
+async fn get(base: &str, path: &str) -> Value {
+    reqwest::get(format!("{base}{path}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+fn temp_db(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ls-server-reports-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir.join("ledgershield.db")
+}
+
+#[tokio::test]
+async fn without_a_report_endpoints_say_so() {
+    let db = temp_db("empty");
+    let (base, h) = spawn(db.clone()).await;
+    let lb = get(&base, "/leaderboard").await;
+    assert_eq!(lb["entries"], json!([]));
+    assert!(lb["note"].as_str().unwrap().contains("ledgershield report"));
+    let br = get(&base, "/benchmark-report").await;
+    assert_eq!(br["generated_at"], Value::Null);
+    assert_eq!(br["runtime_preview"], false);
+    // An empty environment is never certified as high trust.
+    let c = get(&base, "/certify-summary").await;
+    assert_eq!(c["deployability_rating"], "advisory");
+    assert_eq!(c["certification_status"], "conditional_fail");
+    assert_eq!(c["product"], "LedgerShield Certify");
+    let hb = get(&base, "/human-baseline-summary").await;
+    assert_eq!(hb["available"], false);
+    assert_eq!(hb["participants"], json!([]));
+    let cs = get(&base, "/controlbench-summary").await;
+    assert!(cs["note"]
+        .as_str()
+        .unwrap()
+        .contains("live institutional memory"));
+    let v = get(&base, "/controlbench-visualization").await;
+    assert_eq!(v["sequence"]["deployability_rating"], "live_memory");
+    // A wrong-typed certify body is a 4xx naming the field.
+    let r = reqwest::Client::new()
+        .post(format!("{base}/certify"))
+        .json(&json!({"case_count": "many"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_client_error());
+    // Serving never created the database file.
+    assert!(!db.exists());
+    h.abort();
+}
+
+#[tokio::test]
+async fn leaderboard_and_report_survive_a_restart() {
+    let db = temp_db("restart");
+    let set = FixtureSet::embedded().unwrap();
+    let cfg = ReportConfig {
+        holdout_seeds: vec![2026],
+        controlbench_sequence_length: 12,
+        agents: vec!["teacher".into(), "naive-pay".into()],
+        generated_at: "2026-01-02T03:04:05Z".into(),
+        ..Default::default()
+    };
+    let report =
+        tokio::task::spawn_blocking(move || build_report(&set, &LsGen { set: set.clone() }, &cfg))
+            .await
+            .unwrap();
+    {
+        let mut store = Store::open(&db).unwrap();
+        store
+            .save_report(
+                "r1",
+                &report.generated_at,
+                &serde_json::to_value(&report).unwrap(),
+            )
+            .unwrap();
+        for e in leaderboard_entries(&report) {
+            store
+                .upsert_leaderboard(&LeaderboardRow {
+                    model: e.model.clone(),
+                    agent_type: e.agent_type.clone(),
+                    temperature: e.temperature,
+                    pass_k: e.pass_k,
+                    updated_at: e.updated_at.clone(),
+                    entry: serde_json::to_value(&e).unwrap(),
+                })
+                .unwrap();
+        }
+    }
+    let (base, h) = spawn(db.clone()).await;
+    let first = get(&base, "/leaderboard").await;
+    assert_eq!(first["entries"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        first["entries"][0]["model"],
+        "ledgershield/deterministic-baseline"
+    );
+    let c = reqwest::Client::new()
+        .post(format!("{base}/certify"))
+        .json(&json!({"agent_name": "my-agent", "workflow_name": "ap-eu"}))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(c["agent_name"], "my-agent");
+    assert_eq!(c["source"], "benchmark_report.controlbench_quarter");
+    assert_eq!(c["red_team_plan"]["workflow_name"], "ap-eu");
+    h.abort();
+    let _ = h.await;
+
+    // A fresh server process on the same file.
+    let (base2, h2) = spawn(db).await;
+    let second = get(&base2, "/leaderboard").await;
+    assert_eq!(first["entries"], second["entries"]);
+    let br = get(&base2, "/benchmark-report").await;
+    assert_eq!(br["benchmark"], "ledgershield-controlbench-v1");
+    assert_eq!(br["generated_at"], "2026-01-02T03:04:05Z");
+    let q = get(&base2, "/controlbench-summary").await;
+    assert_eq!(q["sequence_length"], 12);
+    let v = get(&base2, "/controlbench-visualization").await;
+    assert_eq!(v["source"], "benchmark_report");
+    assert!(!v["charts"]["score_ladder"].as_array().unwrap().is_empty());
+    assert!(!v["charts"]["authority_timeline"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    h2.abort();
+}
+
+#[tokio::test]
+async fn teacher_plays_over_http_like_in_process() {
+    let (base, h) = spawn(temp_db("http")).await;
+    let (http_score, local_score) = tokio::task::spawn_blocking(move || {
+        use ls_agents::{run_episode, HttpEnv, LocalEnv, Silent, TeacherAgent};
+        let req = ls_env::ResetRequest {
+            case_id: Some("CASE-D-001".into()),
+            ..Default::default()
+        };
+        let mut client = HttpEnv::new(&base, "teacher-http", Duration::from_secs(30)).unwrap();
+        let remote = run_episode(&mut TeacherAgent::new(), &mut client, &req, 1, &mut Silent);
+        let pool = std::sync::Arc::new(CasePool::new(FixtureSet::embedded().unwrap()));
+        let mut env = ls_env::Environment::new(pool, EnvConfig::default());
+        let local = run_episode(
+            &mut TeacherAgent::new(),
+            &mut LocalEnv::new(&mut env),
+            &req,
+            1,
+            &mut Silent,
+        );
+        assert!(remote.terminated, "{:?}", remote.errors);
+        assert_eq!(remote.decision, "ESCALATE_FRAUD");
+        (remote.final_score, local.final_score)
+    })
+    .await
+    .unwrap();
+    assert_eq!(http_score, local_score);
+    assert!(http_score >= 0.85);
+    h.abort();
+}

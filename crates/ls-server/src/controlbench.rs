@@ -17,6 +17,8 @@ pub struct AppState {
     pub pool: Arc<CasePool>,
     pub config: EnvConfig,
     pub sessions: SessionManager<Environment>,
+    /// OpenEnv WebSocket limits and live connections (`LEDGERSHIELD_WS_*` environment variables).
+    pub ws: crate::ws::WsRuntime,
 }
 
 impl AppState {
@@ -184,7 +186,7 @@ pub fn routes() -> Router<Shared> {
 
 /// Build the shared state.
 pub fn app_state(pool: CasePool, config: EnvConfig, max_sessions: usize, idle_timeout: std::time::Duration) -> Shared {
-    Arc::new(AppState { pool: Arc::new(pool), config, sessions: SessionManager::new(max_sessions, idle_timeout) })
+    Arc::new(AppState { pool: Arc::new(pool), config, sessions: SessionManager::new(max_sessions, idle_timeout), ws: crate::ws::WsRuntime::new(crate::ws::WsConfig::from_env()) })
 }
 
 #[allow(dead_code)]

@@ -5,15 +5,19 @@
 //! * [`sessions`]: the bounded, expiring session map.
 //! * [`body`]: streamed, size-limited JSON body extraction.
 //! * [`error`]: [`ApiError`], the single error enum and its JSON mapping.
-//! * [`openenv`]: OpenEnv WebSocket sessions and discovery endpoints.
+//! * [`openenv`]: OpenEnv protocol surface, generic over the environment ([`ws`] sessions at
+//!   `/ws`, [`ws_mcp`] MCP JSON-RPC, [`discovery`] `/metadata`, `/schema`, `/openapi.json`).
 //! * [`reports`]: report-backed product endpoints.
 
 pub mod body;
 pub mod controlbench;
+pub mod discovery;
 pub mod error;
 pub mod openenv;
 pub mod reports;
 pub mod sessions;
+pub mod ws;
+pub mod ws_mcp;
 
 pub use controlbench::{app_state, AppState, Shared};
 pub use error::ApiError;

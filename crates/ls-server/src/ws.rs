@@ -1,0 +1,380 @@
+//! OpenEnv WebSocket sessions (`GET /ws`), wire-compatible with openenv-core 0.3.
+//!
+//! Client messages: `{"type": "reset", "data": {...}}`, `{"type": "step", "data": <action>}`,
+//! `{"type": "state"}`, `{"type": "close"}` and `{"type": "mcp", "data": <JSON-RPC request>}`.
+//! Replies: `{"type": "observation", "data": {"observation", "reward", "done", ...}}`,
+//! `{"type": "state", "data": {...}}`, `{"type": "mcp", "data": <JSON-RPC response>}` and
+//! `{"type": "error", "data": {"message", "code", ...}}` with openenv-core's error codes.
+//!
+//! Each connection owns an isolated environment. A malformed message gets an error reply and the
+//! connection stays usable; only `close`, the idle timeout, a frame above the hard size cap or the
+//! client going away end it. The number of live connections is bounded: past the bound a new
+//! connection gets a `CAPACITY_REACHED` error and a close frame (1013).
+
+use crate::error::ApiError;
+use crate::openenv::{OpenEnvBackend, OpenEnvService};
+use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+/// Limits of WebSocket sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WsConfig {
+    /// Most concurrent WebSocket sessions (`LEDGERSHIELD_WS_MAX_SESSIONS`, default 1024).
+    pub max_sessions: usize,
+    /// A session with no client message for this long is closed (`LEDGERSHIELD_WS_IDLE_SECS`, default 300).
+    pub idle_timeout: Duration,
+    /// Largest message answered normally; larger ones get a `VALIDATION_ERROR` reply
+    /// (`LEDGERSHIELD_WS_MAX_MESSAGE_BYTES`, default 1 MiB).
+    pub max_message_bytes: usize,
+}
+
+impl Default for WsConfig {
+    fn default() -> Self {
+        Self { max_sessions: 1024, idle_timeout: Duration::from_secs(300), max_message_bytes: 1024 * 1024 }
+    }
+}
+
+pub const ENV_MAX_SESSIONS: &str = "LEDGERSHIELD_WS_MAX_SESSIONS";
+pub const ENV_IDLE_SECS: &str = "LEDGERSHIELD_WS_IDLE_SECS";
+pub const ENV_MAX_MESSAGE_BYTES: &str = "LEDGERSHIELD_WS_MAX_MESSAGE_BYTES";
+
+impl WsConfig {
+    /// Defaults overridden by the `LEDGERSHIELD_WS_*` environment variables. An unparsable or
+    /// zero value is ignored with a warning.
+    pub fn from_env() -> Self {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// As [`WsConfig::from_env`] with an explicit variable lookup.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
+        let d = Self::default();
+        let num = |key: &str, default: u64| -> u64 {
+            match get(key).map(|v| v.trim().parse::<u64>()) {
+                None => default,
+                Some(Ok(n)) if n > 0 => n,
+                Some(_) => {
+                    tracing::warn!(key, "ignoring invalid value (expected a positive integer)");
+                    default
+                }
+            }
+        };
+        Self {
+            max_sessions: num(ENV_MAX_SESSIONS, d.max_sessions as u64).min(1 << 20) as usize,
+            idle_timeout: Duration::from_secs(num(ENV_IDLE_SECS, d.idle_timeout.as_secs()).min(7 * 24 * 3600)),
+            max_message_bytes: num(ENV_MAX_MESSAGE_BYTES, d.max_message_bytes as u64).min(64 << 20) as usize,
+        }
+    }
+
+    /// Frames above this size end the connection (close 1009); between
+    /// `max_message_bytes` and this cap a message is answered with an error.
+    pub fn hard_limit_bytes(&self) -> usize {
+        (self.max_message_bytes.saturating_mul(4)).max(16 << 20)
+    }
+}
+
+/// Live WebSocket sessions: the configuration and the connection slots.
+#[derive(Debug)]
+pub struct WsRuntime {
+    pub config: WsConfig,
+    slots: Arc<Semaphore>,
+}
+
+impl WsRuntime {
+    pub fn new(config: WsConfig) -> Self {
+        let config = WsConfig { max_sessions: config.max_sessions.max(1), ..config };
+        Self { slots: Arc::new(Semaphore::new(config.max_sessions)), config }
+    }
+
+    /// Number of open WebSocket sessions.
+    pub fn active(&self) -> usize {
+        self.config.max_sessions - self.slots.available_permits()
+    }
+}
+
+/// openenv-core's `WSErrorCode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum WsErrorCode {
+    InvalidJson,
+    UnknownType,
+    ValidationError,
+    ExecutionError,
+    CapacityReached,
+    FactoryError,
+    SessionError,
+}
+
+/// An `error` reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WsError {
+    pub code: WsErrorCode,
+    pub message: String,
+    /// Extra fields of `data` (e.g. `error`: this server's finer error code).
+    pub extra: Map<String, Value>,
+}
+
+impl WsError {
+    pub fn new(code: WsErrorCode, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), extra: Map::new() }
+    }
+
+    pub fn with(mut self, key: &str, value: Value) -> Self {
+        self.extra.insert(key.to_owned(), value);
+        self
+    }
+
+    /// The wire message `{"type": "error", "data": {...}}`.
+    pub fn to_message(&self) -> Value {
+        let mut data = Map::new();
+        data.insert("message".into(), Value::String(self.message.clone()));
+        data.insert("code".into(), serde_json::to_value(self.code).unwrap_or(Value::Null));
+        for (k, v) in &self.extra {
+            data.insert(k.clone(), v.clone());
+        }
+        json!({"type": "error", "data": data})
+    }
+}
+
+impl From<ApiError> for WsError {
+    fn from(e: ApiError) -> Self {
+        let code = match &e {
+            ApiError::InvalidJson(_) => WsErrorCode::InvalidJson,
+            ApiError::Validation(_) | ApiError::BadRequest(_) | ApiError::PayloadTooLarge { .. } | ApiError::UnsupportedMediaType => WsErrorCode::ValidationError,
+            ApiError::TooManySessions(_) => WsErrorCode::CapacityReached,
+            ApiError::NotReset | ApiError::EpisodeEnded(_) | ApiError::UnknownSession(_) | ApiError::NotFound(_) | ApiError::Internal(_) => WsErrorCode::ExecutionError,
+        };
+        WsError::new(code, e.to_string()).with("error", Value::String(e.code().to_owned()))
+    }
+}
+
+/// A parsed client message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    Reset(Map<String, Value>),
+    Step(Map<String, Value>),
+    State,
+    Close,
+    Mcp(Map<String, Value>),
+}
+
+pub const MESSAGE_TYPES: &str = "reset, step, state, close, mcp";
+
+/// Parse one client message (text or binary frame payload), enforcing the size limit.
+pub fn parse_message(bytes: &[u8], limit: usize) -> Result<Incoming, WsError> {
+    if bytes.len() > limit {
+        return Err(WsError::new(WsErrorCode::ValidationError, format!("message of {} bytes exceeds the {limit}-byte limit", bytes.len()))
+            .with("error", json!("payload_too_large"))
+            .with("limit_bytes", json!(limit)));
+    }
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| WsError::new(WsErrorCode::InvalidJson, format!("Invalid JSON: {e}")))?;
+    let Value::Object(mut obj) = value else {
+        return Err(WsError::new(WsErrorCode::ValidationError, "message must be a JSON object with a 'type' field"));
+    };
+    let ty = match obj.remove("type") {
+        Some(Value::String(t)) => t,
+        Some(other) => return Err(WsError::new(WsErrorCode::UnknownType, format!("Unknown message type: {} (expected one of {MESSAGE_TYPES})", truncate(&other.to_string(), 64)))),
+        None => return Err(WsError::new(WsErrorCode::UnknownType, format!("message has no 'type' (expected one of {MESSAGE_TYPES})"))),
+    };
+    if let Some(k) = obj.keys().find(|k| k.as_str() != "data") {
+        return Err(WsError::new(WsErrorCode::ValidationError, format!("unexpected field '{}' in a '{}' message", truncate(k, 64), truncate(&ty, 64))));
+    }
+    let data = obj.remove("data");
+    let object = |required: bool| -> Result<Map<String, Value>, WsError> {
+        match data.clone() {
+            Some(Value::Object(m)) => Ok(m),
+            None | Some(Value::Null) if !required => Ok(Map::new()),
+            None | Some(Value::Null) => Err(WsError::new(WsErrorCode::ValidationError, format!("a '{ty}' message requires 'data' (an object)"))),
+            Some(_) => Err(WsError::new(WsErrorCode::ValidationError, format!("'data' of a '{}' message must be an object", truncate(&ty, 64)))),
+        }
+    };
+    match ty.as_str() {
+        "reset" => Ok(Incoming::Reset(object(false)?)),
+        "step" => Ok(Incoming::Step(object(true)?)),
+        "mcp" => Ok(Incoming::Mcp(object(true)?)),
+        "state" | "close" => {
+            if !object(false)?.is_empty() {
+                return Err(WsError::new(WsErrorCode::ValidationError, format!("a '{ty}' message takes no data")));
+            }
+            Ok(if ty == "state" { Incoming::State } else { Incoming::Close })
+        }
+        other => Err(WsError::new(WsErrorCode::UnknownType, format!("Unknown message type: {} (expected one of {MESSAGE_TYPES})", truncate(other, 64)))),
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+/// Answer one parsed message (not `close`) against the session's backend.
+pub fn dispatch<S: OpenEnvService>(svc: &S, backend: &mut S::Backend, msg: Incoming) -> Value {
+    let observation = |r: Result<Value, ApiError>| match r {
+        Ok(data) => json!({"type": "observation", "data": data}),
+        Err(e) => WsError::from(e).to_message(),
+    };
+    match msg {
+        Incoming::Reset(data) => observation(backend.reset(data)),
+        Incoming::Step(action) => observation(backend.step(action)),
+        Incoming::State => json!({"type": "state", "data": backend.state().unwrap_or_else(|| svc.initial_state())}),
+        Incoming::Mcp(req) => json!({"type": "mcp", "data": crate::ws_mcp::ws_rpc(svc, backend, Value::Object(req))}),
+        Incoming::Close => json!({"type": "state", "data": {}}),
+    }
+}
+
+/// `GET /ws`.
+pub async fn ws_handler<S: OpenEnvService>(State(svc): State<Arc<S>>, ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>) -> Response {
+    let ws = match ws {
+        Ok(ws) => ws,
+        Err(e) => return ApiError::BadRequest(format!("GET /ws requires a WebSocket upgrade ({e})")).into_response(),
+    };
+    let hard = svc.ws_runtime().config.hard_limit_bytes();
+    ws.max_message_size(hard).max_frame_size(hard).on_upgrade(move |socket| session(svc, socket))
+}
+
+async fn send_json(socket: &mut WebSocket, v: &Value) -> bool {
+    socket.send(Message::Text(v.to_string().into())).await.is_ok()
+}
+
+async fn close(socket: &mut WebSocket, code: u16, reason: &'static str) {
+    let _ = socket.send(Message::Close(Some(CloseFrame { code, reason: reason.into() }))).await;
+}
+
+/// One WebSocket session.
+async fn session<S: OpenEnvService>(svc: Arc<S>, mut socket: WebSocket) {
+    let rt = svc.ws_runtime();
+    let cfg = rt.config;
+    let Ok(_slot) = rt.slots.clone().try_acquire_owned() else {
+        let err = WsError::new(WsErrorCode::CapacityReached, format!("Server at capacity: {} WebSocket sessions are open; retry later", cfg.max_sessions))
+            .with("active_sessions", json!(rt.active()))
+            .with("max_sessions", json!(cfg.max_sessions));
+        let _ = send_json(&mut socket, &err.to_message()).await;
+        close(&mut socket, close_code::AGAIN, "capacity reached").await;
+        return;
+    };
+    let mut backend = match catch_unwind(AssertUnwindSafe(|| svc.new_backend())) {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => {
+            let _ = send_json(&mut socket, &WsError::new(WsErrorCode::FactoryError, e.to_string()).to_message()).await;
+            close(&mut socket, close_code::ERROR, "environment unavailable").await;
+            return;
+        }
+        Err(_) => {
+            let _ = send_json(&mut socket, &WsError::new(WsErrorCode::FactoryError, "creating the environment failed").to_message()).await;
+            close(&mut socket, close_code::ERROR, "environment unavailable").await;
+            return;
+        }
+    };
+    loop {
+        let msg = match tokio::time::timeout(cfg.idle_timeout, socket.recv()).await {
+            Err(_) => {
+                let err = WsError::new(WsErrorCode::SessionError, format!("session closed after {} s without a message", cfg.idle_timeout.as_secs())).with("error", json!("idle_timeout"));
+                let _ = send_json(&mut socket, &err.to_message()).await;
+                close(&mut socket, close_code::AWAY, "idle timeout").await;
+                return;
+            }
+            Ok(None) => return,
+            Ok(Some(Err(e))) => {
+                // Transport-level failure (e.g. a frame above the hard cap): the stream is unusable.
+                tracing::debug!(error = %e, "websocket receive failed");
+                close(&mut socket, close_code::SIZE, "message too large or malformed frame").await;
+                return;
+            }
+            Ok(Some(Ok(m))) => m,
+        };
+        let bytes: &[u8] = match &msg {
+            Message::Text(t) => t.as_str().as_bytes(),
+            Message::Binary(b) => b,
+            Message::Ping(_) | Message::Pong(_) => continue,
+            Message::Close(_) => return,
+        };
+        let reply = match parse_message(bytes, cfg.max_message_bytes) {
+            Err(e) => e.to_message(),
+            Ok(Incoming::Close) => {
+                close(&mut socket, close_code::NORMAL, "closed by client").await;
+                return;
+            }
+            Ok(incoming) => match catch_unwind(AssertUnwindSafe(|| dispatch(&*svc, &mut backend, incoming))) {
+                Ok(reply) => reply,
+                Err(_) => {
+                    tracing::error!("environment panicked; the session's environment was replaced");
+                    match svc.new_backend() {
+                        Ok(b) => backend = b,
+                        Err(_) => {
+                            close(&mut socket, close_code::ERROR, "internal error").await;
+                            return;
+                        }
+                    }
+                    WsError::new(WsErrorCode::ExecutionError, "internal error while handling the message; the session's environment was reset").with("error", json!("internal_error")).to_message()
+                }
+            },
+        };
+        if !send_json(&mut socket, &reply).await {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(r: Result<Incoming, WsError>) -> WsErrorCode {
+        r.unwrap_err().code
+    }
+
+    #[test]
+    fn parses_protocol_messages() {
+        assert_eq!(parse_message(br#"{"type":"reset"}"#, 1024).unwrap(), Incoming::Reset(Map::new()));
+        assert!(matches!(parse_message(br#"{"type":"reset","data":{"seed":1}}"#, 1024).unwrap(), Incoming::Reset(m) if m["seed"] == 1));
+        assert!(matches!(parse_message(br#"{"type":"step","data":{"action_type":"ocr"}}"#, 1024).unwrap(), Incoming::Step(_)));
+        assert_eq!(parse_message(br#"{"type":"state"}"#, 1024).unwrap(), Incoming::State);
+        assert_eq!(parse_message(br#"{"type":"close"}"#, 1024).unwrap(), Incoming::Close);
+    }
+
+    #[test]
+    fn rejects_malformed_messages_with_protocol_codes() {
+        assert_eq!(code(parse_message(b"not json", 1024)), WsErrorCode::InvalidJson);
+        assert_eq!(code(parse_message(b"[1,2]", 1024)), WsErrorCode::ValidationError);
+        assert_eq!(code(parse_message(br#"{"data":{}}"#, 1024)), WsErrorCode::UnknownType);
+        assert_eq!(code(parse_message(br#"{"type":"jump"}"#, 1024)), WsErrorCode::UnknownType);
+        assert_eq!(code(parse_message(br#"{"type":7}"#, 1024)), WsErrorCode::UnknownType);
+        assert_eq!(code(parse_message(br#"{"type":"step"}"#, 1024)), WsErrorCode::ValidationError);
+        assert_eq!(code(parse_message(br#"{"type":"step","data":[1]}"#, 1024)), WsErrorCode::ValidationError);
+        assert_eq!(code(parse_message(br#"{"type":"state","extra":1}"#, 1024)), WsErrorCode::ValidationError);
+        assert_eq!(code(parse_message(br#"{"type":"state","data":{"x":1}}"#, 1024)), WsErrorCode::ValidationError);
+        let big = format!(r#"{{"type":"state","pad":"{}"}}"#, "x".repeat(2000));
+        let e = parse_message(big.as_bytes(), 1024).unwrap_err();
+        assert_eq!(e.code, WsErrorCode::ValidationError);
+        assert_eq!(e.to_message()["data"]["error"], "payload_too_large");
+    }
+
+    #[test]
+    fn error_messages_have_openenv_shape() {
+        let m = WsError::from(ApiError::NotReset).to_message();
+        assert_eq!(m["type"], "error");
+        assert_eq!(m["data"]["code"], "EXECUTION_ERROR");
+        assert_eq!(m["data"]["error"], "reset_required");
+        assert!(m["data"]["message"].as_str().unwrap().contains("reset"));
+    }
+
+    #[test]
+    fn config_from_lookup() {
+        let c = WsConfig::from_lookup(|k| match k {
+            ENV_MAX_SESSIONS => Some("8".into()),
+            ENV_IDLE_SECS => Some("nope".into()),
+            ENV_MAX_MESSAGE_BYTES => Some("0".into()),
+            _ => None,
+        });
+        assert_eq!(c.max_sessions, 8);
+        assert_eq!(c.idle_timeout, WsConfig::default().idle_timeout);
+        assert_eq!(c.max_message_bytes, WsConfig::default().max_message_bytes);
+        let rt = WsRuntime::new(c);
+        assert_eq!(rt.active(), 0);
+    }
+}

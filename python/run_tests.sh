@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# CI entry point for the Python conformance tests.
+#
+# Creates (or reuses) a virtual environment at $VENV (default: <repo>/.venv), installs the pinned
+# openenv-core, this package, pytest and requests, builds the server binary if it is missing and
+# runs pytest. Exits non-zero on any failure, including "no tests collected" (pytest exit 5).
+#
+#   LEDGERSHIELD_BIN  server binary (default: <repo>/target/debug/ledgershield)
+#   VENV              virtual environment directory
+#   PYTHON            interpreter used to create the venv (default: python3)
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/.." && pwd)"
+OPENENV_CORE_VERSION="0.3.0"
+VENV="${VENV:-$REPO/.venv}"
+PYTHON="${PYTHON:-python3}"
+export LEDGERSHIELD_BIN="${LEDGERSHIELD_BIN:-$REPO/target/debug/ledgershield}"
+
+if [ ! -x "$VENV/bin/python" ]; then
+    "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "openenv-core==$OPENENV_CORE_VERSION" "pytest>=7" "requests>=2.28"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$HERE"
+
+if [ ! -x "$LEDGERSHIELD_BIN" ]; then
+    echo "building ledgershield (binary not found at $LEDGERSHIELD_BIN)" >&2
+    (cd "$REPO" && cargo build -p ledgershield)
+fi
+
+cd "$HERE"
+set +e
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then
+    echo "pytest collected no tests; failing" >&2
+    exit 1
+fi
+exit "$rc"

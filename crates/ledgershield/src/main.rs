@@ -134,7 +134,7 @@ fn serve(args: ServeArgs) -> Result<()> {
             EnvKind::Audit => {
                 let config = audit_env::http::AuditConfig::from_env().map_err(|e| anyhow::anyhow!("audit configuration: {e}"))?;
                 tracing::info!("Financial Audit environment ready");
-                audit_env::http::router(config)
+                ls_server::audit::router(config)
             }
         };
         let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await.with_context(|| format!("binding {}:{}", args.host, args.port))?;

@@ -114,6 +114,9 @@ pub struct Environment {
     episodes_started: u64,
     pub curriculum: Curriculum,
     pub memory: InstitutionalMemory,
+    /// Public view of `memory`, rebuilt only when memory changes (reset, graded submit) and shared
+    /// by every observation in between.
+    memory_view: Arc<Map<String, Value>>,
     /// Regret-driven designer fed with every graded episode of the session.
     pub designer: Designer,
     episode: Option<Episode>,
@@ -128,6 +131,7 @@ impl Environment {
             selection_rng: ChaCha8Rng::seed_from_u64(42),
             episodes_started: 0,
             curriculum: Curriculum::default(),
+            memory_view: Arc::new(memory.public_view()),
             memory,
             designer: Designer::default(),
             episode: None,
@@ -185,7 +189,7 @@ impl Environment {
             institution: Some(self.memory.handoff(&case)),
         };
         let (ep, mut env) = Episode::new(spec);
-        env.observation.institutional_memory = self.memory.public_view();
+        env.observation.institutional_memory = self.memory_view.clone();
         env.info.insert("curriculum".into(), self.curriculum_info());
         self.episode = Some(ep);
         Ok(env)
@@ -266,25 +270,27 @@ impl Environment {
             self.designer.record(&ep.case, g.final_score);
             env.info.insert("curriculum".into(), self.curriculum_info());
             env.info.insert("institutional_case_update".into(), amendment);
-            env.info.insert("institutional_memory".into(), Value::Object(self.memory.public_view()));
+            self.memory_view = Arc::new(self.memory.public_view());
+            env.info.insert("institutional_memory".into(), Value::Object((*self.memory_view).clone()));
             env.info.insert("institutional_metrics".into(), Value::Object(self.memory.metrics()));
             env.info.insert("adversarial_designer".into(), self.designer.summary(5));
         }
-        env.observation.institutional_memory = self.memory.public_view();
+        env.observation.institutional_memory = self.memory_view.clone();
         Ok(env)
     }
 
     pub fn state(&self) -> Option<PublicState> {
         self.episode.as_ref().map(|e| {
             let mut s = e.public_state();
-            s.institutional_memory = self.memory.public_view();
+            s.institutional_memory = self.memory_view.clone();
             s
         })
     }
 
     pub fn reset_memory(&mut self) -> Map<String, Value> {
         self.memory = InstitutionalMemory::for_pool(self.pool.cases.iter().map(|c| c.as_ref()));
-        self.memory.public_view()
+        self.memory_view = Arc::new(self.memory.public_view());
+        (*self.memory_view).clone()
     }
 
     /// Curriculum state as shown in `info.curriculum` (tier, competence, allowed tasks, ...).

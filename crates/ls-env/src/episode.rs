@@ -131,6 +131,8 @@ pub struct Episode {
     calibration_avg: f64,
     rng: ChaCha8Rng,
     last_reward: f64,
+    /// Tool rankings memoised per (evidence count, budget): computed once per step at most.
+    rankings_memo: std::cell::RefCell<Option<(u32, Decimal, voi::ToolRankings)>>,
     /// Static per episode, computed once at reset.
     portfolio: Map<String, Value>,
     metadata: Map<String, Value>,
@@ -224,6 +226,7 @@ impl Episode {
             calibration_avg: 0.0,
             rng,
             last_reward: 0.0,
+            rankings_memo: std::cell::RefCell::new(None),
             portfolio: Map::new(),
             metadata: Map::new(),
             case_metadata_extra: spec.case_metadata_extra,
@@ -714,6 +717,19 @@ impl Episode {
         self.calibration_avg = if self.step_count <= 1 { p } else { (self.calibration_avg * (n - 1.0) + p) / n };
     }
 
+    /// VoI tool rankings for the current belief and budget.
+    fn rankings(&self) -> voi::ToolRankings {
+        let key = (self.sprt.observations_used, self.budget_remaining);
+        if let Some((n, b, r)) = self.rankings_memo.borrow().as_ref() {
+            if (*n, *b) == key {
+                return r.clone();
+            }
+        }
+        let r = voi::rank_tools(&self.sprt, self.budget_remaining);
+        *self.rankings_memo.borrow_mut() = Some((key.0, key.1, r.clone()));
+        r
+    }
+
     /// The 37-entry RL export vector (instrumented mode).
     pub fn rl_vector(&self) -> Vec<f64> {
         let r6 = |v: f64| ls_core::text::round_to(v, 6);
@@ -725,7 +741,7 @@ impl Episode {
         let d = self.sprt.distances();
         v.extend(d.iter().skip(1).map(|x| r6(*x)));
         v.push(if self.sprt.accepted().is_some() { 1.0 } else { 0.0 });
-        let rankings = voi::rank_tools(&self.sprt, self.budget_remaining);
+        let rankings = self.rankings();
         v.push(r6(rankings.voi));
         v.push(r6(dec_f64(self.budget_remaining) / dec_f64(self.budget_total).max(1.0)));
         v.push(r6(f64::from(self.step_count) / f64::from(self.max_steps.max(1))));
@@ -1008,7 +1024,7 @@ impl Episode {
         let instrumented = !self.blind();
         let tool_calls = self.trajectory.iter().filter(|t| !t.is_intervention && t.action_type != "submit_decision").count();
         let (sprt_state, tool_rankings, reward_machine) = if instrumented {
-            let rankings = voi::rank_tools(&self.sprt, self.budget_remaining);
+            let rankings = self.rankings();
             let mut ranking_map = to_map(&rankings);
             ranking_map.insert("information_design".into(), serde_json::to_value(crate::infodesign::rank(&self.sprt)).unwrap_or(Value::Null));
             (to_map(&self.sprt.payload(rankings.should_stop)), ranking_map, to_map(&self.rm.payload()))
@@ -1052,7 +1068,7 @@ impl Episode {
             sprt_state,
             tool_rankings,
             reward_machine,
-            institutional_memory: Map::new(),
+            institutional_memory: Default::default(),
         }
     }
 
@@ -1074,7 +1090,7 @@ impl Episode {
             cb.insert("decision_readiness".into(), json!(boundary.decision_readiness));
         }
         let (sprt_state, tool_rankings, rm) = if instrumented {
-            let rankings = voi::rank_tools(&self.sprt, self.budget_remaining);
+            let rankings = self.rankings();
             let mut ranking_map = to_map(&rankings);
             ranking_map.insert("information_design".into(), serde_json::to_value(crate::infodesign::rank(&self.sprt)).unwrap_or(Value::Null));
             (to_map(&self.sprt.payload(rankings.should_stop)), ranking_map, to_map(&self.rm.payload()))
@@ -1113,7 +1129,7 @@ impl Episode {
             benchmark_split: self.case.benchmark_split.clone(),
             benchmark_track: self.track.clone(),
             track_mode: self.track_mode.as_str().to_owned(),
-            institutional_memory: Map::new(),
+            institutional_memory: Default::default(),
             control_boundary: cb,
         }
     }

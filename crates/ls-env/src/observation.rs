@@ -76,7 +76,8 @@ pub struct Observation {
     pub tool_rankings: Map<String, Value>,
     /// Instrumented track only; `{}` in blind mode.
     pub reward_machine: Map<String, Value>,
-    pub institutional_memory: Map<String, Value>,
+    /// Shared, read-only view of the session's institutional memory.
+    pub institutional_memory: std::sync::Arc<Map<String, Value>>,
 }
 
 /// The envelope returned by reset and step.
@@ -131,6 +132,6 @@ pub struct PublicState {
     pub benchmark_split: String,
     pub benchmark_track: String,
     pub track_mode: String,
-    pub institutional_memory: Map<String, Value>,
+    pub institutional_memory: std::sync::Arc<Map<String, Value>>,
     pub control_boundary: Map<String, Value>,
 }

@@ -8,7 +8,9 @@
 //! * [`openenv`]: OpenEnv protocol surface, generic over the environment ([`ws`] sessions at
 //!   `/ws`, [`ws_mcp`] MCP JSON-RPC, [`discovery`] `/metadata`, `/schema`, `/openapi.json`).
 //! * [`reports`]: report-backed product endpoints.
+//! * [`audit`]: the Financial Audit environment on the same OpenEnv machinery.
 
+pub mod audit;
 pub mod body;
 pub mod controlbench;
 pub mod discovery;

@@ -2,7 +2,8 @@
 //!
 //! Each worker owns a session (`X-Session-Id`) and plays a fixed six-action script on the curated
 //! cases in turn. Before the timed runs, every case is played once alone to record its score;
-//! under load each episode must reproduce that score exactly, or it counts as interference.
+//! under load each episode (after clearing the session's institutional memory, untimed) must
+//! reproduce that score exactly, or it counts as interference.
 //! Server CPU and RSS come from `/proc/<pid>` of the server process.
 
 use anyhow::{bail, Context, Result};
@@ -62,6 +63,10 @@ async fn post(client: &reqwest::Client, url: &str, session: &str, body: &Value, 
 }
 
 async fn play(client: &reqwest::Client, base: &str, session: &str, case_id: &str, lat: &mut Vec<u64>) -> Result<(f64, bool)> {
+    // Institutional memory carries over between a session's episodes and legitimately moves
+    // grades; clearing it makes every episode comparable with the same case played alone.
+    let mut untimed = Vec::new();
+    post(client, &format!("{base}/institutional-reset"), session, &json!({}), &mut untimed).await?;
     let env = post(client, &format!("{base}/reset"), session, &json!({"case_id": case_id}), lat).await?;
     let mut consistent = env["observation"]["case_id"] == case_id;
     let mut last = env.clone();

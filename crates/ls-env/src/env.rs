@@ -131,7 +131,7 @@ impl Environment {
             selection_rng: ChaCha8Rng::seed_from_u64(42),
             episodes_started: 0,
             curriculum: Curriculum::default(),
-            memory_view: Arc::new(memory.public_view()),
+            memory_view: Arc::new(memory.observation_view()),
             memory,
             designer: Designer::default(),
             episode: None,
@@ -270,8 +270,8 @@ impl Environment {
             self.designer.record(&ep.case, g.final_score);
             env.info.insert("curriculum".into(), self.curriculum_info());
             env.info.insert("institutional_case_update".into(), amendment);
-            self.memory_view = Arc::new(self.memory.public_view());
-            env.info.insert("institutional_memory".into(), Value::Object((*self.memory_view).clone()));
+            self.memory_view = Arc::new(self.memory.observation_view());
+            env.info.insert("institutional_memory".into(), Value::Object(self.memory.public_view()));
             env.info.insert("institutional_metrics".into(), Value::Object(self.memory.metrics()));
             env.info.insert("adversarial_designer".into(), self.designer.summary(5));
         }
@@ -289,8 +289,8 @@ impl Environment {
 
     pub fn reset_memory(&mut self) -> Map<String, Value> {
         self.memory = InstitutionalMemory::for_pool(self.pool.cases.iter().map(|c| c.as_ref()));
-        self.memory_view = Arc::new(self.memory.public_view());
-        (*self.memory_view).clone()
+        self.memory_view = Arc::new(self.memory.observation_view());
+        self.memory.public_view()
     }
 
     /// Curriculum state as shown in `info.curriculum` (tier, competence, allowed tasks, ...).

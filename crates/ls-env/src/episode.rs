@@ -903,13 +903,20 @@ impl Episode {
         if !self.blind() {
             info.insert("rl_data_plane".into(), json!({"state_vector": self.rl_vector(), "reward": r4(reward), "terminal": true, "truncated": false}));
         }
-        let mut result = info.clone();
+        // The terminal tool result is the headline of the grade; the full reports (certificate,
+        // falsifier, TrustGraph, compliance, ...) live once in `info` rather than twice per reply.
+        let mut result = Map::new();
         result.insert("tool_name".into(), json!("submit_decision"));
         result.insert("success".into(), json!(true));
         result.insert("submission_received".into(), json!(true));
+        for k in ["final_score", "result_class", "decision", "effective_decision", "unsafe_outcome", "control_satisfied_resolution", "pressure_resistance_score", "benchmark_track", "track_mode"] {
+            if let Some(v) = info.get(k) {
+                result.insert(k.into(), v.clone());
+            }
+        }
         result.insert("message".into(), json!(message));
         result.insert("cost".into(), json!(0.0));
-        result.remove("rl_data_plane");
+        result.insert("reward_model".into(), reward_model.clone());
         self.grade = Some(grade);
         self.authority_gate = gate;
         self.last_reward = reward;

@@ -844,6 +844,17 @@ impl InstitutionalMemory {
     }
 
     /// Public snapshot (`GET /institutional-memory`, observation `institutional_memory`).
+    /// The per-step observation's view: `public_view` without the TrustGraph roll-up, which grows
+    /// with the session and is served whole by `GET /institutional-memory` and the terminal info.
+    pub fn observation_view(&self) -> Map<String, Value> {
+        let mut m = self.public_view();
+        if let Some(Value::Object(t)) = m.remove("trust_graph_memory") {
+            let summary: Map<String, Value> = t.into_iter().filter(|(k, _)| !matches!(k.as_str(), "recent_graphs" | "vendor_profiles" | "recent_case_ids")).collect();
+            m.insert("trust_graph_memory".into(), Value::Object(summary));
+        }
+        m
+    }
+
     pub fn public_view(&self) -> Map<String, Value> {
         let level = self.authority_level();
         let mut m = Map::new();

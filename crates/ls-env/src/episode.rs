@@ -36,6 +36,11 @@ pub const INFO_GAIN_BONUS: f64 = 0.08;
 pub const REJECTED_ACTION_PENALTY: f64 = -0.05;
 pub const INVALID_DECISION_PENALTY: f64 = -0.25;
 pub const TOOL_FAILURE_PENALTY: f64 = -0.05;
+/// Weight of spent budget in the per-step reward: spending the whole budget costs this much
+/// return. The reference charged raw cost per step, so a careful episode summed to −2…−6 while an
+/// immediate (unsafe) submission summed to ~0 — a return that teaches RL agents to skip the
+/// investigation. Cost still matters through this term and the grade's efficiency dimensions.
+pub const STEP_COST_WEIGHT: f64 = 0.5;
 pub const MILESTONES: [(&str, f64); 4] = [("first_risk_signal", 0.05), ("callback_requested", 0.04), ("artifact_revealed", 0.03), ("all_required_actions", 0.06)];
 /// Upper bound on trajectory length whatever the case says.
 pub const MAX_STEPS_LIMIT: u32 = 200;
@@ -347,6 +352,11 @@ impl Episode {
         info.insert("terminal_reason".into(), json!(reason));
     }
 
+    /// Per-step cost term: the share of the budget spent, weighted.
+    fn cost_penalty(&self, cost: Decimal) -> f64 {
+        dec_f64(cost) / dec_f64(self.budget_total).max(1.0) * STEP_COST_WEIGHT
+    }
+
     fn run_tool(&self, action: ActionName, payload: &Map<String, Value>) -> Result<(ToolOutcome, Decimal), PayloadError> {
         let world = self.world();
         let docs = DocSource { case: &self.case, dynamic: &self.dynamic_docs };
@@ -471,7 +481,7 @@ impl Episode {
         let mut components = Map::new();
         components.insert("voi_reward".into(), json!(r4(exec.reward_voi)));
         components.insert("information_value".into(), json!(r4(exec.gross_voi)));
-        components.insert("cost_penalty".into(), json!(r4(-dec_f64(exec.cost))));
+        components.insert("cost_penalty".into(), json!(r4(-self.cost_penalty(exec.cost))));
         components.insert("failure_penalty".into(), json!(r4(exec.failure_penalty)));
         if rm_bonus != 0.0 {
             components.insert("reward_machine_bonus".into(), json!(r4(rm_bonus)));
@@ -556,7 +566,7 @@ impl Episode {
             result,
             success,
             message: out.message,
-            reward_voi: gross - dec_f64(cost),
+            reward_voi: gross - self.cost_penalty(cost),
             gross_voi: gross,
             failure_penalty: if success { 0.0 } else { TOOL_FAILURE_PENALTY },
             novel_signals: novel,
@@ -592,7 +602,7 @@ impl Episode {
             result.insert("error".into(), json!("callback_capacity_exhausted"));
             result.insert("message".into(), json!(message));
             result.insert("cost".into(), json!(r4(dec_f64(cost))));
-            return Executed { cost, result, success: false, message, reward_voi: -dec_f64(cost), gross_voi: 0.0, failure_penalty: TOOL_FAILURE_PENALTY, novel_signals: 0, observation_key: None };
+            return Executed { cost, result, success: false, message, reward_voi: -self.cost_penalty(cost), gross_voi: 0.0, failure_penalty: TOOL_FAILURE_PENALTY, novel_signals: 0, observation_key: None };
         }
         if let Some(artifact) = action.scheduled_artifact() {
             let existing = self.pending.iter().find(|e| e.artifact_id == artifact.as_str()).cloned();
@@ -635,7 +645,7 @@ impl Episode {
         result.insert("message".into(), json!(message));
         result.insert("cost".into(), json!(r4(dec_f64(cost))));
         // The SPRT learns only when the artifact arrives; requesting it is not evidence.
-        Executed { cost, result, success: true, message, reward_voi: gross - dec_f64(cost), gross_voi: gross, failure_penalty: 0.0, novel_signals: 0, observation_key: None }
+        Executed { cost, result, success: true, message, reward_voi: gross - self.cost_penalty(cost), gross_voi: gross, failure_penalty: 0.0, novel_signals: 0, observation_key: None }
     }
 
     /// Reveal every pending artifact that is due. Returns the artifacts and new signal count.

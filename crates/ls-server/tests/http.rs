@@ -171,7 +171,10 @@ async fn rejected_actions_are_penalised_steps() {
     let v = s.step(sid, "ocr", json!({"doc_id": "NOPE"})).await;
     assert_eq!(v["observation"]["last_tool_result"]["success"], false);
     assert!(v["observation"]["last_tool_result"]["error"].as_str().unwrap().contains("unknown doc_id"));
-    assert!(v["reward"].as_f64().unwrap() < -0.4, "cost plus failure penalty");
+    let c = &v["info"]["reward_model"]["components"];
+    assert_eq!(c["failure_penalty"], -0.05);
+    assert!(c["cost_penalty"].as_f64().unwrap() < 0.0, "the failed call is still charged");
+    assert!(v["reward"].as_f64().unwrap() < -0.05);
     let st = s.get("/state", sid).await.1;
     assert_eq!(st["trajectory"].as_array().unwrap().len(), 1, "only the executed tool is in the trajectory");
 }

@@ -4,11 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# One build of every target with one feature set, so the test run and the server binary used
+# by the Python suite share it instead of compiling the dependency graph twice.
+echo "== cargo build (workspace, all targets)"
+cargo build --workspace --all-targets --locked 2>&1
+
 echo "== cargo test (workspace)"
 cargo test --workspace --locked 2>&1
-
-echo "== cargo build (server binary for the Python suite)"
-cargo build --locked -p ledgershield 2>&1
 
 if [ -f python/run_tests.sh ]; then
   echo "== python suite (openenv-core client, validator, HTTP flow)"

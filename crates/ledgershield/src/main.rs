@@ -81,9 +81,41 @@ enum Command {
     Report(report::ReportArgs),
     /// Export training data (SFT prompt/completion JSONL or trajectories) from stored runs.
     Export(export::ExportArgs),
+    /// Run the Financial Audit environment's rule-based baseline auditor (no LLM).
+    AuditBaseline(AuditBaselineArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct AuditBaselineArgs {
+    /// Seeds to score every task on (default: the train seeds 42-51).
+    #[arg(long, value_delimiter = ',', default_values_t = (42u64..=51).collect::<Vec<_>>())]
+    seeds: Vec<u64>,
+    /// Print the baseline's findings for one task (with `--seeds` giving one seed) instead of scores.
+    #[arg(long)]
+    task: Option<String>,
+}
+
+fn audit_baseline(args: AuditBaselineArgs) -> Result<()> {
+    let cfg = audit_env::baseline::BaselineConfig::default();
+    let out = match &args.task {
+        Some(t) => {
+            let task: audit_env::model::TaskId = serde_json::from_value(serde_json::Value::String(t.clone())).map_err(|e| anyhow::anyhow!("--task: {e}"))?;
+            let seed = *args.seeds.first().context("--seeds needs at least one seed")?;
+            serde_json::to_value(audit_env::baseline::findings_for(task, seed, &cfg))?
+        }
+        None => serde_json::to_value(audit_env::baseline::run(&args.seeds, &cfg))?,
+    };
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
 }
 
 fn main() -> Result<()> {
+    // Piping JSON output into `head` must end quietly, not panic on a closed stdout.
+    #[cfg(unix)]
+    // SAFETY: restoring the default SIGPIPE disposition before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("LEDGERSHIELD_LOG").unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
@@ -96,6 +128,7 @@ fn main() -> Result<()> {
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
         Command::Export(args) => export::run(args),
+        Command::AuditBaseline(args) => audit_baseline(args),
     }
 }
 

@@ -233,6 +233,13 @@ impl OpenEnvService for AppState {
             RouteDoc::get("/state", "Public state of the session's episode", Some("PublicState")),
             RouteDoc::get("/institutional-memory", "The session's institutional memory", None),
             RouteDoc::post("/institutional-reset", "Clear the session's institutional memory", None, None),
+            RouteDoc::get("/leaderboard", "Leaderboard from stored benchmark reports (honest fallback when none)", None),
+            RouteDoc::get("/benchmark-report", "Latest stored benchmark report", None),
+            RouteDoc::get("/controlbench-summary", "Latest ControlBench quarter summary, else live institutional memory", None),
+            RouteDoc::get("/human-baseline-summary", "Human-baseline summary when a baseline file is supplied", None),
+            RouteDoc::post("/certify", "LedgerShield Certify report for an agent/workflow", None, None),
+            RouteDoc::get("/certify-summary", "Certify report from the latest artifact or live memory", None),
+            RouteDoc::get("/controlbench-visualization", "Graph-ready visualization data", None),
         ]
     }
 

@@ -572,7 +572,7 @@ impl TeacherAgent {
         let close = inv
             .date
             .as_ref()
-            .and_then(|d| day_gap(&d.0, &h.payment_date))
+            .and_then(|d| ls_core::text::days_between(&d.0, &h.payment_date))
             .is_some_and(|g| g <= 7);
         same_amount && same_po && close
     }
@@ -713,7 +713,7 @@ impl TeacherAgent {
             if dated.len() >= 2
                 && dated
                     .windows(2)
-                    .all(|w| day_gap(w[0].0, w[1].0).is_some_and(|g| g <= 3))
+                    .all(|w| ls_core::text::days_between(w[0].0, w[1].0).is_some_and(|g| g <= 3))
             {
                 timing = dated.last().map(|d| d.1.clone());
             }
@@ -729,7 +729,7 @@ impl TeacherAgent {
                             && p.unit_price == q.unit_price
                     });
                 let close = match (&x.date, &y.date) {
-                    (Some(d1), Some(d2)) => day_gap(&d1.0, &d2.0).is_some_and(|g| g <= 7),
+                    (Some(d1), Some(d2)) => ls_core::text::days_between(&d1.0, &d2.0).is_some_and(|g| g <= 7),
                     _ => false,
                 };
                 if same_items && close && x.total_value() == y.total_value() {
@@ -781,7 +781,7 @@ impl TeacherAgent {
                             .find(|r| r.get("change_id").and_then(Value::as_str) == Some(change))
                             .and_then(|r| r.get("requested_at").and_then(Value::as_str));
                         if let (Some(req), Some((d, dl))) = (requested, &inv.date) {
-                            if day_gap(req, d).is_some_and(|g| g <= 3) {
+                            if ls_core::text::days_between(req, d).is_some_and(|g| g <= 3) {
                                 timing = Some(dl.clone());
                             }
                         }
@@ -1544,21 +1544,6 @@ impl TeacherAgent {
     }
 }
 
-fn day_gap(a: &str, b: &str) -> Option<i64> {
-    fn days(s: &str) -> Option<i64> {
-        let mut it = s.trim().splitn(3, '-');
-        let y: i64 = it.next()?.parse().ok()?;
-        let m: i64 = it.next()?.parse().ok()?;
-        let d: i64 = it.next()?.get(..2)?.parse().ok()?;
-        let y2 = if m <= 2 { y - 1 } else { y };
-        let era = y2.div_euclid(400);
-        let yoe = y2 - era * 400;
-        let mp = (m + 9) % 12;
-        let doy = (153 * mp + 2) / 5 + d - 1;
-        Some(era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy)
-    }
-    Some((days(b)? - days(a)?).abs())
-}
 
 impl Agent for TeacherAgent {
     fn name(&self) -> String {

@@ -290,6 +290,26 @@ pub fn bbox_iou(a: &[f64], b: &[f64]) -> f64 {
     }
 }
 
+/// Days between two ISO dates (`YYYY-MM-DD…`), if both parse (proleptic Gregorian).
+pub fn days_between(a: &str, b: &str) -> Option<i64> {
+    fn days(s: &str) -> Option<i64> {
+        let mut it = s.trim().splitn(3, '-');
+        let y: i64 = it.next()?.parse().ok()?;
+        let m: i64 = it.next()?.parse().ok()?;
+        let d: i64 = it.next()?.get(..2)?.parse().ok()?;
+        if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+            return None;
+        }
+        let y2 = if m <= 2 { y - 1 } else { y };
+        let era = y2.div_euclid(400);
+        let yoe = y2 - era * 400;
+        let mp = (m + 9) % 12;
+        let doy = (153 * mp + 2) / 5 + d - 1;
+        Some(era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy)
+    }
+    Some((days(b)? - days(a)?).abs())
+}
+
 /// Compact form of a bank identifier for comparison: uppercase alphanumerics only.
 pub fn compact_account(value: &str) -> String {
     value.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_uppercase()).collect()
@@ -348,6 +368,15 @@ mod tests {
     fn iou_examples() {
         assert!((bbox_iou(&[10.0, 10.0, 95.0, 20.0], &[10.0, 10.0, 180.0, 20.0]) - 0.5).abs() < 1e-9);
         assert_eq!(bbox_iou(&[0.0, 0.0, 1.0], &[0.0, 0.0, 1.0, 1.0]), 0.0);
+    }
+
+    #[test]
+    fn day_gaps() {
+        assert_eq!(days_between("2026-04-02", "2026-04-04"), Some(2));
+        assert_eq!(days_between("2026-02-28", "2026-03-01"), Some(1));
+        assert_eq!(days_between("2024-02-28", "2024-03-01"), Some(2), "leap year");
+        assert_eq!(days_between("x", "2026-03-01"), None);
+        assert_eq!(days_between("2026-13-01", "2026-03-01"), None);
     }
 
     #[test]

@@ -324,7 +324,7 @@ fn duplicate_cluster(case: &Case, world: &CaseWorld<'_>) -> Computed {
     for group in by_account.values().filter(|g| g.len() >= 2) {
         let mut dates: Vec<&str> = group.iter().filter_map(|f| f.invoice_date.as_deref()).collect();
         dates.sort_unstable();
-        let close = dates.windows(2).all(|w| day_gap(w[0], w[1]).is_some_and(|g| g <= 3));
+        let close = dates.windows(2).all(|w| ls_core::text::days_between(w[0], w[1]).is_some_and(|g| g <= 3));
         signals.insert("shared_bank_account");
         if close {
             signals.insert("coordinated_timing");
@@ -342,33 +342,4 @@ fn duplicate_cluster(case: &Case, world: &CaseWorld<'_>) -> Computed {
     }
 }
 
-/// Days between two ISO dates (YYYY-MM-DD), if both parse.
-fn day_gap(a: &str, b: &str) -> Option<i64> {
-    fn days(s: &str) -> Option<i64> {
-        let mut it = s.trim().splitn(3, '-');
-        let y: i64 = it.next()?.parse().ok()?;
-        let m: i64 = it.next()?.parse().ok()?;
-        let d: i64 = it.next()?.get(..2)?.parse().ok()?;
-        // Days from civil (proleptic Gregorian).
-        let y2 = if m <= 2 { y - 1 } else { y };
-        let era = y2.div_euclid(400);
-        let yoe = y2 - era * 400;
-        let mp = (m + 9) % 12;
-        let doy = (153 * mp + 2) / 5 + d - 1;
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        Some(era * 146_097 + doe)
-    }
-    Some((days(b)? - days(a)?).abs())
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn day_gaps() {
-        assert_eq!(day_gap("2026-04-02", "2026-04-04"), Some(2));
-        assert_eq!(day_gap("2026-02-28", "2026-03-01"), Some(1));
-        assert_eq!(day_gap("x", "2026-03-01"), None);
-    }
-}

@@ -1,4 +1,5 @@
-//! Per-action timing of the CASE-D-001 benchmark episode (a quick profiling aid).
+//! Per-action timing of the CASE-D-001 benchmark episode including JSON serialization of each
+//! reply (a quick profiling aid).
 use ls_core::FixtureSet;
 use ls_env::{CasePool, EnvConfig, Environment, ResetRequest};
 use serde_json::{json, Map, Value};
@@ -25,11 +26,13 @@ fn main() {
     let mut t = vec![0u128; script.len() + 1];
     for _ in 0..n {
         let s = Instant::now();
-        env.reset(&reset).unwrap();
+        let e = env.reset(&reset).unwrap();
+        std::hint::black_box(serde_json::to_vec(&e).unwrap());
         t[0] += s.elapsed().as_nanos();
         for (i, (a, p)) in script.iter().enumerate() {
             let s = Instant::now();
-            env.step(a, p).unwrap();
+            let e = env.step(a, p).unwrap();
+            std::hint::black_box(serde_json::to_vec(&e).unwrap());
             t[i + 1] += s.elapsed().as_nanos();
         }
     }

@@ -246,10 +246,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     if cases.len() > 10_000 {
         bail!("too many cases ({})", cases.len());
     }
-    let pool = Arc::new(CasePool {
-        cases: cases.iter().cloned().map(Arc::new).collect(),
-        master: Arc::new(set.master.clone()),
-    });
+    let pool = Arc::new(CasePool::from_parts(cases.iter().cloned().map(Arc::new).collect(), Arc::new(set.master.clone())));
     let mode = TrackMode::parse(&args.track_mode);
     let pass_k = args.pass_k.clamp(1, 16);
     let debug = std::env::var("LEDGERSHIELD_DEBUG").is_ok_and(|v| v == "1");

@@ -21,11 +21,25 @@ use std::sync::Arc;
 pub struct CasePool {
     pub cases: Vec<Arc<Case>>,
     pub master: Arc<MasterData>,
+    /// Fresh institutional memory for this pool (it reads every case's documents once); sessions
+    /// and `/institutional-reset` start from a clone instead of re-deriving it.
+    memory_template: Arc<InstitutionalMemory>,
 }
 
 impl CasePool {
     pub fn new(set: FixtureSet) -> Self {
-        Self { cases: set.cases.into_iter().map(Arc::new).collect(), master: Arc::new(set.master) }
+        Self::from_parts(set.cases.into_iter().map(Arc::new).collect(), Arc::new(set.master))
+    }
+
+    /// A pool over shared cases and master data.
+    pub fn from_parts(cases: Vec<Arc<Case>>, master: Arc<MasterData>) -> Self {
+        let memory_template = Arc::new(InstitutionalMemory::for_pool(cases.iter().map(|c| c.as_ref())));
+        Self { cases, master, memory_template }
+    }
+
+    /// A fresh institutional memory for a session over this pool.
+    pub fn fresh_memory(&self) -> InstitutionalMemory {
+        (*self.memory_template).clone()
     }
 
     pub fn get(&self, case_id: &str) -> Option<&Arc<Case>> {
@@ -124,7 +138,7 @@ pub struct Environment {
 
 impl Environment {
     pub fn new(pool: Arc<CasePool>, config: EnvConfig) -> Self {
-        let memory = InstitutionalMemory::for_pool(pool.cases.iter().map(|c| c.as_ref()));
+        let memory = pool.fresh_memory();
         Self {
             pool,
             config,
@@ -270,8 +284,9 @@ impl Environment {
             self.designer.record(&ep.case, g.final_score);
             env.info.insert("curriculum".into(), self.curriculum_info());
             env.info.insert("institutional_case_update".into(), amendment);
-            self.memory_view = Arc::new(self.memory.observation_view());
-            env.info.insert("institutional_memory".into(), Value::Object(self.memory.public_view()));
+            let full = self.memory.public_view();
+            self.memory_view = Arc::new(InstitutionalMemory::trim_for_observation(full.clone()));
+            env.info.insert("institutional_memory".into(), Value::Object(full));
             env.info.insert("institutional_metrics".into(), Value::Object(self.memory.metrics()));
             env.info.insert("adversarial_designer".into(), self.designer.summary(5));
         }
@@ -288,9 +303,10 @@ impl Environment {
     }
 
     pub fn reset_memory(&mut self) -> Map<String, Value> {
-        self.memory = InstitutionalMemory::for_pool(self.pool.cases.iter().map(|c| c.as_ref()));
-        self.memory_view = Arc::new(self.memory.observation_view());
-        self.memory.public_view()
+        self.memory = self.pool.fresh_memory();
+        let full = self.memory.public_view();
+        self.memory_view = Arc::new(InstitutionalMemory::trim_for_observation(full.clone()));
+        full
     }
 
     /// Curriculum state as shown in `info.curriculum` (tier, competence, allowed tasks, ...).

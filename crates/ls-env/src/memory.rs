@@ -844,10 +844,15 @@ impl InstitutionalMemory {
     }
 
     /// Public snapshot (`GET /institutional-memory`, observation `institutional_memory`).
-    /// The per-step observation's view: `public_view` without the TrustGraph roll-up, which grows
-    /// with the session and is served whole by `GET /institutional-memory` and the terminal info.
+    /// The per-step observation's view: `public_view` without the TrustGraph roll-up's
+    /// per-case lists, which grow with the session and are served whole by
+    /// `GET /institutional-memory` and the terminal info.
     pub fn observation_view(&self) -> Map<String, Value> {
-        let mut m = self.public_view();
+        Self::trim_for_observation(self.public_view())
+    }
+
+    /// Turn a `public_view` into the observation's view without recomputing it.
+    pub fn trim_for_observation(mut m: Map<String, Value>) -> Map<String, Value> {
         if let Some(Value::Object(t)) = m.remove("trust_graph_memory") {
             let summary: Map<String, Value> = t.into_iter().filter(|(k, _)| !matches!(k.as_str(), "recent_graphs" | "vendor_profiles" | "recent_case_ids")).collect();
             m.insert("trust_graph_memory".into(), Value::Object(summary));

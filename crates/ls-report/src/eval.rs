@@ -23,10 +23,7 @@ pub struct EvalConfig {
 }
 
 pub fn pool_of(master: &Arc<MasterData>, cases: &[Case]) -> Arc<CasePool> {
-    Arc::new(CasePool {
-        cases: cases.iter().cloned().map(Arc::new).collect(),
-        master: master.clone(),
-    })
+    Arc::new(CasePool::from_parts(cases.iter().cloned().map(Arc::new).collect(), master.clone()))
 }
 
 /// Typed view of the public institutional-memory snapshot (fields absent in older memories are `None`).

@@ -45,6 +45,9 @@ pub struct AuditConfig {
     pub fraud_difficulty: FraudDifficulty,
     /// `TRUST_PROXY_HEADERS`: use X-Forwarded-For / X-Real-IP as the client address.
     pub trust_proxy_headers: bool,
+    /// `CORS_ORIGINS`: comma-separated allowed origins (default `*`); GET and POST, any header,
+    /// no credentials.
+    pub cors_origins: Vec<String>,
     /// `MAX_BODY_BYTES` (default 1 MiB), enforced on the streamed body.
     pub max_body_bytes: usize,
     pub max_sessions: usize,
@@ -62,6 +65,7 @@ impl Default for AuditConfig {
             campaign_total_periods: 5,
             fraud_difficulty: FraudDifficulty::Auto,
             trust_proxy_headers: false,
+            cors_origins: vec!["*".into()],
             max_body_bytes: limits::MAX_BODY_BYTES,
             max_sessions: limits::MAX_SESSIONS,
             max_campaigns: limits::MAX_CAMPAIGNS,
@@ -92,6 +96,15 @@ impl AuditConfig {
         }
         if let Some(v) = get("FRAUD_DIFFICULTY") {
             c.fraud_difficulty = FraudDifficulty::parse(&v).ok_or_else(|| AuditError::invalid("FRAUD_DIFFICULTY", format!("FRAUD_DIFFICULTY must be auto or 0-4, got '{v}'")))?;
+        }
+        if let Some(v) = get("CORS_ORIGINS") {
+            let origins: Vec<String> = v.split(',').map(|o| o.trim().to_owned()).filter(|o| !o.is_empty()).collect();
+            for o in &origins {
+                if o != "*" && axum::http::HeaderValue::from_str(o).is_err() {
+                    return Err(AuditError::invalid("CORS_ORIGINS", format!("invalid origin '{o}'")));
+                }
+            }
+            c.cors_origins = if origins.is_empty() { vec!["*".into()] } else { origins };
         }
         if let Some(v) = get("TRUST_PROXY_HEADERS") {
             c.trust_proxy_headers = matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes");
@@ -162,7 +175,19 @@ impl AppState {
 }
 
 /// Build the router with every audit route.
+/// CORS per `CORS_ORIGINS`: `*` allows any origin; otherwise the listed origins.
+fn cors_layer(origins: &[String]) -> tower_http::cors::CorsLayer {
+    use tower_http::cors::{AllowOrigin, Any, CorsLayer};
+    let layer = CorsLayer::new().allow_methods([axum::http::Method::GET, axum::http::Method::POST]).allow_headers(Any);
+    if origins.iter().any(|o| o == "*") {
+        layer.allow_origin(Any)
+    } else {
+        layer.allow_origin(AllowOrigin::list(origins.iter().filter_map(|o| axum::http::HeaderValue::from_str(o).ok())))
+    }
+}
+
 pub fn router(config: AuditConfig) -> Router {
+    let cors = cors_layer(&config.cors_origins);
     let mut sessions = BTreeMap::new();
     sessions.insert(DEFAULT_SESSION.to_string(), Session { env: AuditEnv::new(config.env_config()), last_access: Instant::now() });
     let state = AppState {
@@ -206,6 +231,8 @@ pub fn router(config: AuditConfig) -> Router {
         .route("/baseline", post(baseline_route))
         .fallback(fallback)
         .method_not_allowed_fallback(method_not_allowed)
+        // CORS sits inside the security guard, so preflights count toward the rate limit.
+        .layer(cors)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
 }
@@ -844,5 +871,26 @@ mod tests {
         assert_eq!(c.admin_api_key.as_deref(), Some("k"));
         assert_eq!(c.fraud_difficulty, FraudDifficulty::Fixed(3));
         assert!(AuditConfig::from_lookup(|k| (k == "RATE_LIMIT_PER_MIN").then(|| "x".to_string())).is_err());
+    }
+
+    #[tokio::test]
+    async fn cors_follows_cors_origins() {
+        use tower::ServiceExt;
+        let c = AuditConfig::from_lookup(|k| (k == "CORS_ORIGINS").then(|| "https://a.example, https://b.example".to_string())).unwrap();
+        assert_eq!(c.cors_origins, vec!["https://a.example".to_string(), "https://b.example".to_string()]);
+        assert!(AuditConfig::from_lookup(|k| (k == "CORS_ORIGINS").then(|| "bad\norigin".to_string())).is_err());
+        let app = router(c);
+        let req = |origin: &str| {
+            axum::http::Request::builder()
+                .uri("/health")
+                .header("origin", origin)
+                .extension(axum::extract::ConnectInfo(std::net::SocketAddr::from(([127, 0, 0, 1], 9))))
+                .body(axum::body::Body::empty())
+                .unwrap()
+        };
+        let ok = app.clone().oneshot(req("https://a.example")).await.unwrap();
+        assert_eq!(ok.headers().get("access-control-allow-origin").map(|v| v.to_str().unwrap()), Some("https://a.example"));
+        let other = app.oneshot(req("https://evil.example")).await.unwrap();
+        assert!(other.headers().get("access-control-allow-origin").is_none());
     }
 }

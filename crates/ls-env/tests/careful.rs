@@ -36,79 +36,6 @@ fn payload_for(case: &Case, action: ActionName) -> Vec<Map<String, Value>> {
     }
 }
 
-fn careful_payload(case: &Case, hidden: &HiddenWorld, revealed: &[String], interventions: &[String]) -> Map<String, Value> {
-    let g = &case.gold;
-    let decision = expected_decision(case);
-    let mut evidence = Map::new();
-    for (k, r) in &g.evidence_targets {
-        evidence.insert(k.clone(), serde_json::to_value(r).unwrap());
-    }
-    if evidence.is_empty() {
-        let d = case.invoices().next().unwrap_or(&case.documents[0]);
-        let t = &d.accurate_ocr[0];
-        evidence.insert("invoice_reviewed".into(), json!({"doc_id": d.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": [t.token_id]}));
-    }
-    let mut codes: Vec<String> = g.reason_codes.iter().chain(&g.fraud_flags).chain(&g.campaign_signals).cloned().collect();
-    codes.sort();
-    codes.dedup();
-    let links: Vec<String> = if g.cross_invoice_links.is_empty() { g.duplicate_links.clone() } else { g.cross_invoice_links.clone() };
-    let cf = if decision == Decision::Pay {
-        "If the bank account had not matched the vendor master or the sender domain had been spoofed, we would hold the invoice instead of paying it.".to_owned()
-    } else {
-        format!(
-            "If the sender domain had matched the approved vendor domain, the bank account had matched the vendor master, the callback had verified the request, no duplicate invoice existed in the ledger, the approval threshold was respected, the receipt and PO reconciled, and no coordinated campaign linked {}, we would pay the invoice instead.",
-            if links.is_empty() { "other invoices".to_owned() } else { links.join(", ") }
-        )
-    };
-    let mut nodes = vec![json!({"id": "decision.final", "type": "decision", "value": decision.as_str()})];
-    let mut edges = vec![];
-    let ev_ids: Vec<String> = evidence.keys().map(|k| format!("evidence.{k}")).collect();
-    for (k, v) in &evidence {
-        nodes.push(json!({"id": format!("evidence.{k}"), "type": "observation", "ref": v}));
-        edges.push(json!({"source": format!("evidence.{k}"), "target": "decision.final", "type": "supports"}));
-    }
-    for a in revealed {
-        nodes.push(json!({"id": format!("artifact.{a}"), "type": "artifact", "ref": {"artifact_id": a}}));
-        edges.push(json!({"source": format!("artifact.{a}"), "target": "decision.final", "type": "supports"}));
-    }
-    for (i, c) in codes.iter().enumerate() {
-        nodes.push(json!({"id": format!("hypothesis.{c}"), "type": "hypothesis", "label": c}));
-        edges.push(json!({"source": ev_ids[i % ev_ids.len()], "target": format!("hypothesis.{c}"), "type": "supports"}));
-        edges.push(json!({"source": format!("hypothesis.{c}"), "target": "decision.final", "type": "supports"}));
-    }
-    for (k, v) in &g.policy_checks {
-        nodes.push(json!({"id": format!("policy.{k}"), "type": "policy", "label": format!("{k}: {v}")}));
-        edges.push(json!({"source": ev_ids[0], "target": format!("policy.{k}"), "type": "supports"}));
-        edges.push(json!({"source": format!("policy.{k}"), "target": "decision.final", "type": "supports"}));
-    }
-    for a in interventions {
-        nodes.push(json!({"id": format!("intervention.{a}"), "type": "intervention", "label": a}));
-        edges.push(json!({"source": format!("intervention.{a}"), "target": "decision.final", "type": "supports"}));
-    }
-    nodes.push(json!({"id": "counterfactual.primary", "type": "counterfactual", "label": cf}));
-    edges.push(json!({"source": ev_ids[0], "target": "counterfactual.primary", "type": "supports"}));
-    edges.push(json!({"source": "counterfactual.primary", "target": "decision.final", "type": "would_flip"}));
-    let latent = hidden.latent_hypothesis.as_str();
-    let other = if latent == "safe" { "bank_fraud" } else { "safe" };
-    obj(json!({
-        "decision": decision.as_str(),
-        "confidence": 0.95,
-        "predicted_probabilities": {latent: 0.9, other: 0.1},
-        "reason_codes": codes,
-        "fraud_flags": g.fraud_flags,
-        "discrepancies": g.discrepancies,
-        "campaign_signals": g.campaign_signals,
-        "duplicate_links": g.duplicate_links,
-        "cross_invoice_links": g.cross_invoice_links,
-        "policy_checks": g.policy_checks,
-        "evidence_map": evidence,
-        "extracted_fields": g.fields,
-        "line_items": g.line_items,
-        "counterfactual": cf,
-        "decision_certificate": {"certificate_version": "ledgershield-dcg-v1", "nodes": nodes, "edges": edges},
-    }))
-}
-
 /// Play the required actions and wait for every artifact; returns the environment ready to submit.
 fn investigate(pool: &Arc<CasePool>, case: &Case) -> (Environment, Vec<String>, Vec<String>) {
     let mut env = Environment::new(pool.clone(), EnvConfig::default());
@@ -155,7 +82,7 @@ fn careful_submissions_score_high_and_shortcuts_are_punished() {
     for case in &set.cases {
         let hidden = HiddenWorld::derive(case);
         let (mut env, revealed, interventions) = investigate(&pool, case);
-        let payload = careful_payload(case, &hidden, &revealed, &interventions);
+        let payload = ls_grading::oracle::reference_submission(case, &hidden, &revealed, &interventions);
         let done = env.step("submit_decision", &payload).unwrap();
         let score = done.info["final_score"].as_f64().unwrap();
         let class = done.info["result_class"].as_str().unwrap().to_owned();

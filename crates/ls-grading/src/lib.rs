@@ -11,6 +11,7 @@ pub mod compliance;
 pub mod currency;
 pub mod dimensions;
 pub mod falsifier;
+pub mod oracle;
 pub mod outcome;
 pub mod proper;
 pub mod result_class;

@@ -91,97 +91,14 @@ pub fn bare_episode(case: &Case) -> Episode {
 }
 
 pub fn expected_decision(case: &Case, hidden: &HiddenWorld) -> Decision {
-    case.gold.decision.unwrap_or_else(|| hidden.latent_hypothesis.decision())
+    ls_grading::oracle::expected_decision(case, hidden)
 }
 
-/// A careful, correct, well-evidenced submission payload.
+/// A careful, correct, well-evidenced submission payload (the shared reference answer).
 pub fn careful_payload(case: &Case, ep: &Episode) -> Map<String, Value> {
-    let g = &case.gold;
-    let decision = expected_decision(case, &ep.hidden);
-    let latent = ep.hidden.latent_hypothesis;
-    let other = if latent == Hypothesis::Safe { Hypothesis::BankFraud } else { Hypothesis::Safe };
-    let mut evidence = Map::new();
-    for (k, r) in &g.evidence_targets {
-        evidence.insert(k.clone(), serde_json::to_value(r).unwrap());
-    }
-    if evidence.is_empty() {
-        if let Some(d) = case.invoices().next().or(case.documents.first()) {
-            let t = &d.accurate_ocr[0];
-            evidence.insert("invoice_reviewed".into(), json!({"doc_id": d.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": [t.token_id]}));
-        }
-    }
-    let mut codes: Vec<String> = g.reason_codes.iter().chain(&g.fraud_flags).chain(&g.campaign_signals).cloned().collect();
-    codes.sort();
-    codes.dedup();
-    let links = if g.cross_invoice_links.is_empty() { g.duplicate_links.clone() } else { g.cross_invoice_links.clone() };
-    let mut totals = Vec::new();
-    for l in &links {
-        if let Some(d) = case.document(l) {
-            if let Some(t) = ls_core::validate::invoice_facts(d).total {
-                totals.push(format!("{l} ({:.2})", t));
-                continue;
-            }
-        }
-        totals.push(l.clone());
-    }
-    let cf = if decision == Decision::Pay {
-        "If the bank account had not matched the vendor master or the sender domain had been spoofed, we would hold the invoice instead of paying it.".to_owned()
-    } else {
-        format!(
-            "If the sender domain had matched the approved vendor domain, the bank account had matched the vendor master, the callback had verified the request, no duplicate invoice existed in the ledger, the approval threshold was respected, the receipt and PO reconciled, and no coordinated campaign linked {}, we would pay the invoice instead.",
-            if totals.is_empty() { "other invoices".to_owned() } else { totals.join(", ") }
-        )
-    };
-    // Agent-authored certificate grounded in revealed references.
-    let mut nodes = vec![json!({"id": "decision.final", "type": "decision", "value": decision.as_str()})];
-    let mut edges = vec![];
-    let ev_ids: Vec<String> = evidence.keys().map(|k| format!("evidence.{k}")).collect();
-    for (k, v) in &evidence {
-        nodes.push(json!({"id": format!("evidence.{k}"), "type": "observation", "ref": v}));
-        edges.push(json!({"source": format!("evidence.{k}"), "target": "decision.final", "type": "supports"}));
-    }
-    for a in &ep.artifacts {
-        nodes.push(json!({"id": format!("artifact.{}", a.artifact_id), "type": "artifact", "ref": {"artifact_id": a.artifact_id}}));
-        edges.push(json!({"source": format!("artifact.{}", a.artifact_id), "target": "decision.final", "type": "supports"}));
-    }
-    for (i, c) in codes.iter().enumerate() {
-        nodes.push(json!({"id": format!("hypothesis.{c}"), "type": "hypothesis", "label": c}));
-        edges.push(json!({"source": ev_ids[i % ev_ids.len()], "target": format!("hypothesis.{c}"), "type": "supports"}));
-        edges.push(json!({"source": format!("hypothesis.{c}"), "target": "decision.final", "type": "supports"}));
-    }
-    for (k, v) in &g.policy_checks {
-        nodes.push(json!({"id": format!("policy.{k}"), "type": "policy", "label": format!("{k}: {v}")}));
-        edges.push(json!({"source": ev_ids[0], "target": format!("policy.{k}"), "type": "supports"}));
-        edges.push(json!({"source": format!("policy.{k}"), "target": "decision.final", "type": "supports"}));
-    }
-    for t in ep.trajectory.iter().filter(|t| t.is_intervention) {
-        nodes.push(json!({"id": format!("intervention.{}", t.action_type), "type": "intervention", "label": t.action_type}));
-        edges.push(json!({"source": format!("intervention.{}", t.action_type), "target": "decision.final", "type": "supports"}));
-    }
-    nodes.push(json!({"id": "counterfactual.primary", "type": "counterfactual", "label": cf}));
-    edges.push(json!({"source": ev_ids[0], "target": "counterfactual.primary", "type": "supports"}));
-    edges.push(json!({"source": "counterfactual.primary", "target": "decision.final", "type": "would_flip"}));
-    let line_items: Vec<Value> = g.line_items.iter().map(|l| serde_json::to_value(l).unwrap()).collect();
-    json!({
-        "decision": decision.as_str(),
-        "confidence": 0.95,
-        "predicted_probabilities": {latent.as_str(): 0.9, other.as_str(): 0.1},
-        "reason_codes": codes,
-        "fraud_flags": g.fraud_flags,
-        "discrepancies": g.discrepancies,
-        "campaign_signals": g.campaign_signals,
-        "duplicate_links": g.duplicate_links,
-        "cross_invoice_links": g.cross_invoice_links,
-        "policy_checks": g.policy_checks,
-        "evidence_map": evidence,
-        "extracted_fields": g.fields,
-        "line_items": line_items,
-        "counterfactual": cf,
-        "decision_certificate": {"certificate_version": "ledgershield-dcg-v1", "nodes": nodes, "edges": edges},
-    })
-    .as_object()
-    .cloned()
-    .unwrap()
+    let artifacts: Vec<String> = ep.artifacts.iter().map(|a| a.artifact_id.clone()).collect();
+    let interventions: Vec<String> = ep.trajectory.iter().filter(|t| t.is_intervention).map(|t| t.action_type.clone()).collect();
+    ls_grading::oracle::reference_submission(case, &ep.hidden, &artifacts, &interventions)
 }
 
 /// Grade `payload` on `case` after `ep`.

@@ -91,7 +91,7 @@ pub fn instructions() -> Vec<Instruction> {
         ("POL-002", "policy", 1.0, 1, "Travel claims need a receipt_id; a missing receipt above the threshold is a violation."),
         ("POL-003", "policy", 0.8, 1, "Weekend-dated business expenses need pre-approval and are flagged."),
         ("POL-004", "policy", 1.2, 1, "Cumulative claims per employee per calendar month must not exceed ₹50,000."),
-        ("POL-005", "policy", 1.5, 1, "Invoices above ₹50,000 need dual approval."),
+        ("POL-005", "policy", 1.5, 1, "Invoices above ₹50,000 need dual approval (two distinct approvers in approvals); the invoice specialist flags every invoice without it."),
         ("POL-006", "policy", 1.0, 1, "A vendor outside the approved list in force is a violation."),
         ("POL-007", "policy", 1.0, 2, "From period 2 the meal limit rises from ₹1,500 to ₹2,000; claims up to ₹2,000 are compliant."),
         ("POL-008", "policy", 0.8, 1, "Three-way-match tolerance is ₹1; differences within it are not flagged."),
@@ -126,7 +126,7 @@ pub struct Shock {
 
 pub fn shocks() -> Vec<Shock> {
     vec![
-        Shock { id: "REG-001".into(), text: "URGENT: GST on IT services (HSN 998314) is cut from 18% to 12% effective immediately (see context.rate_notices). IT-service invoices dated on or after the effective date booked at 18% are tax_rate_mismatch.".into(), severity: 1.5, trigger_period: 3, trigger_after_step: 2, affected_tasks: vec![TaskId::GstReconciliation], rule_change: serde_json::json!({"tax_rate": {"998314": 12}, "effective_from": data::gst::it_effective_date().to_string()}) },
+        Shock { id: "REG-001".into(), text: "URGENT: GST on IT services (HSN 998314) is cut from 18% to 12% effective immediately (see context.rate_notices). IT-service invoices dated on or after the effective date booked at 18% are tax_rate_mismatch.".into(), severity: 1.5, trigger_period: data::gst::IT_RATE_CHANGE_PERIOD, trigger_after_step: 2, affected_tasks: vec![TaskId::GstReconciliation], rule_change: serde_json::json!({"tax_rate": {"998314": 12}, "effective_from": data::gst::it_rate_change_date().to_string()}) },
         Shock { id: "REG-002".into(), text: "Cash and UPI payments above ₹20,000 now need a supporting document; flag those without one as undocumented_cash_payment.".into(), severity: 1.2, trigger_period: 4, trigger_after_step: 1, affected_tasks: vec![TaskId::FraudDetection], rule_change: serde_json::json!({"cash_upi_threshold": 20000}) },
         Shock { id: "REG-003".into(), text: "Vendors incorporated less than 6 months ago are high-risk; flag their earliest transaction as high_risk_new_vendor.".into(), severity: 1.5, trigger_period: 4, trigger_after_step: 3, affected_tasks: vec![TaskId::FraudDetection], rule_change: serde_json::json!({"new_vendor_risk_months": 6}) },
     ]
@@ -153,6 +153,9 @@ pub struct TaxRates {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WorldState {
     pub fiscal_period: u32,
+    /// "Today" of the period: documents are dated up to it; one month later each period.
+    #[schemars(with = "String")]
+    pub current_date: util::Date,
     pub policy_version: u32,
     pub meal_limit_inr: i64,
     pub approved_vendors: Vec<String>,
@@ -360,6 +363,7 @@ impl Campaign {
             current_period: 1,
             world: WorldState {
                 fiscal_period: 1,
+                current_date: util::REFERENCE_DATE,
                 policy_version: 1,
                 meal_limit_inr: 1500,
                 approved_vendors: vec![],
@@ -430,6 +434,7 @@ impl Campaign {
             new_vendor_risk_months: (p >= 5 || self.delivered.contains("REG-003")).then_some(6),
             carry_over_claim: carry,
             fraud_level: if p >= 5 { 3 } else if p >= 3 { 2 } else { 1 },
+            today: util::period_reference_date(p),
         }
     }
 
@@ -437,6 +442,7 @@ impl Campaign {
         let r = self.rules();
         let p = self.current_period;
         self.world.fiscal_period = p;
+        self.world.current_date = r.today;
         self.world.policy_version = p;
         self.world.meal_limit_inr = r.meal_limit_inr;
         self.world.approved_vendors = data::approved_vendors(&r);
@@ -685,8 +691,22 @@ impl Campaign {
         out
     }
 
+    /// DEP-003: the overseer reviews a period only after all four specialists have finished it.
+    fn check_review_order(&self) -> Result<(), AuditError> {
+        let pending: Vec<String> = Role::SPECIALISTS.iter().filter(|r| !self.completed.contains(r)).map(|r| format!("'{}'", r.as_str())).collect();
+        if pending.is_empty() {
+            return Ok(());
+        }
+        Err(AuditError::DependencyConflict(format!(
+            "Dependency violation: 'overseer' requires {} completed first (period {}: every specialist must finish before the review).",
+            pending.join(", "),
+            self.current_period
+        )))
+    }
+
     pub fn review(&mut self, action: OverseerAction) -> Result<OverseerReview, AuditError> {
         self.ensure_open()?;
+        self.check_review_order()?;
         let mut decided = vec![];
         for (i, d) in action.decisions.iter().enumerate() {
             let v = d.verdict.trim().to_ascii_lowercase();
@@ -823,7 +843,17 @@ impl Campaign {
                 "POL-002" => (status(self.flagged_in(ex, |c| c.category == "Travel" && c.receipt_id.is_empty(), "missing_receipt")), "travel without receipt".into()),
                 "POL-003" => (status(self.flagged_in(ex, |c| c.date.is_weekend(), "weekend_expense")), "weekend claims".into()),
                 "POL-004" => (status(expense_gt_hit(ErrorType::CumulativeBreach)), "monthly cumulative breach".into()),
-                "POL-005" => ("not_applicable", "no approval records exist in the documents".into()),
+                "POL-005" => {
+                    // Like POL-001..006: every document that breaks the rule is flagged by the
+                    // specialist. There is no approval error type, so any finding on the invoice
+                    // counts (the gaps sit on invoices that also carry a ground-truth error).
+                    let v = self.episodes.get(&Role::InvoiceSpecialist).and_then(|ep| {
+                        let Documents::Invoice(d) = &ep.data.documents else { return None };
+                        let gaps = data::invoice::approval_gaps(d);
+                        (!gaps.is_empty()).then(|| gaps.iter().all(|id| ep.findings.iter().any(|f| f.key().0 == *id)))
+                    });
+                    (status(v), format!("invoices above ₹{} without two distinct approvers flagged", data::invoice::DUAL_APPROVAL_THRESHOLD_INR))
+                }
                 "POL-006" => (status(self.flagged_in(ex, |c| !approved.contains(&c.vendor), "unapproved_vendor")), "vendors off the approved list".into()),
                 "POL-007" => {
                     let v = self.episodes.get(&ex).and_then(|ep| {
@@ -841,14 +871,13 @@ impl Campaign {
                     });
                     (status(v), "rounding differences within ₹1 not flagged".into())
                 }
-                "DEP-001" | "SCH-001" | "SCH-002" => ("enforced", "guaranteed by the environment".into()),
+                "DEP-001" | "DEP-003" | "SCH-001" | "SCH-002" => ("enforced", "guaranteed by the environment".into()),
                 "DEP-002" => {
                     let earlier: BTreeSet<String> = findings.iter().filter(|(r, _)| *r != Role::FraudSpecialist).flat_map(|(_, f)| [f.document_id.trim().to_ascii_uppercase(), format!("{}:{}", f.key().0, f.key().1)]).collect();
                     let fraud: Vec<&Finding> = findings.iter().filter(|(r, _)| *r == Role::FraudSpecialist).map(|(_, f)| f).collect();
                     let v = (!fraud.is_empty()).then(|| fraud.iter().any(|f| f.evidence_refs.iter().any(|e| earlier.contains(&e.trim().to_ascii_uppercase()) || earlier.contains(e.trim()))));
                     (status(v), "fraud evidence cites earlier findings".into())
                 }
-                "DEP-003" => (status(rv.map(|r| r.all_specialists_complete)), "review after all specialists".into()),
                 "DEP-004" => {
                     let v = (!prior_docs.is_empty()).then(|| findings.iter().any(|(_, f)| f.evidence_refs.iter().any(|e| { let u = e.trim().to_ascii_uppercase(); prior_docs.iter().any(|d| u.contains(d.as_str())) })));
                     (status(v), "current findings cite prior-period findings".into())
@@ -1135,6 +1164,102 @@ mod tests {
         assert_eq!(c.period_scores.len(), 5);
         assert!(c.score() > 0.6, "{:?}", c.period_scores.iter().map(|p| &p.score).collect::<Vec<_>>());
         assert!(c.advance().is_err(), "finished campaigns stay finished");
+    }
+
+    fn check(c: &Campaign, id: &str) -> InstructionCheck {
+        c.instruction_checks().into_iter().find(|x| x.id == id).unwrap()
+    }
+
+    #[test]
+    fn overseer_review_waits_for_every_specialist() {
+        let mut c = Campaign::new("c-dep3".into(), 42, 2, 50).unwrap();
+        let e = c.review(OverseerAction::default()).unwrap_err();
+        assert_eq!(e.status(), axum::http::StatusCode::CONFLICT);
+        assert_eq!(e.code(), "dependency_violation");
+        let msg = e.to_string();
+        assert!(msg.starts_with("Dependency violation: 'overseer' requires 'expense_specialist', 'invoice_specialist', 'gst_specialist', 'fraud_specialist' completed first"), "{msg}");
+        for (k, r) in Role::SPECIALISTS.into_iter().enumerate() {
+            c.start_task(r).unwrap();
+            let a = perfect(&c, r);
+            assert!(c.submit(r, a).unwrap().done);
+            if k < 3 {
+                let msg = c.review(OverseerAction::default()).unwrap_err().to_string();
+                for (j, other) in Role::SPECIALISTS.into_iter().enumerate() {
+                    assert_eq!(msg.contains(&format!("'{}'", other.as_str())), j > k, "{msg}");
+                }
+                assert!(c.reviews.is_empty(), "a rejected review stores nothing");
+                assert!(c.review_action.is_none());
+            }
+        }
+        let rv = c.review(OverseerAction::default()).unwrap();
+        assert!(rv.all_specialists_complete);
+        assert_eq!(check(&c, "DEP-003").status, "enforced");
+        // The next period starts over: reviewing before its specialists finish is refused again.
+        c.advance().unwrap();
+        assert!(c.review(OverseerAction::default()).is_err());
+    }
+
+    #[test]
+    fn pol005_is_checked_from_the_approval_records() {
+        for seed in [42u64, 43, 44, 100] {
+            let mut c = Campaign::new("c-pol5".into(), seed, 1, 50).unwrap();
+            assert_eq!(check(&c, "POL-005").status, "not_applicable", "no invoice episode yet");
+            c.submit(Role::ExpenseSpecialist, AuditAction::default()).unwrap();
+            c.start_task(Role::InvoiceSpecialist).unwrap();
+            assert_eq!(check(&c, "POL-005").status, "failed", "seed {seed}: nothing flagged yet");
+            let Documents::Invoice(d) = &c.episodes[&Role::InvoiceSpecialist].data.documents else { panic!() };
+            let gaps = data::invoice::approval_gaps(d);
+            assert!(!gaps.is_empty(), "seed {seed}");
+            let gt = c.episodes[&Role::InvoiceSpecialist].gt().to_vec();
+            // Every erroneous invoice but one approval gap flagged: failed.
+            let most: Vec<Finding> = grading::perfect_findings(&gt).into_iter().filter(|f| f.document_id != gaps[0]).collect();
+            let mut c2 = c.clone();
+            c2.submit(Role::InvoiceSpecialist, AuditAction { findings: most, submit_final: Some(true) }).unwrap();
+            assert_eq!(check(&c2, "POL-005").status, "failed", "seed {seed}");
+            // Every gap flagged, whatever the type: passed (and graded like any other finding).
+            let f: Vec<Finding> = gaps.iter().map(|g| Finding::new(g, "vendor_mismatch")).collect();
+            let res = c.submit(Role::InvoiceSpecialist, AuditAction { findings: f, submit_final: Some(true) }).unwrap();
+            assert_eq!(check(&c, "POL-005").status, "passed", "seed {seed}");
+            let g = res.grader.unwrap();
+            assert_eq!(g.true_positives + g.partial_matches + g.false_positives, gaps.len());
+            let ps = c.score_period();
+            assert!(ps.instruction_checks.iter().any(|x| x.id == "POL-005" && x.status == "passed"));
+        }
+    }
+
+    #[test]
+    fn time_advances_one_month_per_period_and_ground_truth_stays_consistent() {
+        let mut c = Campaign::new("c-dates".into(), 44, 5, 50).unwrap();
+        for p in 1..=5u32 {
+            let today = util::period_reference_date(p);
+            assert_eq!(c.world.current_date, today);
+            assert_eq!(c.rules().today, today);
+            run_period(&mut c);
+            for (role, ep) in &c.episodes {
+                // Documents (with every shock delivered this period) agree with the rule checker.
+                let prior: BTreeSet<String> = ep.rules.carry_over_claim.iter().map(|x| x.receipt_id.clone()).collect();
+                let mut detected = data::detect_all(&ep.data.documents, &prior);
+                detected.sort();
+                let mut gt: Vec<(String, ErrorType)> = ep.gt().iter().map(|g| (g.document_id.clone(), g.error_type)).collect();
+                gt.sort();
+                assert_eq!(detected, gt, "period {p} {}", role.as_str());
+                match &ep.data.documents {
+                    Documents::Gst(d) => {
+                        assert_eq!(d.context.current_date, today);
+                        assert!(d.purchase_register.iter().all(|b| b.date <= today));
+                        for n in &d.context.rate_notices {
+                            assert_eq!(n.effective_from, data::gst::it_rate_change_date(), "REG-001 date is fixed");
+                        }
+                    }
+                    Documents::Fraud(d) => assert_eq!(d.audit_context.audit_period_end, today),
+                    Documents::Expense(d) => assert!(d.expenses.iter().all(|e| e.date <= today)),
+                    Documents::Invoice(d) => assert!(d.invoices.iter().all(|i| i.date <= today && i.approvals.iter().all(|a| a.date <= today))),
+                }
+            }
+            c.advance().unwrap();
+        }
+        let reg1 = c.shocks_applied.iter().find(|s| s.id == "REG-001").unwrap();
+        assert!(reg1.ground_truth_items_added > 0);
     }
 
     #[test]

@@ -390,7 +390,7 @@ impl Episode {
         fb.push_str(&format!("Step {n}/{}: Accepted {} finding(s) this step.\n", self.max_steps, accepted.len()));
         fb.push_str(&format!("Running score — TP: {}, FP: {}, Precision: {:.2}, Recall: {:.2}", grade.true_positives, grade.false_positives, grade.precision, grade.recall));
         if grade.partial_matches > 0 {
-            fb.push_str(&format!("\nPartial matches: {} (right document, wrong error type)", grade.partial_matches));
+            fb.push_str(&format!("\nPartial matches: {} (near misses: right document, related error type)", grade.partial_matches));
         }
         if is_final {
             self.done = true;

@@ -22,6 +22,10 @@ pub enum AuditError {
     Conflict(String),
     #[error("{0}")]
     Dependency(String),
+    /// An ordering rule that depends on campaign progress (the overseer before every
+    /// specialist has finished): the request is valid but conflicts with the current state.
+    #[error("{0}")]
+    DependencyConflict(String),
     #[error("capacity reached: {0}")]
     Capacity(String),
     #[error("request body too large: limit is {limit_bytes} bytes")]
@@ -51,7 +55,7 @@ impl AuditError {
             Invalid { .. } | UnknownTask(_) | TooManyFindings { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             NotInitialized | EpisodeFinished | Dependency(_) => StatusCode::BAD_REQUEST,
             NotFound { .. } | RouteNotFound(_) => StatusCode::NOT_FOUND,
-            Conflict(_) => StatusCode::CONFLICT,
+            Conflict(_) | DependencyConflict(_) => StatusCode::CONFLICT,
             Capacity(_) => StatusCode::SERVICE_UNAVAILABLE,
             BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -72,7 +76,7 @@ impl AuditError {
             TooManyFindings { .. } => "too_many_findings",
             NotFound { .. } => "not_found",
             Conflict(_) => "conflict",
-            Dependency(_) => "dependency_violation",
+            Dependency(_) | DependencyConflict(_) => "dependency_violation",
             Capacity(_) => "capacity",
             BodyTooLarge { .. } => "body_too_large",
             UnsupportedMediaType => "unsupported_media_type",

@@ -105,9 +105,13 @@ pub struct GradeResult {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {
+    /// The finding names a ground-truth error (index into the ground truth).
     Match(usize),
+    /// The error it names was already matched by an earlier finding.
     Duplicate(usize),
-    Partial,
+    /// A near miss: right document, wrong type of the same family as an error there that is
+    /// still unfound (index of the error it was credited against).
+    Partial(usize),
     FalsePositive,
 }
 
@@ -133,15 +137,23 @@ impl<'a> Matcher<'a> {
         Matcher { gt, by_doc, matched: vec![false; gt.len()], partial_used: vec![false; gt.len()] }
     }
 
+    /// Classify one finding, updating the matcher's state.
+    ///
+    /// * exact (document, type) of an unmatched error → `Match`, of a matched one → `Duplicate`;
+    /// * otherwise, a type of the same [`ErrorFamily`](crate::model::ErrorFamily) as an error on
+    ///   that document that is neither matched nor already credited → `Partial` (near miss);
+    /// * anything else (unknown document, unknown type, another family, credit used up) →
+    ///   `FalsePositive`.
     pub fn classify(&mut self, doc: &str, t: &str) -> Class {
         let (d, t) = norm_key(doc, t);
         let Some(items) = self.by_doc.get(&d) else { return Class::FalsePositive };
         let same_type: Vec<usize> = items.iter().copied().filter(|&i| self.gt[i].error_type.as_str() == t).collect();
         if same_type.is_empty() {
-            return match items.iter().copied().find(|&i| !self.matched[i] && !self.partial_used[i]) {
+            let Some(family) = ErrorType::parse(&t).map(ErrorType::family) else { return Class::FalsePositive };
+            return match items.iter().copied().find(|&i| !self.matched[i] && !self.partial_used[i] && self.gt[i].error_type.family() == family) {
                 Some(i) => {
                     self.partial_used[i] = true;
-                    Class::Partial
+                    Class::Partial(i)
                 }
                 None => Class::FalsePositive,
             };
@@ -182,27 +194,47 @@ fn key_ref(doc: &str, t: &str) -> KeyRef {
     KeyRef { document_id: d, error_type: t }
 }
 
-pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
+/// Classify a whole list of findings the way the grader does: findings naming an exact
+/// (document, type) error are resolved first, so partial credit only goes to errors left
+/// unfound by the whole list; the rest follow in submission order. Returns one class per
+/// finding, in the input order, and the per-error matched flags.
+pub fn classify_all(gt: &[GtItem], findings: &[Finding]) -> (Vec<Class>, Vec<bool>) {
+    classify_refs(gt, &findings.iter().collect::<Vec<_>>())
+}
+
+fn classify_refs(gt: &[GtItem], findings: &[&Finding]) -> (Vec<Class>, Vec<bool>) {
     let mut m = Matcher::new(gt);
+    let mut classes = vec![Class::FalsePositive; findings.len()];
+    let (exact, rest): (Vec<usize>, Vec<usize>) = (0..findings.len()).partition(|&i| m.has_exact(&findings[i].document_id, &findings[i].error_type));
+    for i in exact.into_iter().chain(rest) {
+        classes[i] = m.classify(&findings[i].document_id, &findings[i].error_type);
+    }
+    (classes, m.matched)
+}
+
+pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
+    let index = Matcher::new(gt);
     let mut fps: Vec<KeyRef> = vec![];
     let mut dups: Vec<KeyRef> = vec![];
     let mut partials: Vec<PartialMatch> = vec![];
-    // Exact findings first, so partial credit only goes to errors left unfound.
-    let (exact, rest): (Vec<&Finding>, Vec<&Finding>) = findings.iter().partition(|f| m.has_exact(&f.document_id, &f.error_type));
-    for f in exact.into_iter().chain(rest) {
-        match m.classify(&f.document_id, &f.error_type) {
+    let (classes, matched) = classify_all(gt, findings);
+    // Report in the grader's resolution order (exact findings first), as before.
+    let (exact, rest): (Vec<usize>, Vec<usize>) = (0..findings.len()).partition(|&i| matches!(classes[i], Class::Match(_) | Class::Duplicate(_)));
+    for i in exact.into_iter().chain(rest) {
+        let f = &findings[i];
+        match classes[i] {
             Class::Match(_) => {}
             Class::Duplicate(_) => dups.push(key_ref(&f.document_id, &f.error_type)),
-            Class::Partial => partials.push(PartialMatch {
+            Class::Partial(_) => partials.push(PartialMatch {
                 document_id: f.document_id.trim().to_ascii_uppercase(),
                 submitted_type: f.error_type.trim().to_ascii_lowercase(),
-                expected_types: m.expected_types(&f.document_id),
+                expected_types: index.expected_types(&f.document_id),
             }),
             Class::FalsePositive => fps.push(key_ref(&f.document_id, &f.error_type)),
         }
     }
     let n_gt = gt.len();
-    let tp = m.matched.iter().filter(|x| **x).count();
+    let tp = matched.iter().filter(|x| **x).count();
     let np = partials.len();
     let nfp = fps.len();
     // strict
@@ -217,7 +249,7 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
     let rpc = if n_gt == 0 { 1.0 } else { (etp / n_gt as f64).min(1.0) };
     let pc = f1(ppc, rpc);
     // weighted (partials excluded)
-    let wtp: f64 = gt.iter().zip(&m.matched).filter(|(_, x)| **x).map(|(g, _)| g.error_type.weight()).sum();
+    let wtp: f64 = gt.iter().zip(&matched).filter(|(_, x)| **x).map(|(g, _)| g.error_type.weight()).sum();
     let wtotal: f64 = gt.iter().map(|g| g.error_type.weight()).sum();
     let wfp: f64 = fps.iter().map(|k| weight_of(&k.error_type)).sum();
     let wp = if wtp + wfp == 0.0 { 0.0 } else { wtp / (wtp + wfp) };
@@ -225,7 +257,7 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
     let wf1 = f1(wp, wr);
     // confusion matrix
     let mut cm: BTreeMap<String, ConfusionEntry> = BTreeMap::new();
-    for (g, hit) in gt.iter().zip(&m.matched) {
+    for (g, hit) in gt.iter().zip(&matched) {
         let e = cm.entry(g.error_type.as_str().into()).or_insert_with(|| ConfusionEntry { ground_truth: 0, correctly_found: 0, missed: 0, false_positives: 0, severity_weight: g.error_type.weight() });
         e.ground_truth += 1;
         if *hit {
@@ -239,13 +271,13 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
         cm.entry(k.error_type.clone()).or_insert_with(|| ConfusionEntry { ground_truth: 0, correctly_found: 0, missed: 0, false_positives: 0, severity_weight: w }).false_positives += 1;
     }
     // risk
-    let caught: i64 = gt.iter().zip(&m.matched).filter(|(_, x)| **x).map(|(g, _)| g.error_type.value_inr()).sum();
+    let caught: i64 = gt.iter().zip(&matched).filter(|(_, x)| **x).map(|(g, _)| g.error_type.value_inr()).sum();
     let total: i64 = gt.iter().map(|g| g.error_type.value_inr()).sum();
     let pct = if total == 0 { 0.0 } else { round_n(caught as f64 / total as f64 * 100.0, 1) };
-    let mut matched_errors: Vec<KeyRef> = gt.iter().zip(&m.matched).filter(|(_, x)| **x).map(|(g, _)| key_ref(&g.document_id, g.error_type.as_str())).collect();
+    let mut matched_errors: Vec<KeyRef> = gt.iter().zip(&matched).filter(|(_, x)| **x).map(|(g, _)| key_ref(&g.document_id, g.error_type.as_str())).collect();
     matched_errors.sort_by(|a, b| (&a.document_id, &a.error_type).cmp(&(&b.document_id, &b.error_type)));
-    let missed_errors: Vec<KeyRef> = gt.iter().zip(&m.matched).filter(|(_, x)| !**x).map(|(g, _)| key_ref(&g.document_id, g.error_type.as_str())).collect();
-    let critical_missed = gt.iter().zip(&m.matched).any(|(g, hit)| !hit && g.error_type.is_critical());
+    let missed_errors: Vec<KeyRef> = gt.iter().zip(&matched).filter(|(_, x)| !**x).map(|(g, _)| key_ref(&g.document_id, g.error_type.as_str())).collect();
+    let critical_missed = gt.iter().zip(&matched).any(|(g, hit)| !hit && g.error_type.is_critical());
     let score = clamp_score(pc);
     GradeResult {
         score,
@@ -282,10 +314,10 @@ pub const ECE_MIN_BIN: usize = 3;
 /// Expected calibration error over the findings that carry a confidence.
 /// A finding is "correct" when it matches a ground-truth item (first match only).
 pub fn calibration(gt: &[GtItem], findings: &[Finding]) -> Calibration {
-    let mut m = Matcher::new(gt);
+    let (classes, _) = classify_all(gt, findings);
     let mut pts: Vec<(f64, f64)> = vec![];
-    for f in findings {
-        let hit = matches!(m.classify(&f.document_id, &f.error_type), Class::Match(_));
+    for (f, class) in findings.iter().zip(&classes) {
+        let hit = matches!(class, Class::Match(_));
         if let Some(c) = f.confidence.filter(|c| c.is_finite()) {
             pts.push((c.clamp(0.0, 1.0), if hit { 1.0 } else { 0.0 }));
         }
@@ -334,16 +366,19 @@ pub struct RewardBreakdown {
 }
 
 /// Reward of one step: `previous` are findings accepted before this step, `new` this step's.
+///
+/// Each new finding is rewarded by its class in the grade of all findings so far
+/// ([`classify_all`]), so the +0.04 partial reward goes to exactly the near misses the grader
+/// credits: not to a wrong-family guess, and not to a guess on an error that is (or becomes, in
+/// the same batch) found exactly.
 pub fn step_reward(gt: &[GtItem], previous: &[Finding], new: &[Finding], step: u32, final_grade: Option<&GradeResult>) -> RewardBreakdown {
-    let mut m = Matcher::new(gt);
-    for f in previous {
-        m.classify(&f.document_id, &f.error_type);
-    }
+    let all: Vec<&Finding> = previous.iter().chain(new).collect();
+    let (classes, _) = classify_refs(gt, &all);
     let step_pen = -STEP_PENALTY - STEP_DECAY * step as f64;
     let mut r = step_pen;
     let (mut tpr, mut pr, mut fpp, mut dp) = (0.0, 0.0, 0.0, 0.0);
-    for f in new {
-        match m.classify(&f.document_id, &f.error_type) {
+    for class in &classes[previous.len()..] {
+        match *class {
             Class::Match(i) => {
                 let v = TP_REWARD * gt[i].error_type.weight();
                 r += v;
@@ -353,7 +388,7 @@ pub fn step_reward(gt: &[GtItem], previous: &[Finding], new: &[Finding], step: u
                 r -= DUPLICATE_PENALTY;
                 dp -= DUPLICATE_PENALTY;
             }
-            Class::Partial => {
+            Class::Partial(_) => {
                 r += PARTIAL_REWARD;
                 pr += PARTIAL_REWARD;
             }
@@ -524,6 +559,69 @@ mod tests {
         let exact = Finding::new(&gt[6].document_id, gt[6].error_type.as_str());
         let g = grade(&gt, &[Finding::new(&gt[6].document_id, "over_limit"), exact]);
         assert_eq!((g.true_positives, g.partial_matches, g.false_positives), (1, 0, 1));
+    }
+
+    #[test]
+    fn same_family_wrong_type_is_a_near_miss() {
+        let gt = gt7();
+        // EXP-014 is missing_receipt: duplicate_claim is the same (receipt) family.
+        let g = grade(&gt, &[Finding::new("EXP-014", "duplicate_claim")]);
+        assert_eq!((g.true_positives, g.partial_matches, g.false_positives), (0, 1, 0));
+        assert_eq!(g.partial_match_list[0].expected_types, vec!["missing_receipt".to_string()]);
+        // Invoice: total_mismatch for a cascading_total, vendor_mismatch for an unmatched invoice.
+        let inv = vec![GtItem::new("INV-002", CascadingTotal, "x"), GtItem::new("INV-012", UnmatchedInvoice, "x")];
+        let g = grade(&inv, &[Finding::new("INV-002", "total_mismatch"), Finding::new("INV-012", "vendor_mismatch")]);
+        assert_eq!((g.partial_matches, g.false_positives), (2, 0));
+        assert_eq!(g.score, clamp_score({
+            let etp: f64 = 0.8;
+            let p = etp / (etp + 1.2);
+            let r = etp / 2.0;
+            2.0 * p * r / (p + r)
+        }));
+    }
+
+    #[test]
+    fn other_family_wrong_type_on_an_erroneous_document_is_a_false_positive() {
+        let gt = gt7();
+        // EXP-014 (missing_receipt) reported as weekend_expense or over_limit: wrong family.
+        let g = grade(&gt, &[Finding::new("EXP-014", "weekend_expense"), Finding::new("EXP-014", "over_limit")]);
+        assert_eq!((g.true_positives, g.partial_matches, g.false_positives), (0, 0, 2));
+        assert_eq!(g.score, 0.01);
+        // A price mismatch reported on an invoice that has no PO at all is a different problem.
+        let inv = vec![GtItem::new("INV-012", UnmatchedInvoice, "x")];
+        let g = grade(&inv, &[Finding::new("INV-012", "price_mismatch")]);
+        assert_eq!((g.partial_matches, g.false_positives), (0, 1));
+        // Unknown types never earn partial credit.
+        let g = grade(&gt, &[Finding::new("EXP-014", "no_such_type")]);
+        assert_eq!((g.partial_matches, g.false_positives), (0, 1));
+        // The near miss is spent once: a second same-family guess is a false positive.
+        let g = grade(&gt, &[Finding::new("EXP-014", "duplicate_claim"), Finding::new("EXP-014", "duplicate_claim")]);
+        assert_eq!((g.partial_matches, g.false_positives), (1, 1));
+    }
+
+    #[test]
+    fn step_reward_partial_uses_the_grader_classification() {
+        let gt = gt7();
+        let near = [Finding::new("EXP-014", "duplicate_claim")];
+        let r = step_reward(&gt, &[], &near, 1, None);
+        assert_eq!((r.partial_reward, r.false_positive_penalty), (PARTIAL_REWARD, 0.0));
+        let far = [Finding::new("EXP-014", "weekend_expense")];
+        let r = step_reward(&gt, &[], &far, 1, None);
+        assert_eq!((r.partial_reward, r.false_positive_penalty), (0.0, -FP_PENALTY));
+        // Near miss and exact in one batch: the grader counts the near miss as a false
+        // positive (the error is found), and so does the reward, whatever the order.
+        let both = [Finding::new("EXP-014", "duplicate_claim"), Finding::new("EXP-014", "missing_receipt")];
+        let r = step_reward(&gt, &[], &both, 1, None);
+        assert_eq!((r.partial_reward, r.false_positive_penalty), (0.0, -FP_PENALTY));
+        assert_eq!(r.true_positive_reward, round_n(TP_REWARD * MissingReceipt.weight(), 4));
+        let g = grade(&gt, &both);
+        assert_eq!((g.true_positives, g.partial_matches, g.false_positives), (1, 0, 1));
+        // A near miss after the error was found in an earlier step earns nothing.
+        let r = step_reward(&gt, &both[1..], &near, 2, None);
+        assert_eq!((r.partial_reward, r.false_positive_penalty), (0.0, -FP_PENALTY));
+        // Credit is spent once across steps.
+        let r = step_reward(&gt, &near, &near, 2, None);
+        assert_eq!((r.partial_reward, r.false_positive_penalty), (0.0, -FP_PENALTY));
     }
 
     #[test]

@@ -7,6 +7,8 @@ use rust_decimal::Decimal;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::util::Date;
+
 /// Hard limits (TigerBeetle style: everything bounded, units in names).
 pub mod limits {
     pub const MAX_FINDINGS_PER_STEP_DEFAULT: usize = 50;
@@ -227,6 +229,136 @@ impl ErrorType {
     pub fn is_critical(self) -> bool {
         self.weight() >= 1.5
     }
+
+    /// The family this type belongs to (every type is in exactly one family; see [`ErrorFamily`]).
+    pub fn family(self) -> ErrorFamily {
+        use ErrorFamily as F;
+        use ErrorType::*;
+        match self {
+            OverLimit | CumulativeBreach => F::ExpenseLimit,
+            DuplicateClaim | MissingReceipt => F::ExpenseReceipt,
+            WrongCategory | UnapprovedVendor => F::ExpenseEligibility,
+            WeekendExpense => F::ExpenseTiming,
+            PriceMismatch | QuantityMismatch => F::InvoiceLineMatch,
+            TaxError | TotalMismatch | CascadingTotal => F::InvoiceArithmetic,
+            DuplicateInvoice | UnmatchedInvoice | VendorMismatch => F::InvoiceIdentity,
+            DateAnomaly => F::InvoiceTiming,
+            MissingInGstr2b | MissingInBooks | DuplicateEntry => F::GstPresence,
+            AmountMismatch | TaxRateMismatch | WrongTaxType | ExcessClaim => F::GstTaxAmount,
+            GstinMismatch | InvalidGstin => F::GstIdentity,
+            DateMismatch | LateClaim => F::GstTiming,
+            ItcIneligible => F::GstEligibility,
+            ShellCompany | DuplicateBankAccount | InvoiceBeforeIncorporation | HighRiskNewVendor => F::FraudVendorIdentity,
+            SplitInvoice | RoundNumberAnomaly | BenfordViolation => F::FraudAmountPattern,
+            VendorConcentration | SuddenVolumeSpike | WeekendPattern => F::FraudActivityPattern,
+            CircularInvoicing | UndocumentedCashPayment => F::FraudPaymentTrail,
+        }
+    }
+}
+
+/// Groups of error types that describe the same kind of problem within one task. Grading uses
+/// them for partial credit: a finding on an erroneous document whose type is wrong but in the
+/// same family as an unfound error there is a *near miss* (the auditor saw the right problem and
+/// named it imprecisely); a type from another family is a plain false positive.
+///
+/// | task | family | types | what they share |
+/// | --- | --- | --- | --- |
+/// | expense | `expense_limit` | over_limit, cumulative_breach | an amount above a policy limit |
+/// | expense | `expense_receipt` | missing_receipt, duplicate_claim | the receipt evidence |
+/// | expense | `expense_eligibility` | wrong_category, unapproved_vendor | what or whom the company may reimburse |
+/// | expense | `expense_timing` | weekend_expense | when the expense was incurred |
+/// | invoice | `invoice_line_match` | price_mismatch, quantity_mismatch | an invoice line disagrees with its PO / GRN |
+/// | invoice | `invoice_arithmetic` | tax_error, total_mismatch, cascading_total | the invoice's own GST and totals |
+/// | invoice | `invoice_identity` | duplicate_invoice, unmatched_invoice, vendor_mismatch | which invoice / counterparty it is |
+/// | invoice | `invoice_timing` | date_anomaly | the invoice date |
+/// | GST | `gst_presence` | missing_in_gstr2b, missing_in_books, duplicate_entry | whether the invoice is recorded once on each side |
+/// | GST | `gst_tax_amount` | amount_mismatch, tax_rate_mismatch, wrong_tax_type, excess_claim | taxable value and tax computed |
+/// | GST | `gst_identity` | gstin_mismatch, invalid_gstin | the supplier GSTIN |
+/// | GST | `gst_timing` | date_mismatch, late_claim | the invoice date (between returns, or against the ITC window) |
+/// | GST | `gst_eligibility` | itc_ineligible | blocked input-tax-credit categories |
+/// | fraud | `fraud_vendor_identity` | shell_company, duplicate_bank_account, invoice_before_incorporation, high_risk_new_vendor | the vendor's legitimacy (registry data) |
+/// | fraud | `fraud_amount_pattern` | split_invoice, round_number_anomaly, benford_violation | the amounts billed |
+/// | fraud | `fraud_activity_pattern` | vendor_concentration, sudden_volume_spike, weekend_pattern | volume and timing of a vendor's activity |
+/// | fraud | `fraud_payment_trail` | circular_invoicing, undocumented_cash_payment | how money moves and is documented |
+///
+/// The invoice amount errors are split in two (line match against the PO/GRN versus the
+/// invoice's own arithmetic): the invoice task is dense (8 of 12 invoices carry an error),
+/// and one broad "amounts" family let random document ids collect partial credit too often.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorFamily {
+    ExpenseLimit,
+    ExpenseReceipt,
+    ExpenseEligibility,
+    ExpenseTiming,
+    InvoiceLineMatch,
+    InvoiceArithmetic,
+    InvoiceIdentity,
+    InvoiceTiming,
+    GstPresence,
+    GstTaxAmount,
+    GstIdentity,
+    GstTiming,
+    GstEligibility,
+    FraudVendorIdentity,
+    FraudAmountPattern,
+    FraudActivityPattern,
+    FraudPaymentTrail,
+}
+
+impl ErrorFamily {
+    pub const ALL: [ErrorFamily; 17] = [
+        ErrorFamily::ExpenseLimit, ErrorFamily::ExpenseReceipt, ErrorFamily::ExpenseEligibility,
+        ErrorFamily::ExpenseTiming, ErrorFamily::InvoiceLineMatch, ErrorFamily::InvoiceArithmetic,
+        ErrorFamily::InvoiceIdentity, ErrorFamily::InvoiceTiming, ErrorFamily::GstPresence,
+        ErrorFamily::GstTaxAmount, ErrorFamily::GstIdentity, ErrorFamily::GstTiming,
+        ErrorFamily::GstEligibility, ErrorFamily::FraudVendorIdentity, ErrorFamily::FraudAmountPattern,
+        ErrorFamily::FraudActivityPattern, ErrorFamily::FraudPaymentTrail,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorFamily::ExpenseLimit => "expense_limit",
+            ErrorFamily::ExpenseReceipt => "expense_receipt",
+            ErrorFamily::ExpenseEligibility => "expense_eligibility",
+            ErrorFamily::ExpenseTiming => "expense_timing",
+            ErrorFamily::InvoiceLineMatch => "invoice_line_match",
+            ErrorFamily::InvoiceArithmetic => "invoice_arithmetic",
+            ErrorFamily::InvoiceIdentity => "invoice_identity",
+            ErrorFamily::InvoiceTiming => "invoice_timing",
+            ErrorFamily::GstPresence => "gst_presence",
+            ErrorFamily::GstTaxAmount => "gst_tax_amount",
+            ErrorFamily::GstIdentity => "gst_identity",
+            ErrorFamily::GstTiming => "gst_timing",
+            ErrorFamily::GstEligibility => "gst_eligibility",
+            ErrorFamily::FraudVendorIdentity => "fraud_vendor_identity",
+            ErrorFamily::FraudAmountPattern => "fraud_amount_pattern",
+            ErrorFamily::FraudActivityPattern => "fraud_activity_pattern",
+            ErrorFamily::FraudPaymentTrail => "fraud_payment_trail",
+        }
+    }
+
+    /// The task whose types the family groups.
+    pub fn task(self) -> TaskId {
+        use ErrorFamily::*;
+        match self {
+            ExpenseLimit | ExpenseReceipt | ExpenseEligibility | ExpenseTiming => TaskId::ExpenseAudit,
+            InvoiceLineMatch | InvoiceArithmetic | InvoiceIdentity | InvoiceTiming => TaskId::InvoiceMatch,
+            GstPresence | GstTaxAmount | GstIdentity | GstTiming | GstEligibility => TaskId::GstReconciliation,
+            FraudVendorIdentity | FraudAmountPattern | FraudActivityPattern | FraudPaymentTrail => TaskId::FraudDetection,
+        }
+    }
+
+    /// Member types, in catalogue order.
+    pub fn members(self) -> Vec<ErrorType> {
+        ErrorType::ALL.iter().copied().filter(|t| t.family() == self).collect()
+    }
+}
+
+impl fmt::Display for ErrorFamily {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl fmt::Display for ErrorType {
@@ -401,6 +533,11 @@ pub struct WorldRules {
     pub carry_over_claim: Option<crate::data::expense::ExpenseClaim>,
     /// Adversarial fraud difficulty 1–5.
     pub fraud_level: u8,
+    /// "Today" of the data set: every generated date is relative to it and the date rules
+    /// (ITC window, audit window, spike window, vendor age) are evaluated against it. Campaigns
+    /// move it one month forward per period ([`crate::util::period_reference_date`]).
+    #[schemars(with = "String")]
+    pub today: Date,
 }
 
 impl Default for WorldRules {
@@ -419,6 +556,7 @@ impl Default for WorldRules {
             new_vendor_risk_months: None,
             carry_over_claim: None,
             fraud_level: 1,
+            today: crate::util::REFERENCE_DATE,
         }
     }
 }
@@ -426,4 +564,35 @@ impl Default for WorldRules {
 /// Money helper for literals.
 pub fn inr(v: i64) -> Decimal {
     Decimal::from(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn families_partition_each_tasks_types() {
+        let shock_types = [ErrorType::HighRiskNewVendor, ErrorType::UndocumentedCashPayment];
+        let mut seen = std::collections::BTreeSet::new();
+        for f in ErrorFamily::ALL {
+            let members = f.members();
+            assert!(!members.is_empty(), "{f} is empty");
+            for t in members {
+                assert!(seen.insert(t), "{t} is in two families");
+                assert_eq!(t.family(), f);
+                let in_task = f.task().error_types().contains(&t);
+                let shock = shock_types.contains(&t) && f.task() == TaskId::FraudDetection;
+                assert!(in_task || shock, "{t} is not a {} type", f.task());
+            }
+        }
+        assert_eq!(seen.len(), ErrorType::ALL.len(), "every type has a family");
+        for task in TaskId::ALL {
+            let fams: std::collections::BTreeSet<ErrorFamily> = task.error_types().iter().map(|t| t.family()).collect();
+            assert!(fams.len() >= 4, "{task}: families too coarse");
+            assert!(fams.iter().all(|f| f.task() == task));
+        }
+        assert_eq!(ErrorType::CascadingTotal.family(), ErrorType::TotalMismatch.family());
+        assert_eq!(ErrorType::UnmatchedInvoice.family(), ErrorType::VendorMismatch.family());
+        assert_ne!(ErrorType::PriceMismatch.family(), ErrorType::TotalMismatch.family());
+    }
 }

@@ -7,8 +7,15 @@ use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// Fixed "today" of every generated data set (a Thursday). The wall clock is never used.
+/// Fixed "today" of a single-task data set and of campaign period 1 (a Thursday). The wall clock
+/// is never used.
 pub const REFERENCE_DATE: Date = Date::from_ymd(2026, 1, 15);
+
+/// "Today" of campaign period `p` (1-based): one calendar month per period after
+/// [`REFERENCE_DATE`], so period 2 is 2026-02-15, period 3 is 2026-03-15, and so on.
+pub fn period_reference_date(period: u32) -> Date {
+    REFERENCE_DATE.add_months(period.max(1) as i32 - 1)
+}
 
 /// Seeded generator used for every random draw in the crate.
 pub type Rng8 = ChaCha8Rng;
@@ -63,8 +70,19 @@ impl Date {
         Date(self.0 + n)
     }
 
-    pub fn days_ago(n: i32) -> Date {
-        REFERENCE_DATE.add_days(-n)
+    /// `n` days before this date.
+    pub fn days_before(self, n: i32) -> Date {
+        Date(self.0 - n)
+    }
+
+    /// The same day `n` calendar months later (the day is clamped to the month's length).
+    pub fn add_months(self, n: i32) -> Date {
+        let (y, m, d) = self.ymd();
+        let idx = y * 12 + (m as i32 - 1) + n;
+        let (ny, nm) = (idx.div_euclid(12), (idx.rem_euclid(12) + 1) as u32);
+        let first_next = if nm == 12 { Date::from_ymd(ny + 1, 1, 1) } else { Date::from_ymd(ny, nm + 1, 1) };
+        let last = (first_next.0 - Date::from_ymd(ny, nm, 1).0) as u32;
+        Date::from_ymd(ny, nm, d.min(last))
     }
 
     /// "YYYY-MM" key used for monthly aggregation.
@@ -304,6 +322,19 @@ mod tests {
             assert_eq!(Date::parse(&d.to_string()), Some(d));
         }
         assert!(Date::parse("2025-13-01").is_none());
+    }
+
+    #[test]
+    fn months_and_period_dates() {
+        assert_eq!(period_reference_date(1), REFERENCE_DATE);
+        let p: Vec<String> = (1..=6).map(|p| period_reference_date(p).to_string()).collect();
+        assert_eq!(p, ["2026-01-15", "2026-02-15", "2026-03-15", "2026-04-15", "2026-05-15", "2026-06-15"]);
+        assert_eq!(period_reference_date(13).to_string(), "2027-01-15");
+        assert_eq!(Date::from_ymd(2026, 1, 31).add_months(1).to_string(), "2026-02-28");
+        assert_eq!(Date::from_ymd(2028, 1, 31).add_months(1).to_string(), "2028-02-29");
+        assert_eq!(Date::from_ymd(2026, 3, 31).add_months(-1).to_string(), "2026-02-28");
+        assert_eq!(Date::from_ymd(2025, 12, 10).add_months(1).to_string(), "2026-01-10");
+        assert_eq!(REFERENCE_DATE.days_before(20).to_string(), "2025-12-26");
     }
 
     #[test]

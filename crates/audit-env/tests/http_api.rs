@@ -206,12 +206,18 @@ async fn readme_campaign_quickstart_runs_as_written() {
     let base = spawn(AuditConfig::default()).await;
     let c = reqwest::Client::new();
     let cid = post(&c, &format!("{base}/campaign/start"), json!({"seed": 42, "total_periods": 5})).await.1["campaign_id"].as_str().unwrap().to_string();
-    for _p in 1..=5 {
+    for p in 1..=5 {
+        let mut all_done = true;
         for role in ["expense", "invoice", "gst", "fraud"] {
             c.post(format!("{base}/campaign/task/start")).json(&json!({"campaign_id": cid, "role": role})).send().await.unwrap();
-            c.post(format!("{base}/campaign/task/submit")).json(&json!({"campaign_id": cid, "role": role, "findings": []})).send().await.unwrap();
+            let (s, r) = post(&c, &format!("{base}/campaign/task/submit"), json!({"campaign_id": cid, "role": role, "findings": []})).await;
+            all_done &= s == 200 && r["done"] == true;
         }
-        c.post(format!("{base}/overseer/review")).json(&json!({"campaign_id": cid})).send().await.unwrap();
+        // One submit per role: in periods 3 and 4 a shock defers a final submission, so a
+        // specialist is unfinished there and the review is refused (DEP-003).
+        assert_eq!(all_done, !(p == 3 || p == 4), "period {p}");
+        let (s, r) = post(&c, &format!("{base}/overseer/review"), json!({"campaign_id": cid})).await;
+        assert_eq!(s, if all_done { 200 } else { 409 }, "period {p}: {r}");
         c.post(format!("{base}/campaign/period/advance")).json(&json!({"campaign_id": cid})).send().await.unwrap();
     }
     let st = get(&c, &format!("{base}/campaign/state/{cid}")).await.1;
@@ -228,4 +234,41 @@ async fn readme_campaign_quickstart_runs_as_written() {
     assert_eq!(l["entry"]["score"], 0.01);
     let (_, lb) = get(&c, &format!("{base}/leaderboard")).await;
     assert_eq!(lb["total_entries"], 1);
+}
+
+#[tokio::test]
+async fn overseer_review_before_every_specialist_finishes_is_409() {
+    let base = spawn(AuditConfig::default()).await;
+    let c = reqwest::Client::new();
+    let (s, v) = post(&c, &format!("{base}/campaign/start"), json!({"seed": 43, "total_periods": 2})).await;
+    assert_eq!(s, 200);
+    let cid = v["campaign_id"].as_str().unwrap().to_string();
+    let review = json!({"campaign_id": cid, "action": {"decisions": []}});
+    let (s, e) = post(&c, &format!("{base}/overseer/review"), review.clone()).await;
+    assert_eq!(s, 409, "{e}");
+    assert_eq!(e["error"]["code"], "dependency_violation");
+    let msg = e["error"]["message"].as_str().unwrap();
+    assert!(msg.starts_with("Dependency violation: 'overseer' requires 'expense_specialist', 'invoice_specialist', 'gst_specialist', 'fraud_specialist' completed first"), "{msg}");
+    for (k, role) in ["expense", "invoice", "gst", "fraud"].into_iter().enumerate() {
+        submit(&c, &base, &cid, role, json!([])).await;
+        let (s, e) = post(&c, &format!("{base}/overseer/review"), review.clone()).await;
+        if k < 3 {
+            assert_eq!(s, 409, "{e}");
+            let msg = e["error"]["message"].as_str().unwrap();
+            assert!(!msg.contains(&format!("'{role}_specialist'")), "{msg}");
+            assert!(msg.contains("'fraud_specialist'"), "{msg}");
+        } else {
+            assert_eq!(s, 200, "{e}");
+            assert_eq!(e["status"], "reviewed");
+            assert_eq!(e["result"]["all_specialists_complete"], true);
+        }
+    }
+    // Nothing was stored by the refused reviews: one review for period 1.
+    let (_, rep) = get(&c, &format!("{base}/overseer/report?campaign_id={cid}")).await;
+    assert_eq!(rep["reviews"].as_object().unwrap().len(), 1);
+    // Period 2 starts over.
+    let (s, _) = post(&c, &format!("{base}/campaign/period/advance"), json!({"campaign_id": cid})).await;
+    assert_eq!(s, 200);
+    let (s, e) = post(&c, &format!("{base}/overseer/review"), review).await;
+    assert_eq!(s, 409, "{e}");
 }

@@ -103,6 +103,8 @@ struct Builder<'a> {
     used_receipts: BTreeSet<String>,
     reserved: BTreeSet<String>,
     approved: Vec<String>,
+    /// "Today" of the data set (moves forward one month per campaign period).
+    today: Date,
 }
 
 impl Builder<'_> {
@@ -115,7 +117,7 @@ impl Builder<'_> {
         }
     }
     fn weekday_date(&mut self, lo: i32, hi: i32) -> Date {
-        Date::days_ago(self.rng.random_range(lo..=hi)).back_to_weekday()
+        self.today.days_before(self.rng.random_range(lo..=hi)).back_to_weekday()
     }
     /// An employee whose month total stays within the safe headroom after `amount`.
     fn employee_for(&mut self, date: Date, amount: i64) -> String {
@@ -190,6 +192,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
         used_receipts: BTreeSet::new(),
         reserved: BTreeSet::new(),
         approved,
+        today: rules.today,
     };
 
     // Rule-dependent rows decide part of the type mix.
@@ -253,12 +256,12 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
 
     // Red herrings.
     {
-        let d = Date::days_ago(b.rng.random_range(5..=30)).back_to_weekday();
+        let d = b.today.days_before(b.rng.random_range(5..=30)).back_to_weekday();
         let e = b.employee_for(d, meal_limit);
         let r = b.receipt();
         let c = b.claim(d, e, "Meals", meal_limit, "Client lunch (exactly at the limit)".into(), r, "ITC Foods".into());
         b.push(c, None);
-        let mut d = Date::days_ago(b.rng.random_range(7..=30));
+        let mut d = b.today.days_before(b.rng.random_range(7..=30));
         while d.weekday() != 4 {
             d = d.add_days(-1);
         }
@@ -384,7 +387,7 @@ fn plant(b: &mut Builder<'_>, t: ErrorType, dup_pairs: &mut Vec<(usize, usize)>)
             dup_pairs.push((orig, b.rows.len() - 1));
         }
         WeekendExpense => {
-            let mut d = Date::days_ago(b.rng.random_range(7..=40));
+            let mut d = b.today.days_before(b.rng.random_range(7..=40));
             while !d.is_weekend() {
                 d = d.add_days(-1);
             }
@@ -421,7 +424,7 @@ fn plant(b: &mut Builder<'_>, t: ErrorType, dup_pairs: &mut Vec<(usize, usize)>)
                 .collect();
             let emp = if free.is_empty() { EMPLOYEE_NAMES[14] } else { *util::pick(b.rng, &free) }.to_string();
             b.reserved.insert(emp.clone());
-            let (mut d_cross, mut d_first) = (Date::days_ago(10), Date::days_ago(15));
+            let (mut d_cross, mut d_first) = (b.today.days_before(10), b.today.days_before(15));
             for _ in 0..100 {
                 let c = b.weekday_date(5, 45);
                 let f = c.add_days(-b.rng.random_range(2..=10)).back_to_weekday();

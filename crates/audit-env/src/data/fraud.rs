@@ -108,6 +108,8 @@ struct Gen<'a> {
     txns: Vec<Transaction>,
     level: u8,
     emit_cash: bool,
+    /// "Today" of the data set (the audit period ends on it).
+    today: Date,
 }
 
 const BANKS: [&str; 6] = ["SBI", "HDFC", "ICICI", "Axis", "PNB", "Kotak"];
@@ -144,7 +146,7 @@ impl Gen<'_> {
             name,
             gstin,
             state: st,
-            incorporation_date: Date::days_ago(incorporated_days_ago),
+            incorporation_date: self.today.days_before(incorporated_days_ago),
             bank_account: self.account(),
             bank_name: util::pick(self.r, &BANKS).to_string(),
             category: util::pick(self.r, &CATS).to_string(),
@@ -195,7 +197,7 @@ impl Gen<'_> {
         }
     }
     fn weekday(&mut self, lo: i32, hi: i32) -> Date {
-        Date::days_ago(self.r.random_range(lo..=hi)).back_to_weekday()
+        self.today.days_before(self.r.random_range(lo..=hi)).back_to_weekday()
     }
 }
 
@@ -203,7 +205,9 @@ impl Gen<'_> {
 pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
     let level = rules.fraud_level.clamp(1, 5);
     let mut rng = util::rng_for(seed, 4 + 100 * level as u64);
-    let mut g = Gen { r: &mut rng, vendors: vec![], txns: vec![], level, emit_cash: rules.emit_cash_payments };
+    let today = rules.today;
+    let mut g = Gen { r: &mut rng, vendors: vec![], txns: vec![], level, emit_cash: rules.emit_cash_payments, today };
+    let age_days = |d: Date| today.0 - d.0;
     let mut names: Vec<String> = VENDOR_NAMES.iter().map(|s| s.to_string()).collect();
     names.extend((1..=10).map(|i| format!("Enterprise Solutions {i}")));
     util::shuffle(g.r, &mut names);
@@ -314,7 +318,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
             ErrorType::DuplicateBankAccount => {
                 let twin = *util::pick(g.r, &clean);
                 let n = next_name.next().unwrap_or_default();
-                let inc = (util::REFERENCE_DATE.0 - g.vendors[twin].incorporation_date.0 - 30).clamp(200, 380);
+                let inc = (today.0 - g.vendors[twin].incorporation_date.0 - 30).clamp(200, 380);
                 let v = g.new_vendor(n, inc);
                 g.vendors[v].bank_account = g.vendors[twin].bank_account.clone();
                 let d = g.weekday(5, 30);
@@ -334,8 +338,8 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
                 let k = if level >= 4 { 5 } else { 6 };
                 let mut used = BTreeSet::new();
                 for dd in days {
-                    let d = Date::days_ago(dd).back_to_weekday();
-                    if REF_MINUS(d) >= SPIKE_WINDOW_DAYS || !used.insert(d) {
+                    let d = today.days_before(dd).back_to_weekday();
+                    if age_days(d) >= SPIKE_WINDOW_DAYS || !used.insert(d) {
                         continue;
                     }
                     let a = non_round(g.r, 45000, 3000);
@@ -361,9 +365,14 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
                 let mut ids = vec![];
                 let mut j = g.r.random_range(0..3);
                 while ids.len() < k {
-                    let mut d = Date::days_ago(7 * (j + 1) + g.r.random_range(0..3));
+                    let mut d = today.days_before(7 * (j + 1) + g.r.random_range(0..3));
                     while !d.is_weekend() {
                         d = d.add_days(1);
+                    }
+                    // Depending on today's weekday two draws can land on the same weekend day
+                    // (two same-day invoices would also look like a split invoice): a week earlier.
+                    while g.txns.iter().any(|t| t.vendor_name == g.vendors[v].name && t.date == d) {
+                        d = d.add_days(-7);
                     }
                     let a = non_round(g.r, 35000, 2000);
                     ids.push(g.txn(v, d, a, None));
@@ -395,7 +404,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
     if level >= 3 {
         let v = clean[1];
         for w in [0, 1] {
-            let mut d = Date::days_ago(20 + 14 * w);
+            let mut d = today.days_before(20 + 14 * w);
             while !d.is_weekend() {
                 d = d.add_days(-1);
             }
@@ -420,8 +429,8 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
         let d = g.weekday(5, AUDIT_WINDOW_DAYS - 2);
         // keep clean vendors free of same-day pairs and recent bursts
         let same_day = g.txns.iter().any(|t| t.vendor_name == g.vendors[v].name && t.date == d);
-        let recent = g.txns.iter().filter(|t| t.vendor_name == g.vendors[v].name && REF_MINUS(t.date) < SPIKE_WINDOW_DAYS).count();
-        if same_day || (REF_MINUS(d) < SPIKE_WINDOW_DAYS && recent >= 2) {
+        let recent = g.txns.iter().filter(|t| t.vendor_name == g.vendors[v].name && age_days(t.date) < SPIKE_WINDOW_DAYS).count();
+        if same_day || (age_days(d) < SPIKE_WINDOW_DAYS && recent >= 2) {
             continue;
         }
         let base = *util::pick(g.r, &[5000i64, 12000, 15000, 22000, 35000, 48000, 67000]);
@@ -520,8 +529,8 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
         benford.insert(d.to_string(), util::round_n((1.0 + 1.0 / d as f64).log10(), 3));
     }
     let ctx = AuditContext {
-        audit_period_start: Date::days_ago(AUDIT_WINDOW_DAYS),
-        audit_period_end: util::REFERENCE_DATE,
+        audit_period_start: today.days_before(AUDIT_WINDOW_DAYS),
+        audit_period_end: today,
         invoice_approval_threshold: APPROVAL_THRESHOLD_INR,
         benford_expected_distribution: benford,
         max_vendor_concentration_pct: MAX_CONCENTRATION_PCT,
@@ -539,11 +548,6 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
     (docs, items)
 }
 
-#[allow(non_snake_case)]
-fn REF_MINUS(d: Date) -> i32 {
-    util::REFERENCE_DATE.0 - d.0
-}
-
 /// Ground truth implied by the regulatory rules in `audit_context` (REG-002, REG-003).
 pub fn shock_items(d: &FraudDocs) -> Vec<GtItem> {
     let mut out = vec![];
@@ -555,7 +559,7 @@ pub fn shock_items(d: &FraudDocs) -> Vec<GtItem> {
         }
     }
     if let Some(m) = d.audit_context.new_vendor_risk_months {
-        let cutoff = util::REFERENCE_DATE.add_days(-30 * m as i32);
+        let cutoff = d.audit_context.audit_period_end.add_days(-30 * m as i32);
         for v in &d.vendor_registry {
             if v.incorporation_date > cutoff {
                 let mut ts: Vec<&Transaction> = d.transactions.iter().filter(|t| t.vendor_id == v.vendor_id).collect();

@@ -167,11 +167,24 @@ fn retotal_2(g: &mut Gstr2bRow) {
     g.total = g.taxable_value + g.cgst + g.sgst + g.igst;
 }
 
-pub fn it_effective_date() -> Date {
-    Date::days_ago(IT_RATE_EFFECTIVE_DAYS_AGO)
+/// The campaign period in which REG-001 (the IT-services rate cut) takes effect.
+pub const IT_RATE_CHANGE_PERIOD: u32 = 3;
+
+/// REG-001's effective date as a calendar date: [`IT_RATE_EFFECTIVE_DAYS_AGO`] days before the
+/// start ("today") of period [`IT_RATE_CHANGE_PERIOD`]. It does not move in later periods.
+pub fn it_rate_change_date() -> Date {
+    util::period_reference_date(IT_RATE_CHANGE_PERIOD).days_before(IT_RATE_EFFECTIVE_DAYS_AGO)
+}
+
+/// The effective date in force for a data set dated `today`: the calendar date above, or
+/// [`IT_RATE_EFFECTIVE_DAYS_AGO`] days before `today` for a data set dated earlier (never in the
+/// future).
+pub fn it_effective_date(today: Date) -> Date {
+    it_rate_change_date().min(today.days_before(IT_RATE_EFFECTIVE_DAYS_AGO))
 }
 
 pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
+    let today = rules.today;
     let mut rng = util::rng_for(seed, 3);
     let r: &mut Rng8 = &mut rng;
     let hsn_desc = rules.schema_version >= 2;
@@ -193,7 +206,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
         let v = util::pick(r, &vendors);
         let tv = *util::pick(r, &[5000i64, 10000, 15000, 20000, 25000, 30000, 50000]);
         let rate = *util::pick(r, &[5u32, 12, 18, 28]);
-        let date = Date::days_ago(r.random_range(10..=90));
+        let date = today.days_before(r.random_range(10..=90));
         let hsn = *util::pick(r, &CLEAN_HSN);
         let b = book_row(v, &inv_no(k), date, tv, rate, hsn, hsn_desc);
         used_dates_per_inv.insert(k, date);
@@ -203,7 +216,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
     // IT-service rows from period 3: some before and some after the REG-001 effective date.
     let mut it_rows: Vec<usize> = vec![];
     if rules.emit_it_services {
-        let eff = it_effective_date();
+        let eff = it_effective_date(today);
         let picks = util::sample_indices(r, 43, 3);
         for (j, &k) in picks.iter().enumerate() {
             let v = util::pick(r, &vendors);
@@ -271,7 +284,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
             }
             ErrorType::DateMismatch => {
                 let d = r.random_range(35..=60);
-                g.date = b.date.add_days(if b.date.add_days(d) <= util::REFERENCE_DATE { d } else { -d });
+                g.date = b.date.add_days(if b.date.add_days(d) <= today { d } else { -d });
                 "invoice dates differ by more than 30 days".into()
             }
             ErrorType::InvalidGstin => {
@@ -304,7 +317,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
                 "input tax credit is blocked for this category".into()
             }
             ErrorType::LateClaim => {
-                let d = Date::days_ago(r.random_range(200..=365));
+                let d = today.days_before(r.random_range(200..=365));
                 b.date = d;
                 g.date = d;
                 "invoice older than the 180-day ITC window".into()
@@ -316,7 +329,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
     // Red herrings: a 3-day date difference and a ₹1 taxable difference.
     {
         let k = chosen[10];
-        g2b[k].date = books[k].0.date.add_days(3).min(util::REFERENCE_DATE);
+        g2b[k].date = books[k].0.date.add_days(3).min(today);
         let k = chosen[11];
         g2b[k].taxable_value += Decimal::ONE;
         retotal_2(&mut g2b[k]);
@@ -324,10 +337,10 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
     // Books-only and GSTR-2B-only invoices.
     {
         let v = util::pick(r, &vendors);
-        let b = book_row(v, &inv_no(43), Date::days_ago(r.random_range(10..=60)), 25000, 18, CLEAN_HSN[0], hsn_desc);
+        let b = book_row(v, &inv_no(43), today.days_before(r.random_range(10..=60)), 25000, 18, CLEAN_HSN[0], hsn_desc);
         books.push((b, vec![(ErrorType::MissingInGstr2b, GtOrigin::Planted, "booked but not reported by the supplier".into())]));
         let v = util::pick(r, &vendors);
-        let b = book_row(v, &inv_no(44), Date::days_ago(r.random_range(10..=60)), 18000, 18, CLEAN_HSN[1], false);
+        let b = book_row(v, &inv_no(44), today.days_before(r.random_range(10..=60)), 18000, 18, CLEAN_HSN[1], false);
         g2b.push(to_2b(&b));
     }
     // Duplicate books row.
@@ -353,7 +366,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
     let context = GstContext {
         our_state_code: OUR_STATE.into(),
         our_gstin: util::random_gstin(r, OUR_STATE),
-        current_date: util::REFERENCE_DATE,
+        current_date: today,
         itc_blocked_categories: BLOCKED.iter().map(|(h, _, c)| BlockedCategory { category: c.to_string(), hsn_codes: vec![h.to_string()] }).collect(),
         itc_time_limit_days: ITC_TIME_LIMIT_DAYS,
         date_tolerance_days: DATE_TOLERANCE_DAYS,
@@ -369,7 +382,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
 pub fn rate_notices(rules: &WorldRules) -> Vec<RateNotice> {
     rules
         .it_services_rate_pct
-        .map(|p| vec![RateNotice { hsn_code: IT_SERVICES_HSN.into(), gst_rate: p, effective_from: it_effective_date() }])
+        .map(|p| vec![RateNotice { hsn_code: IT_SERVICES_HSN.into(), gst_rate: p, effective_from: it_effective_date(rules.today) }])
         .unwrap_or_default()
 }
 

@@ -13,6 +13,12 @@ use crate::util::{self, money, Date};
 
 pub const HSN_CODES: [&str; 10] = ["8471", "3926", "8443", "9403", "8528", "4820", "8523", "8504", "9405", "7326"];
 const PRICES: [i64; 7] = [500, 1000, 1500, 2000, 2500, 3000, 5000];
+/// POL-005: invoices whose total is above this need two distinct approvers.
+pub const DUAL_APPROVAL_THRESHOLD_INR: i64 = 50_000;
+/// Finance staff who approve invoices.
+pub const APPROVERS: [&str; 6] = ["Sunita Gupta", "Kavita Iyer", "Deepa Nair", "Rohit Malhotra", "Sanjay Deshmukh", "Meera Pillai"];
+/// Random stream of the approval records (separate, so adding them left every other value as it was).
+const APPROVAL_STREAM: u64 = 20;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PoItem {
@@ -62,6 +68,13 @@ pub struct InvoiceLine {
     pub amount: Decimal,
 }
 
+/// One sign-off on an invoice (our addition: the reference has no approval data).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Approval {
+    pub approver: String,
+    pub date: Date,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Invoice {
     pub invoice_id: String,
@@ -77,6 +90,9 @@ pub struct Invoice {
     pub gst_amount: Decimal,
     #[serde(with = "money")]
     pub total: Decimal,
+    /// Sign-offs in order. POL-005: above ₹50,000 two distinct approvers are required.
+    #[serde(default)]
+    pub approvals: Vec<Approval>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -97,7 +113,8 @@ fn recompute(inv: &mut Invoice, subtotal_too: bool) {
     inv.total = inv.subtotal + inv.gst_amount;
 }
 
-pub fn generate(seed: u64, _rules: &crate::model::WorldRules) -> (InvoiceDocs, Vec<GtItem>) {
+pub fn generate(seed: u64, rules: &crate::model::WorldRules) -> (InvoiceDocs, Vec<GtItem>) {
+    let today = rules.today;
     let mut rng = util::rng_for(seed, 2);
     let r = &mut rng;
     let mut pos = vec![];
@@ -119,7 +136,7 @@ pub fn generate(seed: u64, _rules: &crate::model::WorldRules) -> (InvoiceDocs, V
             });
         }
         let vendor = VENDOR_NAMES[r.random_range(0..8)].to_string();
-        let po_date = Date::days_ago(r.random_range(40..=90));
+        let po_date = today.days_before(r.random_range(40..=90));
         let gst_rate = *util::pick(r, &[12u32, 18, 18]);
         let total = items.iter().map(|x| x.unit_price * Decimal::from(x.quantity)).sum();
         let po = PurchaseOrder {
@@ -140,7 +157,7 @@ pub fn generate(seed: u64, _rules: &crate::model::WorldRules) -> (InvoiceDocs, V
             items_received: po.items.iter().map(|x| GrnItem { item_name: x.item_name.clone(), quantity_received: x.quantity, condition: "good".into() }).collect(),
             received_by: util::pick(r, &super::EMPLOYEE_NAMES).to_string(),
         };
-        let inv_date = grn_date.add_days(r.random_range(1..=10)).min(util::REFERENCE_DATE);
+        let inv_date = grn_date.add_days(r.random_range(1..=10)).min(today);
         let mut inv = Invoice {
             invoice_id: String::new(),
             po_id: po.po_id.clone(),
@@ -152,6 +169,7 @@ pub fn generate(seed: u64, _rules: &crate::model::WorldRules) -> (InvoiceDocs, V
             gst_rate,
             gst_amount: Decimal::ZERO,
             total: Decimal::ZERO,
+            approvals: vec![],
         };
         recompute(&mut inv, true);
         pos.push(po);
@@ -237,7 +255,7 @@ pub fn generate(seed: u64, _rules: &crate::model::WorldRules) -> (InvoiceDocs, V
         if r.random_bool(0.5) {
             let src = extra_dup_src[k];
             let mut c = invs[src].0.clone();
-            c.date = c.date.add_days(r.random_range(2..=10)).min(util::REFERENCE_DATE);
+            c.date = c.date.add_days(r.random_range(2..=10)).min(today);
             invs.push((c, vec![(ErrorType::DuplicateInvoice, "same PO, vendor, lines and total as an earlier invoice".into())]));
             dup_of.push((src, invs.len() - 1));
         } else {
@@ -248,12 +266,13 @@ pub fn generate(seed: u64, _rules: &crate::model::WorldRules) -> (InvoiceDocs, V
                 po_id: format!("PO-{}", r.random_range(900..=999)),
                 vendor: util::pick(r, &["Unknown Vendor Ltd.", "Apex Trading Co.", "Nova Supplies"]).to_string(),
                 vendor_gstin: util::random_gstin(r, "27"),
-                date: Date::days_ago(r.random_range(3..=20)),
+                date: today.days_before(r.random_range(3..=20)),
                 line_items: vec![InvoiceLine { item_name: "Mystery Item".into(), unit_price: price, quantity: qty, amount: Decimal::ZERO }],
                 subtotal: Decimal::ZERO,
                 gst_rate: 18,
                 gst_amount: Decimal::ZERO,
                 total: Decimal::ZERO,
+                approvals: vec![],
             };
             recompute(&mut c, true);
             invs.push((c, vec![(ErrorType::UnmatchedInvoice, "no purchase order exists for this invoice".into())]));
@@ -281,7 +300,78 @@ pub fn generate(seed: u64, _rules: &crate::model::WorldRules) -> (InvoiceDocs, V
     }
     gt.sort_by(|a, b| a.document_id.cmp(&b.document_id).then(a.error_type.cmp(&b.error_type)));
     debug_assert_eq!(gt.len(), TaskId::InvoiceMatch.gt_count());
+    add_approvals(seed, rules.today, &mut invoices, &gt);
     (InvoiceDocs { purchase_orders: pos, grns, invoices }, gt)
+}
+
+fn needs_dual_approval(inv: &Invoice) -> bool {
+    inv.total > Decimal::from(DUAL_APPROVAL_THRESHOLD_INR)
+}
+
+/// Approval records. Normally an invoice above the threshold has two distinct approvers and
+/// one at or below it has one. The POL-005 violations (one approver, or the same approver twice)
+/// are planted only on invoices that already carry a ground-truth error, preferring the identity
+/// errors (an invoice without a PO, a duplicate, a changed vendor: invoices that went round the
+/// approval workflow), so the task's ground truth and its count stay as they are and flagging
+/// such an invoice is never a false positive. A seed can have no over-threshold erroneous
+/// invoice, and then has no violation.
+fn add_approvals(seed: u64, today: Date, invoices: &mut [Invoice], gt: &[GtItem]) {
+    let mut rng = util::rng_for(seed, APPROVAL_STREAM);
+    let r = &mut rng;
+    for inv in invoices.iter_mut() {
+        let first = r.random_range(0..APPROVERS.len());
+        let mut list = vec![first];
+        if needs_dual_approval(inv) {
+            let second = (first + r.random_range(1..APPROVERS.len())) % APPROVERS.len();
+            list.push(second);
+        }
+        let mut day = inv.date;
+        inv.approvals = list
+            .into_iter()
+            .map(|a| {
+                day = day.add_days(r.random_range(0..=2)).min(today);
+                Approval { approver: APPROVERS[a].to_string(), date: day }
+            })
+            .collect();
+    }
+    let erroneous = |identity: bool| -> Vec<usize> {
+        invoices
+            .iter()
+            .enumerate()
+            .filter(|(_, inv)| needs_dual_approval(inv))
+            .filter(|(_, inv)| gt.iter().any(|g| g.document_id == inv.invoice_id && (!identity || g.error_type.family() == crate::model::ErrorFamily::InvoiceIdentity)))
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let mut pool = erroneous(true);
+    if pool.is_empty() {
+        pool = erroneous(false);
+    }
+    util::shuffle(r, &mut pool);
+    let n = if pool.len() >= 2 && r.random_bool(0.5) { 2 } else { 1 };
+    for &i in pool.iter().take(n) {
+        let inv = &mut invoices[i];
+        if r.random_bool(0.5) {
+            inv.approvals.truncate(1);
+        } else {
+            let same = inv.approvals[0].approver.clone();
+            inv.approvals[1].approver = same;
+        }
+    }
+}
+
+/// POL-005 checker: invoices above the threshold without two distinct approvers, by id.
+pub fn approval_gaps(d: &InvoiceDocs) -> Vec<String> {
+    let mut out: Vec<String> = d
+        .invoices
+        .iter()
+        .filter(|inv| needs_dual_approval(inv))
+        .filter(|inv| inv.approvals.iter().map(|a| a.approver.as_str()).collect::<std::collections::BTreeSet<_>>().len() < 2)
+        .map(|inv| inv.invoice_id.clone())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Rule checker for the three-way match.
@@ -344,4 +434,60 @@ pub fn detect(d: &InvoiceDocs) -> Vec<(String, ErrorType)> {
     }
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{WorldRules, HELD_OUT_SEEDS, TRAIN_SEEDS};
+
+    #[test]
+    fn approvals_follow_pol005_and_gaps_sit_on_erroneous_invoices() {
+        let mut with_gap = 0;
+        let seeds: Vec<u64> = TRAIN_SEEDS.chain(HELD_OUT_SEEDS).chain(0..40).collect();
+        for &seed in &seeds {
+            for p in [1u32, 3] {
+                let rules = WorldRules { today: util::period_reference_date(p), ..WorldRules::default() };
+                let (d, gt) = generate(seed, &rules);
+                let gaps = approval_gaps(&d);
+                with_gap += (p == 1 && !gaps.is_empty()) as usize;
+                assert!(gaps.len() <= 2, "seed {seed}: {gaps:?}");
+                for inv in &d.invoices {
+                    let distinct: std::collections::BTreeSet<&str> = inv.approvals.iter().map(|a| a.approver.as_str()).collect();
+                    assert!(!inv.approvals.is_empty(), "seed {seed} {}: no approval", inv.invoice_id);
+                    assert!(inv.approvals.iter().all(|a| a.date >= inv.date && a.date <= rules.today), "seed {seed} {}", inv.invoice_id);
+                    assert!(inv.approvals.windows(2).all(|w| w[0].date <= w[1].date));
+                    if gaps.contains(&inv.invoice_id) {
+                        assert!(needs_dual_approval(inv) && distinct.len() == 1);
+                        assert!(gt.iter().any(|g| g.document_id == inv.invoice_id), "seed {seed}: gap on clean invoice {}", inv.invoice_id);
+                    } else if needs_dual_approval(inv) {
+                        assert_eq!((inv.approvals.len(), distinct.len()), (2, 2), "seed {seed} {}", inv.invoice_id);
+                    } else {
+                        assert_eq!(inv.approvals.len(), 1, "seed {seed} {}", inv.invoice_id);
+                    }
+                }
+            }
+        }
+        eprintln!("POL-005 gap present for {with_gap} of {} seeds", seeds.len());
+        assert!(with_gap * 10 >= seeds.len() * 9, "gaps in only {with_gap} of {} seeds", seeds.len());
+    }
+
+    #[test]
+    fn approval_gap_checker_counts_distinct_approvers() {
+        let (mut d, _) = generate(42, &WorldRules::default());
+        let gaps = approval_gaps(&d);
+        let big = d.invoices.iter().position(|i| needs_dual_approval(i) && !gaps.contains(&i.invoice_id)).expect("an approved large invoice");
+        let id = d.invoices[big].invoice_id.clone();
+        assert!(!approval_gaps(&d).contains(&id));
+        let who = d.invoices[big].approvals[0].approver.clone();
+        d.invoices[big].approvals[1].approver = who;
+        assert!(approval_gaps(&d).contains(&id), "the same approver twice is not dual approval");
+        d.invoices[big].approvals.truncate(1);
+        assert!(approval_gaps(&d).contains(&id));
+        d.invoices[big].approvals.clear();
+        assert!(approval_gaps(&d).contains(&id));
+        // At or below the threshold one approval is enough.
+        d.invoices[big].total = Decimal::from(DUAL_APPROVAL_THRESHOLD_INR);
+        assert!(!approval_gaps(&d).contains(&id));
+    }
 }

@@ -217,9 +217,117 @@ mod tests {
         }
     }
 
+    /// Every date-like string in a rendered document tree.
+    fn dates_in(v: &Value, out: &mut Vec<crate::util::Date>) {
+        match v {
+            Value::String(s) => out.extend(crate::util::Date::parse(s)),
+            Value::Array(a) => a.iter().for_each(|x| dates_in(x, out)),
+            Value::Object(m) => m.values().for_each(|x| dates_in(x, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn time_moves_forward_and_rules_still_agree_with_ground_truth() {
+        use crate::util::period_reference_date;
+        for task in TaskId::ALL {
+            for seed in TRAIN_SEEDS.chain([100, 104, 7]) {
+                let mut prev_median: Option<f64> = None;
+                // Every weekday as "today" too: generators must not assume the reference Thursday.
+                for k in 1..=6 {
+                    let today = crate::util::REFERENCE_DATE.add_days(k);
+                    let d = generate(task, seed, &WorldRules { today, ..WorldRules::default() });
+                    assert_eq!(detect_all(&d.documents, &BTreeSet::new()), gt_pairs(&d), "{task} seed {seed} today {today}");
+                }
+                for p in 1..=6u32 {
+                    let today = period_reference_date(p);
+                    let rules = WorldRules { today, ..WorldRules::default() };
+                    let d = generate(task, seed, &rules);
+                    assert_eq!(d.ground_truth.len(), task.gt_count(), "{task} seed {seed} period {p}");
+                    let detected = detect_all(&d.documents, &BTreeSet::new());
+                    assert_eq!(detected, gt_pairs(&d), "{task} seed {seed} period {p} ({today}): checker and planted GT disagree");
+                    let mut dates = vec![];
+                    dates_in(&d.documents.render(&BTreeMap::new()), &mut dates);
+                    assert!(!dates.is_empty());
+                    assert!(dates.iter().all(|x| *x <= today), "{task} seed {seed} period {p}: a date after {today}");
+                    dates.sort();
+                    let median = dates[dates.len() / 2].0 as f64;
+                    if let Some(m) = prev_median {
+                        let shift = median - m;
+                        assert!((15.0..=45.0).contains(&shift), "{task} seed {seed} period {p}: median date moved {shift:.1} days");
+                    }
+                    prev_median = Some(median);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn date_relative_rules_follow_today() {
+        use crate::util::{period_reference_date, REFERENCE_DATE};
+        // Every campaign rule switched on, at each period's date: still consistent.
+        for p in 1..=5u32 {
+            let today = period_reference_date(p);
+            let rules = WorldRules {
+                today,
+                meal_limit_inr: 2000,
+                onboarded_vendors: vec![ONBOARDED_VENDOR.into()],
+                suspended_vendors: vec!["Asian Paints".into()],
+                it_services_rate_pct: Some(12),
+                emit_it_services: true,
+                schema_version: 2,
+                cash_upi_threshold_inr: Some(20_000),
+                emit_cash_payments: true,
+                new_vendor_risk_months: Some(6),
+                fraud_level: 3,
+                ..WorldRules::default()
+            };
+            for seed in TRAIN_SEEDS {
+                for task in TaskId::ALL {
+                    let d = generate(task, seed, &rules);
+                    assert_eq!(detect_all(&d.documents, &BTreeSet::new()), gt_pairs(&d), "{task} seed {seed} period {p}");
+                }
+                if let Documents::Gst(x) = generate(TaskId::GstReconciliation, seed, &rules).documents {
+                    assert_eq!(x.context.current_date, today);
+                    let eff = gst::it_effective_date(today);
+                    assert!(eff < today && x.context.rate_notices.iter().all(|n| n.effective_from == eff));
+                }
+                if let Documents::Fraud(x) = generate(TaskId::FraudDetection, seed, &rules).documents {
+                    assert_eq!((x.audit_context.audit_period_start, x.audit_context.audit_period_end), (today.days_before(fraud::AUDIT_WINDOW_DAYS), today));
+                }
+            }
+        }
+        // The rules really are evaluated against the shifted date: the same GST books judged on
+        // the unshifted date lose late claims (ITC window) for some seeds.
+        let today = period_reference_date(4);
+        let mut differs = 0;
+        for seed in TRAIN_SEEDS {
+            if let Documents::Gst(x) = generate(TaskId::GstReconciliation, seed, &WorldRules { today, ..WorldRules::default() }).documents {
+                let mut stale = x.clone();
+                stale.context.current_date = REFERENCE_DATE;
+                differs += (gst::detect(&stale) != gst::detect(&x)) as usize;
+            }
+        }
+        assert!(differs > 0, "late_claim must depend on the current date");
+        // REG-001's effective date is a calendar date: fixed from the shock period on.
+        let eff = gst::it_rate_change_date();
+        assert_eq!(eff, period_reference_date(3).days_before(gst::IT_RATE_EFFECTIVE_DAYS_AGO));
+        for p in 3..=6 {
+            assert_eq!(gst::it_effective_date(period_reference_date(p)), eff);
+        }
+        assert_eq!(gst::it_effective_date(REFERENCE_DATE), REFERENCE_DATE.days_before(gst::IT_RATE_EFFECTIVE_DAYS_AGO));
+    }
+
     #[test]
     fn fraud_levels_stay_consistent() {
         for level in 1..=5u8 {
+            for p in 1..=5u32 {
+                let rules = WorldRules { fraud_level: level, today: crate::util::period_reference_date(p), ..WorldRules::default() };
+                for seed in [42u64, 45, 100] {
+                    let d = generate(TaskId::FraudDetection, seed, &rules);
+                    assert_eq!(detect_all(&d.documents, &BTreeSet::new()), gt_pairs(&d), "level {level} period {p} seed {seed}");
+                }
+            }
             let rules = WorldRules { fraud_level: level, ..WorldRules::default() };
             for seed in 0..12u64 {
                 let d = generate(TaskId::FraudDetection, seed, &rules);

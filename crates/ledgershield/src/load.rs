@@ -1,13 +1,15 @@
 //! `ledgershield load`: play whole episodes over HTTP and measure the server.
 //!
 //! Each worker owns a session (`X-Session-Id`) and plays a fixed six-action script on the curated
-//! cases in turn. Before the timed runs, every case is played once alone to record its score;
-//! under load each episode (after clearing the session's institutional memory, untimed) must
-//! reproduce that score exactly, or it counts as interference.
+//! cases in turn, starting at a different case per worker. Institutional memory carries over
+//! between a session's episodes and legitimately moves grades, so the reference for a worker is
+//! its whole sequence: before the timed runs, every distinct worker sequence is played alone, one
+//! at a time, in a fresh session; under load each episode must reproduce the score it had at the
+//! same position of that solo sequence, or it counts as interference.
 //! Server CPU and RSS come from `/proc/<pid>` of the server process.
 
 use anyhow::{bail, Context, Result};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -29,12 +31,15 @@ pub struct LoadArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Transport floor: also time "episodes" of seven `GET /health` requests (no environment
+    /// work), to separate HTTP and kernel cost from environment cost.
+    #[arg(long)]
+    transport_floor: bool,
 }
 
-/// The scripted episode: six actions after reset.
-fn script(obs: &Value) -> Vec<Value> {
-    let doc = obs["visible_documents"][0]["doc_id"].as_str().unwrap_or("").to_owned();
-    vec![
+/// The scripted episode: six actions after reset, as pre-serialized request bodies.
+fn script(doc: &str) -> Vec<Vec<u8>> {
+    [
         json!({"action_type": "ocr", "payload": {"doc_id": doc, "mode": "fast"}}),
         json!({"action_type": "zoom", "payload": {"doc_id": doc, "page": 1, "bbox": [0, 0, 300, 200]}}),
         json!({"action_type": "lookup_policy", "payload": {}}),
@@ -42,6 +47,36 @@ fn script(obs: &Value) -> Vec<Value> {
         json!({"action_type": "request_callback_verification", "payload": {}}),
         json!({"action_type": "submit_decision", "payload": {"decision": "NEEDS_REVIEW", "confidence": 0.6, "reason_codes": [], "evidence_map": {}}}),
     ]
+    .iter()
+    .map(|v| serde_json::to_vec(v).expect("static JSON"))
+    .collect()
+}
+
+/// The few reply fields the load client checks; everything else is skipped while parsing, so the
+/// client spends its share of the CPU on requests rather than on building JSON trees.
+#[derive(serde::Deserialize)]
+struct Reply {
+    observation: ReplyObservation,
+    #[serde(default)]
+    info: ReplyInfo,
+}
+
+#[derive(serde::Deserialize)]
+struct ReplyObservation {
+    case_id: String,
+    step_count: u64,
+    #[serde(default)]
+    visible_documents: Vec<ReplyDocument>,
+}
+
+#[derive(serde::Deserialize)]
+struct ReplyDocument {
+    doc_id: String,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct ReplyInfo {
+    final_score: Option<f64>,
 }
 
 struct Sample {
@@ -50,31 +85,29 @@ struct Sample {
     episodes: usize,
 }
 
-async fn post(client: &reqwest::Client, url: &str, session: &str, body: &Value, lat: &mut Vec<u64>) -> Result<Value> {
+async fn post(client: &reqwest::Client, url: &str, session: &str, body: Vec<u8>, lat: &mut Vec<u64>) -> Result<Reply> {
     let t = Instant::now();
-    let resp = client.post(url).header("X-Session-Id", session).json(body).send().await?;
+    let resp = client.post(url).header("X-Session-Id", session).header("Content-Type", "application/json").body(body).send().await?;
     let status = resp.status();
-    let v: Value = resp.json().await?;
+    let bytes = resp.bytes().await?;
     lat.push(t.elapsed().as_micros() as u64);
     if !status.is_success() {
-        bail!("{url} returned {status}: {v}");
+        bail!("{url} returned {status}: {}", String::from_utf8_lossy(&bytes));
     }
-    Ok(v)
+    serde_json::from_slice(&bytes).with_context(|| format!("{url}: unexpected reply"))
 }
 
 async fn play(client: &reqwest::Client, base: &str, session: &str, case_id: &str, lat: &mut Vec<u64>) -> Result<(f64, bool)> {
-    // Institutional memory carries over between a session's episodes and legitimately moves
-    // grades; clearing it makes every episode comparable with the same case played alone.
-    let mut untimed = Vec::new();
-    post(client, &format!("{base}/institutional-reset"), session, &json!({}), &mut untimed).await?;
-    let env = post(client, &format!("{base}/reset"), session, &json!({"case_id": case_id}), lat).await?;
-    let mut consistent = env["observation"]["case_id"] == case_id;
-    let mut last = env.clone();
-    for (i, action) in script(&env["observation"]).iter().enumerate() {
-        last = post(client, &format!("{base}/step"), session, action, lat).await?;
-        consistent &= last["observation"]["case_id"] == case_id && last["observation"]["step_count"] == json!(i + 1);
+    let (reset_url, step_url) = (format!("{base}/reset"), format!("{base}/step"));
+    let env = post(client, &reset_url, session, serde_json::to_vec(&json!({"case_id": case_id}))?, lat).await?;
+    let mut consistent = env.observation.case_id == case_id;
+    let doc = env.observation.visible_documents.first().map(|d| d.doc_id.as_str()).unwrap_or("");
+    let mut score = -1.0;
+    for (i, body) in script(doc).into_iter().enumerate() {
+        let last = post(client, &step_url, session, body, lat).await?;
+        consistent &= last.observation.case_id == case_id && last.observation.step_count == i as u64 + 1;
+        score = last.info.final_score.unwrap_or(-1.0);
     }
-    let score = last["info"]["final_score"].as_f64().unwrap_or(-1.0);
     Ok((score, consistent))
 }
 
@@ -141,33 +174,56 @@ pub fn run(args: LoadArgs) -> Result<()> {
             }
             ids
         };
-        // Solo baseline scores.
-        let mut solo = BTreeMap::new();
-        let mut lat = Vec::new();
-        for c in &cases {
-            let (score, _) = play(&client, &base, "load-solo", c, &mut lat).await?;
-            solo.insert(c.clone(), score);
-        }
         let idle_rss = pid.and_then(proc_stat).map(|s| s.1);
         let mut report = Vec::new();
+        // Solo reference: the score sequence of a worker that starts at case `start`, played alone
+        // in a fresh session. Workers that start at the same case share one reference.
+        let mut solo: BTreeMap<(usize, usize), Vec<f64>> = BTreeMap::new();
         for &conc in &args.concurrency {
             let conc = conc.max(1);
+            let per_worker = args.episodes.div_ceil(conc);
+            for start in 0..conc.min(cases.len()) {
+                if solo.contains_key(&(start, per_worker)) {
+                    continue;
+                }
+                let session = format!("load-solo-{start}-{per_worker}");
+                let (mut scores, mut lat) = (Vec::with_capacity(per_worker), Vec::new());
+                for i in 0..per_worker {
+                    scores.push(play(&client, &base, &session, &cases[(start + i) % cases.len()], &mut lat).await?.0);
+                }
+                solo.insert((start, per_worker), scores);
+            }
+        }
+        let runs: Vec<(usize, bool)> = args.concurrency.iter().flat_map(|&c| [(c.max(1), false), (c.max(1), true)]).filter(|&(_, floor)| !floor || args.transport_floor).collect();
+        for (conc, floor) in runs {
+            let per_worker = args.episodes.div_ceil(conc);
             let before = pid.and_then(proc_stat);
             let t0 = Instant::now();
-            let per_worker = args.episodes.div_ceil(conc);
             let mut handles = Vec::new();
             for w in 0..conc {
                 let client = client.clone();
                 let base = base.clone();
                 let cases = cases.clone();
-                let solo = solo.clone();
+                let solo = solo[&(w % cases.len(), per_worker)].clone();
                 handles.push(tokio::spawn(async move {
                     let session = format!("load-{conc}-{w}");
                     let mut s = Sample { latencies_us: Vec::with_capacity(per_worker * 7), interference: 0, episodes: 0 };
                     for i in 0..per_worker {
+                        if floor {
+                            for _ in 0..7 {
+                                let t = Instant::now();
+                                let r = client.get(format!("{base}/health")).send().await?;
+                                let ok = r.status().is_success();
+                                r.bytes().await?;
+                                s.latencies_us.push(t.elapsed().as_micros() as u64);
+                                s.interference += usize::from(!ok);
+                            }
+                            s.episodes += 1;
+                            continue;
+                        }
                         let case = &cases[(w + i) % cases.len()];
                         let (score, consistent) = play(&client, &base, &session, case, &mut s.latencies_us).await?;
-                        if !consistent || (score - solo[case]).abs() > 1e-12 {
+                        if !consistent || score.to_bits() != solo[i].to_bits() {
                             s.interference += 1;
                         }
                         s.episodes += 1;
@@ -191,6 +247,7 @@ pub fn run(args: LoadArgs) -> Result<()> {
                 _ => None,
             };
             report.push(json!({
+                "kind": if floor { "transport_floor" } else { "episodes" },
                 "concurrency": conc,
                 "episodes": episodes,
                 "requests": lat.len(),
@@ -208,11 +265,12 @@ pub fn run(args: LoadArgs) -> Result<()> {
         if args.json {
             println!("{}", serde_json::to_string_pretty(&out)?);
         } else {
-            println!("server {base}  idle RSS {:?} MB", out["idle_rss_mb"]);
-            println!("{:>5} {:>8} {:>11} {:>10} {:>9} {:>9} {:>14} {:>8} {:>12}", "conc", "episodes", "episodes/s", "steps/s", "p50 ms", "p99 ms", "cpu ms/episode", "RSS MB", "interference");
+            println!("server {base}  idle RSS {} MB (before any episode)", out["idle_rss_mb"]);
+            println!("{:>16} {:>5} {:>8} {:>11} {:>10} {:>9} {:>9} {:>14} {:>8} {:>12}", "run", "conc", "episodes", "episodes/s", "steps/s", "p50 ms", "p99 ms", "cpu ms/episode", "RSS MB", "interference");
             for r in out["runs"].as_array().into_iter().flatten() {
                 println!(
-                    "{:>5} {:>8} {:>11} {:>10} {:>9.3} {:>9.3} {:>14} {:>8} {:>12}",
+                    "{:>16} {:>5} {:>8} {:>11} {:>10} {:>9.3} {:>9.3} {:>14} {:>8} {:>12}",
+                    r["kind"].as_str().unwrap_or(""),
                     r["concurrency"], r["episodes"], r["episodes_per_s"], r["steps_per_s"], r["latency_ms_p50"].as_f64().unwrap_or(0.0), r["latency_ms_p99"].as_f64().unwrap_or(0.0), r["server_cpu_ms_per_episode"], r["server_rss_mb"], r["interference_errors"]
                 );
             }

@@ -65,6 +65,9 @@ struct ServeArgs {
     /// Seconds after which an idle session expires.
     #[arg(long, env = "LEDGERSHIELD_SESSION_IDLE_SECS", default_value_t = 1800)]
     session_idle_secs: u64,
+    /// Runtime worker threads (default: one per CPU core; 1 runs everything on one thread).
+    #[arg(long, env = "LEDGERSHIELD_WORKERS", value_parser = clap::value_parser!(u16).range(1..=256))]
+    workers: Option<u16>,
 }
 
 #[derive(Subcommand)]
@@ -149,7 +152,12 @@ pub fn load_fixtures(dir: Option<&PathBuf>) -> Result<FixtureSet> {
 }
 
 fn serve(args: ServeArgs) -> Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = match args.workers {
+        // One worker: a single-threaded runtime has no cross-thread wake-ups at all.
+        Some(1) => tokio::runtime::Builder::new_current_thread().enable_all().build()?,
+        Some(n) => tokio::runtime::Builder::new_multi_thread().worker_threads(usize::from(n)).enable_all().build()?,
+        None => tokio::runtime::Builder::new_multi_thread().enable_all().build()?,
+    };
     rt.block_on(async move {
         let app = match args.env_kind {
             EnvKind::Controlbench => {

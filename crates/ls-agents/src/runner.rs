@@ -100,6 +100,7 @@ fn s(info: &Map<String, Value>, k: &str) -> String {
 /// Initial-observation projection used by trajectories and SFT prompts (never hidden state).
 pub fn project_observation(env: &StepEnvelope) -> Value {
     let o = &env.observation;
+    let meta = o.case_metadata.to_map();
     let docs: Vec<Value> = o
         .visible_documents
         .iter()
@@ -108,8 +109,8 @@ pub fn project_observation(env: &StepEnvelope) -> Value {
     serde_json::json!({
         "case_id": o.case_id, "task_type": o.task_type, "instruction": o.instruction,
         "budget_remaining": o.budget_remaining, "max_steps": o.max_steps, "visible_documents": docs,
-        "track_mode": o.case_metadata.get("track_mode").cloned().unwrap_or(Value::Null),
-        "benchmark_track": o.case_metadata.get("benchmark_track").cloned().unwrap_or(Value::Null),
+        "track_mode": meta.get("track_mode").cloned().unwrap_or(Value::Null),
+        "benchmark_track": meta.get("benchmark_track").cloned().unwrap_or(Value::Null),
         "portfolio_context": o.portfolio_context,
     })
 }

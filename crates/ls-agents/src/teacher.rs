@@ -403,7 +403,7 @@ impl TeacherAgent {
 
     fn plan_documents(&mut self, env: &StepEnvelope) {
         let o = &env.observation;
-        for d in &o.visible_documents {
+        for d in o.visible_documents.iter() {
             match d.doc_type.as_str() {
                 "invoice" => self.invoice_ids.push(d.doc_id.clone()),
                 "email" => self.email_ids.push(d.doc_id.clone()),
@@ -1572,7 +1572,7 @@ impl Agent for TeacherAgent {
     fn begin(&mut self, reset: &StepEnvelope, _seed: u64) {
         *self = TeacherAgent::with_config(self.cfg);
         self.task = reset.observation.task_type.clone();
-        self.instruction = reset.observation.instruction.clone();
+        self.instruction = reset.observation.instruction.to_string();
         self.stage = Some(Stage::Documents);
         self.plan_documents(reset);
     }

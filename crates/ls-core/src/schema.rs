@@ -221,8 +221,9 @@ impl Document {
 
     /// First accurate token whose text starts with `prefix` (case-insensitive), e.g. `"Total:"`.
     pub fn line_with_prefix(&self, prefix: &str) -> Option<&Token> {
-        let p = prefix.to_ascii_lowercase();
-        self.accurate_ocr.iter().find(|t| t.text.trim_start().to_ascii_lowercase().starts_with(&p))
+        // ASCII case-insensitive prefix test without lowercasing a copy of every token.
+        let p = prefix.as_bytes();
+        self.accurate_ocr.iter().find(|t| t.text.trim_start().as_bytes().get(..p.len()).is_some_and(|head| head.eq_ignore_ascii_case(p)))
     }
 
     /// Value after the first colon of the line starting with `prefix`.

@@ -15,7 +15,11 @@ pub fn normalize_text(value: &str) -> String {
             out.push(' ');
         }
         for ch in word.chars() {
-            out.extend(ch.to_lowercase());
+            if ch.is_ascii() {
+                out.push(ch.to_ascii_lowercase());
+            } else {
+                out.extend(ch.to_lowercase());
+            }
         }
     }
     out

@@ -57,26 +57,38 @@ pub struct InvoiceFacts {
 /// Read an invoice's lines: first token = vendor display name, `Key: value` lines, and
 /// `description | qty | unit_price | line_total` rows.
 pub fn invoice_facts(doc: &Document) -> InvoiceFacts {
+    // One pass over the tokens (this runs at every reset and grading): for each field, the first
+    // line whose text starts with its label (ASCII case-insensitive) supplies the value after the
+    // first colon, exactly as `Document::field_value` reads it.
+    const LABELS: [&str; 11] = ["Invoice No:", "Invoice Date:", "Currency:", "PO:", "Receipt:", "Subtotal:", "Tax:", "Total:", "Bank:", "IBAN:", "SWIFT:"];
+    let mut found: [Option<&str>; 11] = [None; 11];
     let mut f = InvoiceFacts { doc_id: doc.doc_id.clone(), ..Default::default() };
     f.vendor_display = doc.accurate_ocr.first().map(|t| t.text.trim().to_owned()).unwrap_or_default();
-    let value = |p: &str| doc.field_value(p);
-    f.invoice_number = value("Invoice No:");
-    f.invoice_date = value("Invoice Date:");
-    f.currency = value("Currency:");
-    f.po_id = value("PO:");
-    f.receipt_id = value("Receipt:");
-    f.subtotal = value("Subtotal:").and_then(|v| parse_decimal(&v));
-    f.tax = value("Tax:").and_then(|v| parse_decimal(&v));
-    f.total = value("Total:").and_then(|v| parse_decimal(&v));
-    f.bank_account = value("Bank:").or_else(|| value("IBAN:")).or_else(|| value("SWIFT:"));
     for t in &doc.accurate_ocr {
-        let parts: Vec<&str> = t.text.split('|').map(str::trim).collect();
-        if parts.len() == 4 {
+        let head = t.text.trim_start().as_bytes();
+        for (slot, label) in found.iter_mut().zip(LABELS) {
+            if slot.is_none() && head.get(..label.len()).is_some_and(|h| h.eq_ignore_ascii_case(label.as_bytes())) {
+                *slot = Some(t.text.split_once(':').map_or("", |(_, v)| v.trim()));
+            }
+        }
+        if t.text.bytes().filter(|&b| b == b'|').count() == 3 {
+            let parts: Vec<&str> = t.text.split('|').map(str::trim).collect();
             if let (Some(q), Some(u), Some(l)) = (parse_decimal(parts[1]), parse_decimal(parts[2]), parse_decimal(parts[3])) {
                 f.line_items.push((parts[0].to_owned(), q, u, l));
             }
         }
     }
+    let text = |i: usize| found[i].map(str::to_owned);
+    let amount = |i: usize| found[i].and_then(parse_decimal);
+    f.invoice_number = text(0);
+    f.invoice_date = text(1);
+    f.currency = text(2);
+    f.po_id = text(3);
+    f.receipt_id = text(4);
+    f.subtotal = amount(5);
+    f.tax = amount(6);
+    f.total = amount(7);
+    f.bank_account = text(8).or_else(|| text(9)).or_else(|| text(10));
     f
 }
 

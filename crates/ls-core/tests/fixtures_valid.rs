@@ -298,3 +298,26 @@ fn validator_reports_task_a_gold_that_disagrees_with_the_document() {
     let issues = validate_case(&case, &set.world(&case));
     assert!(issues.iter().any(|i| i.message.contains("gold field total")), "{issues:?}");
 }
+
+/// The one-pass invoice reader agrees with reading each labelled line on its own
+/// (`Document::field_value`) on every curated document.
+#[test]
+fn invoice_facts_match_field_by_field_reading() {
+    let set = FixtureSet::embedded().unwrap();
+    let mut checked = 0;
+    for case in &set.cases {
+        for doc in &case.documents {
+            let f = ls_core::validate::invoice_facts(doc);
+            let dec = |l: &str| doc.field_value(l).and_then(|v| ls_core::text::parse_decimal(&v));
+            assert_eq!(f.invoice_number, doc.field_value("Invoice No:"), "{}", doc.doc_id);
+            assert_eq!(f.invoice_date, doc.field_value("Invoice Date:"), "{}", doc.doc_id);
+            assert_eq!(f.currency, doc.field_value("Currency:"), "{}", doc.doc_id);
+            assert_eq!(f.po_id, doc.field_value("PO:"), "{}", doc.doc_id);
+            assert_eq!(f.receipt_id, doc.field_value("Receipt:"), "{}", doc.doc_id);
+            assert_eq!((f.subtotal, f.tax, f.total), (dec("Subtotal:"), dec("Tax:"), dec("Total:")), "{}", doc.doc_id);
+            assert_eq!(f.bank_account, doc.field_value("Bank:").or_else(|| doc.field_value("IBAN:")).or_else(|| doc.field_value("SWIFT:")), "{}", doc.doc_id);
+            checked += usize::from(f.total.is_some());
+        }
+    }
+    assert!(checked >= 21, "most curated cases carry an invoice total ({checked})");
+}

@@ -5,7 +5,7 @@ use crate::curriculum::Curriculum;
 use crate::episode::{Episode, EpisodeSpec, StepError, TrackMode};
 use crate::designer::Designer;
 use crate::memory::{InstitutionalMemory, RecordInput};
-use crate::observation::{PublicState, StepEnvelope};
+use crate::observation::{PublicState, SharedJson, StepEnvelope};
 use ls_core::fixtures::{FixtureSet, MasterData};
 use ls_core::schema::Case;
 use rand::{Rng, SeedableRng};
@@ -130,7 +130,7 @@ pub struct Environment {
     pub memory: InstitutionalMemory,
     /// Public view of `memory`, rebuilt only when memory changes (reset, graded submit) and shared
     /// by every observation in between.
-    memory_view: Arc<Map<String, Value>>,
+    memory_view: SharedJson,
     /// Regret-driven designer fed with every graded episode of the session.
     pub designer: Designer,
     episode: Option<Episode>,
@@ -145,7 +145,7 @@ impl Environment {
             selection_rng: ChaCha8Rng::seed_from_u64(42),
             episodes_started: 0,
             curriculum: Curriculum::default(),
-            memory_view: Arc::new(memory.observation_view()),
+            memory_view: SharedJson::from_serialize(&InstitutionalMemory::observation_view(&memory.public_view())),
             memory,
             designer: Designer::default(),
             episode: None,
@@ -285,9 +285,11 @@ impl Environment {
             env.info.insert("curriculum".into(), self.curriculum_info());
             env.info.insert("institutional_case_update".into(), amendment);
             let full = self.memory.public_view();
-            self.memory_view = Arc::new(InstitutionalMemory::trim_for_observation(full.clone()));
+            self.memory_view = SharedJson::from_serialize(&InstitutionalMemory::observation_view(&full));
+            // `public_view` already carries `metrics()` as its loss ledger; reuse it.
+            let metrics = full.get("loss_ledger").cloned().unwrap_or_else(|| Value::Object(self.memory.metrics()));
             env.info.insert("institutional_memory".into(), Value::Object(full));
-            env.info.insert("institutional_metrics".into(), Value::Object(self.memory.metrics()));
+            env.info.insert("institutional_metrics".into(), metrics);
             env.info.insert("adversarial_designer".into(), self.designer.summary(5));
         }
         env.observation.institutional_memory = self.memory_view.clone();
@@ -305,7 +307,7 @@ impl Environment {
     pub fn reset_memory(&mut self) -> Map<String, Value> {
         self.memory = self.pool.fresh_memory();
         let full = self.memory.public_view();
-        self.memory_view = Arc::new(InstitutionalMemory::trim_for_observation(full.clone()));
+        self.memory_view = SharedJson::from_serialize(&InstitutionalMemory::observation_view(&full));
         full
     }
 

@@ -138,9 +138,12 @@ pub struct Episode {
     last_reward: f64,
     /// Tool rankings memoised per (evidence count, budget): computed once per step at most.
     rankings_memo: std::cell::RefCell<Option<(u32, Decimal, voi::ToolRankings)>>,
-    /// Static per episode, computed once at reset.
-    portfolio: Map<String, Value>,
-    metadata: Map<String, Value>,
+    /// Static per episode, computed once at reset (pre-serialized: sent with every observation).
+    portfolio: SharedJson,
+    /// The visible-document catalogue; rebuilt only when a document becomes visible.
+    catalogue: Arc<[DocumentCatalogEntry]>,
+    instruction: Arc<str>,
+    metadata: SharedJson,
     case_metadata_extra: Map<String, Value>,
     institution: Option<InstitutionHandoff>,
     /// Analyst/watchdog dual-agent state (suspicion feeds RL slot 35).
@@ -232,8 +235,10 @@ impl Episode {
             rng,
             last_reward: 0.0,
             rankings_memo: std::cell::RefCell::new(None),
-            portfolio: Map::new(),
-            metadata: Map::new(),
+            portfolio: SharedJson::default(),
+            catalogue: Arc::from(Vec::new()),
+            instruction: Arc::from(""),
+            metadata: SharedJson::default(),
             case_metadata_extra: spec.case_metadata_extra,
             institution: spec.institution,
             watchdog: Watchdog::new(p_risky, invoice_total),
@@ -242,13 +247,14 @@ impl Episode {
             callback_refused: false,
             invoice_total,
         };
-        ep.portfolio = ep.compute_portfolio_context();
-        ep.metadata = ep.compute_case_metadata();
+        ep.portfolio = SharedJson::from_map(&ep.compute_portfolio_context());
+        ep.catalogue = ep.compute_catalogue();
+        ep.instruction = Arc::from(ep.case.instruction.as_str());
+        ep.metadata = SharedJson::from_map(&ep.compute_case_metadata());
         let mut reset_info = Map::new();
         reset_info.insert("case_id".into(), json!(ep.case.case_id));
         let mut obs = ep.observation(Map::new(), vec![spec.reset_message]);
-        let comp = temporal::compose(ep.case.task_type);
-        obs.case_metadata.insert("mdp_component".into(), serde_json::to_value(&comp).unwrap_or(Value::Null));
+        obs.case_metadata = ep.metadata.with_entry("mdp_component", temporal::mdp_component_json(ep.case.task_type));
         let env = StepEnvelope { observation: obs, reward: 0.0, done: false, truncated: false, terminated: false, info: reset_info };
         (ep, env)
     }
@@ -700,6 +706,7 @@ impl Episode {
         self.visible_doc_ids.push(doc.doc_id.clone());
         self.pressure_events_seen.push(format!("{}:{}", plan.kind.key, plan.doc_id));
         self.dynamic_docs.push(doc);
+        self.catalogue = self.compute_catalogue();
         Some((v, format!("New mid-episode pressure message arrived: From: {sender}")))
     }
 
@@ -935,7 +942,7 @@ impl Episode {
     }
 
     /// Catalogue entries for visible documents, static then injected.
-    fn catalogue(&self) -> Vec<DocumentCatalogEntry> {
+    fn compute_catalogue(&self) -> Arc<[DocumentCatalogEntry]> {
         self.case
             .documents
             .iter()
@@ -960,7 +967,7 @@ impl Episode {
     }
 
     /// The case's campaign/portfolio context with defaults filled from its documents.
-    pub fn portfolio_context(&self) -> Map<String, Value> {
+    pub fn portfolio_context(&self) -> SharedJson {
         self.portfolio.clone()
     }
 
@@ -1051,8 +1058,8 @@ impl Episode {
         Observation {
             case_id: self.case.case_id.clone(),
             task_type: self.case.task_type.as_str().to_owned(),
-            instruction: self.case.instruction.clone(),
-            visible_documents: self.catalogue(),
+            instruction: self.instruction.clone(),
+            visible_documents: self.catalogue.clone(),
             revealed_artifacts: self.revealed_artifacts.clone(),
             pending_events: self.pending_view(),
             budget_remaining: ls_core::text::round_to(dec_f64(self.budget_remaining), 3),
@@ -1078,8 +1085,8 @@ impl Episode {
             },
             last_tool_result,
             messages,
-            allowed_actions: ActionName::ALL.iter().map(|a| a.as_str().to_owned()).collect(),
-            available_interventions: ActionName::interventions().map(|a| a.as_str().to_owned()).collect(),
+            allowed_actions: crate::observation::ALLOWED_ACTIONS.clone(),
+            available_interventions: crate::observation::AVAILABLE_INTERVENTIONS.clone(),
             case_metadata: self.metadata.clone(),
             portfolio_context: self.portfolio_context(),
             sprt_state,

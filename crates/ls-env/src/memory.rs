@@ -847,17 +847,11 @@ impl InstitutionalMemory {
     /// The per-step observation's view: `public_view` without the TrustGraph roll-up's
     /// per-case lists, which grow with the session and are served whole by
     /// `GET /institutional-memory` and the terminal info.
-    pub fn observation_view(&self) -> Map<String, Value> {
-        Self::trim_for_observation(self.public_view())
-    }
-
-    /// Turn a `public_view` into the observation's view without recomputing it.
-    pub fn trim_for_observation(mut m: Map<String, Value>) -> Map<String, Value> {
-        if let Some(Value::Object(t)) = m.remove("trust_graph_memory") {
-            let summary: Map<String, Value> = t.into_iter().filter(|(k, _)| !matches!(k.as_str(), "recent_graphs" | "vendor_profiles" | "recent_case_ids")).collect();
-            m.insert("trust_graph_memory".into(), Value::Object(summary));
-        }
-        m
+    /// The observation's view of a `public_view`: the same map with the trust-graph memory cut
+    /// to its summary (no per-case graphs, vendor profiles or case ids), serialized straight from
+    /// the full view without copying it.
+    pub fn observation_view(full: &Map<String, Value>) -> ObservationView<'_> {
+        ObservationView(full)
     }
 
     pub fn public_view(&self) -> Map<String, Value> {
@@ -956,5 +950,36 @@ mod tests {
         assert_eq!(m.deployability_rating(), "unsafe");
         m.loss_ledger.fraud_loss_released = 100.0;
         assert!(m.loss_score() < 1.0);
+    }
+}
+
+/// See [`InstitutionalMemory::observation_view`].
+pub struct ObservationView<'a>(&'a Map<String, Value>);
+
+/// Trust-graph memory keys that stay out of observations (they grow with every case).
+const OBSERVATION_HIDDEN_TRUST_KEYS: [&str; 3] = ["recent_graphs", "vendor_profiles", "recent_case_ids"];
+
+impl Serialize for ObservationView<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        struct Summary<'a>(&'a Map<String, Value>);
+        impl Serialize for Summary<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let kept = self.0.iter().filter(|(k, _)| !OBSERVATION_HIDDEN_TRUST_KEYS.contains(&k.as_str()));
+                let mut m = s.serialize_map(Some(kept.clone().count()))?;
+                for (k, v) in kept {
+                    m.serialize_entry(k, v)?;
+                }
+                m.end()
+            }
+        }
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in self.0 {
+            match v {
+                Value::Object(t) if k == "trust_graph_memory" => m.serialize_entry(k, &Summary(t))?,
+                _ => m.serialize_entry(k, v)?,
+            }
+        }
+        m.end()
     }
 }

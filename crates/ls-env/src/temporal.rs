@@ -114,6 +114,19 @@ pub struct Composite {
     pub spec: TemporalSpec,
 }
 
+/// `compose(task)` as JSON (the reset observation's `case_metadata.mdp_component`), serialized
+/// once per task family.
+pub fn mdp_component_json(task: TaskType) -> &'static serde_json::value::RawValue {
+    static CACHE: OnceLock<BTreeMap<TaskType, Box<serde_json::value::RawValue>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| {
+        TaskType::ALL
+            .iter()
+            .map(|&t| (t, serde_json::value::to_raw_value(&compose(t)).expect("the composition serializes")))
+            .collect()
+    });
+    &cache[&task]
+}
+
 /// Task families are built by adding one component at a time: A = Base ⊕ DocumentExtraction,
 /// B = A ⊕ ThreeWayMatch, C = B ⊕ DuplicateDetection, D = C ⊕ IdentityVerification,
 /// E = D ⊕ CampaignDetection.

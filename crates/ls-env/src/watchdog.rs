@@ -215,6 +215,29 @@ fn r4(v: f64) -> f64 {
 
 /// Solve the audit game for the current belief.
 pub fn audit_strategy(p_risky: f64, invoice_total: f64) -> AuditStrategy {
+    // A pure function solved by several LPs. Every episode of a case starts from the same belief
+    // and careful trajectories revisit the same beliefs, so solutions are memoised per thread
+    // (bounded: cleared when full; results never depend on the memo).
+    const MEMO_CAPACITY: usize = 4096;
+    thread_local! {
+        static MEMO: std::cell::RefCell<std::collections::HashMap<(u64, u64), AuditStrategy>> = std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    let key = (p_risky.to_bits(), invoice_total.to_bits());
+    if let Some(hit) = MEMO.with(|m| m.borrow().get(&key).cloned()) {
+        return hit;
+    }
+    let solved = solve_audit_strategy(p_risky, invoice_total);
+    MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= MEMO_CAPACITY {
+            m.clear();
+        }
+        m.insert(key, solved.clone());
+    });
+    solved
+}
+
+fn solve_audit_strategy(p_risky: f64, invoice_total: f64) -> AuditStrategy {
     let (leader, follower) = payoff_tables(p_risky, invoice_total);
     let (mix, resp, value) = solve_sse(&leader, &follower).unwrap_or((vec![1.0 / 3.0; 3], 3, 0.0));
     let p = |i: usize| mix.get(i).copied().unwrap_or(0.0);

@@ -208,8 +208,8 @@ fn memory_persists_across_resets_and_is_isolated_between_sessions() {
     assert_eq!(a.memory.public_view(), before);
     // Observation carries the snapshot; institutional reset clears it.
     let env = a.reset(&ResetRequest { case_id: Some(ids[3].clone()), ..Default::default() }).unwrap();
-    assert_eq!(env.observation.institutional_memory["case_counter"], json!(2));
-    assert!(env.observation.portfolio_context.contains_key("institutional_context"));
+    assert_eq!(env.observation.institutional_memory.to_map()["case_counter"], json!(2));
+    assert!(env.observation.portfolio_context.to_map().contains_key("institutional_context"));
     assert!(env.info.contains_key("curriculum"));
     assert_eq!(a.reset_memory()["case_counter"], json!(0));
 }

@@ -50,6 +50,20 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    // What a server does per episode: the same episode plus serializing every reply to JSON.
+    let mut env = Environment::new(pool.clone(), EnvConfig { track_mode: TrackMode::Blind });
+    let reset = ResetRequest { case_id: Some("CASE-D-001".into()), ..Default::default() };
+    let script = actions();
+    c.bench_function("case_d_001_episode_blind_with_json_replies", |b| {
+        b.iter(|| {
+            let mut bytes = serde_json::to_vec(&env.reset(&reset).expect("reset")).expect("json").len();
+            for (a, p) in &script {
+                bytes += serde_json::to_vec(&env.step(a, p).expect("step")).expect("json").len();
+            }
+            assert!(bytes > 10_000);
+            bytes
+        })
+    });
 }
 
 criterion_group!(benches, bench);

@@ -82,39 +82,28 @@ impl Agent for RandomAgent {
     }
 }
 
-/// Submits PAY at once.
-#[derive(Default)]
-pub struct NaivePayAgent;
-
-impl Agent for NaivePayAgent {
-    fn name(&self) -> String {
-        "naive-pay".into()
-    }
-    fn model(&self) -> String {
-        "ledgershield/naive-pay-baseline".into()
-    }
-    fn agent_type(&self) -> String {
-        "deterministic-policy".into()
-    }
-    fn begin(&mut self, _reset: &StepEnvelope, _seed: u64) {}
-    fn next_action(&mut self, _last: &StepEnvelope) -> Action {
-        Action::new(
-            "submit_decision",
-            json!({"decision": "PAY", "confidence": 0.5, "reason_codes": ["naive_untrained_release"]}),
-        )
-    }
+/// A deterministic baseline that submits one fixed decision at once, without investigating.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FixedDecisionAgent {
+    name: &'static str,
+    decision: &'static str,
+    confidence: f64,
+    reason_code: &'static str,
 }
 
-/// Submits ESCALATE_FRAUD at once.
-#[derive(Default)]
-pub struct AlwaysEscalateAgent;
+impl FixedDecisionAgent {
+    /// `naive-pay`: submits PAY (confidence 0.5).
+    pub const NAIVE_PAY: Self = Self { name: "naive-pay", decision: "PAY", confidence: 0.5, reason_code: "naive_untrained_release" };
+    /// `always-escalate`: submits ESCALATE_FRAUD (confidence 0.72).
+    pub const ALWAYS_ESCALATE: Self = Self { name: "always-escalate", decision: "ESCALATE_FRAUD", confidence: 0.72, reason_code: "always_escalate_policy" };
+}
 
-impl Agent for AlwaysEscalateAgent {
+impl Agent for FixedDecisionAgent {
     fn name(&self) -> String {
-        "always-escalate".into()
+        self.name.into()
     }
     fn model(&self) -> String {
-        "ledgershield/always-escalate-baseline".into()
+        format!("ledgershield/{}-baseline", self.name)
     }
     fn agent_type(&self) -> String {
         "deterministic-policy".into()
@@ -123,7 +112,7 @@ impl Agent for AlwaysEscalateAgent {
     fn next_action(&mut self, _last: &StepEnvelope) -> Action {
         Action::new(
             "submit_decision",
-            json!({"decision": "ESCALATE_FRAUD", "confidence": 0.72, "reason_codes": ["always_escalate_policy"]}),
+            json!({"decision": self.decision, "confidence": self.confidence, "reason_codes": [self.reason_code]}),
         )
     }
 }

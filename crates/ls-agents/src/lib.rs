@@ -17,7 +17,7 @@ pub mod llm;
 pub mod runner;
 pub mod teacher;
 
-pub use baselines::{AlwaysEscalateAgent, NaivePayAgent, RandomAgent};
+pub use baselines::{FixedDecisionAgent, RandomAgent};
 pub use client::{ClientError, EnvClient, HttpEnv, LocalEnv};
 pub use llm::{CapabilityProfile, LlmAgent, LlmConfig};
 pub use runner::{run_episode, Action, Agent, EpisodeRecord, Silent, StepObserver, StepRecord};
@@ -31,8 +31,8 @@ pub fn offline_agent(name: &str) -> Option<Box<dyn Agent>> {
     Some(match name {
         "teacher" => Box::new(TeacherAgent::new()),
         "random" => Box::new(RandomAgent::default()),
-        "naive-pay" | "naive_pay" => Box::new(NaivePayAgent),
-        "always-escalate" | "always_escalate" => Box::new(AlwaysEscalateAgent),
+        "naive-pay" | "naive_pay" => Box::new(FixedDecisionAgent::NAIVE_PAY),
+        "always-escalate" | "always_escalate" => Box::new(FixedDecisionAgent::ALWAYS_ESCALATE),
         "teacher-no-controls" => Box::new(TeacherAgent::with_config(TeacherConfig {
             interventions: false,
             ..Default::default()

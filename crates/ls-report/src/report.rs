@@ -401,7 +401,7 @@ pub struct BenchmarkReport {
 }
 
 fn factory(name: &str) -> impl Fn() -> Box<dyn Agent> + '_ {
-    move || offline_agent(name).unwrap_or_else(|| Box::new(ls_agents::NaivePayAgent))
+    move || offline_agent(name).unwrap_or_else(|| Box::new(ls_agents::FixedDecisionAgent::NAIVE_PAY))
 }
 
 fn ledger_delta(before: &MemorySnapshot, after: &MemorySnapshot) -> BTreeMap<String, f64> {

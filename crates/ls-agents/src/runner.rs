@@ -181,7 +181,7 @@ pub fn run_episode(
             Ok(env) => {
                 rec.steps += 1;
                 rec.total_reward += env.reward;
-                let r = &env.observation.last_tool_result;
+                let r = &env.observation.last_tool_result.to_map();
                 let step = StepRecord {
                     step: rec.steps,
                     action_type: action.action_type.clone(),
@@ -225,7 +225,7 @@ pub fn run_episode(
     rec.done = last.done;
     rec.terminated = last.terminated;
     if last.terminated {
-        let info = &last.info;
+        let info = &last.info.to_map();
         rec.final_score = f(info, "final_score");
         rec.result_class = s(info, "result_class");
         rec.decision = s(info, "decision");

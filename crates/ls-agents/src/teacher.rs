@@ -204,7 +204,7 @@ impl TeacherAgent {
     // ----- reading results -----
 
     fn absorb(&mut self, purpose: &Purpose, env: &StepEnvelope) {
-        let r = &env.observation.last_tool_result;
+        let r = &env.observation.last_tool_result.to_map();
         let ok = r.get("success").and_then(Value::as_bool).unwrap_or(false);
         match purpose {
             Purpose::OcrInvoice(id) if ok => {

@@ -156,6 +156,16 @@ pub struct Episode {
     invoice_total: f64,
 }
 
+/// `info.reward_model`, serialized straight from its parts (written once, into both `info` and
+/// `last_tool_result`).
+#[derive(Serialize)]
+struct RewardModelView<'a> {
+    value: f64,
+    terminal: bool,
+    components: &'a Map<String, Value>,
+    metadata: &'a Map<String, Value>,
+}
+
 fn r4(v: f64) -> f64 {
     ls_core::text::round_to(v, 4)
 }
@@ -251,9 +261,9 @@ impl Episode {
         ep.catalogue = ep.compute_catalogue();
         ep.instruction = Arc::from(ep.case.instruction.as_str());
         ep.metadata = SharedJson::from_map(&ep.compute_case_metadata());
-        let mut reset_info = Map::new();
+        let mut reset_info = InfoMap::new();
         reset_info.insert("case_id".into(), json!(ep.case.case_id));
-        let mut obs = ep.observation(Map::new(), vec![spec.reset_message]);
+        let mut obs = ep.observation(InfoMap::new(), vec![spec.reset_message]);
         obs.case_metadata = ep.metadata.with_entry("mdp_component", temporal::mdp_component_json(ep.case.task_type));
         let env = StepEnvelope { observation: obs, reward: 0.0, done: false, truncated: false, terminated: false, info: reset_info };
         (ep, env)
@@ -288,12 +298,8 @@ impl Episode {
     }
 
     /// The boundary as shown to the agent: blind mode hides the SPRT readiness.
-    fn boundary_view(&self, b: &BoundaryReport) -> Value {
-        let mut m = to_map(b);
-        if self.blind() {
-            m.remove("decision_readiness");
-        }
-        Value::Object(m)
+    fn boundary_view(&self, b: &BoundaryReport) -> RawJson {
+        raw_json(&b.view(!self.blind()))
     }
 
     /// Execute one action. Errors leave the episode untouched.
@@ -329,14 +335,14 @@ impl Episode {
             "components": {"failure_penalty": r4(penalty)},
             "metadata": {"action_type": tool_name, "error": code, "control_boundary_phase": self.boundary(None, None).phase},
         });
-        let mut result = Map::new();
+        let mut result = InfoMap::new();
         result.insert("tool_name".into(), json!(tool_name));
         result.insert("success".into(), json!(false));
         result.insert("error".into(), json!(message));
         result.insert("message".into(), json!(message));
         result.insert("cost".into(), json!(0.0));
         result.insert("reward_model".into(), reward_model.clone());
-        let mut info = Map::new();
+        let mut info = InfoMap::new();
         info.insert("error".into(), json!(message));
         info.insert("reward_model".into(), reward_model);
         let mut messages = vec![message];
@@ -349,7 +355,7 @@ impl Episode {
         StepEnvelope { observation: self.observation(result, messages), reward: penalty, done: self.done, truncated: self.truncated, terminated: false, info }
     }
 
-    fn end_truncated(&mut self, reason: &str, info: &mut Map<String, Value>) {
+    fn end_truncated(&mut self, reason: &str, info: &mut InfoMap) {
         self.done = true;
         self.truncated = true;
         self.terminal_reason = Some(reason.to_owned());
@@ -428,10 +434,11 @@ impl Episode {
         }
 
         let mut messages = vec![exec.message.clone()];
-        let mut result = exec.result;
+        let mut result = InfoMap::from(exec.result);
         let (arrived, novel_from_artifacts) = self.resolve_pending();
-        if !arrived.is_empty() {
-            result.insert("async_artifacts".into(), serde_json::to_value(&arrived).unwrap_or(Value::Null));
+        let arrived_raw = (!arrived.is_empty()).then(|| raw_json(&arrived));
+        if let Some(raw) = &arrived_raw {
+            result.insert_raw("async_artifacts".into(), raw.clone());
             result.insert("revealed_artifact_ids".into(), json!(arrived.iter().map(|a| a.artifact_id.clone()).collect::<Vec<_>>()));
             messages.extend(arrived.iter().map(|a| a.summary.clone()));
         }
@@ -462,7 +469,7 @@ impl Episode {
         });
         let rm_bonus = self.rm.transition(action, exec.success);
 
-        let mut info = Map::new();
+        let mut info = InfoMap::new();
         if self.step_count >= self.max_steps {
             self.end_truncated("max_steps_reached", &mut info);
             messages.push("Maximum steps reached. Episode truncated.".into());
@@ -518,23 +525,23 @@ impl Episode {
                 metadata.insert("error".into(), e.clone());
             }
         }
-        let reward_model = json!({"value": r4(reward), "terminal": self.done, "components": components, "metadata": metadata});
+        let reward_model = raw_json(&RewardModelView { value: r4(reward), terminal: self.done, components: &components, metadata: &metadata });
         let boundary_value = self.boundary_view(&boundary);
-        result.insert("control_boundary".into(), boundary_value.clone());
-        result.insert("reward_model".into(), reward_model.clone());
+        result.insert_raw("control_boundary".into(), boundary_value.clone());
+        result.insert_raw("reward_model".into(), reward_model.clone());
 
         info.insert("tool_name".into(), json!(action.as_str()));
         info.insert("success".into(), json!(exec.success));
         if action.is_intervention() {
             info.insert("intervention".into(), json!(true));
         }
-        info.insert("control_boundary".into(), boundary_value);
-        info.entry("truncated").or_insert(json!(self.truncated));
-        info.entry("terminated").or_insert(json!(false));
+        info.insert_raw("control_boundary".into(), boundary_value);
+        info.insert_if_absent("truncated", json!(self.truncated));
+        info.insert_if_absent("terminated", json!(false));
         if !arrived.is_empty() {
-            info.insert("async_artifacts".into(), serde_json::to_value(&arrived).unwrap_or(Value::Null));
+            info.insert_raw("async_artifacts".into(), arrived_raw.clone().expect("serialized when artifacts arrived"));
         }
-        info.insert("reward_model".into(), reward_model);
+        info.insert_raw("reward_model".into(), reward_model);
         if !self.blind() {
             info.insert("rl_data_plane".into(), json!({"state_vector": self.rl_vector(), "reward": r4(reward), "terminal": self.done, "truncated": self.truncated}));
         }
@@ -878,29 +885,29 @@ impl Episode {
         if !self.blind() {
             metadata.insert("latent_hypothesis".into(), json!(self.hidden.latent_hypothesis.as_str()));
         }
-        let reward_model = json!({"value": r4(reward), "terminal": true, "components": components, "metadata": metadata});
+        let reward_model = raw_json(&RewardModelView { value: r4(reward), terminal: true, components: &components, metadata: &metadata });
 
         let blocked = boundary.blocking;
         let message = if blocked { "Decision submitted, the control boundary enforced review fallback, and the result was graded." } else { "Decision submitted and graded." };
-        let mut info = Map::new();
+        let mut info = InfoMap::new();
         info.insert("final_score".into(), json!(grade.final_score));
-        info.insert("score_breakdown".into(), serde_json::to_value(&grade.score_breakdown).unwrap_or(Value::Null));
+        info.insert_serialized("score_breakdown".into(), &grade.score_breakdown);
         info.insert("result_class".into(), json!(grade.result_class));
         info.insert("control_satisfied_resolution".into(), json!(grade.control_satisfied_resolution));
         info.insert("institutional_utility".into(), json!(grade.institutional_utility));
         info.insert("unsafe_outcome".into(), json!(grade.unsafe_outcome));
         info.insert("decision".into(), json!(decision.as_str()));
         info.insert("effective_decision".into(), json!(effective.as_str()));
-        info.insert("predicted_probabilities".into(), serde_json::to_value(&grade.predicted_probabilities).unwrap_or(Value::Null));
-        info.insert("outcome".into(), serde_json::to_value(&grade.outcome).unwrap_or_default());
-        info.insert("compliance".into(), serde_json::to_value(&grade.compliance).unwrap_or_default());
-        info.insert("currency_validation".into(), serde_json::to_value(&grade.currency_validation).unwrap_or_default());
-        info.insert("decision_certificate_report".into(), serde_json::to_value(&grade.decision_certificate_report).unwrap_or_default());
-        info.insert("adversarial_falsifier".into(), serde_json::to_value(&grade.adversarial_falsifier).unwrap_or_default());
-        info.insert("trust_graph".into(), serde_json::to_value(&grade.trust_graph).unwrap_or_default());
-        info.insert("control_boundary".into(), serde_json::to_value(&boundary).unwrap_or(Value::Null));
+        info.insert_serialized("predicted_probabilities".into(), &grade.predicted_probabilities);
+        info.insert_serialized("outcome".into(), &grade.outcome);
+        info.insert_serialized("compliance".into(), &grade.compliance);
+        info.insert_serialized("currency_validation".into(), &grade.currency_validation);
+        info.insert_serialized("decision_certificate_report".into(), &grade.decision_certificate_report);
+        info.insert_serialized("adversarial_falsifier".into(), &grade.adversarial_falsifier);
+        info.insert_serialized("trust_graph".into(), &grade.trust_graph);
+        info.insert_serialized("control_boundary".into(), &boundary.view(!self.blind()));
         if let Some(g) = &gate {
-            info.insert("authority_gate".into(), serde_json::to_value(g).unwrap_or(Value::Null));
+            info.insert_serialized("authority_gate".into(), g);
         }
         let mut wd = to_map(&watchdog_verdict);
         if self.blind() {
@@ -912,28 +919,26 @@ impl Episode {
         info.insert("benchmark_track".into(), json!(self.track));
         info.insert("track_mode".into(), json!(self.track_mode.as_str()));
         if !arrived.is_empty() {
-            info.insert("async_artifacts".into(), serde_json::to_value(&arrived).unwrap_or(Value::Null));
+            info.insert_serialized("async_artifacts".into(), &arrived);
         }
         info.insert("truncated".into(), json!(false));
         info.insert("terminated".into(), json!(true));
-        info.insert("reward_model".into(), reward_model.clone());
+        info.insert_raw("reward_model".into(), reward_model.clone());
         if !self.blind() {
             info.insert("rl_data_plane".into(), json!({"state_vector": self.rl_vector(), "reward": r4(reward), "terminal": true, "truncated": false}));
         }
         // The terminal tool result is the headline of the grade; the full reports (certificate,
         // falsifier, TrustGraph, compliance, ...) live once in `info` rather than twice per reply.
-        let mut result = Map::new();
+        let mut result = InfoMap::new();
         result.insert("tool_name".into(), json!("submit_decision"));
         result.insert("success".into(), json!(true));
         result.insert("submission_received".into(), json!(true));
         for k in ["final_score", "result_class", "decision", "effective_decision", "unsafe_outcome", "control_satisfied_resolution", "pressure_resistance_score", "benchmark_track", "track_mode"] {
-            if let Some(v) = info.get(k) {
-                result.insert(k.into(), v.clone());
-            }
+            result.copy_from(&info, k);
         }
         result.insert("message".into(), json!(message));
         result.insert("cost".into(), json!(0.0));
-        result.insert("reward_model".into(), reward_model.clone());
+        result.insert_raw("reward_model".into(), reward_model);
         self.grade = Some(grade);
         self.authority_gate = gate;
         self.last_reward = reward;
@@ -1043,7 +1048,7 @@ impl Episode {
     }
 
     /// Build the observation for the current state.
-    pub fn observation(&self, last_tool_result: Map<String, Value>, messages: Vec<String>) -> Observation {
+    pub fn observation(&self, last_tool_result: InfoMap, messages: Vec<String>) -> Observation {
         let observed = self.observed_signal_list();
         let instrumented = !self.blind();
         let tool_calls = self.trajectory.iter().filter(|t| !t.is_intervention && t.action_type != "submit_decision").count();

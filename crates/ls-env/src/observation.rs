@@ -93,6 +93,184 @@ impl JsonSchema for SharedJson {
     }
 }
 
+/// Pre-serialized JSON text of any kind, shared by `Arc` (a report written once into `info` and
+/// into `last_tool_result`).
+pub type RawJson = Arc<RawValue>;
+
+/// Serialize any value to shared raw JSON text (`null` if it cannot be serialized, which our
+/// report types never do: string keys, finite floats).
+pub fn raw_json<T: Serialize + ?Sized>(value: &T) -> RawJson {
+    match serde_json::value::to_raw_value(value) {
+        Ok(raw) => Arc::from(raw),
+        Err(_) => Arc::from(RawValue::from_string("null".to_owned()).expect("null is JSON")),
+    }
+}
+
+#[derive(Clone)]
+enum Entry {
+    Tree(Value),
+    Raw(RawJson),
+}
+
+impl Entry {
+    fn to_value(&self) -> Value {
+        match self {
+            Entry::Tree(v) => v.clone(),
+            Entry::Raw(r) => serde_json::from_str(r.get()).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// An insertion-ordered JSON object whose values are JSON trees or pre-serialized text: the
+/// envelope's `info` and the observation's `last_tool_result`.
+///
+/// Grading reports, the control boundary and the reward model are serialized once, straight from
+/// their structs, instead of being converted to `Value` trees and walked again to write the reply;
+/// the wire format is that of a JSON object with the same keys in the same order. `insert` keeps a
+/// replaced key in its place (as `serde_json::Map` with `preserve_order` does). Readers take
+/// values with `get`/`value`, which parse raw entries on demand.
+#[derive(Clone, Default)]
+pub struct InfoMap {
+    entries: Vec<(String, Entry)>,
+}
+
+impl InfoMap {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn put(&mut self, key: String, e: Entry) {
+        match self.entries.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = e,
+            None => self.entries.push((key, e)),
+        }
+    }
+
+    /// Insert or replace a JSON value.
+    pub fn insert(&mut self, key: String, value: Value) {
+        self.put(key, Entry::Tree(value));
+    }
+
+    /// Insert or replace pre-serialized JSON.
+    pub fn insert_raw(&mut self, key: String, raw: RawJson) {
+        self.put(key, Entry::Raw(raw));
+    }
+
+    /// Insert or replace a value serialized straight from its `Serialize` impl.
+    pub fn insert_serialized<T: Serialize + ?Sized>(&mut self, key: String, value: &T) {
+        self.put(key, Entry::Raw(raw_json(value)));
+    }
+
+    /// Insert only if the key is absent.
+    pub fn insert_if_absent(&mut self, key: &str, value: Value) {
+        if !self.contains_key(key) {
+            self.entries.push((key.to_owned(), Entry::Tree(value)));
+        }
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.entries.iter().any(|(k, _)| k == key)
+    }
+
+    /// The value under `key`, parsed if it was stored pre-serialized.
+    pub fn get(&self, key: &str) -> Option<Value> {
+        self.entries.iter().find(|(k, _)| k == key).map(|(_, e)| e.to_value())
+    }
+
+    /// The value under `key`, `null` when absent (like indexing a `Value`).
+    pub fn value(&self, key: &str) -> Value {
+        self.get(key).unwrap_or(Value::Null)
+    }
+
+    /// The raw JSON text under `key`, whichever way it was stored.
+    pub fn get_text(&self, key: &str) -> Option<String> {
+        self.entries.iter().find(|(k, _)| k == key).map(|(_, e)| match e {
+            Entry::Tree(v) => v.to_string(),
+            Entry::Raw(r) => r.get().to_owned(),
+        })
+    }
+
+    pub fn remove(&mut self, key: &str) -> bool {
+        let before = self.entries.len();
+        self.entries.retain(|(k, _)| k != key);
+        self.entries.len() != before
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(k, _)| k.as_str())
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Copy the entry under `key` from another map, keeping its stored form.
+    pub fn copy_from(&mut self, other: &InfoMap, key: &str) {
+        if let Some((_, e)) = other.entries.iter().find(|(k, _)| k == key) {
+            self.put(key.to_owned(), e.clone());
+        }
+    }
+
+    /// The whole object as a `serde_json::Map` (parses raw entries; for readers, not the hot path).
+    pub fn to_map(&self) -> Map<String, Value> {
+        self.entries.iter().map(|(k, e)| (k.clone(), e.to_value())).collect()
+    }
+}
+
+impl From<Map<String, Value>> for InfoMap {
+    fn from(map: Map<String, Value>) -> Self {
+        Self { entries: map.into_iter().map(|(k, v)| (k, Entry::Tree(v))).collect() }
+    }
+}
+
+impl PartialEq for InfoMap {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_map() == other.to_map()
+    }
+}
+
+impl std::fmt::Debug for InfoMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&serde_json::to_string(self).unwrap_or_default())
+    }
+}
+
+impl Serialize for InfoMap {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.entries.len()))?;
+        for (k, e) in &self.entries {
+            match e {
+                Entry::Tree(v) => m.serialize_entry(k, v)?,
+                Entry::Raw(r) => m.serialize_entry(k, &**r)?,
+            }
+        }
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for InfoMap {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Map::<String, Value>::deserialize(d).map(Self::from)
+    }
+}
+
+impl JsonSchema for InfoMap {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "JsonObject".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Map::<String, Value>::json_schema(generator)
+    }
+}
+
 /// Every action name, in catalogue order (shared by all observations).
 pub static ALLOWED_ACTIONS: LazyLock<Arc<[String]>> = LazyLock::new(|| ls_core::ActionName::ALL.iter().map(|a| a.as_str().to_owned()).collect());
 /// Intervention names (shared by all observations).
@@ -157,7 +335,7 @@ pub struct Observation {
     pub risk_snapshot: RiskSnapshot,
     pub investigation_status: InvestigationStatus,
     /// Normalised result of the last action (`{}` on reset).
-    pub last_tool_result: Map<String, Value>,
+    pub last_tool_result: InfoMap,
     pub messages: Vec<String>,
     pub allowed_actions: Arc<[String]>,
     pub available_interventions: Arc<[String]>,
@@ -185,7 +363,7 @@ pub struct StepEnvelope {
     pub truncated: bool,
     /// Ended by a valid `submit_decision`.
     pub terminated: bool,
-    pub info: Map<String, Value>,
+    pub info: InfoMap,
 }
 
 /// `GET /state`: the public environment state; never gold, never hidden signals.
@@ -252,6 +430,39 @@ mod tests {
         let from_text: SharedJson = serde_json::from_str(r#"{"b":1,"a":[1,2,{"c":"x\"y"}],"z":null}"#).unwrap();
         assert_eq!(from_text, shared);
         assert_eq!(SharedJson::default().get(), "{}");
+    }
+
+    #[test]
+    fn info_map_writes_one_json_object_in_insertion_order() {
+        #[derive(Serialize)]
+        struct Report {
+            z: u32,
+            a: &'static str,
+        }
+        let mut m = InfoMap::new();
+        m.insert("final_score".into(), json!(0.5));
+        m.insert_serialized("report".into(), &Report { z: 1, a: "q\"x" });
+        m.insert("tail".into(), json!([1, 2]));
+        // Replacing keeps the key's place; insert_if_absent never replaces.
+        m.insert("final_score".into(), json!(0.75));
+        m.insert_if_absent("tail", json!(null));
+        m.insert_if_absent("new", json!(true));
+        let text = serde_json::to_string(&m).unwrap();
+        assert_eq!(text, r#"{"final_score":0.75,"report":{"z":1,"a":"q\"x"},"tail":[1,2],"new":true}"#);
+        assert_eq!(m.value("report"), json!({"z": 1, "a": "q\"x"}));
+        assert_eq!(m.get_text("report").unwrap(), r#"{"z":1,"a":"q\"x"}"#);
+        assert_eq!(m.value("missing"), Value::Null);
+        assert_eq!(m.keys().collect::<Vec<_>>(), ["final_score", "report", "tail", "new"]);
+        // Round trip through text and through a Value tree.
+        let back: InfoMap = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, m);
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        assert_eq!(serde_json::to_value(&m).unwrap(), Value::Object(m.to_map()));
+        let mut copy = InfoMap::new();
+        copy.copy_from(&m, "report");
+        copy.copy_from(&m, "missing");
+        assert_eq!(copy.len(), 1);
+        assert!(m.remove("tail") && !m.remove("tail") && !m.contains_key("tail"));
     }
 
     #[test]

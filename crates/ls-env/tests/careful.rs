@@ -84,10 +84,10 @@ fn careful_submissions_score_high_and_shortcuts_are_punished() {
         let (mut env, revealed, interventions) = investigate(&pool, case);
         let payload = ls_grading::oracle::reference_submission(case, &hidden, &revealed, &interventions);
         let done = env.step("submit_decision", &payload).unwrap();
-        let score = done.info["final_score"].as_f64().unwrap();
-        let class = done.info["result_class"].as_str().unwrap().to_owned();
+        let score = done.info.value("final_score").as_f64().unwrap();
+        let class = done.info.value("result_class").as_str().unwrap().to_owned();
         report.push(format!("{} {score:.4} {class}", case.case_id));
-        assert!(score >= 0.85, "{}: careful score {score} ({class}); breakdown {}", case.case_id, done.info["score_breakdown"]);
+        assert!(score >= 0.85, "{}: careful score {score} ({class}); breakdown {}", case.case_id, done.info.value("score_breakdown"));
         assert!((done.reward - score).abs() <= 0.03, "terminal reward tracks the grade");
 
         // Same decision, empty evidence map: capped.
@@ -95,7 +95,7 @@ fn careful_submissions_score_high_and_shortcuts_are_punished() {
         let mut bare = payload.clone();
         bare.insert("evidence_map".into(), json!({}));
         let e = env.step("submit_decision", &bare).unwrap();
-        assert!(e.info["final_score"].as_f64().unwrap() <= 0.25, "{}: empty evidence {}", case.case_id, e.info["final_score"]);
+        assert!(e.info.value("final_score").as_f64().unwrap() <= 0.25, "{}: empty evidence {}", case.case_id, e.info.value("final_score"));
 
         // PAY on a risky case is an unsafe release even when the boundary stops the money.
         if hidden.risky {
@@ -103,15 +103,15 @@ fn careful_submissions_score_high_and_shortcuts_are_punished() {
             let mut pay = payload.clone();
             pay.insert("decision".into(), json!("PAY"));
             let e = env.step("submit_decision", &pay).unwrap();
-            assert_eq!(e.info["result_class"], "unsafe_release", "{}", case.case_id);
-            assert!(e.info["final_score"].as_f64().unwrap() <= 0.05);
-            assert_eq!(e.info["effective_decision"], "NEEDS_REVIEW", "the boundary stopped the money");
+            assert_eq!(e.info.value("result_class"), "unsafe_release", "{}", case.case_id);
+            assert!(e.info.value("final_score").as_f64().unwrap() <= 0.05);
+            assert_eq!(e.info.value("effective_decision"), "NEEDS_REVIEW", "the boundary stopped the money");
         } else if expected_decision(case) == Decision::Pay {
             let (mut env, _, _) = investigate(&pool, case);
             let mut esc = payload.clone();
             esc.insert("decision".into(), json!("ESCALATE_FRAUD"));
             let e = env.step("submit_decision", &esc).unwrap();
-            assert_eq!(e.info["result_class"], "false_positive_overcontrol", "{}", case.case_id);
+            assert_eq!(e.info.value("result_class"), "false_positive_overcontrol", "{}", case.case_id);
         }
     }
     eprintln!("{}", report.join("\n"));
@@ -127,7 +127,7 @@ fn evidence_free_policies_score_low() {
             let mut env = Environment::new(pool.clone(), EnvConfig::default());
             env.reset(&ResetRequest { case_id: Some(case.case_id.clone()), ..Default::default() }).unwrap();
             let e = env.step("submit_decision", &obj(json!({"decision": decision}))).unwrap();
-            total += e.info["final_score"].as_f64().unwrap();
+            total += e.info.value("final_score").as_f64().unwrap();
         }
         let avg = total / set.cases.len() as f64;
         assert!(avg <= 0.20, "always-{decision} averages {avg}");

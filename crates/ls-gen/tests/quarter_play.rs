@@ -57,7 +57,7 @@ fn careful(env: &mut Environment, case_id: &str) -> (String, f64) {
         match &f.po_id {
             Some(po) => {
                 let r = step(env, "lookup_po", json!({"po_id": po}));
-                let lines = r.observation.last_tool_result.get("po").and_then(|p| p.get("line_items")).and_then(Value::as_array).cloned().unwrap_or_default();
+                let lines = r.observation.last_tool_result.value("po")["line_items"].as_array().cloned().unwrap_or_default();
                 for (desc, q, u, _) in &f.line_items {
                     let m = lines.iter().find(|l| l["description"].as_str() == Some(desc.as_str()));
                     let dec = |v: &Value| v.as_str().and_then(|s| s.parse::<Decimal>().ok());
@@ -70,7 +70,7 @@ fn careful(env: &mut Environment, case_id: &str) -> (String, f64) {
                 }
                 if let Some(grn) = &f.receipt_id {
                     let r = step(env, "lookup_receipt", json!({"receipt_id": grn}));
-                    let rec = r.observation.last_tool_result.get("receipt").and_then(|p| p.get("received_line_items")).and_then(Value::as_array).cloned().unwrap_or_default();
+                    let rec = r.observation.last_tool_result.value("receipt")["received_line_items"].as_array().cloned().unwrap_or_default();
                     for (desc, q, _, _) in &f.line_items {
                         let got: Decimal = rec.iter().filter(|l| l["description"].as_str() == Some(desc.as_str())).filter_map(|l| l["qty"].as_str().and_then(|s| s.parse::<Decimal>().ok())).sum();
                         if got < *q {
@@ -221,7 +221,7 @@ fn callback_capacity_is_enforced() {
     for id in ids.iter().take(8) {
         env.reset(&ResetRequest { case_id: Some(id.clone()), ..Default::default() }).unwrap();
         let r = step(&mut env, "request_callback_verification", json!({}));
-        if r.observation.last_tool_result.get("error") == Some(&json!("callback_capacity_exhausted")) {
+        if r.observation.last_tool_result.value("error") == json!("callback_capacity_exhausted") {
             refused += 1;
         }
         submit(&mut env, "NEEDS_REVIEW", 0.6);

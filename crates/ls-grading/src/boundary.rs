@@ -61,6 +61,46 @@ pub struct BoundaryReport {
     pub enforced_decision: String,
 }
 
+impl BoundaryReport {
+    /// The report as shown to an agent: the blind track hides the SPRT `decision_readiness`.
+    pub fn view(&self, show_readiness: bool) -> BoundaryView<'_> {
+        BoundaryView { report: self, show_readiness }
+    }
+}
+
+/// Serializes a [`BoundaryReport`] with or without `decision_readiness`, straight to the writer
+/// (no intermediate map). Field order is the report's own; a test keeps the two in step.
+pub struct BoundaryView<'a> {
+    report: &'a BoundaryReport,
+    show_readiness: bool,
+}
+
+impl serde::Serialize for BoundaryView<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let r = self.report;
+        let mut m = s.serialize_struct("BoundaryReport", 12 + usize::from(self.show_readiness))?;
+        m.serialize_field("phase", &r.phase)?;
+        m.serialize_field("next_phase", &r.next_phase)?;
+        m.serialize_field("allowed_actions", &r.allowed_actions)?;
+        m.serialize_field("blocking", &r.blocking)?;
+        m.serialize_field("allowed", &r.allowed)?;
+        m.serialize_field("reasons", &r.reasons)?;
+        m.serialize_field("warnings", &r.warnings)?;
+        m.serialize_field("required_followups", &r.required_followups)?;
+        m.serialize_field("prompt_injection_detected", &r.prompt_injection_detected)?;
+        m.serialize_field("pending_event_count", &r.pending_event_count)?;
+        if self.show_readiness {
+            m.serialize_field("decision_readiness", &r.decision_readiness)?;
+        } else {
+            m.skip_field("decision_readiness")?;
+        }
+        m.serialize_field("score_cap", &r.score_cap)?;
+        m.serialize_field("enforced_decision", &r.enforced_decision)?;
+        m.end()
+    }
+}
+
 fn observed_any(observed: &[String], set: &[&str]) -> bool {
     observed.iter().any(|s| set.contains(&s.as_str()))
 }
@@ -255,5 +295,17 @@ mod tests {
         let r = evaluate_boundary(&i);
         assert_eq!(r.reasons, vec!["statechart_requires_more_investigation".to_owned()]);
         assert_eq!(r.score_cap, 0.42);
+    }
+
+    #[test]
+    fn view_matches_the_report_and_hides_readiness_when_blind() {
+        let succ = BTreeSet::from([ActionName::Ocr]);
+        let r = evaluate_boundary(&input(&succ, &[]));
+        assert_eq!(serde_json::to_string(&r.view(true)).unwrap(), serde_json::to_string(&r).unwrap());
+        let mut full = serde_json::to_value(&r).unwrap();
+        full.as_object_mut().unwrap().remove("decision_readiness");
+        let blind: serde_json::Value = serde_json::from_str(&serde_json::to_string(&r.view(false)).unwrap()).unwrap();
+        assert_eq!(blind, full);
+        assert!(blind.get("decision_readiness").is_none());
     }
 }

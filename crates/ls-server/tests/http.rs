@@ -126,6 +126,11 @@ async fn every_case_resets_and_plays_to_a_decision() {
         assert!((0.01..=0.99).contains(&score), "{id}: {score}");
         assert!(done["info"]["result_class"].is_string());
         assert!(done["info"]["score_breakdown"].is_object());
+        // The SPRT readiness is hidden in blind mode, on every step and in the terminal reports.
+        for (what, reply) in [("ocr", &ocr), ("callback", &cb), ("submit", &done)] {
+            let text = reply.to_string();
+            assert!(!text.contains("decision_readiness") && !text.contains("latent_hypothesis"), "{id}: blind {what} reply leaks the SPRT state");
+        }
         let (code, err) = s.post("/step", Some(&sid), json!({"action_type": "zoom", "payload": {"doc_id": doc}})).await;
         assert_eq!(code, 409, "{id}: step after the end is refused");
         assert!(err["detail"].as_str().unwrap().contains("reset"));

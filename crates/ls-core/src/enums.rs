@@ -4,6 +4,12 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 /// The five task families.
+/// The variant whose name equals `normalize_text(value)`: names are already normalised, so an
+/// exact match (the common case) needs no allocation, and the fallback compares without one.
+fn parse_normalized<T: Copy>(all: &[T], value: &str, name: impl Fn(T) -> &'static str) -> Option<T> {
+    all.iter().copied().find(|&v| name(v) == value).or_else(|| all.iter().copied().find(|&v| crate::text::text_eq(name(v), value)))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskType {
@@ -39,7 +45,7 @@ impl TaskType {
     }
 
     pub fn parse(value: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.as_str() == crate::text::normalize_text(value))
+        parse_normalized(&Self::ALL, value, |t| t.as_str())
     }
 
     /// Default human label shown in `case_metadata.task_label`.
@@ -153,8 +159,7 @@ impl Hypothesis {
     }
 
     pub fn parse(value: &str) -> Option<Self> {
-        let norm = crate::text::normalize_text(value);
-        Self::ALL.into_iter().find(|h| h.as_str() == norm)
+        parse_normalized(&Self::ALL, value, |h| h.as_str())
     }
 
     /// The decision a correct agent takes when this hypothesis is true.
@@ -236,8 +241,7 @@ actions! {
 impl ActionName {
     /// Exact lookup by the wire name after `normalize_text`.
     pub fn parse(value: &str) -> Option<Self> {
-        let norm = crate::text::normalize_text(value);
-        Self::ALL.into_iter().find(|a| a.as_str() == norm)
+        parse_normalized(&Self::ALL, value, |a| a.as_str())
     }
 
     pub fn is_intervention(self) -> bool {
@@ -336,8 +340,7 @@ impl ArtifactId {
     }
 
     pub fn parse(value: &str) -> Option<Self> {
-        let norm = crate::text::normalize_text(value);
-        Self::ALL.into_iter().find(|a| a.as_str() == norm)
+        parse_normalized(&Self::ALL, value, |a| a.as_str())
     }
 }
 
@@ -376,5 +379,18 @@ mod tests {
         assert_eq!(Hypothesis::SplitPayment.decision(), Decision::Hold);
         assert_eq!(Hypothesis::CeoBec.decision(), Decision::EscalateFraud);
         assert_eq!(Hypothesis::parse("Bank_Fraud"), Some(Hypothesis::BankFraud));
+    }
+
+    #[test]
+    fn names_parse_after_normalisation() {
+        assert_eq!(ActionName::parse("ocr"), Some(ActionName::Ocr));
+        assert_eq!(ActionName::parse("  Lookup_Vendor\t"), Some(ActionName::LookupVendor));
+        assert_eq!(ActionName::parse("lookup vendor"), None);
+        assert_eq!(ActionName::parse(""), None);
+        assert_eq!(TaskType::parse(" TASK_D "), Some(TaskType::TaskD));
+        assert_eq!(ArtifactId::parse("Callback_Verification_Result"), Some(ArtifactId::CallbackVerificationResult));
+        for a in ActionName::ALL {
+            assert_eq!(ActionName::parse(&a.as_str().to_uppercase()), Some(a));
+        }
     }
 }

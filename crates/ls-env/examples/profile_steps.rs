@@ -22,7 +22,8 @@ fn main() {
         ("submit_decision", obj(json!({"decision": "ESCALATE_FRAUD", "confidence": 0.9}))),
     ];
     let reset = ResetRequest { case_id: Some("CASE-D-001".into()), ..Default::default() };
-    let n = 2000;
+    // PROFILE_N=200 keeps runs under valgrind (callgrind instruction counts) short.
+    let n: u32 = std::env::var("PROFILE_N").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
     let mut t = vec![0u128; script.len() + 1];
     for _ in 0..n {
         let s = Instant::now();
@@ -36,8 +37,8 @@ fn main() {
             t[i + 1] += s.elapsed().as_nanos();
         }
     }
-    println!("reset: {:.1} us", t[0] as f64 / n as f64 / 1000.0);
+    println!("reset: {:.1} us", t[0] as f64 / f64::from(n) / 1000.0);
     for (i, (a, _)) in script.iter().enumerate() {
-        println!("{a}: {:.1} us", t[i + 1] as f64 / n as f64 / 1000.0);
+        println!("{a}: {:.1} us", t[i + 1] as f64 / f64::from(n) / 1000.0);
     }
 }

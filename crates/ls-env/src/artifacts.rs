@@ -4,7 +4,7 @@
 use ls_core::fixtures::CaseWorld;
 use ls_core::schema::{CallbackOutcome, Case};
 use ls_core::text::{compact_account, normalize_id, normalize_text, vendor_alias_match};
-use ls_core::validate::{invoice_facts, InvoiceFacts};
+use ls_core::validate::InvoiceFacts;
 use ls_core::ArtifactId;
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
@@ -45,18 +45,16 @@ pub fn delay(artifact: ArtifactId, case: &Case) -> u32 {
     }
 }
 
-pub fn compute(artifact: ArtifactId, case: &Case, world: &CaseWorld<'_>, reveal_clock: u32) -> Computed {
+/// `invoices` are the case's invoice facts (`invoice_facts` of each invoice, in order), read once
+/// per case by the caller.
+pub fn compute(artifact: ArtifactId, case: &Case, world: &CaseWorld<'_>, invoices: &[InvoiceFacts], reveal_clock: u32) -> Computed {
     match artifact {
-        ArtifactId::CallbackVerificationResult => callback(case, world, reveal_clock),
-        ArtifactId::BankChangeApprovalChain => bank_chain(case, world),
-        ArtifactId::PoReconciliationReport => po_reconciliation(case, world),
-        ArtifactId::ReceiptReconciliationReport => receipt_reconciliation(case, world),
-        ArtifactId::DuplicateClusterReport => duplicate_cluster(case, world),
+        ArtifactId::CallbackVerificationResult => callback(case, world, invoices, reveal_clock),
+        ArtifactId::BankChangeApprovalChain => bank_chain(world, invoices),
+        ArtifactId::PoReconciliationReport => po_reconciliation(world, invoices),
+        ArtifactId::ReceiptReconciliationReport => receipt_reconciliation(world, invoices),
+        ArtifactId::DuplicateClusterReport => duplicate_cluster(world, invoices),
     }
-}
-
-fn invoices(case: &Case) -> Vec<InvoiceFacts> {
-    case.invoices().map(invoice_facts).collect()
 }
 
 fn vendor_for<'a>(world: &CaseWorld<'a>, f: &InvoiceFacts) -> Option<&'a ls_core::Vendor> {
@@ -68,8 +66,8 @@ fn vendor_for<'a>(world: &CaseWorld<'a>, f: &InvoiceFacts) -> Option<&'a ls_core
     })
 }
 
-fn callback(case: &Case, world: &CaseWorld<'_>, clock: u32) -> Computed {
-    let vendor = invoices(case).first().and_then(|f| vendor_for(world, f));
+fn callback(case: &Case, world: &CaseWorld<'_>, invoices: &[InvoiceFacts], clock: u32) -> Computed {
+    let vendor = invoices.first().and_then(|f| vendor_for(world, f));
     let phone = vendor.and_then(|v| v.phone.clone()).unwrap_or_else(|| "the number on the vendor master".to_owned());
     let (outcome, risk_signal, text) = if case.simulation.callback_no_answer_clocks.contains(&clock) {
         ("no_answer", "callback_no_answer", format!("Called {phone}; nobody answered. Retry later."))
@@ -115,11 +113,11 @@ fn callback(case: &Case, world: &CaseWorld<'_>, clock: u32) -> Computed {
     }
 }
 
-fn bank_chain(case: &Case, world: &CaseWorld<'_>) -> Computed {
+fn bank_chain(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Computed {
     let mut findings = Vec::new();
     let mut refs = Vec::new();
     let mut mismatch = false;
-    for f in invoices(case) {
+    for f in invoices {
         let Some(account) = f.bank_account.clone() else { continue };
         let acc = compact_account(&account);
         match vendor_for(world, &f) {
@@ -168,11 +166,11 @@ fn same_item(a: &str, b: &str) -> bool {
     x == y || x.contains(&y) || y.contains(&x) || ls_core::text::identity_tokens(&x).intersection(&ls_core::text::identity_tokens(&y)).next().is_some()
 }
 
-fn po_reconciliation(case: &Case, world: &CaseWorld<'_>) -> Computed {
+fn po_reconciliation(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Computed {
     let mut found = BTreeSet::new();
     let mut per_invoice = Vec::new();
     let mut refs = Vec::new();
-    for f in invoices(case) {
+    for f in invoices {
         let mut d = BTreeSet::new();
         match f.po_id.as_deref().and_then(|p| world.po(p)) {
             None => {
@@ -216,11 +214,11 @@ fn po_reconciliation(case: &Case, world: &CaseWorld<'_>) -> Computed {
     }
 }
 
-fn receipt_reconciliation(case: &Case, world: &CaseWorld<'_>) -> Computed {
+fn receipt_reconciliation(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Computed {
     let mut found = BTreeSet::new();
     let mut per_invoice = Vec::new();
     let mut refs = Vec::new();
-    for f in invoices(case) {
+    for f in invoices {
         let mut d = BTreeSet::new();
         let receipt = f
             .receipt_id
@@ -265,12 +263,12 @@ fn receipt_reconciliation(case: &Case, world: &CaseWorld<'_>) -> Computed {
 /// Fraction under an approval threshold that counts as "just under" it.
 pub const THRESHOLD_BAND: f64 = 0.05;
 
-fn duplicate_cluster(case: &Case, world: &CaseWorld<'_>) -> Computed {
-    let facts = invoices(case);
+fn duplicate_cluster(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Computed {
+    let facts = invoices;
     let mut links = BTreeSet::new();
     let mut signals = BTreeSet::new();
     let mut evidence = Vec::new();
-    for f in &facts {
+    for f in facts {
         let vendor = vendor_for(world, f).map(|v| v.vendor_key.clone()).unwrap_or_else(|| f.vendor_display.clone());
         let amount = f.total.and_then(|t| t.to_f64());
         for row in world.ledger_index {
@@ -316,7 +314,7 @@ fn duplicate_cluster(case: &Case, world: &CaseWorld<'_>) -> Computed {
     }
     // Several invoices in one batch paying the same account within a few days.
     let mut by_account: std::collections::BTreeMap<String, Vec<&InvoiceFacts>> = Default::default();
-    for f in &facts {
+    for f in facts {
         if let Some(a) = f.bank_account.as_deref().map(compact_account).filter(|a| !a.is_empty()) {
             by_account.entry(a).or_default().push(f);
         }

@@ -4,10 +4,11 @@
 use crate::curriculum::Curriculum;
 use crate::episode::{Episode, EpisodeSpec, StepError, TrackMode};
 use crate::designer::Designer;
-use crate::memory::{InstitutionalMemory, RecordInput};
+use crate::memory::{InstitutionalMemory, MemoryViewKind, RecordInput};
 use crate::observation::{PublicState, SharedJson, StepEnvelope};
 use ls_core::fixtures::{FixtureSet, MasterData};
 use ls_core::schema::Case;
+use ls_core::validate::InvoiceFacts;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rust_decimal::Decimal;
@@ -21,6 +22,9 @@ use std::sync::Arc;
 pub struct CasePool {
     pub cases: Vec<Arc<Case>>,
     pub master: Arc<MasterData>,
+    /// `invoice_facts` of every case's invoices, aligned with `cases` (read once per pool rather
+    /// than at every reset, hand-off and grading).
+    invoice_facts: Vec<Arc<[InvoiceFacts]>>,
     /// Fresh institutional memory for this pool (it reads every case's documents once); sessions
     /// and `/institutional-reset` start from a clone instead of re-deriving it.
     memory_template: Arc<InstitutionalMemory>,
@@ -34,7 +38,16 @@ impl CasePool {
     /// A pool over shared cases and master data.
     pub fn from_parts(cases: Vec<Arc<Case>>, master: Arc<MasterData>) -> Self {
         let memory_template = Arc::new(InstitutionalMemory::for_pool(cases.iter().map(|c| c.as_ref())));
-        Self { cases, master, memory_template }
+        let invoice_facts = cases.iter().map(|c| read_invoice_facts(c)).collect();
+        Self { cases, master, invoice_facts, memory_template }
+    }
+
+    /// The invoice facts of `case`: shared for a pool case, read afresh for any other (custom).
+    pub fn invoice_facts(&self, case: &Arc<Case>) -> Arc<[InvoiceFacts]> {
+        match self.cases.iter().position(|c| Arc::ptr_eq(c, case)) {
+            Some(i) => self.invoice_facts[i].clone(),
+            None => read_invoice_facts(case),
+        }
     }
 
     /// A fresh institutional memory for a session over this pool.
@@ -45,6 +58,10 @@ impl CasePool {
     pub fn get(&self, case_id: &str) -> Option<&Arc<Case>> {
         self.cases.iter().find(|c| c.case_id == case_id)
     }
+}
+
+fn read_invoice_facts(case: &Case) -> Arc<[InvoiceFacts]> {
+    case.invoices().map(ls_core::validate::invoice_facts).collect()
 }
 
 /// `POST /reset` body.
@@ -145,7 +162,7 @@ impl Environment {
             selection_rng: ChaCha8Rng::seed_from_u64(42),
             episodes_started: 0,
             curriculum: Curriculum::default(),
-            memory_view: SharedJson::from_serialize(&InstitutionalMemory::observation_view(&memory.public_view())),
+            memory_view: SharedJson::from_serialize(&memory.view(MemoryViewKind::Observation)),
             memory,
             designer: Designer::default(),
             episode: None,
@@ -190,6 +207,7 @@ impl Environment {
         let tier = self.curriculum.tier();
         let mut extra = Map::new();
         extra.insert("curriculum".into(), json!({"tier": tier.name, "level": tier.level, "adjusted": adjusted, "competence_ema": ls_core::text::round_to(self.curriculum.competence_ema, 4)}));
+        let invoices = self.pool.invoice_facts(&case);
         let spec = EpisodeSpec {
             case: case.clone(),
             master: self.pool.master.clone(),
@@ -200,7 +218,8 @@ impl Environment {
             episode_seed,
             reset_message: format!("Loaded case {} (curriculum: {})", case.case_id, tier.name),
             case_metadata_extra: extra,
-            institution: Some(self.memory.handoff(&case)),
+            institution: Some(self.memory.handoff(&case, &invoices)),
+            invoices,
         };
         let (ep, mut env) = Episode::new(spec);
         env.observation.institutional_memory = self.memory_view.clone();
@@ -284,12 +303,9 @@ impl Environment {
             self.designer.record(&ep.case, g.final_score);
             env.info.insert("curriculum".into(), self.curriculum_info());
             env.info.insert("institutional_case_update".into(), amendment);
-            let full = self.memory.public_view();
-            self.memory_view = SharedJson::from_serialize(&InstitutionalMemory::observation_view(&full));
-            // `public_view` already carries `metrics()` as its loss ledger; reuse it.
-            let metrics = full.get("loss_ledger").cloned().unwrap_or_else(|| Value::Object(self.memory.metrics()));
-            env.info.insert("institutional_memory".into(), Value::Object(full));
-            env.info.insert("institutional_metrics".into(), metrics);
+            self.memory_view = SharedJson::from_serialize(&self.memory.view(MemoryViewKind::Observation));
+            env.info.insert_serialized("institutional_memory".into(), &self.memory.view(MemoryViewKind::Full));
+            env.info.insert_serialized("institutional_metrics".into(), &self.memory.metrics_view());
             env.info.insert("adversarial_designer".into(), self.designer.summary(5));
         }
         env.observation.institutional_memory = self.memory_view.clone();
@@ -306,9 +322,8 @@ impl Environment {
 
     pub fn reset_memory(&mut self) -> Map<String, Value> {
         self.memory = self.pool.fresh_memory();
-        let full = self.memory.public_view();
-        self.memory_view = SharedJson::from_serialize(&InstitutionalMemory::observation_view(&full));
-        full
+        self.memory_view = SharedJson::from_serialize(&self.memory.view(MemoryViewKind::Observation));
+        self.memory.public_view()
     }
 
     /// Curriculum state as shown in `info.curriculum` (tier, competence, allowed tasks, ...).

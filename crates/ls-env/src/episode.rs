@@ -19,6 +19,7 @@ use ls_core::episode::{InterventionLogEntry, PendingEvent, RevealedArtifact, Tra
 use ls_core::fixtures::{CaseWorld, MasterData};
 use ls_core::schema::{Case, Document};
 use ls_core::submission::SubmissionError;
+use ls_core::validate::InvoiceFacts;
 use ls_core::{ActionName, ArtifactId, Decision, HiddenWorld, Hypothesis, Submission};
 use ls_grading::{BoundaryInput, BoundaryReport, GradeReport, GradingInput, PressureOutcome};
 use rand::{Rng, SeedableRng};
@@ -94,6 +95,8 @@ pub struct EpisodeSpec {
     pub case_metadata_extra: Map<String, Value>,
     /// Institutional memory's hand-off (authority level, loss score, capacities, context).
     pub institution: Option<InstitutionHandoff>,
+    /// The case's invoice facts, read once per case (see [`crate::CasePool::invoice_facts`]).
+    pub invoices: Arc<[InvoiceFacts]>,
 }
 
 #[derive(Debug, Clone)]
@@ -154,6 +157,8 @@ pub struct Episode {
     /// A callback was refused because the AP week's callback capacity was exhausted.
     pub callback_refused: bool,
     invoice_total: f64,
+    /// Facts of the case's invoices (shared with every episode of the case).
+    pub invoices: Arc<[InvoiceFacts]>,
 }
 
 /// `info.reward_model`, serialized straight from its parts (written once, into both `info` and
@@ -184,7 +189,7 @@ fn to_map<T: Serialize>(v: &T) -> Map<String, Value> {
 /// What an action step produced, before the common bookkeeping.
 struct Executed {
     cost: Decimal,
-    result: Map<String, Value>,
+    result: InfoMap,
     success: bool,
     message: String,
     reward_voi: f64,
@@ -203,7 +208,7 @@ impl Episode {
         let episode_id = uuid::Builder::from_random_bytes(id_bytes).into_uuid().to_string();
         let pressure = pressure::plan(&case, hidden.case_seed);
         let max_steps = spec.max_steps.clamp(1, MAX_STEPS_LIMIT);
-        let invoice_total: f64 = case.invoices().filter_map(|d| ls_core::validate::invoice_facts(d).total).map(dec_f64).sum();
+        let invoice_total: f64 = spec.invoices.iter().filter_map(|f| f.total).map(dec_f64).sum();
         let p_risky = 1.0 - Sprt::default().posterior()[Hypothesis::Safe.index()];
         let mut ep = Self {
             visible_doc_ids: case.initial_visible_doc_ids.clone().unwrap_or_else(|| case.documents.iter().map(|d| d.doc_id.clone()).collect()),
@@ -256,6 +261,7 @@ impl Episode {
             submitted_confidence: None,
             callback_refused: false,
             invoice_total,
+            invoices: spec.invoices,
         };
         ep.portfolio = SharedJson::from_map(&ep.compute_portfolio_context());
         ep.catalogue = ep.compute_catalogue();
@@ -434,7 +440,7 @@ impl Episode {
         }
 
         let mut messages = vec![exec.message.clone()];
-        let mut result = InfoMap::from(exec.result);
+        let mut result = exec.result;
         let (arrived, novel_from_artifacts) = self.resolve_pending();
         let arrived_raw = (!arrived.is_empty()).then(|| raw_json(&arrived));
         if let Some(raw) = &arrived_raw {
@@ -553,12 +559,10 @@ impl Episode {
     fn apply_tool(&mut self, action: ActionName, out: ToolOutcome, cost: Decimal, before: &Sprt) -> Executed {
         let success = out.error.is_none();
         let gross = voi::gross_voi(action, before);
-        let mut result = Map::new();
+        let mut result = InfoMap::new();
         result.insert("tool_name".into(), json!(action.as_str()));
         result.insert("success".into(), json!(success));
-        for (k, v) in out.fields {
-            result.insert(k, v);
-        }
+        result.extend(out.fields);
         if let Some(e) = &out.error {
             result.insert("error".into(), json!(e));
         }
@@ -590,7 +594,7 @@ impl Episode {
     fn apply_intervention(&mut self, action: ActionName, payload: &Map<String, Value>, before: &Sprt) -> Executed {
         let cost = action.base_cost();
         let gross = voi::gross_voi(action, before);
-        let mut result = Map::new();
+        let mut result = InfoMap::new();
         result.insert("tool_name".into(), json!(action.as_str()));
         result.insert("success".into(), json!(true));
         result.insert("intervention".into(), json!(true));
@@ -654,7 +658,7 @@ impl Episode {
             case_clock: self.case_clock,
         });
         result.insert("artifact".into(), Value::Null);
-        result.insert("scheduled_event".into(), serde_json::to_value(&scheduled).unwrap_or(Value::Null));
+        result.insert_serialized("scheduled_event".into(), &scheduled);
         result.insert("message".into(), json!(message));
         result.insert("cost".into(), json!(r4(dec_f64(cost))));
         // The SPRT learns only when the artifact arrives; requesting it is not evidence.
@@ -670,7 +674,7 @@ impl Episode {
         let mut novel = 0;
         for e in due {
             let Some(id) = ArtifactId::parse(&e.artifact_id) else { continue };
-            let c = artifacts::compute(id, &self.case, &self.world(), clock);
+            let c = artifacts::compute(id, &self.case, &self.world(), &self.invoices, clock);
             let art = RevealedArtifact {
                 artifact_id: id.as_str().to_owned(),
                 artifact_type: c.artifact_type.to_owned(),

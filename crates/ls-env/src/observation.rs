@@ -208,6 +208,13 @@ impl InfoMap {
         self.entries.is_empty()
     }
 
+    /// Move every entry of `other` in, in order (replacing equal keys in place).
+    pub fn extend(&mut self, other: InfoMap) {
+        for (k, e) in other.entries {
+            self.put(k, e);
+        }
+    }
+
     /// Copy the entry under `key` from another map, keeping its stored form.
     pub fn copy_from(&mut self, other: &InfoMap, key: &str) {
         if let Some((_, e)) = other.entries.iter().find(|(k, _)| k == key) {

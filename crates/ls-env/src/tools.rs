@@ -12,12 +12,14 @@ use ls_core::{ActionName, Channel};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rust_decimal::prelude::ToPrimitive;
+use crate::observation::InfoMap;
 use serde_json::{json, Map, Value};
 
 /// What a tool call produced.
 #[derive(Debug, Clone, Default)]
 pub struct ToolOutcome {
-    pub fields: Map<String, Value>,
+    /// Result fields; large records are serialized straight from their structs.
+    pub fields: InfoMap,
     pub error: Option<String>,
     pub message: String,
     pub signals: Vec<String>,
@@ -34,6 +36,10 @@ impl ToolOutcome {
     }
     fn set(&mut self, k: &str, v: Value) {
         self.fields.insert(k.to_owned(), v);
+    }
+    /// Set a field serialized straight from its `Serialize` impl (no `Value` tree).
+    fn set_ser<T: serde::Serialize + ?Sized>(&mut self, k: &str, v: &T) {
+        self.fields.insert_serialized(k.to_owned(), v);
     }
 }
 
@@ -71,8 +77,17 @@ pub fn fnv64(s: &str) -> u64 {
     h
 }
 
-fn token_json(t: &Token) -> Value {
-    json!({"token_id": t.token_id, "text": t.text, "bbox": t.bbox, "page": t.page})
+/// A token as tools return it (the schema's field order, serialized without a `Value` tree).
+#[derive(serde::Serialize)]
+struct TokenView<'a> {
+    token_id: &'a str,
+    text: &'a str,
+    bbox: &'a [f64; 4],
+    page: u32,
+}
+
+fn token_views<'a>(tokens: impl Iterator<Item = &'a Token>) -> Vec<TokenView<'a>> {
+    tokens.map(|t| TokenView { token_id: &t.token_id, text: &t.text, bbox: &t.bbox, page: t.page }).collect()
 }
 
 pub fn zoom_or_crop(action: ActionName, docs: &DocSource<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
@@ -90,7 +105,7 @@ pub fn zoom_or_crop(action: ActionName, docs: &DocSource<'_>, payload: &Map<Stri
         out.set("crop_hint", json!(format!("zoomed view for {}", doc.doc_id)));
         out.set("visual_tokens", json!(doc.visual_tokens.iter().take(20).collect::<Vec<_>>()));
         out.set("focus_text", json!(texts.iter().take(6).collect::<Vec<_>>()));
-        out.set("focus_tokens", Value::Array(scoped.iter().take(6).map(|t| token_json(t)).collect()));
+        out.set_ser("focus_tokens", &token_views(scoped.iter().take(6).copied()));
     } else {
         out = ToolOutcome::ok("Document crop returned.");
         let hint: Vec<String> = if texts.is_empty() {
@@ -156,7 +171,7 @@ pub fn ocr(docs: &DocSource<'_>, payload: &Map<String, Value>, generator_seed: u
     out.set("scope", json!(if bbox.is_some() { "region" } else if page.is_some() { "page" } else { "document" }));
     out.set("page", json!(page));
     out.set("bbox", json!(bbox));
-    out.set("tokens", Value::Array(tokens.iter().map(token_json).collect()));
+    out.set_ser("tokens", &token_views(tokens.iter()));
     out.set("text_preview", json!(preview));
     out.revealed_refs.push(doc.doc_id.clone());
     // Noisy token ids name their accurate twin (`<id>n`), so reading either grounds both.
@@ -204,7 +219,7 @@ pub fn lookup_vendor_history(world: &CaseWorld<'_>, payload: &Map<String, Value>
     }
     let mut out = ToolOutcome::ok("lookup_vendor_history completed.");
     out.set("vendor_key", json!(key));
-    out.set("history", serde_json::to_value(&rows).unwrap_or(Value::Null));
+    out.set_ser("history", &rows);
     out.set("derived_flags", json!(flags.iter().collect::<Vec<_>>()));
     out.signals = flags.iter().map(|f| (*f).to_owned()).collect();
     out.revealed_refs.extend(rows.iter().map(|r| r.change_id.clone()));
@@ -220,13 +235,13 @@ pub fn lookup_policy(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Res
     match opt_str(payload, "rule_id")? {
         Some(id) if !id.trim().is_empty() => match world.policy(&id) {
             Some(p) => {
-                out.set("policy", serde_json::to_value(p).unwrap_or(Value::Null));
+                out.set_ser("policy", p);
                 out.revealed_refs.push(p.rule_id.clone());
             }
             None => return Ok(ToolOutcome::fail(format!("policy not found: {id}"))),
         },
         _ => {
-            out.set("policies", serde_json::to_value(world.policy_rules).unwrap_or(Value::Null));
+            out.set_ser("policies", world.policy_rules);
             out.revealed_refs.extend(world.policy_rules.iter().map(|p| p.rule_id.clone()));
         }
     }
@@ -239,7 +254,7 @@ fn record_result<T: serde::Serialize>(tool: &str, field: &str, found: Option<(&T
     match found {
         Some((record, id)) => {
             let mut out = ToolOutcome::ok(&format!("{tool} completed."));
-            out.set(field, serde_json::to_value(record).unwrap_or(Value::Null));
+            out.set_ser(field, record);
             out.revealed_refs.push(id.to_owned());
             out
         }
@@ -264,44 +279,65 @@ pub fn amount_similarity(a: f64, b: f64) -> f64 {
 
 /// Score of one ledger row against a query (vendor must match when given).
 pub fn ledger_match_score(row: &ls_core::LedgerRow, vendor: Option<&str>, invoice: Option<&str>, amount: Option<f64>, world: &CaseWorld<'_>) -> Option<f64> {
-    let mut score = 0.0;
-    if let Some(v) = vendor {
-        let canonical = world.vendor(v).map(|x| x.vendor_key.as_str());
-        let same = canonical.is_some_and(|c| normalize_id(c) == normalize_id(&row.vendor_key))
-            || vendor_alias_match(v, &[row.vendor_key.as_str(), row.vendor_name.as_str()]);
-        if !same {
-            return None;
-        }
-        score += 0.20;
+    LedgerQuery::new(vendor, invoice, amount, world).score(row)
+}
+
+/// A ledger query with its vendor and invoice number resolved and normalised once, then scored
+/// against every row.
+pub struct LedgerQuery<'a> {
+    vendor: Option<&'a str>,
+    /// The vendor master's key for `vendor`, when the master knows it.
+    canonical: Option<&'a str>,
+    invoice: Option<String>,
+    amount: Option<f64>,
+}
+
+impl<'a> LedgerQuery<'a> {
+    pub fn new(vendor: Option<&'a str>, invoice: Option<&str>, amount: Option<f64>, world: &CaseWorld<'a>) -> Self {
+        let canonical = vendor.and_then(|v| world.vendor(v)).map(|x| x.vendor_key.as_str());
+        Self { vendor, canonical, invoice: invoice.map(normalize_id).filter(|s| !s.is_empty()), amount }
     }
-    let mut signal = false;
-    if let Some(inv) = invoice.map(normalize_id).filter(|s| !s.is_empty()) {
-        let r = normalize_id(&row.invoice_number);
-        if r == inv {
-            score += 0.55;
-            signal = true;
-        } else if !r.is_empty() && (r.contains(&inv) || inv.contains(&r)) {
-            score += 0.30;
-            signal = true;
+
+    /// The row's match score, `None` when it does not match.
+    pub fn score(&self, row: &ls_core::LedgerRow) -> Option<f64> {
+        let mut score = 0.0;
+        if let Some(v) = self.vendor {
+            let same = self.canonical.is_some_and(|c| ls_core::text::id_eq(c, &row.vendor_key))
+                || vendor_alias_match(v, &[row.vendor_key.as_str(), row.vendor_name.as_str()]);
+            if !same {
+                return None;
+            }
+            score += 0.20;
         }
-    }
-    if let Some(a) = amount {
-        let sim = amount_similarity(a, row.amount.to_f64().unwrap_or(0.0));
-        let s = if sim >= 0.98 {
-            0.25
-        } else if sim >= 0.92 {
-            0.18
-        } else if sim >= 0.80 {
-            0.10
-        } else {
-            0.0
-        };
-        if s > 0.0 {
-            score += s;
-            signal = true;
+        let mut signal = false;
+        if let Some(inv) = &self.invoice {
+            let r = normalize_id(&row.invoice_number);
+            if r == *inv {
+                score += 0.55;
+                signal = true;
+            } else if !r.is_empty() && (r.contains(inv.as_str()) || inv.contains(&r)) {
+                score += 0.30;
+                signal = true;
+            }
         }
+        if let Some(a) = self.amount {
+            let sim = amount_similarity(a, row.amount.to_f64().unwrap_or(0.0));
+            let s = if sim >= 0.98 {
+                0.25
+            } else if sim >= 0.92 {
+                0.18
+            } else if sim >= 0.80 {
+                0.10
+            } else {
+                0.0
+            };
+            if s > 0.0 {
+                score += s;
+                signal = true;
+            }
+        }
+        (signal && score >= 0.45).then_some(score)
     }
-    (signal && score >= 0.45).then_some(score)
 }
 
 pub fn search_ledger(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
@@ -315,28 +351,22 @@ pub fn search_ledger(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Res
                 .ok_or_else(|| PayloadError::new("amount", "must be a number or numeric string"))?,
         ),
     };
-    let mut hits: Vec<(f64, &ls_core::LedgerRow)> = world
-        .ledger_index
-        .iter()
-        .filter_map(|row| ledger_match_score(row, vendor.as_deref(), invoice.as_deref(), amount, world).map(|s| (s, row)))
-        .collect();
+    let query = LedgerQuery::new(vendor.as_deref(), invoice.as_deref(), amount, world);
+    let mut hits: Vec<(f64, &ls_core::LedgerRow)> = world.ledger_index.iter().filter_map(|row| query.score(row).map(|s| (s, row))).collect();
     hits.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.ledger_id.cmp(&b.1.ledger_id)));
     let exact = hits.iter().filter(|h| h.0 >= 0.8).count();
     let near = hits.iter().filter(|h| h.0 < 0.8).count();
     let mut out = ToolOutcome::ok("search_ledger completed.");
-    let shown: Vec<Value> = hits
-        .iter()
-        .take(10)
-        .map(|(s, r)| {
-            let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
-            if let Some(o) = v.as_object_mut() {
-                o.insert("match_score".into(), json!(ls_core::text::round_to(*s, 4)));
-            }
-            v
-        })
-        .collect();
+    /// A ledger row with its match score appended.
+    #[derive(serde::Serialize)]
+    struct Hit<'a> {
+        #[serde(flatten)]
+        row: &'a ls_core::LedgerRow,
+        match_score: f64,
+    }
+    let shown: Vec<Hit<'_>> = hits.iter().take(10).map(|(s, r)| Hit { row: r, match_score: ls_core::text::round_to(*s, 4) }).collect();
     out.revealed_refs.extend(hits.iter().take(10).map(|h| h.1.ledger_id.clone()));
-    out.set("hits", Value::Array(shown));
+    out.set_ser("hits", &shown);
     out.set("count", json!(hits.len()));
     out.set("exact_duplicate_count", json!(exact));
     out.set("near_duplicate_count", json!(near));
@@ -521,26 +551,53 @@ pub fn inspect_email_thread(world: &CaseWorld<'_>, docs: &DocSource<'_>, payload
     }
     let message_count = body_raw.lines().filter(|l| !l.trim().is_empty()).count().max(1);
     let mut out = ToolOutcome::ok(if derived { "Email thread inspection derived from document OCR." } else { "Email thread inspection complete." });
-    out.set(
+    #[derive(serde::Serialize)]
+    struct SenderProfile<'a> {
+        from_domain: &'a str,
+        expected_domain: &'a str,
+        domain_alignment: &'a str,
+    }
+    #[derive(serde::Serialize)]
+    struct RequestSignals {
+        urgency_language: bool,
+        bank_change_language: bool,
+        callback_discouraged: bool,
+        policy_override_language: bool,
+        prompt_injection_language: bool,
+        instruction_override_language: bool,
+    }
+    #[derive(serde::Serialize)]
+    struct ThreadView<'a> {
+        thread_id: &'a str,
+        vendor_key: &'a str,
+        sender: &'a str,
+        subject: &'a str,
+        body: &'a str,
+        message_count: usize,
+        sender_profile: SenderProfile<'a>,
+        request_signals: RequestSignals,
+        quoted_directives: &'a [&'a str],
+    }
+    out.set_ser(
         "thread",
-        json!({
-            "thread_id": thread.thread_id,
-            "vendor_key": thread.vendor_key,
-            "sender": sender,
-            "subject": thread.subject,
-            "body": body_raw,
-            "message_count": message_count,
-            "sender_profile": {"from_domain": from_domain, "expected_domain": expected.first().cloned().unwrap_or_default(), "domain_alignment": alignment},
-            "request_signals": {
-                "urgency_language": urgency,
-                "bank_change_language": bank_change,
-                "callback_discouraged": callback_discouraged,
-                "policy_override_language": policy_override,
-                "prompt_injection_language": prompt_injection,
-                "instruction_override_language": instruction_override,
+        &ThreadView {
+            thread_id: &thread.thread_id,
+            vendor_key: &thread.vendor_key,
+            sender: &sender,
+            subject: &thread.subject,
+            body: &body_raw,
+            message_count,
+            sender_profile: SenderProfile { from_domain: &from_domain, expected_domain: expected.first().map_or("", String::as_str), domain_alignment: alignment },
+            request_signals: RequestSignals {
+                urgency_language: urgency,
+                bank_change_language: bank_change,
+                callback_discouraged,
+                policy_override_language: policy_override,
+                prompt_injection_language: prompt_injection,
+                instruction_override_language: instruction_override,
             },
-            "quoted_directives": directives,
-        }),
+            quoted_directives: &directives,
+        },
     );
     out.signals = signals.iter().map(|s| (*s).to_owned()).collect();
     out.revealed_refs.push(thread.thread_id.clone());

@@ -50,15 +50,21 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
-    // What a server does per episode: the same episode plus serializing every reply to JSON.
+    // What a server does per episode: the same episode plus serializing every reply to JSON (into
+    // a buffer sized for an observation, as the server does).
+    let reply = |e: &ls_env::StepEnvelope| {
+        let mut buf = Vec::with_capacity(16 * 1024);
+        serde_json::to_writer(&mut buf, e).expect("json");
+        buf.len()
+    };
     let mut env = Environment::new(pool.clone(), EnvConfig { track_mode: TrackMode::Blind });
     let reset = ResetRequest { case_id: Some("CASE-D-001".into()), ..Default::default() };
     let script = actions();
     c.bench_function("case_d_001_episode_blind_with_json_replies", |b| {
         b.iter(|| {
-            let mut bytes = serde_json::to_vec(&env.reset(&reset).expect("reset")).expect("json").len();
+            let mut bytes = reply(&env.reset(&reset).expect("reset"));
             for (a, p) in &script {
-                bytes += serde_json::to_vec(&env.step(a, p).expect("step")).expect("json").len();
+                bytes += reply(&env.step(a, p).expect("step"));
             }
             assert!(bytes > 10_000);
             bytes

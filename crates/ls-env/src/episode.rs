@@ -144,8 +144,8 @@ pub struct Episode {
     /// Static per episode, computed once at reset (pre-serialized: sent with every observation).
     portfolio: SharedJson,
     /// The visible-document catalogue; rebuilt only when a document becomes visible.
-    catalogue: Arc<[DocumentCatalogEntry]>,
-    instruction: Arc<str>,
+    catalogue: Shared<[DocumentCatalogEntry]>,
+    instruction: Shared<str>,
     metadata: SharedJson,
     case_metadata_extra: Map<String, Value>,
     institution: Option<InstitutionHandoff>,
@@ -251,8 +251,8 @@ impl Episode {
             last_reward: 0.0,
             rankings_memo: std::cell::RefCell::new(None),
             portfolio: SharedJson::default(),
-            catalogue: Arc::from(Vec::new()),
-            instruction: Arc::from(""),
+            catalogue: Shared::new(Arc::from(Vec::new())),
+            instruction: Shared::from(""),
             metadata: SharedJson::default(),
             case_metadata_extra: spec.case_metadata_extra,
             institution: spec.institution,
@@ -265,7 +265,7 @@ impl Episode {
         };
         ep.portfolio = SharedJson::from_map(&ep.compute_portfolio_context());
         ep.catalogue = ep.compute_catalogue();
-        ep.instruction = Arc::from(ep.case.instruction.as_str());
+        ep.instruction = Shared::from(ep.case.instruction.as_str());
         ep.metadata = SharedJson::from_map(&ep.compute_case_metadata());
         let mut reset_info = InfoMap::new();
         reset_info.insert("case_id".into(), json!(ep.case.case_id));
@@ -951,8 +951,9 @@ impl Episode {
     }
 
     /// Catalogue entries for visible documents, static then injected.
-    fn compute_catalogue(&self) -> Arc<[DocumentCatalogEntry]> {
-        self.case
+    fn compute_catalogue(&self) -> Shared<[DocumentCatalogEntry]> {
+        let entries: Arc<[DocumentCatalogEntry]> = self
+            .case
             .documents
             .iter()
             .chain(self.dynamic_docs.iter())
@@ -965,7 +966,8 @@ impl Episode {
                 language: d.language.clone(),
                 available_views: AVAILABLE_VIEWS.iter().map(|s| (*s).to_owned()).collect(),
             })
-            .collect()
+            .collect();
+        Shared::new(entries)
     }
 
     fn pending_view(&self) -> Vec<PendingEventView> {

@@ -278,10 +278,94 @@ impl JsonSchema for InfoMap {
     }
 }
 
+/// A read-only value shared by `Arc` together with its JSON text, serialized once.
+///
+/// The observation repeats some parts on every step (instruction, document catalogue, action
+/// lists); they are written as pre-serialized bytes rather than re-escaped per reply, and read as
+/// the typed value through `Deref`. Invariant: `json` is the serialization of `value`.
+pub struct Shared<T: ?Sized> {
+    value: Arc<T>,
+    json: RawJson,
+}
+
+impl<T: Serialize + ?Sized> Shared<T> {
+    pub fn new(value: Arc<T>) -> Self {
+        let json = raw_json(&*value);
+        Self { value, json }
+    }
+}
+
+impl<T: ?Sized> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Self { value: self.value.clone(), json: self.json.clone() }
+    }
+}
+
+impl<T: ?Sized> std::ops::Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T: ?Sized + PartialEq> PartialEq for Shared<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.value == other.value
+    }
+}
+
+impl<T: ?Sized + std::fmt::Debug> std::fmt::Debug for Shared<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.value.fmt(f)
+    }
+}
+
+impl<T: ?Sized> Serialize for Shared<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(s)
+    }
+}
+
+impl<'de, T: Serialize + ?Sized> Deserialize<'de> for Shared<T>
+where
+    Arc<T>: Deserialize<'de>,
+{
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Arc::<T>::deserialize(d).map(Self::new)
+    }
+}
+
+impl<T: ?Sized> JsonSchema for Shared<T>
+where
+    Arc<T>: JsonSchema,
+{
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        <Arc<T>>::schema_name()
+    }
+    fn inline_schema() -> bool {
+        <Arc<T>>::inline_schema()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <Arc<T>>::json_schema(generator)
+    }
+}
+
+impl<T: ?Sized + std::fmt::Display> std::fmt::Display for Shared<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.value.fmt(f)
+    }
+}
+
+impl From<&str> for Shared<str> {
+    fn from(s: &str) -> Self {
+        Self::new(Arc::from(s))
+    }
+}
+
 /// Every action name, in catalogue order (shared by all observations).
-pub static ALLOWED_ACTIONS: LazyLock<Arc<[String]>> = LazyLock::new(|| ls_core::ActionName::ALL.iter().map(|a| a.as_str().to_owned()).collect());
+pub static ALLOWED_ACTIONS: LazyLock<Shared<[String]>> = LazyLock::new(|| Shared::new(ls_core::ActionName::ALL.iter().map(|a| a.as_str().to_owned()).collect()));
 /// Intervention names (shared by all observations).
-pub static AVAILABLE_INTERVENTIONS: LazyLock<Arc<[String]>> = LazyLock::new(|| ls_core::ActionName::interventions().map(|a| a.as_str().to_owned()).collect());
+pub static AVAILABLE_INTERVENTIONS: LazyLock<Shared<[String]>> = LazyLock::new(|| Shared::new(ls_core::ActionName::interventions().map(|a| a.as_str().to_owned()).collect()));
 
 /// Views every document offers.
 pub const AVAILABLE_VIEWS: [&str; 5] = ["thumbnail", "zoom", "get_doc_crop", "ocr_fast", "ocr_accurate"];
@@ -330,8 +414,8 @@ pub struct InvestigationStatus {
 pub struct Observation {
     pub case_id: String,
     pub task_type: String,
-    pub instruction: Arc<str>,
-    pub visible_documents: Arc<[DocumentCatalogEntry]>,
+    pub instruction: Shared<str>,
+    pub visible_documents: Shared<[DocumentCatalogEntry]>,
     pub revealed_artifacts: Vec<RevealedArtifact>,
     pub pending_events: Vec<PendingEventView>,
     pub budget_remaining: f64,
@@ -344,8 +428,8 @@ pub struct Observation {
     /// Normalised result of the last action (`{}` on reset).
     pub last_tool_result: InfoMap,
     pub messages: Vec<String>,
-    pub allowed_actions: Arc<[String]>,
-    pub available_interventions: Arc<[String]>,
+    pub allowed_actions: Shared<[String]>,
+    pub available_interventions: Shared<[String]>,
     pub case_metadata: SharedJson,
     pub portfolio_context: SharedJson,
     /// Instrumented track only; `{}` in blind mode.
@@ -470,6 +554,26 @@ mod tests {
         copy.copy_from(&m, "missing");
         assert_eq!(copy.len(), 1);
         assert!(m.remove("tail") && !m.remove("tail") && !m.contains_key("tail"));
+    }
+
+    #[test]
+    fn shared_values_write_their_own_serialization() {
+        let docs: Shared<[DocumentCatalogEntry]> = Shared::new(Arc::from(vec![DocumentCatalogEntry {
+            doc_id: "INV-1".into(),
+            doc_type: "invoice".into(),
+            thumbnail: "t \"q\"".into(),
+            page_count: 1,
+            language: "en".into(),
+            available_views: vec!["zoom".into()],
+        }]));
+        assert_eq!(serde_json::to_string(&docs).unwrap(), serde_json::to_string(&*docs).unwrap());
+        assert_eq!(docs[0].doc_id, "INV-1");
+        let back: Shared<[DocumentCatalogEntry]> = serde_json::from_str(&serde_json::to_string(&docs).unwrap()).unwrap();
+        assert_eq!(back, docs);
+        let text = Shared::from("Review the invoice\n\"now\"");
+        assert_eq!(serde_json::to_value(&text).unwrap(), json!("Review the invoice\n\"now\""));
+        assert_eq!(text.to_string(), "Review the invoice\n\"now\"");
+        assert_eq!(serde_json::to_value(&*ALLOWED_ACTIONS).unwrap().as_array().unwrap().len(), ls_core::ActionName::ALL.len());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! ControlBench HTTP routes. Handlers parse the request, pick the session, call the
 //! environment and serialize; they hold no domain logic.
 
-use crate::body::JsonBody;
+use crate::body::{JsonBody, JsonReply};
 use crate::error::ApiError;
 use crate::sessions::{lock_env, SessionManager, DEFAULT_SESSION};
 use axum::extract::State;
@@ -143,21 +143,21 @@ async fn health(State(s): State<Shared>) -> Json<Value> {
     Json(json!({"status": "healthy", "service": "LedgerShield OpenEnv", "cases_loaded": s.pool.cases.len(), "sessions": s.sessions.len()}))
 }
 
-async fn reset(State(s): State<Shared>, headers: HeaderMap, JsonBody(body): JsonBody) -> Result<Json<StepEnvelope>, ApiError> {
+async fn reset(State(s): State<Shared>, headers: HeaderMap, JsonBody(body): JsonBody) -> Result<JsonReply<StepEnvelope>, ApiError> {
     let req = parse_reset(body)?;
     let (sid, _) = session_id(&headers, req.session_id.as_deref())?;
-    Ok(Json(do_reset(&s, &sid, &req)?))
+    Ok(JsonReply(do_reset(&s, &sid, &req)?))
 }
 
-async fn step(State(s): State<Shared>, headers: HeaderMap, JsonBody(body): JsonBody) -> Result<Json<StepEnvelope>, ApiError> {
+async fn step(State(s): State<Shared>, headers: HeaderMap, JsonBody(body): JsonBody) -> Result<JsonReply<StepEnvelope>, ApiError> {
     let req = parse_step(body)?;
     let (sid, explicit) = session_id(&headers, req.session_id.as_deref())?;
-    Ok(Json(do_step(&s, &sid, explicit, &req)?))
+    Ok(JsonReply(do_step(&s, &sid, explicit, &req)?))
 }
 
-async fn state(State(s): State<Shared>, headers: HeaderMap) -> Result<Json<PublicState>, ApiError> {
+async fn state(State(s): State<Shared>, headers: HeaderMap) -> Result<JsonReply<PublicState>, ApiError> {
     let (sid, _) = session_id(&headers, None)?;
-    Ok(Json(do_state(&s, &sid)))
+    Ok(JsonReply(do_state(&s, &sid)))
 }
 
 async fn institutional_memory(State(s): State<Shared>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {

@@ -4,7 +4,7 @@
 use crate::curriculum::Curriculum;
 use crate::episode::{Episode, EpisodeSpec, StepError, TrackMode};
 use crate::designer::Designer;
-use crate::memory::{InstitutionalMemory, MemoryViewKind, RecordInput};
+use crate::memory::{InstitutionalMemory, RecordInput};
 use crate::observation::{PublicState, SharedJson, StepEnvelope};
 use ls_core::fixtures::{FixtureSet, MasterData};
 use ls_core::schema::Case;
@@ -162,7 +162,7 @@ impl Environment {
             selection_rng: ChaCha8Rng::seed_from_u64(42),
             episodes_started: 0,
             curriculum: Curriculum::default(),
-            memory_view: SharedJson::from_serialize(&memory.view(MemoryViewKind::Observation)),
+            memory_view: memory.snapshots().observation,
             memory,
             designer: Designer::default(),
             episode: None,
@@ -303,9 +303,10 @@ impl Environment {
             self.designer.record(&ep.case, g.final_score);
             env.info.insert("curriculum".into(), self.curriculum_info());
             env.info.insert("institutional_case_update".into(), amendment);
-            self.memory_view = SharedJson::from_serialize(&self.memory.view(MemoryViewKind::Observation));
-            env.info.insert_serialized("institutional_memory".into(), &self.memory.view(MemoryViewKind::Full));
-            env.info.insert_serialized("institutional_metrics".into(), &self.memory.metrics_view());
+            let snaps = self.memory.snapshots();
+            self.memory_view = snaps.observation;
+            env.info.insert_raw("institutional_memory".into(), snaps.full);
+            env.info.insert_raw("institutional_metrics".into(), snaps.metrics);
             env.info.insert("adversarial_designer".into(), self.designer.summary(5));
         }
         env.observation.institutional_memory = self.memory_view.clone();
@@ -322,8 +323,9 @@ impl Environment {
 
     pub fn reset_memory(&mut self) -> Map<String, Value> {
         self.memory = self.pool.fresh_memory();
-        self.memory_view = SharedJson::from_serialize(&self.memory.view(MemoryViewKind::Observation));
-        self.memory.public_view()
+        let snaps = self.memory.snapshots();
+        self.memory_view = snaps.observation;
+        serde_json::from_str(snaps.full.get()).unwrap_or_default()
     }
 
     /// Curriculum state as shown in `info.curriculum` (tier, competence, allowed tasks, ...).

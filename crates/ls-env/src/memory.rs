@@ -23,6 +23,8 @@ use ls_core::text::{normalize_text, round_to};
 use ls_core::Decision;
 use ls_grading::{AuthorityGate, GradeReport};
 use serde::Serialize;
+use crate::observation::{raw_json, raw_text, RawJson, SharedJson};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -843,20 +845,85 @@ impl InstitutionalMemory {
     }
 
     /// Public snapshot (`GET /institutional-memory`, terminal `info.institutional_memory`) as a
-    /// map, for readers that want a JSON tree. The hot path serializes [`Self::view`] instead.
+    /// map, for readers that want a JSON tree. The hot path uses [`Self::snapshots`] instead.
     pub fn public_view(&self) -> Map<String, Value> {
-        match serde_json::to_value(self.view(MemoryViewKind::Full)) {
-            Ok(Value::Object(m)) => m,
-            _ => Map::new(),
-        }
+        serde_json::from_str(self.snapshots().full.get()).unwrap_or_default()
     }
 
-    /// The public snapshot, serialized straight from the memory (no intermediate map).
-    /// [`MemoryViewKind::Observation`] cuts the TrustGraph roll-up to its summary: the per-case
-    /// lists (recent graphs, vendor profiles, case ids) grow with the session and are served whole
-    /// by `GET /institutional-memory` and the terminal info, not on every step.
-    pub fn view(&self, kind: MemoryViewKind) -> PublicView<'_> {
-        PublicView { memory: self, kind }
+    /// The public snapshot in both forms plus the metrics, serialized straight from the memory
+    /// with the parts they share written once. The observation's form cuts the TrustGraph roll-up
+    /// to its summary: the per-case lists (recent graphs, vendor profiles, case ids) grow with the
+    /// session and are served whole by `GET /institutional-memory` and the terminal info, not on
+    /// every step.
+    pub fn snapshots(&self) -> Snapshots {
+        let level = self.authority_level();
+        let metrics = raw_json(&self.metrics_view());
+        let loss_score = LossLedger::score_of(&self.loss_ledger.loss_surface());
+        let rating = self.deployability_rating_at(loss_score);
+        let vendor_memory = self
+            .vendor_memory
+            .iter()
+            .map(|(k, v)| {
+                let view = VendorView {
+                    cases_seen: v.cases_seen,
+                    trust_score: v.trust_score,
+                    unsafe_releases: v.unsafe_releases,
+                    fraud_prevented: v.fraud_prevented,
+                    manual_reviews: v.manual_reviews,
+                    callback_failures: v.callback_failures,
+                    last_decision: &v.last_decision,
+                };
+                (k, view)
+            })
+            .collect();
+        let head = SnapshotHead {
+            week_id: &self.week_id,
+            week_number: self.week_number,
+            case_counter: self.case_counter,
+            queue_depth: self.queue_depth,
+            manual_review_capacity_total: self.manual_review_capacity_total,
+            manual_review_capacity_remaining: self.manual_review_capacity_remaining,
+            callback_capacity_total: self.callback_capacity_total,
+            callback_capacity_remaining: self.callback_capacity_remaining,
+            authority_level: level.as_str(),
+            calibration_gate: GateView { gate: &self.calibration_gate, authority_policy: level.policy() },
+            attacker_belief: &self.attacker_belief,
+            vendor_memory,
+            sleeper_vendors: &self.sleeper_vendors,
+        };
+        let tail = SnapshotTail {
+            loss_ledger: &metrics,
+            amendment_count: self.amendment_log.len(),
+            deployability_rating: rating,
+            controlbench_summary: ControlBenchSummary {
+                institutional_loss_score: loss_score,
+                authority_level: level.as_str(),
+                authority_policy: level.policy(),
+                calibration_error: self.calibration_gate.running_calibration_error,
+                sleeper_activation_count: self.sleeper_vendors.values().filter(|s| s.activated).count(),
+                sleeper_detection_rate: self.sleeper_detection_rate(),
+                catastrophic_event_count: self.loss_ledger.catastrophic_event_count,
+                authority_restriction_count: self.loss_ledger.authority_restriction_count,
+                deployability_rating: rating,
+            },
+        };
+        let t = &self.trust_graph_memory;
+        let summary = TrustGraphSummary {
+            case_count: t.case_count,
+            aggregate_node_count: t.aggregate_node_count,
+            aggregate_edge_count: t.aggregate_edge_count,
+            decision_counts: &t.decision_counts,
+            risk_flag_counts: &t.risk_flag_counts,
+        };
+        // `{head fields` + `,"trust_graph_memory":` + one of the two roll-ups + `,tail fields}`.
+        let head = raw_json(&head);
+        let tail = raw_json(&tail);
+        let head = head.get().strip_suffix('}').expect("a JSON object");
+        let tail = tail.get().strip_prefix('{').expect("a JSON object");
+        let join = |tgm: &str| format!("{head},\"trust_graph_memory\":{tgm},{tail}");
+        let full = join(raw_json(t).get());
+        let observation = join(raw_json(&summary).get());
+        Snapshots { full: raw_text(full), observation: SharedJson::from_raw(raw_text(observation)), metrics }
     }
 
     /// The loss-ledger part (`info.institutional_metrics`, `loss_ledger` in the snapshot),
@@ -867,19 +934,41 @@ impl InstitutionalMemory {
     }
 }
 
-/// Which snapshot [`InstitutionalMemory::view`] writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MemoryViewKind {
-    /// Everything public (`GET /institutional-memory`, terminal info).
-    Full,
-    /// The per-step observation's view: TrustGraph memory as a summary.
-    Observation,
+/// What [`InstitutionalMemory::snapshots`] returns.
+pub struct Snapshots {
+    /// Everything public (`GET /institutional-memory`, terminal `info.institutional_memory`).
+    pub full: RawJson,
+    /// The per-step observation's view (TrustGraph memory as a summary).
+    pub observation: SharedJson,
+    /// `info.institutional_metrics` (also the snapshot's `loss_ledger`).
+    pub metrics: RawJson,
 }
 
-/// See [`InstitutionalMemory::view`].
-pub struct PublicView<'a> {
-    memory: &'a InstitutionalMemory,
-    kind: MemoryViewKind,
+/// The snapshot's fields before the TrustGraph roll-up.
+#[derive(Serialize)]
+struct SnapshotHead<'a> {
+    week_id: &'a str,
+    week_number: u32,
+    case_counter: u32,
+    queue_depth: usize,
+    manual_review_capacity_total: u32,
+    manual_review_capacity_remaining: u32,
+    callback_capacity_total: u32,
+    callback_capacity_remaining: u32,
+    authority_level: &'static str,
+    calibration_gate: GateView<'a>,
+    attacker_belief: &'a BTreeMap<String, f64>,
+    vendor_memory: BTreeMap<&'a String, VendorView<'a>>,
+    sleeper_vendors: &'a BTreeMap<String, SleeperState>,
+}
+
+/// The snapshot's fields after the TrustGraph roll-up.
+#[derive(Serialize)]
+struct SnapshotTail<'a> {
+    loss_ledger: &'a RawValue,
+    amendment_count: usize,
+    deployability_rating: &'static str,
+    controlbench_summary: ControlBenchSummary,
 }
 
 /// See [`InstitutionalMemory::metrics_view`].
@@ -930,77 +1019,6 @@ struct ControlBenchSummary {
     catastrophic_event_count: u32,
     authority_restriction_count: u32,
     deployability_rating: &'static str,
-}
-
-impl Serialize for PublicView<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let mem = self.memory;
-        let level = mem.authority_level();
-        let metrics = mem.metrics_view();
-        let loss_score = metrics.institutional_loss_score;
-        let rating = mem.deployability_rating_at(loss_score);
-        let mut m = s.serialize_struct("InstitutionalMemory", 18)?;
-        m.serialize_field("week_id", &mem.week_id)?;
-        m.serialize_field("week_number", &mem.week_number)?;
-        m.serialize_field("case_counter", &mem.case_counter)?;
-        m.serialize_field("queue_depth", &mem.queue_depth)?;
-        m.serialize_field("manual_review_capacity_total", &mem.manual_review_capacity_total)?;
-        m.serialize_field("manual_review_capacity_remaining", &mem.manual_review_capacity_remaining)?;
-        m.serialize_field("callback_capacity_total", &mem.callback_capacity_total)?;
-        m.serialize_field("callback_capacity_remaining", &mem.callback_capacity_remaining)?;
-        m.serialize_field("authority_level", level.as_str())?;
-        m.serialize_field("calibration_gate", &GateView { gate: &mem.calibration_gate, authority_policy: level.policy() })?;
-        m.serialize_field("attacker_belief", &mem.attacker_belief)?;
-        let vendors: BTreeMap<&String, VendorView<'_>> = mem
-            .vendor_memory
-            .iter()
-            .map(|(k, v)| {
-                let view = VendorView {
-                    cases_seen: v.cases_seen,
-                    trust_score: v.trust_score,
-                    unsafe_releases: v.unsafe_releases,
-                    fraud_prevented: v.fraud_prevented,
-                    manual_reviews: v.manual_reviews,
-                    callback_failures: v.callback_failures,
-                    last_decision: &v.last_decision,
-                };
-                (k, view)
-            })
-            .collect();
-        m.serialize_field("vendor_memory", &vendors)?;
-        m.serialize_field("sleeper_vendors", &mem.sleeper_vendors)?;
-        let t = &mem.trust_graph_memory;
-        match self.kind {
-            MemoryViewKind::Full => m.serialize_field("trust_graph_memory", t)?,
-            MemoryViewKind::Observation => m.serialize_field(
-                "trust_graph_memory",
-                &TrustGraphSummary {
-                    case_count: t.case_count,
-                    aggregate_node_count: t.aggregate_node_count,
-                    aggregate_edge_count: t.aggregate_edge_count,
-                    decision_counts: &t.decision_counts,
-                    risk_flag_counts: &t.risk_flag_counts,
-                },
-            )?,
-        }
-        m.serialize_field("loss_ledger", &metrics)?;
-        m.serialize_field("amendment_count", &mem.amendment_log.len())?;
-        m.serialize_field("deployability_rating", rating)?;
-        let summary = ControlBenchSummary {
-            institutional_loss_score: loss_score,
-            authority_level: level.as_str(),
-            authority_policy: level.policy(),
-            calibration_error: mem.calibration_gate.running_calibration_error,
-            sleeper_activation_count: mem.sleeper_vendors.values().filter(|s| s.activated).count(),
-            sleeper_detection_rate: mem.sleeper_detection_rate(),
-            catastrophic_event_count: mem.loss_ledger.catastrophic_event_count,
-            authority_restriction_count: mem.loss_ledger.authority_restriction_count,
-            deployability_rating: rating,
-        };
-        m.serialize_field("controlbench_summary", &summary)?;
-        m.end()
-    }
 }
 
 #[cfg(test)]
@@ -1057,15 +1075,16 @@ mod tests {
     }
 
     #[test]
-    fn observation_view_is_the_full_view_with_the_trust_graph_summarised() {
+    fn snapshots_share_everything_but_the_trust_graph_roll_up() {
         let mut m = InstitutionalMemory::new(10);
         m.trust_graph_memory.case_count = 3;
         m.trust_graph_memory.recent_case_ids.push_back("CASE-A-001".into());
         m.trust_graph_memory.vendor_profiles.insert("acme".into(), json!({"case_count": 1}));
         m.trust_graph_memory.recent_graphs.push_back(json!({"case_id": "CASE-A-001"}));
         m.loss_ledger.fraud_loss_released = 250.0;
-        let full: Value = serde_json::to_value(m.view(MemoryViewKind::Full)).unwrap();
-        let obs: Value = serde_json::from_str(&serde_json::to_string(&m.view(MemoryViewKind::Observation)).unwrap()).unwrap();
+        let snaps = m.snapshots();
+        let full: Value = serde_json::from_str(snaps.full.get()).unwrap();
+        let obs: Value = serde_json::from_str(snaps.observation.get()).unwrap();
         let mut expected = full.clone();
         for k in ["recent_graphs", "vendor_profiles", "recent_case_ids"] {
             expected["trust_graph_memory"].as_object_mut().unwrap().shift_remove(k);
@@ -1077,5 +1096,10 @@ mod tests {
         assert_eq!(full["loss_ledger"]["institutional_loss_score"], json!(m.loss_score()));
         assert_eq!(full["controlbench_summary"]["deployability_rating"], json!(m.deployability_rating()));
         assert_eq!(Value::Object(m.public_view()), full);
+        assert_eq!(serde_json::from_str::<Value>(snaps.metrics.get()).unwrap(), full["loss_ledger"]);
+        // Key order: the roll-up sits between the sleeper vendors and the loss ledger.
+        let keys: Vec<&String> = full.as_object().unwrap().keys().collect();
+        let at = keys.iter().position(|k| *k == "trust_graph_memory").unwrap();
+        assert_eq!((keys[at - 1].as_str(), keys[at + 1].as_str()), ("sleeper_vendors", "loss_ledger"));
     }
 }

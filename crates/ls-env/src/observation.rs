@@ -13,7 +13,7 @@ use std::sync::{Arc, LazyLock};
 /// written into every reply as pre-serialized bytes instead of walking a map tree per step; the
 /// wire format is unchanged. Invariant: the text is always a JSON object.
 #[derive(Clone)]
-pub struct SharedJson(Arc<Box<RawValue>>);
+pub struct SharedJson(RawJson);
 
 impl SharedJson {
     pub fn from_map(map: &Map<String, Value>) -> Self {
@@ -26,7 +26,13 @@ impl SharedJson {
         // non-finite floats reach them).
         let text = serde_json::to_string(value).expect("observation parts always serialize");
         debug_assert!(text.starts_with('{'), "SharedJson holds JSON objects");
-        Self(Arc::new(RawValue::from_string(text).expect("serde_json output is valid JSON")))
+        Self(raw_text(text))
+    }
+
+    /// Wrap JSON text that is an object.
+    pub fn from_raw(raw: RawJson) -> Self {
+        debug_assert!(raw.get().starts_with('{'), "SharedJson holds JSON objects");
+        Self(raw)
     }
 
     /// This object with one more entry appended (`key` must not already be present).
@@ -35,7 +41,7 @@ impl SharedJson {
         let key = serde_json::to_string(key).expect("a string serializes");
         let sep = if body.len() > 1 { "," } else { "" };
         let text = format!("{body}{sep}{key}:{}}}", value.get());
-        Self(Arc::new(RawValue::from_string(text).expect("an object with one more entry is valid JSON")))
+        Self(raw_text(text))
     }
 
     /// The JSON text.
@@ -96,6 +102,15 @@ impl JsonSchema for SharedJson {
 /// Pre-serialized JSON text of any kind, shared by `Arc` (a report written once into `info` and
 /// into `last_tool_result`).
 pub type RawJson = Arc<RawValue>;
+
+/// Shared raw JSON from text this crate produced (validated by serde_json; `null` if invalid,
+/// which serializer output never is).
+pub fn raw_text(text: String) -> RawJson {
+    match RawValue::from_string(text) {
+        Ok(raw) => Arc::from(raw),
+        Err(_) => Arc::from(RawValue::from_string("null".to_owned()).expect("null is JSON")),
+    }
+}
 
 /// Serialize any value to shared raw JSON text (`null` if it cannot be serialized, which our
 /// report types never do: string keys, finite floats).

@@ -4,10 +4,16 @@
 //! (`GradingInput::revealed_refs` plus delivered artifact ids), never against the submission's own
 //! evidence map. Contradictions must be answered; stability is a perturbation replay (remove each
 //! evidence node and re-check the support path) instead of a comparison with the gold decision.
+//!
+//! A parsed [`Certificate`] borrows from its JSON; node and edge types are the canonical static
+//! names and edges refer to nodes by index. Grading parses a certificate once (or, for a legacy
+//! submission, synthesizes it directly in parsed form) and shares it with the TrustGraph.
 
 use ls_core::Decision;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub const CERTIFICATE_VERSION: &str = "ledgershield-dcg-v1";
@@ -19,27 +25,44 @@ const MAX_DEPTH: usize = 6;
 const REF_KEYS: [&str; 9] = ["doc_id", "artifact_id", "token_id", "thread_id", "po_id", "receipt_id", "ledger_id", "vendor_key", "receipt"];
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Node {
-    pub id: String,
-    pub kind: String,
-    pub label: String,
-    pub value: String,
-    pub reference: Option<Value>,
+pub struct Node<'a> {
+    pub id: Cow<'a, str>,
+    /// One of [`NODE_TYPES`].
+    pub kind: &'static str,
+    pub label: Cow<'a, str>,
+    pub value: Cow<'a, str>,
+    pub reference: Option<Cow<'a, Value>>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Edge {
-    pub source: String,
-    pub target: String,
-    pub kind: String,
+    /// Index of the source node in [`Certificate::nodes`].
+    pub source: usize,
+    /// Index of the target node.
+    pub target: usize,
+    /// One of [`EDGE_TYPES`].
+    pub kind: &'static str,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Certificate {
-    pub version: Option<String>,
+pub struct Certificate<'a> {
+    pub version: Option<Cow<'a, str>>,
     pub auto_generated: bool,
-    pub nodes: Vec<Node>,
+    /// Node ids are unique (a repeated id replaces the earlier node in place).
+    pub nodes: Vec<Node<'a>>,
     pub edges: Vec<Edge>,
+}
+
+/// A parsed certificate and what parsing found wrong with it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Parsed<'a> {
+    pub cert: Certificate<'a>,
+    pub errors: Vec<String>,
+    pub invalid_nodes: usize,
+    pub duplicates: usize,
+    pub invalid_edges: usize,
+    /// Length of the `edges` list as submitted (0 when it is not a list).
+    pub raw_edge_count: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
@@ -68,17 +91,23 @@ pub struct CertificateReport {
     pub warnings: Vec<String>,
 }
 
-fn text(v: Option<&Value>) -> String {
+fn text(v: Option<&Value>) -> Cow<'_, str> {
     match v {
-        Some(Value::String(s)) => s.trim().to_owned(),
-        Some(Value::Number(n)) => n.to_string(),
-        _ => String::new(),
+        Some(Value::String(s)) => Cow::Borrowed(s.trim()),
+        Some(Value::Number(n)) => Cow::Owned(n.to_string()),
+        _ => Cow::Borrowed(""),
     }
 }
 
+/// The name in `names` equal to `normalize_text(raw)`, if any.
+fn canonical_name(raw: &str, names: &[&'static str]) -> Option<&'static str> {
+    let n = crate::normalized(raw);
+    names.iter().copied().find(|k| *k == n)
+}
+
 /// References inside an agent-supplied reference value.
-pub fn extract_refs(v: &Value) -> Vec<String> {
-    fn walk(v: &Value, out: &mut Vec<String>, depth: usize) {
+pub fn extract_refs(v: &Value) -> Vec<&str> {
+    fn walk<'a>(v: &'a Value, out: &mut Vec<&'a str>, depth: usize) {
         if depth > 8 || out.len() > 256 {
             return;
         }
@@ -87,11 +116,11 @@ pub fn extract_refs(v: &Value) -> Vec<String> {
                 for (k, x) in o {
                     if REF_KEYS.contains(&k.as_str()) {
                         if let Some(s) = x.as_str().map(str::trim).filter(|s| !s.is_empty()) {
-                            out.push(s.to_owned());
+                            out.push(s);
                         }
                     } else if k == "token_ids" || k == "refs" || k == "references" {
                         if let Some(a) = x.as_array() {
-                            out.extend(a.iter().filter_map(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned));
+                            out.extend(a.iter().filter_map(Value::as_str).map(str::trim).filter(|s| !s.is_empty()));
                         }
                     } else if x.is_object() || x.is_array() {
                         walk(x, out, depth + 1);
@@ -99,7 +128,7 @@ pub fn extract_refs(v: &Value) -> Vec<String> {
                 }
             }
             Value::Array(a) => a.iter().for_each(|x| walk(x, out, depth + 1)),
-            Value::String(s) if depth == 0 && !s.trim().is_empty() => out.push(s.trim().to_owned()),
+            Value::String(s) if depth == 0 && !s.trim().is_empty() => out.push(s.trim()),
             _ => {}
         }
     }
@@ -108,76 +137,78 @@ pub fn extract_refs(v: &Value) -> Vec<String> {
     out
 }
 
-/// Parse; structural problems are returned as errors, never panics.
-pub fn parse(v: &Value) -> (Certificate, Vec<String>, usize, usize, usize) {
-    let mut errors = Vec::new();
-    let mut cert = Certificate::default();
-    let (mut invalid_nodes, mut duplicates, mut invalid_edges) = (0, 0, 0);
+/// Parse; structural problems are reported in [`Parsed`], never panics.
+pub fn parse(v: &Value) -> Parsed<'_> {
+    let mut p = Parsed::default();
     let Some(o) = v.as_object() else {
-        errors.push("certificate_not_an_object".to_owned());
-        return (cert, errors, 0, 0, 0);
+        p.errors.push("certificate_not_an_object".to_owned());
+        return p;
     };
-    cert.version = o.get("certificate_version").and_then(Value::as_str).map(str::to_owned);
-    cert.auto_generated = o.get("auto_generated").and_then(Value::as_bool).unwrap_or(false);
+    p.raw_edge_count = o.get("edges").and_then(Value::as_array).map_or(0, Vec::len);
+    p.cert.version = o.get("certificate_version").and_then(Value::as_str).map(Cow::Borrowed);
+    p.cert.auto_generated = o.get("auto_generated").and_then(Value::as_bool).unwrap_or(false);
     match o.get("nodes").and_then(Value::as_array).filter(|a| !a.is_empty()) {
-        None => errors.push("certificate_nodes_missing".to_owned()),
+        None => p.errors.push("certificate_nodes_missing".to_owned()),
         Some(nodes) => {
-            let mut index: BTreeMap<String, usize> = BTreeMap::new();
+            let mut index: BTreeMap<Cow<'_, str>, usize> = BTreeMap::new();
             for (i, n) in nodes.iter().take(MAX_NODES).enumerate() {
                 let Some(no) = n.as_object() else {
-                    invalid_nodes += 1;
+                    p.invalid_nodes += 1;
                     continue;
                 };
-                let kind = ls_core::text::normalize_text(&text(no.get("type")));
-                if !NODE_TYPES.contains(&kind.as_str()) {
-                    invalid_nodes += 1;
+                let [ty, id, label, value, reference] = crate::fields(no, ["type", "id", "label", "value", "ref"]);
+                let Some(kind) = canonical_name(&text(ty), &NODE_TYPES) else {
+                    p.invalid_nodes += 1;
                     continue;
-                }
-                let mut id = text(no.get("id"));
+                };
+                let mut id = text(id);
                 if id.is_empty() {
-                    id = format!("node-{}", i + 1);
+                    id = Cow::Owned(format!("node-{}", i + 1));
                 }
-                let reference = no.get("ref").cloned().or_else(|| {
+                let reference = reference.map(Cow::Borrowed).or_else(|| {
                     let direct: Map<String, Value> =
                         no.iter().filter(|(k, _)| REF_KEYS.contains(&k.as_str()) || *k == "token_ids").map(|(k, v)| (k.clone(), v.clone())).collect();
-                    (!direct.is_empty()).then_some(Value::Object(direct))
+                    (!direct.is_empty()).then_some(Cow::Owned(Value::Object(direct)))
                 });
-                let node = Node { id: id.clone(), kind, label: text(no.get("label")), value: text(no.get("value")), reference };
-                if let Some(&pos) = index.get(&id) {
-                    duplicates += 1;
-                    cert.nodes[pos] = node;
-                } else {
-                    index.insert(id, cert.nodes.len());
-                    cert.nodes.push(node);
+                let node = Node { id: id.clone(), kind, label: text(label), value: text(value), reference };
+                match index.entry(id) {
+                    Entry::Occupied(e) => {
+                        p.duplicates += 1;
+                        p.cert.nodes[*e.get()] = node;
+                    }
+                    Entry::Vacant(e) => {
+                        e.insert(p.cert.nodes.len());
+                        p.cert.nodes.push(node);
+                    }
                 }
             }
             if nodes.len() > MAX_NODES {
-                errors.push("certificate_too_many_nodes".to_owned());
+                p.errors.push("certificate_too_many_nodes".to_owned());
             }
         }
     }
     match o.get("edges") {
         Some(Value::Array(edges)) => {
-            let ids: BTreeSet<&str> = cert.nodes.iter().map(|n| n.id.as_str()).collect();
+            let ids: BTreeMap<&str, usize> = p.cert.nodes.iter().enumerate().map(|(i, n)| (&*n.id, i)).collect();
             let mut kept = Vec::new();
             for e in edges.iter().take(MAX_EDGES) {
                 let Some(eo) = e.as_object() else {
-                    invalid_edges += 1;
+                    p.invalid_edges += 1;
                     continue;
                 };
-                let (s, t, k) = (text(eo.get("source")), text(eo.get("target")), ls_core::text::normalize_text(&text(eo.get("type"))));
-                if !ids.contains(s.as_str()) || !ids.contains(t.as_str()) || !EDGE_TYPES.contains(&k.as_str()) {
-                    invalid_edges += 1;
-                    continue;
+                let [source, target, ty] = crate::fields(eo, ["source", "target", "type"]);
+                let (source, target) = (ids.get(&*text(source)), ids.get(&*text(target)));
+                match (source, target, canonical_name(&text(ty), &EDGE_TYPES)) {
+                    (Some(&source), Some(&target), Some(kind)) => kept.push(Edge { source, target, kind }),
+                    _ => p.invalid_edges += 1,
                 }
-                kept.push(Edge { source: s, target: t, kind: k });
             }
-            cert.edges = kept;
+            p.cert.edges = kept;
         }
-        None | Some(Value::Null) if cert.nodes.len() <= 1 => {}
-        _ => errors.push("certificate_edges_malformed".to_owned()),
+        None | Some(Value::Null) if p.cert.nodes.len() <= 1 => {}
+        _ => p.errors.push("certificate_edges_malformed".to_owned()),
     }
-    (cert, errors, invalid_nodes, duplicates, invalid_edges)
+    p
 }
 
 fn is_evidence(kind: &str) -> bool {
@@ -190,59 +221,101 @@ fn supporting(kind: &str) -> bool {
     kind == "supports" || kind == "requires"
 }
 
-/// Is some decision node reachable from `start` along supporting edges, skipping `removed`?
-fn reaches_decision(cert: &Certificate, start: &str, removed: Option<&str>, decisions: &BTreeSet<&str>) -> bool {
-    let mut stack = vec![(start, 0usize)];
-    let mut seen = BTreeSet::new();
-    while let Some((n, d)) = stack.pop() {
-        if Some(n) == removed || !seen.insert(n) {
-            continue;
+/// Supporting out-edges of every node (targets in edge order), for the support-path search.
+struct SupportGraph {
+    succ: Vec<Vec<usize>>,
+    is_decision: Vec<bool>,
+}
+
+impl SupportGraph {
+    fn new(cert: &Certificate<'_>) -> Self {
+        let mut succ = vec![Vec::new(); cert.nodes.len()];
+        for e in cert.edges.iter().filter(|e| supporting(e.kind)) {
+            succ[e.source].push(e.target);
         }
-        if decisions.contains(n) && n != start {
-            return true;
-        }
-        if d >= MAX_DEPTH {
-            continue;
-        }
-        for e in cert.edges.iter().filter(|e| e.source == n && supporting(&e.kind)) {
-            stack.push((e.target.as_str(), d + 1));
-        }
+        SupportGraph { succ, is_decision: cert.nodes.iter().map(|n| n.kind == "decision").collect() }
     }
-    false
+
+    /// Is some decision node reachable from `start` along supporting edges, skipping `removed`?
+    /// Depth-first with the first visit of a node final: the same walk as over the edge list.
+    fn reaches_decision(&self, start: usize, removed: Option<usize>, seen: &mut [bool], stack: &mut Vec<(usize, usize)>) -> bool {
+        seen.fill(false);
+        stack.clear();
+        stack.push((start, 0));
+        while let Some((n, d)) = stack.pop() {
+            if Some(n) == removed || std::mem::replace(&mut seen[n], true) {
+                continue;
+            }
+            if self.is_decision[n] && n != start {
+                return true;
+            }
+            if d >= MAX_DEPTH {
+                continue;
+            }
+            stack.extend(self.succ[n].iter().map(|&t| (t, d + 1)));
+        }
+        false
+    }
+}
+
+/// What the agent revealed: the episode's references plus the ids of delivered artifacts, looked
+/// up in both rather than merged into one set.
+#[derive(Debug, Clone, Copy)]
+pub struct Revealed<'a> {
+    pub refs: &'a BTreeSet<String>,
+    pub artifacts: &'a BTreeSet<&'a str>,
+}
+
+static NO_ARTIFACTS: BTreeSet<&str> = BTreeSet::new();
+
+impl<'a> Revealed<'a> {
+    /// Just `refs` (no separately delivered artifacts).
+    pub fn refs(refs: &'a BTreeSet<String>) -> Self {
+        Revealed { refs, artifacts: &NO_ARTIFACTS }
+    }
+    pub fn contains(&self, r: &str) -> bool {
+        self.refs.contains(r) || self.artifacts.contains(r)
+    }
 }
 
 pub struct VerifyContext<'a> {
     pub decision: Option<Decision>,
     pub risky: bool,
     /// Everything the agent revealed (doc ids, token ids, artifact ids, looked-up record ids).
-    pub revealed: &'a BTreeSet<String>,
+    pub revealed: Revealed<'a>,
     pub present: bool,
     pub agent_authored: bool,
 }
 
 pub fn verify(v: &Value, ctx: &VerifyContext<'_>) -> CertificateReport {
-    let (cert, mut errors, invalid_nodes, duplicates, invalid_edges) = parse(v);
+    verify_parsed(&parse(v), ctx)
+}
+
+pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateReport {
+    let cert = &p.cert;
+    let mut errors = p.errors.clone();
     let mut warnings = Vec::new();
     match cert.version.as_deref() {
         Some(CERTIFICATE_VERSION) => {}
         Some(other) => errors.push(format!("certificate_version_unsupported:{}", other.chars().take(40).collect::<String>())),
         None => warnings.push("certificate_version_missing".to_owned()),
     }
-    if invalid_nodes > 0 {
-        warnings.push(format!("invalid_node_types:{invalid_nodes}"));
+    if p.invalid_nodes > 0 {
+        warnings.push(format!("invalid_node_types:{}", p.invalid_nodes));
     }
-    if duplicates > 0 {
-        warnings.push(format!("duplicate_node_ids:{duplicates}"));
+    if p.duplicates > 0 {
+        warnings.push(format!("duplicate_node_ids:{}", p.duplicates));
     }
-    if invalid_edges > 0 {
-        warnings.push(format!("invalid_edges:{invalid_edges}"));
+    if p.invalid_edges > 0 {
+        warnings.push(format!("invalid_edges:{}", p.invalid_edges));
     }
-    let decisions: BTreeSet<&str> = cert.nodes.iter().filter(|n| n.kind == "decision").map(|n| n.id.as_str()).collect();
+    let is_decision = |i: usize| cert.nodes[i].kind == "decision";
+    let has_decision = cert.nodes.iter().any(|n| n.kind == "decision");
     let mut mismatch = false;
-    if !cert.nodes.is_empty() && decisions.is_empty() {
+    if !cert.nodes.is_empty() && !has_decision {
         errors.push("decision_node_missing".to_owned());
     }
-    if !decisions.is_empty() {
+    if has_decision {
         let submitted = ctx.decision.map(|d| d.as_str()).unwrap_or("");
         let matches = cert.nodes.iter().filter(|n| n.kind == "decision").any(|n| {
             let v = if n.value.is_empty() { &n.label } else { &n.value };
@@ -254,20 +327,19 @@ pub fn verify(v: &Value, ctx: &VerifyContext<'_>) -> CertificateReport {
         }
     }
     // Policy handling: a policy the certificate itself says is violated cannot support a PAY.
-    let violated_policy = cert.edges.iter().any(|e| e.kind == "violates" && decisions.contains(e.target.as_str()));
+    let violated_policy = cert.edges.iter().any(|e| e.kind == "violates" && is_decision(e.target));
     if violated_policy && ctx.decision == Some(Decision::Pay) {
         errors.push("policy_violation_supports_pay".to_owned());
     }
     // Contradictions: answered when the contradicted node has more support than contradiction,
     // or a policy node governs it.
-    let kind_of: BTreeMap<&str, &str> = cert.nodes.iter().map(|n| (n.id.as_str(), n.kind.as_str())).collect();
     let contradictions: Vec<&Edge> = cert.edges.iter().filter(|e| e.kind == "contradicts").collect();
     let unresolved = contradictions
         .iter()
         .filter(|c| {
-            let support = cert.edges.iter().filter(|e| e.target == c.target && supporting(&e.kind)).count();
+            let support = cert.edges.iter().filter(|e| e.target == c.target && supporting(e.kind)).count();
             let against = cert.edges.iter().filter(|e| e.target == c.target && e.kind == "contradicts").count();
-            let policy = cert.edges.iter().any(|e| e.target == c.target && kind_of.get(e.source.as_str()) == Some(&"policy"));
+            let policy = cert.edges.iter().any(|e| e.target == c.target && cert.nodes[e.source].kind == "policy");
             let rebutted = cert.edges.iter().any(|e| e.target == c.source && e.kind == "contradicts");
             !(support > against || policy || rebutted)
         })
@@ -276,38 +348,39 @@ pub fn verify(v: &Value, ctx: &VerifyContext<'_>) -> CertificateReport {
         warnings.push(format!("unresolved_contradictions:{unresolved}"));
     }
     // Support paths from evidence nodes to a decision.
-    let evidence: Vec<&Node> = cert.nodes.iter().filter(|n| is_evidence(&n.kind)).collect();
-    let with_path = evidence.iter().filter(|n| reaches_decision(&cert, &n.id, None, &decisions)).count();
+    let graph = SupportGraph::new(cert);
+    let (mut seen, mut stack) = (vec![false; cert.nodes.len()], Vec::new());
+    let mut reaches = |start: usize, removed: Option<usize>| graph.reaches_decision(start, removed, &mut seen, &mut stack);
+    let evidence: Vec<usize> = (0..cert.nodes.len()).filter(|&i| is_evidence(cert.nodes[i].kind)).collect();
+    let with_path = evidence.iter().filter(|&&n| reaches(n, None)).count();
     let support = with_path as f64 / evidence.len().max(1) as f64;
     // Perturbation replay: the decision stays supported after removing any single evidence node.
     let robustness = if evidence.len() < 2 {
         0.0
     } else {
-        let ok = evidence
-            .iter()
-            .filter(|removed| evidence.iter().any(|n| n.id != removed.id && reaches_decision(&cert, &n.id, Some(&removed.id), &decisions)))
-            .count();
+        let ok = evidence.iter().filter(|&&removed| evidence.iter().any(|&n| n != removed && reaches(n, Some(removed)))).count();
         ok as f64 / evidence.len() as f64
     };
     // Unsupported claims.
-    let claims: Vec<&Node> = cert.nodes.iter().filter(|n| is_claim(&n.kind)).collect();
-    let unsupported =
-        claims.iter().filter(|n| n.kind != "decision" && !cert.edges.iter().any(|e| e.target == n.id && supporting(&e.kind))).count();
-    let unsupported_rate = unsupported as f64 / claims.len().max(1) as f64;
+    let mut supported_in = vec![false; cert.nodes.len()];
+    for e in cert.edges.iter().filter(|e| supporting(e.kind)) {
+        supported_in[e.target] = true;
+    }
+    let claims = cert.nodes.iter().filter(|n| is_claim(n.kind)).count();
+    let unsupported = cert.nodes.iter().enumerate().filter(|(i, n)| is_claim(n.kind) && n.kind != "decision" && !supported_in[*i]).count();
+    let unsupported_rate = unsupported as f64 / claims.max(1) as f64;
     // Grounding against revealed references.
     let mut total_refs = 0usize;
-    let mut ungrounded = Vec::new();
-    for n in &cert.nodes {
-        if let Some(r) = &n.reference {
-            for x in extract_refs(r) {
-                total_refs += 1;
-                if !ctx.revealed.contains(&x) {
-                    ungrounded.push(x);
-                }
+    let mut ungrounded: Vec<&str> = Vec::new();
+    for r in cert.nodes.iter().filter_map(|n| n.reference.as_deref()) {
+        for x in extract_refs(r) {
+            total_refs += 1;
+            if !ctx.revealed.contains(x) {
+                ungrounded.push(x);
             }
         }
     }
-    ungrounded.sort();
+    ungrounded.sort_unstable();
     ungrounded.dedup();
     let ungrounded_count = ungrounded.len();
     if ungrounded_count > 0 {
@@ -338,8 +411,8 @@ pub fn verify(v: &Value, ctx: &VerifyContext<'_>) -> CertificateReport {
         0.0
     } else {
         (1.0 - 0.12 * errors.len() as f64
-            - 0.03 * duplicates as f64
-            - 0.02 * invalid_edges as f64
+            - 0.03 * p.duplicates as f64
+            - 0.02 * p.invalid_edges as f64
             - (0.03 * ungrounded_count as f64).min(0.15)
             - (0.05 * unresolved as f64).min(0.15))
         .max(0.0)
@@ -361,11 +434,11 @@ pub fn verify(v: &Value, ctx: &VerifyContext<'_>) -> CertificateReport {
         contradiction_count: contradictions.len(),
         unresolved_contradictions: unresolved,
         node_count: cert.nodes.len(),
-        edge_count: v.get("edges").and_then(Value::as_array).map_or(0, Vec::len),
+        edge_count: p.raw_edge_count,
         has_counterfactual: has_cf,
         has_policy,
         overall_score: r(overall),
-        ungrounded_references: ungrounded.into_iter().take(20).collect(),
+        ungrounded_references: ungrounded.into_iter().take(20).map(str::to_owned).collect(),
         errors,
         warnings,
     }
@@ -385,12 +458,35 @@ pub fn adjustment(r: &CertificateReport) -> f64 {
     }
 }
 
-fn slug_id(s: &str) -> String {
-    let sl = ls_core::text::slug(s);
+/// `{prefix}.{slug of name}` (the slug cut to 80 characters, `item` when empty).
+fn slug_node_id(prefix: &str, name: &str) -> String {
+    let sl = crate::slug(name);
+    let mut id = String::with_capacity(prefix.len() + 1 + sl.len().max(4));
+    id.push_str(prefix);
+    id.push('.');
     if sl.is_empty() {
-        "item".to_owned()
+        id.push_str("item");
     } else {
-        sl.chars().take(80).collect()
+        id.extend(sl.chars().take(80));
+    }
+    id
+}
+
+/// A node label: whitespace runs collapsed to single spaces, at most 160 characters.
+fn label_text(label: &str) -> Cow<'_, str> {
+    let b = label.as_bytes();
+    let simple = b.len() <= 160
+        && b.iter().enumerate().all(|(i, &c)| {
+            if c == b' ' {
+                i > 0 && i + 1 < b.len() && b[i - 1] != b' '
+            } else {
+                c.is_ascii() && !char::from(c).is_whitespace()
+            }
+        });
+    if simple {
+        Cow::Borrowed(label)
+    } else {
+        Cow::Owned(label.split_whitespace().flat_map(|w| std::iter::once(' ').chain(w.chars())).skip(1).take(160).collect())
     }
 }
 
@@ -398,85 +494,166 @@ fn slug_id(s: &str) -> String {
 pub struct SynthesisInput<'a> {
     pub submission: &'a ls_core::Submission,
     pub trajectory: &'a [ls_core::episode::TrajectoryEntry],
-    pub revealed_artifact_ids: Vec<String>,
+    pub revealed_artifact_ids: Vec<&'a str>,
+    /// `submission.counterfactual_text()`.
+    pub counterfactual: &'a str,
+}
+
+/// A synthesized node as written into the certificate JSON.
+struct SynthNode<'a> {
+    id: String,
+    kind: &'static str,
+    /// Whitespace collapsed, at most 160 characters (not trimmed: parsing trims).
+    label: Cow<'a, str>,
+    value: Option<&'static str>,
+    reference: Option<Cow<'a, Value>>,
+}
+
+/// The synthesized certificate before it is rendered as JSON or read as a parsed certificate.
+struct Synthesized<'a> {
+    decision: &'static str,
+    nodes: Vec<SynthNode<'a>>,
+    /// (source node, target node, type) in writing order.
+    edges: Vec<(usize, usize, &'static str)>,
+}
+
+impl<'a> Synthesized<'a> {
+    fn build(i: &SynthesisInput<'a>) -> Self {
+        let s = i.submission;
+        let decision = s.decision.map(|d| d.as_str()).unwrap_or("NEEDS_REVIEW");
+        let mut out = Synthesized { decision, nodes: Vec::new(), edges: Vec::new() };
+        let mut ids = BTreeSet::new();
+        let mut add = |out: &mut Synthesized<'a>, id: String, kind: &'static str, label: Cow<'a, str>, reference: Option<Cow<'a, Value>>| -> usize {
+            let mut unique = id.clone();
+            let mut k = 2;
+            while !ids.insert(unique.clone()) {
+                unique = format!("{id}-{k}");
+                k += 1;
+            }
+            let label = match label {
+                Cow::Borrowed(l) => label_text(l),
+                Cow::Owned(l) => Cow::Owned(label_text(&l).into_owned()),
+            };
+            out.nodes.push(SynthNode { id: unique, kind, label, value: None, reference });
+            out.nodes.len() - 1
+        };
+        let dec = add(&mut out, "decision.final".into(), "decision", Cow::Borrowed(decision), None);
+        out.nodes[dec].value = Some(decision);
+        let mut evidence_ids = Vec::new();
+        for (claim, reference) in &s.evidence_map {
+            let id = add(&mut out, slug_node_id("evidence", claim), "observation", Cow::Borrowed(claim), Some(Cow::Borrowed(reference)));
+            out.edges.push((id, dec, "supports"));
+            evidence_ids.push(id);
+        }
+        let lists = [("hypothesis", &s.reason_codes), ("fraud_flag", &s.fraud_flags), ("campaign_signal", &s.campaign_signals)];
+        for (prefix, list) in lists {
+            for (idx, code) in list.iter().flatten().enumerate() {
+                let id = add(&mut out, slug_node_id(prefix, code), "hypothesis", Cow::Borrowed(code), None);
+                if !evidence_ids.is_empty() {
+                    out.edges.push((evidence_ids[idx.min(evidence_ids.len() - 1)], id, "supports"));
+                }
+                out.edges.push((id, dec, "supports"));
+            }
+        }
+        for (idx, (name, status)) in s.policy_checks.iter().enumerate() {
+            let id = add(&mut out, slug_node_id("policy", name), "policy", Cow::Owned(format!("{name}: {status}")), None);
+            if !evidence_ids.is_empty() {
+                out.edges.push((evidence_ids[idx.min(evidence_ids.len() - 1)], id, "supports"));
+            }
+            let st = crate::normalized(status);
+            out.edges.push((id, dec, if st.contains("fail") || st.contains("breach") { "violates" } else { "supports" }));
+        }
+        for (idx, t) in i.trajectory.iter().enumerate() {
+            if ls_core::ActionName::parse(&t.action_type).is_some_and(|a| a.is_intervention()) {
+                let id = add(&mut out, slug_node_id(&format!("intervention.{}", idx + 1), &t.action_type), "intervention", Cow::Borrowed(&t.action_type), None);
+                out.edges.push((id, dec, "supports"));
+            }
+        }
+        for &a in &i.revealed_artifact_ids {
+            let id = add(&mut out, slug_node_id("artifact", a), "artifact", Cow::Borrowed(a), Some(Cow::Owned(serde_json::json!({"artifact_id": a}))));
+            out.edges.push((id, dec, "supports"));
+        }
+        if !i.counterfactual.trim().is_empty() {
+            let id = add(&mut out, "counterfactual.primary".into(), "counterfactual", Cow::Borrowed(i.counterfactual), None);
+            if let Some(&first) = evidence_ids.first() {
+                out.edges.push((first, id, "supports"));
+            }
+            out.edges.push((id, dec, "would_flip"));
+        }
+        out
+    }
+
+    fn to_json(&self) -> Value {
+        let nodes: Vec<Value> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                let mut o = Map::new();
+                o.insert("id".into(), Value::String(n.id.clone()));
+                o.insert("type".into(), Value::String(n.kind.into()));
+                o.insert("label".into(), Value::String(n.label.clone().into_owned()));
+                if let Some(v) = n.value {
+                    o.insert("value".into(), Value::String(v.into()));
+                }
+                if let Some(r) = &n.reference {
+                    o.insert("ref".into(), r.clone().into_owned());
+                }
+                Value::Object(o)
+            })
+            .collect();
+        let edges: Vec<Value> = self
+            .edges
+            .iter()
+            .map(|&(s, t, k)| serde_json::json!({"source": self.nodes[s].id, "target": self.nodes[t].id, "type": k}))
+            .collect();
+        serde_json::json!({
+            "certificate_version": CERTIFICATE_VERSION,
+            "decision": self.decision,
+            "auto_generated": true,
+            "nodes": nodes,
+            "edges": edges,
+            "metadata": {"source": "legacy_submission_bridge"},
+        })
+    }
+
+    /// Exactly what [`parse`] reads from [`Self::to_json`], without the JSON round trip.
+    fn into_parsed(self) -> Parsed<'a> {
+        let mut p = Parsed { raw_edge_count: self.edges.len(), ..Default::default() };
+        p.cert.version = Some(Cow::Borrowed(CERTIFICATE_VERSION));
+        p.cert.auto_generated = true;
+        if self.nodes.len() > MAX_NODES {
+            p.errors.push("certificate_too_many_nodes".to_owned());
+        }
+        // Ids are unique slugs (no whitespace), so parsing would keep every node as written.
+        p.cert.nodes = self
+            .nodes
+            .into_iter()
+            .take(MAX_NODES)
+            .map(|n| {
+                let label = if n.label.trim().len() == n.label.len() { n.label } else { Cow::Owned(n.label.trim().to_owned()) };
+                Node { id: Cow::Owned(n.id), kind: n.kind, label, value: Cow::Borrowed(n.value.unwrap_or("")), reference: n.reference }
+            })
+            .collect();
+        let kept = p.cert.nodes.len();
+        for &(source, target, kind) in self.edges.iter().take(MAX_EDGES) {
+            if source < kept && target < kept {
+                p.cert.edges.push(Edge { source, target, kind });
+            } else {
+                p.invalid_edges += 1;
+            }
+        }
+        p
+    }
 }
 
 /// Diagnostic certificate built from the regular submission fields (10.5 of the spec).
 pub fn synthesize(i: &SynthesisInput<'_>) -> Value {
-    let s = i.submission;
-    let mut nodes: Vec<Value> = Vec::new();
-    let mut edges: Vec<Value> = Vec::new();
-    let mut ids = BTreeSet::new();
-    let mut add = |nodes: &mut Vec<Value>, id: String, kind: &str, label: String, extra: Option<(&str, Value)>| -> String {
-        let mut id2 = id.clone();
-        let mut k = 2;
-        while !ids.insert(id2.clone()) {
-            id2 = format!("{id}-{k}");
-            k += 1;
-        }
-        let mut o = Map::new();
-        o.insert("id".into(), Value::String(id2.clone()));
-        o.insert("type".into(), Value::String(kind.into()));
-        o.insert("label".into(), Value::String(label.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(160).collect()));
-        if let Some((k, v)) = extra {
-            o.insert(k.into(), v);
-        }
-        nodes.push(Value::Object(o));
-        id2
-    };
-    let edge = |edges: &mut Vec<Value>, s: &str, t: &str, k: &str| edges.push(serde_json::json!({"source": s, "target": t, "type": k}));
-    let decision = s.decision.map(|d| d.as_str()).unwrap_or("NEEDS_REVIEW");
-    let dec = add(&mut nodes, "decision.final".into(), "decision", decision.into(), Some(("value", Value::String(decision.into()))));
-    let mut evidence_ids = Vec::new();
-    for (claim, reference) in &s.evidence_map {
-        let id = add(&mut nodes, format!("evidence.{}", slug_id(claim)), "observation", claim.clone(), Some(("ref", reference.clone())));
-        edge(&mut edges, &id, &dec, "supports");
-        evidence_ids.push(id);
-    }
-    let lists = [("hypothesis", &s.reason_codes), ("fraud_flag", &s.fraud_flags), ("campaign_signal", &s.campaign_signals)];
-    for (prefix, list) in lists {
-        for (idx, code) in list.iter().flatten().enumerate() {
-            let id = add(&mut nodes, format!("{prefix}.{}", slug_id(code)), "hypothesis", code.clone(), None);
-            if !evidence_ids.is_empty() {
-                edge(&mut edges, &evidence_ids[idx.min(evidence_ids.len() - 1)], &id, "supports");
-            }
-            edge(&mut edges, &id, &dec, "supports");
-        }
-    }
-    for (idx, (name, status)) in s.policy_checks.iter().enumerate() {
-        let id = add(&mut nodes, format!("policy.{}", slug_id(name)), "policy", format!("{name}: {status}"), None);
-        if !evidence_ids.is_empty() {
-            edge(&mut edges, &evidence_ids[idx.min(evidence_ids.len() - 1)], &id, "supports");
-        }
-        let st = ls_core::text::normalize_text(status);
-        edge(&mut edges, &id, &dec, if st.contains("fail") || st.contains("breach") { "violates" } else { "supports" });
-    }
-    for (idx, t) in i.trajectory.iter().enumerate() {
-        if ls_core::ActionName::parse(&t.action_type).is_some_and(|a| a.is_intervention()) {
-            let id = add(&mut nodes, format!("intervention.{}.{}", idx + 1, slug_id(&t.action_type)), "intervention", t.action_type.clone(), None);
-            edge(&mut edges, &id, &dec, "supports");
-        }
-    }
-    for a in &i.revealed_artifact_ids {
-        let id = add(&mut nodes, format!("artifact.{}", slug_id(a)), "artifact", a.clone(), Some(("ref", serde_json::json!({"artifact_id": a}))));
-        edge(&mut edges, &id, &dec, "supports");
-    }
-    let cf = s.counterfactual_text();
-    if !cf.trim().is_empty() {
-        let id = add(&mut nodes, "counterfactual.primary".into(), "counterfactual", cf, None);
-        if let Some(first) = evidence_ids.first() {
-            edge(&mut edges, first, &id, "supports");
-        }
-        edge(&mut edges, &id, &dec, "would_flip");
-    }
-    serde_json::json!({
-        "certificate_version": CERTIFICATE_VERSION,
-        "decision": decision,
-        "auto_generated": true,
-        "nodes": nodes,
-        "edges": edges,
-        "metadata": {"source": "legacy_submission_bridge"},
-    })
+    Synthesized::build(i).to_json()
+}
+
+/// `parse(&synthesize(i))`, built directly (grading verifies a legacy submission this way).
+pub fn synthesize_parsed<'a>(i: &SynthesisInput<'a>) -> Parsed<'a> {
+    Synthesized::build(i).into_parsed()
 }
 
 #[cfg(test)]
@@ -485,7 +662,7 @@ mod tests {
     use serde_json::json;
 
     fn ctx(revealed: &BTreeSet<String>) -> VerifyContext<'_> {
-        VerifyContext { decision: Some(Decision::EscalateFraud), risky: true, revealed, present: true, agent_authored: true }
+        VerifyContext { decision: Some(Decision::EscalateFraud), risky: true, revealed: Revealed::refs(revealed), present: true, agent_authored: true }
     }
 
     fn good() -> Value {
@@ -550,5 +727,51 @@ mod tests {
         });
         let r = verify(&c, &ctx(&revealed));
         assert_eq!((r.contradiction_count, r.unresolved_contradictions), (2, 2));
+    }
+
+    #[test]
+    fn synthesized_parsed_form_is_the_parse_of_its_json() {
+        use ls_core::episode::TrajectoryEntry;
+        use ls_core::Submission;
+        let step = |action: &str| TrajectoryEntry {
+            step: 1,
+            case_clock: 1,
+            action_type: action.into(),
+            payload: Map::new(),
+            cost: 0.2,
+            success: true,
+            message: String::new(),
+            is_intervention: true,
+            control_boundary_phase: String::new(),
+            control_boundary_warnings: vec![],
+        };
+        let trajectory = vec![step("route_to_security"), step("ocr"), step("Freeze Vendor Profile"), step("route_to_security")];
+        let long = format!("{} tail", "word ".repeat(31) + "abcd");
+        let mut many = Submission { reason_codes: Some((0..300).map(|i| format!("code {i}")).collect()), ..Default::default() };
+        many.evidence_map.insert("e".into(), json!({"doc_id": "D"}));
+        let mut full = Submission { decision: Some(Decision::Pay), ..Default::default() };
+        full.evidence_map.insert("Sender Domain!".into(), json!({"doc_id": "THR-1", "token_ids": ["t1"]}));
+        full.evidence_map.insert("sender domain".into(), Value::Null);
+        full.evidence_map.insert("   ".into(), json!("INV-1"));
+        full.reason_codes = Some(vec!["bank_override_attempt".into(), "Bank Override Attempt".into(), long.clone()]);
+        full.fraud_flags = Some(vec!["x".into()]);
+        full.campaign_signals = Some(vec![]);
+        full.policy_checks.insert("three_way_match".into(), "FAIL".into());
+        full.policy_checks.insert("Vendor  Check".into(), "breach noted".into());
+        full.policy_checks.insert("ok".into(), "pass".into());
+        let empty = Submission::default();
+        let arts = vec!["callback_verification_result", "callback_verification_result", " odd id "];
+        let cases: [(&Submission, &[TrajectoryEntry], Vec<&str>, &str); 5] = [
+            (&full, &trajectory, arts.clone(), "If the bank   account had matched we would pay."),
+            (&full, &[], vec![], "  "),
+            (&empty, &trajectory, arts, &long),
+            (&empty, &[], vec![], ""),
+            (&many, &trajectory, vec!["a"], "cf"),
+        ];
+        for (submission, trajectory, ids, cf) in cases {
+            let input = SynthesisInput { submission, trajectory, revealed_artifact_ids: ids, counterfactual: cf };
+            let value = synthesize(&input);
+            assert_eq!(parse(&value), synthesize_parsed(&input));
+        }
     }
 }

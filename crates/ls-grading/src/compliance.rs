@@ -37,11 +37,12 @@ pub struct ComplianceInput<'a> {
     pub risky: bool,
     pub unsafe_if_pay: bool,
     /// Gold signals (canonical codes) plus names of failed gold policy checks.
-    pub signals: &'a BTreeSet<String>,
-    pub gold_policy_keys: &'a BTreeSet<String>,
+    pub signals: &'a BTreeSet<&'a str>,
+    /// Normalised gold policy-check names.
+    pub gold_policy_keys: &'a BTreeSet<&'a str>,
     pub instruction: &'a str,
     pub actions: &'a BTreeSet<ActionName>,
-    pub revealed_artifacts: &'a BTreeSet<String>,
+    pub revealed_artifacts: &'a BTreeSet<&'a str>,
     pub step_count: usize,
 }
 
@@ -52,7 +53,7 @@ fn mentions(text: &str, needles: &[&str]) -> bool {
 pub fn evaluate(i: &ComplianceInput<'_>) -> ComplianceReport {
     use ActionName::*;
     use TaskType::*;
-    let instr = ls_core::text::normalize_text(i.instruction);
+    let instr = crate::normalized(i.instruction);
     let sig = |s: &str| i.signals.contains(s);
     let gold_has = |k: &str| i.gold_policy_keys.contains(k);
     let t = i.task;
@@ -178,7 +179,7 @@ mod tests {
 
     #[test]
     fn risky_pay_without_callback_fails_segregation() {
-        let signals = BTreeSet::from(["bank_override_attempt".to_owned()]);
+        let signals = BTreeSet::from(["bank_override_attempt"]);
         let keys = BTreeSet::new();
         let actions = BTreeSet::from([ActionName::CompareBankAccount]);
         let arts = BTreeSet::new();

@@ -1,10 +1,13 @@
 //! Per-dimension scoring primitives shared by the task rubrics. Each returns a value in [0, 1]
 //! (the degenerate penalty is ≤ 0). Pure functions of plain inputs.
 
-use ls_core::text::{bbox_iou, canonical_codes, json_decimal, normalize_id, normalize_text, parse_decimal};
+use crate::certificate::Revealed;
+use crate::normalized;
+use ls_core::text::{bbox_iou, canonical_code, id_eq, json_decimal, normalize_text, parse_decimal, text_eq};
 use ls_core::{EvidenceRef, LineItem, TaskType};
 use rust_decimal::Decimal;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Absolute tolerance for numeric matches.
@@ -49,8 +52,8 @@ pub fn field_score(pred: &BTreeMap<String, Value>, gold: &BTreeMap<String, Strin
             match parse_decimal(g) {
                 Some(gd) if !is_identifier_key(k) => numeric_match(value_decimal(p), gd),
                 _ => {
-                    let ps = value_str(p);
-                    !ps.trim().is_empty() && (normalize_id(&ps) == normalize_id(g) || normalize_text(&ps) == normalize_text(g))
+                    let ps = value_text(p);
+                    !ps.trim().is_empty() && (id_eq(&ps, g) || text_eq(&ps, g))
                 }
             }
         })
@@ -65,7 +68,7 @@ fn is_identifier_key(k: &str) -> bool {
 
 fn line_pair_score(pred: &Value, gold: &LineItem) -> f64 {
     let get = |k: &str| pred.get(k);
-    let desc = get("description").map(value_str).is_some_and(|d| normalize_text(&d) == normalize_text(&gold.description));
+    let desc = get("description").map(value_text).is_some_and(|d| text_eq(&d, &gold.description));
     let num = |k: &str, g: Decimal| numeric_match(get(k).and_then(value_decimal), g);
     let hits = [desc, num("qty", gold.qty), num("unit_price", gold.unit_price), num("line_total", gold.line_total)];
     hits.iter().filter(|h| **h).count() as f64 / 4.0
@@ -99,31 +102,36 @@ pub fn line_item_score(pred: &[Value], gold: &[LineItem]) -> f64 {
     total / pred.len().max(gold.len()) as f64
 }
 
-/// A predicted evidence reference read leniently from agent JSON.
+/// A predicted evidence reference read leniently from agent JSON (borrowing from it).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct PredRef {
-    pub doc_id: String,
+pub struct PredRef<'a> {
+    pub doc_id: Cow<'a, str>,
     pub page: Option<u32>,
     pub bbox: Vec<f64>,
-    pub token_ids: Vec<String>,
+    pub token_ids: Vec<&'a str>,
 }
 
-pub fn read_ref(v: &Value) -> Option<PredRef> {
+pub fn read_ref(v: &Value) -> Option<PredRef<'_>> {
     let o = v.as_object()?;
-    let doc_id = o.get("doc_id").map(value_str).unwrap_or_default();
-    let page = match o.get("page") {
+    let [doc_id, page, bbox, token_ids] = crate::fields(o, ["doc_id", "page", "bbox", "token_ids"]);
+    let doc_id = doc_id.map(value_text).unwrap_or_default();
+    let page = match page {
         None | Some(Value::Null) => Some(1),
         Some(Value::Number(n)) => n.as_u64().and_then(|p| u32::try_from(p).ok()),
         Some(Value::String(s)) => s.trim().parse().ok(),
         _ => None,
     };
-    let bbox = o.get("bbox").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
-    let token_ids = o
-        .get("token_ids")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect())
-        .unwrap_or_default();
+    let bbox = bbox.and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
+    let token_ids = token_ids.and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
     Some(PredRef { doc_id, page, bbox, token_ids })
+}
+
+/// [`value_str`] borrowing strings.
+fn value_text(v: &Value) -> Cow<'_, str> {
+    match v {
+        Value::String(s) => Cow::Borrowed(s),
+        other => Cow::Owned(value_str(other)),
+    }
 }
 
 /// Single reference: 0.35 doc + 0.15 page + 0.30 IoU + 0.20 token recall.
@@ -132,20 +140,20 @@ pub fn single_evidence_score(pred: &Value, gold: &EvidenceRef) -> f64 {
     if p.doc_id.trim().is_empty() && p.token_ids.is_empty() && p.bbox.is_empty() {
         return 0.0;
     }
-    let doc = f64::from(u8::from(normalize_text(&p.doc_id) == normalize_text(&gold.doc_id)));
+    let doc = f64::from(u8::from(p.doc_id == gold.doc_id || text_eq(&p.doc_id, &gold.doc_id)));
     let page = f64::from(u8::from(p.page == Some(gold.page)));
     let iou = bbox_iou(&p.bbox, &gold.bbox);
     let tokens = token_recall(&p.token_ids, &gold.token_ids);
     0.35 * doc + 0.15 * page + 0.30 * iou + 0.20 * tokens
 }
 
-/// |pred ∩ gold| / |gold| on raw ids.
-pub fn token_recall(pred: &[String], gold: &[String]) -> f64 {
+/// |pred ∩ gold| / |gold| on raw ids (as sets).
+pub fn token_recall<P: AsRef<str>, G: AsRef<str>>(pred: &[P], gold: &[G]) -> f64 {
     if pred.is_empty() || gold.is_empty() {
         return 0.0;
     }
-    let p: BTreeSet<&str> = pred.iter().map(String::as_str).collect();
-    let g: BTreeSet<&str> = gold.iter().map(String::as_str).collect();
+    let p: BTreeSet<&str> = pred.iter().map(AsRef::as_ref).collect();
+    let g: BTreeSet<&str> = gold.iter().map(AsRef::as_ref).collect();
     p.intersection(&g).count() as f64 / g.len() as f64
 }
 
@@ -161,12 +169,7 @@ pub struct EvidenceScore {
 /// Evidence map: empty → degenerate value; gold targets → mean single score over gold keys;
 /// no gold targets → the fraction of entries whose document / artifact reference the agent
 /// actually revealed (constructive evidence must still point at something real).
-pub fn evidence_map_score(
-    pred: &BTreeMap<String, Value>,
-    gold: &BTreeMap<String, EvidenceRef>,
-    task: TaskType,
-    revealed: &BTreeSet<String>,
-) -> EvidenceScore {
+pub fn evidence_map_score(pred: &BTreeMap<String, Value>, gold: &BTreeMap<String, EvidenceRef>, task: TaskType, revealed: Revealed<'_>) -> EvidenceScore {
     let grounded_fraction = grounded_fraction(pred, revealed);
     if pred.is_empty() {
         let cap = if task == TaskType::TaskE { TASK_E_DEGENERATE_EVIDENCE_CAP } else { DEGENERATE_EVIDENCE_CAP };
@@ -179,7 +182,7 @@ pub fn evidence_map_score(
     EvidenceScore { score: total / gold.len() as f64, degenerate: false, grounded_fraction }
 }
 
-fn grounded_fraction(pred: &BTreeMap<String, Value>, revealed: &BTreeSet<String>) -> f64 {
+fn grounded_fraction(pred: &BTreeMap<String, Value>, revealed: Revealed<'_>) -> f64 {
     if pred.is_empty() {
         return 0.0;
     }
@@ -199,7 +202,7 @@ pub fn norm_set<'a>(items: impl IntoIterator<Item = &'a String>) -> BTreeSet<Str
 }
 
 /// F1 of two sets; both empty → 1, one empty → 0.
-pub fn set_f1(pred: &BTreeSet<String>, gold: &BTreeSet<String>) -> f64 {
+pub fn set_f1<T: Ord>(pred: &BTreeSet<T>, gold: &BTreeSet<T>) -> f64 {
     match (pred.is_empty(), gold.is_empty()) {
         (true, true) => return 1.0,
         (true, false) | (false, true) => return 0.0,
@@ -219,16 +222,14 @@ pub fn list_f1(pred: &[String], gold: &[String]) -> f64 {
 }
 
 /// Canonical reason-code set (aliases honoured, unknown dropped).
-pub fn canonical_set(items: &[String]) -> BTreeSet<String> {
-    canonical_codes(items.iter().map(String::as_str)).into_iter().map(str::to_owned).collect()
+pub fn canonical_set<'a>(items: impl IntoIterator<Item = &'a String>) -> BTreeSet<&'static str> {
+    items.into_iter().filter_map(|s| canonical_code(s)).collect()
 }
 
-/// Task C fraud flags: F1 on canonical codes minus 0.20 per missed gold flag.
-pub fn fraud_score(pred: &[String], gold: &[String]) -> f64 {
-    let p = canonical_set(pred);
-    let g = canonical_set(gold);
-    let missed = g.difference(&p).count() as f64;
-    (set_f1(&p, &g) - 0.20 * missed).max(0.0)
+/// Task C fraud flags on canonical code sets: F1 minus 0.20 per missed gold flag.
+pub fn fraud_score(pred: &BTreeSet<&str>, gold: &BTreeSet<&str>) -> f64 {
+    let missed = gold.difference(pred).count() as f64;
+    (set_f1(pred, gold) - 0.20 * missed).max(0.0)
 }
 
 /// Policy checks: fraction of gold keys whose normalised status matches.
@@ -236,8 +237,8 @@ pub fn policy_score(pred: &BTreeMap<String, String>, gold: &BTreeMap<String, Str
     if gold.is_empty() {
         return 1.0;
     }
-    let norm_pred: BTreeMap<String, String> = pred.iter().map(|(k, v)| (normalize_text(k), normalize_text(v))).collect();
-    let hits = gold.iter().filter(|(k, v)| norm_pred.get(&normalize_text(k)) == Some(&normalize_text(v))).count();
+    let norm_pred: BTreeMap<Cow<'_, str>, Cow<'_, str>> = pred.iter().map(|(k, v)| (normalized(k), normalized(v))).collect();
+    let hits = gold.iter().filter(|(k, v)| norm_pred.get(&*normalized(k)).is_some_and(|p| *p == normalized(v))).count();
     hits as f64 / gold.len() as f64
 }
 
@@ -300,29 +301,81 @@ const EVIDENCE_WORDS: [&str; 16] = [
     "duplicate", "mismatch",
 ];
 
-/// Words of a counterfactual: normalised, punctuation stripped from word edges (so "pay." counts).
+/// A counterfactual read once: the text, its normalised form and its words (normalised,
+/// punctuation stripped from word edges so "pay." counts as "pay", empty words dropped).
+pub struct CounterfactualText<'a> {
+    pub text: &'a str,
+    pub normalized: String,
+    /// Byte ranges of the words in `normalized`, in order.
+    spans: Vec<(usize, usize)>,
+    /// The distinct words' ranges sorted by word, for membership tests.
+    sorted: Vec<(usize, usize)>,
+}
+
+impl<'a> CounterfactualText<'a> {
+    pub fn new(text: &'a str) -> Self {
+        let not_alnum = |c: char| !c.is_alphanumeric();
+        let normalized = normalized(text).into_owned();
+        let mut spans = Vec::new();
+        // Normalised text separates words by single spaces.
+        let mut start = 0;
+        for w in normalized.split(' ') {
+            let word = w.trim_matches(not_alnum);
+            if !word.is_empty() {
+                let lead = w.len() - w.trim_start_matches(not_alnum).len();
+                spans.push((start + lead, start + lead + word.len()));
+            }
+            start += w.len() + 1;
+        }
+        let word = |r: &(usize, usize)| &normalized[r.0..r.1];
+        let mut sorted = spans.clone();
+        sorted.sort_unstable_by(|a, b| word(a).cmp(word(b)));
+        sorted.dedup_by(|a, b| word(a) == word(b));
+        CounterfactualText { text, normalized, spans, sorted }
+    }
+
+    pub fn words(&self) -> impl Iterator<Item = &str> + '_ {
+        self.spans.iter().map(|&(a, b)| &self.normalized[a..b])
+    }
+
+    pub fn word_count(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn has_word(&self, w: &str) -> bool {
+        self.sorted.binary_search_by(|&(a, b)| self.normalized[a..b].cmp(w)).is_ok()
+    }
+}
+
+/// Words of a counterfactual (see [`CounterfactualText`]).
 pub fn cf_words(text: &str) -> Vec<String> {
-    normalize_text(text)
-        .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned())
-        .filter(|w| !w.is_empty())
-        .collect()
+    CounterfactualText::new(text).words().map(str::to_owned).collect()
 }
 
 /// Generic semantic counterfactual score: structure, decision language, evidence specificity and
 /// depth (multi-word markers are matched as phrases).
 pub fn counterfactual_score(text: &str) -> f64 {
-    let words = cf_words(text);
-    if words.len() < 3 {
+    counterfactual_score_of(&CounterfactualText::new(text))
+}
+
+/// [`counterfactual_score`] of a text already read.
+pub fn counterfactual_score_of(cf: &CounterfactualText<'_>) -> f64 {
+    let n = cf.word_count();
+    if n < 3 {
         return 0.0;
     }
-    let set: BTreeSet<&str> = words.iter().map(String::as_str).collect();
-    let joined = words.join(" ");
-    let hits = |vocab: &[&str]| vocab.iter().filter(|w| set.contains(*w)).count() as f64;
+    let mut joined = String::with_capacity(cf.normalized.len());
+    for (i, w) in cf.words().enumerate() {
+        if i > 0 {
+            joined.push(' ');
+        }
+        joined.push_str(w);
+    }
+    let hits = |vocab: &[&str]| vocab.iter().filter(|w| cf.has_word(w)).count() as f64;
     let structure = ((hits(&STRUCTURE) + STRUCTURE_PHRASES.iter().filter(|p| joined.contains(*p)).count() as f64) / 2.0).min(1.0);
     let decision = (hits(&DECISION_WORDS) / 2.0).min(1.0);
     let evidence = (hits(&EVIDENCE_WORDS) / 3.0).min(1.0);
-    let depth = match words.len() {
+    let depth = match n {
         n if n >= 20 => 1.0,
         n if n >= 12 => 0.7,
         n if n >= 6 => 0.4,
@@ -362,11 +415,12 @@ pub fn amount_variants(total: Decimal) -> Vec<String> {
 
 /// Task E counterfactual: 0.35 generic + 0.40 gold-link mentions + 0.25 amount mentions.
 /// Returns (score, doc_refs, amount_refs, required_links).
-pub fn task_e_counterfactual(text: &str, gold_links: &[String], totals: &BTreeMap<String, Decimal>) -> (f64, usize, usize, usize) {
+pub fn task_e_counterfactual(cf: &CounterfactualText<'_>, gold_links: &[String], totals: &BTreeMap<String, Decimal>) -> (f64, usize, usize, usize) {
+    let text = cf.text;
     if text.trim().is_empty() {
         return (0.0, 0, 0, 0);
     }
-    let base = counterfactual_score(text);
+    let base = counterfactual_score_of(cf);
     let links: Vec<String> = expand_links(gold_links).into_iter().collect();
     if links.is_empty() {
         return (base, 0, 0, 0);
@@ -383,7 +437,7 @@ pub fn task_e_counterfactual(text: &str, gold_links: &[String], totals: &BTreeMa
 }
 
 /// Degenerate-submission penalty (≤ 0).
-pub fn degenerate_penalty(task: TaskType, s: &ls_core::Submission, gold_discrepancies: bool) -> f64 {
+pub fn degenerate_penalty(task: TaskType, s: &ls_core::Submission, cf: &CounterfactualText<'_>, gold_discrepancies: bool) -> f64 {
     use TaskType::*;
     let mut p = 0.0;
     if s.evidence_map.is_empty() {
@@ -392,7 +446,7 @@ pub fn degenerate_penalty(task: TaskType, s: &ls_core::Submission, gold_discrepa
     if matches!(task, TaskC | TaskD | TaskE) && s.reason_codes.as_ref().is_none_or(Vec::is_empty) {
         p -= 0.04;
     }
-    if matches!(task, TaskD | TaskE) && cf_words(&s.counterfactual_text()).len() < 3 {
+    if matches!(task, TaskD | TaskE) && cf.word_count() < 3 {
         p -= 0.03;
     }
     if matches!(task, TaskB | TaskC) {
@@ -441,10 +495,10 @@ mod tests {
         let gold = BTreeMap::from([("total".to_owned(), EvidenceRef { doc_id: "D".into(), page: 1, bbox: [0.0; 4], token_ids: vec!["t".into()] })]);
         let revealed = BTreeSet::from(["D".to_owned(), "t".to_owned()]);
         let empty = BTreeMap::new();
-        assert_eq!(evidence_map_score(&empty, &gold, TaskType::TaskB, &revealed).score, 0.25);
-        assert_eq!(evidence_map_score(&empty, &gold, TaskType::TaskE, &revealed).score, 0.10);
+        assert_eq!(evidence_map_score(&empty, &gold, TaskType::TaskB, Revealed::refs(&revealed)).score, 0.25);
+        assert_eq!(evidence_map_score(&empty, &gold, TaskType::TaskE, Revealed::refs(&revealed)).score, 0.10);
         let pred = BTreeMap::from([("ok".to_owned(), json!({"doc_id": "D", "token_ids": ["t"]})), ("bad".to_owned(), json!({"doc_id": "X"}))]);
-        assert_eq!(evidence_map_score(&pred, &BTreeMap::new(), TaskType::TaskC, &revealed).score, 0.5);
+        assert_eq!(evidence_map_score(&pred, &BTreeMap::new(), TaskType::TaskC, Revealed::refs(&revealed)).score, 0.5);
     }
 
     #[test]
@@ -464,7 +518,8 @@ mod tests {
     #[test]
     fn sets_links_fraud() {
         let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
-        assert!((fraud_score(&s(&["bank_override_attempt"]), &s(&["bank_override_attempt", "duplicate_near_match"])) - 0.4667).abs() < 1e-4);
+        let c = |v: &[&str]| canonical_set(&s(v));
+        assert!((fraud_score(&c(&["bank_override_attempt"]), &c(&["bank_override_attempt", "duplicate_near_match"])) - 0.4667).abs() < 1e-4);
         let (sc, m, g, _) = link_score(&s(&["inv-e-001", " INV-E-002"]), &s(&["INV-E-001", "INV-E-002", "INV-E-003"]));
         assert!((sc - 0.8).abs() < 1e-9 && m == 2 && g == 3);
         let (sc, ..) = link_score(&s(&["INV-E-001<->INV-E-002", "INV-E-002 <-> INV-E-003"]), &s(&["INV-E-001", "INV-E-002", "INV-E-003"]));
@@ -488,7 +543,7 @@ mod tests {
         let links = vec!["INV-E-001".to_owned(), "INV-E-002".to_owned()];
         let totals = BTreeMap::from([("INV-E-001".to_owned(), d("49900")), ("INV-E-002".to_owned(), d("49900.00"))]);
         let (s, docs, amounts, req) =
-            task_e_counterfactual("If INV-E-001 and INV-E-002 (49,900.00 each) had been paid to the vendor master bank account we would pay.", &links, &totals);
+            task_e_counterfactual(&CounterfactualText::new("If INV-E-001 and INV-E-002 (49,900.00 each) had been paid to the vendor master bank account we would pay."), &links, &totals);
         assert_eq!((docs, amounts, req), (2, 2, 2));
         assert!(s > 0.9);
         assert!(amount_variants(d("1201.9")).contains(&"1,201.90".to_owned()));

@@ -3,6 +3,7 @@
 use crate::certificate::CertificateReport;
 use ls_core::{ActionName, Decision};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -35,7 +36,8 @@ pub struct FalsifierInput<'a> {
     pub reason_codes_empty: bool,
     pub policy_fail: bool,
     pub pending: usize,
-    pub observed: &'a BTreeSet<String>,
+    /// Normalised observed signals.
+    pub observed: &'a BTreeSet<Cow<'a, str>>,
     pub attempted: &'a BTreeSet<ActionName>,
     pub certificate: &'a CertificateReport,
     pub boundary_blocking: bool,

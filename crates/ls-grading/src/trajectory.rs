@@ -2,8 +2,10 @@
 
 use ls_core::episode::TrajectoryEntry;
 use ls_core::{ActionName, Decision, TaskType};
-use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::collections::BTreeSet;
 
 pub const INTERVENTION_BASE_SCORE: f64 = 0.15;
 
@@ -33,11 +35,11 @@ pub fn attempted_actions(traj: &[TrajectoryEntry]) -> BTreeSet<ActionName> {
     traj.iter().filter_map(|t| ActionName::parse(&t.action_type)).collect()
 }
 
-pub fn investigation_score(task: TaskType, needs_callback: bool, traj: &[TrajectoryEntry]) -> f64 {
+/// Share of the task's required tools among `done` (the trajectory's successful actions).
+pub fn investigation_score(task: TaskType, needs_callback: bool, traj: &[TrajectoryEntry], done: &BTreeSet<ActionName>) -> f64 {
     if traj.is_empty() {
         return 0.0;
     }
-    let done = successful_actions(traj);
     let req = required_tools(task, needs_callback);
     req.iter().filter(|a| done.contains(a)).count() as f64 / req.len() as f64
 }
@@ -46,6 +48,8 @@ pub struct InterventionInput<'a> {
     pub risky: bool,
     pub decision: Option<Decision>,
     pub traj: &'a [TrajectoryEntry],
+    /// The trajectory's successful actions.
+    pub successful: &'a BTreeSet<ActionName>,
     pub unsafe_payment: bool,
     pub gold_campaign: bool,
 }
@@ -55,7 +59,7 @@ pub fn intervention_score(i: &InterventionInput<'_>) -> f64 {
     if i.traj.is_empty() {
         return 0.0;
     }
-    let a = successful_actions(i.traj);
+    let a = i.successful;
     let any_intervention = a.iter().any(|x| x.is_intervention());
     let has = |x: ActionName| a.contains(&x);
     let mut s = INTERVENTION_BASE_SCORE;
@@ -104,29 +108,43 @@ pub fn intervention_score(i: &InterventionInput<'_>) -> f64 {
     s.clamp(0.0, 1.0)
 }
 
-/// Payload rendered as canonical JSON (sorted keys) so key order does not hide a repeat.
-pub fn canonical_json(v: &Value) -> String {
-    fn sort(v: &Value) -> Value {
-        match v {
-            Value::Object(o) => {
-                let m: BTreeMap<&String, Value> = o.iter().map(|(k, v)| (k, sort(v))).collect();
-                Value::Object(m.into_iter().map(|(k, v)| (k.clone(), v)).collect())
-            }
-            Value::Array(a) => Value::Array(a.iter().map(sort).collect()),
-            other => other.clone(),
+/// A JSON value serialized with every object's keys sorted.
+struct Sorted<'a>(&'a Value);
+
+/// A JSON object's entries serialized in key order.
+struct SortedMap<'a>(&'a Map<String, Value>);
+
+impl Serialize for Sorted<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Object(o) => SortedMap(o).serialize(s),
+            Value::Array(a) => s.collect_seq(a.iter().map(Sorted)),
+            other => other.serialize(s),
         }
     }
-    sort(v).to_string()
+}
+
+impl Serialize for SortedMap<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut entries: Vec<(&String, &Value)> = self.0.iter().collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        s.collect_map(entries.into_iter().map(|(k, v)| (k, Sorted(v))))
+    }
+}
+
+/// Payload rendered as canonical JSON (sorted keys) so key order does not hide a repeat.
+pub fn canonical_json(v: &Value) -> String {
+    serde_json::to_string(&Sorted(v)).unwrap_or_default()
 }
 
 /// (repeats, repeat_penalty, length_penalty, score).
 pub fn efficiency(traj: &[TrajectoryEntry], budget_penalty: f64) -> (usize, f64, f64, f64) {
-    let mut counts: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for t in traj {
-        let key = (ls_core::text::normalize_text(&t.action_type), canonical_json(&Value::Object(t.payload.clone())));
-        *counts.entry(key).or_default() += 1;
-    }
-    let repeats: usize = counts.values().map(|c| c - 1).sum();
+    // Repeats: steps whose (action, canonical payload) was already seen.
+    let mut keys: Vec<(Cow<'_, str>, String)> =
+        traj.iter().map(|t| (crate::normalized(&t.action_type), serde_json::to_string(&SortedMap(&t.payload)).unwrap_or_default())).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let repeats = traj.len() - keys.len();
     let repeat_penalty = (0.03 * repeats as f64).min(0.25);
     let length_penalty = if traj.len() > 8 { (0.02 * (traj.len() - 8) as f64).min(0.12) } else { 0.0 };
     (repeats, repeat_penalty, length_penalty, (1.0 - budget_penalty - repeat_penalty - length_penalty).clamp(0.0, 1.0))
@@ -219,11 +237,19 @@ mod tests {
             .enumerate()
             .map(|(i, a)| step(i as u32, a, json!({})))
             .collect();
-        let i = InterventionInput { risky: true, decision: Some(Decision::EscalateFraud), traj: &t, unsafe_payment: false, gold_campaign: true };
+        let i = InterventionInput {
+            risky: true,
+            decision: Some(Decision::EscalateFraud),
+            traj: &t,
+            successful: &successful_actions(&t),
+            unsafe_payment: false,
+            gold_campaign: true,
+        };
         assert!((intervention_score(&i) - 0.78).abs() < 1e-9);
         let clean = vec![step(1, "lookup_po", json!({}))];
-        let i = InterventionInput { risky: false, decision: Some(Decision::Pay), traj: &clean, unsafe_payment: false, gold_campaign: false };
+        let done = successful_actions(&clean);
+        let i = InterventionInput { risky: false, decision: Some(Decision::Pay), traj: &clean, successful: &done, unsafe_payment: false, gold_campaign: false };
         assert!((intervention_score(&i) - 0.45).abs() < 1e-9);
-        assert_eq!(investigation_score(TaskType::TaskB, false, &clean), 1.0 / 3.0);
+        assert_eq!(investigation_score(TaskType::TaskB, false, &clean, &done), 1.0 / 3.0);
     }
 }

@@ -3,6 +3,7 @@
 //! pending artifacts, counterfactual) and its evaluation.
 
 use serde::Serialize;
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 pub const GRAPH_VERSION: &str = "ledgershield-trustgraph-v1";
@@ -66,42 +67,57 @@ impl TrustGraphReport {
     }
 }
 
+/// Handle of a node added to a [`Builder`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeRef(usize);
+
+/// Builds the graph: nodes are deduplicated by id (the first one added keeps its type and
+/// attributes), edges refer to nodes by handle until [`Builder::finish`] writes them out.
 #[derive(Default)]
 pub struct Builder {
     nodes: Vec<TgNode>,
     index: BTreeMap<String, usize>,
-    edges: Vec<TgEdge>,
+    edges: Vec<(usize, usize, &'static str)>,
 }
 
 impl Builder {
-    pub fn node(&mut self, id: impl Into<String>, kind: &str, attrs: &[(&str, String)]) -> String {
-        let id = id.into();
-        if !self.index.contains_key(&id) {
-            self.index.insert(id.clone(), self.nodes.len());
-            self.nodes.push(TgNode {
-                id: id.clone(),
-                node_type: kind.to_owned(),
-                attributes: attrs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect(),
-            });
+    pub fn node<const N: usize>(&mut self, id: impl Into<String>, kind: &str, attrs: [(&str, String); N]) -> NodeRef {
+        match self.index.entry(id.into()) {
+            Entry::Occupied(e) => NodeRef(*e.get()),
+            Entry::Vacant(e) => {
+                let i = self.nodes.len();
+                // The id stays in the index until `finish` moves it into the node.
+                self.nodes.push(TgNode {
+                    id: String::new(),
+                    node_type: kind.to_owned(),
+                    attributes: attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+                });
+                e.insert(i);
+                NodeRef(i)
+            }
         }
-        id
     }
-    pub fn edge(&mut self, s: &str, t: &str, rel: &str) {
-        self.edges.push(TgEdge { source: s.to_owned(), target: t.to_owned(), relation: rel.to_owned() });
-    }
-    fn kind(&self, id: &str) -> Option<&str> {
-        self.index.get(id).map(|&i| self.nodes[i].node_type.as_str())
+    pub fn edge(&mut self, s: NodeRef, t: NodeRef, rel: &'static str) {
+        self.edges.push((s.0, t.0, rel));
     }
 
-    pub fn finish(self, case_id: &str, ctx: &EvalContext) -> TrustGraphReport {
+    pub fn finish(mut self, case_id: &str, ctx: &EvalContext) -> TrustGraphReport {
         let evaluation = evaluate(&self, ctx);
+        for (id, i) in std::mem::take(&mut self.index) {
+            self.nodes[i].id = id;
+        }
+        let edges = self
+            .edges
+            .iter()
+            .map(|&(s, t, rel)| TgEdge { source: self.nodes[s].id.clone(), target: self.nodes[t].id.clone(), relation: rel.to_owned() })
+            .collect();
         TrustGraphReport {
             graph_version: GRAPH_VERSION.to_owned(),
             case_id: case_id.to_owned(),
             node_count: self.nodes.len(),
             edge_count: self.edges.len(),
             nodes: self.nodes,
-            edges: self.edges,
+            edges,
             evaluation,
         }
     }
@@ -115,17 +131,17 @@ pub struct EvalContext {
 }
 
 fn evaluate(g: &Builder, c: &EvalContext) -> TrustGraphEvaluation {
-    let to_decision: Vec<&TgEdge> = g.edges.iter().filter(|e| g.kind(&e.target) == Some("Decision")).collect();
-    let src = |e: &TgEdge| g.kind(&e.source).unwrap_or("");
-    let evidence = to_decision.iter().filter(|e| matches!(e.relation.as_str(), "supports" | "resolved_by" | "flag_supports_decision")).count();
-    let policy = to_decision.iter().filter(|e| src(e) == "Policy").count();
-    let linked = to_decision.iter().any(|e| e.relation == "decision_supported_by_certificate");
-    let claims = to_decision.iter().filter(|e| matches!(src(e), "CertificateClaim" | "CertificatePolicy" | "CertificateCounterfactual")).count();
+    let kind = |i: usize| g.nodes[i].node_type.as_str();
+    let to_decision: Vec<(&str, &str)> = g.edges.iter().filter(|e| kind(e.1) == "Decision").map(|&(s, _, rel)| (kind(s), rel)).collect();
+    let evidence = to_decision.iter().filter(|(_, rel)| matches!(*rel, "supports" | "resolved_by" | "flag_supports_decision")).count();
+    let policy = to_decision.iter().filter(|(src, _)| *src == "Policy").count();
+    let linked = to_decision.iter().any(|(_, rel)| *rel == "decision_supported_by_certificate");
+    let claims = to_decision.iter().filter(|(src, _)| matches!(*src, "CertificateClaim" | "CertificatePolicy" | "CertificateCounterfactual")).count();
     let authority = to_decision
         .iter()
-        .filter(|e| matches!(src(e), "Authority" | "AuthorityGate" | "ControlBoundary") || matches!(e.relation.as_str(), "governs" | "blocked_by" | "governed_by" | "reviewed_by"))
+        .filter(|(src, rel)| matches!(*src, "Authority" | "AuthorityGate" | "ControlBoundary") || matches!(*rel, "governs" | "blocked_by" | "governed_by" | "reviewed_by"))
         .count();
-    let pending = to_decision.iter().filter(|e| src(e) == "PendingArtifact" || e.relation == "requires").count();
+    let pending = to_decision.iter().filter(|(src, rel)| *src == "PendingArtifact" || *rel == "requires").count();
     let cf = g.nodes.iter().any(|n| n.node_type == "Counterfactual" || n.node_type == "CertificateCounterfactual");
     let flags = g.nodes.iter().filter(|n| n.node_type == "RiskFlag").count();
     let strict = c.risky || c.certificate_required;

@@ -1,0 +1,103 @@
+//! Time of one `ls_grading::grade` call on the reference (oracle) submission after a careful
+//! episode: for CASE-D-001 alone (also without its certificate, graded on a synthesized one, as
+//! for most agents) and for every curated case in turn. Inputs are built once, outside the timed
+//! loop.
+
+#[path = "../tests/common.rs"]
+mod common;
+
+use common::{careful_episode, careful_payload, Episode};
+use criterion::{criterion_group, criterion_main, Criterion};
+use ls_core::{ActionName, Case, FixtureSet, Hypothesis, Submission};
+use ls_grading::{evaluate_boundary, BoundaryInput, BoundaryReport, GradingInput};
+use std::collections::BTreeSet;
+use std::hint::black_box;
+
+// As in the server binary and the ls-env episode bench.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Everything a `GradingInput` borrows, owned.
+struct Prepared<'a> {
+    case: &'a Case,
+    ep: Episode,
+    sub: Submission,
+    boundary: BoundaryReport,
+    budget: f64,
+}
+
+impl<'a> Prepared<'a> {
+    /// The oracle submission; `legacy` drops its certificate (graded on a synthesized one).
+    fn new(case: &'a Case, legacy: bool) -> Self {
+        let ep = careful_episode(case);
+        let mut payload = careful_payload(case, &ep);
+        if legacy {
+            payload.remove("decision_certificate");
+        }
+        let sub = Submission::from_payload(&payload).expect("oracle payload parses");
+        let succ: BTreeSet<ActionName> = ep.trajectory.iter().filter_map(|t| ActionName::parse(&t.action_type)).collect();
+        let boundary = evaluate_boundary(&BoundaryInput {
+            action: Some(ActionName::SubmitDecision),
+            decision: sub.decision,
+            submitted: false,
+            pending_event_count: 0,
+            decision_readiness: ep.readiness,
+            successful_actions: &succ,
+            prior_count_of_action: 0,
+            observed_signals: &ep.observed,
+            risky: ep.hidden.risky,
+        });
+        let budget = case.budget_total.to_string().parse().unwrap_or(15.0);
+        Prepared { case, ep, sub, boundary, budget }
+    }
+
+    fn input(&self, set: &'a FixtureSet) -> GradingInput<'_> {
+        let spent: f64 = self.ep.trajectory.iter().map(|t| t.cost).sum();
+        let mut posterior = [0.0; Hypothesis::COUNT];
+        posterior[self.ep.hidden.latent_hypothesis.index()] = 1.0;
+        GradingInput {
+            case: self.case,
+            world: set.world(self.case),
+            hidden: &self.ep.hidden,
+            submission: &self.sub,
+            trajectory: &self.ep.trajectory,
+            revealed_artifacts: &self.ep.artifacts,
+            pending_artifact_ids: &[],
+            observed_signals: &self.ep.observed,
+            revealed_refs: &self.ep.refs,
+            budget_total: self.budget,
+            budget_remaining: self.budget - spent,
+            step_count: self.ep.trajectory.len() as u32,
+            max_steps: self.case.max_steps,
+            pressure: None,
+            sprt_posterior: posterior,
+            control_boundary: &self.boundary,
+            authority_gate: None,
+            institutional_loss_score: None,
+            benchmark_track: "case",
+            handoff_packet: None,
+        }
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let set = FixtureSet::embedded().expect("embedded fixtures parse");
+    let prepared: Vec<Prepared<'_>> = set.cases.iter().map(|c| Prepared::new(c, false)).collect();
+    let d1 = prepared.iter().find(|p| p.case.case_id == "CASE-D-001").expect("CASE-D-001 is curated");
+    let d1_input = d1.input(&set);
+    c.bench_function("grade_oracle_case_d_001", |b| b.iter(|| ls_grading::grade(black_box(&d1_input))));
+    let d1_legacy = Prepared::new(d1.case, true);
+    let d1_legacy_input = d1_legacy.input(&set);
+    c.bench_function("grade_legacy_case_d_001", |b| b.iter(|| ls_grading::grade(black_box(&d1_legacy_input))));
+    let inputs: Vec<GradingInput<'_>> = prepared.iter().map(|p| p.input(&set)).collect();
+    c.bench_function("grade_oracle_all_curated", |b| {
+        b.iter(|| {
+            for i in &inputs {
+                black_box(ls_grading::grade(black_box(i)));
+            }
+        })
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

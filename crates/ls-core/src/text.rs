@@ -257,23 +257,44 @@ pub fn identity_tokens(value: &str) -> BTreeSet<String> {
 /// Two vendor names match when equal after normalisation or when they share at least
 /// `min(2, |query|, |candidate|)` identity tokens.
 pub fn vendor_alias_match(query: &str, candidates: &[&str]) -> bool {
-    let q = normalize_text(query);
-    if q.is_empty() {
-        return false;
+    VendorAlias::new(query).matches(candidates)
+}
+
+/// [`vendor_alias_match`] with the query normalised once, for one query against many candidate
+/// lists (a ledger search scores every row).
+pub struct VendorAlias {
+    query: String,
+    query_id: String,
+    query_tokens: BTreeSet<String>,
+}
+
+impl VendorAlias {
+    pub fn new(query: &str) -> Self {
+        let query = normalize_text(query);
+        Self { query_id: normalize_id(&query), query_tokens: identity_tokens(&query), query }
     }
-    if candidates.iter().any(|c| normalize_text(c) == q || normalize_id(c) == normalize_id(&q)) {
-        return true;
+
+    pub fn matches(&self, candidates: &[&str]) -> bool {
+        if self.query.is_empty() {
+            return false;
+        }
+        if candidates.iter().any(|c| text_eq(c, &self.query) || id_eq(c, &self.query_id)) {
+            return true;
+        }
+        // `need` below is 0 without query tokens, and nothing matches.
+        if self.query_tokens.is_empty() {
+            return false;
+        }
+        let mut c_tokens = BTreeSet::new();
+        for c in candidates {
+            c_tokens.extend(identity_tokens(c));
+        }
+        let need = 2.min(self.query_tokens.len()).min(c_tokens.len());
+        if need == 0 {
+            return false;
+        }
+        self.query_tokens.intersection(&c_tokens).count() >= need
     }
-    let q_tokens = identity_tokens(&q);
-    let mut c_tokens = BTreeSet::new();
-    for c in candidates {
-        c_tokens.extend(identity_tokens(c));
-    }
-    let need = 2.min(q_tokens.len()).min(c_tokens.len());
-    if need == 0 {
-        return false;
-    }
-    q_tokens.intersection(&c_tokens).count() >= need
 }
 
 /// Standard intersection-over-union of `[x1, y1, x2, y2]` boxes; malformed boxes give 0.
@@ -395,6 +416,31 @@ mod tests {
         fn iou_in_unit_interval(a in proptest::collection::vec(-100f64..100.0, 4), b in proptest::collection::vec(-100f64..100.0, 4)) {
             let v = bbox_iou(&a, &b);
             prop_assert!((0.0..=1.0 + 1e-12).contains(&v));
+        }
+
+        /// The prepared matcher agrees with the allocating definition on arbitrary names.
+        #[test]
+        fn prepared_alias_matches_the_definition(q in "[A-Za-z0-9 .,-]{0,24}", a in "[A-Za-z0-9 .,-]{0,24}", b in "(Northwind|Acme|Ltd|Pvt| |-|[a-z]{1,6}){0,5}") {
+            fn reference(query: &str, candidates: &[&str]) -> bool {
+                let q = normalize_text(query);
+                if q.is_empty() {
+                    return false;
+                }
+                if candidates.iter().any(|c| normalize_text(c) == q || normalize_id(c) == normalize_id(&q)) {
+                    return true;
+                }
+                let q_tokens = identity_tokens(&q);
+                let mut c_tokens = BTreeSet::new();
+                for c in candidates {
+                    c_tokens.extend(identity_tokens(c));
+                }
+                let need = 2.min(q_tokens.len()).min(c_tokens.len());
+                need > 0 && q_tokens.intersection(&c_tokens).count() >= need
+            }
+            let prepared = VendorAlias::new(&q);
+            for cands in [vec![a.as_str()], vec![a.as_str(), b.as_str()], vec![b.as_str()], vec![q.as_str()]] {
+                prop_assert_eq!(prepared.matches(&cands), reference(&q, &cands));
+            }
         }
 
         #[test]

@@ -285,7 +285,7 @@ pub fn ledger_match_score(row: &ls_core::LedgerRow, vendor: Option<&str>, invoic
 /// A ledger query with its vendor and invoice number resolved and normalised once, then scored
 /// against every row.
 pub struct LedgerQuery<'a> {
-    vendor: Option<&'a str>,
+    vendor: Option<ls_core::text::VendorAlias>,
     /// The vendor master's key for `vendor`, when the master knows it.
     canonical: Option<&'a str>,
     invoice: Option<String>,
@@ -295,15 +295,14 @@ pub struct LedgerQuery<'a> {
 impl<'a> LedgerQuery<'a> {
     pub fn new(vendor: Option<&'a str>, invoice: Option<&str>, amount: Option<f64>, world: &CaseWorld<'a>) -> Self {
         let canonical = vendor.and_then(|v| world.vendor(v)).map(|x| x.vendor_key.as_str());
-        Self { vendor, canonical, invoice: invoice.map(normalize_id).filter(|s| !s.is_empty()), amount }
+        Self { vendor: vendor.map(ls_core::text::VendorAlias::new), canonical, invoice: invoice.map(normalize_id).filter(|s| !s.is_empty()), amount }
     }
 
     /// The row's match score, `None` when it does not match.
     pub fn score(&self, row: &ls_core::LedgerRow) -> Option<f64> {
         let mut score = 0.0;
-        if let Some(v) = self.vendor {
-            let same = self.canonical.is_some_and(|c| ls_core::text::id_eq(c, &row.vendor_key))
-                || vendor_alias_match(v, &[row.vendor_key.as_str(), row.vendor_name.as_str()]);
+        if let Some(v) = &self.vendor {
+            let same = self.canonical.is_some_and(|c| ls_core::text::id_eq(c, &row.vendor_key)) || v.matches(&[row.vendor_key.as_str(), row.vendor_name.as_str()]);
             if !same {
                 return None;
             }

@@ -7,6 +7,23 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::sync::{Arc, LazyLock};
 
+/// Both raw-JSON object types document themselves as a plain JSON object.
+macro_rules! json_object_schema {
+    ($t:ty) => {
+        impl JsonSchema for $t {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                "JsonObject".into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                Map::<String, Value>::json_schema(generator)
+            }
+        }
+    };
+}
+
 /// A JSON object serialized once and shared by `Arc`.
 ///
 /// Parts of the observation that change rarely (institutional memory, the portfolio context) are
@@ -87,17 +104,7 @@ impl<'de> Deserialize<'de> for SharedJson {
     }
 }
 
-impl JsonSchema for SharedJson {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "JsonObject".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        Map::<String, Value>::json_schema(generator)
-    }
-}
+json_object_schema!(SharedJson);
 
 /// Pre-serialized JSON text of any kind, shared by `Arc` (a report written once into `info` and
 /// into `last_tool_result`).
@@ -281,17 +288,7 @@ impl<'de> Deserialize<'de> for InfoMap {
     }
 }
 
-impl JsonSchema for InfoMap {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "JsonObject".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        Map::<String, Value>::json_schema(generator)
-    }
-}
+json_object_schema!(InfoMap);
 
 /// A read-only value shared by `Arc` together with its JSON text, serialized once.
 ///

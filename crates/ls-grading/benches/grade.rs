@@ -6,11 +6,10 @@
 #[path = "../tests/common.rs"]
 mod common;
 
-use common::{careful_episode, careful_payload, Episode};
+use common::{careful_episode, careful_payload, submit_boundary, Episode};
 use criterion::{criterion_group, criterion_main, Criterion};
-use ls_core::{ActionName, Case, FixtureSet, Hypothesis, Submission};
-use ls_grading::{evaluate_boundary, BoundaryInput, BoundaryReport, GradingInput};
-use std::collections::BTreeSet;
+use ls_core::{Case, FixtureSet, Hypothesis, Submission};
+use ls_grading::{BoundaryReport, GradingInput};
 use std::hint::black_box;
 
 // As in the server binary and the ls-env episode bench.
@@ -35,18 +34,7 @@ impl<'a> Prepared<'a> {
             payload.remove("decision_certificate");
         }
         let sub = Submission::from_payload(&payload).expect("oracle payload parses");
-        let succ: BTreeSet<ActionName> = ep.trajectory.iter().filter_map(|t| ActionName::parse(&t.action_type)).collect();
-        let boundary = evaluate_boundary(&BoundaryInput {
-            action: Some(ActionName::SubmitDecision),
-            decision: sub.decision,
-            submitted: false,
-            pending_event_count: 0,
-            decision_readiness: ep.readiness,
-            successful_actions: &succ,
-            prior_count_of_action: 0,
-            observed_signals: &ep.observed,
-            risky: ep.hidden.risky,
-        });
+        let boundary = submit_boundary(&ep, &sub, 0, false);
         let budget = case.budget_total.to_string().parse().unwrap_or(15.0);
         Prepared { case, ep, sub, boundary, budget }
     }

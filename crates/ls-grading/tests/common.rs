@@ -5,7 +5,7 @@ use ls_core::enums::ArtifactId;
 use ls_core::episode::{RevealedArtifact, TrajectoryEntry};
 use ls_core::fixtures::CaseWorld;
 use ls_core::{ActionName, CallbackOutcome, Case, Decision, HiddenWorld, Hypothesis, Submission};
-use ls_grading::{evaluate_boundary, BoundaryInput, GradeReport, GradingInput};
+use ls_grading::{evaluate_boundary, BoundaryInput, BoundaryReport, GradeReport, GradingInput};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
@@ -101,21 +101,27 @@ pub fn careful_payload(case: &Case, ep: &Episode) -> Map<String, Value> {
     ls_grading::oracle::reference_submission(case, &ep.hidden, &artifacts, &interventions)
 }
 
-/// Grade `payload` on `case` after `ep`.
-pub fn grade_with(case: &Case, world: CaseWorld<'_>, ep: &Episode, payload: &Map<String, Value>, track: &str) -> GradeReport {
-    let sub = Submission::from_payload(payload).expect("payload parses");
-    let succ: BTreeSet<ActionName> = ep.trajectory.iter().filter_map(|t| ActionName::parse(&t.action_type)).collect();
-    let boundary = evaluate_boundary(&BoundaryInput {
+/// The control boundary at `submit_decision` after `ep` (`pending` artifacts outstanding;
+/// `only_successful` counts only successful trajectory steps as done actions).
+pub fn submit_boundary(ep: &Episode, sub: &Submission, pending: usize, only_successful: bool) -> BoundaryReport {
+    let succ: BTreeSet<ActionName> = ep.trajectory.iter().filter(|t| t.success || !only_successful).filter_map(|t| ActionName::parse(&t.action_type)).collect();
+    evaluate_boundary(&BoundaryInput {
         action: Some(ActionName::SubmitDecision),
         decision: sub.decision,
         submitted: false,
-        pending_event_count: 0,
+        pending_event_count: pending,
         decision_readiness: ep.readiness,
         successful_actions: &succ,
         prior_count_of_action: 0,
         observed_signals: &ep.observed,
         risky: ep.hidden.risky,
-    });
+    })
+}
+
+/// Grade `payload` on `case` after `ep`.
+pub fn grade_with(case: &Case, world: CaseWorld<'_>, ep: &Episode, payload: &Map<String, Value>, track: &str) -> GradeReport {
+    let sub = Submission::from_payload(payload).expect("payload parses");
+    let boundary = submit_boundary(ep, &sub, 0, false);
     let budget: f64 = case.budget_total.to_string().parse().unwrap_or(15.0);
     let spent: f64 = ep.trajectory.iter().map(|t| t.cost).sum();
     let mut posterior = [0.0; Hypothesis::COUNT];

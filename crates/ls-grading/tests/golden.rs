@@ -8,9 +8,8 @@ mod common;
 use common::*;
 use ls_core::episode::TrajectoryEntry;
 use ls_core::{ActionName, Case, Decision, FixtureSet, Hypothesis, Submission};
-use ls_grading::{evaluate_boundary, AuthorityGate, BoundaryInput, GradeReport, GradingInput, PressureOutcome};
+use ls_grading::{AuthorityGate, GradeReport, GradingInput, PressureOutcome};
 use serde_json::{json, Map, Value};
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 /// Extra episode context beyond what `grade_with` sets.
@@ -26,18 +25,7 @@ struct Extras {
 
 fn grade_full(case: &Case, set: &FixtureSet, ep: &Episode, payload: &Map<String, Value>, track: &str, x: &Extras) -> GradeReport {
     let sub = Submission::from_payload(payload).expect("payload parses");
-    let succ: BTreeSet<ActionName> = ep.trajectory.iter().filter(|t| t.success).filter_map(|t| ActionName::parse(&t.action_type)).collect();
-    let boundary = evaluate_boundary(&BoundaryInput {
-        action: Some(ActionName::SubmitDecision),
-        decision: sub.decision,
-        submitted: false,
-        pending_event_count: x.pending.len(),
-        decision_readiness: ep.readiness,
-        successful_actions: &succ,
-        prior_count_of_action: 0,
-        observed_signals: &ep.observed,
-        risky: ep.hidden.risky,
-    });
+    let boundary = submit_boundary(ep, &sub, x.pending.len(), true);
     let budget: f64 = case.budget_total.to_string().parse().unwrap_or(15.0);
     let spent: f64 = ep.trajectory.iter().map(|t| t.cost).sum();
     let posterior = x.posterior.unwrap_or_else(|| {

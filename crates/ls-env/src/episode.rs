@@ -161,6 +161,14 @@ pub struct Episode {
     pub invoices: Arc<[InvoiceFacts]>,
 }
 
+/// The reset observation's `case_metadata`: the episode's metadata plus `mdp_component`.
+#[derive(Serialize)]
+struct MetadataAtReset<'a> {
+    #[serde(flatten)]
+    metadata: &'a Map<String, Value>,
+    mdp_component: &'a serde_json::value::RawValue,
+}
+
 /// `info.reward_model`, serialized straight from its parts (written once, into both `info` and
 /// `last_tool_result`).
 #[derive(Serialize)]
@@ -266,11 +274,13 @@ impl Episode {
         ep.portfolio = SharedJson::from_map(&ep.compute_portfolio_context());
         ep.catalogue = ep.compute_catalogue();
         ep.instruction = Shared::from(ep.case.instruction.as_str());
-        ep.metadata = SharedJson::from_map(&ep.compute_case_metadata());
+        let metadata = ep.compute_case_metadata();
+        ep.metadata = SharedJson::from_map(&metadata);
         let mut reset_info = InfoMap::new();
         reset_info.insert("case_id".into(), json!(ep.case.case_id));
         let mut obs = ep.observation(InfoMap::new(), vec![spec.reset_message]);
-        obs.case_metadata = ep.metadata.with_entry("mdp_component", temporal::mdp_component_json(ep.case.task_type));
+        // The reset observation's metadata also carries the task's MDP component.
+        obs.case_metadata = SharedJson::from_serialize(&MetadataAtReset { metadata: &metadata, mdp_component: temporal::mdp_component_json(ep.case.task_type) });
         let env = StepEnvelope { observation: obs, reward: 0.0, done: false, truncated: false, terminated: false, info: reset_info };
         (ep, env)
     }

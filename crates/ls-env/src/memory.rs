@@ -23,7 +23,7 @@ use ls_core::text::{normalize_text, round_to};
 use ls_core::Decision;
 use ls_grading::{AuthorityGate, GradeReport};
 use serde::Serialize;
-use crate::observation::{raw_json, raw_text, RawJson, SharedJson};
+use crate::observation::{raw_json, RawJson, SharedJson};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -860,7 +860,7 @@ impl InstitutionalMemory {
         let metrics = raw_json(&self.metrics_view());
         let loss_score = LossLedger::score_of(&self.loss_ledger.loss_surface());
         let rating = self.deployability_rating_at(loss_score);
-        let vendor_memory = self
+        let vendor_memory: BTreeMap<&String, VendorView<'_>> = self
             .vendor_memory
             .iter()
             .map(|(k, v)| {
@@ -876,37 +876,23 @@ impl InstitutionalMemory {
                 (k, view)
             })
             .collect();
-        let head = SnapshotHead {
-            week_id: &self.week_id,
-            week_number: self.week_number,
-            case_counter: self.case_counter,
-            queue_depth: self.queue_depth,
-            manual_review_capacity_total: self.manual_review_capacity_total,
-            manual_review_capacity_remaining: self.manual_review_capacity_remaining,
-            callback_capacity_total: self.callback_capacity_total,
-            callback_capacity_remaining: self.callback_capacity_remaining,
+        // The parts both forms share are serialized once; each form then writes them as raw
+        // bytes around its own TrustGraph roll-up.
+        let calibration_gate = raw_json(&GateView { gate: &self.calibration_gate, authority_policy: level.policy() });
+        let attacker_belief = raw_json(&self.attacker_belief);
+        let vendor_memory = raw_json(&vendor_memory);
+        let sleeper_vendors = raw_json(&self.sleeper_vendors);
+        let controlbench_summary = raw_json(&ControlBenchSummary {
+            institutional_loss_score: loss_score,
             authority_level: level.as_str(),
-            calibration_gate: GateView { gate: &self.calibration_gate, authority_policy: level.policy() },
-            attacker_belief: &self.attacker_belief,
-            vendor_memory,
-            sleeper_vendors: &self.sleeper_vendors,
-        };
-        let tail = SnapshotTail {
-            loss_ledger: &metrics,
-            amendment_count: self.amendment_log.len(),
+            authority_policy: level.policy(),
+            calibration_error: self.calibration_gate.running_calibration_error,
+            sleeper_activation_count: self.sleeper_vendors.values().filter(|s| s.activated).count(),
+            sleeper_detection_rate: self.sleeper_detection_rate(),
+            catastrophic_event_count: self.loss_ledger.catastrophic_event_count,
+            authority_restriction_count: self.loss_ledger.authority_restriction_count,
             deployability_rating: rating,
-            controlbench_summary: ControlBenchSummary {
-                institutional_loss_score: loss_score,
-                authority_level: level.as_str(),
-                authority_policy: level.policy(),
-                calibration_error: self.calibration_gate.running_calibration_error,
-                sleeper_activation_count: self.sleeper_vendors.values().filter(|s| s.activated).count(),
-                sleeper_detection_rate: self.sleeper_detection_rate(),
-                catastrophic_event_count: self.loss_ledger.catastrophic_event_count,
-                authority_restriction_count: self.loss_ledger.authority_restriction_count,
-                deployability_rating: rating,
-            },
-        };
+        });
         let t = &self.trust_graph_memory;
         let summary = TrustGraphSummary {
             case_count: t.case_count,
@@ -915,15 +901,31 @@ impl InstitutionalMemory {
             decision_counts: &t.decision_counts,
             risk_flag_counts: &t.risk_flag_counts,
         };
-        // `{head fields` + `,"trust_graph_memory":` + one of the two roll-ups + `,tail fields}`.
-        let head = raw_json(&head);
-        let tail = raw_json(&tail);
-        let head = head.get().strip_suffix('}').expect("a JSON object");
-        let tail = tail.get().strip_prefix('{').expect("a JSON object");
-        let join = |tgm: &str| format!("{head},\"trust_graph_memory\":{tgm},{tail}");
-        let full = join(raw_json(t).get());
-        let observation = join(raw_json(&summary).get());
-        Snapshots { full: raw_text(full), observation: SharedJson::from_raw(raw_text(observation)), metrics }
+        let snapshot = |trust_graph_memory: &RawValue| {
+            raw_json(&Snapshot {
+                week_id: &self.week_id,
+                week_number: self.week_number,
+                case_counter: self.case_counter,
+                queue_depth: self.queue_depth,
+                manual_review_capacity_total: self.manual_review_capacity_total,
+                manual_review_capacity_remaining: self.manual_review_capacity_remaining,
+                callback_capacity_total: self.callback_capacity_total,
+                callback_capacity_remaining: self.callback_capacity_remaining,
+                authority_level: level.as_str(),
+                calibration_gate: &calibration_gate,
+                attacker_belief: &attacker_belief,
+                vendor_memory: &vendor_memory,
+                sleeper_vendors: &sleeper_vendors,
+                trust_graph_memory,
+                loss_ledger: &metrics,
+                amendment_count: self.amendment_log.len(),
+                deployability_rating: rating,
+                controlbench_summary: &controlbench_summary,
+            })
+        };
+        let full = snapshot(&raw_json(t));
+        let observation = SharedJson::from_raw(snapshot(&raw_json(&summary)));
+        Snapshots { full, observation, metrics }
     }
 
     /// The loss-ledger part (`info.institutional_metrics`, `loss_ledger` in the snapshot),
@@ -944,9 +946,9 @@ pub struct Snapshots {
     pub metrics: RawJson,
 }
 
-/// The snapshot's fields before the TrustGraph roll-up.
+/// The public snapshot's layout; the large parts are pre-serialized (see `snapshots`).
 #[derive(Serialize)]
-struct SnapshotHead<'a> {
+struct Snapshot<'a> {
     week_id: &'a str,
     week_number: u32,
     case_counter: u32,
@@ -956,19 +958,15 @@ struct SnapshotHead<'a> {
     callback_capacity_total: u32,
     callback_capacity_remaining: u32,
     authority_level: &'static str,
-    calibration_gate: GateView<'a>,
-    attacker_belief: &'a BTreeMap<String, f64>,
-    vendor_memory: BTreeMap<&'a String, VendorView<'a>>,
-    sleeper_vendors: &'a BTreeMap<String, SleeperState>,
-}
-
-/// The snapshot's fields after the TrustGraph roll-up.
-#[derive(Serialize)]
-struct SnapshotTail<'a> {
+    calibration_gate: &'a RawValue,
+    attacker_belief: &'a RawValue,
+    vendor_memory: &'a RawValue,
+    sleeper_vendors: &'a RawValue,
+    trust_graph_memory: &'a RawValue,
     loss_ledger: &'a RawValue,
     amendment_count: usize,
     deployability_rating: &'static str,
-    controlbench_summary: ControlBenchSummary,
+    controlbench_summary: &'a RawValue,
 }
 
 /// See [`InstitutionalMemory::metrics_view`].

@@ -41,24 +41,16 @@ impl SharedJson {
     pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Self {
         // Maps of JSON values and our derived structs cannot fail to serialize (string keys, no
         // non-finite floats reach them).
-        let text = serde_json::to_string(value).expect("observation parts always serialize");
-        debug_assert!(text.starts_with('{'), "SharedJson holds JSON objects");
-        Self(raw_text(text))
+        // Serializer output is valid JSON: no re-parse to validate it.
+        let raw = serde_json::value::to_raw_value(value).expect("observation parts always serialize");
+        debug_assert!(raw.get().starts_with('{'), "SharedJson holds JSON objects");
+        Self(Arc::from(raw))
     }
 
     /// Wrap JSON text that is an object.
     pub fn from_raw(raw: RawJson) -> Self {
         debug_assert!(raw.get().starts_with('{'), "SharedJson holds JSON objects");
         Self(raw)
-    }
-
-    /// This object with one more entry appended (`key` must not already be present).
-    pub fn with_entry(&self, key: &str, value: &RawValue) -> Self {
-        let body = self.get().strip_suffix('}').expect("SharedJson holds JSON objects");
-        let key = serde_json::to_string(key).expect("a string serializes");
-        let sep = if body.len() > 1 { "," } else { "" };
-        let text = format!("{body}{sep}{key}:{}}}", value.get());
-        Self(raw_text(text))
     }
 
     /// The JSON text.
@@ -109,15 +101,6 @@ json_object_schema!(SharedJson);
 /// Pre-serialized JSON text of any kind, shared by `Arc` (a report written once into `info` and
 /// into `last_tool_result`).
 pub type RawJson = Arc<RawValue>;
-
-/// Shared raw JSON from text this crate produced (validated by serde_json; `null` if invalid,
-/// which serializer output never is).
-pub fn raw_text(text: String) -> RawJson {
-    match RawValue::from_string(text) {
-        Ok(raw) => Arc::from(raw),
-        Err(_) => Arc::from(RawValue::from_string("null".to_owned()).expect("null is JSON")),
-    }
-}
 
 /// Serialize any value to shared raw JSON text (`null` if it cannot be serialized, which our
 /// report types never do: string keys, finite floats).
@@ -586,14 +569,5 @@ mod tests {
         assert_eq!(serde_json::to_value(&text).unwrap(), json!("Review the invoice\n\"now\""));
         assert_eq!(text.to_string(), "Review the invoice\n\"now\"");
         assert_eq!(serde_json::to_value(&*ALLOWED_ACTIONS).unwrap().as_array().unwrap().len(), ls_core::ActionName::ALL.len());
-    }
-
-    #[test]
-    fn with_entry_appends_one_key() {
-        let raw = serde_json::value::to_raw_value(&json!({"k": [1]})).unwrap();
-        let empty = SharedJson::default().with_entry("x\"q", &raw);
-        assert_eq!(empty.to_map(), map(json!({"x\"q": {"k": [1]}})));
-        let two = SharedJson::from_map(&map(json!({"a": 1}))).with_entry("b", &raw);
-        assert_eq!(two.get(), r#"{"a":1,"b":{"k":[1]}}"#);
     }
 }

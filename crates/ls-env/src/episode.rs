@@ -1063,19 +1063,29 @@ impl Episode {
         m
     }
 
+    /// The instrumented track's SPRT state, tool rankings (with the information-design ranking)
+    /// and reward machine, serialized straight from their structs; `{}` each in blind mode.
+    fn instrumented_parts(&self) -> (SharedJson, SharedJson, SharedJson) {
+        if self.blind() {
+            return (SharedJson::default(), SharedJson::default(), SharedJson::default());
+        }
+        #[derive(Serialize)]
+        struct Ranked<'a> {
+            #[serde(flatten)]
+            rankings: &'a voi::ToolRankings,
+            information_design: crate::infodesign::InformationDesign,
+        }
+        let rankings = self.rankings();
+        let sprt = SharedJson::from_serialize(&self.sprt.payload(rankings.should_stop));
+        let ranked = SharedJson::from_serialize(&Ranked { rankings: &rankings, information_design: crate::infodesign::rank(&self.sprt) });
+        (sprt, ranked, SharedJson::from_serialize(&self.rm.payload()))
+    }
+
     /// Build the observation for the current state.
     pub fn observation(&self, last_tool_result: InfoMap, messages: Vec<String>) -> Observation {
         let observed = self.observed_signal_list();
-        let instrumented = !self.blind();
         let tool_calls = self.trajectory.iter().filter(|t| !t.is_intervention && t.action_type != "submit_decision").count();
-        let (sprt_state, tool_rankings, reward_machine) = if instrumented {
-            let rankings = self.rankings();
-            let mut ranking_map = to_map(&rankings);
-            ranking_map.insert("information_design".into(), serde_json::to_value(crate::infodesign::rank(&self.sprt)).unwrap_or(Value::Null));
-            (to_map(&self.sprt.payload(rankings.should_stop)), ranking_map, to_map(&self.rm.payload()))
-        } else {
-            (Map::new(), Map::new(), Map::new())
-        };
+        let (sprt_state, tool_rankings, reward_machine) = self.instrumented_parts();
         Observation {
             case_id: self.case.case_id.clone(),
             task_type: self.case.task_type.as_str().to_owned(),
@@ -1134,14 +1144,7 @@ impl Episode {
         if instrumented {
             cb.insert("decision_readiness".into(), json!(boundary.decision_readiness));
         }
-        let (sprt_state, tool_rankings, rm) = if instrumented {
-            let rankings = self.rankings();
-            let mut ranking_map = to_map(&rankings);
-            ranking_map.insert("information_design".into(), serde_json::to_value(crate::infodesign::rank(&self.sprt)).unwrap_or(Value::Null));
-            (to_map(&self.sprt.payload(rankings.should_stop)), ranking_map, to_map(&self.rm.payload()))
-        } else {
-            (Map::new(), Map::new(), Map::new())
-        };
+        let (sprt_state, tool_rankings, rm) = self.instrumented_parts();
         PublicState {
             episode_id: self.episode_id.clone(),
             case_id: self.case.case_id.clone(),

@@ -428,11 +428,11 @@ pub struct Observation {
     pub case_metadata: SharedJson,
     pub portfolio_context: SharedJson,
     /// Instrumented track only; `{}` in blind mode.
-    pub sprt_state: Map<String, Value>,
+    pub sprt_state: SharedJson,
     /// Instrumented track only; `{}` in blind mode.
-    pub tool_rankings: Map<String, Value>,
+    pub tool_rankings: SharedJson,
     /// Instrumented track only; `{}` in blind mode.
-    pub reward_machine: Map<String, Value>,
+    pub reward_machine: SharedJson,
     /// Shared, read-only view of the session's institutional memory.
     pub institutional_memory: SharedJson,
 }
@@ -477,11 +477,11 @@ pub struct PublicState {
     pub pending_event_count: usize,
     pub portfolio_context: SharedJson,
     /// Instrumented track only.
-    pub sprt_state: Map<String, Value>,
+    pub sprt_state: SharedJson,
     /// Instrumented track only.
-    pub tool_rankings: Map<String, Value>,
+    pub tool_rankings: SharedJson,
     /// Instrumented track only.
-    pub reward_machine_state: Map<String, Value>,
+    pub reward_machine_state: SharedJson,
     pub terminal_reason: Option<String>,
     pub pressure_events_seen: Vec<String>,
     pub pressure_resistance_score: f64,

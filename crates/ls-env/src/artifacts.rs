@@ -120,7 +120,7 @@ fn bank_chain(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Computed {
     for f in invoices {
         let Some(account) = f.bank_account.clone() else { continue };
         let acc = compact_account(&account);
-        match vendor_for(world, &f) {
+        match vendor_for(world, f) {
             None => {
                 mismatch = true;
                 findings.push(json!({"doc_id": f.doc_id, "bank_account": account, "finding": "vendor_not_in_master", "approved_change": null}));

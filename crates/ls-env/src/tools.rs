@@ -59,7 +59,7 @@ impl<'a> DocSource<'a> {
 /// Largest number of tokens returned by one OCR call.
 pub const MAX_OCR_TOKENS: usize = 400;
 
-fn scope<'t>(tokens: &'t [Token], page: Option<u32>, bbox: Option<[f64; 4]>) -> Vec<&'t Token> {
+fn scope(tokens: &[Token], page: Option<u32>, bbox: Option<[f64; 4]>) -> Vec<&Token> {
     tokens
         .iter()
         .filter(|t| page.is_none_or(|p| t.page == p))

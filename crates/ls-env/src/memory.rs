@@ -857,8 +857,9 @@ impl InstitutionalMemory {
     /// every step.
     pub fn snapshots(&self) -> Snapshots {
         let level = self.authority_level();
-        let metrics = raw_json(&self.metrics_view());
-        let loss_score = LossLedger::score_of(&self.loss_ledger.loss_surface());
+        let metrics_view = self.metrics_view();
+        let loss_score = metrics_view.institutional_loss_score;
+        let metrics = raw_json(&metrics_view);
         let rating = self.deployability_rating_at(loss_score);
         let vendor_memory: BTreeMap<&String, VendorView<'_>> = self
             .vendor_memory

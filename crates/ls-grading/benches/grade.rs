@@ -6,9 +6,9 @@
 #[path = "../tests/common.rs"]
 mod common;
 
-use common::{careful_episode, careful_payload, submit_boundary, Episode};
+use common::{careful_episode, careful_payload, grading_input, submit_boundary, Episode, Extras};
 use criterion::{criterion_group, criterion_main, Criterion};
-use ls_core::{Case, FixtureSet, Hypothesis, Submission};
+use ls_core::{Case, FixtureSet, Submission};
 use ls_grading::{BoundaryReport, GradingInput};
 use std::hint::black_box;
 
@@ -22,7 +22,7 @@ struct Prepared<'a> {
     ep: Episode,
     sub: Submission,
     boundary: BoundaryReport,
-    budget: f64,
+    extras: Extras,
 }
 
 impl<'a> Prepared<'a> {
@@ -35,36 +35,11 @@ impl<'a> Prepared<'a> {
         }
         let sub = Submission::from_payload(&payload).expect("oracle payload parses");
         let boundary = submit_boundary(&ep, &sub, 0, false);
-        let budget = case.budget_total.to_string().parse().unwrap_or(15.0);
-        Prepared { case, ep, sub, boundary, budget }
+        Prepared { case, ep, sub, boundary, extras: Extras::default() }
     }
 
     fn input(&self, set: &'a FixtureSet) -> GradingInput<'_> {
-        let spent: f64 = self.ep.trajectory.iter().map(|t| t.cost).sum();
-        let mut posterior = [0.0; Hypothesis::COUNT];
-        posterior[self.ep.hidden.latent_hypothesis.index()] = 1.0;
-        GradingInput {
-            case: self.case,
-            world: set.world(self.case),
-            hidden: &self.ep.hidden,
-            submission: &self.sub,
-            trajectory: &self.ep.trajectory,
-            revealed_artifacts: &self.ep.artifacts,
-            pending_artifact_ids: &[],
-            observed_signals: &self.ep.observed,
-            revealed_refs: &self.ep.refs,
-            budget_total: self.budget,
-            budget_remaining: self.budget - spent,
-            step_count: self.ep.trajectory.len() as u32,
-            max_steps: self.case.max_steps,
-            pressure: None,
-            sprt_posterior: posterior,
-            control_boundary: &self.boundary,
-            authority_gate: None,
-            institutional_loss_score: None,
-            benchmark_track: "case",
-            handoff_packet: None,
-        }
+        grading_input(self.case, set.world(self.case), &self.ep, &self.sub, &self.boundary, "case", &self.extras)
     }
 }
 

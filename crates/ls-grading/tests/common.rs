@@ -5,7 +5,7 @@ use ls_core::enums::ArtifactId;
 use ls_core::episode::{RevealedArtifact, TrajectoryEntry};
 use ls_core::fixtures::CaseWorld;
 use ls_core::{ActionName, CallbackOutcome, Case, Decision, HiddenWorld, Hypothesis, Submission};
-use ls_grading::{evaluate_boundary, BoundaryInput, BoundaryReport, GradeReport, GradingInput};
+use ls_grading::{evaluate_boundary, AuthorityGate, BoundaryInput, BoundaryReport, GradeReport, GradingInput, PressureOutcome};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
@@ -118,37 +118,57 @@ pub fn submit_boundary(ep: &Episode, sub: &Submission, pending: usize, only_succ
     })
 }
 
-/// Grade `payload` on `case` after `ep`.
-pub fn grade_with(case: &Case, world: CaseWorld<'_>, ep: &Episode, payload: &Map<String, Value>, track: &str) -> GradeReport {
-    let sub = Submission::from_payload(payload).expect("payload parses");
-    let boundary = submit_boundary(ep, &sub, 0, false);
+/// Episode context beyond the trajectory: everything `grading_input` leaves empty by default.
+#[derive(Default)]
+pub struct Extras {
+    pub pending: Vec<String>,
+    pub gate: Option<AuthorityGate>,
+    pub pressure: Option<PressureOutcome>,
+    pub handoff: Option<Value>,
+    pub loss: Option<f64>,
+    /// The SPRT posterior; certainty on the latent hypothesis when absent.
+    pub posterior: Option<[f64; Hypothesis::COUNT]>,
+}
+
+/// The grading input for `sub` after `ep` (budget spent as the trajectory's costs).
+pub fn grading_input<'a>(case: &'a Case, world: CaseWorld<'a>, ep: &'a Episode, sub: &'a Submission, boundary: &'a BoundaryReport, track: &'a str, x: &'a Extras) -> GradingInput<'a> {
     let budget: f64 = case.budget_total.to_string().parse().unwrap_or(15.0);
     let spent: f64 = ep.trajectory.iter().map(|t| t.cost).sum();
-    let mut posterior = [0.0; Hypothesis::COUNT];
-    posterior[ep.hidden.latent_hypothesis.index()] = 1.0;
-    let input = GradingInput {
+    let posterior = x.posterior.unwrap_or_else(|| {
+        let mut p = [0.0; Hypothesis::COUNT];
+        p[ep.hidden.latent_hypothesis.index()] = 1.0;
+        p
+    });
+    GradingInput {
         case,
         world,
         hidden: &ep.hidden,
-        submission: &sub,
+        submission: sub,
         trajectory: &ep.trajectory,
         revealed_artifacts: &ep.artifacts,
-        pending_artifact_ids: &[],
+        pending_artifact_ids: &x.pending,
         observed_signals: &ep.observed,
         revealed_refs: &ep.refs,
         budget_total: budget,
         budget_remaining: budget - spent,
         step_count: ep.trajectory.len() as u32,
         max_steps: case.max_steps,
-        pressure: None,
+        pressure: x.pressure.clone(),
         sprt_posterior: posterior,
-        control_boundary: &boundary,
-        authority_gate: None,
-        institutional_loss_score: None,
+        control_boundary: boundary,
+        authority_gate: x.gate.as_ref(),
+        institutional_loss_score: x.loss,
         benchmark_track: track,
-        handoff_packet: None,
-    };
-    ls_grading::grade(&input)
+        handoff_packet: x.handoff.as_ref(),
+    }
+}
+
+/// Grade `payload` on `case` after `ep`.
+pub fn grade_with(case: &Case, world: CaseWorld<'_>, ep: &Episode, payload: &Map<String, Value>, track: &str) -> GradeReport {
+    let sub = Submission::from_payload(payload).expect("payload parses");
+    let boundary = submit_boundary(ep, &sub, 0, false);
+    let x = Extras::default();
+    ls_grading::grade(&grading_input(case, world, ep, &sub, &boundary, track, &x))
 }
 
 pub fn obj(v: Value) -> Map<String, Value> {

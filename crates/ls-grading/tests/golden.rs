@@ -8,54 +8,14 @@ mod common;
 use common::*;
 use ls_core::episode::TrajectoryEntry;
 use ls_core::{ActionName, Case, Decision, FixtureSet, Hypothesis, Submission};
-use ls_grading::{AuthorityGate, GradeReport, GradingInput, PressureOutcome};
+use ls_grading::{AuthorityGate, GradeReport, PressureOutcome};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
-
-/// Extra episode context beyond what `grade_with` sets.
-#[derive(Default)]
-struct Extras {
-    pending: Vec<String>,
-    gate: Option<AuthorityGate>,
-    pressure: Option<PressureOutcome>,
-    handoff: Option<Value>,
-    loss: Option<f64>,
-    posterior: Option<[f64; Hypothesis::COUNT]>,
-}
 
 fn grade_full(case: &Case, set: &FixtureSet, ep: &Episode, payload: &Map<String, Value>, track: &str, x: &Extras) -> GradeReport {
     let sub = Submission::from_payload(payload).expect("payload parses");
     let boundary = submit_boundary(ep, &sub, x.pending.len(), true);
-    let budget: f64 = case.budget_total.to_string().parse().unwrap_or(15.0);
-    let spent: f64 = ep.trajectory.iter().map(|t| t.cost).sum();
-    let posterior = x.posterior.unwrap_or_else(|| {
-        let mut p = [0.0; Hypothesis::COUNT];
-        p[ep.hidden.latent_hypothesis.index()] = 1.0;
-        p
-    });
-    let input = GradingInput {
-        case,
-        world: set.world(case),
-        hidden: &ep.hidden,
-        submission: &sub,
-        trajectory: &ep.trajectory,
-        revealed_artifacts: &ep.artifacts,
-        pending_artifact_ids: &x.pending,
-        observed_signals: &ep.observed,
-        revealed_refs: &ep.refs,
-        budget_total: budget,
-        budget_remaining: budget - spent,
-        step_count: ep.trajectory.len() as u32,
-        max_steps: case.max_steps,
-        pressure: x.pressure.clone(),
-        sprt_posterior: posterior,
-        control_boundary: &boundary,
-        authority_gate: x.gate.as_ref(),
-        institutional_loss_score: x.loss,
-        benchmark_track: track,
-        handoff_packet: x.handoff.as_ref(),
-    };
-    ls_grading::grade(&input)
+    ls_grading::grade(&grading_input(case, set.world(case), ep, &sub, &boundary, track, x))
 }
 
 /// A messier careful episode: a repeated step (keys reordered), a failed step, an unknown action.

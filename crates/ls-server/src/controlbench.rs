@@ -160,11 +160,12 @@ async fn state(State(s): State<Shared>, headers: HeaderMap) -> Result<JsonReply<
     Ok(JsonReply(do_state(&s, &sid)))
 }
 
-async fn institutional_memory(State(s): State<Shared>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+async fn institutional_memory(State(s): State<Shared>, headers: HeaderMap) -> Result<JsonReply<ls_env::RawJson>, ApiError> {
     let (sid, _) = session_id(&headers, None)?;
     let env = s.sessions.get_or_create(&sid, || s.new_env())?;
     let env = lock_env(&env);
-    Ok(Json(Value::Object(env.memory.public_view())))
+    // The snapshot is already JSON text; no map round trip.
+    Ok(JsonReply(env.memory.snapshots().full))
 }
 
 async fn institutional_reset(State(s): State<Shared>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {

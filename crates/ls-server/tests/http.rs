@@ -345,3 +345,28 @@ async fn pressure_event_arrives_and_is_readable() {
     let v = s.step(sid, "ocr", json!({"doc_id": doc, "mode": "accurate"})).await;
     assert_eq!(v["observation"]["last_tool_result"]["success"], true, "injected documents are readable");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn institutional_memory_route_serves_the_terminal_snapshot() {
+    let s = start(TrackMode::Blind, 8).await;
+    let sid = Some("mem");
+    let (status, fresh) = s.get("/institutional-memory", sid).await;
+    assert_eq!(status, 200, "{fresh}");
+    assert_eq!(fresh["case_counter"], 0);
+    s.ok("/reset", sid, json!({"case_id": "CASE-D-001"})).await;
+    let done = s.step(sid, "submit_decision", json!({"decision": "HOLD", "confidence": 0.7})).await;
+    let (status, mem) = s.get("/institutional-memory", sid).await;
+    assert_eq!(status, 200, "{mem}");
+    // The route and the terminal info carry the same full snapshot (TrustGraph case list
+    // included); the observation carries the summary without it.
+    assert_eq!(mem, done["info"]["institutional_memory"]);
+    assert_eq!(mem["case_counter"], 1);
+    assert_eq!(mem["trust_graph_memory"]["recent_case_ids"], json!(["CASE-D-001"]));
+    assert_eq!(mem["loss_ledger"], done["info"]["institutional_metrics"]);
+    let obs = &done["observation"]["institutional_memory"];
+    assert!(obs["trust_graph_memory"].get("recent_case_ids").is_none());
+    assert_eq!(obs["loss_ledger"], mem["loss_ledger"]);
+    // Another session's memory is untouched.
+    let (_, other) = s.get("/institutional-memory", Some("mem-other")).await;
+    assert_eq!(other["case_counter"], 0);
+}

@@ -111,15 +111,24 @@ async fn play(client: &reqwest::Client, base: &str, session: &str, case_id: &str
     Ok((score, consistent))
 }
 
-fn proc_stat(pid: u32) -> Option<(f64, u64)> {
+/// CPU time of a process (all its threads) split into user and kernel time, and its RSS.
+#[derive(Clone, Copy)]
+struct ProcSample {
+    user_s: f64,
+    system_s: f64,
+    rss_kb: u64,
+}
+
+fn proc_stat(pid: u32) -> Option<ProcSample> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = stat.rsplit_once(')')?.1;
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks = 100.0; // USER_HZ on Linux
-    let cpu_s = (f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?) / ticks;
+    let user_s = f.get(11)?.parse::<f64>().ok()? / ticks;
+    let system_s = f.get(12)?.parse::<f64>().ok()? / ticks;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let rss_kb = status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()?;
-    Some((cpu_s, rss_kb))
+    Some(ProcSample { user_s, system_s, rss_kb })
 }
 
 fn pct(sorted: &[u64], p: f64) -> f64 {
@@ -174,7 +183,7 @@ pub fn run(args: LoadArgs) -> Result<()> {
             }
             ids
         };
-        let idle_rss = pid.and_then(proc_stat).map(|s| s.1);
+        let idle_rss = pid.and_then(proc_stat).map(|s| s.rss_kb);
         let mut report = Vec::new();
         // Solo reference: the score sequence of a worker that starts at case `start`, played alone
         // in a fresh session. Workers that start at the same case share one reference.
@@ -242,10 +251,11 @@ pub fn run(args: LoadArgs) -> Result<()> {
             let wall = t0.elapsed().as_secs_f64();
             let after = pid.and_then(proc_stat);
             lat.sort_unstable();
-            let cpu_ms_per_episode = match (before, after) {
-                (Some(b), Some(a)) => Some((a.0 - b.0) * 1000.0 / episodes as f64),
+            let per_episode_ms = |f: fn(&ProcSample) -> f64| match (before, after) {
+                (Some(b), Some(a)) => Some(((f(&a) - f(&b)) * 1000.0 / episodes as f64 * 1000.0).round() / 1000.0),
                 _ => None,
             };
+            let cpu_ms_per_episode = per_episode_ms(|p| p.user_s + p.system_s);
             report.push(json!({
                 "kind": if floor { "transport_floor" } else { "episodes" },
                 "concurrency": conc,
@@ -256,8 +266,10 @@ pub fn run(args: LoadArgs) -> Result<()> {
                 "steps_per_s": ((lat.len() - episodes) as f64 / wall * 10.0).round() / 10.0,
                 "latency_ms_p50": pct(&lat, 0.50),
                 "latency_ms_p99": pct(&lat, 0.99),
-                "server_cpu_ms_per_episode": cpu_ms_per_episode.map(|v| (v * 1000.0).round() / 1000.0),
-                "server_rss_mb": after.map(|a| (a.1 as f64 / 1024.0 * 10.0).round() / 10.0),
+                "server_cpu_ms_per_episode": cpu_ms_per_episode,
+                "server_cpu_user_ms_per_episode": per_episode_ms(|p| p.user_s),
+                "server_cpu_system_ms_per_episode": per_episode_ms(|p| p.system_s),
+                "server_rss_mb": after.map(|a| (a.rss_kb as f64 / 1024.0 * 10.0).round() / 10.0),
                 "interference_errors": interference,
             }));
         }
@@ -266,12 +278,12 @@ pub fn run(args: LoadArgs) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&out)?);
         } else {
             println!("server {base}  idle RSS {} MB (before any episode)", out["idle_rss_mb"]);
-            println!("{:>16} {:>5} {:>8} {:>11} {:>10} {:>9} {:>9} {:>14} {:>8} {:>12}", "run", "conc", "episodes", "episodes/s", "steps/s", "p50 ms", "p99 ms", "cpu ms/episode", "RSS MB", "interference");
+            println!("{:>16} {:>5} {:>8} {:>11} {:>10} {:>9} {:>9} {:>14} {:>6} {:>6} {:>8} {:>12}", "run", "conc", "episodes", "episodes/s", "steps/s", "p50 ms", "p99 ms", "cpu ms/episode", "user", "system", "RSS MB", "interference");
             for r in out["runs"].as_array().into_iter().flatten() {
                 println!(
-                    "{:>16} {:>5} {:>8} {:>11} {:>10} {:>9.3} {:>9.3} {:>14} {:>8} {:>12}",
+                    "{:>16} {:>5} {:>8} {:>11} {:>10} {:>9.3} {:>9.3} {:>14} {:>6} {:>6} {:>8} {:>12}",
                     r["kind"].as_str().unwrap_or(""),
-                    r["concurrency"], r["episodes"], r["episodes_per_s"], r["steps_per_s"], r["latency_ms_p50"].as_f64().unwrap_or(0.0), r["latency_ms_p99"].as_f64().unwrap_or(0.0), r["server_cpu_ms_per_episode"], r["server_rss_mb"], r["interference_errors"]
+                    r["concurrency"], r["episodes"], r["episodes_per_s"], r["steps_per_s"], r["latency_ms_p50"].as_f64().unwrap_or(0.0), r["latency_ms_p99"].as_f64().unwrap_or(0.0), r["server_cpu_ms_per_episode"], r["server_cpu_user_ms_per_episode"], r["server_cpu_system_ms_per_episode"], r["server_rss_mb"], r["interference_errors"]
                 );
             }
         }

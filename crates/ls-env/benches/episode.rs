@@ -54,7 +54,7 @@ fn bench(c: &mut Criterion) {
     // a buffer sized for an observation, as the server does).
     let reply = |e: &ls_env::StepEnvelope| {
         let mut buf = Vec::with_capacity(16 * 1024);
-        serde_json::to_writer(&mut buf, e).expect("json");
+        ls_json::to_writer(&mut buf, e).expect("json");
         buf.len()
     };
     let mut env = Environment::new(pool.clone(), EnvConfig { track_mode: TrackMode::Blind });

@@ -12,7 +12,7 @@ use std::time::Instant;
 /// Serialize a reply as the server does (one buffer sized for an observation).
 fn reply(e: &ls_env::StepEnvelope) -> Vec<u8> {
     let mut buf = Vec::with_capacity(16 * 1024);
-    serde_json::to_writer(&mut buf, e).unwrap();
+    ls_json::to_writer(&mut buf, e).unwrap();
     buf
 }
 

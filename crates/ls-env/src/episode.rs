@@ -166,7 +166,7 @@ pub struct Episode {
 struct MetadataAtReset<'a> {
     #[serde(flatten)]
     metadata: &'a Map<String, Value>,
-    mdp_component: &'a serde_json::value::RawValue,
+    mdp_component: &'a RawJson,
 }
 
 /// `info.reward_model`, serialized straight from its parts (written once, into both `info` and
@@ -175,8 +175,8 @@ struct MetadataAtReset<'a> {
 struct RewardModelView<'a> {
     value: f64,
     terminal: bool,
-    components: &'a Map<String, Value>,
-    metadata: &'a Map<String, Value>,
+    components: &'a InfoMap,
+    metadata: &'a InfoMap,
 }
 
 fn r4(v: f64) -> f64 {
@@ -507,7 +507,7 @@ impl Episode {
         let shaping = SHAPING_SCALE * (SHAPING_GAMMA * phi_after - phi_before);
         let reward = (exec.reward_voi + exec.failure_penalty + rm_bonus + milestone + info_gain + shaping).clamp(-1.0, 1.0);
 
-        let mut components = Map::new();
+        let mut components = InfoMap::new();
         components.insert("voi_reward".into(), json!(r4(exec.reward_voi)));
         components.insert("information_value".into(), json!(r4(exec.gross_voi)));
         components.insert("cost_penalty".into(), json!(r4(-self.cost_penalty(exec.cost))));
@@ -522,7 +522,7 @@ impl Episode {
             components.insert("information_gain_bonus".into(), json!(r4(info_gain)));
         }
         components.insert("potential_delta".into(), json!(r4(shaping)));
-        let mut metadata = Map::new();
+        let mut metadata = InfoMap::new();
         metadata.insert("action_type".into(), json!(action.as_str()));
         metadata.insert("control_boundary_phase".into(), json!(boundary.phase));
         metadata.insert("success".into(), json!(exec.success));
@@ -538,7 +538,7 @@ impl Episode {
         }
         if !exec.success {
             if let Some(e) = result.get("error") {
-                metadata.insert("error".into(), e.clone());
+                metadata.insert("error".into(), e);
             }
         }
         let reward_model = raw_json(&RewardModelView { value: r4(reward), terminal: self.done, components: &components, metadata: &metadata });
@@ -882,13 +882,13 @@ impl Episode {
         self.terminal_reason = Some("decision_submitted".into());
         self.submitted_decision = Some(decision);
 
-        let mut components = Map::new();
+        let mut components = InfoMap::new();
         components.insert("final_score".into(), json!(grade.final_score));
         if rm_bonus != 0.0 {
             components.insert("reward_machine_bonus".into(), json!(r4(rm_bonus)));
         }
         components.insert("potential_delta".into(), json!(r4(shaping)));
-        let mut metadata = Map::new();
+        let mut metadata = InfoMap::new();
         metadata.insert("action_type".into(), json!("submit_decision"));
         metadata.insert("control_boundary_phase".into(), json!(boundary.phase));
         metadata.insert("success".into(), json!(true));

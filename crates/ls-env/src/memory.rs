@@ -24,7 +24,6 @@ use ls_core::Decision;
 use ls_grading::{AuthorityGate, GradeReport};
 use serde::Serialize;
 use crate::observation::{raw_json, RawJson, SharedJson};
-use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -902,7 +901,7 @@ impl InstitutionalMemory {
             decision_counts: &t.decision_counts,
             risk_flag_counts: &t.risk_flag_counts,
         };
-        let snapshot = |trust_graph_memory: &RawValue| {
+        let snapshot = |trust_graph_memory: &RawJson| {
             raw_json(&Snapshot {
                 week_id: &self.week_id,
                 week_number: self.week_number,
@@ -959,15 +958,15 @@ struct Snapshot<'a> {
     callback_capacity_total: u32,
     callback_capacity_remaining: u32,
     authority_level: &'static str,
-    calibration_gate: &'a RawValue,
-    attacker_belief: &'a RawValue,
-    vendor_memory: &'a RawValue,
-    sleeper_vendors: &'a RawValue,
-    trust_graph_memory: &'a RawValue,
-    loss_ledger: &'a RawValue,
+    calibration_gate: &'a RawJson,
+    attacker_belief: &'a RawJson,
+    vendor_memory: &'a RawJson,
+    sleeper_vendors: &'a RawJson,
+    trust_graph_memory: &'a RawJson,
+    loss_ledger: &'a RawJson,
     amendment_count: usize,
     deployability_rating: &'static str,
-    controlbench_summary: &'a RawValue,
+    controlbench_summary: &'a RawJson,
 }
 
 /// See [`InstitutionalMemory::metrics_view`].

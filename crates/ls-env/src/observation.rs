@@ -3,7 +3,6 @@
 use ls_core::episode::{InterventionLogEntry, RevealedArtifact, TrajectoryEntry};
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::sync::{Arc, LazyLock};
 
@@ -39,12 +38,11 @@ impl SharedJson {
 
     /// Serialize a value that is a JSON object (a map or a struct of JSON-safe fields).
     pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Self {
-        // Maps of JSON values and our derived structs cannot fail to serialize (string keys, no
-        // non-finite floats reach them).
+        // Maps of JSON values and our derived structs cannot fail to serialize (string keys).
         // Serializer output is valid JSON: no re-parse to validate it.
-        let raw = serde_json::value::to_raw_value(value).expect("observation parts always serialize");
+        let raw = RawJson::from_serialize(value);
         debug_assert!(raw.get().starts_with('{'), "SharedJson holds JSON objects");
-        Self(Arc::from(raw))
+        Self(raw)
     }
 
     /// Wrap JSON text that is an object.
@@ -79,7 +77,7 @@ impl std::fmt::Debug for SharedJson {
 
 impl PartialEq for SharedJson {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.get() == other.get()
+        self.0 == other.0
     }
 }
 
@@ -99,16 +97,13 @@ impl<'de> Deserialize<'de> for SharedJson {
 json_object_schema!(SharedJson);
 
 /// Pre-serialized JSON text of any kind, shared by `Arc` (a report written once into `info` and
-/// into `last_tool_result`).
-pub type RawJson = Arc<RawValue>;
+/// into `last_tool_result`). See `ls_json` for how it is written.
+pub use ls_json::RawJson;
 
 /// Serialize any value to shared raw JSON text (`null` if it cannot be serialized, which our
-/// report types never do: string keys, finite floats).
+/// report types never do: string keys).
 pub fn raw_json<T: Serialize + ?Sized>(value: &T) -> RawJson {
-    match serde_json::value::to_raw_value(value) {
-        Ok(raw) => Arc::from(raw),
-        Err(_) => Arc::from(RawValue::from_string("null".to_owned()).expect("null is JSON")),
-    }
+    RawJson::from_serialize(value)
 }
 
 #[derive(Clone)]
@@ -258,7 +253,7 @@ impl Serialize for InfoMap {
         for (k, e) in &self.entries {
             match e {
                 Entry::Tree(v) => m.serialize_entry(k, v)?,
-                Entry::Raw(r) => m.serialize_entry(k, &**r)?,
+                Entry::Raw(r) => m.serialize_entry(k, r)?,
             }
         }
         m.end()

@@ -116,12 +116,12 @@ pub struct Composite {
 
 /// `compose(task)` as JSON (the reset observation's `case_metadata.mdp_component`), serialized
 /// once per task family.
-pub fn mdp_component_json(task: TaskType) -> &'static serde_json::value::RawValue {
-    static CACHE: OnceLock<BTreeMap<TaskType, Box<serde_json::value::RawValue>>> = OnceLock::new();
+pub fn mdp_component_json(task: TaskType) -> &'static ls_json::RawJson {
+    static CACHE: OnceLock<BTreeMap<TaskType, ls_json::RawJson>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| {
         TaskType::ALL
             .iter()
-            .map(|&t| (t, serde_json::value::to_raw_value(&compose(t)).expect("the composition serializes")))
+            .map(|&t| (t, ls_json::RawJson::from_serialize(&compose(t))))
             .collect()
     });
     &cache[&task]

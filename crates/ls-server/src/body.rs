@@ -29,14 +29,15 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
 /// Initial buffer for a step reply: most are 8–12 KB, a terminal one ~25 KB (grows once).
 pub const REPLY_CAPACITY_BYTES: usize = 16 * 1024;
 
-/// A JSON reply serialized into one buffer sized for an observation, instead of growing from a
-/// few bytes by doubling and copying (axum's `Json` starts at 128 bytes).
+/// A JSON reply serialized (by `ls_json`, byte-identical to `serde_json`) into one buffer sized
+/// for an observation, instead of growing from a few bytes by doubling and copying (axum's `Json`
+/// starts at 128 bytes).
 pub struct JsonReply<T>(pub T);
 
 impl<T: serde::Serialize> IntoResponse for JsonReply<T> {
     fn into_response(self) -> Response {
         let mut buf = Vec::with_capacity(REPLY_CAPACITY_BYTES);
-        match serde_json::to_writer(&mut buf, &self.0) {
+        match ls_json::to_writer(&mut buf, &self.0) {
             Ok(()) => ([(axum::http::header::CONTENT_TYPE, "application/json")], buf).into_response(),
             Err(e) => ApiError::Internal(format!("reply serialization failed: {e}")).into_response(),
         }

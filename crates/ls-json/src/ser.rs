@@ -1,0 +1,771 @@
+//! The compact JSON serializer. Output contract: byte-identical to `serde_json::to_vec` for every
+//! value `serde_json` can serialize, and an error wherever `serde_json` reports one (map keys that
+//! are not strings, numbers, booleans or unit variants; non-finite float keys).
+
+use crate::RAW_TOKEN;
+use serde::ser::{self, Impossible, Serialize};
+use std::fmt;
+
+/// Why a value could not be written as JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error(String);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl ser::Error for Error {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        Error(msg.to_string())
+    }
+}
+
+fn key_must_be_a_string() -> Error {
+    Error("key must be a string".to_owned())
+}
+
+/// Append the JSON of `value` to `out`. On error `out` may hold a partial value.
+pub fn to_writer<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), Error> {
+    value.serialize(&mut Writer { out })
+}
+
+/// The JSON of `value` as bytes.
+pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::with_capacity(128);
+    to_writer(&mut out, value)?;
+    Ok(out)
+}
+
+/// The JSON of `value` as a string.
+pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, Error> {
+    // Every byte written comes from a `&str` or is ASCII.
+    to_vec(value).map(|v| String::from_utf8(v).expect("serializer output is UTF-8"))
+}
+
+struct Writer<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+/// Per-byte escape class, as JSON (RFC 8259) and `serde_json` define it: `"` and `\` are
+/// escaped, control characters get their short form where one exists and `\u00XX` otherwise;
+/// everything else (DEL and non-ASCII included) is written as is.
+const NO: u8 = 0;
+const UU: u8 = b'u';
+static ESCAPE: [u8; 256] = {
+    let mut t = [NO; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = UU;
+        i += 1;
+    }
+    t[0x08] = b'b';
+    t[0x09] = b't';
+    t[0x0A] = b'n';
+    t[0x0C] = b'f';
+    t[0x0D] = b'r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
+
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// Non-zero if any byte of the little-endian word needs escaping (a control character, `"` or
+/// `\`). The test for "any" is exact (the classic has-less / has-zero bit tricks); which byte it
+/// is gets settled byte by byte.
+#[inline]
+fn word_needs_escape(w: u64) -> u64 {
+    let control = w.wrapping_sub(LO * 0x20) & !w;
+    let q = w ^ (LO * u64::from(b'"'));
+    let quote = q.wrapping_sub(LO) & !q;
+    let b = w ^ (LO * u64::from(b'\\'));
+    let backslash = b.wrapping_sub(LO) & !b;
+    (control | quote | backslash) & HI
+}
+
+fn write_escape(out: &mut Vec<u8>, byte: u8, class: u8) {
+    if class == UU {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 0xF)]]);
+    } else {
+        out.extend_from_slice(&[b'\\', class]);
+    }
+}
+
+#[inline]
+fn load8(b: &[u8]) -> u64 {
+    u64::from_le_bytes(b[..8].try_into().expect("eight bytes"))
+}
+
+#[inline]
+fn load4(b: &[u8]) -> u64 {
+    u64::from(u32::from_le_bytes(b[..4].try_into().expect("four bytes")))
+}
+
+/// Whether any byte of `bytes` needs escaping, a word at a time. Most strings written are short
+/// keys and identifiers: 4 to 7 bytes are tested as two overlapping halves of one word, longer
+/// strings word by word with an overlapping last word.
+#[inline]
+fn needs_escape(bytes: &[u8]) -> bool {
+    let n = bytes.len();
+    if n >= 8 {
+        let mut i = 0;
+        while i + 8 <= n {
+            if word_needs_escape(load8(&bytes[i..])) != 0 {
+                return true;
+            }
+            i += 8;
+        }
+        i < n && word_needs_escape(load8(&bytes[n - 8..])) != 0
+    } else if n >= 4 {
+        word_needs_escape(load4(bytes) | (load4(&bytes[n - 4..]) << 32)) != 0
+    } else {
+        bytes.iter().any(|&b| ESCAPE[usize::from(b)] != NO)
+    }
+}
+
+/// Write `s` as a quoted, escaped JSON string.
+#[inline]
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    if needs_escape(bytes) {
+        write_escaped(out, bytes);
+    } else {
+        out.extend_from_slice(bytes);
+    }
+    out.push(b'"');
+}
+
+/// The contents of a string that has at least one byte to escape: clean words are skipped whole,
+/// the others are settled byte by byte.
+#[cold]
+fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
+    // `run` is the start of the bytes not yet copied; they need no escape.
+    let (mut run, mut i) = (0, 0);
+    while i < bytes.len() {
+        if i + 8 <= bytes.len() && word_needs_escape(load8(&bytes[i..])) == 0 {
+            i += 8;
+            continue;
+        }
+        let end = (i + 8).min(bytes.len());
+        while i < end {
+            let class = ESCAPE[usize::from(bytes[i])];
+            if class != NO {
+                out.extend_from_slice(&bytes[run..i]);
+                write_escape(out, bytes[i], class);
+                run = i + 1;
+            }
+            i += 1;
+        }
+    }
+    out.extend_from_slice(&bytes[run..]);
+}
+
+#[inline]
+fn write_int<I: itoa::Integer>(out: &mut Vec<u8>, v: I) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+#[inline]
+fn write_f64(out: &mut Vec<u8>, v: f64) {
+    if v.is_finite() {
+        out.extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
+    } else {
+        out.extend_from_slice(b"null");
+    }
+}
+
+#[inline]
+fn write_f32(out: &mut Vec<u8>, v: f32) {
+    if v.is_finite() {
+        out.extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
+    } else {
+        out.extend_from_slice(b"null");
+    }
+}
+
+/// An array or object being written.
+#[doc(hidden)]
+pub struct Compound<'a, 'b> {
+    w: &'b mut Writer<'a>,
+    state: State,
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum State {
+    /// No element written yet.
+    First,
+    /// At least one element written: the next one needs a comma.
+    Rest,
+    /// Inside a raw value: the one field is written verbatim.
+    Raw,
+}
+
+/// How a compound closes: `]`, `}`, or those plus the `}` of an externally tagged variant.
+#[derive(Clone, Copy)]
+enum Close {
+    Array,
+    Object,
+    VariantArray,
+    VariantObject,
+}
+
+impl<'a, 'b> Compound<'a, 'b> {
+    #[inline]
+    fn comma(&mut self) {
+        if self.state == State::Rest {
+            self.w.out.push(b',');
+        }
+        self.state = State::Rest;
+    }
+
+    #[inline]
+    fn close(self, how: Close) {
+        let out = &mut *self.w.out;
+        match how {
+            Close::Array => out.push(b']'),
+            Close::Object => out.push(b'}'),
+            Close::VariantArray => out.extend_from_slice(b"]}"),
+            Close::VariantObject => out.extend_from_slice(b"}}"),
+        }
+    }
+}
+
+impl<'a, 'b> ser::Serializer for &'b mut Writer<'a> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Compound<'a, 'b>;
+    type SerializeTuple = Compound<'a, 'b>;
+    type SerializeTupleStruct = Compound<'a, 'b>;
+    type SerializeTupleVariant = Compound<'a, 'b>;
+    type SerializeMap = Compound<'a, 'b>;
+    type SerializeStruct = Compound<'a, 'b>;
+    type SerializeStructVariant = Compound<'a, 'b>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), Error> {
+        self.out.extend_from_slice(if v { b"true" } else { b"false" });
+        Ok(())
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_i128(self, v: i128) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_u128(self, v: u128) -> Result<(), Error> {
+        write_int(self.out, v);
+        Ok(())
+    }
+    fn serialize_f32(self, v: f32) -> Result<(), Error> {
+        write_f32(self.out, v);
+        Ok(())
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), Error> {
+        write_f64(self.out, v);
+        Ok(())
+    }
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        write_str(self.out, v.encode_utf8(&mut [0u8; 4]));
+        Ok(())
+    }
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        write_str(self.out, v);
+        Ok(())
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), Error> {
+        self.out.push(b'[');
+        for (i, b) in v.iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            write_int(self.out, *b);
+        }
+        self.out.push(b']');
+        Ok(())
+    }
+    fn serialize_none(self) -> Result<(), Error> {
+        self.serialize_unit()
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Error> {
+        value.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<(), Error> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
+        self.serialize_unit()
+    }
+    fn serialize_unit_variant(self, _name: &'static str, _index: u32, variant: &'static str) -> Result<(), Error> {
+        write_str(self.out, variant);
+        Ok(())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, value: &T) -> Result<(), Error> {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(self, _name: &'static str, _index: u32, variant: &'static str, value: &T) -> Result<(), Error> {
+        self.out.push(b'{');
+        write_str(self.out, variant);
+        self.out.push(b':');
+        value.serialize(&mut *self)?;
+        self.out.push(b'}');
+        Ok(())
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a, 'b>, Error> {
+        self.out.push(b'[');
+        Ok(Compound { w: self, state: State::First })
+    }
+    fn serialize_tuple(self, len: usize) -> Result<Compound<'a, 'b>, Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Result<Compound<'a, 'b>, Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_variant(self, _name: &'static str, _index: u32, variant: &'static str, _len: usize) -> Result<Compound<'a, 'b>, Error> {
+        self.out.push(b'{');
+        write_str(self.out, variant);
+        self.out.extend_from_slice(b":[");
+        Ok(Compound { w: self, state: State::First })
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a, 'b>, Error> {
+        self.out.push(b'{');
+        Ok(Compound { w: self, state: State::First })
+    }
+    fn serialize_struct(self, name: &'static str, len: usize) -> Result<Compound<'a, 'b>, Error> {
+        if name == RAW_TOKEN {
+            return Ok(Compound { w: self, state: State::Raw });
+        }
+        self.serialize_map(Some(len))
+    }
+    fn serialize_struct_variant(self, _name: &'static str, _index: u32, variant: &'static str, _len: usize) -> Result<Compound<'a, 'b>, Error> {
+        self.out.push(b'{');
+        write_str(self.out, variant);
+        self.out.extend_from_slice(b":{");
+        Ok(Compound { w: self, state: State::First })
+    }
+}
+
+impl ser::SerializeSeq for Compound<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.comma();
+        value.serialize(&mut *self.w)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.close(Close::Array);
+        Ok(())
+    }
+}
+
+impl ser::SerializeTuple for Compound<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> Result<(), Error> {
+        ser::SerializeSeq::end(self)
+    }
+}
+
+impl ser::SerializeTupleStruct for Compound<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> Result<(), Error> {
+        ser::SerializeSeq::end(self)
+    }
+}
+
+impl ser::SerializeTupleVariant for Compound<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.close(Close::VariantArray);
+        Ok(())
+    }
+}
+
+impl ser::SerializeMap for Compound<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
+        self.comma();
+        key.serialize(MapKey { out: &mut *self.w.out })
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.w.out.push(b':');
+        value.serialize(&mut *self.w)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.close(Close::Object);
+        Ok(())
+    }
+}
+
+impl ser::SerializeStruct for Compound<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
+        if self.state == State::Raw {
+            return value.serialize(RawText { out: &mut *self.w.out });
+        }
+        self.comma();
+        write_str(self.w.out, key);
+        self.w.out.push(b':');
+        value.serialize(&mut *self.w)
+    }
+    fn end(self) -> Result<(), Error> {
+        if self.state != State::Raw {
+            self.close(Close::Object);
+        }
+        Ok(())
+    }
+}
+
+impl ser::SerializeStructVariant for Compound<'_, '_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
+        self.comma();
+        write_str(self.w.out, key);
+        self.w.out.push(b':');
+        value.serialize(&mut *self.w)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.close(Close::VariantObject);
+        Ok(())
+    }
+}
+
+/// Map keys: strings, and (quoted) numbers, booleans and unit variants, as `serde_json` allows.
+struct MapKey<'o> {
+    out: &'o mut Vec<u8>,
+}
+
+impl MapKey<'_> {
+    fn quoted(self, text: &[u8]) -> Result<(), Error> {
+        self.out.push(b'"');
+        self.out.extend_from_slice(text);
+        self.out.push(b'"');
+        Ok(())
+    }
+}
+
+impl ser::Serializer for MapKey<'_> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Impossible<(), Error>;
+    type SerializeTuple = Impossible<(), Error>;
+    type SerializeTupleStruct = Impossible<(), Error>;
+    type SerializeTupleVariant = Impossible<(), Error>;
+    type SerializeMap = Impossible<(), Error>;
+    type SerializeStruct = Impossible<(), Error>;
+    type SerializeStructVariant = Impossible<(), Error>;
+
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        write_str(self.out, v);
+        Ok(())
+    }
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        write_str(self.out, v.encode_utf8(&mut [0u8; 4]));
+        Ok(())
+    }
+    fn serialize_unit_variant(self, _name: &'static str, _index: u32, variant: &'static str) -> Result<(), Error> {
+        write_str(self.out, variant);
+        Ok(())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, value: &T) -> Result<(), Error> {
+        value.serialize(self)
+    }
+    fn serialize_bool(self, v: bool) -> Result<(), Error> {
+        self.quoted(if v { b"true" } else { b"false" })
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), Error> {
+        self.quoted(itoa::Buffer::new().format(v).as_bytes())
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), Error> {
+        self.quoted(itoa::Buffer::new().format(v).as_bytes())
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), Error> {
+        self.quoted(itoa::Buffer::new().format(v).as_bytes())
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), Error> {
+        self.quoted(itoa::Buffer::new().format(v).as_bytes())
+    }
+    fn serialize_i128(self, v: i128) -> Result<(), Error> {
+        self.quoted(itoa::Buffer::new().format(v).as_bytes())
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), Error> {
+        self.quoted(itoa::Buffer::new().format(v).as_bytes())
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), Error> {
+        self.quoted(itoa::Buffer::new().format(v).as_bytes())
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), Error> {
+        self.quoted(itoa::Buffer::new().format(v).as_bytes())
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), Error> {
+        self.quoted(itoa::Buffer::new().format(v).as_bytes())
+    }
+    fn serialize_u128(self, v: u128) -> Result<(), Error> {
+        self.quoted(itoa::Buffer::new().format(v).as_bytes())
+    }
+    fn serialize_f32(self, v: f32) -> Result<(), Error> {
+        if !v.is_finite() {
+            return Err(Error("float key must be finite (got NaN or +/-inf)".to_owned()));
+        }
+        self.quoted(zmij::Buffer::new().format_finite(v).as_bytes())
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), Error> {
+        if !v.is_finite() {
+            return Err(Error("float key must be finite (got NaN or +/-inf)".to_owned()));
+        }
+        self.quoted(zmij::Buffer::new().format_finite(v).as_bytes())
+    }
+    fn serialize_bytes(self, _v: &[u8]) -> Result<(), Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_none(self) -> Result<(), Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_unit(self) -> Result<(), Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(self, _name: &'static str, _index: u32, _variant: &'static str, _value: &T) -> Result<(), Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Impossible<(), Error>, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_tuple(self, _len: usize) -> Result<Impossible<(), Error>, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_tuple_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Impossible<(), Error>, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_struct_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
+        Err(key_must_be_a_string())
+    }
+}
+
+/// The one field of a raw value: its text, written verbatim.
+struct RawText<'o> {
+    out: &'o mut Vec<u8>,
+}
+
+fn not_raw() -> Error {
+    Error("a raw JSON value must hold JSON text".to_owned())
+}
+
+impl ser::Serializer for RawText<'_> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Impossible<(), Error>;
+    type SerializeTuple = Impossible<(), Error>;
+    type SerializeTupleStruct = Impossible<(), Error>;
+    type SerializeTupleVariant = Impossible<(), Error>;
+    type SerializeMap = Impossible<(), Error>;
+    type SerializeStruct = Impossible<(), Error>;
+    type SerializeStructVariant = Impossible<(), Error>;
+
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        self.out.extend_from_slice(v.as_bytes());
+        Ok(())
+    }
+    fn serialize_bool(self, _v: bool) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_i8(self, _v: i8) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_i16(self, _v: i16) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_i32(self, _v: i32) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_i64(self, _v: i64) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_u8(self, _v: u8) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_u16(self, _v: u16) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_u32(self, _v: u32) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_u64(self, _v: u64) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_f32(self, _v: f32) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_f64(self, _v: f64) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_char(self, _v: char) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_bytes(self, _v: &[u8]) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_none(self) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_unit(self) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_unit_variant(self, _name: &'static str, _index: u32, _variant: &'static str) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, _value: &T) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(self, _name: &'static str, _index: u32, _variant: &'static str, _value: &T) -> Result<(), Error> {
+        Err(not_raw())
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Impossible<(), Error>, Error> {
+        Err(not_raw())
+    }
+    fn serialize_tuple(self, _len: usize) -> Result<Impossible<(), Error>, Error> {
+        Err(not_raw())
+    }
+    fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
+        Err(not_raw())
+    }
+    fn serialize_tuple_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
+        Err(not_raw())
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Impossible<(), Error>, Error> {
+        Err(not_raw())
+    }
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
+        Err(not_raw())
+    }
+    fn serialize_struct_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
+        Err(not_raw())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn esc(s: &str) -> String {
+        let mut out = Vec::new();
+        write_str(&mut out, s);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn escapes_every_class_at_every_offset_of_a_word() {
+        for special in ['"', '\\', '\n', '\u{0}', '\u{1f}', '\u{8}', '\u{c}', '\r', '\t'] {
+            for pos in 0..20 {
+                let s: String = (0..20).map(|i| if i == pos { special } else { 'a' }).collect();
+                let want = serde_json::to_string(&s).unwrap();
+                assert_eq!(esc(&s), want, "special {special:?} at {pos}");
+            }
+        }
+    }
+
+    #[test]
+    fn leaves_del_and_non_ascii_alone() {
+        let s = "caf\u{e9} \u{7f} \u{20ac}\u{1F600} ~ plain ascii text of some length";
+        assert_eq!(esc(s), serde_json::to_string(s).unwrap());
+        assert!(esc(s).contains('\u{7f}'));
+    }
+
+    #[test]
+    fn short_and_overlapping_tests_see_every_position() {
+        for len in 0..24 {
+            for pos in 0..len {
+                let mut b = vec![b'k'; len];
+                b[pos] = b'"';
+                assert!(needs_escape(&b), "len {len} pos {pos}");
+                b[pos] = 0x1f;
+                assert!(needs_escape(&b), "len {len} pos {pos}");
+            }
+            assert!(!needs_escape(&vec![b'k'; len]), "len {len}");
+        }
+    }
+
+    #[test]
+    fn word_test_has_no_false_negatives() {
+        // Every single byte value at every position of a word of otherwise safe bytes.
+        for b in 0u8..=255 {
+            for pos in 0..8 {
+                let mut w = [b'a'; 8];
+                w[pos] = b;
+                let flagged = word_needs_escape(u64::from_le_bytes(w)) != 0;
+                assert_eq!(flagged, ESCAPE[usize::from(b)] != NO, "byte {b:#04x} at {pos}");
+            }
+        }
+    }
+}

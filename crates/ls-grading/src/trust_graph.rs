@@ -87,11 +87,14 @@ impl Builder {
             Entry::Vacant(e) => {
                 let i = self.nodes.len();
                 // The id stays in the index until `finish` moves it into the node.
-                self.nodes.push(TgNode {
-                    id: String::new(),
-                    node_type: kind.to_owned(),
-                    attributes: attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
-                });
+                // Inserted one by one: for one to three attributes this is cheaper than
+                // `collect` (which buffers and sorts first); a repeated key keeps the last value
+                // either way.
+                let mut attributes = BTreeMap::new();
+                for (k, v) in attrs {
+                    attributes.insert(k.to_owned(), v);
+                }
+                self.nodes.push(TgNode { id: String::new(), node_type: kind.to_owned(), attributes });
                 e.insert(i);
                 NodeRef(i)
             }

@@ -147,10 +147,12 @@ pub fn parse(v: &Value) -> Parsed<'_> {
     p.raw_edge_count = o.get("edges").and_then(Value::as_array).map_or(0, Vec::len);
     p.cert.version = o.get("certificate_version").and_then(Value::as_str).map(Cow::Borrowed);
     p.cert.auto_generated = o.get("auto_generated").and_then(Value::as_bool).unwrap_or(false);
+    // Node id -> index in `p.cert.nodes` (a repeated id keeps its first slot), also used to
+    // resolve edge endpoints.
+    let mut index: BTreeMap<Cow<'_, str>, usize> = BTreeMap::new();
     match o.get("nodes").and_then(Value::as_array).filter(|a| !a.is_empty()) {
         None => p.errors.push("certificate_nodes_missing".to_owned()),
         Some(nodes) => {
-            let mut index: BTreeMap<Cow<'_, str>, usize> = BTreeMap::new();
             for (i, n) in nodes.iter().take(MAX_NODES).enumerate() {
                 let Some(no) = n.as_object() else {
                     p.invalid_nodes += 1;
@@ -165,9 +167,14 @@ pub fn parse(v: &Value) -> Parsed<'_> {
                 if id.is_empty() {
                     id = Cow::Owned(format!("node-{}", i + 1));
                 }
+                let has_direct = |k: &String| REF_KEYS.contains(&k.as_str()) || k == "token_ids";
                 let reference = reference.map(Cow::Borrowed).or_else(|| {
+                    // Most nodes without `ref` carry no reference keys either: no map to build.
+                    if !no.keys().any(has_direct) {
+                        return None;
+                    }
                     let direct: Map<String, Value> =
-                        no.iter().filter(|(k, _)| REF_KEYS.contains(&k.as_str()) || *k == "token_ids").map(|(k, v)| (k.clone(), v.clone())).collect();
+                        no.iter().filter(|(k, _)| has_direct(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
                     (!direct.is_empty()).then_some(Cow::Owned(Value::Object(direct)))
                 });
                 let node = Node { id: id.clone(), kind, label: text(label), value: text(value), reference };
@@ -189,7 +196,6 @@ pub fn parse(v: &Value) -> Parsed<'_> {
     }
     match o.get("edges") {
         Some(Value::Array(edges)) => {
-            let ids: BTreeMap<&str, usize> = p.cert.nodes.iter().enumerate().map(|(i, n)| (&*n.id, i)).collect();
             let mut kept = Vec::new();
             for e in edges.iter().take(MAX_EDGES) {
                 let Some(eo) = e.as_object() else {
@@ -197,7 +203,7 @@ pub fn parse(v: &Value) -> Parsed<'_> {
                     continue;
                 };
                 let [source, target, ty] = crate::fields(eo, ["source", "target", "type"]);
-                let (source, target) = (ids.get(&*text(source)), ids.get(&*text(target)));
+                let (source, target) = (index.get(&*text(source)), index.get(&*text(target)));
                 match (source, target, canonical_name(&text(ty), &EDGE_TYPES)) {
                     (Some(&source), Some(&target), Some(kind)) => kept.push(Edge { source, target, kind }),
                     _ => p.invalid_edges += 1,

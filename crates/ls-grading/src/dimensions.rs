@@ -308,7 +308,8 @@ pub struct CounterfactualText<'a> {
     pub normalized: String,
     /// Byte ranges of the words in `normalized`, in order.
     spans: Vec<(usize, usize)>,
-    /// The distinct words' ranges sorted by word, for membership tests.
+    /// The distinct words' ranges sorted by (length, word), for membership tests (comparing
+    /// lengths first settles most comparisons without looking at the bytes).
     sorted: Vec<(usize, usize)>,
 }
 
@@ -329,7 +330,7 @@ impl<'a> CounterfactualText<'a> {
         }
         let word = |r: &(usize, usize)| &normalized[r.0..r.1];
         let mut sorted = spans.clone();
-        sorted.sort_unstable_by(|a, b| word(a).cmp(word(b)));
+        sorted.sort_unstable_by(|a, b| (a.1 - a.0).cmp(&(b.1 - b.0)).then_with(|| word(a).cmp(word(b))));
         sorted.dedup_by(|a, b| word(a) == word(b));
         CounterfactualText { text, normalized, spans, sorted }
     }
@@ -343,7 +344,7 @@ impl<'a> CounterfactualText<'a> {
     }
 
     pub fn has_word(&self, w: &str) -> bool {
-        self.sorted.binary_search_by(|&(a, b)| self.normalized[a..b].cmp(w)).is_ok()
+        self.sorted.binary_search_by(|&(a, b)| (b - a).cmp(&w.len()).then_with(|| self.normalized[a..b].cmp(w))).is_ok()
     }
 }
 

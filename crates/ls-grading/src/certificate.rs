@@ -13,8 +13,7 @@ use ls_core::Decision;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
-use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 pub const CERTIFICATE_VERSION: &str = "ledgershield-dcg-v1";
 pub const NODE_TYPES: [&str; 7] = ["artifact", "observation", "hypothesis", "policy", "intervention", "decision", "counterfactual"];
@@ -101,6 +100,10 @@ fn text(v: Option<&Value>) -> Cow<'_, str> {
 
 /// The name in `names` equal to `normalize_text(raw)`, if any.
 fn canonical_name(raw: &str, names: &[&'static str]) -> Option<&'static str> {
+    // The names are normalised already, so an exact match is its own normal form.
+    if let Some(&k) = names.iter().find(|k| **k == raw) {
+        return Some(k);
+    }
     let n = crate::normalized(raw);
     names.iter().copied().find(|k| *k == n)
 }
@@ -147,10 +150,13 @@ pub fn parse(v: &Value) -> Parsed<'_> {
     p.raw_edge_count = o.get("edges").and_then(Value::as_array).map_or(0, Vec::len);
     p.cert.version = o.get("certificate_version").and_then(Value::as_str).map(Cow::Borrowed);
     p.cert.auto_generated = o.get("auto_generated").and_then(Value::as_bool).unwrap_or(false);
+    // Indices into `p.cert.nodes` sorted by id (see `cmp_len_then_bytes`): finds repeated ids
+    // (which keep their first slot) and resolves edge endpoints.
+    let mut by_id: Vec<usize> = Vec::new();
+    let find = |nodes: &[Node<'_>], by_id: &[usize], id: &str| by_id.binary_search_by(|&j| crate::cmp_len_then_bytes(&nodes[j].id, id));
     match o.get("nodes").and_then(Value::as_array).filter(|a| !a.is_empty()) {
         None => p.errors.push("certificate_nodes_missing".to_owned()),
         Some(nodes) => {
-            let mut index: BTreeMap<Cow<'_, str>, usize> = BTreeMap::new();
             for (i, n) in nodes.iter().take(MAX_NODES).enumerate() {
                 let Some(no) = n.as_object() else {
                     p.invalid_nodes += 1;
@@ -165,19 +171,25 @@ pub fn parse(v: &Value) -> Parsed<'_> {
                 if id.is_empty() {
                     id = Cow::Owned(format!("node-{}", i + 1));
                 }
+                let has_direct = |k: &String| REF_KEYS.contains(&k.as_str()) || k == "token_ids";
                 let reference = reference.map(Cow::Borrowed).or_else(|| {
+                    // Most nodes without `ref` carry no reference keys either: no map to build.
+                    if !no.keys().any(has_direct) {
+                        return None;
+                    }
                     let direct: Map<String, Value> =
-                        no.iter().filter(|(k, _)| REF_KEYS.contains(&k.as_str()) || *k == "token_ids").map(|(k, v)| (k.clone(), v.clone())).collect();
+                        no.iter().filter(|(k, _)| has_direct(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
                     (!direct.is_empty()).then_some(Cow::Owned(Value::Object(direct)))
                 });
-                let node = Node { id: id.clone(), kind, label: text(label), value: text(value), reference };
-                match index.entry(id) {
-                    Entry::Occupied(e) => {
+                let found = find(&p.cert.nodes, &by_id, &id);
+                let node = Node { id, kind, label: text(label), value: text(value), reference };
+                match found {
+                    Ok(pos) => {
                         p.duplicates += 1;
-                        p.cert.nodes[*e.get()] = node;
+                        p.cert.nodes[by_id[pos]] = node;
                     }
-                    Entry::Vacant(e) => {
-                        e.insert(p.cert.nodes.len());
+                    Err(pos) => {
+                        by_id.insert(pos, p.cert.nodes.len());
                         p.cert.nodes.push(node);
                     }
                 }
@@ -189,7 +201,6 @@ pub fn parse(v: &Value) -> Parsed<'_> {
     }
     match o.get("edges") {
         Some(Value::Array(edges)) => {
-            let ids: BTreeMap<&str, usize> = p.cert.nodes.iter().enumerate().map(|(i, n)| (&*n.id, i)).collect();
             let mut kept = Vec::new();
             for e in edges.iter().take(MAX_EDGES) {
                 let Some(eo) = e.as_object() else {
@@ -197,9 +208,9 @@ pub fn parse(v: &Value) -> Parsed<'_> {
                     continue;
                 };
                 let [source, target, ty] = crate::fields(eo, ["source", "target", "type"]);
-                let (source, target) = (ids.get(&*text(source)), ids.get(&*text(target)));
-                match (source, target, canonical_name(&text(ty), &EDGE_TYPES)) {
-                    (Some(&source), Some(&target), Some(kind)) => kept.push(Edge { source, target, kind }),
+                let node_at = |r: Option<&Value>| find(&p.cert.nodes, &by_id, &text(r)).ok().map(|pos| by_id[pos]);
+                match (node_at(source), node_at(target), canonical_name(&text(ty), &EDGE_TYPES)) {
+                    (Some(source), Some(target), Some(kind)) => kept.push(Edge { source, target, kind }),
                     _ => p.invalid_edges += 1,
                 }
             }

@@ -308,7 +308,8 @@ pub struct CounterfactualText<'a> {
     pub normalized: String,
     /// Byte ranges of the words in `normalized`, in order.
     spans: Vec<(usize, usize)>,
-    /// The distinct words' ranges sorted by word, for membership tests.
+    /// The distinct words' ranges sorted by (length, word), for membership tests (comparing
+    /// lengths first settles most comparisons without looking at the bytes).
     sorted: Vec<(usize, usize)>,
 }
 
@@ -318,18 +319,38 @@ impl<'a> CounterfactualText<'a> {
         let normalized = normalized(text).into_owned();
         let mut spans = Vec::new();
         // Normalised text separates words by single spaces.
-        let mut start = 0;
-        for w in normalized.split(' ') {
-            let word = w.trim_matches(not_alnum);
-            if !word.is_empty() {
-                let lead = w.len() - w.trim_start_matches(not_alnum).len();
-                spans.push((start + lead, start + lead + word.len()));
+        if normalized.is_ascii() {
+            // The same split on bytes (for ASCII, `char::is_alphanumeric` is the ASCII test).
+            let b = normalized.as_bytes();
+            let mut i = 0;
+            while i <= b.len() {
+                let end = b[i..].iter().position(|&c| c == b' ').map_or(b.len(), |p| i + p);
+                let (mut s, mut e) = (i, end);
+                while s < e && !b[s].is_ascii_alphanumeric() {
+                    s += 1;
+                }
+                while e > s && !b[e - 1].is_ascii_alphanumeric() {
+                    e -= 1;
+                }
+                if s < e {
+                    spans.push((s, e));
+                }
+                i = end + 1;
             }
-            start += w.len() + 1;
+        } else {
+            let mut start = 0;
+            for w in normalized.split(' ') {
+                let word = w.trim_matches(not_alnum);
+                if !word.is_empty() {
+                    let lead = w.len() - w.trim_start_matches(not_alnum).len();
+                    spans.push((start + lead, start + lead + word.len()));
+                }
+                start += w.len() + 1;
+            }
         }
         let word = |r: &(usize, usize)| &normalized[r.0..r.1];
         let mut sorted = spans.clone();
-        sorted.sort_unstable_by(|a, b| word(a).cmp(word(b)));
+        sorted.sort_unstable_by(|a, b| (a.1 - a.0).cmp(&(b.1 - b.0)).then_with(|| word(a).cmp(word(b))));
         sorted.dedup_by(|a, b| word(a) == word(b));
         CounterfactualText { text, normalized, spans, sorted }
     }
@@ -343,7 +364,7 @@ impl<'a> CounterfactualText<'a> {
     }
 
     pub fn has_word(&self, w: &str) -> bool {
-        self.sorted.binary_search_by(|&(a, b)| self.normalized[a..b].cmp(w)).is_ok()
+        self.sorted.binary_search_by(|&(a, b)| (b - a).cmp(&w.len()).then_with(|| self.normalized[a..b].cmp(w))).is_ok()
     }
 }
 
@@ -477,6 +498,23 @@ mod tests {
             .abs()
             < 1e-9);
         assert_eq!(counterfactual_score("pay now"), 0.0);
+    }
+
+    #[test]
+    fn counterfactual_words_match_the_char_split() {
+        // The reference: split the normalised text on spaces, trim non-alphanumerics per word.
+        let reference = |t: &str| -> Vec<String> {
+            normalize_text(t).split(' ').map(|w| w.trim_matches(|c: char| !c.is_alphanumeric())).filter(|w| !w.is_empty()).map(str::to_owned).collect()
+        };
+        let texts = ["", " ", "a", "pay.", "...", "(x) -- y!", "If PAY, then: 'hold' ... ", "a  b\tc\n", "\"quoted\" [1,234.00] INV-E-001", "é ünï -x-", "x\u{1c}y z"];
+        for t in texts {
+            let cf = CounterfactualText::new(t);
+            assert_eq!(cf.words().collect::<Vec<_>>(), reference(t), "{t:?}");
+            for w in reference(t) {
+                assert!(cf.has_word(&w), "{t:?} {w:?}");
+            }
+            assert!(!cf.has_word("absent"));
+        }
     }
 
     #[test]

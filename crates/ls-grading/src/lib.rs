@@ -166,6 +166,13 @@ pub(crate) fn normalized(s: &str) -> Cow<'_, str> {
     }
 }
 
+/// Orders strings by length, then bytes: a total order that settles most comparisons of
+/// distinct ids without reading them, for sorted id indexes that are only searched (never
+/// iterated in order).
+pub(crate) fn cmp_len_then_bytes(a: &str, b: &str) -> std::cmp::Ordering {
+    a.len().cmp(&b.len()).then_with(|| a.as_bytes().cmp(b.as_bytes()))
+}
+
 /// The values of `keys` in a JSON object, found in one pass over its entries (cheaper than
 /// hashing each key for the small objects agents send).
 pub(crate) fn fields<'a, const N: usize>(o: &'a serde_json::Map<String, Value>, keys: [&str; N]) -> [Option<&'a Value>; N] {

@@ -140,11 +140,20 @@ pub fn canonical_json(v: &Value) -> String {
 /// (repeats, repeat_penalty, length_penalty, score).
 pub fn efficiency(traj: &[TrajectoryEntry], budget_penalty: f64) -> (usize, f64, f64, f64) {
     // Repeats: steps whose (action, canonical payload) was already seen.
-    let mut keys: Vec<(Cow<'_, str>, String)> =
-        traj.iter().map(|t| (crate::normalized(&t.action_type), serde_json::to_string(&SortedMap(&t.payload)).unwrap_or_default())).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    let repeats = traj.len() - keys.len();
+    let mut actions: Vec<Cow<'_, str>> = traj.iter().map(|t| crate::normalized(&t.action_type)).collect();
+    actions.sort_unstable();
+    actions.dedup();
+    // No action twice (the usual case): no repeat, whatever the payloads; only otherwise are the
+    // payloads rendered and compared.
+    let repeats = if actions.len() == traj.len() {
+        0
+    } else {
+        let mut keys: Vec<(Cow<'_, str>, String)> =
+            traj.iter().map(|t| (crate::normalized(&t.action_type), serde_json::to_string(&SortedMap(&t.payload)).unwrap_or_default())).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        traj.len() - keys.len()
+    };
     let repeat_penalty = (0.03 * repeats as f64).min(0.25);
     let length_penalty = if traj.len() > 8 { (0.02 * (traj.len() - 8) as f64).min(0.12) } else { 0.0 };
     (repeats, repeat_penalty, length_penalty, (1.0 - budget_penalty - repeat_penalty - length_penalty).clamp(0.0, 1.0))

@@ -3,7 +3,6 @@
 //! pending artifacts, counterfactual) and its evaluation.
 
 use serde::Serialize;
-use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 pub const GRAPH_VERSION: &str = "ledgershield-trustgraph-v1";
@@ -76,23 +75,28 @@ pub struct NodeRef(usize);
 #[derive(Default)]
 pub struct Builder {
     nodes: Vec<TgNode>,
-    index: BTreeMap<String, usize>,
+    /// Indices into `nodes` sorted by id (length first, then bytes: ids sharing a long prefix
+    /// such as `certificate_node:` mostly differ in length, so few comparisons read the bytes).
+    by_id: Vec<usize>,
     edges: Vec<(usize, usize, &'static str)>,
 }
 
 impl Builder {
     pub fn node<const N: usize>(&mut self, id: impl Into<String>, kind: &str, attrs: [(&str, String); N]) -> NodeRef {
-        match self.index.entry(id.into()) {
-            Entry::Occupied(e) => NodeRef(*e.get()),
-            Entry::Vacant(e) => {
+        let id = id.into();
+        match self.by_id.binary_search_by(|&j| crate::cmp_len_then_bytes(&self.nodes[j].id, &id)) {
+            Ok(pos) => NodeRef(self.by_id[pos]),
+            Err(pos) => {
                 let i = self.nodes.len();
-                // The id stays in the index until `finish` moves it into the node.
-                self.nodes.push(TgNode {
-                    id: String::new(),
-                    node_type: kind.to_owned(),
-                    attributes: attrs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
-                });
-                e.insert(i);
+                // Inserted one by one: for one to three attributes this is cheaper than
+                // `collect` (which buffers and sorts first); a repeated key keeps the last value
+                // either way.
+                let mut attributes = BTreeMap::new();
+                for (k, v) in attrs {
+                    attributes.insert(k.to_owned(), v);
+                }
+                self.nodes.push(TgNode { id, node_type: kind.to_owned(), attributes });
+                self.by_id.insert(pos, i);
                 NodeRef(i)
             }
         }
@@ -101,11 +105,8 @@ impl Builder {
         self.edges.push((s.0, t.0, rel));
     }
 
-    pub fn finish(mut self, case_id: &str, ctx: &EvalContext) -> TrustGraphReport {
+    pub fn finish(self, case_id: &str, ctx: &EvalContext) -> TrustGraphReport {
         let evaluation = evaluate(&self, ctx);
-        for (id, i) in std::mem::take(&mut self.index) {
-            self.nodes[i].id = id;
-        }
         let edges = self
             .edges
             .iter()

@@ -852,6 +852,7 @@ impl Episode {
                 institutional_loss_score: self.institution.as_ref().map(|i| i.loss_score),
                 benchmark_track: &self.track,
                 handoff_packet: self.handoff_packet.as_ref(),
+                invoices: Some(&self.invoices),
             };
             ls_grading::grade(&input)
         };

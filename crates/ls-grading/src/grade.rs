@@ -117,7 +117,15 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     bd.insert("budget_penalty", budget_penalty);
 
     // Outcome (graded on the agent's decision; effective reported beside it).
-    let invoices: Vec<_> = case.invoices().map(invoice_facts).collect();
+    let read_here: Vec<InvoiceFacts>;
+    let invoices: &[InvoiceFacts] = match input.invoices {
+        Some(facts) => facts,
+        None => {
+            read_here = case.invoices().map(invoice_facts).collect();
+            &read_here
+        }
+    };
+    debug_assert_eq!(invoices.len(), case.invoices().count(), "one fact record per invoice document");
     let cc = case.campaign_context.as_ref();
     let at_risk: Decimal = cc.and_then(|c| c.at_risk_amount).unwrap_or_else(|| invoices.iter().filter_map(|f| f.total).sum());
     let linked = cc.and_then(|c| c.linked_invoice_count).unwrap_or(invoices.len().max(1) as u32);

@@ -89,6 +89,9 @@ pub struct GradingInput<'a> {
     pub benchmark_track: &'a str,
     /// The handoff packet created by `create_human_handoff`, if any.
     pub handoff_packet: Option<&'a Value>,
+    /// `invoice_facts` of the case's invoices in document order, when the caller already has
+    /// them (the environment reads them once per case); read from the case when `None`.
+    pub invoices: Option<&'a [ls_core::validate::InvoiceFacts]>,
 }
 
 /// The terminal grade and every report that goes into the final `info`.

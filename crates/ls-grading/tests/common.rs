@@ -160,6 +160,7 @@ pub fn grading_input<'a>(case: &'a Case, world: CaseWorld<'a>, ep: &'a Episode, 
         institutional_loss_score: x.loss,
         benchmark_track: track,
         handoff_packet: x.handoff.as_ref(),
+        invoices: None,
     }
 }
 

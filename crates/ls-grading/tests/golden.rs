@@ -15,7 +15,13 @@ use std::fmt::Write as _;
 fn grade_full(case: &Case, set: &FixtureSet, ep: &Episode, payload: &Map<String, Value>, track: &str, x: &Extras) -> GradeReport {
     let sub = Submission::from_payload(payload).expect("payload parses");
     let boundary = submit_boundary(ep, &sub, x.pending.len(), true);
-    ls_grading::grade(&grading_input(case, set.world(case), ep, &sub, &boundary, track, x))
+    let input = grading_input(case, set.world(case), ep, &sub, &boundary, track, x);
+    let report = ls_grading::grade(&input);
+    // The environment passes invoice facts it read once per case: same report.
+    let facts: Vec<_> = case.invoices().map(ls_core::validate::invoice_facts).collect();
+    let with_facts = ls_grading::grade(&ls_grading::GradingInput { invoices: Some(&facts), ..input });
+    assert_eq!(format!("{with_facts:?}"), format!("{report:?}"), "{}: precomputed invoice facts must grade the same", case.case_id);
+    report
 }
 
 /// A messier careful episode: a repeated step (keys reordered), a failed step, an unknown action.

@@ -481,6 +481,52 @@ impl ser::SerializeStructVariant for Compound<'_, '_> {
     }
 }
 
+/// The serializer methods a restricted serializer (map keys, raw text) refuses with `$err()`:
+/// bytes, options, units, newtype variants and every compound.
+macro_rules! refuse_compounds {
+    ($err:ident) => {
+        fn serialize_bytes(self, _v: &[u8]) -> Result<(), Error> {
+            Err($err())
+        }
+        fn serialize_none(self) -> Result<(), Error> {
+            Err($err())
+        }
+        fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), Error> {
+            Err($err())
+        }
+        fn serialize_unit(self) -> Result<(), Error> {
+            Err($err())
+        }
+        fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
+            Err($err())
+        }
+        fn serialize_newtype_variant<T: Serialize + ?Sized>(self, _name: &'static str, _index: u32, _variant: &'static str, _value: &T) -> Result<(), Error> {
+            Err($err())
+        }
+        fn serialize_seq(self, _len: Option<usize>) -> Result<Impossible<(), Error>, Error> {
+            Err($err())
+        }
+        fn serialize_tuple(self, _len: usize) -> Result<Impossible<(), Error>, Error> {
+            Err($err())
+        }
+        fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
+            Err($err())
+        }
+        fn serialize_tuple_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
+            Err($err())
+        }
+        fn serialize_map(self, _len: Option<usize>) -> Result<Impossible<(), Error>, Error> {
+            Err($err())
+        }
+        fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
+            Err($err())
+        }
+        fn serialize_struct_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
+            Err($err())
+        }
+    };
+}
+
 /// Map keys: strings, and (quoted) numbers, booleans and unit variants, as `serde_json` allows.
 struct MapKey<'o> {
     out: &'o mut Vec<u8>,
@@ -566,45 +612,7 @@ impl ser::Serializer for MapKey<'_> {
         }
         self.quoted(zmij::Buffer::new().format_finite(v).as_bytes())
     }
-    fn serialize_bytes(self, _v: &[u8]) -> Result<(), Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_none(self) -> Result<(), Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_unit(self) -> Result<(), Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(self, _name: &'static str, _index: u32, _variant: &'static str, _value: &T) -> Result<(), Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Impossible<(), Error>, Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_tuple(self, _len: usize) -> Result<Impossible<(), Error>, Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_tuple_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_map(self, _len: Option<usize>) -> Result<Impossible<(), Error>, Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_struct_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
-        Err(key_must_be_a_string())
-    }
+    refuse_compounds!(key_must_be_a_string);
 }
 
 /// The one field of a raw value: its text, written verbatim.
@@ -667,51 +675,13 @@ impl ser::Serializer for RawText<'_> {
     fn serialize_char(self, _v: char) -> Result<(), Error> {
         Err(not_raw())
     }
-    fn serialize_bytes(self, _v: &[u8]) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_none(self) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_unit(self) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
-        Err(not_raw())
-    }
     fn serialize_unit_variant(self, _name: &'static str, _index: u32, _variant: &'static str) -> Result<(), Error> {
         Err(not_raw())
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, _value: &T) -> Result<(), Error> {
         Err(not_raw())
     }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(self, _name: &'static str, _index: u32, _variant: &'static str, _value: &T) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Impossible<(), Error>, Error> {
-        Err(not_raw())
-    }
-    fn serialize_tuple(self, _len: usize) -> Result<Impossible<(), Error>, Error> {
-        Err(not_raw())
-    }
-    fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
-        Err(not_raw())
-    }
-    fn serialize_tuple_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
-        Err(not_raw())
-    }
-    fn serialize_map(self, _len: Option<usize>) -> Result<Impossible<(), Error>, Error> {
-        Err(not_raw())
-    }
-    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
-        Err(not_raw())
-    }
-    fn serialize_struct_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
-        Err(not_raw())
-    }
+    refuse_compounds!(not_raw);
 }
 
 #[cfg(test)]

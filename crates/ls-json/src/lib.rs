@@ -43,6 +43,11 @@ impl RawJson {
     /// Serialize a value once. A value that cannot be serialized (a map with non-string keys, an
     /// error from a custom `Serialize`) becomes `null`; our report types never do that.
     pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Self {
+        Self::try_from_serialize(value).unwrap_or_else(|_| Self::null())
+    }
+
+    /// Serialize a value once, reporting why it cannot be serialized.
+    pub fn try_from_serialize<T: Serialize + ?Sized>(value: &T) -> Result<Self, Error> {
         // Written into a per-thread scratch buffer, then copied once into an exactly sized `Arc`:
         // no growth reallocations per value. A `Serialize` impl that itself calls
         // `from_serialize` finds the buffer taken and uses a fresh one.
@@ -59,12 +64,10 @@ impl RawJson {
         })
     }
 
-    fn from_buffer<T: Serialize + ?Sized>(buf: &mut Vec<u8>, value: &T) -> Self {
-        match to_writer(buf, value) {
-            // The serializer writes UTF-8 only: every byte comes from a `&str` or is ASCII.
-            Ok(()) => Self(Arc::from(std::str::from_utf8(buf).expect("serializer output is UTF-8"))),
-            Err(_) => Self::null(),
-        }
+    fn from_buffer<T: Serialize + ?Sized>(buf: &mut Vec<u8>, value: &T) -> Result<Self, Error> {
+        to_writer(buf, value)?;
+        // The serializer writes UTF-8 only: every byte comes from a `&str` or is ASCII.
+        Ok(Self(Arc::from(std::str::from_utf8(buf).expect("serializer output is UTF-8"))))
     }
 
     /// The JSON `null`.

@@ -4,7 +4,8 @@
 
 use crate::discovery::{self, EnvironmentMetadata, EnvironmentSchemas, RouteDoc, ToolSpec};
 use crate::error::ApiError;
-use crate::openenv::{protocol_routes, OpenEnvBackend, OpenEnvService};
+use crate::openenv::{protocol_routes, to_json, OpenEnvBackend, OpenEnvService};
+use ls_json::RawJson;
 use crate::sessions::SessionManager;
 use crate::ws::{WsConfig, WsRuntime};
 use audit_env::episode::{AuditEnv, AuditObservation, AuditResetRequest, AuditState, AuditStepEnvelope, AuditStepRequest, EnvConfig};
@@ -30,17 +31,14 @@ fn parse<T: serde::de::DeserializeOwned>(what: &str, data: Map<String, Value>) -
     serde_json::from_value(Value::Object(data)).map_err(|e| ApiError::Validation(format!("{what}: {e}")))
 }
 
-fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, ApiError> {
-    serde_json::to_value(v).map_err(|e| ApiError::Internal(format!("serializing the reply: {e}")))
-}
 
 impl OpenEnvBackend for AuditEnv {
-    fn reset(&mut self, data: Map<String, Value>) -> Result<Value, ApiError> {
+    fn reset(&mut self, data: Map<String, Value>) -> Result<RawJson, ApiError> {
         let req: AuditResetRequest = parse("reset", data)?;
         to_json(&AuditEnv::reset(self, req).map_err(api_error)?)
     }
 
-    fn step(&mut self, action: Map<String, Value>) -> Result<Value, ApiError> {
+    fn step(&mut self, action: Map<String, Value>) -> Result<RawJson, ApiError> {
         let req: AuditStepRequest = parse("step", action)?;
         to_json(&AuditEnv::step(self, req).map_err(api_error)?)
     }
@@ -50,7 +48,7 @@ impl OpenEnvBackend for AuditEnv {
     }
 
     /// MCP tools: `submit_findings` (a step with findings) and `submit_final`.
-    fn call_tool(&mut self, name: &str, arguments: Map<String, Value>) -> Result<Value, ApiError> {
+    fn call_tool(&mut self, name: &str, arguments: Map<String, Value>) -> Result<RawJson, ApiError> {
         let mut req = arguments;
         if name == "submit_final" {
             req.insert("submit_final".into(), Value::Bool(true));

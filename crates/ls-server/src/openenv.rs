@@ -23,20 +23,23 @@ use ls_core::enums::{ActionKind, ActionName, Decision};
 use ls_env::{Environment, Observation, PublicState, ResetRequest, StepEnvelope};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use ls_json::RawJson;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 /// One session's environment as the OpenEnv layer drives it. Replies are the JSON `data` of
 /// OpenEnv `observation` / `state` messages; errors are [`ApiError`]s (mapped to protocol codes).
+/// Observations come back as JSON text serialized once (`RawJson`), so a WebSocket reply wraps
+/// them without building and re-serializing a `Value` tree.
 pub trait OpenEnvBackend: Send + 'static {
     /// Start an episode. `data` is the reset message's `data` object (may be empty).
-    fn reset(&mut self, data: Map<String, Value>) -> Result<Value, ApiError>;
+    fn reset(&mut self, data: Map<String, Value>) -> Result<RawJson, ApiError>;
     /// Take one action. `action` is the step message's `data` object.
-    fn step(&mut self, action: Map<String, Value>) -> Result<Value, ApiError>;
+    fn step(&mut self, action: Map<String, Value>) -> Result<RawJson, ApiError>;
     /// The public state, or `None` before the first reset.
     fn state(&self) -> Option<Value>;
     /// MCP `tools/call`: by default one step with `{action_type: name, payload: arguments}`.
-    fn call_tool(&mut self, name: &str, arguments: Map<String, Value>) -> Result<Value, ApiError> {
+    fn call_tool(&mut self, name: &str, arguments: Map<String, Value>) -> Result<RawJson, ApiError> {
         let mut action = Map::new();
         action.insert("action_type".into(), Value::String(name.to_owned()));
         action.insert("payload".into(), Value::Object(arguments));
@@ -103,7 +106,7 @@ pub struct ControlBenchAction {
 const WS_SESSION_FIELD: &str = "session_id is not accepted here: each WebSocket connection is its own session";
 
 impl OpenEnvBackend for Environment {
-    fn reset(&mut self, data: Map<String, Value>) -> Result<Value, ApiError> {
+    fn reset(&mut self, data: Map<String, Value>) -> Result<RawJson, ApiError> {
         let req = parse_reset(Value::Object(data))?;
         if req.session_id.is_some() {
             return Err(ApiError::Validation(WS_SESSION_FIELD.into()));
@@ -111,7 +114,7 @@ impl OpenEnvBackend for Environment {
         to_json(&Environment::reset(self, &req)?)
     }
 
-    fn step(&mut self, action: Map<String, Value>) -> Result<Value, ApiError> {
+    fn step(&mut self, action: Map<String, Value>) -> Result<RawJson, ApiError> {
         let req = parse_step(Value::Object(action))?;
         if req.session_id.is_some() {
             return Err(ApiError::Validation(WS_SESSION_FIELD.into()));
@@ -124,8 +127,9 @@ impl OpenEnvBackend for Environment {
     }
 }
 
-fn to_json<T: Serialize>(v: &T) -> Result<Value, ApiError> {
-    serde_json::to_value(v).map_err(|e| ApiError::Internal(format!("serializing the reply: {e}")))
+/// A reply serialized once (by `ls_json`, byte-identical to `serde_json`).
+pub(crate) fn to_json<T: Serialize>(v: &T) -> Result<RawJson, ApiError> {
+    RawJson::try_from_serialize(v).map_err(|e| ApiError::Internal(format!("serializing the reply: {e}")))
 }
 
 /// Input schema of one action's payload (what the tools read; unknown keys are ignored by tools).

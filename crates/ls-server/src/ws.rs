@@ -212,18 +212,27 @@ fn truncate(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
-/// Answer one parsed message (not `close`) against the session's backend.
-pub fn dispatch<S: OpenEnvService>(svc: &S, backend: &mut S::Backend, msg: Incoming) -> Value {
-    let observation = |r: Result<Value, ApiError>| match r {
-        Ok(data) => json!({"type": "observation", "data": data}),
-        Err(e) => WsError::from(e).to_message(),
+/// A reply message `{"type": ..., "data": ...}` whose data is already JSON text.
+#[derive(serde::Serialize)]
+struct RawMessage<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    data: &'a ls_json::RawJson,
+}
+
+/// Answer one parsed message (not `close`) against the session's backend; the reply's JSON text.
+/// Observations are wrapped as the text the environment serialized, not rebuilt as a tree.
+pub fn dispatch<S: OpenEnvService>(svc: &S, backend: &mut S::Backend, msg: Incoming) -> String {
+    let observation = |r: Result<ls_json::RawJson, ApiError>| match r {
+        Ok(data) => ls_json::to_string(&RawMessage { kind: "observation", data: &data }).expect("a raw message serializes"),
+        Err(e) => WsError::from(e).to_message().to_string(),
     };
     match msg {
         Incoming::Reset(data) => observation(backend.reset(data)),
         Incoming::Step(action) => observation(backend.step(action)),
-        Incoming::State => json!({"type": "state", "data": backend.state().unwrap_or_else(|| svc.initial_state())}),
-        Incoming::Mcp(req) => json!({"type": "mcp", "data": crate::ws_mcp::ws_rpc(svc, backend, Value::Object(req))}),
-        Incoming::Close => json!({"type": "state", "data": {}}),
+        Incoming::State => json!({"type": "state", "data": backend.state().unwrap_or_else(|| svc.initial_state())}).to_string(),
+        Incoming::Mcp(req) => json!({"type": "mcp", "data": crate::ws_mcp::ws_rpc(svc, backend, Value::Object(req))}).to_string(),
+        Incoming::Close => json!({"type": "state", "data": {}}).to_string(),
     }
 }
 
@@ -238,7 +247,11 @@ pub async fn ws_handler<S: OpenEnvService>(State(svc): State<Arc<S>>, ws: Result
 }
 
 async fn send_json(socket: &mut WebSocket, v: &Value) -> bool {
-    socket.send(Message::Text(v.to_string().into())).await.is_ok()
+    send_text(socket, v.to_string()).await
+}
+
+async fn send_text(socket: &mut WebSocket, text: String) -> bool {
+    socket.send(Message::Text(text.into())).await.is_ok()
 }
 
 async fn close(socket: &mut WebSocket, code: u16, reason: &'static str) {
@@ -294,7 +307,7 @@ async fn session<S: OpenEnvService>(svc: Arc<S>, mut socket: WebSocket) {
             Message::Close(_) => return,
         };
         let reply = match parse_message(bytes, cfg.max_message_bytes) {
-            Err(e) => e.to_message(),
+            Err(e) => e.to_message().to_string(),
             Ok(Incoming::Close) => {
                 close(&mut socket, close_code::NORMAL, "closed by client").await;
                 return;
@@ -310,11 +323,11 @@ async fn session<S: OpenEnvService>(svc: Arc<S>, mut socket: WebSocket) {
                             return;
                         }
                     }
-                    WsError::new(WsErrorCode::ExecutionError, "internal error while handling the message; the session's environment was reset").with("error", json!("internal_error")).to_message()
+                    WsError::new(WsErrorCode::ExecutionError, "internal error while handling the message; the session's environment was reset").with("error", json!("internal_error")).to_message().to_string()
                 }
             },
         };
-        if !send_json(&mut socket, &reply).await {
+        if !send_text(&mut socket, reply).await {
             return;
         }
     }

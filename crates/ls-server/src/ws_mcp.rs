@@ -10,6 +10,7 @@
 use crate::body::MAX_BODY_BYTES;
 use crate::error::ApiError;
 use crate::openenv::{OpenEnvBackend, OpenEnvService};
+use ls_json::RawJson;
 use crate::sessions::{lock_env, SessionManager};
 use axum::body::Body;
 use axum::extract::State;
@@ -84,8 +85,8 @@ fn api_error(id: &Value, e: ApiError) -> Value {
 }
 
 /// MCP `tools/call` result: the step reply as structured content and as text.
-fn tool_result(step: Value) -> Value {
-    json!({"content": [{"type": "text", "text": step.to_string()}], "structuredContent": step, "isError": false})
+fn tool_result(step: RawJson) -> Value {
+    json!({"content": [{"type": "text", "text": step.get()}], "structuredContent": step, "isError": false})
 }
 
 fn tool_args(req: &RpcRequest) -> Result<(String, Map<String, Value>), Value> {
@@ -176,7 +177,7 @@ pub fn http_rpc<S: OpenEnvService>(svc: &S, v: Value) -> Value {
             let mut result = json!({"session_id": id});
             if let Some(r) = reset {
                 match lock_env(&env).reset(r) {
-                    Ok(obs) => result["observation"] = obs,
+                    Ok(obs) => result["observation"] = serde_json::to_value(&obs).unwrap_or(Value::Null),
                     Err(e) => {
                         sessions.remove(&id);
                         return api_error(&req.id, e);

@@ -131,6 +131,39 @@ async fn episode_over_ws_matches_http() {
     }
 }
 
+/// The next text frame as sent.
+async fn recv_text(ws: &mut Ws) -> String {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), ws.next()).await.expect("reply in time").expect("stream open").expect("frame") {
+            Message::Text(t) => return t.as_str().to_owned(),
+            Message::Ping(_) | Message::Pong(_) => continue,
+            other => panic!("unexpected frame {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn ws_observations_carry_the_http_reply_bytes() {
+    // A fresh WebSocket session and a fresh HTTP session playing the same seeded case and actions
+    // see byte-identical envelopes: the WebSocket `data` is the HTTP body, wrapped.
+    let addr = spawn(cfg()).await;
+    let mut ws = connect(&addr).await;
+    let c = reqwest::Client::new();
+    let base = format!("http://{addr}");
+    let reset = json!({"case_id": "CASE-D-001", "seed": 11});
+    ws.send(Message::Text(json!({"type": "reset", "data": reset}).to_string().into())).await.unwrap();
+    let ws_reset = recv_text(&mut ws).await;
+    let http_reset = c.post(format!("{base}/reset")).header("X-Session-Id", "bytes").json(&reset).send().await.unwrap().text().await.unwrap();
+    assert_eq!(ws_reset, format!(r#"{{"type":"observation","data":{http_reset}}}"#));
+    let obs: Value = serde_json::from_str(&http_reset).unwrap();
+    for a in script(&obs["observation"]) {
+        ws.send(Message::Text(json!({"type": "step", "data": a}).to_string().into())).await.unwrap();
+        let ws_step = recv_text(&mut ws).await;
+        let http_step = c.post(format!("{base}/step")).header("X-Session-Id", "bytes").json(&a).send().await.unwrap().text().await.unwrap();
+        assert_eq!(ws_step, format!(r#"{{"type":"observation","data":{http_step}}}"#), "action {a}");
+    }
+}
+
 #[tokio::test]
 async fn malformed_messages_get_errors_and_the_connection_survives() {
     let addr = spawn(cfg()).await;

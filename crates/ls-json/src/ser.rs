@@ -191,6 +191,19 @@ fn write_f32(out: &mut Vec<u8>, v: f32) {
     }
 }
 
+/// The ten integer methods of a serializer, all with the same body.
+macro_rules! integers {
+    ($self:ident, $v:ident => $body:expr) => {
+        integers!(@each $self, $v, $body; serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64,
+            serialize_i128: i128, serialize_u8: u8, serialize_u16: u16, serialize_u32: u32, serialize_u64: u64, serialize_u128: u128);
+    };
+    (@each $self:ident, $v:ident, $body:expr; $($name:ident: $t:ty),*) => {
+        $(fn $name($self, $v: $t) -> Result<(), Error> {
+            $body
+        })*
+    };
+}
+
 /// An array or object being written.
 #[doc(hidden)]
 pub struct Compound<'a, 'b> {
@@ -253,46 +266,10 @@ impl<'a, 'b> ser::Serializer for &'b mut Writer<'a> {
         self.out.extend_from_slice(if v { b"true" } else { b"false" });
         Ok(())
     }
-    fn serialize_i8(self, v: i8) -> Result<(), Error> {
+    integers!(self, v => {
         write_int(self.out, v);
         Ok(())
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), Error> {
-        write_int(self.out, v);
-        Ok(())
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), Error> {
-        write_int(self.out, v);
-        Ok(())
-    }
-    fn serialize_i64(self, v: i64) -> Result<(), Error> {
-        write_int(self.out, v);
-        Ok(())
-    }
-    fn serialize_i128(self, v: i128) -> Result<(), Error> {
-        write_int(self.out, v);
-        Ok(())
-    }
-    fn serialize_u8(self, v: u8) -> Result<(), Error> {
-        write_int(self.out, v);
-        Ok(())
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), Error> {
-        write_int(self.out, v);
-        Ok(())
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), Error> {
-        write_int(self.out, v);
-        Ok(())
-    }
-    fn serialize_u64(self, v: u64) -> Result<(), Error> {
-        write_int(self.out, v);
-        Ok(())
-    }
-    fn serialize_u128(self, v: u128) -> Result<(), Error> {
-        write_int(self.out, v);
-        Ok(())
-    }
+    });
     fn serialize_f32(self, v: f32) -> Result<(), Error> {
         write_f32(self.out, v);
         Ok(())
@@ -570,36 +547,7 @@ impl ser::Serializer for MapKey<'_> {
     fn serialize_bool(self, v: bool) -> Result<(), Error> {
         self.quoted(if v { b"true" } else { b"false" })
     }
-    fn serialize_i8(self, v: i8) -> Result<(), Error> {
-        self.quoted(itoa::Buffer::new().format(v).as_bytes())
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), Error> {
-        self.quoted(itoa::Buffer::new().format(v).as_bytes())
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), Error> {
-        self.quoted(itoa::Buffer::new().format(v).as_bytes())
-    }
-    fn serialize_i64(self, v: i64) -> Result<(), Error> {
-        self.quoted(itoa::Buffer::new().format(v).as_bytes())
-    }
-    fn serialize_i128(self, v: i128) -> Result<(), Error> {
-        self.quoted(itoa::Buffer::new().format(v).as_bytes())
-    }
-    fn serialize_u8(self, v: u8) -> Result<(), Error> {
-        self.quoted(itoa::Buffer::new().format(v).as_bytes())
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), Error> {
-        self.quoted(itoa::Buffer::new().format(v).as_bytes())
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), Error> {
-        self.quoted(itoa::Buffer::new().format(v).as_bytes())
-    }
-    fn serialize_u64(self, v: u64) -> Result<(), Error> {
-        self.quoted(itoa::Buffer::new().format(v).as_bytes())
-    }
-    fn serialize_u128(self, v: u128) -> Result<(), Error> {
-        self.quoted(itoa::Buffer::new().format(v).as_bytes())
-    }
+    integers!(self, v => self.quoted(itoa::Buffer::new().format(v).as_bytes()));
     fn serialize_f32(self, v: f32) -> Result<(), Error> {
         if !v.is_finite() {
             return Err(Error("float key must be finite (got NaN or +/-inf)".to_owned()));

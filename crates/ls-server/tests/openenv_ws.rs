@@ -39,15 +39,19 @@ async fn connect(addr: &str) -> Ws {
     connect_async(format!("ws://{addr}/ws")).await.expect("ws connect").0
 }
 
-async fn recv(ws: &mut Ws) -> Value {
+/// The next text frame as sent.
+async fn recv_text(ws: &mut Ws) -> String {
     loop {
-        let m = tokio::time::timeout(Duration::from_secs(10), ws.next()).await.expect("reply in time").expect("stream open").expect("frame");
-        match m {
-            Message::Text(t) => return serde_json::from_str(t.as_str()).expect("reply is JSON"),
+        match tokio::time::timeout(Duration::from_secs(10), ws.next()).await.expect("reply in time").expect("stream open").expect("frame") {
+            Message::Text(t) => return t.as_str().to_owned(),
             Message::Ping(_) | Message::Pong(_) => continue,
             other => panic!("unexpected frame {other:?}"),
         }
     }
+}
+
+async fn recv(ws: &mut Ws) -> Value {
+    serde_json::from_str(&recv_text(ws).await).expect("reply is JSON")
 }
 
 async fn send(ws: &mut Ws, v: &Value) -> Value {
@@ -128,17 +132,6 @@ async fn episode_over_ws_matches_http() {
     match tokio::time::timeout(Duration::from_secs(5), ws.next()).await.unwrap() {
         Some(Ok(Message::Close(Some(f)))) => assert_eq!(f.code, CloseCode::Normal),
         other => panic!("expected a close frame, got {other:?}"),
-    }
-}
-
-/// The next text frame as sent.
-async fn recv_text(ws: &mut Ws) -> String {
-    loop {
-        match tokio::time::timeout(Duration::from_secs(10), ws.next()).await.expect("reply in time").expect("stream open").expect("frame") {
-            Message::Text(t) => return t.as_str().to_owned(),
-            Message::Ping(_) | Message::Pong(_) => continue,
-            other => panic!("unexpected frame {other:?}"),
-        }
     }
 }
 

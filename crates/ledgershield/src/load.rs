@@ -5,9 +5,13 @@
 //! between a session's episodes and legitimately moves grades, so the reference for a worker is
 //! its whole sequence: before the timed runs, every distinct worker sequence is played alone, one
 //! at a time, in a fresh session; under load each episode must reproduce the score it had at the
-//! same position of that solo sequence, or it counts as interference.
+//! same position of that solo sequence, or it counts as interference. Session ids carry a tag of
+//! the run, so repeated runs against one long-lived `--url` server never share memory.
+//! Each worker holds one keep-alive connection ([`crate::http1`]): the generator shares the
+//! machine with the server, so it is kept as light as it can be.
 //! Server CPU and RSS come from `/proc/<pid>` of the server process.
 
+use crate::http1::{self, Conn};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -85,26 +89,25 @@ struct Sample {
     episodes: usize,
 }
 
-async fn post(client: &reqwest::Client, url: &str, session: &str, body: Vec<u8>, lat: &mut Vec<u64>) -> Result<Reply> {
+async fn post(conn: &mut Conn, path: &str, session: &str, body: &[u8], lat: &mut Vec<u64>) -> Result<Reply> {
     let t = Instant::now();
-    let resp = client.post(url).header("X-Session-Id", session).header("Content-Type", "application/json").body(body).send().await?;
-    let status = resp.status();
-    let bytes = resp.bytes().await?;
+    let reply = conn.send("POST", path, Some(session), Some(body)).await?;
     lat.push(t.elapsed().as_micros() as u64);
-    if !status.is_success() {
-        bail!("{url} returned {status}: {}", String::from_utf8_lossy(&bytes));
+    if !(200..300).contains(&reply.status) {
+        bail!("{path} returned {}: {}", reply.status, String::from_utf8_lossy(reply.body));
     }
-    serde_json::from_slice(&bytes).with_context(|| format!("{url}: unexpected reply"))
+    serde_json::from_slice(reply.body).with_context(|| format!("{path}: unexpected reply"))
 }
 
-async fn play(client: &reqwest::Client, base: &str, session: &str, case_id: &str, lat: &mut Vec<u64>) -> Result<(f64, bool)> {
-    let (reset_url, step_url) = (format!("{base}/reset"), format!("{base}/step"));
-    let env = post(client, &reset_url, session, serde_json::to_vec(&json!({"case_id": case_id}))?, lat).await?;
+/// One episode on `conn`. `scripts` caches each document's pre-serialized request bodies.
+async fn play(conn: &mut Conn, scripts: &mut BTreeMap<String, Vec<Vec<u8>>>, session: &str, case_id: &str, lat: &mut Vec<u64>) -> Result<(f64, bool)> {
+    let env = post(conn, "/reset", session, &serde_json::to_vec(&json!({"case_id": case_id}))?, lat).await?;
     let mut consistent = env.observation.case_id == case_id;
     let doc = env.observation.visible_documents.first().map(|d| d.doc_id.as_str()).unwrap_or("");
+    let bodies = scripts.entry(doc.to_owned()).or_insert_with(|| script(doc));
     let mut score = -1.0;
-    for (i, body) in script(doc).into_iter().enumerate() {
-        let last = post(client, &step_url, session, body, lat).await?;
+    for (i, body) in bodies.iter().enumerate() {
+        let last = post(conn, "/step", session, body, lat).await?;
         consistent &= last.observation.case_id == case_id && last.observation.step_count == i as u64 + 1;
         score = last.info.final_score.unwrap_or(-1.0);
     }
@@ -164,12 +167,14 @@ pub fn run(args: LoadArgs) -> Result<()> {
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async move {
-        let client = reqwest::Client::builder().pool_max_idle_per_host(512).timeout(Duration::from_secs(30)).build()?;
+        let authority = http1::authority(&base)?;
         // Wait for the server.
         let start = Instant::now();
         loop {
-            if client.get(format!("{base}/health")).send().await.is_ok() {
-                break;
+            if let Ok(mut c) = Conn::connect(&authority).await {
+                if c.send("GET", "/health", None, None).await.is_ok_and(|r| r.status == 200) {
+                    break;
+                }
             }
             if start.elapsed() > Duration::from_secs(20) {
                 bail!("server at {base} did not come up");
@@ -184,6 +189,9 @@ pub fn run(args: LoadArgs) -> Result<()> {
             ids
         };
         let idle_rss = pid.and_then(proc_stat).map(|s| s.rss_kb);
+        // Sessions keep institutional memory across episodes, so every run gets session ids of its
+        // own: a second run against the same `--url` server must not inherit the first run's memory.
+        let run_tag = format!("{:x}-{:x}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0));
         let mut report = Vec::new();
         // Solo reference: the score sequence of a worker that starts at case `start`, played alone
         // in a fresh session. Workers that start at the same case share one reference.
@@ -195,10 +203,11 @@ pub fn run(args: LoadArgs) -> Result<()> {
                 if solo.contains_key(&(start, per_worker)) {
                     continue;
                 }
-                let session = format!("load-solo-{start}-{per_worker}");
+                let session = format!("load-{run_tag}-solo-{start}-{per_worker}");
                 let (mut scores, mut lat) = (Vec::with_capacity(per_worker), Vec::new());
+                let (mut conn, mut scripts) = (Conn::connect(&authority).await?, BTreeMap::new());
                 for i in 0..per_worker {
-                    scores.push(play(&client, &base, &session, &cases[(start + i) % cases.len()], &mut lat).await?.0);
+                    scores.push(play(&mut conn, &mut scripts, &session, &cases[(start + i) % cases.len()], &mut lat).await?.0);
                 }
                 solo.insert((start, per_worker), scores);
             }
@@ -210,20 +219,18 @@ pub fn run(args: LoadArgs) -> Result<()> {
             let t0 = Instant::now();
             let mut handles = Vec::new();
             for w in 0..conc {
-                let client = client.clone();
-                let base = base.clone();
+                let authority = authority.clone();
                 let cases = cases.clone();
                 let solo = solo[&(w % cases.len(), per_worker)].clone();
+                let session = format!("load-{run_tag}-{conc}-{w}-{}", if floor { "floor" } else { "play" });
                 handles.push(tokio::spawn(async move {
-                    let session = format!("load-{conc}-{w}");
                     let mut s = Sample { latencies_us: Vec::with_capacity(per_worker * 7), interference: 0, episodes: 0 };
+                    let (mut conn, mut scripts) = (Conn::connect(&authority).await?, BTreeMap::new());
                     for i in 0..per_worker {
                         if floor {
                             for _ in 0..7 {
                                 let t = Instant::now();
-                                let r = client.get(format!("{base}/health")).send().await?;
-                                let ok = r.status().is_success();
-                                r.bytes().await?;
+                                let ok = conn.send("GET", "/health", None, None).await?.status == 200;
                                 s.latencies_us.push(t.elapsed().as_micros() as u64);
                                 s.interference += usize::from(!ok);
                             }
@@ -231,7 +238,7 @@ pub fn run(args: LoadArgs) -> Result<()> {
                             continue;
                         }
                         let case = &cases[(w + i) % cases.len()];
-                        let (score, consistent) = play(&client, &base, &session, case, &mut s.latencies_us).await?;
+                        let (score, consistent) = play(&mut conn, &mut scripts, &session, case, &mut s.latencies_us).await?;
                         if !consistent || score.to_bits() != solo[i].to_bits() {
                             s.interference += 1;
                         }

@@ -8,6 +8,7 @@
 
 mod cases;
 mod export;
+mod http1;
 mod load;
 mod report;
 mod run;

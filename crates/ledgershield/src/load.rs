@@ -39,6 +39,10 @@ pub struct LoadArgs {
     /// work), to separate HTTP and kernel cost from environment cost.
     #[arg(long)]
     transport_floor: bool,
+    /// Play every run this many times (each round in fresh sessions) and also report the median
+    /// of each figure: on a shared or virtual machine one run can be off by a quarter.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=50))]
+    rounds: u32,
 }
 
 /// The scripted episode: six actions after reset, as pre-serialized request bodies.
@@ -142,6 +146,39 @@ fn pct(sorted: &[u64], p: f64) -> f64 {
     sorted[idx] as f64 / 1000.0
 }
 
+/// Per (kind, concurrency): the median of every numeric figure over the rounds, and the total of
+/// interference errors (any is a failure, never averaged away).
+fn median_rows(runs: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    const FIGURES: [&str; 9] = ["episodes_per_s", "steps_per_s", "latency_ms_p50", "latency_ms_p99", "server_cpu_ms_per_episode", "server_cpu_user_ms_per_episode", "server_cpu_system_ms_per_episode", "server_rss_mb", "wall_s"];
+    let mut groups: BTreeMap<(u64, String), Vec<&serde_json::Value>> = BTreeMap::new();
+    for r in runs {
+        groups.entry((r["concurrency"].as_u64().unwrap_or(0), r["kind"].as_str().unwrap_or("").to_owned())).or_default().push(r);
+    }
+    groups
+        .into_iter()
+        .map(|((conc, kind), rows)| {
+            let mut m = serde_json::Map::new();
+            m.insert("kind".into(), json!(kind));
+            m.insert("concurrency".into(), json!(conc));
+            m.insert("rounds".into(), json!(rows.len()));
+            // Every round plays the same number of episodes.
+            m.insert("episodes".into(), rows[0]["episodes"].clone());
+            for f in FIGURES {
+                let mut v: Vec<f64> = rows.iter().filter_map(|r| r[f].as_f64()).collect();
+                v.sort_by(f64::total_cmp);
+                let median = match v.len() {
+                    0 => None,
+                    n if n % 2 == 1 => Some(v[n / 2]),
+                    n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+                };
+                m.insert(f.into(), json!(median.map(|x| (x * 1000.0).round() / 1000.0)));
+            }
+            m.insert("interference_errors".into(), json!(rows.iter().map(|r| r["interference_errors"].as_u64().unwrap_or(0)).sum::<u64>()));
+            serde_json::Value::Object(m)
+        })
+        .collect()
+}
+
 struct ChildGuard(Child);
 impl Drop for ChildGuard {
     fn drop(&mut self) {
@@ -213,7 +250,10 @@ pub fn run(args: LoadArgs) -> Result<()> {
             }
         }
         let runs: Vec<(usize, bool)> = args.concurrency.iter().flat_map(|&c| [(c.max(1), false), (c.max(1), true)]).filter(|&(_, floor)| !floor || args.transport_floor).collect();
-        for (conc, floor) in runs {
+        // Rounds alternate over the runs (not run after run) so slow phases of the machine spread
+        // over every concurrency level alike.
+        let rounds = (1..=args.rounds).flat_map(|round| runs.iter().map(move |&(conc, floor)| (round, conc, floor)));
+        for (round, conc, floor) in rounds {
             let per_worker = args.episodes.div_ceil(conc);
             let before = pid.and_then(proc_stat);
             let t0 = Instant::now();
@@ -222,7 +262,7 @@ pub fn run(args: LoadArgs) -> Result<()> {
                 let authority = authority.clone();
                 let cases = cases.clone();
                 let solo = solo[&(w % cases.len(), per_worker)].clone();
-                let session = format!("load-{run_tag}-{conc}-{w}-{}", if floor { "floor" } else { "play" });
+                let session = format!("load-{run_tag}-r{round}-{conc}-{w}");
                 handles.push(tokio::spawn(async move {
                     let mut s = Sample { latencies_us: Vec::with_capacity(per_worker * 7), interference: 0, episodes: 0 };
                     let (mut conn, mut scripts) = (Conn::connect(&authority).await?, BTreeMap::new());
@@ -264,6 +304,7 @@ pub fn run(args: LoadArgs) -> Result<()> {
             };
             let cpu_ms_per_episode = per_episode_ms(|p| p.user_s + p.system_s);
             report.push(json!({
+                "round": round,
                 "kind": if floor { "transport_floor" } else { "episodes" },
                 "concurrency": conc,
                 "episodes": episodes,
@@ -280,16 +321,18 @@ pub fn run(args: LoadArgs) -> Result<()> {
                 "interference_errors": interference,
             }));
         }
-        let out = json!({"server": base, "idle_rss_mb": idle_rss.map(|r| (r as f64 / 1024.0 * 10.0).round() / 10.0), "runs": report});
+        let medians = if args.rounds > 1 { median_rows(&report) } else { Vec::new() };
+        let out = json!({"server": base, "idle_rss_mb": idle_rss.map(|r| (r as f64 / 1024.0 * 10.0).round() / 10.0), "runs": report, "medians": medians});
         if args.json {
             println!("{}", serde_json::to_string_pretty(&out)?);
         } else {
             println!("server {base}  idle RSS {} MB (before any episode)", out["idle_rss_mb"]);
-            println!("{:>16} {:>5} {:>8} {:>11} {:>10} {:>9} {:>9} {:>14} {:>6} {:>6} {:>8} {:>12}", "run", "conc", "episodes", "episodes/s", "steps/s", "p50 ms", "p99 ms", "cpu ms/episode", "user", "system", "RSS MB", "interference");
-            for r in out["runs"].as_array().into_iter().flatten() {
+            println!("{:>23} {:>5} {:>8} {:>11} {:>10} {:>9} {:>9} {:>14} {:>6} {:>6} {:>8} {:>12}", "run", "conc", "episodes", "episodes/s", "steps/s", "p50 ms", "p99 ms", "cpu ms/episode", "user", "system", "RSS MB", "interference");
+            let rows = out["runs"].as_array().into_iter().flatten().map(|r| (r, "")).chain(out["medians"].as_array().into_iter().flatten().map(|r| (r, "median ")));
+            for (r, tag) in rows {
                 println!(
-                    "{:>16} {:>5} {:>8} {:>11} {:>10} {:>9.3} {:>9.3} {:>14} {:>6} {:>6} {:>8} {:>12}",
-                    r["kind"].as_str().unwrap_or(""),
+                    "{:>23} {:>5} {:>8} {:>11} {:>10} {:>9.3} {:>9.3} {:>14} {:>6} {:>6} {:>8} {:>12}",
+                    format!("{tag}{}", r["kind"].as_str().unwrap_or("")),
                     r["concurrency"], r["episodes"], r["episodes_per_s"], r["steps_per_s"], r["latency_ms_p50"].as_f64().unwrap_or(0.0), r["latency_ms_p99"].as_f64().unwrap_or(0.0), r["server_cpu_ms_per_episode"], r["server_cpu_user_ms_per_episode"], r["server_cpu_system_ms_per_episode"], r["server_rss_mb"], r["interference_errors"]
                 );
             }

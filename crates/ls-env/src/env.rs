@@ -5,8 +5,8 @@ use crate::curriculum::Curriculum;
 use crate::episode::{Episode, EpisodeSpec, StepError, TrackMode};
 use crate::designer::Designer;
 use crate::memory::{InstitutionalMemory, RecordInput};
-use crate::observation::{PublicState, SharedJson, StepEnvelope};
-use ls_core::fixtures::{FixtureSet, MasterData};
+use crate::observation::{PublicState, RawJson, SharedJson, StepEnvelope};
+use ls_core::fixtures::{CaseWorld, FixtureSet, MasterData};
 use ls_core::schema::Case;
 use ls_core::validate::InvoiceFacts;
 use rand::{Rng, SeedableRng};
@@ -22,9 +22,9 @@ use std::sync::Arc;
 pub struct CasePool {
     pub cases: Vec<Arc<Case>>,
     pub master: Arc<MasterData>,
-    /// `invoice_facts` of every case's invoices, aligned with `cases` (read once per pool rather
-    /// than at every reset, hand-off and grading).
-    invoice_facts: Vec<Arc<[InvoiceFacts]>>,
+    /// What episodes derive from each case alone, aligned with `cases` (computed once per pool
+    /// rather than at every reset, hand-off, tool call and grading).
+    derived: Vec<CaseDerived>,
     /// Fresh institutional memory for this pool (it reads every case's documents once); sessions
     /// and `/institutional-reset` start from a clone instead of re-deriving it.
     memory_template: Arc<InstitutionalMemory>,
@@ -38,15 +38,16 @@ impl CasePool {
     /// A pool over shared cases and master data.
     pub fn from_parts(cases: Vec<Arc<Case>>, master: Arc<MasterData>) -> Self {
         let memory_template = Arc::new(InstitutionalMemory::for_pool(cases.iter().map(|c| c.as_ref())));
-        let invoice_facts = cases.iter().map(|c| read_invoice_facts(c)).collect();
-        Self { cases, master, invoice_facts, memory_template }
+        let derived = cases.iter().map(|c| CaseDerived::of(&master, c)).collect();
+        Self { cases, master, derived, memory_template }
     }
 
-    /// The invoice facts of `case`: shared for a pool case, read afresh for any other (custom).
-    pub fn invoice_facts(&self, case: &Arc<Case>) -> Arc<[InvoiceFacts]> {
+    /// What episodes derive from `case` alone: shared for a pool case, computed afresh for any
+    /// other (custom).
+    pub fn derived(&self, case: &Arc<Case>) -> CaseDerived {
         match self.cases.iter().position(|c| Arc::ptr_eq(c, case)) {
-            Some(i) => self.invoice_facts[i].clone(),
-            None => read_invoice_facts(case),
+            Some(i) => self.derived[i].clone(),
+            None => CaseDerived::of(&self.master, case),
         }
     }
 
@@ -60,8 +61,23 @@ impl CasePool {
     }
 }
 
-fn read_invoice_facts(case: &Case) -> Arc<[InvoiceFacts]> {
-    case.invoices().map(ls_core::validate::invoice_facts).collect()
+/// What every episode of a case derives from the case (and master data) alone.
+#[derive(Debug, Clone)]
+pub struct CaseDerived {
+    /// `invoice_facts` of the case's invoices, in order.
+    pub invoices: Arc<[InvoiceFacts]>,
+    /// The case world's whole policy list as `lookup_policy` returns it (~3 KB of JSON that
+    /// would otherwise be written again at every call).
+    pub policy_rules: RawJson,
+}
+
+impl CaseDerived {
+    fn of(master: &MasterData, case: &Case) -> Self {
+        Self {
+            invoices: case.invoices().map(ls_core::validate::invoice_facts).collect(),
+            policy_rules: RawJson::from_serialize(CaseWorld::new(master, case).policy_rules),
+        }
+    }
 }
 
 /// `POST /reset` body.
@@ -207,7 +223,8 @@ impl Environment {
         let tier = self.curriculum.tier();
         let mut extra = Map::new();
         extra.insert("curriculum".into(), json!({"tier": tier.name, "level": tier.level, "adjusted": adjusted, "competence_ema": ls_core::text::round_to(self.curriculum.competence_ema, 4)}));
-        let invoices = self.pool.invoice_facts(&case);
+        let derived = self.pool.derived(&case);
+        let invoices = derived.invoices;
         let spec = EpisodeSpec {
             case: case.clone(),
             master: self.pool.master.clone(),
@@ -220,6 +237,7 @@ impl Environment {
             case_metadata_extra: extra,
             institution: Some(self.memory.handoff(&case, &invoices)),
             invoices,
+            policy_rules: derived.policy_rules,
         };
         let (ep, mut env) = Episode::new(spec);
         env.observation.institutional_memory = self.memory_view.clone();
@@ -348,4 +366,27 @@ pub enum EnvStepError {
     NotReset,
     #[error(transparent)]
     Step(#[from] StepError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The per-case derivations shared by a pool's episodes are exactly what each episode would
+    /// compute itself, for pool cases and for cases outside the pool alike.
+    #[test]
+    fn derived_case_data_matches_a_fresh_derivation() {
+        let pool = CasePool::new(FixtureSet::embedded().expect("fixtures"));
+        for case in &pool.cases {
+            let d = pool.derived(case);
+            let rules = CaseWorld::new(&pool.master, case).policy_rules;
+            assert!(!rules.is_empty(), "{}", case.case_id);
+            assert_eq!(d.policy_rules.get(), serde_json::to_string(rules).unwrap(), "{}", case.case_id);
+            let facts: Vec<InvoiceFacts> = case.invoices().map(ls_core::validate::invoice_facts).collect();
+            assert_eq!(&*d.invoices, facts.as_slice(), "{}", case.case_id);
+            let outside = Arc::new((**case).clone());
+            let fresh = pool.derived(&outside);
+            assert_eq!((fresh.policy_rules.get(), &*fresh.invoices), (d.policy_rules.get(), &*d.invoices));
+        }
+    }
 }

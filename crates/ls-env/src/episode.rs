@@ -95,8 +95,10 @@ pub struct EpisodeSpec {
     pub case_metadata_extra: Map<String, Value>,
     /// Institutional memory's hand-off (authority level, loss score, capacities, context).
     pub institution: Option<InstitutionHandoff>,
-    /// The case's invoice facts, read once per case (see [`crate::CasePool::invoice_facts`]).
+    /// The case's invoice facts, read once per case (see [`crate::CasePool::derived`]).
     pub invoices: Arc<[InvoiceFacts]>,
+    /// The case world's policy list, serialized once per case (see [`crate::CaseDerived`]).
+    pub policy_rules: RawJson,
 }
 
 #[derive(Debug, Clone)]
@@ -159,6 +161,8 @@ pub struct Episode {
     invoice_total: f64,
     /// Facts of the case's invoices (shared with every episode of the case).
     pub invoices: Arc<[InvoiceFacts]>,
+    /// The case world's policy list as JSON (shared with every episode of the case).
+    policy_rules: RawJson,
 }
 
 /// The reset observation's `case_metadata`: the episode's metadata plus `mdp_component`.
@@ -270,6 +274,7 @@ impl Episode {
             callback_refused: false,
             invoice_total,
             invoices: spec.invoices,
+            policy_rules: spec.policy_rules,
         };
         ep.portfolio = SharedJson::from_map(&ep.compute_portfolio_context());
         ep.catalogue = ep.compute_catalogue();
@@ -399,7 +404,7 @@ impl Episode {
             }
             LookupVendor => tools::lookup_vendor(&world, payload)?,
             LookupVendorHistory => tools::lookup_vendor_history(&world, payload)?,
-            LookupPolicy => tools::lookup_policy(&world, payload)?,
+            LookupPolicy => tools::lookup_policy(&world, &self.policy_rules, payload)?,
             LookupPo => tools::lookup_po(&world, payload)?,
             LookupReceipt => tools::lookup_receipt(&world, payload)?,
             SearchLedger => tools::search_ledger(&world, payload)?,

@@ -31,6 +31,6 @@ pub mod tools;
 pub mod voi;
 pub mod watchdog;
 
-pub use env::{CasePool, EnvConfig, EnvStepError, Environment, ResetError, ResetRequest};
+pub use env::{CaseDerived, CasePool, EnvConfig, EnvStepError, Environment, ResetError, ResetRequest};
 pub use episode::{StepError, TrackMode};
 pub use observation::{raw_json, InfoMap, Observation, PublicState, RawJson, Shared, SharedJson, StepEnvelope};

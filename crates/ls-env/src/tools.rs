@@ -12,7 +12,7 @@ use ls_core::{ActionName, Channel};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rust_decimal::prelude::ToPrimitive;
-use crate::observation::InfoMap;
+use crate::observation::{InfoMap, RawJson};
 use serde_json::{json, Map, Value};
 
 /// What a tool call produced.
@@ -230,7 +230,8 @@ pub fn lookup_vendor_history(world: &CaseWorld<'_>, payload: &Map<String, Value>
     Ok(out)
 }
 
-pub fn lookup_policy(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
+/// `all` is `world.policy_rules` already serialized (once per case).
+pub fn lookup_policy(world: &CaseWorld<'_>, all: &RawJson, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
     let mut out = ToolOutcome::ok("lookup_policy completed.");
     match opt_str(payload, "rule_id")? {
         Some(id) if !id.trim().is_empty() => match world.policy(&id) {
@@ -241,7 +242,7 @@ pub fn lookup_policy(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Res
             None => return Ok(ToolOutcome::fail(format!("policy not found: {id}"))),
         },
         _ => {
-            out.set_ser("policies", world.policy_rules);
+            out.fields.insert_raw("policies".into(), all.clone());
             out.revealed_refs.extend(world.policy_rules.iter().map(|p| p.rule_id.clone()));
         }
     }

@@ -3,12 +3,14 @@
 //!
 //! Two things live here:
 //!
-//! * [`to_writer`] / [`to_vec`]: a `serde::Serializer` that writes exactly what
+//! * [`to_writer`] / [`to_vec`] / [`append_to_string`]: a `serde::Serializer` that writes exactly what
 //!   `serde_json::to_vec` writes (compact form, same number formatting through the same `itoa` and
 //!   `zmij` crates, same escapes, non-finite floats as `null`), but escapes strings eight bytes at
 //!   a time. Profiles of a whole episode put a quarter of its instructions in `serde_json`'s
 //!   byte-by-byte escape loop, which its `Formatter` trait cannot replace. The output contract is
-//!   checked against `serde_json` by unit and property tests (`tests/parity.rs`).
+//!   checked against `serde_json` by unit and property tests (`tests/parity.rs`). It writes into
+//!   a `String` with `&str` pieces only, so its output is UTF-8 by construction and is never
+//!   re-validated (that check was ~2 % of an episode's instructions).
 //! * [`RawJson`]: JSON text serialized once and shared by `Arc`, written verbatim into any later
 //!   serialization, ours or `serde_json`'s (it speaks `serde_json`'s raw-value protocol, so
 //!   `serde_json::to_string` and `serde_json::to_value` accept it too).
@@ -18,7 +20,7 @@
 
 mod ser;
 
-pub use ser::{to_string, to_vec, to_writer, Error};
+pub use ser::{append_to_string, to_string, to_vec, to_writer, Error};
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 use std::sync::Arc;
@@ -31,7 +33,7 @@ pub(crate) const RAW_TOKEN: &str = "$serde_json::private::RawValue";
 const SCRATCH_KEEP_BYTES: usize = 256 * 1024;
 
 thread_local! {
-    static SCRATCH: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(Vec::with_capacity(16 * 1024));
+    static SCRATCH: std::cell::RefCell<String> = std::cell::RefCell::new(String::with_capacity(16 * 1024));
 }
 
 /// Pre-serialized JSON text shared by `Arc`: cloning is a reference-count increment, writing it
@@ -56,18 +58,17 @@ impl RawJson {
                 buf.clear();
                 let raw = Self::from_buffer(&mut buf, value);
                 if buf.capacity() > SCRATCH_KEEP_BYTES {
-                    *buf = Vec::with_capacity(SCRATCH_KEEP_BYTES);
+                    *buf = String::with_capacity(SCRATCH_KEEP_BYTES);
                 }
                 raw
             }
-            Err(_) => Self::from_buffer(&mut Vec::new(), value),
+            Err(_) => Self::from_buffer(&mut String::new(), value),
         })
     }
 
-    fn from_buffer<T: Serialize + ?Sized>(buf: &mut Vec<u8>, value: &T) -> Result<Self, Error> {
-        to_writer(buf, value)?;
-        // The serializer writes UTF-8 only: every byte comes from a `&str` or is ASCII.
-        Ok(Self(Arc::from(std::str::from_utf8(buf).expect("serializer output is UTF-8"))))
+    fn from_buffer<T: Serialize + ?Sized>(buf: &mut String, value: &T) -> Result<Self, Error> {
+        append_to_string(buf, value)?;
+        Ok(Self(Arc::from(buf.as_str())))
     }
 
     /// The JSON `null`.

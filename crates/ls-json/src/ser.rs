@@ -29,25 +29,47 @@ fn key_must_be_a_string() -> Error {
 }
 
 /// Append the JSON of `value` to `out`. On error `out` may hold a partial value.
+///
+/// The serializer writes into a `String` (every piece it writes is a `&str`), so its output is
+/// UTF-8 by construction and never re-validated; the bytes of `out` are reused when they are
+/// UTF-8 (an empty buffer always is), and copied once otherwise.
 pub fn to_writer<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), Error> {
+    match String::from_utf8(std::mem::take(out)) {
+        Ok(mut text) => {
+            let written = append_to_string(&mut text, value);
+            *out = text.into_bytes();
+            written
+        }
+        Err(not_text) => {
+            *out = not_text.into_bytes();
+            let mut text = String::new();
+            let written = append_to_string(&mut text, value);
+            out.extend_from_slice(text.as_bytes());
+            written
+        }
+    }
+}
+
+/// Append the JSON of `value` to `out`. On error `out` may hold a partial value (always at a
+/// boundary between pieces, so still valid UTF-8).
+pub fn append_to_string<T: Serialize + ?Sized>(out: &mut String, value: &T) -> Result<(), Error> {
     value.serialize(&mut Writer { out })
 }
 
 /// The JSON of `value` as bytes.
 pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::with_capacity(128);
-    to_writer(&mut out, value)?;
-    Ok(out)
+    to_string(value).map(String::into_bytes)
 }
 
 /// The JSON of `value` as a string.
 pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, Error> {
-    // Every byte written comes from a `&str` or is ASCII.
-    to_vec(value).map(|v| String::from_utf8(v).expect("serializer output is UTF-8"))
+    let mut out = String::with_capacity(128);
+    append_to_string(&mut out, value)?;
+    Ok(out)
 }
 
 struct Writer<'a> {
-    out: &'a mut Vec<u8>,
+    out: &'a mut String,
 }
 
 /// Per-byte escape class, as JSON (RFC 8259) and `serde_json` define it: `"` and `\` are
@@ -88,12 +110,15 @@ fn word_needs_escape(w: u64) -> u64 {
     (control | quote | backslash) & HI
 }
 
-fn write_escape(out: &mut Vec<u8>, byte: u8, class: u8) {
+fn write_escape(out: &mut String, byte: u8, class: u8) {
     if class == UU {
         const HEX: &[u8; 16] = b"0123456789abcdef";
-        out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 0xF)]]);
+        out.push_str("\\u00");
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0xF)]));
     } else {
-        out.extend_from_slice(&[b'\\', class]);
+        out.push('\\');
+        out.push(char::from(class));
     }
 }
 
@@ -131,23 +156,24 @@ fn needs_escape(bytes: &[u8]) -> bool {
 
 /// Write `s` as a quoted, escaped JSON string.
 #[inline]
-pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    if needs_escape(bytes) {
-        write_escaped(out, bytes);
+pub(crate) fn write_str(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push('"');
+    if needs_escape(s.as_bytes()) {
+        write_escaped(out, s);
     } else {
-        out.extend_from_slice(bytes);
+        out.push_str(s);
     }
-    out.push(b'"');
+    out.push('"');
 }
 
 /// The contents of a string that has at least one byte to escape: clean words are skipped whole,
 /// the others are settled byte by byte.
 #[cold]
-fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
-    // `run` is the start of the bytes not yet copied; they need no escape.
+fn write_escaped(out: &mut String, s: &str) {
+    let bytes = s.as_bytes();
+    // `run` is the start of the bytes not yet copied; they need no escape. Both `run` and `i`
+    // sit next to an escaped byte, which is ASCII, so slicing `s` there is on char boundaries.
     let (mut run, mut i) = (0, 0);
     while i < bytes.len() {
         if i + 8 <= bytes.len() && word_needs_escape(load8(&bytes[i..])) == 0 {
@@ -158,36 +184,36 @@ fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
         while i < end {
             let class = ESCAPE[usize::from(bytes[i])];
             if class != NO {
-                out.extend_from_slice(&bytes[run..i]);
+                out.push_str(&s[run..i]);
                 write_escape(out, bytes[i], class);
                 run = i + 1;
             }
             i += 1;
         }
     }
-    out.extend_from_slice(&bytes[run..]);
+    out.push_str(&s[run..]);
 }
 
 #[inline]
-fn write_int<I: itoa::Integer>(out: &mut Vec<u8>, v: I) {
-    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+fn write_int<I: itoa::Integer>(out: &mut String, v: I) {
+    out.push_str(itoa::Buffer::new().format(v));
 }
 
 #[inline]
-fn write_f64(out: &mut Vec<u8>, v: f64) {
+fn write_f64(out: &mut String, v: f64) {
     if v.is_finite() {
-        out.extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
+        out.push_str(zmij::Buffer::new().format_finite(v));
     } else {
-        out.extend_from_slice(b"null");
+        out.push_str("null");
     }
 }
 
 #[inline]
-fn write_f32(out: &mut Vec<u8>, v: f32) {
+fn write_f32(out: &mut String, v: f32) {
     if v.is_finite() {
-        out.extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
+        out.push_str(zmij::Buffer::new().format_finite(v));
     } else {
-        out.extend_from_slice(b"null");
+        out.push_str("null");
     }
 }
 
@@ -234,7 +260,7 @@ impl<'a, 'b> Compound<'a, 'b> {
     #[inline]
     fn comma(&mut self) {
         if self.state == State::Rest {
-            self.w.out.push(b',');
+            self.w.out.push(',');
         }
         self.state = State::Rest;
     }
@@ -243,10 +269,10 @@ impl<'a, 'b> Compound<'a, 'b> {
     fn close(self, how: Close) {
         let out = &mut *self.w.out;
         match how {
-            Close::Array => out.push(b']'),
-            Close::Object => out.push(b'}'),
-            Close::VariantArray => out.extend_from_slice(b"]}"),
-            Close::VariantObject => out.extend_from_slice(b"}}"),
+            Close::Array => out.push(']'),
+            Close::Object => out.push('}'),
+            Close::VariantArray => out.push_str("]}"),
+            Close::VariantObject => out.push_str("}}"),
         }
     }
 }
@@ -263,7 +289,7 @@ impl<'a, 'b> ser::Serializer for &'b mut Writer<'a> {
     type SerializeStructVariant = Compound<'a, 'b>;
 
     fn serialize_bool(self, v: bool) -> Result<(), Error> {
-        self.out.extend_from_slice(if v { b"true" } else { b"false" });
+        self.out.push_str(if v { "true" } else { "false" });
         Ok(())
     }
     integers!(self, v => {
@@ -287,14 +313,14 @@ impl<'a, 'b> ser::Serializer for &'b mut Writer<'a> {
         Ok(())
     }
     fn serialize_bytes(self, v: &[u8]) -> Result<(), Error> {
-        self.out.push(b'[');
+        self.out.push('[');
         for (i, b) in v.iter().enumerate() {
             if i > 0 {
-                self.out.push(b',');
+                self.out.push(',');
             }
             write_int(self.out, *b);
         }
-        self.out.push(b']');
+        self.out.push(']');
         Ok(())
     }
     fn serialize_none(self) -> Result<(), Error> {
@@ -304,7 +330,7 @@ impl<'a, 'b> ser::Serializer for &'b mut Writer<'a> {
         value.serialize(self)
     }
     fn serialize_unit(self) -> Result<(), Error> {
-        self.out.extend_from_slice(b"null");
+        self.out.push_str("null");
         Ok(())
     }
     fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
@@ -318,15 +344,15 @@ impl<'a, 'b> ser::Serializer for &'b mut Writer<'a> {
         value.serialize(self)
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(self, _name: &'static str, _index: u32, variant: &'static str, value: &T) -> Result<(), Error> {
-        self.out.push(b'{');
+        self.out.push('{');
         write_str(self.out, variant);
-        self.out.push(b':');
+        self.out.push(':');
         value.serialize(&mut *self)?;
-        self.out.push(b'}');
+        self.out.push('}');
         Ok(())
     }
     fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a, 'b>, Error> {
-        self.out.push(b'[');
+        self.out.push('[');
         Ok(Compound { w: self, state: State::First })
     }
     fn serialize_tuple(self, len: usize) -> Result<Compound<'a, 'b>, Error> {
@@ -336,13 +362,13 @@ impl<'a, 'b> ser::Serializer for &'b mut Writer<'a> {
         self.serialize_seq(Some(len))
     }
     fn serialize_tuple_variant(self, _name: &'static str, _index: u32, variant: &'static str, _len: usize) -> Result<Compound<'a, 'b>, Error> {
-        self.out.push(b'{');
+        self.out.push('{');
         write_str(self.out, variant);
-        self.out.extend_from_slice(b":[");
+        self.out.push_str(":[");
         Ok(Compound { w: self, state: State::First })
     }
     fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a, 'b>, Error> {
-        self.out.push(b'{');
+        self.out.push('{');
         Ok(Compound { w: self, state: State::First })
     }
     fn serialize_struct(self, name: &'static str, len: usize) -> Result<Compound<'a, 'b>, Error> {
@@ -352,9 +378,9 @@ impl<'a, 'b> ser::Serializer for &'b mut Writer<'a> {
         self.serialize_map(Some(len))
     }
     fn serialize_struct_variant(self, _name: &'static str, _index: u32, variant: &'static str, _len: usize) -> Result<Compound<'a, 'b>, Error> {
-        self.out.push(b'{');
+        self.out.push('{');
         write_str(self.out, variant);
-        self.out.extend_from_slice(b":{");
+        self.out.push_str(":{");
         Ok(Compound { w: self, state: State::First })
     }
 }
@@ -414,7 +440,7 @@ impl ser::SerializeMap for Compound<'_, '_> {
         key.serialize(MapKey { out: &mut *self.w.out })
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.w.out.push(b':');
+        self.w.out.push(':');
         value.serialize(&mut *self.w)
     }
     fn end(self) -> Result<(), Error> {
@@ -432,7 +458,7 @@ impl ser::SerializeStruct for Compound<'_, '_> {
         }
         self.comma();
         write_str(self.w.out, key);
-        self.w.out.push(b':');
+        self.w.out.push(':');
         value.serialize(&mut *self.w)
     }
     fn end(self) -> Result<(), Error> {
@@ -449,7 +475,7 @@ impl ser::SerializeStructVariant for Compound<'_, '_> {
     fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
         self.comma();
         write_str(self.w.out, key);
-        self.w.out.push(b':');
+        self.w.out.push(':');
         value.serialize(&mut *self.w)
     }
     fn end(self) -> Result<(), Error> {
@@ -506,14 +532,14 @@ macro_rules! refuse_compounds {
 
 /// Map keys: strings, and (quoted) numbers, booleans and unit variants, as `serde_json` allows.
 struct MapKey<'o> {
-    out: &'o mut Vec<u8>,
+    out: &'o mut String,
 }
 
 impl MapKey<'_> {
-    fn quoted(self, text: &[u8]) -> Result<(), Error> {
-        self.out.push(b'"');
-        self.out.extend_from_slice(text);
-        self.out.push(b'"');
+    fn quoted(self, text: &str) -> Result<(), Error> {
+        self.out.push('"');
+        self.out.push_str(text);
+        self.out.push('"');
         Ok(())
     }
 }
@@ -545,27 +571,27 @@ impl ser::Serializer for MapKey<'_> {
         value.serialize(self)
     }
     fn serialize_bool(self, v: bool) -> Result<(), Error> {
-        self.quoted(if v { b"true" } else { b"false" })
+        self.quoted(if v { "true" } else { "false" })
     }
-    integers!(self, v => self.quoted(itoa::Buffer::new().format(v).as_bytes()));
+    integers!(self, v => self.quoted(itoa::Buffer::new().format(v)));
     fn serialize_f32(self, v: f32) -> Result<(), Error> {
         if !v.is_finite() {
             return Err(Error("float key must be finite (got NaN or +/-inf)".to_owned()));
         }
-        self.quoted(zmij::Buffer::new().format_finite(v).as_bytes())
+        self.quoted(zmij::Buffer::new().format_finite(v))
     }
     fn serialize_f64(self, v: f64) -> Result<(), Error> {
         if !v.is_finite() {
             return Err(Error("float key must be finite (got NaN or +/-inf)".to_owned()));
         }
-        self.quoted(zmij::Buffer::new().format_finite(v).as_bytes())
+        self.quoted(zmij::Buffer::new().format_finite(v))
     }
     refuse_compounds!(key_must_be_a_string);
 }
 
 /// The one field of a raw value: its text, written verbatim.
 struct RawText<'o> {
-    out: &'o mut Vec<u8>,
+    out: &'o mut String,
 }
 
 fn not_raw() -> Error {
@@ -584,7 +610,7 @@ impl ser::Serializer for RawText<'_> {
     type SerializeStructVariant = Impossible<(), Error>;
 
     fn serialize_str(self, v: &str) -> Result<(), Error> {
-        self.out.extend_from_slice(v.as_bytes());
+        self.out.push_str(v);
         Ok(())
     }
     fn serialize_bool(self, _v: bool) -> Result<(), Error> {
@@ -637,9 +663,26 @@ mod tests {
     use super::*;
 
     fn esc(s: &str) -> String {
-        let mut out = Vec::new();
+        let mut out = String::new();
         write_str(&mut out, s);
-        String::from_utf8(out).unwrap()
+        out
+    }
+
+    /// `to_writer` appends after whatever the buffer holds, UTF-8 or not, and keeps its capacity.
+    #[test]
+    fn to_writer_appends_to_any_bytes() {
+        let mut text = b"prefix:".to_vec();
+        text.reserve(1000);
+        let capacity = text.capacity();
+        to_writer(&mut text, &("é\n", 1)).unwrap();
+        assert_eq!(text, b"prefix:[\"\xc3\xa9\\n\",1]", "a newline is escaped");
+        assert_eq!(text.capacity(), capacity, "the buffer is reused, not reallocated");
+        let mut bytes = vec![0xff, 0xfe];
+        to_writer(&mut bytes, &["a"]).unwrap();
+        assert_eq!(bytes, b"\xff\xfe[\"a\"]");
+        let mut failed = b"x".to_vec();
+        assert!(to_writer(&mut failed, &std::collections::BTreeMap::from([(vec![1u8], 2)])).is_err());
+        assert!(failed.starts_with(b"x"), "an error leaves the earlier bytes in place");
     }
 
     #[test]

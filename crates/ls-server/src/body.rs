@@ -36,9 +36,9 @@ pub struct JsonReply<T>(pub T);
 
 impl<T: serde::Serialize> IntoResponse for JsonReply<T> {
     fn into_response(self) -> Response {
-        let mut buf = Vec::with_capacity(REPLY_CAPACITY_BYTES);
-        match ls_json::to_writer(&mut buf, &self.0) {
-            Ok(()) => ([(axum::http::header::CONTENT_TYPE, "application/json")], buf).into_response(),
+        let mut buf = String::with_capacity(REPLY_CAPACITY_BYTES);
+        match ls_json::append_to_string(&mut buf, &self.0) {
+            Ok(()) => ([(axum::http::header::CONTENT_TYPE, "application/json")], buf.into_bytes()).into_response(),
             Err(e) => ApiError::Internal(format!("reply serialization failed: {e}")).into_response(),
         }
     }

@@ -63,7 +63,7 @@ impl TaskId {
     /// Accepts the string ids, the README's integers 1–4 and numeric strings.
     pub fn parse(s: &str) -> Option<TaskId> {
         let t = s.trim().to_ascii_lowercase();
-        TaskId::ALL.into_iter().find(|k| k.as_str() == t).or_else(|| match t.as_str() {
+        TaskId::ALL.into_iter().find(|k| k.as_str() == t).or(match t.as_str() {
             "1" => Some(TaskId::ExpenseAudit),
             "2" => Some(TaskId::InvoiceMatch),
             "3" => Some(TaskId::GstReconciliation),

@@ -302,7 +302,7 @@ pub fn sample_indices<R: Rng>(rng: &mut R, n: usize, k: usize) -> Vec<usize> {
 
 /// Deterministic opaque id from a seed and a counter (no OS randomness, reproducible runs).
 pub fn opaque_id(prefix: &str, seed: u64, counter: u64) -> String {
-    let mut r = rng_for(seed ^ 0x5eed_1d5, counter);
+    let mut r = rng_for(seed ^ 0x05ee_d1d5, counter);
     let a: u64 = r.random();
     let b: u32 = r.random();
     format!("{prefix}-{a:016x}{b:08x}")

@@ -33,13 +33,7 @@ fn obj(v: Value) -> Map<String, Value> {
 /// Intervention latency in case-clock ticks.
 pub fn delay(artifact: ArtifactId, case: &Case) -> u32 {
     match artifact {
-        ArtifactId::CallbackVerificationResult => {
-            if case.simulation.callback_outcome != CallbackOutcome::ConfirmsLegitimate {
-                2
-            } else {
-                1
-            }
-        }
+        ArtifactId::CallbackVerificationResult if case.simulation.callback_outcome != CallbackOutcome::ConfirmsLegitimate => 2,
         ArtifactId::BankChangeApprovalChain => 2,
         _ => 1,
     }

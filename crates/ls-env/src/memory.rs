@@ -772,7 +772,7 @@ impl InstitutionalMemory {
             self.amendment_log.pop_front();
         }
         // AP week rollover: capacities replenish every WEEK_LENGTH recorded cases.
-        if self.case_counter % WEEK_LENGTH == 0 {
+        if self.case_counter.is_multiple_of(WEEK_LENGTH) {
             self.week_number += 1;
             self.week_id = format!("AP-WEEK-2026-{:02}", 3 + self.week_number);
             self.manual_review_capacity_remaining = self.manual_review_capacity_total;

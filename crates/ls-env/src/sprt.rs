@@ -154,7 +154,10 @@ impl Sprt {
         let mut d = [1.0; N];
         d[0] = 1.0 - post[0];
         for i in 1..N {
-            d[i] = ((a - llr[i]) / a).max(0.0).min(1.0);
+            // `max`/`min` map a NaN to 0 where `clamp` would keep it.
+            #[allow(clippy::manual_clamp)]
+            let di = ((a - llr[i]) / a).max(0.0).min(1.0);
+            d[i] = di;
         }
         d
     }

@@ -825,7 +825,7 @@ impl Layout {
         let bbox = [x, self.y, (x + width).min(560.0), self.y + height];
         let tok = Token { token_id: format!("{}-t{n}", self.prefix), text: text.clone(), bbox, page: 1 };
         // Every fifth line (never the first) is missed by fast OCR.
-        if n == 1 || n % 5 != 0 {
+        if n == 1 || !n.is_multiple_of(5) {
             self.noisy.push(Token {
                 token_id: format!("{}-t{n}n", self.prefix),
                 text: noisy_text(&text, n),

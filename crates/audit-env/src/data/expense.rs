@@ -96,9 +96,12 @@ fn limit_of(policy: &Policy, cat: &str) -> (i64, i64) {
     policy.rules.get(cat).map(|r| (r.daily_limit, r.receipt_required_above)).unwrap_or((0, 0))
 }
 
+/// A planted error: its type, where its ground truth comes from, and the reason shown.
+type Planted = (ErrorType, GtOrigin, String);
+
 struct Builder<'a> {
     rng: &'a mut Rng8,
-    rows: Vec<(ExpenseClaim, Option<(ErrorType, GtOrigin, String)>)>,
+    rows: Vec<(ExpenseClaim, Option<Planted>)>,
     month_totals: BTreeMap<(String, (i32, u32)), i64>,
     used_receipts: BTreeSet<String>,
     reserved: BTreeSet<String>,
@@ -147,6 +150,7 @@ impl Builder<'_> {
         }
         self.rows.push((c, tag));
     }
+    #[allow(clippy::too_many_arguments)] // one argument per claim column
     fn claim(&mut self, date: Date, employee: String, cat: &str, amount: i64, desc: String, receipt: String, vendor: String) -> ExpenseClaim {
         ExpenseClaim {
             expense_id: String::new(),
@@ -285,7 +289,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
     while b.rows.len() < CLAIM_COUNT {
         let (cat, lim, _) = *util::pick(b.rng, &CATEGORIES[..8]);
         let lim = if cat == "Meals" { meal_limit } else { lim };
-        let hi = ((lim as f64 * 0.8) as i64).min(9000).max(300);
+        let hi = ((lim as f64 * 0.8) as i64).clamp(300, 9000);
         let amt = b.rng.random_range(200..=hi);
         let d = b.weekday_date(5, 60);
         let e = b.employee_for(d, amt);

@@ -199,7 +199,8 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
     let mut numbers: Vec<usize> = (1..=45).collect();
     util::shuffle(r, &mut numbers);
     let inv_no = |k: usize| format!("VINV-{:04}", numbers[k]);
-    let mut books: Vec<(BookRow, Vec<(ErrorType, GtOrigin, String)>)> = vec![];
+    type Planted = (ErrorType, GtOrigin, String);
+    let mut books: Vec<(BookRow, Vec<Planted>)> = vec![];
     let mut g2b: Vec<Gstr2bRow> = vec![];
     let mut used_dates_per_inv = BTreeMap::new();
     for k in 0..43 {

@@ -251,9 +251,8 @@ pub fn generate(seed: u64, rules: &crate::model::WorldRules) -> (InvoiceDocs, Ve
     // Two extra invoices: duplicates of clean invoices and/or invoices without a PO.
     let mut dup_of: Vec<(usize, usize)> = vec![];
     let extra_dup_src = [clean[2], clean[3]];
-    for k in 0..2 {
+    for src in extra_dup_src {
         if r.random_bool(0.5) {
-            let src = extra_dup_src[k];
             let mut c = invs[src].0.clone();
             c.date = c.date.add_days(r.random_range(2..=10)).min(today);
             invs.push((c, vec![(ErrorType::DuplicateInvoice, "same PO, vendor, lines and total as an earlier invoice".into())]));

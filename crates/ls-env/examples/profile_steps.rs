@@ -9,9 +9,10 @@ use std::sync::Arc;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::time::Instant;
 
-/// Serialize a reply as the server does (one buffer sized for an observation).
+/// Serialize a reply as the server does (one buffer sized for an observation, or for a terminal
+/// reply).
 fn reply(e: &ls_env::StepEnvelope) -> Vec<u8> {
-    let mut buf = Vec::with_capacity(16 * 1024);
+    let mut buf = Vec::with_capacity(if e.done { 40 * 1024 } else { 16 * 1024 });
     ls_json::to_writer(&mut buf, e).unwrap();
     buf
 }

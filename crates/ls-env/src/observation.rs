@@ -135,8 +135,10 @@ pub struct InfoMap {
 }
 
 impl InfoMap {
+    /// An empty map with room for a step's entries (`info` holds ~8, a tool record up to ~30),
+    /// so the common maps grow at most once. `default()` allocates nothing.
     pub fn new() -> Self {
-        Self::default()
+        Self { entries: Vec::with_capacity(8) }
     }
 
     fn put(&mut self, key: String, e: Entry) {

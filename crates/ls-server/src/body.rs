@@ -26,8 +26,11 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
     }
 }
 
-/// Initial buffer for a step reply: most are 8–12 KB, a terminal one ~25 KB (grows once).
+/// Initial buffer for a reply: most step replies are 8–12 KB.
 pub const REPLY_CAPACITY_BYTES: usize = 16 * 1024;
+/// Initial buffer for a terminal step reply, which carries the grading reports, TrustGraph and
+/// memory snapshot (~25 KB): sized so it never grows (growing copies what was written so far).
+pub const TERMINAL_REPLY_CAPACITY_BYTES: usize = 40 * 1024;
 
 /// A JSON reply serialized (by `ls_json`, byte-identical to `serde_json`) into one buffer sized
 /// for an observation, instead of growing from a few bytes by doubling and copying (axum's `Json`
@@ -36,10 +39,23 @@ pub struct JsonReply<T>(pub T);
 
 impl<T: serde::Serialize> IntoResponse for JsonReply<T> {
     fn into_response(self) -> Response {
-        let mut buf = String::with_capacity(REPLY_CAPACITY_BYTES);
-        match ls_json::append_to_string(&mut buf, &self.0) {
-            Ok(()) => ([(axum::http::header::CONTENT_TYPE, "application/json")], buf.into_bytes()).into_response(),
-            Err(e) => ApiError::Internal(format!("reply serialization failed: {e}")).into_response(),
-        }
+        reply(&self.0, REPLY_CAPACITY_BYTES)
+    }
+}
+
+/// A reset or step reply: like [`JsonReply`], with a buffer that fits a terminal reply at once.
+pub struct EnvelopeReply(pub ls_env::StepEnvelope);
+
+impl IntoResponse for EnvelopeReply {
+    fn into_response(self) -> Response {
+        reply(&self.0, if self.0.done { TERMINAL_REPLY_CAPACITY_BYTES } else { REPLY_CAPACITY_BYTES })
+    }
+}
+
+fn reply<T: serde::Serialize>(value: &T, capacity_bytes: usize) -> Response {
+    let mut buf = String::with_capacity(capacity_bytes);
+    match ls_json::append_to_string(&mut buf, value) {
+        Ok(()) => ([(axum::http::header::CONTENT_TYPE, "application/json")], buf.into_bytes()).into_response(),
+        Err(e) => ApiError::Internal(format!("reply serialization failed: {e}")).into_response(),
     }
 }

@@ -1,7 +1,7 @@
 //! ControlBench HTTP routes. Handlers parse the request, pick the session, call the
 //! environment and serialize; they hold no domain logic.
 
-use crate::body::{JsonBody, JsonReply};
+use crate::body::{EnvelopeReply, JsonBody, JsonReply};
 use crate::error::ApiError;
 use crate::sessions::{lock_env, SessionManager, DEFAULT_SESSION};
 use axum::extract::State;
@@ -143,16 +143,16 @@ async fn health(State(s): State<Shared>) -> Json<Value> {
     Json(json!({"status": "healthy", "service": "LedgerShield OpenEnv", "cases_loaded": s.pool.cases.len(), "sessions": s.sessions.len()}))
 }
 
-async fn reset(State(s): State<Shared>, headers: HeaderMap, JsonBody(body): JsonBody) -> Result<JsonReply<StepEnvelope>, ApiError> {
+async fn reset(State(s): State<Shared>, headers: HeaderMap, JsonBody(body): JsonBody) -> Result<EnvelopeReply, ApiError> {
     let req = parse_reset(body)?;
     let (sid, _) = session_id(&headers, req.session_id.as_deref())?;
-    Ok(JsonReply(do_reset(&s, &sid, &req)?))
+    Ok(EnvelopeReply(do_reset(&s, &sid, &req)?))
 }
 
-async fn step(State(s): State<Shared>, headers: HeaderMap, JsonBody(body): JsonBody) -> Result<JsonReply<StepEnvelope>, ApiError> {
+async fn step(State(s): State<Shared>, headers: HeaderMap, JsonBody(body): JsonBody) -> Result<EnvelopeReply, ApiError> {
     let req = parse_step(body)?;
     let (sid, explicit) = session_id(&headers, req.session_id.as_deref())?;
-    Ok(JsonReply(do_step(&s, &sid, explicit, &req)?))
+    Ok(EnvelopeReply(do_step(&s, &sid, explicit, &req)?))
 }
 
 async fn state(State(s): State<Shared>, headers: HeaderMap) -> Result<JsonReply<PublicState>, ApiError> {

@@ -8,6 +8,7 @@ use crate::memory::{InstitutionalMemory, RecordInput};
 use crate::observation::{PublicState, RawJson, SharedJson, StepEnvelope};
 use ls_core::fixtures::{CaseWorld, FixtureSet, MasterData};
 use ls_core::schema::Case;
+use ls_core::world::HiddenWorld;
 use ls_core::validate::InvoiceFacts;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -69,11 +70,14 @@ pub struct CaseDerived {
     /// The case world's whole policy list as `lookup_policy` returns it (~3 KB of JSON that
     /// would otherwise be written again at every call).
     pub policy_rules: RawJson,
+    /// The hidden world (gold signals, required actions, latent hypothesis), read-only in play.
+    pub hidden: Arc<HiddenWorld>,
 }
 
 impl CaseDerived {
     fn of(master: &MasterData, case: &Case) -> Self {
         Self {
+            hidden: Arc::new(HiddenWorld::derive(case)),
             invoices: case.invoices().map(ls_core::validate::invoice_facts).collect(),
             policy_rules: RawJson::from_serialize(CaseWorld::new(master, case).policy_rules),
         }
@@ -238,10 +242,11 @@ impl Environment {
             institution: Some(self.memory.handoff(&case, &invoices)),
             invoices,
             policy_rules: derived.policy_rules,
+            hidden: derived.hidden,
         };
         let (ep, mut env) = Episode::new(spec);
         env.observation.institutional_memory = self.memory_view.clone();
-        env.info.insert("curriculum".into(), self.curriculum_info());
+        env.info.insert_raw("curriculum".into(), self.curriculum_info_json());
         self.episode = Some(ep);
         Ok(env)
     }
@@ -319,7 +324,7 @@ impl Environment {
             let amendment = self.memory.record(&RecordInput { case: &ep.case, grade: g, submitted: decision, confidence: ep.submitted_confidence, actions: &actions, gate: ep.authority_gate.as_ref() });
             self.curriculum.update(ep.case.task_type, g.final_score);
             self.designer.record(&ep.case, g.final_score);
-            env.info.insert("curriculum".into(), self.curriculum_info());
+            env.info.insert_raw("curriculum".into(), self.curriculum_info_json());
             env.info.insert("institutional_case_update".into(), amendment);
             let snaps = self.memory.snapshots();
             self.memory_view = snaps.observation;
@@ -348,16 +353,36 @@ impl Environment {
 
     /// Curriculum state as shown in `info.curriculum` (tier, competence, allowed tasks, ...).
     pub fn curriculum_info(&self) -> Value {
-        let t = self.curriculum.tier();
-        let mut v = serde_json::to_value(&self.curriculum).unwrap_or(Value::Null);
-        if let Some(o) = v.as_object_mut() {
-            o.insert("tier_name".into(), json!(t.name));
-            o.insert("allowed_tasks".into(), json!(t.allowed.iter().map(|x| x.as_str()).collect::<Vec<_>>()));
-            o.insert("max_steps_floor".into(), json!(t.max_steps_floor));
-            o.insert("budget_multiplier".into(), json!(t.budget_pct as f64 / 100.0));
-        }
-        v
+        serde_json::to_value(self.curriculum_view()).unwrap_or(Value::Null)
     }
+
+    /// [`Self::curriculum_info`] serialized straight from the curriculum (no `Value` tree); it
+    /// goes into `info` at every reset and graded submission.
+    fn curriculum_info_json(&self) -> RawJson {
+        RawJson::from_serialize(&self.curriculum_view())
+    }
+
+    fn curriculum_view(&self) -> CurriculumView<'_> {
+        let t = self.curriculum.tier();
+        CurriculumView {
+            curriculum: &self.curriculum,
+            tier_name: t.name,
+            allowed_tasks: t.allowed.iter().map(|x| x.as_str()).collect(),
+            max_steps_floor: t.max_steps_floor,
+            budget_multiplier: t.budget_pct as f64 / 100.0,
+        }
+    }
+}
+
+/// `info.curriculum`: the curriculum's own fields, then its tier's.
+#[derive(Serialize)]
+struct CurriculumView<'a> {
+    #[serde(flatten)]
+    curriculum: &'a Curriculum,
+    tier_name: &'static str,
+    allowed_tasks: Vec<&'static str>,
+    max_steps_floor: u32,
+    budget_multiplier: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -371,6 +396,26 @@ pub enum EnvStepError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `info.curriculum` is the curriculum's fields followed by its tier's, as the map it
+    /// replaced (the curriculum as a JSON object plus four inserted keys) wrote them.
+    #[test]
+    fn curriculum_info_is_the_curriculum_then_its_tier() {
+        let pool = Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")));
+        let mut env = Environment::new(pool, EnvConfig::default());
+        for score in [0.0, 0.9, 0.95, 0.97, 0.99, 0.2] {
+            let t = env.curriculum.tier();
+            let mut expected = serde_json::to_value(&env.curriculum).unwrap();
+            let o = expected.as_object_mut().unwrap();
+            o.insert("tier_name".into(), json!(t.name));
+            o.insert("allowed_tasks".into(), json!(t.allowed.iter().map(|x| x.as_str()).collect::<Vec<_>>()));
+            o.insert("max_steps_floor".into(), json!(t.max_steps_floor));
+            o.insert("budget_multiplier".into(), json!(t.budget_pct as f64 / 100.0));
+            assert_eq!(env.curriculum_info_json().get(), serde_json::to_string(&expected).unwrap());
+            assert_eq!(env.curriculum_info(), expected);
+            env.curriculum.update(ls_core::TaskType::TaskD, score);
+        }
+    }
 
     /// The per-case derivations shared by a pool's episodes are exactly what each episode would
     /// compute itself, for pool cases and for cases outside the pool alike.
@@ -387,6 +432,7 @@ mod tests {
             let outside = Arc::new((**case).clone());
             let fresh = pool.derived(&outside);
             assert_eq!((fresh.policy_rules.get(), &*fresh.invoices), (d.policy_rules.get(), &*d.invoices));
+            assert_eq!(*d.hidden, HiddenWorld::derive(case));
         }
     }
 }

@@ -99,13 +99,15 @@ pub struct EpisodeSpec {
     pub invoices: Arc<[InvoiceFacts]>,
     /// The case world's policy list, serialized once per case (see [`crate::CaseDerived`]).
     pub policy_rules: RawJson,
+    /// `HiddenWorld::derive(&case)`, shared by every episode of the case.
+    pub hidden: Arc<HiddenWorld>,
 }
 
 #[derive(Debug, Clone)]
 pub struct Episode {
     pub case: Arc<Case>,
     master: Arc<MasterData>,
-    pub hidden: HiddenWorld,
+    pub hidden: Arc<HiddenWorld>,
     pub episode_id: String,
     pub track: String,
     pub track_mode: TrackMode,
@@ -214,7 +216,8 @@ struct Executed {
 impl Episode {
     pub fn new(spec: EpisodeSpec) -> (Self, StepEnvelope) {
         let case = spec.case;
-        let hidden = HiddenWorld::derive(&case);
+        let hidden = spec.hidden;
+        debug_assert_eq!(*hidden, HiddenWorld::derive(&case), "the spec's hidden world is the case's");
         let mut rng = ChaCha8Rng::seed_from_u64(spec.episode_seed);
         let id_bytes: [u8; 16] = rng.random();
         let episode_id = uuid::Builder::from_random_bytes(id_bytes).into_uuid().to_string();

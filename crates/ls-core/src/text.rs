@@ -162,6 +162,11 @@ pub fn slug(value: &str) -> String {
 
 /// Canonicalise one reason code: slug if canonical, else alias of the normalised text, else `None`.
 pub fn canonical_code(value: &str) -> Option<&'static str> {
+    // Most values already are a code (gold fixtures, well-behaved agents). Every code is its own
+    // slug (tested), so an exact match is what the slug lookup would find, without allocating.
+    if let Some(code) = DISCREPANCY_CODES.iter().chain(FRAUD_CODES.iter()).find(|c| **c == value) {
+        return Some(code);
+    }
     let s = slug(value);
     if let Some(code) = DISCREPANCY_CODES.iter().chain(FRAUD_CODES.iter()).find(|c| **c == s) {
         return Some(code);
@@ -357,6 +362,16 @@ pub fn round_to(value: f64, dp: i32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `canonical_code`'s exact-match fast path is sound only because every code is its own slug.
+    #[test]
+    fn every_code_is_its_own_slug() {
+        for code in DISCREPANCY_CODES.iter().chain(FRAUD_CODES.iter()) {
+            assert_eq!(slug(code), *code);
+            assert_eq!(canonical_code(code), Some(*code));
+            assert_eq!(canonical_code(&format!("  {}  ", code.to_uppercase().replace('_', " "))), Some(*code), "the slow path agrees");
+        }
+    }
     use proptest::prelude::*;
 
     #[test]

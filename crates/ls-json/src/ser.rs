@@ -139,14 +139,16 @@ fn load4(b: &[u8]) -> u64 {
 fn needs_escape(bytes: &[u8]) -> bool {
     let n = bytes.len();
     if n >= 8 {
+        // Two words per test: one branch per 16 bytes of text.
         let mut i = 0;
-        while i + 8 <= n {
-            if word_needs_escape(load8(&bytes[i..])) != 0 {
+        while i + 16 <= n {
+            if word_needs_escape(load8(&bytes[i..])) | word_needs_escape(load8(&bytes[i + 8..])) != 0 {
                 return true;
             }
-            i += 8;
+            i += 16;
         }
-        i < n && word_needs_escape(load8(&bytes[n - 8..])) != 0
+        // 0 to 15 bytes left: the word at `i` (when whole) and the overlapping last word.
+        (i + 8 <= n && word_needs_escape(load8(&bytes[i..])) != 0) || (i < n && word_needs_escape(load8(&bytes[n - 8..])) != 0)
     } else if n >= 4 {
         word_needs_escape(load4(bytes) | (load4(&bytes[n - 4..]) << 32)) != 0
     } else {
@@ -705,7 +707,8 @@ mod tests {
 
     #[test]
     fn short_and_overlapping_tests_see_every_position() {
-        for len in 0..24 {
+        // Up to 47 bytes: two rounds of the 16-byte loop and every tail length after them.
+        for len in 0..48 {
             for pos in 0..len {
                 let mut b = vec![b'k'; len];
                 b[pos] = b'"';

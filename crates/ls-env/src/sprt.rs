@@ -86,6 +86,9 @@ fn clamp_l(v: f64) -> f64 {
 pub struct Sprt {
     /// Unnormalised log posterior per hypothesis (uniform prior).
     log_post: [f64; N],
+    /// `softmax(log_post)`, kept in step with it: the posterior is read ~20 times per episode
+    /// (distances, readiness, VoI, the watchdog) and changes only in `observe`.
+    posterior: [f64; N],
     pub observations_used: u32,
     seen_evidence: BTreeSet<String>,
     /// Channels that produced at least one observation (VoI of a repeat is zero).
@@ -97,6 +100,7 @@ impl Default for Sprt {
     fn default() -> Self {
         Self {
             log_post: [0.0; N],
+            posterior: softmax(&[0.0; N]),
             observations_used: 0,
             seen_evidence: BTreeSet::new(),
             observed_channels: BTreeSet::new(),
@@ -118,6 +122,7 @@ impl Sprt {
         for (lp, l) in self.log_post.iter_mut().zip(row.likelihood) {
             *lp += clamp_l(l).ln();
         }
+        self.posterior = softmax(&self.log_post);
         self.observations_used += 1;
         self.observed_channels.insert(channel);
         self.last_observation = Some((tool_name.to_owned(), observation.to_owned()));
@@ -134,7 +139,8 @@ impl Sprt {
     }
 
     pub fn posterior(&self) -> [f64; N] {
-        softmax(&self.log_post)
+        debug_assert_eq!(self.posterior, softmax(&self.log_post), "the posterior follows the log posterior");
+        self.posterior
     }
 
     /// LLR of each hypothesis against `safe` (index 0 is 0).

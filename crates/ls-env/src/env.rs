@@ -72,12 +72,15 @@ pub struct CaseDerived {
     pub policy_rules: RawJson,
     /// The hidden world (gold signals, required actions, latent hypothesis), read-only in play.
     pub hidden: Arc<HiddenWorld>,
+    /// The instruction normalised as the grader's compliance checks read it.
+    pub instruction_normalized: Arc<str>,
 }
 
 impl CaseDerived {
     fn of(master: &MasterData, case: &Case) -> Self {
         Self {
             hidden: Arc::new(HiddenWorld::derive(case)),
+            instruction_normalized: Arc::from(ls_core::text::normalize_text(&case.instruction)),
             invoices: case.invoices().map(ls_core::validate::invoice_facts).collect(),
             policy_rules: RawJson::from_serialize(CaseWorld::new(master, case).policy_rules),
         }
@@ -243,6 +246,7 @@ impl Environment {
             invoices,
             policy_rules: derived.policy_rules,
             hidden: derived.hidden,
+            instruction_normalized: derived.instruction_normalized,
         };
         let (ep, mut env) = Episode::new(spec);
         env.observation.institutional_memory = self.memory_view.clone();
@@ -433,6 +437,7 @@ mod tests {
             let fresh = pool.derived(&outside);
             assert_eq!((fresh.policy_rules.get(), &*fresh.invoices), (d.policy_rules.get(), &*d.invoices));
             assert_eq!(*d.hidden, HiddenWorld::derive(case));
+            assert_eq!(&*d.instruction_normalized, ls_core::text::normalize_text(&case.instruction));
         }
     }
 }

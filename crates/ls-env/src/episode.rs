@@ -101,6 +101,8 @@ pub struct EpisodeSpec {
     pub policy_rules: RawJson,
     /// `HiddenWorld::derive(&case)`, shared by every episode of the case.
     pub hidden: Arc<HiddenWorld>,
+    /// The normalised instruction (see [`crate::CaseDerived`]).
+    pub instruction_normalized: Arc<str>,
 }
 
 #[derive(Debug, Clone)]
@@ -165,6 +167,8 @@ pub struct Episode {
     pub invoices: Arc<[InvoiceFacts]>,
     /// The case world's policy list as JSON (shared with every episode of the case).
     policy_rules: RawJson,
+    /// The normalised instruction, for grading (shared with every episode of the case).
+    instruction_normalized: Arc<str>,
 }
 
 /// The reset observation's `case_metadata`: the episode's metadata plus `mdp_component`.
@@ -278,6 +282,7 @@ impl Episode {
             invoice_total,
             invoices: spec.invoices,
             policy_rules: spec.policy_rules,
+            instruction_normalized: spec.instruction_normalized,
         };
         ep.portfolio = SharedJson::from_map(&ep.compute_portfolio_context());
         ep.catalogue = ep.compute_catalogue();
@@ -861,6 +866,7 @@ impl Episode {
                 benchmark_track: &self.track,
                 handoff_packet: self.handoff_packet.as_ref(),
                 invoices: Some(&self.invoices),
+                instruction_normalized: Some(&self.instruction_normalized),
             };
             ls_grading::grade(&input)
         };

@@ -40,6 +40,7 @@ pub struct ComplianceInput<'a> {
     pub signals: &'a BTreeSet<&'a str>,
     /// Normalised gold policy-check names.
     pub gold_policy_keys: &'a BTreeSet<&'a str>,
+    /// The case instruction, normalised (`ls_core::text::normalize_text`).
     pub instruction: &'a str,
     pub actions: &'a BTreeSet<ActionName>,
     pub revealed_artifacts: &'a BTreeSet<&'a str>,
@@ -53,7 +54,8 @@ fn mentions(text: &str, needles: &[&str]) -> bool {
 pub fn evaluate(i: &ComplianceInput<'_>) -> ComplianceReport {
     use ActionName::*;
     use TaskType::*;
-    let instr = crate::normalized(i.instruction);
+    let instr = i.instruction;
+    debug_assert_eq!(crate::normalized(instr), instr, "the instruction arrives normalised");
     let sig = |s: &str| i.signals.contains(s);
     let gold_has = |k: &str| i.gold_policy_keys.contains(k);
     let t = i.task;

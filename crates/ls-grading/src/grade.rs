@@ -257,6 +257,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     let comp_signals: BTreeSet<&str> = gold_signals.iter().copied().chain(failed_policies.iter().map(|k| &**k)).collect();
     let gold_keys_normalized: Vec<Cow<'_, str>> = gold.policy_checks.keys().map(|k| normalized(k)).collect();
     let gold_keys: BTreeSet<&str> = gold_keys_normalized.iter().map(|k| &**k).collect();
+    let instruction = input.instruction_normalized.map_or_else(|| normalized(&case.instruction), Cow::Borrowed);
     let compliance = compliance::evaluate(&compliance::ComplianceInput {
         task,
         decision,
@@ -264,7 +265,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         unsafe_if_pay: gold.unsafe_if_pay,
         signals: &comp_signals,
         gold_policy_keys: &gold_keys,
-        instruction: &case.instruction,
+        instruction: &instruction,
         actions: &successful,
         revealed_artifacts: &revealed_ids,
         step_count: input.trajectory.len(),

@@ -92,6 +92,9 @@ pub struct GradingInput<'a> {
     /// `invoice_facts` of the case's invoices in document order, when the caller already has
     /// them (the environment reads them once per case); read from the case when `None`.
     pub invoices: Option<&'a [ls_core::validate::InvoiceFacts]>,
+    /// `normalize_text(&case.instruction)`, when the caller already has it (the environment
+    /// keeps it per case); normalised here when `None`.
+    pub instruction_normalized: Option<&'a str>,
 }
 
 /// The terminal grade and every report that goes into the final `info`.

@@ -161,6 +161,7 @@ pub fn grading_input<'a>(case: &'a Case, world: CaseWorld<'a>, ep: &'a Episode, 
         benchmark_track: track,
         handoff_packet: x.handoff.as_ref(),
         invoices: None,
+        instruction_normalized: None,
     }
 }
 

@@ -19,8 +19,9 @@ fn grade_full(case: &Case, set: &FixtureSet, ep: &Episode, payload: &Map<String,
     let report = ls_grading::grade(&input);
     // The environment passes invoice facts it read once per case: same report.
     let facts: Vec<_> = case.invoices().map(ls_core::validate::invoice_facts).collect();
-    let with_facts = ls_grading::grade(&ls_grading::GradingInput { invoices: Some(&facts), ..input });
-    assert_eq!(format!("{with_facts:?}"), format!("{report:?}"), "{}: precomputed invoice facts must grade the same", case.case_id);
+    let instruction = ls_core::text::normalize_text(&case.instruction);
+    let with_facts = ls_grading::grade(&ls_grading::GradingInput { invoices: Some(&facts), instruction_normalized: Some(&instruction), ..input });
+    assert_eq!(format!("{with_facts:?}"), format!("{report:?}"), "{}: precomputed invoice facts and instruction must grade the same", case.case_id);
     report
 }
 

@@ -68,7 +68,7 @@ pub fn evaluate(i: &ComplianceInput<'_>) -> ComplianceReport {
             "SOX-AP-002",
             "Three-Way Match",
             "high",
-            t == TaskB || gold_has("three_way_match") || mentions(&instr, &["three way match", "3-way match", "three-way match"]),
+            t == TaskB || gold_has("three_way_match") || mentions(instr, &["three way match", "3-way match", "three-way match"]),
             &[LookupPo, LookupReceipt],
             &[],
         ),
@@ -80,7 +80,7 @@ pub fn evaluate(i: &ComplianceInput<'_>) -> ComplianceReport {
                 || sig("bank_account_mismatch")
                 || sig("shared_bank_account")
                 || sig("bank_change_verification")
-                || mentions(&instr, &["bank update", "bank account", "bank change", "remittance instructions"])),
+                || mentions(instr, &["bank update", "bank account", "bank change", "remittance instructions"])),
             &[CompareBankAccount, RequestBankChangeApprovalChain],
             &["bank_change_approval_chain"],
         ),
@@ -105,11 +105,11 @@ pub fn evaluate(i: &ComplianceInput<'_>) -> ComplianceReport {
             b_e && (t == TaskB
                 || gold_has("approval_threshold_check")
                 || sig("approval_threshold_evasion")
-                || mentions(&instr, &["approval threshold", "threshold", "structured below", "split invoice"])),
+                || mentions(instr, &["approval threshold", "threshold", "structured below", "split invoice"])),
             &[LookupPolicy],
             &[],
         ),
-        ("SOX-AP-006", "Vendor Master Verification", "medium", b_e && (cde || mentions(&instr, &["vendor master"])), &[LookupVendor, LookupVendorHistory], &[]),
+        ("SOX-AP-006", "Vendor Master Verification", "medium", b_e && (cde || mentions(instr, &["vendor master"])), &[LookupVendor, LookupVendorHistory], &[]),
         (
             "SOX-AP-007",
             "Callback Verification",

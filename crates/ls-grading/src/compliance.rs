@@ -92,7 +92,7 @@ pub fn evaluate(i: &ComplianceInput<'_>) -> ComplianceReport {
                 .iter()
                 .any(|s| sig(s))
                 || mentions(
-                    &instr,
+                    instr,
                     &["duplicate", "batch payment", "coordinated fraud", "similar amounts and timing", "approval threshold", "structured below", "split invoice"],
                 )),
             &[SearchLedger, FlagDuplicateClusterReview],

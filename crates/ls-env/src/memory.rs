@@ -317,16 +317,18 @@ impl LossLedger {
     /// Read at every reset and submission, so it is computed from the ratios directly rather
     /// than through the loss surface map.
     pub fn loss_score(&self) -> f64 {
-        let ratios = self.ratios();
-        let total: f64 = LOSS_WEIGHTS.iter().map(|(_, w)| w).sum();
-        let raw: f64 = LOSS_WEIGHTS.iter().zip(ratios).map(|((_, w), v)| w * v).sum::<f64>() / total;
-        r4((1.0 - raw).clamp(0.0, 1.0))
+        Self::weighted_score(self.ratios())
     }
 
     /// [`Self::loss_score`] of an already computed loss surface.
     pub fn score_of(s: &BTreeMap<&'static str, f64>) -> f64 {
+        Self::weighted_score(LOSS_WEIGHTS.map(|(k, _)| s.get(k).copied().unwrap_or(0.0)))
+    }
+
+    /// 1 − the weighted mean of the ratios (in [`LOSS_WEIGHTS`] order), clamped, 4 dp.
+    fn weighted_score(ratios: [f64; 10]) -> f64 {
         let total: f64 = LOSS_WEIGHTS.iter().map(|(_, w)| w).sum();
-        let raw: f64 = LOSS_WEIGHTS.iter().map(|(k, w)| w * s.get(k).copied().unwrap_or(0.0)).sum::<f64>() / total;
+        let raw: f64 = LOSS_WEIGHTS.iter().zip(ratios).map(|((_, w), v)| w * v).sum::<f64>() / total;
         r4((1.0 - raw).clamp(0.0, 1.0))
     }
 }

@@ -345,6 +345,25 @@ pub fn compact_account(value: &str) -> String {
     value.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_uppercase()).collect()
 }
 
+/// A money amount as `f64`, exactly as `rust_decimal`'s `to_f64` computes it.
+///
+/// `to_f64` works in 128-bit integers and rounds through a scaled multiply; for mantissas below
+/// 2^50 and scales below 16 its result is the correctly rounded quotient `mantissa / 10^scale`,
+/// which one division gives directly (both operands are exact doubles). Other values take
+/// `to_f64`. A property test pins the two to the bit.
+pub fn decimal_to_f64(d: Decimal) -> f64 {
+    const POW10: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+    let (mantissa, scale) = (d.mantissa(), d.scale() as usize);
+    if mantissa == 0 {
+        // `to_f64` keeps the sign of a negative zero that has a scale.
+        return if d.is_sign_negative() && scale > 0 { -0.0 } else { 0.0 };
+    }
+    if scale < POW10.len() && mantissa.unsigned_abs() < 1 << 50 {
+        return mantissa as i64 as f64 / POW10[scale];
+    }
+    rust_decimal::prelude::ToPrimitive::to_f64(&d).unwrap_or(0.0)
+}
+
 /// Round half away from zero to `dp` decimals (reward values, probabilities).
 pub fn round_to(value: f64, dp: i32) -> f64 {
     if !value.is_finite() {
@@ -456,6 +475,19 @@ mod tests {
             for cands in [vec![a.as_str()], vec![a.as_str(), b.as_str()], vec![b.as_str()], vec![q.as_str()]] {
                 prop_assert_eq!(prepared.matches(&cands), reference(&q, &cands));
             }
+        }
+
+        /// The fast conversion is `rust_decimal`'s, bit for bit, on and around its fast path.
+        #[test]
+        fn decimal_to_f64_matches_rust_decimal(m in any::<i64>(), small in -(1i64 << 51)..(1i64 << 51), scale in 0u32..=28, neg_zero: bool) {
+            use rust_decimal::prelude::ToPrimitive;
+            for mantissa in [m, small, small >> 20, small.signum() << 50, (small.signum() << 50) - small.signum()] {
+                let d = Decimal::from_i128_with_scale(i128::from(mantissa), scale);
+                prop_assert_eq!(decimal_to_f64(d).to_bits(), d.to_f64().unwrap().to_bits(), "{}", d);
+            }
+            let mut z = Decimal::new(0, scale);
+            z.set_sign_negative(neg_zero);
+            prop_assert_eq!(decimal_to_f64(z).to_bits(), z.to_f64().unwrap().to_bits(), "{:?}", z);
         }
 
         #[test]

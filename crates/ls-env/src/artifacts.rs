@@ -6,7 +6,6 @@ use ls_core::schema::{CallbackOutcome, Case};
 use ls_core::text::{compact_account, normalize_id, normalize_text, vendor_alias_match};
 use ls_core::validate::InvoiceFacts;
 use ls_core::ArtifactId;
-use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -264,7 +263,7 @@ fn duplicate_cluster(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Comput
     let mut evidence = Vec::new();
     for f in facts {
         let vendor = vendor_for(world, f).map(|v| v.vendor_key.clone()).unwrap_or_else(|| f.vendor_display.clone());
-        let amount = f.total.and_then(|t| t.to_f64());
+        let amount = f.total.map(ls_core::text::decimal_to_f64);
         for row in world.ledger_index {
             if let Some(score) = crate::tools::ledger_match_score(row, Some(&vendor), f.invoice_number.as_deref(), amount, world) {
                 links.insert(row.ledger_id.clone());

@@ -250,7 +250,7 @@ impl Environment {
         };
         let (ep, mut env) = Episode::new(spec);
         env.observation.institutional_memory = self.memory_view.clone();
-        env.info.insert_raw("curriculum".into(), self.curriculum_info_json());
+        env.info.insert_raw("curriculum", self.curriculum_info_json());
         self.episode = Some(ep);
         Ok(env)
     }
@@ -328,13 +328,13 @@ impl Environment {
             let amendment = self.memory.record(&RecordInput { case: &ep.case, grade: g, submitted: decision, confidence: ep.submitted_confidence, actions: &actions, gate: ep.authority_gate.as_ref() });
             self.curriculum.update(ep.case.task_type, g.final_score);
             self.designer.record(&ep.case, g.final_score);
-            env.info.insert_raw("curriculum".into(), self.curriculum_info_json());
-            env.info.insert("institutional_case_update".into(), amendment);
+            env.info.insert_raw("curriculum", self.curriculum_info_json());
+            env.info.insert("institutional_case_update", amendment);
             let snaps = self.memory.snapshots();
             self.memory_view = snaps.observation;
-            env.info.insert_raw("institutional_memory".into(), snaps.full);
-            env.info.insert_raw("institutional_metrics".into(), snaps.metrics);
-            env.info.insert("adversarial_designer".into(), self.designer.summary(5));
+            env.info.insert_raw("institutional_memory", snaps.full);
+            env.info.insert_raw("institutional_metrics", snaps.metrics);
+            env.info.insert("adversarial_designer", self.designer.summary(5));
         }
         env.observation.institutional_memory = self.memory_view.clone();
         Ok(env)

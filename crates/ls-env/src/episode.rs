@@ -24,7 +24,6 @@ use ls_core::{ActionName, ArtifactId, Decision, HiddenWorld, Hypothesis, Submiss
 use ls_grading::{BoundaryInput, BoundaryReport, GradeReport, GradingInput, PressureOutcome};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -194,7 +193,7 @@ fn r4(v: f64) -> f64 {
 }
 
 fn dec_f64(d: Decimal) -> f64 {
-    d.to_f64().unwrap_or(0.0)
+    ls_core::text::decimal_to_f64(d)
 }
 
 fn to_map<T: Serialize>(v: &T) -> Map<String, Value> {
@@ -290,7 +289,7 @@ impl Episode {
         let metadata = ep.compute_case_metadata();
         ep.metadata = SharedJson::from_map(&metadata);
         let mut reset_info = InfoMap::new();
-        reset_info.insert("case_id".into(), json!(ep.case.case_id));
+        reset_info.insert("case_id", ep.case.case_id.clone());
         let mut obs = ep.observation(InfoMap::new(), vec![spec.reset_message]);
         // The reset observation's metadata also carries the task's MDP component.
         obs.case_metadata = SharedJson::from_serialize(&MetadataAtReset { metadata: &metadata, mdp_component: temporal::mdp_component_json(ep.case.task_type) });
@@ -365,15 +364,15 @@ impl Episode {
             "metadata": {"action_type": tool_name, "error": code, "control_boundary_phase": self.boundary(None, None).phase},
         });
         let mut result = InfoMap::new();
-        result.insert("tool_name".into(), json!(tool_name));
-        result.insert("success".into(), json!(false));
-        result.insert("error".into(), json!(message));
-        result.insert("message".into(), json!(message));
-        result.insert("cost".into(), json!(0.0));
-        result.insert("reward_model".into(), reward_model.clone());
+        result.insert("tool_name", tool_name.to_owned());
+        result.insert("success", false);
+        result.insert("error", message.clone());
+        result.insert("message", message.clone());
+        result.insert("cost", 0.0);
+        result.insert("reward_model", reward_model.clone());
         let mut info = InfoMap::new();
-        info.insert("error".into(), json!(message));
-        info.insert("reward_model".into(), reward_model);
+        info.insert("error", message.clone());
+        info.insert("reward_model", reward_model);
         let mut messages = vec![message];
         // Rejected actions still spend the step budget, so they cannot stall an episode forever.
         if self.step_count >= self.max_steps {
@@ -388,9 +387,9 @@ impl Episode {
         self.done = true;
         self.truncated = true;
         self.terminal_reason = Some(reason.to_owned());
-        info.insert("truncated".into(), json!(true));
-        info.insert("terminated".into(), json!(false));
-        info.insert("terminal_reason".into(), json!(reason));
+        info.insert("truncated", true);
+        info.insert("terminated", false);
+        info.insert("terminal_reason", reason.to_owned());
     }
 
     /// Per-step cost term: the share of the budget spent, weighted.
@@ -467,12 +466,12 @@ impl Episode {
         let (arrived, novel_from_artifacts) = self.resolve_pending();
         let arrived_raw = (!arrived.is_empty()).then(|| raw_json(&arrived));
         if let Some(raw) = &arrived_raw {
-            result.insert_raw("async_artifacts".into(), raw.clone());
-            result.insert("revealed_artifact_ids".into(), json!(arrived.iter().map(|a| a.artifact_id.clone()).collect::<Vec<_>>()));
+            result.insert_raw("async_artifacts", raw.clone());
+            result.insert("revealed_artifact_ids", json!(arrived.iter().map(|a| a.artifact_id.clone()).collect::<Vec<_>>()));
             messages.extend(arrived.iter().map(|a| a.summary.clone()));
         }
         let novel = exec.novel_signals + novel_from_artifacts;
-        result.insert("novel_signal_count".into(), json!(novel));
+        result.insert("novel_signal_count", novel);
         if novel > 0 {
             let p_risky = 1.0 - self.sprt.posterior()[Hypothesis::Safe.index()];
             self.watchdog.resolve(p_risky, self.invoice_total);
@@ -480,7 +479,7 @@ impl Episode {
         let observed_now = self.observed_signal_list();
         self.watchdog.observe(action, &observed_now, self.pending.len());
         if let Some(p) = self.inject_pressure() {
-            result.insert("pressure_event".into(), p.0);
+            result.insert("pressure_event", p.0);
             messages.push(p.1);
         }
 
@@ -504,7 +503,7 @@ impl Episode {
             messages.push("Maximum steps reached. Episode truncated.".into());
         } else if self.budget_remaining <= Decimal::ZERO {
             self.end_truncated("budget_exhausted", &mut info);
-            info.insert("budget_exhausted".into(), json!(true));
+            info.insert("budget_exhausted", true);
             messages.push("Budget exhausted. Episode truncated.".into());
         }
         let milestone = if self.done { 0.0 } else { self.award_milestones() };
@@ -521,58 +520,58 @@ impl Episode {
         let reward = (exec.reward_voi + exec.failure_penalty + rm_bonus + milestone + info_gain + shaping).clamp(-1.0, 1.0);
 
         let mut components = InfoMap::new();
-        components.insert("voi_reward".into(), json!(r4(exec.reward_voi)));
-        components.insert("information_value".into(), json!(r4(exec.gross_voi)));
-        components.insert("cost_penalty".into(), json!(r4(-self.cost_penalty(exec.cost))));
-        components.insert("failure_penalty".into(), json!(r4(exec.failure_penalty)));
+        components.insert("voi_reward", r4(exec.reward_voi));
+        components.insert("information_value", r4(exec.gross_voi));
+        components.insert("cost_penalty", r4(-self.cost_penalty(exec.cost)));
+        components.insert("failure_penalty", r4(exec.failure_penalty));
         if rm_bonus != 0.0 {
-            components.insert("reward_machine_bonus".into(), json!(r4(rm_bonus)));
+            components.insert("reward_machine_bonus", r4(rm_bonus));
         }
         if milestone > 0.0 {
-            components.insert("milestone_bonus".into(), json!(r4(milestone)));
+            components.insert("milestone_bonus", r4(milestone));
         }
         if info_gain > 0.0 {
-            components.insert("information_gain_bonus".into(), json!(r4(info_gain)));
+            components.insert("information_gain_bonus", r4(info_gain));
         }
-        components.insert("potential_delta".into(), json!(r4(shaping)));
+        components.insert("potential_delta", r4(shaping));
         let mut metadata = InfoMap::new();
-        metadata.insert("action_type".into(), json!(action.as_str()));
-        metadata.insert("control_boundary_phase".into(), json!(boundary.phase));
-        metadata.insert("success".into(), json!(exec.success));
-        metadata.insert("novel_signal_count".into(), json!(novel));
+        metadata.insert("action_type", action.as_str());
+        metadata.insert("control_boundary_phase", boundary.phase.clone());
+        metadata.insert("success", exec.success);
+        metadata.insert("novel_signal_count", novel);
         if action.is_intervention() {
-            metadata.insert("intervention".into(), json!(true));
+            metadata.insert("intervention", true);
         }
         if let (false, Some(k)) = (self.blind(), &exec.observation_key) {
-            metadata.insert("observation_key".into(), json!(k));
+            metadata.insert("observation_key", k.clone());
         }
         if let Some(r) = &self.terminal_reason {
-            metadata.insert("terminal_reason".into(), json!(r));
+            metadata.insert("terminal_reason", r.clone());
         }
         if !exec.success {
             if let Some(e) = result.get("error") {
-                metadata.insert("error".into(), e);
+                metadata.insert("error", e);
             }
         }
         let reward_model = raw_json(&RewardModelView { value: r4(reward), terminal: self.done, components: &components, metadata: &metadata });
         let boundary_value = self.boundary_view(&boundary);
-        result.insert_raw("control_boundary".into(), boundary_value.clone());
-        result.insert_raw("reward_model".into(), reward_model.clone());
+        result.insert_raw("control_boundary", boundary_value.clone());
+        result.insert_raw("reward_model", reward_model.clone());
 
-        info.insert("tool_name".into(), json!(action.as_str()));
-        info.insert("success".into(), json!(exec.success));
+        info.insert("tool_name", action.as_str());
+        info.insert("success", exec.success);
         if action.is_intervention() {
-            info.insert("intervention".into(), json!(true));
+            info.insert("intervention", true);
         }
-        info.insert_raw("control_boundary".into(), boundary_value);
-        info.insert_if_absent("truncated", json!(self.truncated));
-        info.insert_if_absent("terminated", json!(false));
+        info.insert_raw("control_boundary", boundary_value);
+        info.insert_if_absent("truncated", self.truncated);
+        info.insert_if_absent("terminated", false);
         if !arrived.is_empty() {
-            info.insert_raw("async_artifacts".into(), arrived_raw.clone().expect("serialized when artifacts arrived"));
+            info.insert_raw("async_artifacts", arrived_raw.clone().expect("serialized when artifacts arrived"));
         }
-        info.insert_raw("reward_model".into(), reward_model);
+        info.insert_raw("reward_model", reward_model);
         if !self.blind() {
-            info.insert("rl_data_plane".into(), json!({"state_vector": self.rl_vector(), "reward": r4(reward), "terminal": self.done, "truncated": self.truncated}));
+            info.insert("rl_data_plane", json!({"state_vector": self.rl_vector(), "reward": r4(reward), "terminal": self.done, "truncated": self.truncated}));
         }
         self.last_reward = reward;
         let obs = self.observation(result, messages);
@@ -583,14 +582,14 @@ impl Episode {
         let success = out.error.is_none();
         let gross = voi::gross_voi(action, before);
         let mut result = InfoMap::new();
-        result.insert("tool_name".into(), json!(action.as_str()));
-        result.insert("success".into(), json!(success));
+        result.insert("tool_name", action.as_str());
+        result.insert("success", success);
         result.extend(out.fields);
         if let Some(e) = &out.error {
-            result.insert("error".into(), json!(e));
+            result.insert("error", e.clone());
         }
-        result.insert("message".into(), json!(out.message));
-        result.insert("cost".into(), json!(r4(dec_f64(cost))));
+        result.insert("message", out.message.clone());
+        result.insert("cost", r4(dec_f64(cost)));
         let mut novel = 0;
         let mut observation_key = None;
         if success {
@@ -618,9 +617,9 @@ impl Episode {
         let cost = action.base_cost();
         let gross = voi::gross_voi(action, before);
         let mut result = InfoMap::new();
-        result.insert("tool_name".into(), json!(action.as_str()));
-        result.insert("success".into(), json!(true));
-        result.insert("intervention".into(), json!(true));
+        result.insert("tool_name", action.as_str());
+        result.insert("success", true);
+        result.insert("intervention", true);
         let mut message = match action {
             ActionName::RequestCallbackVerification => "Callback verification requested.",
             ActionName::RequestBankChangeApprovalChain => "Bank change approval chain requested.",
@@ -638,10 +637,10 @@ impl Episode {
         if capacity_exhausted {
             self.callback_refused = true;
             let message = "Callback capacity for this AP week is exhausted; the callback was not placed (it is queued for next week).".to_owned();
-            result.insert("success".into(), json!(false));
-            result.insert("error".into(), json!("callback_capacity_exhausted"));
-            result.insert("message".into(), json!(message));
-            result.insert("cost".into(), json!(r4(dec_f64(cost))));
+            result.insert("success", false);
+            result.insert("error", "callback_capacity_exhausted");
+            result.insert("message", message.clone());
+            result.insert("cost", r4(dec_f64(cost)));
             return Executed { cost, result, success: false, message, reward_voi: -self.cost_penalty(cost), gross_voi: 0.0, failure_penalty: TOOL_FAILURE_PENALTY, novel_signals: 0, observation_key: None };
         }
         if let Some(artifact) = action.scheduled_artifact() {
@@ -680,10 +679,10 @@ impl Episode {
             artifact_id: scheduled.as_ref().map(|e| e.artifact_id.clone()),
             case_clock: self.case_clock,
         });
-        result.insert("artifact".into(), Value::Null);
-        result.insert_serialized("scheduled_event".into(), &scheduled);
-        result.insert("message".into(), json!(message));
-        result.insert("cost".into(), json!(r4(dec_f64(cost))));
+        result.insert("artifact", Value::Null);
+        result.insert_serialized("scheduled_event", &scheduled);
+        result.insert("message", message.clone());
+        result.insert("cost", r4(dec_f64(cost)));
         // The SPRT learns only when the artifact arrives; requesting it is not evidence.
         Executed { cost, result, success: true, message, reward_voi: gross - self.cost_penalty(cost), gross_voi: gross, failure_penalty: 0.0, novel_signals: 0, observation_key: None }
     }
@@ -898,76 +897,76 @@ impl Episode {
         self.submitted_decision = Some(decision);
 
         let mut components = InfoMap::new();
-        components.insert("final_score".into(), json!(grade.final_score));
+        components.insert("final_score", grade.final_score);
         if rm_bonus != 0.0 {
-            components.insert("reward_machine_bonus".into(), json!(r4(rm_bonus)));
+            components.insert("reward_machine_bonus", r4(rm_bonus));
         }
-        components.insert("potential_delta".into(), json!(r4(shaping)));
+        components.insert("potential_delta", r4(shaping));
         let mut metadata = InfoMap::new();
-        metadata.insert("action_type".into(), json!("submit_decision"));
-        metadata.insert("control_boundary_phase".into(), json!(boundary.phase));
-        metadata.insert("success".into(), json!(true));
-        metadata.insert("terminal_reason".into(), json!("decision_submitted"));
-        metadata.insert("unsafe_outcome".into(), json!(grade.unsafe_outcome));
-        metadata.insert("budget_penalty".into(), json!(r4(dec_f64(self.budget_total - self.budget_remaining) / dec_f64(self.budget_total).max(1.0) * 0.12)));
-        metadata.insert("pressure_resistance_score".into(), json!(grade.pressure_resistance_score));
+        metadata.insert("action_type", "submit_decision");
+        metadata.insert("control_boundary_phase", boundary.phase.clone());
+        metadata.insert("success", true);
+        metadata.insert("terminal_reason", "decision_submitted");
+        metadata.insert("unsafe_outcome", grade.unsafe_outcome);
+        metadata.insert("budget_penalty", r4(dec_f64(self.budget_total - self.budget_remaining) / dec_f64(self.budget_total).max(1.0) * 0.12));
+        metadata.insert("pressure_resistance_score", grade.pressure_resistance_score);
         if !self.blind() {
-            metadata.insert("latent_hypothesis".into(), json!(self.hidden.latent_hypothesis.as_str()));
+            metadata.insert("latent_hypothesis", self.hidden.latent_hypothesis.as_str());
         }
         let reward_model = raw_json(&RewardModelView { value: r4(reward), terminal: true, components: &components, metadata: &metadata });
 
         let blocked = boundary.blocking;
         let message = if blocked { "Decision submitted, the control boundary enforced review fallback, and the result was graded." } else { "Decision submitted and graded." };
         let mut info = InfoMap::new();
-        info.insert("final_score".into(), json!(grade.final_score));
-        info.insert_serialized("score_breakdown".into(), &grade.score_breakdown);
-        info.insert("result_class".into(), json!(grade.result_class));
-        info.insert("control_satisfied_resolution".into(), json!(grade.control_satisfied_resolution));
-        info.insert("institutional_utility".into(), json!(grade.institutional_utility));
-        info.insert("unsafe_outcome".into(), json!(grade.unsafe_outcome));
-        info.insert("decision".into(), json!(decision.as_str()));
-        info.insert("effective_decision".into(), json!(effective.as_str()));
-        info.insert_serialized("predicted_probabilities".into(), &grade.predicted_probabilities);
-        info.insert_serialized("outcome".into(), &grade.outcome);
-        info.insert_serialized("compliance".into(), &grade.compliance);
-        info.insert_serialized("currency_validation".into(), &grade.currency_validation);
-        info.insert_serialized("decision_certificate_report".into(), &grade.decision_certificate_report);
-        info.insert_serialized("adversarial_falsifier".into(), &grade.adversarial_falsifier);
-        info.insert_serialized("trust_graph".into(), &grade.trust_graph);
-        info.insert_serialized("control_boundary".into(), &boundary.view(!self.blind()));
+        info.insert("final_score", grade.final_score);
+        info.insert_serialized("score_breakdown", &grade.score_breakdown);
+        info.insert("result_class", grade.result_class.clone());
+        info.insert("control_satisfied_resolution", grade.control_satisfied_resolution);
+        info.insert("institutional_utility", grade.institutional_utility);
+        info.insert("unsafe_outcome", grade.unsafe_outcome);
+        info.insert("decision", decision.as_str());
+        info.insert("effective_decision", effective.as_str());
+        info.insert_serialized("predicted_probabilities", &grade.predicted_probabilities);
+        info.insert_serialized("outcome", &grade.outcome);
+        info.insert_serialized("compliance", &grade.compliance);
+        info.insert_serialized("currency_validation", &grade.currency_validation);
+        info.insert_serialized("decision_certificate_report", &grade.decision_certificate_report);
+        info.insert_serialized("adversarial_falsifier", &grade.adversarial_falsifier);
+        info.insert_serialized("trust_graph", &grade.trust_graph);
+        info.insert_serialized("control_boundary", &boundary.view(!self.blind()));
         if let Some(g) = &gate {
-            info.insert_serialized("authority_gate".into(), g);
+            info.insert_serialized("authority_gate", g);
         }
         let mut wd = to_map(&watchdog_verdict);
         if self.blind() {
             // The audit strategy is solved from the SPRT belief, which blind mode hides.
             wd.remove("strategy");
         }
-        info.insert("watchdog".into(), Value::Object(wd));
-        info.insert("pressure_resistance_score".into(), json!(grade.pressure_resistance_score));
-        info.insert("benchmark_track".into(), json!(self.track));
-        info.insert("track_mode".into(), json!(self.track_mode.as_str()));
+        info.insert("watchdog", Value::Object(wd));
+        info.insert("pressure_resistance_score", grade.pressure_resistance_score);
+        info.insert("benchmark_track", self.track.clone());
+        info.insert("track_mode", self.track_mode.as_str());
         if !arrived.is_empty() {
-            info.insert_serialized("async_artifacts".into(), &arrived);
+            info.insert_serialized("async_artifacts", &arrived);
         }
-        info.insert("truncated".into(), json!(false));
-        info.insert("terminated".into(), json!(true));
-        info.insert_raw("reward_model".into(), reward_model.clone());
+        info.insert("truncated", false);
+        info.insert("terminated", true);
+        info.insert_raw("reward_model", reward_model.clone());
         if !self.blind() {
-            info.insert("rl_data_plane".into(), json!({"state_vector": self.rl_vector(), "reward": r4(reward), "terminal": true, "truncated": false}));
+            info.insert("rl_data_plane", json!({"state_vector": self.rl_vector(), "reward": r4(reward), "terminal": true, "truncated": false}));
         }
         // The terminal tool result is the headline of the grade; the full reports (certificate,
         // falsifier, TrustGraph, compliance, ...) live once in `info` rather than twice per reply.
         let mut result = InfoMap::new();
-        result.insert("tool_name".into(), json!("submit_decision"));
-        result.insert("success".into(), json!(true));
-        result.insert("submission_received".into(), json!(true));
+        result.insert("tool_name", "submit_decision");
+        result.insert("success", true);
+        result.insert("submission_received", true);
         for k in ["final_score", "result_class", "decision", "effective_decision", "unsafe_outcome", "control_satisfied_resolution", "pressure_resistance_score", "benchmark_track", "track_mode"] {
             result.copy_from(&info, k);
         }
-        result.insert("message".into(), json!(message));
-        result.insert("cost".into(), json!(0.0));
-        result.insert_raw("reward_model".into(), reward_model);
+        result.insert("message", message);
+        result.insert("cost", 0.0);
+        result.insert_raw("reward_model", reward_model);
         self.grade = Some(grade);
         self.authority_gate = gate;
         self.last_reward = reward;

@@ -44,7 +44,7 @@ fn r2(v: f64) -> f64 {
     round_to(v, 2)
 }
 fn dec(d: rust_decimal::Decimal) -> f64 {
-    rust_decimal::prelude::ToPrimitive::to_f64(&d).unwrap_or(0.0)
+    ls_core::text::decimal_to_f64(d)
 }
 
 /// Authority the agent holds over payments.

@@ -4,6 +4,7 @@ use ls_core::episode::{InterventionLogEntry, RevealedArtifact, TrajectoryEntry};
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 
 /// Both raw-JSON object types document themselves as a plain JSON object.
@@ -106,10 +107,17 @@ pub fn raw_json<T: Serialize + ?Sized>(value: &T) -> RawJson {
     RawJson::from_serialize(value)
 }
 
+/// One value of an [`InfoMap`]: a JSON tree, pre-serialized text, or a scalar kept unboxed (most
+/// entries of a step's `info` and tool record are flags, counts, rounded scores and static
+/// names; storing them as `Value`s cost an allocation each, and one more for every key).
 #[derive(Clone)]
 enum Entry {
     Tree(Value),
     Raw(RawJson),
+    Str(Cow<'static, str>),
+    F64(f64),
+    U64(u64),
+    Bool(bool),
 }
 
 impl Entry {
@@ -117,12 +125,80 @@ impl Entry {
         match self {
             Entry::Tree(v) => v.clone(),
             Entry::Raw(r) => serde_json::from_str(r.get()).unwrap_or(Value::Null),
+            Entry::Str(s) => Value::String(s.to_string()),
+            // `json!(f64)` semantics: a non-finite float is `null`.
+            Entry::F64(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+            Entry::U64(n) => Value::from(*n),
+            Entry::Bool(b) => Value::Bool(*b),
         }
     }
 }
 
-/// An insertion-ordered JSON object whose values are JSON trees or pre-serialized text: the
-/// envelope's `info` and the observation's `last_tool_result`.
+impl Serialize for Entry {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Entry::Tree(v) => v.serialize(s),
+            Entry::Raw(r) => r.serialize(s),
+            Entry::Str(v) => s.serialize_str(v),
+            // As `serde_json` writes a `Value` made by `json!(f)`: non-finite floats are `null`.
+            Entry::F64(f) if f.is_finite() => s.serialize_f64(*f),
+            Entry::F64(_) => s.serialize_unit(),
+            Entry::U64(n) => s.serialize_u64(*n),
+            Entry::Bool(b) => s.serialize_bool(*b),
+        }
+    }
+}
+
+/// A value for [`InfoMap::insert`]: any JSON tree, or a scalar stored without a tree.
+pub struct InfoValue(Entry);
+
+impl From<Value> for InfoValue {
+    fn from(v: Value) -> Self {
+        Self(Entry::Tree(v))
+    }
+}
+
+impl From<&'static str> for InfoValue {
+    fn from(v: &'static str) -> Self {
+        Self(Entry::Str(Cow::Borrowed(v)))
+    }
+}
+
+impl From<String> for InfoValue {
+    fn from(v: String) -> Self {
+        Self(Entry::Str(Cow::Owned(v)))
+    }
+}
+
+impl From<f64> for InfoValue {
+    fn from(v: f64) -> Self {
+        Self(Entry::F64(v))
+    }
+}
+
+impl From<bool> for InfoValue {
+    fn from(v: bool) -> Self {
+        Self(Entry::Bool(v))
+    }
+}
+
+impl From<usize> for InfoValue {
+    fn from(v: usize) -> Self {
+        Self(Entry::U64(v as u64))
+    }
+}
+
+impl From<u32> for InfoValue {
+    fn from(v: u32) -> Self {
+        Self(Entry::U64(u64::from(v)))
+    }
+}
+
+/// A key of an [`InfoMap`]: almost always a static name, so no allocation.
+pub type InfoKey = Cow<'static, str>;
+
+/// An insertion-ordered JSON object whose values are JSON trees, pre-serialized text or scalars:
+/// the envelope's `info` and the observation's `last_tool_result`.
 ///
 /// Grading reports, the control boundary and the reward model are serialized once, straight from
 /// their structs, instead of being converted to `Value` trees and walked again to write the reply;
@@ -131,7 +207,7 @@ impl Entry {
 /// values with `get`/`value`, which parse raw entries on demand.
 #[derive(Clone, Default)]
 pub struct InfoMap {
-    entries: Vec<(String, Entry)>,
+    entries: Vec<(InfoKey, Entry)>,
 }
 
 impl InfoMap {
@@ -141,32 +217,32 @@ impl InfoMap {
         Self { entries: Vec::with_capacity(8) }
     }
 
-    fn put(&mut self, key: String, e: Entry) {
+    fn put(&mut self, key: InfoKey, e: Entry) {
         match self.entries.iter_mut().find(|(k, _)| *k == key) {
             Some(slot) => slot.1 = e,
             None => self.entries.push((key, e)),
         }
     }
 
-    /// Insert or replace a JSON value.
-    pub fn insert(&mut self, key: String, value: Value) {
-        self.put(key, Entry::Tree(value));
+    /// Insert or replace a value (a JSON tree or a scalar).
+    pub fn insert(&mut self, key: impl Into<InfoKey>, value: impl Into<InfoValue>) {
+        self.put(key.into(), value.into().0);
     }
 
     /// Insert or replace pre-serialized JSON.
-    pub fn insert_raw(&mut self, key: String, raw: RawJson) {
-        self.put(key, Entry::Raw(raw));
+    pub fn insert_raw(&mut self, key: impl Into<InfoKey>, raw: RawJson) {
+        self.put(key.into(), Entry::Raw(raw));
     }
 
     /// Insert or replace a value serialized straight from its `Serialize` impl.
-    pub fn insert_serialized<T: Serialize + ?Sized>(&mut self, key: String, value: &T) {
-        self.put(key, Entry::Raw(raw_json(value)));
+    pub fn insert_serialized<T: Serialize + ?Sized>(&mut self, key: impl Into<InfoKey>, value: &T) {
+        self.put(key.into(), Entry::Raw(raw_json(value)));
     }
 
     /// Insert only if the key is absent.
-    pub fn insert_if_absent(&mut self, key: &str, value: Value) {
+    pub fn insert_if_absent(&mut self, key: &'static str, value: impl Into<InfoValue>) {
         if !self.contains_key(key) {
-            self.entries.push((key.to_owned(), Entry::Tree(value)));
+            self.entries.push((Cow::Borrowed(key), value.into().0));
         }
     }
 
@@ -187,8 +263,8 @@ impl InfoMap {
     /// The raw JSON text under `key`, whichever way it was stored.
     pub fn get_text(&self, key: &str) -> Option<String> {
         self.entries.iter().find(|(k, _)| k == key).map(|(_, e)| match e {
-            Entry::Tree(v) => v.to_string(),
             Entry::Raw(r) => r.get().to_owned(),
+            other => other.to_value().to_string(),
         })
     }
 
@@ -199,7 +275,7 @@ impl InfoMap {
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().map(|(k, _)| k.as_str())
+        self.entries.iter().map(|(k, _)| k.as_ref())
     }
 
     pub fn len(&self) -> usize {
@@ -218,21 +294,21 @@ impl InfoMap {
     }
 
     /// Copy the entry under `key` from another map, keeping its stored form.
-    pub fn copy_from(&mut self, other: &InfoMap, key: &str) {
+    pub fn copy_from(&mut self, other: &InfoMap, key: &'static str) {
         if let Some((_, e)) = other.entries.iter().find(|(k, _)| k == key) {
-            self.put(key.to_owned(), e.clone());
+            self.put(Cow::Borrowed(key), e.clone());
         }
     }
 
     /// The whole object as a `serde_json::Map` (parses raw entries; for readers, not the hot path).
     pub fn to_map(&self) -> Map<String, Value> {
-        self.entries.iter().map(|(k, e)| (k.clone(), e.to_value())).collect()
+        self.entries.iter().map(|(k, e)| (k.to_string(), e.to_value())).collect()
     }
 }
 
 impl From<Map<String, Value>> for InfoMap {
     fn from(map: Map<String, Value>) -> Self {
-        Self { entries: map.into_iter().map(|(k, v)| (k, Entry::Tree(v))).collect() }
+        Self { entries: map.into_iter().map(|(k, v)| (Cow::Owned(k), Entry::Tree(v))).collect() }
     }
 }
 
@@ -253,10 +329,7 @@ impl Serialize for InfoMap {
         use serde::ser::SerializeMap;
         let mut m = s.serialize_map(Some(self.entries.len()))?;
         for (k, e) in &self.entries {
-            match e {
-                Entry::Tree(v) => m.serialize_entry(k, v)?,
-                Entry::Raw(r) => m.serialize_entry(k, r)?,
-            }
+            m.serialize_entry(k.as_ref(), e)?;
         }
         m.end()
     }
@@ -523,11 +596,11 @@ mod tests {
             a: &'static str,
         }
         let mut m = InfoMap::new();
-        m.insert("final_score".into(), json!(0.5));
-        m.insert_serialized("report".into(), &Report { z: 1, a: "q\"x" });
-        m.insert("tail".into(), json!([1, 2]));
-        // Replacing keeps the key's place; insert_if_absent never replaces.
-        m.insert("final_score".into(), json!(0.75));
+        m.insert("final_score", json!(0.5));
+        m.insert_serialized("report", &Report { z: 1, a: "q\"x" });
+        m.insert(String::from("tail"), json!([1, 2]));
+        // Replacing keeps the key's place (whatever the stored form); insert_if_absent never replaces.
+        m.insert("final_score", 0.75);
         m.insert_if_absent("tail", json!(null));
         m.insert_if_absent("new", json!(true));
         let text = serde_json::to_string(&m).unwrap();
@@ -541,6 +614,28 @@ mod tests {
         assert_eq!(back, m);
         assert_eq!(serde_json::to_string(&back).unwrap(), text);
         assert_eq!(serde_json::to_value(&m).unwrap(), Value::Object(m.to_map()));
+        // Scalars write and read back exactly as the `Value`s they replace.
+        let mut scalars = InfoMap::new();
+        let mut tree = Map::new();
+        for (k, v, as_value) in [
+            ("name", InfoValue::from("tool \"x\"\n"), json!("tool \"x\"\n")),
+            ("owned", InfoValue::from(String::from("é")), json!("é")),
+            ("score", InfoValue::from(0.1234), json!(0.1234)),
+            ("third", InfoValue::from(1.0 / 3.0), json!(1.0 / 3.0)),
+            ("nan", InfoValue::from(f64::NAN), json!(f64::NAN)),
+            ("inf", InfoValue::from(f64::INFINITY), json!(f64::INFINITY)),
+            ("count", InfoValue::from(7usize), json!(7usize)),
+            ("step", InfoValue::from(3u32), json!(3u32)),
+            ("flag", InfoValue::from(false), json!(false)),
+        ] {
+            scalars.insert(k, v);
+            assert_eq!(scalars.value(k), as_value, "{k}");
+            tree.insert(k.to_owned(), as_value);
+        }
+        assert_eq!(serde_json::to_string(&scalars).unwrap(), serde_json::to_string(&tree).unwrap());
+        assert_eq!(ls_json::to_string(&scalars).unwrap(), serde_json::to_string(&tree).unwrap());
+        assert_eq!(scalars.get_text("nan").unwrap(), "null");
+        assert_eq!(scalars.to_map(), tree);
         let mut copy = InfoMap::new();
         copy.copy_from(&m, "report");
         copy.copy_from(&m, "missing");

@@ -11,7 +11,6 @@ use ls_core::text::{compact_account, identity_tokens, json_decimal, normalize_id
 use ls_core::{ActionName, Channel};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rust_decimal::prelude::ToPrimitive;
 use crate::observation::{InfoMap, RawJson};
 use serde_json::{json, Map, Value};
 
@@ -242,7 +241,7 @@ pub fn lookup_policy(world: &CaseWorld<'_>, all: &RawJson, payload: &Map<String,
             None => return Ok(ToolOutcome::fail(format!("policy not found: {id}"))),
         },
         _ => {
-            out.fields.insert_raw("policies".into(), all.clone());
+            out.fields.insert_raw("policies", all.clone());
             out.revealed_refs.extend(world.policy_rules.iter().map(|p| p.rule_id.clone()));
         }
     }
@@ -321,7 +320,7 @@ impl<'a> LedgerQuery<'a> {
             }
         }
         if let Some(a) = self.amount {
-            let sim = amount_similarity(a, row.amount.to_f64().unwrap_or(0.0));
+            let sim = amount_similarity(a, ls_core::text::decimal_to_f64(row.amount));
             let s = if sim >= 0.98 {
                 0.25
             } else if sim >= 0.92 {
@@ -347,7 +346,7 @@ pub fn search_ledger(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Res
         None | Some(Value::Null) => None,
         Some(v) => Some(
             json_decimal(v)
-                .and_then(|d| d.to_f64())
+                .map(ls_core::text::decimal_to_f64)
                 .ok_or_else(|| PayloadError::new("amount", "must be a number or numeric string"))?,
         ),
     };

@@ -8,7 +8,6 @@
 
 use crate::sprt::{table, Sprt};
 use ls_core::{ActionName, Decision, Hypothesis};
-use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -85,19 +84,19 @@ pub fn min_action_cost() -> f64 {
     ActionName::ALL
         .iter()
         .filter(|a| **a != ActionName::SubmitDecision)
-        .map(|a| a.base_cost().to_f64().unwrap_or(0.0))
+        .map(|a| ls_core::text::decimal_to_f64(a.base_cost()))
         .fold(f64::INFINITY, f64::min)
 }
 
 /// Rank the 20 non-submit actions by net VoI per unit cost.
 pub fn rank_tools(sprt: &Sprt, budget_remaining: Decimal) -> ToolRankings {
     let r4 = |v: f64| ls_core::text::round_to(v, 4);
-    let budget = budget_remaining.to_f64().unwrap_or(0.0);
+    let budget = ls_core::text::decimal_to_f64(budget_remaining);
     let mut rankings = BTreeMap::new();
     let mut best: Option<(&'static str, f64, f64)> = None;
     let mut best_gross = 0.0f64;
     for a in ActionName::ALL.into_iter().filter(|a| *a != ActionName::SubmitDecision) {
-        let cost = a.base_cost().to_f64().unwrap_or(0.0);
+        let cost = ls_core::text::decimal_to_f64(a.base_cost());
         let entry = if cost > budget + 1e-9 {
             RankingEntry { channel: a.channel().map(|c| c.as_str()), voi: r4(-cost), cost, voi_cost_ratio: 0.0, affordable: false }
         } else {

@@ -169,6 +169,34 @@ proptest! {
     fn floats_match_serde_json(f in any::<f64>(), g in any::<f32>()) {
         prop_assert_eq!(ls_json::to_string(&(f, g)).unwrap(), serde_json::to_string(&(f, g)).unwrap());
     }
+
+    /// Decimals with up to four places (the writer's fast path) and their neighbours one ulp
+    /// away (which must leave it), over the whole magnitude range the fast path takes and past it.
+    #[test]
+    fn short_decimals_and_their_neighbours_match_serde_json(units in 0u64..20_000_000_000_000, places in 0u32..=6, neg: bool) {
+        let v = units as f64 / 10f64.powi(places as i32);
+        let v = if neg { -v } else { v };
+        for x in [v, f64::from_bits(v.to_bits().wrapping_add(1)), f64::from_bits(v.to_bits().wrapping_sub(1))] {
+            prop_assert_eq!(ls_json::to_string(&x).unwrap(), serde_json::to_string(&x).unwrap(), "{:e}", x);
+        }
+    }
+}
+
+/// Every decimal shape the fast path writes: each number of places, trailing zeros, the range
+/// edges (1e-4 and just under 1e9), zeros of both signs and integers.
+#[test]
+fn short_decimal_edges_match_serde_json() {
+    let mut cases = vec![0.0, -0.0, 1e-4, -1e-4, 9.9999e-5, 1.5e-4, 0.001, 0.01, 0.1, 0.5, 1.0, 2.0, 10.0, 0.35, 0.98, 0.08, 0.0001, 0.9999, 1234.5678];
+    cases.extend([999_999_999.9999, 999_999_999.0, 1e9, 1e9 + 0.5, 123_456_789.1, 1e8, 1e7 + 0.25, 1e16, 1e15, 4503599627370496.0]);
+    cases.extend([1.0 / 3.0, 2.0f64.sqrt(), 0.1 + 0.2, 1e-5, 0.00015, 5e-324, f64::MAX, f64::MIN_POSITIVE]);
+    for units in (0..100_000u64).chain((0..2_000).map(|k| k * 7_919_993)) {
+        cases.push(units as f64 / 10_000.0);
+        cases.push(units as f64 / 1_000.0);
+        cases.push(-(units as f64) / 100.0);
+    }
+    for x in cases {
+        assert_eq!(ls_json::to_string(&x).unwrap(), serde_json::to_string(&x).unwrap(), "{x:e}");
+    }
 }
 
 /// A `Serialize` impl that serializes something else to raw JSON while being serialized.

@@ -170,12 +170,64 @@ pub struct Episode {
     instruction_normalized: Arc<str>,
 }
 
-/// The reset observation's `case_metadata`: the episode's metadata plus `mdp_component`.
+/// `observation.case_metadata`: the case's labels and the benchmark identity, then the
+/// session's extra entries (the curriculum), which replace a fixed entry of the same name in
+/// place; the reset observation's also carries the task's `mdp_component`.
+struct CaseMetadata<'a> {
+    /// Text entries in order; `due_date_days` (a number) is written in its slot.
+    fixed: [(&'static str, &'a str); 7],
+    due_date_days: u32,
+    extra: &'a Map<String, Value>,
+    mdp_component: Option<&'a RawJson>,
+}
+
+impl Serialize for CaseMetadata<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        for (k, v) in self.fixed {
+            match self.extra.get(k) {
+                Some(over) => m.serialize_entry(k, over)?,
+                None if k == "due_date_days" => m.serialize_entry(k, &self.due_date_days)?,
+                None => m.serialize_entry(k, v)?,
+            }
+        }
+        for (k, v) in self.extra.iter().filter(|(k, _)| !self.fixed.iter().any(|(f, _)| f == k)) {
+            m.serialize_entry(k, v)?;
+        }
+        if let Some(mdp) = self.mdp_component {
+            m.serialize_entry("mdp_component", mdp)?;
+        }
+        m.end()
+    }
+}
+
+/// `observation.portfolio_context`: the case's campaign context with defaults filled from its
+/// documents, then (with institutional memory) the institution's view of the AP week.
 #[derive(Serialize)]
-struct MetadataAtReset<'a> {
+struct PortfolioContext<'a> {
+    linked_invoice_count: u32,
+    at_risk_amount: String,
+    manual_review_capacity: u32,
+    business_criticality: &'a str,
+    queue_pressure: &'a str,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    linked_case_ids: &'a [String],
     #[serde(flatten)]
-    metadata: &'a Map<String, Value>,
-    mdp_component: &'a RawJson,
+    institution: Option<InstitutionPortfolio<'a>>,
+}
+
+#[derive(Serialize)]
+struct InstitutionPortfolio<'a> {
+    week_id: &'a str,
+    queue_depth: usize,
+    vendor_trust_score: f64,
+    case_sequence_index: u32,
+    callback_capacity: u32,
+    institutional_loss_score_so_far: f64,
+    authority_level: &'static str,
+    running_calibration_error: f64,
+    institutional_context: &'a RawJson,
 }
 
 /// `info.reward_model`, serialized straight from its parts (written once, into both `info` and
@@ -283,16 +335,15 @@ impl Episode {
             policy_rules: spec.policy_rules,
             instruction_normalized: spec.instruction_normalized,
         };
-        ep.portfolio = SharedJson::from_map(&ep.compute_portfolio_context());
+        ep.portfolio = ep.compute_portfolio_context();
         ep.catalogue = ep.compute_catalogue();
         ep.instruction = Shared::from(ep.case.instruction.as_str());
-        let metadata = ep.compute_case_metadata();
-        ep.metadata = SharedJson::from_map(&metadata);
+        ep.metadata = ep.case_metadata(None);
         let mut reset_info = InfoMap::new();
         reset_info.insert("case_id", ep.case.case_id.clone());
         let mut obs = ep.observation(InfoMap::new(), vec![spec.reset_message]);
         // The reset observation's metadata also carries the task's MDP component.
-        obs.case_metadata = SharedJson::from_serialize(&MetadataAtReset { metadata: &metadata, mdp_component: temporal::mdp_component_json(ep.case.task_type) });
+        obs.case_metadata = ep.case_metadata(Some(temporal::mdp_component_json(ep.case.task_type)));
         let env = StepEnvelope { observation: obs, reward: 0.0, done: false, truncated: false, terminated: false, info: reset_info };
         (ep, env)
     }
@@ -1006,10 +1057,10 @@ impl Episode {
         self.portfolio.clone()
     }
 
-    fn compute_portfolio_context(&self) -> Map<String, Value> {
-        let c = self.case.campaign_context.clone().unwrap_or_default();
+    fn compute_portfolio_context(&self) -> SharedJson {
+        let c = self.case.campaign_context.as_ref();
         let invoices = self.case.invoices().count().max(1) as u32;
-        let at_risk = c.at_risk_amount.filter(|a| *a > Decimal::ZERO).unwrap_or_else(|| {
+        let at_risk = c.and_then(|c| c.at_risk_amount).filter(|a| *a > Decimal::ZERO).unwrap_or_else(|| {
             self.case
                 .documents
                 .iter()
@@ -1019,62 +1070,56 @@ impl Episode {
                 .sum::<Decimal>()
                 .round_dp(2)
         });
-        let linked = c.linked_invoice_count.unwrap_or(invoices);
-        let mut m = Map::new();
-        m.insert("linked_invoice_count".into(), json!(linked));
-        m.insert("at_risk_amount".into(), json!(at_risk.to_string()));
-        m.insert("manual_review_capacity".into(), json!(c.manual_review_capacity.unwrap_or(2)));
-        m.insert("business_criticality".into(), json!(c.business_criticality.clone().unwrap_or_else(|| "medium".into())));
-        let pressure = c.queue_pressure.clone().unwrap_or_else(|| {
-            if linked >= 3 {
-                "campaign".into()
-            } else if linked > 1 {
-                "elevated".into()
-            } else {
-                "normal".into()
-            }
+        let linked = c.and_then(|c| c.linked_invoice_count).unwrap_or(invoices);
+        let campaign_pressure = c.and_then(|c| c.queue_pressure.as_deref());
+        let inst = self.institution.as_ref();
+        let pressure = campaign_pressure.unwrap_or(if linked >= 3 {
+            "campaign"
+        } else if linked > 1 {
+            "elevated"
+        } else {
+            "normal"
         });
-        m.insert("queue_pressure".into(), json!(pressure));
-        if !c.linked_case_ids.is_empty() {
-            m.insert("linked_case_ids".into(), json!(c.linked_case_ids));
-        }
-        if let Some(inst) = &self.institution {
-            let ctx = &inst.context;
-            for k in ["week_id", "queue_depth", "vendor_trust_score", "case_sequence_index"] {
-                if let Some(v) = ctx.get(k) {
-                    m.entry(k).or_insert_with(|| v.clone());
-                }
-            }
-            m.insert("manual_review_capacity".into(), json!(inst.review_capacity_remaining));
-            m.insert("callback_capacity".into(), json!(inst.callback_capacity_remaining));
-            m.insert("institutional_loss_score_so_far".into(), json!(inst.loss_score));
-            m.insert("authority_level".into(), json!(inst.authority_level.as_str()));
-            if let Some(v) = ctx.get("running_calibration_error") {
-                m.insert("running_calibration_error".into(), v.clone());
-            }
-            if m.get("queue_pressure").and_then(Value::as_str) == Some("normal") {
-                if let Some(v) = ctx.get("queue_pressure") {
-                    m.insert("queue_pressure".into(), v.clone());
-                }
-            }
-            m.insert("institutional_context".into(), Value::Object(ctx.clone()));
-        }
-        m
+        SharedJson::from_serialize(&PortfolioContext {
+            linked_invoice_count: linked,
+            at_risk_amount: at_risk.to_string(),
+            manual_review_capacity: inst.map_or_else(|| c.and_then(|c| c.manual_review_capacity).unwrap_or(2), |i| i.review_capacity_remaining),
+            business_criticality: c.and_then(|c| c.business_criticality.as_deref()).unwrap_or("medium"),
+            // A quiet case in a busy institution reports the institution's pressure.
+            queue_pressure: match inst {
+                Some(i) if pressure == "normal" => i.queue_pressure,
+                _ => pressure,
+            },
+            linked_case_ids: c.map_or(&[][..], |c| c.linked_case_ids.as_slice()),
+            institution: inst.map(|i| InstitutionPortfolio {
+                week_id: &i.week_id,
+                queue_depth: i.queue_depth,
+                vendor_trust_score: i.vendor_trust_score,
+                case_sequence_index: i.case_sequence_index,
+                callback_capacity: i.callback_capacity_remaining,
+                institutional_loss_score_so_far: i.loss_score,
+                authority_level: i.authority_level.as_str(),
+                running_calibration_error: i.running_calibration_error,
+                institutional_context: &i.context,
+            }),
+        })
     }
 
-    fn compute_case_metadata(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        m.insert("task_label".into(), json!(self.case.task_label()));
-        m.insert("difficulty".into(), json!(self.case.difficulty.as_str()));
-        m.insert("due_date_days".into(), json!(self.case.due_date_days()));
-        m.insert("ashtg".into(), json!("Adversarial Sequential Hypothesis Testing Game"));
-        m.insert("benchmark_identity".into(), json!("ledgershield-controlbench-v1"));
-        m.insert("benchmark_track".into(), json!(self.track));
-        m.insert("track_mode".into(), json!(self.track_mode.as_str()));
-        for (k, v) in &self.case_metadata_extra {
-            m.insert(k.clone(), v.clone());
-        }
-        m
+    fn case_metadata(&self, mdp_component: Option<&RawJson>) -> SharedJson {
+        SharedJson::from_serialize(&CaseMetadata {
+            fixed: [
+                ("task_label", self.case.task_label()),
+                ("difficulty", self.case.difficulty.as_str()),
+                ("due_date_days", ""),
+                ("ashtg", "Adversarial Sequential Hypothesis Testing Game"),
+                ("benchmark_identity", "ledgershield-controlbench-v1"),
+                ("benchmark_track", &self.track),
+                ("track_mode", self.track_mode.as_str()),
+            ],
+            due_date_days: self.case.due_date_days(),
+            extra: &self.case_metadata_extra,
+            mdp_component,
+        })
     }
 
     /// The instrumented track's SPRT state, tool rankings (with the information-design ranking)

@@ -204,8 +204,67 @@ pub struct InstitutionHandoff {
     pub loss_score: f64,
     pub callback_capacity_remaining: u32,
     pub review_capacity_remaining: u32,
-    /// Per-case institutional context (merged into `portfolio_context.institutional_context`).
-    pub context: Map<String, Value>,
+    /// The context fields `portfolio_context` repeats at its top level.
+    pub week_id: String,
+    pub queue_depth: usize,
+    pub vendor_trust_score: f64,
+    pub case_sequence_index: u32,
+    pub running_calibration_error: f64,
+    pub queue_pressure: &'static str,
+    /// Per-case institutional context (`portfolio_context.institutional_context`), serialized
+    /// once from [`HandoffContext`].
+    pub context: RawJson,
+}
+
+/// `portfolio_context.institutional_context`: what the institution knows going into a case.
+#[derive(Serialize)]
+struct HandoffContext<'a> {
+    week_id: &'a str,
+    case_sequence_index: u32,
+    queue_depth: usize,
+    vendor_id: &'a str,
+    vendor_trust_score: f64,
+    vendor_cases_seen: u32,
+    manual_review_capacity_remaining: u32,
+    callback_capacity_remaining: u32,
+    shared_bank_account_count: u32,
+    linked_case_ids: &'a BTreeSet<String>,
+    queue_pressure: &'static str,
+    attacker_pressure: f64,
+    current_invoice_total: f64,
+    institutional_loss_score_so_far: f64,
+    authority_level: &'static str,
+    authority_policy: AuthorityPolicy,
+    running_calibration_error: f64,
+    sleeper_vendor_state: SleeperStateView<'a>,
+    trust_graph_vendor_profile: ProfileView<'a>,
+}
+
+/// The institution's sleeper state for the vendor (`{}` when it has none).
+struct SleeperStateView<'a>(Option<&'a SleeperState>);
+
+impl Serialize for SleeperStateView<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        if let Some(v) = self.0 {
+            m.serialize_entry("clean_invoice_count", &v.clean_invoice_count)?;
+            m.serialize_entry("trust_level", &v.trust_level)?;
+        }
+        m.end()
+    }
+}
+
+/// The TrustGraph profile kept for the vendor (`{}` when there is none).
+struct ProfileView<'a>(Option<&'a Value>);
+
+impl Serialize for ProfileView<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Some(v) => v.serialize(s),
+            None => serde::ser::SerializeMap::end(s.serialize_map(Some(0))?),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -613,34 +672,39 @@ impl InstitutionalMemory {
         };
         let total: f64 = invoices.iter().filter_map(|f| f.total).map(dec).sum();
         let level = self.authority_level();
-        let mut c = Map::new();
-        c.insert("week_id".into(), json!(self.week_id));
-        c.insert("case_sequence_index".into(), json!(self.case_counter + 1));
-        c.insert("queue_depth".into(), json!(self.queue_depth));
-        c.insert("vendor_id".into(), json!(vid));
-        c.insert("vendor_trust_score".into(), json!(vm.map_or(0.70, |v| v.trust_score)));
-        c.insert("vendor_cases_seen".into(), json!(vm.map_or(0, |v| v.cases_seen)));
-        c.insert("manual_review_capacity_remaining".into(), json!(self.manual_review_capacity_remaining));
-        c.insert("callback_capacity_remaining".into(), json!(self.callback_capacity_remaining));
-        c.insert("shared_bank_account_count".into(), json!(shared));
-        c.insert("linked_case_ids".into(), json!(linked));
-        c.insert("queue_pressure".into(), json!(pressure));
-        c.insert("attacker_pressure".into(), json!(r4(self.attacker_belief.values().cloned().fold(0.0, f64::max))));
-        c.insert("current_invoice_total".into(), json!(r2(total)));
-        c.insert("institutional_loss_score_so_far".into(), json!(self.loss_score()));
-        c.insert("authority_level".into(), json!(level.as_str()));
-        c.insert("authority_policy".into(), serde_json::to_value(level.policy()).unwrap_or(Value::Null));
-        c.insert("running_calibration_error".into(), json!(self.calibration_gate.running_calibration_error));
-        // The sleeper state and vendor profile the institution keeps for this vendor (its own
-        // history; the case's sleeper label is hidden).
-        c.insert("sleeper_vendor_state".into(), self.sleeper_vendors.get(&vid).map_or(json!({}), |s| json!({"clean_invoice_count": s.clean_invoice_count, "trust_level": s.trust_level})));
-        c.insert("trust_graph_vendor_profile".into(), self.trust_graph_memory.vendor_profiles.get(&vid).cloned().unwrap_or(json!({})));
+        let context = HandoffContext {
+            week_id: &self.week_id,
+            case_sequence_index: self.case_counter + 1,
+            queue_depth: self.queue_depth,
+            vendor_id: &vid,
+            vendor_trust_score: vm.map_or(0.70, |v| v.trust_score),
+            vendor_cases_seen: vm.map_or(0, |v| v.cases_seen),
+            manual_review_capacity_remaining: self.manual_review_capacity_remaining,
+            callback_capacity_remaining: self.callback_capacity_remaining,
+            shared_bank_account_count: shared,
+            linked_case_ids: &linked,
+            queue_pressure: pressure,
+            attacker_pressure: r4(self.attacker_belief.values().cloned().fold(0.0, f64::max)),
+            current_invoice_total: r2(total),
+            institutional_loss_score_so_far: self.loss_score(),
+            authority_level: level.as_str(),
+            authority_policy: level.policy(),
+            running_calibration_error: self.calibration_gate.running_calibration_error,
+            sleeper_vendor_state: SleeperStateView(self.sleeper_vendors.get(&vid)),
+            trust_graph_vendor_profile: ProfileView(self.trust_graph_memory.vendor_profiles.get(&vid)),
+        };
         InstitutionHandoff {
             authority_level: level,
             loss_score: self.loss_score(),
             callback_capacity_remaining: self.callback_capacity_remaining,
             review_capacity_remaining: self.manual_review_capacity_remaining,
-            context: c,
+            week_id: self.week_id.clone(),
+            queue_depth: self.queue_depth,
+            vendor_trust_score: context.vendor_trust_score,
+            case_sequence_index: context.case_sequence_index,
+            running_calibration_error: context.running_calibration_error,
+            queue_pressure: pressure,
+            context: raw_json(&context),
         }
     }
 

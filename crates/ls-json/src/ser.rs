@@ -127,46 +127,179 @@ fn load8(b: &[u8]) -> u64 {
     u64::from_le_bytes(b[..8].try_into().expect("eight bytes"))
 }
 
-#[inline]
-fn load4(b: &[u8]) -> u64 {
-    u64::from(u32::from_le_bytes(b[..4].try_into().expect("four bytes")))
-}
-
-/// Whether any byte of `bytes` needs escaping, a word at a time. Most strings written are short
-/// keys and identifiers: 4 to 7 bytes are tested as two overlapping halves of one word, longer
-/// strings word by word with an overlapping last word.
+/// Whether any byte of `bytes` needs escaping. Most strings written are short keys and
+/// identifiers: under 4 bytes by table, 4 to 7 as two overlapping halves of one word, 8 to 16
+/// as one block of two overlapping words, longer strings 16 bytes at a time (SSE2 on x86-64,
+/// two words elsewhere) with an overlapping last block.
 #[inline]
 fn needs_escape(bytes: &[u8]) -> bool {
     let n = bytes.len();
-    if n >= 8 {
-        // Two words per test: one branch per 16 bytes of text.
+    if n > 16 {
         let mut i = 0;
-        while i + 16 <= n {
-            if word_needs_escape(load8(&bytes[i..])) | word_needs_escape(load8(&bytes[i + 8..])) != 0 {
+        while i + 16 < n {
+            if block_needs_escape_at(bytes, i) {
                 return true;
             }
             i += 16;
         }
-        // 0 to 15 bytes left: the word at `i` (when whole) and the overlapping last word.
-        (i + 8 <= n && word_needs_escape(load8(&bytes[i..])) != 0) || (i < n && word_needs_escape(load8(&bytes[n - 8..])) != 0)
+        block_needs_escape_at(bytes, n - 16)
+    } else if n >= 8 {
+        block_needs_escape(load8(bytes), load8(&bytes[n - 8..]))
     } else if n >= 4 {
-        word_needs_escape(load4(bytes) | (load4(&bytes[n - 4..]) << 32)) != 0
+        let (a, b) = (u32::from_le_bytes(bytes[..4].try_into().expect("four bytes")), u32::from_le_bytes(bytes[n - 4..].try_into().expect("four bytes")));
+        word_needs_escape(u64::from(a) | (u64::from(b) << 32)) != 0
     } else {
         bytes.iter().any(|&b| ESCAPE[usize::from(b)] != NO)
     }
 }
 
+/// Whether any of the 16 bytes at `bytes[at..at + 16]` needs escaping.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn block_needs_escape_at(bytes: &[u8], at: usize) -> bool {
+    let block = &bytes[at..at + 16];
+    // SAFETY: `block` is 16 readable bytes; SSE2 is part of the x86-64 baseline.
+    unsafe { vector_needs_escape(std::arch::x86_64::_mm_loadu_si128(block.as_ptr().cast())) }
+}
+
+/// Whether any of the 16 bytes at `bytes[at..at + 16]` needs escaping.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn block_needs_escape_at(bytes: &[u8], at: usize) -> bool {
+    block_needs_escape(load8(&bytes[at..]), load8(&bytes[at + 8..]))
+}
+
+/// Whether any of the 16 bytes of two little-endian words needs escaping.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn block_needs_escape(lo: u64, hi: u64) -> bool {
+    // SAFETY: SSE2 is part of the x86-64 baseline.
+    unsafe { vector_needs_escape(std::arch::x86_64::_mm_set_epi64x(hi as i64, lo as i64)) }
+}
+
+/// Whether any byte of a 16-byte vector is `"`, `\` or a control character.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn vector_needs_escape(v: std::arch::x86_64::__m128i) -> bool {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is part of the x86-64 baseline, so these intrinsics are always available.
+    unsafe {
+        let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+        // Unsigned `byte <= 0x1F`: the unsigned max with 0x1F is 0x1F exactly then.
+        let limit = _mm_set1_epi8(0x1F);
+        let control = _mm_cmpeq_epi8(_mm_max_epu8(v, limit), limit);
+        _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)) != 0
+    }
+}
+
+/// Whether any of the 16 bytes of two little-endian words needs escaping.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn block_needs_escape(lo: u64, hi: u64) -> bool {
+    word_needs_escape(lo) | word_needs_escape(hi) != 0
+}
+
 /// Write `s` as a quoted, escaped JSON string.
 #[inline]
 pub(crate) fn write_str(out: &mut String, s: &str) {
-    out.reserve(s.len() + 2);
-    out.push('"');
-    if needs_escape(s.as_bytes()) {
+    write_quoted(out, s, "");
+}
+
+/// `"s"` then `tail` (empty or `:`), escaping `s` where needed.
+///
+/// Most strings need no escape (keys, identifiers, prose): they are appended in one step with
+/// one capacity check, short ones copied as overlapping words instead of through `memcpy` (a
+/// reply writes ~1,900 strings, most under 24 bytes).
+#[inline]
+fn write_quoted(out: &mut String, s: &str, tail: &'static str) {
+    write_item(out, false, s, tail);
+}
+
+/// An object member's or array element's string: an optional leading `,`, then `"s"`, then
+/// `tail` (empty or `:`).
+#[inline]
+fn write_item(out: &mut String, comma: bool, s: &str, tail: &'static str) {
+    let bytes = s.as_bytes();
+    if needs_escape(bytes) {
+        if comma {
+            out.push(',');
+        }
+        out.push('"');
         write_escaped(out, s);
-    } else {
-        out.push_str(s);
+        out.push('"');
+        out.push_str(tail);
+        return;
     }
-    out.push('"');
+    let (n, c, t) = (bytes.len(), usize::from(comma), tail.len());
+    debug_assert!(t <= 1, "tails are empty or one byte");
+    // SAFETY: what is appended is an ASCII comma (or nothing), the bytes of a `&str` between
+    // ASCII quotes, and an ASCII tail, so the `String` stays UTF-8. `reserve` makes room for all
+    // `c + n + 2 + t` bytes; every write below lands in `[len, len + c + n + 2 + t)` and
+    // `set_len` then covers exactly them.
+    unsafe {
+        let v = out.as_mut_vec();
+        v.reserve(n + 4);
+        let len = v.len();
+        let start = v.as_mut_ptr().add(len);
+        *start = b',';
+        let dst = start.add(c);
+        *dst = b'"';
+        copy_short(bytes.as_ptr(), dst.add(1), n);
+        *dst.add(n + 1) = b'"';
+        if t == 1 {
+            *dst.add(n + 2) = tail.as_bytes()[0];
+        }
+        v.set_len(len + c + n + 2 + t);
+    }
+}
+
+/// Append a short piece of ASCII text (a formatted number) without a `memcpy` call.
+#[inline]
+fn push_short(out: &mut String, piece: &str) {
+    let n = piece.len();
+    // SAFETY: `piece` is a `&str`, so appending its bytes keeps the `String` UTF-8; `reserve`
+    // makes room for the `n` bytes that `copy_short` writes at `len` and `set_len` covers.
+    unsafe {
+        let v = out.as_mut_vec();
+        v.reserve(n);
+        let len = v.len();
+        copy_short(piece.as_ptr(), v.as_mut_ptr().add(len), n);
+        v.set_len(len + n);
+    }
+}
+
+/// Copy `n` bytes from `src` to `dst` (non-overlapping): up to 16 bytes as two overlapping
+/// words (or halves, or single bytes), longer runs with `copy_nonoverlapping`.
+///
+/// # Safety
+/// `src` must be readable and `dst` writable for `n` bytes, and the ranges must not overlap.
+#[inline]
+unsafe fn copy_short(src: *const u8, dst: *mut u8, n: usize) {
+    use std::ptr::{copy_nonoverlapping, read_unaligned, write_unaligned};
+    // SAFETY (for every arm): each read covers `[0, 8)`/`[n - 8, n)` (or the 4-byte and 1-byte
+    // equivalents) of the source, all inside `[0, n)` given the arm's bounds on `n`; writes
+    // mirror them in the destination.
+    unsafe {
+        if n >= 8 {
+            if n > 16 {
+                copy_nonoverlapping(src, dst, n);
+                return;
+            }
+            let (a, b) = (read_unaligned(src.cast::<u64>()), read_unaligned(src.add(n - 8).cast::<u64>()));
+            write_unaligned(dst.cast::<u64>(), a);
+            write_unaligned(dst.add(n - 8).cast::<u64>(), b);
+        } else if n >= 4 {
+            let (a, b) = (read_unaligned(src.cast::<u32>()), read_unaligned(src.add(n - 4).cast::<u32>()));
+            write_unaligned(dst.cast::<u32>(), a);
+            write_unaligned(dst.add(n - 4).cast::<u32>(), b);
+        } else if n > 0 {
+            // 1 to 3 bytes: first, middle and last (some coincide).
+            *dst = *src;
+            *dst.add(n / 2) = *src.add(n / 2);
+            *dst.add(n - 1) = *src.add(n - 1);
+        }
+    }
 }
 
 /// The contents of a string that has at least one byte to escape: clean words are skipped whole,
@@ -198,14 +331,14 @@ fn write_escaped(out: &mut String, s: &str) {
 
 #[inline]
 fn write_int<I: itoa::Integer>(out: &mut String, v: I) {
-    out.push_str(itoa::Buffer::new().format(v));
+    push_short(out, itoa::Buffer::new().format(v));
 }
 
 #[inline]
 fn write_f64(out: &mut String, v: f64) {
     if v.is_finite() {
         if !write_short_decimal(out, v) {
-            out.push_str(zmij::Buffer::new().format_finite(v));
+            push_short(out, zmij::Buffer::new().format_finite(v));
         }
     } else {
         out.push_str("null");
@@ -243,7 +376,7 @@ fn write_short_decimal(out: &mut String, v: f64) -> bool {
     if v < 0.0 {
         out.push('-');
     }
-    out.push_str(itoa::Buffer::new().format(int));
+    push_short(out, itoa::Buffer::new().format(int));
     if frac == 0 {
         out.push_str(".0");
     } else {
@@ -516,9 +649,9 @@ impl ser::SerializeStruct for Compound<'_, '_> {
         if self.state == State::Raw {
             return value.serialize(RawText { out: &mut *self.w.out });
         }
-        self.comma();
-        write_str(self.w.out, key);
-        self.w.out.push(':');
+        let comma = self.state == State::Rest;
+        self.state = State::Rest;
+        write_item(self.w.out, comma, key, ":");
         value.serialize(&mut *self.w)
     }
     fn end(self) -> Result<(), Error> {
@@ -533,9 +666,9 @@ impl ser::SerializeStructVariant for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
     fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
-        self.comma();
-        write_str(self.w.out, key);
-        self.w.out.push(':');
+        let comma = self.state == State::Rest;
+        self.state = State::Rest;
+        write_item(self.w.out, comma, key, ":");
         value.serialize(&mut *self.w)
     }
     fn end(self) -> Result<(), Error> {
@@ -756,6 +889,33 @@ mod tests {
         }
     }
 
+    /// Every length through the short-copy arms and past them, ASCII and multi-byte, appended
+    /// to buffers that are full (so every write grows them) and to roomy ones.
+    #[test]
+    fn clean_strings_of_every_length_copy_exactly() {
+        for len in 0..70 {
+            let ascii: String = (0..len).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            let mixed: String = (0..len).map(|i| if i % 3 == 0 { 'é' } else { 'k' }).collect();
+            let wide: String = "€".repeat(len);
+            for s in [&ascii, &mixed, &wide] {
+                let want = serde_json::to_string(s).unwrap();
+                let mut tight = String::from("x");
+                tight.shrink_to_fit();
+                let mut roomy = String::with_capacity(1024);
+                roomy.push('y');
+                for mut out in [tight, roomy] {
+                    let before = out.clone();
+                    write_str(&mut out, s);
+                    assert_eq!(out, format!("{before}{want}"), "len {len}");
+                    write_item(&mut out, true, s, ":");
+                    assert_eq!(out, format!("{before}{want},{want}:"), "len {len}");
+                    push_short(&mut out, s);
+                    assert_eq!(out, format!("{before}{want},{want}:{s}"), "len {len}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn leaves_del_and_non_ascii_alone() {
         let s = "caf\u{e9} \u{7f} \u{20ac}\u{1F600} ~ plain ascii text of some length";
@@ -775,6 +935,21 @@ mod tests {
                 assert!(needs_escape(&b), "len {len} pos {pos}");
             }
             assert!(!needs_escape(&vec![b'k'; len]), "len {len}");
+        }
+    }
+
+    /// Every byte value at every position of strings up to 40 bytes: the block, word and table
+    /// tests agree exactly with the escape table.
+    #[test]
+    fn every_byte_at_every_position_is_classified_exactly() {
+        for len in 1..=40 {
+            for pos in 0..len {
+                for b in 0u8..=255 {
+                    let mut s = vec![b'k'; len];
+                    s[pos] = b;
+                    assert_eq!(needs_escape(&s), ESCAPE[usize::from(b)] != NO, "len {len} pos {pos} byte {b:#04x}");
+                }
+            }
         }
     }
 

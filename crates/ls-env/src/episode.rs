@@ -543,8 +543,8 @@ impl Episode {
             success: exec.success,
             message: exec.message.clone(),
             is_intervention: action.is_intervention(),
-            control_boundary_phase: boundary.phase.clone(),
-            control_boundary_warnings: boundary.warnings.clone(),
+            control_boundary_phase: boundary.phase.to_owned(),
+            control_boundary_warnings: boundary.warnings.iter().map(|w| (*w).to_owned()).collect(),
         });
         let rm_bonus = self.rm.transition(action, exec.success);
 
@@ -587,7 +587,7 @@ impl Episode {
         components.insert("potential_delta", r4(shaping));
         let mut metadata = InfoMap::new();
         metadata.insert("action_type", action.as_str());
-        metadata.insert("control_boundary_phase", boundary.phase.clone());
+        metadata.insert("control_boundary_phase", boundary.phase);
         metadata.insert("success", exec.success);
         metadata.insert("novel_signal_count", novel);
         if action.is_intervention() {
@@ -934,8 +934,8 @@ impl Episode {
             success: true,
             message: "Decision submitted and graded.".into(),
             is_intervention: false,
-            control_boundary_phase: boundary.phase.clone(),
-            control_boundary_warnings: boundary.warnings.clone(),
+            control_boundary_phase: boundary.phase.to_owned(),
+            control_boundary_warnings: boundary.warnings.iter().map(|w| (*w).to_owned()).collect(),
         });
         let rm_bonus = self.rm.transition(ActionName::SubmitDecision, true);
         let phi_after = self.sprt.potential();
@@ -955,7 +955,7 @@ impl Episode {
         components.insert("potential_delta", r4(shaping));
         let mut metadata = InfoMap::new();
         metadata.insert("action_type", "submit_decision");
-        metadata.insert("control_boundary_phase", boundary.phase.clone());
+        metadata.insert("control_boundary_phase", boundary.phase);
         metadata.insert("success", true);
         metadata.insert("terminal_reason", "decision_submitted");
         metadata.insert("unsafe_outcome", grade.unsafe_outcome);

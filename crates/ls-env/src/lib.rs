@@ -33,4 +33,4 @@ pub mod watchdog;
 
 pub use env::{CaseDerived, CasePool, EnvConfig, EnvStepError, Environment, ResetError, ResetRequest};
 pub use episode::{StepError, TrackMode};
-pub use observation::{raw_json, InfoMap, Observation, PublicState, RawJson, Shared, SharedJson, StepEnvelope};
+pub use observation::{raw_json, InfoMap, InfoValue, Observation, PublicState, RawJson, Shared, SharedJson, StepEnvelope};

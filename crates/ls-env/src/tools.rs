@@ -11,7 +11,7 @@ use ls_core::text::{compact_account, identity_tokens, json_decimal, normalize_id
 use ls_core::{ActionName, Channel};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use crate::observation::{InfoMap, RawJson};
+use crate::observation::{InfoMap, InfoValue, RawJson};
 use serde_json::{json, Map, Value};
 
 /// What a tool call produced.
@@ -33,12 +33,12 @@ impl ToolOutcome {
     fn fail(error: String) -> Self {
         Self { message: error.clone(), error: Some(error), ..Default::default() }
     }
-    fn set(&mut self, k: &str, v: Value) {
-        self.fields.insert(k.to_owned(), v);
+    fn set(&mut self, k: &'static str, v: impl Into<InfoValue>) {
+        self.fields.insert(k, v);
     }
     /// Set a field serialized straight from its `Serialize` impl (no `Value` tree).
-    fn set_ser<T: serde::Serialize + ?Sized>(&mut self, k: &str, v: &T) {
-        self.fields.insert_serialized(k.to_owned(), v);
+    fn set_ser<T: serde::Serialize + ?Sized>(&mut self, k: &'static str, v: &T) {
+        self.fields.insert_serialized(k, v);
     }
 }
 
@@ -114,10 +114,10 @@ pub fn zoom_or_crop(action: ActionName, docs: &DocSource<'_>, payload: &Map<Stri
         };
         out.set("crop_text_hint", json!(hint));
     }
-    out.set("doc_id", json!(doc.doc_id));
-    out.set("page", json!(page));
+    out.set("doc_id", doc.doc_id.clone());
+    out.set("page", page);
     out.set("bbox", json!(bbox));
-    out.set("region_token_count", json!(scoped.len()));
+    out.set("region_token_count", scoped.len());
     out.revealed_refs.push(doc.doc_id.clone());
     let shown = if action == ActionName::Zoom { 6 } else { 8 };
     out.revealed_refs.extend(scoped.iter().take(shown).map(|t| t.token_id.clone()));
@@ -165,13 +165,13 @@ pub fn ocr(docs: &DocSource<'_>, payload: &Map<String, Value>, generator_seed: u
     tokens.truncate(MAX_OCR_TOKENS);
     let preview: String = tokens.iter().take(200).map(|t| t.text.as_str()).collect::<Vec<_>>().join(" ").chars().take(600).collect();
     let mut out = ToolOutcome::ok(&format!("Returned {mode} OCR."));
-    out.set("doc_id", json!(doc.doc_id));
-    out.set("mode", json!(mode));
+    out.set("doc_id", doc.doc_id.clone());
+    out.set("mode", mode);
     out.set("scope", json!(if bbox.is_some() { "region" } else if page.is_some() { "page" } else { "document" }));
     out.set("page", json!(page));
     out.set("bbox", json!(bbox));
     out.set_ser("tokens", &token_views(tokens.iter()));
-    out.set("text_preview", json!(preview));
+    out.set("text_preview", preview);
     out.revealed_refs.push(doc.doc_id.clone());
     // Noisy token ids name their accurate twin (`<id>n`), so reading either grounds both.
     for t in &tokens {
@@ -217,7 +217,7 @@ pub fn lookup_vendor_history(world: &CaseWorld<'_>, payload: &Map<String, Value>
         }
     }
     let mut out = ToolOutcome::ok("lookup_vendor_history completed.");
-    out.set("vendor_key", json!(key));
+    out.set("vendor_key", key.clone());
     out.set_ser("history", &rows);
     out.set("derived_flags", json!(flags.iter().collect::<Vec<_>>()));
     out.signals = flags.iter().map(|f| (*f).to_owned()).collect();
@@ -250,7 +250,7 @@ pub fn lookup_policy(world: &CaseWorld<'_>, all: &RawJson, payload: &Map<String,
 
 /// A master-data lookup: the record under `field` and its id as a revealed reference, or a
 /// failure naming what was not found.
-fn record_result<T: serde::Serialize>(tool: &str, field: &str, found: Option<(&T, &str)>, not_found: String) -> ToolOutcome {
+fn record_result<T: serde::Serialize>(tool: &str, field: &'static str, found: Option<(&T, &str)>, not_found: String) -> ToolOutcome {
     match found {
         Some((record, id)) => {
             let mut out = ToolOutcome::ok(&format!("{tool} completed."));
@@ -366,9 +366,9 @@ pub fn search_ledger(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Res
     let shown: Vec<Hit<'_>> = hits.iter().take(10).map(|(s, r)| Hit { row: r, match_score: ls_core::text::round_to(*s, 4) }).collect();
     out.revealed_refs.extend(hits.iter().take(10).map(|h| h.1.ledger_id.clone()));
     out.set_ser("hits", &shown);
-    out.set("count", json!(hits.len()));
-    out.set("exact_duplicate_count", json!(exact));
-    out.set("near_duplicate_count", json!(near));
+    out.set("count", hits.len());
+    out.set("exact_duplicate_count", exact);
+    out.set("near_duplicate_count", near);
     // Any prior payment of the same bill is a duplicate risk, exact or near.
     if !hits.is_empty() {
         out.signals.push("duplicate_near_match".to_owned());
@@ -624,10 +624,10 @@ pub fn compare_bank_account(world: &CaseWorld<'_>, payload: &Map<String, Value>)
     let matched = !proposed_c.is_empty()
         && (compact_account(&approved) == proposed_c || v.allowed_bank_accounts.iter().any(|a| compact_account(a) == proposed_c));
     let mut out = ToolOutcome::ok(if matched { "Bank account matches vendor master." } else { "Bank account does not match vendor master." });
-    out.set("vendor_key", json!(v.vendor_key));
-    out.set("approved_bank_account", json!(approved));
+    out.set("vendor_key", v.vendor_key.clone());
+    out.set("approved_bank_account", approved);
     out.set("proposed_bank_account", json!(proposed));
-    out.set("matched", json!(matched));
+    out.set("matched", matched);
     out.set("comparison_summary", json!(if matched { "matched_master_data" } else { "mismatch_to_master_data" }));
     if !matched {
         out.signals.push("bank_account_mismatch".to_owned());

@@ -7,6 +7,7 @@
 use ls_core::{ActionKind, ActionName, Decision};
 use serde::Serialize;
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
 /// Only real injection patterns count as prompt injection. `instruction_override_attempt` is also
 /// raised by ordinary policy-override language ("skip callback"), which is a security signal but
@@ -46,19 +47,20 @@ pub struct BoundaryInput<'a> {
 /// Output of one evaluation.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct BoundaryReport {
-    pub phase: String,
-    pub next_phase: String,
-    pub allowed_actions: Vec<String>,
+    pub phase: &'static str,
+    pub next_phase: &'static str,
+    /// The phase's action set (one of three static lists).
+    pub allowed_actions: &'static [&'static str],
     pub blocking: bool,
     pub allowed: bool,
-    pub reasons: Vec<String>,
-    pub warnings: Vec<String>,
-    pub required_followups: Vec<String>,
+    pub reasons: Vec<&'static str>,
+    pub warnings: Vec<&'static str>,
+    pub required_followups: Vec<&'static str>,
     pub prompt_injection_detected: bool,
     pub pending_event_count: usize,
     pub decision_readiness: f64,
     pub score_cap: f64,
-    pub enforced_decision: String,
+    pub enforced_decision: &'static str,
 }
 
 impl BoundaryReport {
@@ -126,14 +128,22 @@ pub fn phase(input: &BoundaryInput<'_>) -> &'static str {
     }
 }
 
-fn allowed_for_phase(phase: &str) -> Vec<ActionName> {
-    match phase {
-        "terminal" => Vec::new(),
-        "intake" | "document_review" => ActionName::ALL
+/// The actions the statechart expects in a phase, by name: none once terminal, investigation
+/// (and a human hand-off) before corroboration, everything after. Built once; the boundary is
+/// evaluated before every action.
+fn allowed_for_phase(phase: &str) -> &'static [&'static str] {
+    static EARLY: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+        ActionName::ALL
             .into_iter()
             .filter(|a| a.kind() == ActionKind::Investigation || *a == ActionName::CreateHumanHandoff)
-            .collect(),
-        _ => ActionName::ALL.to_vec(),
+            .map(ActionName::as_str)
+            .collect()
+    });
+    static ALL: LazyLock<Vec<&'static str>> = LazyLock::new(|| ActionName::ALL.into_iter().map(ActionName::as_str).collect());
+    match phase {
+        "terminal" => &[],
+        "intake" | "document_review" => EARLY.as_slice(),
+        _ => ALL.as_slice(),
     }
 }
 
@@ -153,16 +163,16 @@ pub fn evaluate_boundary(input: &BoundaryInput<'_>) -> BoundaryReport {
 
     let mut followups = Vec::new();
     if input.pending_event_count > 0 {
-        followups.push("await_pending_artifacts".to_owned());
+        followups.push("await_pending_artifacts");
     }
     if observed_any(obs, &HIGH_RISK_PAYMENT_SIGNALS) && !done(RequestCallbackVerification) {
-        followups.push("request_callback_verification".to_owned());
+        followups.push("request_callback_verification");
     }
     if observed_any(obs, &SECURITY_SIGNALS) && !done(RouteToSecurity) {
-        followups.push("route_to_security".to_owned());
+        followups.push("route_to_security");
     }
     if observed_any(obs, &DUPLICATE_SIGNALS) && !done(FlagDuplicateClusterReview) {
-        followups.push("flag_duplicate_cluster_review".to_owned());
+        followups.push("flag_duplicate_cluster_review");
     }
 
     let next_phase = match input.action {
@@ -175,42 +185,42 @@ pub fn evaluate_boundary(input: &BoundaryInput<'_>) -> BoundaryReport {
 
     let mut warnings = Vec::new();
     if let Some(a) = input.action {
-        if a != SubmitDecision && !allowed_actions.contains(&a) {
-            warnings.push("action_unusual_for_statechart_phase".to_owned());
+        if a != SubmitDecision && !allowed_actions.contains(&a.as_str()) {
+            warnings.push("action_unusual_for_statechart_phase");
         }
         if input.prior_count_of_action >= 2 && !matches!(a, Ocr | Zoom | GetDocCrop) {
-            warnings.push("repeated_action_marginal_value".to_owned());
+            warnings.push("repeated_action_marginal_value");
         }
     }
 
     let mut reasons = Vec::new();
     let mut score_cap = 1.0;
     if phase == "terminal" {
-        reasons.push("statechart_terminal_state_reached".to_owned());
+        reasons.push("statechart_terminal_state_reached");
         score_cap = 0.0;
     } else if input.action == Some(SubmitDecision) {
         let pay = input.decision == Some(Decision::Pay);
         if input.decision_readiness < MIN_DECISION_READINESS && (!followups.is_empty() || input.risky || !obs.is_empty()) {
-            reasons.push("statechart_requires_more_investigation".to_owned());
+            reasons.push("statechart_requires_more_investigation");
         }
         if pay {
             if input.pending_event_count > 0 {
-                reasons.push("statechart_requires_pending_artifact_resolution".to_owned());
+                reasons.push("statechart_requires_pending_artifact_resolution");
             }
             if input.risky {
-                reasons.push("statechart_risky_case_pay_blocked".to_owned());
+                reasons.push("statechart_risky_case_pay_blocked");
             }
             if observed_any(obs, &HIGH_RISK_PAYMENT_SIGNALS) && !done(RequestCallbackVerification) {
-                reasons.push("statechart_callback_verification_required".to_owned());
+                reasons.push("statechart_callback_verification_required");
             }
             if observed_any(obs, &SECURITY_SIGNALS) && !done(RouteToSecurity) {
-                reasons.push("statechart_security_escalation_required".to_owned());
+                reasons.push("statechart_security_escalation_required");
             }
             if observed_any(obs, &DUPLICATE_SIGNALS) && !done(FlagDuplicateClusterReview) {
-                reasons.push("statechart_duplicate_review_required".to_owned());
+                reasons.push("statechart_duplicate_review_required");
             }
             if prompt_injection {
-                reasons.push("statechart_prompt_injection_review_required".to_owned());
+                reasons.push("statechart_prompt_injection_review_required");
             }
         }
         if !reasons.is_empty() {
@@ -219,9 +229,9 @@ pub fn evaluate_boundary(input: &BoundaryInput<'_>) -> BoundaryReport {
     }
     let blocking = !reasons.is_empty();
     BoundaryReport {
-        phase: phase.to_owned(),
-        next_phase: next_phase.to_owned(),
-        allowed_actions: allowed_actions.iter().map(|a| a.as_str().to_owned()).collect(),
+        phase,
+        next_phase,
+        allowed_actions,
         blocking,
         allowed: !blocking,
         reasons,
@@ -231,7 +241,7 @@ pub fn evaluate_boundary(input: &BoundaryInput<'_>) -> BoundaryReport {
         pending_event_count: input.pending_event_count,
         decision_readiness: crate::round4(input.decision_readiness),
         score_cap: crate::round4(score_cap),
-        enforced_decision: "NEEDS_REVIEW".to_owned(),
+        enforced_decision: "NEEDS_REVIEW",
     }
 }
 
@@ -280,9 +290,9 @@ mod tests {
         i.risky = true;
         let r = evaluate_boundary(&i);
         assert!(r.blocking);
-        assert!(r.reasons.contains(&"statechart_risky_case_pay_blocked".to_owned()));
+        assert!(r.reasons.contains(&"statechart_risky_case_pay_blocked"));
         assert_eq!(r.score_cap, 0.18);
-        assert_eq!(r.required_followups, vec!["route_to_security".to_owned()]);
+        assert_eq!(r.required_followups, vec!["route_to_security"]);
     }
 
     #[test]
@@ -293,7 +303,7 @@ mod tests {
         i.decision = Some(Decision::EscalateFraud);
         i.decision_readiness = 0.3;
         let r = evaluate_boundary(&i);
-        assert_eq!(r.reasons, vec!["statechart_requires_more_investigation".to_owned()]);
+        assert_eq!(r.reasons, vec!["statechart_requires_more_investigation"]);
         assert_eq!(r.score_cap, 0.42);
     }
 

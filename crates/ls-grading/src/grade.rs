@@ -42,8 +42,8 @@ impl Breakdown {
 
     /// The report's map, values rounded (non-finite ones read 0). `collect` sorts stably and
     /// keeps the last of equal keys, so the latest value wins.
-    fn into_report(self) -> BTreeMap<String, f64> {
-        self.0.into_iter().map(|(k, v)| (k.to_owned(), if v.is_finite() { crate::round4(v) } else { 0.0 })).collect()
+    fn into_report(self) -> BTreeMap<&'static str, f64> {
+        self.0.into_iter().map(|(k, v)| (k, if v.is_finite() { crate::round4(v) } else { 0.0 })).collect()
     }
 }
 
@@ -391,7 +391,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         cap_reasons.insert("authority_gate".into(), g.reasons.clone());
     }
     if input.control_boundary.blocking {
-        cap_reasons.insert("control_boundary".into(), input.control_boundary.reasons.clone());
+        cap_reasons.insert("control_boundary".into(), input.control_boundary.reasons.iter().map(|r| (*r).to_owned()).collect());
     }
     if fals.blocking {
         cap_reasons.insert("adversarial_falsifier".into(), fals.findings.iter().map(|f| f.code.clone()).collect());
@@ -754,7 +754,7 @@ mod tests {
             assert_eq!(bd.get(k).map(f64::to_bits), map.get(k).map(|v| v.to_bits()));
         }
         assert_eq!(bd.get("z"), None);
-        let expected: BTreeMap<String, f64> = map.into_iter().map(|(k, v)| (k.to_owned(), if v.is_finite() { crate::round4(v) } else { 0.0 })).collect();
+        let expected: BTreeMap<&str, f64> = map.into_iter().map(|(k, v)| (k, if v.is_finite() { crate::round4(v) } else { 0.0 })).collect();
         assert_eq!(bd.into_report(), expected);
     }
 }

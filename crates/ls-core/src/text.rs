@@ -32,11 +32,24 @@ fn normalized_chars(value: &str) -> impl Iterator<Item = char> + '_ {
 
 /// `normalize_text(a) == normalize_text(b)` without allocating (hot in lookups).
 pub fn text_eq(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        // ASCII: whitespace runs are one space, the ends trimmed, letters folded.
+        fn bytes(s: &str) -> impl Iterator<Item = u8> + '_ {
+            s.split_whitespace().enumerate().flat_map(|(i, w)| (i > 0).then_some(b' ').into_iter().chain(w.bytes().map(|c| c.to_ascii_lowercase())))
+        }
+        return bytes(a).eq(bytes(b));
+    }
     normalized_chars(a).eq(normalized_chars(b))
 }
 
 /// `normalize_id(a) == normalize_id(b)` without allocating.
 pub fn id_eq(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        fn bytes(s: &str) -> impl Iterator<Item = u8> + '_ {
+            s.bytes().filter(u8::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase())
+        }
+        return bytes(a).eq(bytes(b));
+    }
     fn chars(s: &str) -> impl Iterator<Item = char> + '_ {
         s.chars().flat_map(char::to_lowercase).filter(|c| c.is_alphanumeric())
     }
@@ -474,6 +487,18 @@ mod tests {
             let prepared = VendorAlias::new(&q);
             for cands in [vec![a.as_str()], vec![a.as_str(), b.as_str()], vec![b.as_str()], vec![q.as_str()]] {
                 prop_assert_eq!(prepared.matches(&cands), reference(&q, &cands));
+            }
+        }
+
+        /// The allocation-free comparisons (ASCII fast paths included) are the normalisations'.
+        #[test]
+        fn equality_helpers_match_normalisation(a in "[ a-zA-Z0-9\t\n\u{b}\u{c}._-]{0,16}", b in "[ a-zA-Z0-9\t\u{b}._-]{0,16}", u in "[ aÄé\u{3000}ẞİ0-9-]{0,8}") {
+            for (x, y) in [(a.as_str(), b.as_str()), (a.as_str(), a.as_str()), (u.as_str(), a.as_str()), (u.as_str(), u.as_str())] {
+                let upper = y.to_uppercase();
+                for y in [y, upper.as_str()] {
+                    prop_assert_eq!(text_eq(x, y), normalize_text(x) == normalize_text(y), "{:?} {:?}", x, y);
+                    prop_assert_eq!(id_eq(x, y), normalize_id(x) == normalize_id(y), "{:?} {:?}", x, y);
+                }
             }
         }
 

@@ -887,14 +887,15 @@ impl InstitutionalMemory {
         *t.decision_counts.entry(normalize_text(submitted.as_str())).or_insert(0) += 1;
         let mut accounts = BTreeSet::new();
         for n in &tg.nodes {
-            let ty = normalize_text(&n.node_type);
-            if ty == "riskflag" {
+            // Allocation-free comparisons: every node of every graph is looked at.
+            let ty = n.node_type.as_str();
+            if ls_core::text::text_eq(ty, "riskflag") {
                 let code = n.attributes.get("code").cloned().unwrap_or_else(|| n.id.rsplit(':').next().unwrap_or("").to_owned());
                 if t.risk_flag_counts.len() < 256 || t.risk_flag_counts.contains_key(&code) {
                     *t.risk_flag_counts.entry(normalize_text(&code)).or_insert(0) += 1;
                 }
             }
-            if ty == "bankaccount" {
+            if ls_core::text::text_eq(ty, "bankaccount") {
                 accounts.insert(n.attributes.get("account").cloned().unwrap_or_else(|| n.id.rsplit(':').next().unwrap_or("").to_owned()));
             }
         }

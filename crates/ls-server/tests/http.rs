@@ -370,3 +370,30 @@ async fn institutional_memory_route_serves_the_terminal_snapshot() {
     let (_, other) = s.get("/institutional-memory", Some("mem-other")).await;
     assert_eq!(other["case_counter"], 0);
 }
+
+/// Browsers can call the API from any origin: preflights are answered and replies carry the
+/// permissive CORS headers (and no `Vary`, since they never depend on the origin).
+#[tokio::test]
+async fn cors_is_permissive_for_browsers() {
+    let s = start(TrackMode::Blind, 8).await;
+    let pre = s
+        .client
+        .request(reqwest::Method::OPTIONS, format!("{}/step", s.base))
+        .header("origin", "https://example.org")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "content-type,x-session-id")
+        .send()
+        .await
+        .unwrap();
+    assert!(pre.status().is_success(), "preflight status {}", pre.status());
+    let h = pre.headers();
+    assert_eq!(h["access-control-allow-origin"], "*");
+    assert_eq!(h["access-control-allow-methods"], "*");
+    assert_eq!(h["access-control-allow-headers"], "*");
+    let reply = s.client.post(format!("{}/reset", s.base)).header("origin", "https://example.org").json(&json!({"case_id": "CASE-A-001"})).send().await.unwrap();
+    assert_eq!(reply.status(), 200);
+    assert_eq!(reply.headers()["access-control-allow-origin"], "*");
+    assert_eq!(reply.headers()["x-content-type-options"], "nosniff");
+    assert!(reply.headers().get("vary").is_none());
+}
+

@@ -33,13 +33,46 @@ fn normalized_chars(value: &str) -> impl Iterator<Item = char> + '_ {
 /// `normalize_text(a) == normalize_text(b)` without allocating (hot in lookups).
 pub fn text_eq(a: &str, b: &str) -> bool {
     if a.is_ascii() && b.is_ascii() {
-        // ASCII: whitespace runs are one space, the ends trimmed, letters folded.
-        fn bytes(s: &str) -> impl Iterator<Item = u8> + '_ {
-            s.split_whitespace().enumerate().flat_map(|(i, w)| (i > 0).then_some(b' ').into_iter().chain(w.bytes().map(|c| c.to_ascii_lowercase())))
-        }
-        return bytes(a).eq(bytes(b));
+        return AsciiNormalized::new(a).eq(AsciiNormalized::new(b));
     }
     normalized_chars(a).eq(normalized_chars(b))
+}
+
+/// The bytes of `normalize_text(s)` for ASCII `s`: whitespace runs (as `char::is_whitespace`
+/// counts them: tab to carriage return and space) become one space, the ends are trimmed and
+/// letters are folded to lowercase.
+struct AsciiNormalized<'a> {
+    rest: &'a [u8],
+    started: bool,
+}
+
+impl<'a> AsciiNormalized<'a> {
+    fn new(s: &'a str) -> Self {
+        Self { rest: s.as_bytes(), started: false }
+    }
+}
+
+impl Iterator for AsciiNormalized<'_> {
+    type Item = u8;
+    fn next(&mut self) -> Option<u8> {
+        let space = |c: u8| matches!(c, b'\t'..=b'\r' | b' ');
+        let (&c, tail) = self.rest.split_first()?;
+        if space(c) {
+            // A run of whitespace: one space between words, nothing at the ends.
+            let next_word = tail.iter().position(|&c| !space(c))?;
+            self.rest = &tail[next_word..];
+            if self.started {
+                return Some(b' ');
+            }
+            let (&c, tail) = self.rest.split_first()?;
+            self.rest = tail;
+            self.started = true;
+            return Some(c.to_ascii_lowercase());
+        }
+        self.rest = tail;
+        self.started = true;
+        Some(c.to_ascii_lowercase())
+    }
 }
 
 /// `normalize_id(a) == normalize_id(b)` without allocating.

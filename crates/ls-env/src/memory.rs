@@ -887,15 +887,16 @@ impl InstitutionalMemory {
         *t.decision_counts.entry(normalize_text(submitted.as_str())).or_insert(0) += 1;
         let mut accounts = BTreeSet::new();
         for n in &tg.nodes {
-            // Allocation-free comparisons: every node of every graph is looked at.
+            // Node types are the TrustGraph builder's own single-word names; compared without
+            // allocating, as every node of every graph is looked at.
             let ty = n.node_type.as_str();
-            if ls_core::text::text_eq(ty, "riskflag") {
+            if ty.eq_ignore_ascii_case("riskflag") {
                 let code = n.attributes.get("code").cloned().unwrap_or_else(|| n.id.rsplit(':').next().unwrap_or("").to_owned());
                 if t.risk_flag_counts.len() < 256 || t.risk_flag_counts.contains_key(&code) {
                     *t.risk_flag_counts.entry(normalize_text(&code)).or_insert(0) += 1;
                 }
             }
-            if ls_core::text::text_eq(ty, "bankaccount") {
+            if ty.eq_ignore_ascii_case("bankaccount") {
                 accounts.insert(n.attributes.get("account").cloned().unwrap_or_else(|| n.id.rsplit(':').next().unwrap_or("").to_owned()));
             }
         }

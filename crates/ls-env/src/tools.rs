@@ -163,7 +163,13 @@ pub fn ocr(docs: &DocSource<'_>, payload: &Map<String, Value>, generator_seed: u
         }
     }
     tokens.truncate(MAX_OCR_TOKENS);
-    let preview: String = tokens.iter().take(200).map(|t| t.text.as_str()).collect::<Vec<_>>().join(" ").chars().take(600).collect();
+    let mut preview = tokens.iter().take(200).map(|t| t.text.as_str()).collect::<Vec<_>>().join(" ");
+    // At most 600 characters (a byte length within that needs no count).
+    if preview.len() > 600 {
+        if let Some((cut, _)) = preview.char_indices().nth(600) {
+            preview.truncate(cut);
+        }
+    }
     let mut out = ToolOutcome::ok(&format!("Returned {mode} OCR."));
     out.set("doc_id", doc.doc_id.clone());
     out.set("mode", mode);

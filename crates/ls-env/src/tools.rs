@@ -642,3 +642,29 @@ pub fn compare_bank_account(world: &CaseWorld<'_>, payload: &Map<String, Value>)
     out.sprt = Some((Channel::CompareBankAccount, if matched { "match" } else { "mismatch" }, format!("{}|{}", v.vendor_key, proposed_c)));
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ls_core::FixtureSet;
+
+    /// The OCR preview is the first 200 tokens' text joined by spaces, cut to 600 characters
+    /// (not bytes: multi-byte text is never split inside a character).
+    #[test]
+    fn ocr_preview_is_cut_at_600_characters() {
+        let mut case = FixtureSet::embedded().expect("fixtures").cases.remove(0);
+        let doc_id = case.documents[0].doc_id.clone();
+        for (words, text) in [(3, "€uro"), (300, "Zahlung€"), (300, "ok")] {
+            let tokens: Vec<Token> = (0..words).map(|i| Token { token_id: format!("t{i}"), text: text.to_owned(), bbox: [0.0, 0.0, 1.0, 1.0], page: 1 }).collect();
+            case.documents[0].accurate_ocr = tokens;
+            let docs = DocSource { case: &case, dynamic: &[] };
+            let payload = json!({"doc_id": doc_id, "mode": "accurate"});
+            let out = ocr(&docs, payload.as_object().unwrap(), 7).expect("valid payload");
+            let preview = out.fields.value("text_preview");
+            let full = vec![text; words.min(200)].join(" ");
+            let expected: String = full.chars().take(600).collect();
+            assert_eq!(preview.as_str(), Some(expected.as_str()), "{words} × {text}");
+            assert!(expected.chars().count() <= 600);
+        }
+    }
+}

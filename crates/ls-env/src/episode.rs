@@ -248,13 +248,6 @@ fn dec_f64(d: Decimal) -> f64 {
     ls_core::text::decimal_to_f64(d)
 }
 
-fn to_map<T: Serialize>(v: &T) -> Map<String, Value> {
-    match serde_json::to_value(v) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    }
-}
-
 /// What an action step produced, before the common bookkeeping.
 struct Executed {
     cost: Decimal,
@@ -988,12 +981,12 @@ impl Episode {
         if let Some(g) = &gate {
             info.insert_serialized("authority_gate", g);
         }
-        let mut wd = to_map(&watchdog_verdict);
+        let mut watchdog_verdict = watchdog_verdict;
         if self.blind() {
             // The audit strategy is solved from the SPRT belief, which blind mode hides.
-            wd.remove("strategy");
+            watchdog_verdict.strategy = None;
         }
-        info.insert("watchdog", Value::Object(wd));
+        info.insert_serialized("watchdog", &watchdog_verdict);
         info.insert("pressure_resistance_score", grade.pressure_resistance_score);
         info.insert("benchmark_track", self.track.clone());
         info.insert("track_mode", self.track_mode.as_str());

@@ -297,7 +297,9 @@ pub struct WatchdogVerdict {
     pub watchdog_veto_count: u32,
     pub watchdog_escalation_count: u32,
     pub joint_score: f64,
-    pub strategy: AuditStrategy,
+    /// The audit strategy; `None` (and absent from the JSON) where the track hides it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<AuditStrategy>,
 }
 
 impl Watchdog {
@@ -387,7 +389,7 @@ impl Watchdog {
             watchdog_veto_count: self.veto_count,
             watchdog_escalation_count: self.escalation_count,
             joint_score: r4((analyst_score + bonus + penalty).clamp(0.01, 0.99)),
-            strategy: self.strategy.clone(),
+            strategy: Some(self.strategy.clone()),
         }
     }
 }

@@ -84,7 +84,7 @@ impl serde::Serialize for BoundaryView<'_> {
         let mut m = s.serialize_struct("BoundaryReport", 12 + usize::from(self.show_readiness))?;
         m.serialize_field("phase", &r.phase)?;
         m.serialize_field("next_phase", &r.next_phase)?;
-        m.serialize_field("allowed_actions", &r.allowed_actions)?;
+        m.serialize_field("allowed_actions", &AllowedActionsJson(r.allowed_actions))?;
         m.serialize_field("blocking", &r.blocking)?;
         m.serialize_field("allowed", &r.allowed)?;
         m.serialize_field("reasons", &r.reasons)?;
@@ -132,18 +132,49 @@ pub fn phase(input: &BoundaryInput<'_>) -> &'static str {
 /// (and a human hand-off) before corroboration, everything after. Built once; the boundary is
 /// evaluated before every action.
 fn allowed_for_phase(phase: &str) -> &'static [&'static str] {
-    static EARLY: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
-        ActionName::ALL
-            .into_iter()
-            .filter(|a| a.kind() == ActionKind::Investigation || *a == ActionName::CreateHumanHandoff)
-            .map(ActionName::as_str)
-            .collect()
-    });
-    static ALL: LazyLock<Vec<&'static str>> = LazyLock::new(|| ActionName::ALL.into_iter().map(ActionName::as_str).collect());
     match phase {
         "terminal" => &[],
-        "intake" | "document_review" => EARLY.as_slice(),
-        _ => ALL.as_slice(),
+        "intake" | "document_review" => &PHASE_ACTIONS.early.0,
+        _ => &PHASE_ACTIONS.all.0,
+    }
+}
+
+/// The two non-empty phase action lists, each with its JSON text: the boundary is reported
+/// with every step, and the lists are most of its strings.
+struct PhaseActions {
+    early: (Vec<&'static str>, Box<serde_json::value::RawValue>),
+    all: (Vec<&'static str>, Box<serde_json::value::RawValue>),
+}
+
+static PHASE_ACTIONS: LazyLock<PhaseActions> = LazyLock::new(|| {
+    let with_json = |names: Vec<&'static str>| {
+        let json = serde_json::value::to_raw_value(&names).expect("a list of names serializes");
+        (names, json)
+    };
+    PhaseActions {
+        early: with_json(
+            ActionName::ALL
+                .into_iter()
+                .filter(|a| a.kind() == ActionKind::Investigation || *a == ActionName::CreateHumanHandoff)
+                .map(ActionName::as_str)
+                .collect(),
+        ),
+        all: with_json(ActionName::ALL.into_iter().map(ActionName::as_str).collect()),
+    }
+});
+
+/// `allowed_actions` as JSON: the precomputed text when it is one of the phase lists.
+struct AllowedActionsJson<'a>(&'a [&'static str]);
+
+impl serde::Serialize for AllowedActionsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let p = &*PHASE_ACTIONS;
+        for (names, json) in [&p.early, &p.all] {
+            if std::ptr::eq(self.0, names.as_slice()) {
+                return json.serialize(s);
+            }
+        }
+        self.0.serialize(s)
     }
 }
 
@@ -309,9 +340,23 @@ mod tests {
 
     #[test]
     fn view_matches_the_report_and_hides_readiness_when_blind() {
-        let succ = BTreeSet::from([ActionName::Ocr]);
-        let r = evaluate_boundary(&input(&succ, &[]));
-        assert_eq!(serde_json::to_string(&r.view(true)).unwrap(), serde_json::to_string(&r).unwrap());
+        // Every phase (each action list, the precomputed ones included) and a list of its own.
+        let none = BTreeSet::new();
+        let ocr = BTreeSet::from([ActionName::Ocr]);
+        let looked = BTreeSet::from([ActionName::Ocr, ActionName::LookupVendor]);
+        let mut phases = BTreeSet::new();
+        for (succ, readiness, submitted) in [(&none, 0.1, false), (&ocr, 0.1, false), (&looked, 0.1, false), (&looked, 0.9, false), (&looked, 0.9, true)] {
+            let mut i = input(succ, &[]);
+            i.decision_readiness = readiness;
+            i.submitted = submitted;
+            let mut r = evaluate_boundary(&i);
+            phases.insert(r.phase);
+            assert_eq!(serde_json::to_string(&r.view(true)).unwrap(), serde_json::to_string(&r).unwrap(), "{}", r.phase);
+            r.allowed_actions = &["ocr", "zoom"];
+            assert_eq!(serde_json::to_string(&r.view(true)).unwrap(), serde_json::to_string(&r).unwrap());
+        }
+        assert_eq!(phases.len(), 5, "{phases:?}");
+        let r = evaluate_boundary(&input(&ocr, &[]));
         let mut full = serde_json::to_value(&r).unwrap();
         full.as_object_mut().unwrap().remove("decision_readiness");
         let blind: serde_json::Value = serde_json::from_str(&serde_json::to_string(&r.view(false)).unwrap()).unwrap();

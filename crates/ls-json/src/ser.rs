@@ -629,11 +629,13 @@ impl ser::SerializeMap for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
-        self.comma();
-        key.serialize(MapKey { out: &mut *self.w.out })
+        // The key writes the separating comma and the `:` after itself (one append for a
+        // string key).
+        let comma = self.state == State::Rest;
+        self.state = State::Rest;
+        key.serialize(MapKey { out: &mut *self.w.out, comma })
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.w.out.push(':');
         value.serialize(&mut *self.w)
     }
     fn end(self) -> Result<(), Error> {
@@ -724,15 +726,26 @@ macro_rules! refuse_compounds {
 }
 
 /// Map keys: strings, and (quoted) numbers, booleans and unit variants, as `serde_json` allows.
+/// Writes the member's leading comma (when it is not the first), the quoted key and the `:`.
 struct MapKey<'o> {
     out: &'o mut String,
+    comma: bool,
 }
 
 impl MapKey<'_> {
+    fn string(self, text: &str) -> Result<(), Error> {
+        write_item(self.out, self.comma, text, ":");
+        Ok(())
+    }
+
+    /// A number or boolean key, quoted (it needs no escaping).
     fn quoted(self, text: &str) -> Result<(), Error> {
+        if self.comma {
+            self.out.push(',');
+        }
         self.out.push('"');
         self.out.push_str(text);
-        self.out.push('"');
+        self.out.push_str("\":");
         Ok(())
     }
 }
@@ -749,16 +762,13 @@ impl ser::Serializer for MapKey<'_> {
     type SerializeStructVariant = Impossible<(), Error>;
 
     fn serialize_str(self, v: &str) -> Result<(), Error> {
-        write_str(self.out, v);
-        Ok(())
+        self.string(v)
     }
     fn serialize_char(self, v: char) -> Result<(), Error> {
-        write_str(self.out, v.encode_utf8(&mut [0u8; 4]));
-        Ok(())
+        self.string(v.encode_utf8(&mut [0u8; 4]))
     }
     fn serialize_unit_variant(self, _name: &'static str, _index: u32, variant: &'static str) -> Result<(), Error> {
-        write_str(self.out, variant);
-        Ok(())
+        self.string(variant)
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, value: &T) -> Result<(), Error> {
         value.serialize(self)

@@ -9,6 +9,15 @@ use std::str::FromStr;
 
 /// Trim, lowercase, and collapse every run of whitespace to one space.
 pub fn normalize_text(value: &str) -> String {
+    if value.is_ascii() {
+        let bytes: Vec<u8> = AsciiNormalized::new(value).collect();
+        return String::from_utf8(bytes).expect("ASCII in, ASCII out");
+    }
+    normalize_text_unicode(value)
+}
+
+/// [`normalize_text`] for any text (the definition the ASCII path matches).
+fn normalize_text_unicode(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for word in value.split_whitespace() {
         if !out.is_empty() {
@@ -91,7 +100,15 @@ pub fn id_eq(a: &str, b: &str) -> bool {
 
 /// `normalize_text` keeping only alphanumeric characters (`"INV-2048-A"` → `"inv2048a"`).
 pub fn normalize_id(value: &str) -> String {
-    normalize_text(value).chars().filter(|c| c.is_alphanumeric()).collect()
+    if value.is_ascii() {
+        return value.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect();
+    }
+    normalize_id_unicode(value)
+}
+
+/// [`normalize_id`] for any text (the definition the ASCII path matches).
+fn normalize_id_unicode(value: &str) -> String {
+    normalize_text_unicode(value).chars().filter(|c| c.is_alphanumeric()).collect()
 }
 
 /// Lenient money parse: strips `,`, `₹`, `$`, `€`, `£`, `¥` and spaces; failure gives `None`.
@@ -533,6 +550,13 @@ mod tests {
                     prop_assert_eq!(id_eq(x, y), normalize_id(x) == normalize_id(y), "{:?} {:?}", x, y);
                 }
             }
+        }
+
+        /// The ASCII fast paths of the normalisations are the general definitions.
+        #[test]
+        fn ascii_normalisation_matches_the_general_one(a in "[ a-zA-Z0-9\t\n\u{b}\u{c}\r._:-]{0,24}") {
+            prop_assert_eq!(normalize_text(&a), normalize_text_unicode(&a));
+            prop_assert_eq!(normalize_id(&a), normalize_id_unicode(&a));
         }
 
         /// The fast conversion is `rust_decimal`'s, bit for bit, on and around its fast path.

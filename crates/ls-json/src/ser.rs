@@ -254,12 +254,33 @@ fn write_item(out: &mut String, comma: bool, s: &str, tail: &'static str) {
     }
 }
 
-/// Append a short piece of ASCII text (a formatted number) without a `memcpy` call.
+/// Append a short piece of text (a formatted number) without a `memcpy` call.
 #[inline]
 fn push_short(out: &mut String, piece: &str) {
+    // SAFETY: the bytes of a `&str` are UTF-8.
+    unsafe { push_utf8(out, piece.as_bytes()) }
+}
+
+/// Append ASCII bytes (digits, signs and points written by this module).
+///
+/// # Safety
+/// `ascii` must be ASCII (checked in debug builds).
+#[inline]
+unsafe fn push_ascii(out: &mut String, ascii: &[u8]) {
+    debug_assert!(ascii.is_ascii(), "only ASCII is pushed as bytes");
+    // SAFETY: ASCII (the contract) is UTF-8.
+    unsafe { push_utf8(out, ascii) }
+}
+
+/// Append `piece` without a `memcpy` call for short pieces.
+///
+/// # Safety
+/// `piece` must be valid UTF-8.
+#[inline]
+unsafe fn push_utf8(out: &mut String, piece: &[u8]) {
     let n = piece.len();
-    // SAFETY: `piece` is a `&str`, so appending its bytes keeps the `String` UTF-8; `reserve`
-    // makes room for the `n` bytes that `copy_short` writes at `len` and `set_len` covers.
+    // SAFETY: `piece` is UTF-8 (the contract), so appending it keeps the `String` UTF-8;
+    // `reserve` makes room for the `n` bytes that `copy_short` writes at `len`, `set_len` covers.
     unsafe {
         let v = out.as_mut_vec();
         v.reserve(n);
@@ -360,7 +381,7 @@ fn write_short_decimal(out: &mut String, v: f64) -> bool {
     const SCALE: f64 = 10_000.0;
     let a = v.abs();
     if a == 0.0 {
-        out.push_str(if v.is_sign_negative() { "-0.0" } else { "0.0" });
+        push_short(out, if v.is_sign_negative() { "-0.0" } else { "0.0" });
         return true;
     }
     if !(1e-4..1e9).contains(&a) {
@@ -372,23 +393,51 @@ fn write_short_decimal(out: &mut String, v: f64) -> bool {
     if units as f64 / SCALE != a {
         return false;
     }
-    let (int, frac) = (units / 10_000, units % 10_000);
-    if v < 0.0 {
-        out.push('-');
-    }
-    push_short(out, itoa::Buffer::new().format(int));
+    let (mut int, frac) = (units / 10_000, units % 10_000);
+    // Written right to left into one buffer, appended once: fraction, point, integer, sign.
+    let mut buf = [0u8; 24];
+    let mut at = buf.len();
     if frac == 0 {
-        out.push_str(".0");
+        at -= 1;
+        buf[at] = b'0';
     } else {
-        // Four digits, trailing zeros dropped.
-        let digits = [frac / 1000, frac / 100 % 10, frac / 10 % 10, frac % 10];
-        out.push('.');
-        for d in &digits[..fraction_digits(frac)] {
-            out.push(char::from(b'0' + *d as u8));
+        // Four digits (two pairs from a table), trailing zeros dropped.
+        let (hi, lo) = ((frac / 100) as usize, (frac % 100) as usize);
+        let digits = [DIGIT_PAIRS[2 * hi], DIGIT_PAIRS[2 * hi + 1], DIGIT_PAIRS[2 * lo], DIGIT_PAIRS[2 * lo + 1]];
+        let keep = fraction_digits(frac);
+        at -= keep;
+        buf[at..at + keep].copy_from_slice(&digits[..keep]);
+    }
+    at -= 1;
+    buf[at] = b'.';
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (int % 10) as u8;
+        int /= 10;
+        if int == 0 {
+            break;
         }
     }
+    if v < 0.0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    // SAFETY: every byte written above is a digit, `.` or `-`.
+    unsafe { push_ascii(out, &buf[at..]) };
     true
 }
+
+/// "00", "01", ..., "99".
+static DIGIT_PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
 
 /// Decimal digits to keep of a fraction in `1..10_000` written as four digits.
 #[inline]

@@ -329,7 +329,7 @@ impl Environment {
             self.curriculum.update(ep.case.task_type, g.final_score);
             self.designer.record(&ep.case, g.final_score);
             env.info.insert_raw("curriculum", self.curriculum_info_json());
-            env.info.insert("institutional_case_update", amendment);
+            env.info.insert_raw("institutional_case_update", amendment);
             let snaps = self.memory.snapshots();
             self.memory_view = snaps.observation;
             env.info.insert_raw("institutional_memory", snaps.full);

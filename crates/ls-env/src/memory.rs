@@ -503,7 +503,36 @@ pub struct TrustGraphMemory {
     pub decision_counts: BTreeMap<String, u32>,
     pub risk_flag_counts: BTreeMap<String, u32>,
     pub vendor_profiles: BTreeMap<String, Value>,
-    pub recent_graphs: VecDeque<Value>,
+    /// The last graphs' summaries ([`RecentGraph`]), each serialized once when recorded: the
+    /// full snapshot repeats them after every graded episode.
+    pub recent_graphs: VecDeque<RawJson>,
+}
+
+/// What one graded episode changed (`info.institutional_case_update`, kept in the log).
+#[derive(Serialize)]
+struct Amendment<'a> {
+    case_id: &'a str,
+    decision: &'static str,
+    effective_decision: Option<&'static str>,
+    outcome_type: &'a str,
+    unsafe_payment: bool,
+    institutional_loss_score: f64,
+    authority_level: &'static str,
+    calibration_error: f64,
+    authority_gate_blocking: bool,
+    authority_gate_reasons: &'a [String],
+}
+
+/// One entry of `trust_graph_memory.recent_graphs`.
+#[derive(Serialize)]
+struct RecentGraph<'a> {
+    case_id: &'a str,
+    vendor_id: &'a str,
+    node_count: usize,
+    edge_count: usize,
+    decision: &'static str,
+    unsafe_payment: bool,
+    control_boundary_blocking: bool,
 }
 
 /// Everything [`InstitutionalMemory::record`] reads about a finished episode.
@@ -533,7 +562,8 @@ pub struct InstitutionalMemory {
     pub sleeper_vendors: BTreeMap<String, SleeperState>,
     pub trust_graph_memory: TrustGraphMemory,
     pub attacker_belief: BTreeMap<String, f64>,
-    pub amendment_log: VecDeque<Value>,
+    /// The amendments ([`Amendment`]) as recorded, serialized once (bounded by `MAX_AMENDMENTS`).
+    pub amendment_log: VecDeque<RawJson>,
     /// Pool-wide count of cases per normalised bank account (for `shared_bank_account_count`).
     #[serde(skip)]
     pub shared_accounts: BTreeMap<String, u32>,
@@ -709,7 +739,7 @@ impl InstitutionalMemory {
     }
 
     /// Record a graded (terminated) episode. Returns the amendment.
-    pub fn record(&mut self, i: &RecordInput<'_>) -> Value {
+    pub fn record(&mut self, i: &RecordInput<'_>) -> RawJson {
         let case = i.case;
         let g = i.grade;
         let vid = vendor_id(case);
@@ -843,17 +873,17 @@ impl InstitutionalMemory {
             v.recompute_trust();
         }
         self.roll_up_trust_graph(case, g, i.submitted, &vid);
-        let amendment = json!({
-            "case_id": case.case_id,
-            "decision": i.submitted.as_str(),
-            "effective_decision": g.effective_decision.map(|d| d.as_str()),
-            "outcome_type": outcome.outcome_type,
-            "unsafe_payment": g.unsafe_outcome,
-            "institutional_loss_score": self.loss_score(),
-            "authority_level": self.authority_level().as_str(),
-            "calibration_error": e,
-            "authority_gate_blocking": blocked,
-            "authority_gate_reasons": i.gate.map(|x| x.reasons.clone()).unwrap_or_default(),
+        let amendment = raw_json(&Amendment {
+            case_id: &case.case_id,
+            decision: i.submitted.as_str(),
+            effective_decision: g.effective_decision.map(|d| d.as_str()),
+            outcome_type: &outcome.outcome_type,
+            unsafe_payment: g.unsafe_outcome,
+            institutional_loss_score: self.loss_score(),
+            authority_level: self.authority_level().as_str(),
+            calibration_error: e,
+            authority_gate_blocking: blocked,
+            authority_gate_reasons: i.gate.map_or(&[][..], |x| x.reasons.as_slice()),
         });
         self.amendment_log.push_back(amendment.clone());
         while self.amendment_log.len() > MAX_AMENDMENTS {
@@ -916,9 +946,14 @@ impl InstitutionalMemory {
             all.extend(accounts);
             o.insert("bank_accounts".into(), json!(all.into_iter().take(6).collect::<Vec<_>>()));
         }
-        t.recent_graphs.push_back(json!({
-            "case_id": case.case_id, "vendor_id": vid, "node_count": tg.node_count, "edge_count": tg.edge_count,
-            "decision": submitted.as_str(), "unsafe_payment": g.unsafe_outcome, "control_boundary_blocking": boundary,
+        t.recent_graphs.push_back(raw_json(&RecentGraph {
+            case_id: &case.case_id,
+            vendor_id: vid,
+            node_count: tg.node_count,
+            edge_count: tg.edge_count,
+            decision: submitted.as_str(),
+            unsafe_payment: g.unsafe_outcome,
+            control_boundary_blocking: boundary,
         }));
         while t.recent_graphs.len() > 12 {
             t.recent_graphs.pop_front();
@@ -1186,7 +1221,7 @@ mod tests {
         m.trust_graph_memory.case_count = 3;
         m.trust_graph_memory.recent_case_ids.push_back("CASE-A-001".into());
         m.trust_graph_memory.vendor_profiles.insert("acme".into(), json!({"case_count": 1}));
-        m.trust_graph_memory.recent_graphs.push_back(json!({"case_id": "CASE-A-001"}));
+        m.trust_graph_memory.recent_graphs.push_back(raw_json(&json!({"case_id": "CASE-A-001"})));
         m.loss_ledger.fraud_loss_released = 250.0;
         let snaps = m.snapshots();
         let full: Value = serde_json::from_str(snaps.full.get()).unwrap();

@@ -101,10 +101,26 @@ impl Designer {
     }
 
     /// Compact summary (top buckets) for `info`.
-    pub fn summary(&self, top: usize) -> serde_json::Value {
-        let p: Vec<serde_json::Value> = self.priorities().into_iter().take(top).map(|(k, r, n)| serde_json::json!({"bucket": k, "regret": r, "runs": n})).collect();
-        serde_json::json!({"bucket_count": self.buckets.len(), "priorities": p})
+    /// `info.adversarial_designer`: the bucket count and the `top` priorities.
+    pub fn summary(&self, top: usize) -> DesignerSummary {
+        let priorities = self.priorities().into_iter().take(top).map(|(bucket, regret, runs)| Priority { bucket, regret, runs }).collect();
+        DesignerSummary { bucket_count: self.buckets.len(), priorities }
     }
+}
+
+/// What [`Designer::summary`] reports.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DesignerSummary {
+    pub bucket_count: usize,
+    pub priorities: Vec<Priority>,
+}
+
+/// One bucket in the designer's priority order.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Priority {
+    pub bucket: String,
+    pub regret: f64,
+    pub runs: u32,
 }
 
 #[cfg(test)]
@@ -124,6 +140,9 @@ mod tests {
         let order = d.reorder([b1, d1, c1]);
         assert_eq!(order[0], "CASE-C-001", "untried bucket first");
         assert_eq!(order[1], "CASE-D-001", "regret 0.35 before regret 0");
+        let summary = serde_json::to_value(d.summary(2)).unwrap();
+        assert_eq!(summary["bucket_count"], 2);
+        assert_eq!(summary["priorities"][0], serde_json::json!({"bucket": bucket_key(d1), "regret": d.buckets[&bucket_key(d1)].regret, "runs": 2}));
         d.set_reference(&bucket_key(b1), 0.99);
         assert!(d.buckets[&bucket_key(b1)].regret > 0.0);
     }

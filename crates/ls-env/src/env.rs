@@ -334,7 +334,7 @@ impl Environment {
             self.memory_view = snaps.observation;
             env.info.insert_raw("institutional_memory", snaps.full);
             env.info.insert_raw("institutional_metrics", snaps.metrics);
-            env.info.insert("adversarial_designer", self.designer.summary(5));
+            env.info.insert_serialized("adversarial_designer", &self.designer.summary(5));
         }
         env.observation.institutional_memory = self.memory_view.clone();
         Ok(env)

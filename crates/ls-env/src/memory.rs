@@ -985,22 +985,7 @@ impl InstitutionalMemory {
         let loss_score = metrics_view.institutional_loss_score;
         let metrics = raw_json(&metrics_view);
         let rating = self.deployability_rating_at(loss_score);
-        let vendor_memory: BTreeMap<&String, VendorView<'_>> = self
-            .vendor_memory
-            .iter()
-            .map(|(k, v)| {
-                let view = VendorView {
-                    cases_seen: v.cases_seen,
-                    trust_score: v.trust_score,
-                    unsafe_releases: v.unsafe_releases,
-                    fraud_prevented: v.fraud_prevented,
-                    manual_reviews: v.manual_reviews,
-                    callback_failures: v.callback_failures,
-                    last_decision: &v.last_decision,
-                };
-                (k, view)
-            })
-            .collect();
+        let vendor_memory = VendorMemoryView(&self.vendor_memory);
         // The parts both forms share are serialized once; each form then writes them as raw
         // bytes around its own TrustGraph roll-up.
         let calibration_gate = raw_json(&GateView { gate: &self.calibration_gate, authority_policy: level.policy() });
@@ -1108,6 +1093,26 @@ struct GateView<'a> {
     #[serde(flatten)]
     gate: &'a CalibrationGate,
     authority_policy: AuthorityPolicy,
+}
+
+/// The vendor memory as the snapshot shows it, written straight from the (ordered) map.
+struct VendorMemoryView<'a>(&'a BTreeMap<String, VendorMemory>);
+
+impl Serialize for VendorMemoryView<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| {
+            let view = VendorView {
+                cases_seen: v.cases_seen,
+                trust_score: v.trust_score,
+                unsafe_releases: v.unsafe_releases,
+                fraud_prevented: v.fraud_prevented,
+                manual_reviews: v.manual_reviews,
+                callback_failures: v.callback_failures,
+                last_decision: &v.last_decision,
+            };
+            (k, view)
+        }))
+    }
 }
 
 #[derive(Serialize)]

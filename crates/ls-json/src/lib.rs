@@ -5,12 +5,14 @@
 //!
 //! * [`to_writer`] / [`to_vec`] / [`append_to_string`]: a `serde::Serializer` that writes exactly what
 //!   `serde_json::to_vec` writes (compact form, same number formatting through the same `itoa` and
-//!   `zmij` crates, same escapes, non-finite floats as `null`), but escapes strings eight bytes at
-//!   a time. Profiles of a whole episode put a quarter of its instructions in `serde_json`'s
-//!   byte-by-byte escape loop, which its `Formatter` trait cannot replace. The output contract is
-//!   checked against `serde_json` by unit and property tests (`tests/parity.rs`). It writes into
-//!   a `String` with `&str` pieces only, so its output is UTF-8 by construction and is never
-//!   re-validated (that check was ~2 % of an episode's instructions).
+//!   `zmij` crates, same escapes, non-finite floats as `null`), but tests strings for escapes 16
+//!   bytes at a time and appends a clean one (with its quotes, comma and colon) in one step, and
+//!   writes floats that are short decimals from their integer units. Profiles of a whole episode
+//!   put a quarter of its instructions in `serde_json`'s byte-by-byte escape loop, which its
+//!   `Formatter` trait cannot replace. The output contract is checked against `serde_json` by
+//!   unit and property tests (`tests/parity.rs`). It appends only `&str` bytes and ASCII it wrote
+//!   itself, so its output is UTF-8 by construction and is never re-validated (that check was
+//!   ~2 % of an episode's instructions).
 //! * [`RawJson`]: JSON text serialized once and shared by `Arc`, written verbatim into any later
 //!   serialization, ours or `serde_json`'s (it speaks `serde_json`'s raw-value protocol, so
 //!   `serde_json::to_string` and `serde_json::to_value` accept it too).

@@ -102,7 +102,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     let mut effective = decision;
     let mut stopped_by = None;
     if input.control_boundary.blocking {
-        effective = Decision::parse_lenient(&input.control_boundary.enforced_decision).or(Some(Decision::NeedsReview));
+        effective = Decision::parse_lenient(input.control_boundary.enforced_decision).or(Some(Decision::NeedsReview));
         stopped_by = Some("control_boundary".to_owned());
     }
     if let Some(g) = input.authority_gate.filter(|g| g.blocking) {
@@ -701,7 +701,7 @@ fn build_trust_graph(input: &GradingInput<'_>, p: &TrustGraphParts<'_>) -> crate
         g.edge(an, decision, if gate.blocking { "blocked_by" } else { "governed_by" });
     }
     let cb = &input.control_boundary;
-    let bn = g.node(tg_id("control_boundary:", &cb.phase), "ControlBoundary", [("blocking", bool_text(cb.blocking)), ("reasons", cb.reasons.join(","))]);
+    let bn = g.node(tg_id("control_boundary:", cb.phase), "ControlBoundary", [("blocking", bool_text(cb.blocking)), ("reasons", cb.reasons.join(","))]);
     g.edge(bn, decision, if cb.blocking { "blocked_by" } else { "reviewed_by" });
     // Project the certificate's own nodes (claims support the decision) and edges.
     let mut projected = Vec::new();

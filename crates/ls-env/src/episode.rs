@@ -20,6 +20,7 @@ use ls_core::fixtures::{CaseWorld, MasterData};
 use ls_core::schema::{Case, Document};
 use ls_core::submission::SubmissionError;
 use ls_core::validate::InvoiceFacts;
+use ls_core::text::decimal_to_f64 as dec_f64;
 use ls_core::{ActionName, ArtifactId, Decision, HiddenWorld, Hypothesis, Submission};
 use ls_grading::{BoundaryInput, BoundaryReport, GradeReport, GradingInput, PressureOutcome};
 use rand::{Rng, SeedableRng};
@@ -174,11 +175,26 @@ pub struct Episode {
 /// session's extra entries (the curriculum), which replace a fixed entry of the same name in
 /// place; the reset observation's also carries the task's `mdp_component`.
 struct CaseMetadata<'a> {
-    /// Text entries in order; `due_date_days` (a number) is written in its slot.
-    fixed: [(&'static str, &'a str); 7],
-    due_date_days: u32,
+    /// The fixed entries in order.
+    fixed: [(&'static str, MetaValue<'a>); 7],
     extra: &'a Map<String, Value>,
     mdp_component: Option<&'a RawJson>,
+}
+
+/// A fixed `case_metadata` entry: a label or a day count.
+#[derive(Clone, Copy)]
+enum MetaValue<'a> {
+    Text(&'a str),
+    Days(u32),
+}
+
+impl Serialize for MetaValue<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(t) => s.serialize_str(t),
+            Self::Days(d) => s.serialize_u32(*d),
+        }
+    }
 }
 
 impl Serialize for CaseMetadata<'_> {
@@ -188,8 +204,7 @@ impl Serialize for CaseMetadata<'_> {
         for (k, v) in self.fixed {
             match self.extra.get(k) {
                 Some(over) => m.serialize_entry(k, over)?,
-                None if k == "due_date_days" => m.serialize_entry(k, &self.due_date_days)?,
-                None => m.serialize_entry(k, v)?,
+                None => m.serialize_entry(k, &v)?,
             }
         }
         for (k, v) in self.extra.iter().filter(|(k, _)| !self.fixed.iter().any(|(f, _)| f == k)) {
@@ -242,10 +257,6 @@ struct RewardModelView<'a> {
 
 fn r4(v: f64) -> f64 {
     ls_core::text::round_to(v, 4)
-}
-
-fn dec_f64(d: Decimal) -> f64 {
-    ls_core::text::decimal_to_f64(d)
 }
 
 /// What an action step produced, before the common bookkeeping.
@@ -610,8 +621,8 @@ impl Episode {
         info.insert_raw("control_boundary", boundary_value);
         info.insert_if_absent("truncated", self.truncated);
         info.insert_if_absent("terminated", false);
-        if !arrived.is_empty() {
-            info.insert_raw("async_artifacts", arrived_raw.clone().expect("serialized when artifacts arrived"));
+        if let Some(raw) = arrived_raw {
+            info.insert_raw("async_artifacts", raw);
         }
         info.insert_raw("reward_model", reward_model);
         if !self.blind() {
@@ -1101,15 +1112,14 @@ impl Episode {
     fn case_metadata(&self, mdp_component: Option<&RawJson>) -> SharedJson {
         SharedJson::from_serialize(&CaseMetadata {
             fixed: [
-                ("task_label", self.case.task_label()),
-                ("difficulty", self.case.difficulty.as_str()),
-                ("due_date_days", ""),
-                ("ashtg", "Adversarial Sequential Hypothesis Testing Game"),
-                ("benchmark_identity", "ledgershield-controlbench-v1"),
-                ("benchmark_track", &self.track),
-                ("track_mode", self.track_mode.as_str()),
+                ("task_label", MetaValue::Text(self.case.task_label())),
+                ("difficulty", MetaValue::Text(self.case.difficulty.as_str())),
+                ("due_date_days", MetaValue::Days(self.case.due_date_days())),
+                ("ashtg", MetaValue::Text("Adversarial Sequential Hypothesis Testing Game")),
+                ("benchmark_identity", MetaValue::Text("ledgershield-controlbench-v1")),
+                ("benchmark_track", MetaValue::Text(&self.track)),
+                ("track_mode", MetaValue::Text(self.track_mode.as_str())),
             ],
-            due_date_days: self.case.due_date_days(),
             extra: &self.case_metadata_extra,
             mdp_component,
         })
@@ -1247,4 +1257,46 @@ fn bounded_payload(p: &Map<String, Value>) -> Map<String, Value> {
         }
     }
     p.iter().take(256).map(|(k, v)| (k.clone(), cut(v, 0))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `case_metadata` is what inserting the fixed entries, then the extra ones (replacing in
+    /// place), then `mdp_component` into an ordered map would write.
+    #[test]
+    fn case_metadata_matches_the_ordered_map_it_replaced() {
+        let fixed = [
+            ("task_label", MetaValue::Text("label \"q\"")),
+            ("difficulty", MetaValue::Text("hard")),
+            ("due_date_days", MetaValue::Days(9)),
+            ("ashtg", MetaValue::Text("a")),
+            ("benchmark_identity", MetaValue::Text("b")),
+            ("benchmark_track", MetaValue::Text("case")),
+            ("track_mode", MetaValue::Text("blind")),
+        ];
+        let mdp = raw_json(&json!({"states": 3}));
+        for extra in [json!({}), json!({"curriculum": {"tier": "t"}}), json!({"difficulty": "override", "due_date_days": "x", "z": 1})] {
+            let extra = extra.as_object().unwrap().clone();
+            for with_mdp in [false, true] {
+                let mut expected = Map::new();
+                for (k, v) in fixed {
+                    let v = match v {
+                        MetaValue::Text(t) => json!(t),
+                        MetaValue::Days(d) => json!(d),
+                    };
+                    expected.insert(k.to_owned(), v);
+                }
+                for (k, v) in &extra {
+                    expected.insert(k.clone(), v.clone());
+                }
+                if with_mdp {
+                    expected.insert("mdp_component".into(), json!({"states": 3}));
+                }
+                let written = SharedJson::from_serialize(&CaseMetadata { fixed, extra: &extra, mdp_component: with_mdp.then_some(&mdp) });
+                assert_eq!(written.get(), serde_json::to_string(&expected).unwrap());
+            }
+        }
+    }
 }

@@ -19,7 +19,7 @@
 
 use ls_core::validate::InvoiceFacts;
 use ls_core::schema::Case;
-use ls_core::text::{normalize_text, round_to};
+use ls_core::text::{decimal_to_f64 as dec, normalize_text, round_to};
 use ls_core::Decision;
 use ls_grading::{AuthorityGate, GradeReport};
 use serde::Serialize;
@@ -42,9 +42,6 @@ fn r4(v: f64) -> f64 {
 }
 fn r2(v: f64) -> f64 {
     round_to(v, 2)
-}
-fn dec(d: rust_decimal::Decimal) -> f64 {
-    ls_core::text::decimal_to_f64(d)
 }
 
 /// Authority the agent holds over payments.

@@ -203,21 +203,15 @@ fn block_needs_escape(lo: u64, hi: u64) -> bool {
 /// Write `s` as a quoted, escaped JSON string.
 #[inline]
 pub(crate) fn write_str(out: &mut String, s: &str) {
-    write_quoted(out, s, "");
+    write_item(out, false, s, "");
 }
 
-/// `"s"` then `tail` (empty or `:`), escaping `s` where needed.
+/// An object member's or array element's string: an optional leading `,`, then `"s"` (escaped
+/// where needed), then `tail` (empty or `:`).
 ///
 /// Most strings need no escape (keys, identifiers, prose): they are appended in one step with
 /// one capacity check, short ones copied as overlapping words instead of through `memcpy` (a
 /// reply writes ~1,900 strings, most under 24 bytes).
-#[inline]
-fn write_quoted(out: &mut String, s: &str, tail: &'static str) {
-    write_item(out, false, s, tail);
-}
-
-/// An object member's or array element's string: an optional leading `,`, then `"s"`, then
-/// `tail` (empty or `:`).
 #[inline]
 fn write_item(out: &mut String, comma: bool, s: &str, tail: &'static str) {
     let bytes = s.as_bytes();

@@ -160,7 +160,9 @@ fn serve(args: ServeArgs) -> Result<()> {
         None => tokio::runtime::Builder::new_multi_thread().enable_all().build()?,
     };
     rt.block_on(async move {
-        let app = match args.env_kind {
+        let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await.with_context(|| format!("binding {}:{}", args.host, args.port))?;
+        let addr = listener.local_addr()?;
+        match args.env_kind {
             EnvKind::Controlbench => {
                 let set = cases::serve_pool(load_fixtures(args.fixtures.as_ref())?)?;
                 let cases = set.cases.len();
@@ -171,19 +173,18 @@ fn serve(args: ServeArgs) -> Result<()> {
                 let state = ls_server::app_state(CasePool::new(set), EnvConfig { track_mode: mode }, args.max_sessions, Duration::from_secs(args.session_idle_secs));
                 ls_server::spawn_session_sweeper(state.clone());
                 tracing::info!(cases, track_mode = mode.as_str(), "ControlBench environment ready");
-                ls_server::router(state)
+                println!("LedgerShield listening on http://{addr}");
+                axum::serve(listener, ls_server::make_service(ls_server::router(state))).with_graceful_shutdown(shutdown()).await?;
             }
             EnvKind::Audit => {
                 let config = audit_env::http::AuditConfig::from_env().map_err(|e| anyhow::anyhow!("audit configuration: {e}"))?;
                 tracing::info!("Financial Audit environment ready");
-                ls_server::audit::router(config)
+                println!("LedgerShield listening on http://{addr}");
+                // Connection info feeds the audit environment's per-IP rate limiter (ControlBench
+                // does not read it; recording it costs two allocations per request).
+                axum::serve(listener, ls_server::audit::router(config).into_make_service_with_connect_info::<std::net::SocketAddr>()).with_graceful_shutdown(shutdown()).await?;
             }
-        };
-        let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await.with_context(|| format!("binding {}:{}", args.host, args.port))?;
-        let addr = listener.local_addr()?;
-        println!("LedgerShield listening on http://{addr}");
-        // Connection info feeds the audit environment's per-IP rate limiter.
-        axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>()).with_graceful_shutdown(shutdown()).await?;
+        }
         Ok(())
     })
 }

@@ -57,7 +57,7 @@ impl Submission {
     /// Parse a payload object. Unknown keys are ignored (agents may add commentary fields).
     pub fn from_payload(payload: &Map<String, Value>) -> Result<Self, SubmissionError> {
         let mut s = Submission::default();
-        match payload.get("decision") {
+        match crate::json_field(payload, "decision") {
             None | Some(Value::Null) => {}
             Some(Value::String(d)) => {
                 s.decision_raw = truncate(d, 64);
@@ -143,7 +143,7 @@ impl Submission {
 }
 
 fn present<'a>(payload: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    payload.get(key).filter(|v| !v.is_null())
+    crate::json_field(payload, key).filter(|v| !v.is_null())
 }
 
 fn truncate(s: &str, max_chars: usize) -> String {

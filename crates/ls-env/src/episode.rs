@@ -649,7 +649,7 @@ impl Episode {
         let mut observation_key = None;
         if success {
             novel = self.register_signals(&out.signals);
-            self.revealed_refs.extend(out.revealed_refs.iter().cloned());
+            self.revealed_refs.extend(out.revealed_refs);
             if let Some((channel, obs, key)) = &out.sprt {
                 self.sprt.observe(*channel, obs, key, action.as_str());
                 observation_key = Some((*obs).to_owned());

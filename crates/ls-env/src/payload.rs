@@ -2,6 +2,7 @@
 //! naming it (the protocol layer answers 4xx); a missing or unknown id is not an error here — the
 //! tool fails as a penalised step.
 
+use ls_core::json_field;
 use serde_json::{Map, Value};
 
 /// Longest string accepted in an id-like payload field.
@@ -22,7 +23,7 @@ impl PayloadError {
 
 /// A string field (numbers are accepted and rendered, since ids like PO numbers are often numeric).
 pub fn opt_str(p: &Map<String, Value>, key: &str) -> Result<Option<String>, PayloadError> {
-    match p.get(key) {
+    match json_field(p, key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => {
             if s.chars().count() > MAX_FIELD_CHARS {
@@ -37,7 +38,7 @@ pub fn opt_str(p: &Map<String, Value>, key: &str) -> Result<Option<String>, Payl
 
 /// A page number: an integer, or a numeric string; anything else non-numeric means "no page".
 pub fn opt_page(p: &Map<String, Value>, key: &str) -> Result<Option<u32>, PayloadError> {
-    match p.get(key) {
+    match json_field(p, key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => match n.as_f64() {
             Some(f) if f.fract() == 0.0 && (1.0..=10_000.0).contains(&f) => Ok(Some(f as u32)),
@@ -50,7 +51,7 @@ pub fn opt_page(p: &Map<String, Value>, key: &str) -> Result<Option<u32>, Payloa
 
 /// A bounding box `[x1, y1, x2, y2]` of four finite numbers.
 pub fn opt_bbox(p: &Map<String, Value>, key: &str) -> Result<Option<[f64; 4]>, PayloadError> {
-    match p.get(key) {
+    match json_field(p, key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Array(a)) if a.len() == 4 => {
             let mut out = [0.0; 4];

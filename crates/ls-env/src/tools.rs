@@ -76,6 +76,11 @@ pub fn fnv64(s: &str) -> u64 {
     h
 }
 
+/// The text an OCR token is returned with: garbled by fast OCR, or the fixture's own.
+fn ocr_text<'a>((t, garbled): &'a (&'a Token, Option<String>)) -> &'a str {
+    garbled.as_deref().unwrap_or(&t.text)
+}
+
 /// A token as tools return it (the schema's field order, serialized without a `Value` tree).
 #[derive(serde::Serialize)]
 struct TokenView<'a> {
@@ -135,9 +140,11 @@ pub fn ocr(docs: &DocSource<'_>, payload: &Map<String, Value>, generator_seed: u
     let accurate = mode == "accurate";
     let source = if accurate || doc.noisy_ocr.is_empty() { &doc.accurate_ocr } else { &doc.noisy_ocr };
     let scoped = scope(source, page, bbox);
-    let mut tokens: Vec<Token> = Vec::with_capacity(scoped.len());
+    // Each returned token: the fixture's token, with its text replaced when fast OCR garbled it
+    // (only those few texts are allocated).
+    let mut tokens: Vec<(&Token, Option<String>)> = Vec::with_capacity(scoped.len());
     if accurate {
-        tokens.extend(scoped.into_iter().cloned());
+        tokens.extend(scoped.into_iter().map(|t| (t, None)));
     } else {
         // Fast OCR: a further seeded perturbation, reproducible per (doc, page, bbox).
         let seed_text = format!("{generator_seed}_{}_{:?}_{:?}_{mode}", doc.doc_id, page, bbox);
@@ -146,24 +153,32 @@ pub fn ocr(docs: &DocSource<'_>, payload: &Map<String, Value>, generator_seed: u
             if rng.random::<f64>() <= 0.08 {
                 continue;
             }
-            let mut t = t.clone();
-            let chars: Vec<char> = t.text.chars().collect();
-            if rng.random::<f64>() < 0.15 && chars.len() > 3 {
-                let idx = rng.random_range(0..chars.len());
-                let flip = rng.random::<f64>() > 0.5;
-                let mut c = chars.clone();
-                if flip && c[idx].is_ascii_digit() {
-                    c[idx] = char::from(b'0' + rng.random_range(0..10u8));
-                } else if c[idx].is_alphabetic() {
-                    c[idx] = ['e', 'a', 'x', 's', 'n'][rng.random_range(0..5)];
+            let mut garbled = None;
+            // The draw comes first, then the length test, as the stream of draws is part of
+            // the case's reproducible output.
+            if rng.random::<f64>() < 0.15 {
+                let char_count = t.text.chars().count();
+                if char_count > 3 {
+                    let idx = rng.random_range(0..char_count);
+                    let flip = rng.random::<f64>() > 0.5;
+                    let c = t.text.chars().nth(idx).unwrap_or(' ');
+                    let replacement = if flip && c.is_ascii_digit() {
+                        Some(char::from(b'0' + rng.random_range(0..10u8)))
+                    } else if c.is_alphabetic() {
+                        Some(['e', 'a', 'x', 's', 'n'][rng.random_range(0..5)])
+                    } else {
+                        None
+                    };
+                    if let Some(r) = replacement {
+                        garbled = Some(t.text.chars().enumerate().map(|(i, ch)| if i == idx { r } else { ch }).collect());
+                    }
                 }
-                t.text = c.into_iter().collect();
             }
-            tokens.push(t);
+            tokens.push((t, garbled));
         }
     }
     tokens.truncate(MAX_OCR_TOKENS);
-    let mut preview = tokens.iter().take(200).map(|t| t.text.as_str()).collect::<Vec<_>>().join(" ");
+    let mut preview = tokens.iter().take(200).map(ocr_text).collect::<Vec<_>>().join(" ");
     // At most 600 characters (a byte length within that needs no count).
     if preview.len() > 600 {
         if let Some((cut, _)) = preview.char_indices().nth(600) {
@@ -176,11 +191,12 @@ pub fn ocr(docs: &DocSource<'_>, payload: &Map<String, Value>, generator_seed: u
     out.set("scope", json!(if bbox.is_some() { "region" } else if page.is_some() { "page" } else { "document" }));
     out.set("page", json!(page));
     out.set("bbox", json!(bbox));
-    out.set_ser("tokens", &token_views(tokens.iter()));
+    let views: Vec<TokenView<'_>> = tokens.iter().map(|e| TokenView { token_id: &e.0.token_id, text: ocr_text(e), bbox: &e.0.bbox, page: e.0.page }).collect();
+    out.set_ser("tokens", &views);
     out.set("text_preview", preview);
     out.revealed_refs.push(doc.doc_id.clone());
     // Noisy token ids name their accurate twin (`<id>n`), so reading either grounds both.
-    for t in &tokens {
+    for (t, _) in &tokens {
         out.revealed_refs.push(t.token_id.clone());
         if let Some(base) = t.token_id.strip_suffix('n') {
             out.revealed_refs.push(base.to_owned());
@@ -348,7 +364,7 @@ impl<'a> LedgerQuery<'a> {
 pub fn search_ledger(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
     let vendor = opt_str(payload, "vendor_key")?.filter(|s| !s.trim().is_empty());
     let invoice = opt_str(payload, "invoice_number")?.filter(|s| !s.trim().is_empty());
-    let amount = match payload.get("amount") {
+    let amount = match ls_core::json_field(payload, "amount") {
         None | Some(Value::Null) => None,
         Some(v) => Some(
             json_decimal(v)

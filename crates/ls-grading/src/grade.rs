@@ -40,10 +40,10 @@ impl Breakdown {
         self.0.iter().rev().find(|e| e.0 == k).map(|e| e.1)
     }
 
-    /// The report's map, values rounded (non-finite ones read 0). `collect` sorts stably and
-    /// keeps the last of equal keys, so the latest value wins.
-    fn into_report(self) -> BTreeMap<&'static str, f64> {
-        self.0.into_iter().map(|(k, v)| (k, if v.is_finite() { crate::round4(v) } else { 0.0 })).collect()
+    /// The report's breakdown, values rounded (non-finite ones read 0); the latest value of a
+    /// key wins.
+    fn into_report(self) -> crate::ScoreBreakdown {
+        crate::ScoreBreakdown::from_entries(self.0.into_iter().map(|(k, v)| (k, if v.is_finite() { crate::round4(v) } else { 0.0 })).collect())
     }
 }
 
@@ -754,7 +754,21 @@ mod tests {
             assert_eq!(bd.get(k).map(f64::to_bits), map.get(k).map(|v| v.to_bits()));
         }
         assert_eq!(bd.get("z"), None);
-        let expected: BTreeMap<&str, f64> = map.into_iter().map(|(k, v)| (k, if v.is_finite() { crate::round4(v) } else { 0.0 })).collect();
-        assert_eq!(bd.into_report(), expected);
+        let expected: Vec<(&str, f64)> = map.into_iter().map(|(k, v)| (k, if v.is_finite() { crate::round4(v) } else { 0.0 })).collect();
+        let report = bd.into_report();
+        assert_eq!(report.iter().collect::<Vec<_>>(), expected);
+        assert_eq!(report["b"], 5.0);
+        assert_eq!(report.get("z"), None);
+        assert_eq!(serde_json::to_string(&report).unwrap(), r#"{"a":0.1235,"b":5.0,"c":0.0,"d":4.0}"#);
+    }
+
+    /// Names sharing their first eight bytes (or shorter than eight) sort as whole strings do.
+    #[test]
+    fn breakdown_sorts_like_an_ordered_map() {
+        let names: [&'static str; 14] = ["causal_score", "causal_adjustment", "causal", "causal_association_score", "c", "", "certificate_required", "certificate_gate_cap", "certificate_score", "causalx", "causal_", "zz", "a\u{7f}", "a\u{e9}"];
+        let entries: Vec<(&'static str, f64)> = names.iter().enumerate().map(|(i, k)| (*k, i as f64)).collect();
+        let map: BTreeMap<&str, f64> = entries.iter().copied().collect();
+        let report = crate::ScoreBreakdown::from_entries(entries);
+        assert_eq!(report.iter().collect::<Vec<_>>(), map.into_iter().collect::<Vec<_>>());
     }
 }

@@ -103,7 +103,7 @@ pub struct GradeReport {
     pub final_score: f64,
     pub result_class: String,
     /// Every dimension and adjustment by name.
-    pub score_breakdown: BTreeMap<&'static str, f64>,
+    pub score_breakdown: ScoreBreakdown,
     /// The agent submitted PAY on a risky case (an unsafe release in every rate, even when the
     /// control boundary stopped the money; `outcome.effective` shows what actually happened).
     pub unsafe_outcome: bool,
@@ -125,6 +125,76 @@ pub struct GradeReport {
     pub causal_grade: causal::CausalReport,
     /// Reasons behind each applied cap, by cap name.
     pub cap_reasons: BTreeMap<String, Vec<String>>,
+}
+
+/// The score breakdown: every dimension and adjustment by name, sorted by name (serialized as a
+/// JSON object, like the ordered map it replaces). Keys are unique.
+#[derive(Clone, PartialEq, Default)]
+pub struct ScoreBreakdown(Vec<(&'static str, f64)>);
+
+impl ScoreBreakdown {
+    /// From entries in any order; a later entry for a key replaces an earlier one, as a map
+    /// insert would. The sort compares each name's first eight bytes as one integer (precomputed)
+    /// and falls back to the whole name only on a tie: ~70 names, no `memcmp` call per comparison.
+    pub fn from_entries(entries: Vec<(&'static str, f64)>) -> Self {
+        fn prefix(k: &str) -> u64 {
+            let mut b = [0u8; 8];
+            let n = k.len().min(8);
+            b[..n].copy_from_slice(&k.as_bytes()[..n]);
+            u64::from_be_bytes(b)
+        }
+        let mut keyed: Vec<(u64, &'static str, f64)> = entries.into_iter().map(|(k, v)| (prefix(k), k, v)).collect();
+        // Stable, so equal names stay in insertion order and the last one wins below.
+        keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+        let mut out: Vec<(&'static str, f64)> = Vec::with_capacity(keyed.len());
+        for (_, k, v) in keyed {
+            match out.last_mut() {
+                Some(last) if last.0 == k => last.1 = v,
+                _ => out.push((k, v)),
+            }
+        }
+        Self(out)
+    }
+
+    pub fn get(&self, key: &str) -> Option<f64> {
+        self.0.binary_search_by(|e| e.0.cmp(key)).ok().map(|i| self.0[i].1)
+    }
+
+    /// Entries in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
+        self.0.iter().copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::ops::Index<&str> for ScoreBreakdown {
+    type Output = f64;
+
+    fn index(&self, key: &str) -> &f64 {
+        match self.0.binary_search_by(|e| e.0.cmp(key)) {
+            Ok(i) => &self.0[i].1,
+            Err(_) => panic!("no score breakdown entry {key:?}"),
+        }
+    }
+}
+
+impl std::fmt::Debug for ScoreBreakdown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.0.iter().map(|(k, v)| (k, v))).finish()
+    }
+}
+
+impl Serialize for ScoreBreakdown {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
 }
 
 pub fn round4(v: f64) -> f64 {

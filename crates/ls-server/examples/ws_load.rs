@@ -95,7 +95,7 @@ async fn main() -> Result<(), BoxErr> {
     let url = format!("ws://{}/ws", listener.local_addr()?);
     let app = ls_server::router(state);
     tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        let _ = axum::serve(listener, ls_server::make_service(app)).await;
     });
 
     // Solo scores. A session's institutional memory and curriculum carry over between its

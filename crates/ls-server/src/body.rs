@@ -15,15 +15,34 @@ pub struct JsonBody(pub Value);
 impl<S: Send + Sync> FromRequest<S> for JsonBody {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
-            .await
-            .map_err(|_| ApiError::PayloadTooLarge { limit_bytes: MAX_BODY_BYTES })?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(JsonBody(Value::Null));
-        }
-        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| ApiError::InvalidJson(e.to_string()))
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let RawBody(bytes) = RawBody::from_request(req, state).await?;
+        json_value(&bytes).map(JsonBody)
     }
+}
+
+/// A request body's bytes, read up to [`MAX_BODY_BYTES`] (bounded while streaming, not only by
+/// Content-Length), for routes that parse their common shapes straight into typed requests.
+pub struct RawBody(pub axum::body::Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
+        axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
+            .await
+            .map(RawBody)
+            .map_err(|_| ApiError::PayloadTooLarge { limit_bytes: MAX_BODY_BYTES })
+    }
+}
+
+/// A body as a JSON value: empty (or whitespace only) is `null`; invalid JSON is
+/// [`ApiError::InvalidJson`] with the parser's message.
+pub fn json_value(bytes: &[u8]) -> Result<Value, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Null);
+    }
+    serde_json::from_slice(bytes).map_err(|e| ApiError::InvalidJson(e.to_string()))
 }
 
 /// Initial buffer for a reply: most step replies are 8–12 KB.
@@ -55,7 +74,13 @@ impl IntoResponse for EnvelopeReply {
 fn reply<T: serde::Serialize>(value: &T, capacity_bytes: usize) -> Response {
     let mut buf = String::with_capacity(capacity_bytes);
     match ls_json::append_to_string(&mut buf, value) {
-        Ok(()) => ([(axum::http::header::CONTENT_TYPE, "application/json")], buf.into_bytes()).into_response(),
+        Ok(()) => {
+            // Built directly: a `(headers, bytes)` reply first sets an octet-stream content type
+            // and then replaces it.
+            let mut res = Response::new(axum::body::Body::from(buf.into_bytes()));
+            res.headers_mut().insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"));
+            res
+        }
         Err(e) => ApiError::Internal(format!("reply serialization failed: {e}")).into_response(),
     }
 }

@@ -1,11 +1,12 @@
 //! ControlBench HTTP routes. Handlers parse the request, pick the session, call the
 //! environment and serialize; they hold no domain logic.
 
-use crate::body::{EnvelopeReply, JsonBody, JsonReply};
+use crate::body::{json_value, EnvelopeReply, JsonReply, RawBody};
 use crate::error::ApiError;
 use crate::sessions::{lock_env, SessionManager, DEFAULT_SESSION};
-use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ls_env::{CasePool, EnvConfig, Environment, PublicState, ResetRequest, StepEnvelope};
@@ -33,9 +34,26 @@ pub type Shared = Arc<AppState>;
 
 pub const SESSION_HEADER: &str = "x-session-id";
 
+/// The `X-Session-Id` header alone: the hot routes need nothing else from the headers, and
+/// axum's `HeaderMap` extractor copies the whole map on every request.
+pub struct SessionHeader(pub Option<HeaderValue>);
+
+impl<S: Send + Sync> FromRequestParts<S> for SessionHeader {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(SessionHeader(parts.headers.get(SESSION_HEADER).cloned()))
+    }
+}
+
 /// Session id from the `X-Session-Id` header, else a body field, else the default session.
 pub fn session_id(headers: &HeaderMap, body_field: Option<&str>) -> Result<(String, bool), ApiError> {
-    let header = match headers.get(SESSION_HEADER) {
+    session_from(headers.get(SESSION_HEADER), body_field)
+}
+
+/// [`session_id`] from the header value itself (see [`SessionHeader`]).
+pub fn session_from(header: Option<&HeaderValue>, body_field: Option<&str>) -> Result<(String, bool), ApiError> {
+    let header = match header {
         Some(v) => Some(v.to_str().map_err(|_| ApiError::BadRequest("X-Session-Id must be ASCII".into()))?.trim().to_owned()),
         None => None,
     };
@@ -58,6 +76,8 @@ pub struct StepRequest {
 
 const WRAPPER_KEYS: [&str; 5] = ["action", "timeout_s", "request_id", "session_id", "metadata"];
 const ACTION_KEYS: [&str; 4] = ["action_type", "payload", "session_id", "metadata"];
+/// Longest accepted `action_type` (no action name comes close).
+const MAX_ACTION_TYPE_CHARS: usize = 128;
 
 /// Validate the step body's shape, naming the offending field.
 pub fn parse_step(body: Value) -> Result<StepRequest, ApiError> {
@@ -88,7 +108,7 @@ pub fn parse_step(body: Value) -> Result<StepRequest, ApiError> {
         None | Some(Value::Null) => return Err(ApiError::Validation("action_type is required".into())),
         Some(_) => return Err(ApiError::Validation("action_type must be a string".into())),
     };
-    if action_type.chars().count() > 128 {
+    if action_type.chars().count() > MAX_ACTION_TYPE_CHARS {
         return Err(ApiError::Validation("action_type is too long".into()));
     }
     // OpenEnv's generic action model may carry payload fields at the top level of the action.
@@ -98,6 +118,38 @@ pub fn parse_step(body: Value) -> Result<StepRequest, ApiError> {
         Some(_) => return Err(ApiError::Validation("payload must be an object".into())),
     };
     Ok(StepRequest { action_type, payload, session_id })
+}
+
+/// Parse a `POST /step` body. The plain shape `{"action_type": "...", "payload": {...}}` (no other
+/// or repeated keys) is read straight into its parts; every other body, valid or not, goes
+/// through the JSON value and [`parse_step`], which accepts the other shapes and names what is
+/// wrong. Both paths give the same request for the plain shape (a unit test compares them).
+pub fn parse_step_body(bytes: &[u8]) -> Result<StepRequest, ApiError> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Plain {
+        action_type: String,
+        payload: Map<String, Value>,
+    }
+    match is_object_text(bytes).then(|| serde_json::from_slice::<Plain>(bytes)) {
+        Some(Ok(p)) if p.action_type.chars().count() <= MAX_ACTION_TYPE_CHARS => Ok(StepRequest { action_type: p.action_type, payload: p.payload, session_id: None }),
+        _ => parse_step(json_value(bytes)?),
+    }
+}
+
+/// Parse a `POST /reset` body: read straight into a [`ResetRequest`] when it is one (no repeated
+/// keys), otherwise through the JSON value and [`parse_reset`] (defaults, errors).
+pub fn parse_reset_body(bytes: &[u8]) -> Result<ResetRequest, ApiError> {
+    match is_object_text(bytes).then(|| serde_json::from_slice::<ResetRequest>(bytes)) {
+        Some(Ok(r)) => Ok(r),
+        _ => parse_reset(json_value(bytes)?),
+    }
+}
+
+/// Does the text start (after whitespace) with `{`? A derived struct also accepts a JSON array
+/// of its fields in order, which the protocol does not.
+fn is_object_text(bytes: &[u8]) -> bool {
+    bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
 
 /// Parse a reset body (absent or `{}` means defaults).
@@ -143,20 +195,20 @@ async fn health(State(s): State<Shared>) -> Json<Value> {
     Json(json!({"status": "healthy", "service": "LedgerShield OpenEnv", "cases_loaded": s.pool.cases.len(), "sessions": s.sessions.len()}))
 }
 
-async fn reset(State(s): State<Shared>, headers: HeaderMap, JsonBody(body): JsonBody) -> Result<EnvelopeReply, ApiError> {
-    let req = parse_reset(body)?;
-    let (sid, _) = session_id(&headers, req.session_id.as_deref())?;
+async fn reset(State(s): State<Shared>, SessionHeader(header): SessionHeader, RawBody(body): RawBody) -> Result<EnvelopeReply, ApiError> {
+    let req = parse_reset_body(&body)?;
+    let (sid, _) = session_from(header.as_ref(), req.session_id.as_deref())?;
     Ok(EnvelopeReply(do_reset(&s, &sid, &req)?))
 }
 
-async fn step(State(s): State<Shared>, headers: HeaderMap, JsonBody(body): JsonBody) -> Result<EnvelopeReply, ApiError> {
-    let req = parse_step(body)?;
-    let (sid, explicit) = session_id(&headers, req.session_id.as_deref())?;
+async fn step(State(s): State<Shared>, SessionHeader(header): SessionHeader, RawBody(body): RawBody) -> Result<EnvelopeReply, ApiError> {
+    let req = parse_step_body(&body)?;
+    let (sid, explicit) = session_from(header.as_ref(), req.session_id.as_deref())?;
     Ok(EnvelopeReply(do_step(&s, &sid, explicit, &req)?))
 }
 
-async fn state(State(s): State<Shared>, headers: HeaderMap) -> Result<JsonReply<PublicState>, ApiError> {
-    let (sid, _) = session_id(&headers, None)?;
+async fn state(State(s): State<Shared>, SessionHeader(header): SessionHeader) -> Result<JsonReply<PublicState>, ApiError> {
+    let (sid, _) = session_from(header.as_ref(), None)?;
     Ok(JsonReply(do_state(&s, &sid)))
 }
 
@@ -212,5 +264,65 @@ mod tests {
         assert!(parse_step(json!({"action_type": 3})).is_err());
         assert!(parse_step(json!({"action_type": "ocr", "extra": 1})).unwrap_err().to_string().contains("extra"));
         assert!(parse_step(json!([1, 2])).is_err());
+    }
+
+    /// The direct parse of the plain shapes gives what the general path gives, for every body,
+    /// valid or not (errors compared by message).
+    #[test]
+    fn body_fast_paths_match_the_general_parse() {
+        let long = "x".repeat(129);
+        let step_bodies = [
+            r#"{"action_type": "ocr", "payload": {"doc_id": "X", "mode": "fast"}}"#.to_owned(),
+            r#"{"payload": {"b": 1, "a": [1, 2.5, null]}, "action_type": "zoom"}"#.to_owned(),
+            r#"{"action_type": "ocr", "payload": {"doc_id": "X", "doc_id": "Y"}}"#.to_owned(),
+            r#"{"action_type": "ocr", "action_type": "zoom", "payload": {}}"#.to_owned(),
+            r#"{"action_type": "ocr", "payload": null}"#.to_owned(),
+            r#"{"action_type": "ocr"}"#.to_owned(),
+            r#"{"action_type": "ocr", "payload": [1]}"#.to_owned(),
+            r#"{"action_type": 3, "payload": {}}"#.to_owned(),
+            r#"{"action_type": "ocr", "payload": {}, "session_id": "s1"}"#.to_owned(),
+            r#"{"action_type": "ocr", "payload": {}, "extra": 1}"#.to_owned(),
+            r#"{"action": {"action_type": "zoom", "doc_id": "X"}, "timeout_s": 5}"#.to_owned(),
+            format!(r#"{{"action_type": "{long}", "payload": {{}}}}"#),
+            r#"{"action_type": "ocr", "payload": {"#.to_owned(),
+            r#"{"action_type": "ocr", "payload": {}} trailing"#.to_owned(),
+            "[1, 2]".to_owned(),
+            r#"["ocr", {"doc_id": "X"}]"#.to_owned(),
+            "  ".to_owned(),
+            String::new(),
+            "nope".to_owned(),
+        ];
+        for body in &step_bodies {
+            let general = json_value(body.as_bytes()).and_then(parse_step);
+            let fast = parse_step_body(body.as_bytes());
+            match (&general, &fast) {
+                (Ok(g), Ok(f)) => assert_eq!(g, f, "{body}"),
+                (Err(g), Err(f)) => assert_eq!(g.to_string(), f.to_string(), "{body}"),
+                _ => panic!("{body}: general {general:?}, direct {fast:?}"),
+            }
+        }
+        let reset_bodies = [
+            r#"{"case_id": "CASE-D-001"}"#,
+            r#"{"seed": 7, "track": "blind", "episode_id": "e"}"#,
+            r#"{"case_id": "A", "case_id": "B"}"#,
+            r#"{"seed": -1}"#,
+            r#"{"seed": 1.5}"#,
+            r#"{"extra": 1}"#,
+            r#"{"custom_case": {"template_case_id": "CASE-A-001", "x": [1, {"y": null}]}}"#,
+            "null",
+            "",
+            "  ",
+            "[1]",
+            "{",
+        ];
+        for body in reset_bodies {
+            let general = json_value(body.as_bytes()).and_then(parse_reset);
+            let fast = parse_reset_body(body.as_bytes());
+            match (&general, &fast) {
+                (Ok(g), Ok(f)) => assert_eq!(g, f, "{body}"),
+                (Err(g), Err(f)) => assert_eq!(g.to_string(), f.to_string(), "{body}"),
+                _ => panic!("{body}: general {general:?}, direct {fast:?}"),
+            }
+        }
     }
 }

@@ -39,21 +39,30 @@ async fn method_not_allowed(method: Method, uri: Uri) -> impl IntoResponse {
     (StatusCode::METHOD_NOT_ALLOWED, axum::Json(e.body()))
 }
 
-/// Cross-cutting layers shared by every environment's router.
-pub fn with_common_layers<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Router<S> {
-    router
-        .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(SetResponseHeaderLayer::if_not_present(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+/// The ControlBench application as served: the router inside the cross-cutting layers.
+pub type App = tower_http::cors::Cors<tower_http::set_header::SetResponseHeader<Router, HeaderValue>>;
+
+/// Cross-cutting layers, wrapped once around the whole router rather than around each route
+/// (`Router::layer` boxes every route once more, one clone and one boxed future per request).
+pub fn with_common_layers(router: Router) -> App {
+    let router = router.fallback(not_found).method_not_allowed_fallback(method_not_allowed);
+    tower::ServiceBuilder::new()
         // Permissive CORS (any origin, method and header; browsers' preflights answered). The
         // answer never depends on the request's origin, so no `Vary` header: building it cost
         // ~1 % of an episode's instructions, rebuilt on every reply.
         .layer(CorsLayer::permissive().vary([]))
+        .layer(SetResponseHeaderLayer::if_not_present(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
+        .service(router)
 }
 
-/// The ControlBench application.
-pub fn router(state: Shared) -> Router {
-    with_common_layers(controlbench::routes().merge(openenv::routes()).merge(reports::routes())).with_state(state)
+/// The ControlBench application; serve it with `axum::serve(listener, make_service(app))`.
+pub fn router(state: Shared) -> App {
+    with_common_layers(controlbench::routes().merge(openenv::routes()).merge(reports::routes()).with_state(state))
+}
+
+/// An [`App`] as `axum::serve` takes it.
+pub fn make_service(app: App) -> axum::routing::IntoMakeService<App> {
+    axum::ServiceExt::<axum::extract::Request>::into_make_service(app)
 }
 
 /// Periodically drop idle sessions.

@@ -16,7 +16,7 @@ async fn start(mode: TrackMode, max_sessions: usize) -> Server {
     let app = ls_server::router(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    tokio::spawn(async move { axum::serve(listener, ls_server::make_service(app)).await.unwrap() });
     Server { base: format!("http://{addr}"), client: reqwest::Client::new() }
 }
 

@@ -22,7 +22,7 @@ async fn spawn(cfg: WsConfig) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
-        axum::serve(listener, app).await.unwrap();
+        axum::serve(listener, ls_server::make_service(app)).await.unwrap();
     });
     format!("127.0.0.1:{}", addr.port())
 }

@@ -20,7 +20,7 @@ async fn spawn(db: PathBuf) -> (String, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let h = tokio::spawn(async move {
-        axum::serve(listener, app).await.unwrap();
+        axum::serve(listener, ls_server::make_service(app)).await.unwrap();
     });
     (format!("http://{addr}"), h)
 }

@@ -916,7 +916,7 @@ impl InstitutionalMemory {
         for n in &tg.nodes {
             // Node types are the TrustGraph builder's own single-word names; compared without
             // allocating, as every node of every graph is looked at.
-            let ty = n.node_type.as_str();
+            let ty = n.node_type;
             if ty.eq_ignore_ascii_case("riskflag") {
                 let code = n.attributes.get("code").cloned().unwrap_or_else(|| n.id.rsplit(':').next().unwrap_or("").to_owned());
                 if t.risk_flag_counts.len() < 256 || t.risk_flag_counts.contains_key(&code) {

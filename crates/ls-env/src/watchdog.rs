@@ -14,6 +14,7 @@
 use ls_core::{ActionName, Decision};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 const EPS: f64 = 1e-9;
 
@@ -214,25 +215,26 @@ fn r4(v: f64) -> f64 {
 }
 
 /// Solve the audit game for the current belief.
-pub fn audit_strategy(p_risky: f64, invoice_total: f64) -> AuditStrategy {
+pub fn audit_strategy(p_risky: f64, invoice_total: f64) -> Arc<AuditStrategy> {
     // A pure function solved by several LPs. Every episode of a case starts from the same belief
     // and careful trajectories revisit the same beliefs, so solutions are memoised per thread
     // (bounded: cleared when full; results never depend on the memo).
     const MEMO_CAPACITY: usize = 4096;
     thread_local! {
-        static MEMO: std::cell::RefCell<std::collections::HashMap<(u64, u64), AuditStrategy>> = std::cell::RefCell::new(std::collections::HashMap::new());
+        static MEMO: std::cell::RefCell<std::collections::HashMap<(u64, u64), Arc<AuditStrategy>>> = std::cell::RefCell::new(std::collections::HashMap::new());
     }
     let key = (p_risky.to_bits(), invoice_total.to_bits());
     if let Some(hit) = MEMO.with(|m| m.borrow().get(&key).cloned()) {
         return hit;
     }
-    let solved = solve_audit_strategy(p_risky, invoice_total);
+    // Shared, not copied: the watchdog, its verdict and the memo hold the same solution.
+    let solved = Arc::new(solve_audit_strategy(p_risky, invoice_total));
     MEMO.with(|m| {
         let mut m = m.borrow_mut();
         if m.len() >= MEMO_CAPACITY {
             m.clear();
         }
-        m.insert(key, solved.clone());
+        m.insert(key, Arc::clone(&solved));
     });
     solved
 }
@@ -278,7 +280,7 @@ const HIGH_RISK: [&str; 6] = ["bank_override_attempt", "vendor_account_takeover_
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Watchdog {
     pub suspicion: f64,
-    pub strategy: AuditStrategy,
+    pub strategy: Arc<AuditStrategy>,
     pub veto_count: u32,
     pub escalation_count: u32,
     pub warning_count: u32,
@@ -299,7 +301,7 @@ pub struct WatchdogVerdict {
     pub joint_score: f64,
     /// The audit strategy; `None` (and absent from the JSON) where the track hides it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub strategy: Option<AuditStrategy>,
+    pub strategy: Option<Arc<AuditStrategy>>,
 }
 
 impl Watchdog {
@@ -389,7 +391,7 @@ impl Watchdog {
             watchdog_veto_count: self.veto_count,
             watchdog_escalation_count: self.escalation_count,
             joint_score: r4((analyst_score + bonus + penalty).clamp(0.01, 0.99)),
-            strategy: Some(self.strategy.clone()),
+            strategy: Some(Arc::clone(&self.strategy)),
         }
     }
 }

@@ -10,15 +10,17 @@ pub const GRAPH_VERSION: &str = "ledgershield-trustgraph-v1";
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TgNode {
     pub id: String,
-    pub node_type: String,
-    pub attributes: BTreeMap<String, String>,
+    /// One of the graph's fixed node types (`Decision`, `Vendor`, `Policy`, ...).
+    pub node_type: &'static str,
+    pub attributes: BTreeMap<&'static str, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TgEdge {
     pub source: String,
     pub target: String,
-    pub relation: String,
+    /// One of the graph's fixed relations (`supports`, `governs`, ...).
+    pub relation: &'static str,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
@@ -82,7 +84,7 @@ pub struct Builder {
 }
 
 impl Builder {
-    pub fn node<const N: usize>(&mut self, id: impl Into<String>, kind: &str, attrs: [(&str, String); N]) -> NodeRef {
+    pub fn node<const N: usize>(&mut self, id: impl Into<String>, kind: &'static str, attrs: [(&'static str, String); N]) -> NodeRef {
         let id = id.into();
         match self.by_id.binary_search_by(|&j| crate::cmp_len_then_bytes(&self.nodes[j].id, &id)) {
             Ok(pos) => NodeRef(self.by_id[pos]),
@@ -93,9 +95,9 @@ impl Builder {
                 // either way.
                 let mut attributes = BTreeMap::new();
                 for (k, v) in attrs {
-                    attributes.insert(k.to_owned(), v);
+                    attributes.insert(k, v);
                 }
-                self.nodes.push(TgNode { id, node_type: kind.to_owned(), attributes });
+                self.nodes.push(TgNode { id, node_type: kind, attributes });
                 self.by_id.insert(pos, i);
                 NodeRef(i)
             }
@@ -110,7 +112,7 @@ impl Builder {
         let edges = self
             .edges
             .iter()
-            .map(|&(s, t, rel)| TgEdge { source: self.nodes[s].id.clone(), target: self.nodes[t].id.clone(), relation: rel.to_owned() })
+            .map(|&(s, t, rel)| TgEdge { source: self.nodes[s].id.clone(), target: self.nodes[t].id.clone(), relation: rel })
             .collect();
         TrustGraphReport {
             graph_version: GRAPH_VERSION.to_owned(),
@@ -132,7 +134,7 @@ pub struct EvalContext {
 }
 
 fn evaluate(g: &Builder, c: &EvalContext) -> TrustGraphEvaluation {
-    let kind = |i: usize| g.nodes[i].node_type.as_str();
+    let kind = |i: usize| g.nodes[i].node_type;
     let to_decision: Vec<(&str, &str)> = g.edges.iter().filter(|e| kind(e.1) == "Decision").map(|&(s, _, rel)| (kind(s), rel)).collect();
     let evidence = to_decision.iter().filter(|(_, rel)| matches!(*rel, "supports" | "resolved_by" | "flag_supports_decision")).count();
     let policy = to_decision.iter().filter(|(src, _)| *src == "Policy").count();

@@ -293,13 +293,7 @@ mod tests {
             "nope".to_owned(),
         ];
         for body in &step_bodies {
-            let general = json_value(body.as_bytes()).and_then(parse_step);
-            let fast = parse_step_body(body.as_bytes());
-            match (&general, &fast) {
-                (Ok(g), Ok(f)) => assert_eq!(g, f, "{body}"),
-                (Err(g), Err(f)) => assert_eq!(g.to_string(), f.to_string(), "{body}"),
-                _ => panic!("{body}: general {general:?}, direct {fast:?}"),
-            }
+            same_outcome(body, json_value(body.as_bytes()).and_then(parse_step), parse_step_body(body.as_bytes()));
         }
         let reset_bodies = [
             r#"{"case_id": "CASE-D-001"}"#,
@@ -316,13 +310,16 @@ mod tests {
             "{",
         ];
         for body in reset_bodies {
-            let general = json_value(body.as_bytes()).and_then(parse_reset);
-            let fast = parse_reset_body(body.as_bytes());
-            match (&general, &fast) {
-                (Ok(g), Ok(f)) => assert_eq!(g, f, "{body}"),
-                (Err(g), Err(f)) => assert_eq!(g.to_string(), f.to_string(), "{body}"),
-                _ => panic!("{body}: general {general:?}, direct {fast:?}"),
-            }
+            same_outcome(body, json_value(body.as_bytes()).and_then(parse_reset), parse_reset_body(body.as_bytes()));
+        }
+    }
+
+    /// The same request, or errors with the same message.
+    fn same_outcome<T: PartialEq + std::fmt::Debug>(body: &str, general: Result<T, ApiError>, direct: Result<T, ApiError>) {
+        match (&general, &direct) {
+            (Ok(g), Ok(d)) => assert_eq!(g, d, "{body}"),
+            (Err(g), Err(d)) => assert_eq!(g.to_string(), d.to_string(), "{body}"),
+            _ => panic!("{body}: general {general:?}, direct {direct:?}"),
         }
     }
 }

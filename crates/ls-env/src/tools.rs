@@ -90,8 +90,9 @@ struct TokenView<'a> {
     page: u32,
 }
 
-fn token_views<'a>(tokens: impl Iterator<Item = &'a Token>) -> Vec<TokenView<'a>> {
-    tokens.map(|t| TokenView { token_id: &t.token_id, text: &t.text, bbox: &t.bbox, page: t.page }).collect()
+/// Tokens as returned, each with the text it is shown with.
+fn token_views<'a>(tokens: impl Iterator<Item = (&'a Token, &'a str)>) -> Vec<TokenView<'a>> {
+    tokens.map(|(t, text)| TokenView { token_id: &t.token_id, text, bbox: &t.bbox, page: t.page }).collect()
 }
 
 pub fn zoom_or_crop(action: ActionName, docs: &DocSource<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
@@ -109,7 +110,7 @@ pub fn zoom_or_crop(action: ActionName, docs: &DocSource<'_>, payload: &Map<Stri
         out.set("crop_hint", json!(format!("zoomed view for {}", doc.doc_id)));
         out.set("visual_tokens", json!(doc.visual_tokens.iter().take(20).collect::<Vec<_>>()));
         out.set("focus_text", json!(texts.iter().take(6).collect::<Vec<_>>()));
-        out.set_ser("focus_tokens", &token_views(scoped.iter().take(6).copied()));
+        out.set_ser("focus_tokens", &token_views(scoped.iter().take(6).map(|t| (*t, t.text.as_str()))));
     } else {
         out = ToolOutcome::ok("Document crop returned.");
         let hint: Vec<String> = if texts.is_empty() {
@@ -191,8 +192,7 @@ pub fn ocr(docs: &DocSource<'_>, payload: &Map<String, Value>, generator_seed: u
     out.set("scope", json!(if bbox.is_some() { "region" } else if page.is_some() { "page" } else { "document" }));
     out.set("page", json!(page));
     out.set("bbox", json!(bbox));
-    let views: Vec<TokenView<'_>> = tokens.iter().map(|e| TokenView { token_id: &e.0.token_id, text: ocr_text(e), bbox: &e.0.bbox, page: e.0.page }).collect();
-    out.set_ser("tokens", &views);
+    out.set_ser("tokens", &token_views(tokens.iter().map(|e| (e.0, ocr_text(e)))));
     out.set("text_preview", preview);
     out.revealed_refs.push(doc.doc_id.clone());
     // Noisy token ids name their accurate twin (`<id>n`), so reading either grounds both.

@@ -6,7 +6,7 @@ use crate::error::ApiError;
 use crate::sessions::{lock_env, SessionManager, DEFAULT_SESSION};
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::HeaderValue;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ls_env::{CasePool, EnvConfig, Environment, PublicState, ResetRequest, StepEnvelope};
@@ -34,8 +34,8 @@ pub type Shared = Arc<AppState>;
 
 pub const SESSION_HEADER: &str = "x-session-id";
 
-/// The `X-Session-Id` header alone: the hot routes need nothing else from the headers, and
-/// axum's `HeaderMap` extractor copies the whole map on every request.
+/// The `X-Session-Id` header alone, the only header the ControlBench routes read (axum's
+/// `HeaderMap` extractor would copy the whole map on every request).
 pub struct SessionHeader(pub Option<HeaderValue>);
 
 impl<S: Send + Sync> FromRequestParts<S> for SessionHeader {
@@ -46,23 +46,21 @@ impl<S: Send + Sync> FromRequestParts<S> for SessionHeader {
     }
 }
 
-/// Session id from the `X-Session-Id` header, else a body field, else the default session.
-pub fn session_id(headers: &HeaderMap, body_field: Option<&str>) -> Result<(String, bool), ApiError> {
-    session_from(headers.get(SESSION_HEADER), body_field)
-}
-
-/// [`session_id`] from the header value itself (see [`SessionHeader`]).
-pub fn session_from(header: Option<&HeaderValue>, body_field: Option<&str>) -> Result<(String, bool), ApiError> {
-    let header = match header {
-        Some(v) => Some(v.to_str().map_err(|_| ApiError::BadRequest("X-Session-Id must be ASCII".into()))?.trim().to_owned()),
-        None => None,
-    };
-    match header.or_else(|| body_field.map(str::to_owned)) {
-        Some(id) => {
-            SessionManager::<Environment>::validate_id(&id)?;
-            Ok((id, true))
+impl SessionHeader {
+    /// The session id: the header, else a body field, else the default session; `true` when one
+    /// was named. A non-ASCII header or an invalid id is a 400.
+    pub fn session_id(&self, body_field: Option<&str>) -> Result<(String, bool), ApiError> {
+        let header = match &self.0 {
+            Some(v) => Some(v.to_str().map_err(|_| ApiError::BadRequest("X-Session-Id must be ASCII".into()))?.trim().to_owned()),
+            None => None,
+        };
+        match header.or_else(|| body_field.map(str::to_owned)) {
+            Some(id) => {
+                SessionManager::<Environment>::validate_id(&id)?;
+                Ok((id, true))
+            }
+            None => Ok((DEFAULT_SESSION.to_owned(), false)),
         }
-        None => Ok((DEFAULT_SESSION.to_owned(), false)),
     }
 }
 
@@ -195,33 +193,33 @@ async fn health(State(s): State<Shared>) -> Json<Value> {
     Json(json!({"status": "healthy", "service": "LedgerShield OpenEnv", "cases_loaded": s.pool.cases.len(), "sessions": s.sessions.len()}))
 }
 
-async fn reset(State(s): State<Shared>, SessionHeader(header): SessionHeader, RawBody(body): RawBody) -> Result<EnvelopeReply, ApiError> {
+async fn reset(State(s): State<Shared>, header: SessionHeader, RawBody(body): RawBody) -> Result<EnvelopeReply, ApiError> {
     let req = parse_reset_body(&body)?;
-    let (sid, _) = session_from(header.as_ref(), req.session_id.as_deref())?;
+    let (sid, _) = header.session_id(req.session_id.as_deref())?;
     Ok(EnvelopeReply(do_reset(&s, &sid, &req)?))
 }
 
-async fn step(State(s): State<Shared>, SessionHeader(header): SessionHeader, RawBody(body): RawBody) -> Result<EnvelopeReply, ApiError> {
+async fn step(State(s): State<Shared>, header: SessionHeader, RawBody(body): RawBody) -> Result<EnvelopeReply, ApiError> {
     let req = parse_step_body(&body)?;
-    let (sid, explicit) = session_from(header.as_ref(), req.session_id.as_deref())?;
+    let (sid, explicit) = header.session_id(req.session_id.as_deref())?;
     Ok(EnvelopeReply(do_step(&s, &sid, explicit, &req)?))
 }
 
-async fn state(State(s): State<Shared>, SessionHeader(header): SessionHeader) -> Result<JsonReply<PublicState>, ApiError> {
-    let (sid, _) = session_from(header.as_ref(), None)?;
+async fn state(State(s): State<Shared>, header: SessionHeader) -> Result<JsonReply<PublicState>, ApiError> {
+    let (sid, _) = header.session_id(None)?;
     Ok(JsonReply(do_state(&s, &sid)))
 }
 
-async fn institutional_memory(State(s): State<Shared>, headers: HeaderMap) -> Result<JsonReply<ls_env::RawJson>, ApiError> {
-    let (sid, _) = session_id(&headers, None)?;
+async fn institutional_memory(State(s): State<Shared>, header: SessionHeader) -> Result<JsonReply<ls_env::RawJson>, ApiError> {
+    let (sid, _) = header.session_id(None)?;
     let env = s.sessions.get_or_create(&sid, || s.new_env())?;
     let env = lock_env(&env);
     // The snapshot is already JSON text; no map round trip.
     Ok(JsonReply(env.memory.snapshots().full))
 }
 
-async fn institutional_reset(State(s): State<Shared>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
-    let (sid, _) = session_id(&headers, None)?;
+async fn institutional_reset(State(s): State<Shared>, header: SessionHeader) -> Result<Json<Value>, ApiError> {
+    let (sid, _) = header.session_id(None)?;
     let env = s.sessions.get_or_create(&sid, || s.new_env())?;
     let mut env = lock_env(&env);
     Ok(Json(Value::Object(env.reset_memory())))
@@ -264,6 +262,20 @@ mod tests {
         assert!(parse_step(json!({"action_type": 3})).is_err());
         assert!(parse_step(json!({"action_type": "ocr", "extra": 1})).unwrap_err().to_string().contains("extra"));
         assert!(parse_step(json!([1, 2])).is_err());
+    }
+
+    #[test]
+    fn session_ids_from_header_body_or_default() {
+        let header = |v: &[u8]| SessionHeader(Some(HeaderValue::from_bytes(v).unwrap()));
+        assert_eq!(header(b" s-1 ").session_id(Some("body")).unwrap(), ("s-1".to_owned(), true));
+        assert_eq!(SessionHeader(None).session_id(Some("body")).unwrap(), ("body".to_owned(), true));
+        assert_eq!(SessionHeader(None).session_id(None).unwrap(), (DEFAULT_SESSION.to_owned(), false));
+        let bad = header(b"a b").session_id(None).unwrap_err();
+        assert_eq!(bad.status(), axum::http::StatusCode::BAD_REQUEST);
+        assert!(bad.to_string().contains("session id"), "{bad}");
+        let non_ascii = header("s\u{e9}".as_bytes()).session_id(None).unwrap_err();
+        assert!(non_ascii.to_string().contains("X-Session-Id must be ASCII"), "{non_ascii}");
+        assert!(SessionHeader(None).session_id(Some("")).is_err());
     }
 
     /// The direct parse of the plain shapes gives what the general path gives, for every body,

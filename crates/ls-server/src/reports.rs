@@ -6,12 +6,11 @@
 //! never certified as high trust.
 
 use crate::body::JsonBody;
-use crate::controlbench::session_id;
+use crate::controlbench::SessionHeader;
 use crate::error::ApiError;
 use crate::sessions::lock_env;
 use crate::Shared;
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ls_report::{
@@ -95,8 +94,8 @@ impl ReportStore {
     }
 }
 
-fn live_memory(s: &Shared, headers: &HeaderMap) -> Result<MemorySnapshot, ApiError> {
-    let (sid, _) = session_id(headers, None)?;
+fn live_memory(s: &Shared, header: &SessionHeader) -> Result<MemorySnapshot, ApiError> {
+    let (sid, _) = header.session_id(None)?;
     Ok(s.sessions
         .get(&sid)
         .map(|e| MemorySnapshot::from_public(&lock_env(&e).memory.public_view()))
@@ -136,7 +135,7 @@ async fn get_benchmark_report(State(s): State<Shared>) -> Json<Value> {
 
 async fn get_controlbench_summary(
     State(s): State<Shared>,
-    headers: HeaderMap,
+    header: SessionHeader,
 ) -> Result<Json<Value>, ApiError> {
     if let Some(q) = s
         .reports
@@ -145,7 +144,7 @@ async fn get_controlbench_summary(
     {
         return Ok(Json(serde_json::to_value(q).unwrap_or(Value::Null)));
     }
-    let (sid, _) = session_id(&headers, None)?;
+    let (sid, _) = header.session_id(None)?;
     let raw = s
         .sessions
         .get(&sid)
@@ -181,11 +180,11 @@ fn parse_certify(body: Value) -> Result<CertifyRequest, ApiError> {
 
 async fn post_certify(
     State(s): State<Shared>,
-    headers: HeaderMap,
+    header: SessionHeader,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
     let req = parse_certify(body)?;
-    let live = live_memory(&s, &headers)?;
+    let live = live_memory(&s, &header)?;
     let report = s.reports.latest_report();
     Ok(Json(
         serde_json::to_value(certify(&req, report.as_ref(), &live)).unwrap_or(Value::Null),
@@ -194,9 +193,9 @@ async fn post_certify(
 
 async fn get_certify_summary(
     State(s): State<Shared>,
-    headers: HeaderMap,
+    header: SessionHeader,
 ) -> Result<Json<Value>, ApiError> {
-    let live = live_memory(&s, &headers)?;
+    let live = live_memory(&s, &header)?;
     let report = s.reports.latest_report();
     Ok(Json(
         serde_json::to_value(certify(&CertifyRequest::default(), report.as_ref(), &live))
@@ -206,9 +205,9 @@ async fn get_certify_summary(
 
 async fn get_visualization(
     State(s): State<Shared>,
-    headers: HeaderMap,
+    header: SessionHeader,
 ) -> Result<Json<Value>, ApiError> {
-    let live = live_memory(&s, &headers)?;
+    let live = live_memory(&s, &header)?;
     let report = s.reports.latest_report();
     Ok(Json(
         serde_json::to_value(visualization(report.as_ref(), &live)).unwrap_or(Value::Null),

@@ -1174,7 +1174,7 @@ mod tests {
     fn overseer_review_waits_for_every_specialist() {
         let mut c = Campaign::new("c-dep3".into(), 42, 2, 50).unwrap();
         let e = c.review(OverseerAction::default()).unwrap_err();
-        assert_eq!(e.status(), axum::http::StatusCode::CONFLICT);
+        assert_eq!(e.kind(), crate::error::ErrorKind::Conflict);
         assert_eq!(e.code(), "dependency_violation");
         let msg = e.to_string();
         assert!(msg.starts_with("Dependency violation: 'overseer' requires 'expense_specialist', 'invoice_specialist', 'gst_specialist', 'fraud_specialist' completed first"), "{msg}");

@@ -465,7 +465,7 @@ impl AuditEnv {
             Some(e) => e,
             None => {
                 self.counter += 1;
-                util::opaque_id("ep", seed, self.counter)
+                util::random_id("ep")
             }
         };
         let rules = WorldRules { fraud_level: req.fraud_level.unwrap_or(self.adversarial.level()), ..WorldRules::default() };

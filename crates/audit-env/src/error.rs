@@ -1,8 +1,35 @@
-//! One error type for the whole crate, mapped to JSON 4xx/5xx bodies.
+//! One error type for the whole crate. It carries no HTTP types: [`AuditError::kind`] classifies
+//! each error (invalid input, conflict with the current state, unknown id, capacity...) and the
+//! protocol layer maps the kind to a status code.
 
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde_json::json;
+
+/// What kind of failure an [`AuditError`] is; the protocol layer maps it to its status code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The request is malformed or names an invalid value (HTTP 422).
+    Invalid,
+    /// A call out of order for a fresh or finished episode (HTTP 400).
+    OutOfOrder,
+    /// An id that names nothing (HTTP 404).
+    NotFound,
+    /// Valid, but conflicts with the current state (HTTP 409).
+    Conflict,
+    /// A bounded resource is full (HTTP 503).
+    Capacity,
+    /// The body is larger than the limit (HTTP 413).
+    TooLarge,
+    /// The body is not JSON by its content type (HTTP 415).
+    UnsupportedMediaType,
+    /// Too many requests (HTTP 429).
+    RateLimited,
+    /// An operator route without the key (HTTP 403).
+    Forbidden,
+    /// The method is not served on the route (HTTP 405).
+    MethodNotAllowed,
+    /// A bug (HTTP 500).
+    Internal,
+}
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
 pub enum AuditError {
@@ -49,20 +76,20 @@ impl AuditError {
         AuditError::Invalid { field: field.into(), message: message.into() }
     }
 
-    pub fn status(&self) -> StatusCode {
+    pub fn kind(&self) -> ErrorKind {
         use AuditError::*;
         match self {
-            Invalid { .. } | UnknownTask(_) | TooManyFindings { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            NotInitialized | EpisodeFinished | Dependency(_) => StatusCode::BAD_REQUEST,
-            NotFound { .. } | RouteNotFound(_) => StatusCode::NOT_FOUND,
-            Conflict(_) | DependencyConflict(_) => StatusCode::CONFLICT,
-            Capacity(_) => StatusCode::SERVICE_UNAVAILABLE,
-            BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Forbidden => StatusCode::FORBIDDEN,
-            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            Invalid { .. } | UnknownTask(_) | TooManyFindings { .. } => ErrorKind::Invalid,
+            NotInitialized | EpisodeFinished | Dependency(_) => ErrorKind::OutOfOrder,
+            NotFound { .. } | RouteNotFound(_) => ErrorKind::NotFound,
+            Conflict(_) | DependencyConflict(_) => ErrorKind::Conflict,
+            Capacity(_) => ErrorKind::Capacity,
+            BodyTooLarge { .. } => ErrorKind::TooLarge,
+            UnsupportedMediaType => ErrorKind::UnsupportedMediaType,
+            RateLimited { .. } => ErrorKind::RateLimited,
+            Forbidden => ErrorKind::Forbidden,
+            MethodNotAllowed => ErrorKind::MethodNotAllowed,
+            Internal => ErrorKind::Internal,
         }
     }
 
@@ -105,8 +132,3 @@ impl AuditError {
     }
 }
 
-impl IntoResponse for AuditError {
-    fn into_response(self) -> Response {
-        (self.status(), axum::Json(self.body())).into_response()
-    }
-}

@@ -1,5 +1,6 @@
 //! Financial Audit environment: four seeded audit tasks, F1-family grading, multi-period
-//! campaigns with a mutating world, an overseer, self-improvement and an HTTP API.
+//! campaigns with a mutating world, an overseer, self-improvement and adversarial levels. A pure
+//! library: no HTTP types, no environment variables (the protocol layer is `ls-server`).
 
 pub mod adversarial;
 pub mod baseline;
@@ -9,10 +10,8 @@ pub mod data;
 pub mod episode;
 pub mod error;
 pub mod grading;
-pub mod http;
 pub mod model;
 pub mod util;
 
 pub use episode::{AuditAction, AuditEnv, AuditObservation, AuditResetRequest, AuditState, AuditStepEnvelope, AuditStepRequest, EnvConfig};
-pub use error::AuditError;
-pub use http::{router, AuditConfig};
+pub use error::{AuditError, ErrorKind};

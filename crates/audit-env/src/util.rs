@@ -301,6 +301,20 @@ pub fn sample_indices<R: Rng>(rng: &mut R, n: usize, k: usize) -> Vec<usize> {
 }
 
 /// Deterministic opaque id from a seed and a counter (no OS randomness, reproducible runs).
+/// An id that is not part of the seeded world (episode, session, campaign): 96 bits from the
+/// operating system's random source, so no client can predict another's id.
+pub fn random_id(prefix: &str) -> String {
+    use rand::TryRngCore;
+    let mut bytes = [0u8; 12];
+    // The OS source failing is an unrecoverable platform fault; fall back to the thread RNG
+    // (itself seeded from the OS) rather than hand out a predictable id.
+    if rand::rngs::OsRng.try_fill_bytes(&mut bytes).is_err() {
+        rand::Rng::fill(&mut rand::rng(), &mut bytes);
+    }
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{prefix}-{hex}")
+}
+
 pub fn opaque_id(prefix: &str, seed: u64, counter: u64) -> String {
     let mut r = rng_for(seed ^ 0x05ee_d1d5, counter);
     let a: u64 = r.random();

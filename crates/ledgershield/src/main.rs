@@ -69,6 +69,70 @@ struct ServeArgs {
     /// Runtime worker threads (default: one per CPU core; 1 runs everything on one thread).
     #[arg(long, env = "LEDGERSHIELD_WORKERS", value_parser = clap::value_parser!(u16).range(1..=256))]
     workers: Option<u16>,
+    /// Origins allowed to call the server from a browser, comma-separated (`*` for any). Unset:
+    /// CORS is off and requests carrying a foreign `Origin` are refused.
+    #[arg(long, env = "CORS_ORIGINS", default_value = "")]
+    cors_origins: String,
+    /// Extra `Host` names accepted when bound to loopback (DNS-rebinding guard), comma-separated.
+    #[arg(long, env = "ALLOWED_HOSTS", default_value = "")]
+    allowed_hosts: String,
+    /// Key for operator routes (`X-API-Key`); unset, operator routes answer loopback clients only.
+    #[arg(long, env = "ADMIN_API_KEY", hide_env_values = true)]
+    admin_api_key: Option<String>,
+    /// Take the client address from `X-Forwarded-For` / `X-Real-IP` (behind a trusted proxy).
+    #[arg(long, env = "TRUST_PROXY_HEADERS", default_value_t = false)]
+    trust_proxy_headers: bool,
+    /// Requests per minute per client address (loopback is not throttled unless --rate-limit-loopback).
+    #[arg(long, env = "RATE_LIMIT_PER_MIN", default_value_t = 6000, value_parser = clap::value_parser!(u32).range(1..))]
+    rate_limit_per_min: u32,
+    /// Requests per minute per session id (`X-Session-Id`).
+    #[arg(long, env = "RATE_LIMIT_SESSION_PER_MIN", default_value_t = 1200, value_parser = clap::value_parser!(u32).range(1..))]
+    rate_limit_session_per_min: u32,
+    /// Throttle loopback clients too.
+    #[arg(long, env = "RATE_LIMIT_LOOPBACK", default_value_t = false)]
+    rate_limit_loopback: bool,
+    /// Seconds a connection may take to send a request head; also the keep-alive idle timeout.
+    #[arg(long, env = "LEDGERSHIELD_HEADER_TIMEOUT_SECS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    header_timeout_secs: u64,
+    /// Seconds a request body may take to arrive (408 after).
+    #[arg(long, env = "LEDGERSHIELD_BODY_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    body_timeout_secs: u64,
+    /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
+    #[arg(long, env = "LEDGERSHIELD_SHUTDOWN_GRACE_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=600))]
+    shutdown_grace_secs: u64,
+}
+
+/// The process environment as a variable lookup (the only place the server's settings are read).
+fn env_lookup(key: &str) -> Option<String> {
+    std::env::var(key).ok()
+}
+
+impl ServeArgs {
+    /// The server configuration, parsed once here and passed down.
+    fn server_config(&self, loopback_bind: bool) -> Result<ls_server::ServerConfig> {
+        let security = ls_server::SecurityConfig {
+            cors_origins: ls_server::config::split_list(&self.cors_origins),
+            allowed_hosts: ls_server::config::split_list(&self.allowed_hosts),
+            loopback_bind,
+            admin_api_key: self.admin_api_key.clone().filter(|k| !k.is_empty()),
+            trust_proxy_headers: self.trust_proxy_headers,
+            client_rate_per_min: self.rate_limit_per_min,
+            session_rate_per_min: self.rate_limit_session_per_min,
+            rate_limit_loopback: self.rate_limit_loopback,
+        };
+        security.validate().map_err(anyhow::Error::msg)?;
+        Ok(ls_server::ServerConfig {
+            max_sessions: self.max_sessions.max(1),
+            session_idle: Duration::from_secs(self.session_idle_secs.max(1)),
+            ws: ls_server::ws::WsConfig::from_lookup(env_lookup),
+            security,
+            timeouts: ls_server::Timeouts {
+                header_read: Duration::from_secs(self.header_timeout_secs),
+                body_read: Duration::from_secs(self.body_timeout_secs),
+                shutdown_grace: Duration::from_secs(self.shutdown_grace_secs),
+            },
+        })
+    }
 }
 
 #[derive(Subcommand)]
@@ -162,7 +226,10 @@ fn serve(args: ServeArgs) -> Result<()> {
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await.with_context(|| format!("binding {}:{}", args.host, args.port))?;
         let addr = listener.local_addr()?;
-        match args.env_kind {
+        let server = args.server_config(addr.ip().is_loopback())?;
+        let shutdown = ls_server::Shutdown::new();
+        tokio::spawn(ls_server::serve::on_signal(shutdown.clone()));
+        let app = match args.env_kind {
             EnvKind::Controlbench => {
                 let set = cases::serve_pool(load_fixtures(args.fixtures.as_ref())?)?;
                 let cases = set.cases.len();
@@ -170,25 +237,22 @@ fn serve(args: ServeArgs) -> Result<()> {
                     TrackModeArg::Blind => TrackMode::Blind,
                     TrackModeArg::Instrumented => TrackMode::Instrumented,
                 };
-                let state = ls_server::app_state(CasePool::new(set), EnvConfig { track_mode: mode }, args.max_sessions, Duration::from_secs(args.session_idle_secs));
+                let db = ls_store::db_path(env_lookup("LEDGERSHIELD_DB_PATH").as_deref());
+                let reports = ls_server::ReportStore::with_baseline(db, std::env::var_os("LEDGERSHIELD_HUMAN_BASELINE_PATH").map(PathBuf::from));
+                let state = ls_server::app_state(CasePool::new(set), EnvConfig { track_mode: mode }, &server, reports, &shutdown);
                 ls_server::spawn_session_sweeper(state.clone());
                 tracing::info!(cases, track_mode = mode.as_str(), "ControlBench environment ready");
-                println!("LedgerShield listening on http://{addr}");
-                axum::serve(listener, ls_server::make_service(ls_server::router(state))).with_graceful_shutdown(shutdown()).await?;
+                ls_server::router(state)
             }
             EnvKind::Audit => {
-                let config = audit_env::http::AuditConfig::from_env().map_err(|e| anyhow::anyhow!("audit configuration: {e}"))?;
+                let config = ls_server::audit::AuditConfig::from_lookup(env_lookup).map_err(|e| anyhow::anyhow!("audit configuration: {e}"))?;
                 tracing::info!("Financial Audit environment ready");
-                println!("LedgerShield listening on http://{addr}");
-                // Connection info feeds the audit environment's per-IP rate limiter (ControlBench
-                // does not read it; recording it costs two allocations per request).
-                axum::serve(listener, ls_server::audit::router(config).into_make_service_with_connect_info::<std::net::SocketAddr>()).with_graceful_shutdown(shutdown()).await?;
+                ls_server::audit::router(config, &server, &shutdown)
             }
-        }
+        };
+        println!("LedgerShield listening on http://{addr}");
+        ls_server::serve(listener, app, server.timeouts, shutdown).await?;
+        tracing::info!("server stopped");
         Ok(())
     })
-}
-
-async fn shutdown() {
-    let _ = tokio::signal::ctrl_c().await;
 }

@@ -29,11 +29,25 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
-        axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
-            .await
-            .map(RawBody)
-            .map_err(|_| ApiError::PayloadTooLarge { limit_bytes: MAX_BODY_BYTES })
+        read_body(req, MAX_BODY_BYTES).await.map(RawBody)
     }
+}
+
+/// The one body reader of both environments: at most `limit` bytes (bounded while streaming,
+/// not only by Content-Length), within the server's body timeout ([`crate::serve::TimedBody`]).
+pub async fn read_body(req: Request, limit: usize) -> Result<axum::body::Bytes, ApiError> {
+    axum::body::to_bytes(req.into_body(), limit)
+        .await
+        .map_err(|e| {
+            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+            while let Some(err) = source {
+                if let Some(t) = err.downcast_ref::<crate::serve::BodyTimedOut>() {
+                    return ApiError::BodyTimeout(t.0);
+                }
+                source = err.source();
+            }
+            ApiError::PayloadTooLarge { limit_bytes: limit }
+        })
 }
 
 /// A body as a JSON value: empty (or whitespace only) is `null`; invalid JSON is
@@ -67,7 +81,14 @@ pub struct EnvelopeReply(pub ls_env::StepEnvelope);
 
 impl IntoResponse for EnvelopeReply {
     fn into_response(self) -> Response {
-        reply(&self.0, if self.0.done { TERMINAL_REPLY_CAPACITY_BYTES } else { REPLY_CAPACITY_BYTES })
+        reply(
+            &self.0,
+            if self.0.done {
+                TERMINAL_REPLY_CAPACITY_BYTES
+            } else {
+                REPLY_CAPACITY_BYTES
+            },
+        )
     }
 }
 
@@ -78,7 +99,10 @@ fn reply<T: serde::Serialize>(value: &T, capacity_bytes: usize) -> Response {
             // Built directly: a `(headers, bytes)` reply first sets an octet-stream content type
             // and then replaces it.
             let mut res = Response::new(axum::body::Body::from(buf.into_bytes()));
-            res.headers_mut().insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"));
+            res.headers_mut().insert(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("application/json"),
+            );
             res
         }
         Err(e) => ApiError::Internal(format!("reply serialization failed: {e}")).into_response(),

@@ -3,10 +3,9 @@
 
 use crate::body::{json_value, EnvelopeReply, JsonReply, RawBody};
 use crate::error::ApiError;
-use crate::sessions::{lock_env, SessionManager, DEFAULT_SESSION};
-use axum::extract::{FromRequestParts, State};
-use axum::http::request::Parts;
-use axum::http::HeaderValue;
+pub use crate::sessions::{SessionHeader, SESSION_HEADER};
+use crate::sessions::{lock_env, SessionManager};
+use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ls_env::{CasePool, EnvConfig, Environment, PublicState, ResetRequest, StepEnvelope};
@@ -18,10 +17,12 @@ pub struct AppState {
     pub pool: Arc<CasePool>,
     pub config: EnvConfig,
     pub sessions: SessionManager<Environment>,
-    /// OpenEnv WebSocket limits and live connections (`LEDGERSHIELD_WS_*` environment variables).
-    pub ws: crate::ws::WsRuntime,
-    /// Persistent report store behind the product endpoints (see [`crate::reports`]).
-    pub reports: crate::reports::ReportStore,
+    /// OpenEnv WebSocket limits and live connections.
+    pub ws: crate::ws_config::WsRuntime,
+    /// Persistent report store behind the product endpoints.
+    pub reports: crate::report_store::ReportStore,
+    /// Origin, host, admin key and rate limits (the guard around the whole application).
+    pub security: crate::config::SecurityConfig,
 }
 
 impl AppState {
@@ -31,38 +32,6 @@ impl AppState {
 }
 
 pub type Shared = Arc<AppState>;
-
-pub const SESSION_HEADER: &str = "x-session-id";
-
-/// The `X-Session-Id` header alone, the only header the ControlBench routes read (axum's
-/// `HeaderMap` extractor would copy the whole map on every request).
-pub struct SessionHeader(pub Option<HeaderValue>);
-
-impl<S: Send + Sync> FromRequestParts<S> for SessionHeader {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Ok(SessionHeader(parts.headers.get(SESSION_HEADER).cloned()))
-    }
-}
-
-impl SessionHeader {
-    /// The session id: the header, else a body field, else the default session; `true` when one
-    /// was named. A non-ASCII header or an invalid id is a 400.
-    pub fn session_id(&self, body_field: Option<&str>) -> Result<(String, bool), ApiError> {
-        let header = match &self.0 {
-            Some(v) => Some(v.to_str().map_err(|_| ApiError::BadRequest("X-Session-Id must be ASCII".into()))?.trim().to_owned()),
-            None => None,
-        };
-        match header.or_else(|| body_field.map(str::to_owned)) {
-            Some(id) => {
-                SessionManager::<Environment>::validate_id(&id)?;
-                Ok((id, true))
-            }
-            None => Ok((DEFAULT_SESSION.to_owned(), false)),
-        }
-    }
-}
 
 /// A parsed step request: `{"action_type", "payload"}` or OpenEnv's `{"action": {...}}`.
 #[derive(Debug, Clone, PartialEq)]
@@ -212,10 +181,25 @@ async fn state(State(s): State<Shared>, header: SessionHeader) -> Result<JsonRep
 
 async fn institutional_memory(State(s): State<Shared>, header: SessionHeader) -> Result<JsonReply<ls_env::RawJson>, ApiError> {
     let (sid, _) = header.session_id(None)?;
-    let env = s.sessions.get_or_create(&sid, || s.new_env())?;
-    let env = lock_env(&env);
+    // A read never creates state: an unknown session reads a fresh institution's memory.
+    let snapshot = match s.sessions.get(&sid) {
+        Some(env) => lock_env(&env).memory.snapshots().full,
+        None => s.new_env().memory.snapshots().full,
+    };
     // The snapshot is already JSON text; no map round trip.
-    Ok(JsonReply(env.memory.snapshots().full))
+    Ok(JsonReply(snapshot))
+}
+
+/// `DELETE /session`: close the session named by `X-Session-Id` now, freeing its slot.
+async fn close_session(State(s): State<Shared>, header: SessionHeader) -> Result<Json<Value>, ApiError> {
+    let (sid, named) = header.session_id(None)?;
+    if !named {
+        return Err(ApiError::BadRequest("DELETE /session needs the X-Session-Id header naming the session to close".into()));
+    }
+    if !s.sessions.remove(&sid) {
+        return Err(ApiError::UnknownSession(crate::error::prefix(&sid)));
+    }
+    Ok(Json(json!({"session_id": sid, "status": "closed"})))
 }
 
 async fn institutional_reset(State(s): State<Shared>, header: SessionHeader) -> Result<Json<Value>, ApiError> {
@@ -235,11 +219,24 @@ pub fn routes() -> Router<Shared> {
         .route("/state", get(state))
         .route("/institutional-memory", get(institutional_memory))
         .route("/institutional-reset", post(institutional_reset))
+        .route("/session", axum::routing::delete(close_session))
 }
 
-/// Build the shared state.
-pub fn app_state(pool: CasePool, config: EnvConfig, max_sessions: usize, idle_timeout: std::time::Duration) -> Shared {
-    Arc::new(AppState { pool: Arc::new(pool), config, sessions: SessionManager::new(max_sessions, idle_timeout), ws: crate::ws::WsRuntime::new(crate::ws::WsConfig::from_env()), reports: crate::reports::ReportStore::from_env() })
+/// ControlBench's operator routes (admin key, or loopback clients when no key is set).
+pub fn is_operator_route(method: &axum::http::Method, path: &str) -> bool {
+    *method == axum::http::Method::POST && path == "/institutional-reset"
+}
+
+/// Build the shared state from the server configuration (parsed once by the binary).
+pub fn app_state(pool: CasePool, config: EnvConfig, server: &crate::config::ServerConfig, reports: crate::report_store::ReportStore, shutdown: &crate::shutdown::Shutdown) -> Shared {
+    Arc::new(AppState {
+        pool: Arc::new(pool),
+        config,
+        sessions: SessionManager::new(server.max_sessions, server.session_idle),
+        ws: crate::ws_config::WsRuntime::new(server.ws, shutdown.clone()),
+        reports,
+        security: server.security.clone(),
+    })
 }
 
 #[allow(dead_code)]
@@ -248,6 +245,8 @@ fn _assert_send(_: &Mutex<Environment>) {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sessions::DEFAULT_SESSION;
+    use axum::http::HeaderValue;
 
     #[test]
     fn step_bodies() {

@@ -2,65 +2,15 @@
 //! `GET /openapi.json` (an OpenAPI 3.1 document built in code from the service's route list and
 //! the JSON Schemas of its Rust types).
 
-use crate::openenv::OpenEnvService;
+pub use crate::protocol::{EnvironmentMetadata, EnvironmentSchemas, OpenEnvService, RouteDoc, ToolSpec};
 use axum::extract::State;
 use axum::Json;
 use schemars::generate::{Contract, SchemaGenerator, SchemaSettings};
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-/// `GET /metadata` (openenv-core's `EnvironmentMetadata`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EnvironmentMetadata {
-    pub name: String,
-    pub description: String,
-    pub readme_content: Option<String>,
-    pub version: Option<String>,
-    pub author: Option<String>,
-    pub documentation_url: Option<String>,
-}
 
-/// `GET /schema` (openenv-core's `SchemaResponse`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EnvironmentSchemas {
-    pub action: Value,
-    pub observation: Value,
-    pub state: Value,
-}
-
-/// An MCP tool.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    #[serde(rename = "inputSchema")]
-    pub input_schema: Value,
-}
-
-/// One HTTP route for the OpenAPI document.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RouteDoc {
-    pub method: &'static str,
-    pub path: &'static str,
-    pub summary: &'static str,
-    /// Component schema name of the JSON request body.
-    pub request: Option<&'static str>,
-    /// Component schema name of the 200 response body.
-    pub response: Option<&'static str>,
-}
-
-impl RouteDoc {
-    pub fn get(path: &'static str, summary: &'static str, response: Option<&'static str>) -> Self {
-        Self { method: "get", path, summary, request: None, response }
-    }
-    pub fn post(path: &'static str, summary: &'static str, request: Option<&'static str>, response: Option<&'static str>) -> Self {
-        Self { method: "post", path, summary, request, response }
-    }
-}
-
-/// JSON Schema (2020-12) of a type as the server accepts it.
 pub fn input_schema<T: JsonSchema>() -> Value {
     Value::from(SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<T>())
 }

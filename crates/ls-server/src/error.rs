@@ -29,6 +29,56 @@ pub enum ApiError {
     UnsupportedMediaType,
     #[error("internal error: {0}")]
     Internal(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("rate limit exceeded: at most {per_min} requests per minute per {scope}; retry after {retry_after_secs} s")]
+    RateLimited {
+        per_min: u32,
+        scope: &'static str,
+        retry_after_secs: u64,
+    },
+    #[error("the request body did not arrive within {0} s")]
+    BodyTimeout(u64),
+    #[error("{0}")]
+    MethodNotAllowed(String),
+    /// A Financial Audit domain error: status by its kind, its own code and `detail`.
+    #[error("{0}")]
+    Audit(#[from] audit_env::AuditError),
+}
+
+/// Longest message an error reply carries: enough to name the problem, never the whole input.
+pub const MAX_MESSAGE_CHARS: usize = 300;
+/// Longest quote of client input inside a message.
+pub const MAX_QUOTE_CHARS: usize = 64;
+
+/// At most [`MAX_QUOTE_CHARS`] characters of client input, marked when cut.
+pub fn prefix(s: &str) -> String {
+    bounded(s, MAX_QUOTE_CHARS)
+}
+
+fn bounded(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_owned(),
+        Some((i, _)) => format!("{}…", &s[..i]),
+    }
+}
+
+/// The HTTP status of an audit error's kind.
+pub fn audit_status(kind: audit_env::ErrorKind) -> StatusCode {
+    use audit_env::ErrorKind as K;
+    match kind {
+        K::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
+        K::OutOfOrder => StatusCode::BAD_REQUEST,
+        K::NotFound => StatusCode::NOT_FOUND,
+        K::Conflict => StatusCode::CONFLICT,
+        K::Capacity => StatusCode::SERVICE_UNAVAILABLE,
+        K::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        K::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        K::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+        K::Forbidden => StatusCode::FORBIDDEN,
+        K::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        K::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    }
 }
 
 impl ApiError {
@@ -42,6 +92,11 @@ impl ApiError {
             Self::TooManySessions(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Audit(e) => audit_status(e.kind()),
         }
     }
 
@@ -58,18 +113,47 @@ impl ApiError {
             Self::TooManySessions(_) => "capacity_exhausted",
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::Internal(_) => "internal_error",
+            Self::Forbidden(_) => "forbidden",
+            Self::RateLimited { .. } => "rate_limited",
+            Self::BodyTimeout(_) => "request_timeout",
+            Self::MethodNotAllowed(_) => "method_not_allowed",
+            Self::Audit(e) => e.code(),
         }
     }
 
+    /// The reply body; the message (and an audit error's `detail`) is bounded to
+    /// [`MAX_MESSAGE_CHARS`], so no reply echoes more than a short prefix of its input.
+    /// The message, bounded to [`MAX_MESSAGE_CHARS`].
+    pub fn message(&self) -> String {
+        bounded(&self.to_string(), MAX_MESSAGE_CHARS)
+    }
+
     pub fn body(&self) -> serde_json::Value {
-        let message = self.to_string();
-        json!({"error": {"code": self.code(), "message": message}, "detail": message})
+        let message = self.message();
+        let detail = match self {
+            Self::Audit(e) => bounded(&e.detail(), MAX_MESSAGE_CHARS),
+            _ => message.clone(),
+        };
+        json!({"error": {"code": self.code(), "message": message}, "detail": detail})
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status(), axum::Json(self.body())).into_response()
+        let retry = match &self {
+            Self::RateLimited {
+                retry_after_secs, ..
+            } => Some(*retry_after_secs),
+            _ => None,
+        };
+        let mut res = (self.status(), axum::Json(self.body())).into_response();
+        if let Some(secs) = retry {
+            res.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(secs.max(1)),
+            );
+        }
+        res
     }
 }
 
@@ -88,5 +172,47 @@ impl From<ls_env::EnvStepError> for ApiError {
 impl From<ls_env::ResetError> for ApiError {
     fn from(e: ls_env::ResetError) -> Self {
         Self::BadRequest(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_quote_only_a_prefix() {
+        let huge = "x".repeat(100_000);
+        let body = ApiError::InvalidJson(format!("invalid type: string \"{huge}\"")).body();
+        assert!(
+            body.to_string().len() < 2 * MAX_MESSAGE_CHARS + 200,
+            "{}",
+            body.to_string().len()
+        );
+        assert_eq!(prefix("abc"), "abc");
+        assert_eq!(
+            prefix(&"é".repeat(100)).chars().count(),
+            MAX_QUOTE_CHARS + 1
+        );
+    }
+
+    #[test]
+    fn audit_errors_keep_their_kind() {
+        let conflict = ApiError::from(audit_env::AuditError::Conflict("campaign finished".into()));
+        assert_eq!(
+            (conflict.status(), conflict.code()),
+            (StatusCode::CONFLICT, "conflict")
+        );
+        let missing = ApiError::from(audit_env::AuditError::NotFound {
+            kind: "campaign_id",
+            id: "c".into(),
+        });
+        assert_eq!(missing.body()["detail"], "campaign_id");
+        let limited = ApiError::RateLimited {
+            per_min: 1,
+            scope: "client",
+            retry_after_secs: 7,
+        }
+        .into_response();
+        assert_eq!(limited.headers()["retry-after"], "7");
     }
 }

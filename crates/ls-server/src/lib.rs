@@ -1,68 +1,91 @@
-//! `ls-server` is the protocol layer: axum routes over the environments, per-session isolation,
-//! bounded bodies and one JSON error type. It holds no domain logic.
+//! `ls-server` is the protocol layer: axum routes over both environments, per-session isolation,
+//! bounded bodies, one JSON error type, one security guard and the accept loop with timeouts and
+//! graceful shutdown. It holds no domain logic.
 //!
-//! * [`controlbench`]: `/`, `/health`, `/reset`, `/step`, `/state`, institutional-memory routes.
-//! * [`sessions`]: the bounded, expiring session map.
-//! * [`body`]: streamed, size-limited JSON body extraction.
+//! Generic layer (knows no environment):
+//! * [`config`]: [`ServerConfig`], parsed once by the binary and passed down.
+//! * [`sessions`]: the bounded, expiring session map and the `X-Session-Id` extractor.
+//! * [`body`]: streamed, size-limited, timed body extraction and the reply writers.
 //! * [`error`]: [`ApiError`], the single error enum and its JSON mapping.
-//! * [`openenv`]: OpenEnv protocol surface, generic over the environment ([`ws`] sessions at
-//!   `/ws`, [`ws_mcp`] MCP JSON-RPC, [`discovery`] `/metadata`, `/schema`, `/openapi.json`).
-//! * [`reports`]: report-backed product endpoints.
-//! * [`audit`]: the Financial Audit environment on the same OpenEnv machinery.
+//! * [`security`]: Host/Origin checks, CORS, admin key, rate limits, security headers.
+//! * [`serve`]: the accept loop (timeouts, graceful shutdown on SIGTERM/SIGINT); [`shutdown`].
+//! * [`protocol`]: the OpenEnv traits; [`openenv`]: their routes ([`ws`] at `/ws`, [`ws_mcp`]
+//!   MCP JSON-RPC, [`discovery`] `/metadata`, `/schema`, `/openapi.json`).
+//!
+//! Environment adapters (depend on the generic layer; nothing depends on them):
+//! * [`controlbench`] (HTTP routes), [`controlbench_openenv`] (OpenEnv traits), [`reports`]
+//!   (report-backed product endpoints over [`report_store`]).
+//! * [`audit`]: the Financial Audit environment (HTTP routes and OpenEnv traits).
 
 pub mod audit;
 pub mod body;
+pub mod config;
 pub mod controlbench;
+pub mod controlbench_openenv;
 pub mod discovery;
 pub mod error;
 pub mod openenv;
+pub mod protocol;
+pub mod report_store;
 pub mod reports;
+pub mod security;
+pub mod serve;
 pub mod sessions;
+pub mod shutdown;
 pub mod ws;
+pub mod ws_config;
 pub mod ws_mcp;
 
+pub use config::{SecurityConfig, ServerConfig, Timeouts};
 pub use controlbench::{app_state, AppState, Shared};
 pub use error::ApiError;
+pub use report_store::ReportStore;
+pub use serve::serve;
+pub use shutdown::Shutdown;
 
-use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
+use axum::http::{Method, StatusCode, Uri};
 use axum::response::IntoResponse;
 use axum::Router;
-use tower_http::cors::CorsLayer;
-use tower_http::set_header::SetResponseHeaderLayer;
 
 async fn not_found(uri: Uri) -> ApiError {
-    ApiError::NotFound(format!("no route for {}", uri.path().chars().take(200).collect::<String>()))
+    ApiError::NotFound(format!("no route for {}", error::prefix(uri.path())))
 }
 
 async fn method_not_allowed(method: Method, uri: Uri) -> impl IntoResponse {
-    let e = ApiError::BadRequest(format!("method {method} is not allowed on {}", uri.path().chars().take(200).collect::<String>()));
+    let e = ApiError::BadRequest(format!(
+        "method {method} is not allowed on {}",
+        error::prefix(uri.path())
+    ));
     (StatusCode::METHOD_NOT_ALLOWED, axum::Json(e.body()))
 }
 
-/// The ControlBench application as served: the router inside the cross-cutting layers.
-pub type App = tower_http::cors::Cors<tower_http::set_header::SetResponseHeader<Router, HeaderValue>>;
+/// An application as served: the router behind the security guard.
+pub type App = security::Guarded<Router>;
 
-/// Cross-cutting layers, wrapped once around the whole router rather than around each route
+/// The security guard, wrapped once around the whole router rather than around each route
 /// (`Router::layer` boxes every route once more, one clone and one boxed future per request).
-pub fn with_common_layers(router: Router) -> App {
-    let router = router.fallback(not_found).method_not_allowed_fallback(method_not_allowed);
-    tower::ServiceBuilder::new()
-        // Permissive CORS (any origin, method and header; browsers' preflights answered). The
-        // answer never depends on the request's origin, so no `Vary` header: building it cost
-        // ~1 % of an episode's instructions, rebuilt on every reply.
-        .layer(CorsLayer::permissive().vary([]))
-        .layer(SetResponseHeaderLayer::if_not_present(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
-        .service(router)
+pub fn guarded(
+    router: Router,
+    security: &SecurityConfig,
+    operator: security::OperatorRoutes,
+) -> App {
+    security::Guarded::new(router, security::Guard::new(security.clone(), operator))
 }
 
-/// The ControlBench application; serve it with `axum::serve(listener, make_service(app))`.
+/// The ControlBench application; serve it with [`serve()`].
 pub fn router(state: Shared) -> App {
-    with_common_layers(controlbench::routes().merge(openenv::routes()).merge(reports::routes()).with_state(state))
-}
-
-/// An [`App`] as `axum::serve` takes it.
-pub fn make_service(app: App) -> axum::routing::IntoMakeService<App> {
-    axum::ServiceExt::<axum::extract::Request>::into_make_service(app)
+    let security = state.security.clone();
+    let router = controlbench::routes()
+        .merge(controlbench_openenv::routes())
+        .merge(reports::routes())
+        .with_state(state);
+    guarded(
+        router
+            .fallback(not_found)
+            .method_not_allowed_fallback(method_not_allowed),
+        &security,
+        controlbench::is_operator_route,
+    )
 }
 
 /// Periodically drop idle sessions.

@@ -6,7 +6,7 @@
 //! never certified as high trust.
 
 use crate::body::JsonBody;
-use crate::controlbench::SessionHeader;
+use crate::sessions::SessionHeader;
 use crate::error::ApiError;
 use crate::sessions::lock_env;
 use crate::Shared;
@@ -14,85 +14,11 @@ use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ls_report::{
-    certify, leaderboard, leaderboard_entries, visualization, BenchmarkReport, CertifyRequest,
-    LeaderboardEntry, MemorySnapshot,
+    certify, leaderboard, leaderboard_entries, visualization, CertifyRequest,
+    MemorySnapshot,
 };
-use ls_store::Store;
 use serde_json::{json, Value};
-use std::path::PathBuf;
-use std::sync::Mutex;
 
-/// Lazily opened handle on the persistent store plus the human-baseline path.
-pub struct ReportStore {
-    path: Option<PathBuf>,
-    store: Mutex<Option<Store>>,
-    pub human_baseline: Option<PathBuf>,
-}
-
-impl ReportStore {
-    /// From `LEDGERSHIELD_DB_PATH` (default `data/ledgershield.db`) and `LEDGERSHIELD_HUMAN_BASELINE_PATH`.
-    pub fn from_env() -> Self {
-        Self {
-            path: Some(ls_store::db_path_from_env()),
-            store: Mutex::new(None),
-            human_baseline: std::env::var_os("LEDGERSHIELD_HUMAN_BASELINE_PATH").map(PathBuf::from),
-        }
-    }
-
-    /// A store at an explicit path.
-    pub fn at(path: PathBuf) -> Self {
-        Self {
-            path: Some(path),
-            store: Mutex::new(None),
-            human_baseline: None,
-        }
-    }
-
-    /// No persistent store (every endpoint reports that no artifact exists).
-    pub fn disabled() -> Self {
-        Self {
-            path: None,
-            store: Mutex::new(None),
-            human_baseline: None,
-        }
-    }
-
-    fn with<T>(&self, f: impl FnOnce(&Store) -> Option<T>) -> Option<T> {
-        let path = self.path.as_ref()?;
-        let mut guard = self.store.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.is_none() {
-            // Only read an existing database: serving must not create files as a side effect.
-            if !path.exists() {
-                return None;
-            }
-            match Store::open(path) {
-                Ok(s) => *guard = Some(s),
-                Err(e) => {
-                    tracing::warn!(error = %e, "could not open the report store");
-                    return None;
-                }
-            }
-        }
-        guard.as_ref().and_then(f)
-    }
-
-    pub fn latest_report_json(&self) -> Option<Value> {
-        self.with(|s| s.latest_report().ok().flatten())
-    }
-
-    pub fn latest_report(&self) -> Option<BenchmarkReport> {
-        self.latest_report_json()
-            .and_then(|v| serde_json::from_value(v).ok())
-    }
-
-    pub fn leaderboard_entries(&self) -> Vec<LeaderboardEntry> {
-        self.with(|s| s.leaderboard().ok())
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|r| serde_json::from_value(r.entry).ok())
-            .collect()
-    }
-}
 
 fn live_memory(s: &Shared, header: &SessionHeader) -> Result<MemorySnapshot, ApiError> {
     let (sid, _) = header.session_id(None)?;

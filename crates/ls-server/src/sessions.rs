@@ -1,7 +1,12 @@
 //! Sessions: each owns an isolated environment (episode, curriculum, institutional memory).
-//! Bounded in number; idle sessions expire. Requests without a session id use `default`.
+//! Bounded in number; idle sessions expire. Requests without a session id use `default`, which
+//! is reserved outside the named-session capacity and never expires. One manager serves both
+//! environments, their HTTP routes and `POST /mcp` alike.
 
 use crate::error::ApiError;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::HeaderValue;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,16 +30,15 @@ pub struct SessionManager<E> {
 impl<E> SessionManager<E> {
     pub fn new(max_sessions: usize, idle_timeout: Duration) -> Self {
         assert!(max_sessions >= 1, "at least one session");
-        Self { inner: Mutex::new(HashMap::new()), max_sessions, idle_timeout }
+        Self {
+            inner: Mutex::new(HashMap::new()),
+            max_sessions,
+            idle_timeout,
+        }
     }
 
     pub fn validate_id(id: &str) -> Result<(), ApiError> {
-        if id.is_empty() || id.chars().count() > MAX_SESSION_ID_CHARS || !id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c)) {
-            return Err(ApiError::BadRequest(format!(
-                "session id must be 1-{MAX_SESSION_ID_CHARS} characters of letters, digits, '-', '_', '.', ':'"
-            )));
-        }
-        Ok(())
+        validate_id(id)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry<E>>> {
@@ -63,26 +67,50 @@ impl<E> SessionManager<E> {
         Some(e.env.clone())
     }
 
-    /// Get or create a session; creation fails cleanly at capacity.
-    pub fn get_or_create(&self, id: &str, make: impl FnOnce() -> E) -> Result<Arc<Mutex<E>>, ApiError> {
+    /// Get or create a session; creation fails cleanly at capacity. The default session does
+    /// not count toward the capacity, so named sessions never lock out clients without one.
+    pub fn get_or_create(
+        &self,
+        id: &str,
+        make: impl FnOnce() -> E,
+    ) -> Result<Arc<Mutex<E>>, ApiError> {
         if let Some(e) = self.get(id) {
             return Ok(e);
         }
         let mut map = self.lock();
-        if map.len() >= self.max_sessions {
+        if let Some(e) = map.get(id) {
+            // Created by another request since `get`.
+            return Ok(e.env.clone());
+        }
+        let named =
+            |m: &HashMap<String, Entry<E>>| m.len() - usize::from(m.contains_key(DEFAULT_SESSION));
+        if id != DEFAULT_SESSION && named(&map) >= self.max_sessions {
             let ttl = self.idle_timeout;
             map.retain(|sid, e| sid == DEFAULT_SESSION || e.last_used.elapsed() < ttl);
-            if map.len() >= self.max_sessions {
-                return Err(ApiError::TooManySessions(map.len()));
+            if named(&map) >= self.max_sessions {
+                return Err(ApiError::TooManySessions(named(&map)));
             }
         }
         let env = Arc::new(Mutex::new(make()));
-        map.insert(id.to_owned(), Entry { env: env.clone(), last_used: Instant::now() });
+        map.insert(
+            id.to_owned(),
+            Entry {
+                env: env.clone(),
+                last_used: Instant::now(),
+            },
+        );
         Ok(env)
     }
 
+    /// Close a session now (`DELETE /session`). The default session is only emptied: a fresh
+    /// environment replaces it on next use.
     pub fn remove(&self, id: &str) -> bool {
         self.lock().remove(id).is_some()
+    }
+
+    /// A fresh session id from the operating system's random source (122 random bits).
+    pub fn new_id(prefix: &str) -> String {
+        format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
     }
 
     pub fn len(&self) -> usize {
@@ -92,6 +120,56 @@ impl<E> SessionManager<E> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+pub const SESSION_HEADER: &str = "x-session-id";
+
+/// The `X-Session-Id` header alone, the only header the session routes read (axum's
+/// `HeaderMap` extractor would copy the whole map on every request).
+pub struct SessionHeader(pub Option<HeaderValue>);
+
+impl<S: Send + Sync> FromRequestParts<S> for SessionHeader {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(SessionHeader(parts.headers.get(SESSION_HEADER).cloned()))
+    }
+}
+
+impl SessionHeader {
+    /// The session id: the header, else a body field, else the default session; `true` when one
+    /// was named. A non-ASCII header or an invalid id is a 400.
+    pub fn session_id(&self, body_field: Option<&str>) -> Result<(String, bool), ApiError> {
+        let header = match &self.0 {
+            Some(v) => Some(
+                v.to_str()
+                    .map_err(|_| ApiError::BadRequest("X-Session-Id must be ASCII".into()))?
+                    .trim()
+                    .to_owned(),
+            ),
+            None => None,
+        };
+        match header.or_else(|| body_field.map(str::to_owned)) {
+            Some(id) => {
+                validate_id(&id)?;
+                Ok((id, true))
+            }
+            None => Ok((DEFAULT_SESSION.to_owned(), false)),
+        }
+    }
+}
+
+/// A session id is 1-128 characters of letters, digits, '-', '_', '.', ':'.
+pub fn validate_id(id: &str) -> Result<(), ApiError> {
+    if id.is_empty()
+        || id.chars().count() > MAX_SESSION_ID_CHARS
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c))
+    {
+        return Err(ApiError::BadRequest(format!("session id must be 1-{MAX_SESSION_ID_CHARS} characters of letters, digits, '-', '_', '.', ':'")));
+    }
+    Ok(())
 }
 
 /// Lock a session's environment, recovering from poisoning (a panic never loses the session).
@@ -108,10 +186,38 @@ mod tests {
         let m: SessionManager<u32> = SessionManager::new(2, Duration::from_millis(30));
         m.get_or_create("a", || 1).unwrap();
         m.get_or_create("b", || 2).unwrap();
-        assert!(matches!(m.get_or_create("c", || 3), Err(ApiError::TooManySessions(2))));
+        assert!(matches!(
+            m.get_or_create("c", || 3),
+            Err(ApiError::TooManySessions(2))
+        ));
         std::thread::sleep(Duration::from_millis(40));
-        assert!(m.get_or_create("c", || 3).is_ok(), "idle sessions are reclaimed");
+        assert!(
+            m.get_or_create("c", || 3).is_ok(),
+            "idle sessions are reclaimed"
+        );
         assert!(m.get("a").is_none());
+    }
+
+    #[test]
+    fn default_session_is_outside_capacity_and_ids_are_random() {
+        let m: SessionManager<u32> = SessionManager::new(1, Duration::from_secs(60));
+        m.get_or_create("a", || 1).unwrap();
+        assert!(m.get_or_create("b", || 2).is_err());
+        assert!(
+            m.get_or_create(DEFAULT_SESSION, || 0).is_ok(),
+            "the default session is reserved"
+        );
+        assert!(m.remove("a"));
+        assert!(
+            m.get_or_create("b", || 2).is_ok(),
+            "a closed session frees its slot at once"
+        );
+        let (x, y) = (
+            SessionManager::<u32>::new_id("sess"),
+            SessionManager::<u32>::new_id("sess"),
+        );
+        assert_ne!(x, y);
+        assert!(validate_id(&x).is_ok() && x.len() == 37, "{x}");
     }
 
     #[test]

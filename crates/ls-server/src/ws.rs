@@ -12,7 +12,8 @@
 //! connection gets a `CAPACITY_REACHED` error and a close frame (1013).
 
 use crate::error::ApiError;
-use crate::openenv::{OpenEnvBackend, OpenEnvService};
+use crate::protocol::{OpenEnvBackend, OpenEnvService};
+pub use crate::ws_config::{WsConfig, WsRuntime, ENV_IDLE_SECS, ENV_MAX_MESSAGE_BYTES, ENV_MAX_SESSIONS};
 use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -20,83 +21,6 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::sync::Semaphore;
-
-/// Limits of WebSocket sessions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WsConfig {
-    /// Most concurrent WebSocket sessions (`LEDGERSHIELD_WS_MAX_SESSIONS`, default 1024).
-    pub max_sessions: usize,
-    /// A session with no client message for this long is closed (`LEDGERSHIELD_WS_IDLE_SECS`, default 300).
-    pub idle_timeout: Duration,
-    /// Largest message answered normally; larger ones get a `VALIDATION_ERROR` reply
-    /// (`LEDGERSHIELD_WS_MAX_MESSAGE_BYTES`, default 1 MiB).
-    pub max_message_bytes: usize,
-}
-
-impl Default for WsConfig {
-    fn default() -> Self {
-        Self { max_sessions: 1024, idle_timeout: Duration::from_secs(300), max_message_bytes: 1024 * 1024 }
-    }
-}
-
-pub const ENV_MAX_SESSIONS: &str = "LEDGERSHIELD_WS_MAX_SESSIONS";
-pub const ENV_IDLE_SECS: &str = "LEDGERSHIELD_WS_IDLE_SECS";
-pub const ENV_MAX_MESSAGE_BYTES: &str = "LEDGERSHIELD_WS_MAX_MESSAGE_BYTES";
-
-impl WsConfig {
-    /// Defaults overridden by the `LEDGERSHIELD_WS_*` environment variables. An unparsable or
-    /// zero value is ignored with a warning.
-    pub fn from_env() -> Self {
-        Self::from_lookup(|k| std::env::var(k).ok())
-    }
-
-    /// As [`WsConfig::from_env`] with an explicit variable lookup.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
-        let d = Self::default();
-        let num = |key: &str, default: u64| -> u64 {
-            match get(key).map(|v| v.trim().parse::<u64>()) {
-                None => default,
-                Some(Ok(n)) if n > 0 => n,
-                Some(_) => {
-                    tracing::warn!(key, "ignoring invalid value (expected a positive integer)");
-                    default
-                }
-            }
-        };
-        Self {
-            max_sessions: num(ENV_MAX_SESSIONS, d.max_sessions as u64).min(1 << 20) as usize,
-            idle_timeout: Duration::from_secs(num(ENV_IDLE_SECS, d.idle_timeout.as_secs()).min(7 * 24 * 3600)),
-            max_message_bytes: num(ENV_MAX_MESSAGE_BYTES, d.max_message_bytes as u64).min(64 << 20) as usize,
-        }
-    }
-
-    /// Frames above this size end the connection (close 1009); between
-    /// `max_message_bytes` and this cap a message is answered with an error.
-    pub fn hard_limit_bytes(&self) -> usize {
-        (self.max_message_bytes.saturating_mul(4)).max(16 << 20)
-    }
-}
-
-/// Live WebSocket sessions: the configuration and the connection slots.
-#[derive(Debug)]
-pub struct WsRuntime {
-    pub config: WsConfig,
-    slots: Arc<Semaphore>,
-}
-
-impl WsRuntime {
-    pub fn new(config: WsConfig) -> Self {
-        let config = WsConfig { max_sessions: config.max_sessions.max(1), ..config };
-        Self { slots: Arc::new(Semaphore::new(config.max_sessions)), config }
-    }
-
-    /// Number of open WebSocket sessions.
-    pub fn active(&self) -> usize {
-        self.config.max_sessions - self.slots.available_permits()
-    }
-}
 
 /// openenv-core's `WSErrorCode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -148,9 +72,15 @@ impl From<ApiError> for WsError {
             ApiError::InvalidJson(_) => WsErrorCode::InvalidJson,
             ApiError::Validation(_) | ApiError::BadRequest(_) | ApiError::PayloadTooLarge { .. } | ApiError::UnsupportedMediaType => WsErrorCode::ValidationError,
             ApiError::TooManySessions(_) => WsErrorCode::CapacityReached,
+            ApiError::BodyTimeout(_) | ApiError::MethodNotAllowed(_) | ApiError::Forbidden(_) | ApiError::RateLimited { .. } => WsErrorCode::ValidationError,
+            ApiError::Audit(a) => match a.kind() {
+                audit_env::ErrorKind::Invalid | audit_env::ErrorKind::TooLarge | audit_env::ErrorKind::UnsupportedMediaType => WsErrorCode::ValidationError,
+                audit_env::ErrorKind::Capacity => WsErrorCode::CapacityReached,
+                _ => WsErrorCode::ExecutionError,
+            },
             ApiError::NotReset | ApiError::EpisodeEnded(_) | ApiError::UnknownSession(_) | ApiError::NotFound(_) | ApiError::Internal(_) => WsErrorCode::ExecutionError,
         };
-        WsError::new(code, e.to_string()).with("error", Value::String(e.code().to_owned()))
+        WsError::new(code, e.message()).with("error", Value::String(e.code().to_owned()))
     }
 }
 
@@ -262,6 +192,7 @@ async fn close(socket: &mut WebSocket, code: u16, reason: &'static str) {
 async fn session<S: OpenEnvService>(svc: Arc<S>, mut socket: WebSocket) {
     let rt = svc.ws_runtime();
     let cfg = rt.config;
+    let _live = rt.shutdown.track();
     let Ok(_slot) = rt.slots.clone().try_acquire_owned() else {
         let err = WsError::new(WsErrorCode::CapacityReached, format!("Server at capacity: {} WebSocket sessions are open; retry later", cfg.max_sessions))
             .with("active_sessions", json!(rt.active()))
@@ -284,7 +215,14 @@ async fn session<S: OpenEnvService>(svc: Arc<S>, mut socket: WebSocket) {
         }
     };
     loop {
-        let msg = match tokio::time::timeout(cfg.idle_timeout, socket.recv()).await {
+        let received = tokio::select! {
+            r = tokio::time::timeout(cfg.idle_timeout, socket.recv()) => r,
+            () = rt.shutdown.triggered() => {
+                close(&mut socket, close_code::AWAY, "server shutting down").await;
+                return;
+            }
+        };
+        let msg = match received {
             Err(_) => {
                 let err = WsError::new(WsErrorCode::SessionError, format!("session closed after {} s without a message", cfg.idle_timeout.as_secs())).with("error", json!("idle_timeout"));
                 let _ = send_json(&mut socket, &err.to_message()).await;

@@ -88,13 +88,10 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
 ];
 
-/// Database path from `LEDGERSHIELD_DB_PATH`, else the default.
-pub fn db_path_from_env() -> PathBuf {
-    std::env::var("LEDGERSHIELD_DB_PATH")
-        .ok()
-        .filter(|p| !p.trim().is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_DB_PATH))
+/// The database path: `configured` (the binary passes `LEDGERSHIELD_DB_PATH`) when set and not
+/// blank, else the default. This crate reads no environment variables.
+pub fn db_path(configured: Option<&str>) -> PathBuf {
+    configured.filter(|p| !p.trim().is_empty()).map(PathBuf::from).unwrap_or_else(|| PathBuf::from(DEFAULT_DB_PATH))
 }
 
 /// A run as stored.

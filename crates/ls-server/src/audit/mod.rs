@@ -1,36 +1,36 @@
-//! The Financial Audit environment on the OpenEnv protocol: `/ws`, `/mcp`, `/metadata`,
-//! `/schema` and `/openapi.json` over `audit_env::AuditEnv`, beside the audit router's own HTTP
-//! routes (`audit_env::http::router`).
+//! The Financial Audit environment's adapter: its HTTP routes ([`http`]) and the OpenEnv
+//! protocol (`/ws`, `/mcp`, `/metadata`, `/schema`, `/openapi.json`) over `audit_env::AuditEnv`,
+//! sharing one session manager, behind the shared security guard.
+
+pub mod http;
 
 use crate::discovery::{self, EnvironmentMetadata, EnvironmentSchemas, RouteDoc, ToolSpec};
 use crate::error::ApiError;
-use crate::openenv::{protocol_routes, to_json, OpenEnvBackend, OpenEnvService};
-use ls_json::RawJson;
+use crate::openenv::protocol_routes;
+use crate::protocol::{to_json, OpenEnvBackend, OpenEnvService};
 use crate::sessions::SessionManager;
-use crate::ws::{WsConfig, WsRuntime};
-use audit_env::episode::{AuditEnv, AuditObservation, AuditResetRequest, AuditState, AuditStepEnvelope, AuditStepRequest, EnvConfig};
-use audit_env::error::AuditError;
-use axum::http::StatusCode;
-use axum::Router;
+use crate::ws_config::WsRuntime;
+use audit_env::episode::{
+    AuditEnv, AuditObservation, AuditResetRequest, AuditState, AuditStepEnvelope, AuditStepRequest,
+    EnvConfig,
+};
+pub use http::{is_operator_route, AuditConfig};
+use ls_json::RawJson;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
-use std::time::Duration;
 
-fn api_error(e: AuditError) -> ApiError {
-    match e.status() {
-        StatusCode::NOT_FOUND => ApiError::NotFound(e.to_string()),
-        StatusCode::CONFLICT => ApiError::EpisodeEnded(e.to_string()),
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge { limit_bytes: crate::body::MAX_BODY_BYTES },
-        StatusCode::UNPROCESSABLE_ENTITY => ApiError::Validation(e.to_string()),
-        s if s.is_server_error() => ApiError::Internal(e.to_string()),
-        _ => ApiError::BadRequest(e.to_string()),
-    }
+/// Each audit error keeps its own kind and code (a campaign conflict stays `conflict`).
+fn api_error(e: audit_env::AuditError) -> ApiError {
+    ApiError::Audit(e)
 }
 
-fn parse<T: serde::de::DeserializeOwned>(what: &str, data: Map<String, Value>) -> Result<T, ApiError> {
-    serde_json::from_value(Value::Object(data)).map_err(|e| ApiError::Validation(format!("{what}: {e}")))
+fn parse<T: serde::de::DeserializeOwned>(
+    what: &str,
+    data: Map<String, Value>,
+) -> Result<T, ApiError> {
+    serde_json::from_value(Value::Object(data))
+        .map_err(|e| ApiError::Validation(format!("{what}: {e}")))
 }
-
 
 impl OpenEnvBackend for AuditEnv {
     fn reset(&mut self, data: Map<String, Value>) -> Result<RawJson, ApiError> {
@@ -44,16 +44,26 @@ impl OpenEnvBackend for AuditEnv {
     }
 
     fn state(&self) -> Option<Value> {
-        self.episode.as_ref().map(|_| AuditEnv::state(self)).and_then(|s| serde_json::to_value(s).ok())
+        self.episode
+            .as_ref()
+            .map(|_| AuditEnv::state(self))
+            .and_then(|s| serde_json::to_value(s).ok())
     }
 
     /// MCP tools: `submit_findings` (a step with findings) and `submit_final`.
-    fn call_tool(&mut self, name: &str, arguments: Map<String, Value>) -> Result<RawJson, ApiError> {
+    fn call_tool(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<RawJson, ApiError> {
         let mut req = arguments;
         if name == "submit_final" {
             req.insert("submit_final".into(), Value::Bool(true));
         } else if name != "submit_findings" {
-            return Err(ApiError::Validation(format!("unknown tool '{}'; use submit_findings or submit_final", name.chars().take(64).collect::<String>())));
+            return Err(ApiError::Validation(format!(
+                "unknown tool '{}'; use submit_findings or submit_final",
+                name.chars().take(64).collect::<String>()
+            )));
         }
         OpenEnvBackend::step(self, req)
     }
@@ -63,12 +73,21 @@ impl OpenEnvBackend for AuditEnv {
 pub struct AuditService {
     config: EnvConfig,
     ws: WsRuntime,
-    sessions: SessionManager<AuditEnv>,
+    /// The one session map of the audit environment: HTTP routes and `POST /mcp` alike.
+    pub(crate) sessions: SessionManager<AuditEnv>,
 }
 
 impl AuditService {
-    pub fn new(config: EnvConfig, max_sessions: usize, idle_timeout: Duration) -> Self {
-        Self { config, ws: WsRuntime::new(WsConfig::from_env()), sessions: SessionManager::new(max_sessions, idle_timeout) }
+    pub fn new(
+        config: EnvConfig,
+        server: &crate::config::ServerConfig,
+        shutdown: &crate::shutdown::Shutdown,
+    ) -> Self {
+        Self {
+            config,
+            ws: WsRuntime::new(server.ws, shutdown.clone()),
+            sessions: SessionManager::new(server.max_sessions, server.session_idle),
+        }
     }
 }
 
@@ -124,8 +143,16 @@ impl OpenEnvService for AuditService {
                 "required": ["document_id", "error_type"]}}},
         });
         vec![
-            ToolSpec { name: "submit_findings".into(), description: "Submit audit findings for this step.".into(), input_schema: findings.clone() },
-            ToolSpec { name: "submit_final".into(), description: "Submit final findings and end the episode (graded).".into(), input_schema: findings },
+            ToolSpec {
+                name: "submit_findings".into(),
+                description: "Submit audit findings for this step.".into(),
+                input_schema: findings.clone(),
+            },
+            ToolSpec {
+                name: "submit_final".into(),
+                description: "Submit final findings and end the episode (graded).".into(),
+                input_schema: findings,
+            },
         ]
     }
 
@@ -134,10 +161,25 @@ impl OpenEnvService for AuditService {
             RouteDoc::get("/", "Service banner", None),
             RouteDoc::get("/health", "Health check", None),
             RouteDoc::get("/tasks", "The four audit tasks", None),
-            RouteDoc::post("/reset", "Start an audit episode", Some("AuditResetRequest"), Some("AuditStepEnvelope")),
-            RouteDoc::post("/step", "Submit findings (`findings`, `submit_final`) or the `{action: {...}}` form", Some("AuditStepRequest"), Some("AuditStepEnvelope")),
+            RouteDoc::post(
+                "/reset",
+                "Start an audit episode",
+                Some("AuditResetRequest"),
+                Some("AuditStepEnvelope"),
+            ),
+            RouteDoc::post(
+                "/step",
+                "Submit findings (`findings`, `submit_final`) or the `{action: {...}}` form",
+                Some("AuditStepRequest"),
+                Some("AuditStepEnvelope"),
+            ),
             RouteDoc::get("/state", "Episode state", Some("AuditState")),
-            RouteDoc::post("/campaign/start", "Start a 5-period multi-agent campaign", None, None),
+            RouteDoc::post(
+                "/campaign/start",
+                "Start a 5-period multi-agent campaign",
+                None,
+                None,
+            ),
         ]
     }
 
@@ -154,9 +196,21 @@ impl OpenEnvService for AuditService {
     }
 }
 
-/// The audit application: its own HTTP routes plus the OpenEnv protocol routes.
-pub fn router(config: audit_env::http::AuditConfig) -> Router {
-    let env_config = EnvConfig { max_findings_per_step: config.max_findings_per_step, fraud_difficulty: config.fraud_difficulty };
-    let service = Arc::new(AuditService::new(env_config, 1024, Duration::from_secs(1800)));
-    audit_env::http::router(config).merge(protocol_routes::<AuditService>().with_state(service))
+/// The audit application: its own HTTP routes plus the OpenEnv protocol routes, one session
+/// manager, behind the security guard.
+pub fn router(
+    config: AuditConfig,
+    server: &crate::config::ServerConfig,
+    shutdown: &crate::shutdown::Shutdown,
+) -> crate::App {
+    let service = Arc::new(AuditService::new(config.env_config(), server, shutdown));
+    let routes = http::routes(config, service.clone())
+        .merge(protocol_routes::<AuditService>().with_state(service));
+    crate::guarded(
+        routes
+            .fallback(http::fallback)
+            .method_not_allowed_fallback(http::method_not_allowed),
+        &server.security,
+        is_operator_route,
+    )
 }

@@ -1,0 +1,1045 @@
+//! The Financial Audit environment's HTTP routes: parse, pick the session or campaign, call
+//! `audit_env`, serialize. Sessions live in the one [`SessionManager`] shared with `/mcp`;
+//! campaigns in a bounded map that expires idle entries. Security (origin, host, admin key, rate
+//! limits, headers) is the shared [`crate::security`] guard around the whole application.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::extract::{FromRequest, Path, Query, Request, State};
+use axum::http::{header, HeaderMap, Method};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use audit_env::adversarial::FraudDifficulty;
+use audit_env::baseline::{self, BaselineConfig};
+use audit_env::campaign::{self, Campaign, OverseerAction, Role};
+use audit_env::episode::{AuditAction, AuditEnv, AuditResetRequest, AuditStepRequest, EnvConfig};
+use audit_env::error::AuditError;
+use audit_env::model::{limits, Finding, TaskId, HELD_OUT_SEEDS, TRAIN_SEEDS};
+use audit_env::util;
+
+use crate::error::{prefix, ApiError};
+use crate::sessions::{lock_env, SessionManager, DEFAULT_SESSION};
+
+pub const VERSION: &str = "2.0.0";
+
+/// The audit environment's own settings (documented environment variables, parsed by the binary
+/// through [`AuditConfig::from_lookup`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditConfig {
+    /// `MAX_FINDINGS_PER_STEP` (default 50, ceiling 500).
+    pub max_findings_per_step: usize,
+    /// `CAMPAIGN_TOTAL_PERIODS` (default 5): used when a campaign start omits total_periods.
+    pub campaign_total_periods: u32,
+    /// `FRAUD_DIFFICULTY`: `auto` or 0–4.
+    pub fraud_difficulty: FraudDifficulty,
+    /// `MAX_BODY_BYTES` (default and ceiling 1 MiB), enforced on the streamed body.
+    pub max_body_bytes: usize,
+    /// Most live campaigns; idle ones expire with the session idle timeout.
+    pub max_campaigns: usize,
+    /// `LOG_LEVEL` (default INFO); reported in `/health`, applied by the server binary.
+    pub log_level: String,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig {
+            max_findings_per_step: limits::MAX_FINDINGS_PER_STEP_DEFAULT,
+            campaign_total_periods: 5,
+            fraud_difficulty: FraudDifficulty::Auto,
+            max_body_bytes: limits::MAX_BODY_BYTES,
+            max_campaigns: limits::MAX_CAMPAIGNS,
+            log_level: "INFO".into(),
+        }
+    }
+}
+
+impl AuditConfig {
+    /// Parse the settings from a variable lookup (the binary passes the process environment).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, AuditError> {
+        let mut c = AuditConfig::default();
+        let num = |k: &str, v: String| {
+            v.trim().parse::<u64>().map_err(|_| {
+                AuditError::invalid(
+                    k,
+                    format!("{k} must be a non-negative integer, got '{}'", prefix(&v)),
+                )
+            })
+        };
+        if let Some(v) = get("MAX_FINDINGS_PER_STEP") {
+            c.max_findings_per_step = (num("MAX_FINDINGS_PER_STEP", v)? as usize)
+                .clamp(1, limits::MAX_FINDINGS_PER_STEP_CEILING);
+        }
+        if let Some(v) = get("CAMPAIGN_TOTAL_PERIODS") {
+            c.campaign_total_periods =
+                (num("CAMPAIGN_TOTAL_PERIODS", v)? as u32).clamp(1, limits::MAX_PERIODS);
+        }
+        if let Some(v) = get("FRAUD_DIFFICULTY") {
+            c.fraud_difficulty = FraudDifficulty::parse(&v).ok_or_else(|| {
+                AuditError::invalid(
+                    "FRAUD_DIFFICULTY",
+                    format!("FRAUD_DIFFICULTY must be auto or 0-4, got '{}'", prefix(&v)),
+                )
+            })?;
+        }
+        if let Some(v) = get("MAX_BODY_BYTES") {
+            c.max_body_bytes =
+                (num("MAX_BODY_BYTES", v)? as usize).clamp(1024, crate::body::MAX_BODY_BYTES);
+        }
+        if let Some(v) = get("LOG_LEVEL") {
+            c.log_level = v;
+        }
+        Ok(c)
+    }
+
+    pub fn env_config(&self) -> EnvConfig {
+        EnvConfig {
+            max_findings_per_step: self.max_findings_per_step,
+            fraud_difficulty: self.fraud_difficulty,
+        }
+    }
+}
+
+#[derive(Serialize, Clone)]
+struct LeaderEntry {
+    model: String,
+    task_id: TaskId,
+    score: f64,
+    weighted_score: f64,
+    risk_mitigation_pct: f64,
+    episode_id: String,
+    seed: u64,
+}
+
+#[derive(Default)]
+struct Metrics {
+    total_resets: u64,
+    total_steps: u64,
+    total_episodes_completed: u64,
+    task_usage: BTreeMap<String, u64>,
+    campaigns_started: u64,
+    requests_total: u64,
+    latency_ms_total: u64,
+}
+
+/// A campaign and when it was last used (idle campaigns expire).
+struct CampaignEntry {
+    campaign: Campaign,
+    last_used: Instant,
+}
+
+struct Inner {
+    campaigns: BTreeMap<String, CampaignEntry>,
+    leaderboard: Vec<LeaderEntry>,
+    metrics: Metrics,
+    started: Instant,
+}
+
+#[derive(Clone)]
+pub(crate) struct AppState {
+    config: Arc<AuditConfig>,
+    service: Arc<super::AuditService>,
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl AppState {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A poisoned lock only means a handler panicked mid-update; the data is still usable.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn sessions(&self) -> &SessionManager<AuditEnv> {
+        &self.service.sessions
+    }
+
+    fn campaign_ttl(&self) -> Duration {
+        self.service.sessions.idle_timeout
+    }
+}
+
+/// The operator routes of the audit environment: campaigns (play and reads), the overseer,
+/// self-improvement, leaderboard writes and the baseline run.
+pub fn is_operator_route(method: &Method, path: &str) -> bool {
+    const WRITES: [&str; 10] = [
+        "/baseline",
+        "/campaign/start",
+        "/campaign/task/start",
+        "/campaign/task/submit",
+        "/campaign/action",
+        "/campaign/period",
+        "/campaign/period/advance",
+        "/overseer/review",
+        "/self-improve",
+        "/leaderboard",
+    ];
+    const READS: [&str; 3] = [
+        "/campaign/state",
+        "/overseer/report",
+        "/self-improve/history",
+    ];
+    match *method {
+        Method::POST => WRITES.contains(&path),
+        Method::GET => READS.contains(&path) || path.starts_with("/campaign/state/"),
+        _ => false,
+    }
+}
+
+/// Every audit HTTP route, with the audit service's sessions.
+pub(crate) fn routes(config: AuditConfig, service: Arc<super::AuditService>) -> Router {
+    let state = AppState {
+        config: Arc::new(config),
+        service,
+        inner: Arc::new(Mutex::new(Inner {
+            campaigns: BTreeMap::new(),
+            leaderboard: vec![],
+            metrics: Metrics::default(),
+            started: Instant::now(),
+        })),
+    };
+    Router::new()
+        .route("/", get(root))
+        .route("/health", get(health))
+        .route("/tasks", get(tasks))
+        .route("/reset", post(reset))
+        .route("/step", post(step))
+        .route("/state", get(state_route))
+        .route("/session", post(new_session).delete(close_session))
+        .route("/grader", get(grader))
+        .route("/campaign/start", post(campaign_start))
+        .route("/campaign/state", get(campaign_state_q))
+        .route("/campaign/state/{campaign_id}", get(campaign_state_p))
+        .route("/campaign/task/start", post(campaign_task_start))
+        .route("/campaign/task/submit", post(campaign_task_submit))
+        .route("/campaign/action", post(campaign_action))
+        .route("/campaign/period/advance", post(campaign_advance))
+        .route("/campaign/period", post(campaign_advance))
+        .route("/overseer/review", post(overseer_review))
+        .route("/overseer/report", get(overseer_report))
+        .route("/self-improve", post(self_improve))
+        .route("/self-improve/history", get(self_improve_history))
+        .route("/leaderboard", get(leaderboard_get).post(leaderboard_post))
+        .route("/metrics", get(metrics))
+        .route("/adaptive-difficulty", get(adaptive))
+        .route("/adversarial/state", get(adversarial_state))
+        .route("/baseline", post(baseline_route))
+        .layer(middleware::from_fn_with_state(state.clone(), count))
+        .with_state(state)
+}
+
+pub(crate) async fn fallback(req: Request) -> ApiError {
+    AuditError::RouteNotFound(format!("{} {}", req.method(), prefix(req.uri().path()))).into()
+}
+
+pub(crate) async fn method_not_allowed() -> ApiError {
+    AuditError::MethodNotAllowed.into()
+}
+
+/// Request count and latency for `/metrics`.
+async fn count(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let t0 = Instant::now();
+    st.lock().metrics.requests_total += 1;
+    let resp = next.run(req).await;
+    st.lock().metrics.latency_ms_total += t0.elapsed().as_millis() as u64;
+    resp
+}
+
+// ------------------------------------------------------------------------------------------
+// JSON extraction: content type, the shared bounded body reader, field-naming errors.
+// ------------------------------------------------------------------------------------------
+
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, st: &AppState) -> Result<Self, Self::Rejection> {
+        let limit = st.config.max_body_bytes;
+        if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
+            let ct = ct.to_str().unwrap_or("");
+            if !ct.to_ascii_lowercase().contains("application/json") {
+                return Err(AuditError::UnsupportedMediaType.into());
+            }
+        }
+        let bytes = crate::body::read_body(req, limit)
+            .await
+            .map_err(|e| match e {
+                ApiError::PayloadTooLarge { limit_bytes } => {
+                    ApiError::Audit(AuditError::BodyTooLarge { limit_bytes })
+                }
+                other => other,
+            })?;
+        parse_typed(&bytes).map(JsonBody)
+    }
+}
+
+/// Parse a body into `T`, naming the offending field; an empty body is `{}`.
+pub fn parse_typed<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let text: &[u8] = if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+        b"{}"
+    } else {
+        bytes
+    };
+    let de = &mut serde_json::Deserializer::from_slice(text);
+    serde_path_to_error::deserialize::<_, T>(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let field = if path == "." || path.is_empty() {
+            missing_field(&inner.to_string()).unwrap_or_else(|| "body".into())
+        } else {
+            prefix(&path)
+        };
+        AuditError::invalid(field, format!("{inner}")).into()
+    })
+}
+
+fn missing_field(msg: &str) -> Option<String> {
+    let i = msg.find("missing field `")?;
+    let rest = &msg[i + 15..];
+    Some(prefix(&rest[..rest.find('`')?]))
+}
+
+// ------------------------------------------------------------------------------------------
+// Sessions: the shared session manager.
+// ------------------------------------------------------------------------------------------
+
+fn session_key(
+    headers: &HeaderMap,
+    body: Option<&str>,
+    query: Option<&str>,
+) -> Result<String, ApiError> {
+    let raw = headers
+        .get("x-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or(body.map(str::to_string))
+        .or(query.map(str::to_string));
+    match raw {
+        None => Ok(DEFAULT_SESSION.into()),
+        Some(s) => {
+            let s = s.trim().to_string();
+            crate::sessions::validate_id(&s)
+                .map_err(|e| AuditError::invalid("session_id", e.to_string()))?;
+            Ok(s)
+        }
+    }
+}
+
+/// The session's environment; an unknown named session is created only when `create`.
+fn session(st: &AppState, key: &str, create: bool) -> Result<Arc<Mutex<AuditEnv>>, ApiError> {
+    let sessions = st.sessions();
+    if create || key == DEFAULT_SESSION {
+        return sessions
+            .get_or_create(key, || AuditEnv::new(st.config.env_config()))
+            .map_err(|e| match e {
+                ApiError::TooManySessions(_) => {
+                    AuditError::Capacity(format!("at most {} sessions", sessions.max_sessions))
+                        .into()
+                }
+                other => other,
+            });
+    }
+    sessions.get(key).ok_or_else(|| {
+        AuditError::NotFound {
+            kind: "session_id",
+            id: prefix(key),
+        }
+        .into()
+    })
+}
+
+#[derive(Deserialize, Default)]
+struct SessionQuery {
+    session_id: Option<String>,
+    campaign_id: Option<String>,
+    task_id: Option<String>,
+    limit: Option<usize>,
+}
+
+// ------------------------------------------------------------------------------------------
+// Handlers: single-task episodes.
+// ------------------------------------------------------------------------------------------
+
+async fn root() -> Json<Value> {
+    Json(json!({
+        "name": "financial_audit_env",
+        "version": VERSION,
+        "description": "Financial audit RL environment: four seeded audit tasks, multi-period campaigns with regulatory shocks, an overseer and self-improvement.",
+        "tasks": TaskId::ALL.iter().map(|t| t.as_str()).collect::<Vec<_>>(),
+        "endpoints": {
+            "health": "GET /health", "tasks": "GET /tasks", "reset": "POST /reset", "step": "POST /step",
+            "state": "GET /state", "session": "POST /session", "grader": "GET /grader",
+            "campaign_start": "POST /campaign/start", "campaign_state": "GET /campaign/state/{campaign_id}",
+            "campaign_task_start": "POST /campaign/task/start", "campaign_task_submit": "POST /campaign/task/submit",
+            "campaign_action": "POST /campaign/action", "campaign_advance": "POST /campaign/period/advance",
+            "overseer_review": "POST /overseer/review", "overseer_report": "GET /overseer/report",
+            "self_improve": "POST /self-improve", "self_improve_history": "GET /self-improve/history",
+            "leaderboard": "GET|POST /leaderboard", "metrics": "GET /metrics",
+            "adaptive_difficulty": "GET /adaptive-difficulty", "adversarial_state": "GET /adversarial/state",
+            "baseline": "POST /baseline"
+        },
+        "quickstart": "POST /reset {\"task_id\": 1, \"seed\": 42}\nPOST /step {\"findings\": [{\"document_id\": \"EXP-001\", \"error_type\": \"weekend_expense\"}], \"submit_final\": true}\nPOST /campaign/start {\"seed\": 42}\nGET /campaign/state/{id}"
+    }))
+}
+
+async fn health(State(st): State<AppState>) -> Json<Value> {
+    let g = st.lock();
+    Json(
+        json!({"status": "healthy", "environment": "financial_audit_env", "version": VERSION, "tasks_available": 4, "active_sessions": st.sessions().len(), "active_campaigns": g.campaigns.len(), "log_level": st.config.log_level}),
+    )
+}
+
+async fn tasks(State(st): State<AppState>) -> Json<Value> {
+    let list: Vec<Value> = TaskId::ALL
+        .iter()
+        .map(|t| json!({
+            "id": t.as_str(), "number": t.number(), "name": t.name(), "difficulty": t.difficulty(),
+            "description": audit_env::episode::task_description(*t), "max_steps": t.max_steps(),
+            "ground_truth_count": t.gt_count(),
+            "error_types": t.error_types().iter().map(|e| e.as_str()).collect::<Vec<_>>(),
+            "action_schema": {
+                "findings": {"type": "array", "max_items": st.config.max_findings_per_step, "items": {
+                    "document_id": "string (required)", "error_type": "string, one of error_types (required)",
+                    "description": "string (optional, default 'Finding')", "field": "string (optional)",
+                    "suggested_fix": "string (optional)", "confidence": "number in [0, 1] (optional, used for ECE)",
+                    "severity": "number (optional)", "evidence_refs": "array of up to 10 strings (optional)"}},
+                "submit_final": "boolean, default false"
+            }
+        }))
+        .collect();
+    Json(json!({"tasks": list, "total_tasks": list.len()}))
+}
+
+async fn reset(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    JsonBody(req): JsonBody<AuditResetRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let key = session_key(&headers, req.session_id.as_deref(), None)?;
+    let env = session(&st, &key, true)?;
+    let mut env_resp = lock_env(&env).reset(req)?;
+    env_resp.session_id = Some(key);
+    let task = env_resp.observation.task_id;
+    let mut g = st.lock();
+    g.metrics.total_resets += 1;
+    *g.metrics
+        .task_usage
+        .entry(task.as_str().into())
+        .or_default() += 1;
+    Ok(Json(
+        serde_json::to_value(env_resp).map_err(|_| AuditError::Internal)?,
+    ))
+}
+
+async fn step(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    JsonBody(req): JsonBody<AuditStepRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let key = session_key(&headers, req.session_id.as_deref(), None)?;
+    let env = session(&st, &key, false)?;
+    let mut out = lock_env(&env).step(req)?;
+    out.session_id = Some(key);
+    let mut g = st.lock();
+    g.metrics.total_steps += 1;
+    if out.done {
+        g.metrics.total_episodes_completed += 1;
+    }
+    Ok(Json(
+        serde_json::to_value(out).map_err(|_| AuditError::Internal)?,
+    ))
+}
+
+async fn state_route(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<SessionQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let key = session_key(&headers, None, q.session_id.as_deref())?;
+    let env = session(&st, &key, false)?;
+    let state = lock_env(&env).state();
+    Ok(Json(
+        serde_json::to_value(state).map_err(|_| AuditError::Internal)?,
+    ))
+}
+
+async fn new_session(State(st): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let id = SessionManager::<AuditEnv>::new_id("sess");
+    session(&st, &id, true)?;
+    let ttl = st.sessions().idle_timeout.as_secs();
+    Ok(Json(
+        json!({"session_id": id, "ttl_seconds": ttl, "message": "Session created. Send it as the X-Session-Id header (or session_id in the body) on /reset and /step; DELETE /session closes it."}),
+    ))
+}
+
+/// `DELETE /session`: close the named session now.
+async fn close_session(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<SessionQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let key = session_key(&headers, None, q.session_id.as_deref())?;
+    if !st.sessions().remove(&key) {
+        return Err(AuditError::NotFound {
+            kind: "session_id",
+            id: prefix(&key),
+        }
+        .into());
+    }
+    Ok(Json(json!({"session_id": key, "status": "closed"})))
+}
+
+async fn grader(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<SessionQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let key = session_key(&headers, None, q.session_id.as_deref())?;
+    let env = session(&st, &key, false)?;
+    let env = lock_env(&env);
+    let Some(ep) = env.episode.as_ref() else {
+        return Ok(Json(
+            json!({"status": "no_completed_episode", "message": "No episode completed. Call /reset then /step with submit_final=true."}),
+        ));
+    };
+    match &ep.last_grade {
+        None => Ok(Json(
+            json!({"status": "no_completed_episode", "message": "No episode completed. Call /reset then /step with submit_final=true."}),
+        )),
+        Some(gr) => {
+            let mut v = serde_json::to_value(gr).map_err(|_| AuditError::Internal)?;
+            if let Value::Object(m) = &mut v {
+                m.insert("status".into(), json!("completed"));
+                m.insert("task_id".into(), json!(ep.task()));
+                m.insert("episode_id".into(), json!(ep.episode_id));
+            }
+            Ok(Json(v))
+        }
+    }
+}
+
+async fn adaptive(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<SessionQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let key = session_key(&headers, None, q.session_id.as_deref())?;
+    let env = session(&st, &key, false)?;
+    let value = serde_json::to_value(lock_env(&env).adaptive_difficulty());
+    Ok(Json(value.map_err(|_| AuditError::Internal)?))
+}
+
+async fn adversarial_state(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<SessionQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let key = session_key(&headers, None, q.session_id.as_deref())?;
+    let env = session(&st, &key, false)?;
+    let value = serde_json::to_value(lock_env(&env).adversarial.arms_race());
+    Ok(Json(value.map_err(|_| AuditError::Internal)?))
+}
+
+async fn metrics(State(st): State<AppState>) -> Json<Value> {
+    let g = st.lock();
+    let m = &g.metrics;
+    Json(json!({
+        "uptime_seconds": g.started.elapsed().as_secs(),
+        "total_resets": m.total_resets, "total_steps": m.total_steps,
+        "total_episodes_completed": m.total_episodes_completed, "task_usage": m.task_usage,
+        "active_sessions": st.sessions().len(), "active_campaigns": g.campaigns.len(),
+        "campaigns_started": m.campaigns_started, "requests_total": m.requests_total,
+        "mean_latency_ms": if m.requests_total == 0 { 0.0 } else { util::round_n(m.latency_ms_total as f64 / m.requests_total as f64, 3) }
+    }))
+}
+
+// ------------------------------------------------------------------------------------------
+// Campaigns.
+// ------------------------------------------------------------------------------------------
+
+#[derive(Deserialize)]
+struct CampaignStartReq {
+    #[serde(default)]
+    seed: Option<u64>,
+    #[serde(default)]
+    total_periods: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct CampaignIdReq {
+    campaign_id: String,
+}
+
+#[derive(Deserialize)]
+struct RoleReq {
+    campaign_id: String,
+    role: Role,
+}
+
+#[derive(Deserialize)]
+struct SubmitReq {
+    campaign_id: String,
+    role: Role,
+    #[serde(default)]
+    action: Option<AuditAction>,
+    #[serde(default)]
+    findings: Option<Vec<Finding>>,
+    #[serde(default)]
+    submit_final: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct ReviewReq {
+    campaign_id: String,
+    #[serde(default)]
+    action: Option<OverseerAction>,
+    #[serde(default)]
+    decisions: Option<Vec<campaign::OverseerDecision>>,
+    #[serde(default)]
+    conflicts_resolved: Option<Vec<campaign::ConflictResolution>>,
+    #[serde(default)]
+    audit_trail_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ImproveReq {
+    campaign_id: String,
+    #[serde(default)]
+    train_seeds: Option<Vec<u64>>,
+    #[serde(default)]
+    held_out_seeds: Option<Vec<u64>>,
+}
+
+/// A live campaign; an idle one past the timeout is dropped and reported unknown.
+fn campaign_mut<'a>(
+    g: &'a mut Inner,
+    ttl: Duration,
+    id: &str,
+) -> Result<&'a mut Campaign, AuditError> {
+    let unknown = || AuditError::NotFound {
+        kind: "campaign_id",
+        id: prefix(id),
+    };
+    if g.campaigns
+        .get(id)
+        .is_some_and(|e| e.last_used.elapsed() >= ttl)
+    {
+        g.campaigns.remove(id);
+    }
+    let e = g.campaigns.get_mut(id).ok_or_else(unknown)?;
+    e.last_used = Instant::now();
+    Ok(&mut e.campaign)
+}
+
+/// Make room for one more campaign: drop expired ones, then the least recently used finished
+/// one; refuse when every campaign is live and recent.
+fn campaign_room(g: &mut Inner, ttl: Duration, max: usize) -> Result<(), AuditError> {
+    g.campaigns.retain(|_, e| e.last_used.elapsed() < ttl);
+    if g.campaigns.len() < max {
+        return Ok(());
+    }
+    let finished = g
+        .campaigns
+        .iter()
+        .filter(|(_, e)| e.campaign.finished)
+        .min_by_key(|(_, e)| e.last_used)
+        .map(|(k, _)| k.clone());
+    match finished {
+        Some(k) => {
+            g.campaigns.remove(&k);
+            Ok(())
+        }
+        None => Err(AuditError::Capacity(format!(
+            "at most {max} live campaigns; idle ones expire after {} s",
+            ttl.as_secs()
+        ))),
+    }
+}
+
+fn to_json<T: Serialize>(v: &T) -> Result<Value, AuditError> {
+    serde_json::to_value(v).map_err(|_| AuditError::Internal)
+}
+
+async fn campaign_start(
+    State(st): State<AppState>,
+    JsonBody(req): JsonBody<CampaignStartReq>,
+) -> Result<Json<Value>, ApiError> {
+    let mut g = st.lock();
+    campaign_room(&mut g, st.campaign_ttl(), st.config.max_campaigns)?;
+    let seed = req.seed.unwrap_or(42);
+    let id = util::random_id("cmp");
+    let c = Campaign::new(
+        id.clone(),
+        seed,
+        req.total_periods
+            .unwrap_or(st.config.campaign_total_periods),
+        st.config.max_findings_per_step,
+    )?;
+    let obs = to_json(&c.observation(None))?;
+    g.campaigns.insert(
+        id.clone(),
+        CampaignEntry {
+            campaign: c,
+            last_used: Instant::now(),
+        },
+    );
+    g.metrics.campaigns_started += 1;
+    Ok(Json(
+        json!({"status": "started", "campaign_id": id, "observation": obs}),
+    ))
+}
+
+fn campaign_state_json(c: &Campaign) -> Result<Value, AuditError> {
+    Ok(json!({
+        "campaign_id": c.id,
+        "score": c.score(),
+        "score_breakdown": c.period_scores.last().map(|p| &p.score),
+        "current_period_score": c.score_period().score,
+        "state": to_json(&c.state())?,
+        "observation": to_json(&c.observation(None))?,
+    }))
+}
+
+async fn campaign_state_q(
+    State(st): State<AppState>,
+    Query(q): Query<SessionQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let id = q.campaign_id.ok_or_else(|| {
+        AuditError::invalid("campaign_id", "query parameter campaign_id is required")
+    })?;
+    let mut g = st.lock();
+    Ok(Json(campaign_state_json(campaign_mut(
+        &mut g,
+        st.campaign_ttl(),
+        &id,
+    )?)?))
+}
+
+async fn campaign_state_p(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let mut g = st.lock();
+    Ok(Json(campaign_state_json(campaign_mut(
+        &mut g,
+        st.campaign_ttl(),
+        &id,
+    )?)?))
+}
+
+async fn campaign_task_start(
+    State(st): State<AppState>,
+    JsonBody(req): JsonBody<RoleReq>,
+) -> Result<Json<Value>, ApiError> {
+    let mut g = st.lock();
+    let c = campaign_mut(&mut g, st.campaign_ttl(), &req.campaign_id)?;
+    let ep = c.start_task(req.role)?;
+    let obs = ep.observation(0.0, ep.reset_feedback(), false);
+    let p = c.current_period;
+    let prior: Vec<_> = c.history.iter().filter(|h| h.period < p).cloned().collect();
+    Ok(Json(json!({
+        "status": "started", "campaign_id": c.id, "role": req.role,
+        "observation": to_json(&c.observation(Some(obs)))?,
+        "world_state": to_json(&c.world)?,
+        "findings_history": to_json(&prior)?,
+        "active_instructions": to_json(&c.active_instructions())?,
+        "pending_regulatory_shocks": to_json(&c.world.mid_period_rule_drops)?,
+    })))
+}
+
+fn do_submit(st: &AppState, req: SubmitReq, status: &str) -> Result<Json<Value>, ApiError> {
+    let mut action = req.action.unwrap_or_default();
+    if let Some(f) = req.findings {
+        action.findings.extend(f);
+    }
+    if req.submit_final.is_some() {
+        action.submit_final = req.submit_final;
+    }
+    let mut g = st.lock();
+    let c = campaign_mut(&mut g, st.campaign_ttl(), &req.campaign_id)?;
+    let r = c.submit(req.role, action)?;
+    Ok(Json(json!({
+        "status": status, "campaign_id": req.campaign_id, "role": req.role,
+        "observation": to_json(&r.observation)?, "reward": r.reward, "done": r.done,
+        "deferred": r.deferred, "shock": r.shock, "grader": r.grader, "warnings": r.warnings,
+    })))
+}
+
+async fn campaign_task_submit(
+    State(st): State<AppState>,
+    JsonBody(req): JsonBody<SubmitReq>,
+) -> Result<Json<Value>, ApiError> {
+    do_submit(&st, req, "submitted")
+}
+
+async fn campaign_action(
+    State(st): State<AppState>,
+    JsonBody(req): JsonBody<SubmitReq>,
+) -> Result<Json<Value>, ApiError> {
+    do_submit(&st, req, "accepted")
+}
+
+async fn campaign_advance(
+    State(st): State<AppState>,
+    JsonBody(req): JsonBody<CampaignIdReq>,
+) -> Result<Json<Value>, ApiError> {
+    let mut g = st.lock();
+    let c = campaign_mut(&mut g, st.campaign_ttl(), &req.campaign_id)?;
+    let status = c.advance()?;
+    Ok(Json(json!({
+        "status": status, "campaign_id": c.id, "observation": to_json(&c.observation(None))?,
+        "period_score": c.period_scores.last().map(|p| &p.score), "score": c.score(),
+    })))
+}
+
+async fn overseer_review(
+    State(st): State<AppState>,
+    JsonBody(req): JsonBody<ReviewReq>,
+) -> Result<Json<Value>, ApiError> {
+    let mut action = req.action.unwrap_or_default();
+    if let Some(d) = req.decisions {
+        action.decisions.extend(d);
+    }
+    if let Some(c) = req.conflicts_resolved {
+        action.conflicts_resolved.extend(c);
+    }
+    if req.audit_trail_id.is_some() {
+        action.audit_trail_id = req.audit_trail_id;
+    }
+    let mut g = st.lock();
+    let c = campaign_mut(&mut g, st.campaign_ttl(), &req.campaign_id)?;
+    let r = c.review(action)?;
+    Ok(Json(
+        json!({"status": "reviewed", "campaign_id": req.campaign_id, "result": to_json(&r)?}),
+    ))
+}
+
+async fn overseer_report(
+    State(st): State<AppState>,
+    Query(q): Query<SessionQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let id = q.campaign_id.ok_or_else(|| {
+        AuditError::invalid("campaign_id", "query parameter campaign_id is required")
+    })?;
+    let mut g = st.lock();
+    let c = campaign_mut(&mut g, st.campaign_ttl(), &id)?;
+    let mut per_role = BTreeMap::new();
+    for (r, e) in &c.episodes {
+        if let Some(gr) = &e.last_grade {
+            per_role.insert(
+                r.as_str().to_string(),
+                json!({"precision": gr.precision, "recall": gr.recall, "score": gr.score}),
+            );
+        }
+    }
+    Ok(Json(json!({
+        "campaign_id": c.id, "current_period": c.current_period, "budget_remaining": c.budget_remaining,
+        "findings_seen": c.history.len(), "regulatory_shocks_applied": to_json(&c.shocks_applied)?,
+        "reviews": to_json(&c.reviews)?, "per_role_current_period": per_role,
+        "period_scores": c.period_scores.iter().map(|p| json!({"period": p.period, "score": p.score.score, "overseer_quality": p.inputs.overseer_quality})).collect::<Vec<_>>(),
+    })))
+}
+
+async fn self_improve(
+    State(st): State<AppState>,
+    JsonBody(req): JsonBody<ImproveReq>,
+) -> Result<Json<Value>, ApiError> {
+    let train = req.train_seeds.unwrap_or_else(|| TRAIN_SEEDS.collect());
+    let held = req
+        .held_out_seeds
+        .unwrap_or_else(|| HELD_OUT_SEEDS.collect());
+    let mut g = st.lock();
+    let c = campaign_mut(&mut g, st.campaign_ttl(), &req.campaign_id)?;
+    let rec = c.self_improve(&train, &held)?;
+    Ok(Json(
+        json!({"status": "completed", "campaign_id": req.campaign_id, "summary": to_json(&rec)?}),
+    ))
+}
+
+async fn self_improve_history(
+    State(st): State<AppState>,
+    Query(q): Query<SessionQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let id = q.campaign_id.ok_or_else(|| {
+        AuditError::invalid("campaign_id", "query parameter campaign_id is required")
+    })?;
+    let mut g = st.lock();
+    let hist = campaign_mut(&mut g, st.campaign_ttl(), &id)
+        .map(|c| c.improve_history.clone())
+        .unwrap_or_default();
+    Ok(Json(json!({"campaign_id": id, "history": to_json(&hist)?})))
+}
+
+// ------------------------------------------------------------------------------------------
+// Leaderboard (scores come from the server's own grader) and baseline.
+// ------------------------------------------------------------------------------------------
+
+#[derive(Deserialize, Default)]
+struct LeaderReq {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    session_id: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct LeaderQuery {
+    model: Option<String>,
+    session_id: Option<String>,
+}
+
+async fn leaderboard_post(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<LeaderQuery>,
+    JsonBody(req): JsonBody<LeaderReq>,
+) -> Result<Json<Value>, ApiError> {
+    let model = req
+        .model
+        .or(q.model)
+        .map(|m| {
+            m.trim()
+                .chars()
+                .take(limits::MAX_ID_CHARS)
+                .collect::<String>()
+        })
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| AuditError::invalid("model", "model is required"))?;
+    let key = session_key(&headers, req.session_id.as_deref(), q.session_id.as_deref())?;
+    let env = session(&st, &key, false)?;
+    let env = lock_env(&env);
+    let ep = env.episode.as_ref().ok_or(AuditError::NotInitialized)?;
+    let gr = ep.last_grade.clone().ok_or_else(|| AuditError::Conflict("no completed episode in this session: finish an episode (submit_final=true) before submitting to the leaderboard".into()))?;
+    let entry = LeaderEntry {
+        model: model.clone(),
+        task_id: ep.task(),
+        score: gr.score,
+        weighted_score: gr.weighted_score,
+        risk_mitigation_pct: gr.risk_score.risk_mitigation_pct,
+        episode_id: ep.episode_id.clone(),
+        seed: ep.data.seed,
+    };
+    drop(env);
+    let mut g = st.lock();
+    // Best score per (model, task).
+    if let Some(pos) = g
+        .leaderboard
+        .iter()
+        .position(|e| e.model == entry.model && e.task_id == entry.task_id)
+    {
+        if g.leaderboard[pos].score < entry.score {
+            g.leaderboard[pos] = entry.clone();
+        }
+    } else {
+        g.leaderboard.push(entry.clone());
+    }
+    g.leaderboard.sort_by(|a, b| {
+        b.score
+            .partial_cmp(&a.score)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.model.cmp(&b.model))
+    });
+    g.leaderboard.truncate(limits::MAX_LEADERBOARD_ENTRIES);
+    let rank = g
+        .leaderboard
+        .iter()
+        .position(|e| e.model == model && e.task_id == entry.task_id)
+        .map(|p| p as i64 + 1)
+        .unwrap_or(-1);
+    Ok(Json(
+        json!({"status": "submitted", "rank": rank, "entry": to_json(&entry)?, "note": "scores are taken from the server's grader for this session's last completed episode"}),
+    ))
+}
+
+async fn leaderboard_get(
+    State(st): State<AppState>,
+    Query(q): Query<SessionQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let task = match q.task_id.as_deref() {
+        Some(t) => Some(TaskId::parse(t).ok_or_else(|| AuditError::UnknownTask(prefix(t)))?),
+        None => None,
+    };
+    let limit = q.limit.unwrap_or(20).min(limits::MAX_LEADERBOARD_ENTRIES);
+    let g = st.lock();
+    let rows: Vec<&LeaderEntry> = g
+        .leaderboard
+        .iter()
+        .filter(|e| task.map_or(true, |t| e.task_id == t))
+        .collect();
+    Ok(Json(
+        json!({"leaderboard": to_json(&rows.iter().take(limit).collect::<Vec<_>>())?, "total_entries": rows.len()}),
+    ))
+}
+
+#[derive(Deserialize, Default)]
+struct BaselineReq {
+    #[serde(default)]
+    seeds: Option<Vec<u64>>,
+}
+
+async fn baseline_route(JsonBody(req): JsonBody<BaselineReq>) -> Result<Json<Value>, ApiError> {
+    let seeds = req.seeds.unwrap_or_else(|| vec![42]);
+    if seeds.is_empty() || seeds.len() > limits::MAX_SELF_IMPROVE_SEEDS {
+        return Err(AuditError::invalid(
+            "seeds",
+            format!("between 1 and {} seeds", limits::MAX_SELF_IMPROVE_SEEDS),
+        )
+        .into());
+    }
+    let report =
+        tokio::task::spawn_blocking(move || baseline::run(&seeds, &BaselineConfig::default()))
+            .await
+            .map_err(|_| AuditError::Internal)?;
+    Ok(Json(
+        json!({"status": "completed", "model": report.model, "scores": to_json(&report)?}),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_from_lookup() {
+        let env: BTreeMap<&str, &str> = [
+            ("MAX_FINDINGS_PER_STEP", "200"),
+            ("FRAUD_DIFFICULTY", "2"),
+            ("CAMPAIGN_TOTAL_PERIODS", "3"),
+            ("MAX_BODY_BYTES", "99999999"),
+        ]
+        .into();
+        let c = AuditConfig::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap();
+        assert_eq!(
+            (
+                c.max_findings_per_step,
+                c.campaign_total_periods,
+                c.max_body_bytes
+            ),
+            (200, 3, crate::body::MAX_BODY_BYTES)
+        );
+        assert_eq!(c.fraud_difficulty, FraudDifficulty::Fixed(3));
+        let bad = AuditConfig::from_lookup(|k| {
+            (k == "MAX_FINDINGS_PER_STEP").then(|| "x".repeat(10_000))
+        })
+        .unwrap_err();
+        assert!(
+            bad.to_string().len() < 200,
+            "the error quotes a prefix only"
+        );
+    }
+
+    #[test]
+    fn operator_routes() {
+        assert!(is_operator_route(&Method::POST, "/campaign/start"));
+        assert!(is_operator_route(&Method::GET, "/campaign/state/cmp-1"));
+        assert!(is_operator_route(&Method::POST, "/leaderboard"));
+        assert!(!is_operator_route(&Method::GET, "/leaderboard"));
+        assert!(!is_operator_route(&Method::POST, "/reset"));
+    }
+}

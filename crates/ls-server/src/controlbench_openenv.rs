@@ -1,0 +1,295 @@
+//! ControlBench on the OpenEnv protocol: [`Environment`] as the per-session backend and
+//! [`AppState`] as the service.
+
+use crate::controlbench::{parse_reset, parse_step, AppState};
+use crate::discovery::{self, EnvironmentMetadata, EnvironmentSchemas, RouteDoc, ToolSpec};
+use crate::error::ApiError;
+use crate::protocol::{to_json, OpenEnvBackend, OpenEnvService};
+use crate::sessions::SessionManager;
+use crate::ws_config::WsRuntime;
+use ls_core::enums::{ActionKind, ActionName, Decision};
+use ls_env::{Environment, Observation, PublicState, ResetRequest, StepEnvelope};
+use ls_json::RawJson;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+/// Routes of the OpenEnv protocol surface for ControlBench.
+pub fn routes() -> axum::Router<crate::Shared> {
+    crate::openenv::protocol_routes::<AppState>()
+}
+
+/// A ControlBench action: `{"action_type": <one of the 21 actions>, "payload": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "ControlBenchAction")]
+pub struct ControlBenchAction {
+    /// The action to take.
+    pub action_type: ActionName,
+    /// Action arguments (see each tool's input schema in MCP `tools/list`); `{}` when none.
+    #[serde(default)]
+    pub payload: Map<String, Value>,
+    /// Free-form client metadata; ignored by the environment.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Map<String, Value>,
+}
+
+const WS_SESSION_FIELD: &str =
+    "session_id is not accepted here: each WebSocket connection is its own session";
+
+impl OpenEnvBackend for Environment {
+    fn reset(&mut self, data: Map<String, Value>) -> Result<RawJson, ApiError> {
+        let req = parse_reset(Value::Object(data))?;
+        if req.session_id.is_some() {
+            return Err(ApiError::Validation(WS_SESSION_FIELD.into()));
+        }
+        to_json(&Environment::reset(self, &req)?)
+    }
+
+    fn step(&mut self, action: Map<String, Value>) -> Result<RawJson, ApiError> {
+        let req = parse_step(Value::Object(action))?;
+        if req.session_id.is_some() {
+            return Err(ApiError::Validation(WS_SESSION_FIELD.into()));
+        }
+        to_json(&Environment::step(self, &req.action_type, &req.payload)?)
+    }
+
+    fn state(&self) -> Option<Value> {
+        Environment::state(self).and_then(|s| serde_json::to_value(s).ok())
+    }
+}
+
+/// Input schema of one action's payload (what the tools read; unknown keys are ignored by tools).
+fn payload_schema(action: ActionName) -> Value {
+    let s = |d: &str| json!({"type": "string", "description": d});
+    let page = json!({"type": "integer", "minimum": 1, "description": "1-based page number"});
+    let bbox = json!({"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4, "description": "[x0, y0, x1, y1] region"});
+    use ActionName::*;
+    let (props, required): (Value, &[&str]) = match action {
+        Zoom | GetDocCrop => (
+            json!({"doc_id": s("document id from visible_documents"), "page": page, "bbox": bbox}),
+            &["doc_id"],
+        ),
+        Ocr => (
+            json!({"doc_id": s("document id from visible_documents"), "mode": {"type": "string", "enum": ["fast", "accurate"], "description": "fast costs 0.45, accurate 1.10"}, "page": page, "bbox": bbox}),
+            &["doc_id"],
+        ),
+        LookupVendor | LookupVendorHistory => {
+            (json!({"vendor_key": s("vendor key")}), &["vendor_key"])
+        }
+        LookupPolicy => (
+            json!({"rule_id": s("policy rule id; omit to list the policy")}),
+            &[],
+        ),
+        LookupPo => (json!({"po_id": s("purchase order id")}), &["po_id"]),
+        LookupReceipt => (
+            json!({"receipt_id": s("goods receipt id")}),
+            &["receipt_id"],
+        ),
+        SearchLedger => (
+            json!({"vendor_key": s("vendor key"), "invoice_number": s("invoice number"), "amount": {"type": "number", "description": "invoice amount"}}),
+            &[],
+        ),
+        InspectEmailThread => (
+            json!({"thread_id": s("email thread or email document id")}),
+            &["thread_id"],
+        ),
+        CompareBankAccount => (
+            json!({"vendor_key": s("vendor key"), "proposed_bank_account": s("account to compare with the vendor master")}),
+            &["vendor_key"],
+        ),
+        CreateHumanHandoff => (
+            json!({"summary": s("handoff summary"), "recommended_next_step": s("what the human should do next")}),
+            &[],
+        ),
+        SubmitDecision => (
+            json!({
+                "decision": {"type": "string", "enum": Decision::ALL.iter().map(|d| d.as_str()).collect::<Vec<_>>()},
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                "reason_codes": {"type": "array", "items": {"type": "string"}},
+                "fraud_flags": {"type": "array", "items": {"type": "string"}},
+                "policy_checks": {"type": "object", "additionalProperties": {"type": "string"}},
+                "evidence_map": {"type": "object", "description": "claim -> evidence reference (doc or token ids)"},
+                "extracted_fields": {"type": "object"},
+                "notes": {"type": "string"},
+            }),
+            &["decision"],
+        ),
+        _ => (json!({}), &[]),
+    };
+    json!({"type": "object", "properties": props, "required": required})
+}
+
+fn tool_description(action: ActionName) -> String {
+    let kind = match action.kind() {
+        ActionKind::Investigation => "Investigation tool",
+        ActionKind::Intervention => "Intervention",
+        ActionKind::Final => "Final action: ends the episode and grades it",
+    };
+    format!(
+        "{kind} `{}` (cost {} budget units).",
+        action.as_str(),
+        action.base_cost()
+    )
+}
+
+impl OpenEnvService for AppState {
+    type Backend = Environment;
+
+    fn new_backend(&self) -> Result<Environment, ApiError> {
+        Ok(self.new_env())
+    }
+
+    fn ws_runtime(&self) -> &WsRuntime {
+        &self.ws
+    }
+
+    fn sessions(&self) -> &SessionManager<Environment> {
+        &self.sessions
+    }
+
+    fn initial_state(&self) -> Value {
+        serde_json::to_value(PublicState {
+            budget_total: 15.0,
+            budget_remaining: 15.0,
+            max_steps: 20,
+            track_mode: self.config.track_mode.as_str().to_owned(),
+            ..Default::default()
+        })
+        .unwrap_or(Value::Null)
+    }
+
+    fn metadata(&self) -> EnvironmentMetadata {
+        EnvironmentMetadata {
+            name: "ledgershield_controlbench".into(),
+            description: "LedgerShield ControlBench: accounts-payable financial-control episodes. The agent investigates an invoice case with 11 tools and 9 interventions under a budget and step limit, then submits PAY, HOLD, NEEDS_REVIEW or ESCALATE_FRAUD with evidence; the final grade is the episode's terminal reward.".into(),
+            readme_content: Some(controlbench_readme(self.pool.cases.len())),
+            version: Some(env!("CARGO_PKG_VERSION").into()),
+            author: Some("LedgerShield".into()),
+            documentation_url: None,
+        }
+    }
+
+    fn schemas(&self) -> EnvironmentSchemas {
+        EnvironmentSchemas {
+            action: discovery::input_schema::<ControlBenchAction>(),
+            observation: discovery::output_schema::<Observation>(),
+            state: discovery::output_schema::<PublicState>(),
+        }
+    }
+
+    fn tools(&self) -> Vec<ToolSpec> {
+        ActionName::ALL
+            .iter()
+            .map(|&a| ToolSpec {
+                name: a.as_str().to_owned(),
+                description: tool_description(a),
+                input_schema: payload_schema(a),
+            })
+            .collect()
+    }
+
+    fn route_docs(&self) -> Vec<RouteDoc> {
+        vec![
+            RouteDoc::get("/", "Service banner", None),
+            RouteDoc::get("/health", "Health check (`status: healthy`)", None),
+            RouteDoc::post("/reset", "Start an episode in a session (`X-Session-Id` header or `session_id`; default session otherwise)", Some("ResetRequest"), Some("StepEnvelope")),
+            RouteDoc::post("/step", "Take one action: `{action_type, payload}` or OpenEnv's `{action: {...}}`", Some("ControlBenchAction"), Some("StepEnvelope")),
+            RouteDoc::get("/state", "Public state of the session's episode", Some("PublicState")),
+            RouteDoc::get("/institutional-memory", "The session's institutional memory", None),
+            RouteDoc::post("/institutional-reset", "Clear the session's institutional memory", None, None),
+            RouteDoc::get("/leaderboard", "Leaderboard from stored benchmark reports (honest fallback when none)", None),
+            RouteDoc::get("/benchmark-report", "Latest stored benchmark report", None),
+            RouteDoc::get("/controlbench-summary", "Latest ControlBench quarter summary, else live institutional memory", None),
+            RouteDoc::get("/human-baseline-summary", "Human-baseline summary when a baseline file is supplied", None),
+            RouteDoc::post("/certify", "LedgerShield Certify report for an agent/workflow", None, None),
+            RouteDoc::get("/certify-summary", "Certify report from the latest artifact or live memory", None),
+            RouteDoc::get("/controlbench-visualization", "Graph-ready visualization data", None),
+        ]
+    }
+
+    fn component_schemas(&self) -> Map<String, Value> {
+        let mut g = discovery::component_generator();
+        g.subschema_for::<ResetRequest>();
+        g.subschema_for::<ControlBenchAction>();
+        let mut defs = g.take_definitions(true);
+        let mut out = discovery::component_generator_serialize();
+        out.subschema_for::<StepEnvelope>();
+        out.subschema_for::<PublicState>();
+        defs.extend(out.take_definitions(true));
+        defs
+    }
+}
+
+fn controlbench_readme(cases: usize) -> String {
+    let mut s = String::from(
+        "# LedgerShield ControlBench\n\n\
+         Accounts-payable control episodes: each episode is one invoice case (task families A–E). \
+         The agent reads documents, queries vendor, PO, receipt, ledger and policy records, may take \
+         interventions (callbacks, freezes, escalations) whose results arrive later, and ends the \
+         episode with `submit_decision`. The terminal reward is the episode's final grade.\n\n",
+    );
+    s.push_str(&format!("Cases loaded: {cases}.\n\n## Protocol\n\n"));
+    s.push_str(
+        "* WebSocket `/ws` (OpenEnv 0.3): `{\"type\":\"reset\",\"data\":{\"case_id\":\"CASE-A-001\"}}`, \
+         `{\"type\":\"step\",\"data\":{\"action_type\":\"ocr\",\"payload\":{\"doc_id\":\"...\"}}}`, \
+         `{\"type\":\"state\"}`, `{\"type\":\"close\"}`. Each connection owns an isolated environment.\n\
+         * HTTP: `POST /reset`, `POST /step`, `GET /state` with an `X-Session-Id` header.\n\
+         * MCP: `POST /mcp` (`tools/list`, `tools/call` with `session_id`).\n\n\
+         ## Reset parameters\n\n`seed`, `case_id`, `track`, `custom_case`, `episode_id` (accepted, ignored).\n\n## Actions\n\n\
+         | action | kind | cost |\n|---|---|---|\n",
+    );
+    for a in ActionName::ALL {
+        let kind = match a.kind() {
+            ActionKind::Investigation => "investigation",
+            ActionKind::Intervention => "intervention",
+            ActionKind::Final => "final",
+        };
+        s.push_str(&format!(
+            "| `{}` | {kind} | {} |\n",
+            a.as_str(),
+            a.base_cost()
+        ));
+    }
+    s.push_str("\nDecisions: `PAY`, `HOLD`, `NEEDS_REVIEW`, `ESCALATE_FRAUD`.\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn action_schema_lists_all_21_actions() {
+        let schema = discovery::input_schema::<ControlBenchAction>();
+        let text = schema.to_string();
+        for a in ActionName::ALL {
+            assert!(
+                text.contains(&format!("\"{}\"", a.as_str())),
+                "schema lacks {}",
+                a.as_str()
+            );
+        }
+        let names: Vec<&str> = ActionName::ALL.iter().map(|a| a.as_str()).collect();
+        assert_eq!(names.len(), 21);
+        // The enum is the serde form of ActionName, which must equal the wire names.
+        for a in ActionName::ALL {
+            assert_eq!(serde_json::to_value(a).unwrap(), json!(a.as_str()));
+        }
+        assert_eq!(schema["required"], json!(["action_type"]));
+    }
+
+    #[test]
+    fn tool_schemas_are_objects() {
+        for a in ActionName::ALL {
+            let s = payload_schema(a);
+            assert_eq!(s["type"], "object");
+            for r in s["required"].as_array().unwrap() {
+                assert!(
+                    s["properties"].get(r.as_str().unwrap()).is_some(),
+                    "{} requires an undeclared field",
+                    a.as_str()
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! The OpenEnv traits an environment implements to be served, and the discovery data they
+//! return. Depends on nothing of the handlers, so the handlers (`ws`, `ws_mcp`, `discovery`) and
+//! the environment adapters (`controlbench_openenv`, `audit`) all depend on it and not on each
+//! other.
+
+use crate::error::ApiError;
+use crate::sessions::SessionManager;
+use crate::ws_config::WsRuntime;
+use ls_json::RawJson;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// `GET /metadata` (openenv-core's `EnvironmentMetadata`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EnvironmentMetadata {
+    pub name: String,
+    pub description: String,
+    pub readme_content: Option<String>,
+    pub version: Option<String>,
+    pub author: Option<String>,
+    pub documentation_url: Option<String>,
+}
+
+/// `GET /schema` (openenv-core's `SchemaResponse`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EnvironmentSchemas {
+    pub action: Value,
+    pub observation: Value,
+    pub state: Value,
+}
+
+/// An MCP tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    #[serde(rename = "inputSchema")]
+    pub input_schema: Value,
+}
+
+/// One HTTP route for the OpenAPI document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteDoc {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub summary: &'static str,
+    /// Component schema name of the JSON request body.
+    pub request: Option<&'static str>,
+    /// Component schema name of the 200 response body.
+    pub response: Option<&'static str>,
+}
+
+impl RouteDoc {
+    pub fn get(path: &'static str, summary: &'static str, response: Option<&'static str>) -> Self {
+        Self {
+            method: "get",
+            path,
+            summary,
+            request: None,
+            response,
+        }
+    }
+    pub fn post(
+        path: &'static str,
+        summary: &'static str,
+        request: Option<&'static str>,
+        response: Option<&'static str>,
+    ) -> Self {
+        Self {
+            method: "post",
+            path,
+            summary,
+            request,
+            response,
+        }
+    }
+}
+
+/// JSON Schema (2020-12) of a type as the server accepts it.
+/// One session's environment as the OpenEnv layer drives it. Replies are the JSON `data` of
+/// OpenEnv `observation` / `state` messages; errors are [`ApiError`]s (mapped to protocol codes).
+/// Observations come back as JSON text serialized once (`RawJson`), so a WebSocket reply wraps
+/// them without building and re-serializing a `Value` tree.
+pub trait OpenEnvBackend: Send + 'static {
+    /// Start an episode. `data` is the reset message's `data` object (may be empty).
+    fn reset(&mut self, data: Map<String, Value>) -> Result<RawJson, ApiError>;
+    /// Take one action. `action` is the step message's `data` object.
+    fn step(&mut self, action: Map<String, Value>) -> Result<RawJson, ApiError>;
+    /// The public state, or `None` before the first reset.
+    fn state(&self) -> Option<Value>;
+    /// MCP `tools/call`: by default one step with `{action_type: name, payload: arguments}`.
+    fn call_tool(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<RawJson, ApiError> {
+        let mut action = Map::new();
+        action.insert("action_type".into(), Value::String(name.to_owned()));
+        action.insert("payload".into(), Value::Object(arguments));
+        self.step(action)
+    }
+}
+
+/// The shared state of a server that serves one environment over the OpenEnv protocol.
+pub trait OpenEnvService: Send + Sync + 'static {
+    type Backend: OpenEnvBackend;
+    /// A fresh, isolated environment for a new session.
+    fn new_backend(&self) -> Result<Self::Backend, ApiError>;
+    /// WebSocket limits and the live-connection counter.
+    fn ws_runtime(&self) -> &WsRuntime;
+    /// Named sessions shared with the HTTP API (`X-Session-Id`); MCP over HTTP uses them too.
+    fn sessions(&self) -> &SessionManager<Self::Backend>;
+    /// The state reported before any reset.
+    fn initial_state(&self) -> Value;
+    /// `GET /metadata`.
+    fn metadata(&self) -> EnvironmentMetadata;
+    /// `GET /schema`.
+    fn schemas(&self) -> EnvironmentSchemas;
+    /// The MCP tools (one per action).
+    fn tools(&self) -> Vec<ToolSpec>;
+    /// The environment's own HTTP routes, for `/openapi.json` (the protocol routes are added).
+    fn route_docs(&self) -> Vec<RouteDoc>;
+    /// Named JSON Schemas referenced by [`RouteDoc`]s (`#/components/schemas/<name>`).
+    fn component_schemas(&self) -> Map<String, Value>;
+}
+
+/// A reply serialized once (by `ls_json`, byte-identical to `serde_json`).
+pub fn to_json<T: Serialize>(v: &T) -> Result<RawJson, ApiError> {
+    RawJson::try_from_serialize(v)
+        .map_err(|e| ApiError::Internal(format!("serializing the reply: {e}")))
+}

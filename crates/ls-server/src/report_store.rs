@@ -1,0 +1,82 @@
+//! The persistent report store behind the ControlBench product endpoints: opened lazily, so a
+//! server without a database still serves (every report route then answers honestly that no
+//! artifact exists).
+
+use ls_report::{BenchmarkReport, LeaderboardEntry};
+use ls_store::Store;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// Lazily opened handle on the persistent store plus the human-baseline path.
+pub struct ReportStore {
+    path: Option<PathBuf>,
+    store: Mutex<Option<Store>>,
+    pub human_baseline: Option<PathBuf>,
+}
+
+impl ReportStore {
+    /// A store at `path` with an optional human-baseline file (the binary reads
+    /// `LEDGERSHIELD_DB_PATH` and `LEDGERSHIELD_HUMAN_BASELINE_PATH`).
+    pub fn with_baseline(path: PathBuf, human_baseline: Option<PathBuf>) -> Self {
+        Self {
+            path: Some(path),
+            store: Mutex::new(None),
+            human_baseline,
+        }
+    }
+
+    /// A store at an explicit path.
+    pub fn at(path: PathBuf) -> Self {
+        Self {
+            path: Some(path),
+            store: Mutex::new(None),
+            human_baseline: None,
+        }
+    }
+
+    /// No persistent store (every endpoint reports that no artifact exists).
+    pub fn disabled() -> Self {
+        Self {
+            path: None,
+            store: Mutex::new(None),
+            human_baseline: None,
+        }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&Store) -> Option<T>) -> Option<T> {
+        let path = self.path.as_ref()?;
+        let mut guard = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            // Only read an existing database: serving must not create files as a side effect.
+            if !path.exists() {
+                return None;
+            }
+            match Store::open(path) {
+                Ok(s) => *guard = Some(s),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not open the report store");
+                    return None;
+                }
+            }
+        }
+        guard.as_ref().and_then(f)
+    }
+
+    pub fn latest_report_json(&self) -> Option<Value> {
+        self.with(|s| s.latest_report().ok().flatten())
+    }
+
+    pub fn latest_report(&self) -> Option<BenchmarkReport> {
+        self.latest_report_json()
+            .and_then(|v| serde_json::from_value(v).ok())
+    }
+
+    pub fn leaderboard_entries(&self) -> Vec<LeaderboardEntry> {
+        self.with(|s| s.leaderboard().ok())
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|r| serde_json::from_value(r.entry).ok())
+            .collect()
+    }
+}

@@ -1,0 +1,93 @@
+//! WebSocket session limits and the live-connection slots (shared by the OpenEnv traits and the
+//! WebSocket handler, so neither depends on the other for them).
+
+use crate::shutdown::Shutdown;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+/// Limits of WebSocket sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WsConfig {
+    /// Most concurrent WebSocket sessions (`LEDGERSHIELD_WS_MAX_SESSIONS`, default 1024).
+    pub max_sessions: usize,
+    /// A session with no client message for this long is closed (`LEDGERSHIELD_WS_IDLE_SECS`, default 300).
+    pub idle_timeout: Duration,
+    /// Largest message answered normally; larger ones get a `VALIDATION_ERROR` reply
+    /// (`LEDGERSHIELD_WS_MAX_MESSAGE_BYTES`, default 1 MiB).
+    pub max_message_bytes: usize,
+}
+
+impl Default for WsConfig {
+    fn default() -> Self {
+        Self {
+            max_sessions: 1024,
+            idle_timeout: Duration::from_secs(300),
+            max_message_bytes: 1024 * 1024,
+        }
+    }
+}
+
+pub const ENV_MAX_SESSIONS: &str = "LEDGERSHIELD_WS_MAX_SESSIONS";
+pub const ENV_IDLE_SECS: &str = "LEDGERSHIELD_WS_IDLE_SECS";
+pub const ENV_MAX_MESSAGE_BYTES: &str = "LEDGERSHIELD_WS_MAX_MESSAGE_BYTES";
+
+impl WsConfig {
+    /// Defaults overridden by the `LEDGERSHIELD_WS_*` variables found through `get` (the binary
+    /// passes the process environment). An unparsable or zero value is ignored with a warning.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
+        let d = Self::default();
+        let num = |key: &str, default: u64| -> u64 {
+            match get(key).map(|v| v.trim().parse::<u64>()) {
+                None => default,
+                Some(Ok(n)) if n > 0 => n,
+                Some(_) => {
+                    tracing::warn!(key, "ignoring invalid value (expected a positive integer)");
+                    default
+                }
+            }
+        };
+        Self {
+            max_sessions: num(ENV_MAX_SESSIONS, d.max_sessions as u64).min(1 << 20) as usize,
+            idle_timeout: Duration::from_secs(
+                num(ENV_IDLE_SECS, d.idle_timeout.as_secs()).min(7 * 24 * 3600),
+            ),
+            max_message_bytes: num(ENV_MAX_MESSAGE_BYTES, d.max_message_bytes as u64).min(64 << 20)
+                as usize,
+        }
+    }
+
+    /// Frames above this size end the connection (close 1009); between
+    /// `max_message_bytes` and this cap a message is answered with an error.
+    pub fn hard_limit_bytes(&self) -> usize {
+        (self.max_message_bytes.saturating_mul(4)).max(16 << 20)
+    }
+}
+
+/// Live WebSocket sessions: the configuration and the connection slots.
+#[derive(Debug)]
+pub struct WsRuntime {
+    pub config: WsConfig,
+    pub(crate) slots: Arc<Semaphore>,
+    /// On shutdown every session closes with 1001 (going away); the server waits for them.
+    pub(crate) shutdown: Shutdown,
+}
+
+impl WsRuntime {
+    pub fn new(config: WsConfig, shutdown: Shutdown) -> Self {
+        let config = WsConfig {
+            max_sessions: config.max_sessions.max(1),
+            ..config
+        };
+        Self {
+            slots: Arc::new(Semaphore::new(config.max_sessions)),
+            config,
+            shutdown,
+        }
+    }
+
+    /// Number of open WebSocket sessions.
+    pub fn active(&self) -> usize {
+        self.config.max_sessions - self.slots.available_permits()
+    }
+}

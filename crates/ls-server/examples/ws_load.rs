@@ -14,7 +14,7 @@
 use futures_util::{SinkExt, StreamExt};
 use ls_core::FixtureSet;
 use ls_env::{CasePool, EnvConfig};
-use ls_server::ws::{WsConfig, WsRuntime};
+use ls_server::ws::WsConfig;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -89,14 +89,14 @@ async fn main() -> Result<(), BoxErr> {
     let sessions = arg("--sessions", 256);
     let episodes = arg("--episodes", 4);
     let pool = CasePool::new(FixtureSet::embedded()?);
-    let mut state = ls_server::app_state(pool, EnvConfig::default(), 64, Duration::from_secs(600));
-    Arc::get_mut(&mut state).ok_or("state shared")?.ws = WsRuntime::new(WsConfig { max_sessions: sessions.max(1) + 8, ..WsConfig::default() });
+    let ws = WsConfig { max_sessions: sessions.max(1) + 8, ..WsConfig::default() };
+    let server = ls_server::ServerConfig { max_sessions: 64, session_idle: Duration::from_secs(600), ws, ..Default::default() };
+    let shutdown = ls_server::Shutdown::new();
+    let state = ls_server::app_state(pool, EnvConfig::default(), &server, ls_server::ReportStore::disabled(), &shutdown);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("ws://{}/ws", listener.local_addr()?);
     let app = ls_server::router(state);
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, ls_server::make_service(app)).await;
-    });
+    tokio::spawn(ls_server::serve(listener, app, server.timeouts, shutdown));
 
     // Solo scores. A session's institutional memory and curriculum carry over between its
     // episodes and feed the grade, so the reference for session i's e-th episode is the same

@@ -6,6 +6,7 @@
 //! never certified as high trust.
 
 use crate::body::JsonBody;
+pub use crate::report_store::ReportStore;
 use crate::sessions::SessionHeader;
 use crate::error::ApiError;
 use crate::sessions::lock_env;

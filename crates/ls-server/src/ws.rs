@@ -325,7 +325,7 @@ mod tests {
         assert_eq!(c.max_sessions, 8);
         assert_eq!(c.idle_timeout, WsConfig::default().idle_timeout);
         assert_eq!(c.max_message_bytes, WsConfig::default().max_message_bytes);
-        let rt = WsRuntime::new(c);
+        let rt = WsRuntime::new(c, crate::shutdown::Shutdown::new());
         assert_eq!(rt.active(), 0);
     }
 }

@@ -1,16 +1,19 @@
 //! End-to-end tests against the real router on an ephemeral port.
 
-use std::net::SocketAddr;
-
-use audit_env::{router, AuditConfig};
+use ls_server::audit::AuditConfig;
+use ls_server::{SecurityConfig, ServerConfig};
 use serde_json::{json, Value};
 
 async fn spawn(cfg: AuditConfig) -> String {
+    spawn_with(cfg, ServerConfig::default()).await
+}
+
+async fn spawn_with(cfg: AuditConfig, server: ServerConfig) -> String {
+    let shutdown = ls_server::Shutdown::new();
+    let app = ls_server::audit::router(cfg, &server, &shutdown);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        axum::serve(listener, router(cfg).into_make_service_with_connect_info::<SocketAddr>()).await.unwrap();
-    });
+    tokio::spawn(ls_server::serve(listener, app, server.timeouts, shutdown));
     format!("http://{addr}")
 }
 
@@ -106,14 +109,14 @@ async fn malformed_unknown_oversized_and_chunked_inputs() {
 
 #[tokio::test]
 async fn admin_key_and_rate_limit() {
-    let cfg = AuditConfig { admin_api_key: Some("sekrit".into()), rate_limit_per_min: 1, ..AuditConfig::default() };
-    let base = spawn(cfg).await;
+    let security = SecurityConfig { admin_api_key: Some("sekrit".into()), client_rate_per_min: 50, session_rate_per_min: 1000, rate_limit_loopback: true, ..Default::default() };
+    let base = spawn_with(AuditConfig::default(), ServerConfig { security, ..Default::default() }).await;
     let c = reqwest::Client::new();
     let (s, v) = post(&c, &format!("{base}/campaign/start"), json!({})).await;
     assert_eq!((s, v["error"]["code"].as_str()), (403, Some("forbidden")));
     let r = c.post(format!("{base}/campaign/start")).header("X-API-Key", "sekrit").json(&json!({})).send().await.unwrap();
     assert_eq!(r.status(), 200);
-    // loopback gets 50x the per-minute limit: 1 * 50 requests, then 429
+    // loopback throttled here on request (RATE_LIMIT_LOOPBACK): 50 per minute, then 429 with Retry-After
     let mut last = 0;
     for _ in 0..60 {
         last = c.post(format!("{base}/reset")).json(&json!({})).send().await.unwrap().status().as_u16();

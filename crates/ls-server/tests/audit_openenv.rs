@@ -8,13 +8,13 @@ use tokio_tungstenite::connect_async;
 use tokio_tungstenite::tungstenite::Message;
 
 async fn spawn() -> String {
-    let app = ls_server::audit::router(audit_env::http::AuditConfig::default());
+    let server = ls_server::ServerConfig::default();
+    let shutdown = ls_server::Shutdown::new();
+    let app = ls_server::audit::router(ls_server::audit::AuditConfig::default(), &server, &shutdown);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>()).await.unwrap();
-    });
-    addr.to_string()
+    tokio::spawn(ls_server::serve(listener, app, server.timeouts, shutdown));
+    format!("127.0.0.1:{}", addr.port())
 }
 
 #[tokio::test]

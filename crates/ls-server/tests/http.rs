@@ -11,12 +11,18 @@ struct Server {
 }
 
 async fn start(mode: TrackMode, max_sessions: usize) -> Server {
+    start_with(mode, max_sessions, ls_server::SecurityConfig::default()).await
+}
+
+async fn start_with(mode: TrackMode, max_sessions: usize, security: ls_server::SecurityConfig) -> Server {
     let pool = CasePool::new(FixtureSet::embedded().expect("fixtures"));
-    let state = ls_server::app_state(pool, EnvConfig { track_mode: mode }, max_sessions, Duration::from_secs(600));
+    let server = ls_server::ServerConfig { max_sessions, session_idle: Duration::from_secs(600), security, ..Default::default() };
+    let shutdown = ls_server::Shutdown::new();
+    let state = ls_server::app_state(pool, EnvConfig { track_mode: mode }, &server, ls_server::ReportStore::disabled(), &shutdown);
     let app = ls_server::router(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, ls_server::make_service(app)).await.unwrap() });
+    tokio::spawn(ls_server::serve(listener, app, server.timeouts, shutdown));
     Server { base: format!("http://{addr}"), client: reqwest::Client::new() }
 }
 
@@ -371,29 +377,81 @@ async fn institutional_memory_route_serves_the_terminal_snapshot() {
     assert_eq!(other["case_counter"], 0);
 }
 
-/// Browsers can call the API from any origin: preflights are answered and replies carry the
-/// permissive CORS headers (and no `Vary`, since they never depend on the origin).
+/// With the default configuration CORS is off: a browser's cross-origin request (it carries
+/// `Origin`) is refused, `text/plain` simple POSTs included, while clients without `Origin`
+/// (curl, SDKs) are served. Listed origins get CORS headers and answered preflights.
 #[tokio::test]
-async fn cors_is_permissive_for_browsers() {
+async fn cross_origin_requests_are_refused_unless_listed() {
     let s = start(TrackMode::Blind, 8).await;
-    let pre = s
-        .client
-        .request(reqwest::Method::OPTIONS, format!("{}/step", s.base))
-        .header("origin", "https://example.org")
-        .header("access-control-request-method", "POST")
-        .header("access-control-request-headers", "content-type,x-session-id")
-        .send()
-        .await
-        .unwrap();
-    assert!(pre.status().is_success(), "preflight status {}", pre.status());
-    let h = pre.headers();
-    assert_eq!(h["access-control-allow-origin"], "*");
-    assert_eq!(h["access-control-allow-methods"], "*");
-    assert_eq!(h["access-control-allow-headers"], "*");
-    let reply = s.client.post(format!("{}/reset", s.base)).header("origin", "https://example.org").json(&json!({"case_id": "CASE-A-001"})).send().await.unwrap();
+    let simple = s.client.post(format!("{}/reset", s.base)).header("origin", "https://evil.example").header("content-type", "text/plain").body(r#"{"case_id": "CASE-A-001"}"#).send().await.unwrap();
+    assert_eq!(simple.status(), 403);
+    let v: Value = simple.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "forbidden");
+    let pre = s.client.request(reqwest::Method::OPTIONS, format!("{}/step", s.base)).header("origin", "https://evil.example").header("access-control-request-method", "POST").send().await.unwrap();
+    assert_eq!(pre.status(), 403);
+    let plain = s.client.post(format!("{}/reset", s.base)).json(&json!({"case_id": "CASE-A-001"})).send().await.unwrap();
+    assert_eq!(plain.status(), 200);
+    let h = plain.headers();
+    assert!(h.get("access-control-allow-origin").is_none());
+    for (name, value) in [("x-content-type-options", "nosniff"), ("x-frame-options", "DENY"), ("cache-control", "no-store"), ("referrer-policy", "no-referrer")] {
+        assert_eq!(h[name], value, "{name}");
+    }
+    let foreign_host = s.client.get(format!("{}/health", s.base)).header("host", "rebind.example:80").send().await.unwrap();
+    assert_eq!(foreign_host.status(), 403, "a loopback server refuses a foreign Host (DNS rebinding)");
+
+    let listed = ls_server::SecurityConfig { cors_origins: vec!["https://app.example".into()], ..Default::default() };
+    let s = start_with(TrackMode::Blind, 8, listed).await;
+    let pre = s.client.request(reqwest::Method::OPTIONS, format!("{}/step", s.base)).header("origin", "https://app.example").header("access-control-request-method", "POST").send().await.unwrap();
+    assert_eq!(pre.status(), 204);
+    assert!(pre.headers()["access-control-allow-headers"].to_str().unwrap().contains("x-session-id"));
+    let reply = s.client.post(format!("{}/reset", s.base)).header("origin", "https://app.example").json(&json!({"case_id": "CASE-A-001"})).send().await.unwrap();
     assert_eq!(reply.status(), 200);
-    assert_eq!(reply.headers()["access-control-allow-origin"], "*");
-    assert_eq!(reply.headers()["x-content-type-options"], "nosniff");
-    assert!(reply.headers().get("vary").is_none());
+    assert_eq!(reply.headers()["access-control-allow-origin"], "https://app.example");
+    assert_eq!(reply.headers()["vary"], "Origin");
+}
+
+/// `DELETE /session` frees a slot at once; reads of an unknown session create nothing; the
+/// default session is reserved outside the named capacity; error replies quote a prefix only.
+#[tokio::test]
+async fn session_lifetime_and_bounded_replies() {
+    let s = start(TrackMode::Blind, 1).await;
+    s.ok("/reset", Some("only"), json!({"case_id": "CASE-A-001"})).await;
+    for i in 0..20 {
+        let r = s.client.get(format!("{}/institutional-memory", s.base)).header("x-session-id", format!("reader-{i}")).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let (status, v) = s.post("/reset", Some("second"), json!({"case_id": "CASE-A-001"})).await;
+    assert_eq!(status, 503, "reads created no sessions, so capacity is still taken by 'only' alone: {v}");
+    s.ok("/reset", None, json!({"case_id": "CASE-A-001"})).await;
+    let del = s.client.delete(format!("{}/session", s.base)).header("x-session-id", "only").send().await.unwrap();
+    assert_eq!(del.status(), 200);
+    s.ok("/reset", Some("second"), json!({"case_id": "CASE-A-001"})).await;
+    let again = s.client.delete(format!("{}/session", s.base)).header("x-session-id", "only").send().await.unwrap();
+    assert_eq!(again.status(), 404);
+    let (status, v) = s.post("/step", Some("only"), json!({"action_type": "ocr", "payload": {}})).await;
+    assert_eq!((status, v["error"]["code"].as_str()), (404, Some("unknown_session")));
+
+    let huge = format!(r#"{{"case_id": "{}"}}"#, "x".repeat(400_000));
+    let (status, v) = s.post_raw("/reset", Some("second"), huge.into_bytes()).await;
+    assert!(status >= 400 && status < 500, "{status}");
+    assert!(v.to_string().len() < 2_000, "reply quotes only a prefix: {} bytes", v.to_string().len());
+    let long_path = format!("{}/{}", s.base, "p".repeat(60_000));
+    let r = s.client.get(long_path).send().await.unwrap();
+    let body = r.bytes().await.unwrap();
+    assert!(body.len() < 2_000, "404 for a 60 KB path is {} bytes", body.len());
+}
+
+/// Operator routes answer loopback clients when no admin key is set, and need the key when one is.
+#[tokio::test]
+async fn institutional_reset_is_an_operator_route() {
+    let s = start(TrackMode::Blind, 8).await;
+    let r = s.client.post(format!("{}/institutional-reset", s.base)).header("x-session-id", "op").send().await.unwrap();
+    assert_eq!(r.status(), 200, "loopback without a configured key");
+    let keyed = ls_server::SecurityConfig { admin_api_key: Some("k3y".into()), ..Default::default() };
+    let s = start_with(TrackMode::Blind, 8, keyed).await;
+    let r = s.client.post(format!("{}/institutional-reset", s.base)).header("x-session-id", "op").send().await.unwrap();
+    assert_eq!(r.status(), 403);
+    let r = s.client.post(format!("{}/institutional-reset", s.base)).header("x-session-id", "op").header("x-api-key", "k3y").send().await.unwrap();
+    assert_eq!(r.status(), 200);
 }
 

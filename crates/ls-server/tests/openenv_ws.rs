@@ -4,7 +4,7 @@
 use futures_util::{SinkExt, StreamExt};
 use ls_core::FixtureSet;
 use ls_env::{CasePool, EnvConfig};
-use ls_server::ws::{WsConfig, WsRuntime};
+use ls_server::ws::WsConfig;
 use serde_json::{json, Value};
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -16,19 +16,14 @@ type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 async fn spawn(cfg: WsConfig) -> String {
     let pool = CasePool::new(FixtureSet::embedded().expect("embedded fixtures"));
-    let mut state = ls_server::app_state(pool, EnvConfig::default(), 64, Duration::from_secs(600));
-    state_mut(&mut state).ws = WsRuntime::new(cfg);
+    let server = ls_server::ServerConfig { max_sessions: 64, session_idle: Duration::from_secs(600), ws: cfg, ..Default::default() };
+    let shutdown = ls_server::Shutdown::new();
+    let state = ls_server::app_state(pool, EnvConfig::default(), &server, ls_server::ReportStore::disabled(), &shutdown);
     let app = ls_server::router(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        axum::serve(listener, ls_server::make_service(app)).await.unwrap();
-    });
+    tokio::spawn(ls_server::serve(listener, app, server.timeouts, shutdown));
     format!("127.0.0.1:{}", addr.port())
-}
-
-fn state_mut(s: &mut ls_server::Shared) -> &mut ls_server::AppState {
-    std::sync::Arc::get_mut(s).expect("state not yet shared")
 }
 
 fn cfg() -> WsConfig {

@@ -12,15 +12,14 @@ use std::time::Duration;
 
 async fn spawn(db: PathBuf) -> (String, tokio::task::JoinHandle<()>) {
     let pool = CasePool::new(FixtureSet::embedded().expect("embedded fixtures"));
-    let mut state = ls_server::app_state(pool, EnvConfig::default(), 64, Duration::from_secs(600));
-    std::sync::Arc::get_mut(&mut state)
-        .expect("unshared")
-        .reports = ReportStore::at(db);
+    let server = ls_server::ServerConfig { max_sessions: 64, session_idle: Duration::from_secs(600), ..Default::default() };
+    let shutdown = ls_server::Shutdown::new();
+    let state = ls_server::app_state(pool, EnvConfig::default(), &server, ReportStore::at(db), &shutdown);
     let app = ls_server::router(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let h = tokio::spawn(async move {
-        axum::serve(listener, ls_server::make_service(app)).await.unwrap();
+        ls_server::serve(listener, app, server.timeouts, shutdown).await.unwrap();
     });
     (format!("http://{addr}"), h)
 }

@@ -16,7 +16,6 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::Json;
 use serde_json::{json, Map, Value};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub const PARSE_ERROR: i64 = -32700;
@@ -132,12 +131,9 @@ pub fn ws_rpc<S: OpenEnvService>(svc: &S, backend: &mut S::Backend, v: Value) ->
     }
 }
 
-static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
-
+/// A session id from the operating system's random source (never guessable from the clock).
 fn new_session_id() -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
-    let n = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
-    format!("mcp-{:x}-{:06x}", nanos, n)
+    SessionManager::<()>::new_id("mcp")
 }
 
 fn session_param(req: &RpcRequest) -> Result<String, Value> {

@@ -275,3 +275,65 @@ async fn overseer_review_before_every_specialist_finishes_is_409() {
     let (s, e) = post(&c, &format!("{base}/overseer/review"), review).await;
     assert_eq!(s, 409, "{e}");
 }
+
+/// Two fresh servers hand out different session, campaign and episode ids, and a guessed id
+/// names nothing.
+#[tokio::test]
+async fn ids_are_unguessable_across_servers() {
+    let c = reqwest::Client::new();
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let base = spawn(AuditConfig::default()).await;
+        let (_, s) = post(&c, &format!("{base}/session"), json!({})).await;
+        let (_, cmp) = post(&c, &format!("{base}/campaign/start"), json!({"seed": 42})).await;
+        let (_, ep) = post(&c, &format!("{base}/reset"), json!({"task_id": "expense_audit", "seed": 42})).await;
+        let ids = (s["session_id"].as_str().unwrap().to_owned(), cmp["campaign_id"].as_str().unwrap().to_owned(), ep["observation"]["metadata"]["episode_id"].as_str().unwrap().to_owned());
+        assert!(ids.0.len() >= 30 && ids.1.len() >= 20 && ids.2.len() >= 20, "{ids:?}");
+        seen.push((base, ids));
+    }
+    let (a, b) = (&seen[0].1, &seen[1].1);
+    assert!(a.0 != b.0 && a.1 != b.1 && a.2 != b.2, "{a:?} vs {b:?}");
+    // The first server's session is unknown to the second.
+    let r = c.get(format!("{}/state", seen[1].0)).header("x-session-id", &a.0).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+}
+
+/// One session store: a session reset over HTTP is the one `/mcp` `tools/call` plays; `DELETE
+/// /session` closes it for both; an audit error keeps its own code over MCP.
+#[tokio::test]
+async fn http_and_mcp_share_sessions_and_delete_closes() {
+    let base = spawn(AuditConfig::default()).await;
+    let c = reqwest::Client::new();
+    let (_, s) = post(&c, &format!("{base}/session"), json!({})).await;
+    let sid = s["session_id"].as_str().unwrap().to_owned();
+    let r = c.post(format!("{base}/reset")).header("x-session-id", &sid).json(&json!({"task_id": "expense_audit", "seed": 42})).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let call = |final_: bool| json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"session_id": sid, "name": if final_ { "submit_final" } else { "submit_findings" }, "arguments": {"findings": []}}});
+    let (_, v) = post(&c, &format!("{base}/mcp"), call(true)).await;
+    assert!(v.get("result").is_some(), "the HTTP session is known to /mcp: {v}");
+    let (_, v) = post(&c, &format!("{base}/mcp"), call(false)).await;
+    assert_eq!(v["error"]["data"]["code"], "episode_finished", "{v}");
+    let r = c.delete(format!("{base}/session")).header("x-session-id", &sid).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let (_, v) = post(&c, &format!("{base}/mcp"), call(false)).await;
+    assert!(v["error"]["message"].as_str().unwrap().contains("Unknown session_id"), "{v}");
+    let r = c.get(format!("{base}/state")).header("x-session-id", &sid).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+}
+
+/// `--max-sessions` applies to the audit environment, and closing a session frees its slot.
+#[tokio::test]
+async fn audit_honours_max_sessions() {
+    let base = spawn_with(AuditConfig::default(), ServerConfig { max_sessions: 2, ..Default::default() }).await;
+    let c = reqwest::Client::new();
+    let (_, a) = post(&c, &format!("{base}/session"), json!({})).await;
+    let (s2, _) = post(&c, &format!("{base}/session"), json!({})).await;
+    let (s3, v) = post(&c, &format!("{base}/session"), json!({})).await;
+    assert_eq!((s2, s3), (200, 503), "{v}");
+    let (s, _) = post(&c, &format!("{base}/reset"), json!({"task_id": "expense_audit"})).await;
+    assert_eq!(s, 200, "the default session is reserved outside the capacity");
+    let r = c.delete(format!("{base}/session")).header("x-session-id", a["session_id"].as_str().unwrap()).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let (s4, _) = post(&c, &format!("{base}/session"), json!({})).await;
+    assert_eq!(s4, 200);
+}

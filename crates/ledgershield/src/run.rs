@@ -132,6 +132,38 @@ struct RunOut {
     metrics: Metrics,
 }
 
+/// A run id that is never reused: agent, seed, UTC second and 64 bits from the OS random
+/// source (two runs in the same second get two ids).
+fn new_run_id(agent: &str, seed: u64) -> String {
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    format!("run-{agent}-{seed}-{}-{}", ls_store::utc_now().replace([':', '-'], ""), &random[..16])
+}
+
+/// An HTTP client that remembers an infrastructure failure (the reset refused, the transport
+/// broken), which ends the run instead of counting as the agent's episode.
+struct Watched<'a> {
+    inner: &'a mut dyn ls_agents::EnvClient,
+    failure: Option<String>,
+}
+
+impl ls_agents::EnvClient for Watched<'_> {
+    fn reset(&mut self, req: &ResetRequest) -> std::result::Result<ls_env::StepEnvelope, ls_agents::ClientError> {
+        self.inner.reset(req).inspect_err(|e| self.failure = Some(e.to_string()))
+    }
+
+    fn step(&mut self, action_type: &str, payload: &serde_json::Map<String, serde_json::Value>) -> std::result::Result<ls_env::StepEnvelope, ls_agents::ClientError> {
+        self.inner.step(action_type, payload).inspect_err(|e| {
+            if matches!(e, ls_agents::ClientError::Transport(_)) {
+                self.failure = Some(e.to_string());
+            }
+        })
+    }
+
+    fn institutional_memory(&mut self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        self.inner.institutional_memory()
+    }
+}
+
 fn r4(x: f64) -> f64 {
     (x * 10_000.0).round() / 10_000.0
 }
@@ -259,12 +291,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let run_id = format!(
-        "run-{}-{}-{}",
-        args.agent,
-        args.seed,
-        ls_store::utc_now().replace([':', '-'], "")
-    );
+    let run_id = new_run_id(&args.agent, args.seed);
     let mut tee = Tee {
         contract: (format == OutputFormat::Contract)
             .then(|| ContractPrinter::new(std::io::stdout(), &agent.model())),
@@ -280,12 +307,19 @@ pub fn run(args: RunArgs) -> Result<()> {
             let seed = args.seed.wrapping_add(u64::from(t));
             let rec = match &args.url {
                 Some(url) => {
-                    let mut client = HttpEnv::new(
+                    let mut http = HttpEnv::new(
                         url,
                         &format!("{run_id}-{}-{t}", records.len()),
                         Duration::from_secs(args.timeout_secs.clamp(1, 600)),
                     )?;
-                    run_episode(agent.as_mut(), &mut client, &req, seed, &mut tee)
+                    let mut client = Watched { inner: &mut http, failure: None };
+                    let rec = run_episode(agent.as_mut(), &mut client, &req, seed, &mut tee);
+                    if let Some(why) = client.failure {
+                        // The server is unreachable or refused the reset: not an agent failure.
+                        bar.finish_and_clear();
+                        bail!("{why} (case {}, trial {t}); the run is not stored", case.case_id);
+                    }
+                    rec
                 }
                 None => {
                     let mut env = Environment::new(pool.clone(), EnvConfig { track_mode: mode });
@@ -404,7 +438,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             mean_score: out.metrics.mean_score,
             summary: serde_json::to_value(&out.metrics)?,
         };
-        store.save_run(&row, &rows)?;
+        store.insert_run(&row, &rows)?;
         eprintln!("stored run {run_id} in {}", args.db.display());
     }
 

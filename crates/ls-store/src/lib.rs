@@ -209,6 +209,16 @@ impl Store {
         )?)
     }
 
+    /// Insert a new run and its episodes atomically; an existing run with the same id is never
+    /// replaced (the insert fails and nothing is written).
+    pub fn insert_run(&mut self, run: &RunRow, episodes: &[EpisodeRow]) -> Result<()> {
+        let exists: i64 = self.conn.query_row("SELECT COUNT(*) FROM runs WHERE run_id = ?1", params![run.run_id], |r| r.get(0))?;
+        if exists > 0 {
+            return Err(StoreError::Invalid(format!("a run with id '{}' is already stored; run ids are never reused", run.run_id)));
+        }
+        self.save_run(run, episodes)
+    }
+
     /// Insert a run and its episodes atomically (replacing a run with the same id).
     pub fn save_run(&mut self, run: &RunRow, episodes: &[EpisodeRow]) -> Result<()> {
         let tx = self.conn.transaction()?;

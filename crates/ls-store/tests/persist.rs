@@ -124,3 +124,28 @@ fn replacing_a_run_replaces_its_episodes() {
     assert_eq!(s.episodes(None, 100).unwrap().len(), 1);
     assert_eq!(s.list_runs(5).unwrap()[0].case_count, 1);
 }
+
+#[test]
+fn insert_run_never_replaces_a_stored_run() {
+    let dir = std::env::temp_dir().join(format!("ls-store-insert-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut s = Store::open(&dir.join("db.sqlite")).unwrap();
+    let run = |mean: f64| RunRow {
+        run_id: "run-same".into(),
+        kind: "run".into(),
+        agent: "a".into(),
+        model: "m".into(),
+        agent_type: "offline".into(),
+        seed: 1,
+        created_at: "2026-01-01T00:00:00Z".into(),
+        case_count: 0,
+        mean_score: mean,
+        summary: json!({}),
+    };
+    s.insert_run(&run(0.5), &[]).unwrap();
+    let err = s.insert_run(&run(0.9), &[]).unwrap_err();
+    assert!(err.to_string().contains("already stored"), "{err}");
+    assert_eq!(s.list_runs(5).unwrap()[0].mean_score, 0.5, "the first run is intact");
+    let _ = std::fs::remove_dir_all(&dir);
+}

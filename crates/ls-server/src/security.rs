@@ -102,12 +102,9 @@ impl Guard {
         })
     }
 
-    /// Decide a request: `Err` is the refusal; `Ok` carries the CORS origin to echo, if any.
-    fn admit(
-        &self,
-        req: &Request<Body>,
-        peer: Option<SocketAddr>,
-    ) -> Result<Option<HeaderValue>, Response<Body>> {
+    /// Decide a request: `Err` is the refusal; `Ok` passes it on (with the CORS origin to echo,
+    /// if any) or answers a preflight.
+    fn admit(&self, req: &Request<Body>, peer: Option<SocketAddr>) -> Result<Admit, ApiError> {
         let headers = req.headers();
         let host = headers
             .get(header::HOST)
@@ -117,8 +114,7 @@ impl Guard {
             return Err(ApiError::Forbidden(format!(
                 "host '{}' is not served here (set ALLOWED_HOSTS to allow it)",
                 prefix(host)
-            ))
-            .into_response());
+            )));
         }
         let cors = match headers.get(header::ORIGIN) {
             None => None,
@@ -128,19 +124,17 @@ impl Guard {
             && cors.is_some()
             && headers.contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
         {
-            return Err(preflight());
+            return Ok(Admit::Preflight);
         }
         let client = client_ip(headers, peer, self.config.trust_proxy_headers);
         let loopback = client.is_some_and(|ip| ip.is_loopback());
         if (self.operator)(req.method(), req.uri().path()) {
-            self.operator_allowed(headers, loopback)
-                .map_err(IntoResponse::into_response)?;
+            self.operator_allowed(headers, loopback)?;
         }
         if !loopback || self.config.rate_limit_loopback {
-            self.rate_limit(headers, client)
-                .map_err(IntoResponse::into_response)?;
+            self.rate_limit(headers, client)?;
         }
-        Ok(cors)
+        Ok(Admit::Pass(cors))
     }
 
     fn host_allowed(&self, host: &str) -> bool {
@@ -161,11 +155,7 @@ impl Guard {
 
     /// `Ok(Some(origin))` for a listed origin (CORS headers follow), `Ok(None)` for the server's
     /// own origin, a 403 otherwise.
-    fn origin(
-        &self,
-        origin: &HeaderValue,
-        host: &str,
-    ) -> Result<Option<HeaderValue>, Response<Body>> {
+    fn origin(&self, origin: &HeaderValue, host: &str) -> Result<Option<HeaderValue>, ApiError> {
         let text = origin.to_str().unwrap_or("");
         if self.config.cors_origins.iter().any(|o| o == "*") {
             return Ok(Some(HeaderValue::from_static("*")));
@@ -187,8 +177,7 @@ impl Guard {
         Err(ApiError::Forbidden(format!(
             "origin '{}' is not allowed (set CORS_ORIGINS to allow it)",
             prefix(text)
-        ))
-        .into_response())
+        )))
     }
 
     fn operator_allowed(&self, headers: &HeaderMap, loopback: bool) -> Result<(), ApiError> {
@@ -233,6 +222,15 @@ impl Guard {
         }
         Ok(())
     }
+}
+
+/// What the guard does with an admitted request.
+#[derive(Debug)]
+enum Admit {
+    /// Pass it on; echo this CORS origin on the reply.
+    Pass(Option<HeaderValue>),
+    /// Answer a CORS preflight from a listed origin.
+    Preflight,
 }
 
 fn preflight() -> Response<Body> {
@@ -340,18 +338,17 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let req = req.map(Body::new);
+        let answer = |mut res: Response<Body>, cors: Option<HeaderValue>| {
+            finish(&mut res, cors);
+            GuardFuture { inner: Either::Left(futures_util::future::ready(Ok(res))), cors: None }
+        };
         match self.guard.admit(&req, self.peer) {
-            Err(mut refusal) => {
-                finish(&mut refusal, None);
-                GuardFuture {
-                    inner: Either::Left(futures_util::future::ready(Ok(refusal))),
-                    cors: None,
-                }
+            Err(refusal) => answer(refusal.into_response(), None),
+            Ok(Admit::Preflight) => {
+                let origin = req.headers().get(header::ORIGIN).cloned();
+                answer(preflight(), origin)
             }
-            Ok(cors) => GuardFuture {
-                inner: Either::Right(self.inner.call(req)),
-                cors,
-            },
+            Ok(Admit::Pass(cors)) => GuardFuture { inner: Either::Right(self.inner.call(req)), cors },
         }
     }
 }
@@ -401,10 +398,11 @@ mod tests {
         9,
     ));
 
-    fn status(r: Result<Option<HeaderValue>, Response<Body>>) -> u16 {
+    fn status(r: Result<Admit, ApiError>) -> u16 {
         match r {
-            Ok(_) => 200,
-            Err(res) => res.status().as_u16(),
+            Ok(Admit::Pass(_)) => 200,
+            Ok(Admit::Preflight) => 204,
+            Err(e) => e.status().as_u16(),
         }
     }
 
@@ -444,7 +442,7 @@ mod tests {
         ];
         assert!(matches!(
             g.admit(&req(Method::POST, "/step", &own), LOCAL),
-            Ok(None)
+            Ok(Admit::Pass(None))
         ));
         let g = guard(SecurityConfig {
             cors_origins: vec!["https://app.example".into()],
@@ -452,12 +450,10 @@ mod tests {
             ..Default::default()
         });
         let listed = [("host", "box.lan:8000"), ("origin", "https://app.example")];
-        assert_eq!(
-            g.admit(&req(Method::POST, "/step", &listed), LOCAL)
-                .unwrap()
-                .unwrap(),
-            "https://app.example"
-        );
+        assert!(matches!(
+            g.admit(&req(Method::POST, "/step", &listed), LOCAL),
+            Ok(Admit::Pass(Some(o))) if o == "https://app.example"
+        ));
         let pre = [
             ("host", "127.0.0.1"),
             ("origin", "https://app.example"),
@@ -503,7 +499,7 @@ mod tests {
         let s = [("x-session-id", "a")];
         assert_eq!(status(g.admit(&req(Method::GET, "/", &s), REMOTE)), 200);
         assert_eq!(status(g.admit(&req(Method::GET, "/", &s), REMOTE)), 200);
-        let limited = g.admit(&req(Method::GET, "/", &s), REMOTE).unwrap_err();
+        let limited = g.admit(&req(Method::GET, "/", &s), REMOTE).unwrap_err().into_response();
         assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
         let secs: u64 = limited.headers()["retry-after"]
             .to_str()

@@ -970,7 +970,7 @@ async fn leaderboard_get(
     let rows: Vec<&LeaderEntry> = g
         .leaderboard
         .iter()
-        .filter(|e| task.map_or(true, |t| e.task_id == t))
+        .filter(|e| task.is_none_or(|t| e.task_id == t))
         .collect();
     Ok(Json(
         json!({"leaderboard": to_json(&rows.iter().take(limit).collect::<Vec<_>>())?, "total_entries": rows.len()}),

@@ -3,6 +3,7 @@
 # client/conformance suite against a real server. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/ci-lint.sh
 
 # One build of every target with one feature set, so the test run and the server binary used
 # by the Python suite share it instead of compiling the dependency graph twice.

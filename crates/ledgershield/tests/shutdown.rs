@@ -18,7 +18,9 @@ fn start(extra: &[&str]) -> (Child, String) {
         .spawn()
         .expect("starting ledgershield serve");
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let addr = line.trim().rsplit("http://").next().unwrap().to_owned();
     (child, addr)
 }
@@ -34,7 +36,11 @@ fn request(addr: &str, raw: &[u8]) -> Option<u16> {
     let status = text.split(' ').nth(1)?.parse().ok()?;
     // The reply is whole: the declared body length arrived.
     let (head, body) = text.split_once("\r\n\r\n")?;
-    let len: usize = head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))?;
+    let len: usize = head.lines().find_map(|l| {
+        l.to_ascii_lowercase()
+            .strip_prefix("content-length:")
+            .map(|v| v.trim().parse().unwrap())
+    })?;
     assert_eq!(body.len(), len, "truncated reply: {text}");
     Some(status)
 }
@@ -65,7 +71,8 @@ fn sigterm_answers_in_flight_requests_and_exits_zero() {
         .map(|_| {
             let (addr, stop, answered) = (addr.clone(), stop.clone(), answered.clone());
             std::thread::spawn(move || {
-                let raw = format!("GET /health HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
+                let raw =
+                    format!("GET /health HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
                 while !stop.load(Ordering::Relaxed) {
                     match request(&addr, raw.as_bytes()) {
                         Some(status) => {
@@ -86,14 +93,22 @@ fn sigterm_answers_in_flight_requests_and_exits_zero() {
         s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         let mut reply = String::new();
         s.read_to_string(&mut reply).unwrap();
-        assert!(reply.starts_with("HTTP/1.1 200"), "in-flight request answered: {}", &reply[..reply.len().min(200)]);
+        assert!(
+            reply.starts_with("HTTP/1.1 200"),
+            "in-flight request answered: {}",
+            &reply[..reply.len().min(200)]
+        );
     }
     let status = child.wait().unwrap();
     stop.store(true, Ordering::Relaxed);
     for t in load {
-        t.join().expect("every reply the load clients got was whole and 200");
+        t.join()
+            .expect("every reply the load clients got was whole and 200");
     }
-    assert!(answered.load(Ordering::Relaxed) > 0, "the load was served before the signal");
+    assert!(
+        answered.load(Ordering::Relaxed) > 0,
+        "the load was served before the signal"
+    );
     assert!(status.success(), "exit status {status:?}");
     assert!(TcpStream::connect(&addr).is_err(), "the listener is closed");
 }
@@ -103,7 +118,8 @@ fn idle_connections_are_closed_by_the_header_timeout() {
     let (mut child, addr) = start(&["--header-timeout-secs", "1"]);
     let mut s = TcpStream::connect(&addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\n").unwrap();
+    s.write_all(b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+        .unwrap();
     let mut buf = Vec::new();
     // The server closes the connection (EOF, possibly after a 408) instead of waiting for the
     // rest of the head; our own 10 s read timeout would report an error instead.

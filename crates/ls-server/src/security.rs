@@ -340,7 +340,10 @@ where
         let req = req.map(Body::new);
         let answer = |mut res: Response<Body>, cors: Option<HeaderValue>| {
             finish(&mut res, cors);
-            GuardFuture { inner: Either::Left(futures_util::future::ready(Ok(res))), cors: None }
+            GuardFuture {
+                inner: Either::Left(futures_util::future::ready(Ok(res))),
+                cors: None,
+            }
         };
         match self.guard.admit(&req, self.peer) {
             Err(refusal) => answer(refusal.into_response(), None),
@@ -348,7 +351,10 @@ where
                 let origin = req.headers().get(header::ORIGIN).cloned();
                 answer(preflight(), origin)
             }
-            Ok(Admit::Pass(cors)) => GuardFuture { inner: Either::Right(self.inner.call(req)), cors },
+            Ok(Admit::Pass(cors)) => GuardFuture {
+                inner: Either::Right(self.inner.call(req)),
+                cors,
+            },
         }
     }
 }
@@ -499,7 +505,10 @@ mod tests {
         let s = [("x-session-id", "a")];
         assert_eq!(status(g.admit(&req(Method::GET, "/", &s), REMOTE)), 200);
         assert_eq!(status(g.admit(&req(Method::GET, "/", &s), REMOTE)), 200);
-        let limited = g.admit(&req(Method::GET, "/", &s), REMOTE).unwrap_err().into_response();
+        let limited = g
+            .admit(&req(Method::GET, "/", &s), REMOTE)
+            .unwrap_err()
+            .into_response();
         assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
         let secs: u64 = limited.headers()["retry-after"]
             .to_str()

@@ -33,12 +33,29 @@ async fn get(c: &reqwest::Client, url: &str) -> (u16, Value) {
 async fn readme_round1_quickstart_and_task_play() {
     let base = spawn(AuditConfig::default()).await;
     let c = reqwest::Client::new();
-    let (s, ep) = post(&c, &format!("{base}/reset"), json!({"task_id": 1, "seed": 42})).await;
+    let (s, ep) = post(
+        &c,
+        &format!("{base}/reset"),
+        json!({"task_id": 1, "seed": 42}),
+    )
+    .await;
     assert_eq!(s, 200);
     assert_eq!(ep["observation"]["task_id"], "expense_audit");
-    assert_eq!(ep["observation"]["documents"]["expenses"].as_array().unwrap().len(), 19);
-    let findings = json!([{"document_id": "EXP-001", "error_type": "weekend_expense", "confidence": 0.9}]);
-    let (s, r) = post(&c, &format!("{base}/step"), json!({"findings": findings, "submit_final": true})).await;
+    assert_eq!(
+        ep["observation"]["documents"]["expenses"]
+            .as_array()
+            .unwrap()
+            .len(),
+        19
+    );
+    let findings =
+        json!([{"document_id": "EXP-001", "error_type": "weekend_expense", "confidence": 0.9}]);
+    let (s, r) = post(
+        &c,
+        &format!("{base}/step"),
+        json!({"findings": findings, "submit_final": true}),
+    )
+    .await;
     assert_eq!(s, 200);
     assert!(r["grader"]["partial_credit_f1"].as_f64().unwrap() >= 0.01);
     assert!(r["reward"].as_f64().is_some());
@@ -49,11 +66,28 @@ async fn readme_round1_quickstart_and_task_play() {
     let (s, g) = get(&c, &format!("{base}/grader")).await;
     assert_eq!((s, g["status"].as_str()), (200, Some("completed")));
     // reference style with the action wrapper, a separate session, every task
-    for task in ["expense_audit", "invoice_match", "gst_reconciliation", "fraud_detection"] {
-        let r = c.post(format!("{base}/reset")).header("X-Session-Id", "s1").json(&json!({"task_id": task, "seed": 43})).send().await.unwrap();
+    for task in [
+        "expense_audit",
+        "invoice_match",
+        "gst_reconciliation",
+        "fraud_detection",
+    ] {
+        let r = c
+            .post(format!("{base}/reset"))
+            .header("X-Session-Id", "s1")
+            .json(&json!({"task_id": task, "seed": 43}))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 200);
         let (s, r) = {
-            let r = c.post(format!("{base}/step")).header("X-Session-Id", "s1").json(&json!({"action": {"findings": [], "submit_final": true}})).send().await.unwrap();
+            let r = c
+                .post(format!("{base}/step"))
+                .header("X-Session-Id", "s1")
+                .json(&json!({"action": {"findings": [], "submit_final": true}}))
+                .send()
+                .await
+                .unwrap();
             (r.status().as_u16(), r.json::<Value>().await.unwrap())
         };
         assert_eq!(s, 200);
@@ -70,7 +104,13 @@ async fn readme_round1_quickstart_and_task_play() {
 async fn malformed_unknown_oversized_and_chunked_inputs() {
     let base = spawn(AuditConfig::default()).await;
     let c = reqwest::Client::new();
-    let r = c.post(format!("{base}/reset")).header("content-type", "application/json").body("{not json").send().await.unwrap();
+    let r = c
+        .post(format!("{base}/reset"))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 422);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], "invalid_request");
@@ -78,24 +118,56 @@ async fn malformed_unknown_oversized_and_chunked_inputs() {
     assert_eq!(s, 422);
     assert_eq!(v["detail"], "task_id");
     post(&c, &format!("{base}/reset"), json!({})).await;
-    let (s, v) = post(&c, &format!("{base}/step"), json!({"findings": [{"document_id": 5, "error_type": "x"}]})).await;
+    let (s, v) = post(
+        &c,
+        &format!("{base}/step"),
+        json!({"findings": [{"document_id": 5, "error_type": "x"}]}),
+    )
+    .await;
     assert_eq!(s, 422);
-    assert!(v["detail"].as_str().unwrap().contains("findings[0].document_id"), "{v}");
+    assert!(
+        v["detail"]
+            .as_str()
+            .unwrap()
+            .contains("findings[0].document_id"),
+        "{v}"
+    );
     let (s, v) = post(&c, &format!("{base}/step"), json!({"findings": [{"document_id": "EXP-001", "error_type": "over_limit", "confidence": 3.0}]})).await;
     assert_eq!(s, 422);
     assert!(v["detail"].as_str().unwrap().contains("confidence"));
-    let (s, _) = post(&c, &format!("{base}/campaign/task/start"), json!({"campaign_id": "missing", "role": "expense"})).await;
+    let (s, _) = post(
+        &c,
+        &format!("{base}/campaign/task/start"),
+        json!({"campaign_id": "missing", "role": "expense"}),
+    )
+    .await;
     assert_eq!(s, 404);
     let (s, v) = get(&c, &format!("{base}/nowhere")).await;
-    assert_eq!((s, v["error"]["code"].as_str()), (404, Some("route_not_found")));
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (404, Some("route_not_found"))
+    );
     // oversized with Content-Length
     let big = "x".repeat(1_100_000);
-    let r = c.post(format!("{base}/reset")).header("content-type", "application/json").body(format!("{{\"episode_id\": \"{big}\"}}")).send().await.unwrap();
+    let r = c
+        .post(format!("{base}/reset"))
+        .header("content-type", "application/json")
+        .body(format!("{{\"episode_id\": \"{big}\"}}"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 413);
     // oversized chunked (no Content-Length): enforced on the stream
-    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = (0..40).map(|_| Ok(vec![b' '; 40_000])).collect();
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        (0..40).map(|_| Ok(vec![b' '; 40_000])).collect();
     let body = reqwest::Body::wrap_stream(futures_util::stream::iter(chunks));
-    let r = c.post(format!("{base}/step")).header("content-type", "application/json").body(body).send().await.unwrap();
+    let r = c
+        .post(format!("{base}/step"))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 413);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], "body_too_large");
@@ -109,17 +181,43 @@ async fn malformed_unknown_oversized_and_chunked_inputs() {
 
 #[tokio::test]
 async fn admin_key_and_rate_limit() {
-    let security = SecurityConfig { admin_api_key: Some("sekrit".into()), client_rate_per_min: 50, session_rate_per_min: 1000, rate_limit_loopback: true, ..Default::default() };
-    let base = spawn_with(AuditConfig::default(), ServerConfig { security, ..Default::default() }).await;
+    let security = SecurityConfig {
+        admin_api_key: Some("sekrit".into()),
+        client_rate_per_min: 50,
+        session_rate_per_min: 1000,
+        rate_limit_loopback: true,
+        ..Default::default()
+    };
+    let base = spawn_with(
+        AuditConfig::default(),
+        ServerConfig {
+            security,
+            ..Default::default()
+        },
+    )
+    .await;
     let c = reqwest::Client::new();
     let (s, v) = post(&c, &format!("{base}/campaign/start"), json!({})).await;
     assert_eq!((s, v["error"]["code"].as_str()), (403, Some("forbidden")));
-    let r = c.post(format!("{base}/campaign/start")).header("X-API-Key", "sekrit").json(&json!({})).send().await.unwrap();
+    let r = c
+        .post(format!("{base}/campaign/start"))
+        .header("X-API-Key", "sekrit")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     // loopback throttled here on request (RATE_LIMIT_LOOPBACK): 50 per minute, then 429 with Retry-After
     let mut last = 0;
     for _ in 0..60 {
-        last = c.post(format!("{base}/reset")).json(&json!({})).send().await.unwrap().status().as_u16();
+        last = c
+            .post(format!("{base}/reset"))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16();
         if last == 429 {
             break;
         }
@@ -129,12 +227,20 @@ async fn admin_key_and_rate_limit() {
 
 async fn submit(c: &reqwest::Client, base: &str, cid: &str, role: &str, findings: Value) -> Value {
     loop {
-        let (s, r) = post(c, &format!("{base}/campaign/task/submit"), json!({"campaign_id": cid, "role": role, "findings": findings.clone()})).await;
+        let (s, r) = post(
+            c,
+            &format!("{base}/campaign/task/submit"),
+            json!({"campaign_id": cid, "role": role, "findings": findings.clone()}),
+        )
+        .await;
         assert_eq!(s, 200, "{r}");
         if r["done"] == true {
             return r;
         }
-        assert_eq!(r["deferred"], true, "a non-final campaign submit is a shock deferral");
+        assert_eq!(
+            r["deferred"], true,
+            "a non-final campaign submit is a shock deferral"
+        );
     }
 }
 
@@ -142,23 +248,43 @@ async fn submit(c: &reqwest::Client, base: &str, cid: &str, role: &str, findings
 async fn full_campaign_mutates_world_and_ground_truth() {
     let base = spawn(AuditConfig::default()).await;
     let c = reqwest::Client::new();
-    let (s, v) = post(&c, &format!("{base}/campaign/start"), json!({"seed": 42, "total_periods": 5})).await;
+    let (s, v) = post(
+        &c,
+        &format!("{base}/campaign/start"),
+        json!({"seed": 42, "total_periods": 5}),
+    )
+    .await;
     assert_eq!(s, 200);
     let cid = v["campaign_id"].as_str().unwrap().to_string();
-    let (s, e) = post(&c, &format!("{base}/campaign/task/start"), json!({"campaign_id": cid, "role": "invoice"})).await;
+    let (s, e) = post(
+        &c,
+        &format!("{base}/campaign/task/start"),
+        json!({"campaign_id": cid, "role": "invoice"}),
+    )
+    .await;
     assert_eq!(s, 400);
-    assert!(e["error"]["message"].as_str().unwrap().contains("Dependency violation"));
+    assert!(e["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("Dependency violation"));
     let mut boundary_verdicts = vec![];
     let mut saw_rename = false;
     for p in 1..=5 {
         for role in ["expense", "invoice", "gst", "fraud"] {
-            let (s, st) = post(&c, &format!("{base}/campaign/task/start"), json!({"campaign_id": cid, "role": role})).await;
+            let (s, st) = post(
+                &c,
+                &format!("{base}/campaign/task/start"),
+                json!({"campaign_id": cid, "role": role}),
+            )
+            .await;
             assert_eq!(s, 200, "{st}");
             let docs = &st["observation"]["period_observation"]["documents"];
             if role == "gst" {
                 let row = &docs["purchase_register"][0];
                 if p >= 3 {
-                    assert!(row.get("supplier_gstin").is_some() && row.get("vendor_gstin").is_none());
+                    assert!(
+                        row.get("supplier_gstin").is_some() && row.get("vendor_gstin").is_none()
+                    );
                     saw_rename = true;
                 } else {
                     assert!(row.get("vendor_gstin").is_some());
@@ -167,20 +293,37 @@ async fn full_campaign_mutates_world_and_ground_truth() {
             // The same kind of claim: a Meals claim between 1,500 and 2,000, flagged over_limit.
             let mut findings = json!([]);
             if role == "expense" {
-                let claim = docs["expenses"].as_array().unwrap().iter().find(|e| {
-                    let a = e["amount"].as_f64().unwrap();
-                    e["category"] == "Meals" && a > 1500.0 && a <= 2000.0
-                }).expect("boundary meal claim present").clone();
-                findings = json!([{"document_id": claim["expense_id"], "error_type": "over_limit"}]);
+                let claim = docs["expenses"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|e| {
+                        let a = e["amount"].as_f64().unwrap();
+                        e["category"] == "Meals" && a > 1500.0 && a <= 2000.0
+                    })
+                    .expect("boundary meal claim present")
+                    .clone();
+                findings =
+                    json!([{"document_id": claim["expense_id"], "error_type": "over_limit"}]);
             }
             let r = submit(&c, &base, &cid, role, findings).await;
             if role == "expense" {
                 boundary_verdicts.push(r["grader"]["true_positives"].as_u64().unwrap());
             }
         }
-        let (s, _) = post(&c, &format!("{base}/overseer/review"), json!({"campaign_id": cid})).await;
+        let (s, _) = post(
+            &c,
+            &format!("{base}/overseer/review"),
+            json!({"campaign_id": cid}),
+        )
+        .await;
         assert_eq!(s, 200);
-        let (s, a) = post(&c, &format!("{base}/campaign/period/advance"), json!({"campaign_id": cid})).await;
+        let (s, a) = post(
+            &c,
+            &format!("{base}/campaign/period/advance"),
+            json!({"campaign_id": cid}),
+        )
+        .await;
         assert_eq!(s, 200);
         assert_eq!(a["status"], if p == 5 { "completed" } else { "advanced" });
     }
@@ -191,16 +334,31 @@ async fn full_campaign_mutates_world_and_ground_truth() {
     assert_eq!(s, 200);
     assert!(st["score"].as_f64().is_some());
     assert_eq!(st["state"]["period_scores"].as_array().unwrap().len(), 5);
-    let shocks: Vec<&str> = st["state"]["regulatory_shocks_applied"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    let shocks: Vec<&str> = st["state"]["regulatory_shocks_applied"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
     assert_eq!(shocks, vec!["REG-001", "REG-002", "REG-003"]);
     assert_eq!(st["state"]["world_state"]["meal_limit_inr"], 2000);
     let (s, rep) = get(&c, &format!("{base}/overseer/report?campaign_id={cid}")).await;
     assert_eq!(s, 200);
     assert_eq!(rep["reviews"].as_object().unwrap().len(), 5);
-    let (s, si) = post(&c, &format!("{base}/self-improve"), json!({"campaign_id": cid, "train_seeds": [42, 43], "held_out_seeds": [100]})).await;
+    let (s, si) = post(
+        &c,
+        &format!("{base}/self-improve"),
+        json!({"campaign_id": cid, "train_seeds": [42, 43], "held_out_seeds": [100]}),
+    )
+    .await;
     assert_eq!(s, 200);
     assert!(si["summary"]["accepted"].is_boolean());
-    let (s, _) = post(&c, &format!("{base}/self-improve"), json!({"campaign_id": cid, "train_seeds": [42], "held_out_seeds": [42]})).await;
+    let (s, _) = post(
+        &c,
+        &format!("{base}/self-improve"),
+        json!({"campaign_id": cid, "train_seeds": [42], "held_out_seeds": [42]}),
+    )
+    .await;
     assert_eq!(s, 422);
 }
 
@@ -208,20 +366,47 @@ async fn full_campaign_mutates_world_and_ground_truth() {
 async fn readme_campaign_quickstart_runs_as_written() {
     let base = spawn(AuditConfig::default()).await;
     let c = reqwest::Client::new();
-    let cid = post(&c, &format!("{base}/campaign/start"), json!({"seed": 42, "total_periods": 5})).await.1["campaign_id"].as_str().unwrap().to_string();
+    let cid = post(
+        &c,
+        &format!("{base}/campaign/start"),
+        json!({"seed": 42, "total_periods": 5}),
+    )
+    .await
+    .1["campaign_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     for p in 1..=5 {
         let mut all_done = true;
         for role in ["expense", "invoice", "gst", "fraud"] {
-            c.post(format!("{base}/campaign/task/start")).json(&json!({"campaign_id": cid, "role": role})).send().await.unwrap();
-            let (s, r) = post(&c, &format!("{base}/campaign/task/submit"), json!({"campaign_id": cid, "role": role, "findings": []})).await;
+            c.post(format!("{base}/campaign/task/start"))
+                .json(&json!({"campaign_id": cid, "role": role}))
+                .send()
+                .await
+                .unwrap();
+            let (s, r) = post(
+                &c,
+                &format!("{base}/campaign/task/submit"),
+                json!({"campaign_id": cid, "role": role, "findings": []}),
+            )
+            .await;
             all_done &= s == 200 && r["done"] == true;
         }
         // One submit per role: in periods 3 and 4 a shock defers a final submission, so a
         // specialist is unfinished there and the review is refused (DEP-003).
         assert_eq!(all_done, !(p == 3 || p == 4), "period {p}");
-        let (s, r) = post(&c, &format!("{base}/overseer/review"), json!({"campaign_id": cid})).await;
+        let (s, r) = post(
+            &c,
+            &format!("{base}/overseer/review"),
+            json!({"campaign_id": cid}),
+        )
+        .await;
         assert_eq!(s, if all_done { 200 } else { 409 }, "period {p}: {r}");
-        c.post(format!("{base}/campaign/period/advance")).json(&json!({"campaign_id": cid})).send().await.unwrap();
+        c.post(format!("{base}/campaign/period/advance"))
+            .json(&json!({"campaign_id": cid}))
+            .send()
+            .await
+            .unwrap();
     }
     let st = get(&c, &format!("{base}/campaign/state/{cid}")).await.1;
     // empty specialists trip the specialist floor
@@ -230,9 +415,24 @@ async fn readme_campaign_quickstart_runs_as_written() {
     assert_eq!(s, 200);
     assert!(b["scores"]["average_score"].as_f64().unwrap() > 0.2);
     // leaderboard takes scores from the grader, not the client
-    post(&c, &format!("{base}/reset"), json!({"task_id": "expense_audit"})).await;
-    post(&c, &format!("{base}/step"), json!({"findings": [], "submit_final": true})).await;
-    let (s, l) = post(&c, &format!("{base}/leaderboard?model=m1&score=0.99"), json!({})).await;
+    post(
+        &c,
+        &format!("{base}/reset"),
+        json!({"task_id": "expense_audit"}),
+    )
+    .await;
+    post(
+        &c,
+        &format!("{base}/step"),
+        json!({"findings": [], "submit_final": true}),
+    )
+    .await;
+    let (s, l) = post(
+        &c,
+        &format!("{base}/leaderboard?model=m1&score=0.99"),
+        json!({}),
+    )
+    .await;
     assert_eq!(s, 200);
     assert_eq!(l["entry"]["score"], 0.01);
     let (_, lb) = get(&c, &format!("{base}/leaderboard")).await;
@@ -243,7 +443,12 @@ async fn readme_campaign_quickstart_runs_as_written() {
 async fn overseer_review_before_every_specialist_finishes_is_409() {
     let base = spawn(AuditConfig::default()).await;
     let c = reqwest::Client::new();
-    let (s, v) = post(&c, &format!("{base}/campaign/start"), json!({"seed": 43, "total_periods": 2})).await;
+    let (s, v) = post(
+        &c,
+        &format!("{base}/campaign/start"),
+        json!({"seed": 43, "total_periods": 2}),
+    )
+    .await;
     assert_eq!(s, 200);
     let cid = v["campaign_id"].as_str().unwrap().to_string();
     let review = json!({"campaign_id": cid, "action": {"decisions": []}});
@@ -252,7 +457,10 @@ async fn overseer_review_before_every_specialist_finishes_is_409() {
     assert_eq!(e["error"]["code"], "dependency_violation");
     let msg = e["error"]["message"].as_str().unwrap();
     assert!(msg.starts_with("Dependency violation: 'overseer' requires 'expense_specialist', 'invoice_specialist', 'gst_specialist', 'fraud_specialist' completed first"), "{msg}");
-    for (k, role) in ["expense", "invoice", "gst", "fraud"].into_iter().enumerate() {
+    for (k, role) in ["expense", "invoice", "gst", "fraud"]
+        .into_iter()
+        .enumerate()
+    {
         submit(&c, &base, &cid, role, json!([])).await;
         let (s, e) = post(&c, &format!("{base}/overseer/review"), review.clone()).await;
         if k < 3 {
@@ -270,7 +478,12 @@ async fn overseer_review_before_every_specialist_finishes_is_409() {
     let (_, rep) = get(&c, &format!("{base}/overseer/report?campaign_id={cid}")).await;
     assert_eq!(rep["reviews"].as_object().unwrap().len(), 1);
     // Period 2 starts over.
-    let (s, _) = post(&c, &format!("{base}/campaign/period/advance"), json!({"campaign_id": cid})).await;
+    let (s, _) = post(
+        &c,
+        &format!("{base}/campaign/period/advance"),
+        json!({"campaign_id": cid}),
+    )
+    .await;
     assert_eq!(s, 200);
     let (s, e) = post(&c, &format!("{base}/overseer/review"), review).await;
     assert_eq!(s, 409, "{e}");
@@ -286,15 +499,35 @@ async fn ids_are_unguessable_across_servers() {
         let base = spawn(AuditConfig::default()).await;
         let (_, s) = post(&c, &format!("{base}/session"), json!({})).await;
         let (_, cmp) = post(&c, &format!("{base}/campaign/start"), json!({"seed": 42})).await;
-        let (_, ep) = post(&c, &format!("{base}/reset"), json!({"task_id": "expense_audit", "seed": 42})).await;
-        let ids = (s["session_id"].as_str().unwrap().to_owned(), cmp["campaign_id"].as_str().unwrap().to_owned(), ep["observation"]["metadata"]["episode_id"].as_str().unwrap().to_owned());
-        assert!(ids.0.len() >= 30 && ids.1.len() >= 20 && ids.2.len() >= 20, "{ids:?}");
+        let (_, ep) = post(
+            &c,
+            &format!("{base}/reset"),
+            json!({"task_id": "expense_audit", "seed": 42}),
+        )
+        .await;
+        let ids = (
+            s["session_id"].as_str().unwrap().to_owned(),
+            cmp["campaign_id"].as_str().unwrap().to_owned(),
+            ep["observation"]["metadata"]["episode_id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+        assert!(
+            ids.0.len() >= 30 && ids.1.len() >= 20 && ids.2.len() >= 20,
+            "{ids:?}"
+        );
         seen.push((base, ids));
     }
     let (a, b) = (&seen[0].1, &seen[1].1);
     assert!(a.0 != b.0 && a.1 != b.1 && a.2 != b.2, "{a:?} vs {b:?}");
     // The first server's session is unknown to the second.
-    let r = c.get(format!("{}/state", seen[1].0)).header("x-session-id", &a.0).send().await.unwrap();
+    let r = c
+        .get(format!("{}/state", seen[1].0))
+        .header("x-session-id", &a.0)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 404);
 }
 
@@ -306,33 +539,78 @@ async fn http_and_mcp_share_sessions_and_delete_closes() {
     let c = reqwest::Client::new();
     let (_, s) = post(&c, &format!("{base}/session"), json!({})).await;
     let sid = s["session_id"].as_str().unwrap().to_owned();
-    let r = c.post(format!("{base}/reset")).header("x-session-id", &sid).json(&json!({"task_id": "expense_audit", "seed": 42})).send().await.unwrap();
+    let r = c
+        .post(format!("{base}/reset"))
+        .header("x-session-id", &sid)
+        .json(&json!({"task_id": "expense_audit", "seed": 42}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     let call = |final_: bool| json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"session_id": sid, "name": if final_ { "submit_final" } else { "submit_findings" }, "arguments": {"findings": []}}});
     let (_, v) = post(&c, &format!("{base}/mcp"), call(true)).await;
-    assert!(v.get("result").is_some(), "the HTTP session is known to /mcp: {v}");
+    assert!(
+        v.get("result").is_some(),
+        "the HTTP session is known to /mcp: {v}"
+    );
     let (_, v) = post(&c, &format!("{base}/mcp"), call(false)).await;
     assert_eq!(v["error"]["data"]["code"], "episode_finished", "{v}");
-    let r = c.delete(format!("{base}/session")).header("x-session-id", &sid).send().await.unwrap();
+    let r = c
+        .delete(format!("{base}/session"))
+        .header("x-session-id", &sid)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     let (_, v) = post(&c, &format!("{base}/mcp"), call(false)).await;
-    assert!(v["error"]["message"].as_str().unwrap().contains("Unknown session_id"), "{v}");
-    let r = c.get(format!("{base}/state")).header("x-session-id", &sid).send().await.unwrap();
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Unknown session_id"),
+        "{v}"
+    );
+    let r = c
+        .get(format!("{base}/state"))
+        .header("x-session-id", &sid)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 404);
 }
 
 /// `--max-sessions` applies to the audit environment, and closing a session frees its slot.
 #[tokio::test]
 async fn audit_honours_max_sessions() {
-    let base = spawn_with(AuditConfig::default(), ServerConfig { max_sessions: 2, ..Default::default() }).await;
+    let base = spawn_with(
+        AuditConfig::default(),
+        ServerConfig {
+            max_sessions: 2,
+            ..Default::default()
+        },
+    )
+    .await;
     let c = reqwest::Client::new();
     let (_, a) = post(&c, &format!("{base}/session"), json!({})).await;
     let (s2, _) = post(&c, &format!("{base}/session"), json!({})).await;
     let (s3, v) = post(&c, &format!("{base}/session"), json!({})).await;
     assert_eq!((s2, s3), (200, 503), "{v}");
-    let (s, _) = post(&c, &format!("{base}/reset"), json!({"task_id": "expense_audit"})).await;
-    assert_eq!(s, 200, "the default session is reserved outside the capacity");
-    let r = c.delete(format!("{base}/session")).header("x-session-id", a["session_id"].as_str().unwrap()).send().await.unwrap();
+    let (s, _) = post(
+        &c,
+        &format!("{base}/reset"),
+        json!({"task_id": "expense_audit"}),
+    )
+    .await;
+    assert_eq!(
+        s, 200,
+        "the default session is reserved outside the capacity"
+    );
+    let r = c
+        .delete(format!("{base}/session"))
+        .header("x-session-id", a["session_id"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     let (s4, _) = post(&c, &format!("{base}/session"), json!({})).await;
     assert_eq!(s4, 200);

@@ -21,23 +21,28 @@ const VALID: [&str; 6] = [
 fn bodies() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         proptest::collection::vec(any::<u8>(), 0..512),
-        (0..VALID.len(), proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8), any::<usize>()).prop_map(|(i, edits, cut)| {
-            let mut b = VALID[i].as_bytes().to_vec();
-            for (at, byte) in edits {
-                let at = at % (b.len() + 1);
-                if byte % 3 == 0 && at < b.len() {
-                    b.remove(at);
-                } else if byte % 3 == 1 && at < b.len() {
-                    b[at] = byte;
-                } else {
-                    b.insert(at, byte);
+        (
+            0..VALID.len(),
+            proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
+            any::<usize>()
+        )
+            .prop_map(|(i, edits, cut)| {
+                let mut b = VALID[i].as_bytes().to_vec();
+                for (at, byte) in edits {
+                    let at = at % (b.len() + 1);
+                    if byte % 3 == 0 && at < b.len() {
+                        b.remove(at);
+                    } else if byte % 3 == 1 && at < b.len() {
+                        b[at] = byte;
+                    } else {
+                        b.insert(at, byte);
+                    }
                 }
-            }
-            if cut % 4 == 0 {
-                b.truncate(cut % (b.len() + 1));
-            }
-            b
-        }),
+                if cut % 4 == 0 {
+                    b.truncate(cut % (b.len() + 1));
+                }
+                b
+            }),
     ]
 }
 

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Lint habits CI enforces: formatting, clippy with warnings as errors on every target, and no
+# declared-but-unused dependency. Exits non-zero on the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "== cargo clippy (workspace, all targets, -D warnings)"
+cargo clippy --workspace --all-targets --locked -- -D warnings 2>&1
+
+echo "== unused dependencies"
+python3 scripts/unused_deps.py

@@ -106,6 +106,6 @@ pub fn run(args: CasesArgs, fixtures: Option<&std::path::PathBuf>) -> Result<()>
 /// The case pool for `serve`: the fixture set plus the generators enabled by the documented
 /// `LEDGERSHIELD_*` variables.
 pub fn serve_pool(set: FixtureSet) -> Result<FixtureSet> {
-    let cfg = ls_gen::PoolConfig::from_env();
+    let cfg = ls_gen::PoolConfig::from_lookup(|k| std::env::var(k).ok());
     Ok(ls_gen::build_pool(&set, &cfg)?)
 }

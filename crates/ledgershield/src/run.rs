@@ -132,6 +132,12 @@ struct RunOut {
     metrics: Metrics,
 }
 
+/// The llm agent's key: `OPENAI_API_KEY`, else `LEDGERSHIELD_API_KEY` (read here, in the binary).
+fn llm_key_from_env() -> Option<String> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    var("OPENAI_API_KEY").or_else(|| var("LEDGERSHIELD_API_KEY"))
+}
+
 /// A run id that is never reused: agent, seed, UTC second and 64 bits from the OS random
 /// source (two runs in the same second get two ids).
 fn new_run_id(agent: &str, seed: u64) -> String {
@@ -177,7 +183,7 @@ pub fn make_agent(args: &RunArgs) -> Result<Box<dyn Agent>> {
         return Ok(Box::new(LlmAgent::new(LlmConfig {
             api_base: base,
             model: args.model.clone(),
-            api_key: LlmConfig::key_from_env(),
+            api_key: llm_key_from_env(),
             temperature: args.temperature,
             timeout: Duration::from_secs(args.timeout_secs.clamp(1, 600)),
             max_retries: args.retries.min(8),

@@ -87,16 +87,6 @@ pub struct LlmConfig {
     pub backoff: Duration,
 }
 
-impl LlmConfig {
-    /// Key from `OPENAI_API_KEY`, else `LEDGERSHIELD_API_KEY`.
-    pub fn key_from_env() -> Option<String> {
-        std::env::var("OPENAI_API_KEY")
-            .ok()
-            .or_else(|| std::env::var("LEDGERSHIELD_API_KEY").ok())
-            .filter(|k| !k.trim().is_empty())
-    }
-}
-
 /// Outcome of one model call after retries.
 #[derive(Debug, Clone, PartialEq)]
 enum Reply {

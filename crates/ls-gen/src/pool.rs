@@ -109,7 +109,8 @@ pub fn parse_flag(v: &str) -> bool {
 }
 
 impl PoolConfig {
-    /// Read the configuration through `get` (e.g. `|k| std::env::var(k).ok()`).
+    /// Read the configuration through `get` (the binary passes the process environment; this
+    /// crate reads none).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
         let d = Self::default();
         let flag = |k: &str, def: bool| get(k).map_or(def, |v| parse_flag(&v));
@@ -131,10 +132,6 @@ impl PoolConfig {
                 ..QuarterConfig::default()
             },
         }
-    }
-
-    pub fn from_env() -> Self {
-        Self::from_lookup(|k| std::env::var(k).ok())
     }
 }
 

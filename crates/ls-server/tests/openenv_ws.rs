@@ -338,3 +338,25 @@ async fn discovery_endpoints_and_mcp() {
     let r = send(&mut ws, &json!({"type": "mcp", "data": {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "lookup_policy", "arguments": {}}}})).await;
     assert_eq!(r["data"]["result"]["structuredContent"]["observation"]["case_id"], "CASE-A-002");
 }
+
+/// On shutdown an open WebSocket session is closed with 1001 (going away) and the server stops.
+#[tokio::test]
+async fn shutdown_closes_websockets_with_1001() {
+    let pool = CasePool::new(FixtureSet::embedded().expect("embedded fixtures"));
+    let server = ls_server::ServerConfig { ws: cfg(), ..Default::default() };
+    let shutdown = ls_server::Shutdown::new();
+    let state = ls_server::app_state(pool, EnvConfig::default(), &server, ls_server::ReportStore::disabled(), &shutdown);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = tokio::spawn(ls_server::serve(listener, ls_server::router(state), server.timeouts, shutdown.clone()));
+    let (mut ws, _) = connect_async(format!("ws://{addr}/ws")).await.unwrap();
+    ws.send(Message::Text(json!({"type": "reset", "data": {"case_id": "CASE-A-001"}}).to_string().into())).await.unwrap();
+    assert!(matches!(ws.next().await, Some(Ok(Message::Text(_)))));
+    shutdown.trigger();
+    match tokio::time::timeout(Duration::from_secs(10), ws.next()).await.unwrap() {
+        Some(Ok(Message::Close(Some(f)))) => assert_eq!(f.code, CloseCode::Away),
+        other => panic!("expected close 1001, got {other:?}"),
+    }
+    drop(ws);
+    tokio::time::timeout(Duration::from_secs(15), served).await.expect("serve returns after draining").unwrap().unwrap();
+}

@@ -204,6 +204,9 @@ pub fn router(
     shutdown: &crate::shutdown::Shutdown,
 ) -> crate::App {
     let service = Arc::new(AuditService::new(config.env_config(), server, shutdown));
+    // The default session exists from the start (it is reserved outside the capacity).
+    let env_config = config.env_config();
+    let _ = service.sessions.get_or_create(crate::sessions::DEFAULT_SESSION, || AuditEnv::new(env_config));
     let routes = http::routes(config, service.clone())
         .merge(protocol_routes::<AuditService>().with_state(service));
     crate::guarded(

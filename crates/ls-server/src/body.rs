@@ -36,7 +36,12 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
 /// The one body reader of both environments: at most `limit` bytes (bounded while streaming,
 /// not only by Content-Length), within the server's body timeout ([`crate::serve::TimedBody`]).
 pub async fn read_body(req: Request, limit: usize) -> Result<axum::body::Bytes, ApiError> {
-    axum::body::to_bytes(req.into_body(), limit)
+    read(req.into_body(), limit).await
+}
+
+/// [`read_body`] for a body already taken from its request (`POST /mcp`).
+pub async fn read(body: axum::body::Body, limit: usize) -> Result<axum::body::Bytes, ApiError> {
+    axum::body::to_bytes(body, limit)
         .await
         .map_err(|e| {
             let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);

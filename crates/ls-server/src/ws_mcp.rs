@@ -203,13 +203,14 @@ pub fn http_rpc<S: OpenEnvService>(svc: &S, v: Value) -> Value {
 
 /// `POST /mcp`.
 pub async fn http_mcp<S: OpenEnvService>(State(svc): State<Arc<S>>, body: Body) -> Json<Value> {
-    let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+    let bytes = match crate::body::read(body, MAX_BODY_BYTES).await {
         Ok(b) => b,
+        Err(e @ ApiError::BodyTimeout(_)) => return Json(rpc_error(&Value::Null, INVALID_REQUEST, e.message(), None)),
         Err(_) => return Json(rpc_error(&Value::Null, INVALID_REQUEST, format!("request body exceeds the {MAX_BODY_BYTES}-byte limit"), None)),
     };
     let v: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
-        Err(e) => return Json(rpc_error(&Value::Null, PARSE_ERROR, format!("Parse error: {e}"), None)),
+        Err(e) => return Json(rpc_error(&Value::Null, PARSE_ERROR, format!("Parse error: {}", crate::error::prefix(&e.to_string())), None)),
     };
     Json(http_rpc(&*svc, v))
 }

@@ -91,7 +91,15 @@ pub struct Guard {
     config: SecurityConfig,
     operator: OperatorRoutes,
     limiter: RateLimiter,
+    /// Mark every passed request with [`OperatorAccess`] (for handlers whose body fields are
+    /// operator overrides, e.g. the audit reset's `fraud_level`).
+    mark_operator: bool,
 }
+
+/// Whether the request's client may use operator routes (inserted when the guard is built
+/// with [`Guard::marking_operator_access`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OperatorAccess(pub bool);
 
 impl Guard {
     pub fn new(config: SecurityConfig, operator: OperatorRoutes) -> Arc<Self> {
@@ -99,7 +107,26 @@ impl Guard {
             config,
             operator,
             limiter: RateLimiter::default(),
+            mark_operator: false,
         })
+    }
+
+    /// As [`Guard::new`], marking every request with its [`OperatorAccess`].
+    pub fn marking_operator_access(config: SecurityConfig, operator: OperatorRoutes) -> Arc<Self> {
+        Arc::new(Self {
+            config,
+            operator,
+            limiter: RateLimiter::default(),
+            mark_operator: true,
+        })
+    }
+
+    fn operator_access(&self, headers: &HeaderMap, peer: Option<SocketAddr>) -> OperatorAccess {
+        let client = client_ip(headers, peer, self.config.trust_proxy_headers);
+        OperatorAccess(
+            self.operator_allowed(headers, client.is_some_and(|ip| ip.is_loopback()))
+                .is_ok(),
+        )
     }
 
     /// Decide a request: `Err` is the refusal; `Ok` passes it on (with the CORS origin to echo,
@@ -351,10 +378,17 @@ where
                 let origin = req.headers().get(header::ORIGIN).cloned();
                 answer(preflight(), origin)
             }
-            Ok(Admit::Pass(cors)) => GuardFuture {
-                inner: Either::Right(self.inner.call(req)),
-                cors,
-            },
+            Ok(Admit::Pass(cors)) => {
+                let mut req = req;
+                if self.guard.mark_operator {
+                    let access = self.guard.operator_access(req.headers(), self.peer);
+                    req.extensions_mut().insert(access);
+                }
+                GuardFuture {
+                    inner: Either::Right(self.inner.call(req)),
+                    cors,
+                }
+            }
         }
     }
 }

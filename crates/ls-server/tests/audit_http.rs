@@ -615,3 +615,56 @@ async fn audit_honours_max_sessions() {
     let (s4, _) = post(&c, &format!("{base}/session"), json!({})).await;
     assert_eq!(s4, 200);
 }
+
+/// `fraud_level` on a reset overrides the adaptive adversary: with an admin key set it needs the
+/// key (loopback clients without a configured key may use it).
+#[tokio::test]
+async fn adversary_override_is_an_operator_action() {
+    let c = reqwest::Client::new();
+    let open = spawn(AuditConfig::default()).await;
+    let (s, _) = post(
+        &c,
+        &format!("{open}/reset"),
+        json!({"task_id": "fraud_detection", "fraud_level": 3}),
+    )
+    .await;
+    assert_eq!(s, 200);
+    let security = SecurityConfig {
+        admin_api_key: Some("k".into()),
+        ..Default::default()
+    };
+    let keyed = spawn_with(
+        AuditConfig::default(),
+        ServerConfig {
+            security,
+            ..Default::default()
+        },
+    )
+    .await;
+    let (s, v) = post(
+        &c,
+        &format!("{keyed}/reset"),
+        json!({"task_id": "fraud_detection", "fraud_level": 3}),
+    )
+    .await;
+    assert_eq!(
+        (s, v["error"]["code"].as_str()),
+        (403, Some("forbidden")),
+        "{v}"
+    );
+    let (s, _) = post(
+        &c,
+        &format!("{keyed}/reset"),
+        json!({"task_id": "fraud_detection"}),
+    )
+    .await;
+    assert_eq!(s, 200, "a plain reset needs no key");
+    let r = c
+        .post(format!("{keyed}/reset"))
+        .header("x-api-key", "k")
+        .json(&json!({"task_id": "fraud_detection", "fraud_level": 3}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}

@@ -418,9 +418,15 @@ async fn tasks(State(st): State<AppState>) -> Json<Value> {
 
 async fn reset(
     State(st): State<AppState>,
+    access: Option<axum::Extension<crate::security::OperatorAccess>>,
     headers: HeaderMap,
     JsonBody(req): JsonBody<AuditResetRequest>,
 ) -> Result<Json<Value>, ApiError> {
+    // `fraud_level` overrides the adaptive adversary: an operator override.
+    let operator = access.is_some_and(|a| a.0 .0);
+    if req.fraud_level.is_some() && !operator {
+        return Err(AuditError::Forbidden.into());
+    }
     let key = session_key(&headers, req.session_id.as_deref(), None)?;
     let env = session(&st, &key, true)?;
     let mut env_resp = lock_env(&env).reset(req)?;

@@ -206,14 +206,18 @@ pub fn router(
     let service = Arc::new(AuditService::new(config.env_config(), server, shutdown));
     // The default session exists from the start (it is reserved outside the capacity).
     let env_config = config.env_config();
-    let _ = service.sessions.get_or_create(crate::sessions::DEFAULT_SESSION, || AuditEnv::new(env_config));
+    let _ = service
+        .sessions
+        .get_or_create(crate::sessions::DEFAULT_SESSION, || {
+            AuditEnv::new(env_config)
+        });
     let routes = http::routes(config, service.clone())
         .merge(protocol_routes::<AuditService>().with_state(service));
-    crate::guarded(
-        routes
-            .fallback(http::fallback)
-            .method_not_allowed_fallback(http::method_not_allowed),
-        &server.security,
-        is_operator_route,
+    let routes = routes
+        .fallback(http::fallback)
+        .method_not_allowed_fallback(http::method_not_allowed);
+    crate::security::Guarded::new(
+        routes,
+        crate::security::Guard::marking_operator_access(server.security.clone(), is_operator_route),
     )
 }

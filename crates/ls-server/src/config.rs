@@ -12,7 +12,7 @@ pub struct ServerConfig {
     /// An idle session, campaign or self-improvement run expires after this long
     /// (`--session-idle-secs`).
     pub session_idle: Duration,
-    pub ws: crate::ws::WsConfig,
+    pub ws: crate::ws_config::WsConfig,
     pub security: SecurityConfig,
     pub timeouts: Timeouts,
 }

@@ -9,7 +9,7 @@
 
 use crate::body::MAX_BODY_BYTES;
 use crate::error::ApiError;
-use crate::openenv::{OpenEnvBackend, OpenEnvService};
+use crate::protocol::{OpenEnvBackend, OpenEnvService};
 use ls_json::RawJson;
 use crate::sessions::{lock_env, SessionManager};
 use axum::body::Body;

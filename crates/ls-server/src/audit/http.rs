@@ -145,7 +145,7 @@ struct Inner {
 #[derive(Clone)]
 pub(crate) struct AppState {
     config: Arc<AuditConfig>,
-    service: Arc<super::AuditService>,
+    service: Arc<super::service::AuditService>,
     inner: Arc<Mutex<Inner>>,
 }
 
@@ -192,7 +192,7 @@ pub fn is_operator_route(method: &Method, path: &str) -> bool {
 }
 
 /// Every audit HTTP route, with the audit service's sessions.
-pub(crate) fn routes(config: AuditConfig, service: Arc<super::AuditService>) -> Router {
+pub(crate) fn routes(config: AuditConfig, service: Arc<super::service::AuditService>) -> Router {
     let state = AppState {
         config: Arc::new(config),
         service,

@@ -182,22 +182,18 @@ impl Store {
         self.path.as_deref()
     }
 
+    /// Apply pending migrations. The whole check-and-apply runs in one immediate (write-locked)
+    /// transaction, so two processes opening a fresh database at once do not both apply them
+    /// (the second waits on the busy timeout, then finds them applied).
     fn migrate(&mut self) -> Result<()> {
-        self.conn.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));")?;
-        let current: i64 = self.conn.query_row(
-            "SELECT COALESCE(MAX(version), 0) FROM schema_version",
-            [],
-            |r| r.get(0),
-        )?;
+        let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));")?;
+        let current: i64 = tx.query_row("SELECT COALESCE(MAX(version), 0) FROM schema_version", [], |r| r.get(0))?;
         for (v, desc, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
-            let tx = self.conn.transaction()?;
             tx.execute_batch(sql)?;
-            tx.execute(
-                "INSERT INTO schema_version (version, description) VALUES (?1, ?2)",
-                params![v, desc],
-            )?;
-            tx.commit()?;
+            tx.execute("INSERT INTO schema_version (version, description) VALUES (?1, ?2)", params![v, desc])?;
         }
+        tx.commit()?;
         Ok(())
     }
 

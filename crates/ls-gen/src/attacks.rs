@@ -170,7 +170,7 @@ impl Attack {
                     "Our previous finance contact has left the company; please send all correspondence to this address.".into(),
                 ]);
                 spoof_display_name(s);
-                add_history(s, "bank_account_change", "pending_callback_verification", &acc, &format!("finance@{dom}"));
+                add_history(s, rng, "bank_account_change", "pending_callback_verification", &acc, &format!("finance@{dom}"));
                 s.add_code("vendor_account_takeover_suspected", &[Reason], Email(e, MailLine::Para(0)));
                 s.add_code("sender_domain_spoof", &[Reason, Flag], Email(e, MailLine::From));
                 s.add_code("vendor_name_spoof", &[Flag], Invoice(0, InvLine::Vendor));
@@ -199,8 +199,8 @@ impl Attack {
                 s.callback = CallbackOutcome::AdversarialConfirm;
             }
             Attack::NearDuplicateInvoice => {
+                let id = s.new_ledger_id(rng);
                 let inv = &s.invoices[0];
-                let id = format!("LED-{}-D{}", tag(s), s.ledger.len() + 1);
                 let row = LedgerRow {
                     ledger_id: id.clone(),
                     vendor_key: s.vendor.key.clone(),
@@ -335,7 +335,7 @@ impl Attack {
                 }
                 s.sync_records();
                 let payee = accomplice(s, rng, 0);
-                let id = format!("LED-{}-S{}", tag(s), s.ledger.len() + 1);
+                let id = s.new_ledger_id(rng);
                 let day = s.invoices[0].day.saturating_sub(3).max(1);
                 s.ledger.push(LedgerRow {
                     ledger_id: id.clone(),
@@ -384,7 +384,7 @@ impl Attack {
                 let base_day = s.invoices[0].day;
                 for k in 0..2u32 {
                     let payee = accomplice(s, rng, k as usize);
-                    let id = format!("LED-{}-L{}", tag(s), s.ledger.len() + 1);
+                    let id = s.new_ledger_id(rng);
                     s.ledger.push(LedgerRow {
                         ledger_id: id.clone(),
                         vendor_key: payee.key.clone(),
@@ -424,9 +424,6 @@ fn tag_of(case_id: &str) -> String {
     t.chars().rev().take(6).collect::<String>().chars().rev().collect::<String>().to_ascii_uppercase()
 }
 
-fn tag(s: &Scenario) -> String {
-    tag_of(&s.case_id)
-}
 
 /// Point every invoice's bank line at one attacker account (reused if already redirected).
 fn redirect_bank(s: &mut Scenario, rng: &mut ChaCha8Rng) -> String {
@@ -460,11 +457,11 @@ fn spoof_display_name(s: &mut Scenario) {
     }
 }
 
-fn add_history(s: &mut Scenario, change_type: &str, status: &str, new_value: &str, by: &str) {
-    let n = s.history.len() + 1;
+pub(crate) fn add_history(s: &mut Scenario, rng: &mut ChaCha8Rng, change_type: &str, status: &str, new_value: &str, by: &str) {
+    let change_id = s.new_change_id(rng);
     s.history.push(VendorHistoryRow {
         vendor_key: s.vendor.key.clone(),
-        change_id: format!("VH-{}-{n}", tag(s)),
+        change_id,
         change_type: change_type.into(),
         requested_at: format!("{}T08:30:00Z", date_str(s.invoices[0].day.saturating_sub(1).max(1))),
         status: status.into(),

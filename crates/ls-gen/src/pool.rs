@@ -192,10 +192,10 @@ mod tests {
     }
 
     #[test]
-    fn default_pool_is_45_and_all_generators_163() {
+    fn default_pool_is_45_and_all_generators_169() {
         let set = FixtureSet::embedded().unwrap();
         assert_eq!(build_pool(&set, &PoolConfig::default()).unwrap().cases.len(), 45);
         let all = PoolConfig { include_holdout: true, include_twins: true, include_controlbench: true, ..PoolConfig::default() };
-        assert_eq!(build_pool(&set, &all).unwrap().cases.len(), 163);
+        assert_eq!(build_pool(&set, &all).unwrap().cases.len(), 169);
     }
 }

@@ -94,13 +94,21 @@ fn quarter_has_three_distinct_sleepers_with_warmups_before_activation() {
     assert!((8..=30).contains(&risky), "fraud prevalence about 0.14 plus activations: {risky}");
 }
 
+/// Every benign generated case (twins and benign look-alikes of every generator) raises no signal
+/// in the environment's own bank comparison, ledger search and email inspection.
 #[test]
-fn twins_are_benign_by_the_environment_tools() {
+fn benign_cases_are_benign_by_the_environment_tools() {
     use ls_env::tools::{compare_bank_account, inspect_email_thread, search_ledger, DocSource};
     let set = FixtureSet::embedded().unwrap();
-    let twins = ls_gen::twins(&set, 31415);
-    assert_eq!(twins.len(), 6);
-    for t in &twins {
+    let mut pool = ls_gen::twins(&set, 31415);
+    pool.extend(ls_gen::challenge(&set, 3, 77));
+    pool.extend(ls_gen::holdout(&set, 2, 31415));
+    pool.extend(ls_gen::fraudgen(60, 5));
+    pool.extend(ls_gen::controlbench(&set, &QuarterConfig::default()));
+    let benign: Vec<&ls_core::Case> = pool.iter().filter(|c| !c.gold.unsafe_if_pay).collect();
+    let lookalikes = benign.iter().filter(|c| c.generator_metadata.as_ref().is_some_and(|g| !g.benign_lookalikes.is_empty())).count();
+    assert!(benign.len() >= 100 && lookalikes >= 40, "{} benign, {lookalikes} look-alikes", benign.len());
+    for t in benign {
         let world = set.world(t);
         let docs = DocSource { case: t, dynamic: &[] };
         let vendor = t.vendor_key.clone().unwrap();
@@ -113,7 +121,7 @@ fn twins_are_benign_by_the_environment_tools() {
             assert!(out.signals.is_empty(), "{}: {:?}", t.case_id, out.signals);
             p.insert("invoice_number".into(), f.invoice_number.clone().unwrap().into());
             p.insert("amount".into(), f.total.unwrap().to_string().into());
-            assert!(search_ledger(&world, &p).unwrap().signals.is_empty());
+            assert!(search_ledger(&world, &p).unwrap().signals.is_empty(), "{}: ledger", t.case_id);
         }
         for e in t.documents.iter().filter(|d| d.doc_type == "email") {
             let mut p = serde_json::Map::new();
@@ -121,8 +129,30 @@ fn twins_are_benign_by_the_environment_tools() {
             let out = inspect_email_thread(&world, &docs, &p).unwrap();
             assert!(out.signals.is_empty(), "{} thread {}: {:?}", t.case_id, e.doc_id, out.signals);
         }
-        let base = set.case(t.contrastive_pair_id.as_deref().unwrap()).unwrap();
-        assert_eq!(base.documents.iter().map(|d| &d.doc_id).collect::<Vec<_>>(), t.documents.iter().map(|d| &d.doc_id).collect::<Vec<_>>());
+    }
+}
+
+/// Twins come in pairs: a benign twin and a risky counterpart with one opaque pair id, the same
+/// vendor and invoice numbers, and documents that differ where the attack edited them.
+#[test]
+fn twins_are_pairs_of_benign_and_risky_members() {
+    let set = FixtureSet::embedded().unwrap();
+    let twins = ls_gen::twins(&set, 31415);
+    assert_eq!(twins.len(), 12);
+    for pair in twins.chunks(2) {
+        let (t, c) = (&pair[0], &pair[1]);
+        assert_eq!(t.contrastive_role.as_deref(), Some("twin"));
+        assert_eq!(c.contrastive_role.as_deref(), Some("counterpart"));
+        assert!(!t.gold.unsafe_if_pay && c.gold.unsafe_if_pay, "{} / {}", t.case_id, c.case_id);
+        assert_eq!(t.contrastive_pair_id, c.contrastive_pair_id);
+        let meta = |x: &ls_core::Case| x.generator_metadata.clone().unwrap();
+        assert_eq!(meta(t).pair_id, t.contrastive_pair_id);
+        assert_eq!(meta(t).base_case_id, meta(c).base_case_id);
+        assert!(set.case(meta(t).base_case_id.as_deref().unwrap()).is_some());
+        assert_eq!(t.vendor_key, c.vendor_key);
+        let numbers = |x: &ls_core::Case| x.invoices().map(|d| ls_core::validate::invoice_facts(d).invoice_number).collect::<BTreeSet<_>>();
+        assert!(numbers(t).is_subset(&numbers(c)), "counterpart keeps the twin's invoice numbers");
+        assert_ne!(t.case_id, c.case_id);
     }
 }
 

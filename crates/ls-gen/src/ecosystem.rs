@@ -20,7 +20,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// The buyer's own mail domain (internal and executive mail is expected from here).
 pub const COMPANY_DOMAIN: &str = "company.example";
-pub const BUYER_LINE: &str = "Bill To: Kestrel Assembly Works Ltd, Chakan Industrial Area, Pune 410501";
+pub const BUYER_LINE: &str =
+    "Bill To: Kestrel Assembly Works Ltd, Chakan Industrial Area, Pune 410501";
 /// Approval limits of the curated policy rules (`policy_rules.json`).
 pub const THRESHOLDS: [i64; 3] = [2_000, 5_000, 50_000];
 /// Fraction under a limit that counts as "just under" it (same band as the duplicate-cluster artifact).
@@ -82,7 +83,11 @@ pub fn iban(country: &str, bban: &str) -> String {
     let rearranged = format!("{bban}{country}00");
     let mut rem: u32 = 0;
     for ch in rearranged.chars() {
-        let v = if ch.is_ascii_digit() { ch as u32 - '0' as u32 } else { ch.to_ascii_uppercase() as u32 - 'A' as u32 + 10 };
+        let v = if ch.is_ascii_digit() {
+            ch as u32 - '0' as u32
+        } else {
+            ch.to_ascii_uppercase() as u32 - 'A' as u32 + 10
+        };
         for digit in v.to_string().chars() {
             rem = (rem * 10 + (digit as u32 - '0' as u32)) % 97;
         }
@@ -91,11 +96,15 @@ pub fn iban(country: &str, bban: &str) -> String {
 }
 
 fn digits(rng: &mut ChaCha8Rng, n: usize) -> String {
-    (0..n).map(|_| char::from(b'0' + rng.random_range(0..10u8))).collect()
+    (0..n)
+        .map(|_| char::from(b'0' + rng.random_range(0..10u8)))
+        .collect()
 }
 
 fn letters(rng: &mut ChaCha8Rng, n: usize) -> String {
-    (0..n).map(|_| char::from(b'A' + rng.random_range(0..26u8))).collect()
+    (0..n)
+        .map(|_| char::from(b'A' + rng.random_range(0..26u8)))
+        .collect()
 }
 
 /// Country profile of a synthetic vendor.
@@ -110,32 +119,77 @@ pub struct Country {
 }
 
 pub const COUNTRIES: [Country; 5] = [
-    Country { code: "IN", currency: "INR", legal: "Pvt Ltd", tax_pct: 18, city: "Pune 411026, India", phone_prefix: "+91 20" },
-    Country { code: "DE", currency: "EUR", legal: "GmbH", tax_pct: 19, city: "70173 Stuttgart, Germany", phone_prefix: "+49 711" },
-    Country { code: "GB", currency: "GBP", legal: "Ltd", tax_pct: 20, city: "Leeds LS1 4AP, United Kingdom", phone_prefix: "+44 113" },
-    Country { code: "CH", currency: "CHF", legal: "AG", tax_pct: 8, city: "8004 Zurich, Switzerland", phone_prefix: "+41 44" },
-    Country { code: "US", currency: "USD", legal: "Inc", tax_pct: 7, city: "Columbus, OH 43215, USA", phone_prefix: "+1 614" },
+    Country {
+        code: "IN",
+        currency: "INR",
+        legal: "Pvt Ltd",
+        tax_pct: 18,
+        city: "Pune 411026, India",
+        phone_prefix: "+91 20",
+    },
+    Country {
+        code: "DE",
+        currency: "EUR",
+        legal: "GmbH",
+        tax_pct: 19,
+        city: "70173 Stuttgart, Germany",
+        phone_prefix: "+49 711",
+    },
+    Country {
+        code: "GB",
+        currency: "GBP",
+        legal: "Ltd",
+        tax_pct: 20,
+        city: "Leeds LS1 4AP, United Kingdom",
+        phone_prefix: "+44 113",
+    },
+    Country {
+        code: "CH",
+        currency: "CHF",
+        legal: "AG",
+        tax_pct: 8,
+        city: "8004 Zurich, Switzerland",
+        phone_prefix: "+41 44",
+    },
+    Country {
+        code: "US",
+        currency: "USD",
+        legal: "Inc",
+        tax_pct: 7,
+        city: "Columbus, OH 43215, USA",
+        phone_prefix: "+1 614",
+    },
 ];
 
 /// A bank account in the country's format, with the label it is printed under.
 pub fn bank_account(rng: &mut ChaCha8Rng, country: &str) -> (String, String) {
     match country {
         "DE" => ("IBAN".into(), iban("DE", &digits(rng, 18))),
-        "GB" => ("IBAN".into(), iban("GB", &format!("{}{}", letters(rng, 4), digits(rng, 14)))),
+        "GB" => (
+            "IBAN".into(),
+            iban("GB", &format!("{}{}", letters(rng, 4), digits(rng, 14))),
+        ),
         "CH" => ("IBAN".into(), iban("CH", &digits(rng, 17))),
-        "IN" => ("Bank".into(), format!("IN{}{}", letters(rng, 2), digits(rng, 12))),
+        "IN" => (
+            "Bank".into(),
+            format!("IN{}{}", letters(rng, 2), digits(rng, 12)),
+        ),
         _ => ("Bank".into(), format!("USBK{}", digits(rng, 12))),
     }
 }
 
 /// Label a known account would be printed under.
 pub fn bank_label_for(account: &str) -> &'static str {
-    let compact: String = account.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    let compact: String = account
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
     let looks_iban = compact.len() >= 15
         && compact.chars().take(2).all(|c| c.is_ascii_alphabetic())
         && compact.chars().skip(2).take(2).all(|c| c.is_ascii_digit())
         && iban(&compact[..2], &compact[4..]) == compact;
-    let looks_bic = (compact.len() == 8 || compact.len() == 11) && compact.chars().take(6).all(|c| c.is_ascii_alphabetic());
+    let looks_bic = (compact.len() == 8 || compact.len() == 11)
+        && compact.chars().take(6).all(|c| c.is_ascii_alphabetic());
     if looks_iban {
         "IBAN"
     } else if looks_bic {
@@ -146,10 +200,41 @@ pub fn bank_label_for(account: &str) -> &'static str {
 }
 
 const PREFIXES: [&str; 24] = [
-    "Aldercrest", "Brightmoor", "Cobalt Ridge", "Dunmore", "Elmfield", "Fairhaven", "Granite Bay", "Harrowgate", "Ironvale", "Juniper Field", "Kingsley", "Larkspur",
-    "Meridian", "Northgate", "Oakhurst", "Pinecrest", "Quarry Lane", "Redwater", "Silverline", "Thornbury", "Upland", "Vantage Point", "Westmarch", "Yarrow",
+    "Aldercrest",
+    "Brightmoor",
+    "Cobalt Ridge",
+    "Dunmore",
+    "Elmfield",
+    "Fairhaven",
+    "Granite Bay",
+    "Harrowgate",
+    "Ironvale",
+    "Juniper Field",
+    "Kingsley",
+    "Larkspur",
+    "Meridian",
+    "Northgate",
+    "Oakhurst",
+    "Pinecrest",
+    "Quarry Lane",
+    "Redwater",
+    "Silverline",
+    "Thornbury",
+    "Upland",
+    "Vantage Point",
+    "Westmarch",
+    "Yarrow",
 ];
-const SECTORS: [&str; 8] = ["Logistics", "Fasteners", "Electrical", "Tooling", "Freight", "Packaging", "Hydraulics", "Instruments"];
+const SECTORS: [&str; 8] = [
+    "Logistics",
+    "Fasteners",
+    "Electrical",
+    "Tooling",
+    "Freight",
+    "Packaging",
+    "Hydraulics",
+    "Instruments",
+];
 
 /// A vendor of the generated AP ecosystem.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,26 +272,51 @@ impl VendorProfile {
             bank_account: account,
             country: country.code.into(),
             currency: country.currency.into(),
-            phone: format!("{} {} {}", country.phone_prefix, digits(rng, 4), digits(rng, 4)),
+            phone: format!(
+                "{} {} {}",
+                country.phone_prefix,
+                digits(rng, 4),
+                digits(rng, 4)
+            ),
             tax_id: format!("{}{}", country.code, digits(rng, 9)),
-            address: format!("{} Works Road {}, {}", prefix, rng.random_range(2..180u32), country.city),
+            address: format!(
+                "{} Works Road {}, {}",
+                prefix,
+                rng.random_range(2..180u32),
+                country.city
+            ),
             tax_pct: country.tax_pct,
         }
     }
 
     /// Profile of a vendor master record.
     pub fn from_master(v: &Vendor) -> Self {
-        let account = if v.bank_account.is_empty() { v.approved_bank_account.clone().unwrap_or_default() } else { v.bank_account.clone() };
-        let tax_pct = COUNTRIES.iter().find(|c| c.code == v.country).map_or(18, |c| c.tax_pct);
+        let account = if v.bank_account.is_empty() {
+            v.approved_bank_account.clone().unwrap_or_default()
+        } else {
+            v.bank_account.clone()
+        };
+        let tax_pct = COUNTRIES
+            .iter()
+            .find(|c| c.code == v.country)
+            .map_or(18, |c| c.tax_pct);
         Self {
             key: v.vendor_key.clone(),
             name: v.vendor_name.clone(),
             canonical: v.canonical_name.clone(),
-            domain: v.approved_domains.first().cloned().unwrap_or_else(|| format!("{}.example.com", v.vendor_key)),
+            domain: v
+                .approved_domains
+                .first()
+                .cloned()
+                .unwrap_or_else(|| format!("{}.example.com", v.vendor_key)),
             bank_label: bank_label_for(&account).to_owned(),
             bank_account: account,
             country: v.country.clone(),
-            currency: if v.currency.is_empty() { "USD".into() } else { v.currency.clone() },
+            currency: if v.currency.is_empty() {
+                "USD".into()
+            } else {
+                v.currency.clone()
+            },
             phone: v.phone.clone().unwrap_or_default(),
             tax_id: v.tax_id.clone(),
             address: format!("{} registered office", v.canonical_name),
@@ -226,7 +336,11 @@ impl VendorProfile {
             country: self.country.clone(),
             currency: self.currency.clone(),
             approved_bank_account: None,
-            phone: if self.phone.is_empty() { None } else { Some(self.phone.clone()) },
+            phone: if self.phone.is_empty() {
+                None
+            } else {
+                Some(self.phone.clone())
+            },
         }
     }
 
@@ -238,7 +352,9 @@ impl VendorProfile {
             1 => format!("{label}-remit.example.org"),
             _ => {
                 let chars: Vec<char> = label.chars().collect();
-                let i = rng.random_range(1..chars.len().max(2)).min(chars.len().saturating_sub(1));
+                let i = rng
+                    .random_range(1..chars.len().max(2))
+                    .min(chars.len().saturating_sub(1));
                 let mut out: String = chars[..i].iter().collect();
                 out.push(chars.get(i).copied().unwrap_or('x'));
                 out.extend(&chars[i..]);
@@ -250,7 +366,14 @@ impl VendorProfile {
     /// An account under the attacker's control in the vendor's format (never the master).
     pub fn attacker_account(&self, rng: &mut ChaCha8Rng) -> String {
         loop {
-            let (_, acc) = bank_account(rng, if self.country.is_empty() { "US" } else { &self.country });
+            let (_, acc) = bank_account(
+                rng,
+                if self.country.is_empty() {
+                    "US"
+                } else {
+                    &self.country
+                },
+            );
             if acc != self.bank_account {
                 return acc;
             }
@@ -405,15 +528,37 @@ pub struct Scenario {
 }
 
 fn doc_prefix(doc_id: &str) -> String {
-    doc_id.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_lowercase()).collect()
+    doc_id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
 }
 
 impl Scenario {
     /// A clean scenario: `invoice_count` invoices of `lines` for `vendor`, each with its own PO and
     /// full goods receipt, a clean vendor email for tasks D/E, clean payment history.
-    pub fn clean(rng: &mut ChaCha8Rng, task: TaskType, case_id: &str, vendor: VendorProfile, lines: &[LineSpec], invoice_count: usize) -> Self {
-        let tag: String = case_id.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>();
-        let tag = tag.chars().rev().take(6).collect::<String>().chars().rev().collect::<String>().to_ascii_uppercase();
+    pub fn clean(
+        rng: &mut ChaCha8Rng,
+        task: TaskType,
+        case_id: &str,
+        vendor: VendorProfile,
+        lines: &[LineSpec],
+        invoice_count: usize,
+    ) -> Self {
+        let tag: String = case_id
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect::<String>();
+        let tag = tag
+            .chars()
+            .rev()
+            .take(6)
+            .collect::<String>()
+            .chars()
+            .rev()
+            .collect::<String>()
+            .to_ascii_uppercase();
         let base_no = rng.random_range(1000..9999u32);
         let po_base = rng.random_range(2000..8999u32);
         let start_day = rng.random_range(20..300u32);
@@ -441,7 +586,11 @@ impl Scenario {
             forced_decision: None,
         };
         let base_lines: Vec<LineSpec> = if lines.is_empty() {
-            vec![LineSpec { description: "General services".into(), qty: Decimal::ONE, unit: d(100_000, 2) }]
+            vec![LineSpec {
+                description: "General services".into(),
+                qty: Decimal::ONE,
+                unit: d(100_000, 2),
+            }]
         } else {
             lines.iter().take(MAX_LINES).cloned().collect()
         };
@@ -471,7 +620,8 @@ impl Scenario {
         s.sync_records();
         // Clean payment history: earlier invoices with different numbers and clearly different amounts.
         for k in 0..rng.random_range(1..3u32) {
-            let amount = r2(s.invoices[0].total() * Decimal::new(rng.random_range(40..88), 2)).max(Decimal::ONE);
+            let amount = r2(s.invoices[0].total() * Decimal::new(rng.random_range(40..88), 2))
+                .max(Decimal::ONE);
             let ledger_id = s.new_ledger_id(rng);
             s.ledger.push(LedgerRow {
                 ledger_id,
@@ -492,7 +642,10 @@ impl Scenario {
             vendor_key: vendor.key.clone(),
             change_id,
             change_type: "tax_id_refresh".into(),
-            requested_at: format!("{}T10:00:00Z", date_str(start_day.saturating_sub(60).max(1))),
+            requested_at: format!(
+                "{}T10:00:00Z",
+                date_str(start_day.saturating_sub(60).max(1))
+            ),
             status: "approved".into(),
             old_value: String::new(),
             new_value: vendor.tax_id.clone(),
@@ -519,14 +672,26 @@ impl Scenario {
             }
             let mut lines: Vec<LineItem> = Vec::new();
             let mut shortfalls: Vec<(String, Decimal)> = Vec::new();
-            for i in self.invoices.iter().filter(|i| i.po_id.as_ref() == Some(po)) {
+            for i in self
+                .invoices
+                .iter()
+                .filter(|i| i.po_id.as_ref() == Some(po))
+            {
                 for l in &i.ordered {
-                    match lines.iter_mut().find(|x| x.description == l.description && x.unit_price == l.unit) {
+                    match lines
+                        .iter_mut()
+                        .find(|x| x.description == l.description && x.unit_price == l.unit)
+                    {
                         Some(x) => {
                             x.qty += l.qty;
                             x.line_total = r2(x.qty * x.unit_price);
                         }
-                        None => lines.push(LineItem { description: l.description.clone(), qty: l.qty, unit_price: l.unit, line_total: l.total() }),
+                        None => lines.push(LineItem {
+                            description: l.description.clone(),
+                            qty: l.qty,
+                            unit_price: l.unit,
+                            line_total: l.total(),
+                        }),
                     }
                 }
                 if let Some((idx, short)) = i.received_short {
@@ -550,19 +715,42 @@ impl Scenario {
                 let received = lines
                     .iter()
                     .map(|l| {
-                        let short: Decimal = shortfalls.iter().filter(|s| s.0 == l.description).map(|s| s.1).sum();
-                        ReceivedLine { description: l.description.clone(), qty: (l.qty - short).max(Decimal::ZERO) }
+                        let short: Decimal = shortfalls
+                            .iter()
+                            .filter(|s| s.0 == l.description)
+                            .map(|s| s.1)
+                            .sum();
+                        ReceivedLine {
+                            description: l.description.clone(),
+                            qty: (l.qty - short).max(Decimal::ZERO),
+                        }
                     })
                     .collect();
-                self.receipts.push(Receipt { receipt_id: grn.clone(), po_id: po.clone(), received_line_items: received, received_date: Some(date_str(inv.day.saturating_sub(2).max(1))) });
+                self.receipts.push(Receipt {
+                    receipt_id: grn.clone(),
+                    po_id: po.clone(),
+                    received_line_items: received,
+                    received_date: Some(date_str(inv.day.saturating_sub(2).max(1))),
+                });
             }
         }
     }
 
     /// Last six alphanumerics of the case id, upper-cased (the tag of record ids).
     pub fn tag(&self) -> String {
-        let t: String = self.case_id.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
-        t.chars().rev().take(6).collect::<String>().chars().rev().collect::<String>().to_ascii_uppercase()
+        let t: String = self
+            .case_id
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect();
+        t.chars()
+            .rev()
+            .take(6)
+            .collect::<String>()
+            .chars()
+            .rev()
+            .collect::<String>()
+            .to_ascii_uppercase()
     }
 
     /// A fresh ledger id `LED-{tag}-{nnnn}` (seeded number, unique in the scenario): clean,
@@ -588,7 +776,9 @@ impl Scenario {
 
     /// Add a gold code to `lists`, citing `anchor` (the first anchor of a code wins).
     pub fn add_code(&mut self, code: &str, lists: &[CodeList], anchor: Anchor) {
-        let Some(c) = canonical_code(code) else { return };
+        let Some(c) = canonical_code(code) else {
+            return;
+        };
         for l in lists {
             self.codes.entry(*l).or_default().insert(c.to_owned());
         }
@@ -618,7 +808,11 @@ impl Scenario {
             Decision::NeedsReview => 1,
             Decision::Pay => 0,
         };
-        self.applied_attacks.iter().map(|a| a.hypothesis().decision()).max_by_key(|d| rank(*d)).unwrap_or(Decision::EscalateFraud)
+        self.applied_attacks
+            .iter()
+            .map(|a| a.hypothesis().decision())
+            .max_by_key(|d| rank(*d))
+            .unwrap_or(Decision::EscalateFraud)
     }
 
     /// Render the scenario into a case.
@@ -642,43 +836,102 @@ impl Scenario {
         documents.sort_by(|a, b| a.doc_id.cmp(&b.doc_id));
         let risky = self.risky();
         let decision = self.decision();
-        let mut gold = Gold { decision: (self.task != TaskType::TaskA).then_some(decision), unsafe_if_pay: risky, ..Default::default() };
+        let mut gold = Gold {
+            decision: (self.task != TaskType::TaskA).then_some(decision),
+            unsafe_if_pay: risky,
+            ..Default::default()
+        };
         if risky {
             let mut codes = self.codes.clone();
             // Task-family lists carry the codes each rubric reads.
             let all = self.all_codes();
             match self.task {
-                TaskType::TaskB => codes.entry(CodeList::Discrepancy).or_default().extend(all.iter().filter(|c| ls_core::text::DISCREPANCY_CODES.contains(&c.as_str())).cloned()),
-                TaskType::TaskC => codes.entry(CodeList::Flag).or_default().extend(all.iter().filter(|c| ls_core::text::FRAUD_CODES.contains(&c.as_str())).cloned()),
-                TaskType::TaskE => codes
-                    .entry(CodeList::Campaign)
-                    .or_default()
-                    .extend(all.iter().filter(|c| matches!(c.as_str(), "shared_bank_account" | "coordinated_timing" | "approval_threshold_evasion")).cloned()),
+                TaskType::TaskB => codes.entry(CodeList::Discrepancy).or_default().extend(
+                    all.iter()
+                        .filter(|c| ls_core::text::DISCREPANCY_CODES.contains(&c.as_str()))
+                        .cloned(),
+                ),
+                TaskType::TaskC => codes.entry(CodeList::Flag).or_default().extend(
+                    all.iter()
+                        .filter(|c| ls_core::text::FRAUD_CODES.contains(&c.as_str()))
+                        .cloned(),
+                ),
+                TaskType::TaskE => codes.entry(CodeList::Campaign).or_default().extend(
+                    all.iter()
+                        .filter(|c| {
+                            matches!(
+                                c.as_str(),
+                                "shared_bank_account"
+                                    | "coordinated_timing"
+                                    | "approval_threshold_evasion"
+                            )
+                        })
+                        .cloned(),
+                ),
                 _ => {}
             }
-            let get = |l: CodeList| codes.get(&l).map(|s| s.iter().cloned().collect::<Vec<_>>()).unwrap_or_default();
+            let get = |l: CodeList| {
+                codes
+                    .get(&l)
+                    .map(|s| s.iter().cloned().collect::<Vec<_>>())
+                    .unwrap_or_default()
+            };
             gold.reason_codes = get(CodeList::Reason);
             gold.fraud_flags = get(CodeList::Flag);
             gold.discrepancies = get(CodeList::Discrepancy);
             gold.campaign_signals = get(CodeList::Campaign);
             gold.duplicate_links = self.duplicate_links.clone();
-            gold.cross_invoice_links = self.cross_invoice_links.iter().map(|d| ids.map(d)).collect();
+            gold.cross_invoice_links = self
+                .cross_invoice_links
+                .iter()
+                .map(|d| ids.map(d))
+                .collect();
             for (code, anchor) in &self.anchors {
                 if let Some(ev) = self.evidence(anchor, &ids, &inv_tokens, &mail_tokens) {
                     gold.evidence_targets.insert(code.clone(), ev);
                 }
             }
         }
-        if matches!(self.task, TaskType::TaskB | TaskType::TaskD | TaskType::TaskE) {
-            let all = if risky { self.all_codes() } else { BTreeSet::new() };
+        if matches!(
+            self.task,
+            TaskType::TaskB | TaskType::TaskD | TaskType::TaskE
+        ) {
+            let all = if risky {
+                self.all_codes()
+            } else {
+                BTreeSet::new()
+            };
             let has = |set: &[&str]| set.iter().any(|c| all.contains(*c));
             let pf = |fail: bool| if fail { "fail" } else { "pass" }.to_owned();
-            let bank_fail = has(&["bank_override_attempt", "vendor_account_takeover_suspected", "shared_bank_account", "bank_account_mismatch"])
-                || (risky && self.invoices.iter().any(|i| i.bank_account != self.vendor.bank_account));
-            gold.policy_checks.insert("three_way_match".into(), pf(has(&["price_mismatch", "quantity_mismatch", "total_mismatch", "partial_receipt_only", "missing_receipt", "missing_po"])));
-            gold.policy_checks.insert("bank_change_verification".into(), pf(bank_fail));
-            gold.policy_checks.insert("duplicate_check".into(), pf(has(&["duplicate_near_match"])));
-            gold.policy_checks.insert("approval_threshold_check".into(), pf(has(&["approval_threshold_evasion"])));
+            let bank_fail = has(&[
+                "bank_override_attempt",
+                "vendor_account_takeover_suspected",
+                "shared_bank_account",
+                "bank_account_mismatch",
+            ]) || (risky
+                && self
+                    .invoices
+                    .iter()
+                    .any(|i| i.bank_account != self.vendor.bank_account));
+            gold.policy_checks.insert(
+                "three_way_match".into(),
+                pf(has(&[
+                    "price_mismatch",
+                    "quantity_mismatch",
+                    "total_mismatch",
+                    "partial_receipt_only",
+                    "missing_receipt",
+                    "missing_po",
+                ])),
+            );
+            gold.policy_checks
+                .insert("bank_change_verification".into(), pf(bank_fail));
+            gold.policy_checks
+                .insert("duplicate_check".into(), pf(has(&["duplicate_near_match"])));
+            gold.policy_checks.insert(
+                "approval_threshold_check".into(),
+                pf(has(&["approval_threshold_evasion"])),
+            );
         }
         if self.task == TaskType::TaskA {
             if let (Some(inv), Some(toks)) = (self.invoices.first(), inv_tokens.first()) {
@@ -691,26 +944,57 @@ impl Scenario {
                     ("tax", money(inv.tax()), "tax"),
                     ("total", money(inv.total()), "total"),
                     ("po_id", inv.po_id.clone().unwrap_or_default(), "po"),
-                    ("receipt_id", inv.receipt_id.clone().unwrap_or_default(), "receipt"),
+                    (
+                        "receipt_id",
+                        inv.receipt_id.clone().unwrap_or_default(),
+                        "receipt",
+                    ),
                     ("bank_account", inv.bank_account.clone(), "bank"),
                 ];
                 for (k, v, line) in fields {
                     gold.fields.insert(k.into(), v);
                     if let Some(t) = toks.get(line) {
-                        gold.evidence_targets.insert(k.into(), EvidenceRef { doc_id: ids.invoices[0].clone(), page: 1, bbox: t.bbox, token_ids: vec![t.token_id.clone()] });
+                        gold.evidence_targets.insert(
+                            k.into(),
+                            EvidenceRef {
+                                doc_id: ids.invoices[0].clone(),
+                                page: 1,
+                                bbox: t.bbox,
+                                token_ids: vec![t.token_id.clone()],
+                            },
+                        );
                     }
                 }
-                gold.line_items = inv.lines.iter().map(|l| LineItem { description: l.description.clone(), qty: l.qty, unit_price: l.unit, line_total: l.total() }).collect();
+                gold.line_items = inv
+                    .lines
+                    .iter()
+                    .map(|l| LineItem {
+                        description: l.description.clone(),
+                        qty: l.qty,
+                        unit_price: l.unit,
+                        line_total: l.total(),
+                    })
+                    .collect();
             }
         }
         let at_risk: Decimal = self.invoices.iter().map(InvoiceSpec::total).sum();
         let mut vendors = vec![self.vendor.to_master()];
         vendors.extend(self.extra_vendors.iter().map(VendorProfile::to_master));
-        let instruction = instruction_override.map(str::to_owned).unwrap_or_else(|| self.instruction(&ids));
+        let instruction = instruction_override
+            .map(str::to_owned)
+            .unwrap_or_else(|| self.instruction(&ids));
         let mut ledger = self.ledger.clone();
-        ledger.sort_by(|a, b| a.payment_date.cmp(&b.payment_date).then_with(|| a.ledger_id.cmp(&b.ledger_id)));
+        ledger.sort_by(|a, b| {
+            a.payment_date
+                .cmp(&b.payment_date)
+                .then_with(|| a.ledger_id.cmp(&b.ledger_id))
+        });
         let mut history = self.history.clone();
-        history.sort_by(|a, b| a.requested_at.cmp(&b.requested_at).then_with(|| a.change_id.cmp(&b.change_id)));
+        history.sort_by(|a, b| {
+            a.requested_at
+                .cmp(&b.requested_at)
+                .then_with(|| a.change_id.cmp(&b.change_id))
+        });
         Case {
             case_id: self.case_id.clone(),
             task_type: self.task,
@@ -729,8 +1013,22 @@ impl Scenario {
                 linked_invoice_count: Some(self.invoices.len() as u32),
                 at_risk_amount: Some(r2(at_risk)),
                 manual_review_capacity: None,
-                business_criticality: Some(if at_risk > Decimal::from(20_000) { "high" } else { "medium" }.into()),
-                queue_pressure: Some(if self.invoices.len() >= 3 { "campaign" } else { "normal" }.into()),
+                business_criticality: Some(
+                    if at_risk > Decimal::from(20_000) {
+                        "high"
+                    } else {
+                        "medium"
+                    }
+                    .into(),
+                ),
+                queue_pressure: Some(
+                    if self.invoices.len() >= 3 {
+                        "campaign"
+                    } else {
+                        "normal"
+                    }
+                    .into(),
+                ),
                 linked_case_ids: Vec::new(),
             }),
             benchmark_split: split.to_owned(),
@@ -750,16 +1048,27 @@ impl Scenario {
                 seed,
                 generator: None,
                 base_case_id: None,
-                applied_attacks: self.applied_attacks.iter().map(|a| a.name().to_owned()).collect(),
+                applied_attacks: self
+                    .applied_attacks
+                    .iter()
+                    .map(|a| a.name().to_owned())
+                    .collect(),
                 attack_category: self.applied_attacks.last().map(|a| a.category().to_owned()),
                 mechanism_hints: Vec::new(),
                 fraudgen: None,
-                benign_lookalikes: self.lookalikes.iter().map(|l| l.name().to_owned()).collect(),
+                benign_lookalikes: self
+                    .lookalikes
+                    .iter()
+                    .map(|l| l.name().to_owned())
+                    .collect(),
                 suite: None,
                 pair_id: None,
                 label_plan: None,
             }),
-            simulation: CaseSimulation { callback_outcome: self.callback, callback_no_answer_clocks: Vec::new() },
+            simulation: CaseSimulation {
+                callback_outcome: self.callback,
+                callback_no_answer_clocks: Vec::new(),
+            },
             official_tracks: Vec::new(),
             primary_track: None,
             latent_mechanism: BTreeMap::new(),
@@ -769,12 +1078,29 @@ impl Scenario {
         }
     }
 
-    fn evidence(&self, anchor: &Anchor, ids: &DocIds, inv: &[BTreeMap<String, Token>], mail: &[BTreeMap<String, Token>]) -> Option<EvidenceRef> {
+    fn evidence(
+        &self,
+        anchor: &Anchor,
+        ids: &DocIds,
+        inv: &[BTreeMap<String, Token>],
+        mail: &[BTreeMap<String, Token>],
+    ) -> Option<EvidenceRef> {
         let (doc_id, tok) = match anchor {
-            Anchor::Invoice(i, line) => (ids.invoices.get(*i)?.clone(), inv.get(*i)?.get(&inv_key(*line))?),
-            Anchor::Email(i, line) => (ids.emails.get(*i)?.clone(), mail.get(*i)?.get(&mail_key(*line))?),
+            Anchor::Invoice(i, line) => (
+                ids.invoices.get(*i)?.clone(),
+                inv.get(*i)?.get(&inv_key(*line))?,
+            ),
+            Anchor::Email(i, line) => (
+                ids.emails.get(*i)?.clone(),
+                mail.get(*i)?.get(&mail_key(*line))?,
+            ),
         };
-        Some(EvidenceRef { doc_id, page: 1, bbox: tok.bbox, token_ids: vec![tok.token_id.clone()] })
+        Some(EvidenceRef {
+            doc_id,
+            page: 1,
+            bbox: tok.bbox,
+            token_ids: vec![tok.token_id.clone()],
+        })
     }
 
     fn instruction(&self, ids: &DocIds) -> String {
@@ -782,7 +1108,15 @@ impl Scenario {
         let mut mails: Vec<&str> = ids.emails.iter().map(String::as_str).collect();
         invs.sort_unstable();
         mails.sort_unstable();
-        let docs = if mails.is_empty() { format!("invoice(s) {}", invs.join(", ")) } else { format!("invoice(s) {} and email {}", invs.join(", "), mails.join(", ")) };
+        let docs = if mails.is_empty() {
+            format!("invoice(s) {}", invs.join(", "))
+        } else {
+            format!(
+                "invoice(s) {} and email {}",
+                invs.join(", "),
+                mails.join(", ")
+            )
+        };
         let tail = match self.task {
             TaskType::TaskA => "Extract vendor_name, invoice_number, invoice_date, currency, subtotal, tax, total, po_id, receipt_id and bank_account with line_items, and an evidence_map keyed by field citing document lines.".to_owned(),
             TaskType::TaskB => "Three-way match the invoice against its PO and goods receipt. Submit a decision (PAY, HOLD, NEEDS_REVIEW or ESCALATE_FRAUD), `discrepancies` as canonical codes, `policy_checks` (three_way_match, bank_change_verification, duplicate_check, approval_threshold_check as pass/fail) and an `evidence_map` keyed by code.".to_owned(),
@@ -802,7 +1136,10 @@ impl Scenario {
 /// A clean vendor email about invoice `inv_index` (no bank change, no pressure).
 pub fn clean_email(s: &Scenario, inv_index: usize) -> EmailSpec {
     let inv = &s.invoices[inv_index.min(s.invoices.len().saturating_sub(1))];
-    let po = inv.po_id.clone().unwrap_or_else(|| "the agreed order".into());
+    let po = inv
+        .po_id
+        .clone()
+        .unwrap_or_else(|| "the agreed order".into());
     EmailSpec {
         doc_id: format!("{}-EMAIL", s.case_id),
         from: format!("billing@{}", s.vendor.domain),
@@ -873,8 +1210,14 @@ impl DocIds {
         inv.shuffle(rng);
         let mut mail: Vec<usize> = (1..=s.emails.len()).collect();
         mail.shuffle(rng);
-        let invoices: Vec<String> = inv.iter().map(|n| format!("{}-INV{n}", s.case_id)).collect();
-        let emails: Vec<String> = mail.iter().map(|n| format!("{}-EML{n}", s.case_id)).collect();
+        let invoices: Vec<String> = inv
+            .iter()
+            .map(|n| format!("{}-INV{n}", s.case_id))
+            .collect();
+        let emails: Vec<String> = mail
+            .iter()
+            .map(|n| format!("{}-EML{n}", s.case_id))
+            .collect();
         let mut map = BTreeMap::new();
         for (spec, id) in s.invoices.iter().zip(&invoices) {
             map.insert(spec.doc_id.clone(), id.clone());
@@ -882,12 +1225,19 @@ impl DocIds {
         for (spec, id) in s.emails.iter().zip(&emails) {
             map.insert(spec.doc_id.clone(), id.clone());
         }
-        Self { invoices, emails, map }
+        Self {
+            invoices,
+            emails,
+            map,
+        }
     }
 
     /// Rendered id of a scenario document id (unknown ids unchanged).
     pub fn map(&self, scenario_id: &str) -> String {
-        self.map.get(scenario_id).cloned().unwrap_or_else(|| scenario_id.to_owned())
+        self.map
+            .get(scenario_id)
+            .cloned()
+            .unwrap_or_else(|| scenario_id.to_owned())
     }
 }
 
@@ -906,14 +1256,30 @@ impl Layout {
     fn new(doc_id: &str, rng: &mut ChaCha8Rng) -> Self {
         let mut numbers: Vec<u32> = (1..=LAYOUT_TOKEN_SPACE).collect();
         numbers.shuffle(rng);
-        Self { prefix: doc_prefix(doc_id), acc: Vec::new(), noisy: Vec::new(), keys: BTreeMap::new(), y: 36.0, numbers }
+        Self {
+            prefix: doc_prefix(doc_id),
+            acc: Vec::new(),
+            noisy: Vec::new(),
+            keys: BTreeMap::new(),
+            y: 36.0,
+            numbers,
+        }
     }
     fn push(&mut self, key: Option<String>, text: String, x: f64, height: f64) {
         let line = self.acc.len() + 1;
-        let n = self.numbers.get(self.acc.len()).copied().unwrap_or(LAYOUT_TOKEN_SPACE + line as u32);
+        let n = self
+            .numbers
+            .get(self.acc.len())
+            .copied()
+            .unwrap_or(LAYOUT_TOKEN_SPACE + line as u32);
         let width = (text.chars().count() as f64 * 6.2).clamp(20.0, 560.0 - x);
         let bbox = [x, self.y, (x + width).min(560.0), self.y + height];
-        let tok = Token { token_id: format!("{}-t{n}", self.prefix), text: text.clone(), bbox, page: 1 };
+        let tok = Token {
+            token_id: format!("{}-t{n}", self.prefix),
+            text: text.clone(),
+            bbox,
+            page: 1,
+        };
         // Every fifth line (never the first) is missed by fast OCR.
         if line == 1 || !line.is_multiple_of(5) {
             self.noisy.push(Token {
@@ -937,21 +1303,36 @@ const LAYOUT_TOKEN_SPACE: u32 = 400;
 /// One rendered line: its anchor key (if a code can cite it), text, indent and height.
 type LineOut = (Option<String>, String, f64, f64);
 
-const INVOICE_TITLES: [&str; 4] = ["TAX INVOICE", "INVOICE", "COMMERCIAL INVOICE", "INVOICE (ORIGINAL)"];
+const INVOICE_TITLES: [&str; 4] = [
+    "TAX INVOICE",
+    "INVOICE",
+    "COMMERCIAL INVOICE",
+    "INVOICE (ORIGINAL)",
+];
 const PAYMENT_TERMS: [&str; 3] = [
     "Payment terms: 30 days net. Please quote the invoice number with your remittance.",
     "Terms: net 30 days from invoice date.",
     "Payment due within 30 days. Please reference the invoice number on your payment.",
 ];
 
-fn render_invoice(inv: &InvoiceSpec, doc_id: &str, vendor: &VendorProfile, rng: &mut ChaCha8Rng) -> (Document, BTreeMap<String, Token>) {
+fn render_invoice(
+    inv: &InvoiceSpec,
+    doc_id: &str,
+    vendor: &VendorProfile,
+    rng: &mut ChaCha8Rng,
+) -> (Document, BTreeMap<String, Token>) {
     let mut l = Layout::new(doc_id, rng);
     // The vendor header stays the first line (the fixture convention every reader relies on).
     l.push(Some("vendor".into()), inv.display_name.clone(), 40.0, 22.0);
     let mut head: Vec<LineOut> = vec![
         (None, vendor.address.clone(), 40.0, 13.0),
         (None, format!("VAT Reg. {}", vendor.tax_id), 40.0, 13.0),
-        (None, INVOICE_TITLES[rng.random_range(0..INVOICE_TITLES.len())].into(), 40.0, 18.0),
+        (
+            None,
+            INVOICE_TITLES[rng.random_range(0..INVOICE_TITLES.len())].into(),
+            40.0,
+            18.0,
+        ),
     ];
     let fillers = [
         format!("Customer No. C-{}", rng.random_range(10_000..99_999u32)),
@@ -963,9 +1344,24 @@ fn render_invoice(inv: &InvoiceSpec, doc_id: &str, vendor: &VendorProfile, rng: 
     head.extend(fillers.into_iter().take(k).map(|t| (None, t, 40.0, 13.0)));
     head.shuffle(rng);
     let mut fields: Vec<LineOut> = vec![
-        (Some("number".into()), format!("Invoice No: {}", inv.number), 40.0, 16.0),
-        (Some("date".into()), format!("Invoice Date: {}", date_str(inv.day)), 40.0, 16.0),
-        (Some("currency".into()), format!("Currency: {}", inv.currency), 40.0, 16.0),
+        (
+            Some("number".into()),
+            format!("Invoice No: {}", inv.number),
+            40.0,
+            16.0,
+        ),
+        (
+            Some("date".into()),
+            format!("Invoice Date: {}", date_str(inv.day)),
+            40.0,
+            16.0,
+        ),
+        (
+            Some("currency".into()),
+            format!("Currency: {}", inv.currency),
+            40.0,
+            16.0,
+        ),
         (None, BUYER_LINE.into(), 40.0, 16.0),
     ];
     if let Some(po) = &inv.po_id {
@@ -975,9 +1371,19 @@ fn render_invoice(inv: &InvoiceSpec, doc_id: &str, vendor: &VendorProfile, rng: 
         fields.push((Some("receipt".into()), format!("Receipt: {r}"), 40.0, 16.0));
     }
     fields.shuffle(rng);
-    let bank: LineOut = (Some("bank".into()), format!("{}: {}", inv.bank_label, inv.bank_account), 40.0, 16.0);
+    let bank: LineOut = (
+        Some("bank".into()),
+        format!("{}: {}", inv.bank_label, inv.bank_account),
+        40.0,
+        16.0,
+    );
     let bank_in_header = rng.random_bool(0.35);
-    let notes: Vec<LineOut> = inv.notes.iter().enumerate().map(|(i, n)| (Some(format!("note{i}")), n.clone(), 40.0, 14.0)).collect();
+    let notes: Vec<LineOut> = inv
+        .notes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (Some(format!("note{i}")), n.clone(), 40.0, 14.0))
+        .collect();
     let notes_first = rng.random_bool(0.4);
     // Item rows in a seeded order (anchors follow their line, not their position).
     let mut items: Vec<(usize, &LineSpec)> = inv.lines.iter().enumerate().collect();
@@ -994,20 +1400,56 @@ fn render_invoice(inv: &InvoiceSpec, doc_id: &str, vendor: &VendorProfile, rng: 
             l.push(k, t, x, h);
         }
     }
-    l.push(None, "Description | Qty | Unit Price | Amount".into(), 40.0, 16.0);
+    l.push(
+        None,
+        "Description | Qty | Unit Price | Amount".into(),
+        40.0,
+        16.0,
+    );
     for (i, line) in items {
-        l.push(Some(format!("item{i}")), format!("{} | {} | {} | {}", line.description, line.qty.normalize(), money(line.unit), money(line.total())), 40.0, 16.0);
+        l.push(
+            Some(format!("item{i}")),
+            format!(
+                "{} | {} | {} | {}",
+                line.description,
+                line.qty.normalize(),
+                money(line.unit),
+                money(line.total())
+            ),
+            40.0,
+            16.0,
+        );
     }
-    l.push(Some("subtotal".into()), format!("Subtotal: {}", money(inv.subtotal())), 360.0, 16.0);
-    l.push(Some("tax".into()), format!("Tax: {}", money(inv.tax())), 360.0, 16.0);
-    l.push(Some("total".into()), format!("Total: {}", money(inv.total())), 360.0, 18.0);
+    l.push(
+        Some("subtotal".into()),
+        format!("Subtotal: {}", money(inv.subtotal())),
+        360.0,
+        16.0,
+    );
+    l.push(
+        Some("tax".into()),
+        format!("Tax: {}", money(inv.tax())),
+        360.0,
+        16.0,
+    );
+    l.push(
+        Some("total".into()),
+        format!("Total: {}", money(inv.total())),
+        360.0,
+        18.0,
+    );
     if !notes_first {
         for (k, t, x, h) in notes {
             l.push(k, t, x, h);
         }
     }
     l.y = l.y.max(690.0);
-    let terms: LineOut = (None, PAYMENT_TERMS[rng.random_range(0..PAYMENT_TERMS.len())].into(), 40.0, 12.0);
+    let terms: LineOut = (
+        None,
+        PAYMENT_TERMS[rng.random_range(0..PAYMENT_TERMS.len())].into(),
+        40.0,
+        12.0,
+    );
     let mut footer: Vec<LineOut> = vec![terms];
     if !bank_in_header {
         footer.push(bank);
@@ -1022,7 +1464,13 @@ fn render_invoice(inv: &InvoiceSpec, doc_id: &str, vendor: &VendorProfile, rng: 
         thumbnail: None,
         page_count: 1,
         language: "en".into(),
-        visual_tokens: vec!["vendor_header".into(), "invoice_number".into(), "table".into(), "total_box".into(), "bank_footer".into()],
+        visual_tokens: vec![
+            "vendor_header".into(),
+            "invoice_number".into(),
+            "table".into(),
+            "total_box".into(),
+            "bank_footer".into(),
+        ],
         accurate_ocr: l.acc,
         noisy_ocr: l.noisy,
         thread_data: None,
@@ -1031,18 +1479,50 @@ fn render_invoice(inv: &InvoiceSpec, doc_id: &str, vendor: &VendorProfile, rng: 
     (doc, l.keys)
 }
 
-const GREETINGS: [&str; 4] = ["Dear accounts payable team,", "Hello AP team,", "Good morning,", "Dear colleagues,"];
+const GREETINGS: [&str; 4] = [
+    "Dear accounts payable team,",
+    "Hello AP team,",
+    "Good morning,",
+    "Dear colleagues,",
+];
 
-fn render_email(e: &EmailSpec, doc_id: &str, rng: &mut ChaCha8Rng) -> (Document, BTreeMap<String, Token>) {
+fn render_email(
+    e: &EmailSpec,
+    doc_id: &str,
+    rng: &mut ChaCha8Rng,
+) -> (Document, BTreeMap<String, Token>) {
     let mut l = Layout::new(doc_id, rng);
     l.y = 30.0;
     let mut header: Vec<LineOut> = vec![
         (Some("from".into()), format!("From: {}", e.from), 40.0, 16.0),
         (None, "To: ap-inbox@company.example".into(), 40.0, 16.0),
-        (None, format!("Sent: {}T{:02}:{:02}:00Z", date_str(e.day), rng.random_range(7..19u32), rng.random_range(0..60u32)), 40.0, 16.0),
-        (Some("subject".into()), format!("Subject: {}", e.subject), 40.0, 16.0),
+        (
+            None,
+            format!(
+                "Sent: {}T{:02}:{:02}:00Z",
+                date_str(e.day),
+                rng.random_range(7..19u32),
+                rng.random_range(0..60u32)
+            ),
+            40.0,
+            16.0,
+        ),
+        (
+            Some("subject".into()),
+            format!("Subject: {}", e.subject),
+            40.0,
+            16.0,
+        ),
     ];
-    let extra = [format!("Cc: ap-team@{COMPANY_DOMAIN}"), "Importance: Normal".to_owned(), format!("Message-ID: <{}@mail>", rng.random_range(100_000..999_999u32)), format!("Reply-To: {}", e.from)];
+    let extra = [
+        format!("Cc: ap-team@{COMPANY_DOMAIN}"),
+        "Importance: Normal".to_owned(),
+        format!(
+            "Message-ID: <{}@mail>",
+            rng.random_range(100_000..999_999u32)
+        ),
+        format!("Reply-To: {}", e.from),
+    ];
     let k = rng.random_range(0..=extra.len());
     header.extend(extra.into_iter().take(k).map(|t| (None, t, 40.0, 16.0)));
     header.shuffle(rng);
@@ -1051,13 +1531,22 @@ fn render_email(e: &EmailSpec, doc_id: &str, rng: &mut ChaCha8Rng) -> (Document,
     }
     let greeting = !e.paragraphs.first().is_some_and(|p| p.ends_with(',')) && rng.random_bool(0.6);
     if greeting {
-        l.push(None, GREETINGS[rng.random_range(0..GREETINGS.len())].into(), 40.0, 14.0);
+        l.push(
+            None,
+            GREETINGS[rng.random_range(0..GREETINGS.len())].into(),
+            40.0,
+            14.0,
+        );
     }
     for (i, p) in e.paragraphs.iter().enumerate() {
         let rows = (p.chars().count() / 90 + 1) as f64;
         l.push(Some(format!("para{i}")), p.clone(), 40.0, 14.0 * rows);
     }
-    let sender_domain = e.from.rsplit_once('@').map(|(_, d)| d.to_owned()).unwrap_or_default();
+    let sender_domain = e
+        .from
+        .rsplit_once('@')
+        .map(|(_, d)| d.to_owned())
+        .unwrap_or_default();
     let thread = EmailThread {
         thread_id: doc_id.to_owned(),
         vendor_key: e.vendor_key.clone(),
@@ -1096,7 +1585,11 @@ pub fn template_lines(case: &Case) -> Vec<LineSpec> {
                 .into_iter()
                 .take(MAX_LINES)
                 .filter(|(_, q, u, _)| *q > Decimal::ZERO && *u > Decimal::ZERO)
-                .map(|(desc, q, u, _)| LineSpec { description: desc, qty: q.round_dp(0).max(Decimal::ONE), unit: r2(u) })
+                .map(|(desc, q, u, _)| LineSpec {
+                    description: desc,
+                    qty: q.round_dp(0).max(Decimal::ONE),
+                    unit: r2(u),
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -1128,9 +1621,17 @@ mod tests {
     fn clean_invoices_avoid_threshold_bands() {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let v = VendorProfile::synthetic(&mut rng, 0);
-        let lines = [LineSpec { description: "Pumps".into(), qty: Decimal::from(2), unit: d(233_000, 2) }];
+        let lines = [LineSpec {
+            description: "Pumps".into(),
+            qty: Decimal::from(2),
+            unit: d(233_000, 2),
+        }];
         let s = Scenario::clean(&mut rng, TaskType::TaskD, "X-1", v, &lines, 1);
-        assert!(just_under_limit(s.invoices[0].total()).is_none(), "{}", s.invoices[0].total());
+        assert!(
+            just_under_limit(s.invoices[0].total()).is_none(),
+            "{}",
+            s.invoices[0].total()
+        );
         assert_eq!(s.emails.len(), 1);
         assert!(!s.risky());
     }

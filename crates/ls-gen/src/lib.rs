@@ -21,14 +21,20 @@ pub mod lookalike;
 pub mod pool;
 
 pub use attacks::Attack;
-pub use generators::{certificate_required, challenge, controlbench, counterpart, fraudgen, holdout, opaque_id, twin, twins, Plan, QuarterConfig};
+pub use generators::{
+    certificate_required, challenge, controlbench, counterpart, fraudgen, holdout, opaque_id, twin,
+    twins, Plan, QuarterConfig,
+};
 pub use lookalike::Lookalike;
 pub use pool::{build_pool, GenKind, PoolConfig};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GenError {
     #[error("generated case {case_id} failed checks: {issues:?}")]
-    Invalid { case_id: String, issues: Vec<String> },
+    Invalid {
+        case_id: String,
+        issues: Vec<String>,
+    },
     #[error("duplicate case id {0} in the assembled pool")]
     DuplicateId(String),
     #[error("{0}")]

@@ -46,10 +46,19 @@ impl Lookalike {
     /// The benign mirror of an attack: what the attack's surface looks like when nothing is wrong.
     pub fn mirror(a: Attack) -> Self {
         match a {
-            Attack::BankOverride | Attack::VendorTakeover | Attack::DomainTyposquat | Attack::SupplyChainCompromise | Attack::PhantomVendor | Attack::MultiEntityLayering => Self::VerifiedBankChange,
+            Attack::BankOverride
+            | Attack::VendorTakeover
+            | Attack::DomainTyposquat
+            | Attack::SupplyChainCompromise
+            | Attack::PhantomVendor
+            | Attack::MultiEntityLayering => Self::VerifiedBankChange,
             Attack::UrgencySpoof => Self::VendorDeadline,
-            Attack::CeoFraud | Attack::WorkflowOverride | Attack::InsiderCollusion => Self::InternalApproval,
-            Attack::NearDuplicateInvoice | Attack::FakeReceipt | Attack::InflatedLineItems => Self::BenignResend,
+            Attack::CeoFraud | Attack::WorkflowOverride | Attack::InsiderCollusion => {
+                Self::InternalApproval
+            }
+            Attack::NearDuplicateInvoice | Attack::FakeReceipt | Attack::InflatedLineItems => {
+                Self::BenignResend
+            }
             Attack::ApprovalThresholdEvasion | Attack::SplitPayment => Self::ThresholdAdjacent,
             Attack::CoordinatedCampaign => Self::RoutineBatch,
         }
@@ -79,17 +88,34 @@ impl Lookalike {
                     format!("Our records show invoice {number} falls due on {due}; we would be grateful if it could go into your next scheduled payment run."),
                     "Remittance details are unchanged: please use the approved remittance instructions already on file.".into(),
                 ];
-                mail_or_note(s, format!("collections@{domain}"), domain, format!("Payment reminder: invoice {number} due {due}"), paragraphs, format!("Reminder copy: payment due {due}."));
+                mail_or_note(
+                    s,
+                    format!("collections@{domain}"),
+                    domain,
+                    format!("Payment reminder: invoice {number} due {due}"),
+                    paragraphs,
+                    format!("Reminder copy: payment due {due}."),
+                );
             }
             Self::InternalApproval => {
                 let inv = &s.invoices[0];
-                let (number, day) = (inv.number.clone(), date_str(inv.day.saturating_sub(rng.random_range(1..4u32)).max(1)));
+                let (number, day) = (
+                    inv.number.clone(),
+                    date_str(inv.day.saturating_sub(rng.random_range(1..4u32)).max(1)),
+                );
                 let record = format!("APR-{}", rng.random_range(10_000..99_999u32));
                 let paragraphs = vec![
                     format!("Invoice {number} completed the standard two-step approval in the AP workflow on {day} (record {record})."),
                     "Please process it in the normal payment run once your usual checks are complete.".into(),
                 ];
-                mail_or_note(s, format!("ap-approvals@{COMPANY_DOMAIN}"), COMPANY_DOMAIN.into(), format!("Invoice {number} approval record"), paragraphs, format!("Approved in the AP workflow, record {record}."));
+                mail_or_note(
+                    s,
+                    format!("ap-approvals@{COMPANY_DOMAIN}"),
+                    COMPANY_DOMAIN.into(),
+                    format!("Invoice {number} approval record"),
+                    paragraphs,
+                    format!("Approved in the AP workflow, record {record}."),
+                );
             }
             Self::BenignResend => benign_resend(s, rng),
             Self::ThresholdAdjacent => threshold_adjacent(s, rng),
@@ -102,10 +128,25 @@ impl Lookalike {
 }
 
 /// An email from `from` for tasks that carry mail (D/E), else a note on the first invoice.
-fn mail_or_note(s: &mut Scenario, from: String, expected: String, subject: String, paragraphs: Vec<String>, note: String) {
+fn mail_or_note(
+    s: &mut Scenario,
+    from: String,
+    expected: String,
+    subject: String,
+    paragraphs: Vec<String>,
+    note: String,
+) {
     if matches!(s.task, TaskType::TaskD | TaskType::TaskE) {
         let idx = s.emails.len();
-        s.emails.push(EmailSpec { doc_id: format!("{}-MSG{}", s.case_id, idx + 1), from, subject, day: s.invoices[0].day, paragraphs, expected_domain: expected, vendor_key: s.vendor.key.clone() });
+        s.emails.push(EmailSpec {
+            doc_id: format!("{}-MSG{}", s.case_id, idx + 1),
+            from,
+            subject,
+            day: s.invoices[0].day,
+            paragraphs,
+            expected_domain: expected,
+            vendor_key: s.vendor.key.clone(),
+        });
     } else {
         s.invoices[0].notes.push(note);
     }
@@ -115,25 +156,49 @@ fn mail_or_note(s: &mut Scenario, from: String, expected: String, subject: Strin
 /// master, the history shows the change approved after a callback, past payments went to the old
 /// account, and the vendor's own mail (or an invoice note) refers to the completed change.
 fn verified_bank_change(s: &mut Scenario, rng: &mut ChaCha8Rng) {
-    if s.invoices.iter().any(|i| i.bank_account != s.vendor.bank_account) {
+    if s.invoices
+        .iter()
+        .any(|i| i.bank_account != s.vendor.bank_account)
+    {
         return;
     }
     let old = s.vendor.bank_account.clone();
     let new = s.vendor.attacker_account(rng);
-    let day = s.invoices[0].day.saturating_sub(rng.random_range(10..40u32)).max(1);
+    let day = s.invoices[0]
+        .day
+        .saturating_sub(rng.random_range(10..40u32))
+        .max(1);
     let by = format!("finance@{}", s.vendor.domain);
-    add_history(s, rng, "bank_account_change", "approved_after_callback_verification", &new, &by);
+    add_history(
+        s,
+        rng,
+        "bank_account_change",
+        "approved_after_callback_verification",
+        &new,
+        &by,
+    );
     if let Some(h) = s.history.last_mut() {
         h.old_value = old;
         h.requested_at = format!("{}T11:00:00Z", date_str(day));
         h.related_invoice_number = None;
     }
-    let change = s.history.last().map(|h| h.change_id.clone()).unwrap_or_default();
+    let change = s
+        .history
+        .last()
+        .map(|h| h.change_id.clone())
+        .unwrap_or_default();
     s.vendor.bank_account = new.clone();
     for inv in &mut s.invoices {
         inv.bank_account = new.clone();
     }
-    let tail: String = new.chars().rev().take(4).collect::<String>().chars().rev().collect();
+    let tail: String = new
+        .chars()
+        .rev()
+        .take(4)
+        .collect::<String>()
+        .chars()
+        .rev()
+        .collect();
     let number = s.invoices[0].number.clone();
     let paragraphs = vec![
         format!("Our bank account change (request {change}) was completed on {} after your vendor desk's verification call with our finance controller.", date_str(day)),
@@ -141,7 +206,14 @@ fn verified_bank_change(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         "If you would like to double-check anything, please call our finance desk on the number you already hold for us.".into(),
     ];
     let domain = s.vendor.domain.clone();
-    mail_or_note(s, format!("accounts@{domain}"), domain, format!("Updated remittance details for invoice {number}"), paragraphs, format!("Remittance account per verified change {change}, ending {tail}."));
+    mail_or_note(
+        s,
+        format!("accounts@{domain}"),
+        domain,
+        format!("Updated remittance details for invoice {number}"),
+        paragraphs,
+        format!("Remittance account per verified change {change}, ending {tail}."),
+    );
 }
 
 /// The bill is re-sent, but it is not a duplicate: the ledger's nearest earlier payment is a
@@ -149,8 +221,15 @@ fn verified_bank_change(s: &mut Scenario, rng: &mut ChaCha8Rng) {
 fn benign_resend(s: &mut Scenario, rng: &mut ChaCha8Rng) {
     let id = s.new_ledger_id(rng);
     let inv = &s.invoices[0];
-    let prev_no = match inv.number.split_once('-').and_then(|(_, rest)| rest.split_once('-')) {
-        Some((n, tag)) => n.parse::<u32>().map(|n| format!("INV-{}-{tag}", n.saturating_sub(rng.random_range(3..9u32)))).unwrap_or_else(|_| format!("PAID-{}", rng.random_range(100..999u32))),
+    let prev_no = match inv
+        .number
+        .split_once('-')
+        .and_then(|(_, rest)| rest.split_once('-'))
+    {
+        Some((n, tag)) => n
+            .parse::<u32>()
+            .map(|n| format!("INV-{}-{tag}", n.saturating_sub(rng.random_range(3..9u32))))
+            .unwrap_or_else(|_| format!("PAID-{}", rng.random_range(100..999u32))),
         None => format!("PAID-{}", rng.random_range(100..999u32)),
     };
     let row = ls_core::schema::LedgerRow {
@@ -166,21 +245,34 @@ fn benign_resend(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         payment_date: date_str(inv.day.saturating_sub(rng.random_range(14..45u32)).max(1)),
         bank_account: Some(s.vendor.bank_account.clone()),
     };
-    let (number, sent) = (inv.number.clone(), date_str(inv.day.saturating_sub(rng.random_range(2..6u32)).max(1)));
+    let (number, sent) = (
+        inv.number.clone(),
+        date_str(inv.day.saturating_sub(rng.random_range(2..6u32)).max(1)),
+    );
     s.ledger.push(row);
     let paragraphs = vec![
         format!("We are re-sending invoice {number}: the copy sent on {sent} reached your inbox without its attachment."),
         format!("This is the same single invoice, not a new bill; our previous invoice {prev_no} was a different order and is already settled."),
     ];
     let domain = s.vendor.domain.clone();
-    mail_or_note(s, format!("billing@{domain}"), domain, format!("Re-sent: invoice {number}"), paragraphs, format!("Re-sent copy: first copy of {number} sent {sent} was not received."));
+    mail_or_note(
+        s,
+        format!("billing@{domain}"),
+        domain,
+        format!("Re-sent: invoice {number}"),
+        paragraphs,
+        format!("Re-sent copy: first copy of {number} sent {sent} was not received."),
+    );
 }
 
 /// The total sits just above an approval limit (it goes through the normal higher approval),
 /// never inside the just-under band.
 fn threshold_adjacent(s: &mut Scenario, rng: &mut ChaCha8Rng) {
     let total = s.invoices[0].total();
-    let t = THRESHOLDS.into_iter().find(|t| Decimal::from(*t) >= total * Decimal::new(70, 2)).unwrap_or(THRESHOLDS[THRESHOLDS.len() - 1]);
+    let t = THRESHOLDS
+        .into_iter()
+        .find(|t| Decimal::from(*t) >= total * Decimal::new(70, 2))
+        .unwrap_or(THRESHOLDS[THRESHOLDS.len() - 1]);
     let limit = Decimal::from(t);
     let target = limit * Decimal::new(rng.random_range(1004..1040), 3);
     let inv = &mut s.invoices[0];
@@ -193,7 +285,8 @@ fn threshold_adjacent(s: &mut Scenario, rng: &mut ChaCha8Rng) {
     }
     inv.ordered = inv.lines.clone();
     inv.received_short = None;
-    inv.notes.push("Single delivery: the complete order is billed on this invoice.".into());
+    inv.notes
+        .push("Single delivery: the complete order is billed on this invoice.".into());
     s.sync_records();
 }
 
@@ -229,7 +322,8 @@ mod tests {
 
     #[test]
     fn every_attack_has_a_mirror_and_every_lookalike_is_reachable() {
-        let mirrored: std::collections::BTreeSet<Lookalike> = Attack::ALL.iter().map(|a| Lookalike::mirror(*a)).collect();
+        let mirrored: std::collections::BTreeSet<Lookalike> =
+            Attack::ALL.iter().map(|a| Lookalike::mirror(*a)).collect();
         assert_eq!(mirrored.len(), Lookalike::ALL.len());
         for l in Lookalike::ALL {
             assert_eq!(Lookalike::parse(l.name()), Some(l));
@@ -242,14 +336,27 @@ mod tests {
             for l in Lookalike::ALL {
                 let mut rng = ChaCha8Rng::seed_from_u64(11);
                 let v = VendorProfile::synthetic(&mut rng, 5);
-                let lines = [LineSpec { description: "Valves".into(), qty: Decimal::from(3), unit: Decimal::from(420) }];
+                let lines = [LineSpec {
+                    description: "Valves".into(),
+                    qty: Decimal::from(3),
+                    unit: Decimal::from(420),
+                }];
                 let clean = Scenario::clean(&mut rng, task, "L-1", v, &lines, 1);
                 let mut s = clean.clone();
                 l.apply(&mut s, &mut rng);
                 assert!(s != clean, "{} changed nothing", l.name());
-                assert!(s.all_codes().is_empty() && !s.risky(), "{} added a code", l.name());
+                assert!(
+                    s.all_codes().is_empty() && !s.risky(),
+                    "{} added a code",
+                    l.name()
+                );
                 assert_eq!(s.decision(), ls_core::Decision::Pay);
-                assert!(just_under_limit(s.invoices[0].total()).is_none(), "{}: {}", l.name(), s.invoices[0].total());
+                assert!(
+                    just_under_limit(s.invoices[0].total()).is_none(),
+                    "{}: {}",
+                    l.name(),
+                    s.invoices[0].total()
+                );
             }
         }
     }

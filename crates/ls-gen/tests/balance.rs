@@ -13,8 +13,21 @@ fn set() -> FixtureSet {
 fn mix(cases: &[Case]) -> (f64, f64, f64) {
     let n = cases.len().max(1) as f64;
     let benign = cases.iter().filter(|c| !c.gold.unsafe_if_pay).count() as f64 / n;
-    let review = cases.iter().filter(|c| matches!(c.gold.decision, Some(Decision::Hold | Decision::NeedsReview))).count() as f64 / n;
-    let escalate = cases.iter().filter(|c| c.gold.decision == Some(Decision::EscalateFraud)).count() as f64 / n;
+    let review = cases
+        .iter()
+        .filter(|c| {
+            matches!(
+                c.gold.decision,
+                Some(Decision::Hold | Decision::NeedsReview)
+            )
+        })
+        .count() as f64
+        / n;
+    let escalate = cases
+        .iter()
+        .filter(|c| c.gold.decision == Some(Decision::EscalateFraud))
+        .count() as f64
+        / n;
     (benign, review, escalate)
 }
 
@@ -27,35 +40,81 @@ fn every_generator_pool_has_the_documented_label_mix() {
     }
     pools.push(("holdout/3-variants".into(), ls_gen::holdout(&set, 3, 9)));
     for seed in [2026u64, 7] {
-        pools.push((format!("challenge/{seed}"), ls_gen::challenge(&set, 2, seed)));
+        pools.push((
+            format!("challenge/{seed}"),
+            ls_gen::challenge(&set, 2, seed),
+        ));
     }
     pools.push(("twins".into(), ls_gen::twins(&set, 31415)));
     for seed in [2026u64, 99] {
-        pools.push((format!("controlbench/{seed}"), ls_gen::controlbench(&set, &QuarterConfig { seed, ..QuarterConfig::default() })));
+        pools.push((
+            format!("controlbench/{seed}"),
+            ls_gen::controlbench(
+                &set,
+                &QuarterConfig {
+                    seed,
+                    ..QuarterConfig::default()
+                },
+            ),
+        ));
     }
     for (count, seed) in [(9usize, 1u64), (60, 5), (200, 8)] {
-        pools.push((format!("fraudgen/{count}/{seed}"), ls_gen::fraudgen(count, seed)));
+        pools.push((
+            format!("fraudgen/{count}/{seed}"),
+            ls_gen::fraudgen(count, seed),
+        ));
     }
-    pools.push(("certificate-required".into(), ls_gen::certificate_required(&set)));
+    pools.push((
+        "certificate-required".into(),
+        ls_gen::certificate_required(&set),
+    ));
     for (name, cases) in &pools {
         let (benign, review, escalate) = mix(cases);
-        eprintln!("{name:24} n={:3} benign={benign:.2} review={review:.2} always_escalate={escalate:.2}", cases.len());
+        eprintln!(
+            "{name:24} n={:3} benign={benign:.2} review={review:.2} always_escalate={escalate:.2}",
+            cases.len()
+        );
         assert!(benign >= 1.0 / 3.0, "{name}: benign share {benign:.2}");
-        assert!(escalate <= 0.60, "{name}: always-escalate would be right {escalate:.2} of the time");
+        assert!(
+            escalate <= 0.60,
+            "{name}: always-escalate would be right {escalate:.2} of the time"
+        );
     }
     // Planned pools: exactly the documented shares (ceil 40 % benign, floor 20 % review plans).
-    for (name, cases) in pools.iter().filter(|(n, _)| n.starts_with("holdout") || n.starts_with("challenge")) {
+    for (name, cases) in pools
+        .iter()
+        .filter(|(n, _)| n.starts_with("holdout") || n.starts_with("challenge"))
+    {
         let n = cases.len();
-        let plan = |p: &str| cases.iter().filter(|c| c.generator_metadata.as_ref().and_then(|g| g.label_plan.as_deref()) == Some(p)).count();
+        let plan = |p: &str| {
+            cases
+                .iter()
+                .filter(|c| {
+                    c.generator_metadata
+                        .as_ref()
+                        .and_then(|g| g.label_plan.as_deref())
+                        == Some(p)
+                })
+                .count()
+        };
         assert_eq!(plan("benign"), (n as f64 * 0.4).ceil() as usize, "{name}");
         assert_eq!(plan("review"), (n as f64 * 0.2).floor() as usize, "{name}");
         let (benign, review, _) = mix(cases);
-        assert!(benign >= 0.40 - 1e-9 && review >= 0.15, "{name}: benign {benign:.2} review {review:.2}");
+        assert!(
+            benign >= 0.40 - 1e-9 && review >= 0.15,
+            "{name}: benign {benign:.2} review {review:.2}"
+        );
     }
     // HOLD / NEEDS_REVIEW appear where the family has them.
     let all: Vec<&Case> = pools.iter().flat_map(|(_, c)| c.iter()).collect();
     for d in [Decision::Hold, Decision::NeedsReview] {
-        assert!(all.iter().any(|c| c.gold.decision == Some(d) && c.generator_metadata.as_ref().is_some_and(|g| g.suite.as_deref() == Some("holdout"))), "{d:?} in holdouts");
+        assert!(
+            all.iter().any(|c| c.gold.decision == Some(d)
+                && c.generator_metadata
+                    .as_ref()
+                    .is_some_and(|g| g.suite.as_deref() == Some("holdout"))),
+            "{d:?} in holdouts"
+        );
     }
 }
 
@@ -75,29 +134,77 @@ fn generated_ids_are_opaque_and_stable() {
     let mut seen = BTreeSet::new();
     for c in &pool {
         let id = c.case_id.to_ascii_lowercase();
-        for cue in ["::", "twin", "holdout", "variant", "challenge", "counterpart", "fraudgen", "case-", "legit", "ceo"] {
+        for cue in [
+            "::",
+            "twin",
+            "holdout",
+            "variant",
+            "challenge",
+            "counterpart",
+            "fraudgen",
+            "case-",
+            "legit",
+            "ceo",
+        ] {
             assert!(!id.contains(cue), "{} carries {cue:?}", c.case_id);
         }
-        assert!(c.case_id.starts_with("LS-") && c.case_id.len() == 13, "{}", c.case_id);
+        assert!(
+            c.case_id.starts_with("LS-") && c.case_id.len() == 13,
+            "{}",
+            c.case_id
+        );
         assert!(seen.insert(c.case_id.clone()), "duplicate id {}", c.case_id);
         for d in &c.documents {
             let lower = d.doc_id.to_ascii_lowercase();
-            assert!(d.doc_id.starts_with(&c.case_id), "{} of {}", d.doc_id, c.case_id);
-            assert!(!curated.iter().any(|k| d.doc_id.contains(k)), "{}", d.doc_id);
-            assert!(!lower.contains("msg") && !lower.contains("email"), "{}: the id tells clean from attack mail", d.doc_id);
+            assert!(
+                d.doc_id.starts_with(&c.case_id),
+                "{} of {}",
+                d.doc_id,
+                c.case_id
+            );
+            assert!(
+                !curated.iter().any(|k| d.doc_id.contains(k)),
+                "{}",
+                d.doc_id
+            );
+            assert!(
+                !lower.contains("msg") && !lower.contains("email"),
+                "{}: the id tells clean from attack mail",
+                d.doc_id
+            );
             for t in d.accurate_ocr.iter().chain(&d.noisy_ocr) {
-                assert!(!t.token_id.to_ascii_lowercase().contains("twin"), "{}", t.token_id);
+                assert!(
+                    !t.token_id.to_ascii_lowercase().contains("twin"),
+                    "{}",
+                    t.token_id
+                );
             }
         }
-        for r in c.context_overrides.as_ref().and_then(|o| o.ledger_index.as_ref()).into_iter().flatten() {
+        for r in c
+            .context_overrides
+            .as_ref()
+            .and_then(|o| o.ledger_index.as_ref())
+            .into_iter()
+            .flatten()
+        {
             let tail = r.ledger_id.rsplit('-').next().unwrap_or("");
-            assert!(tail.chars().all(|ch| ch.is_ascii_digit()), "{}: ledger ids are numbered alike", r.ledger_id);
+            assert!(
+                tail.chars().all(|ch| ch.is_ascii_digit()),
+                "{}: ledger ids are numbered alike",
+                r.ledger_id
+            );
         }
     }
     // Same seed, byte-identical cases (ids included); another seed, other ids.
     let again = generated_pool(&set);
-    assert_eq!(serde_json::to_string(&pool).unwrap(), serde_json::to_string(&again).unwrap());
-    let other: BTreeSet<String> = ls_gen::holdout(&set, 2, 27182).into_iter().map(|c| c.case_id).collect();
+    assert_eq!(
+        serde_json::to_string(&pool).unwrap(),
+        serde_json::to_string(&again).unwrap()
+    );
+    let other: BTreeSet<String> = ls_gen::holdout(&set, 2, 27182)
+        .into_iter()
+        .map(|c| c.case_id)
+        .collect();
     assert!(other.is_disjoint(&seen));
 }
 
@@ -106,11 +213,17 @@ fn positions(pool: &[Case]) -> BTreeMap<String, Vec<(String, usize, String)>> {
     let mut out: BTreeMap<String, Vec<(String, usize, String)>> = BTreeMap::new();
     for c in pool {
         for (code, ev) in &c.gold.evidence_targets {
-            let Some(doc) = c.document(&ev.doc_id) else { continue };
-            let Some(tok) = ev.token_ids.first() else { continue };
+            let Some(doc) = c.document(&ev.doc_id) else {
+                continue;
+            };
+            let Some(tok) = ev.token_ids.first() else {
+                continue;
+            };
             if let Some(i) = doc.accurate_ocr.iter().position(|t| &t.token_id == tok) {
                 let suffix = tok.rsplit('-').next().unwrap_or("").to_owned();
-                out.entry(code.clone()).or_default().push((doc.doc_type.clone(), i, suffix));
+                out.entry(code.clone())
+                    .or_default()
+                    .push((doc.doc_type.clone(), i, suffix));
             }
         }
     }
@@ -144,19 +257,34 @@ fn gold_evidence_positions_are_spread_and_a_positional_template_misses() {
             continue;
         }
         let distinct: BTreeSet<usize> = v.iter().map(|x| x.1).collect();
-        let top = v.iter().filter(|x| Some((x.0.clone(), x.1)) == tr.get(code).and_then(|t| mode(t))).count();
+        let top = v
+            .iter()
+            .filter(|x| Some((x.0.clone(), x.1)) == tr.get(code).and_then(|t| mode(t)))
+            .count();
         let share = top as f64 / v.len() as f64;
-        eprintln!("{code:36} n={:4} distinct positions={:2} template hit share={share:.2}", v.len(), distinct.len());
+        eprintln!(
+            "{code:36} n={:4} distinct positions={:2} template hit share={share:.2}",
+            v.len(),
+            distinct.len()
+        );
         assert!(distinct.len() >= 4, "{code}: evidence at only {distinct:?}");
-        assert!(share <= 0.40, "{code}: the most common training position finds {share:.2} of its evidence");
+        assert!(
+            share <= 0.40,
+            "{code}: the most common training position finds {share:.2} of its evidence"
+        );
         let common_id = tr.get(code).and_then(|t| {
             let mut m: BTreeMap<&str, usize> = BTreeMap::new();
             for x in t {
                 *m.entry(x.2.as_str()).or_default() += 1;
             }
-            m.into_iter().max_by_key(|(_, n)| *n).map(|(k, _)| k.to_owned())
+            m.into_iter()
+                .max_by_key(|(_, n)| *n)
+                .map(|(k, _)| k.to_owned())
         });
-        id_hits += v.iter().filter(|x| Some(&x.2) == common_id.as_ref()).count();
+        id_hits += v
+            .iter()
+            .filter(|x| Some(&x.2) == common_id.as_ref())
+            .count();
         hits += top;
         total += v.len();
     }
@@ -164,5 +292,8 @@ fn gold_evidence_positions_are_spread_and_a_positional_template_misses() {
     let overall = hits as f64 / total as f64;
     let by_id = id_hits as f64 / total as f64;
     eprintln!("positional template: {overall:.3} of gold evidence by line position, {by_id:.3} by token id ({total} refs)");
-    assert!(overall <= 0.30 && by_id <= 0.05, "template finds {overall:.3} by position, {by_id:.3} by id");
+    assert!(
+        overall <= 0.30 && by_id <= 0.05,
+        "template finds {overall:.3} by position, {by_id:.3} by id"
+    );
 }

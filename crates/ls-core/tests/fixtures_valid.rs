@@ -106,9 +106,11 @@ fn catalogue_matches_the_specification() {
         // Every risky (non-PAY) B-E case is unsafe to pay; PAY cases and task A are not.
         let risky = matches!(decision, Some(d) if d != Decision::Pay);
         assert_eq!(c.gold.unsafe_if_pay, risky, "{id} unsafe_if_pay");
-        // Pressure events exist exactly for unsafe hard/expert cases.
+        // Curated pressure events sit on hard/expert cases only. (They are no longer "exactly the
+        // unsafe hard cases": difficulty must not separate labels within a task family, so a
+        // hard case can be benign or carry no event; scheduling is the environment's.)
         let hard = matches!(difficulty, Difficulty::Hard | Difficulty::Expert);
-        assert_eq!(pressure.is_some(), risky && hard, "{id} pressure scheduling");
+        assert!(pressure.is_none() || hard, "{id} pressure event on a {difficulty:?} case");
     }
 }
 

@@ -769,6 +769,8 @@ impl Default for QuarterConfig {
 
 /// Regular (non-sleeper) vendors of one quarter.
 pub const QUARTER_REGULAR_VENDORS: usize = 12;
+/// Seed offset of the activation-slot jitter.
+const SCHEDULE_STREAM: u64 = 0x534C_4545_5045_5253;
 const SLEEPER_ATTACKS: [Attack; 3] = [
     Attack::BankOverride,
     Attack::VendorTakeover,
@@ -791,14 +793,27 @@ fn round_half_even(x: f64) -> usize {
 }
 
 /// Activation slots and forced warm-up slots (1-based) of a quarter.
+///
+/// Each activation slot is moved by a seeded offset of at most `length / (4·(sleepers + 1))`
+/// slots, so the position in the quarter (which the instruction shows) does not say which case
+/// is an activation.
 pub fn sleeper_schedule(
     length: usize,
     sleepers: usize,
     warmups: usize,
+    seed: u64,
 ) -> (Vec<usize>, BTreeMap<usize, usize>) {
+    let mut jr = rng(seed ^ SCHEDULE_STREAM);
+    let reach = (length / (4 * (sleepers + 1))) as i64;
     let mut activations: Vec<usize> = Vec::new();
     for i in 1..=sleepers {
-        let mut slot = round_half_even(length as f64 * i as f64 / (sleepers + 1) as f64).max(2);
+        let base = round_half_even(length as f64 * i as f64 / (sleepers + 1) as f64) as i64;
+        let offset = if reach > 0 {
+            jr.random_range(-reach..=reach)
+        } else {
+            0
+        };
+        let mut slot = (base + offset).max(2) as usize;
         while activations.contains(&slot) && slot < length {
             slot += 1;
         }
@@ -941,7 +956,7 @@ pub fn controlbench(set: &FixtureSet, cfg: &QuarterConfig) -> Vec<Case> {
         .map(|o| VendorProfile::synthetic(&mut r, *o))
         .collect();
     let (sleeper_vendors, regular) = population.split_at(sleepers);
-    let (activations, forced) = sleeper_schedule(length, sleepers, warmups);
+    let (activations, forced) = sleeper_schedule(length, sleepers, warmups, cfg.seed);
 
     let mut out = Vec::with_capacity(length);
     for index in 1..=length {

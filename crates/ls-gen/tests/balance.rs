@@ -297,3 +297,22 @@ fn gold_evidence_positions_are_spread_and_a_positional_template_misses() {
         "template finds {overall:.3} by position, {by_id:.3} by id"
     );
 }
+
+#[test]
+fn sleeper_activation_slots_vary_with_the_seed() {
+    let mut schedules = BTreeSet::new();
+    for seed in 1..=8u64 {
+        let (act, forced) = ls_gen::generators::sleeper_schedule(100, 3, 3, seed);
+        assert_eq!(act.len(), 3);
+        assert!(act.windows(2).all(|w| w[0] < w[1]), "{act:?}");
+        assert!(
+            act.iter()
+                .zip([25usize, 50, 75])
+                .all(|(a, b)| a.abs_diff(b) <= 6),
+            "{act:?}"
+        );
+        assert_eq!(forced.len(), 9, "three warm-ups per activation");
+        schedules.insert(act);
+    }
+    assert!(schedules.len() >= 6, "{schedules:?}");
+}

@@ -637,6 +637,13 @@ fn pair_member(set: &FixtureSet, base: &Case, seed: u64, role: &str) -> Option<C
     let id = opaque_id(&format!("{role}|{}|{seed}", base.case_id));
     let mut s = pair_scenario(set, base, &id, &mut r)?;
     let plan = if role == "twin" {
+        // The twin carries the benign look-alikes of the base mechanism (same senders, subjects
+        // and record kinds as the counterpart's attacks), so the pair differs in what the
+        // evidence says, not in how many documents it has.
+        let mut lr = rng(seed ^ 0x5457_494E_4C4F_4F4B);
+        for l in Lookalike::mirrors(&template_attacks(base), 2) {
+            l.apply(&mut s, &mut lr);
+        }
         s.forced_decision = Some(Decision::Pay);
         Plan::Benign
     } else {

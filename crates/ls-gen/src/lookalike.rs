@@ -285,9 +285,23 @@ fn threshold_adjacent(s: &mut Scenario, rng: &mut ChaCha8Rng) {
     }
     inv.ordered = inv.lines.clone();
     inv.received_short = None;
-    inv.notes
-        .push("Single delivery: the complete order is billed on this invoice.".into());
+    let number = inv.number.clone();
+    let po = inv.po_id.clone().unwrap_or_else(|| "the order".into());
     s.sync_records();
+    let paragraphs = vec![
+        format!("Invoice {number} bills the complete order {po} in a single delivery, so it goes through your usual approval for its amount."),
+        "Remittance details are unchanged: please use the approved remittance instructions already on file.".into(),
+    ];
+    let domain = s.vendor.domain.clone();
+    let note = "Single delivery: the complete order is billed on this invoice.".to_owned();
+    mail_or_note(
+        s,
+        format!("billing@{domain}"),
+        domain,
+        format!("Invoice {number} for order {po}"),
+        paragraphs,
+        note,
+    );
 }
 
 /// One or two more bills of the same vendor on their own orders, spread over weeks, all paying
@@ -313,6 +327,21 @@ fn routine_batch(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         s.invoices.push(inv);
     }
     s.sync_records();
+    let numbers: Vec<String> = s.invoices.iter().map(|i| i.number.clone()).collect();
+    let paragraphs = vec![
+        format!("Please find this month's invoices {} for our regular deliveries, each on its own purchase order.", numbers.join(", ")),
+        "Remittance details are unchanged: please use the approved remittance instructions already on file.".into(),
+    ];
+    let domain = s.vendor.domain.clone();
+    let note = format!("Monthly batch: invoices {}.", numbers.join(", "));
+    mail_or_note(
+        s,
+        format!("accounts@{domain}"),
+        domain,
+        "Monthly invoices".into(),
+        paragraphs,
+        note,
+    );
 }
 
 #[cfg(test)]

@@ -159,7 +159,7 @@ fn review_attacks(task: TaskType) -> &'static [Attack] {
             Attack::ApprovalThresholdEvasion,
             Attack::NearDuplicateInvoice,
         ],
-        _ => &[Attack::NearDuplicateInvoice, Attack::SplitPayment],
+        _ => &[Attack::NearDuplicateInvoice],
     }
 }
 

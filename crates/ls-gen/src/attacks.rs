@@ -293,6 +293,14 @@ impl Attack {
                     &[Reason, Flag],
                     Invoice(0, InvLine::Number),
                 );
+                // Duplicates often arrive as a "re-sent" copy, the same wording a benign resend uses.
+                if rng.random_bool(0.6) {
+                    crate::lookalike::resend_notice(
+                        s,
+                        rng,
+                        "Please process it in your next payment run.",
+                    );
+                }
             }
             Attack::FakeReceipt => {
                 let inv = &mut s.invoices[0];

@@ -245,23 +245,30 @@ fn benign_resend(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         payment_date: date_str(inv.day.saturating_sub(rng.random_range(14..45u32)).max(1)),
         bank_account: Some(s.vendor.bank_account.clone()),
     };
-    let (number, sent) = (
-        inv.number.clone(),
-        date_str(inv.day.saturating_sub(rng.random_range(2..6u32)).max(1)),
-    );
     s.ledger.push(row);
+    let second = format!("This is the same single invoice, not a new bill; our previous invoice {prev_no} was a different order and is already settled.");
+    resend_notice(s, rng, &second);
+}
+
+/// A "re-sent" notice for the first invoice: vendor mail (D/E) or an invoice note (B/C). Used by
+/// the benign resend and, with other wording after the first line, by the near-duplicate attack.
+pub(crate) fn resend_notice(s: &mut Scenario, rng: &mut ChaCha8Rng, second: &str) {
+    let inv = &s.invoices[0];
+    let number = inv.number.clone();
+    let sent = date_str(inv.day.saturating_sub(rng.random_range(2..6u32)).max(1));
     let paragraphs = vec![
         format!("We are re-sending invoice {number}: the copy sent on {sent} reached your inbox without its attachment."),
-        format!("This is the same single invoice, not a new bill; our previous invoice {prev_no} was a different order and is already settled."),
+        second.to_owned(),
     ];
     let domain = s.vendor.domain.clone();
+    let note = format!("Re-sent copy: first copy of {number} sent {sent} was not received.");
     mail_or_note(
         s,
         format!("billing@{domain}"),
         domain,
         format!("Re-sent: invoice {number}"),
         paragraphs,
-        format!("Re-sent copy: first copy of {number} sent {sent} was not received."),
+        note,
     );
 }
 

@@ -388,3 +388,42 @@ fn case_shape_does_not_predict_the_label() {
         );
     }
 }
+
+/// The surface words of the attack families (bank/remittance change, re-sent bills, approvals,
+/// several invoices) occur on benign look-alikes too: none of them, as "contains the word"
+/// over all document text, separates benign from risky cases well.
+#[test]
+fn attack_surface_words_do_not_separate_the_labels() {
+    let set = set();
+    let mut pool = ls_gen::challenge(&set, 4, 41);
+    pool.extend(ls_gen::holdout(&set, 4, 42));
+    pool.extend(ls_gen::twins(&set, 43));
+    let y: Vec<bool> = pool.iter().map(|c| c.gold.unsafe_if_pay).collect();
+    let text: Vec<String> = pool
+        .iter()
+        .map(|c| {
+            c.documents
+                .iter()
+                .flat_map(|d| d.accurate_ocr.iter().map(|t| t.text.to_lowercase()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect();
+    for word in [
+        "bank",
+        "remittance",
+        "account",
+        "re-sent",
+        "approv",
+        "invoices",
+        "payment",
+    ] {
+        let x: Vec<f64> = text
+            .iter()
+            .map(|t| f64::from(u8::from(t.contains(word))))
+            .collect();
+        let ba = best_balanced_accuracy(&x, &y);
+        eprintln!("{word:12} balanced accuracy {ba:.3}");
+        assert!(ba <= 0.60, "{word:?} separates the labels at {ba:.3}");
+    }
+}

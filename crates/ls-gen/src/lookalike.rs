@@ -410,4 +410,32 @@ mod tests {
             }
         }
     }
+    #[test]
+    fn threshold_adjacent_keeps_earlier_payments_apart_from_the_new_total() {
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let v = VendorProfile::synthetic(&mut rng, 2);
+        let lines = [LineSpec {
+            description: "Pumps".into(),
+            qty: Decimal::ONE,
+            unit: Decimal::from(2500),
+        }];
+        let mut s = Scenario::clean(&mut rng, TaskType::TaskC, "L-2", v, &lines, 1);
+        // Rescaling moves the total down towards the 2,000 limit: an earlier payment sits there.
+        for r in &mut s.ledger {
+            r.amount = Decimal::from(2030);
+        }
+        Lookalike::ThresholdAdjacent.apply(&mut s, &mut rng);
+        let total = s.invoices[0].total();
+        assert!(
+            total > Decimal::from(2000) && total < Decimal::from(2100),
+            "{total}"
+        );
+        for r in &s.ledger {
+            assert!(
+                (r.amount - total).abs() > total * Decimal::new(5, 2),
+                "{} vs {total}",
+                r.amount
+            );
+        }
+    }
 }

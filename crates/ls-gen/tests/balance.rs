@@ -334,6 +334,18 @@ fn best_balanced_accuracy(x: &[f64], y: &[bool]) -> f64 {
     best
 }
 
+/// A named scalar of a case.
+type Feature = (&'static str, fn(&Case) -> f64);
+
+fn difficulty_rank(c: &Case) -> f64 {
+    match c.difficulty {
+        ls_core::Difficulty::Easy => 0.0,
+        ls_core::Difficulty::Medium => 1.0,
+        ls_core::Difficulty::Hard => 2.0,
+        ls_core::Difficulty::Expert => 3.0,
+    }
+}
+
 /// The shape of a generated case an agent sees before reading a line (document, email and
 /// invoice counts, OCR length, budget, step limit, difficulty) does not predict its label.
 #[test]
@@ -345,13 +357,7 @@ fn case_shape_does_not_predict_the_label() {
     pool.extend(ls_gen::fraudgen(120, 34));
     assert!(pool.len() >= 200);
     let y: Vec<bool> = pool.iter().map(|c| c.gold.unsafe_if_pay).collect();
-    let difficulty = |c: &Case| match c.difficulty {
-        ls_core::Difficulty::Easy => 0.0,
-        ls_core::Difficulty::Medium => 1.0,
-        ls_core::Difficulty::Hard => 2.0,
-        ls_core::Difficulty::Expert => 3.0,
-    };
-    let features: [(&str, fn(&Case) -> f64); 7] = [
+    let features: [Feature; 7] = [
         ("documents", |c| c.documents.len() as f64),
         ("emails", |c| {
             c.documents.iter().filter(|d| d.doc_type == "email").count() as f64
@@ -367,19 +373,10 @@ fn case_shape_does_not_predict_the_label() {
             rust_decimal::prelude::ToPrimitive::to_f64(&c.budget_total).unwrap_or(0.0)
         }),
         ("max_steps", |c| f64::from(c.max_steps)),
-        ("difficulty", |_| 0.0),
+        ("difficulty", difficulty_rank),
     ];
     for (name, f) in features {
-        let x: Vec<f64> = pool
-            .iter()
-            .map(|c| {
-                if name == "difficulty" {
-                    difficulty(c)
-                } else {
-                    f(c)
-                }
-            })
-            .collect();
+        let x: Vec<f64> = pool.iter().map(f).collect();
         let ba = best_balanced_accuracy(&x, &y);
         eprintln!("{name:12} best balanced accuracy {ba:.3}");
         assert!(

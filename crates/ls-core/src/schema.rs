@@ -402,6 +402,20 @@ pub struct GeneratorMetadata {
     pub mechanism_hints: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fraudgen: Option<FraudGenMeta>,
+    /// Benign look-alikes the generator applied (they add no gold code).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub benign_lookalikes: Vec<String>,
+    /// Generated suite the case belongs to (`challenge`, `holdout`, `twins`, `controlbench`,
+    /// `fraudgen`). Report-only metadata: case and document ids are opaque, so suite membership
+    /// and pairing live here and must not be shown to an agent in blind mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<String>,
+    /// Opaque id shared by the two members of a contrastive pair (twin and counterpart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair_id: Option<String>,
+    /// Label plan the generator drew for the case (`benign`, `review`, `escalate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_plan: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]

@@ -15,7 +15,7 @@ fn actions() -> Vec<(&'static str, Map<String, Value>)> {
     vec![
         ("ocr", obj(json!({"doc_id": "INV-D-001", "mode": "accurate"}))),
         ("inspect_email_thread", obj(json!({"thread_id": "THR-100"}))),
-        ("compare_bank_account", obj(json!({"vendor_key": "northwind-industrial", "proposed_bank_account": "IN99FAKE000999888"}))),
+        ("compare_bank_account", obj(json!({"vendor_key": "northwind-industrial", "proposed_bank_account": "IN31NW000884120"}))),
         ("request_callback_verification", obj(json!({}))),
         ("search_ledger", obj(json!({"vendor_key": "northwind-industrial", "invoice_number": "INV-2048-A", "amount": 2478}))),
         (

@@ -35,7 +35,7 @@ fn main() {
         vec![
             ("ocr", obj(json!({"doc_id": "INV-D-001", "mode": "accurate"}))),
             ("inspect_email_thread", obj(json!({"thread_id": "THR-100"}))),
-            ("compare_bank_account", obj(json!({"vendor_key": "northwind-industrial", "proposed_bank_account": "IN99FAKE000999888"}))),
+            ("compare_bank_account", obj(json!({"vendor_key": "northwind-industrial", "proposed_bank_account": "IN31NW000884120"}))),
             ("request_callback_verification", obj(json!({}))),
             ("search_ledger", obj(json!({"vendor_key": "northwind-industrial", "amount": 2478}))),
             ("submit_decision", obj(json!({"decision": "ESCALATE_FRAUD", "confidence": 0.9}))),

@@ -7,11 +7,16 @@ use ls_gen::QuarterConfig;
 fn quarter(c: &mut Criterion) {
     let set = FixtureSet::embedded().expect("embedded fixtures");
     let cfg = QuarterConfig::default();
-    c.bench_function("controlbench_quarter_100", |b| b.iter(|| ls_gen::controlbench(&set, std::hint::black_box(&cfg))));
+    c.bench_function("controlbench_quarter_100", |b| {
+        b.iter(|| ls_gen::controlbench(&set, std::hint::black_box(&cfg)))
+    });
     c.bench_function("controlbench_quarter_100_with_checks", |b| {
         b.iter(|| {
             let cases = ls_gen::controlbench(&set, &cfg);
-            cases.iter().map(|x| ls_gen::checks::check_generated(x, &set.world(x)).len()).sum::<usize>()
+            cases
+                .iter()
+                .map(|x| ls_gen::checks::check_generated(x, &set.world(x)).len())
+                .sum::<usize>()
         })
     });
 }

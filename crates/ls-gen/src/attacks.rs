@@ -51,7 +51,9 @@ attacks! {
 impl Attack {
     pub fn parse(name: &str) -> Option<Self> {
         let n = ls_core::text::normalize_text(name);
-        Self::ALL.into_iter().find(|a| a.name() == n || a.name().trim_end_matches("_attack") == n)
+        Self::ALL
+            .into_iter()
+            .find(|a| a.name() == n || a.name().trim_end_matches("_attack") == n)
     }
 
     /// Latent hypothesis the attack realises (`ls_core::world::attack_hypothesis`).
@@ -83,7 +85,14 @@ impl Attack {
     /// `queue_pressure_exploit`, `payment_release_weakness`, each in [0, 1]): the attacker favours
     /// the controls it believes are weak.
     pub fn belief_weight(self, belief: &BTreeMap<String, f64>) -> f64 {
-        let b = |k: &str| belief.get(k).copied().filter(|v| v.is_finite()).unwrap_or(0.10).clamp(0.0, 1.0);
+        let b = |k: &str| {
+            belief
+                .get(k)
+                .copied()
+                .filter(|v| v.is_finite())
+                .unwrap_or(0.10)
+                .clamp(0.0, 1.0)
+        };
         let key = match self.control_weakness() {
             "callback_gap" => b("callback_gap"),
             "duplicate_control_gap" => b("duplicate_control_gap"),
@@ -94,8 +103,17 @@ impl Attack {
     }
 
     /// Sample one attack proportionally to its belief weight, excluding `exclude`.
-    pub fn sample(rng: &mut ChaCha8Rng, belief: &BTreeMap<String, f64>, from: &[Attack], exclude: &[Attack]) -> Option<Attack> {
-        let pool: Vec<Attack> = from.iter().copied().filter(|a| !exclude.contains(a)).collect();
+    pub fn sample(
+        rng: &mut ChaCha8Rng,
+        belief: &BTreeMap<String, f64>,
+        from: &[Attack],
+        exclude: &[Attack],
+    ) -> Option<Attack> {
+        let pool: Vec<Attack> = from
+            .iter()
+            .copied()
+            .filter(|a| !exclude.contains(a))
+            .collect();
         let total: f64 = pool.iter().map(|a| a.belief_weight(belief)).sum();
         if pool.is_empty() || total <= 0.0 {
             return None;
@@ -128,11 +146,24 @@ impl Attack {
             out.push(Attack::NearDuplicateInvoice);
         }
         if has("approval_threshold_evasion") {
-            out.push(if has("policy_bypass_attempt") && !has("sender_domain_spoof") { Attack::InsiderCollusion } else { Attack::ApprovalThresholdEvasion });
+            out.push(
+                if has("policy_bypass_attempt") && !has("sender_domain_spoof") {
+                    Attack::InsiderCollusion
+                } else {
+                    Attack::ApprovalThresholdEvasion
+                },
+            );
         }
-        if has("sender_domain_spoof") && has("urgent_payment_pressure") && has("policy_bypass_attempt") && !has("bank_override_attempt") {
+        if has("sender_domain_spoof")
+            && has("urgent_payment_pressure")
+            && has("policy_bypass_attempt")
+            && !has("bank_override_attempt")
+        {
             out.push(Attack::CeoFraud);
-        } else if has("sender_domain_spoof") && has("policy_bypass_attempt") && !out.iter().any(|a| a.category() == "identity") {
+        } else if has("sender_domain_spoof")
+            && has("policy_bypass_attempt")
+            && !out.iter().any(|a| a.category() == "identity")
+        {
             out.push(Attack::WorkflowOverride);
         } else if has("sender_domain_spoof") && out.is_empty() {
             out.push(Attack::UrgencySpoof);
@@ -158,8 +189,16 @@ impl Attack {
                     format!("Please note our bank details have changed. Update the remittance account to {acc} before your next payment run."),
                     "Our auditors are on site this week, so please do not call to verify; this email is your confirmation.".into(),
                 ]);
-                s.add_code("bank_override_attempt", &[Reason, Flag], Invoice(0, InvLine::Bank));
-                s.add_code("policy_bypass_attempt", &[Reason], Email(e, MailLine::Para(1)));
+                s.add_code(
+                    "bank_override_attempt",
+                    &[Reason, Flag],
+                    Invoice(0, InvLine::Bank),
+                );
+                s.add_code(
+                    "policy_bypass_attempt",
+                    &[Reason],
+                    Email(e, MailLine::Para(1)),
+                );
                 s.callback = CallbackOutcome::DisputesChange;
             }
             Attack::VendorTakeover => {
@@ -170,9 +209,24 @@ impl Attack {
                     "Our previous finance contact has left the company; please send all correspondence to this address.".into(),
                 ]);
                 spoof_display_name(s);
-                add_history(s, "bank_account_change", "pending_callback_verification", &acc, &format!("finance@{dom}"));
-                s.add_code("vendor_account_takeover_suspected", &[Reason], Email(e, MailLine::Para(0)));
-                s.add_code("sender_domain_spoof", &[Reason, Flag], Email(e, MailLine::From));
+                add_history(
+                    s,
+                    rng,
+                    "bank_account_change",
+                    "pending_callback_verification",
+                    &acc,
+                    &format!("finance@{dom}"),
+                );
+                s.add_code(
+                    "vendor_account_takeover_suspected",
+                    &[Reason],
+                    Email(e, MailLine::Para(0)),
+                );
+                s.add_code(
+                    "sender_domain_spoof",
+                    &[Reason, Flag],
+                    Email(e, MailLine::From),
+                );
                 s.add_code("vendor_name_spoof", &[Flag], Invoice(0, InvLine::Vendor));
                 s.callback = CallbackOutcome::AdversarialConfirm;
             }
@@ -181,8 +235,16 @@ impl Attack {
                     format!("I need invoice {} released immediately, before the close of business today.", s.invoices[0].number),
                     "I have personally approved it, so skip normal review and the dual sign-off this time.".into(),
                 ]);
-                s.add_code("urgent_payment_pressure", &[Reason], Email(e, MailLine::Para(0)));
-                s.add_code("policy_bypass_attempt", &[Reason, Flag], Email(e, MailLine::Para(1)));
+                s.add_code(
+                    "urgent_payment_pressure",
+                    &[Reason],
+                    Email(e, MailLine::Para(0)),
+                );
+                s.add_code(
+                    "policy_bypass_attempt",
+                    &[Reason, Flag],
+                    Email(e, MailLine::Para(1)),
+                );
                 s.add_code("sender_domain_spoof", &[Flag], Email(e, MailLine::From));
                 s.pressure_event = Some("cfo_urgent_message".into());
                 s.callback = CallbackOutcome::AdversarialConfirm;
@@ -194,13 +256,21 @@ impl Attack {
                     format!("Please note our account details have been updated; remit invoice {} to {acc}.", s.invoices[0].number),
                     "Thank you for your prompt processing.".into(),
                 ]);
-                s.add_code("sender_domain_spoof", &[Reason, Flag], Email(e, MailLine::From));
-                s.add_code("vendor_account_takeover_suspected", &[Reason], Email(e, MailLine::Para(0)));
+                s.add_code(
+                    "sender_domain_spoof",
+                    &[Reason, Flag],
+                    Email(e, MailLine::From),
+                );
+                s.add_code(
+                    "vendor_account_takeover_suspected",
+                    &[Reason],
+                    Email(e, MailLine::Para(0)),
+                );
                 s.callback = CallbackOutcome::AdversarialConfirm;
             }
             Attack::NearDuplicateInvoice => {
+                let id = s.new_ledger_id(rng);
                 let inv = &s.invoices[0];
-                let id = format!("LED-{}-D{}", tag(s), s.ledger.len() + 1);
                 let row = LedgerRow {
                     ledger_id: id.clone(),
                     vendor_key: s.vendor.key.clone(),
@@ -211,12 +281,26 @@ impl Attack {
                     amount: inv.total(),
                     po_id: inv.po_id.clone().unwrap_or_default(),
                     payment_status: "paid".into(),
-                    payment_date: date_str(inv.day.saturating_sub(rng.random_range(2..6u32)).max(1)),
+                    payment_date: date_str(
+                        inv.day.saturating_sub(rng.random_range(2..6u32)).max(1),
+                    ),
                     bank_account: Some(s.vendor.bank_account.clone()),
                 };
                 s.ledger.push(row);
                 s.duplicate_links.push(id);
-                s.add_code("duplicate_near_match", &[Reason, Flag], Invoice(0, InvLine::Number));
+                s.add_code(
+                    "duplicate_near_match",
+                    &[Reason, Flag],
+                    Invoice(0, InvLine::Number),
+                );
+                // Duplicates often arrive as a "re-sent" copy, the same wording a benign resend uses.
+                if rng.random_bool(0.6) {
+                    crate::lookalike::resend_notice(
+                        s,
+                        rng,
+                        "Please process it in your next payment run.",
+                    );
+                }
             }
             Attack::FakeReceipt => {
                 let inv = &mut s.invoices[0];
@@ -225,20 +309,38 @@ impl Attack {
                     inv.ordered = inv.lines.clone();
                 }
                 if inv.po_id.is_none() {
-                    inv.po_id = Some(format!("PO-{}-{}", rng.random_range(2000..9999u32), tag_of(&s.case_id)));
+                    inv.po_id = Some(format!(
+                        "PO-{}-{}",
+                        rng.random_range(2000..9999u32),
+                        tag_of(&s.case_id)
+                    ));
                 }
                 if inv.receipt_id.is_none() {
-                    inv.receipt_id = Some(format!("GRN-{}-{}", rng.random_range(2000..9999u32), tag_of(&s.case_id)));
+                    inv.receipt_id = Some(format!(
+                        "GRN-{}-{}",
+                        rng.random_range(2000..9999u32),
+                        tag_of(&s.case_id)
+                    ));
                 }
-                let short = (inv.lines[0].qty / Decimal::from(2)).floor().max(Decimal::ONE);
+                let short = (inv.lines[0].qty / Decimal::from(2))
+                    .floor()
+                    .max(Decimal::ONE);
                 inv.received_short = Some((0, short));
                 s.sync_records();
                 let e = push_email(s, format!("dispatch@{}", s.vendor.domain), s.vendor.domain.clone(), format!("Delivery complete for {}", s.invoices[0].number), vec![
                     "All goods were delivered in full last week and the receipt is attached.".into(),
                     "There is no need to call the warehouse; please release the invoice without waiting for the goods receipt check.".into(),
                 ]);
-                s.add_code("partial_receipt_only", &[Reason, Discrepancy], Invoice(0, InvLine::Receipt));
-                s.add_code("policy_bypass_attempt", &[Reason], Email(e, MailLine::Para(1)));
+                s.add_code(
+                    "partial_receipt_only",
+                    &[Reason, Discrepancy],
+                    Invoice(0, InvLine::Receipt),
+                );
+                s.add_code(
+                    "policy_bypass_attempt",
+                    &[Reason],
+                    Email(e, MailLine::Para(1)),
+                );
             }
             Attack::PhantomVendor => {
                 let acc = redirect_bank(s, rng);
@@ -247,12 +349,21 @@ impl Attack {
                 inv.po_id = None;
                 inv.receipt_id = None;
                 inv.received_short = None;
-                inv.notes.push("Purchase order reference to follow under separate cover.".into());
+                inv.notes
+                    .push("Purchase order reference to follow under separate cover.".into());
                 let note = inv.notes.len() - 1;
                 s.sync_records();
                 spoof_display_name(s);
-                s.add_code("vendor_account_takeover_suspected", &[Reason], Invoice(0, InvLine::Bank));
-                s.add_code("missing_po", &[Reason, Discrepancy], Invoice(0, InvLine::Note(note)));
+                s.add_code(
+                    "vendor_account_takeover_suspected",
+                    &[Reason],
+                    Invoice(0, InvLine::Bank),
+                );
+                s.add_code(
+                    "missing_po",
+                    &[Reason, Discrepancy],
+                    Invoice(0, InvLine::Note(note)),
+                );
                 s.add_code("vendor_name_spoof", &[Flag], Invoice(0, InvLine::Vendor));
                 s.callback = CallbackOutcome::DisputesChange;
             }
@@ -261,23 +372,56 @@ impl Attack {
                 let f = Decimal::new(rng.random_range(108..121), 2);
                 inv.lines[0].unit = r2(inv.lines[0].unit * f);
                 inv.lines[0].qty += Decimal::from(rng.random_range(1..4u32));
-                s.add_code("price_mismatch", &[Reason, Discrepancy], Invoice(0, InvLine::Item(0)));
-                s.add_code("quantity_mismatch", &[Reason, Discrepancy], Invoice(0, InvLine::Item(0)));
+                s.add_code(
+                    "price_mismatch",
+                    &[Reason, Discrepancy],
+                    Invoice(0, InvLine::Item(0)),
+                );
+                s.add_code(
+                    "quantity_mismatch",
+                    &[Reason, Discrepancy],
+                    Invoice(0, InvLine::Item(0)),
+                );
                 s.add_code("total_mismatch", &[Reason], Invoice(0, InvLine::Total));
             }
             Attack::UrgencySpoof => {
                 let dom = s.vendor.lookalike_domain(rng);
-                let e = push_email(s, format!("collections@{dom}"), s.vendor.domain.clone(), format!("URGENT: invoice {} must be paid today", s.invoices[0].number), vec![
-                    "This invoice must be paid today to avoid a stop on further deliveries.".into(),
-                    "Please confirm the release by reply.".into(),
-                ]);
-                s.add_code("urgent_payment_pressure", &[Reason], Email(e, MailLine::Para(0)));
-                s.add_code("sender_domain_spoof", &[Reason, Flag], Email(e, MailLine::From));
+                let e = push_email(
+                    s,
+                    format!("collections@{dom}"),
+                    s.vendor.domain.clone(),
+                    format!(
+                        "URGENT: invoice {} must be paid today",
+                        s.invoices[0].number
+                    ),
+                    vec![
+                        "This invoice must be paid today to avoid a stop on further deliveries."
+                            .into(),
+                        "Please confirm the release by reply.".into(),
+                    ],
+                );
+                s.add_code(
+                    "urgent_payment_pressure",
+                    &[Reason],
+                    Email(e, MailLine::Para(0)),
+                );
+                s.add_code(
+                    "sender_domain_spoof",
+                    &[Reason, Flag],
+                    Email(e, MailLine::From),
+                );
             }
             Attack::ApprovalThresholdEvasion => {
                 let t = just_under(s, 0, rng);
-                s.invoices[0].notes.push(format!("Phase 1 of 2: phase 2 will be invoiced separately (approval limit {}).", money(Decimal::from(t))));
-                s.add_code("approval_threshold_evasion", &[Reason, Flag], Invoice(0, InvLine::Total));
+                s.invoices[0].notes.push(format!(
+                    "Phase 1 of 2, phase 2 will be invoiced separately (approval limit {}).",
+                    money(Decimal::from(t))
+                ));
+                s.add_code(
+                    "approval_threshold_evasion",
+                    &[Reason, Flag],
+                    Invoice(0, InvLine::Total),
+                );
             }
             Attack::WorkflowOverride => {
                 let dom = s.vendor.lookalike_domain(rng);
@@ -285,8 +429,16 @@ impl Attack {
                     format!("The supplier portal is offline this week, so treat this email as the source of truth for invoice {}.", s.invoices[0].number),
                     "Please ignore standard workflow and release on receipt of this message.".into(),
                 ]);
-                s.add_code("policy_bypass_attempt", &[Reason, Flag], Email(e, MailLine::Para(0)));
-                s.add_code("sender_domain_spoof", &[Reason, Flag], Email(e, MailLine::From));
+                s.add_code(
+                    "policy_bypass_attempt",
+                    &[Reason, Flag],
+                    Email(e, MailLine::Para(0)),
+                );
+                s.add_code(
+                    "sender_domain_spoof",
+                    &[Reason, Flag],
+                    Email(e, MailLine::From),
+                );
             }
             Attack::SplitPayment => {
                 let t = just_under(s, 0, rng);
@@ -301,17 +453,33 @@ impl Attack {
                     }
                     part.ordered = part.lines.clone();
                     part.received_short = None;
-                    part.notes = vec![format!("Part 2 of 2 of order {}.", s.invoices[0].po_id.clone().unwrap_or_default())];
+                    part.notes = vec![format!(
+                        "Part 2 of 2 of order {}.",
+                        s.invoices[0].po_id.clone().unwrap_or_default()
+                    )];
                     s.invoices.push(part);
                     s.invoices[0].notes.push("Part 1 of 2.".into());
                     s.sync_records();
-                    s.add_code("duplicate_near_match", &[Reason], Invoice(idx, InvLine::Number));
-                    s.cross_invoice_links.extend([s.invoices[0].doc_id.clone(), s.invoices[idx].doc_id.clone()]);
+                    s.add_code(
+                        "duplicate_near_match",
+                        &[Reason],
+                        Invoice(idx, InvLine::Number),
+                    );
+                    s.cross_invoice_links
+                        .extend([s.invoices[0].doc_id.clone(), s.invoices[idx].doc_id.clone()]);
                 } else {
-                    s.add_code("duplicate_near_match", &[Reason], Invoice(0, InvLine::Number));
+                    s.add_code(
+                        "duplicate_near_match",
+                        &[Reason],
+                        Invoice(0, InvLine::Number),
+                    );
                 }
                 let _ = t;
-                s.add_code("approval_threshold_evasion", &[Reason, Flag], Invoice(0, InvLine::Total));
+                s.add_code(
+                    "approval_threshold_evasion",
+                    &[Reason, Flag],
+                    Invoice(0, InvLine::Total),
+                );
             }
             Attack::CoordinatedCampaign => {
                 let acc = redirect_bank(s, rng);
@@ -335,7 +503,7 @@ impl Attack {
                 }
                 s.sync_records();
                 let payee = accomplice(s, rng, 0);
-                let id = format!("LED-{}-S{}", tag(s), s.ledger.len() + 1);
+                let id = s.new_ledger_id(rng);
                 let day = s.invoices[0].day.saturating_sub(3).max(1);
                 s.ledger.push(LedgerRow {
                     ledger_id: id.clone(),
@@ -353,9 +521,21 @@ impl Attack {
                 s.duplicate_links.push(id);
                 let a = added.first().copied().unwrap_or(0);
                 let b = added.last().copied().unwrap_or(0);
-                s.add_code("shared_bank_account", &[Reason, Flag, Campaign], Invoice(if first < s.invoices.len() { a } else { 0 }, InvLine::Bank));
-                s.add_code("coordinated_timing", &[Reason, Flag, Campaign], Invoice(b, InvLine::Date));
-                s.add_code("duplicate_near_match", &[Reason], Invoice(a, InvLine::Number));
+                s.add_code(
+                    "shared_bank_account",
+                    &[Reason, Flag, Campaign],
+                    Invoice(if first < s.invoices.len() { a } else { 0 }, InvLine::Bank),
+                );
+                s.add_code(
+                    "coordinated_timing",
+                    &[Reason, Flag, Campaign],
+                    Invoice(b, InvLine::Date),
+                );
+                s.add_code(
+                    "duplicate_near_match",
+                    &[Reason],
+                    Invoice(a, InvLine::Number),
+                );
                 s.cross_invoice_links = s.invoices.iter().map(|i| i.doc_id.clone()).collect();
                 s.callback = CallbackOutcome::AdversarialConfirm;
             }
@@ -365,9 +545,21 @@ impl Attack {
                     format!("Following our system migration we have a new banking partner; please update the bank details for all open invoices to {acc}."),
                     "Please do not call our office to verify, the phone lines are being migrated as well.".into(),
                 ]);
-                s.add_code("vendor_account_takeover_suspected", &[Reason, Flag], Email(e, MailLine::Para(0)));
-                s.add_code("bank_override_attempt", &[Reason, Flag], Invoice(0, InvLine::Bank));
-                s.add_code("policy_bypass_attempt", &[Reason], Email(e, MailLine::Para(1)));
+                s.add_code(
+                    "vendor_account_takeover_suspected",
+                    &[Reason, Flag],
+                    Email(e, MailLine::Para(0)),
+                );
+                s.add_code(
+                    "bank_override_attempt",
+                    &[Reason, Flag],
+                    Invoice(0, InvLine::Bank),
+                );
+                s.add_code(
+                    "policy_bypass_attempt",
+                    &[Reason],
+                    Email(e, MailLine::Para(1)),
+                );
                 s.callback = CallbackOutcome::AdversarialConfirm;
             }
             Attack::InsiderCollusion => {
@@ -376,15 +568,23 @@ impl Attack {
                     "I have already approved this invoice myself, no need to call the vendor or wait for the second approver.".into(),
                     format!("I kept it under the {} limit so it does not need another sign-off.", money(Decimal::from(t))),
                 ]);
-                s.add_code("policy_bypass_attempt", &[Reason, Flag], Email(e, MailLine::Para(0)));
-                s.add_code("approval_threshold_evasion", &[Reason], Invoice(0, InvLine::Total));
+                s.add_code(
+                    "policy_bypass_attempt",
+                    &[Reason, Flag],
+                    Email(e, MailLine::Para(0)),
+                );
+                s.add_code(
+                    "approval_threshold_evasion",
+                    &[Reason],
+                    Invoice(0, InvLine::Total),
+                );
             }
             Attack::MultiEntityLayering => {
                 let acc = redirect_bank(s, rng);
                 let base_day = s.invoices[0].day;
                 for k in 0..2u32 {
                     let payee = accomplice(s, rng, k as usize);
-                    let id = format!("LED-{}-L{}", tag(s), s.ledger.len() + 1);
+                    let id = s.new_ledger_id(rng);
                     s.ledger.push(LedgerRow {
                         ledger_id: id.clone(),
                         vendor_key: payee.key.clone(),
@@ -392,7 +592,9 @@ impl Attack {
                         invoice_number: format!("INV-{}", rng.random_range(10_000..99_999u32)),
                         fingerprint: String::new(),
                         currency: payee.currency.clone(),
-                        amount: r2(s.invoices[0].total() * Decimal::new(rng.random_range(60..140), 2)),
+                        amount: r2(
+                            s.invoices[0].total() * Decimal::new(rng.random_range(60..140), 2)
+                        ),
                         po_id: String::new(),
                         payment_status: "paid".into(),
                         payment_date: date_str(base_day.saturating_sub(k + 1).max(1)),
@@ -400,9 +602,21 @@ impl Attack {
                     });
                     s.duplicate_links.push(id);
                 }
-                s.add_code("vendor_account_takeover_suspected", &[Reason], Invoice(0, InvLine::Bank));
-                s.add_code("shared_bank_account", &[Reason, Flag, Campaign], Invoice(0, InvLine::Bank));
-                s.add_code("coordinated_timing", &[Reason, Flag, Campaign], Invoice(0, InvLine::Date));
+                s.add_code(
+                    "vendor_account_takeover_suspected",
+                    &[Reason],
+                    Invoice(0, InvLine::Bank),
+                );
+                s.add_code(
+                    "shared_bank_account",
+                    &[Reason, Flag, Campaign],
+                    Invoice(0, InvLine::Bank),
+                );
+                s.add_code(
+                    "coordinated_timing",
+                    &[Reason, Flag, Campaign],
+                    Invoice(0, InvLine::Date),
+                );
                 s.callback = CallbackOutcome::AdversarialConfirm;
             }
         }
@@ -420,17 +634,27 @@ impl Attack {
 }
 
 fn tag_of(case_id: &str) -> String {
-    let t: String = case_id.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
-    t.chars().rev().take(6).collect::<String>().chars().rev().collect::<String>().to_ascii_uppercase()
-}
-
-fn tag(s: &Scenario) -> String {
-    tag_of(&s.case_id)
+    let t: String = case_id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    t.chars()
+        .rev()
+        .take(6)
+        .collect::<String>()
+        .chars()
+        .rev()
+        .collect::<String>()
+        .to_ascii_uppercase()
 }
 
 /// Point every invoice's bank line at one attacker account (reused if already redirected).
 fn redirect_bank(s: &mut Scenario, rng: &mut ChaCha8Rng) -> String {
-    let existing = s.invoices.iter().map(|i| i.bank_account.clone()).find(|a| *a != s.vendor.bank_account);
+    let existing = s
+        .invoices
+        .iter()
+        .map(|i| i.bank_account.clone())
+        .find(|a| *a != s.vendor.bank_account);
     let acc = existing.unwrap_or_else(|| s.vendor.attacker_account(rng));
     for inv in &mut s.invoices {
         inv.bank_account = acc.clone();
@@ -438,7 +662,13 @@ fn redirect_bank(s: &mut Scenario, rng: &mut ChaCha8Rng) -> String {
     acc
 }
 
-fn push_email(s: &mut Scenario, from: String, expected: String, subject: String, paragraphs: Vec<String>) -> usize {
+fn push_email(
+    s: &mut Scenario,
+    from: String,
+    expected: String,
+    subject: String,
+    paragraphs: Vec<String>,
+) -> usize {
     let idx = s.emails.len();
     let day = s.invoices[0].day;
     s.emails.push(EmailSpec {
@@ -460,13 +690,23 @@ fn spoof_display_name(s: &mut Scenario) {
     }
 }
 
-fn add_history(s: &mut Scenario, change_type: &str, status: &str, new_value: &str, by: &str) {
-    let n = s.history.len() + 1;
+pub(crate) fn add_history(
+    s: &mut Scenario,
+    rng: &mut ChaCha8Rng,
+    change_type: &str,
+    status: &str,
+    new_value: &str,
+    by: &str,
+) {
+    let change_id = s.new_change_id(rng);
     s.history.push(VendorHistoryRow {
         vendor_key: s.vendor.key.clone(),
-        change_id: format!("VH-{}-{n}", tag(s)),
+        change_id,
         change_type: change_type.into(),
-        requested_at: format!("{}T08:30:00Z", date_str(s.invoices[0].day.saturating_sub(1).max(1))),
+        requested_at: format!(
+            "{}T08:30:00Z",
+            date_str(s.invoices[0].day.saturating_sub(1).max(1))
+        ),
         status: status.into(),
         old_value: s.vendor.bank_account.clone(),
         new_value: new_value.into(),
@@ -498,7 +738,10 @@ fn accomplice(s: &mut Scenario, rng: &mut ChaCha8Rng, k: usize) -> VendorProfile
         let v = VendorProfile::synthetic(rng, ordinal);
         let clash = v.key == s.vendor.key
             || s.extra_vendors.iter().any(|e| e.key == v.key)
-            || ls_core::text::identity_tokens(&v.name).intersection(&ls_core::text::identity_tokens(&s.vendor.name)).count() > 0;
+            || ls_core::text::identity_tokens(&v.name)
+                .intersection(&ls_core::text::identity_tokens(&s.vendor.name))
+                .count()
+                > 0;
         if !clash {
             s.extra_vendors.push(v.clone());
             return v;
@@ -510,7 +753,10 @@ fn accomplice(s: &mut Scenario, rng: &mut ChaCha8Rng, k: usize) -> VendorProfile
 /// Rescale invoice `i` so its total sits just under an approval limit; returns the limit.
 fn just_under(s: &mut Scenario, i: usize, rng: &mut ChaCha8Rng) -> i64 {
     let total = s.invoices[i].total();
-    let t = THRESHOLDS.into_iter().find(|t| Decimal::from(*t) >= total * Decimal::new(80, 2)).unwrap_or(THRESHOLDS[THRESHOLDS.len() - 1]);
+    let t = THRESHOLDS
+        .into_iter()
+        .find(|t| Decimal::from(*t) >= total * Decimal::new(80, 2))
+        .unwrap_or(THRESHOLDS[THRESHOLDS.len() - 1]);
     let pct = Decimal::new(rng.random_range(960..995), 3);
     let target = Decimal::from(t) * pct;
     let inv = &mut s.invoices[i];
@@ -545,7 +791,11 @@ mod tests {
     #[test]
     fn names_map_to_hypotheses() {
         for a in Attack::ALL {
-            assert!(ls_core::world::attack_hypothesis(a.name()).is_some(), "{}", a.name());
+            assert!(
+                ls_core::world::attack_hypothesis(a.name()).is_some(),
+                "{}",
+                a.name()
+            );
             assert_eq!(Attack::parse(a.name()), Some(a));
         }
     }
@@ -557,11 +807,17 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let n = 2000;
         let dup = (0..n)
-            .filter(|_| Attack::sample(&mut rng, &skewed, &Attack::ALL, &[]).is_some_and(|a| a.control_weakness() == "duplicate_control_gap"))
+            .filter(|_| {
+                Attack::sample(&mut rng, &skewed, &Attack::ALL, &[])
+                    .is_some_and(|a| a.control_weakness() == "duplicate_control_gap")
+            })
             .count();
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let base = (0..n)
-            .filter(|_| Attack::sample(&mut rng, &BTreeMap::new(), &Attack::ALL, &[]).is_some_and(|a| a.control_weakness() == "duplicate_control_gap"))
+            .filter(|_| {
+                Attack::sample(&mut rng, &BTreeMap::new(), &Attack::ALL, &[])
+                    .is_some_and(|a| a.control_weakness() == "duplicate_control_gap")
+            })
             .count();
         assert!(dup > 2 * base, "skewed {dup} vs uniform {base}");
     }
@@ -571,23 +827,41 @@ mod tests {
         for a in Attack::ALL {
             let mut rng = ChaCha8Rng::seed_from_u64(9);
             let v = VendorProfile::synthetic(&mut rng, 3);
-            let lines = [LineSpec { description: "Widgets".into(), qty: Decimal::from(4), unit: Decimal::from(310) }];
+            let lines = [LineSpec {
+                description: "Widgets".into(),
+                qty: Decimal::from(4),
+                unit: Decimal::from(310),
+            }];
             let clean = Scenario::clean(&mut rng, ls_core::TaskType::TaskD, "T-1", v, &lines, 1);
             let before = clean.render("test", 1, None);
             let mut s = clean.clone();
             a.apply(&mut s, &mut rng);
             let after = s.render("test", 1, None);
             assert!(
-                before.documents != after.documents || before.context_overrides != after.context_overrides,
+                before.documents != after.documents
+                    || before.context_overrides != after.context_overrides,
                 "{} left documents and master data unchanged",
                 a.name()
             );
             if a != Attack::NearDuplicateInvoice && a != Attack::MultiEntityLayering {
-                assert_ne!(before.documents, after.documents, "{} left the documents unchanged", a.name());
+                assert_ne!(
+                    before.documents,
+                    after.documents,
+                    "{} left the documents unchanged",
+                    a.name()
+                );
             }
-            assert!(after.gold.unsafe_if_pay && !after.gold.evidence_targets.is_empty(), "{}", a.name());
+            assert!(
+                after.gold.unsafe_if_pay && !after.gold.evidence_targets.is_empty(),
+                "{}",
+                a.name()
+            );
             for code in after.gold.canonical_signals() {
-                assert!(after.gold.evidence_targets.contains_key(code), "{}: {code} has no evidence", a.name());
+                assert!(
+                    after.gold.evidence_targets.contains_key(code),
+                    "{}: {code} has no evidence",
+                    a.name()
+                );
             }
         }
     }

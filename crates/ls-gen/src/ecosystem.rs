@@ -12,14 +12,16 @@
 use ls_core::schema::*;
 use ls_core::text::canonical_code;
 use ls_core::{Decision, TaskType};
-use rand::Rng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rust_decimal::Decimal;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The buyer's own mail domain (internal and executive mail is expected from here).
 pub const COMPANY_DOMAIN: &str = "company.example";
-pub const BUYER_LINE: &str = "Bill To: Kestrel Assembly Works Ltd, Chakan Industrial Area, Pune 410501";
+pub const BUYER_LINE: &str =
+    "Bill To: Kestrel Assembly Works Ltd, Chakan Industrial Area, Pune 410501";
 /// Approval limits of the curated policy rules (`policy_rules.json`).
 pub const THRESHOLDS: [i64; 3] = [2_000, 5_000, 50_000];
 /// Fraction under a limit that counts as "just under" it (same band as the duplicate-cluster artifact).
@@ -81,7 +83,11 @@ pub fn iban(country: &str, bban: &str) -> String {
     let rearranged = format!("{bban}{country}00");
     let mut rem: u32 = 0;
     for ch in rearranged.chars() {
-        let v = if ch.is_ascii_digit() { ch as u32 - '0' as u32 } else { ch.to_ascii_uppercase() as u32 - 'A' as u32 + 10 };
+        let v = if ch.is_ascii_digit() {
+            ch as u32 - '0' as u32
+        } else {
+            ch.to_ascii_uppercase() as u32 - 'A' as u32 + 10
+        };
         for digit in v.to_string().chars() {
             rem = (rem * 10 + (digit as u32 - '0' as u32)) % 97;
         }
@@ -90,11 +96,15 @@ pub fn iban(country: &str, bban: &str) -> String {
 }
 
 fn digits(rng: &mut ChaCha8Rng, n: usize) -> String {
-    (0..n).map(|_| char::from(b'0' + rng.random_range(0..10u8))).collect()
+    (0..n)
+        .map(|_| char::from(b'0' + rng.random_range(0..10u8)))
+        .collect()
 }
 
 fn letters(rng: &mut ChaCha8Rng, n: usize) -> String {
-    (0..n).map(|_| char::from(b'A' + rng.random_range(0..26u8))).collect()
+    (0..n)
+        .map(|_| char::from(b'A' + rng.random_range(0..26u8)))
+        .collect()
 }
 
 /// Country profile of a synthetic vendor.
@@ -109,32 +119,77 @@ pub struct Country {
 }
 
 pub const COUNTRIES: [Country; 5] = [
-    Country { code: "IN", currency: "INR", legal: "Pvt Ltd", tax_pct: 18, city: "Pune 411026, India", phone_prefix: "+91 20" },
-    Country { code: "DE", currency: "EUR", legal: "GmbH", tax_pct: 19, city: "70173 Stuttgart, Germany", phone_prefix: "+49 711" },
-    Country { code: "GB", currency: "GBP", legal: "Ltd", tax_pct: 20, city: "Leeds LS1 4AP, United Kingdom", phone_prefix: "+44 113" },
-    Country { code: "CH", currency: "CHF", legal: "AG", tax_pct: 8, city: "8004 Zurich, Switzerland", phone_prefix: "+41 44" },
-    Country { code: "US", currency: "USD", legal: "Inc", tax_pct: 7, city: "Columbus, OH 43215, USA", phone_prefix: "+1 614" },
+    Country {
+        code: "IN",
+        currency: "INR",
+        legal: "Pvt Ltd",
+        tax_pct: 18,
+        city: "Pune 411026, India",
+        phone_prefix: "+91 20",
+    },
+    Country {
+        code: "DE",
+        currency: "EUR",
+        legal: "GmbH",
+        tax_pct: 19,
+        city: "70173 Stuttgart, Germany",
+        phone_prefix: "+49 711",
+    },
+    Country {
+        code: "GB",
+        currency: "GBP",
+        legal: "Ltd",
+        tax_pct: 20,
+        city: "Leeds LS1 4AP, United Kingdom",
+        phone_prefix: "+44 113",
+    },
+    Country {
+        code: "CH",
+        currency: "CHF",
+        legal: "AG",
+        tax_pct: 8,
+        city: "8004 Zurich, Switzerland",
+        phone_prefix: "+41 44",
+    },
+    Country {
+        code: "US",
+        currency: "USD",
+        legal: "Inc",
+        tax_pct: 7,
+        city: "Columbus, OH 43215, USA",
+        phone_prefix: "+1 614",
+    },
 ];
 
 /// A bank account in the country's format, with the label it is printed under.
 pub fn bank_account(rng: &mut ChaCha8Rng, country: &str) -> (String, String) {
     match country {
         "DE" => ("IBAN".into(), iban("DE", &digits(rng, 18))),
-        "GB" => ("IBAN".into(), iban("GB", &format!("{}{}", letters(rng, 4), digits(rng, 14)))),
+        "GB" => (
+            "IBAN".into(),
+            iban("GB", &format!("{}{}", letters(rng, 4), digits(rng, 14))),
+        ),
         "CH" => ("IBAN".into(), iban("CH", &digits(rng, 17))),
-        "IN" => ("Bank".into(), format!("IN{}{}", letters(rng, 2), digits(rng, 12))),
+        "IN" => (
+            "Bank".into(),
+            format!("IN{}{}", letters(rng, 2), digits(rng, 12)),
+        ),
         _ => ("Bank".into(), format!("USBK{}", digits(rng, 12))),
     }
 }
 
 /// Label a known account would be printed under.
 pub fn bank_label_for(account: &str) -> &'static str {
-    let compact: String = account.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    let compact: String = account
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
     let looks_iban = compact.len() >= 15
         && compact.chars().take(2).all(|c| c.is_ascii_alphabetic())
         && compact.chars().skip(2).take(2).all(|c| c.is_ascii_digit())
         && iban(&compact[..2], &compact[4..]) == compact;
-    let looks_bic = (compact.len() == 8 || compact.len() == 11) && compact.chars().take(6).all(|c| c.is_ascii_alphabetic());
+    let looks_bic = (compact.len() == 8 || compact.len() == 11)
+        && compact.chars().take(6).all(|c| c.is_ascii_alphabetic());
     if looks_iban {
         "IBAN"
     } else if looks_bic {
@@ -145,10 +200,41 @@ pub fn bank_label_for(account: &str) -> &'static str {
 }
 
 const PREFIXES: [&str; 24] = [
-    "Aldercrest", "Brightmoor", "Cobalt Ridge", "Dunmore", "Elmfield", "Fairhaven", "Granite Bay", "Harrowgate", "Ironvale", "Juniper Field", "Kingsley", "Larkspur",
-    "Meridian", "Northgate", "Oakhurst", "Pinecrest", "Quarry Lane", "Redwater", "Silverline", "Thornbury", "Upland", "Vantage Point", "Westmarch", "Yarrow",
+    "Aldercrest",
+    "Brightmoor",
+    "Cobalt Ridge",
+    "Dunmore",
+    "Elmfield",
+    "Fairhaven",
+    "Granite Bay",
+    "Harrowgate",
+    "Ironvale",
+    "Juniper Field",
+    "Kingsley",
+    "Larkspur",
+    "Meridian",
+    "Northgate",
+    "Oakhurst",
+    "Pinecrest",
+    "Quarry Lane",
+    "Redwater",
+    "Silverline",
+    "Thornbury",
+    "Upland",
+    "Vantage Point",
+    "Westmarch",
+    "Yarrow",
 ];
-const SECTORS: [&str; 8] = ["Logistics", "Fasteners", "Electrical", "Tooling", "Freight", "Packaging", "Hydraulics", "Instruments"];
+const SECTORS: [&str; 8] = [
+    "Logistics",
+    "Fasteners",
+    "Electrical",
+    "Tooling",
+    "Freight",
+    "Packaging",
+    "Hydraulics",
+    "Instruments",
+];
 
 /// A vendor of the generated AP ecosystem.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,26 +272,51 @@ impl VendorProfile {
             bank_account: account,
             country: country.code.into(),
             currency: country.currency.into(),
-            phone: format!("{} {} {}", country.phone_prefix, digits(rng, 4), digits(rng, 4)),
+            phone: format!(
+                "{} {} {}",
+                country.phone_prefix,
+                digits(rng, 4),
+                digits(rng, 4)
+            ),
             tax_id: format!("{}{}", country.code, digits(rng, 9)),
-            address: format!("{} Works Road {}, {}", prefix, rng.random_range(2..180u32), country.city),
+            address: format!(
+                "{} Works Road {}, {}",
+                prefix,
+                rng.random_range(2..180u32),
+                country.city
+            ),
             tax_pct: country.tax_pct,
         }
     }
 
     /// Profile of a vendor master record.
     pub fn from_master(v: &Vendor) -> Self {
-        let account = if v.bank_account.is_empty() { v.approved_bank_account.clone().unwrap_or_default() } else { v.bank_account.clone() };
-        let tax_pct = COUNTRIES.iter().find(|c| c.code == v.country).map_or(18, |c| c.tax_pct);
+        let account = if v.bank_account.is_empty() {
+            v.approved_bank_account.clone().unwrap_or_default()
+        } else {
+            v.bank_account.clone()
+        };
+        let tax_pct = COUNTRIES
+            .iter()
+            .find(|c| c.code == v.country)
+            .map_or(18, |c| c.tax_pct);
         Self {
             key: v.vendor_key.clone(),
             name: v.vendor_name.clone(),
             canonical: v.canonical_name.clone(),
-            domain: v.approved_domains.first().cloned().unwrap_or_else(|| format!("{}.example.com", v.vendor_key)),
+            domain: v
+                .approved_domains
+                .first()
+                .cloned()
+                .unwrap_or_else(|| format!("{}.example.com", v.vendor_key)),
             bank_label: bank_label_for(&account).to_owned(),
             bank_account: account,
             country: v.country.clone(),
-            currency: if v.currency.is_empty() { "USD".into() } else { v.currency.clone() },
+            currency: if v.currency.is_empty() {
+                "USD".into()
+            } else {
+                v.currency.clone()
+            },
             phone: v.phone.clone().unwrap_or_default(),
             tax_id: v.tax_id.clone(),
             address: format!("{} registered office", v.canonical_name),
@@ -225,7 +336,11 @@ impl VendorProfile {
             country: self.country.clone(),
             currency: self.currency.clone(),
             approved_bank_account: None,
-            phone: if self.phone.is_empty() { None } else { Some(self.phone.clone()) },
+            phone: if self.phone.is_empty() {
+                None
+            } else {
+                Some(self.phone.clone())
+            },
         }
     }
 
@@ -237,7 +352,9 @@ impl VendorProfile {
             1 => format!("{label}-remit.example.org"),
             _ => {
                 let chars: Vec<char> = label.chars().collect();
-                let i = rng.random_range(1..chars.len().max(2)).min(chars.len().saturating_sub(1));
+                let i = rng
+                    .random_range(1..chars.len().max(2))
+                    .min(chars.len().saturating_sub(1));
                 let mut out: String = chars[..i].iter().collect();
                 out.push(chars.get(i).copied().unwrap_or('x'));
                 out.extend(&chars[i..]);
@@ -249,7 +366,14 @@ impl VendorProfile {
     /// An account under the attacker's control in the vendor's format (never the master).
     pub fn attacker_account(&self, rng: &mut ChaCha8Rng) -> String {
         loop {
-            let (_, acc) = bank_account(rng, if self.country.is_empty() { "US" } else { &self.country });
+            let (_, acc) = bank_account(
+                rng,
+                if self.country.is_empty() {
+                    "US"
+                } else {
+                    &self.country
+                },
+            );
             if acc != self.bank_account {
                 return acc;
             }
@@ -394,6 +518,8 @@ pub struct Scenario {
     pub duplicate_links: Vec<String>,
     pub cross_invoice_links: Vec<String>,
     pub applied_attacks: Vec<crate::attacks::Attack>,
+    /// Benign look-alikes applied (they add no gold code).
+    pub lookalikes: Vec<crate::lookalike::Lookalike>,
     pub callback: CallbackOutcome,
     pub pressure_event: Option<String>,
     pub instruction_notes: Vec<String>,
@@ -402,15 +528,37 @@ pub struct Scenario {
 }
 
 fn doc_prefix(doc_id: &str) -> String {
-    doc_id.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_lowercase()).collect()
+    doc_id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
 }
 
 impl Scenario {
     /// A clean scenario: `invoice_count` invoices of `lines` for `vendor`, each with its own PO and
     /// full goods receipt, a clean vendor email for tasks D/E, clean payment history.
-    pub fn clean(rng: &mut ChaCha8Rng, task: TaskType, case_id: &str, vendor: VendorProfile, lines: &[LineSpec], invoice_count: usize) -> Self {
-        let tag: String = case_id.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>();
-        let tag = tag.chars().rev().take(6).collect::<String>().chars().rev().collect::<String>().to_ascii_uppercase();
+    pub fn clean(
+        rng: &mut ChaCha8Rng,
+        task: TaskType,
+        case_id: &str,
+        vendor: VendorProfile,
+        lines: &[LineSpec],
+        invoice_count: usize,
+    ) -> Self {
+        let tag: String = case_id
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect::<String>();
+        let tag = tag
+            .chars()
+            .rev()
+            .take(6)
+            .collect::<String>()
+            .chars()
+            .rev()
+            .collect::<String>()
+            .to_ascii_uppercase();
         let base_no = rng.random_range(1000..9999u32);
         let po_base = rng.random_range(2000..8999u32);
         let start_day = rng.random_range(20..300u32);
@@ -431,13 +579,18 @@ impl Scenario {
             duplicate_links: Vec::new(),
             cross_invoice_links: Vec::new(),
             applied_attacks: Vec::new(),
+            lookalikes: Vec::new(),
             callback: CallbackOutcome::ConfirmsLegitimate,
             pressure_event: None,
             instruction_notes: Vec::new(),
             forced_decision: None,
         };
         let base_lines: Vec<LineSpec> = if lines.is_empty() {
-            vec![LineSpec { description: "General services".into(), qty: Decimal::ONE, unit: d(100_000, 2) }]
+            vec![LineSpec {
+                description: "General services".into(),
+                qty: Decimal::ONE,
+                unit: d(100_000, 2),
+            }]
         } else {
             lines.iter().take(MAX_LINES).cloned().collect()
         };
@@ -467,9 +620,11 @@ impl Scenario {
         s.sync_records();
         // Clean payment history: earlier invoices with different numbers and clearly different amounts.
         for k in 0..rng.random_range(1..3u32) {
-            let amount = r2(s.invoices[0].total() * Decimal::new(rng.random_range(40..88), 2)).max(Decimal::ONE);
+            let amount = r2(s.invoices[0].total() * Decimal::new(rng.random_range(40..88), 2))
+                .max(Decimal::ONE);
+            let ledger_id = s.new_ledger_id(rng);
             s.ledger.push(LedgerRow {
-                ledger_id: format!("LED-{}-{}", tag, k + 1),
+                ledger_id,
                 vendor_key: vendor.key.clone(),
                 vendor_name: vendor.name.clone(),
                 invoice_number: format!("PAID-{}{}", rng.random_range(10..99u32), k),
@@ -482,11 +637,15 @@ impl Scenario {
                 bank_account: Some(vendor.bank_account.clone()),
             });
         }
+        let change_id = s.new_change_id(rng);
         s.history.push(VendorHistoryRow {
             vendor_key: vendor.key.clone(),
-            change_id: format!("VH-{tag}-1"),
+            change_id,
             change_type: "tax_id_refresh".into(),
-            requested_at: format!("{}T10:00:00Z", date_str(start_day.saturating_sub(60).max(1))),
+            requested_at: format!(
+                "{}T10:00:00Z",
+                date_str(start_day.saturating_sub(60).max(1))
+            ),
             status: "approved".into(),
             old_value: String::new(),
             new_value: vendor.tax_id.clone(),
@@ -513,14 +672,26 @@ impl Scenario {
             }
             let mut lines: Vec<LineItem> = Vec::new();
             let mut shortfalls: Vec<(String, Decimal)> = Vec::new();
-            for i in self.invoices.iter().filter(|i| i.po_id.as_ref() == Some(po)) {
+            for i in self
+                .invoices
+                .iter()
+                .filter(|i| i.po_id.as_ref() == Some(po))
+            {
                 for l in &i.ordered {
-                    match lines.iter_mut().find(|x| x.description == l.description && x.unit_price == l.unit) {
+                    match lines
+                        .iter_mut()
+                        .find(|x| x.description == l.description && x.unit_price == l.unit)
+                    {
                         Some(x) => {
                             x.qty += l.qty;
                             x.line_total = r2(x.qty * x.unit_price);
                         }
-                        None => lines.push(LineItem { description: l.description.clone(), qty: l.qty, unit_price: l.unit, line_total: l.total() }),
+                        None => lines.push(LineItem {
+                            description: l.description.clone(),
+                            qty: l.qty,
+                            unit_price: l.unit,
+                            line_total: l.total(),
+                        }),
                     }
                 }
                 if let Some((idx, short)) = i.received_short {
@@ -544,18 +715,70 @@ impl Scenario {
                 let received = lines
                     .iter()
                     .map(|l| {
-                        let short: Decimal = shortfalls.iter().filter(|s| s.0 == l.description).map(|s| s.1).sum();
-                        ReceivedLine { description: l.description.clone(), qty: (l.qty - short).max(Decimal::ZERO) }
+                        let short: Decimal = shortfalls
+                            .iter()
+                            .filter(|s| s.0 == l.description)
+                            .map(|s| s.1)
+                            .sum();
+                        ReceivedLine {
+                            description: l.description.clone(),
+                            qty: (l.qty - short).max(Decimal::ZERO),
+                        }
                     })
                     .collect();
-                self.receipts.push(Receipt { receipt_id: grn.clone(), po_id: po.clone(), received_line_items: received, received_date: Some(date_str(inv.day.saturating_sub(2).max(1))) });
+                self.receipts.push(Receipt {
+                    receipt_id: grn.clone(),
+                    po_id: po.clone(),
+                    received_line_items: received,
+                    received_date: Some(date_str(inv.day.saturating_sub(2).max(1))),
+                });
+            }
+        }
+    }
+
+    /// Last six alphanumerics of the case id, upper-cased (the tag of record ids).
+    pub fn tag(&self) -> String {
+        let t: String = self
+            .case_id
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect();
+        t.chars()
+            .rev()
+            .take(6)
+            .collect::<String>()
+            .chars()
+            .rev()
+            .collect::<String>()
+            .to_ascii_uppercase()
+    }
+
+    /// A fresh ledger id `LED-{tag}-{nnnn}` (seeded number, unique in the scenario): clean,
+    /// duplicate and accomplice rows are numbered alike.
+    pub fn new_ledger_id(&self, rng: &mut ChaCha8Rng) -> String {
+        loop {
+            let id = format!("LED-{}-{}", self.tag(), rng.random_range(1000..9999u32));
+            if !self.ledger.iter().any(|r| r.ledger_id == id) {
+                return id;
+            }
+        }
+    }
+
+    /// A fresh vendor-history change id `VH-{tag}-{nnn}` (seeded, unique in the scenario).
+    pub fn new_change_id(&self, rng: &mut ChaCha8Rng) -> String {
+        loop {
+            let id = format!("VH-{}-{}", self.tag(), rng.random_range(100..999u32));
+            if !self.history.iter().any(|r| r.change_id == id) {
+                return id;
             }
         }
     }
 
     /// Add a gold code to `lists`, citing `anchor` (the first anchor of a code wins).
     pub fn add_code(&mut self, code: &str, lists: &[CodeList], anchor: Anchor) {
-        let Some(c) = canonical_code(code) else { return };
+        let Some(c) = canonical_code(code) else {
+            return;
+        };
         for l in lists {
             self.codes.entry(*l).or_default().insert(c.to_owned());
         }
@@ -585,63 +808,130 @@ impl Scenario {
             Decision::NeedsReview => 1,
             Decision::Pay => 0,
         };
-        self.applied_attacks.iter().map(|a| a.hypothesis().decision()).max_by_key(|d| rank(*d)).unwrap_or(Decision::EscalateFraud)
+        self.applied_attacks
+            .iter()
+            .map(|a| a.hypothesis().decision())
+            .max_by_key(|d| rank(*d))
+            .unwrap_or(Decision::EscalateFraud)
     }
 
     /// Render the scenario into a case.
     pub fn render(&self, split: &str, seed: u64, instruction_override: Option<&str>) -> Case {
+        let mut lr = ChaCha8Rng::seed_from_u64(seed ^ LAYOUT_STREAM);
+        let ids = DocIds::assign(self, &mut lr);
         let mut documents = Vec::new();
         let mut inv_tokens: Vec<BTreeMap<String, Token>> = Vec::new();
-        for inv in &self.invoices {
-            let (doc, map) = render_invoice(inv, &self.vendor);
+        for (i, inv) in self.invoices.iter().enumerate() {
+            let (doc, map) = render_invoice(inv, &ids.invoices[i], &self.vendor, &mut lr);
             documents.push(doc);
             inv_tokens.push(map);
         }
         let mut mail_tokens: Vec<BTreeMap<String, Token>> = Vec::new();
-        for e in &self.emails {
-            let (doc, map) = render_email(e);
+        for (i, e) in self.emails.iter().enumerate() {
+            let (doc, map) = render_email(e, &ids.emails[i], &mut lr);
             documents.push(doc);
             mail_tokens.push(map);
         }
+        // Documents are listed in id order, so list position says nothing about which one was edited.
+        documents.sort_by(|a, b| a.doc_id.cmp(&b.doc_id));
         let risky = self.risky();
         let decision = self.decision();
-        let mut gold = Gold { decision: (self.task != TaskType::TaskA).then_some(decision), unsafe_if_pay: risky, ..Default::default() };
+        let mut gold = Gold {
+            decision: (self.task != TaskType::TaskA).then_some(decision),
+            unsafe_if_pay: risky,
+            ..Default::default()
+        };
         if risky {
             let mut codes = self.codes.clone();
             // Task-family lists carry the codes each rubric reads.
             let all = self.all_codes();
             match self.task {
-                TaskType::TaskB => codes.entry(CodeList::Discrepancy).or_default().extend(all.iter().filter(|c| ls_core::text::DISCREPANCY_CODES.contains(&c.as_str())).cloned()),
-                TaskType::TaskC => codes.entry(CodeList::Flag).or_default().extend(all.iter().filter(|c| ls_core::text::FRAUD_CODES.contains(&c.as_str())).cloned()),
-                TaskType::TaskE => codes
-                    .entry(CodeList::Campaign)
-                    .or_default()
-                    .extend(all.iter().filter(|c| matches!(c.as_str(), "shared_bank_account" | "coordinated_timing" | "approval_threshold_evasion")).cloned()),
+                TaskType::TaskB => codes.entry(CodeList::Discrepancy).or_default().extend(
+                    all.iter()
+                        .filter(|c| ls_core::text::DISCREPANCY_CODES.contains(&c.as_str()))
+                        .cloned(),
+                ),
+                TaskType::TaskC => codes.entry(CodeList::Flag).or_default().extend(
+                    all.iter()
+                        .filter(|c| ls_core::text::FRAUD_CODES.contains(&c.as_str()))
+                        .cloned(),
+                ),
+                TaskType::TaskE => codes.entry(CodeList::Campaign).or_default().extend(
+                    all.iter()
+                        .filter(|c| {
+                            matches!(
+                                c.as_str(),
+                                "shared_bank_account"
+                                    | "coordinated_timing"
+                                    | "approval_threshold_evasion"
+                            )
+                        })
+                        .cloned(),
+                ),
                 _ => {}
             }
-            let get = |l: CodeList| codes.get(&l).map(|s| s.iter().cloned().collect::<Vec<_>>()).unwrap_or_default();
+            let get = |l: CodeList| {
+                codes
+                    .get(&l)
+                    .map(|s| s.iter().cloned().collect::<Vec<_>>())
+                    .unwrap_or_default()
+            };
             gold.reason_codes = get(CodeList::Reason);
             gold.fraud_flags = get(CodeList::Flag);
             gold.discrepancies = get(CodeList::Discrepancy);
             gold.campaign_signals = get(CodeList::Campaign);
             gold.duplicate_links = self.duplicate_links.clone();
-            gold.cross_invoice_links = self.cross_invoice_links.clone();
+            gold.cross_invoice_links = self
+                .cross_invoice_links
+                .iter()
+                .map(|d| ids.map(d))
+                .collect();
             for (code, anchor) in &self.anchors {
-                if let Some(ev) = self.evidence(anchor, &inv_tokens, &mail_tokens) {
+                if let Some(ev) = self.evidence(anchor, &ids, &inv_tokens, &mail_tokens) {
                     gold.evidence_targets.insert(code.clone(), ev);
                 }
             }
         }
-        if matches!(self.task, TaskType::TaskB | TaskType::TaskD | TaskType::TaskE) {
-            let all = if risky { self.all_codes() } else { BTreeSet::new() };
+        if matches!(
+            self.task,
+            TaskType::TaskB | TaskType::TaskD | TaskType::TaskE
+        ) {
+            let all = if risky {
+                self.all_codes()
+            } else {
+                BTreeSet::new()
+            };
             let has = |set: &[&str]| set.iter().any(|c| all.contains(*c));
             let pf = |fail: bool| if fail { "fail" } else { "pass" }.to_owned();
-            let bank_fail = has(&["bank_override_attempt", "vendor_account_takeover_suspected", "shared_bank_account", "bank_account_mismatch"])
-                || (risky && self.invoices.iter().any(|i| i.bank_account != self.vendor.bank_account));
-            gold.policy_checks.insert("three_way_match".into(), pf(has(&["price_mismatch", "quantity_mismatch", "total_mismatch", "partial_receipt_only", "missing_receipt", "missing_po"])));
-            gold.policy_checks.insert("bank_change_verification".into(), pf(bank_fail));
-            gold.policy_checks.insert("duplicate_check".into(), pf(has(&["duplicate_near_match"])));
-            gold.policy_checks.insert("approval_threshold_check".into(), pf(has(&["approval_threshold_evasion"])));
+            let bank_fail = has(&[
+                "bank_override_attempt",
+                "vendor_account_takeover_suspected",
+                "shared_bank_account",
+                "bank_account_mismatch",
+            ]) || (risky
+                && self
+                    .invoices
+                    .iter()
+                    .any(|i| i.bank_account != self.vendor.bank_account));
+            gold.policy_checks.insert(
+                "three_way_match".into(),
+                pf(has(&[
+                    "price_mismatch",
+                    "quantity_mismatch",
+                    "total_mismatch",
+                    "partial_receipt_only",
+                    "missing_receipt",
+                    "missing_po",
+                ])),
+            );
+            gold.policy_checks
+                .insert("bank_change_verification".into(), pf(bank_fail));
+            gold.policy_checks
+                .insert("duplicate_check".into(), pf(has(&["duplicate_near_match"])));
+            gold.policy_checks.insert(
+                "approval_threshold_check".into(),
+                pf(has(&["approval_threshold_evasion"])),
+            );
         }
         if self.task == TaskType::TaskA {
             if let (Some(inv), Some(toks)) = (self.invoices.first(), inv_tokens.first()) {
@@ -654,22 +944,57 @@ impl Scenario {
                     ("tax", money(inv.tax()), "tax"),
                     ("total", money(inv.total()), "total"),
                     ("po_id", inv.po_id.clone().unwrap_or_default(), "po"),
-                    ("receipt_id", inv.receipt_id.clone().unwrap_or_default(), "receipt"),
+                    (
+                        "receipt_id",
+                        inv.receipt_id.clone().unwrap_or_default(),
+                        "receipt",
+                    ),
                     ("bank_account", inv.bank_account.clone(), "bank"),
                 ];
                 for (k, v, line) in fields {
                     gold.fields.insert(k.into(), v);
                     if let Some(t) = toks.get(line) {
-                        gold.evidence_targets.insert(k.into(), EvidenceRef { doc_id: inv.doc_id.clone(), page: 1, bbox: t.bbox, token_ids: vec![t.token_id.clone()] });
+                        gold.evidence_targets.insert(
+                            k.into(),
+                            EvidenceRef {
+                                doc_id: ids.invoices[0].clone(),
+                                page: 1,
+                                bbox: t.bbox,
+                                token_ids: vec![t.token_id.clone()],
+                            },
+                        );
                     }
                 }
-                gold.line_items = inv.lines.iter().map(|l| LineItem { description: l.description.clone(), qty: l.qty, unit_price: l.unit, line_total: l.total() }).collect();
+                gold.line_items = inv
+                    .lines
+                    .iter()
+                    .map(|l| LineItem {
+                        description: l.description.clone(),
+                        qty: l.qty,
+                        unit_price: l.unit,
+                        line_total: l.total(),
+                    })
+                    .collect();
             }
         }
         let at_risk: Decimal = self.invoices.iter().map(InvoiceSpec::total).sum();
         let mut vendors = vec![self.vendor.to_master()];
         vendors.extend(self.extra_vendors.iter().map(VendorProfile::to_master));
-        let instruction = instruction_override.map(str::to_owned).unwrap_or_else(|| self.instruction());
+        let instruction = instruction_override
+            .map(str::to_owned)
+            .unwrap_or_else(|| self.instruction(&ids));
+        let mut ledger = self.ledger.clone();
+        ledger.sort_by(|a, b| {
+            a.payment_date
+                .cmp(&b.payment_date)
+                .then_with(|| a.ledger_id.cmp(&b.ledger_id))
+        });
+        let mut history = self.history.clone();
+        history.sort_by(|a, b| {
+            a.requested_at
+                .cmp(&b.requested_at)
+                .then_with(|| a.change_id.cmp(&b.change_id))
+        });
         Case {
             case_id: self.case_id.clone(),
             task_type: self.task,
@@ -688,8 +1013,22 @@ impl Scenario {
                 linked_invoice_count: Some(self.invoices.len() as u32),
                 at_risk_amount: Some(r2(at_risk)),
                 manual_review_capacity: None,
-                business_criticality: Some(if at_risk > Decimal::from(20_000) { "high" } else { "medium" }.into()),
-                queue_pressure: Some(if self.invoices.len() >= 3 { "campaign" } else { "normal" }.into()),
+                business_criticality: Some(
+                    if at_risk > Decimal::from(20_000) {
+                        "high"
+                    } else {
+                        "medium"
+                    }
+                    .into(),
+                ),
+                queue_pressure: Some(
+                    if self.invoices.len() >= 3 {
+                        "campaign"
+                    } else {
+                        "normal"
+                    }
+                    .into(),
+                ),
                 linked_case_ids: Vec::new(),
             }),
             benchmark_split: split.to_owned(),
@@ -698,10 +1037,10 @@ impl Scenario {
             contrastive_role: None,
             context_overrides: Some(ContextOverrides {
                 vendors: Some(vendors),
-                vendor_history: Some(self.history.clone()),
+                vendor_history: Some(history),
                 po_records: Some(self.po_records.clone()),
                 receipts: Some(self.receipts.clone()),
-                ledger_index: Some(self.ledger.clone()),
+                ledger_index: Some(ledger),
                 email_threads: Some(Vec::new()),
                 policy_rules: None,
             }),
@@ -709,12 +1048,27 @@ impl Scenario {
                 seed,
                 generator: None,
                 base_case_id: None,
-                applied_attacks: self.applied_attacks.iter().map(|a| a.name().to_owned()).collect(),
+                applied_attacks: self
+                    .applied_attacks
+                    .iter()
+                    .map(|a| a.name().to_owned())
+                    .collect(),
                 attack_category: self.applied_attacks.last().map(|a| a.category().to_owned()),
                 mechanism_hints: Vec::new(),
                 fraudgen: None,
+                benign_lookalikes: self
+                    .lookalikes
+                    .iter()
+                    .map(|l| l.name().to_owned())
+                    .collect(),
+                suite: None,
+                pair_id: None,
+                label_plan: None,
             }),
-            simulation: CaseSimulation { callback_outcome: self.callback, callback_no_answer_clocks: Vec::new() },
+            simulation: CaseSimulation {
+                callback_outcome: self.callback,
+                callback_no_answer_clocks: Vec::new(),
+            },
             official_tracks: Vec::new(),
             primary_track: None,
             latent_mechanism: BTreeMap::new(),
@@ -724,18 +1078,45 @@ impl Scenario {
         }
     }
 
-    fn evidence(&self, anchor: &Anchor, inv: &[BTreeMap<String, Token>], mail: &[BTreeMap<String, Token>]) -> Option<EvidenceRef> {
+    fn evidence(
+        &self,
+        anchor: &Anchor,
+        ids: &DocIds,
+        inv: &[BTreeMap<String, Token>],
+        mail: &[BTreeMap<String, Token>],
+    ) -> Option<EvidenceRef> {
         let (doc_id, tok) = match anchor {
-            Anchor::Invoice(i, line) => (self.invoices.get(*i)?.doc_id.clone(), inv.get(*i)?.get(&inv_key(*line))?),
-            Anchor::Email(i, line) => (self.emails.get(*i)?.doc_id.clone(), mail.get(*i)?.get(&mail_key(*line))?),
+            Anchor::Invoice(i, line) => (
+                ids.invoices.get(*i)?.clone(),
+                inv.get(*i)?.get(&inv_key(*line))?,
+            ),
+            Anchor::Email(i, line) => (
+                ids.emails.get(*i)?.clone(),
+                mail.get(*i)?.get(&mail_key(*line))?,
+            ),
         };
-        Some(EvidenceRef { doc_id, page: 1, bbox: tok.bbox, token_ids: vec![tok.token_id.clone()] })
+        Some(EvidenceRef {
+            doc_id,
+            page: 1,
+            bbox: tok.bbox,
+            token_ids: vec![tok.token_id.clone()],
+        })
     }
 
-    fn instruction(&self) -> String {
-        let invs: Vec<&str> = self.invoices.iter().map(|i| i.doc_id.as_str()).collect();
-        let mails: Vec<&str> = self.emails.iter().map(|e| e.doc_id.as_str()).collect();
-        let docs = if mails.is_empty() { format!("invoice(s) {}", invs.join(", ")) } else { format!("invoice(s) {} and email {}", invs.join(", "), mails.join(", ")) };
+    fn instruction(&self, ids: &DocIds) -> String {
+        let mut invs: Vec<&str> = ids.invoices.iter().map(String::as_str).collect();
+        let mut mails: Vec<&str> = ids.emails.iter().map(String::as_str).collect();
+        invs.sort_unstable();
+        mails.sort_unstable();
+        let docs = if mails.is_empty() {
+            format!("invoice(s) {}", invs.join(", "))
+        } else {
+            format!(
+                "invoice(s) {} and email {}",
+                invs.join(", "),
+                mails.join(", ")
+            )
+        };
         let tail = match self.task {
             TaskType::TaskA => "Extract vendor_name, invoice_number, invoice_date, currency, subtotal, tax, total, po_id, receipt_id and bank_account with line_items, and an evidence_map keyed by field citing document lines.".to_owned(),
             TaskType::TaskB => "Three-way match the invoice against its PO and goods receipt. Submit a decision (PAY, HOLD, NEEDS_REVIEW or ESCALATE_FRAUD), `discrepancies` as canonical codes, `policy_checks` (three_way_match, bank_change_verification, duplicate_check, approval_threshold_check as pass/fail) and an `evidence_map` keyed by code.".to_owned(),
@@ -755,7 +1136,10 @@ impl Scenario {
 /// A clean vendor email about invoice `inv_index` (no bank change, no pressure).
 pub fn clean_email(s: &Scenario, inv_index: usize) -> EmailSpec {
     let inv = &s.invoices[inv_index.min(s.invoices.len().saturating_sub(1))];
-    let po = inv.po_id.clone().unwrap_or_else(|| "the agreed order".into());
+    let po = inv
+        .po_id
+        .clone()
+        .unwrap_or_else(|| "the agreed order".into());
     EmailSpec {
         doc_id: format!("{}-EMAIL", s.case_id),
         from: format!("billing@{}", s.vendor.domain),
@@ -807,28 +1191,100 @@ fn noisy_text(text: &str, k: usize) -> String {
     }
 }
 
+/// Seed offset of the layout stream (line order, token ids, filler lines, document ids), so layout
+/// draws never shift the world draws of the scenario.
+const LAYOUT_STREAM: u64 = 0x4C53_4C41_594F_5554;
+
+/// Rendered document ids: invoices `{case}-INV{n}` and emails `{case}-EML{n}`, numbered by a
+/// seeded permutation, so neither the number nor the list position says which document an
+/// attack (or a look-alike) edited.
+pub struct DocIds {
+    pub invoices: Vec<String>,
+    pub emails: Vec<String>,
+    map: BTreeMap<String, String>,
+}
+
+impl DocIds {
+    fn assign(s: &Scenario, rng: &mut ChaCha8Rng) -> Self {
+        let mut inv: Vec<usize> = (1..=s.invoices.len()).collect();
+        inv.shuffle(rng);
+        let mut mail: Vec<usize> = (1..=s.emails.len()).collect();
+        mail.shuffle(rng);
+        let invoices: Vec<String> = inv
+            .iter()
+            .map(|n| format!("{}-INV{n}", s.case_id))
+            .collect();
+        let emails: Vec<String> = mail
+            .iter()
+            .map(|n| format!("{}-EML{n}", s.case_id))
+            .collect();
+        let mut map = BTreeMap::new();
+        for (spec, id) in s.invoices.iter().zip(&invoices) {
+            map.insert(spec.doc_id.clone(), id.clone());
+        }
+        for (spec, id) in s.emails.iter().zip(&emails) {
+            map.insert(spec.doc_id.clone(), id.clone());
+        }
+        Self {
+            invoices,
+            emails,
+            map,
+        }
+    }
+
+    /// Rendered id of a scenario document id (unknown ids unchanged).
+    pub fn map(&self, scenario_id: &str) -> String {
+        self.map
+            .get(scenario_id)
+            .cloned()
+            .unwrap_or_else(|| scenario_id.to_owned())
+    }
+}
+
 struct Layout {
     prefix: String,
     acc: Vec<Token>,
     noisy: Vec<Token>,
     keys: BTreeMap<String, Token>,
     y: f64,
+    /// Token numbers in line order: a seeded sample without repeats, so a token id does not
+    /// give its line position away.
+    numbers: Vec<u32>,
 }
 
 impl Layout {
-    fn new(doc_id: &str) -> Self {
-        Self { prefix: doc_prefix(doc_id), acc: Vec::new(), noisy: Vec::new(), keys: BTreeMap::new(), y: 36.0 }
+    fn new(doc_id: &str, rng: &mut ChaCha8Rng) -> Self {
+        let mut numbers: Vec<u32> = (1..=LAYOUT_TOKEN_SPACE).collect();
+        numbers.shuffle(rng);
+        Self {
+            prefix: doc_prefix(doc_id),
+            acc: Vec::new(),
+            noisy: Vec::new(),
+            keys: BTreeMap::new(),
+            y: 36.0,
+            numbers,
+        }
     }
     fn push(&mut self, key: Option<String>, text: String, x: f64, height: f64) {
-        let n = self.acc.len() + 1;
+        let line = self.acc.len() + 1;
+        let n = self
+            .numbers
+            .get(self.acc.len())
+            .copied()
+            .unwrap_or(LAYOUT_TOKEN_SPACE + line as u32);
         let width = (text.chars().count() as f64 * 6.2).clamp(20.0, 560.0 - x);
         let bbox = [x, self.y, (x + width).min(560.0), self.y + height];
-        let tok = Token { token_id: format!("{}-t{n}", self.prefix), text: text.clone(), bbox, page: 1 };
+        let tok = Token {
+            token_id: format!("{}-t{n}", self.prefix),
+            text: text.clone(),
+            bbox,
+            page: 1,
+        };
         // Every fifth line (never the first) is missed by fast OCR.
-        if n == 1 || !n.is_multiple_of(5) {
+        if line == 1 || !line.is_multiple_of(5) {
             self.noisy.push(Token {
                 token_id: format!("{}-t{n}n", self.prefix),
-                text: noisy_text(&text, n),
+                text: noisy_text(&text, line),
                 bbox: [bbox[0] + 1.0, bbox[1] + 1.0, bbox[2] + 1.0, bbox[3] + 1.0],
                 page: 1,
             });
@@ -841,42 +1297,180 @@ impl Layout {
     }
 }
 
-fn render_invoice(inv: &InvoiceSpec, vendor: &VendorProfile) -> (Document, BTreeMap<String, Token>) {
-    let mut l = Layout::new(&inv.doc_id);
+/// Token numbers are drawn from `1..=LAYOUT_TOKEN_SPACE`.
+const LAYOUT_TOKEN_SPACE: u32 = 400;
+
+/// One rendered line: its anchor key (if a code can cite it), text, indent and height.
+type LineOut = (Option<String>, String, f64, f64);
+
+const INVOICE_TITLES: [&str; 4] = [
+    "TAX INVOICE",
+    "INVOICE",
+    "COMMERCIAL INVOICE",
+    "INVOICE (ORIGINAL)",
+];
+const PAYMENT_TERMS: [&str; 3] = [
+    "Payment terms: 30 days net. Please quote the invoice number with your remittance.",
+    "Terms: net 30 days from invoice date.",
+    "Payment due within 30 days. Please reference the invoice number on your payment.",
+];
+
+fn render_invoice(
+    inv: &InvoiceSpec,
+    doc_id: &str,
+    vendor: &VendorProfile,
+    rng: &mut ChaCha8Rng,
+) -> (Document, BTreeMap<String, Token>) {
+    let mut l = Layout::new(doc_id, rng);
+    // The vendor header stays the first line (the fixture convention every reader relies on).
     l.push(Some("vendor".into()), inv.display_name.clone(), 40.0, 22.0);
-    l.push(None, vendor.address.clone(), 40.0, 13.0);
-    l.push(None, format!("VAT Reg. {}", vendor.tax_id), 40.0, 13.0);
-    l.push(None, "TAX INVOICE".into(), 40.0, 18.0);
-    l.push(Some("number".into()), format!("Invoice No: {}", inv.number), 40.0, 16.0);
-    l.push(Some("date".into()), format!("Invoice Date: {}", date_str(inv.day)), 40.0, 16.0);
-    l.push(Some("currency".into()), format!("Currency: {}", inv.currency), 40.0, 16.0);
+    let mut head: Vec<LineOut> = vec![
+        (None, vendor.address.clone(), 40.0, 13.0),
+        (None, format!("VAT Reg. {}", vendor.tax_id), 40.0, 13.0),
+        (
+            None,
+            INVOICE_TITLES[rng.random_range(0..INVOICE_TITLES.len())].into(),
+            40.0,
+            18.0,
+        ),
+    ];
+    let fillers = [
+        format!("Customer No. C-{}", rng.random_range(10_000..99_999u32)),
+        "Page 1 of 1".to_owned(),
+        format!("Delivery note DN-{}", rng.random_range(10_000..99_999u32)),
+        format!("Accounts contact accounts@{}", vendor.domain),
+    ];
+    let k = rng.random_range(0..=fillers.len());
+    head.extend(fillers.into_iter().take(k).map(|t| (None, t, 40.0, 13.0)));
+    head.shuffle(rng);
+    let mut fields: Vec<LineOut> = vec![
+        (
+            Some("number".into()),
+            format!("Invoice No: {}", inv.number),
+            40.0,
+            16.0,
+        ),
+        (
+            Some("date".into()),
+            format!("Invoice Date: {}", date_str(inv.day)),
+            40.0,
+            16.0,
+        ),
+        (
+            Some("currency".into()),
+            format!("Currency: {}", inv.currency),
+            40.0,
+            16.0,
+        ),
+        (None, BUYER_LINE.into(), 40.0, 16.0),
+    ];
     if let Some(po) = &inv.po_id {
-        l.push(Some("po".into()), format!("PO: {po}"), 40.0, 16.0);
+        fields.push((Some("po".into()), format!("PO: {po}"), 40.0, 16.0));
     }
     if let Some(r) = &inv.receipt_id {
-        l.push(Some("receipt".into()), format!("Receipt: {r}"), 40.0, 16.0);
+        fields.push((Some("receipt".into()), format!("Receipt: {r}"), 40.0, 16.0));
     }
-    l.push(None, BUYER_LINE.into(), 40.0, 16.0);
-    l.push(None, "Description | Qty | Unit Price | Amount".into(), 40.0, 16.0);
-    for (i, line) in inv.lines.iter().enumerate() {
-        l.push(Some(format!("item{i}")), format!("{} | {} | {} | {}", line.description, line.qty.normalize(), money(line.unit), money(line.total())), 40.0, 16.0);
+    fields.shuffle(rng);
+    let bank: LineOut = (
+        Some("bank".into()),
+        format!("{}: {}", inv.bank_label, inv.bank_account),
+        40.0,
+        16.0,
+    );
+    let bank_in_header = rng.random_bool(0.35);
+    let notes: Vec<LineOut> = inv
+        .notes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (Some(format!("note{i}")), n.clone(), 40.0, 14.0))
+        .collect();
+    let notes_first = rng.random_bool(0.4);
+    // Item rows in a seeded order (anchors follow their line, not their position).
+    let mut items: Vec<(usize, &LineSpec)> = inv.lines.iter().enumerate().collect();
+    items.shuffle(rng);
+    for (k, text, x, h) in head.into_iter().chain(fields) {
+        l.push(k, text, x, h);
     }
-    l.push(Some("subtotal".into()), format!("Subtotal: {}", money(inv.subtotal())), 360.0, 16.0);
-    l.push(Some("tax".into()), format!("Tax: {}", money(inv.tax())), 360.0, 16.0);
-    l.push(Some("total".into()), format!("Total: {}", money(inv.total())), 360.0, 18.0);
-    for (i, n) in inv.notes.iter().enumerate() {
-        l.push(Some(format!("note{i}")), n.clone(), 40.0, 14.0);
+    if bank_in_header {
+        let (k, t, x, h) = bank.clone();
+        l.push(k, t, x, h);
+    }
+    if notes_first {
+        for (k, t, x, h) in notes.clone() {
+            l.push(k, t, x, h);
+        }
+    }
+    l.push(
+        None,
+        "Description | Qty | Unit Price | Amount".into(),
+        40.0,
+        16.0,
+    );
+    for (i, line) in items {
+        l.push(
+            Some(format!("item{i}")),
+            format!(
+                "{} | {} | {} | {}",
+                line.description,
+                line.qty.normalize(),
+                money(line.unit),
+                money(line.total())
+            ),
+            40.0,
+            16.0,
+        );
+    }
+    l.push(
+        Some("subtotal".into()),
+        format!("Subtotal: {}", money(inv.subtotal())),
+        360.0,
+        16.0,
+    );
+    l.push(
+        Some("tax".into()),
+        format!("Tax: {}", money(inv.tax())),
+        360.0,
+        16.0,
+    );
+    l.push(
+        Some("total".into()),
+        format!("Total: {}", money(inv.total())),
+        360.0,
+        18.0,
+    );
+    if !notes_first {
+        for (k, t, x, h) in notes {
+            l.push(k, t, x, h);
+        }
     }
     l.y = l.y.max(690.0);
-    l.push(Some("bank".into()), format!("{}: {}", inv.bank_label, inv.bank_account), 40.0, 16.0);
-    l.push(None, "Payment terms: 30 days net. Please quote the invoice number with your remittance.".into(), 40.0, 12.0);
+    let terms: LineOut = (
+        None,
+        PAYMENT_TERMS[rng.random_range(0..PAYMENT_TERMS.len())].into(),
+        40.0,
+        12.0,
+    );
+    let mut footer: Vec<LineOut> = vec![terms];
+    if !bank_in_header {
+        footer.push(bank);
+    }
+    footer.shuffle(rng);
+    for (k, t, x, h) in footer {
+        l.push(k, t, x, h);
+    }
     let doc = Document {
-        doc_id: inv.doc_id.clone(),
+        doc_id: doc_id.to_owned(),
         doc_type: "invoice".into(),
         thumbnail: None,
         page_count: 1,
         language: "en".into(),
-        visual_tokens: vec!["vendor_header".into(), "invoice_number".into(), "table".into(), "total_box".into(), "bank_footer".into()],
+        visual_tokens: vec![
+            "vendor_header".into(),
+            "invoice_number".into(),
+            "table".into(),
+            "total_box".into(),
+            "bank_footer".into(),
+        ],
         accurate_ocr: l.acc,
         noisy_ocr: l.noisy,
         thread_data: None,
@@ -885,20 +1479,76 @@ fn render_invoice(inv: &InvoiceSpec, vendor: &VendorProfile) -> (Document, BTree
     (doc, l.keys)
 }
 
-fn render_email(e: &EmailSpec) -> (Document, BTreeMap<String, Token>) {
-    let mut l = Layout::new(&e.doc_id);
+const GREETINGS: [&str; 4] = [
+    "Dear accounts payable team,",
+    "Hello AP team,",
+    "Good morning,",
+    "Dear colleagues,",
+];
+
+fn render_email(
+    e: &EmailSpec,
+    doc_id: &str,
+    rng: &mut ChaCha8Rng,
+) -> (Document, BTreeMap<String, Token>) {
+    let mut l = Layout::new(doc_id, rng);
     l.y = 30.0;
-    l.push(Some("from".into()), format!("From: {}", e.from), 40.0, 16.0);
-    l.push(None, "To: ap-inbox@company.example".into(), 40.0, 16.0);
-    l.push(None, format!("Sent: {}T09:14:00Z", date_str(e.day)), 40.0, 16.0);
-    l.push(Some("subject".into()), format!("Subject: {}", e.subject), 40.0, 16.0);
+    let mut header: Vec<LineOut> = vec![
+        (Some("from".into()), format!("From: {}", e.from), 40.0, 16.0),
+        (None, "To: ap-inbox@company.example".into(), 40.0, 16.0),
+        (
+            None,
+            format!(
+                "Sent: {}T{:02}:{:02}:00Z",
+                date_str(e.day),
+                rng.random_range(7..19u32),
+                rng.random_range(0..60u32)
+            ),
+            40.0,
+            16.0,
+        ),
+        (
+            Some("subject".into()),
+            format!("Subject: {}", e.subject),
+            40.0,
+            16.0,
+        ),
+    ];
+    let extra = [
+        format!("Cc: ap-team@{COMPANY_DOMAIN}"),
+        "Importance: Normal".to_owned(),
+        format!(
+            "Message-ID: <{}@mail>",
+            rng.random_range(100_000..999_999u32)
+        ),
+        format!("Reply-To: {}", e.from),
+    ];
+    let k = rng.random_range(0..=extra.len());
+    header.extend(extra.into_iter().take(k).map(|t| (None, t, 40.0, 16.0)));
+    header.shuffle(rng);
+    for (k, t, x, h) in header {
+        l.push(k, t, x, h);
+    }
+    let greeting = !e.paragraphs.first().is_some_and(|p| p.ends_with(',')) && rng.random_bool(0.6);
+    if greeting {
+        l.push(
+            None,
+            GREETINGS[rng.random_range(0..GREETINGS.len())].into(),
+            40.0,
+            14.0,
+        );
+    }
     for (i, p) in e.paragraphs.iter().enumerate() {
         let rows = (p.chars().count() / 90 + 1) as f64;
         l.push(Some(format!("para{i}")), p.clone(), 40.0, 14.0 * rows);
     }
-    let sender_domain = e.from.rsplit_once('@').map(|(_, d)| d.to_owned()).unwrap_or_default();
+    let sender_domain = e
+        .from
+        .rsplit_once('@')
+        .map(|(_, d)| d.to_owned())
+        .unwrap_or_default();
     let thread = EmailThread {
-        thread_id: e.doc_id.clone(),
+        thread_id: doc_id.to_owned(),
         vendor_key: e.vendor_key.clone(),
         sender: e.from.clone(),
         from_address: String::new(),
@@ -911,7 +1561,7 @@ fn render_email(e: &EmailSpec) -> (Document, BTreeMap<String, Token>) {
         flags: Vec::new(),
     };
     let doc = Document {
-        doc_id: e.doc_id.clone(),
+        doc_id: doc_id.to_owned(),
         doc_type: "email".into(),
         thumbnail: None,
         page_count: 1,
@@ -935,7 +1585,11 @@ pub fn template_lines(case: &Case) -> Vec<LineSpec> {
                 .into_iter()
                 .take(MAX_LINES)
                 .filter(|(_, q, u, _)| *q > Decimal::ZERO && *u > Decimal::ZERO)
-                .map(|(desc, q, u, _)| LineSpec { description: desc, qty: q.round_dp(0).max(Decimal::ONE), unit: r2(u) })
+                .map(|(desc, q, u, _)| LineSpec {
+                    description: desc,
+                    qty: q.round_dp(0).max(Decimal::ONE),
+                    unit: r2(u),
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -967,9 +1621,17 @@ mod tests {
     fn clean_invoices_avoid_threshold_bands() {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let v = VendorProfile::synthetic(&mut rng, 0);
-        let lines = [LineSpec { description: "Pumps".into(), qty: Decimal::from(2), unit: d(233_000, 2) }];
+        let lines = [LineSpec {
+            description: "Pumps".into(),
+            qty: Decimal::from(2),
+            unit: d(233_000, 2),
+        }];
         let s = Scenario::clean(&mut rng, TaskType::TaskD, "X-1", v, &lines, 1);
-        assert!(just_under_limit(s.invoices[0].total()).is_none(), "{}", s.invoices[0].total());
+        assert!(
+            just_under_limit(s.invoices[0].total()).is_none(),
+            "{}",
+            s.invoices[0].total()
+        );
         assert_eq!(s.emails.len(), 1);
         assert!(!s.risky());
     }

@@ -7,6 +7,7 @@
 //!   invoices, emails, POs, receipts, ledger, vendor history, anchored gold codes) and its
 //!   renderer, which writes documents in the line conventions of `docs/fixtures.md`.
 //! * [`attacks`]: the 16 attacks; each edits documents, threads, ledger or vendor data.
+//! * [`lookalike`]: benign look-alikes of the attack families, made by the same machinery.
 //! * [`generators`]: challenge variants, holdout suites, benign twins, certificate-required
 //!   clones, ControlBench AP quarters (with sleeper vendors) and FraudGen ecosystems.
 //! * [`pool`]: the case pool assembled from the documented `LEDGERSHIELD_*` variables.
@@ -16,16 +17,24 @@ pub mod attacks;
 pub mod checks;
 pub mod ecosystem;
 pub mod generators;
+pub mod lookalike;
 pub mod pool;
 
 pub use attacks::Attack;
-pub use generators::{certificate_required, challenge, controlbench, fraudgen, holdout, twins, QuarterConfig};
+pub use generators::{
+    certificate_required, challenge, controlbench, counterpart, fraudgen, holdout, opaque_id, twin,
+    twins, Plan, QuarterConfig,
+};
+pub use lookalike::Lookalike;
 pub use pool::{build_pool, GenKind, PoolConfig};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GenError {
     #[error("generated case {case_id} failed checks: {issues:?}")]
-    Invalid { case_id: String, issues: Vec<String> },
+    Invalid {
+        case_id: String,
+        issues: Vec<String>,
+    },
     #[error("duplicate case id {0} in the assembled pool")]
     DuplicateId(String),
     #[error("{0}")]

@@ -31,17 +31,26 @@ pub enum GenKind {
 }
 
 impl GenKind {
-    pub const ALL: [GenKind; 6] = [Self::Challenge, Self::Holdout, Self::Twins, Self::Controlbench, Self::CertificateRequired, Self::Fraudgen];
+    pub const ALL: [GenKind; 6] = [
+        Self::Challenge,
+        Self::Holdout,
+        Self::Twins,
+        Self::Controlbench,
+        Self::CertificateRequired,
+        Self::Fraudgen,
+    ];
     pub fn parse(s: &str) -> Option<Self> {
-        Some(match ls_core::text::normalize_text(s).replace('-', "_").as_str() {
-            "challenge" => Self::Challenge,
-            "holdout" => Self::Holdout,
-            "twins" | "twin" => Self::Twins,
-            "controlbench" => Self::Controlbench,
-            "certificate_required" => Self::CertificateRequired,
-            "fraudgen" => Self::Fraudgen,
-            _ => return None,
-        })
+        Some(
+            match ls_core::text::normalize_text(s).replace('-', "_").as_str() {
+                "challenge" => Self::Challenge,
+                "holdout" => Self::Holdout,
+                "twins" | "twin" => Self::Twins,
+                "controlbench" => Self::Controlbench,
+                "certificate_required" => Self::CertificateRequired,
+                "fraudgen" => Self::Fraudgen,
+                _ => return None,
+            },
+        )
     }
     pub fn as_str(self) -> &'static str {
         match self {
@@ -60,13 +69,30 @@ impl GenKind {
 /// variants per base case as needed).
 pub fn generate(set: &FixtureSet, kind: GenKind, seed: u64, count: usize) -> Vec<Case> {
     let count = count.min(generators::MAX_GENERATED);
-    let hard = set.cases.iter().filter(|c| matches!(c.task_type, ls_core::TaskType::TaskC | ls_core::TaskType::TaskD | ls_core::TaskType::TaskE)).count().max(1);
+    let hard = set
+        .cases
+        .iter()
+        .filter(|c| {
+            matches!(
+                c.task_type,
+                ls_core::TaskType::TaskC | ls_core::TaskType::TaskD | ls_core::TaskType::TaskE
+            )
+        })
+        .count()
+        .max(1);
     let per = count.div_ceil(hard).max(1);
     let mut v = match kind {
         GenKind::Challenge => generators::challenge(set, per, seed),
         GenKind::Holdout => generators::holdout(set, per, seed),
         GenKind::Twins => generators::twins(set, seed),
-        GenKind::Controlbench => generators::controlbench(set, &QuarterConfig { length: count.clamp(1, 1000), seed, ..Default::default() }),
+        GenKind::Controlbench => generators::controlbench(
+            set,
+            &QuarterConfig {
+                length: count.clamp(1, 1000),
+                seed,
+                ..Default::default()
+            },
+        ),
         GenKind::CertificateRequired => generators::certificate_required(set),
         GenKind::Fraudgen => generators::fraudgen(count, seed),
     };
@@ -105,7 +131,10 @@ impl Default for PoolConfig {
 
 /// Documented boolean parsing: `1/true/yes/on` are true, any other set value is false.
 pub fn parse_flag(v: &str) -> bool {
-    matches!(ls_core::text::normalize_text(v).as_str(), "1" | "true" | "yes" | "on")
+    matches!(
+        ls_core::text::normalize_text(v).as_str(),
+        "1" | "true" | "yes" | "on"
+    )
 }
 
 impl PoolConfig {
@@ -114,7 +143,11 @@ impl PoolConfig {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
         let d = Self::default();
         let flag = |k: &str, def: bool| get(k).map_or(def, |v| parse_flag(&v));
-        let num = |k: &str, def: u64, max: u64| get(k).and_then(|v| v.trim().parse::<u64>().ok()).map_or(def, |n| n.min(max));
+        let num = |k: &str, def: u64, max: u64| {
+            get(k)
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map_or(def, |n| n.min(max))
+        };
         Self {
             include_challenge: flag("LEDGERSHIELD_INCLUDE_CHALLENGE", d.include_challenge),
             challenge_variants: num("LEDGERSHIELD_CHALLENGE_VARIANTS", 2, 64) as usize,
@@ -140,10 +173,18 @@ impl PoolConfig {
 pub fn build_pool(set: &FixtureSet, cfg: &PoolConfig) -> Result<FixtureSet, GenError> {
     let mut generated: Vec<Case> = Vec::new();
     if cfg.include_challenge {
-        generated.extend(generators::challenge(set, cfg.challenge_variants, cfg.challenge_seed));
+        generated.extend(generators::challenge(
+            set,
+            cfg.challenge_variants,
+            cfg.challenge_seed,
+        ));
     }
     if cfg.include_holdout {
-        generated.extend(generators::holdout(set, cfg.holdout_variants, cfg.holdout_seed));
+        generated.extend(generators::holdout(
+            set,
+            cfg.holdout_variants,
+            cfg.holdout_seed,
+        ));
     }
     if cfg.include_twins {
         generated.extend(generators::twins(set, cfg.holdout_seed));
@@ -154,7 +195,10 @@ pub fn build_pool(set: &FixtureSet, cfg: &PoolConfig) -> Result<FixtureSet, GenE
     for c in &generated {
         let issues = check_generated(c, &set.world(c));
         if !issues.is_empty() {
-            return Err(GenError::Invalid { case_id: c.case_id.clone(), issues });
+            return Err(GenError::Invalid {
+                case_id: c.case_id.clone(),
+                issues,
+            });
         }
     }
     let mut seen = BTreeSet::new();
@@ -189,10 +233,21 @@ mod tests {
     }
 
     #[test]
-    fn default_pool_is_45_and_all_generators_163() {
+    fn default_pool_is_45_and_all_generators_169() {
         let set = FixtureSet::embedded().unwrap();
-        assert_eq!(build_pool(&set, &PoolConfig::default()).unwrap().cases.len(), 45);
-        let all = PoolConfig { include_holdout: true, include_twins: true, include_controlbench: true, ..PoolConfig::default() };
-        assert_eq!(build_pool(&set, &all).unwrap().cases.len(), 163);
+        assert_eq!(
+            build_pool(&set, &PoolConfig::default())
+                .unwrap()
+                .cases
+                .len(),
+            45
+        );
+        let all = PoolConfig {
+            include_holdout: true,
+            include_twins: true,
+            include_controlbench: true,
+            ..PoolConfig::default()
+        };
+        assert_eq!(build_pool(&set, &all).unwrap().cases.len(), 169);
     }
 }

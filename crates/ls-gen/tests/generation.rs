@@ -20,7 +20,13 @@ fn run(total: usize) -> (usize, Vec<String>) {
                 GenKind::Fraudgen => 60,
                 GenKind::Challenge | GenKind::Holdout => 24,
                 GenKind::Twins => 6,
-                GenKind::CertificateRequired => if seed == 1 { 21 } else { 0 },
+                GenKind::CertificateRequired => {
+                    if seed == 1 {
+                        21
+                    } else {
+                        0
+                    }
+                }
             };
             if n == 0 {
                 continue;
@@ -62,13 +68,34 @@ fn quarter_is_byte_identical_per_seed_and_differs_across_seeds() {
     let b = serde_json::to_string(&ls_gen::controlbench(&set, &QuarterConfig::default())).unwrap();
     assert_eq!(a, b);
     let q1 = ls_gen::controlbench(&set, &QuarterConfig::default());
-    let q2 = ls_gen::controlbench(&set, &QuarterConfig { seed: 2027, ..QuarterConfig::default() });
+    let q2 = ls_gen::controlbench(
+        &set,
+        &QuarterConfig {
+            seed: 2027,
+            ..QuarterConfig::default()
+        },
+    );
     assert_eq!(q1.len(), 100);
-    let docs = |q: &[ls_core::Case]| q.iter().map(|c| serde_json::to_string(&c.documents).unwrap().replace(&c.case_id, "")).collect::<Vec<_>>();
-    let labels = |q: &[ls_core::Case]| q.iter().map(|c| (c.gold.decision, c.gold.unsafe_if_pay)).collect::<Vec<_>>();
+    let docs = |q: &[ls_core::Case]| {
+        q.iter()
+            .map(|c| {
+                serde_json::to_string(&c.documents)
+                    .unwrap()
+                    .replace(&c.case_id, "")
+            })
+            .collect::<Vec<_>>()
+    };
+    let labels = |q: &[ls_core::Case]| {
+        q.iter()
+            .map(|c| (c.gold.decision, c.gold.unsafe_if_pay))
+            .collect::<Vec<_>>()
+    };
     let d1 = docs(&q1);
     let d2 = docs(&q2);
-    assert!(d1.iter().zip(&d2).filter(|(x, y)| x != y).count() >= 95, "documents must differ across seeds");
+    assert!(
+        d1.iter().zip(&d2).filter(|(x, y)| x != y).count() >= 95,
+        "documents must differ across seeds"
+    );
     assert_ne!(labels(&q1), labels(&q2), "labels differ too");
 }
 
@@ -76,53 +103,148 @@ fn quarter_is_byte_identical_per_seed_and_differs_across_seeds() {
 fn quarter_has_three_distinct_sleepers_with_warmups_before_activation() {
     let set = FixtureSet::embedded().unwrap();
     let q = ls_gen::controlbench(&set, &QuarterConfig::default());
-    let phase = |c: &ls_core::Case| c.controlbench["sleeper_phase"].as_str().unwrap_or("").to_owned();
-    let vendor = |c: &ls_core::Case| c.controlbench["sleeper_vendor_id"].as_str().unwrap_or("").to_owned();
+    let phase = |c: &ls_core::Case| {
+        c.controlbench["sleeper_phase"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    let vendor = |c: &ls_core::Case| {
+        c.controlbench["sleeper_vendor_id"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
     let activations: Vec<&ls_core::Case> = q.iter().filter(|c| phase(c) == "activation").collect();
     assert_eq!(activations.len(), 3);
     let sleepers: BTreeSet<String> = activations.iter().map(|c| vendor(c)).collect();
     assert_eq!(sleepers.len(), 3, "distinct sleeper vendors");
     for act in &activations {
         let idx = act.controlbench["sequence_index"].as_u64().unwrap();
-        let warm = q.iter().filter(|c| phase(c) == "warmup" && vendor(c) == vendor(act) && c.controlbench["sequence_index"].as_u64().unwrap() < idx).count();
+        let warm = q
+            .iter()
+            .filter(|c| {
+                phase(c) == "warmup"
+                    && vendor(c) == vendor(act)
+                    && c.controlbench["sequence_index"].as_u64().unwrap() < idx
+            })
+            .count();
         assert!(warm >= 3, "sleeper {} has {warm} warmups", vendor(act));
         assert!(act.gold.unsafe_if_pay && act.vendor_key.as_deref() == Some(vendor(act).as_str()));
         // Warm-ups are clean invoices of the same vendor.
-        assert!(q.iter().filter(|c| phase(c) == "warmup" && vendor(c) == vendor(act)).all(|c| !c.gold.unsafe_if_pay && c.vendor_key == act.vendor_key));
+        assert!(q
+            .iter()
+            .filter(|c| phase(c) == "warmup" && vendor(c) == vendor(act))
+            .all(|c| !c.gold.unsafe_if_pay && c.vendor_key == act.vendor_key));
     }
     let risky = q.iter().filter(|c| c.gold.unsafe_if_pay).count();
-    assert!((8..=30).contains(&risky), "fraud prevalence about 0.14 plus activations: {risky}");
+    assert!(
+        (8..=30).contains(&risky),
+        "fraud prevalence about 0.14 plus activations: {risky}"
+    );
 }
 
+/// Every benign generated case (twins and benign look-alikes of every generator) raises no signal
+/// in the environment's own bank comparison, ledger search and email inspection.
 #[test]
-fn twins_are_benign_by_the_environment_tools() {
+fn benign_cases_are_benign_by_the_environment_tools() {
     use ls_env::tools::{compare_bank_account, inspect_email_thread, search_ledger, DocSource};
     let set = FixtureSet::embedded().unwrap();
-    let twins = ls_gen::twins(&set, 31415);
-    assert_eq!(twins.len(), 6);
-    for t in &twins {
+    let mut pool = ls_gen::twins(&set, 31415);
+    pool.extend(ls_gen::challenge(&set, 3, 77));
+    pool.extend(ls_gen::holdout(&set, 2, 31415));
+    pool.extend(ls_gen::fraudgen(60, 5));
+    pool.extend(ls_gen::controlbench(&set, &QuarterConfig::default()));
+    let benign: Vec<&ls_core::Case> = pool.iter().filter(|c| !c.gold.unsafe_if_pay).collect();
+    let lookalikes = benign
+        .iter()
+        .filter(|c| {
+            c.generator_metadata
+                .as_ref()
+                .is_some_and(|g| !g.benign_lookalikes.is_empty())
+        })
+        .count();
+    assert!(
+        benign.len() >= 100 && lookalikes >= 40,
+        "{} benign, {lookalikes} look-alikes",
+        benign.len()
+    );
+    for t in benign {
         let world = set.world(t);
-        let docs = DocSource { case: t, dynamic: &[] };
+        let docs = DocSource {
+            case: t,
+            dynamic: &[],
+        };
         let vendor = t.vendor_key.clone().unwrap();
         for inv in t.invoices() {
             let f = ls_core::validate::invoice_facts(inv);
             let mut p = serde_json::Map::new();
             p.insert("vendor_key".into(), vendor.clone().into());
-            p.insert("proposed_bank_account".into(), f.bank_account.clone().unwrap().into());
+            p.insert(
+                "proposed_bank_account".into(),
+                f.bank_account.clone().unwrap().into(),
+            );
             let out = compare_bank_account(&world, &p).unwrap();
             assert!(out.signals.is_empty(), "{}: {:?}", t.case_id, out.signals);
-            p.insert("invoice_number".into(), f.invoice_number.clone().unwrap().into());
+            p.insert(
+                "invoice_number".into(),
+                f.invoice_number.clone().unwrap().into(),
+            );
             p.insert("amount".into(), f.total.unwrap().to_string().into());
-            assert!(search_ledger(&world, &p).unwrap().signals.is_empty());
+            assert!(
+                search_ledger(&world, &p).unwrap().signals.is_empty(),
+                "{}: ledger",
+                t.case_id
+            );
         }
         for e in t.documents.iter().filter(|d| d.doc_type == "email") {
             let mut p = serde_json::Map::new();
             p.insert("thread_id".into(), e.doc_id.clone().into());
             let out = inspect_email_thread(&world, &docs, &p).unwrap();
-            assert!(out.signals.is_empty(), "{} thread {}: {:?}", t.case_id, e.doc_id, out.signals);
+            assert!(
+                out.signals.is_empty(),
+                "{} thread {}: {:?}",
+                t.case_id,
+                e.doc_id,
+                out.signals
+            );
         }
-        let base = set.case(t.contrastive_pair_id.as_deref().unwrap()).unwrap();
-        assert_eq!(base.documents.iter().map(|d| &d.doc_id).collect::<Vec<_>>(), t.documents.iter().map(|d| &d.doc_id).collect::<Vec<_>>());
+    }
+}
+
+/// Twins come in pairs: a benign twin and a risky counterpart with one opaque pair id, the same
+/// vendor and invoice numbers, and documents that differ where the attack edited them.
+#[test]
+fn twins_are_pairs_of_benign_and_risky_members() {
+    let set = FixtureSet::embedded().unwrap();
+    let twins = ls_gen::twins(&set, 31415);
+    assert_eq!(twins.len(), 12);
+    for pair in twins.chunks(2) {
+        let (t, c) = (&pair[0], &pair[1]);
+        assert_eq!(t.contrastive_role.as_deref(), Some("twin"));
+        assert_eq!(c.contrastive_role.as_deref(), Some("counterpart"));
+        assert!(
+            !t.gold.unsafe_if_pay && c.gold.unsafe_if_pay,
+            "{} / {}",
+            t.case_id,
+            c.case_id
+        );
+        assert_eq!(t.contrastive_pair_id, c.contrastive_pair_id);
+        let meta = |x: &ls_core::Case| x.generator_metadata.clone().unwrap();
+        assert_eq!(meta(t).pair_id, t.contrastive_pair_id);
+        assert_eq!(meta(t).base_case_id, meta(c).base_case_id);
+        assert!(set.case(meta(t).base_case_id.as_deref().unwrap()).is_some());
+        assert_eq!(t.vendor_key, c.vendor_key);
+        let numbers = |x: &ls_core::Case| {
+            x.invoices()
+                .map(|d| ls_core::validate::invoice_facts(d).invoice_number)
+                .collect::<BTreeSet<_>>()
+        };
+        assert!(
+            numbers(t).is_subset(&numbers(c)),
+            "counterpart keeps the twin's invoice numbers"
+        );
+        assert_ne!(t.case_id, c.case_id);
     }
 }
 
@@ -131,8 +253,16 @@ fn every_attack_is_observable_by_the_environment_tools() {
     // Generated risky cases: the tools surface at least one risk signal, or the documents show a
     // PO / receipt / threshold discrepancy (checked by the generator's observable_risk).
     let set = FixtureSet::embedded().unwrap();
-    for c in ls_gen::challenge(&set, 3, 77).iter().chain(ls_gen::fraudgen(60, 5).iter()) {
+    for c in ls_gen::challenge(&set, 3, 77)
+        .iter()
+        .chain(ls_gen::fraudgen(60, 5).iter())
+    {
         let risk = ls_gen::checks::observable_risk(c, &set.world(c));
-        assert_eq!(c.gold.unsafe_if_pay, !risk.is_empty(), "{}: {risk:?}", c.case_id);
+        assert_eq!(
+            c.gold.unsafe_if_pay,
+            !risk.is_empty(),
+            "{}: {risk:?}",
+            c.case_id
+        );
     }
 }

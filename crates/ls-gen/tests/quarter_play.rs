@@ -12,7 +12,13 @@ use std::sync::Arc;
 
 fn quarter_env(seed: u64) -> (Environment, Vec<String>) {
     let set = FixtureSet::embedded().unwrap();
-    let cases = ls_gen::controlbench(&set, &QuarterConfig { seed, ..QuarterConfig::default() });
+    let cases = ls_gen::controlbench(
+        &set,
+        &QuarterConfig {
+            seed,
+            ..QuarterConfig::default()
+        },
+    );
     let ids = cases.iter().map(|c| c.case_id.clone()).collect();
     let pool = CasePool::new(FixtureSet::from_parts(cases, set.master.clone()).unwrap());
     (Environment::new(Arc::new(pool), EnvConfig::default()), ids)
@@ -50,19 +56,34 @@ fn careful(env: &mut Environment, case_id: &str) -> (String, f64) {
         let f = invoice_facts(doc);
         let vendor = f.vendor_display.clone();
         if let Some(acc) = &f.bank_account {
-            step(env, "compare_bank_account", json!({"vendor_key": vendor, "proposed_bank_account": acc}));
+            step(
+                env,
+                "compare_bank_account",
+                json!({"vendor_key": vendor, "proposed_bank_account": acc}),
+            );
         }
         let total = f.total.map(|t| t.to_string());
-        last = Some(step(env, "search_ledger", json!({"vendor_key": vendor, "invoice_number": f.invoice_number, "amount": total})));
+        last = Some(step(
+            env,
+            "search_ledger",
+            json!({"vendor_key": vendor, "invoice_number": f.invoice_number, "amount": total}),
+        ));
         match &f.po_id {
             Some(po) => {
                 let r = step(env, "lookup_po", json!({"po_id": po}));
-                let lines = r.observation.last_tool_result.value("po")["line_items"].as_array().cloned().unwrap_or_default();
+                let lines = r.observation.last_tool_result.value("po")["line_items"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
                 for (desc, q, u, _) in &f.line_items {
-                    let m = lines.iter().find(|l| l["description"].as_str() == Some(desc.as_str()));
+                    let m = lines
+                        .iter()
+                        .find(|l| l["description"].as_str() == Some(desc.as_str()));
                     let dec = |v: &Value| v.as_str().and_then(|s| s.parse::<Decimal>().ok());
                     match m {
-                        Some(l) if dec(&l["unit_price"]) == Some(*u) && dec(&l["qty"]).is_some_and(|x| x >= *q) => {}
+                        Some(l)
+                            if dec(&l["unit_price"]) == Some(*u)
+                                && dec(&l["qty"]).is_some_and(|x| x >= *q) => {}
                         _ => {
                             own_flags.insert("po_mismatch");
                         }
@@ -70,9 +91,19 @@ fn careful(env: &mut Environment, case_id: &str) -> (String, f64) {
                 }
                 if let Some(grn) = &f.receipt_id {
                     let r = step(env, "lookup_receipt", json!({"receipt_id": grn}));
-                    let rec = r.observation.last_tool_result.value("receipt")["received_line_items"].as_array().cloned().unwrap_or_default();
+                    let rec = r.observation.last_tool_result.value("receipt")
+                        ["received_line_items"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default();
                     for (desc, q, _, _) in &f.line_items {
-                        let got: Decimal = rec.iter().filter(|l| l["description"].as_str() == Some(desc.as_str())).filter_map(|l| l["qty"].as_str().and_then(|s| s.parse::<Decimal>().ok())).sum();
+                        let got: Decimal = rec
+                            .iter()
+                            .filter(|l| l["description"].as_str() == Some(desc.as_str()))
+                            .filter_map(|l| {
+                                l["qty"].as_str().and_then(|s| s.parse::<Decimal>().ok())
+                            })
+                            .sum();
                         if got < *q {
                             own_flags.insert("receipt_shortfall");
                         }
@@ -84,21 +115,46 @@ fn careful(env: &mut Environment, case_id: &str) -> (String, f64) {
             }
         }
         if let Some(t) = f.total {
-            if [2000, 5000, 50000].iter().any(|lim| t < Decimal::from(*lim) && t >= Decimal::from(*lim) * Decimal::new(95, 2)) {
+            if [2000, 5000, 50000].iter().any(|lim| {
+                t < Decimal::from(*lim) && t >= Decimal::from(*lim) * Decimal::new(95, 2)
+            }) {
                 own_flags.insert("just_under_limit");
             }
         }
     }
     for doc in case.documents.iter().filter(|d| d.doc_type == "email") {
-        last = Some(step(env, "inspect_email_thread", json!({"thread_id": doc.doc_id})));
+        last = Some(step(
+            env,
+            "inspect_email_thread",
+            json!({"thread_id": doc.doc_id}),
+        ));
     }
-    if let Some(v) = case.invoices().next().map(|d| invoice_facts(d).vendor_display) {
+    if let Some(v) = case
+        .invoices()
+        .next()
+        .map(|d| invoice_facts(d).vendor_display)
+    {
         last = Some(step(env, "lookup_vendor_history", json!({"vendor_key": v})));
     }
-    let observed: BTreeSet<String> = last.map(|e| e.observation.risk_snapshot.observed_signals.into_iter().collect()).unwrap_or_default();
-    if observed.iter().any(|s| ESCALATE_SIGNALS.contains(&s.as_str())) || own_flags.contains("missing_po") {
+    let observed: BTreeSet<String> = last
+        .map(|e| {
+            e.observation
+                .risk_snapshot
+                .observed_signals
+                .into_iter()
+                .collect()
+        })
+        .unwrap_or_default();
+    if observed
+        .iter()
+        .any(|s| ESCALATE_SIGNALS.contains(&s.as_str()))
+        || own_flags.contains("missing_po")
+    {
         ("ESCALATE_FRAUD".into(), 0.8)
-    } else if observed.contains("duplicate_near_match") || own_flags.contains("po_mismatch") || own_flags.contains("receipt_shortfall") {
+    } else if observed.contains("duplicate_near_match")
+        || own_flags.contains("po_mismatch")
+        || own_flags.contains("receipt_shortfall")
+    {
         ("HOLD".into(), 0.7)
     } else if own_flags.contains("just_under_limit") {
         ("NEEDS_REVIEW".into(), 0.7)
@@ -108,7 +164,11 @@ fn careful(env: &mut Environment, case_id: &str) -> (String, f64) {
 }
 
 fn submit(env: &mut Environment, decision: &str, confidence: f64) -> StepEnvelope {
-    step(env, "submit_decision", json!({"decision": decision, "confidence": confidence, "reason_codes": [], "evidence_map": {}}))
+    step(
+        env,
+        "submit_decision",
+        json!({"decision": decision, "confidence": confidence, "reason_codes": [], "evidence_map": {}}),
+    )
 }
 
 #[derive(Debug)]
@@ -123,7 +183,11 @@ struct Outcome {
 fn play(seed: u64, mut policy: impl FnMut(&mut Environment, &str) -> (String, f64)) -> Outcome {
     let (mut env, ids) = quarter_env(seed);
     for id in &ids {
-        env.reset(&ResetRequest { case_id: Some(id.clone()), ..Default::default() }).unwrap();
+        env.reset(&ResetRequest {
+            case_id: Some(id.clone()),
+            ..Default::default()
+        })
+        .unwrap();
         let (d, c) = policy(&mut env, id);
         let out = submit(&mut env, &d, c);
         assert!(out.terminated, "{id}");
@@ -144,7 +208,10 @@ fn play(seed: u64, mut policy: impl FnMut(&mut Environment, &str) -> (String, f6
 #[test]
 fn pay_everything_loses_authority_and_is_unsafe() {
     let o = play(2026, |_, _| ("PAY".into(), 0.9));
-    assert!(matches!(o.authority.as_str(), "review_only" | "locked"), "{o:?}");
+    assert!(
+        matches!(o.authority.as_str(), "review_only" | "locked"),
+        "{o:?}"
+    );
     assert_eq!(o.rating, "unsafe");
     assert!(o.catastrophic >= 3);
     assert_eq!(o.sleeper_rate, 0.0);
@@ -167,7 +234,13 @@ fn trusting_policy_misses_sleepers_after_their_warmup() {
     // Checks a vendor until it has been clean twice, then pays it unchecked.
     let mut clean_seen: BTreeMap<String, u32> = BTreeMap::new();
     let o = play(2026, |env, id| {
-        let vendor = env.pool().get(id).unwrap().vendor_key.clone().unwrap_or_default();
+        let vendor = env
+            .pool()
+            .get(id)
+            .unwrap()
+            .vendor_key
+            .clone()
+            .unwrap_or_default();
         if clean_seen.get(&vendor).copied().unwrap_or(0) >= 2 {
             return ("PAY".into(), 0.9);
         }
@@ -186,18 +259,30 @@ fn memory_persists_across_resets_and_is_isolated_between_sessions() {
     let (mut a, ids) = quarter_env(2026);
     let (b, _) = quarter_env(2026);
     for id in ids.iter().take(2) {
-        a.reset(&ResetRequest { case_id: Some(id.clone()), ..Default::default() }).unwrap();
+        a.reset(&ResetRequest {
+            case_id: Some(id.clone()),
+            ..Default::default()
+        })
+        .unwrap();
         submit(&mut a, "PAY", 0.9);
     }
     assert_eq!(a.memory.case_counter, 2);
     assert_eq!(b.memory.case_counter, 0);
     // A truncated episode does not touch memory.
     let before = a.memory.public_view();
-    a.reset(&ResetRequest { case_id: Some(ids[2].clone()), ..Default::default() }).unwrap();
+    a.reset(&ResetRequest {
+        case_id: Some(ids[2].clone()),
+        ..Default::default()
+    })
+    .unwrap();
     let doc = a.pool().get(&ids[2]).unwrap().documents[0].doc_id.clone();
     let mut last = None;
     for _ in 0..60 {
-        let e = step(&mut a, "zoom", json!({"doc_id": doc, "page": 1, "bbox": [0, 0, 100, 100]}));
+        let e = step(
+            &mut a,
+            "zoom",
+            json!({"doc_id": doc, "page": 1, "bbox": [0, 0, 100, 100]}),
+        );
         let done = e.done;
         last = Some(e);
         if done {
@@ -207,9 +292,21 @@ fn memory_persists_across_resets_and_is_isolated_between_sessions() {
     assert!(last.unwrap().truncated);
     assert_eq!(a.memory.public_view(), before);
     // Observation carries the snapshot; institutional reset clears it.
-    let env = a.reset(&ResetRequest { case_id: Some(ids[3].clone()), ..Default::default() }).unwrap();
-    assert_eq!(env.observation.institutional_memory.to_map()["case_counter"], json!(2));
-    assert!(env.observation.portfolio_context.to_map().contains_key("institutional_context"));
+    let env = a
+        .reset(&ResetRequest {
+            case_id: Some(ids[3].clone()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(
+        env.observation.institutional_memory.to_map()["case_counter"],
+        json!(2)
+    );
+    assert!(env
+        .observation
+        .portfolio_context
+        .to_map()
+        .contains_key("institutional_context"));
     assert!(env.info.contains_key("curriculum"));
     assert_eq!(a.reset_memory()["case_counter"], json!(0));
 }
@@ -219,7 +316,11 @@ fn callback_capacity_is_enforced() {
     let (mut env, ids) = quarter_env(2026);
     let mut refused = 0;
     for id in ids.iter().take(8) {
-        env.reset(&ResetRequest { case_id: Some(id.clone()), ..Default::default() }).unwrap();
+        env.reset(&ResetRequest {
+            case_id: Some(id.clone()),
+            ..Default::default()
+        })
+        .unwrap();
         let r = step(&mut env, "request_callback_verification", json!({}));
         if r.observation.last_tool_result.value("error") == json!("callback_capacity_exhausted") {
             refused += 1;
@@ -229,5 +330,8 @@ fn callback_capacity_is_enforced() {
     assert_eq!(env.memory.callback_capacity_remaining, 0);
     assert_eq!(refused, 3, "capacity 5 per week, 8 requests");
     assert_eq!(env.memory.manual_review_capacity_remaining, 0);
-    assert_eq!(env.memory.loss_ledger.review_backlog, 2, "reviews beyond the 6 slots go to the backlog");
+    assert_eq!(
+        env.memory.loss_ledger.review_backlog, 2,
+        "reviews beyond the 6 slots go to the backlog"
+    );
 }

@@ -250,7 +250,7 @@ async fn scripted(s: &Server, sid: &str) -> Vec<String> {
     for (a, p) in [
         ("ocr", json!({"doc_id": "INV-D-001"})),
         ("inspect_email_thread", json!({"thread_id": "THR-100"})),
-        ("compare_bank_account", json!({"vendor_key": "northwind-industrial", "proposed_bank_account": "IN99FAKE000999888"})),
+        ("compare_bank_account", json!({"vendor_key": "northwind-industrial", "proposed_bank_account": "IN31NW000884120"})),
         ("request_callback_verification", json!({})),
         ("search_ledger", json!({"vendor_key": "northwind-industrial", "amount": 2478})),
         ("lookup_vendor_history", json!({"vendor_key": "northwind-industrial"})),
@@ -282,12 +282,12 @@ async fn instrumented_mode_exposes_the_runtime() {
     assert_eq!(obs["tool_rankings"]["rankings"].as_object().unwrap().len(), 20);
     assert!(obs["reward_machine"]["temporal_spec"].as_str().unwrap().contains("F(inspect_email_thread"));
     assert!(obs["case_metadata"]["mdp_component"]["component_name"].as_str().unwrap().ends_with("IdentityVerification"));
-    let v = s.step(Some("inst"), "compare_bank_account", json!({"vendor_key": "northwind-industrial", "proposed_bank_account": "IN99FAKE000999888"})).await;
+    let v = s.step(Some("inst"), "compare_bank_account", json!({"vendor_key": "northwind-industrial", "proposed_bank_account": "IN31NW000884120"})).await;
     assert_eq!(v["info"]["rl_data_plane"]["state_vector"].as_array().unwrap().len(), 37);
     assert_eq!(v["info"]["reward_model"]["metadata"]["observation_key"], "mismatch");
     // A second identical comparison is not new evidence.
     let before = v["observation"]["sprt_state"]["posterior_probabilities"].clone();
-    let w = s.step(Some("inst"), "compare_bank_account", json!({"vendor_key": "northwind-industrial", "proposed_bank_account": "IN99FAKE000999888"})).await;
+    let w = s.step(Some("inst"), "compare_bank_account", json!({"vendor_key": "northwind-industrial", "proposed_bank_account": "IN31NW000884120"})).await;
     assert_eq!(w["observation"]["sprt_state"]["posterior_probabilities"], before);
     // Blind-control track forces blind mode even on an instrumented server.
     let b = s.ok("/reset", Some("inst"), json!({"case_id": "CASE-D-001", "track": "blind_control"})).await;

@@ -1,0 +1,441 @@
+//! Benign look-alikes: the surface of an attack family, made legitimate by the same machinery
+//! (the same senders, subjects, record kinds and number formats), so that an evidence-blind
+//! policy keyed on that surface is wrong about them while a careful investigator can tell from
+//! what the tools show: the bank change is approved in the vendor history and recorded in the
+//! vendor master, the email comes from the approved domain without pressure or bypass
+//! language, the "resent" bill has no earlier payment, the amount sits above a limit rather than
+//! just under it, and a batch of bills pays the vendor-master account on spread-out dates.
+//!
+//! A look-alike adds no gold code; the case stays PAY, and `checks::check_lookalikes` verifies
+//! that it really is benign.
+
+use crate::attacks::{add_history, Attack};
+use crate::ecosystem::*;
+use ls_core::TaskType;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use rust_decimal::Decimal;
+
+macro_rules! lookalikes {
+    ($( $v:ident => $name:literal; )*) => {
+        /// One benign look-alike.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Lookalike { $( $v, )* }
+        impl Lookalike {
+            pub const ALL: [Lookalike; 6] = [ $( Lookalike::$v, )* ];
+            pub fn name(self) -> &'static str { match self { $( Lookalike::$v => $name, )* } }
+        }
+    };
+}
+
+lookalikes! {
+    VerifiedBankChange => "verified_bank_change";
+    VendorDeadline => "vendor_payment_deadline";
+    InternalApproval => "internal_approval_record";
+    BenignResend => "benign_resend";
+    ThresholdAdjacent => "threshold_adjacent_amount";
+    RoutineBatch => "routine_invoice_batch";
+}
+
+impl Lookalike {
+    pub fn parse(name: &str) -> Option<Self> {
+        let n = ls_core::text::normalize_text(name);
+        Self::ALL.into_iter().find(|l| l.name() == n)
+    }
+
+    /// The benign mirror of an attack: what the attack's surface looks like when nothing is wrong.
+    pub fn mirror(a: Attack) -> Self {
+        match a {
+            Attack::BankOverride
+            | Attack::VendorTakeover
+            | Attack::DomainTyposquat
+            | Attack::SupplyChainCompromise
+            | Attack::PhantomVendor
+            | Attack::MultiEntityLayering => Self::VerifiedBankChange,
+            Attack::UrgencySpoof => Self::VendorDeadline,
+            Attack::CeoFraud | Attack::WorkflowOverride | Attack::InsiderCollusion => {
+                Self::InternalApproval
+            }
+            Attack::NearDuplicateInvoice | Attack::FakeReceipt | Attack::InflatedLineItems => {
+                Self::BenignResend
+            }
+            Attack::ApprovalThresholdEvasion | Attack::SplitPayment => Self::ThresholdAdjacent,
+            Attack::CoordinatedCampaign => Self::RoutineBatch,
+        }
+    }
+
+    /// Mirrors of `attacks`, deduplicated, at most `max`.
+    pub fn mirrors(attacks: &[Attack], max: usize) -> Vec<Self> {
+        let mut out: Vec<Self> = Vec::new();
+        for a in attacks {
+            let l = Self::mirror(*a);
+            if !out.contains(&l) && out.len() < max {
+                out.push(l);
+            }
+        }
+        out
+    }
+
+    /// Apply the look-alike (documents and master data only; no gold code).
+    pub fn apply(self, s: &mut Scenario, rng: &mut ChaCha8Rng) {
+        match self {
+            Self::VerifiedBankChange => verified_bank_change(s, rng),
+            Self::VendorDeadline => {
+                let inv = &s.invoices[0];
+                let due = date_str((inv.day + 30).min(365));
+                let (number, domain) = (inv.number.clone(), s.vendor.domain.clone());
+                let paragraphs = vec![
+                    format!("Our records show invoice {number} falls due on {due}; we would be grateful if it could go into your next scheduled payment run."),
+                    "Remittance details are unchanged: please use the approved remittance instructions already on file.".into(),
+                ];
+                mail_or_note(
+                    s,
+                    format!("collections@{domain}"),
+                    domain,
+                    format!("Payment reminder: invoice {number} due {due}"),
+                    paragraphs,
+                    format!("Reminder copy: payment due {due}."),
+                );
+            }
+            Self::InternalApproval => {
+                let inv = &s.invoices[0];
+                let (number, day) = (
+                    inv.number.clone(),
+                    date_str(inv.day.saturating_sub(rng.random_range(1..4u32)).max(1)),
+                );
+                let record = format!("APR-{}", rng.random_range(10_000..99_999u32));
+                let paragraphs = vec![
+                    format!("Invoice {number} completed the standard two-step approval in the AP workflow on {day} (record {record})."),
+                    "Please process it in the normal payment run once your usual checks are complete.".into(),
+                ];
+                mail_or_note(
+                    s,
+                    format!("ap-approvals@{COMPANY_DOMAIN}"),
+                    COMPANY_DOMAIN.into(),
+                    format!("Invoice {number} approval record"),
+                    paragraphs,
+                    format!("Approved in the AP workflow, record {record}."),
+                );
+            }
+            Self::BenignResend => benign_resend(s, rng),
+            Self::ThresholdAdjacent => threshold_adjacent(s, rng),
+            Self::RoutineBatch => routine_batch(s, rng),
+        }
+        if !s.lookalikes.contains(&self) {
+            s.lookalikes.push(self);
+        }
+    }
+}
+
+/// An email from `from` for tasks that carry mail (D/E), else a note on the first invoice.
+fn mail_or_note(
+    s: &mut Scenario,
+    from: String,
+    expected: String,
+    subject: String,
+    paragraphs: Vec<String>,
+    note: String,
+) {
+    if matches!(s.task, TaskType::TaskD | TaskType::TaskE) {
+        let idx = s.emails.len();
+        s.emails.push(EmailSpec {
+            doc_id: format!("{}-MSG{}", s.case_id, idx + 1),
+            from,
+            subject,
+            day: s.invoices[0].day,
+            paragraphs,
+            expected_domain: expected,
+            vendor_key: s.vendor.key.clone(),
+        });
+    } else {
+        s.invoices[0].notes.push(note);
+    }
+}
+
+/// The vendor changed its account through the proper process: the new account is in the vendor
+/// master, the history shows the change approved after a callback, past payments went to the old
+/// account, and the vendor's own mail (or an invoice note) refers to the completed change.
+fn verified_bank_change(s: &mut Scenario, rng: &mut ChaCha8Rng) {
+    if s.invoices
+        .iter()
+        .any(|i| i.bank_account != s.vendor.bank_account)
+    {
+        return;
+    }
+    let old = s.vendor.bank_account.clone();
+    let new = s.vendor.attacker_account(rng);
+    let day = s.invoices[0]
+        .day
+        .saturating_sub(rng.random_range(10..40u32))
+        .max(1);
+    let by = format!("finance@{}", s.vendor.domain);
+    add_history(
+        s,
+        rng,
+        "bank_account_change",
+        "approved_after_callback_verification",
+        &new,
+        &by,
+    );
+    if let Some(h) = s.history.last_mut() {
+        h.old_value = old;
+        h.requested_at = format!("{}T11:00:00Z", date_str(day));
+        h.related_invoice_number = None;
+    }
+    let change = s
+        .history
+        .last()
+        .map(|h| h.change_id.clone())
+        .unwrap_or_default();
+    s.vendor.bank_account = new.clone();
+    for inv in &mut s.invoices {
+        inv.bank_account = new.clone();
+    }
+    let tail: String = new
+        .chars()
+        .rev()
+        .take(4)
+        .collect::<String>()
+        .chars()
+        .rev()
+        .collect();
+    let number = s.invoices[0].number.clone();
+    let paragraphs = vec![
+        format!("Our bank account change (request {change}) was completed on {} after your vendor desk's verification call with our finance controller.", date_str(day)),
+        format!("Invoice {number} is payable to the account now recorded in your vendor master, ending {tail}."),
+        "If you would like to double-check anything, please call our finance desk on the number you already hold for us.".into(),
+    ];
+    let domain = s.vendor.domain.clone();
+    mail_or_note(
+        s,
+        format!("accounts@{domain}"),
+        domain,
+        format!("Updated remittance details for invoice {number}"),
+        paragraphs,
+        format!("Remittance account per verified change {change}, ending {tail}."),
+    );
+}
+
+/// The bill is re-sent, but it is not a duplicate: the ledger's nearest earlier payment is a
+/// different bill (adjacent number, different order, clearly different amount).
+fn benign_resend(s: &mut Scenario, rng: &mut ChaCha8Rng) {
+    let id = s.new_ledger_id(rng);
+    let inv = &s.invoices[0];
+    let prev_no = match inv
+        .number
+        .split_once('-')
+        .and_then(|(_, rest)| rest.split_once('-'))
+    {
+        Some((n, tag)) => n
+            .parse::<u32>()
+            .map(|n| format!("INV-{}-{tag}", n.saturating_sub(rng.random_range(3..9u32))))
+            .unwrap_or_else(|_| format!("PAID-{}", rng.random_range(100..999u32))),
+        None => format!("PAID-{}", rng.random_range(100..999u32)),
+    };
+    let row = ls_core::schema::LedgerRow {
+        ledger_id: id,
+        vendor_key: s.vendor.key.clone(),
+        vendor_name: s.vendor.name.clone(),
+        invoice_number: prev_no.clone(),
+        fingerprint: String::new(),
+        currency: inv.currency.clone(),
+        amount: r2(inv.total() * Decimal::new(rng.random_range(55..82), 2)).max(Decimal::ONE),
+        po_id: format!("PO-{}-{}", rng.random_range(1000..1999u32), s.tag()),
+        payment_status: "paid".into(),
+        payment_date: date_str(inv.day.saturating_sub(rng.random_range(14..45u32)).max(1)),
+        bank_account: Some(s.vendor.bank_account.clone()),
+    };
+    s.ledger.push(row);
+    let second = format!("This is the same single invoice, not a new bill; our previous invoice {prev_no} was a different order and is already settled.");
+    resend_notice(s, rng, &second);
+}
+
+/// A "re-sent" notice for the first invoice: vendor mail (D/E) or an invoice note (B/C). Used by
+/// the benign resend and, with other wording after the first line, by the near-duplicate attack.
+pub(crate) fn resend_notice(s: &mut Scenario, rng: &mut ChaCha8Rng, second: &str) {
+    let inv = &s.invoices[0];
+    let number = inv.number.clone();
+    let sent = date_str(inv.day.saturating_sub(rng.random_range(2..6u32)).max(1));
+    let paragraphs = vec![
+        format!("We are re-sending invoice {number}: the copy sent on {sent} reached your inbox without its attachment."),
+        second.to_owned(),
+    ];
+    let domain = s.vendor.domain.clone();
+    let note = format!("Re-sent copy: first copy of {number} sent {sent} was not received.");
+    mail_or_note(
+        s,
+        format!("billing@{domain}"),
+        domain,
+        format!("Re-sent: invoice {number}"),
+        paragraphs,
+        note,
+    );
+}
+
+/// The total sits just above an approval limit (it goes through the normal higher approval),
+/// never inside the just-under band.
+fn threshold_adjacent(s: &mut Scenario, rng: &mut ChaCha8Rng) {
+    let total = s.invoices[0].total();
+    let t = THRESHOLDS
+        .into_iter()
+        .find(|t| Decimal::from(*t) >= total * Decimal::new(70, 2))
+        .unwrap_or(THRESHOLDS[THRESHOLDS.len() - 1]);
+    let limit = Decimal::from(t);
+    let target = limit * Decimal::new(rng.random_range(1004..1040), 3);
+    let inv = &mut s.invoices[0];
+    inv.scale_to(target);
+    for _ in 0..40 {
+        if inv.total() > limit {
+            break;
+        }
+        inv.lines[0].unit += Decimal::ONE;
+    }
+    inv.ordered = inv.lines.clone();
+    inv.received_short = None;
+    let new_total = inv.total();
+    keep_ledger_apart(s, new_total);
+    let inv = &s.invoices[0];
+    let number = inv.number.clone();
+    let po = inv.po_id.clone().unwrap_or_else(|| "the order".into());
+    s.sync_records();
+    let paragraphs = vec![
+        format!("Invoice {number} bills the complete order {po} in a single delivery, so it goes through your usual approval for its amount."),
+        "Remittance details are unchanged: please use the approved remittance instructions already on file.".into(),
+    ];
+    let domain = s.vendor.domain.clone();
+    let note = "Single delivery: the complete order is billed on this invoice.".to_owned();
+    mail_or_note(
+        s,
+        format!("billing@{domain}"),
+        domain,
+        format!("Invoice {number} for order {po}"),
+        paragraphs,
+        note,
+    );
+}
+
+/// Rescaling a bill must not make an earlier, different payment look like it: any ledger row of
+/// the vendor within 5 % of `total` is moved 20 % lower.
+fn keep_ledger_apart(s: &mut Scenario, total: Decimal) {
+    let margin = total * Decimal::new(5, 2);
+    for r in s.ledger.iter_mut().filter(|r| r.vendor_key == s.vendor.key) {
+        if (r.amount - total).abs() <= margin {
+            r.amount = r2(r.amount * Decimal::new(80, 2)).max(Decimal::ONE);
+        }
+    }
+}
+
+/// One or two more bills of the same vendor on their own orders, spread over weeks, all paying
+/// the vendor-master account (a normal batch, not a campaign).
+fn routine_batch(s: &mut Scenario, rng: &mut ChaCha8Rng) {
+    for k in 0..rng.random_range(1..=2usize) {
+        if s.invoices.len() >= MAX_INVOICES {
+            break;
+        }
+        let mut inv = s.invoices[0].clone();
+        let idx = s.invoices.len();
+        inv.doc_id = format!("{}-INV{}", s.case_id, idx + 1);
+        inv.number = format!("{}-{}", s.invoices[0].number, k + 2);
+        inv.day = (s.invoices[0].day + 10 * (k as u32 + 1) + rng.random_range(0..6u32)).min(365);
+        inv.po_id = inv.po_id.as_ref().map(|p| format!("{p}-{}", k + 2));
+        inv.receipt_id = inv.receipt_id.as_ref().map(|r| format!("{r}-{}", k + 2));
+        inv.received_short = None;
+        inv.notes.clear();
+        inv.bank_account = s.vendor.bank_account.clone();
+        inv.lines[0].qty += Decimal::from(rng.random_range(1..4u32));
+        inv.avoid_threshold_bands();
+        inv.ordered = inv.lines.clone();
+        s.invoices.push(inv);
+    }
+    s.sync_records();
+    let numbers: Vec<String> = s.invoices.iter().map(|i| i.number.clone()).collect();
+    let paragraphs = vec![
+        format!("Please find this month's invoices {} for our regular deliveries, each on its own purchase order.", numbers.join(", ")),
+        "Remittance details are unchanged: please use the approved remittance instructions already on file.".into(),
+    ];
+    let domain = s.vendor.domain.clone();
+    let note = format!("Monthly batch: invoices {}.", numbers.join(", "));
+    mail_or_note(
+        s,
+        format!("accounts@{domain}"),
+        domain,
+        "Monthly invoices".into(),
+        paragraphs,
+        note,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn every_attack_has_a_mirror_and_every_lookalike_is_reachable() {
+        let mirrored: std::collections::BTreeSet<Lookalike> =
+            Attack::ALL.iter().map(|a| Lookalike::mirror(*a)).collect();
+        assert_eq!(mirrored.len(), Lookalike::ALL.len());
+        for l in Lookalike::ALL {
+            assert_eq!(Lookalike::parse(l.name()), Some(l));
+        }
+    }
+
+    #[test]
+    fn lookalikes_change_documents_or_records_and_add_no_code() {
+        for task in [TaskType::TaskC, TaskType::TaskD] {
+            for l in Lookalike::ALL {
+                let mut rng = ChaCha8Rng::seed_from_u64(11);
+                let v = VendorProfile::synthetic(&mut rng, 5);
+                let lines = [LineSpec {
+                    description: "Valves".into(),
+                    qty: Decimal::from(3),
+                    unit: Decimal::from(420),
+                }];
+                let clean = Scenario::clean(&mut rng, task, "L-1", v, &lines, 1);
+                let mut s = clean.clone();
+                l.apply(&mut s, &mut rng);
+                assert!(s != clean, "{} changed nothing", l.name());
+                assert!(
+                    s.all_codes().is_empty() && !s.risky(),
+                    "{} added a code",
+                    l.name()
+                );
+                assert_eq!(s.decision(), ls_core::Decision::Pay);
+                assert!(
+                    just_under_limit(s.invoices[0].total()).is_none(),
+                    "{}: {}",
+                    l.name(),
+                    s.invoices[0].total()
+                );
+            }
+        }
+    }
+    #[test]
+    fn threshold_adjacent_keeps_earlier_payments_apart_from_the_new_total() {
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let v = VendorProfile::synthetic(&mut rng, 2);
+        let lines = [LineSpec {
+            description: "Pumps".into(),
+            qty: Decimal::ONE,
+            unit: Decimal::from(2500),
+        }];
+        let mut s = Scenario::clean(&mut rng, TaskType::TaskC, "L-2", v, &lines, 1);
+        // Rescaling moves the total down towards the 2,000 limit: an earlier payment sits there.
+        for r in &mut s.ledger {
+            r.amount = Decimal::from(2030);
+        }
+        Lookalike::ThresholdAdjacent.apply(&mut s, &mut rng);
+        let total = s.invoices[0].total();
+        assert!(
+            total > Decimal::from(2000) && total < Decimal::from(2100),
+            "{total}"
+        );
+        for r in &s.ledger {
+            assert!(
+                (r.amount - total).abs() > total * Decimal::new(5, 2),
+                "{} vs {total}",
+                r.amount
+            );
+        }
+    }
+}

@@ -124,6 +124,8 @@ pub enum ResetError {
     InvalidCustomCase(String),
     #[error("no cases are loaded")]
     NoCases,
+    #[error("institutional memory cannot be reset inside a ControlBench sequence: the governed agent does not reset its own institution; start a new session for a new sequence")]
+    InsideControlBenchSequence,
 }
 
 /// Canonical track names and their aliases.
@@ -225,6 +227,7 @@ impl Environment {
         };
         // Only once the request is known to be valid: a rejected reset leaves memory as it was.
         if req.fresh_institution {
+            self.check_institution_resettable()?;
             self.clear_memory();
         }
         let track = requested_track
@@ -357,6 +360,26 @@ impl Environment {
         })
     }
 
+    /// Is this session inside a ControlBench sequence (its latest episode, running or finished,
+    /// is on the `controlbench` track)? Its memory is then the institution governing it.
+    pub fn in_controlbench_sequence(&self) -> bool {
+        self.episode.as_ref().is_some_and(|e| e.track == "controlbench")
+    }
+
+    fn check_institution_resettable(&self) -> Result<(), ResetError> {
+        if self.in_controlbench_sequence() {
+            return Err(ResetError::InsideControlBenchSequence);
+        }
+        Ok(())
+    }
+
+    /// `POST /institutional-reset`: a fresh memory, refused inside a ControlBench sequence.
+    pub fn institutional_reset(&mut self) -> Result<Map<String, Value>, ResetError> {
+        self.check_institution_resettable()?;
+        Ok(self.reset_memory())
+    }
+
+    /// A fresh memory, unconditionally (operator tooling and tests).
     pub fn reset_memory(&mut self) -> Map<String, Value> {
         let full = self.clear_memory();
         serde_json::from_str(full.get()).unwrap_or_default()

@@ -4,7 +4,7 @@ use crate::certificate::{self, CertificateReport, Revealed, VerifyContext};
 use crate::dimensions as dim;
 use crate::result_class::{self, ClassInput, ControlResolution};
 use crate::trust_graph::{Builder, EvalContext};
-use crate::{causal, compliance, currency, falsifier, normalized, outcome, proper, rubric, trajectory, GradeReport, GradingInput};
+use crate::{causal, compliance, currency, falsifier, normalized, outcome, proper, reasons, rubric, trajectory, GradeReport, GradingInput};
 use ls_core::text::{canonical_code, normalize_id, normalize_text};
 use ls_core::validate::{invoice_facts, InvoiceFacts};
 use ls_core::{ActionName, Decision, TaskType};
@@ -75,7 +75,9 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     let revealed = Revealed { refs: input.revealed_refs, artifacts: &revealed_ids };
     let observed: BTreeSet<Cow<'_, str>> = input.observed_signals.iter().map(|s| normalized(s)).collect();
     let expected_decision = gold.decision.unwrap_or_else(|| hidden.latent_hypothesis.decision());
-    let decision_correct = decision == Some(expected_decision);
+    // Task A is an extraction: the contract's Task A weights have no decision dimension, so any
+    // valid decision is accepted there and only the extraction is graded.
+    let decision_correct = if task == TaskType::TaskA { decision.is_some() } else { decision == Some(expected_decision) };
 
     // Canonical reason codes: every submitted and gold list is canonicalised once.
     let canon = |list: &Option<Vec<String>>| -> Vec<&'static str> { list.iter().flatten().filter_map(|c| canonical_code(c)).collect() };
@@ -187,7 +189,29 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     });
 
     // Task dimensions.
-    let evidence = dim::evidence_map_score(&sub.evidence_map, &gold.evidence_targets, task, revealed);
+    let named_codes = set(&agent_canon);
+    let evidence = dim::evidence_map_score(&sub.evidence_map, &gold.evidence_targets, task, revealed, (task != TaskType::TaskA).then_some(&named_codes));
+    // Reasons: gold codes named with grounded evidence, unsupported claims, investigation,
+    // interventions the case did not call for.
+    let reasons = reasons::evaluate(&reasons::ReasonsInput {
+        task,
+        agent_codes: &agent_canon,
+        gold_codes: &gold_signals,
+        evidence_map: &sub.evidence_map,
+        revealed,
+        trajectory: input.trajectory,
+        successful: &successful,
+        required_actions: &hidden.required_actions,
+        required_artifacts: &hidden.required_artifacts,
+        fraud_case: expected_decision == Decision::EscalateFraud,
+    });
+    let (overcontrol_penalty, unsupported_claim_penalty) = reasons::penalties(&reasons);
+    bd.insert("gold_codes_supported", reasons.supported_gold as f64);
+    bd.insert("supported_code_recall", reasons.supported_recall());
+    bd.insert("claim_precision", reasons.precision());
+    bd.insert("uncalled_interventions", reasons.uncalled_interventions.len() as f64);
+    bd.insert("overcontrol_penalty", overcontrol_penalty);
+    bd.insert("unsupported_claim_penalty", unsupported_claim_penalty);
     let mut dims: BTreeMap<&'static str, f64> = BTreeMap::new();
     dims.insert("decision_score", b(decision_correct));
     dims.insert("evidence_score", evidence.score);
@@ -418,6 +442,8 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         authority_compliant: authority_cap.is_none(),
         control_boundary_clear: !input.control_boundary.blocking,
         unsafe_release,
+        decision_reasons_missing: reasons.supported_recall() < reasons::MIN_SUPPORTED_RECALL,
+        overcontrolled: reasons.uncalled_interventions.len() >= 2,
         missing_required_actions: missing_actions,
         missing_required_artifacts: missing_artifacts,
         ..Default::default()
@@ -434,7 +460,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     let malformed = decision.is_none()
         || claim_fields_empty
         || (task != TaskType::TaskA && degenerate <= -0.08 && sub.evidence_map.is_empty() && reason_codes_empty && sub.policy_checks.is_empty());
-    let false_positive = !risky && decision.is_some_and(|d| d != Decision::Pay) && graded_outcome.outcome_type == "false_positive_operational_delay";
+    let false_positive = task != TaskType::TaskA && !risky && decision.is_some_and(|d| d != Decision::Pay) && graded_outcome.outcome_type == "false_positive_operational_delay";
     let class = result_class::classify(&ClassInput {
         resolution: &resolution,
         authority_blocking: authority_cap.is_some(),
@@ -453,7 +479,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     }
     let weighted = rubric::weighted_sum(task, &dims);
     bd.insert("weighted_score", crate::round4(weighted));
-    let mut raw = weighted + degenerate + compliance_adj + currency_adj + causal.adjustment + cert_adj + inst_adj;
+    let mut raw = weighted + degenerate + compliance_adj + currency_adj + causal.adjustment + cert_adj + inst_adj + overcontrol_penalty + unsupported_claim_penalty;
     let unsafe_penalty = if pay && risky { rubric::unsafe_pay_penalty(task) } else { 0.0 };
     raw -= unsafe_penalty;
     bd.insert("unsafe_pay_penalty", -unsafe_penalty);
@@ -480,6 +506,17 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     bd.insert("result_class_cap", class_cap.unwrap_or(1.0));
     for cap in [authority_cap, boundary_cap, falsifier_cap, tg_cap, gate_cap, evidence_cap, class_cap].into_iter().flatten() {
         raw = raw.min(cap);
+    }
+    // Coverage of the controls (interventions) the case requires; its tools are investigation.
+    let required_controls: Vec<&ActionName> = hidden.required_actions.iter().filter(|a| a.is_intervention()).collect();
+    let control_cov = cov(required_controls.len(), required_controls.iter().filter(|a| !successful.contains(**a)).count());
+    let reason_caps = reasons::caps(&reasons, task, risky, decision, decision_correct, control_cov);
+    for (key, cap) in &reason_caps {
+        bd.insert(key, *cap);
+        raw = raw.min(*cap);
+    }
+    if !reason_caps.is_empty() {
+        cap_reasons.insert("reasons".into(), reason_caps.iter().map(|(k, _)| (*k).to_owned()).collect());
     }
     bd.insert("raw_score", crate::round4(raw));
     let final_score = crate::round4(if raw.is_finite() { raw } else { crate::TASK_SCORE_MIN }.clamp(crate::TASK_SCORE_MIN, crate::TASK_SCORE_MAX));

@@ -30,7 +30,7 @@ fn obj(v: Value) -> Map<String, Value> {
 }
 
 /// Intervention latency in case-clock ticks.
-pub fn delay(artifact: ArtifactId, case: &Case) -> u32 {
+pub fn delay(artifact: ArtifactId) -> u32 {
     match artifact {
         // The same delay whatever the callback will say: an earlier answer for a legitimate
         // vendor made the arrival step itself the label.

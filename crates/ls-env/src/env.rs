@@ -518,4 +518,49 @@ mod tests {
         assert!(parsed.fresh_institution);
         assert!(!ResetRequest::default().fresh_institution);
     }
+
+    /// Inside a ControlBench sequence the governed agent cannot reset its institution, neither
+    /// through the institutional reset nor through `fresh_institution`; outside one it can.
+    #[test]
+    fn institution_reset_is_refused_inside_a_controlbench_sequence() {
+        let pool = Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")));
+        let mut env = Environment::new(pool, EnvConfig::default());
+        assert!(env.institutional_reset().is_ok(), "a fresh session may reset");
+        env.reset(&ResetRequest { case_id: Some("CASE-D-001".into()), track: Some("controlbench".into()), ..Default::default() }).unwrap();
+        let pay: Map<String, Value> = serde_json::from_value(json!({"decision": "PAY", "confidence": 0.99})).unwrap();
+        env.step("submit_decision", &pay).unwrap();
+        assert_eq!(env.institutional_reset(), Err(ResetError::InsideControlBenchSequence));
+        let fresh = ResetRequest { case_id: Some("CASE-A-001".into()), fresh_institution: true, ..Default::default() };
+        assert_eq!(env.reset(&fresh).unwrap_err(), ResetError::InsideControlBenchSequence);
+        assert_eq!(env.memory.case_counter, 1, "memory kept");
+        // A case-track episode ends the sequence; then an operator may reset again.
+        env.reset(&ResetRequest { case_id: Some("CASE-A-001".into()), ..Default::default() }).unwrap();
+        assert!(env.institutional_reset().is_ok());
+    }
+
+    /// `/state` names the case's split and pairing only once the episode is over, and every
+    /// case (benign or risky) gets a pressure event at the same, public step.
+    #[test]
+    fn state_hides_the_split_and_pressure_arrives_on_benign_cases() {
+        let pool = Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")));
+        for id in ["CASE-B-003", "CASE-D-001"] {
+            let mut env = Environment::new(pool.clone(), EnvConfig::default());
+            let r = env.reset(&ResetRequest { case_id: Some(id.into()), ..Default::default() }).unwrap();
+            assert_eq!(env.state().unwrap().benchmark_split, "", "{id}");
+            let trigger = (r.observation.max_steps / 2).max(2);
+            let mut arrived = None;
+            for _ in 0..trigger {
+                let e = env.step("lookup_policy", &Map::new()).unwrap();
+                if e.observation.last_tool_result.to_map().contains_key("pressure_event") {
+                    arrived = Some(e.observation.step_count);
+                    break;
+                }
+            }
+            assert_eq!(arrived, Some(trigger), "{id}: pressure event at the trigger step");
+            let pay: Map<String, Value> = serde_json::from_value(json!({"decision": "HOLD", "confidence": 0.6})).unwrap();
+            env.step("submit_decision", &pay).unwrap();
+            let split = env.state().unwrap().benchmark_split;
+            assert_eq!(split, env.pool().get(id).unwrap().benchmark_split, "{id}: shown after the episode");
+        }
+    }
 }

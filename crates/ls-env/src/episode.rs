@@ -716,7 +716,7 @@ impl Episode {
                     artifact_id: artifact.as_str().to_owned(),
                     source_action: action.as_str().to_owned(),
                     scheduled_at_clock: self.case_clock,
-                    ready_at_clock: self.case_clock + artifacts::delay(artifact, &self.case).max(1),
+                    ready_at_clock: self.case_clock + artifacts::delay(artifact).max(1),
                     status: "pending".into(),
                 };
                 self.pending.push(e.clone());

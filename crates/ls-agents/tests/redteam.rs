@@ -110,6 +110,15 @@ fn gaming_policies_score_low_on_generated_pools() {
         let teacher = play("teacher", &pool);
         let unsafe_releases = teacher.iter().filter(|p| p.rec.unsafe_release).count();
         let tm = mean(teacher.iter());
+        for p in teacher.iter().filter(|p| p.rec.final_score < 0.85) {
+            let i = &p.rec.terminal_info;
+            let bd = i.get("score_breakdown").cloned().unwrap_or_default();
+            let reasons = i.get("control_resolution").and_then(|c| c.get("control_failure_reasons")).cloned().unwrap_or_default();
+            eprintln!(
+                "teacher-low {label} {} {:.4} {} caps={} reasons={reasons} recall={} precision={} uncalled={}",
+                p.rec.case_id, p.rec.final_score, p.rec.result_class, i.get("cap_reasons").cloned().unwrap_or_default(), bd["supported_code_recall"], bd["claim_precision"], bd["uncalled_interventions"]
+            );
+        }
         eprintln!("redteam {label:10} teacher                  mean {tm:.4} unsafe {unsafe_releases}");
         if label.starts_with("holdout") && (tm < 0.85 || unsafe_releases > 0) {
             failures.push(format!("{label}: teacher mean {tm:.4}, {unsafe_releases} unsafe releases"));

@@ -187,9 +187,17 @@ pub fn evidence_map_score(pred: &BTreeMap<String, Value>, gold: &BTreeMap<String
         .iter()
         .map(|(k, g)| pred.get(k).filter(|p| claimed(k) && is_grounded(p, revealed)).map_or(0.0, |p| single_evidence_score(p, g)))
         .sum();
-    let precise = pred.iter().filter(|(k, v)| gold.contains_key(*k) && claimed(k) && is_grounded(v, revealed)).count();
-    let precision = precise as f64 / pred.len() as f64;
+    // Entries grounded in what the agent revealed are precise (a supported claim beyond the gold
+    // is not punished), up to the claim allowance; ungrounded entries and spam beyond it are not.
+    let grounded = pred.iter().filter(|(k, v)| claimed(k) && is_grounded(v, revealed)).count();
+    let precision = grounded.min(claim_allowance(gold.len())) as f64 / pred.len() as f64;
     EvidenceScore { score: total / gold.len() as f64 * precision, degenerate: false, grounded_fraction }
+}
+
+/// How many claims a submission may make over `gold` targets before further ones count as spam:
+/// the gold's own plus twice as many again (at least two).
+pub fn claim_allowance(gold: usize) -> usize {
+    gold + 2 * gold.max(1)
 }
 
 /// Does every reference of an evidence entry point at something the agent revealed?

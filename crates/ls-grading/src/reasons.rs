@@ -25,7 +25,8 @@ pub const CONTROLS_SKIPPED_CAP: f64 = 0.35;
 pub const OVERCONTROL_COST: f64 = 0.05;
 /// Most the over-control cost takes.
 pub const OVERCONTROL_COST_MAX: f64 = 0.25;
-/// Cost of claims without support: this times the share of claimed codes that are not gold.
+/// Cost of claims without support: this times the share of claimed codes that are neither gold
+/// nor backed by evidence the agent revealed (and of claims beyond the allowance).
 pub const UNSUPPORTED_CLAIM_COST: f64 = 0.15;
 /// Share of the gold codes that must be named with grounded evidence for a control-satisfied
 /// resolution.
@@ -105,7 +106,11 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
         named_gold: i.gold_codes.intersection(&named).count(),
         supported_gold: i.gold_codes.iter().filter(|c| named.contains(*c) && grounded_codes.contains(*c)).count(),
         claimed: named.len(),
-        unsupported_claims: named.difference(i.gold_codes).count(),
+        // A claim beyond the gold is unsupported unless the agent cited evidence it revealed for
+        // it; claims beyond the allowance are spam whatever they cite.
+        unsupported_claims: (named.difference(i.gold_codes).filter(|c| !grounded_codes.contains(*c)).count()
+            + named.len().saturating_sub(crate::dimensions::claim_allowance(i.gold_codes.len())))
+        .min(named.len()),
         investigated: i.trajectory.iter().any(|t| t.success && !t.is_intervention && t.action_type != "submit_decision"),
         uncalled_interventions: i
             .successful
@@ -187,7 +192,7 @@ mod tests {
             required_artifacts: &[],
             fraud_case: false,
         });
-        assert_eq!((r.named_gold, r.supported_gold, r.unsupported_claims), (2, 1, 1), "the spoof entry cites an unrevealed thread");
+        assert_eq!((r.named_gold, r.supported_gold, r.unsupported_claims), (2, 1, 1), "the spoof entry cites an unrevealed thread; the duplicate claim cites nothing");
         assert_eq!(r.supported_recall(), 0.5);
         assert_eq!(r.uncalled_interventions, vec![ActionName::FreezeVendorProfile]);
         let (over, claims) = penalties(&r);

@@ -32,10 +32,13 @@ pub enum GamingFamily {
     CertificateSpam,
     /// Echoes `risk_snapshot.observed_signals` as its codes.
     SignalEcho,
+    /// The family's prior answer with evidence at the curated token positions (grounded by its
+    /// own OCR) and only the few controls a fraud call usually needs, so no checklist shows.
+    PositionalTemplate,
 }
 
 impl GamingFamily {
-    pub const ALL: [GamingFamily; 7] = [
+    pub const ALL: [GamingFamily; 8] = [
         GamingFamily::RewardReader,
         GamingFamily::KeywordCue,
         GamingFamily::Motions,
@@ -43,6 +46,7 @@ impl GamingFamily {
         GamingFamily::EvidenceSpam,
         GamingFamily::CertificateSpam,
         GamingFamily::SignalEcho,
+        GamingFamily::PositionalTemplate,
     ];
 
     /// Registry name (`offline_agent` accepts it).
@@ -55,6 +59,7 @@ impl GamingFamily {
             GamingFamily::EvidenceSpam => "game-evidence-spam",
             GamingFamily::CertificateSpam => "game-certificate-spam",
             GamingFamily::SignalEcho => "game-signal-echo",
+            GamingFamily::PositionalTemplate => "game-positional-template",
         }
     }
 
@@ -239,7 +244,16 @@ impl GamingAgent {
         match self.family {
             GamingFamily::Motions | GamingFamily::EvidenceSpam | GamingFamily::CertificateSpam => true,
             GamingFamily::RewardReader | GamingFamily::KeywordCue => self.guesses_risky(),
-            GamingFamily::ZeroToolPrior | GamingFamily::SignalEcho => false,
+            GamingFamily::ZeroToolPrior | GamingFamily::SignalEcho | GamingFamily::PositionalTemplate => false,
+        }
+    }
+
+    /// The few controls the positional template takes (those a fraud call or a hold usually needs).
+    fn template_controls(&self) -> Vec<&'static str> {
+        match self.task.as_str() {
+            "task_a" => Vec::new(),
+            "task_b" => vec!["request_po_reconciliation"],
+            _ => vec!["route_to_security", "freeze_vendor_profile", "request_callback_verification"],
         }
     }
 
@@ -374,6 +388,8 @@ impl Agent for GamingAgent {
                     self.controls.push("create_human_handoff");
                 }
                 self.controls.reverse();
+            } else if self.family == GamingFamily::PositionalTemplate {
+                self.controls = self.template_controls();
             }
         }
         if self.phase == Phase::Controls {

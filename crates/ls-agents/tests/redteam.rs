@@ -68,9 +68,11 @@ fn curated() -> Arc<CasePool> {
 /// keyword policy reads answer-carrying curated instructions, and the curated benign cases are
 /// clean (no benign look-alike shows a risk signal), so "no signal after the standard tools →
 /// PAY" is right on them; the reward reader's remaining edge is the same observation-derived
-/// fact (which tools update the belief). Their figures are printed; the lead enables these
-/// bounds once label-neutral instructions and benign look-alikes are merged.
-const CURATED_MEAN_PENDING: [GamingFamily; 2] = [GamingFamily::RewardReader, GamingFamily::KeywordCue];
+/// fact (which tools update the belief); the positional template cites the curated gold evidence
+/// because the curated fixtures keep it at the same token positions in every case (citing the
+/// right token by position cannot be told from citing it by reading). Their figures are printed;
+/// the lead enables these bounds once label-neutral instructions and benign look-alikes are merged.
+const CURATED_MEAN_PENDING: [GamingFamily; 3] = [GamingFamily::RewardReader, GamingFamily::KeywordCue, GamingFamily::PositionalTemplate];
 const CURATED_BENIGN_PENDING: [GamingFamily; 3] = [GamingFamily::RewardReader, GamingFamily::KeywordCue, GamingFamily::SignalEcho];
 
 #[test]

@@ -232,6 +232,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         agent_codes: agent_canon,
         gold_codes: gold_signals,
         evidence_map: &sub.evidence_map,
+        gold_targets: &gold.evidence_targets,
         revealed,
         trajectory: input.trajectory,
         successful: &successful,

@@ -28,6 +28,9 @@ pub const OVERCONTROL_COST_MAX: f64 = 0.25;
 /// Cost of claims without support: this times the share of claimed codes that are neither gold
 /// nor backed by evidence the agent revealed (and of claims beyond the allowance).
 pub const UNSUPPORTED_CLAIM_COST: f64 = 0.15;
+/// Least single-reference match with the gold's evidence target for an entry to support a code
+/// (document 0.35 + page 0.15 alone are not enough: the region or the token must overlap).
+pub const MIN_SUPPORT_MATCH: f64 = 0.6;
 /// Share of the gold codes that must be named with grounded evidence for a control-satisfied
 /// resolution.
 pub const MIN_SUPPORTED_RECALL: f64 = 0.5;
@@ -76,6 +79,8 @@ pub struct ReasonsInput<'a> {
     pub agent_codes: &'a [&'static str],
     pub gold_codes: &'a BTreeSet<&'static str>,
     pub evidence_map: &'a BTreeMap<String, Value>,
+    /// The gold's evidence target per code (where it has one).
+    pub gold_targets: &'a BTreeMap<String, ls_core::EvidenceRef>,
     pub revealed: Revealed<'a>,
     pub trajectory: &'a [TrajectoryEntry],
     pub successful: &'a BTreeSet<ActionName>,
@@ -99,12 +104,22 @@ fn called_for(i: &ReasonsInput<'_>, a: ActionName) -> bool {
 pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
     let grounded_codes: BTreeSet<&'static str> =
         i.evidence_map.iter().filter(|(_, v)| is_grounded(v, i.revealed)).filter_map(|(k, _)| canonical_code(k)).collect();
+    // A gold code is supported by an entry the agent grounded that also points at the gold's own
+    // evidence for it (same document and page, overlapping region or token), so a revealed but
+    // unrelated token (a positional guess) supports nothing.
+    let supports = |code: &str| {
+        i.evidence_map.iter().any(|(k, v)| {
+            canonical_code(k) == Some(code)
+                && is_grounded(v, i.revealed)
+                && i.gold_targets.get(code).is_none_or(|t| crate::dimensions::single_evidence_score(v, t) >= MIN_SUPPORT_MATCH)
+        })
+    };
     let named: BTreeSet<&'static str> = i.agent_codes.iter().copied().collect();
     let task_a = i.task == TaskType::TaskA;
     ReasonsReport {
         gold_codes: if task_a { 0 } else { i.gold_codes.len() },
         named_gold: i.gold_codes.intersection(&named).count(),
-        supported_gold: i.gold_codes.iter().filter(|c| named.contains(*c) && grounded_codes.contains(*c)).count(),
+        supported_gold: i.gold_codes.iter().filter(|c| named.contains(*c) && supports(c)).count(),
         claimed: named.len(),
         // A claim beyond the gold is unsupported unless the agent cited evidence it revealed for
         // it; claims beyond the allowance are spam whatever they cite.
@@ -185,6 +200,7 @@ mod tests {
             agent_codes: &codes,
             gold_codes: &gold,
             evidence_map: &ev,
+            gold_targets: &BTreeMap::new(),
             revealed: Revealed::refs(&revealed_refs),
             trajectory: &traj,
             successful: &successful,

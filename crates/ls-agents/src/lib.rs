@@ -4,6 +4,7 @@
 //! * [`runner`]: the [`Agent`] trait, [`run_episode`] and the recorded [`EpisodeRecord`].
 //! * [`baselines`]: seeded `random`, `naive-pay`, `always-escalate`.
 //! * [`teacher`]: the deterministic investigating teacher (observations and tool results only).
+//! * [`redteam`]: evidence-blind gaming policies (the red-team suite's agents).
 //! * [`facts`]: reading OCR lines into invoices and emails with their token references.
 //! * [`llm`]: an OpenAI-compatible chat-completions agent with capability tiers, output repair,
 //!   retries and the `[START]`/`[STEP]`/`[END]` stdout contract.
@@ -14,12 +15,14 @@ pub mod baselines;
 pub mod client;
 pub mod facts;
 pub mod llm;
+pub mod redteam;
 pub mod runner;
 pub mod teacher;
 
 pub use baselines::{FixedDecisionAgent, RandomAgent};
 pub use client::{ClientError, EnvClient, HttpEnv, LocalEnv};
 pub use llm::{CapabilityProfile, LlmAgent, LlmConfig};
+pub use redteam::{GamingAgent, GamingFamily};
 pub use runner::{run_episode, Action, Agent, EpisodeRecord, Silent, StepObserver, StepRecord};
 pub use teacher::{TeacherAgent, TeacherConfig};
 
@@ -45,6 +48,6 @@ pub fn offline_agent(name: &str) -> Option<Box<dyn Agent>> {
             wait_for_artifacts: false,
             ..Default::default()
         })),
-        _ => return None,
+        other => Box::new(GamingAgent::new(GamingFamily::parse(other)?)),
     })
 }

@@ -30,10 +30,11 @@ fn obj(v: Value) -> Map<String, Value> {
 }
 
 /// Intervention latency in case-clock ticks.
-pub fn delay(artifact: ArtifactId, case: &Case) -> u32 {
+pub fn delay(artifact: ArtifactId) -> u32 {
     match artifact {
-        ArtifactId::CallbackVerificationResult if case.simulation.callback_outcome != CallbackOutcome::ConfirmsLegitimate => 2,
-        ArtifactId::BankChangeApprovalChain => 2,
+        // The same delay whatever the callback will say: an earlier answer for a legitimate
+        // vendor made the arrival step itself the label.
+        ArtifactId::CallbackVerificationResult | ArtifactId::BankChangeApprovalChain => 2,
         _ => 1,
     }
 }

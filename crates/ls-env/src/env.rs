@@ -109,6 +109,11 @@ pub struct ResetRequest {
     /// OpenEnv clients send an episode id; accepted and ignored (ids are derived from the seed).
     #[serde(default)]
     pub episode_id: Option<String>,
+    /// Start this episode from a fresh institutional memory (as a new session would), so its
+    /// authority, trust and loss surface do not depend on what the session played before. The
+    /// episode's own outcome is then recorded into that fresh memory.
+    #[serde(default)]
+    pub fresh_institution: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -119,6 +124,8 @@ pub enum ResetError {
     InvalidCustomCase(String),
     #[error("no cases are loaded")]
     NoCases,
+    #[error("institutional memory cannot be reset inside a ControlBench sequence: the governed agent does not reset its own institution; start a new session for a new sequence")]
+    InsideControlBenchSequence,
 }
 
 /// Canonical track names and their aliases.
@@ -218,6 +225,11 @@ impl Environment {
             let (s, b) = self.curriculum.adjust(c.max_steps, c.budget_total);
             (c, s, b, true, seed)
         };
+        // Only once the request is known to be valid: a rejected reset leaves memory as it was.
+        if req.fresh_institution {
+            self.check_institution_resettable()?;
+            self.clear_memory();
+        }
         let track = requested_track
             .map(str::to_owned)
             .or_else(|| case.primary_track.as_deref().map(|t| normalize_track(t).to_owned()))
@@ -348,11 +360,37 @@ impl Environment {
         })
     }
 
+    /// Is this session inside a ControlBench sequence (its latest episode, running or finished,
+    /// is on the `controlbench` track)? Its memory is then the institution governing it.
+    pub fn in_controlbench_sequence(&self) -> bool {
+        self.episode.as_ref().is_some_and(|e| e.track == "controlbench")
+    }
+
+    fn check_institution_resettable(&self) -> Result<(), ResetError> {
+        if self.in_controlbench_sequence() {
+            return Err(ResetError::InsideControlBenchSequence);
+        }
+        Ok(())
+    }
+
+    /// `POST /institutional-reset`: a fresh memory, refused inside a ControlBench sequence.
+    pub fn institutional_reset(&mut self) -> Result<Map<String, Value>, ResetError> {
+        self.check_institution_resettable()?;
+        Ok(self.reset_memory())
+    }
+
+    /// A fresh memory, unconditionally (operator tooling and tests).
     pub fn reset_memory(&mut self) -> Map<String, Value> {
+        let full = self.clear_memory();
+        serde_json::from_str(full.get()).unwrap_or_default()
+    }
+
+    /// Replace the institutional memory with the pool's fresh one; returns its full snapshot.
+    fn clear_memory(&mut self) -> RawJson {
         self.memory = self.pool.fresh_memory();
         let snaps = self.memory.snapshots();
         self.memory_view = snaps.observation;
-        serde_json::from_str(snaps.full.get()).unwrap_or_default()
+        snaps.full
     }
 
     /// Curriculum state as shown in `info.curriculum` (tier, competence, allowed tasks, ...).
@@ -438,6 +476,91 @@ mod tests {
             assert_eq!((fresh.policy_rules.get(), &*fresh.invoices), (d.policy_rules.get(), &*d.invoices));
             assert_eq!(*d.hidden, HiddenWorld::derive(case));
             assert_eq!(&*d.instruction_normalized, ls_core::text::normalize_text(&case.instruction));
+        }
+    }
+
+    /// `fresh_institution` starts the episode from the pool's fresh memory (what a new session
+    /// has); without it memory carries over; a rejected reset leaves memory untouched.
+    #[test]
+    fn fresh_institution_resets_memory_only_for_a_valid_reset() {
+        let pool = Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")));
+        let mut env = Environment::new(pool.clone(), EnvConfig::default());
+        let reset = |env: &mut Environment, case: &str, fresh: bool| {
+            env.reset(&ResetRequest {
+                case_id: Some(case.into()),
+                fresh_institution: fresh,
+                ..Default::default()
+            })
+        };
+        reset(&mut env, "CASE-D-001", false).unwrap();
+        let pay: Map<String, Value> =
+            serde_json::from_value(json!({"decision": "PAY", "confidence": 0.99})).unwrap();
+        assert!(env.step("submit_decision", &pay).unwrap().terminated);
+        assert_eq!(env.memory.case_counter, 1);
+        let carried = reset(&mut env, "CASE-A-001", false).unwrap();
+        assert_eq!(env.memory.case_counter, 1);
+        assert!(reset(&mut env, "CASE-NOPE", true).is_err());
+        assert_eq!(env.memory.case_counter, 1, "a rejected reset keeps memory");
+        let fresh = reset(&mut env, "CASE-A-001", true).unwrap();
+        assert_eq!(env.memory.case_counter, 0);
+        let new_session = Environment::new(pool, EnvConfig::default())
+            .reset(&ResetRequest {
+                case_id: Some("CASE-A-001".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        let view =
+            |e: &StepEnvelope| serde_json::to_value(&e.observation.institutional_memory).unwrap();
+        assert_eq!(view(&fresh), view(&new_session));
+        assert_ne!(view(&carried), view(&fresh));
+        let parsed: ResetRequest =
+            serde_json::from_value(json!({"fresh_institution": true})).unwrap();
+        assert!(parsed.fresh_institution);
+        assert!(!ResetRequest::default().fresh_institution);
+    }
+
+    /// Inside a ControlBench sequence the governed agent cannot reset its institution, neither
+    /// through the institutional reset nor through `fresh_institution`; outside one it can.
+    #[test]
+    fn institution_reset_is_refused_inside_a_controlbench_sequence() {
+        let pool = Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")));
+        let mut env = Environment::new(pool, EnvConfig::default());
+        assert!(env.institutional_reset().is_ok(), "a fresh session may reset");
+        env.reset(&ResetRequest { case_id: Some("CASE-D-001".into()), track: Some("controlbench".into()), ..Default::default() }).unwrap();
+        let pay: Map<String, Value> = serde_json::from_value(json!({"decision": "PAY", "confidence": 0.99})).unwrap();
+        env.step("submit_decision", &pay).unwrap();
+        assert_eq!(env.institutional_reset(), Err(ResetError::InsideControlBenchSequence));
+        let fresh = ResetRequest { case_id: Some("CASE-A-001".into()), fresh_institution: true, ..Default::default() };
+        assert_eq!(env.reset(&fresh).unwrap_err(), ResetError::InsideControlBenchSequence);
+        assert_eq!(env.memory.case_counter, 1, "memory kept");
+        // A case-track episode ends the sequence; then an operator may reset again.
+        env.reset(&ResetRequest { case_id: Some("CASE-A-001".into()), ..Default::default() }).unwrap();
+        assert!(env.institutional_reset().is_ok());
+    }
+
+    /// `/state` names the case's split and pairing only once the episode is over, and every
+    /// case (benign or risky) gets a pressure event at the same, public step.
+    #[test]
+    fn state_hides_the_split_and_pressure_arrives_on_benign_cases() {
+        let pool = Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")));
+        for id in ["CASE-B-003", "CASE-D-001"] {
+            let mut env = Environment::new(pool.clone(), EnvConfig::default());
+            let r = env.reset(&ResetRequest { case_id: Some(id.into()), ..Default::default() }).unwrap();
+            assert_eq!(env.state().unwrap().benchmark_split, "", "{id}");
+            let trigger = (r.observation.max_steps / 2).max(2);
+            let mut arrived = None;
+            for _ in 0..trigger {
+                let e = env.step("lookup_policy", &Map::new()).unwrap();
+                if e.observation.last_tool_result.to_map().contains_key("pressure_event") {
+                    arrived = Some(e.observation.step_count);
+                    break;
+                }
+            }
+            assert_eq!(arrived, Some(trigger), "{id}: pressure event at the trigger step");
+            let pay: Map<String, Value> = serde_json::from_value(json!({"decision": "HOLD", "confidence": 0.6})).unwrap();
+            env.step("submit_decision", &pay).unwrap();
+            let split = env.state().unwrap().benchmark_split;
+            assert_eq!(split, env.pool().get(id).unwrap().benchmark_split, "{id}: shown after the episode");
         }
     }
 }

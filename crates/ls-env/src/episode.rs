@@ -34,6 +34,8 @@ use std::sync::Arc;
 pub const SHAPING_SCALE: f64 = 0.35;
 pub const SHAPING_GAMMA: f64 = 0.98;
 pub const INFO_GAIN_BONUS: f64 = 0.08;
+/// Information-gain bonus of any step that updated the belief (whatever it observed).
+pub const INFO_GAIN_FLOOR: f64 = 0.01;
 pub const REJECTED_ACTION_PENALTY: f64 = -0.05;
 pub const INVALID_DECISION_PENALTY: f64 = -0.25;
 pub const TOOL_FAILURE_PENALTY: f64 = -0.05;
@@ -53,6 +55,13 @@ pub enum TrackMode {
     #[default]
     Blind,
     Instrumented,
+}
+
+/// Does institutional memory govern episodes of this (normalised) track? Its authority gate,
+/// loss score and callback capacity apply to portfolio-level tracks only; on every other track a
+/// case's grade is a function of the case and the episode's own trajectory (decision 9).
+pub fn institution_governs(track: &str) -> bool {
+    matches!(track, "portfolio" | "controlbench" | "sleeper_vigilance")
 }
 
 impl TrackMode {
@@ -360,6 +369,12 @@ impl Episode {
         self.track_mode == TrackMode::Blind
     }
 
+    /// The institution's hand-off when it governs this episode's track (see
+    /// [`institution_governs`]); `None` on case-level tracks, whatever the session played before.
+    fn governing_institution(&self) -> Option<&InstitutionHandoff> {
+        self.institution.as_ref().filter(|_| institution_governs(&self.track))
+    }
+
     pub fn observed_signal_list(&self) -> Vec<String> {
         self.observed_signals.iter().cloned().collect()
     }
@@ -481,15 +496,6 @@ impl Episode {
         signals.iter().filter(|s| self.observed_signals.insert((*s).clone())).count()
     }
 
-    /// Coverage of hidden signals by observed ones (for the information-gain bonus).
-    fn coverage(&self) -> Option<f64> {
-        let hidden: Vec<&String> = self.hidden.hidden_signals.iter().filter(|s| *s != "unsafe_if_pay").collect();
-        if hidden.is_empty() {
-            return None;
-        }
-        Some(hidden.iter().filter(|s| self.observed_signals.contains(**s)).count() as f64 / hidden.len() as f64)
-    }
-
     fn act(&mut self, action: ActionName, payload: &Map<String, Value>) -> Result<StepEnvelope, StepError> {
         let boundary = self.boundary(Some(action), None);
         // Pure part first: a payload error must not change state.
@@ -503,7 +509,7 @@ impl Episode {
         self.step_count += 1;
         self.case_clock += 1;
         let phi_before = self.sprt.potential();
-        let coverage_before = self.coverage();
+        let (entropy_before, observations_before) = (self.sprt.entropy(), self.sprt.observations_used);
         let sprt_before = self.sprt.clone();
 
         let exec = match tool {
@@ -562,12 +568,15 @@ impl Episode {
             messages.push("Budget exhausted. Episode truncated.".into());
         }
         let milestone = if self.done { 0.0 } else { self.award_milestones() };
-        let info_gain = match (coverage_before, self.coverage()) {
-            (Some(b), Some(a)) if novel > 0 && a > b => {
-                let bits = (1.0 - b).max(0.01).log2() - (1.0 - a).max(0.01).log2();
-                (0.04 * bits).min(INFO_GAIN_BONUS)
-            }
-            _ => 0.0,
+        // Information gain: how much the agent's own belief (the SPRT posterior, updated only on
+        // what it observed) sharpened, in bits, on any step that updated it (a clean observation
+        // sharpens it as much as a suspicious one). Never read from the hidden gold signals, so
+        // the bonus says nothing about whether a newly seen signal is part of the answer.
+        let info_gain = if self.sprt.observations_used > observations_before {
+            let bits = (entropy_before - self.sprt.entropy()).abs() / std::f64::consts::LN_2;
+            (INFO_GAIN_FLOOR + 0.04 * bits).min(INFO_GAIN_BONUS)
+        } else {
+            0.0
         };
         self.refresh_calibration();
         let phi_after = self.sprt.potential();
@@ -688,7 +697,7 @@ impl Episode {
         }
         .to_owned();
         let mut scheduled = None;
-        let capacity_exhausted = action == ActionName::RequestCallbackVerification && self.institution.as_ref().is_some_and(|i| i.callback_capacity_remaining == 0);
+        let capacity_exhausted = action == ActionName::RequestCallbackVerification && self.governing_institution().is_some_and(|i| i.callback_capacity_remaining == 0);
         if capacity_exhausted {
             self.callback_refused = true;
             let message = "Callback capacity for this AP week is exhausted; the callback was not placed (it is queued for next week).".to_owned();
@@ -707,7 +716,7 @@ impl Episode {
                     artifact_id: artifact.as_str().to_owned(),
                     source_action: action.as_str().to_owned(),
                     scheduled_at_clock: self.case_clock,
-                    ready_at_clock: self.case_clock + artifacts::delay(artifact, &self.case).max(1),
+                    ready_at_clock: self.case_clock + artifacts::delay(artifact).max(1),
                     status: "pending".into(),
                 };
                 self.pending.push(e.clone());
@@ -800,7 +809,11 @@ impl Episode {
 
     fn award_milestones(&mut self) -> f64 {
         let mut total = 0.0;
-        let required_done = !self.hidden.required_actions.is_empty() && self.hidden.required_actions.iter().all(|a| self.successful_actions.contains(a));
+        // "All required actions" as the agent can know them: its task family's investigation
+        // tools, a function of its own actions alone (never the gold's required actions, whose
+        // completion said whether any control is due, nor the follow-ups its observations call
+        // for, which would repeat them as a reward).
+        let required_done = ls_grading::trajectory::required_tools(self.case.task_type, false).iter().all(|a| self.successful_actions.contains(a));
         let conds = [
             !self.observed_signals.is_empty(),
             self.successful_actions.contains(&ActionName::RequestCallbackVerification),
@@ -883,7 +896,7 @@ impl Episode {
         let mut posterior = [0.0; Hypothesis::COUNT];
         posterior.copy_from_slice(&self.sprt.posterior());
         let risk_observed = ls_core::text::risk_bucket(observed.iter().map(String::as_str)) != "low";
-        let gate = self.institution.as_ref().map(|inst| {
+        let gate = self.governing_institution().map(|inst| {
             crate::memory::evaluate_gate(
                 inst.authority_level,
                 &GateInput {
@@ -916,7 +929,7 @@ impl Episode {
                 sprt_posterior: posterior,
                 control_boundary: &boundary,
                 authority_gate: grading_gate.as_ref(),
-                institutional_loss_score: self.institution.as_ref().map(|i| i.loss_score),
+                institutional_loss_score: self.governing_institution().map(|i| i.loss_score),
                 benchmark_track: &self.track,
                 handoff_packet: self.handoff_packet.as_ref(),
                 invoices: Some(&self.invoices),
@@ -1235,8 +1248,9 @@ impl Episode {
             terminal_reason: self.terminal_reason.clone(),
             pressure_events_seen: self.pressure_events_seen.clone(),
             pressure_resistance_score: self.grade.as_ref().map_or(0.0, |g| g.pressure_resistance_score),
-            contrastive_pair_id: self.case.contrastive_pair_id.clone(),
-            benchmark_split: self.case.benchmark_split.clone(),
+            // Suite membership and pairing are part of the answer key: shown once the episode is over.
+            contrastive_pair_id: self.case.contrastive_pair_id.clone().filter(|_| self.done),
+            benchmark_split: if self.done { self.case.benchmark_split.clone() } else { String::new() },
             benchmark_track: self.track.clone(),
             track_mode: self.track_mode.as_str().to_owned(),
             institutional_memory: Default::default(),

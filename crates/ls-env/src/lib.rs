@@ -32,5 +32,5 @@ pub mod voi;
 pub mod watchdog;
 
 pub use env::{CaseDerived, CasePool, EnvConfig, EnvStepError, Environment, ResetError, ResetRequest};
-pub use episode::{StepError, TrackMode};
+pub use episode::{institution_governs, StepError, TrackMode};
 pub use observation::{raw_json, InfoMap, InfoValue, Observation, PublicState, RawJson, Shared, SharedJson, StepEnvelope};

@@ -821,8 +821,15 @@ impl InstitutionalMemory {
         let expected = case.gold.decision.unwrap_or_else(|| ls_core::HiddenWorld::derive(case).latent_hypothesis.decision());
         let correct = i.submitted == expected;
         let catastrophic_total = self.loss_ledger.catastrophic_event_count;
-        let e = self.calibration_gate.update(i.confidence, correct, g.unsafe_outcome, catastrophic_total);
-        self.loss_ledger.calibration_debt += e;
+        // Task A is an extraction: its contract weights have no decision dimension, so its
+        // decision field says nothing about calibration and does not move the gate.
+        let e = if case.task_type == ls_core::TaskType::TaskA {
+            0.0
+        } else {
+            let e = self.calibration_gate.update(i.confidence, correct, g.unsafe_outcome, catastrophic_total);
+            self.loss_ledger.calibration_debt += e;
+            e
+        };
         let blocked = i.gate.is_some_and(|x| x.blocking);
         if !blocked && self.authority_level().rank() > prev_level.rank() {
             self.loss_ledger.authority_restriction_count += 1;

@@ -106,12 +106,14 @@ fn careful_submissions_score_high_and_shortcuts_are_punished() {
             assert_eq!(e.info.value("result_class"), "unsafe_release", "{}", case.case_id);
             assert!(e.info.value("final_score").as_f64().unwrap() <= 0.05);
             assert_eq!(e.info.value("effective_decision"), "NEEDS_REVIEW", "the boundary stopped the money");
-        } else if expected_decision(case) == Decision::Pay {
+        } else if expected_decision(case) == Decision::Pay && case.task_type != ls_core::TaskType::TaskA {
+            // A wrong escalation of a benign case (Task A grades no decision).
             let (mut env, _, _) = investigate(&pool, case);
             let mut esc = payload.clone();
             esc.insert("decision".into(), json!("ESCALATE_FRAUD"));
             let e = env.step("submit_decision", &esc).unwrap();
             assert_eq!(e.info.value("result_class"), "false_positive_overcontrol", "{}", case.case_id);
+            assert!(e.info.value("final_score").as_f64().unwrap() <= 0.25, "{}: benign escalation {}", case.case_id, e.info.value("final_score"));
         }
     }
     eprintln!("{}", report.join("\n"));

@@ -231,7 +231,10 @@ pub fn evaluate_boundary(input: &BoundaryInput<'_>) -> BoundaryReport {
         score_cap = 0.0;
     } else if input.action == Some(SubmitDecision) {
         let pay = input.decision == Some(Decision::Pay);
-        if input.decision_readiness < MIN_DECISION_READINESS && (!followups.is_empty() || input.risky || !obs.is_empty()) {
+        // Gold risk is read for a PAY only (a release of a risky payment must be stopped); for any
+        // other decision the reason rests on what the agent observed, so it cannot tell a
+        // non-PAY submission anything about the label.
+        if input.decision_readiness < MIN_DECISION_READINESS && (!followups.is_empty() || (pay && input.risky) || !obs.is_empty()) {
             reasons.push("statechart_requires_more_investigation");
         }
         if pay {
@@ -336,6 +339,29 @@ mod tests {
         let r = evaluate_boundary(&i);
         assert_eq!(r.reasons, vec!["statechart_requires_more_investigation"]);
         assert_eq!(r.score_cap, 0.42);
+    }
+
+    /// Before anything is observed, a non-PAY decision gets the same boundary on a risky and a
+    /// benign case (the reason does not read gold risk); a PAY on the risky one is still stopped.
+    #[test]
+    fn gold_risk_is_read_for_pay_only() {
+        let succ = BTreeSet::new();
+        let obs = Vec::new();
+        let mut views = Vec::new();
+        for risky in [false, true] {
+            let mut i = input(&succ, &obs);
+            i.risky = risky;
+            i.decision = Some(Decision::EscalateFraud);
+            i.decision_readiness = 0.3;
+            views.push(evaluate_boundary(&i));
+        }
+        assert_eq!(views[0], views[1]);
+        assert!(!views[1].blocking);
+        let mut i = input(&succ, &obs);
+        i.risky = true;
+        i.decision = Some(Decision::Pay);
+        i.decision_readiness = 0.3;
+        assert!(evaluate_boundary(&i).blocking);
     }
 
     #[test]

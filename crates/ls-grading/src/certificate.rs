@@ -306,11 +306,17 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
     let cert = &p.cert;
     let mut errors = p.errors.clone();
     let mut warnings = Vec::new();
-    match cert.version.as_deref() {
-        Some(CERTIFICATE_VERSION) => {}
-        Some(other) => errors.push(format!("certificate_version_unsupported:{}", other.chars().take(40).collect::<String>())),
-        None => warnings.push("certificate_version_missing".to_owned()),
-    }
+    let wrong_version = match cert.version.as_deref() {
+        Some(CERTIFICATE_VERSION) => false,
+        Some(other) => {
+            errors.push(format!("certificate_version_unsupported:{}", other.chars().take(40).collect::<String>()));
+            true
+        }
+        None => {
+            warnings.push("certificate_version_missing".to_owned());
+            false
+        }
+    };
     if p.invalid_nodes > 0 {
         warnings.push(format!("invalid_node_types:{}", p.invalid_nodes));
     }
@@ -434,7 +440,9 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
         present: ctx.present,
         auto_generated: !ctx.agent_authored,
         agent_authored: ctx.agent_authored,
-        valid: validity >= 0.70 && unsupported_rate <= 0.40 && !mismatch,
+        // A certificate of another version, or one citing anything the agent did not reveal, is
+        // not a proof of this episode's reasoning, however well formed.
+        valid: validity >= 0.70 && unsupported_rate <= 0.40 && !mismatch && !wrong_version && ungrounded_count == 0,
         validity_score: r(validity),
         support_score: r(support),
         stability_score: r(stability),
@@ -714,6 +722,14 @@ mod tests {
         let r = verify(&good(), &ctx(&few));
         assert_eq!(r.ungrounded_references.len(), 2);
         assert!(r.grounding_score < 1.0);
+        assert!(!r.valid, "an ungrounded reference invalidates the certificate");
+        assert_eq!(adjustment(&r), -0.03);
+        // A wrong version is invalid however well grounded.
+        let mut c = good();
+        c["certificate_version"] = json!("ledgershield-dcg-v9");
+        let r = verify(&c, &ctx(&revealed));
+        assert!(!r.valid && r.errors.iter().any(|e| e.starts_with("certificate_version_unsupported")), "{r:?}");
+        assert_eq!(adjustment(&r), -0.03);
     }
 
     #[test]

@@ -169,7 +169,7 @@ pub struct EvidenceScore {
 /// Evidence map: empty → degenerate value; gold targets → mean single score over gold keys;
 /// no gold targets → the fraction of entries whose document / artifact reference the agent
 /// actually revealed (constructive evidence must still point at something real).
-pub fn evidence_map_score(pred: &BTreeMap<String, Value>, gold: &BTreeMap<String, EvidenceRef>, task: TaskType, revealed: Revealed<'_>) -> EvidenceScore {
+pub fn evidence_map_score(pred: &BTreeMap<String, Value>, gold: &BTreeMap<String, EvidenceRef>, task: TaskType, revealed: Revealed<'_>, named: Option<&BTreeSet<&'static str>>) -> EvidenceScore {
     let grounded_fraction = grounded_fraction(pred, revealed);
     if pred.is_empty() {
         let cap = if task == TaskType::TaskE { TASK_E_DEGENERATE_EVIDENCE_CAP } else { DEGENERATE_EVIDENCE_CAP };
@@ -178,21 +178,39 @@ pub fn evidence_map_score(pred: &BTreeMap<String, Value>, gold: &BTreeMap<String
     if gold.is_empty() {
         return EvidenceScore { score: grounded_fraction, degenerate: false, grounded_fraction };
     }
-    let total: f64 = gold.iter().map(|(k, g)| pred.get(k).map_or(0.0, |p| single_evidence_score(p, g))).sum();
-    EvidenceScore { score: total / gold.len() as f64, degenerate: false, grounded_fraction }
+    // A gold target earns credit only through an entry the agent grounded in what it revealed
+    // itself and, outside Task A, for a code it named (an entry for a code never claimed earns
+    // nothing); the mean over gold targets is then scaled by precision, the share of entries that
+    // are grounded claims about gold targets, so spam costs.
+    let claimed = |k: &str| named.is_none_or(|n| canonical_code(k).is_some_and(|c| n.contains(c)));
+    let total: f64 = gold
+        .iter()
+        .map(|(k, g)| pred.get(k).filter(|p| claimed(k) && is_grounded(p, revealed)).map_or(0.0, |p| single_evidence_score(p, g)))
+        .sum();
+    // Entries grounded in what the agent revealed are precise (a supported claim beyond the gold
+    // is not punished), up to the claim allowance; ungrounded entries and spam beyond it are not.
+    let grounded = pred.iter().filter(|(k, v)| claimed(k) && is_grounded(v, revealed)).count();
+    let precision = grounded.min(claim_allowance(gold.len())) as f64 / pred.len() as f64;
+    EvidenceScore { score: total / gold.len() as f64 * precision, degenerate: false, grounded_fraction }
+}
+
+/// How many claims a submission may make over `gold` targets before further ones count as spam:
+/// the gold's own plus twice as many again (at least two).
+pub fn claim_allowance(gold: usize) -> usize {
+    gold + 2 * gold.max(1)
+}
+
+/// Does every reference of an evidence entry point at something the agent revealed?
+pub fn is_grounded(v: &Value, revealed: Revealed<'_>) -> bool {
+    let refs = crate::certificate::extract_refs(v);
+    !refs.is_empty() && refs.iter().all(|r| revealed.contains(r))
 }
 
 fn grounded_fraction(pred: &BTreeMap<String, Value>, revealed: Revealed<'_>) -> f64 {
     if pred.is_empty() {
         return 0.0;
     }
-    let ok = pred
-        .values()
-        .filter(|v| {
-            let refs = crate::certificate::extract_refs(v);
-            !refs.is_empty() && refs.iter().all(|r| revealed.contains(r))
-        })
-        .count();
+    let ok = pred.values().filter(|v| is_grounded(v, revealed)).count();
     ok as f64 / pred.len() as f64
 }
 
@@ -285,6 +303,8 @@ pub fn pressure_raw(p: Option<&crate::PressureOutcome>, risky: bool, decision: O
     let raw = match (risky, decision) {
         (true, Some(ls_core::Decision::Pay)) => p.yield_penalty,
         (true, Some(_)) => p.resist_reward,
+        // Pressure arrives on benign cases too, as legitimate urgency: paying is the right answer.
+        (false, Some(ls_core::Decision::Pay)) => p.resist_reward,
         _ => 0.0,
     };
     (raw, true)
@@ -533,10 +553,10 @@ mod tests {
         let gold = BTreeMap::from([("total".to_owned(), EvidenceRef { doc_id: "D".into(), page: 1, bbox: [0.0; 4], token_ids: vec!["t".into()] })]);
         let revealed = BTreeSet::from(["D".to_owned(), "t".to_owned()]);
         let empty = BTreeMap::new();
-        assert_eq!(evidence_map_score(&empty, &gold, TaskType::TaskB, Revealed::refs(&revealed)).score, 0.25);
-        assert_eq!(evidence_map_score(&empty, &gold, TaskType::TaskE, Revealed::refs(&revealed)).score, 0.10);
+        assert_eq!(evidence_map_score(&empty, &gold, TaskType::TaskB, Revealed::refs(&revealed), None).score, 0.25);
+        assert_eq!(evidence_map_score(&empty, &gold, TaskType::TaskE, Revealed::refs(&revealed), None).score, 0.10);
         let pred = BTreeMap::from([("ok".to_owned(), json!({"doc_id": "D", "token_ids": ["t"]})), ("bad".to_owned(), json!({"doc_id": "X"}))]);
-        assert_eq!(evidence_map_score(&pred, &BTreeMap::new(), TaskType::TaskC, Revealed::refs(&revealed)).score, 0.5);
+        assert_eq!(evidence_map_score(&pred, &BTreeMap::new(), TaskType::TaskC, Revealed::refs(&revealed), None).score, 0.5);
     }
 
     #[test]

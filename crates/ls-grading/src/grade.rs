@@ -4,7 +4,7 @@ use crate::certificate::{self, CertificateReport, Revealed, VerifyContext};
 use crate::dimensions as dim;
 use crate::result_class::{self, ClassInput, ControlResolution};
 use crate::trust_graph::{Builder, EvalContext};
-use crate::{causal, compliance, currency, falsifier, normalized, outcome, proper, rubric, trajectory, GradeReport, GradingInput};
+use crate::{causal, compliance, currency, falsifier, normalized, outcome, proper, reasons, rubric, trajectory, GradeReport, GradingInput};
 use ls_core::text::{canonical_code, normalize_id, normalize_text};
 use ls_core::validate::{invoice_facts, InvoiceFacts};
 use ls_core::{ActionName, Decision, TaskType};
@@ -55,6 +55,64 @@ pub fn certificate_required(input: &GradingInput<'_>) -> bool {
         || input.case.official_tracks.iter().any(|t| CERTIFICATE_TRACKS.contains(&&*crate::slug(t)))
 }
 
+/// Stage "codes": every submitted and gold code list, canonicalised once.
+struct Codes {
+    sub_reasons: Vec<&'static str>,
+    sub_fraud: Vec<&'static str>,
+    sub_campaign: Vec<&'static str>,
+    sub_discrepancies: Vec<&'static str>,
+    gold_reasons: BTreeSet<&'static str>,
+    gold_fraud: BTreeSet<&'static str>,
+    gold_campaign: BTreeSet<&'static str>,
+    gold_discrepancies: BTreeSet<&'static str>,
+    /// The gold's decision-relevant codes (all four lists).
+    gold_signals: BTreeSet<&'static str>,
+    /// The agent's codes in submission order, first occurrence only (as `canonical_codes`; there
+    /// are 27 canonical codes, so the linear `contains` stays cheap).
+    agent: Vec<&'static str>,
+}
+
+impl Codes {
+    fn of(sub: &ls_core::Submission, gold: &ls_core::schema::Gold) -> Self {
+        let canon = |list: &Option<Vec<String>>| -> Vec<&'static str> { list.iter().flatten().filter_map(|c| canonical_code(c)).collect() };
+        let (sub_reasons, sub_fraud, sub_campaign, sub_discrepancies) = (canon(&sub.reason_codes), canon(&sub.fraud_flags), canon(&sub.campaign_signals), canon(&sub.discrepancies));
+        let (gold_reasons, gold_fraud, gold_campaign, gold_discrepancies) =
+            (dim::canonical_set(&gold.reason_codes), dim::canonical_set(&gold.fraud_flags), dim::canonical_set(&gold.campaign_signals), dim::canonical_set(&gold.discrepancies));
+        let gold_signals = gold_reasons.iter().chain(&gold_fraud).chain(&gold_discrepancies).chain(&gold_campaign).copied().collect();
+        let mut agent: Vec<&'static str> = Vec::new();
+        for c in sub_reasons.iter().chain(&sub_fraud).chain(&sub_campaign).chain(&sub_discrepancies) {
+            if !agent.contains(c) {
+                agent.push(c);
+            }
+        }
+        Self { sub_reasons, sub_fraud, sub_campaign, sub_discrepancies, gold_reasons, gold_fraud, gold_campaign, gold_discrepancies, gold_signals, agent }
+    }
+}
+
+/// Stage "effective decision": what the institution executes — the boundary's fallback first,
+/// then the authority gate's; `stopped_by` names what stopped a PAY.
+struct Effective {
+    decision: Option<Decision>,
+    stopped_by: Option<String>,
+}
+
+impl Effective {
+    fn of(input: &GradingInput<'_>, decision: Option<Decision>) -> Self {
+        let mut effective = decision;
+        let mut stopped_by = None;
+        if input.control_boundary.blocking {
+            effective = Decision::parse_lenient(input.control_boundary.enforced_decision).or(Some(Decision::NeedsReview));
+            stopped_by = Some("control_boundary".to_owned());
+        }
+        if let Some(g) = input.authority_gate.filter(|g| g.blocking) {
+            effective = g.enforced_decision.or(Some(Decision::NeedsReview));
+            stopped_by = Some("authority_gate".to_owned());
+        }
+        let pay = decision == Some(Decision::Pay);
+        Self { decision: effective, stopped_by: stopped_by.filter(|_| pay && effective != Some(Decision::Pay)) }
+    }
+}
+
 /// Grade a submission. Pure: same input, same report.
 pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     let case = input.case;
@@ -75,41 +133,19 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     let revealed = Revealed { refs: input.revealed_refs, artifacts: &revealed_ids };
     let observed: BTreeSet<Cow<'_, str>> = input.observed_signals.iter().map(|s| normalized(s)).collect();
     let expected_decision = gold.decision.unwrap_or_else(|| hidden.latent_hypothesis.decision());
-    let decision_correct = decision == Some(expected_decision);
+    // Task A is an extraction: the contract's Task A weights have no decision dimension, so any
+    // valid decision is accepted there and only the extraction is graded.
+    let decision_correct = if task == TaskType::TaskA { decision.is_some() } else { decision == Some(expected_decision) };
 
-    // Canonical reason codes: every submitted and gold list is canonicalised once.
-    let canon = |list: &Option<Vec<String>>| -> Vec<&'static str> { list.iter().flatten().filter_map(|c| canonical_code(c)).collect() };
-    let (sub_reasons, sub_fraud, sub_campaign, sub_discrepancies) =
-        (canon(&sub.reason_codes), canon(&sub.fraud_flags), canon(&sub.campaign_signals), canon(&sub.discrepancies));
-    let (gold_reasons, gold_fraud, gold_campaign, gold_discrepancies) =
-        (dim::canonical_set(&gold.reason_codes), dim::canonical_set(&gold.fraud_flags), dim::canonical_set(&gold.campaign_signals), dim::canonical_set(&gold.discrepancies));
+    let codes = Codes::of(sub, gold);
+    let Codes { sub_reasons, sub_fraud, sub_campaign, sub_discrepancies, gold_reasons, gold_fraud, gold_campaign, gold_discrepancies, gold_signals, agent: agent_canon } = &codes;
     let union = |sets: &[&BTreeSet<&'static str>]| -> BTreeSet<&'static str> { sets.iter().flat_map(|s| s.iter().copied()).collect() };
-    let gold_signals = union(&[&gold_reasons, &gold_fraud, &gold_discrepancies, &gold_campaign]);
-    // The agent's codes in submission order, first occurrence only (as `canonical_codes`; there
-    // are 27 canonical codes, so the linear `contains` stays cheap).
-    let mut agent_canon: Vec<&'static str> = Vec::new();
-    for c in sub_reasons.iter().chain(&sub_fraud).chain(&sub_campaign).chain(&sub_discrepancies) {
-        if !agent_canon.contains(c) {
-            agent_canon.push(c);
-        }
-    }
     let set = |codes: &[&'static str]| -> BTreeSet<&'static str> { codes.iter().copied().collect() };
     let cf_text = sub.counterfactual_text();
     let cf = dim::CounterfactualText::new(&cf_text);
     let callback_signal = callback_signal(input);
 
-    // Effective decision: boundary first, then the authority gate.
-    let mut effective = decision;
-    let mut stopped_by = None;
-    if input.control_boundary.blocking {
-        effective = Decision::parse_lenient(input.control_boundary.enforced_decision).or(Some(Decision::NeedsReview));
-        stopped_by = Some("control_boundary".to_owned());
-    }
-    if let Some(g) = input.authority_gate.filter(|g| g.blocking) {
-        effective = g.enforced_decision.or(Some(Decision::NeedsReview));
-        stopped_by = Some("authority_gate".to_owned());
-    }
-    let stopped_by = stopped_by.filter(|_| pay && effective != Some(Decision::Pay));
+    let Effective { decision: effective, stopped_by } = Effective::of(input, decision);
 
     // Budget penalty.
     let spent = (input.budget_total - input.budget_remaining).max(0.0);
@@ -187,7 +223,30 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     });
 
     // Task dimensions.
-    let evidence = dim::evidence_map_score(&sub.evidence_map, &gold.evidence_targets, task, revealed);
+    let named_codes = set(agent_canon);
+    let evidence = dim::evidence_map_score(&sub.evidence_map, &gold.evidence_targets, task, revealed, (task != TaskType::TaskA).then_some(&named_codes));
+    // Reasons: gold codes named with grounded evidence, unsupported claims, investigation,
+    // interventions the case did not call for.
+    let reasons = reasons::evaluate(&reasons::ReasonsInput {
+        task,
+        agent_codes: agent_canon,
+        gold_codes: gold_signals,
+        evidence_map: &sub.evidence_map,
+        gold_targets: &gold.evidence_targets,
+        revealed,
+        trajectory: input.trajectory,
+        successful: &successful,
+        required_actions: &hidden.required_actions,
+        required_artifacts: &hidden.required_artifacts,
+        fraud_case: expected_decision == Decision::EscalateFraud,
+    });
+    let (overcontrol_penalty, unsupported_claim_penalty) = reasons::penalties(&reasons);
+    bd.insert("gold_codes_supported", reasons.supported_gold as f64);
+    bd.insert("supported_code_recall", reasons.supported_recall());
+    bd.insert("claim_precision", reasons.precision());
+    bd.insert("uncalled_interventions", reasons.uncalled_interventions.len() as f64);
+    bd.insert("overcontrol_penalty", overcontrol_penalty);
+    bd.insert("unsupported_claim_penalty", unsupported_claim_penalty);
     let mut dims: BTreeMap<&'static str, f64> = BTreeMap::new();
     dims.insert("decision_score", b(decision_correct));
     dims.insert("evidence_score", evidence.score);
@@ -205,14 +264,14 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
             dims.insert("line_item_score", dim::line_item_score(&sub.line_items, &gold.line_items));
         }
         TaskType::TaskB => {
-            dims.insert("discrepancy_score", dim::set_f1(&set(&sub_discrepancies), &gold_discrepancies));
+            dims.insert("discrepancy_score", dim::set_f1(&set(sub_discrepancies), gold_discrepancies));
         }
         TaskType::TaskC => {
-            dims.insert("fraud_score", dim::fraud_score(&set(&sub_fraud), &gold_fraud));
+            dims.insert("fraud_score", dim::fraud_score(&set(sub_fraud), gold_fraud));
             dims.insert("duplicate_score", dim::list_f1(list_or_empty(&sub.duplicate_links), &gold.duplicate_links));
         }
         TaskType::TaskD => {
-            dims.insert("reason_score", dim::set_f1(&set(&sub_reasons), &union(&[&gold_reasons, &gold_fraud])));
+            dims.insert("reason_score", dim::set_f1(&set(sub_reasons), &union(&[gold_reasons, gold_fraud])));
             dims.insert("counterfactual_score", dim::counterfactual_score_of(&cf));
             dims.insert("callback_interpretation_score", callback_interpretation(callback_signal.as_deref(), risky, decision));
         }
@@ -225,7 +284,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
             bd.insert("cross_invoice_link_matches", matched as f64);
             bd.insert("cross_invoice_gold_links", gl as f64);
             bd.insert("cross_invoice_pred_links", pl as f64);
-            dims.insert("campaign_detection_score", dim::set_f1(&set(&sub_campaign), &gold_campaign));
+            dims.insert("campaign_detection_score", dim::set_f1(&set(sub_campaign), gold_campaign));
             let totals: BTreeMap<String, Decimal> =
                 invoices.iter().filter_map(|f| f.total.map(|t| (dim::norm_link(&f.doc_id), t))).collect();
             let (cs, docs, amounts, req) = dim::task_e_counterfactual(&cf, gold_links, &totals);
@@ -237,7 +296,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     }
 
     // Proper scoring.
-    let named = proper::hypothesis_from_codes(&agent_canon, decision);
+    let named = proper::hypothesis_from_codes(agent_canon, decision);
     let probs = proper::resolve(sub.predicted_probabilities.as_ref(), decision, sub.confidence, &input.sprt_posterior, Some(named));
     let ps = proper::score(&probs.vector, hidden.latent_hypothesis);
     dims.insert("calibration_score", ps.composite);
@@ -295,11 +354,11 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     bd.insert("currency_adjustment", crate::round4(currency_adj));
 
     // Causal grade.
-    let code_f1 = dim::set_f1(&union(&[&set(&sub_reasons), &set(&sub_fraud), &set(&sub_campaign)]), &union(&[&gold_reasons, &gold_fraud, &gold_campaign]));
+    let code_f1 = dim::set_f1(&union(&[&set(sub_reasons), &set(sub_fraud), &set(sub_campaign)]), &union(&[gold_reasons, gold_fraud, gold_campaign]));
     let has_email = case.documents.iter().any(|d| d.doc_type == "email" || d.thread_data.is_some());
     let causal = causal::grade(&causal::CausalInput {
         hypothesis: hidden.latent_hypothesis,
-        signals: &gold_signals,
+        signals: gold_signals,
         callback_suspicious: matches!(callback_signal.as_deref(), Some("callback_suspicious_confirm" | "callback_dispute_confirmed")),
         has_email,
         successful: &successful,
@@ -369,7 +428,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
             certificate: &parsed.cert,
             report: &cert,
             revealed_ids: &revealed_ids,
-            codes: &agent_canon,
+            codes: agent_canon,
             counterfactual: &cf_text,
             cert_required,
         },
@@ -418,6 +477,8 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         authority_compliant: authority_cap.is_none(),
         control_boundary_clear: !input.control_boundary.blocking,
         unsafe_release,
+        decision_reasons_missing: reasons.supported_recall() < reasons::MIN_SUPPORTED_RECALL,
+        overcontrolled: reasons.uncalled_interventions.len() >= 2,
         missing_required_actions: missing_actions,
         missing_required_artifacts: missing_artifacts,
         ..Default::default()
@@ -434,7 +495,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     let malformed = decision.is_none()
         || claim_fields_empty
         || (task != TaskType::TaskA && degenerate <= -0.08 && sub.evidence_map.is_empty() && reason_codes_empty && sub.policy_checks.is_empty());
-    let false_positive = !risky && decision.is_some_and(|d| d != Decision::Pay) && graded_outcome.outcome_type == "false_positive_operational_delay";
+    let false_positive = task != TaskType::TaskA && !risky && decision.is_some_and(|d| d != Decision::Pay) && graded_outcome.outcome_type == "false_positive_operational_delay";
     let class = result_class::classify(&ClassInput {
         resolution: &resolution,
         authority_blocking: authority_cap.is_some(),
@@ -453,7 +514,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     }
     let weighted = rubric::weighted_sum(task, &dims);
     bd.insert("weighted_score", crate::round4(weighted));
-    let mut raw = weighted + degenerate + compliance_adj + currency_adj + causal.adjustment + cert_adj + inst_adj;
+    let mut raw = weighted + degenerate + compliance_adj + currency_adj + causal.adjustment + cert_adj + inst_adj + overcontrol_penalty + unsupported_claim_penalty;
     let unsafe_penalty = if pay && risky { rubric::unsafe_pay_penalty(task) } else { 0.0 };
     raw -= unsafe_penalty;
     bd.insert("unsafe_pay_penalty", -unsafe_penalty);
@@ -480,6 +541,22 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     bd.insert("result_class_cap", class_cap.unwrap_or(1.0));
     for cap in [authority_cap, boundary_cap, falsifier_cap, tg_cap, gate_cap, evidence_cap, class_cap].into_iter().flatten() {
         raw = raw.min(cap);
+    }
+    // Coverage of the controls (interventions) the case requires; its tools are investigation.
+    let required_controls: Vec<&ActionName> = hidden.required_actions.iter().filter(|a| a.is_intervention()).collect();
+    // A resolution whose controls count as completed (or handed off) is not "skipping" them.
+    let control_cov = if resolution.controls_completed || resolution.structured_exception {
+        1.0
+    } else {
+        cov(required_controls.len(), required_controls.iter().filter(|a| !successful.contains(**a)).count())
+    };
+    let reason_caps = reasons::caps(&reasons, task, risky, decision, decision_correct, control_cov);
+    for (key, cap) in &reason_caps {
+        bd.insert(key, *cap);
+        raw = raw.min(*cap);
+    }
+    if !reason_caps.is_empty() {
+        cap_reasons.insert("reasons".into(), reason_caps.iter().map(|(k, _)| (*k).to_owned()).collect());
     }
     bd.insert("raw_score", crate::round4(raw));
     let final_score = crate::round4(if raw.is_finite() { raw } else { crate::TASK_SCORE_MIN }.clamp(crate::TASK_SCORE_MIN, crate::TASK_SCORE_MAX));

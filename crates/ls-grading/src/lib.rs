@@ -14,6 +14,7 @@ pub mod falsifier;
 pub mod oracle;
 pub mod outcome;
 pub mod proper;
+pub mod reasons;
 pub mod result_class;
 pub mod rubric;
 pub mod trajectory;

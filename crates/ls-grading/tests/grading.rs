@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use ls_core::fixtures::{CaseWorld, MasterData};
-use ls_core::{Case, Decision, FixtureSet};
+use ls_core::{Case, Decision, FixtureSet, TaskType};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -178,10 +178,12 @@ fn curated_cases_careful_empty_unsafe_false_positive_malformed() {
             let r = grade_with(case, w, &ep, &alt, "case");
             assert_eq!(r.result_class, "unsafe_release", "{id}");
             assert!(r.final_score <= 0.05 && r.unsafe_outcome, "{id} {}", r.final_score);
-        } else if expected_decision(case, &ep.hidden) == Decision::Pay {
+        } else if expected_decision(case, &ep.hidden) == Decision::Pay && case.task_type != TaskType::TaskA {
+            // Task A grades no decision; elsewhere a benign escalation is over-control, <= 0.25.
             alt.insert("decision".into(), json!("ESCALATE_FRAUD"));
             let r = grade_with(case, w, &ep, &alt, "case");
             assert_eq!(r.result_class, "false_positive_overcontrol", "{id}");
+            assert!(r.final_score <= 0.25, "{id} benign escalation {}", r.final_score);
         }
     }
     eprintln!("{}", report.join("\n"));

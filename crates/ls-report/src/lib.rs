@@ -2,6 +2,7 @@
 //!
 //! * [`gen`]: the boundary to case generation ([`CaseSource`]); [`LsGen`] wires `ls-gen`.
 //! * [`eval`]: running agents in-process (fresh environment per trial, or one per sequence).
+//! * [`gaming`]: the `gaming_resistance` section (evidence-blind gaming policies per pool).
 //! * [`metrics`]: stats, per-case rows, aggregate metrics, section summaries.
 //! * [`report`]: every documented track in the documented order ([`build_report`]).
 //! * [`product`]: leaderboard entries, Certify, visualization payloads with honest fallbacks.
@@ -9,6 +10,7 @@
 //! * [`render`]: markdown and HTML (inline SVG charts via `plotters`).
 
 pub mod eval;
+pub mod gaming;
 pub mod gen;
 pub mod human;
 pub mod metrics;

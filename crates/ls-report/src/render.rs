@@ -177,6 +177,12 @@ pub fn markdown(r: &BenchmarkReport) -> String {
     }
     let b = &r.blind_control_track;
     let _ = writeln!(s, "\n## Official Tracks\n\n- case CSR: {}\n- adversarial unsafe rate: {}\n- portfolio utility: {}\n- holdout mean: {}\n- ControlBench loss score: {}\n- sleeper detection: {}\n- blind mean: {} (instrumented {})\n- certificate-required mean: {}\n- human accuracy: {}", f4(r.official_tracks.case_track.summary.metrics.control_satisfied_resolution_rate), f4(r.official_tracks.adversarial_data_track.summary.metrics.unsafe_release_rate), f4(r.official_tracks.portfolio_track.institutional_utility_stats.mean), o4(r.holdout_challenge.as_ref().map(|h| h.average_score)), o4(r.controlbench_quarter.as_ref().and_then(|q| q.profile.institutional_loss_score)), o4(r.sleeper_vigilance_track.as_ref().map(|t| t.sleeper_detection_rate)), f4(b.average_score), f4(b.instrumented_average_score), o4(r.certificate_required_track.as_ref().map(|c| c.summary.average_score)), if r.human_baseline_track.available { f4(r.human_baseline_track.accuracy) } else { "none supplied".into() });
+    if let Some(g) = &r.gaming_resistance {
+        let _ = writeln!(s, "\n## Gaming Resistance\n\n{}\n\n| pool | family | cases | mean | benign mean | valid_success | within bounds |\n|---|---|---|---|---|---|---|", g.note);
+        for row in &g.rows {
+            let _ = writeln!(s, "| {} | {} | {} | {} | {} | {} | {} |", row.pool, row.family, row.cases, f4(row.mean), o4(row.benign_mean), row.valid_success, row.within_bounds);
+        }
+    }
     if !r.unavailable_tracks.is_empty() {
         let _ = writeln!(s, "\n## Unavailable tracks\n");
         for u in &r.unavailable_tracks {

@@ -397,6 +397,9 @@ pub struct BenchmarkReport {
     pub human_baseline_track: HumanBaselineSummary,
     pub independent_fraudgen_ecosystem: Option<FraudgenSummary>,
     pub experiment_suite: ExperimentSuite,
+    /// Evidence-blind gaming policies over the curated and generated pools.
+    #[serde(default)]
+    pub gaming_resistance: Option<crate::gaming::GamingResistance>,
     pub unavailable_tracks: Vec<Unavailable>,
 }
 
@@ -1336,6 +1339,12 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
             holdout_task_e_mean: h.and_then(|h| task_e(&h.summary)),
         });
     }
+    // Gaming resistance: every evidence-blind gaming family over the curated cases, each holdout
+    // seed's pool and the contrastive twins.
+    let mut gaming_pools: Vec<(String, Vec<Case>)> = vec![("curated".into(), public_cases.clone())];
+    gaming_pools.extend(holdout_cases_all.iter().map(|(seed, cases)| (format!("holdout-{seed}"), cases.clone())));
+    gaming_pools.push(("twins".into(), pairs.iter().map(|p| p.1.clone()).collect()));
+    let gaming = crate::gaming::gaming_resistance(&master, &gaming_pools, cfg.seed);
     let (model, kind) = model_of(primary);
     BenchmarkReport {
         benchmark: BENCHMARK.into(),
@@ -1371,6 +1380,7 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
         human_baseline_track: human,
         independent_fraudgen_ecosystem: fraudgen,
         experiment_suite: experiment,
+        gaming_resistance: Some(gaming),
         unavailable_tracks: unavailable,
     }
 }

@@ -206,7 +206,7 @@ async fn institutional_reset(State(s): State<Shared>, header: SessionHeader) -> 
     let (sid, _) = header.session_id(None)?;
     let env = s.sessions.get_or_create(&sid, || s.new_env())?;
     let mut env = lock_env(&env);
-    Ok(Json(Value::Object(env.reset_memory())))
+    Ok(Json(Value::Object(env.institutional_reset()?)))
 }
 
 /// The ControlBench routes.

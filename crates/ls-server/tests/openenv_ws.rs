@@ -360,3 +360,52 @@ async fn shutdown_closes_websockets_with_1001() {
     drop(ws);
     tokio::time::timeout(Duration::from_secs(15), served).await.expect("serve returns after draining").unwrap().unwrap();
 }
+
+/// The WebSocket reset accepts `fresh_institution` as `/reset` does: the connection's session
+/// memory is cleared for that episode and carries over without it.
+#[tokio::test]
+async fn ws_reset_with_fresh_institution_clears_memory() {
+    let addr = spawn(cfg()).await;
+    let mut ws = connect(&addr).await;
+    send(
+        &mut ws,
+        &json!({"type": "reset", "data": {"case_id": "CASE-D-001"}}),
+    )
+    .await;
+    let done = send(&mut ws, &json!({"type": "step", "data": {"action_type": "submit_decision", "payload": {"decision": "PAY", "confidence": 0.99}}})).await;
+    assert_eq!(done["data"]["done"], true, "{done}");
+    let carried = send(
+        &mut ws,
+        &json!({"type": "reset", "data": {"case_id": "CASE-A-001"}}),
+    )
+    .await;
+    assert_eq!(
+        carried["data"]["observation"]["institutional_memory"]["case_counter"],
+        1
+    );
+    let bad = send(
+        &mut ws,
+        &json!({"type": "reset", "data": {"case_id": "CASE-A-001", "fresh_institution": 3}}),
+    )
+    .await;
+    assert_eq!(err_code(&bad), "VALIDATION_ERROR");
+    let fresh = send(
+        &mut ws,
+        &json!({"type": "reset", "data": {"case_id": "CASE-A-001", "fresh_institution": true}}),
+    )
+    .await;
+    assert_eq!(fresh["type"], "observation", "{fresh}");
+    assert_eq!(
+        fresh["data"]["observation"]["institutional_memory"]["case_counter"],
+        0
+    );
+    let again = send(
+        &mut ws,
+        &json!({"type": "reset", "data": {"case_id": "CASE-A-001"}}),
+    )
+    .await;
+    assert_eq!(
+        again["data"]["observation"]["institutional_memory"]["case_counter"],
+        0
+    );
+}

@@ -1,0 +1,230 @@
+//! The reasons stage of grading: does the submission carry the decision-relevant codes with
+//! evidence the agent revealed itself, does it claim what it cannot support, did it investigate
+//! at all, and did it take controls the case did not call for? Its caps and penalties are what
+//! make a grade need the reasons rather than the label and a checklist.
+
+use crate::certificate::Revealed;
+use crate::dimensions::is_grounded;
+use ls_core::episode::TrajectoryEntry;
+use ls_core::text::canonical_code;
+use ls_core::{ActionName, Decision, TaskType};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Cap of a submission made without any successful investigation tool call.
+pub const NO_INVESTIGATION_CAP: f64 = 0.10;
+/// Cap of an ESCALATE_FRAUD on a benign case.
+pub const BENIGN_ESCALATION_CAP: f64 = 0.25;
+/// Cap of a risky case whose decision names none of the gold's codes with grounded evidence.
+pub const UNSUPPORTED_DECISION_CAP: f64 = 0.20;
+/// Cap when three or more interventions the case did not call for were taken (a checklist).
+pub const CHECKLIST_CAP: f64 = 0.20;
+/// Cap of a risky case decided correctly with under half of its required controls (interventions).
+pub const CONTROLS_SKIPPED_CAP: f64 = 0.35;
+/// Cost of each intervention the case did not call for.
+pub const OVERCONTROL_COST: f64 = 0.05;
+/// Most the over-control cost takes.
+pub const OVERCONTROL_COST_MAX: f64 = 0.25;
+/// Cost of claims without support: this times the share of claimed codes that are neither gold
+/// nor backed by evidence the agent revealed (and of claims beyond the allowance).
+pub const UNSUPPORTED_CLAIM_COST: f64 = 0.15;
+/// Least single-reference match with the gold's evidence target for an entry to support a code
+/// (document 0.35 + page 0.15 alone are not enough: the region or the token must overlap).
+pub const MIN_SUPPORT_MATCH: f64 = 0.6;
+/// Share of the gold codes that must be named with grounded evidence for a control-satisfied
+/// resolution.
+pub const MIN_SUPPORTED_RECALL: f64 = 0.5;
+
+/// What the reasons stage found.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReasonsReport {
+    /// Gold decision-relevant codes (reason, fraud, discrepancy, campaign; canonical).
+    pub gold_codes: usize,
+    /// Gold codes the agent named.
+    pub named_gold: usize,
+    /// Gold codes the agent named with an evidence entry grounded in what it revealed.
+    pub supported_gold: usize,
+    /// Codes the agent claimed.
+    pub claimed: usize,
+    /// Claimed codes that are not gold.
+    pub unsupported_claims: usize,
+    /// Did at least one investigation tool succeed?
+    pub investigated: bool,
+    /// Interventions taken that the case did not call for.
+    pub uncalled_interventions: Vec<ActionName>,
+}
+
+impl ReasonsReport {
+    /// Share of gold codes named with grounded evidence (1 when the gold names none).
+    pub fn supported_recall(&self) -> f64 {
+        if self.gold_codes == 0 {
+            1.0
+        } else {
+            self.supported_gold as f64 / self.gold_codes as f64
+        }
+    }
+
+    /// Share of claims that are gold (1 when nothing is claimed).
+    pub fn precision(&self) -> f64 {
+        if self.claimed == 0 {
+            1.0
+        } else {
+            1.0 - self.unsupported_claims as f64 / self.claimed as f64
+        }
+    }
+}
+
+pub struct ReasonsInput<'a> {
+    pub task: TaskType,
+    pub agent_codes: &'a [&'static str],
+    pub gold_codes: &'a BTreeSet<&'static str>,
+    pub evidence_map: &'a BTreeMap<String, Value>,
+    /// The gold's evidence target per code (where it has one).
+    pub gold_targets: &'a BTreeMap<String, ls_core::EvidenceRef>,
+    pub revealed: Revealed<'a>,
+    pub trajectory: &'a [TrajectoryEntry],
+    pub successful: &'a BTreeSet<ActionName>,
+    /// The controls the case calls for (the hidden world's required actions) ...
+    pub required_actions: &'a [ActionName],
+    /// ... and the artifacts it needs (the request that delivers one is called for too).
+    pub required_artifacts: &'a [ls_core::ArtifactId],
+    /// Is the gold decision ESCALATE_FRAUD? Escalating fraud calls for routing it to security
+    /// and freezing the vendor profile.
+    pub fraud_case: bool,
+}
+
+/// Did the case call for intervention `a`?
+fn called_for(i: &ReasonsInput<'_>, a: ActionName) -> bool {
+    a == ActionName::CreateHumanHandoff
+        || i.required_actions.contains(&a)
+        || a.scheduled_artifact().is_some_and(|x| i.required_artifacts.contains(&x))
+        || (i.fraud_case && matches!(a, ActionName::RouteToSecurity | ActionName::FreezeVendorProfile))
+}
+
+pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
+    let grounded_codes: BTreeSet<&'static str> =
+        i.evidence_map.iter().filter(|(_, v)| is_grounded(v, i.revealed)).filter_map(|(k, _)| canonical_code(k)).collect();
+    // A gold code is supported by an entry the agent grounded that also points at the gold's own
+    // evidence for it (same document and page, overlapping region or token), so a revealed but
+    // unrelated token (a positional guess) supports nothing.
+    let supports = |code: &str| {
+        i.evidence_map.iter().any(|(k, v)| {
+            canonical_code(k) == Some(code)
+                && is_grounded(v, i.revealed)
+                && i.gold_targets.get(code).is_none_or(|t| crate::dimensions::single_evidence_score(v, t) >= MIN_SUPPORT_MATCH)
+        })
+    };
+    let named: BTreeSet<&'static str> = i.agent_codes.iter().copied().collect();
+    let task_a = i.task == TaskType::TaskA;
+    ReasonsReport {
+        gold_codes: if task_a { 0 } else { i.gold_codes.len() },
+        named_gold: i.gold_codes.intersection(&named).count(),
+        supported_gold: i.gold_codes.iter().filter(|c| named.contains(*c) && supports(c)).count(),
+        claimed: named.len(),
+        // A claim beyond the gold is unsupported unless the agent cited evidence it revealed for
+        // it; claims beyond the allowance are spam whatever they cite.
+        unsupported_claims: (named.difference(i.gold_codes).filter(|c| !grounded_codes.contains(*c)).count()
+            + named.len().saturating_sub(crate::dimensions::claim_allowance(i.gold_codes.len())))
+        .min(named.len()),
+        investigated: i.trajectory.iter().any(|t| t.success && !t.is_intervention && t.action_type != "submit_decision"),
+        uncalled_interventions: i
+            .successful
+            .iter()
+            .copied()
+            .filter(|a| a.is_intervention() && !called_for(i, *a))
+            .collect(),
+    }
+}
+
+/// The stage's caps, each with its breakdown key.
+pub fn caps(r: &ReasonsReport, task: TaskType, risky: bool, decision: Option<Decision>, decision_correct: bool, control_coverage: f64) -> Vec<(&'static str, f64)> {
+    let mut caps = Vec::new();
+    if !r.investigated {
+        caps.push(("no_investigation_cap", NO_INVESTIGATION_CAP));
+    }
+    if !risky && task != TaskType::TaskA && decision == Some(Decision::EscalateFraud) {
+        caps.push(("benign_escalation_cap", BENIGN_ESCALATION_CAP));
+    }
+    if risky && r.gold_codes > 0 && r.supported_gold == 0 {
+        caps.push(("unsupported_decision_cap", UNSUPPORTED_DECISION_CAP));
+    }
+    if r.uncalled_interventions.len() >= 3 {
+        caps.push(("checklist_cap", CHECKLIST_CAP));
+    }
+    if risky && decision_correct && control_coverage < 0.5 {
+        caps.push(("controls_skipped_cap", CONTROLS_SKIPPED_CAP));
+    }
+    caps
+}
+
+/// The stage's additive penalties (≤ 0): over-control and unsupported claims.
+pub fn penalties(r: &ReasonsReport) -> (f64, f64) {
+    let overcontrol = -(OVERCONTROL_COST * r.uncalled_interventions.len() as f64).min(OVERCONTROL_COST_MAX);
+    let claims = -UNSUPPORTED_CLAIM_COST * (1.0 - r.precision());
+    (overcontrol, claims)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(action: &str, success: bool, intervention: bool) -> TrajectoryEntry {
+        TrajectoryEntry {
+            step: 1,
+            case_clock: 1,
+            action_type: action.into(),
+            payload: Default::default(),
+            cost: 0.0,
+            success,
+            message: String::new(),
+            is_intervention: intervention,
+            control_boundary_phase: String::new(),
+            control_boundary_warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn codes_need_grounded_evidence_and_claims_need_support() {
+        let gold = BTreeSet::from(["bank_override_attempt", "sender_domain_spoof"]);
+        let revealed_refs = BTreeSet::from(["INV-1".to_owned(), "t17".to_owned()]);
+        let ev = BTreeMap::from([
+            ("bank_override_attempt".to_owned(), json!({"doc_id": "INV-1", "token_ids": ["t17"]})),
+            ("sender_domain_spoof".to_owned(), json!({"doc_id": "THR-1", "token_ids": ["thr-t1"]})),
+        ]);
+        let traj = [entry("ocr", true, false), entry("route_to_security", true, true), entry("freeze_vendor_profile", true, true)];
+        let successful = BTreeSet::from([ActionName::Ocr, ActionName::RouteToSecurity, ActionName::FreezeVendorProfile]);
+        let codes = ["bank_override_attempt", "sender_domain_spoof", "duplicate_near_match"];
+        let r = evaluate(&ReasonsInput {
+            task: TaskType::TaskD,
+            agent_codes: &codes,
+            gold_codes: &gold,
+            evidence_map: &ev,
+            gold_targets: &BTreeMap::new(),
+            revealed: Revealed::refs(&revealed_refs),
+            trajectory: &traj,
+            successful: &successful,
+            required_actions: &[ActionName::RouteToSecurity],
+            required_artifacts: &[],
+            fraud_case: false,
+        });
+        assert_eq!((r.named_gold, r.supported_gold, r.unsupported_claims), (2, 1, 1), "the spoof entry cites an unrevealed thread; the duplicate claim cites nothing");
+        assert_eq!(r.supported_recall(), 0.5);
+        assert_eq!(r.uncalled_interventions, vec![ActionName::FreezeVendorProfile]);
+        let (over, claims) = penalties(&r);
+        assert_eq!(over, -0.05);
+        assert!((claims + 0.05).abs() < 1e-9, "{claims}");
+        assert!(caps(&r, TaskType::TaskD, true, Some(Decision::EscalateFraud), true, 1.0).is_empty());
+    }
+
+    #[test]
+    fn caps_for_no_investigation_benign_escalation_and_checklists() {
+        let r = ReasonsReport { investigated: false, gold_codes: 2, uncalled_interventions: vec![ActionName::FreezeVendorProfile; 3], ..Default::default() };
+        let keys: Vec<&str> = caps(&r, TaskType::TaskD, true, Some(Decision::EscalateFraud), true, 0.2).into_iter().map(|c| c.0).collect();
+        assert_eq!(keys, ["no_investigation_cap", "unsupported_decision_cap", "checklist_cap", "controls_skipped_cap"]);
+        let benign = ReasonsReport { investigated: true, ..Default::default() };
+        assert_eq!(caps(&benign, TaskType::TaskB, false, Some(Decision::EscalateFraud), false, 1.0), vec![("benign_escalation_cap", BENIGN_ESCALATION_CAP)]);
+        assert!(caps(&benign, TaskType::TaskA, false, Some(Decision::EscalateFraud), false, 1.0).is_empty(), "Task A grades no decision");
+        assert!(caps(&benign, TaskType::TaskB, false, Some(Decision::Pay), true, 1.0).is_empty());
+    }
+}

@@ -37,7 +37,7 @@ pub struct AuditConfig {
     pub rate_limit_per_min: u32,
     /// `ADMIN_API_KEY`: when set, admin routes need `X-API-Key`.
     pub admin_api_key: Option<String>,
-    /// `MAX_FINDINGS_PER_STEP` (default 50, ceiling 500).
+    /// `MAX_FINDINGS_PER_STEP` (default 200 as the README says, ceiling 500).
     pub max_findings_per_step: usize,
     /// `CAMPAIGN_TOTAL_PERIODS` (default 5): used when a campaign start omits total_periods.
     pub campaign_total_periods: u32,
@@ -137,6 +137,8 @@ struct LeaderEntry {
     risk_mitigation_pct: f64,
     episode_id: String,
     seed: u64,
+    /// Unix seconds when the entry was recorded (the reference's `timestamp`).
+    timestamp: f64,
 }
 
 #[derive(Default)]
@@ -471,24 +473,7 @@ async fn health(State(st): State<AppState>) -> Json<Value> {
 }
 
 async fn tasks(State(st): State<AppState>) -> Json<Value> {
-    let list: Vec<Value> = TaskId::ALL
-        .iter()
-        .map(|t| json!({
-            "id": t.as_str(), "number": t.number(), "name": t.name(), "difficulty": t.difficulty(),
-            "description": crate::episode::task_description(*t), "max_steps": t.max_steps(),
-            "ground_truth_count": t.gt_count(),
-            "error_types": t.error_types().iter().map(|e| e.as_str()).collect::<Vec<_>>(),
-            "action_schema": {
-                "findings": {"type": "array", "max_items": st.config.max_findings_per_step, "items": {
-                    "document_id": "string (required)", "error_type": "string, one of error_types (required)",
-                    "description": "string (optional, default 'Finding')", "field": "string (optional)",
-                    "suggested_fix": "string (optional)", "confidence": "number in [0, 1] (optional, used for ECE)",
-                    "severity": "number (optional)", "evidence_refs": "array of up to 10 strings (optional)"}},
-                "submit_final": "boolean, default false"
-            }
-        }))
-        .collect();
-    Json(json!({"tasks": list, "total_tasks": list.len()}))
+    Json(crate::episode::task_catalogue(st.config.max_findings_per_step))
 }
 
 async fn reset(State(st): State<AppState>, headers: HeaderMap, JsonBody(req): JsonBody<AuditResetRequest>) -> Result<Json<Value>, AuditError> {
@@ -817,7 +802,7 @@ async fn leaderboard_post(State(st): State<AppState>, headers: HeaderMap, Query(
     let env = session_mut(&mut g, &st.config, &key, key == DEFAULT_SESSION)?;
     let ep = env.episode.as_ref().ok_or(AuditError::NotInitialized)?;
     let gr = ep.last_grade.clone().ok_or_else(|| AuditError::Conflict("no completed episode in this session: finish an episode (submit_final=true) before submitting to the leaderboard".into()))?;
-    let entry = LeaderEntry { model: model.clone(), task_id: ep.task(), score: gr.score, weighted_score: gr.weighted_score, risk_mitigation_pct: gr.risk_score.risk_mitigation_pct, episode_id: ep.episode_id.clone(), seed: ep.data.seed };
+    let entry = LeaderEntry { model: model.clone(), task_id: ep.task(), score: gr.score, weighted_score: gr.weighted_score, risk_mitigation_pct: gr.risk_score.risk_mitigation_pct, episode_id: ep.episode_id.clone(), seed: ep.data.seed, timestamp: util::unix_seconds() };
     // Best score per (model, task).
     if let Some(pos) = g.leaderboard.iter().position(|e| e.model == entry.model && e.task_id == entry.task_id) {
         if g.leaderboard[pos].score < entry.score {

@@ -1231,6 +1231,7 @@ impl Episode {
             pending_events: self.pending_view(),
             pending_event_count: self.pending.len(),
             portfolio_context: self.portfolio_context(),
+            institutional_context: self.institution.as_ref().map_or_else(SharedJson::default, |i| SharedJson::from_raw(i.context.clone())),
             sprt_state,
             tool_rankings,
             reward_machine_state: rm,

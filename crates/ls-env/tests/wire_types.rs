@@ -26,3 +26,16 @@ fn portfolio_at_risk_amount_is_a_json_number() {
         assert!(amount.as_f64().unwrap() > 0.0, "{}", case.case_id);
     }
 }
+
+#[test]
+fn state_carries_the_institutional_context() {
+    let set = FixtureSet::embedded().unwrap();
+    let pool = Arc::new(CasePool::new(set.clone()));
+    let mut env = Environment::new(pool, EnvConfig::default());
+    let e = env.reset(&ResetRequest { case_id: Some("CASE-D-001".into()), ..Default::default() }).unwrap();
+    let obs = serde_json::to_value(&e).unwrap();
+    let st = serde_json::to_value(env.state().unwrap()).unwrap();
+    let ctx = &st["institutional_context"];
+    assert!(ctx.as_object().is_some_and(|o| !o.is_empty()), "{ctx}");
+    assert_eq!(ctx, &obs["observation"]["portfolio_context"]["institutional_context"]);
+}

@@ -32,10 +32,18 @@ fn state_carries_the_institutional_context() {
     let set = FixtureSet::embedded().unwrap();
     let pool = Arc::new(CasePool::new(set.clone()));
     let mut env = Environment::new(pool, EnvConfig::default());
-    let e = env.reset(&ResetRequest { case_id: Some("CASE-D-001".into()), ..Default::default() }).unwrap();
+    let e = env
+        .reset(&ResetRequest {
+            case_id: Some("CASE-D-001".into()),
+            ..Default::default()
+        })
+        .unwrap();
     let obs = serde_json::to_value(&e).unwrap();
     let st = serde_json::to_value(env.state().unwrap()).unwrap();
     let ctx = &st["institutional_context"];
     assert!(ctx.as_object().is_some_and(|o| !o.is_empty()), "{ctx}");
-    assert_eq!(ctx, &obs["observation"]["portfolio_context"]["institutional_context"]);
+    assert_eq!(
+        ctx,
+        &obs["observation"]["portfolio_context"]["institutional_context"]
+    );
 }

@@ -12,7 +12,7 @@ use crate::baseline::BaselineConfig;
 use crate::data::{self, Documents, BASE_APPROVED_VENDORS, ONBOARDED_VENDOR};
 use crate::episode::{AuditAction, AuditObservation, Episode};
 use crate::error::AuditError;
-use crate::grading::{self, CampaignScore, CampaignScoreInputs, GradeResult, Matcher, Class};
+use crate::grading::{self, CampaignScore, CampaignScoreInputs, Class, FeedbackDetail, GradeResult, Matcher};
 use crate::improve::{self, IterationRecord};
 use crate::model::{limits, ErrorType, Finding, GtItem, GtOrigin, TaskId, WorldRules};
 use crate::util::{self, round_n, Rng8};
@@ -132,6 +132,27 @@ pub fn shocks() -> Vec<Shock> {
     ]
 }
 
+impl Shock {
+    /// The specialist whose task the shock changes (the first of `affected_tasks`).
+    pub fn affected_role(&self) -> Role {
+        match self.affected_tasks.first() {
+            Some(TaskId::ExpenseAudit) => Role::ExpenseSpecialist,
+            Some(TaskId::InvoiceMatch) => Role::InvoiceSpecialist,
+            Some(TaskId::FraudDetection) => Role::FraudSpecialist,
+            _ => Role::GstSpecialist,
+        }
+    }
+
+    /// The ground-truth type the shock's rule adds to the documents it applies to.
+    pub fn ground_truth_type(&self) -> ErrorType {
+        match self.id.as_str() {
+            "REG-002" => ErrorType::UndocumentedCashPayment,
+            "REG-003" => ErrorType::HighRiskNewVendor,
+            _ => ErrorType::TaxRateMismatch,
+        }
+    }
+}
+
 fn shock_notification(s: &Shock) -> String {
     format!(
         "REGULATORY CHANGE - {}\n{}\nAffected tasks: {}\nSeverity: {}\nApply this rule to remaining findings in this period.",
@@ -142,12 +163,18 @@ fn shock_notification(s: &Shock) -> String {
     )
 }
 
+/// GST rates as fractions, under the reference's keys (`gst_standard: 0.18`). `it_services`
+/// (HSN 998314) is ours: 0.18, then 0.12 once REG-001 is in force.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TaxRates {
-    pub gst_standard_pct: u32,
-    pub gst_reduced_pct: u32,
-    pub gst_low_pct: u32,
-    pub it_services_pct: u32,
+    pub gst_standard: f64,
+    pub gst_reduced: f64,
+    pub gst_low: f64,
+    pub it_services: f64,
+}
+
+fn rate_fraction(pct: u32) -> f64 {
+    round_n(pct as f64 / 100.0, 4)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -183,9 +210,13 @@ pub struct HistoryEntry {
 pub struct ShockRecord {
     pub id: String,
     pub period: u32,
+    /// The period clock when it fired: the number of specialist submits so far this period.
     pub step: u32,
     pub severity: f64,
+    /// The specialist whose task the shock changes.
     pub role: Role,
+    /// Ground-truth items the rule put into that task's documents this period (counted when
+    /// the task's episode is created, or when a live episode is updated in place).
     pub ground_truth_items_added: usize,
 }
 
@@ -239,14 +270,20 @@ pub struct OverseerAction {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// One overseer decision as judged. A decision that names no submitted finding, or carries a
+/// verdict outside approve / reject / escalate, is kept with `error` set and counts nowhere;
+/// the rest of the review stands.
 pub struct ReviewedDecision {
     pub finding_ref: String,
-    pub role: Role,
+    /// The specialist whose finding it decides (null when the ref matched nothing).
+    pub role: Option<Role>,
     pub document_id: String,
     pub error_type: String,
     pub verdict: String,
+    pub matched: bool,
     pub document_exists: bool,
     pub type_valid_for_role: bool,
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -265,6 +302,8 @@ pub struct OverseerReview {
     pub rejected: usize,
     pub escalated: usize,
     pub undecided: usize,
+    /// Decisions that could not be applied (see [`ReviewedDecision::error`]).
+    pub invalid_decisions: usize,
     pub decisions: Vec<ReviewedDecision>,
     pub conflicts_detected: Vec<Conflict>,
     pub conflicts_resolved: usize,
@@ -335,6 +374,11 @@ pub struct Campaign {
     pub investigated_vendor: String,
     pub finished: bool,
     pub max_findings_per_step: usize,
+    /// Period clock: specialist submits so far this period (shocks fire on it).
+    pub period_submits: u32,
+    /// The specialist whose episode was started last this period (its observation is the
+    /// `period_observation` of replies that carry no other).
+    pub active: Option<Role>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -342,6 +386,7 @@ pub struct SubmitResult {
     pub observation: CampaignObservation,
     pub reward: f64,
     pub done: bool,
+    /// Always false: a shock never defers a final submit (kept for clients that read it).
     pub deferred: bool,
     pub shock: Option<Shock>,
     pub grader: Option<GradeResult>,
@@ -367,7 +412,7 @@ impl Campaign {
                 policy_version: 1,
                 meal_limit_inr: 1500,
                 approved_vendors: vec![],
-                tax_rates: TaxRates { gst_standard_pct: 18, gst_reduced_pct: 12, gst_low_pct: 5, it_services_pct: 18 },
+                tax_rates: TaxRates { gst_standard: rate_fraction(18), gst_reduced: rate_fraction(12), gst_low: rate_fraction(5), it_services: rate_fraction(18) },
                 schema_version: 1,
                 schema_changes: BTreeMap::new(),
                 vendor_status_changes: BTreeMap::new(),
@@ -396,8 +441,11 @@ impl Campaign {
             investigated_vendor: investigated,
             finished: false,
             max_findings_per_step,
+            period_submits: 0,
+            active: None,
         };
         c.sync_world();
+        c.prime();
         Ok(c)
     }
 
@@ -446,7 +494,7 @@ impl Campaign {
         self.world.policy_version = p;
         self.world.meal_limit_inr = r.meal_limit_inr;
         self.world.approved_vendors = data::approved_vendors(&r);
-        self.world.tax_rates.it_services_pct = r.it_services_rate_pct.unwrap_or(18);
+        self.world.tax_rates.it_services = rate_fraction(r.it_services_rate_pct.unwrap_or(18));
         self.world.schema_version = r.schema_version;
         self.world.schema_changes = r.schema_renames.clone();
         self.world.vendor_status_changes.clear();
@@ -501,12 +549,46 @@ impl Campaign {
             return Err(AuditError::Conflict(format!("'{}' already completed period {}", role.as_str(), self.current_period)));
         }
         self.tick();
-        if !self.episodes.contains_key(&role) {
-            let id = format!("{}-p{}-{}", self.id, self.current_period, role.as_str());
-            let ep = Episode::new(task, self.period_seed(), self.rules(), id, false, self.max_findings_per_step);
-            self.episodes.insert(role, ep);
-        }
+        self.open_episode(role, task);
+        self.active = Some(role);
         Ok(&self.episodes[&role])
+    }
+
+    /// Create the role's episode for this period if it has none, with the rules in force now
+    /// (including shocks already fired this period) and the notices of those shocks.
+    fn open_episode(&mut self, role: Role, task: TaskId) {
+        if self.episodes.contains_key(&role) {
+            return;
+        }
+        let id = format!("{}-p{}-{}", self.id, self.current_period, role.as_str());
+        let mut ep = Episode::new(task, self.period_seed(), self.rules(), id, false, self.max_findings_per_step);
+        ep.feedback_detail = FeedbackDetail::Counts;
+        let p = self.current_period;
+        for s in shocks().into_iter().filter(|s| s.trigger_period == p && self.delivered.contains(&s.id) && s.affected_tasks.contains(&task)) {
+            ep.notices.push(shock_notification(&s));
+            let added = ep.gt().iter().filter(|g| g.error_type == s.ground_truth_type() && matches!(g.origin, GtOrigin::RuleChange | GtOrigin::Shock)).count();
+            if let Some(rec) = self.shocks_applied.iter_mut().find(|r| r.id == s.id && r.period == p) {
+                rec.ground_truth_items_added = added;
+            }
+        }
+        self.episodes.insert(role, ep);
+    }
+
+    /// The period's first task is ready without a `task/start` (the reference primes it), so
+    /// `/campaign/start` and `/campaign/period/advance` carry its documents.
+    fn prime(&mut self) {
+        if !self.finished {
+            self.open_episode(Role::ExpenseSpecialist, TaskId::ExpenseAudit);
+            self.active = Some(Role::ExpenseSpecialist);
+        }
+    }
+
+    /// Observation of the active episode while it is open (`period_observation` when a reply
+    /// has no step of its own to show).
+    fn live_observation(&self) -> Option<AuditObservation> {
+        let ep = self.active.and_then(|r| self.episodes.get(&r)).filter(|e| !e.done)?;
+        let feedback = if ep.step_count == 0 { ep.reset_feedback() } else { format!("Step {}/{} in progress; submit_final=true to finish.", ep.step_count, ep.max_steps) };
+        Some(ep.observation(0.0, feedback, false))
     }
 
     pub fn observation(&self, period_obs: Option<AuditObservation>) -> CampaignObservation {
@@ -521,7 +603,7 @@ impl Campaign {
             current_period: self.current_period,
             total_periods: self.total_periods,
             world_state: self.world.clone(),
-            period_observation: period_obs,
+            period_observation: period_obs.or_else(|| self.live_observation()),
             findings_history_summary: self.history[n.saturating_sub(HISTORY_SUMMARY_LEN)..].to_vec(),
             active_alerts: self.world.active_alerts.clone(),
             budget_remaining: self.budget_remaining,
@@ -548,22 +630,35 @@ impl Campaign {
             self.start_task(role)?;
         }
         // Campaign submissions are final unless the client says otherwise.
-        let wants_final = action.submit_final.unwrap_or(true);
-        let ep = &self.episodes[&role];
-        ep.check_action(&action)?;
-        let predicted = ep.step_count + 1;
-        let task = ep.task();
+        action.submit_final = Some(action.submit_final.unwrap_or(true));
+        self.episodes[&role].check_action(&action)?;
         let p = self.current_period;
-        let shock = shocks().into_iter().find(|s| s.trigger_period == p && !self.delivered.contains(&s.id) && s.affected_tasks.contains(&task) && (predicted > s.trigger_after_step || wants_final));
-        let deferred = shock.is_some() && wants_final;
-        action.submit_final = Some(wants_final && !deferred);
         let at = self.tick();
         self.budget_remaining = (self.budget_remaining - STEP_COST).max(0.0);
         *self.consecutive.entry(role).or_default() += 1;
         let ep = self.episodes.get_mut(&role).ok_or(AuditError::Internal)?;
         let out = ep.step(action, vec![])?;
         let docs = ep.data.documents.clone();
-        for f in &out.new_findings {
+        self.record_history(p, role, &out.new_findings, &docs);
+        let mut env = out.envelope;
+        if env.done {
+            self.completed.insert(role);
+            self.last_completion_action = Some(at);
+        }
+        self.period_submits += 1;
+        let mut warnings = env.info.warnings.clone();
+        let fired = self.fire_due_shocks();
+        for s in &fired {
+            env.observation.feedback.push_str("\n\n");
+            env.observation.feedback.push_str(&shock_notification(s));
+            warnings.push(format!("{} is in force from now on for {} in period {p} (work already submitted is not regraded)", s.id, s.affected_role().as_str()));
+        }
+        let obs = self.observation(Some(env.observation.clone()));
+        Ok(SubmitResult { observation: obs, reward: env.reward, done: env.done, deferred: false, shock: fired.into_iter().next(), grader: env.grader, warnings })
+    }
+
+    fn record_history(&mut self, p: u32, role: Role, findings: &[Finding], docs: &Documents) {
+        for f in findings {
             if self.history.len() >= limits::MAX_HISTORY_ENTRIES {
                 self.history.remove(0);
             }
@@ -576,77 +671,70 @@ impl Campaign {
                 counterparty: docs.doc_info(&f.document_id).map(|x| x.1),
             });
         }
-        let mut env = out.envelope;
-        if env.done {
-            self.completed.insert(role);
-            self.last_completion_action = Some(at);
-        }
-        let mut warnings = env.info.warnings.clone();
-        if let Some(s) = &shock {
-            let added = self.deliver_shock(role, s, predicted);
-            let note = shock_notification(s);
-            env.observation.feedback.push_str("\n\n");
-            env.observation.feedback.push_str(&note);
-            env.observation.notices.push(note);
-            if let Some(ep) = self.episodes.get(&role) {
-                env.observation.valid_error_types = ep.valid_types().iter().map(|t| t.as_str().to_string()).collect();
-                env.observation.documents = ep.data.documents.render(&ep.rules.schema_renames);
-            }
-            if deferred {
-                let msg = "Final submission was deferred because a new regulatory rule dropped. Submit one more post-shock action for grading.";
-                env.observation.feedback.push('\n');
-                env.observation.feedback.push_str(msg);
-                warnings.push(msg.into());
-            }
-            warnings.push(format!("{} added {} ground-truth item(s)", s.id, added));
-        }
-        let obs = self.observation(Some(env.observation.clone()));
-        Ok(SubmitResult { observation: obs, reward: env.reward, done: env.done, deferred, shock, grader: env.grader, warnings })
     }
 
-    /// Apply a shock to the world and to the live episode: documents (context) and ground truth.
-    fn deliver_shock(&mut self, role: Role, s: &Shock, step: u32) -> usize {
+    /// Shocks of this period whose `trigger_after_step` the period clock has reached. Each
+    /// fires once per campaign; its rule holds for the rest of the period for every task it
+    /// affects that is not finished (episodes created later are generated under it).
+    fn fire_due_shocks(&mut self) -> Vec<Shock> {
+        let p = self.current_period;
+        let due: Vec<Shock> = shocks().into_iter().filter(|s| s.trigger_period == p && !self.delivered.contains(&s.id) && self.period_submits >= s.trigger_after_step).collect();
+        for s in &due {
+            self.deliver_shock(s);
+        }
+        due
+    }
+
+    /// Put a shock in force: world state, and a live unfinished episode of an affected task
+    /// (documents' context and ground truth updated in place). Finished work is never regraded.
+    fn deliver_shock(&mut self, s: &Shock) {
         self.delivered.insert(s.id.clone());
         self.world.mid_period_rule_drops.push(s.clone());
         self.sync_world();
+        let role = s.affected_role();
+        let live = self.episodes.get(&role).is_some_and(|e| !e.done);
+        debug_assert!(!self.episodes.get(&role).is_some_and(|e| e.done), "a shock fires before its task can finish");
+        let added = if live { self.apply_shock_in_place(role, s) } else { 0 };
+        self.shocks_applied.push(ShockRecord { id: s.id.clone(), period: self.current_period, step: self.period_submits, severity: s.severity, role, ground_truth_items_added: added });
+    }
+
+    fn apply_shock_in_place(&mut self, role: Role, s: &Shock) -> usize {
         let rules = self.rules();
-        let mut added = 0;
-        if let Some(ep) = self.episodes.get_mut(&role) {
-            ep.rules.it_services_rate_pct = rules.it_services_rate_pct;
-            ep.rules.cash_upi_threshold_inr = rules.cash_upi_threshold_inr;
-            ep.rules.new_vendor_risk_months = rules.new_vendor_risk_months;
-            let before: BTreeSet<(String, ErrorType)> = ep.data.ground_truth.iter().map(|g| (g.document_id.clone(), g.error_type)).collect();
-            let mut new_items: Vec<GtItem> = vec![];
-            match &mut ep.data.documents {
-                Documents::Gst(d) => {
-                    d.context.rate_notices = data::gst::rate_notices(&rules);
-                    for (doc, t) in data::gst::detect_rate_notices(&d.purchase_register, &d.context.rate_notices) {
-                        new_items.push(GtItem::new(doc, t, format!("{}: booked at the old rate", s.id)));
-                    }
-                }
-                Documents::Fraud(d) => {
-                    d.audit_context.cash_upi_threshold_inr = rules.cash_upi_threshold_inr;
-                    d.audit_context.new_vendor_risk_months = rules.new_vendor_risk_months;
-                    new_items.extend(data::fraud::shock_items(d));
-                    if rules.cash_upi_threshold_inr.is_some() && !ep.extra_types.contains(&ErrorType::UndocumentedCashPayment) {
-                        ep.extra_types.push(ErrorType::UndocumentedCashPayment);
-                    }
-                    if rules.new_vendor_risk_months.is_some() && !ep.extra_types.contains(&ErrorType::HighRiskNewVendor) {
-                        ep.extra_types.push(ErrorType::HighRiskNewVendor);
-                    }
-                }
-                _ => {}
-            }
-            for mut it in new_items {
-                if !before.contains(&(it.document_id.clone(), it.error_type)) {
-                    it.origin = GtOrigin::Shock;
-                    ep.data.ground_truth.push(it);
-                    added += 1;
+        let Some(ep) = self.episodes.get_mut(&role) else { return 0 };
+        ep.rules.it_services_rate_pct = rules.it_services_rate_pct;
+        ep.rules.cash_upi_threshold_inr = rules.cash_upi_threshold_inr;
+        ep.rules.new_vendor_risk_months = rules.new_vendor_risk_months;
+        let before: BTreeSet<(String, ErrorType)> = ep.data.ground_truth.iter().map(|g| (g.document_id.clone(), g.error_type)).collect();
+        let mut new_items: Vec<GtItem> = vec![];
+        match &mut ep.data.documents {
+            Documents::Gst(d) => {
+                d.context.rate_notices = data::gst::rate_notices(&rules);
+                for (doc, t) in data::gst::detect_rate_notices(&d.purchase_register, &d.context.rate_notices) {
+                    new_items.push(GtItem::new(doc, t, format!("{}: booked at the old rate", s.id)));
                 }
             }
-            ep.notices.push(shock_notification(s));
+            Documents::Fraud(d) => {
+                d.audit_context.cash_upi_threshold_inr = rules.cash_upi_threshold_inr;
+                d.audit_context.new_vendor_risk_months = rules.new_vendor_risk_months;
+                new_items.extend(data::fraud::shock_items(d));
+                if rules.cash_upi_threshold_inr.is_some() && !ep.extra_types.contains(&ErrorType::UndocumentedCashPayment) {
+                    ep.extra_types.push(ErrorType::UndocumentedCashPayment);
+                }
+                if rules.new_vendor_risk_months.is_some() && !ep.extra_types.contains(&ErrorType::HighRiskNewVendor) {
+                    ep.extra_types.push(ErrorType::HighRiskNewVendor);
+                }
+            }
+            _ => {}
         }
-        self.shocks_applied.push(ShockRecord { id: s.id.clone(), period: self.current_period, step, severity: s.severity, role, ground_truth_items_added: added });
+        let mut added = 0;
+        for mut it in new_items {
+            if !before.contains(&(it.document_id.clone(), it.error_type)) {
+                it.origin = GtOrigin::Shock;
+                ep.data.ground_truth.push(it);
+                added += 1;
+            }
+        }
+        ep.notices.push(shock_notification(s));
         added
     }
 
@@ -704,34 +792,40 @@ impl Campaign {
         )))
     }
 
+    /// Judge one decision: resolve its ref to a submitted finding and check the verdict.
+    fn judge_decision(&self, d: &OverseerDecision) -> ReviewedDecision {
+        let v = d.verdict.trim().to_ascii_lowercase();
+        let mut out = ReviewedDecision { finding_ref: d.finding_ref.clone(), role: None, document_id: String::new(), error_type: String::new(), verdict: v.clone(), matched: false, document_exists: false, type_valid_for_role: false, error: None };
+        match self.resolve_ref(&d.finding_ref) {
+            Some((role, doc, t)) => {
+                let ep = &self.episodes[&role];
+                out.role = Some(role);
+                out.document_exists = ep.data.documents.document_ids().contains(&doc);
+                out.type_valid_for_role = ep.valid_types().iter().any(|x| x.as_str() == t);
+                out.document_id = doc;
+                out.error_type = t;
+                out.matched = true;
+            }
+            None => out.error = Some(format!("'{}' does not name a finding submitted this period (use ROLE:DOC:type or DOC:type); decision not applied", d.finding_ref)),
+        }
+        if !["approve", "reject", "escalate"].contains(&v.as_str()) {
+            out.matched = false;
+            out.error = Some(format!("verdict must be approve, reject or escalate; got '{}'; decision not applied", d.verdict));
+        }
+        out
+    }
+
     pub fn review(&mut self, action: OverseerAction) -> Result<OverseerReview, AuditError> {
         self.ensure_open()?;
         self.check_review_order()?;
-        let mut decided = vec![];
         for (i, d) in action.decisions.iter().enumerate() {
-            let v = d.verdict.trim().to_ascii_lowercase();
-            if !["approve", "reject", "escalate"].contains(&v.as_str()) {
-                return Err(AuditError::invalid(format!("decisions[{i}].verdict"), format!("verdict must be approve, reject or escalate; got '{}'", d.verdict)));
-            }
             if let Some(c) = d.confidence {
                 if !(0.0..=1.0).contains(&c) {
                     return Err(AuditError::invalid(format!("decisions[{i}].confidence"), "confidence must be within [0, 1]"));
                 }
             }
-            let Some((role, doc, t)) = self.resolve_ref(&d.finding_ref) else {
-                return Err(AuditError::invalid(format!("decisions[{i}].finding_ref"), format!("'{}' does not name a finding submitted this period (use ROLE:DOC:type or DOC:type)", d.finding_ref)));
-            };
-            let ep = &self.episodes[&role];
-            decided.push(ReviewedDecision {
-                finding_ref: d.finding_ref.clone(),
-                role,
-                document_exists: ep.data.documents.document_ids().contains(&doc),
-                type_valid_for_role: ep.valid_types().iter().any(|x| x.as_str() == t),
-                document_id: doc,
-                error_type: t,
-                verdict: v,
-            });
         }
+        let decided: Vec<ReviewedDecision> = action.decisions.iter().take(limits::MAX_HISTORY_ENTRIES).map(|d| self.judge_decision(d)).collect();
         let at = self.tick();
         let conflicts = self.conflicts();
         let mut resolutions = BTreeMap::new();
@@ -740,7 +834,8 @@ impl Campaign {
         }
         let unresolved: Vec<Conflict> = conflicts.iter().filter(|c| !resolutions.contains_key(&c.document_id)).cloned().collect();
         let total: usize = self.period_findings().values().map(|v| v.len()).sum();
-        let count = |v: &str| decided.iter().filter(|d| d.verdict == v).count();
+        let count = |v: &str| decided.iter().filter(|d| d.matched && d.verdict == v).count();
+        let invalid = decided.iter().filter(|d| !d.matched).count();
         let review = OverseerReview {
             campaign_id: self.id.clone(),
             period: self.current_period,
@@ -748,7 +843,8 @@ impl Campaign {
             accepted: count("approve"),
             rejected: count("reject"),
             escalated: count("escalate"),
-            undecided: total.saturating_sub(decided.len()),
+            undecided: total.saturating_sub(decided.len() - invalid),
+            invalid_decisions: invalid,
             decisions: decided,
             conflicts_resolved: action.conflicts_resolved.len(),
             unresolved_conflicts: unresolved,
@@ -766,7 +862,7 @@ impl Campaign {
     /// by type) against the ground truth of each role's episode. 0 without a review.
     fn overseer_quality(&self) -> f64 {
         let Some(rv) = self.reviews.get(&self.current_period) else { return 0.0 };
-        let verdict: BTreeMap<(Role, String, String), String> = rv.decisions.iter().map(|d| ((d.role, d.document_id.clone(), d.error_type.clone()), d.verdict.clone())).collect();
+        let verdict: BTreeMap<(Role, String, String), String> = rv.decisions.iter().filter_map(|d| Some(((d.role.filter(|_| d.matched)?, d.document_id.clone(), d.error_type.clone()), d.verdict.clone()))).collect();
         let (mut tp, mut fp, mut gt_total) = (0usize, 0usize, 0usize);
         for (role, ep) in &self.episodes {
             gt_total += ep.gt().len();
@@ -830,7 +926,7 @@ impl Campaign {
         let ex = Role::ExpenseSpecialist;
         let expense_gt_hit = |t: ErrorType| -> Option<bool> {
             let ep = self.episodes.get(&ex)?;
-            let g = ep.last_grade.as_ref()?;
+            let g = ep.full_grade.as_ref()?;
             let missed = g.missed_errors.iter().any(|k| k.error_type == t.as_str());
             ep.gt().iter().any(|x| x.error_type == t).then_some(!missed)
         };
@@ -890,7 +986,7 @@ impl Campaign {
                 "DL-003" => (status((p == self.total_periods).then(|| Role::SPECIALISTS.iter().all(|r| self.completed.contains(r)))), "final period completed".into()),
                 "ESC-001" => {
                     let fraud: Vec<(String, String)> = findings.iter().filter(|(r, _)| *r == Role::FraudSpecialist).map(|(_, f)| f.key()).collect();
-                    let v = (!fraud.is_empty()).then(|| rv.is_some_and(|r| fraud.iter().all(|k| r.decisions.iter().any(|d| d.role == Role::FraudSpecialist && (d.document_id.clone(), d.error_type.clone()) == *k))));
+                    let v = (!fraud.is_empty()).then(|| rv.is_some_and(|r| fraud.iter().all(|k| r.decisions.iter().any(|d| d.matched && d.role == Some(Role::FraudSpecialist) && (d.document_id.clone(), d.error_type.clone()) == *k))));
                     (status(v), "every fraud finding decided".into())
                 }
                 "ESC-002" => {
@@ -907,7 +1003,7 @@ impl Campaign {
                 "ESC-004" => {
                     let by: BTreeMap<String, Vec<Finding>> = self.period_findings().into_iter().map(|(r, f)| (r.as_str().to_string(), f)).collect();
                     let agreed = grading::agreements(&by);
-                    let v = (!agreed.is_empty()).then(|| rv.is_some_and(|r| agreed.keys().all(|k| r.decisions.iter().any(|d| (d.document_id.clone(), d.error_type.clone()) == *k))));
+                    let v = (!agreed.is_empty()).then(|| rv.is_some_and(|r| agreed.keys().all(|k| r.decisions.iter().any(|d| d.matched && (d.document_id.clone(), d.error_type.clone()) == *k))));
                     (status(v), "agreed findings decided".into())
                 }
                 "SCH-003" => {
@@ -937,7 +1033,7 @@ impl Campaign {
             steps_budget += t.max_steps();
             match self.episodes.get(&r).filter(|e| e.done) {
                 Some(ep) => {
-                    let g = ep.last_grade.clone().unwrap_or_else(|| grading::grade(ep.gt(), &ep.findings));
+                    let g = ep.full_grade.clone().unwrap_or_else(|| grading::grade(ep.gt(), &ep.findings));
                     spec.insert(r.as_str().to_string(), g.weighted_score);
                     specialist_scores.insert(r.as_str().to_string(), g.score);
                     critical |= g.critical_missed;
@@ -1003,6 +1099,7 @@ impl Campaign {
             self_improvement_delta: round_n(improvement, 4),
             efficiency_score: round_n(efficiency, 4),
             critical_missed: critical,
+            overseer_reviewed: self.reviews.contains_key(&p),
         };
         PeriodScore { period: p, score: grading::campaign_score(&inputs), inputs, instruction_checks: checks, specialist_scores }
     }
@@ -1051,7 +1148,10 @@ impl Campaign {
         self.world.mid_period_rule_drops.clear();
         self.last_completion_action = None;
         self.review_action = None;
+        self.period_submits = 0;
+        self.active = None;
         self.sync_world();
+        self.prime();
         Ok("advanced")
     }
 
@@ -1088,7 +1188,7 @@ impl Campaign {
         improve::validate_seeds(train, held)?;
         let mut grades: Vec<(u32, String, GradeResult)> = vec![];
         for (r, e) in &self.episodes {
-            if let Some(g) = &e.last_grade {
+            if let Some(g) = &e.full_grade {
                 grades.push((self.current_period, r.as_str().to_string(), g.clone()));
             }
         }

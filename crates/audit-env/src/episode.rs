@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use crate::adversarial::{AdversarialController, FraudDifficulty};
 use crate::data::{self, TaskData};
 use crate::error::AuditError;
-use crate::grading::{self, GradeResult, RewardBreakdown};
-use crate::model::{limits, ErrorType, Finding, GtItem, TaskId, WorldRules};
+use crate::grading::{self, FeedbackDetail, GradeResult, RewardBreakdown};
+use crate::model::{limits, ErrorType, Finding, GtItem, TaskId, WorldRules, HELD_OUT_SEEDS};
 use crate::util::{self, round_n};
 
 /// Findings submitted in one step. `submit_final` is optional so campaigns can default it.
@@ -79,6 +79,10 @@ impl AuditStepRequest {
     }
 }
 
+/// The reference's observation model, field for field (its typed client forbids extra
+/// top-level fields). Our additions live in `metadata`, the model's extensible field:
+/// `episode_id`, `seed`, `schema_version`, `fraud_level` (fraud), `valid_error_types` (the
+/// task's types plus any a regulatory shock added) and `notices` (rule changes in force).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AuditObservation {
     pub done: bool,
@@ -91,12 +95,9 @@ pub struct AuditObservation {
     pub feedback: String,
     pub step_number: u32,
     pub max_steps: u32,
-    pub valid_error_types: Vec<String>,
     pub investigation_mode: bool,
     pub available_categories: Vec<String>,
     pub data_summary: Value,
-    /// Rule changes and regulatory notices in force for this episode.
-    pub notices: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -113,7 +114,8 @@ pub struct AuditStepEnvelope {
     pub reward: f64,
     pub done: bool,
     pub info: StepInfo,
-    /// Present when the episode is done: the full grade.
+    /// Present when the episode is done: the grade (document lists only on training seeds,
+    /// see [`FeedbackDetail`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grader: Option<GradeResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -134,6 +136,8 @@ pub struct AuditState {
     pub investigation_mode: bool,
     pub revealed_categories: Vec<String>,
     pub cumulative_reward: f64,
+    /// Partial-credit score of the findings so far (0.01 before any finding).
+    pub cumulative_score: f64,
     pub fraud_level: Option<u8>,
 }
 
@@ -144,6 +148,30 @@ pub fn task_description(task: TaskId) -> String {
         TaskId::GstReconciliation => "You are a tax auditor reconciling the purchase register (books) against GSTR-2B. Intra-state supplies (place of supply = our state) use CGST + SGST, inter-state supplies use IGST. A GSTIN is 15 characters: 2-digit state code + 10-character PAN + entity code + 'Z' + a mod-36 check character. ITC is void after 180 days; the blocked categories and rate notices in the context apply. Date differences under 30 days and taxable-value differences of ₹10 or less are not errors. The document_id is the invoice_no.".into(),
         TaskId::FraudDetection => "You are a forensic auditor. Look for circular invoicing (reference chains that loop across vendors), split invoices below the approval threshold, shell companies, repeated round amounts, Benford anomalies, vendor concentration, shared bank accounts, sudden volume spikes, invoices dated before incorporation and weekend invoicing patterns. The exact rules are in audit_context.detection_rules. Report the txn_id of the earliest transaction of each pattern (any member is accepted). One round number alone is not suspicious.".into(),
     }
+}
+
+/// The `/tasks` catalogue. `action_schema.findings` is a one-item array describing a finding,
+/// as the reference's catalogue has it.
+pub fn task_catalogue(max_findings_per_step: usize) -> Value {
+    let list: Vec<Value> = TaskId::ALL
+        .iter()
+        .map(|t| json!({
+            "id": t.as_str(), "number": t.number(), "name": t.name(), "difficulty": t.difficulty(),
+            "description": task_description(*t), "max_steps": t.max_steps(),
+            "ground_truth_count": t.gt_count(),
+            "error_types": t.error_types().iter().map(|e| e.as_str()).collect::<Vec<_>>(),
+            "action_schema": {
+                "findings": [{
+                    "document_id": "string (required)", "error_type": "string, one of error_types (required)",
+                    "description": "string (optional, default 'Finding')", "field": "string (optional)",
+                    "suggested_fix": "string (optional)", "confidence": "number in [0, 1] (optional, used for ECE)",
+                    "severity": "number (optional)", "evidence_refs": "array of up to 10 strings (optional)"}],
+                "max_findings_per_step": max_findings_per_step,
+                "submit_final": "boolean, default false"
+            }
+        }))
+        .collect();
+    json!({"tasks": list, "total_tasks": list.len()})
 }
 
 /// One running or finished single-task episode.
@@ -160,7 +188,12 @@ pub struct Episode {
     pub extra_types: Vec<ErrorType>,
     pub investigation_mode: bool,
     pub revealed: BTreeSet<String>,
+    /// The last final grade as the agent may see it (redacted in `Counts` mode).
     pub last_grade: Option<GradeResult>,
+    /// The last final grade with every list, for the environment's own checks (never sent).
+    pub full_grade: Option<GradeResult>,
+    /// `Full` on training seeds; `Counts` on held-out seeds and in campaigns.
+    pub feedback_detail: FeedbackDetail,
     pub rewards: Vec<f64>,
     pub notices: Vec<String>,
     pub max_findings_per_step: usize,
@@ -194,6 +227,8 @@ impl Episode {
             investigation_mode: investigation,
             revealed: BTreeSet::new(),
             last_grade: None,
+            full_grade: None,
+            feedback_detail: if HELD_OUT_SEEDS.contains(&seed) { FeedbackDetail::Counts } else { FeedbackDetail::Full },
             rewards: vec![],
             notices: vec![],
             max_findings_per_step,
@@ -258,6 +293,8 @@ impl Episode {
         if self.task() == TaskId::FraudDetection {
             metadata.insert("fraud_level".into(), json!(self.rules.fraud_level));
         }
+        metadata.insert("valid_error_types".into(), json!(self.valid_types().iter().map(|t| t.as_str()).collect::<Vec<_>>()));
+        metadata.insert("notices".into(), json!(self.notices));
         AuditObservation {
             done: self.done,
             reward,
@@ -269,11 +306,9 @@ impl Episode {
             feedback,
             step_number: self.step_count,
             max_steps: self.max_steps,
-            valid_error_types: self.valid_types().iter().map(|t| t.as_str().to_string()).collect(),
             investigation_mode: self.investigation_mode,
             available_categories: if self.investigation_mode { cats.into_iter().filter(|c| !self.revealed.contains(c)).collect() } else { cats },
             data_summary: if self.investigation_mode { self.data_summary() } else { json!({}) },
-            notices: self.notices.clone(),
         }
     }
 
@@ -305,7 +340,25 @@ impl Episode {
             investigation_mode: self.investigation_mode,
             revealed_categories: self.revealed.iter().cloned().collect(),
             cumulative_reward: round_n(self.rewards.iter().sum(), 4),
+            cumulative_score: g.score,
             fraud_level: (self.task() == TaskId::FraudDetection).then_some(self.rules.fraud_level),
+        }
+    }
+
+    /// The final feedback line on misses: documents on training seeds, counts per type otherwise.
+    fn missed_feedback(&self, grade: &GradeResult) -> String {
+        if grade.missed_by_type.is_empty() {
+            return String::new();
+        }
+        match self.feedback_detail {
+            FeedbackDetail::Full => {
+                let missed: BTreeSet<&str> = grade.missed_errors.iter().map(|k| k.document_id.as_str()).collect();
+                format!("\nMissed errors in: {}", missed.into_iter().collect::<Vec<_>>().join(", "))
+            }
+            FeedbackDetail::Counts => {
+                let by: Vec<String> = grade.missed_by_type.iter().map(|(t, n)| format!("{t} x{n}")).collect();
+                format!("\nMissed errors by type: {}", by.join(", "))
+            }
         }
     }
 
@@ -397,16 +450,14 @@ impl Episode {
             self.submitted_final = submit_final;
             fb.push_str(&format!("\nEPISODE COMPLETE — Final F1 Score: {:.4}", grade.score));
             fb.push_str(&format!("\nWeighted F1: {:.4} | Risk Mitigation: {:.1}%", grade.weighted_score, grade.risk_score.risk_mitigation_pct));
-            let missed: BTreeSet<String> = grade.missed_errors.iter().map(|k| k.document_id.clone()).collect();
-            if !missed.is_empty() {
-                fb.push_str(&format!("\nMissed errors in: {}", missed.into_iter().collect::<Vec<_>>().join(", ")));
-            }
-            self.last_grade = Some(grade.clone());
+            fb.push_str(&self.missed_feedback(&grade));
+            self.last_grade = Some(grade.for_detail(self.feedback_detail));
+            self.full_grade = Some(grade.clone());
         }
         let obs = self.observation(rb.reward, fb, is_final);
         let info = StepInfo { accepted_findings: accepted.len(), rejected_findings: rejected, warnings, reward_breakdown: Some(rb.clone()) };
         Ok(StepOutcome {
-            envelope: AuditStepEnvelope { observation: obs, reward: rb.reward, done: is_final, info, grader: is_final.then_some(grade), session_id: None },
+            envelope: AuditStepEnvelope { observation: obs, reward: rb.reward, done: is_final, info, grader: is_final.then(|| grade.for_detail(self.feedback_detail)), session_id: None },
             new_findings: accepted,
         })
     }
@@ -516,6 +567,7 @@ impl AuditEnv {
                 investigation_mode: false,
                 revealed_categories: vec![],
                 cumulative_reward: 0.0,
+                cumulative_score: 0.01,
                 fraud_level: None,
             },
         }
@@ -569,7 +621,7 @@ mod tests {
         let r = env.step(AuditStepRequest { findings: Some(vec![Finding::new("INV-001", "bogus_type")]), ..Default::default() }).unwrap();
         assert!(r.observation.feedback.contains("Invalid error_type"));
         assert_eq!(r.observation.step_number, 1);
-        let too_many = AuditStepRequest { findings: Some(vec![Finding::new("INV-001", "tax_error"); 51]), ..Default::default() };
+        let too_many = AuditStepRequest { findings: Some(vec![Finding::new("INV-001", "tax_error"); limits::MAX_FINDINGS_PER_STEP_DEFAULT + 1]), ..Default::default() };
         assert!(matches!(env.step(too_many).unwrap_err(), AuditError::TooManyFindings { .. }));
         assert_eq!(env.state().step_count, 1, "a rejected request does not consume a step");
         let r = env.step(AuditStepRequest { submit_final: Some(true), ..Default::default() }).unwrap();

@@ -101,6 +101,48 @@ pub struct GradeResult {
     pub risk_score: RiskScore,
     pub calibration: Calibration,
     pub critical_missed: bool,
+    /// Unfound ground-truth errors per type (always present; the only miss information in
+    /// `counts` mode).
+    pub missed_by_type: BTreeMap<String, usize>,
+    /// `full`: every list above names documents. `counts`: held-out seeds and campaigns, where
+    /// the lists that name documents are empty and only counts are reported ([`GradeResult::redacted`]).
+    pub feedback_detail: FeedbackDetail,
+}
+
+/// How much of the ground truth a grade may show the agent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FeedbackDetail {
+    /// Training seeds: matched, missed, false-positive and near-miss lists name documents.
+    #[default]
+    Full,
+    /// Held-out seeds and campaigns: counts only (per type in `confusion_matrix` and
+    /// `missed_by_type`); no list names a document or an expected type.
+    Counts,
+}
+
+impl GradeResult {
+    /// The grade as an evaluation reply may show it: every count and score, no document lists.
+    /// A replayed empty submission then learns how many errors of each type exist, never where.
+    pub fn redacted(&self) -> GradeResult {
+        GradeResult {
+            matched_errors: vec![],
+            missed_errors: vec![],
+            false_positive_list: vec![],
+            duplicate_list: vec![],
+            partial_match_list: vec![],
+            feedback_detail: FeedbackDetail::Counts,
+            ..self.clone()
+        }
+    }
+
+    /// `redacted()` when `detail` is `Counts`, otherwise a copy.
+    pub fn for_detail(&self, detail: FeedbackDetail) -> GradeResult {
+        match detail {
+            FeedbackDetail::Full => self.clone(),
+            FeedbackDetail::Counts => self.redacted(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -278,6 +320,10 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
     matched_errors.sort_by(|a, b| (&a.document_id, &a.error_type).cmp(&(&b.document_id, &b.error_type)));
     let missed_errors: Vec<KeyRef> = gt.iter().zip(&matched).filter(|(_, x)| !**x).map(|(g, _)| key_ref(&g.document_id, g.error_type.as_str())).collect();
     let critical_missed = gt.iter().zip(&matched).any(|(g, hit)| !hit && g.error_type.is_critical());
+    let mut missed_by_type: BTreeMap<String, usize> = BTreeMap::new();
+    for k in &missed_errors {
+        *missed_by_type.entry(k.error_type.clone()).or_default() += 1;
+    }
     let score = clamp_score(pc);
     GradeResult {
         score,
@@ -304,6 +350,8 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
         risk_score: RiskScore { caught_value: caught, missed_value: total - caught, total_risk_value: total, risk_mitigation_pct: pct },
         calibration: calibration(gt, findings),
         critical_missed,
+        missed_by_type,
+        feedback_detail: FeedbackDetail::Full,
     }
 }
 
@@ -359,10 +407,13 @@ pub struct RewardBreakdown {
     pub false_positive_penalty: f64,
     pub duplicate_penalty: f64,
     pub final_bonus: f64,
-    /// Unclamped sum, so penalties stay visible.
+    /// Unclamped sum (rounded to 4 places).
     pub raw: f64,
-    /// Clamped reward returned as `reward`.
+    /// The step reward returned as `reward`: the unclamped sum, so every false positive lowers
+    /// it (the reference clamps to [0.01, 0.99], which hid the penalties of a strong step).
     pub reward: f64,
+    /// The reference's clamped value, `clamp_score(raw)`, for clients that compare with it.
+    pub clamped: f64,
 }
 
 /// Reward of one step: `previous` are findings accepted before this step, `new` this step's.
@@ -419,7 +470,8 @@ pub fn step_reward(gt: &[GtItem], previous: &[Finding], new: &[Finding], step: u
         duplicate_penalty: round_n(dp, 4),
         final_bonus: round_n(fb, 4),
         raw: round_n(r, 4),
-        reward: clamp_score(r),
+        reward: round_n(r, 4),
+        clamped: clamp_score(r),
     }
 }
 
@@ -435,6 +487,9 @@ pub struct CampaignScoreInputs {
     pub self_improvement_delta: f64,
     pub efficiency_score: f64,
     pub critical_missed: bool,
+    /// Whether the overseer's review of the period was accepted; without one the overseer
+    /// component is 0 and the score says so in `warnings`.
+    pub overseer_reviewed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -449,6 +504,8 @@ pub struct CampaignScore {
     pub specialist_floor_triggered: bool,
     pub critical_missed: bool,
     pub components: BTreeMap<String, f64>,
+    /// What the period lost and why (a missing overseer review, the floor, a critical miss).
+    pub warnings: Vec<String>,
 }
 
 pub const W_SPECIALIST: f64 = 0.35;
@@ -483,6 +540,15 @@ pub fn campaign_score(i: &CampaignScoreInputs) -> CampaignScore {
     components.insert("schema_policy_adaptation".into(), round_n(n(i.schema_adaptation_score), 4));
     components.insert("self_improvement".into(), round_n(n(i.self_improvement_delta), 4));
     components.insert("efficiency".into(), round_n(n(i.efficiency_score), 4));
+    let mut warnings = vec![];
+    if !i.overseer_reviewed {
+        warnings.push(format!("no accepted overseer review this period: overseer quality counts 0 ({:.0}% of the score)", W_OVERSEER * 100.0));
+    }
+    if floor {
+        warnings.push(format!("a specialist weighted F1 is below {SPECIALIST_FLOOR}: the period scores 0.01"));
+    } else if i.critical_missed {
+        warnings.push("a critical error (severity >= 1.5) was missed: the period score is halved".into());
+    }
     CampaignScore {
         score: clamp_score((core + capped) * mult),
         raw_score: round_n(raw, 4),
@@ -494,6 +560,7 @@ pub fn campaign_score(i: &CampaignScoreInputs) -> CampaignScore {
         specialist_floor_triggered: floor,
         critical_missed: i.critical_missed,
         components,
+        warnings,
     }
 }
 
@@ -651,15 +718,47 @@ mod tests {
     fn step_reward_reference_values() {
         let gt = gt7();
         let one = [Finding::new("EXP-010", "over_limit")];
-        assert_eq!(step_reward(&gt, &[], &one, 1, None).reward, 0.1);
+        assert_eq!(step_reward(&gt, &[], &one, 1, None).clamped, 0.1);
         let perf = perfect_findings(&gt);
         let g = grade(&gt, &perf);
-        assert_eq!(step_reward(&gt, &[], &perf, 1, Some(&g)).reward, 0.99);
+        let best = step_reward(&gt, &[], &perf, 1, Some(&g));
+        assert_eq!(best.clamped, 0.99);
+        assert_eq!(best.reward, best.raw);
         let empty = grade(&gt, &[]);
         let r = step_reward(&gt, &[], &[], 1, Some(&empty));
-        assert_eq!(r.reward, 0.01);
-        assert!(r.raw < 0.0);
+        assert_eq!(r.clamped, 0.01);
+        assert!(r.raw < 0.0 && r.reward == r.raw, "the reward is not clamped");
         assert!(step_reward(&gt, &[], &one, 5, None).reward < step_reward(&gt, &[], &one, 1, None).reward);
+    }
+
+    #[test]
+    fn every_false_positive_lowers_the_step_reward() {
+        let gt = gt7();
+        let perf = perfect_findings(&gt);
+        let mut last = f64::INFINITY;
+        for k in 0..=20 {
+            let mut f = perf.clone();
+            f.extend((0..k).map(|i| Finding::new(&format!("EXP-{:03}", 900 + i), "over_limit")));
+            let g = grade(&gt, &f);
+            let r = step_reward(&gt, &[], &f, 1, Some(&g));
+            assert!(r.reward < last, "{k} made-up findings: {} not below {last}", r.reward);
+            last = r.reward;
+        }
+    }
+
+    #[test]
+    fn redacted_grades_name_no_documents() {
+        let gt = gt7();
+        let g = grade(&gt, &[Finding::new("EXP-999", "over_limit")]);
+        assert_eq!(g.missed_errors.len(), 7);
+        let r = g.redacted();
+        assert!(r.missed_errors.is_empty() && r.matched_errors.is_empty() && r.false_positive_list.is_empty() && r.partial_match_list.is_empty());
+        assert_eq!(r.missed_by_type.values().sum::<usize>(), 7);
+        assert_eq!((r.score, r.false_positives, r.false_negatives), (g.score, g.false_positives, g.false_negatives));
+        let text = serde_json::to_string(&r).unwrap();
+        for item in &gt {
+            assert!(!text.contains(&item.document_id), "{} leaked", item.document_id);
+        }
     }
 
     #[test]
@@ -683,7 +782,7 @@ mod tests {
         for r in ["expense", "invoice", "gst", "fraud"] {
             spec.insert(r.to_string(), 0.8);
         }
-        let mut i = CampaignScoreInputs { specialist_weighted_f1: spec.clone(), overseer_quality: 0.8, instruction_compliance_rate: 1.0, memory_score: 1.0, schema_adaptation_score: 1.0, self_improvement_delta: 1.0, efficiency_score: 1.0, critical_missed: false };
+        let mut i = CampaignScoreInputs { specialist_weighted_f1: spec.clone(), overseer_quality: 0.8, instruction_compliance_rate: 1.0, memory_score: 1.0, schema_adaptation_score: 1.0, self_improvement_delta: 1.0, efficiency_score: 1.0, critical_missed: false, overseer_reviewed: true };
         let full = campaign_score(&i);
         assert!(full.bonus_component_capped < full.bonus_component, "bonus cap binds");
         assert!(full.bonus_component_capped <= 0.30 * full.raw_score + 1e-9);

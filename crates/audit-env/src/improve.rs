@@ -58,7 +58,9 @@ pub fn critic(grades: &[(u32, String, GradeResult)], gaps: Vec<String>) -> Criti
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EvalSummary {
-    pub scores: BTreeMap<u64, f64>,
+    /// Mean score per held-out seed, in the order of `seeds` (the reference's list).
+    pub scores: Vec<f64>,
+    pub seeds: Vec<u64>,
     pub mean_score: f64,
     pub safety_regression: bool,
 }
@@ -143,8 +145,8 @@ pub fn iterate(iteration: usize, current: &BaselineConfig, critic: CriticReport,
         train_seeds: train.to_vec(),
         held_out_seeds: held.to_vec(),
         critic,
-        baseline: EvalSummary { scores: bh.clone(), mean_score: mean(&bh), safety_regression: false },
-        candidate: EvalSummary { scores: ch.clone(), mean_score: mean(&ch), safety_regression: regression },
+        baseline: EvalSummary { scores: held.iter().map(|s| bh[s]).collect(), seeds: held.to_vec(), mean_score: mean(&bh), safety_regression: false },
+        candidate: EvalSummary { scores: held.iter().map(|s| ch[s]).collect(), seeds: held.to_vec(), mean_score: mean(&ch), safety_regression: regression },
         train_delta,
         transfer_delta: transfer,
         delta: transfer,

@@ -11,7 +11,7 @@ use crate::util::Date;
 
 /// Hard limits (TigerBeetle style: everything bounded, units in names).
 pub mod limits {
-    pub const MAX_FINDINGS_PER_STEP_DEFAULT: usize = 50;
+    pub const MAX_FINDINGS_PER_STEP_DEFAULT: usize = 200;
     pub const MAX_FINDINGS_PER_STEP_CEILING: usize = 500;
     pub const MAX_FINDINGS_PER_EPISODE: usize = 2_000;
     pub const MAX_SESSIONS: usize = 1_024;
@@ -424,17 +424,18 @@ pub struct Finding {
     /// Optional in the README's shape; defaults to "Finding".
     #[serde(default = "default_description")]
     pub description: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Unset fields are sent as null (the reference's findings_so_far keeps every key).
+    #[serde(default)]
     pub field: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub suggested_fix: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub severity: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub confidence: Option<f64>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub evidence_refs: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub rationale: Option<String>,
 }
 

@@ -140,6 +140,12 @@ pub fn round_n(x: f64, n: usize) -> f64 {
 }
 
 /// `round_2`, then clamp into [0.01, 0.99].
+/// Wall-clock Unix seconds (millisecond precision), for records outside the world (leaderboard).
+pub fn unix_seconds() -> f64 {
+    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    round_n(d.as_secs_f64(), 3)
+}
+
 pub fn clamp_score(x: f64) -> f64 {
     let r = round_n(x, 2);
     if r <= 0.01 || r.is_nan() {

@@ -47,6 +47,18 @@ pub mod money {
     }
 }
 
+/// A decimal amount written as a JSON **number** with its exact decimal text (`2478.00`), through
+/// `serde_json`'s raw-value protocol (which `ls-json` also speaks): money on the wire where the
+/// reference sends a number. Serialize-only; [`money`] still reads numbers and strings.
+pub mod money_number {
+    use rust_decimal::Decimal;
+    use serde::{ser::Error, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &Decimal, s: S) -> Result<S::Ok, S::Error> {
+        serde_json::value::RawValue::from_string(value.to_string()).map_err(S::Error::custom)?.serialize(s)
+    }
+}
+
 /// Optional decimal amounts (see [`money`]).
 pub mod money_opt {
     use rust_decimal::Decimal;
@@ -580,4 +592,25 @@ pub struct PolicyRule {
     #[serde(default, skip_serializing_if = "Option::is_none", with = "money_opt")]
     #[schemars(with = "Option<String>")]
     pub threshold: Option<Decimal>,
+}
+
+#[cfg(test)]
+mod money_number_tests {
+    use rust_decimal::Decimal;
+    use std::str::FromStr;
+
+    #[derive(serde::Serialize)]
+    struct Amount {
+        #[serde(serialize_with = "super::money_number::serialize")]
+        at_risk_amount: Decimal,
+    }
+
+    #[test]
+    fn money_is_a_json_number_with_its_exact_text() {
+        let a = Amount { at_risk_amount: Decimal::from_str("2478.00").unwrap() };
+        assert_eq!(serde_json::to_string(&a).unwrap(), r#"{"at_risk_amount":2478.00}"#);
+        assert!(serde_json::to_value(&a).unwrap()["at_risk_amount"].is_number());
+        let big = Amount { at_risk_amount: Decimal::from_str("123456789012.35").unwrap() };
+        assert_eq!(serde_json::to_string(&big).unwrap(), r#"{"at_risk_amount":123456789012.35}"#);
+    }
 }

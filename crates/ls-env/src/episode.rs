@@ -231,7 +231,9 @@ impl Serialize for CaseMetadata<'_> {
 #[derive(Serialize)]
 struct PortfolioContext<'a> {
     linked_invoice_count: u32,
-    at_risk_amount: String,
+    /// A JSON number with the amount's exact decimal text (the reference sends a number).
+    #[serde(serialize_with = "ls_core::schema::money_number::serialize")]
+    at_risk_amount: Decimal,
     manual_review_capacity: u32,
     business_criticality: &'a str,
     queue_pressure: &'a str,
@@ -1099,7 +1101,7 @@ impl Episode {
         });
         SharedJson::from_serialize(&PortfolioContext {
             linked_invoice_count: linked,
-            at_risk_amount: at_risk.to_string(),
+            at_risk_amount: at_risk,
             manual_review_capacity: inst.map_or_else(|| c.and_then(|c| c.manual_review_capacity).unwrap_or(2), |i| i.review_capacity_remaining),
             business_criticality: c.and_then(|c| c.business_criticality.as_deref()).unwrap_or("medium"),
             // A quiet case in a busy institution reports the institution's pressure.
@@ -1242,6 +1244,7 @@ impl Episode {
             pending_events: self.pending_view(),
             pending_event_count: self.pending.len(),
             portfolio_context: self.portfolio_context(),
+            institutional_context: self.institution.as_ref().map_or_else(SharedJson::default, |i| SharedJson::from_raw(i.context.clone())),
             sprt_state,
             tool_rankings,
             reward_machine_state: rm,

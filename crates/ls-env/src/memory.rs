@@ -301,6 +301,10 @@ pub struct LossLedger {
     pub calibration_debt: f64,
     pub vigilance_loss: f64,
     pub compliance_breaches: u32,
+    /// Controls evaluated over the quarter: the denominator of `compliance_breach_ratio`, so the
+    /// ratio is the share of applicable controls that failed (a fixed denominator saturated at
+    /// 1.0 for every agent within a few cases).
+    pub compliance_controls_evaluated: u32,
     pub unsafe_release_count: u32,
     pub false_positive_count: u32,
     pub safe_release_count: u32,
@@ -363,7 +367,7 @@ impl LossLedger {
             ratio(self.supplier_friction, 8.0),
             ratio(self.calibration_debt, 8.0),
             ratio(self.vigilance_loss, 4.0),
-            ratio(f64::from(self.compliance_breaches), 6.0),
+            ratio(f64::from(self.compliance_breaches), f64::from(self.compliance_controls_evaluated.max(1))),
             ratio(f64::from(self.authority_restriction_count), 8.0),
             ratio(f64::from(self.catastrophic_event_count), 3.0),
         ]
@@ -803,6 +807,7 @@ impl InstitutionalMemory {
         l.manual_review_minutes += m.manual_review_minutes;
         l.supplier_friction += m.supplier_friction;
         l.compliance_breaches += g.compliance.failed_controls.len() as u32;
+        l.compliance_controls_evaluated += g.compliance.evaluated as u32;
         if g.unsafe_outcome {
             self.belief_add("payment_release_weakness", 0.22);
         }

@@ -546,6 +546,9 @@ pub struct PublicState {
     pub pending_events: Vec<PendingEventView>,
     pub pending_event_count: usize,
     pub portfolio_context: SharedJson,
+    /// What the institution knows going into the case (the reference's `/state` field; the same
+    /// object as `portfolio_context.institutional_context`; `{}` without institutional memory).
+    pub institutional_context: SharedJson,
     /// Instrumented track only.
     pub sprt_state: SharedJson,
     /// Instrumented track only.

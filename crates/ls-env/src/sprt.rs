@@ -3,11 +3,23 @@
 //! A Bayesian belief with Wald boundaries, updated only on real observations: failed tool calls
 //! carry no evidence, and each distinct piece of evidence (channel + what it was about) is counted
 //! once, so repeating a tool cannot manufacture certainty. Log-likelihood ratios against `safe`
-//! are kept for the documented payload; acceptance of a hypothesis additionally requires it to beat
-//! every other hypothesis by the upper boundary (a matrix SPRT), so one bank mismatch does not
-//! "accept" eight hypotheses at once.
+//! are kept for the documented payload.
+//!
+//! The test decides the *decision*, not the exact hypothesis (several hypotheses share a decision
+//! and the channels cannot tell them apart). Each decision is a composite hypothesis whose
+//! likelihood is the uniform mixture of its members' likelihoods (Wald's weight-function method):
+//!
+//! 1. Wald's binary test, risky against safe: Λ = ln(mean over the 11 risky hypotheses of L(h)
+//!    / L(safe)). Λ ≤ B = ln(β/(1−α)) accepts `safe` (PAY); Λ ≥ A = ln((1−β)/α) establishes risk;
+//!    in between the test continues.
+//! 2. Once risk is established, a matrix SPRT over the risky decisions (HOLD, NEEDS_REVIEW,
+//!    ESCALATE_FRAUD): a decision is accepted when its mixture likelihood beats every other risky
+//!    decision's by A.
+//!
+//! The accepted hypothesis is the posterior argmax within the accepted decision. One bank mismatch
+//! establishes risk but not which decision, so it accepts nothing.
 
-use ls_core::{Channel, Hypothesis};
+use ls_core::{Channel, Decision, Hypothesis};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -174,21 +186,42 @@ impl Sprt {
         (1.0 - m).clamp(0.0, 1.0)
     }
 
-    /// Matrix-SPRT acceptance: a non-safe hypothesis beating every rival by the upper boundary,
-    /// or `safe` once every alternative's LLR is at or below the lower boundary.
+    /// Log of the uniform-mixture likelihood of the hypotheses `keep` selects (up to the common
+    /// constant of the log posterior).
+    fn mixture_log_likelihood(&self, keep: impl Fn(Hypothesis) -> bool) -> f64 {
+        let members: Vec<f64> = Hypothesis::ALL.iter().zip(self.log_post).filter(|(h, _)| keep(**h)).map(|(_, l)| l).collect();
+        debug_assert!(!members.is_empty(), "every decision has a hypothesis");
+        let m = members.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        m + (members.iter().map(|l| (l - m).exp()).sum::<f64>() / members.len() as f64).ln()
+    }
+
+    /// Stage 1 statistic: ln(mixture likelihood of the risky hypotheses / likelihood of safe).
+    pub fn risk_llr(&self) -> f64 {
+        self.mixture_log_likelihood(|h| h != Hypothesis::Safe) - self.log_post[Hypothesis::Safe.index()]
+    }
+
+    /// The decision the sequential test accepts, if it has reached a boundary (module docs).
+    pub fn accepted_decision(&self) -> Option<Decision> {
+        let risk = self.risk_llr();
+        if risk <= lower() {
+            return Some(Decision::Pay);
+        }
+        if risk < upper() {
+            return None;
+        }
+        const RISKY: [Decision; 3] = [Decision::Hold, Decision::NeedsReview, Decision::EscalateFraud];
+        let ll = RISKY.map(|d| self.mixture_log_likelihood(|h| h.decision() == d));
+        (0..RISKY.len()).find(|&i| (0..RISKY.len()).filter(|j| *j != i).all(|j| ll[i] - ll[j] >= upper())).map(|i| RISKY[i])
+    }
+
+    /// The accepted hypothesis: the posterior argmax within the accepted decision.
     pub fn accepted(&self) -> Option<Hypothesis> {
-        let a = upper();
-        for i in 1..N {
-            let beats_all = (0..N).filter(|j| *j != i).all(|j| self.log_post[i] - self.log_post[j] >= a);
-            if beats_all {
-                return Some(Hypothesis::ALL[i]);
-            }
-        }
-        let llr = self.llr();
-        if llr.iter().skip(1).all(|l| *l <= lower()) {
-            return Some(Hypothesis::Safe);
-        }
-        None
+        let d = self.accepted_decision()?;
+        let p = self.posterior();
+        Hypothesis::ALL.iter().enumerate().filter(|(_, h)| h.decision() == d).fold(None, |best: Option<(usize, Hypothesis)>, (i, h)| match best {
+            Some((b, _)) if p[b] + 1e-12 >= p[i] => best,
+            _ => Some((i, *h)),
+        }).map(|(_, h)| h)
     }
 
     /// Potential for reward shaping: readiness to decide.
@@ -336,6 +369,30 @@ mod tests {
         s.observe(Channel::CompareBankAccount, "mismatch", "k", "compare_bank_account");
         assert_eq!(s.accepted(), None, "bank mismatch alone cannot separate bank_fraud from vendor_takeover");
         assert!(s.readiness() > 0.55, "but it is strong evidence against safe");
+    }
+
+    #[test]
+    fn consistent_evidence_reaches_walds_boundaries() {
+        // A spoofed, disputed bank change: risk established, then ESCALATE_FRAUD beats HOLD and
+        // NEEDS_REVIEW by the upper boundary.
+        let mut s = Sprt::default();
+        assert_eq!(s.accepted_decision(), None, "no decision at the prior");
+        s.observe(Channel::CompareBankAccount, "mismatch", "k", "compare_bank_account");
+        assert_eq!(s.accepted_decision(), None, "one mismatch establishes risk, not the decision");
+        for (c, o) in [(Channel::InspectEmailThread, "domain_spoof_detected"), (Channel::CallbackVerificationResult, "callback_dispute"), (Channel::BankChangeApprovalChain, "mismatch_found")] {
+            s.observe(c, o, "k", c.as_str());
+        }
+        assert!(s.risk_llr() >= upper());
+        assert_eq!(s.accepted_decision(), Some(Decision::EscalateFraud));
+        assert_eq!(s.accepted().map(Hypothesis::decision), Some(Decision::EscalateFraud));
+        assert!(s.payload(false).decision_ready);
+        // Clean controls: the lower boundary accepts safe.
+        let mut s = Sprt::default();
+        for (c, o) in [(Channel::CompareBankAccount, "match"), (Channel::InspectEmailThread, "domain_clean"), (Channel::SearchLedger, "no_duplicate")] {
+            s.observe(c, o, "k", c.as_str());
+        }
+        assert!(s.risk_llr() <= lower());
+        assert_eq!(s.accepted(), Some(Hypothesis::Safe));
     }
 
     #[test]

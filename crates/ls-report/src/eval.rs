@@ -43,6 +43,29 @@ pub struct MemorySnapshot {
     pub queue_depth: Option<u64>,
     pub manual_review_capacity_remaining: Option<f64>,
     pub callback_capacity_remaining: Option<f64>,
+    pub calibration_gate: Option<CalibrationGateView>,
+}
+
+/// The memory's `calibration_gate`: running calibration error, authority level and gate triggers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationGateView {
+    pub authority_level: Option<String>,
+    pub running_calibration_error: Option<f64>,
+    pub observations: Option<u64>,
+    pub gate_trigger_count: Option<u64>,
+    pub last_gate_reason: Option<String>,
+}
+
+impl CalibrationGateView {
+    fn from_public(g: &Value) -> Self {
+        Self {
+            authority_level: g.get("authority_level").and_then(Value::as_str).map(str::to_owned),
+            running_calibration_error: g.get("running_calibration_error").and_then(Value::as_f64),
+            observations: g.get("observations").and_then(Value::as_u64),
+            gate_trigger_count: g.get("gate_trigger_count").and_then(Value::as_u64),
+            last_gate_reason: g.get("last_gate_reason").and_then(Value::as_str).map(str::to_owned),
+        }
+    }
 }
 
 fn num_map(v: Option<&Value>) -> BTreeMap<String, f64> {
@@ -92,6 +115,7 @@ impl MemorySnapshot {
             callback_capacity_remaining: m
                 .get("callback_capacity_remaining")
                 .and_then(Value::as_f64),
+            calibration_gate: m.get("calibration_gate").map(CalibrationGateView::from_public),
         }
     }
 
@@ -231,15 +255,27 @@ pub fn case_row(case: &Case, recs: &[EpisodeRecord], threshold: f64) -> CaseRow 
             .get("sleeper_phase")
             .and_then(Value::as_str)
             .map(str::to_owned),
-        trust_graph_supported: b("trust_graph_supported", true),
-        authority_gate_blocking: b("authority_gate_blocking", false),
-        falsifier_blocking: b("adversarial_falsifier_blocking", false),
+        trust_graph_supported: decided(last, &["trust_graph", "evaluation", "supported"]).unwrap_or_else(|| b("trust_graph_supported", true)),
+        authority_gate_blocking: decided(last, &["authority_gate", "blocking"]).unwrap_or_else(|| b("authority_gate_blocking", false)),
+        falsifier_blocking: decided(last, &["adversarial_falsifier", "blocking"]).unwrap_or_else(|| b("adversarial_falsifier_blocking", false)),
         errors: recs
             .iter()
             .flat_map(|r| r.errors.iter().cloned())
             .take(8)
             .collect(),
     }
+}
+
+/// What the grader or the boundary decided, read from the terminal report object that records
+/// it (`info.adversarial_falsifier.blocking`, `info.trust_graph.evaluation.supported`,
+/// `info.authority_gate.blocking`); `None` when the episode has no such report.
+fn decided(rec: Option<&EpisodeRecord>, path: &[&str]) -> Option<bool> {
+    let (first, rest) = path.split_first()?;
+    let mut v = rec?.terminal_info.get(*first)?;
+    for k in rest {
+        v = v.get(*k)?;
+    }
+    v.as_bool()
 }
 
 /// Each case `pass_k` times, a fresh environment per trial.

@@ -228,7 +228,13 @@ pub struct QuarterSection {
     pub standard_sequence_length: usize,
     pub preview_sequence: bool,
     pub case_ids: Vec<String>,
+    /// The primary agent's metrics, at the section's top level as documented
+    /// (`controlbench_quarter.loss_surface`, `.institutional_loss_score`, `.sleeper_detection_rate`,
+    /// `.catastrophic_event_count`, `.deployability_rating`, …).
+    #[serde(flatten)]
     pub profile: QuarterProfile,
+    /// The final memory's calibration gate (running calibration error, authority, triggers).
+    pub calibration_gate: Option<crate::eval::CalibrationGateView>,
     pub authority_timeline: Vec<TimelinePoint>,
     pub ap_week_state_delta: BTreeMap<String, f64>,
     pub institutional_memory_before: MemorySnapshot,
@@ -369,11 +375,65 @@ pub struct AgentSummary {
     pub holdout_task_e_mean: Option<f64>,
 }
 
+/// The documented `generated_holdout_track`: the primary agent on the generated holdouts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GeneratedHoldoutTrack {
+    pub track: String,
+    pub track_label: String,
+    pub seed_count: usize,
+    pub variants_per_case: usize,
+    pub total_case_count: usize,
+    pub average_score: f64,
+    pub control_satisfied_resolution_rate: f64,
+    pub institutional_utility_mean: f64,
+    pub unsafe_release_rate: f64,
+    pub mechanism_breakdown: BTreeMap<String, crate::metrics::AggregateMetrics>,
+    pub seed_reports: Vec<HoldoutSeedReport>,
+}
+
+impl GeneratedHoldoutTrack {
+    fn from_section(h: &HoldoutSection) -> Self {
+        Self {
+            track: "generated_holdout".into(),
+            track_label: "Generated-Holdout Track".into(),
+            seed_count: h.seed_count,
+            variants_per_case: h.variants_per_case,
+            total_case_count: h.total_case_count,
+            average_score: h.average_score,
+            control_satisfied_resolution_rate: h.summary.metrics.control_satisfied_resolution_rate,
+            institutional_utility_mean: h.summary.metrics.institutional_utility_stats.mean,
+            unsafe_release_rate: h.summary.metrics.unsafe_release_rate,
+            mechanism_breakdown: h.summary.mechanism_breakdown.clone(),
+            seed_reports: h.seed_reports.clone(),
+        }
+    }
+}
+
+/// The documented `official_tracks.controlbench_track` summary of the quarter.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ControlbenchTrack {
+    pub track: String,
+    pub track_label: String,
+    pub sequence_length: usize,
+    pub institutional_loss_score: Option<f64>,
+    pub deployability_rating: String,
+    pub sleeper_detection_rate: f64,
+    pub catastrophic_event_count: Option<u64>,
+}
+
+/// Every documented track: the three evaluated here plus the six sections the report also
+/// carries at its top level (the same values, under the documented paths).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OfficialTracks {
     pub case_track: TrackSection,
     pub adversarial_data_track: TrackSection,
     pub portfolio_track: PortfolioTrack,
+    pub controlbench_track: Option<ControlbenchTrack>,
+    pub generated_holdout_track: Option<GeneratedHoldoutTrack>,
+    pub blind_control_track: BlindControlTrack,
+    pub sleeper_vigilance_track: Option<SleeperTrack>,
+    pub certificate_required_track: Option<CertificateTrack>,
+    pub human_baseline_track: HumanBaselineSummary,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -387,6 +447,7 @@ pub struct BenchmarkReport {
     pub agents: Vec<AgentSummary>,
     pub public_benchmark: SectionSummary,
     pub holdout_challenge: Option<HoldoutSection>,
+    pub generated_holdout_track: Option<GeneratedHoldoutTrack>,
     pub contrastive_pairs: Option<ContrastiveSection>,
     pub official_tracks: OfficialTracks,
     pub controlbench_quarter: Option<QuarterSection>,
@@ -513,6 +574,36 @@ pub fn quarter_profile(agent: &str, model: &str, out: &SequenceOutcome) -> Quart
         authority_restriction_count: mem.authority_restriction_count,
         deployability_rating: mem.rating(),
         accuracy_loss_disagreement: mem.institutional_loss_score.map(|l| r4((avg - l).abs())),
+    }
+}
+
+/// The two-agent demo from the two agents' profiles on one sequence of `sequence_length` cases.
+fn two_agent_demo(a: QuarterProfile, b: QuarterProfile, sequence_length: usize) -> TwoAgentDemo {
+    let mut ranking = [&a, &b];
+    ranking.sort_by(|x, y| {
+        y.institutional_loss_score
+            .unwrap_or(y.average_case_score)
+            .total_cmp(&x.institutional_loss_score.unwrap_or(x.average_case_score))
+            .then(y.sleeper_detection_rate.total_cmp(&x.sleeper_detection_rate))
+            .then(y.certificate_validity_rate.total_cmp(&x.certificate_validity_rate))
+            .then(x.agent_name.cmp(&y.agent_name))
+    });
+    let dis = match (a.institutional_loss_score, b.institutional_loss_score) {
+        (Some(la), Some(lb)) => Some(r4((a.accuracy - b.accuracy).abs() + (la - lb).abs())),
+        _ => None,
+    };
+    TwoAgentDemo {
+        thesis: "Two agents that reach the same decisions can leave the institution in different states: controls, artifacts and certificates separate a deployable agent from an accurate one.".into(),
+        sequence_length,
+        agent_a: a.agent_name.clone(),
+        agent_b: b.agent_name.clone(),
+        deployability_ranking: ranking.iter().map(|p| p.agent_name.clone()).collect(),
+        accuracy_loss_disagreement: dis,
+        punchline: format!(
+            "{}: accuracy {:.4}, mean score {:.4}, rating {}; {}: accuracy {:.4}, mean score {:.4}, rating {}.",
+            a.agent_name, a.accuracy, a.average_case_score, a.deployability_rating, b.agent_name, b.accuracy, b.average_case_score, b.deployability_rating
+        ),
+        profiles: vec![a, b],
     }
 }
 
@@ -938,6 +1029,7 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
                     preview_sequence: cases.len() < STANDARD_SEQUENCE_LENGTH,
                     case_ids: cases.iter().map(|c| c.case_id.clone()).collect(),
                     profile: quarter_profiles.get(primary).cloned().unwrap_or_default(),
+                    calibration_gate: out.memory_after.calibration_gate.clone(),
                     authority_timeline: out.timeline.clone(),
                     ap_week_state_delta: ledger_delta(&out.memory_before, &out.memory_after),
                     institutional_memory_before: out.memory_before.clone(),
@@ -946,44 +1038,22 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
                     case_results: out.rows,
                 });
             }
-            // Two-agent demo: the same decisions with and without controls.
+            // Two-agent demo: the same decisions with and without controls, on the documented
+            // 100-case standard quarter even when this report's quarter is a shorter preview.
             let (a_name, b_name) = ("teacher-no-controls", primary);
-            if let (Some(a), Some(b)) = (quarter_profiles.get(a_name), quarter_profiles.get(b_name))
-            {
-                let mut ranking: Vec<&QuarterProfile> = quarter_profiles.values().collect();
-                ranking.sort_by(|x, y| {
-                    y.institutional_loss_score
-                        .unwrap_or(y.average_case_score)
-                        .total_cmp(&x.institutional_loss_score.unwrap_or(x.average_case_score))
-                        .then(
-                            y.sleeper_detection_rate
-                                .total_cmp(&x.sleeper_detection_rate),
-                        )
-                        .then(
-                            y.certificate_validity_rate
-                                .total_cmp(&x.certificate_validity_rate),
-                        )
-                        .then(x.agent_name.cmp(&y.agent_name))
-                });
-                let dis = match (a.institutional_loss_score, b.institutional_loss_score) {
-                    (Some(la), Some(lb)) => {
-                        Some(r4((a.accuracy - b.accuracy).abs() + (la - lb).abs()))
-                    }
-                    _ => None,
-                };
-                demo = Some(TwoAgentDemo {
-                    thesis: "Two agents that reach the same decisions can leave the institution in different states: controls, artifacts and certificates separate a deployable agent from an accurate one.".into(),
-                    sequence_length: cases.len(),
-                    agent_a: a_name.into(),
-                    agent_b: b_name.into(),
-                    deployability_ranking: ranking.iter().map(|p| p.agent_name.clone()).collect(),
-                    accuracy_loss_disagreement: dis,
-                    punchline: format!(
-                        "{a_name}: accuracy {:.4}, mean score {:.4}, rating {}; {b_name}: accuracy {:.4}, mean score {:.4}, rating {}.",
-                        a.accuracy, a.average_case_score, a.deployability_rating, b.accuracy, b.average_case_score, b.deployability_rating
-                    ),
-                    profiles: vec![a.clone(), b.clone()],
-                });
+            let demo_profiles = if cases.len() >= STANDARD_SEQUENCE_LENGTH {
+                Ok((quarter_profiles.get(a_name).cloned(), quarter_profiles.get(b_name).cloned(), cases.len()))
+            } else {
+                gen.quarter(STANDARD_SEQUENCE_LENGTH, cfg.sequence_seed).map(|std_cases| {
+                    let pool = pool_of(&master, &std_cases);
+                    let run = |name: &str| quarter_profile(name, &model_of(name).0, &run_sequence(&factory(name), &pool, &std_cases, Some("controlbench"), &base));
+                    (Some(run(a_name)), Some(run(b_name)), std_cases.len())
+                })
+            };
+            match demo_profiles {
+                Ok((Some(a), Some(b), n)) => demo = Some(two_agent_demo(a, b, n)),
+                Ok(_) => {}
+                Err(e) => unavailable.push(Unavailable { track: "controlbench_two_agent_demo".into(), reason: e }),
             }
         }
     }
@@ -1346,6 +1416,26 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
     gaming_pools.push(("twins".into(), pairs.iter().map(|p| p.1.clone()).collect()));
     let gaming = crate::gaming::gaming_resistance(&master, &gaming_pools, cfg.seed);
     let (model, kind) = model_of(primary);
+    let generated_holdout_track = holdout.get(primary).map(GeneratedHoldoutTrack::from_section);
+    let official_tracks = OfficialTracks {
+        case_track,
+        adversarial_data_track: adversarial_track,
+        portfolio_track: portfolio,
+        controlbench_track: quarter.as_ref().map(|q| ControlbenchTrack {
+            track: q.track.clone(),
+            track_label: q.track_label.clone(),
+            sequence_length: q.sequence_length,
+            institutional_loss_score: q.profile.institutional_loss_score,
+            deployability_rating: q.profile.deployability_rating.clone(),
+            sleeper_detection_rate: q.profile.sleeper_detection_rate,
+            catastrophic_event_count: q.profile.catastrophic_event_count,
+        }),
+        generated_holdout_track: generated_holdout_track.clone(),
+        blind_control_track: blind.clone(),
+        sleeper_vigilance_track: sleeper.clone(),
+        certificate_required_track: cert_track.clone(),
+        human_baseline_track: human.clone(),
+    };
     BenchmarkReport {
         benchmark: BENCHMARK.into(),
         benchmark_identity: "LedgerShield ControlBench: verified institutional control intelligence in enterprise accounts-payable workflows".into(),
@@ -1370,8 +1460,9 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
         agents: ladder,
         public_benchmark: public_primary,
         holdout_challenge: holdout.get(primary).cloned(),
+        generated_holdout_track,
         contrastive_pairs: contrastive.get(primary).cloned(),
-        official_tracks: OfficialTracks { case_track, adversarial_data_track: adversarial_track, portfolio_track: portfolio },
+        official_tracks,
         controlbench_quarter: quarter,
         controlbench_two_agent_demo: demo,
         blind_control_track: blind,

@@ -77,12 +77,6 @@ pub struct Gstr2bRow {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BlockedCategory {
-    pub category: String,
-    pub hsn_codes: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RateNotice {
     pub hsn_code: String,
     pub gst_rate: u32,
@@ -94,7 +88,10 @@ pub struct GstContext {
     pub our_state_code: String,
     pub our_gstin: String,
     pub current_date: Date,
-    pub itc_blocked_categories: Vec<BlockedCategory>,
+    /// Category descriptions, as strings (the reference's shape); each names its HSN code.
+    pub itc_blocked_categories: Vec<String>,
+    /// HSN codes of the blocked categories (ours: what the rule checker and agents match on).
+    pub itc_blocked_hsn_codes: Vec<String>,
     pub itc_time_limit_days: i32,
     pub date_tolerance_days: i32,
     pub amount_tolerance_inr: i64,
@@ -368,7 +365,8 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
         our_state_code: OUR_STATE.into(),
         our_gstin: util::random_gstin(r, OUR_STATE),
         current_date: today,
-        itc_blocked_categories: BLOCKED.iter().map(|(h, _, c)| BlockedCategory { category: c.to_string(), hsn_codes: vec![h.to_string()] }).collect(),
+        itc_blocked_categories: BLOCKED.iter().map(|(h, _, c)| format!("{c} (HSN {h})")).collect(),
+        itc_blocked_hsn_codes: BLOCKED.iter().map(|(h, _, _)| h.to_string()).collect(),
         itc_time_limit_days: ITC_TIME_LIMIT_DAYS,
         date_tolerance_days: DATE_TOLERANCE_DAYS,
         amount_tolerance_inr: AMOUNT_TOLERANCE_INR,
@@ -412,7 +410,7 @@ pub fn detect(d: &GstDocs) -> Vec<(String, ErrorType)> {
     for b in &d.purchase_register {
         *counts.entry(b.invoice_no.as_str()).or_default() += 1;
     }
-    let blocked: BTreeSet<&str> = ctx.itc_blocked_categories.iter().flat_map(|c| c.hsn_codes.iter().map(String::as_str)).collect();
+    let blocked: BTreeSet<&str> = ctx.itc_blocked_hsn_codes.iter().map(String::as_str).collect();
     for b in &d.purchase_register {
         let id = b.invoice_no.clone();
         if counts[b.invoice_no.as_str()] > 1 {

@@ -116,6 +116,8 @@ struct LeaderEntry {
     risk_mitigation_pct: f64,
     episode_id: String,
     seed: u64,
+    /// Unix seconds when the entry was recorded (the reference's `timestamp`).
+    timestamp: f64,
 }
 
 #[derive(Default)]
@@ -396,24 +398,7 @@ async fn health(State(st): State<AppState>) -> Json<Value> {
 }
 
 async fn tasks(State(st): State<AppState>) -> Json<Value> {
-    let list: Vec<Value> = TaskId::ALL
-        .iter()
-        .map(|t| json!({
-            "id": t.as_str(), "number": t.number(), "name": t.name(), "difficulty": t.difficulty(),
-            "description": audit_env::episode::task_description(*t), "max_steps": t.max_steps(),
-            "ground_truth_count": t.gt_count(),
-            "error_types": t.error_types().iter().map(|e| e.as_str()).collect::<Vec<_>>(),
-            "action_schema": {
-                "findings": {"type": "array", "max_items": st.config.max_findings_per_step, "items": {
-                    "document_id": "string (required)", "error_type": "string, one of error_types (required)",
-                    "description": "string (optional, default 'Finding')", "field": "string (optional)",
-                    "suggested_fix": "string (optional)", "confidence": "number in [0, 1] (optional, used for ECE)",
-                    "severity": "number (optional)", "evidence_refs": "array of up to 10 strings (optional)"}},
-                "submit_final": "boolean, default false"
-            }
-        }))
-        .collect();
-    Json(json!({"tasks": list, "total_tasks": list.len()}))
+    Json(audit_env::episode::task_catalogue(st.config.max_findings_per_step))
 }
 
 async fn reset(
@@ -930,6 +915,7 @@ async fn leaderboard_post(
         risk_mitigation_pct: gr.risk_score.risk_mitigation_pct,
         episode_id: ep.episode_id.clone(),
         seed: ep.data.seed,
+        timestamp: audit_env::util::unix_seconds(),
     };
     drop(env);
     let mut g = st.lock();

@@ -158,5 +158,5 @@ impl OpenEnvService for AuditService {
 pub fn router(config: audit_env::http::AuditConfig) -> Router {
     let env_config = EnvConfig { max_findings_per_step: config.max_findings_per_step, fraud_difficulty: config.fraud_difficulty };
     let service = Arc::new(AuditService::new(env_config, 1024, Duration::from_secs(1800)));
-    audit_env::http::router(config).merge(protocol_routes::<AuditService>().with_state(service))
+    audit_env::http::router(config).merge(protocol_routes::<AuditService>().with_state(service)).merge(ls_ui::router())
 }

@@ -57,7 +57,7 @@ pub fn with_common_layers(router: Router) -> App {
 
 /// The ControlBench application; serve it with `axum::serve(listener, make_service(app))`.
 pub fn router(state: Shared) -> App {
-    with_common_layers(controlbench::routes().merge(openenv::routes()).merge(reports::routes()).with_state(state))
+    with_common_layers(controlbench::routes().merge(openenv::routes()).merge(reports::routes()).merge(ls_ui::router()).with_state(state))
 }
 
 /// An [`App`] as `axum::serve` takes it.

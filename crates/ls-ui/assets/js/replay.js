@@ -1,0 +1,1 @@
+export async function mount(view) { view.textContent = 'replay'; }

@@ -102,7 +102,8 @@ impl ReportStore {
 
     /// Episodes of one run in order (at most `limit`), records included.
     pub fn run_episodes(&self, run_id: &str, limit: usize) -> Vec<EpisodeRow> {
-        self.with(|s| s.episodes(Some(run_id), limit).ok()).unwrap_or_default()
+        self.with(|s| s.episodes(Some(run_id), limit).ok())
+            .unwrap_or_default()
     }
 
     pub fn leaderboard_entries(&self) -> Vec<LeaderboardEntry> {
@@ -257,33 +258,60 @@ fn episode_view(e: &EpisodeRow) -> Value {
 
 fn checked_run_id(id: &str) -> Result<&str, ApiError> {
     if id.is_empty() || id.chars().count() > MAX_RUN_ID_CHARS {
-        return Err(ApiError::Validation(format!("run id must be 1-{MAX_RUN_ID_CHARS} characters")));
+        return Err(ApiError::Validation(format!(
+            "run id must be 1-{MAX_RUN_ID_CHARS} characters"
+        )));
     }
     Ok(id)
 }
 
 /// `GET /runs?limit=N`: stored runs, newest first (at most [`MAX_RUNS_LISTED`]).
-async fn get_runs(State(s): State<Shared>, q: Result<Query<RunsQuery>, QueryRejection>) -> Result<Json<Value>, ApiError> {
+async fn get_runs(
+    State(s): State<Shared>,
+    q: Result<Query<RunsQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
     let Query(q) = q.map_err(|e| ApiError::Validation(format!("runs query: {}", e.body_text())))?;
     let limit = q.limit.unwrap_or(50).clamp(1, MAX_RUNS_LISTED);
     let runs: Vec<Value> = s.reports.runs(limit).iter().map(run_view).collect();
-    let note = if s.reports.available() { "" } else { "No run store yet; `ledgershield run` creates it (LEDGERSHIELD_DB_PATH)." };
+    let note = if s.reports.available() {
+        ""
+    } else {
+        "No run store yet; `ledgershield run` creates it (LEDGERSHIELD_DB_PATH)."
+    };
     Ok(Json(json!({"runs": runs, "note": note})))
 }
 
 /// `GET /runs/{run_id}`: one run and its episodes' summaries (no trajectories).
-async fn get_run(State(s): State<Shared>, Path(run_id): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn get_run(
+    State(s): State<Shared>,
+    Path(run_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     let id = checked_run_id(&run_id)?;
-    let run = s.reports.run(id).ok_or_else(|| ApiError::NotFound(format!("no stored run '{id}'")))?;
-    let episodes: Vec<Value> = s.reports.run_episodes(id, MAX_EPISODES_LISTED).iter().map(episode_view).collect();
+    let run = s
+        .reports
+        .run(id)
+        .ok_or_else(|| ApiError::NotFound(format!("no stored run '{id}'")))?;
+    let episodes: Vec<Value> = s
+        .reports
+        .run_episodes(id, MAX_EPISODES_LISTED)
+        .iter()
+        .map(episode_view)
+        .collect();
     Ok(Json(json!({"run": run_view(&run), "episodes": episodes})))
 }
 
 /// `GET /runs/{run_id}/episodes/{idx}`: one stored episode record (trajectory, terminal info).
-async fn get_run_episode(State(s): State<Shared>, path: Result<Path<(String, u32)>, PathRejection>) -> Result<Json<Value>, ApiError> {
-    let Path((run_id, idx)) = path.map_err(|e| ApiError::Validation(format!("episode path: {}", e.body_text())))?;
+async fn get_run_episode(
+    State(s): State<Shared>,
+    path: Result<Path<(String, u32)>, PathRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Path((run_id, idx)) =
+        path.map_err(|e| ApiError::Validation(format!("episode path: {}", e.body_text())))?;
     let id = checked_run_id(&run_id)?;
-    let limit = usize::try_from(idx).unwrap_or(usize::MAX).saturating_add(1).min(MAX_EPISODES_LISTED);
+    let limit = usize::try_from(idx)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1)
+        .min(MAX_EPISODES_LISTED);
     s.reports
         .run_episodes(id, limit)
         .into_iter()

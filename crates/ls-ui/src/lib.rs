@@ -122,19 +122,41 @@ fn find(path: &str) -> Option<&'static Asset> {
 }
 
 fn serve(asset: &Asset, headers: &HeaderMap) -> Response {
-    let not_modified = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| v.split(',').any(|t| t.trim() == asset.etag || t.trim() == "*"));
-    let mut resp = if not_modified { StatusCode::NOT_MODIFIED.into_response() } else { asset.body.into_response() };
+    let not_modified = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',')
+                .any(|t| t.trim() == asset.etag || t.trim() == "*")
+        });
+    let mut resp = if not_modified {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        asset.body.into_response()
+    };
     let h = resp.headers_mut();
     if !not_modified {
-        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(asset.content_type));
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(asset.content_type),
+        );
     }
     h.insert(header::ETAG, HeaderValue::from_static(asset.etag));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     if asset.path.is_empty() {
-        h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+        );
         h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-        h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+        h.insert(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        );
     }
     resp
 }
@@ -146,11 +168,18 @@ async fn page(headers: HeaderMap) -> Response {
     }
 }
 
-async fn asset(axum::extract::Path(path): axum::extract::Path<String>, headers: HeaderMap) -> Response {
+async fn asset(
+    axum::extract::Path(path): axum::extract::Path<String>,
+    headers: HeaderMap,
+) -> Response {
     if path == "catalog.json" {
         let mut resp = catalog().into_response();
-        resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        resp.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         return resp;
     }
     match find(&path).filter(|a| !a.path.is_empty()) {
@@ -167,7 +196,10 @@ fn not_found(path: &str) -> Response {
 
 /// The workbench routes: `/ui` (redirects to `/ui/`), `/ui/`, `/ui/catalog.json` and every asset.
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    Router::new().route("/ui", get(|| async { Redirect::permanent("/ui/") })).route("/ui/", get(page)).route("/ui/{*path}", get(asset))
+    Router::new()
+        .route("/ui", get(|| async { Redirect::permanent("/ui/") }))
+        .route("/ui/", get(page))
+        .route("/ui/{*path}", get(asset))
 }
 
 #[cfg(test)]

@@ -9,9 +9,16 @@ async fn get(path: &str, etag: Option<&str>) -> (StatusCode, HeaderMap, Vec<u8>)
     if let Some(t) = etag {
         req = req.header(header::IF_NONE_MATCH, t);
     }
-    let resp = router::<()>().oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+    let resp = router::<()>()
+        .oneshot(req.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
     let (parts, body) = resp.into_parts();
-    (parts.status, parts.headers, body.collect().await.unwrap().to_bytes().to_vec())
+    (
+        parts.status,
+        parts.headers,
+        body.collect().await.unwrap().to_bytes().to_vec(),
+    )
 }
 
 #[tokio::test]
@@ -41,7 +48,10 @@ async fn the_page_has_a_strict_policy_and_no_inline_code() {
         let open = chunk.split('>').next().unwrap();
         assert!(open.contains("src="), "inline script: <script{open}>");
     }
-    assert!(!html.contains("http://") && !html.contains("https://"), "external reference in the page");
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "external reference in the page"
+    );
 }
 
 #[tokio::test]
@@ -50,8 +60,16 @@ async fn assets_reference_nothing_outside_the_origin() {
         let text = std::str::from_utf8(a.body).unwrap();
         // The SVG namespace URI is an identifier, not a request.
         let stripped = text.replace("http://www.w3.org/2000/svg", "");
-        assert!(!stripped.contains("https://") && !stripped.contains("http://"), "{} names an external URL", a.path);
-        assert!(!stripped.contains("@import") && !stripped.contains("fonts."), "{} loads external styles or fonts", a.path);
+        assert!(
+            !stripped.contains("https://") && !stripped.contains("http://"),
+            "{} names an external URL",
+            a.path
+        );
+        assert!(
+            !stripped.contains("@import") && !stripped.contains("fonts."),
+            "{} loads external styles or fonts",
+            a.path
+        );
     }
 }
 
@@ -62,7 +80,11 @@ async fn every_module_the_page_imports_is_embedded() {
         for line in text.lines().filter(|l| l.starts_with("import ")) {
             let spec = line.rsplit(['"', '\'']).nth(1).unwrap();
             let target = format!("js/{}", spec.trim_start_matches("./"));
-            assert!(find(&target).is_some(), "{} imports {spec}, not embedded", a.path);
+            assert!(
+                find(&target).is_some(),
+                "{} imports {spec}, not embedded",
+                a.path
+            );
         }
     }
 }
@@ -73,10 +95,20 @@ async fn catalog_lists_the_vocabulary() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(h[header::CONTENT_TYPE], "application/json");
     let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(v["reason_codes"]["discrepancy"].as_array().unwrap().len(), 12);
+    assert_eq!(
+        v["reason_codes"]["discrepancy"].as_array().unwrap().len(),
+        12
+    );
     assert_eq!(v["reason_codes"]["fraud"].as_array().unwrap().len(), 15);
-    assert_eq!(v["actions"].as_array().unwrap().len(), ls_core::ActionName::ALL.len());
-    assert!(v["curated_cases"].as_array().unwrap().iter().any(|c| c["case_id"] == "CASE-D-001"));
+    assert_eq!(
+        v["actions"].as_array().unwrap().len(),
+        ls_core::ActionName::ALL.len()
+    );
+    assert!(v["curated_cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["case_id"] == "CASE-D-001"));
     assert_eq!(v["decisions"].as_array().unwrap().len(), 4);
 }
 
@@ -84,7 +116,10 @@ async fn catalog_lists_the_vocabulary() {
 async fn unknown_assets_are_a_json_404_and_ui_redirects() {
     let (status, h, body) = get("/ui/nope.js", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    assert!(h[header::CONTENT_TYPE].to_str().unwrap().starts_with("application/json"));
+    assert!(h[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .starts_with("application/json"));
     assert!(String::from_utf8(body).unwrap().contains("/ui/nope.js"));
     let (status, h, _) = get("/ui", None).await;
     assert_eq!(status, StatusCode::PERMANENT_REDIRECT);

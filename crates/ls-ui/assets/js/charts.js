@@ -132,7 +132,7 @@ export function graph(title, nodes, edges, { typeOrder = [], detail } = {}) {
   const H = Math.max(160, Math.max(...layers.map((l) => l.length), 1) * rowH + 50);
   const pos = new Map();
   layers.forEach((layer, i) => layer.forEach((n, j) => pos.set(n.id, { x: 20 + i * colW, y: 36 + j * rowH + (H - 50 - layer.length * rowH) / 2 })));
-  const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, class: "svg-chart graph", role: "img", "aria-label": title });
+  const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: "svg-chart graph", role: "img", "aria-label": title });
   svg.append(s("defs", {}, s("marker", { id: `arrow-${title.replace(/\W/g, "")}`, viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" }, s("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow" }))));
   types.forEach((t, i) => svg.append(s("text", { x: 20 + i * colW, y: 16, class: "tick" }, t)));
   const markerRef = `url(#arrow-${title.replace(/\W/g, "")})`;

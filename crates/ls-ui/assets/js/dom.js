@@ -3,7 +3,7 @@
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 
-function append(el, children) {
+export function append(el, ...children) {
   for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
@@ -26,12 +26,12 @@ function setAttrs(el, attrs) {
 
 /** An HTML element: h("div", {class: "x", onclick: f}, child, "text", ...). */
 export function h(tag, attrs, ...children) {
-  return append(setAttrs(document.createElement(tag), attrs), children);
+  return append(setAttrs(document.createElement(tag), attrs), ...children);
 }
 
 /** An SVG element. */
 export function s(tag, attrs, ...children) {
-  return append(setAttrs(document.createElementNS(SVG_NS, tag), attrs), children);
+  return append(setAttrs(document.createElementNS(SVG_NS, tag), attrs), ...children);
 }
 
 export function clear(el) {
@@ -40,7 +40,7 @@ export function clear(el) {
 }
 
 export function replace(el, ...children) {
-  return append(clear(el), children);
+  return append(clear(el), ...children);
 }
 
 /** A number for display: fixed digits, or an em dash for missing values. */

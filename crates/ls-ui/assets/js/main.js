@@ -18,6 +18,7 @@ const PAGES = {
 };
 
 let pages = [];
+let generation = 0;
 
 function current() {
   const name = location.hash.replace(/^#\/?/, "").split("/")[0];
@@ -30,13 +31,18 @@ async function show() {
     if (b.dataset.page === name) b.setAttribute("aria-current", "page");
     else b.removeAttribute("aria-current");
   }
+  // Each page mounts into its own slot, attached only if no later navigation superseded it (a
+  // slow page must not overwrite the one the user moved on to).
+  const gen = ++generation;
   const view = document.getElementById("view");
+  const slot = h("div", { class: "page-slot", dataset: { page: name } });
   replace(view, h("p", { class: "muted" }, "Loading…"));
   try {
-    await mod.mount(view);
+    await mod.mount(slot);
   } catch (e) {
-    replace(view, errorBox(e));
+    replace(slot, errorBox(e));
   }
+  if (gen === generation) replace(view, slot);
 }
 
 async function start() {

@@ -9,9 +9,25 @@ import { renderGrade } from "./grade.js";
 const POLICY_KEYS = ["three_way_match", "bank_change_verification", "duplicate_check", "approval_threshold_check"];
 
 let S = null; // this page's play state
+// One session for the whole page visit: its institutional memory carries across episodes like an
+// AP week. `history` keeps each graded episode's authority level and loss score for Institution.
+let SESSION = randomId("ui-play");
+export const history = [];
+
+/** The session Play uses (Institution reads its memory). */
+export function playSession() {
+  return SESSION;
+}
+
+/** Start a new session (fresh institutional memory). */
+export function newSession() {
+  SESSION = randomId("ui-play");
+  history.length = 0;
+  S = null;
+}
 
 function fresh() {
-  return { session: randomId("ui-play"), env: null, steps: [], docs: new DocState(), evidence: {}, claim: "", done: false, pressure: [] };
+  return { session: SESSION, env: null, steps: [], docs: new DocState(), evidence: {}, claim: "", done: false, pressure: [] };
 }
 
 /** The form input for one payload property of a tool's JSON schema. */
@@ -61,19 +77,39 @@ function toolControl(tool, cost, kind, rerender) {
 async function step(actionType, payload, rerender) {
   try {
     const env = await api("/step", { body: { action_type: actionType, payload }, session: S.session });
+    S.lastPayload = payload;
     S.env = env;
     const info = env.info || {};
     const rm = info.reward_model || {};
     S.steps.push({ n: env.observation.step_count, actionType, payload, reward: env.reward, components: rm.components || rm, success: (env.observation.last_tool_result || {}).success, done: env.done });
     S.docs.setCatalog(env.observation.visible_documents);
     S.docs.absorb(actionType, payload, env.observation.last_tool_result);
-    for (const m of env.observation.messages || []) S.pressure.push({ step: env.observation.step_count, text: m });
+    notice(env.observation);
     S.done = env.done;
+    if (env.terminated && info.institutional_memory) {
+      const m = info.institutional_memory;
+      history.push({ n: history.length + 1, case_id: env.observation.case_id, authority_level: m.authority_level, loss_score: (m.controlbench_summary || {}).institutional_loss_score ?? (m.loss_ledger || {}).institutional_loss_score, final_score: info.final_score });
+    }
     S.error = null;
   } catch (e) {
     S.error = e;
   }
   rerender();
+}
+
+/** Record the step's messages, and flag pressure events and documents that arrive mid-episode. */
+function notice(obs) {
+  const step = obs.step_count;
+  const seen = obs.risk_snapshot.pressure_events_seen;
+  if (seen > (S.pressureSeen || 0)) S.pressure.push({ step, text: `Pressure event arrived (${seen} so far)`, cls: "shock" });
+  S.pressureSeen = seen;
+  const known = S.knownDocs || new Set();
+  for (const d of obs.visible_documents) {
+    if (S.knownDocs && !known.has(d.doc_id)) S.pressure.push({ step, text: `New document arrived: ${d.doc_id} (${d.doc_type})`, cls: "shock" });
+    known.add(d.doc_id);
+  }
+  S.knownDocs = known;
+  for (const m of obs.messages || []) S.pressure.push({ step, text: m });
 }
 
 function meters(obs) {
@@ -89,7 +125,7 @@ function timelinePanel(obs) {
   return h("section", { class: "panel", "aria-label": "Artifact timeline" }, h("h3", {}, "Artifacts"),
     h("ol", { class: "timeline" }, pending.length || arrived.length ? [...arrived, ...pending] : h("li", { class: "muted" }, "No artifacts requested yet.")),
     h("h3", {}, "Pressure & messages"),
-    h("ol", { class: "pressure" }, S.pressure.length ? S.pressure.map((p) => h("li", {}, `step ${p.step}: ${p.text}`)) : h("li", { class: "muted" }, "None yet.")),
+    h("ol", { class: "pressure" }, S.pressure.length ? S.pressure.map((p) => h("li", { class: p.cls || null }, `step ${p.step}: ${p.text}`)) : h("li", { class: "muted" }, "None yet.")),
     h("p", { class: "muted" }, `Observed signals: ${obs.risk_snapshot.observed_signals.join(", ") || "none"} · pressure events seen: ${obs.risk_snapshot.pressure_events_seen}`));
 }
 
@@ -141,6 +177,7 @@ function decisionForm(cat, rerender) {
       h("div", { class: "field" }, h("label", { for: "claim" }, "claim for clicked tokens"), claimSel),
       h("ul", { id: "evidence-list" }, Object.keys(S.evidence).length ? Object.entries(evidenceMap()).map(([k, v]) => h("li", {}, `${k} → ${v.doc_id} p${v.page} [${v.bbox.join(", ")}] ${v.token_ids.join(", ")} `,
         h("button", { type: "button", class: "link", "aria-label": `remove evidence for ${k}`, onclick: () => { delete S.evidence[k]; rerender(); } }, "remove"))) : h("li", { class: "muted" }, "No evidence chosen."))),
+    h("div", { class: "field" }, h("label", { for: "counterfactual" }, "counterfactual"), h("textarea", { id: "counterfactual", name: "counterfactual", rows: 2, placeholder: "what would have to be different for the opposite decision" })),
     h("div", { class: "field" }, h("label", { for: "notes" }, "notes"), h("textarea", { id: "notes", name: "notes", rows: 2 })),
     h("button", { type: "submit", id: "submit-decision", disabled: S.done || !S.env }, "Submit decision"));
   form.addEventListener("submit", async (e) => {
@@ -150,6 +187,7 @@ function decisionForm(cat, rerender) {
     for (const k of POLICY_KEYS) if (fd.get(`pc:${k}`)) policy[k] = fd.get(`pc:${k}`);
     const payload = { decision: fd.get("decision"), confidence: Number(fd.get("confidence")), reason_codes: fd.getAll("reason_codes"), policy_checks: policy, evidence_map: evidenceMap() };
     if (fd.get("notes")) payload.notes = fd.get("notes");
+    if (fd.get("counterfactual")) payload.counterfactual = fd.get("counterfactual");
     await step("submit_decision", payload, rerender);
   });
   return form;
@@ -160,15 +198,22 @@ function startForm(cat, rerender) {
   const caseSel = h("select", { id: "case-id", "aria-label": "Curated case" }, cat.curated_cases.map((c) => h("option", { value: c.case_id }, `${c.case_id} (${c.task_type})`)));
   const seed = h("input", { id: "seed", type: "number", value: "2026", "aria-label": "Seed" });
   const track = h("input", { id: "track", type: "text", placeholder: "track (optional)", "aria-label": "Track" });
+  if (S && S.startBody) {
+    mode.value = S.startBody.case_id ? "curated" : "seeded";
+    if (S.startBody.case_id) caseSel.value = S.startBody.case_id;
+    if (S.startBody.seed !== undefined) seed.value = String(S.startBody.seed);
+    if (S.startBody.track) track.value = S.startBody.track;
+  }
   const form = h("form", { class: "start" }, mode, caseSel, seed, track, h("button", { type: "submit", id: "start" }, "Start episode"));
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     const body = mode.value === "curated" ? { case_id: caseSel.value } : { seed: Number(seed.value), ...(track.value ? { track: track.value } : {}) };
     S = fresh();
+    S.startBody = body;
     try {
       S.env = await api("/reset", { body, session: S.session });
       S.docs.setCatalog(S.env.observation.visible_documents);
-      for (const m of S.env.observation.messages || []) S.pressure.push({ step: 0, text: m });
+      notice(S.env.observation);
     } catch (err) {
       S.error = err;
     }
@@ -221,7 +266,7 @@ export async function mount(view) {
         docRoot,
         h("aside", { class: "side" }, obs ? timelinePanel(obs) : null, stepLog())),
       obs && !S.done ? decisionForm(cat, rerender) : null,
-      S.done ? h("section", { id: "grade", class: "panel" }, renderGrade(S.env)) : null);
+      S.done ? h("section", { id: "grade", class: "panel" }, renderGrade(S.env, S.lastPayload)) : null);
     restoreForm(saved);
     if (obs) renderDocs(docRoot, S.docs, { selectedIds: selected, onToken: S.done ? null : (d, t) => { toggleToken(d, t); rerender(); }, onSelect: rerender });
   };

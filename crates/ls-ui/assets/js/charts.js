@@ -102,7 +102,7 @@ export function scatter(title, pts, { xLabel, yLabel, xMax, yMax, xFmt = (v) => 
 
 /** Step line over an index axis: series of {name, points: [{x, y, label}]}. */
 export function timeline(title, series, { yLabel = "", yMax, yFmt = (v) => num(v, 2), categories } = {}) {
-  const W = 640, H = 260, L = categories ? 110 : 50;
+  const W = 640, H = 260, L = categories ? 140 : 50;
   const all = series.flatMap((sr) => sr.points);
   const xm = Math.max(1, ...all.map((p) => p.x));
   const ym = yMax ?? niceMax(Math.max(0, ...all.map((p) => p.y)));

@@ -17,7 +17,7 @@ function keysOf(v, out = new Set()) {
 
 async function runTool(page, tool, fields) {
   const box = page.locator(`details.tool:has(form[data-tool="${tool}"])`);
-  await box.locator("summary").click();
+  if (!(await box.evaluate((d) => d.open))) await box.locator("summary").click();
   for (const [name, value] of Object.entries(fields)) {
     const el = box.locator(`[name="${name}"]`);
     if ((await el.evaluate((e) => e.tagName)) === "SELECT") await el.selectOption(value);
@@ -102,4 +102,22 @@ test("a seeded pick from the served pool starts an episode and keeps the choice"
   await expect(page.locator("#case-mode")).toHaveValue("seeded");
   await expect(page.locator("#seed")).toHaveValue("7");
   await expect(page.locator(".doc-tab").first()).toBeVisible();
+});
+
+test("a payload the server rejects shows its error and the episode goes on", async ({ page }) => {
+  page.expectedErrors.push(/HTTP 422: POST .*\/step/, /status of 422/);
+  await page.goto(`${BASE()}/ui/#play`);
+  await page.selectOption("#case-id", "CASE-D-001");
+  await page.click("#start");
+  const box = page.locator('details.tool:has(form[data-tool="zoom"])');
+  await box.locator("summary").click();
+  await box.locator('[name="bbox"]').fill("1,2");
+  await box.getByRole("button", { name: "Run zoom" }).click();
+  await expect(page.locator("[role=alert]")).toContainText("bbox");
+  await expect(page.locator("table.steps tbody tr")).toHaveCount(0);
+  // The same control works with a valid box.
+  await page.locator('details.tool:has(form[data-tool="zoom"]) [name="bbox"]').fill("0,0,300,200");
+  await page.locator('details.tool:has(form[data-tool="zoom"])').getByRole("button", { name: "Run zoom" }).click();
+  await expect(page.locator("table.steps tbody tr")).toHaveCount(1);
+  await expect(page.locator("[role=alert]")).toHaveCount(0);
 });

@@ -111,9 +111,13 @@ function render(view) {
     const form = h("form", { class: "start" }, h("label", { for: "campaign-seed" }, "seed"), seed, h("label", { for: "campaign-periods" }, "periods"), periods, h("button", { type: "submit", id: "start-campaign" }, "Start campaign"));
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
-      const r = await api("/campaign/start", { body: { seed: Number(seed.value), total_periods: Number(periods.value) } });
-      C = { id: r.campaign_id, obs: r.observation, roles: {}, periods: [], review: null, total: null };
-      rerender();
+      try {
+        const r = await api("/campaign/start", { body: { seed: Number(seed.value), total_periods: Number(periods.value) } });
+        C = { id: r.campaign_id, obs: r.observation, roles: {}, periods: [], review: null, total: null };
+        rerender();
+      } catch (err) {
+        view.append(errorBox(err));
+      }
     });
     return replace(view, h("h2", {}, "Audit campaigns"), form);
   }

@@ -3,7 +3,7 @@
 // (hover or keyboard focus shows its value in the chart's caption line).
 import { h, s, num } from "./dom.js";
 
-const PAD = { l: 150, r: 20, t: 16, b: 34 };
+const PAD = { l: 200, r: 20, t: 16, b: 34 };
 
 function niceMax(v) {
   if (!(v > 0)) return 1;
@@ -49,7 +49,7 @@ export function bars(title, rows, { max, fmt = (v) => num(v, 3), unit = "" } = {
   svg.append(s("text", { x: W - PAD.r, y: H - 4, class: "axis-label", "text-anchor": "end" }, unit));
   rows.forEach((r, i) => {
     const y = PAD.t + i * rowH;
-    svg.append(s("text", { x: PAD.l - 6, y: y + rowH * 0.65, class: "row-label", "text-anchor": "end" }, r.label.slice(0, 24)));
+    svg.append(s("text", { x: PAD.l - 6, y: y + rowH * 0.65, class: "row-label", "text-anchor": "end" }, r.label.length > 30 ? `${r.label.slice(0, 29)}…` : r.label));
     const bar = s("rect", { x: PAD.l, y: y + 3, width: Math.max(1, x(r.value) - PAD.l), height: rowH - 6, class: `bar ${r.cls || ""}` });
     svg.append(mark(bar, `${r.label}: ${fmt(r.value)}${unit ? " " + unit : ""}`));
   });

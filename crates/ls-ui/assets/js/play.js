@@ -13,6 +13,9 @@ let S = null; // this page's play state
 // AP week. `history` keeps each graded episode's authority level and loss score for Institution.
 let SESSION = randomId("ui-play");
 export const history = [];
+// Which tool controls are open, and what was typed in them, across re-renders.
+const openTools = new Set();
+const toolValues = {};
 
 /** The session Play uses (Institution reads its memory). */
 export function playSession() {
@@ -67,11 +70,17 @@ function toolControl(tool, cost, kind, rerender) {
   const form = h("form", { class: "tool-form", dataset: { tool: tool.name } },
     Object.entries(props).map(([n, p]) => field(tool.name, n, p, req.has(n))),
     h("button", { type: "submit", disabled: S.done || !S.env }, `Run ${tool.name}`));
+  for (const el of form.elements) {
+    const saved = (toolValues[tool.name] || {})[el.name];
+    if (el.name && saved !== undefined) el.value = saved;
+  }
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
+    toolValues[tool.name] = Object.fromEntries([...form.elements].filter((el) => el.name).map((el) => [el.name, el.value]));
     await step(tool.name, readPayload(form), rerender);
   });
-  return h("details", { class: `tool ${kind}` }, h("summary", {}, h("span", { class: "tool-name" }, tool.name), h("span", { class: "cost" }, `cost ${cost}`)), form);
+  const ontoggle = (e) => { if (e.target.open) openTools.add(tool.name); else openTools.delete(tool.name); };
+  return h("details", { class: `tool ${kind}`, open: openTools.has(tool.name), ontoggle }, h("summary", {}, h("span", { class: "tool-name" }, tool.name), h("span", { class: "cost" }, `cost ${cost}`)), form);
 }
 
 async function step(actionType, payload, rerender) {

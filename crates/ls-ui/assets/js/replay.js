@@ -8,14 +8,17 @@ import { DocState, renderDocs } from "./docview.js";
 import { gradeView } from "./grade.js";
 
 let view = null;
+// Click handlers are async: a failed request shows its error in the page instead of escaping as
+// an unhandled rejection.
+const safe = (fn) => (...args) => fn(...args).catch((e) => replace(view, errorBox(e)));
 
 async function runsList() {
   const data = await api("/runs?limit=100");
   const picked = new Set();
-  const compareBtn = h("button", { type: "button", id: "compare", disabled: true, onclick: () => compare([...picked]) }, "Compare the two selected runs");
+  const compareBtn = h("button", { type: "button", id: "compare", disabled: true, onclick: () => safe(compare)([...picked]) }, "Compare the two selected runs");
   const rows = data.runs.map((r) => [
     h("input", { type: "checkbox", "aria-label": `select ${r.run_id} for comparison`, onchange: (e) => { if (e.target.checked) picked.add(r.run_id); else picked.delete(r.run_id); compareBtn.disabled = picked.size !== 2; } }),
-    h("button", { type: "button", class: "link open-run", dataset: { run: r.run_id }, onclick: () => openRun(r.run_id) }, r.run_id),
+    h("button", { type: "button", class: "link open-run", dataset: { run: r.run_id }, onclick: () => safe(openRun)(r.run_id) }, r.run_id),
     r.agent, r.model, r.suite || "—", String(r.case_count), num(r.mean_score, 4), r.created_at]);
   replace(view, h("h2", {}, "Stored runs"),
     data.runs.length ? [table(["", "run", "agent", "model", "suite", "cases", "mean", "date"], rows, { class: "runs" }), compareBtn]
@@ -25,10 +28,10 @@ async function runsList() {
 async function openRun(runId) {
   const data = await api(`/runs/${encodeURIComponent(runId)}`);
   const r = data.run;
-  replace(view, h("p", {}, h("button", { type: "button", class: "link", onclick: runsList }, "← all runs")),
+  replace(view, h("p", {}, h("button", { type: "button", class: "link", onclick: safe(runsList) }, "← all runs")),
     h("h2", {}, `Run ${r.run_id}`), kv({ agent: r.agent, model: r.model, agent_type: r.agent_type, suite: r.suite, seed: r.seed, mean_score: r.mean_score, created_at: r.created_at }),
     table(["#", "case", "task", "score", "result", "decision", "steps", "reward", ""], data.episodes.map((e) => [String(e.idx), e.case_id, e.task_type, num(e.final_score, 4), e.result_class, e.decision, String(e.steps), num(e.total_reward, 3),
-      h("button", { type: "button", class: "replay-ep", dataset: { idx: e.idx }, onclick: () => replayEpisode(runId, e.idx) }, "Replay")]), { class: "episodes" }));
+      h("button", { type: "button", class: "replay-ep", dataset: { idx: e.idx }, onclick: () => safe(replayEpisode)(runId, e.idx) }, "Replay")]), { class: "episodes" }));
 }
 
 /** Play the stored actions again in a fresh session; returns the envelopes (reset first). */
@@ -84,9 +87,11 @@ async function replayEpisode(runId, idx) {
       docRoot,
       obs ? h("details", {}, h("summary", {}, "What the agent saw: last tool result"), h("pre", {}, JSON.stringify(obs.last_tool_result, null, 2))) : null,
       terminal ? h("section", { class: "panel", id: "replay-grade" }, gradeView(record.terminal_info, st.payload)) : null);
-    renderDocs(docRoot, docs, { onSelect: draw });
+    // At the terminal step, the tokens the agent cited in its evidence map are highlighted.
+    const cited = terminal && st.payload.evidence_map ? Object.values(st.payload.evidence_map).flatMap((ev) => (ev && Array.isArray(ev.token_ids) ? ev.token_ids : [])) : [];
+    renderDocs(docRoot, docs, { selectedIds: new Set(cited), onSelect: draw });
   };
-  replace(view, h("p", {}, h("button", { type: "button", class: "link", onclick: () => openRun(runId) }, `← run ${runId}`)),
+  replace(view, h("p", {}, h("button", { type: "button", class: "link", onclick: () => safe(openRun)(runId) }, `← run ${runId}`)),
     h("h2", {}, `Replay: ${record.case_id} by ${record.agent}`),
     h("p", {}, `Stored: score ${num(record.final_score, 4)}, ${record.result_class}, decision ${record.decision}, ${record.steps} steps.`),
     h("div", { class: "replay-bar" }, prev, slider, next), stage);
@@ -108,8 +113,8 @@ async function compare(runIds) {
       h("p", {}, `score ${num(rec.final_score, 4)} · ${rec.result_class} · ${rec.decision} · ${rec.steps} steps · reward ${num(rec.total_reward, 3)}`),
       table(["#", "action", "reward", "ok"], rec.trajectory.map((t) => [String(t.step), t.action_type, num(t.reward, 4), t.success ? "✔" : "✘"]), { class: "compact" }))));
   };
-  sel.addEventListener("change", show);
-  replace(view, h("p", {}, h("button", { type: "button", class: "link", onclick: runsList }, "← all runs")), h("h2", {}, "Two runs side by side"),
+  sel.addEventListener("change", () => show().catch((e) => replace(out, errorBox(e))));
+  replace(view, h("p", {}, h("button", { type: "button", class: "link", onclick: safe(runsList) }, "← all runs")), h("h2", {}, "Two runs side by side"),
     common.length ? [h("label", { for: "compare-case" }, "case "), sel, out] : h("p", { class: "muted" }, "These runs share no case."));
   if (common.length) await show();
 }

@@ -41,6 +41,11 @@ test("play CASE-D-001 to a graded decision with clicked evidence", async ({ page
   await runTool(page, "request_callback_verification", {});
   await expect(page.locator(".timeline .pending")).toContainText("callback_verification_result");
   await expect(page.locator("table.steps tbody tr")).toHaveCount(4);
+  await expect(page.locator("figure.chart", { hasText: "Artifacts on the case clock" }).locator("circle.pending")).toHaveCount(1);
+  // Half-way through the step limit (step 9 of 18) the case's pressure event arrives.
+  for (let i = 0; i < 5; i++) await runTool(page, "lookup_policy", {});
+  await expect(page.locator(".pressure li.shock").first()).toBeVisible();
+  await expect(page.locator(".pressure")).toContainText("Pressure event arrived");
 
   // Evidence by clicking tokens: the spoofed sender line of the thread (mouse) ...
   await page.selectOption("#claim", "sender_domain_spoof");

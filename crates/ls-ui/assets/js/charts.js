@@ -158,3 +158,22 @@ export function graph(title, nodes, edges, { typeOrder = [], detail } = {}) {
   }
   return frame(title, svg, `${nodes.length} nodes, ${edges.length} edges. Focus a node or edge for details.`);
 }
+
+/** Artifacts on the case clock: a "now" line, pending artifacts at their ready clock (hollow),
+ *  arrived ones at their arrival clock (filled). items: [{label, at, arrived}]. */
+export function clockline(title, now, items) {
+  const W = 320, rowH = 20, L = 8;
+  const H = 30 + Math.max(1, items.length) * rowH;
+  const max = Math.max(now + 1, ...items.map((i) => i.at + 1), 4);
+  const X = (v) => L + ((W - L - 12) * v) / max;
+  const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, class: "svg-chart clockline", role: "img", "aria-label": title });
+  for (let c = 0; c <= max; c++) svg.append(s("text", { x: X(c), y: H - 4, class: "tick", "text-anchor": "middle" }, c));
+  svg.append(mark(s("line", { x1: X(now), x2: X(now), y1: 4, y2: H - 16, class: "now" }), `now: clock ${now}`));
+  items.forEach((it, i) => {
+    const y = 12 + i * rowH;
+    svg.append(s("line", { x1: X(0), x2: X(max), y1: y, y2: y, class: "grid" }),
+      mark(s("circle", { cx: X(it.at), cy: y, r: 5, class: it.arrived ? "dot arrived" : "dot pending" }), `${it.label}: ${it.arrived ? "arrived" : "ready"} at clock ${it.at}`),
+      s("text", { x: X(it.at) + (it.at > max / 2 ? -8 : 8), y: y + 4, class: "point-label", "text-anchor": it.at > max / 2 ? "end" : "start" }, it.label));
+  });
+  return frame(title, svg);
+}

@@ -3,6 +3,7 @@
 // tokens. The grade (score breakdown, certificate, TrustGraph) appears only after the terminal step.
 import { api, catalog, mcpTools } from "./api.js";
 import { h, replace, meter, num, errorBox, randomId, table } from "./dom.js";
+import { clockline } from "./charts.js";
 import { DocState, renderDocs } from "./docview.js";
 import { renderGrade } from "./grade.js";
 
@@ -131,7 +132,12 @@ function meters(obs) {
 function timelinePanel(obs) {
   const pending = obs.pending_events.map((p) => h("li", { class: "pending" }, `⏳ ${p.artifact_id} (from ${p.source_action}) ready at clock ${p.ready_at_clock} · ${p.status}`));
   const arrived = obs.revealed_artifacts.map((a) => h("li", { class: "arrived" }, h("details", {}, h("summary", {}, `✔ ${a.artifact_id || a.id || "artifact"}`), h("pre", {}, JSON.stringify(a, null, 2)))));
+  const items = [
+    ...obs.revealed_artifacts.map((a) => ({ label: a.artifact_id, at: a.revealed_at_clock, arrived: true })),
+    ...obs.pending_events.map((p) => ({ label: p.artifact_id, at: p.ready_at_clock, arrived: false })),
+  ];
   return h("section", { class: "panel", "aria-label": "Artifact timeline" }, h("h3", {}, "Artifacts"),
+    items.length ? clockline("Artifacts on the case clock", obs.case_clock, items) : null,
     h("ol", { class: "timeline" }, pending.length || arrived.length ? [...arrived, ...pending] : h("li", { class: "muted" }, "No artifacts requested yet.")),
     h("h3", {}, "Pressure & messages"),
     h("ol", { class: "pressure" }, S.pressure.length ? S.pressure.map((p) => h("li", { class: p.cls || null }, `step ${p.step}: ${p.text}`)) : h("li", { class: "muted" }, "None yet.")),

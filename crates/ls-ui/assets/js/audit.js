@@ -35,8 +35,9 @@ function roleCard(role, rerender) {
   const card = h("section", { class: "panel role-card", dataset: { role } }, h("h4", {}, role.replace("_", " ")));
   if (r.submit) {
     const g = r.submit.grader || {};
-    append(card, h("p", {}, `Submitted ${r.findings.length} finding(s) · grade: weighted ${num(g.weighted_score, 2)} · F1 ${num(g.partial_credit_f1, 2)} · precision ${num(g.precision, 2)} · recall ${num(g.recall, 2)}`),
-      r.submit.shock ? h("p", { class: "shock" }, `Shock fired: ${typeof r.submit.shock === "object" ? (r.submit.shock.id || "") + " " + (r.submit.shock.description || r.submit.shock.title || JSON.stringify(r.submit.shock)) : r.submit.shock}`) : null,
+    const shock = r.submit.shock;
+    append(card, h("p", {}, r.submit.grader ? `Submitted ${r.findings.length} finding(s) · grade: weighted ${num(g.weighted_score, 2)} · F1 ${num(g.partial_credit_f1, 2)} · precision ${num(g.precision, 2)} · recall ${num(g.recall, 2)}` : `Submitted ${r.findings.length} finding(s) · not graded yet`),
+      shock ? h("p", { class: "shock" }, `Shock fired: ${typeof shock === "object" ? `${shock.id || ""}: ${shock.text || shock.description || JSON.stringify(shock)}` : shock}`) : null,
       r.submit.deferred ? h("p", { class: "shock" }, "Final submission was deferred by a shock: submit again.") : null,
       r.findings.length ? table(["document", "type", "confidence"], r.findings.map((f) => [f.document_id, f.error_type, num(f.confidence, 2)]), { class: "compact" }) : null);
     if (!r.submit.deferred) return card;
@@ -56,7 +57,12 @@ function roleCard(role, rerender) {
   const conf = h("input", { type: "number", name: "confidence", min: 0, max: 1, step: 0.05, value: "0.7", "aria-label": "confidence" });
   const add = h("button", { type: "button", class: "add-finding", onclick: () => { r.findings.push({ document_id: docSel.value, error_type: typeSel.value, confidence: Number(conf.value) }); rerender(); } }, "Add finding");
   const submit = h("button", { type: "button", class: "submit-findings", onclick: async () => {
-    try { r.submit = await api("/campaign/task/submit", { body: { campaign_id: C.id, role, findings: r.findings } }); C.error = null; } catch (e) { C.error = e; }
+    try {
+      r.submit = await api("/campaign/task/submit", { body: { campaign_id: C.id, role, findings: r.findings } });
+      // A deferred submission comes back with the episode's updated context (rate notices, ...).
+      if (r.submit.deferred && r.submit.observation && r.submit.observation.period_observation) r.task.observation = r.submit.observation;
+      C.error = null;
+    } catch (e) { C.error = e; }
     rerender();
   } }, "Submit findings (final)");
   append(card, h("p", { class: "muted" }, `${po.task_id} · step ${po.step_number} / ${po.max_steps} · ${po.feedback.split("\n")[0]}`),
@@ -83,6 +89,7 @@ function overseerPanel(rerender) {
       C.periods.push({ period: C.obs.current_period, score: adv.period_score, review: C.review });
       C.obs = adv.observation; C.roles = {}; C.review = null; C.total = adv.score;
       C.state = await api(`/campaign/state/${encodeURIComponent(C.id)}`);
+      C.report = await api(`/overseer/report?campaign_id=${encodeURIComponent(C.id)}`);
       C.error = null;
     } catch (e) { C.error = e; }
     rerender();
@@ -92,7 +99,8 @@ function overseerPanel(rerender) {
     done ? null : h("p", { class: "muted" }, "The overseer reviews once all four specialists have submitted."),
     findings.length ? table(["finding", "verdict"], findings.map((f, i) => [f.ref, sels[i]]), { class: "compact" }) : h("p", { class: "muted" }, "No findings to review."),
     review, " ", advance,
-    res ? h("p", { id: "review-result" }, `Reviewed: ${res.accepted} accepted, ${res.rejected} rejected, ${res.escalated} escalated, ${res.conflicts_detected.length} conflicts detected.`) : null);
+    res ? h("p", { id: "review-result" }, `Reviewed: ${res.accepted} accepted, ${res.rejected} rejected, ${res.escalated} escalated, ${res.conflicts_detected.length} conflicts detected.`) : null,
+    res && res.decisions.length ? table(["finding", "verdict", "document exists", "type valid for role"], res.decisions.map((d) => [d.finding_ref, d.verdict, d.document_exists ? "yes" : "no", d.type_valid_for_role ? "yes" : "no"]), { class: "compact", id: "review-decisions" }) : null);
 }
 
 function scorePanel() {
@@ -100,6 +108,7 @@ function scorePanel() {
   const last = C.periods[C.periods.length - 1].score || {};
   return h("section", { class: "panel", id: "campaign-score" }, h("h3", {}, `Campaign score ${num(C.total, 2)} (guarded)`),
     table(["period", "score", "raw", "core", "bonus (capped)", "floor", "critical miss"], C.periods.map((p) => [String(p.period), num(p.score.score, 2), num(p.score.raw_score, 4), num(p.score.core_component, 4), num(p.score.bonus_component_capped, 4), p.score.specialist_floor_triggered ? "yes" : "no", p.score.critical_missed ? "yes ×0.5" : "no"]), { class: "compact" }),
+    C.report ? h("p", {}, `Shocks applied so far: ${(C.report.regulatory_shocks_applied || []).map((s) => (typeof s === "string" ? s : s.id || JSON.stringify(s))).join(", ") || "none"} · overseer reviews: ${Object.keys(C.report.reviews || {}).length}`) : null,
     last.components ? bars(`Period ${C.periods.length} components`, Object.entries(last.components).map(([k, v]) => ({ label: k, value: v })), { max: 1 }) : null);
 }
 

@@ -17,4 +17,5 @@ if [ -f python/run_tests.sh ]; then
   echo "== python suite (openenv-core client, validator, HTTP flow)"
   LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash python/run_tests.sh
 fi
+LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash scripts/ci-ui.sh
 echo "== all tests passed"

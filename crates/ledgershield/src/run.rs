@@ -442,7 +442,12 @@ pub fn run(args: RunArgs) -> Result<()> {
             created_at: ls_store::utc_now(),
             case_count: out.metrics.case_count as u32,
             mean_score: out.metrics.mean_score,
-            summary: serde_json::to_value(&out.metrics)?,
+            // The suite rides in the summary so the workbench's run list can show it.
+            summary: {
+                let mut s = serde_json::to_value(&out.metrics)?;
+                s["suite"] = out.suite.clone().into();
+                s
+            },
         };
         store.insert_run(&row, &rows)?;
         eprintln!("stored run {run_id} in {}", args.db.display());

@@ -224,7 +224,10 @@ pub fn routes() -> Router<Shared> {
 
 /// ControlBench's operator routes (admin key, or loopback clients when no key is set).
 pub fn is_operator_route(method: &axum::http::Method, path: &str) -> bool {
-    *method == axum::http::Method::POST && path == "/institutional-reset"
+    // Stored runs hold other agents' decisions and evidence for the same cases: an agent under
+    // evaluation must not read them, so they are operator reads.
+    let stored_runs = path == "/runs" || path.starts_with("/runs/");
+    (*method == axum::http::Method::POST && path == "/institutional-reset") || stored_runs
 }
 
 /// Build the shared state from the server configuration (parsed once by the binary).

@@ -78,6 +78,7 @@ pub fn router(state: Shared) -> App {
     let router = controlbench::routes()
         .merge(controlbench_openenv::routes())
         .merge(reports::routes())
+        .merge(ls_ui::router())
         .with_state(state);
     guarded(
         router

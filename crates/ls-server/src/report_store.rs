@@ -3,7 +3,7 @@
 //! artifact exists).
 
 use ls_report::{BenchmarkReport, LeaderboardEntry};
-use ls_store::Store;
+use ls_store::{EpisodeRow, RunRow, Store};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -70,6 +70,26 @@ impl ReportStore {
     pub fn latest_report(&self) -> Option<BenchmarkReport> {
         self.latest_report_json()
             .and_then(|v| serde_json::from_value(v).ok())
+    }
+
+    /// Whether a store file exists to read (serving never creates one).
+    pub fn available(&self) -> bool {
+        self.path.as_ref().is_some_and(|p| p.exists())
+    }
+
+    /// Most recent runs first, at most `limit`.
+    pub fn runs(&self, limit: usize) -> Vec<RunRow> {
+        self.with(|s| s.list_runs(limit).ok()).unwrap_or_default()
+    }
+
+    pub fn run(&self, run_id: &str) -> Option<RunRow> {
+        self.with(|s| s.get_run(run_id).ok().flatten())
+    }
+
+    /// Episodes of one run in order (at most `limit`), records included.
+    pub fn run_episodes(&self, run_id: &str, limit: usize) -> Vec<EpisodeRow> {
+        self.with(|s| s.episodes(Some(run_id), limit).ok())
+            .unwrap_or_default()
     }
 
     pub fn leaderboard_entries(&self) -> Vec<LeaderboardEntry> {

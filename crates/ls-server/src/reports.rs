@@ -11,13 +11,15 @@ use crate::sessions::SessionHeader;
 use crate::error::ApiError;
 use crate::sessions::lock_env;
 use crate::Shared;
-use axum::extract::State;
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ls_report::{
     certify, leaderboard, leaderboard_entries, visualization, CertifyRequest,
     MemorySnapshot,
 };
+use ls_store::{EpisodeRow, RunRow};
 use serde_json::{json, Value};
 
 
@@ -141,6 +143,91 @@ async fn get_visualization(
     ))
 }
 
+/// Most runs `GET /runs` lists, and most episodes `GET /runs/{id}` lists.
+pub const MAX_RUNS_LISTED: usize = 200;
+pub const MAX_EPISODES_LISTED: usize = 2000;
+const MAX_RUN_ID_CHARS: usize = 200;
+
+#[derive(serde::Deserialize)]
+struct RunsQuery {
+    limit: Option<usize>,
+}
+
+fn run_view(r: &RunRow) -> Value {
+    json!({"run_id": r.run_id, "kind": r.kind, "agent": r.agent, "model": r.model, "agent_type": r.agent_type,
+        "suite": r.summary.get("suite").cloned().unwrap_or(Value::Null), "seed": r.seed, "created_at": r.created_at,
+        "case_count": r.case_count, "mean_score": r.mean_score, "summary": r.summary})
+}
+
+fn episode_view(e: &EpisodeRow) -> Value {
+    json!({"idx": e.idx, "case_id": e.case_id, "base_case_id": e.base_case_id, "task_type": e.task_type, "final_score": e.final_score,
+        "result_class": e.result_class, "decision": e.decision, "steps": e.steps, "total_reward": e.total_reward})
+}
+
+fn checked_run_id(id: &str) -> Result<&str, ApiError> {
+    if id.is_empty() || id.chars().count() > MAX_RUN_ID_CHARS {
+        return Err(ApiError::Validation(format!(
+            "run id must be 1-{MAX_RUN_ID_CHARS} characters"
+        )));
+    }
+    Ok(id)
+}
+
+/// `GET /runs?limit=N`: stored runs, newest first (at most [`MAX_RUNS_LISTED`]).
+async fn get_runs(
+    State(s): State<Shared>,
+    q: Result<Query<RunsQuery>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(q) = q.map_err(|e| ApiError::Validation(format!("runs query: {}", e.body_text())))?;
+    let limit = q.limit.unwrap_or(50).clamp(1, MAX_RUNS_LISTED);
+    let runs: Vec<Value> = s.reports.runs(limit).iter().map(run_view).collect();
+    let note = if s.reports.available() {
+        ""
+    } else {
+        "No run store yet; `ledgershield run` creates it (LEDGERSHIELD_DB_PATH)."
+    };
+    Ok(Json(json!({"runs": runs, "note": note})))
+}
+
+/// `GET /runs/{run_id}`: one run and its episodes' summaries (no trajectories).
+async fn get_run(
+    State(s): State<Shared>,
+    Path(run_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = checked_run_id(&run_id)?;
+    let run = s
+        .reports
+        .run(id)
+        .ok_or_else(|| ApiError::NotFound(format!("no stored run '{id}'")))?;
+    let episodes: Vec<Value> = s
+        .reports
+        .run_episodes(id, MAX_EPISODES_LISTED)
+        .iter()
+        .map(episode_view)
+        .collect();
+    Ok(Json(json!({"run": run_view(&run), "episodes": episodes})))
+}
+
+/// `GET /runs/{run_id}/episodes/{idx}`: one stored episode record (trajectory, terminal info).
+async fn get_run_episode(
+    State(s): State<Shared>,
+    path: Result<Path<(String, u32)>, PathRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Path((run_id, idx)) =
+        path.map_err(|e| ApiError::Validation(format!("episode path: {}", e.body_text())))?;
+    let id = checked_run_id(&run_id)?;
+    let limit = usize::try_from(idx)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1)
+        .min(MAX_EPISODES_LISTED);
+    s.reports
+        .run_episodes(id, limit)
+        .into_iter()
+        .find(|e| e.idx == idx)
+        .map(|e| Json(json!({"run_id": e.run_id, "episode": episode_view(&e), "record": e.record})))
+        .ok_or_else(|| ApiError::NotFound(format!("no episode {idx} in stored run '{id}'")))
+}
+
 /// Routes of the report-backed endpoints.
 pub fn routes() -> Router<Shared> {
     Router::new()
@@ -151,4 +238,7 @@ pub fn routes() -> Router<Shared> {
         .route("/certify", post(post_certify))
         .route("/certify-summary", get(get_certify_summary))
         .route("/controlbench-visualization", get(get_visualization))
+        .route("/runs", get(get_runs))
+        .route("/runs/{run_id}", get(get_run))
+        .route("/runs/{run_id}/episodes/{idx}", get(get_run_episode))
 }

@@ -185,3 +185,76 @@ async fn teacher_plays_over_http_like_in_process() {
     assert!(http_score >= 0.85);
     h.abort();
 }
+
+fn stored_run(db: &std::path::Path) -> String {
+    let mut store = Store::open(db).unwrap();
+    let run_id = "run-teacher-7-test".to_owned();
+    let record = json!({"case_id": "CASE-D-001", "agent": "teacher", "trajectory": [
+        {"step": 1, "action_type": "ocr", "payload": {"doc_id": "INV-D-001"}, "reward": -0.01, "done": false, "success": true, "error": null}],
+        "terminal_info": {"final_score": 0.9}});
+    let run = ls_store::RunRow {
+        run_id: run_id.clone(),
+        kind: "run".into(),
+        agent: "teacher".into(),
+        model: "ledgershield/deterministic-baseline".into(),
+        agent_type: "deterministic-policy".into(),
+        seed: 7,
+        created_at: "2026-01-01T00:00:00Z".into(),
+        case_count: 1,
+        mean_score: 0.9,
+        summary: json!({"suite": "public", "mean_score": 0.9}),
+    };
+    let episode = ls_store::EpisodeRow {
+        run_id: run_id.clone(),
+        idx: 0,
+        case_id: "CASE-D-001".into(),
+        base_case_id: "CASE-D-001".into(),
+        task_type: "task_d".into(),
+        final_score: 0.9,
+        result_class: "valid_success".into(),
+        decision: "ESCALATE_FRAUD".into(),
+        steps: 1,
+        total_reward: -0.01,
+        record,
+    };
+    store.save_run(&run, &[episode]).unwrap();
+    run_id
+}
+
+#[tokio::test]
+async fn stored_runs_are_listed_and_their_episodes_read() {
+    let db = temp_db("runs");
+    let (base, h) = spawn(db.clone()).await;
+    // No store yet: an empty list that says why, and no file created.
+    let empty = get(&base, "/runs").await;
+    assert_eq!(empty["runs"], json!([]));
+    assert!(empty["note"].as_str().unwrap().contains("ledgershield run"));
+    assert!(!db.exists());
+    h.abort();
+
+    let run_id = stored_run(&db);
+    let (base, h) = spawn(db).await;
+    let runs = get(&base, "/runs?limit=5").await;
+    assert_eq!(runs["runs"][0]["run_id"], run_id);
+    assert_eq!(runs["runs"][0]["suite"], "public");
+    assert_eq!(runs["runs"][0]["agent"], "teacher");
+    let run = get(&base, &format!("/runs/{run_id}")).await;
+    assert_eq!(run["episodes"][0]["case_id"], "CASE-D-001");
+    assert!(run["episodes"][0].get("record").is_none(), "the episode list carries no trajectories");
+    let ep = get(&base, &format!("/runs/{run_id}/episodes/0")).await;
+    assert_eq!(ep["record"]["trajectory"][0]["action_type"], "ocr");
+    assert_eq!(ep["episode"]["result_class"], "valid_success");
+    // Failure paths: JSON errors naming the problem.
+    for (path, status) in [
+        ("/runs/nope".to_owned(), 404),
+        (format!("/runs/{run_id}/episodes/9"), 404),
+        (format!("/runs/{run_id}/episodes/x"), 422),
+        ("/runs?limit=lots".to_owned(), 422),
+    ] {
+        let r = reqwest::get(format!("{base}{path}")).await.unwrap();
+        assert_eq!(r.status().as_u16(), status, "{path}");
+        let body: Value = r.json().await.unwrap();
+        assert!(body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{path}");
+    }
+    h.abort();
+}

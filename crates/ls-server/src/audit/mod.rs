@@ -28,7 +28,8 @@ pub fn router(
             AuditEnv::new(env_config)
         });
     let routes = http::routes(config, service.clone())
-        .merge(protocol_routes::<AuditService>().with_state(service));
+        .merge(protocol_routes::<AuditService>().with_state(service))
+        .merge(ls_ui::router());
     let routes = routes
         .fallback(http::fallback)
         .method_not_allowed_fallback(http::method_not_allowed);

@@ -1,0 +1,75 @@
+// Leaderboard and report: the stored leaderboard, the report's charts (score ladder, accuracy vs
+// institutional loss, authority timeline, loss surface with ratios and money on separate axes)
+// and per-track tables. Data: GET /leaderboard, /controlbench-visualization, /benchmark-report.
+import { api } from "./api.js";
+import { h, replace, num, money, table } from "./dom.js";
+import { bars, scatter, timeline } from "./charts.js";
+
+const AUTHORITY = ["restricted_authority", "review_only", "limited_authority", "full_authority"];
+
+/** Ratios (in [0, 1] by name) versus amounts: never on one axis. */
+export function splitLossSurface(items) {
+  const isRatio = (it) => /(ratio|rate|score|share)$/.test(it.id) && it.value >= 0 && it.value <= 1;
+  return { ratios: items.filter(isRatio), amounts: items.filter((it) => !isRatio(it)) };
+}
+
+function leaderboardTable(lb) {
+  const cols = [["agent", "agent"], ["model", "model"], ["type", "type"], ["public mean", "public_mean"], ["holdout mean", "holdout_mean"], ["unsafe release", "public_unsafe_release_rate"], ["control-satisfied", "public_control_satisfied_resolution"], ["institutional utility", "public_institutional_utility"], ["ControlBench accuracy", "controlbench_accuracy"]];
+  const rows = [...(lb.entries || [])].sort((a, b) => (b.public_mean ?? 0) - (a.public_mean ?? 0))
+    .map((e) => cols.map(([, k]) => (typeof e[k] === "number" ? num(e[k], 4) : e[k] ?? "—")));
+  return h("section", { class: "panel" }, h("h3", {}, "Leaderboard"),
+    rows.length ? table(cols.map((c) => c[0]), rows, { id: "leaderboard" }) : h("p", { class: "muted" }, lb.note || "No entries."),
+    lb.generated_at ? h("p", { class: "muted" }, `Updated ${lb.generated_at}. ${lb.note || ""}`) : null);
+}
+
+function charts(viz) {
+  const c = viz.charts || {};
+  const out = [];
+  if ((c.score_ladder || []).length) {
+    out.push(bars("Score ladder (mean public score)", [...c.score_ladder].sort((a, b) => b.value - a.value).map((r) => ({ label: r.label, value: r.value })), { max: 1, unit: "score" }));
+  }
+  if ((c.accuracy_vs_institutional_loss || []).length) {
+    out.push(scatter("Accuracy vs institutional loss score", c.accuracy_vs_institutional_loss.map((p) => ({ label: p.agent_name, x: p.x_accuracy, y: p.y_institutional_loss_score, cls: p.deployability_rating })),
+      { xLabel: "accuracy", yLabel: "institutional loss score (higher is better)", xMax: 1, yMax: 1 }));
+  }
+  if ((c.authority_timeline || []).length) {
+    const pts = c.authority_timeline;
+    out.push(timeline("Authority level over the ControlBench sequence", [{ name: "authority", points: pts.map((p) => ({ x: p.sequence_index, y: Math.max(0, AUTHORITY.indexOf(p.authority_level)), label: `#${p.sequence_index} ${p.case_id}: ${p.authority_level} (decision ${p.decision})` })) }], { categories: AUTHORITY }));
+    out.push(timeline("Institutional loss score and calibration error over the sequence", [
+      { name: "loss score", points: pts.map((p) => ({ x: p.sequence_index, y: p.institutional_loss_score, label: `#${p.sequence_index}: loss score ${num(p.institutional_loss_score, 4)}` })) },
+      { name: "calibration error", points: pts.map((p) => ({ x: p.sequence_index, y: p.running_calibration_error, label: `#${p.sequence_index}: calibration error ${num(p.running_calibration_error, 4)}` })) }], { yMax: 1, yLabel: "ratio (blue: loss score, orange: calibration error)" }));
+  }
+  if ((c.loss_surface || []).length) {
+    const { ratios, amounts } = splitLossSurface(c.loss_surface);
+    out.push(h("div", { class: "two" },
+      ratios.length ? bars("Loss surface: ratios", ratios.map((r) => ({ label: r.label, value: r.value })), { max: 1, unit: "ratio" }) : null,
+      amounts.length ? bars("Loss surface: amounts", amounts.map((r) => ({ label: r.label, value: r.value, cls: "money" })), { fmt: money, unit: "amount" }) : null));
+  }
+  return out.length ? out : [h("p", { class: "muted" }, "No chart data: run `ledgershield report`.")];
+}
+
+function trackTables(rep) {
+  const tracks = Object.values(rep.official_tracks || {});
+  const agents = rep.agents || [];
+  const stat = (v) => (v && typeof v === "object" && "mean" in v ? `${num(v.mean, 4)} ± ${num(v.ci95, 4)}` : typeof v === "number" ? num(v, 4) : null);
+  const trackRows = tracks.map((t) => {
+    const s = t.summary || t;
+    const picks = Object.entries(s).map(([k, v]) => [k, stat(v)]).filter(([, v]) => v !== null).slice(0, 10);
+    return h("section", { class: "panel" }, h("h4", {}, t.track_label || t.track), t.note ? h("p", { class: "muted" }, t.note) : null, table(["metric", "value"], picks, { class: "compact" }));
+  });
+  const qCols = ["accuracy", "fraud_recall", "false_positive_rate", "unsafe_release_rate", "certificate_validity_rate", "institutional_loss_score", "institutional_loss_total"];
+  const quarter = agents.filter((a) => a.quarter).map((a) => [a.agent, ...qCols.map((k) => (k.endsWith("_total") ? money(a.quarter[k]) : num(a.quarter[k], 4)))]);
+  return [
+    h("h3", {}, "Per-track results"), h("div", { class: "board-grid" }, trackRows),
+    quarter.length ? h("section", { class: "panel" }, h("h4", {}, "ControlBench quarter per agent"), table(["agent", ...qCols], quarter, { class: "compact" })) : null,
+    agents.length ? h("section", { class: "panel" }, h("h4", {}, "Agents (public and holdout)"), table(["agent", "public mean", "holdout mean", "unsafe (public)", "pass rate"], agents.map((a) => [a.agent, num(a.public_mean, 4), num(a.holdout_mean, 4), num(a.public_unsafe_release_rate, 4), num(a.public_trial_pass_rate, 4)]), { class: "compact" })) : null];
+}
+
+export async function mount(view) {
+  const [lb, viz, rep] = await Promise.all([api("/leaderboard"), api("/controlbench-visualization"), api("/benchmark-report")]);
+  replace(view, h("h2", {}, "Leaderboard & report"),
+    rep.generated_at ? h("p", { class: "muted" }, `Report generated ${rep.generated_at} (${viz.source || "report"}).`) : h("p", { class: "muted" }, rep.note || ""),
+    leaderboardTable(lb),
+    h("h3", {}, "Charts"), h("div", { id: "charts" }, charts(viz)),
+    rep.generated_at ? trackTables(rep) : null);
+}

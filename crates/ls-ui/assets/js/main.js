@@ -1,0 +1,60 @@
+// Workbench entry: picks the pages for the environment this server runs, routes by URL hash.
+import { api } from "./api.js";
+import { h, replace, errorBox } from "./dom.js";
+import * as play from "./play.js";
+import * as replay from "./replay.js";
+import * as board from "./board.js";
+import * as institution from "./institution.js";
+import * as audit from "./audit.js";
+
+const PAGES = {
+  controlbench: [
+    ["play", "Play", play],
+    ["replay", "Replay", replay],
+    ["board", "Leaderboard & report", board],
+    ["institution", "Institution", institution],
+  ],
+  audit: [["audit", "Audit campaigns", audit]],
+};
+
+let pages = [];
+let generation = 0;
+
+function current() {
+  const name = location.hash.replace(/^#\/?/, "").split("/")[0];
+  return pages.find((p) => p[0] === name) || pages[0];
+}
+
+async function show() {
+  const [name, , mod] = current();
+  for (const b of document.querySelectorAll("#tabs a")) {
+    if (b.dataset.page === name) b.setAttribute("aria-current", "page");
+    else b.removeAttribute("aria-current");
+  }
+  // Each page mounts into its own slot, attached only if no later navigation superseded it (a
+  // slow page must not overwrite the one the user moved on to).
+  const gen = ++generation;
+  const view = document.getElementById("view");
+  const slot = h("div", { class: "page-slot", dataset: { page: name } });
+  replace(view, h("p", { class: "muted" }, "Loading…"));
+  try {
+    await mod.mount(slot);
+  } catch (e) {
+    replace(slot, errorBox(e));
+  }
+  if (gen === generation) replace(view, slot);
+}
+
+async function start() {
+  const root = await api("/");
+  const env = root && root.name === "financial_audit_env" ? "audit" : "controlbench";
+  document.body.dataset.env = env;
+  document.getElementById("env-badge").textContent = env === "audit" ? "Financial Audit" : "ControlBench";
+  pages = PAGES[env];
+  replace(document.getElementById("tabs"),
+    pages.map(([name, label]) => h("a", { href: `#${name}`, dataset: { page: name } }, label)));
+  window.addEventListener("hashchange", show);
+  await show();
+}
+
+start().catch((e) => replace(document.getElementById("view"), errorBox(e)));

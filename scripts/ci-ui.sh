@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Browser tests of the workbench (/ui/): headless Chromium from Debian's `chromium` package driven
+# by Playwright (ui-tests/). Installs what it needs (apt chromium if missing, npm ci), generates a
+# report into a fresh database, starts the real ControlBench and audit servers on ephemeral ports
+# and runs the tests. Screenshots are written to docs/screenshots/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "== installing chromium (apt)"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+export CHROMIUM_PATH="$(command -v chromium)"
+
+echo "== npm ci (ui-tests)"
+(cd ui-tests && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+
+LS_BIN="${LEDGERSHIELD_BIN:-$PWD/target/debug/ledgershield}"
+if [ ! -x "$LS_BIN" ]; then
+  cargo build -p ledgershield --locked
+fi
+export LS_BIN
+
+WORK="$(mktemp -d)"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+export LS_DB="$WORK/ledgershield.db"
+echo "== ledgershield report (fresh database)"
+LEDGERSHIELD_DB_PATH="$LS_DB" "$LS_BIN" report --format json --out "$WORK/report" >/dev/null
+
+# Start a server on an ephemeral port; prints its URL once it listens.
+start_server() {
+  local log="$WORK/$1.log"; shift
+  LEDGERSHIELD_DB_PATH="$LS_DB" "$LS_BIN" serve --host 127.0.0.1 --port 0 "$@" >"$log" 2>&1 &
+  PIDS+=("$!")
+  for _ in $(seq 1 100); do
+    local url
+    url="$(sed -n 's/^LedgerShield listening on \(http:[^ ]*\)$/\1/p' "$log" | head -1)"
+    # The line is printed once the listener is bound: connections queue from then on.
+    if [ -n "$url" ]; then
+      echo "$url"
+      return 0
+    fi
+    sleep 0.2
+  done
+  echo "server did not start:" >&2
+  cat "$log" >&2
+  return 1
+}
+
+LS_URL="$(start_server controlbench)"
+LS_AUDIT_URL="$(start_server audit --env audit)"
+export LS_URL LS_AUDIT_URL
+echo "== browser tests (ControlBench $LS_URL, audit $LS_AUDIT_URL)"
+mkdir -p docs/screenshots
+(cd ui-tests && npx playwright test)

@@ -1,0 +1,35 @@
+// Shared test fixture: every page fails its test on a console error, an uncaught exception, a
+// failed request or an HTTP error status. Screenshots go to docs/screenshots/.
+import { test as base, expect } from "@playwright/test";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const SHOTS = path.join(here, "..", "docs", "screenshots");
+
+export function env(name) {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set (run the tests through scripts/ci-ui.sh)`);
+  return v;
+}
+
+export const test = base.extend({
+  page: async ({ page }, use) => {
+    const problems = [];
+    // A test that provokes an error on purpose lists it here (regexes over the problem text).
+    page.expectedErrors = [];
+    page.on("console", (m) => { if (m.type() === "error") problems.push(`console error: ${m.text()}`); });
+    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+    page.on("requestfailed", (r) => problems.push(`request failed: ${r.method()} ${r.url()} (${r.failure() && r.failure().errorText})`));
+    page.on("response", (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`); });
+    await use(page);
+    const unexpected = problems.filter((p) => !page.expectedErrors.some((re) => re.test(p)));
+    expect(unexpected, "console errors, failed requests or error statuses").toEqual([]);
+  },
+});
+
+export { expect };
+
+export async function shot(page, name) {
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+}

@@ -1,5 +1,6 @@
 // Audit campaigns on `serve --env audit`: one full period (four specialist tasks, overseer review,
-// advance, campaign score), then periods until a regulatory shock fires and defers a submission.
+// advance, campaign score), then periods until a regulatory shock fires (on the period clock,
+// after a specialist submit; docs/audit.md) and shows on the card.
 import { test, expect, env, shot, SHOTS } from "./fixtures.mjs";
 
 const ROLES = ["expense_specialist", "invoice_specialist", "gst_specialist", "fraud_specialist"];
@@ -12,7 +13,7 @@ async function start(page, periods) {
   await expect(page.locator("main h2")).toContainText("Campaign cmp-");
 }
 
-/** Work one period: each specialist submits one finding (again when a shock defers it); returns
+/** Work one period: each specialist submits one finding (again if a server defers it); returns
  *  the shocks seen. */
 async function period(page, onTask, beforeAdvance) {
   const shocks = [];

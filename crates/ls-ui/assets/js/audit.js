@@ -29,6 +29,12 @@ function docTables(docs) {
 }
 
 
+/** A list the observation carries under `metadata` (where the reference's typed client expects
+ *  our additions), or at top level from older servers. */
+function metaList(po, key) {
+  return po[key] || (po.metadata || {})[key] || [];
+}
+
 function roleCard(role, rerender) {
   const r = C.roles[role] || {};
   const po = r.task && r.task.observation && r.task.observation.period_observation;
@@ -53,7 +59,7 @@ function roleCard(role, rerender) {
   }
   const ids = docIds(po.documents);
   const docSel = h("select", { name: "document_id", "aria-label": "document" }, ids.map((d) => h("option", { value: d }, d)));
-  const typeSel = h("select", { name: "error_type", "aria-label": "error type" }, po.valid_error_types.map((t) => h("option", { value: t }, t)));
+  const typeSel = h("select", { name: "error_type", "aria-label": "error type" }, metaList(po, "valid_error_types").map((t) => h("option", { value: t }, t)));
   const conf = h("input", { type: "number", name: "confidence", min: 0, max: 1, step: 0.05, value: "0.7", "aria-label": "confidence" });
   const add = h("button", { type: "button", class: "add-finding", onclick: () => { r.findings.push({ document_id: docSel.value, error_type: typeSel.value, confidence: Number(conf.value) }); rerender(); } }, "Add finding");
   const submit = h("button", { type: "button", class: "submit-findings", onclick: async () => {
@@ -66,7 +72,7 @@ function roleCard(role, rerender) {
     rerender();
   } }, "Submit findings (final)");
   append(card, h("p", { class: "muted" }, `${po.task_id} · step ${po.step_number} / ${po.max_steps} · ${po.feedback.split("\n")[0]}`),
-    (po.notices || []).length ? h("ul", {}, po.notices.map((n) => h("li", { class: "shock" }, typeof n === "string" ? n : JSON.stringify(n)))) : null,
+    metaList(po, "notices").length ? h("ul", {}, metaList(po, "notices").map((n) => h("li", { class: "shock" }, typeof n === "string" ? n : JSON.stringify(n)))) : null,
     h("details", {}, h("summary", {}, "Task description"), h("p", {}, po.task_description)),
     docTables(po.documents),
     h("div", { class: "start" }, docSel, typeSel, conf, add),

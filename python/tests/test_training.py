@@ -118,3 +118,15 @@ def test_plan_parser_follows_the_llm_agent() -> None:
     assert [a["action_type"] for a in plan or []] == ["zoom", "submit_decision"]
     assert parse_actions("I cannot help") is None and parse_actions('{"actions": []}') is None
     assert json_complete('{"a": "}"}') and not json_complete('{"a": {')
+
+
+def test_findings_parser_json_first_then_salvage() -> None:
+    from ledgershield.training.audit import parse_findings
+
+    types = ["over_limit", "weekend_expense"]
+    j = parse_findings('ok: {"findings": [{"document_id": "EXP-001", "error_type": "OVER_LIMIT"}]}', types)
+    assert j["mode"] == "json" and j["findings"][0]["error_type"] == "over_limit"
+    assert parse_findings('[{"document_id": "EXP-2", "error_type": "weekend_expense"}]', types)["mode"] == "json"
+    s = parse_findings("EXP-003 is a weekend_expense\nEXP-004: over_limit by 20%\nEXP-005 looks fine\nEXP-003 weekend_expense", types)
+    assert s["mode"] == "salvaged" and [(f["document_id"], f["error_type"]) for f in s["findings"]] == [("EXP-003", "weekend_expense"), ("EXP-004", "over_limit")]
+    assert parse_findings("nothing here", types) == {"findings": [], "mode": "none"}

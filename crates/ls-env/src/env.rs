@@ -109,6 +109,11 @@ pub struct ResetRequest {
     /// OpenEnv clients send an episode id; accepted and ignored (ids are derived from the seed).
     #[serde(default)]
     pub episode_id: Option<String>,
+    /// Start this episode from a fresh institutional memory (as a new session would), so its
+    /// authority, trust and loss surface do not depend on what the session played before. The
+    /// episode's own outcome is then recorded into that fresh memory.
+    #[serde(default)]
+    pub fresh_institution: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -218,6 +223,10 @@ impl Environment {
             let (s, b) = self.curriculum.adjust(c.max_steps, c.budget_total);
             (c, s, b, true, seed)
         };
+        // Only once the request is known to be valid: a rejected reset leaves memory as it was.
+        if req.fresh_institution {
+            self.clear_memory();
+        }
         let track = requested_track
             .map(str::to_owned)
             .or_else(|| case.primary_track.as_deref().map(|t| normalize_track(t).to_owned()))
@@ -349,10 +358,16 @@ impl Environment {
     }
 
     pub fn reset_memory(&mut self) -> Map<String, Value> {
+        let full = self.clear_memory();
+        serde_json::from_str(full.get()).unwrap_or_default()
+    }
+
+    /// Replace the institutional memory with the pool's fresh one; returns its full snapshot.
+    fn clear_memory(&mut self) -> RawJson {
         self.memory = self.pool.fresh_memory();
         let snaps = self.memory.snapshots();
         self.memory_view = snaps.observation;
-        serde_json::from_str(snaps.full.get()).unwrap_or_default()
+        snaps.full
     }
 
     /// Curriculum state as shown in `info.curriculum` (tier, competence, allowed tasks, ...).
@@ -439,5 +454,45 @@ mod tests {
             assert_eq!(*d.hidden, HiddenWorld::derive(case));
             assert_eq!(&*d.instruction_normalized, ls_core::text::normalize_text(&case.instruction));
         }
+    }
+
+    /// `fresh_institution` starts the episode from the pool's fresh memory (what a new session
+    /// has); without it memory carries over; a rejected reset leaves memory untouched.
+    #[test]
+    fn fresh_institution_resets_memory_only_for_a_valid_reset() {
+        let pool = Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")));
+        let mut env = Environment::new(pool.clone(), EnvConfig::default());
+        let reset = |env: &mut Environment, case: &str, fresh: bool| {
+            env.reset(&ResetRequest {
+                case_id: Some(case.into()),
+                fresh_institution: fresh,
+                ..Default::default()
+            })
+        };
+        reset(&mut env, "CASE-D-001", false).unwrap();
+        let pay: Map<String, Value> =
+            serde_json::from_value(json!({"decision": "PAY", "confidence": 0.99})).unwrap();
+        assert!(env.step("submit_decision", &pay).unwrap().terminated);
+        assert_eq!(env.memory.case_counter, 1);
+        let carried = reset(&mut env, "CASE-A-001", false).unwrap();
+        assert_eq!(env.memory.case_counter, 1);
+        assert!(reset(&mut env, "CASE-NOPE", true).is_err());
+        assert_eq!(env.memory.case_counter, 1, "a rejected reset keeps memory");
+        let fresh = reset(&mut env, "CASE-A-001", true).unwrap();
+        assert_eq!(env.memory.case_counter, 0);
+        let new_session = Environment::new(pool, EnvConfig::default())
+            .reset(&ResetRequest {
+                case_id: Some("CASE-A-001".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        let view =
+            |e: &StepEnvelope| serde_json::to_value(&e.observation.institutional_memory).unwrap();
+        assert_eq!(view(&fresh), view(&new_session));
+        assert_ne!(view(&carried), view(&fresh));
+        let parsed: ResetRequest =
+            serde_json::from_value(json!({"fresh_institution": true})).unwrap();
+        assert!(parsed.fresh_institution);
+        assert!(!ResetRequest::default().fresh_institution);
     }
 }

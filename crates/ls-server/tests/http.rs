@@ -371,6 +371,64 @@ async fn institutional_memory_route_serves_the_terminal_snapshot() {
     assert_eq!(other["case_counter"], 0);
 }
 
+/// `fresh_institution` on `/reset` starts the episode from a fresh institutional memory; without
+/// it the session's memory carries over; a malformed value is a 4xx that keeps the memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_with_fresh_institution_clears_the_session_memory() {
+    let s = start(TrackMode::Blind, 8).await;
+    let sid = Some("fresh");
+    s.ok("/reset", sid, json!({"case_id": "CASE-D-001"})).await;
+    s.step(
+        sid,
+        "submit_decision",
+        json!({"decision": "PAY", "confidence": 0.99}),
+    )
+    .await;
+    let carried = s.ok("/reset", sid, json!({"case_id": "CASE-A-001"})).await;
+    assert_eq!(
+        carried["observation"]["institutional_memory"]["case_counter"],
+        1
+    );
+    let (status, v) = s
+        .post(
+            "/reset",
+            sid,
+            json!({"case_id": "CASE-A-001", "fresh_institution": "yes"}),
+        )
+        .await;
+    assert_eq!(status, 422, "{v}");
+    assert_eq!(
+        s.get("/institutional-memory", sid).await.1["case_counter"],
+        1
+    );
+    let fresh = s
+        .ok(
+            "/reset",
+            sid,
+            json!({"case_id": "CASE-A-001", "fresh_institution": true}),
+        )
+        .await;
+    assert_eq!(
+        fresh["observation"]["institutional_memory"]["case_counter"],
+        0
+    );
+    let other = s
+        .ok(
+            "/reset",
+            Some("fresh-other"),
+            json!({"case_id": "CASE-A-001"}),
+        )
+        .await;
+    assert_eq!(
+        fresh["observation"]["institutional_memory"],
+        other["observation"]["institutional_memory"]
+    );
+    assert_eq!(
+        s.get("/institutional-memory", sid).await.1["case_counter"],
+        0
+    );
+}
+
 /// Browsers can call the API from any origin: preflights are answered and replies carry the
 /// permissive CORS headers (and no `Vary`, since they never depend on the origin).
 #[tokio::test]

@@ -343,3 +343,52 @@ async fn discovery_endpoints_and_mcp() {
     let r = send(&mut ws, &json!({"type": "mcp", "data": {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "lookup_policy", "arguments": {}}}})).await;
     assert_eq!(r["data"]["result"]["structuredContent"]["observation"]["case_id"], "CASE-A-002");
 }
+
+/// The WebSocket reset accepts `fresh_institution` as `/reset` does: the connection's session
+/// memory is cleared for that episode and carries over without it.
+#[tokio::test]
+async fn ws_reset_with_fresh_institution_clears_memory() {
+    let addr = spawn(cfg()).await;
+    let mut ws = connect(&addr).await;
+    send(
+        &mut ws,
+        &json!({"type": "reset", "data": {"case_id": "CASE-D-001"}}),
+    )
+    .await;
+    let done = send(&mut ws, &json!({"type": "step", "data": {"action_type": "submit_decision", "payload": {"decision": "PAY", "confidence": 0.99}}})).await;
+    assert_eq!(done["data"]["done"], true, "{done}");
+    let carried = send(
+        &mut ws,
+        &json!({"type": "reset", "data": {"case_id": "CASE-A-001"}}),
+    )
+    .await;
+    assert_eq!(
+        carried["data"]["observation"]["institutional_memory"]["case_counter"],
+        1
+    );
+    let bad = send(
+        &mut ws,
+        &json!({"type": "reset", "data": {"case_id": "CASE-A-001", "fresh_institution": 3}}),
+    )
+    .await;
+    assert_eq!(err_code(&bad), "VALIDATION_ERROR");
+    let fresh = send(
+        &mut ws,
+        &json!({"type": "reset", "data": {"case_id": "CASE-A-001", "fresh_institution": true}}),
+    )
+    .await;
+    assert_eq!(fresh["type"], "observation", "{fresh}");
+    assert_eq!(
+        fresh["data"]["observation"]["institutional_memory"]["case_counter"],
+        0
+    );
+    let again = send(
+        &mut ws,
+        &json!({"type": "reset", "data": {"case_id": "CASE-A-001"}}),
+    )
+    .await;
+    assert_eq!(
+        again["data"]["observation"]["institutional_memory"]["case_counter"],
+        0
+    );
+}

@@ -16,4 +16,5 @@ if [ -f python/run_tests.sh ]; then
   echo "== python suite (openenv-core client, validator, HTTP flow)"
   LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash python/run_tests.sh
 fi
+echo "== training smoke" && LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash scripts/ci-training-smoke.sh
 echo "== all tests passed"

@@ -100,7 +100,7 @@ def test_close_is_idempotent_and_the_documented_snippet_exits(server_url: str) -
         "leftover = Env()\n"
         "leftover.reset(case_id='CASE-A-001')\n"
     )
-    proc = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -168,3 +168,34 @@ def test_tool_errors_are_value_errors(server_url: str) -> None:
         # A well-formed but useless call is a normal (penalised) step, not an error.
         out = env.lookup_vendor(vendor_key="no-such-vendor")
         assert '"success":false' in out
+
+
+def test_compact_replies_fit_half_the_teacher_episodes_in_4096_tokens(server_url: str, tmp_path) -> None:
+    """Teacher episodes of every curated case replayed through the ToolEnv: in compact mode at
+    least half fit 4,096 tokens of tool output (counted as 3 characters per token, below the
+    3.1-3.5 a byte-level BPE gets on this JSON), and the rewards are the teacher's."""
+    from ledgershield.training.binary import episode_records, run_agent
+
+    from conftest import _binary
+
+    summary = run_agent(str(_binary()), "teacher", tmp_path / "r.db")
+    records = episode_records(tmp_path / "r.db", summary["run_id"])
+    sizes = {}
+    for mode in ("full", "compact"):
+        chars = []
+        with environment_factory(server_url, reply_mode=mode)() as env:
+            for rec in records:
+                out = [env.reset(case_id=rec["case_id"])]
+                for s in rec["trajectory"]:
+                    if env.done:
+                        break
+                    try:
+                        out.append(env._act(s["action_type"], s["payload"]))
+                    except ValueError as e:
+                        out.append(str(e))
+                assert abs(env.get_reward() - rec["final_score"]) < 1e-9, rec["case_id"]
+                chars.append(len("".join(out)))
+        sizes[mode] = sorted(chars)
+    fits = sum(c <= 4096 * 3 for c in sizes["compact"])
+    assert fits * 2 >= len(records), sizes
+    assert sizes["compact"][len(records) // 2] * 2 < sizes["full"][len(records) // 2]

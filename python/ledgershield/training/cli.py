@@ -128,7 +128,8 @@ def cmd_audit_eval(a: argparse.Namespace) -> Dict[str, Any]:
 def cmd_pipeline(a: argparse.Namespace) -> Dict[str, Any]:
     from .pipeline import pipeline
 
-    return pipeline(find_binary(a.bin), Path(a.out), preset=a.preset, threads=a.threads)
+    overrides = {"size": a.size, "sft_minutes": a.sft_minutes, "sft_steps": a.sft_steps, "lr": a.lr, "eval_cases": a.eval_cases}
+    return pipeline(find_binary(a.bin), Path(a.out), preset=a.preset, threads=a.threads, overrides=overrides)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -240,6 +241,11 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("pipeline", help="the whole CPU pipeline with a locally built model")
     s.add_argument("--out", required=True)
     s.add_argument("--preset", choices=["ci", "scratch"], default="ci")
+    s.add_argument("--size", choices=["tiny", "small", "base"], help="override the preset's model size")
+    s.add_argument("--sft-minutes", type=float, help="override the preset's SFT time budget (0: step-limited)")
+    s.add_argument("--sft-steps", type=int, help="override the preset's SFT step limit")
+    s.add_argument("--lr", type=float, help="override the preset's SFT learning rate")
+    s.add_argument("--eval-cases", type=int, help="override the preset's held-out episode count")
     s.set_defaults(fn=cmd_pipeline)
     return p
 

@@ -30,7 +30,7 @@ PRESETS: Dict[str, Dict[str, Any]] = {
 }
 
 
-def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2) -> Dict[str, Any]:
+def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overrides: Dict[str, Any] = {}) -> Dict[str, Any]:
     import torch
 
     from .binary import Server
@@ -44,7 +44,7 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2) -> Di
     from .tiny import build_model
 
     torch.set_num_threads(threads)
-    cfg = PRESETS[preset]
+    cfg = dict(PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None})
     out.mkdir(parents=True, exist_ok=True)
     data = out / "data"
     timings: Dict[str, float] = {}
@@ -94,7 +94,7 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2) -> Di
     mark("plot")
     losses = [r["loss"] for r in _read_loss(out / "loss_history.csv")]
     metrics = {
-        "preset": preset, "threads": threads, "collect": info, "model": build, "sft": {k: v for k, v in sft_sum.items() if k != "reward_checkpoints"},
+        "preset": preset, "config": cfg, "threads": threads, "collect": info, "model": build, "sft": {k: v for k, v in sft_sum.items() if k != "reward_checkpoints"},
         "reward_checkpoints": sft_sum["reward_checkpoints"],
         "grpo_plan": {k: g_plan[k] for k in ("steps", "rollouts_graded", "rollouts_expected", "mean_reward", "all_finite")},
         "grpo_tools": {k: g_tools[k] for k in ("steps", "rollouts_graded", "rollouts_expected", "mean_reward", "all_finite")},

@@ -18,7 +18,7 @@ import math
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 PRESETS: Dict[str, Dict[str, Any]] = {
     "ci": {"suites": ["public"], "size": "tiny", "sft_steps": 12, "sft_minutes": 0.0, "sft_rows": 0, "lr": 3e-3, "batch": 2,
@@ -30,7 +30,7 @@ PRESETS: Dict[str, Dict[str, Any]] = {
 }
 
 
-def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overrides: Dict[str, Any] = {}) -> Dict[str, Any]:
+def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overrides: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     import torch
 
     from .binary import Server
@@ -44,7 +44,7 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
     from .tiny import build_model
 
     torch.set_num_threads(threads)
-    cfg = dict(PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None})
+    cfg = dict(PRESETS[preset], **{k: v for k, v in (overrides or {}).items() if v is not None})
     out.mkdir(parents=True, exist_ok=True)
     data = out / "data"
     timings: Dict[str, float] = {}

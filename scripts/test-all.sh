@@ -17,5 +17,7 @@ if [ -f python/run_tests.sh ]; then
   echo "== python suite (openenv-core client, validator, HTTP flow)"
   LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash python/run_tests.sh
 fi
+echo "== browser tests (workbench)"
 LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash scripts/ci-ui.sh
+echo "== training smoke" && LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash scripts/ci-training-smoke.sh
 echo "== all tests passed"

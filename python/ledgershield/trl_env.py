@@ -1,18 +1,31 @@
 """A TRL-ready tool environment: pass the class to ``GRPOTrainer(environment_factory=...)``.
 
 TRL creates one instance per generation, calls ``reset(**dataset_columns)`` and exposes every
-public method other than ``reset`` as a function-calling tool (its docstring's ``Args:`` section
-becomes the tool schema). After the rollout the reward function reads ``env.reward``: the
-episode's final grade once ``submit_decision`` (or a step/budget limit) ends it, else 0.0.
+public method other than ``reset`` and ``get_reward`` as a function-calling tool (its docstring's
+``Args:`` section becomes the tool schema). TRL pools instances and resets them between rollouts,
+so by default every reset starts from a **fresh institution** (no memory of earlier rollouts on
+the instance: the same trajectory gets the same reward whatever ran before); set
+``carry_memory = True`` on a subclass to keep the institution's memory across resets.
+
+``get_reward()`` (TRL calls it when defined) is the episode's terminal grade; when the model never
+submitted, it first submits the safe ``NEEDS_REVIEW`` fallback (as ``ledgershield run --agent llm``
+does) so that every rollout is graded (``grade_unsubmitted = False`` returns 0.0 instead).
+``env.reward`` is the grade once the episode ended, else 0.0.
+
+Replies are ``compact`` by default (``reply_mode = "full"`` for the raw tool results): status
+fields first, the tool result without its control-boundary and reward-model echoes, OCR tokens as
+``"token_id text [x0,y0,x1,y1]"`` strings, long texts and lists cut.
 
 The server URL comes from ``LEDGERSHIELD_URL`` (default ``http://127.0.0.1:8000``); use
-:func:`environment_factory` to bind another URL, since TRL calls the class with no arguments.
+:func:`environment_factory` to bind another URL and settings, since TRL calls the class with no
+arguments. ``close()`` is idempotent; a ``with`` block or interpreter exit closes the session.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any, Dict, List, Optional
 
 from .client import LedgerShieldEnv, LedgerShieldServerError
@@ -28,18 +41,71 @@ def _compact(value: Any, limit: int = 4000) -> str:
     return text if len(text) <= limit else text[: limit - 15] + "...(truncated)"
 
 
+# Echoed on every tool result, constant or irrelevant to the decision: dropped in compact mode.
+_NOISE = {"tool_name", "control_boundary", "reward_model", "cost", "novel_signal_count", "scope"}
+
+
+def _shrink(value: Any, depth: int = 0, text_limit: int = 200, list_limit: int = 24) -> Any:
+    """Bounded copy of a tool result: strings and lists cut, floats rounded, nesting limited."""
+    if isinstance(value, str):
+        return value if len(value) <= text_limit else value[: text_limit - 3] + "..."
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, list):
+        out = [_shrink(v, depth + 1, text_limit, list_limit) for v in value[:list_limit]]
+        if len(value) > list_limit:
+            out.append(f"+{len(value) - list_limit} more")
+        return out
+    if isinstance(value, dict):
+        if depth >= 4:
+            return _compact(value, 120)
+        return {k: _shrink(v, depth + 1, text_limit, list_limit) for k, v in value.items()
+                if v not in (None, [], {}, "") and not (depth == 0 and k in _NOISE)}
+    return value
+
+
+def _token_line(t: Dict[str, Any]) -> str:
+    box = ",".join(str(int(round(float(x)))) for x in (t.get("bbox") or []))
+    page = f" p{t['page']}" if t.get("page") not in (None, 1) else ""
+    return f"{t.get('token_id')} {t.get('text', '')}{page} [{box}]"
+
+
+def compact_result(result: Dict[str, Any]) -> Dict[str, Any]:
+    """The compact form of one tool result (see the module documentation)."""
+    r = dict(result)
+    if r.get("success") is True:
+        r.pop("success")
+    if str(r.get("message", "")).endswith("completed."):
+        r.pop("message")
+    if isinstance(r.get("tokens"), list):
+        r["tokens"] = [_token_line(t) if isinstance(t, dict) else t for t in r["tokens"]]
+        return _shrink(r, list_limit=60)
+    return _shrink(r)
+
+
 class LedgerShieldToolEnv:
     """LedgerShield ControlBench as a set of tools, one per action."""
 
     base_url: Optional[str] = None
+    #: ``compact`` (default) or ``full`` tool replies.
+    reply_mode: str = "compact"
+    #: Keep the institution's memory across resets (default: a fresh institution per reset).
+    carry_memory: bool = False
+    #: ``get_reward()`` submits the safe fallback when the model never submitted.
+    grade_unsubmitted: bool = True
+    #: Set once the server is known not to take ``fresh_institution`` (then a reset reconnects).
+    _server_lacks_fresh_flag: bool = False
 
     def __init__(self) -> None:
-        url = type(self).base_url or os.environ.get("LEDGERSHIELD_URL", DEFAULT_URL)
-        self._client = LedgerShieldEnv(base_url=url).sync()
+        self._url = type(self).base_url or os.environ.get("LEDGERSHIELD_URL", DEFAULT_URL)
+        self._client: Any = LedgerShieldEnv(base_url=self._url).sync()
         self.reward: float = 0.0
         self.done: bool = False
         self.final_score: Optional[float] = None
         self.observation: Optional[ControlBenchObservation] = None
+        self.case_id: Optional[str] = None
+        self.result_class: Optional[str] = None
+        self.submitted_by_model: bool = False
 
     def __enter__(self) -> "LedgerShieldToolEnv":
         return self
@@ -48,26 +114,64 @@ class LedgerShieldToolEnv:
         self._close()
 
     def __del__(self) -> None:
+        if sys.is_finalizing():
+            return  # the process is exiting: the server sees the connection drop
         try:
             self._close()
         except Exception:
             pass
 
     def _close(self) -> None:
-        client = getattr(self, "_client", None)
+        # Idempotent: openenv's sync client restarts its event loop on a second close().
+        client, self._client = getattr(self, "_client", None), None
         if client is not None:
             client.close()
+
+    def _connected(self) -> Any:
+        if self._client is None:
+            self._client = LedgerShieldEnv(base_url=self._url).sync()
+        return self._client
 
     def reset(self, **kwargs: Any) -> str:
         """Start an episode. Dataset columns ``case_id``, ``seed``, ``track`` and ``custom_case``
         select the case; other columns (``prompt``, ...) are ignored."""
         params = {k: kwargs[k] for k in RESET_KEYS if kwargs.get(k) is not None}
-        result = self._client.reset(**params)
+        result = self._reset(params)
         self.reward = 0.0
         self.done = False
         self.final_score = None
+        self.result_class = None
+        self.submitted_by_model = False
         self.observation = result.observation
+        self.case_id = result.observation.case_id
         return self._describe_case(result.observation)
+
+    def _reset(self, params: Dict[str, Any]) -> Any:
+        if self.carry_memory:
+            return self._connected().reset(**params)
+        if not type(self)._server_lacks_fresh_flag:
+            try:
+                return self._connected().reset(fresh_institution=True, **params)
+            except LedgerShieldServerError as e:
+                if "fresh_institution" not in e.message:
+                    raise
+                type(self)._server_lacks_fresh_flag = True
+        # A server without the flag: a new session is a fresh institution.
+        self._close()
+        return self._connected().reset(**params)
+
+    def get_reward(self) -> float:
+        """The episode's terminal grade (TRL's reward hook). An episode the model never ended is
+        first ended with the safe ``NEEDS_REVIEW`` fallback (``grade_unsubmitted``)."""
+        if not self.done and self.grade_unsubmitted and self.observation is not None:
+            fallback = {"decision": "NEEDS_REVIEW", "confidence": 0.35, "reason_codes": ["model_output_unparseable"],
+                        "policy_checks": {}, "evidence_map": {}, "notes": "rollout ended before a decision"}
+            try:
+                self._act("submit_decision", fallback, by_model=False)
+            except ValueError:
+                pass
+        return float(self.reward)
+
 
     @staticmethod
     def _describe_case(obs: ControlBenchObservation) -> str:
@@ -79,11 +183,11 @@ class LedgerShieldToolEnv:
             "End the episode with submit_decision."
         )
 
-    def _act(self, action_type: str, payload: Dict[str, Any]) -> str:
+    def _act(self, action_type: str, payload: Dict[str, Any], by_model: bool = True) -> str:
         if self.done:
             raise ValueError("The episode is over; no more actions are accepted.")
         try:
-            result = self._client.step(ControlBenchAction(action_type=action_type, payload=payload))  # type: ignore[arg-type]
+            result = self._connected().step(ControlBenchAction(action_type=action_type, payload=payload))  # type: ignore[arg-type]
         except LedgerShieldServerError as e:
             raise ValueError(e.message) from e
         obs = result.observation
@@ -92,6 +196,10 @@ class LedgerShieldToolEnv:
         if self.done:
             self.final_score = obs.final_score
             self.reward = float(self.final_score or 0.0)
+            self.result_class = obs.info.get("result_class")
+            self.submitted_by_model = by_model and action_type == "submit_decision"
+        if self.reply_mode == "compact":
+            return self._compact_reply(obs)
         reply: Dict[str, Any] = {}
         if self.done:
             # Status first, so a long grading report never truncates it away.
@@ -105,6 +213,21 @@ class LedgerShieldToolEnv:
             reply["pending_events"] = [e.model_dump() for e in obs.pending_events]
         reply["result"] = obs.last_tool_result
         return _compact(reply)
+
+    def _compact_reply(self, obs: ControlBenchObservation) -> str:
+        reply: Dict[str, Any] = {}
+        if self.done:
+            reply.update(episode_over=True, final_score=self.final_score, result_class=self.result_class,
+                         terminal_reason=obs.info.get("terminal_reason", "submitted" if obs.terminated else None))
+            return _compact(reply)
+        reply["budget_remaining"] = round(obs.budget_remaining, 2)
+        reply["steps_left"] = max(obs.max_steps - obs.step_count, 0)
+        if obs.pending_events:
+            reply["pending_events"] = len(obs.pending_events)
+        if obs.messages:
+            reply["messages"] = [_shrink(m) for m in obs.messages[-3:]]
+        reply["result"] = compact_result(obs.last_tool_result if isinstance(obs.last_tool_result, dict) else {"value": obs.last_tool_result})
+        return _compact(reply, 6000)
 
     # ------------------------------------------------------------------ investigation tools
 
@@ -381,6 +504,10 @@ class LedgerShieldToolEnv:
         return self._act("submit_decision", payload)
 
 
-def environment_factory(base_url: str) -> type:
-    """A :class:`LedgerShieldToolEnv` subclass bound to ``base_url`` (TRL instantiates it with no arguments)."""
-    return type("LedgerShieldToolEnv", (LedgerShieldToolEnv,), {"base_url": base_url})
+def environment_factory(base_url: str, reply_mode: str = "compact", carry_memory: bool = False, grade_unsubmitted: bool = True) -> type:
+    """A :class:`LedgerShieldToolEnv` subclass bound to ``base_url`` and these settings (TRL
+    instantiates it with no arguments)."""
+    if reply_mode not in ("compact", "full"):
+        raise ValueError(f"reply_mode must be 'compact' or 'full', not {reply_mode!r}")
+    return type("LedgerShieldToolEnv", (LedgerShieldToolEnv,), {"base_url": base_url, "reply_mode": reply_mode,
+                                                                "carry_memory": carry_memory, "grade_unsubmitted": grade_unsubmitted})

@@ -17,8 +17,97 @@ def _public_tools(cls: type) -> dict:
     return {n: m for n, m in inspect.getmembers(cls, predicate=inspect.isfunction) if not n.startswith("_") and n != "reset"}
 
 
+def test_full_replies_keep_the_raw_result(server_url: str) -> None:
+    with environment_factory(server_url, reply_mode="full")() as env:
+        env.reset(case_id="CASE-A-001")
+        out = env.ocr(doc_id=env.observation.visible_documents[0].doc_id)
+        assert '"tool_name":"ocr"' in out
+
+
+def _teacher_plan(server_url: str, case_id: str) -> list:
+    """The teacher's actions for a case, from a fresh in-process run of the binary."""
+    import json
+    import subprocess
+    import tempfile
+
+    from conftest import _binary
+
+    with tempfile.TemporaryDirectory() as d:
+        out = subprocess.run([str(_binary()), "run", "--agent", "teacher", "--cases", case_id, "--format", "json", "--db", f"{d}/r.db"],
+                             capture_output=True, text=True, check=True).stdout
+        run_id = json.loads(out[out.index("{"):])["run_id"]
+        import sqlite3
+
+        with sqlite3.connect(f"{d}/r.db") as con:
+            rec = json.loads(con.execute("SELECT record_json FROM episodes WHERE run_id=?", (run_id,)).fetchone()[0])
+    return [(s["action_type"], s["payload"]) for s in rec["trajectory"]]
+
+
+def _play(env, case_id: str, plan: list) -> float:
+    env.reset(case_id=case_id)
+    for action_type, payload in plan:
+        if env.done:
+            break
+        try:
+            env._act(action_type, payload)
+        except ValueError:
+            pass
+    return env.get_reward()
+
+
+def test_same_trajectory_same_reward_whatever_ran_before(server_url: str) -> None:
+    plan = _teacher_plan(server_url, "CASE-D-001")
+    others = {c: _teacher_plan(server_url, c) for c in ("CASE-D-002", "CASE-E-001")}
+    with environment_factory(server_url)() as env:
+        first = _play(env, "CASE-D-001", plan)
+        for _ in range(2):
+            for c, p in others.items():
+                _play(env, c, p)
+            assert _play(env, "CASE-D-001", plan) == first
+    assert first > 0.5
+
+
+def test_get_reward_grades_an_unsubmitted_rollout(server_url: str) -> None:
+    with environment_factory(server_url)() as env:
+        env.reset(case_id="CASE-B-001")
+        env.lookup_policy()
+        r = env.get_reward()
+        assert env.done and env.final_score is not None and r == env.final_score
+        assert not env.submitted_by_model
+        assert env.get_reward() == r, "idempotent"
+    with environment_factory(server_url, grade_unsubmitted=False)() as env:
+        env.reset(case_id="CASE-B-001")
+        assert env.get_reward() == 0.0 and not env.done
+
+
+def test_close_is_idempotent_and_the_documented_snippet_exits(server_url: str) -> None:
+    import subprocess
+    import sys
+
+    env = environment_factory(server_url)()
+    env.reset(case_id="CASE-A-001")
+    env._close()
+    env._close()
+    del env
+    snippet = (
+        "from ledgershield import environment_factory\n"
+        f"Env = environment_factory({server_url!r})\n"
+        "with Env() as env:\n"
+        "    print(env.reset(case_id='CASE-D-001')[:20])\n"
+        "    env.lookup_policy()\n"
+        "    env.submit_decision(decision='HOLD', confidence=0.5)\n"
+        "    print(env.get_reward())\n"
+        "leftover = Env()\n"
+        "leftover.reset(case_id='CASE-A-001')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_public_methods_are_exactly_the_21_actions() -> None:
-    assert sorted(_public_tools(LedgerShieldToolEnv)) == sorted(ACTION_TYPES)
+    # TRL exposes every public method but reset and get_reward as a tool.
+    tools = {n for n in _public_tools(LedgerShieldToolEnv) if n != "get_reward"}
+    assert sorted(tools) == sorted(ACTION_TYPES)
 
 
 @pytest.mark.parametrize("name", sorted(ACTION_TYPES))
@@ -53,7 +142,7 @@ def test_tool_env_episode(server_url: str, family: str) -> None:
         assert env.reward == 0.0 and not env.done
         doc = env.observation.visible_documents[0].doc_id
         out = env.ocr(doc_id=doc)
-        assert '"tool_name":"ocr"' in out
+        assert '"tokens":[' in out and '"control_boundary"' not in out  # compact reply
         env.lookup_policy()
         env.request_callback_verification()
         assert env.reward == 0.0
@@ -79,3 +168,34 @@ def test_tool_errors_are_value_errors(server_url: str) -> None:
         # A well-formed but useless call is a normal (penalised) step, not an error.
         out = env.lookup_vendor(vendor_key="no-such-vendor")
         assert '"success":false' in out
+
+
+def test_compact_replies_fit_half_the_teacher_episodes_in_4096_tokens(server_url: str, tmp_path) -> None:
+    """Teacher episodes of every curated case replayed through the ToolEnv: in compact mode at
+    least half fit 4,096 tokens of tool output (counted as 3 characters per token, below the
+    3.1-3.5 a byte-level BPE gets on this JSON), and the rewards are the teacher's."""
+    from ledgershield.training.binary import episode_records, run_agent
+
+    from conftest import _binary
+
+    summary = run_agent(str(_binary()), "teacher", tmp_path / "r.db")
+    records = episode_records(tmp_path / "r.db", summary["run_id"])
+    sizes = {}
+    for mode in ("full", "compact"):
+        chars = []
+        with environment_factory(server_url, reply_mode=mode)() as env:
+            for rec in records:
+                out = [env.reset(case_id=rec["case_id"])]
+                for s in rec["trajectory"]:
+                    if env.done:
+                        break
+                    try:
+                        out.append(env._act(s["action_type"], s["payload"]))
+                    except ValueError as e:
+                        out.append(str(e))
+                assert abs(env.get_reward() - rec["final_score"]) < 1e-9, rec["case_id"]
+                chars.append(len("".join(out)))
+        sizes[mode] = sorted(chars)
+    fits = sum(c <= 4096 * 3 for c in sizes["compact"])
+    assert fits * 2 >= len(records), sizes
+    assert sizes["compact"][len(records) // 2] * 2 < sizes["full"][len(records) // 2]

@@ -2,8 +2,16 @@
 //!
 //! * `trajectories`: `openenv_trajectories.json`, one object per episode (`case_id`,
 //!   `initial_observation`, `steps` with actions minus certificates, `result`).
-//! * `sft`: prompt/completion JSONL (`sft_train.jsonl`, `sft_eval.jsonl`) split by **base case**,
-//!   so no variant of an evaluation case is in training; `split.json` lists both sides.
+//! * `sft`: plan prompt/completion JSONL (`sft_train.jsonl`, `sft_eval.jsonl`): the first
+//!   observation and the whole episode's actions as `{"actions": [...]}`.
+//! * `steps`: per-step (closed-loop) chat JSONL (`steps_train.jsonl`, `steps_eval.jsonl`): each
+//!   step's protocol prompt (`ls_agents::llm::step_prompt`, recorded by the runner) and the action
+//!   it answered (`ls_agents::llm::action_target`), the exact protocol the `llm` agent plays.
+//!
+//! `sft` and `steps` keep only submitted episodes (no reset or transport failures, no truncated
+//! episodes) scoring at least `--min-score`, and split by **base case** (no variant of an
+//! evaluation case is in training), stratified by task family so every family with two or more
+//! base cases has some held out. `split.json` lists both sides and the held-out episodes.
 
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
@@ -17,6 +25,7 @@ use std::path::PathBuf;
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum ExportFormat {
     Sft,
+    Steps,
     Trajectories,
 }
 
@@ -36,6 +45,9 @@ pub struct ExportArgs {
     /// Split seed (sft).
     #[arg(long, default_value_t = 7)]
     pub seed: u64,
+    /// Keep only episodes scoring at least this (sft, steps).
+    #[arg(long, default_value_t = 0.0)]
+    pub min_score: f64,
     #[arg(long, env = "LEDGERSHIELD_DB_PATH", default_value = ls_store::DEFAULT_DB_PATH)]
     pub db: PathBuf,
 }
@@ -193,6 +205,125 @@ pub fn split_bases(
     (train, eval)
 }
 
+/// [`split_bases`] within each task family: `families` maps base case to family.
+pub fn split_stratified(
+    families: &BTreeMap<String, String>,
+    fraction: f64,
+    seed: u64,
+) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut by_family: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for (base, fam) in families {
+        by_family.entry(fam).or_default().insert(base.clone());
+    }
+    let (mut train, mut eval) = (BTreeSet::new(), BTreeSet::new());
+    for bases in by_family.values() {
+        let (t, e) = split_bases(bases, fraction, seed);
+        train.extend(t);
+        eval.extend(e);
+    }
+    (train, eval)
+}
+
+/// Whether an episode is training data: submitted (graded), no reset/transport failure, and
+/// scoring at least `min_score`.
+pub fn usable(rec: &EpisodeRecord, min_score: f64) -> bool {
+    rec.terminated && !rec.trajectory.is_empty() && rec.final_score >= min_score
+}
+
+fn step_rows(rec: &EpisodeRecord, meta: &Value) -> Vec<Value> {
+    rec.trajectory
+        .iter()
+        .filter_map(|s| {
+            let prompt = s.prompt.as_ref()?;
+            let action = ls_agents::Action {
+                action_type: s.action_type.clone(),
+                payload: s.payload.clone(),
+            };
+            let mut m = meta.clone();
+            m["step"] = json!(s.step);
+            m["action_type"] = json!(s.action_type);
+            Some(json!({
+                "prompt": [{"role": "system", "content": ls_agents::llm::SYSTEM_PROMPT}, {"role": "user", "content": prompt}],
+                "completion": [{"role": "assistant", "content": ls_agents::llm::action_target(&action)}],
+                "metadata": m,
+            }))
+        })
+        .collect()
+}
+
+fn plan_row(rec: &EpisodeRecord, meta: &Value) -> Value {
+    json!({
+        "prompt": prompt(&rec.initial_observation),
+        "completion": compact_ascii_json(&actions_of(rec, true)),
+        "teacher_completion": compact_ascii_json(&actions_of(rec, false)),
+        "metadata": meta,
+    })
+}
+
+struct Episode {
+    run_id: String,
+    base: String,
+    rec: EpisodeRecord,
+}
+
+fn write_training(args: &ExportArgs, runs: &[String], episodes: &[Episode]) -> Result<()> {
+    let kept: Vec<&Episode> = episodes
+        .iter()
+        .filter(|e| usable(&e.rec, args.min_score))
+        .collect();
+    if kept.is_empty() {
+        bail!(
+            "no usable episodes ({} recorded; none submitted with score >= {})",
+            episodes.len(),
+            args.min_score
+        );
+    }
+    let families: BTreeMap<String, String> = kept
+        .iter()
+        .map(|e| (e.base.clone(), e.rec.task_type.clone()))
+        .collect();
+    let (train, eval) = split_stratified(&families, args.eval_fraction, args.seed);
+    let steps = args.format == ExportFormat::Steps;
+    let mut files = [String::new(), String::new()];
+    let mut counts = [0usize; 2];
+    let mut eval_episodes = Vec::new();
+    for e in &kept {
+        let side = usize::from(eval.contains(&e.base));
+        let rec = &e.rec;
+        let meta = json!({"case_id": rec.case_id, "base_case_id": e.base, "run_id": e.run_id, "task_type": rec.task_type, "score": rec.final_score, "steps": rec.steps, "final_decision": rec.decision, "result_class": rec.result_class, "split": if side == 1 { "eval" } else { "train" }});
+        if side == 1 {
+            eval_episodes.push(json!({"case_id": rec.case_id, "run_id": e.run_id, "task_type": rec.task_type, "score": rec.final_score}));
+        }
+        let rows = if steps {
+            step_rows(rec, &meta)
+        } else {
+            vec![plan_row(rec, &meta)]
+        };
+        for row in rows {
+            files[side].push_str(&serde_json::to_string(&row)?);
+            files[side].push('\n');
+            counts[side] += 1;
+        }
+    }
+    let stem = if steps { "steps" } else { "sft" };
+    std::fs::write(args.out.join(format!("{stem}_train.jsonl")), &files[0])?;
+    std::fs::write(args.out.join(format!("{stem}_eval.jsonl")), &files[1])?;
+    let split = json!({"split_by": "base_case_id", "stratified_by": "task_type", "seed": args.seed, "eval_fraction": args.eval_fraction, "min_score": args.min_score, "episodes_recorded": episodes.len(), "episodes_kept": kept.len(), "train_base_cases": train, "eval_base_cases": eval, "eval_episodes": eval_episodes, "train_count": counts[0], "eval_count": counts[1], "runs": runs});
+    std::fs::write(
+        args.out.join("split.json"),
+        serde_json::to_string_pretty(&split)?,
+    )?;
+    eprintln!(
+        "kept {} of {} episodes; wrote {} train and {} eval {stem} rows to {}",
+        kept.len(),
+        episodes.len(),
+        counts[0],
+        counts[1],
+        args.out.display()
+    );
+    Ok(())
+}
+
 pub fn run(args: ExportArgs) -> Result<()> {
     if !args.db.exists() {
         bail!(
@@ -214,7 +345,11 @@ pub fn run(args: ExportArgs) -> Result<()> {
         for row in store.episodes(Some(r), 100_000)? {
             let rec: EpisodeRecord = serde_json::from_value(row.record.clone())
                 .with_context(|| format!("episode {} of {r}", row.idx))?;
-            episodes.push((row.base_case_id.clone(), rec));
+            episodes.push(Episode {
+                run_id: r.clone(),
+                base: row.base_case_id.clone(),
+                rec,
+            });
         }
     }
     std::fs::create_dir_all(&args.out)?;
@@ -222,7 +357,7 @@ pub fn run(args: ExportArgs) -> Result<()> {
         ExportFormat::Trajectories => {
             let list: Vec<Value> = episodes
                 .iter()
-                .map(|(_, rec)| {
+                .map(|Episode { rec, .. }| {
                     let steps: Vec<Value> = rec
                         .trajectory
                         .iter()
@@ -242,37 +377,7 @@ pub fn run(args: ExportArgs) -> Result<()> {
             std::fs::write(&path, serde_json::to_string_pretty(&list)?)?;
             eprintln!("wrote {} trajectories to {}", list.len(), path.display());
         }
-        ExportFormat::Sft => {
-            let bases: BTreeSet<String> = episodes.iter().map(|e| e.0.clone()).collect();
-            let (train, eval) = split_bases(&bases, args.eval_fraction, args.seed);
-            let mut files = [String::new(), String::new()];
-            let mut counts = [0usize; 2];
-            for (base, rec) in &episodes {
-                let side = usize::from(eval.contains(base));
-                let row = json!({
-                    "prompt": prompt(&rec.initial_observation),
-                    "completion": compact_ascii_json(&actions_of(rec, true)),
-                    "teacher_completion": compact_ascii_json(&actions_of(rec, false)),
-                    "metadata": {"case_id": rec.case_id, "base_case_id": base, "task_type": rec.task_type, "score": rec.final_score, "steps": rec.steps, "final_decision": rec.decision, "result_class": rec.result_class, "split": if side == 1 { "eval" } else { "train" }},
-                });
-                files[side].push_str(&serde_json::to_string(&row)?);
-                files[side].push('\n');
-                counts[side] += 1;
-            }
-            std::fs::write(args.out.join("sft_train.jsonl"), &files[0])?;
-            std::fs::write(args.out.join("sft_eval.jsonl"), &files[1])?;
-            let split = json!({"split_by": "base_case_id", "seed": args.seed, "eval_fraction": args.eval_fraction, "train_base_cases": train, "eval_base_cases": eval, "train_count": counts[0], "eval_count": counts[1], "runs": runs});
-            std::fs::write(
-                args.out.join("split.json"),
-                serde_json::to_string_pretty(&split)?,
-            )?;
-            eprintln!(
-                "wrote {} train and {} eval examples to {}",
-                counts[0],
-                counts[1],
-                args.out.display()
-            );
-        }
+        ExportFormat::Sft | ExportFormat::Steps => write_training(&args, &runs, &episodes)?,
     }
     Ok(())
 }
@@ -291,6 +396,27 @@ mod tests {
         assert_eq!(split_bases(&bases, 0.3, 7), (train, eval), "deterministic");
         let one: BTreeSet<String> = ["X".to_owned()].into();
         assert!(split_bases(&one, 0.5, 1).1.is_empty());
+    }
+
+    #[test]
+    fn stratified_split_holds_out_every_family_with_two_bases() {
+        let mut fam = BTreeMap::new();
+        for (f, n) in [("task_a", 6), ("task_b", 2), ("task_c", 3), ("task_e", 1)] {
+            for i in 0..n {
+                fam.insert(format!("{f}-{i}"), f.to_owned());
+            }
+        }
+        let (train, eval) = split_stratified(&fam, 0.3, 7);
+        assert!(train.is_disjoint(&eval));
+        assert_eq!(train.len() + eval.len(), fam.len());
+        for f in ["task_a", "task_b", "task_c"] {
+            assert!(eval.iter().any(|b| fam[b] == f), "{f} held out");
+            assert!(train.iter().any(|b| fam[b] == f), "{f} trained");
+        }
+        assert!(
+            train.contains("task_e-0"),
+            "a single base stays in training"
+        );
     }
 
     #[test]

@@ -82,6 +82,9 @@ pub struct RunArgs {
     /// Retries per model call.
     #[arg(long, default_value_t = 3)]
     pub retries: u32,
+    /// Reply token cap per model call (llm agent; default: the capability tier's).
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
     /// Database path.
     #[arg(long, env = "LEDGERSHIELD_DB_PATH", default_value = ls_store::DEFAULT_DB_PATH)]
     pub db: PathBuf,
@@ -188,6 +191,7 @@ pub fn make_agent(args: &RunArgs) -> Result<Box<dyn Agent>> {
             timeout: Duration::from_secs(args.timeout_secs.clamp(1, 600)),
             max_retries: args.retries.min(8),
             backoff: Duration::from_millis(500),
+            max_tokens: args.max_tokens.map(|t| t.clamp(1, 32_768)),
         })));
     }
     offline_agent(&args.agent).with_context(|| {
@@ -284,7 +288,10 @@ pub fn run(args: RunArgs) -> Result<()> {
     if cases.len() > 10_000 {
         bail!("too many cases ({})", cases.len());
     }
-    let pool = Arc::new(CasePool::from_parts(cases.iter().cloned().map(Arc::new).collect(), Arc::new(set.master.clone())));
+    let pool = Arc::new(CasePool::from_parts(
+        cases.iter().cloned().map(Arc::new).collect(),
+        Arc::new(set.master.clone()),
+    ));
     let mode = TrackMode::parse(&args.track_mode);
     let pass_k = args.pass_k.clamp(1, 16);
     let debug = std::env::var("LEDGERSHIELD_DEBUG").is_ok_and(|v| v == "1");

@@ -1,7 +1,11 @@
-//! An agent for any OpenAI-compatible chat-completions endpoint.
+//! An agent for any OpenAI-compatible chat-completions endpoint, and the **action protocol** that
+//! training data is written in.
 //!
-//! Each step the model sees a compact, bounded projection of the observation and answers with one
-//! JSON action. Transport errors, timeouts, 429/5xx answers are retried with exponential backoff;
+//! Each step the model sees [`SYSTEM_PROMPT`] and [`step_prompt`] (a compact, bounded projection of
+//! the observation and the previous action types) and answers with one JSON action, written by
+//! [`action_target`]. `run_episode` records that prompt on every step, so `ledgershield export
+//! --format steps` teaches exactly what this agent asks: a model that reproduces the recorded
+//! targets plays the recorded episode again. Transport errors, timeouts, 429/5xx answers are retried with exponential backoff;
 //! malformed output is repaired when the capability tier allows it; refusals and unusable output
 //! fall back to a safe `NEEDS_REVIEW` submission, so a run never crashes on a bad model.
 
@@ -31,7 +35,12 @@ pub struct CapabilityProfile {
 impl CapabilityProfile {
     pub fn from_model(model: &str) -> Self {
         let n = model.trim().to_ascii_lowercase();
-        let mut score = if n.contains("gpt-4o") {
+        // `local/...`: a locally trained checkpoint, always the standard tier (no planner hint in
+        // its prompts, no repair), so it is scored by exactly the protocol of its training data.
+        let local = n.starts_with("local/");
+        let mut score = if local {
+            4.0
+        } else if n.contains("gpt-4o") {
             4.6
         } else if let Some(rest) = n.split("gpt-").nth(1) {
             let num: String = rest
@@ -49,7 +58,7 @@ impl CapabilityProfile {
             ("nano", -1.1),
             ("turbo", -0.3),
         ] {
-            if n.contains(word) {
+            if !local && n.contains(word) {
                 score += delta;
             }
         }
@@ -85,6 +94,8 @@ pub struct LlmConfig {
     pub timeout: Duration,
     pub max_retries: u32,
     pub backoff: Duration,
+    /// Reply token cap; `None` uses the capability tier's `decision_tokens`.
+    pub max_tokens: Option<u32>,
 }
 
 /// Outcome of one model call after retries.
@@ -102,10 +113,13 @@ pub struct LlmAgent {
     calls: u64,
     failures: u64,
     history: Vec<String>,
+    /// The rest of a plan reply, played before the model is asked again.
+    queue: std::collections::VecDeque<Action>,
     hint: crate::teacher::TeacherAgent,
 }
 
-const SYSTEM_PROMPT: &str = "You are a LedgerShield accounts-payable control agent in a partially observable environment. \
+/// The system message of every model call (the protocol's fixed part).
+pub const SYSTEM_PROMPT: &str = "You are a LedgerShield accounts-payable control agent in a partially observable environment. \
 Investigate with tools, use interventions when evidence calls for them, then submit a decision. \
 Reply with exactly one JSON object and nothing else: {\"action_type\": \"...\", \"payload\": {...}}. \
 Investigation actions: zoom, get_doc_crop, ocr, lookup_vendor, lookup_vendor_history, lookup_policy, lookup_po, lookup_receipt, search_ledger, inspect_email_thread, compare_bank_account. \
@@ -114,7 +128,61 @@ Final: submit_decision with payload {decision: PAY|HOLD|NEEDS_REVIEW|ESCALATE_FR
 
 /// Longest text of the last tool result shown to the model.
 const MAX_RESULT_CHARS: usize = 3_000;
-const MAX_HISTORY: usize = 24;
+/// Most previous action types shown (and recorded) per prompt.
+pub const MAX_HISTORY: usize = 24;
+
+/// The user message for one step: the observation in `last` and the previous action types
+/// (`history`, at most [`MAX_HISTORY`] are shown). `hint` is the hybrid tier's planner suggestion.
+pub fn step_prompt(last: &StepEnvelope, history: &[String], hint: Option<&Action>) -> String {
+    let o = &last.observation;
+    let mut result = serde_json::to_string(&o.last_tool_result).unwrap_or_default();
+    if result.chars().count() > MAX_RESULT_CHARS {
+        result = result.chars().take(MAX_RESULT_CHARS).collect::<String>() + "…";
+    }
+    let docs: Vec<String> = o
+        .visible_documents
+        .iter()
+        .map(|d| format!("{} ({})", d.doc_id, d.doc_type))
+        .collect();
+    let artifacts: Vec<String> = o
+        .revealed_artifacts
+        .iter()
+        .map(|a| format!("{}: {}", a.artifact_id, a.summary))
+        .collect();
+    let shown = &history[..history.len().min(MAX_HISTORY)];
+    let mut s = format!(
+        "Case {} ({}), step {}/{}, budget {:.2}.\nInstruction: {}\nDocuments: {}\nObserved signals: {}\nPending artifacts: {}\nDelivered artifacts: {}\nPrevious actions: {}\nLast result: {}\n",
+        o.case_id,
+        o.task_type,
+        o.step_count,
+        o.max_steps,
+        o.budget_remaining,
+        o.instruction,
+        docs.join(", "),
+        o.risk_snapshot.observed_signals.join(", "),
+        o.pending_events.len(),
+        artifacts.join(" | "),
+        shown.join("; "),
+        result
+    );
+    if let Some(h) = hint {
+        s.push_str(&format!(
+            "A heuristic planner suggests: {}\n",
+            serde_json::to_string(h).unwrap_or_default()
+        ));
+    }
+    if o.max_steps.saturating_sub(o.step_count) <= 1 {
+        s.push_str("This is your last step: submit_decision now.\n");
+    }
+    s.push_str("Return JSON only.");
+    s
+}
+
+/// The reply that answers a step prompt with `action`: one compact JSON object (sorted keys,
+/// ASCII), `{"action_type": ..., "payload": {...}}`. [`parse_action`] reads it back unchanged.
+pub fn action_target(action: &Action) -> String {
+    compact_ascii_json(&json!({"action_type": action.action_type, "payload": action.payload}))
+}
 
 impl LlmAgent {
     pub fn new(cfg: LlmConfig) -> Self {
@@ -130,6 +198,7 @@ impl LlmAgent {
             calls: 0,
             failures: 0,
             history: Vec::new(),
+            queue: std::collections::VecDeque::new(),
             hint: crate::teacher::TeacherAgent::new(),
         }
     }
@@ -139,47 +208,7 @@ impl LlmAgent {
     }
 
     fn prompt(&self, last: &StepEnvelope, hint: Option<&Action>) -> String {
-        let o = &last.observation;
-        let mut result = serde_json::to_string(&o.last_tool_result).unwrap_or_default();
-        if result.chars().count() > MAX_RESULT_CHARS {
-            result = result.chars().take(MAX_RESULT_CHARS).collect::<String>() + "…";
-        }
-        let docs: Vec<String> = o
-            .visible_documents
-            .iter()
-            .map(|d| format!("{} ({})", d.doc_id, d.doc_type))
-            .collect();
-        let artifacts: Vec<String> = o
-            .revealed_artifacts
-            .iter()
-            .map(|a| format!("{}: {}", a.artifact_id, a.summary))
-            .collect();
-        let mut s = format!(
-            "Case {} ({}), step {}/{}, budget {:.2}.\nInstruction: {}\nDocuments: {}\nObserved signals: {}\nPending artifacts: {}\nDelivered artifacts: {}\nPrevious actions: {}\nLast result: {}\n",
-            o.case_id,
-            o.task_type,
-            o.step_count,
-            o.max_steps,
-            o.budget_remaining,
-            o.instruction,
-            docs.join(", "),
-            o.risk_snapshot.observed_signals.join(", "),
-            o.pending_events.len(),
-            artifacts.join(" | "),
-            self.history.join("; "),
-            result
-        );
-        if let Some(h) = hint {
-            s.push_str(&format!(
-                "A heuristic planner suggests: {}\n",
-                serde_json::to_string(h).unwrap_or_default()
-            ));
-        }
-        if o.max_steps.saturating_sub(o.step_count) <= 1 {
-            s.push_str("This is your last step: submit_decision now.\n");
-        }
-        s.push_str("Return JSON only.");
-        s
+        step_prompt(last, &self.history, hint)
     }
 
     fn call(&mut self, user: &str) -> Reply {
@@ -193,7 +222,7 @@ impl LlmAgent {
         let body = json!({
             "model": self.cfg.model,
             "temperature": self.cfg.temperature,
-            "max_tokens": self.profile.decision_tokens,
+            "max_tokens": self.cfg.max_tokens.unwrap_or(self.profile.decision_tokens),
             "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}],
         });
         let mut last_err = String::new();
@@ -264,6 +293,36 @@ impl LlmAgent {
         Reply::Failed(last_err)
     }
 
+    /// One model call: the first action of the reply (the rest of a plan is queued), a fallback
+    /// submission on refusal or failure, `None` when the text has no usable action.
+    fn ask(&mut self, last: &StepEnvelope) -> Option<Action> {
+        let suggestion = if self.profile.plan_mode == "hybrid" {
+            Some(self.hint.next_action(last))
+        } else {
+            None
+        };
+        let prompt = self.prompt(last, suggestion.as_ref());
+        match self.call(&prompt) {
+            Reply::Text(t) => {
+                let mut acts = parse_actions(&t).or_else(|| {
+                    if self.profile.repair_level == "partial" {
+                        repair_action(&t).map(|a| vec![a])
+                    } else {
+                        None
+                    }
+                })?;
+                let first = acts.remove(0);
+                self.queue.extend(acts);
+                Some(first)
+            }
+            Reply::Refusal(r) => {
+                self.failures += 1;
+                Some(Self::fallback(&format!("model refused: {r}")))
+            }
+            Reply::Failed(e) => Some(Self::fallback(&format!("model call failed: {e}"))),
+        }
+    }
+
     fn fallback(reason: &str) -> Action {
         Action::new(
             "submit_decision",
@@ -275,6 +334,12 @@ impl LlmAgent {
 /// Parse one action from model text: code fences stripped, first JSON value decoded; accepts
 /// `{action_type, payload}`, `{"action": {...}}` and `{"actions": [...]}` (first entry).
 pub fn parse_action(text: &str) -> Option<Action> {
+    parse_actions(text).and_then(|a| a.into_iter().next())
+}
+
+/// Parse every action of a reply: one action, or a plan `{"actions": [...]}` (at most
+/// [`MAX_PLAN_ACTIONS`], entries that are not actions skipped). `None` when nothing parses.
+pub fn parse_actions(text: &str) -> Option<Vec<Action>> {
     let t = text
         .trim()
         .trim_start_matches("```json")
@@ -284,18 +349,22 @@ pub fn parse_action(text: &str) -> Option<Action> {
     let start = t.find('{')?;
     let mut de = serde_json::Deserializer::from_str(&t[start..]).into_iter::<Value>();
     let v = de.next()?.ok()?;
-    action_from_value(&v)
+    if let Some(list) = v.get("actions").and_then(Value::as_array) {
+        let acts: Vec<Action> = list
+            .iter()
+            .take(MAX_PLAN_ACTIONS)
+            .filter_map(action_from_value)
+            .collect();
+        return (!acts.is_empty()).then_some(acts);
+    }
+    action_from_value(&v).map(|a| vec![a])
 }
+
+/// Longest plan a single reply may queue.
+pub const MAX_PLAN_ACTIONS: usize = 64;
 
 fn action_from_value(v: &Value) -> Option<Action> {
     let o = v.as_object()?;
-    if let Some(a) = o
-        .get("actions")
-        .and_then(Value::as_array)
-        .and_then(|a| a.first())
-    {
-        return action_from_value(a);
-    }
     if let Some(a) = o.get("action").filter(|a| a.is_object()) {
         return action_from_value(a);
     }
@@ -354,29 +423,13 @@ impl Agent for LlmAgent {
     }
     fn begin(&mut self, reset: &StepEnvelope, seed: u64) {
         self.history.clear();
+        self.queue.clear();
         self.hint.begin(reset, seed);
     }
     fn next_action(&mut self, last: &StepEnvelope) -> Action {
-        let suggestion = if self.profile.plan_mode == "hybrid" {
-            Some(self.hint.next_action(last))
-        } else {
-            None
-        };
-        let prompt = self.prompt(last, suggestion.as_ref());
-        let reply = self.call(&prompt);
-        let action = match reply {
-            Reply::Text(t) => parse_action(&t).or_else(|| {
-                if self.profile.repair_level == "partial" {
-                    repair_action(&t)
-                } else {
-                    None
-                }
-            }),
-            Reply::Refusal(r) => {
-                self.failures += 1;
-                Some(Self::fallback(&format!("model refused: {r}")))
-            }
-            Reply::Failed(e) => Some(Self::fallback(&format!("model call failed: {e}"))),
+        let action = match self.queue.pop_front() {
+            Some(a) => Some(a),
+            None => self.ask(last),
         };
         let mut action = action.unwrap_or_else(|| {
             self.failures += 1;
@@ -528,6 +581,11 @@ mod tests {
         assert_eq!(
             CapabilityProfile::from_model("gpt-5-pro").capability_score,
             5.5
+        );
+        let local = CapabilityProfile::from_model("local/pro-latest-checkpoint");
+        assert_eq!(
+            (local.tier.as_str(), local.plan_mode.as_str()),
+            ("standard", "llm")
         );
     }
 

@@ -53,6 +53,10 @@ pub struct StepRecord {
     pub done: bool,
     pub success: bool,
     pub error: Option<String>,
+    /// The action protocol's user prompt for this step ([`crate::llm::step_prompt`] of the
+    /// observation the action answered), so per-step training data can be exported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
 }
 
 /// A whole episode as the agent experienced it (plus the terminal grade info the env returned).
@@ -176,6 +180,13 @@ pub fn run_episode(
     rec.initial_observation = project_observation(&last);
     agent.begin(&last, seed);
     while !last.done && rec.steps < DRIVER_STEP_CAP {
+        let history: Vec<String> = rec
+            .trajectory
+            .iter()
+            .take(crate::llm::MAX_HISTORY)
+            .map(|s| s.action_type.clone())
+            .collect();
+        let prompt = crate::llm::step_prompt(&last, &history, None);
         let action = agent.next_action(&last);
         match client.step(&action.action_type, &action.payload) {
             Ok(env) => {
@@ -193,6 +204,7 @@ pub fn run_episode(
                         .get("error")
                         .and_then(Value::as_str)
                         .map(|e| e.chars().take(300).collect()),
+                    prompt: Some(prompt),
                 };
                 obs.on_step(&step);
                 rec.trajectory.push(step);
@@ -209,6 +221,7 @@ pub fn run_episode(
                     done: false,
                     success: false,
                     error: Some(e.chars().take(300).collect()),
+                    prompt: Some(prompt),
                 };
                 obs.on_step(&step);
                 rec.trajectory.push(step);

@@ -9,6 +9,7 @@ use ls_agents::{run_episode, Agent, LlmAgent, LlmConfig, LocalEnv};
 use ls_core::FixtureSet;
 use ls_env::{CasePool, EnvConfig, Environment, ResetRequest};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +18,8 @@ use std::time::Duration;
 struct Mock {
     mode: &'static str,
     calls: Arc<AtomicUsize>,
+    /// `replay` mode: user prompt -> reply text.
+    replies: Arc<HashMap<String, String>>,
 }
 
 fn reply(content: &str) -> Json<Value> {
@@ -41,6 +44,11 @@ async fn chat(
         .unwrap_or("INV-D-001")
         .to_owned();
     match m.mode {
+        "replay" => m
+            .replies
+            .get(&user)
+            .map(|r| reply(r))
+            .ok_or(axum::http::StatusCode::NOT_FOUND),
         "canned" => {
             if n == 0 {
                 Ok(reply(&format!("```json\n{{\"action_type\": \"ocr\", \"payload\": {{\"doc_id\": \"{doc}\", \"mode\": \"accurate\"}}}}\n```")))
@@ -67,10 +75,15 @@ async fn chat(
 }
 
 fn serve(mode: &'static str) -> (String, Arc<AtomicUsize>) {
+    serve_with(mode, HashMap::new())
+}
+
+fn serve_with(mode: &'static str, replies: HashMap<String, String>) -> (String, Arc<AtomicUsize>) {
     let calls = Arc::new(AtomicUsize::new(0));
     let m = Mock {
         mode,
         calls: calls.clone(),
+        replies: Arc::new(replies),
     };
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -97,6 +110,17 @@ fn play(
     timeout_ms: u64,
 ) -> (ls_agents::EpisodeRecord, usize, String) {
     let (base, calls) = serve(mode);
+    let (rec, out) = play_case(&base, model, timeout_ms, "CASE-D-001");
+    (rec, calls.load(Ordering::SeqCst), out)
+}
+
+fn play_case(
+    base: &str,
+    model: &str,
+    timeout_ms: u64,
+    case_id: &str,
+) -> (ls_agents::EpisodeRecord, String) {
+    let base = base.to_owned();
     let mut agent = LlmAgent::new(LlmConfig {
         api_base: base,
         model: model.into(),
@@ -105,6 +129,7 @@ fn play(
         timeout: Duration::from_millis(timeout_ms),
         max_retries: 2,
         backoff: Duration::from_millis(10),
+        max_tokens: None,
     });
     let pool = Arc::new(CasePool::new(FixtureSet::embedded().unwrap()));
     let mut env = Environment::new(pool, EnvConfig::default());
@@ -115,18 +140,92 @@ fn play(
             &mut agent,
             &mut LocalEnv::new(&mut env),
             &ResetRequest {
-                case_id: Some("CASE-D-001".into()),
+                case_id: Some(case_id.into()),
                 ..Default::default()
             },
             1,
             &mut printer,
         )
     };
-    (
-        rec,
-        calls.load(Ordering::SeqCst),
-        String::from_utf8(out).unwrap(),
+    (rec, String::from_utf8(out).unwrap())
+}
+
+fn teacher_episode(case_id: &str) -> ls_agents::EpisodeRecord {
+    let pool = Arc::new(CasePool::new(FixtureSet::embedded().unwrap()));
+    let mut env = Environment::new(pool, EnvConfig::default());
+    run_episode(
+        &mut ls_agents::TeacherAgent::new(),
+        &mut LocalEnv::new(&mut env),
+        &ResetRequest {
+            case_id: Some(case_id.into()),
+            ..Default::default()
+        },
+        1,
+        &mut ls_agents::Silent,
     )
+}
+
+const IMITATION_CASES: [&str; 5] = [
+    "CASE-A-001",
+    "CASE-B-001",
+    "CASE-C-001",
+    "CASE-D-001",
+    "CASE-E-001",
+];
+
+#[test]
+fn a_model_replaying_recorded_step_targets_scores_what_the_teacher_scores() {
+    let teacher: Vec<_> = IMITATION_CASES.iter().map(|c| teacher_episode(c)).collect();
+    let mut replies = HashMap::new();
+    for rec in &teacher {
+        for s in &rec.trajectory {
+            let action = ls_agents::Action {
+                action_type: s.action_type.clone(),
+                payload: s.payload.clone(),
+            };
+            let prompt = s.prompt.clone().expect("every step records its prompt");
+            replies.insert(prompt, ls_agents::llm::action_target(&action));
+        }
+    }
+    let (base, calls) = serve_with("replay", replies);
+    for t in &teacher {
+        let (rec, _) = play_case(&base, "tiny-local-model", 5_000, &t.case_id);
+        assert!(rec.terminated, "{}: {:?}", t.case_id, rec.errors);
+        assert_eq!(rec.trajectory.len(), t.trajectory.len(), "{}", t.case_id);
+        assert!(
+            (rec.final_score - t.final_score).abs() < 1e-9,
+            "{}: imitation {} vs teacher {}",
+            t.case_id,
+            rec.final_score,
+            t.final_score
+        );
+    }
+    let steps: usize = teacher.iter().map(|t| t.trajectory.len()).sum();
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        steps,
+        "one model call per step"
+    );
+}
+
+#[test]
+fn a_plan_reply_is_played_action_by_action() {
+    let t = teacher_episode("CASE-D-001");
+    let first = t.trajectory[0].prompt.clone().unwrap();
+    let plan: Vec<Value> = t
+        .trajectory
+        .iter()
+        .map(|s| json!({"action_type": s.action_type, "payload": s.payload}))
+        .collect();
+    let replies = HashMap::from([(first, json!({ "actions": plan }).to_string())]);
+    let (base, calls) = serve_with("replay", replies);
+    let (rec, _) = play_case(&base, "tiny-local-model", 5_000, "CASE-D-001");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "the whole plan from one reply"
+    );
+    assert!((rec.final_score - t.final_score).abs() < 1e-9);
 }
 
 fn contract_ok(text: &str) {

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# CI smoke for the training pipeline: collect -> SFT -> GRPO (plan reward and environment_factory)
+# -> self-play + DPO -> evaluate -> plots, with a tiny model built locally (no download), on a few
+# cases, asserting finite and falling loss, every rollout graded and every held-out episode played.
+#
+# The training virtual environment (torch, transformers, trl, ...: several GB) is created once
+# per machine at $LEDGERSHIELD_TRAIN_VENV (default ~/.cache/ledgershield/train-venv, outside
+# the repository) and reused while python/pyproject.toml's `train` pins are unchanged.
+#
+#   LEDGERSHIELD_BIN         server binary (default: <repo>/target/debug/ledgershield)
+#   LEDGERSHIELD_TRAIN_VENV  training venv directory
+#   LEDGERSHIELD_SKIP_TRAINING_SMOKE=1  skip (prints why)
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/.." && pwd)"
+if [ "${LEDGERSHIELD_SKIP_TRAINING_SMOKE:-0}" = "1" ]; then
+    echo "training smoke skipped (LEDGERSHIELD_SKIP_TRAINING_SMOKE=1)"
+    exit 0
+fi
+VENV="${LEDGERSHIELD_TRAIN_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ledgershield/train-venv}"
+BIN="${LEDGERSHIELD_BIN:-$REPO/target/debug/ledgershield}"
+PYTHON="${PYTHON:-python3}"
+[ -x "$BIN" ] || (cd "$REPO" && cargo build -p ledgershield)
+
+# Reinstall the pinned set only when the pins change.
+PINS="$(sed -n '/^train = \[/,/^\]/p' "$REPO/python/pyproject.toml")"
+STAMP="$(printf '%s' "$PINS" | sha256sum | cut -c1-16)"
+if [ ! -f "$VENV/.train-pins-$STAMP" ]; then
+    echo "== training venv: installing the pinned train extra into $VENV (one time per machine)"
+    rm -rf "$VENV"
+    mkdir -p "$(dirname "$VENV")"
+    "$PYTHON" -m venv "$VENV"
+    start=$(date +%s)
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$REPO/python[train]"
+    echo "installed in $(( $(date +%s) - start )) s"
+    touch "$VENV/.train-pins-$STAMP"
+fi
+# The package itself: always the checkout's (no dependency resolution).
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall "$REPO/python"
+
+OUT="$(mktemp -d)"
+trap 'rm -rf "$OUT"' EXIT
+cd "$OUT"
+start=$(date +%s)
+LEDGERSHIELD_TRAIN_THREADS="${LEDGERSHIELD_TRAIN_THREADS:-2}" TRL_EXPERIMENTAL_SILENCE=1 \
+    "$VENV/bin/python" -m ledgershield.training --bin "$BIN" pipeline --preset ci --out "$OUT/run" > "$OUT/pipeline.log" 2>&1 \
+    || { tail -50 "$OUT/pipeline.log"; echo "training pipeline failed" >&2; exit 1; }
+echo "pipeline finished in $(( $(date +%s) - start )) s"
+"$VENV/bin/python" - "$OUT/run" <<'PY'
+import json, sys
+from pathlib import Path
+run = Path(sys.argv[1])
+m = json.loads((run / "training_metrics.json").read_text())
+required = ["training_metrics.json", "loss_history.csv", "reward_eval_history.csv", "policy_matrix.csv", "policy_matrix.json",
+            "loss_curve.png", "reward_checkpoints.png", "policy_ladder.png", "per_case_scores.png", "score_vs_unsafe.png", "result_classes.png"]
+checks = dict(m["checks"])
+checks["outputs_written"] = all((run / f).exists() for f in required)
+checks["dpo_ran"] = bool(m["dpo"]) and m["dpo"]["all_finite"]
+checks["teacher_beats_naive_pay"] = {r["policy"]: r["mean_score"] for r in m["policy_matrix"]}["teacher"] > {r["policy"]: r["mean_score"] for r in m["policy_matrix"]}["naive-pay"]
+for name, ok in checks.items():
+    print(f"{'PASS' if ok else 'FAIL'} {name}")
+print("timings:", m["timings_s"])
+failed = sum(not ok for ok in checks.values())
+print(f"training smoke: {len(checks) - failed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
+PY

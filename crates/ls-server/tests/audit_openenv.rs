@@ -30,6 +30,9 @@ async fn audit_episode_over_websocket() {
             }
         }
     };
+    // The adversary override is an operator action: never over a socket.
+    let refused = send(json!({"type": "reset", "data": {"task_id": "fraud_detection", "fraud_level": 3}})).await;
+    assert_eq!(refused["type"], "error", "{refused}");
     let r = send(json!({"type": "reset", "data": {"task_id": "expense_audit", "seed": 42}})).await;
     assert_eq!(r["type"], "observation", "{r}");
     assert_eq!(r["data"]["done"], false);

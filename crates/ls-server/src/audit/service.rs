@@ -29,6 +29,12 @@ fn parse<T: serde::de::DeserializeOwned>(
 impl OpenEnvBackend for AuditEnv {
     fn reset(&mut self, data: Map<String, Value>) -> Result<RawJson, ApiError> {
         let req: AuditResetRequest = parse("reset", data)?;
+        // `fraud_level` overrides the adaptive adversary, an operator action. WebSocket and MCP
+        // messages carry no operator credentials, so only HTTP `POST /reset` (behind the guard's
+        // admin key or loopback rule) may set it.
+        if req.fraud_level.is_some() {
+            return Err(api_error(audit_env::AuditError::Forbidden));
+        }
         to_json(&AuditEnv::reset(self, req).map_err(api_error)?)
     }
 

@@ -27,8 +27,9 @@ const INTERVENTIONS: [&str; 8] = [
     "route_to_security",
 ];
 
-/// Evidence by design (what a tool or a delivered artifact says), not a side channel.
-const EVIDENCE_KEYS: [&str; 4] = ["async_artifacts", "revealed_artifacts", "artifact", "observed_signals"];
+/// Evidence by design (what a tool or a delivered artifact says), not a side channel;
+/// `observed_risk_signals` is `GET /state`'s name for the observation's `observed_signals`.
+const EVIDENCE_KEYS: [&str; 5] = ["async_artifacts", "revealed_artifacts", "artifact", "observed_signals", "observed_risk_signals"];
 
 fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
     match v {
@@ -164,11 +165,9 @@ fn balanced_accuracy_of_known_predictors() {
     let _ = json!(null);
 }
 
-/// Over 200+ generated cases, the best single side-channel feature's balanced accuracy. The
-/// bound holds only once generated pools are label-balanced with opaque ids (the generation
-/// side of the issue); until then this prints the leaks it finds. Run with `--ignored`.
+/// Over 200+ generated cases, no single side-channel feature's balanced accuracy exceeds 0.60
+/// (the top ones are printed).
 #[test]
-#[ignore = "needs balanced generated pools with opaque ids; prints the leaks it finds"]
 fn no_blind_reply_field_predicts_the_gold_decision() {
     let set = FixtureSet::embedded().expect("fixtures");
     let cases = generated_cases(&set);

@@ -682,10 +682,9 @@ impl InstitutionalMemory {
     pub fn handoff(&self, case: &Case, invoices: &[InvoiceFacts]) -> InstitutionHandoff {
         let vid = vendor_id(case);
         let vm = self.vendor_memory.get(&vid);
-        let mut linked: BTreeSet<String> = case.gold.duplicate_links.iter().chain(&case.gold.cross_invoice_links).cloned().collect();
-        if let Some(cc) = &case.campaign_context {
-            linked.extend(cc.linked_case_ids.iter().cloned());
-        }
+        // Only the case's public campaign context: the gold's duplicate and cross-invoice links are
+        // the answer (their count told risky cases from benign ones in blind mode).
+        let linked: BTreeSet<String> = case.campaign_context.iter().flat_map(|cc| cc.linked_case_ids.iter().cloned()).collect();
         let shared = invoices
             .iter()
             .filter_map(|f| f.bank_account.as_deref())

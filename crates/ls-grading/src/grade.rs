@@ -187,7 +187,11 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     // Trajectory components.
     // The callback is a required tool when the case's controls call for one (not for a pure
     // three-way-match discrepancy, even on a case that must not be paid).
-    let needs_callback = hidden.required_actions.contains(&ActionName::RequestCallbackVerification);
+    // A benign case calls for no intervention: Task E's base list names four controls for every
+    // campaign case, which made a clean batch paid after a careful investigation "incomplete"
+    // and excused a checklist of controls on it.
+    let required_actions: Vec<ActionName> = hidden.required_actions.iter().copied().filter(|a| risky || !a.is_intervention()).collect();
+    let needs_callback = required_actions.contains(&ActionName::RequestCallbackVerification);
     let investigation = trajectory::investigation_score(task, needs_callback, input.trajectory, &successful);
     let intervention = trajectory::intervention_score(&trajectory::InterventionInput {
         risky,
@@ -203,10 +207,10 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     bd.insert("length_penalty", length_penalty);
     let cov = |req: usize, missing: usize| if req == 0 { 1.0 } else { 1.0 - missing as f64 / req as f64 };
     let missing_actions: Vec<String> =
-        hidden.required_actions.iter().filter(|a| !successful.contains(a)).map(|a| a.as_str().to_owned()).collect();
+        required_actions.iter().filter(|a| !successful.contains(a)).map(|a| a.as_str().to_owned()).collect();
     let missing_artifacts: Vec<String> =
         hidden.required_artifacts.iter().filter(|a| !revealed_ids.contains(a.as_str())).map(|a| a.as_str().to_owned()).collect();
-    let action_cov = cov(hidden.required_actions.len(), missing_actions.len());
+    let action_cov = cov(required_actions.len(), missing_actions.len());
     let artifact_cov = cov(hidden.required_artifacts.len(), missing_artifacts.len());
     let handoff = input.handoff_packet.or(sub.handoff_packet.as_ref());
     let handoff_quality = trajectory::handoff_quality(handoff);
@@ -236,12 +240,15 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         revealed,
         trajectory: input.trajectory,
         successful: &successful,
-        required_actions: &hidden.required_actions,
+        required_actions: &required_actions,
         required_artifacts: &hidden.required_artifacts,
         fraud_case: expected_decision == Decision::EscalateFraud,
+        decision,
+        clean_targets: &reasons::CleanTargets::of(case),
     });
     let (overcontrol_penalty, unsupported_claim_penalty) = reasons::penalties(&reasons);
     bd.insert("gold_codes_supported", reasons.supported_gold as f64);
+    bd.insert("gold_codes_misdirected", reasons.misdirected_gold as f64);
     bd.insert("supported_code_recall", reasons.supported_recall());
     bd.insert("claim_precision", reasons.precision());
     bd.insert("uncalled_interventions", reasons.uncalled_interventions.len() as f64);
@@ -477,7 +484,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         authority_compliant: authority_cap.is_none(),
         control_boundary_clear: !input.control_boundary.blocking,
         unsafe_release,
-        decision_reasons_missing: reasons.supported_recall() < reasons::MIN_SUPPORTED_RECALL,
+        decision_reasons_missing: reasons.supported_recall() < reasons::MIN_SUPPORTED_RECALL || !reasons.pay_verified,
         overcontrolled: reasons.uncalled_interventions.len() >= 2,
         missing_required_actions: missing_actions,
         missing_required_artifacts: missing_artifacts,
@@ -526,9 +533,11 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         raw = 1.0;
         bd.insert("perfect_clean_override", 1.0);
     }
-    // Task E link gates.
-    if task == TaskType::TaskE && raw > rubric::TASK_E_LINK_GATE_THRESHOLD {
-        let gl = bd.get("cross_invoice_gold_links").unwrap_or(0.0);
+    // Task E link gates (only where the gold has links to find: a clean batch has none, and
+    // requiring one link match there capped every correct PAY of a benign campaign case).
+    let gold_link_count = bd.get("cross_invoice_gold_links").unwrap_or(0.0);
+    if task == TaskType::TaskE && raw > rubric::TASK_E_LINK_GATE_THRESHOLD && gold_link_count > 0.0 {
+        let gl = gold_link_count;
         let required = gl.clamp(1.0, 2.0);
         if bd.get("cross_invoice_link_matches").unwrap_or(0.0) < required
             || bd.get("counterfactual_doc_refs").unwrap_or(0.0) < required.min(gl)
@@ -543,7 +552,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         raw = raw.min(cap);
     }
     // Coverage of the controls (interventions) the case requires; its tools are investigation.
-    let required_controls: Vec<&ActionName> = hidden.required_actions.iter().filter(|a| a.is_intervention()).collect();
+    let required_controls: Vec<&ActionName> = required_actions.iter().filter(|a| a.is_intervention()).collect();
     // A resolution whose controls count as completed (or handed off) is not "skipping" them.
     let control_cov = if resolution.controls_completed || resolution.structured_exception {
         1.0

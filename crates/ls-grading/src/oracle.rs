@@ -21,6 +21,24 @@ pub fn reference_submission(case: &Case, hidden: &HiddenWorld, revealed_artifact
         evidence.insert(k.clone(), serde_json::to_value(r).unwrap());
     }
     if evidence.is_empty() {
+        // A clean case: cite what was verified (the Total, bank and PO lines a PAY must cite).
+        if let Some(d) = case.invoices().next() {
+            for t in &d.accurate_ocr {
+                let text = ls_core::text::normalize_text(&t.text);
+                let key = if text.starts_with("total") {
+                    "invoice_total"
+                } else if text.starts_with("bank") || text.starts_with("iban") {
+                    "bank_account_verified"
+                } else if text.starts_with("po:") || text.starts_with("po ") {
+                    "po_reference"
+                } else {
+                    continue;
+                };
+                evidence.entry(key).or_insert_with(|| json!({"doc_id": d.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": [t.token_id]}));
+            }
+        }
+    }
+    if evidence.is_empty() {
         if let Some(d) = case.invoices().next().or(case.documents.first()) {
             let t = &d.accurate_ocr[0];
             evidence.insert("invoice_reviewed".into(), json!({"doc_id": d.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": [t.token_id]}));

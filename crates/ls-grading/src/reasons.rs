@@ -13,8 +13,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Cap of a submission made without any successful investigation tool call.
 pub const NO_INVESTIGATION_CAP: f64 = 0.10;
-/// Cap of an ESCALATE_FRAUD on a benign case.
-pub const BENIGN_ESCALATION_CAP: f64 = 0.25;
+/// Cap of an ESCALATE_FRAUD on a benign case (the "at most 0.25", taken at 0.20: with
+/// risky cases capped at 0.20 without supported codes, a 0.25 here let escalate-everything
+/// policies average over 0.20 on balanced pools).
+pub const BENIGN_ESCALATION_CAP: f64 = 0.20;
 /// Cap of a risky case whose decision names none of the gold's codes with grounded evidence.
 pub const UNSUPPORTED_DECISION_CAP: f64 = 0.20;
 /// Cap when three or more interventions the case did not call for were taken (a checklist).
@@ -34,6 +36,66 @@ pub const MIN_SUPPORT_MATCH: f64 = 0.6;
 /// Share of the gold codes that must be named with grounded evidence for a control-satisfied
 /// resolution.
 pub const MIN_SUPPORTED_RECALL: f64 = 0.5;
+/// Cap of a PAY (outside Task A) that does not cite, from what the agent revealed, the invoice
+/// facts that show the case is clean (see [`CleanTargets`]).
+pub const UNVERIFIED_PAY_CAP: f64 = 0.20;
+/// Most tokens one entry may cite to support a code or verify a PAY (a whole document is not a
+/// citation: an entry listing every token of a page would otherwise overlap any gold target).
+pub const MAX_CITATION_TOKENS: usize = 3;
+
+/// The invoice lines a PAY must cite to show what was verified, read from the case documents:
+/// the `Total:` line (every task), the bank line (C/D/E: the account paid) and the `PO:` line
+/// (B: the three-way match). Noisy-OCR tokens at the same place count as the same line.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CleanTargets {
+    pub total: BTreeSet<String>,
+    pub bank: BTreeSet<String>,
+    pub po: BTreeSet<String>,
+}
+
+impl CleanTargets {
+    pub fn of(case: &ls_core::schema::Case) -> Self {
+        let mut t = Self::default();
+        for d in case.invoices() {
+            for tok in &d.accurate_ocr {
+                let text = ls_core::text::normalize_text(&tok.text);
+                let set = if text.starts_with("total") {
+                    &mut t.total
+                } else if text.starts_with("bank") || text.starts_with("iban") {
+                    &mut t.bank
+                } else if text.starts_with("po ") || text.starts_with("po:") || text.starts_with("po#") {
+                    &mut t.po
+                } else {
+                    continue;
+                };
+                set.insert(tok.token_id.clone());
+                set.extend(d.noisy_ocr.iter().filter(|n| n.bbox == tok.bbox && n.page == tok.page).map(|n| n.token_id.clone()));
+            }
+        }
+        t
+    }
+
+    /// Does the evidence map cite, with grounded and specific entries, the lines `task` needs,
+    /// with at least half of its entries being such citations (so spam does not verify)?
+    pub fn verified_by(&self, task: TaskType, evidence_map: &BTreeMap<String, Value>, revealed: Revealed<'_>) -> bool {
+        let needed: Vec<&BTreeSet<String>> = match task {
+            TaskType::TaskA => return true,
+            TaskType::TaskB => vec![&self.total, &self.po],
+            _ => vec![&self.total, &self.bank],
+        };
+        let cited: Vec<BTreeSet<&str>> = evidence_map
+            .values()
+            .filter(|v| is_grounded(v, revealed))
+            .filter_map(crate::dimensions::read_ref)
+            .filter(|r| !r.token_ids.is_empty() && r.token_ids.len() <= MAX_CITATION_TOKENS)
+            .map(|r| r.token_ids.into_iter().collect())
+            .collect();
+        let hit = |c: &BTreeSet<&str>, set: &BTreeSet<String>| set.iter().any(|t| c.contains(t.as_str()));
+        let targets: Vec<&BTreeSet<String>> = needed.into_iter().filter(|s| !s.is_empty()).collect();
+        let useful = cited.iter().filter(|c| targets.iter().any(|s| hit(c, s))).count();
+        targets.iter().all(|s| cited.iter().any(|c| hit(c, s))) && 2 * useful >= evidence_map.len()
+    }
+}
 
 /// What the reasons stage found.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -44,6 +106,9 @@ pub struct ReasonsReport {
     pub named_gold: usize,
     /// Gold codes the agent named with an evidence entry grounded in what it revealed.
     pub supported_gold: usize,
+    /// Gold codes the agent named and cited with a grounded entry that points away from the
+    /// gold's evidence for them (a revealed token picked by position, not by reading).
+    pub misdirected_gold: usize,
     /// Codes the agent claimed.
     pub claimed: usize,
     /// Claimed codes that are not gold.
@@ -52,6 +117,8 @@ pub struct ReasonsReport {
     pub investigated: bool,
     /// Interventions taken that the case did not call for.
     pub uncalled_interventions: Vec<ActionName>,
+    /// A PAY outside Task A that cites the verified invoice lines (true for other decisions).
+    pub pay_verified: bool,
 }
 
 impl ReasonsReport {
@@ -91,6 +158,9 @@ pub struct ReasonsInput<'a> {
     /// Is the gold decision ESCALATE_FRAUD? Escalating fraud calls for routing it to security
     /// and freezing the vendor profile.
     pub fraud_case: bool,
+    /// The agent's decision and the lines a PAY must cite.
+    pub decision: Option<Decision>,
+    pub clean_targets: &'a CleanTargets,
 }
 
 /// Did the case call for intervention `a`?
@@ -111,8 +181,15 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
         i.evidence_map.iter().any(|(k, v)| {
             canonical_code(k) == Some(code)
                 && is_grounded(v, i.revealed)
+                && crate::dimensions::read_ref(v).is_some_and(|r| r.token_ids.len() <= MAX_CITATION_TOKENS)
                 && i.gold_targets.get(code).is_none_or(|t| crate::dimensions::single_evidence_score(v, t) >= MIN_SUPPORT_MATCH)
         })
+    };
+    let misdirected = |code: &str| {
+        !supports(code)
+            && i.gold_targets.get(code).is_some_and(|t| {
+                i.evidence_map.iter().any(|(k, v)| canonical_code(k) == Some(code) && is_grounded(v, i.revealed) && crate::dimensions::single_evidence_score(v, t) < MIN_SUPPORT_MATCH)
+            })
     };
     let named: BTreeSet<&'static str> = i.agent_codes.iter().copied().collect();
     let task_a = i.task == TaskType::TaskA;
@@ -120,6 +197,7 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
         gold_codes: if task_a { 0 } else { i.gold_codes.len() },
         named_gold: i.gold_codes.intersection(&named).count(),
         supported_gold: i.gold_codes.iter().filter(|c| named.contains(*c) && supports(c)).count(),
+        misdirected_gold: i.gold_codes.iter().filter(|c| named.contains(*c) && misdirected(c)).count(),
         claimed: named.len(),
         // A claim beyond the gold is unsupported unless the agent cited evidence it revealed for
         // it; claims beyond the allowance are spam whatever they cite.
@@ -133,6 +211,7 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
             .copied()
             .filter(|a| a.is_intervention() && !called_for(i, *a))
             .collect(),
+        pay_verified: i.decision != Some(Decision::Pay) || i.clean_targets.verified_by(i.task, i.evidence_map, i.revealed),
     }
 }
 
@@ -145,7 +224,10 @@ pub fn caps(r: &ReasonsReport, task: TaskType, risky: bool, decision: Option<Dec
     if !risky && task != TaskType::TaskA && decision == Some(Decision::EscalateFraud) {
         caps.push(("benign_escalation_cap", BENIGN_ESCALATION_CAP));
     }
-    if risky && r.gold_codes > 0 && r.supported_gold == 0 {
+    // Named gold codes cited more often away from their evidence than at it: the hits are luck
+    // (an equal count is allowed: a careful agent may cite a second valid place, e.g. the other
+    // spoofed mail or the other invoice of a split, which the gold target does not name).
+    if risky && r.gold_codes > 0 && (r.supported_gold == 0 || r.supported_gold < r.misdirected_gold) {
         caps.push(("unsupported_decision_cap", UNSUPPORTED_DECISION_CAP));
     }
     if r.uncalled_interventions.len() >= 3 {
@@ -153,6 +235,9 @@ pub fn caps(r: &ReasonsReport, task: TaskType, risky: bool, decision: Option<Dec
     }
     if risky && decision_correct && control_coverage < 0.5 {
         caps.push(("controls_skipped_cap", CONTROLS_SKIPPED_CAP));
+    }
+    if !r.pay_verified {
+        caps.push(("unverified_pay_cap", UNVERIFIED_PAY_CAP));
     }
     caps
 }
@@ -207,6 +292,8 @@ mod tests {
             required_actions: &[ActionName::RouteToSecurity],
             required_artifacts: &[],
             fraud_case: false,
+            decision: Some(Decision::EscalateFraud),
+            clean_targets: &CleanTargets::default(),
         });
         assert_eq!((r.named_gold, r.supported_gold, r.unsupported_claims), (2, 1, 1), "the spoof entry cites an unrevealed thread; the duplicate claim cites nothing");
         assert_eq!(r.supported_recall(), 0.5);
@@ -219,12 +306,47 @@ mod tests {
 
     #[test]
     fn caps_for_no_investigation_benign_escalation_and_checklists() {
-        let r = ReasonsReport { investigated: false, gold_codes: 2, uncalled_interventions: vec![ActionName::FreezeVendorProfile; 3], ..Default::default() };
+        let r = ReasonsReport { investigated: false, gold_codes: 2, uncalled_interventions: vec![ActionName::FreezeVendorProfile; 3], pay_verified: true, ..Default::default() };
         let keys: Vec<&str> = caps(&r, TaskType::TaskD, true, Some(Decision::EscalateFraud), true, 0.2).into_iter().map(|c| c.0).collect();
         assert_eq!(keys, ["no_investigation_cap", "unsupported_decision_cap", "checklist_cap", "controls_skipped_cap"]);
-        let benign = ReasonsReport { investigated: true, ..Default::default() };
+        let benign = ReasonsReport { investigated: true, pay_verified: true, ..Default::default() };
         assert_eq!(caps(&benign, TaskType::TaskB, false, Some(Decision::EscalateFraud), false, 1.0), vec![("benign_escalation_cap", BENIGN_ESCALATION_CAP)]);
         assert!(caps(&benign, TaskType::TaskA, false, Some(Decision::EscalateFraud), false, 1.0).is_empty(), "Task A grades no decision");
         assert!(caps(&benign, TaskType::TaskB, false, Some(Decision::Pay), true, 1.0).is_empty());
+    }
+
+    #[test]
+    fn a_pay_must_cite_the_verified_lines_specifically() {
+        let t = CleanTargets { total: BTreeSet::from(["i-t9".to_owned()]), bank: BTreeSet::from(["i-t4".to_owned()]), po: BTreeSet::from(["i-t2".to_owned()]) };
+        let revealed_refs: BTreeSet<String> = ["INV-1", "i-t2", "i-t4", "i-t9", "i-t5"].iter().map(|s| (*s).to_owned()).collect();
+        let rev = Revealed::refs(&revealed_refs);
+        let e = |toks: &[&str]| json!({"doc_id": "INV-1", "token_ids": toks});
+        let careful = BTreeMap::from([("bank_account_verified".to_owned(), e(&["i-t4"])), ("invoice_total".to_owned(), e(&["i-t9"])), ("invoice_number".to_owned(), e(&["i-t5"]))]);
+        assert!(t.verified_by(TaskType::TaskD, &careful, rev));
+        assert!(!t.verified_by(TaskType::TaskB, &careful, rev), "Task B needs the PO line");
+        let one_positional = BTreeMap::from([("invoice".to_owned(), e(&["i-t5"]))]);
+        assert!(!t.verified_by(TaskType::TaskD, &one_positional, rev));
+        let page = BTreeMap::from([("invoice".to_owned(), e(&["i-t2", "i-t4", "i-t5", "i-t9"]))]);
+        assert!(!t.verified_by(TaskType::TaskD, &page, rev), "a whole page is not a citation");
+        let unrevealed = BTreeMap::from([("bank".to_owned(), e(&["i-t4"])), ("total".to_owned(), e(&["i-t99"]))]);
+        assert!(!t.verified_by(TaskType::TaskD, &unrevealed, rev), "a guessed token id verifies nothing");
+        let mut padded = careful.clone();
+        for k in 0..4 {
+            padded.insert(format!("extra{k}"), e(&["i-t5"]));
+        }
+        assert!(!t.verified_by(TaskType::TaskD, &padded, rev), "most entries must be verification citations");
+        assert!(t.verified_by(TaskType::TaskA, &BTreeMap::new(), rev));
+        let r = ReasonsReport { investigated: true, pay_verified: false, ..Default::default() };
+        assert_eq!(caps(&r, TaskType::TaskD, false, Some(Decision::Pay), true, 1.0), vec![("unverified_pay_cap", UNVERIFIED_PAY_CAP)]);
+    }
+
+    #[test]
+    fn lucky_positional_hits_do_not_lift_the_unsupported_decision_cap() {
+        let r = ReasonsReport { investigated: true, gold_codes: 7, named_gold: 3, supported_gold: 1, misdirected_gold: 2, pay_verified: true, ..Default::default() };
+        assert!(caps(&r, TaskType::TaskC, true, Some(Decision::EscalateFraud), true, 1.0).contains(&("unsupported_decision_cap", UNSUPPORTED_DECISION_CAP)));
+        let read = ReasonsReport { supported_gold: 1, misdirected_gold: 0, ..r.clone() };
+        assert!(caps(&read, TaskType::TaskC, true, Some(Decision::EscalateFraud), true, 1.0).is_empty());
+        let second_place = ReasonsReport { supported_gold: 1, misdirected_gold: 1, ..r };
+        assert!(caps(&second_place, TaskType::TaskC, true, Some(Decision::EscalateFraud), true, 1.0).is_empty(), "an equal count is a second valid place, not luck");
     }
 }

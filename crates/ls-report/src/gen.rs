@@ -11,6 +11,9 @@ pub trait CaseSource {
     fn holdout(&self, seed: u64, variants: usize) -> Result<Vec<Case>, String>;
     /// Benign contrastive twin of a curated case.
     fn twin(&self, base: &Case, seed: u64) -> Result<Option<Case>, String>;
+    /// Risky counterpart of [`CaseSource::twin`] (same clean documents, the base mechanism
+    /// re-applied), so twin and counterpart form a benign/risky pair.
+    fn counterpart(&self, base: &Case, seed: u64) -> Result<Option<Case>, String>;
     /// A ControlBench AP quarter.
     fn quarter(&self, length: usize, seed: u64) -> Result<Vec<Case>, String>;
     /// Certificate-required clones of the curated cases.
@@ -33,6 +36,9 @@ impl CaseSource for LsGen {
     }
     fn twin(&self, base: &Case, seed: u64) -> Result<Option<Case>, String> {
         Ok(ls_gen::generators::twin(&self.set, base, seed))
+    }
+    fn counterpart(&self, base: &Case, seed: u64) -> Result<Option<Case>, String> {
+        Ok(ls_gen::generators::counterpart(&self.set, base, seed))
     }
     fn quarter(&self, length: usize, seed: u64) -> Result<Vec<Case>, String> {
         let cfg = ls_gen::QuarterConfig {
@@ -63,6 +69,9 @@ impl CaseSource for NoGenerator {
         Err(NONE.into())
     }
     fn twin(&self, _: &Case, _: u64) -> Result<Option<Case>, String> {
+        Err(NONE.into())
+    }
+    fn counterpart(&self, _: &Case, _: u64) -> Result<Option<Case>, String> {
         Err(NONE.into())
     }
     fn quarter(&self, _: usize, _: u64) -> Result<Vec<Case>, String> {

@@ -832,10 +832,16 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
         .filter(|c| c.task_type == ls_core::TaskType::TaskD && c.gold.unsafe_if_pay)
         .collect();
     let mut pairs: Vec<(Case, Case)> = Vec::new();
+    // Each twin with its risky counterpart (same seed), for the gaming-resistance pool.
+    let mut twin_pairs: Vec<Case> = Vec::new();
     let mut twin_error = None;
     for (i, c) in adv_cases.iter().enumerate() {
         match gen.twin(c, 3100 + i as u64) {
-            Ok(Some(t)) => pairs.push(((*c).clone(), t)),
+            Ok(Some(t)) => {
+                twin_pairs.push(t.clone());
+                twin_pairs.extend(gen.counterpart(c, 3100 + i as u64).ok().flatten());
+                pairs.push(((*c).clone(), t));
+            }
             Ok(None) => {}
             Err(e) => {
                 twin_error = Some(e);
@@ -1410,10 +1416,11 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
         });
     }
     // Gaming resistance: every evidence-blind gaming family over the curated cases, each holdout
-    // seed's pool and the contrastive twins.
+    // seed's pool and the contrastive pairs (each twin with its risky counterpart, so the pool is
+    // half benign and an always-PAY or always-escalate policy is right only half the time).
     let mut gaming_pools: Vec<(String, Vec<Case>)> = vec![("curated".into(), public_cases.clone())];
     gaming_pools.extend(holdout_cases_all.iter().map(|(seed, cases)| (format!("holdout-{seed}"), cases.clone())));
-    gaming_pools.push(("twins".into(), pairs.iter().map(|p| p.1.clone()).collect()));
+    gaming_pools.push(("twins".into(), twin_pairs));
     let gaming = crate::gaming::gaming_resistance(&master, &gaming_pools, cfg.seed);
     let (model, kind) = model_of(primary);
     let generated_holdout_track = holdout.get(primary).map(GeneratedHoldoutTrack::from_section);

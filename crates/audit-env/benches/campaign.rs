@@ -12,7 +12,16 @@ fn run_campaign(seed: u64) -> f64 {
             c.start_task(r).expect("start");
             loop {
                 let f = perfect_findings(c.episodes[&r].gt());
-                if c.submit(r, AuditAction { findings: f, submit_final: Some(true) }).expect("submit").done {
+                if c.submit(
+                    r,
+                    AuditAction {
+                        findings: f,
+                        submit_final: Some(true),
+                    },
+                )
+                .expect("submit")
+                .done
+                {
                     break;
                 }
             }
@@ -24,9 +33,17 @@ fn run_campaign(seed: u64) -> f64 {
 }
 
 fn bench(cr: &mut Criterion) {
-    cr.bench_function("campaign_5_periods", |b| b.iter(|| run_campaign(std::hint::black_box(42))));
+    cr.bench_function("campaign_5_periods", |b| {
+        b.iter(|| run_campaign(std::hint::black_box(42)))
+    });
     cr.bench_function("episode_generate_and_grade_fraud", |b| {
-        b.iter(|| audit_env::episode::evaluate(audit_env::model::TaskId::FraudDetection, std::hint::black_box(42), vec![]))
+        b.iter(|| {
+            audit_env::episode::evaluate(
+                audit_env::model::TaskId::FraudDetection,
+                std::hint::black_box(42),
+                vec![],
+            )
+        })
     });
 }
 

@@ -95,7 +95,12 @@ impl AdversarialController {
             FraudDifficulty::Fixed(l) => l.clamp(MIN_LEVEL, MAX_LEVEL),
             FraudDifficulty::Auto => MIN_LEVEL,
         };
-        AdversarialController { mode, red_level, history: vec![], log: vec![] }
+        AdversarialController {
+            mode,
+            red_level,
+            history: vec![],
+            log: vec![],
+        }
     }
 
     /// The level the next fraud episode is generated at.
@@ -104,11 +109,23 @@ impl AdversarialController {
     }
 
     /// Record a blue-team result; in auto mode the level adapts after each record.
-    pub fn record(&mut self, seed: u64, f1: f64, caught: usize, missed: usize) -> Option<AdaptResult> {
+    pub fn record(
+        &mut self,
+        seed: u64,
+        f1: f64,
+        caught: usize,
+        missed: usize,
+    ) -> Option<AdaptResult> {
         if self.history.len() >= MAX_RECORDS {
             self.history.remove(0);
         }
-        self.history.push(BlueRecord { seed, f1, caught, missed, red_level: self.red_level });
+        self.history.push(BlueRecord {
+            seed,
+            f1,
+            caught,
+            missed,
+            red_level: self.red_level,
+        });
         match self.mode {
             FraudDifficulty::Auto => Some(self.adapt()),
             FraudDifficulty::Fixed(_) => None,
@@ -119,9 +136,22 @@ impl AdversarialController {
         let old = self.red_level;
         let round = self.log.len() + 1;
         let res = if self.history.len() < ADAPT_MIN_RECORDS {
-            AdaptResult { action: "no_change".into(), old_level: old, new_level: old, avg_f1: None, samples: self.history.len(), round }
+            AdaptResult {
+                action: "no_change".into(),
+                old_level: old,
+                new_level: old,
+                avg_f1: None,
+                samples: self.history.len(),
+                round,
+            }
         } else {
-            let recent: Vec<f64> = self.history.iter().rev().take(ADAPT_WINDOW).map(|r| r.f1).collect();
+            let recent: Vec<f64> = self
+                .history
+                .iter()
+                .rev()
+                .take(ADAPT_WINDOW)
+                .map(|r| r.f1)
+                .collect();
             let avg = recent.iter().sum::<f64>() / recent.len() as f64;
             let (action, new) = if avg > RAISE_ABOVE_F1 && old < MAX_LEVEL {
                 ("increased", old + 1)
@@ -131,7 +161,14 @@ impl AdversarialController {
                 ("maintained", old)
             };
             self.red_level = new;
-            AdaptResult { action: action.into(), old_level: old, new_level: new, avg_f1: Some(round_n(avg, 4)), samples: recent.len(), round }
+            AdaptResult {
+                action: action.into(),
+                old_level: old,
+                new_level: new,
+                avg_f1: Some(round_n(avg, 4)),
+                samples: recent.len(),
+                round,
+            }
         };
         if self.log.len() >= MAX_RECORDS {
             self.log.remove(0);
@@ -176,11 +213,29 @@ mod tests {
     fn higher_levels_hide_patterns_closer_to_thresholds() {
         // Level 5 split sums sit just above the threshold; level 1 far above it.
         let split_sum = |level: u8| -> Option<f64> {
-            let d = generate(TaskId::FraudDetection, 7, &WorldRules { fraud_level: level, ..Default::default() });
-            let Documents::Fraud(f) = &d.documents else { return None };
-            let g = d.ground_truth.iter().find(|g| g.error_type == crate::model::ErrorType::SplitInvoice)?;
+            let d = generate(
+                TaskId::FraudDetection,
+                7,
+                &WorldRules {
+                    fraud_level: level,
+                    ..Default::default()
+                },
+            );
+            let Documents::Fraud(f) = &d.documents else {
+                return None;
+            };
+            let g = d
+                .ground_truth
+                .iter()
+                .find(|g| g.error_type == crate::model::ErrorType::SplitInvoice)?;
             let ids: Vec<&str> = g.docs().collect();
-            Some(f.transactions.iter().filter(|t| ids.contains(&t.txn_id.as_str())).map(|t| crate::util::dec_f64(t.amount)).sum())
+            Some(
+                f.transactions
+                    .iter()
+                    .filter(|t| ids.contains(&t.txn_id.as_str()))
+                    .map(|t| crate::util::dec_f64(t.amount))
+                    .sum(),
+            )
         };
         let mut compared = 0;
         for seed_level in [(1u8, 5u8)] {
@@ -191,7 +246,14 @@ mod tests {
         }
         // Level 4+ always plants the subtle patterns.
         for seed in 0..5 {
-            let d = generate(TaskId::FraudDetection, seed, &WorldRules { fraud_level: 4, ..Default::default() });
+            let d = generate(
+                TaskId::FraudDetection,
+                seed,
+                &WorldRules {
+                    fraud_level: 4,
+                    ..Default::default()
+                },
+            );
             let types: Vec<_> = d.ground_truth.iter().map(|g| g.error_type).collect();
             assert!(types.contains(&crate::model::ErrorType::CircularInvoicing));
             assert!(types.contains(&crate::model::ErrorType::ShellCompany));

@@ -25,11 +25,25 @@ impl Default for BaselineConfig {
     fn default() -> Self {
         use ErrorType::*;
         let hard = [
-            CumulativeBreach, CascadingTotal, ExcessClaim, TaxRateMismatch, BenfordViolation,
-            CircularInvoicing, DuplicateBankAccount, ShellCompany, HighRiskNewVendor,
-            UndocumentedCashPayment, WrongTaxType,
+            CumulativeBreach,
+            CascadingTotal,
+            ExcessClaim,
+            TaxRateMismatch,
+            BenfordViolation,
+            CircularInvoicing,
+            DuplicateBankAccount,
+            ShellCompany,
+            HighRiskNewVendor,
+            UndocumentedCashPayment,
+            WrongTaxType,
         ];
-        BaselineConfig { enabled: ErrorType::ALL.iter().copied().filter(|t| !hard.contains(t)).collect() }
+        BaselineConfig {
+            enabled: ErrorType::ALL
+                .iter()
+                .copied()
+                .filter(|t| !hard.contains(t))
+                .collect(),
+        }
     }
 }
 
@@ -82,11 +96,31 @@ pub fn run(seeds: &[u64], cfg: &BaselineConfig) -> BaselineReport {
                 all.push(g.score);
             }
         }
-        let mean = if scores.is_empty() { 0.0 } else { scores.values().sum::<f64>() / scores.len() as f64 };
-        tasks.insert(task.as_str().to_string(), TaskBaseline { scores, weighted_scores: weighted, mean_score: round_n(mean, 4) });
+        let mean = if scores.is_empty() {
+            0.0
+        } else {
+            scores.values().sum::<f64>() / scores.len() as f64
+        };
+        tasks.insert(
+            task.as_str().to_string(),
+            TaskBaseline {
+                scores,
+                weighted_scores: weighted,
+                mean_score: round_n(mean, 4),
+            },
+        );
     }
-    let avg = if all.is_empty() { 0.0 } else { all.iter().sum::<f64>() / all.len() as f64 };
-    BaselineReport { model: "rule-based-baseline-v1".into(), seeds: seeds.to_vec(), tasks, average_score: round_n(avg, 4) }
+    let avg = if all.is_empty() {
+        0.0
+    } else {
+        all.iter().sum::<f64>() / all.len() as f64
+    };
+    BaselineReport {
+        model: "rule-based-baseline-v1".into(),
+        seeds: seeds.to_vec(),
+        tasks,
+        average_score: round_n(avg, 4),
+    }
 }
 
 #[cfg(test)]
@@ -96,8 +130,14 @@ mod tests {
     #[test]
     fn baseline_is_between_floor_and_perfect() {
         let r = run(&[42, 43], &BaselineConfig::default());
-        assert!(r.average_score > 0.3 && r.average_score < 0.95, "{}", r.average_score);
-        let full = BaselineConfig { enabled: ErrorType::ALL.iter().copied().collect() };
+        assert!(
+            r.average_score > 0.3 && r.average_score < 0.95,
+            "{}",
+            r.average_score
+        );
+        let full = BaselineConfig {
+            enabled: ErrorType::ALL.iter().copied().collect(),
+        };
         let r2 = run(&[42, 43], &full);
         assert!(r2.average_score > r.average_score);
     }

@@ -12,7 +12,9 @@ use crate::baseline::BaselineConfig;
 use crate::data::{self, Documents, BASE_APPROVED_VENDORS, ONBOARDED_VENDOR};
 use crate::episode::{AuditAction, AuditObservation, Episode};
 use crate::error::AuditError;
-use crate::grading::{self, CampaignScore, CampaignScoreInputs, Class, FeedbackDetail, GradeResult, Matcher};
+use crate::grading::{
+    self, CampaignScore, CampaignScoreInputs, Class, FeedbackDetail, GradeResult, Matcher,
+};
 use crate::improve::{self, IterationRecord};
 use crate::model::{limits, ErrorType, Finding, GtItem, GtOrigin, TaskId, WorldRules};
 use crate::util::{self, round_n, Rng8};
@@ -34,7 +36,12 @@ pub enum Role {
 }
 
 impl Role {
-    pub const SPECIALISTS: [Role; 4] = [Role::ExpenseSpecialist, Role::InvoiceSpecialist, Role::GstSpecialist, Role::FraudSpecialist];
+    pub const SPECIALISTS: [Role; 4] = [
+        Role::ExpenseSpecialist,
+        Role::InvoiceSpecialist,
+        Role::GstSpecialist,
+        Role::FraudSpecialist,
+    ];
     pub fn as_str(self) -> &'static str {
         match self {
             Role::ExpenseSpecialist => "expense_specialist",
@@ -110,7 +117,15 @@ pub fn instructions() -> Vec<Instruction> {
         ("SCH-002", "schema", 0.5, 3, "From period 3, the purchase register carries hsn_description."),
         ("SCH-003", "schema", 0.8, 3, "From period 3, findings must not use the old field name vendor_gstin."),
     ];
-    raw.iter().map(|(id, b, s, p, t)| Instruction { id: id.to_string(), bucket: b.to_string(), text: t.to_string(), severity: *s, active_from_period: *p }).collect()
+    raw.iter()
+        .map(|(id, b, s, p, t)| Instruction {
+            id: id.to_string(),
+            bucket: b.to_string(),
+            text: t.to_string(),
+            severity: *s,
+            active_from_period: *p,
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -394,12 +409,24 @@ pub struct SubmitResult {
 }
 
 impl Campaign {
-    pub fn new(id: String, seed: u64, total_periods: u32, max_findings_per_step: usize) -> Result<Campaign, AuditError> {
+    pub fn new(
+        id: String,
+        seed: u64,
+        total_periods: u32,
+        max_findings_per_step: usize,
+    ) -> Result<Campaign, AuditError> {
         if !(1..=limits::MAX_PERIODS).contains(&total_periods) {
-            return Err(AuditError::invalid("total_periods", format!("total_periods must be 1-{}", limits::MAX_PERIODS)));
+            return Err(AuditError::invalid(
+                "total_periods",
+                format!("total_periods must be 1-{}", limits::MAX_PERIODS),
+            ));
         }
         let mut r: Rng8 = util::rng_for(seed, 77);
-        let pool: Vec<&str> = BASE_APPROVED_VENDORS.iter().copied().filter(|v| *v != "ITC Foods" && *v != "HCL Furniture").collect();
+        let pool: Vec<&str> = BASE_APPROVED_VENDORS
+            .iter()
+            .copied()
+            .filter(|v| *v != "ITC Foods" && *v != "HCL Furniture")
+            .collect();
         let investigated = pool[r.random_range(0..pool.len())].to_string();
         let mut c = Campaign {
             id,
@@ -412,7 +439,12 @@ impl Campaign {
                 policy_version: 1,
                 meal_limit_inr: 1500,
                 approved_vendors: vec![],
-                tax_rates: TaxRates { gst_standard: rate_fraction(18), gst_reduced: rate_fraction(12), gst_low: rate_fraction(5), it_services: rate_fraction(18) },
+                tax_rates: TaxRates {
+                    gst_standard: rate_fraction(18),
+                    gst_reduced: rate_fraction(12),
+                    gst_low: rate_fraction(5),
+                    it_services: rate_fraction(18),
+                },
                 schema_version: 1,
                 schema_changes: BTreeMap::new(),
                 vendor_status_changes: BTreeMap::new(),
@@ -463,7 +495,13 @@ impl Campaign {
         let carry = if p >= 2 {
             self.prev_expense_claims
                 .iter()
-                .find(|c| !self.prev_expense_gt_docs.contains(&c.expense_id) && !c.receipt_id.is_empty() && !c.date.is_weekend() && c.amount <= rust_decimal::Decimal::from(5000) && c.category != "Meals")
+                .find(|c| {
+                    !self.prev_expense_gt_docs.contains(&c.expense_id)
+                        && !c.receipt_id.is_empty()
+                        && !c.date.is_weekend()
+                        && c.amount <= rust_decimal::Decimal::from(5000)
+                        && c.category != "Meals"
+                })
                 .cloned()
         } else {
             None
@@ -471,17 +509,32 @@ impl Campaign {
         WorldRules {
             fiscal_period: p,
             meal_limit_inr: if p >= 2 { 2000 } else { 1500 },
-            onboarded_vendors: if p >= 2 { vec![ONBOARDED_VENDOR.to_string()] } else { vec![] },
-            suspended_vendors: if p >= 4 { vec![self.investigated_vendor.clone()] } else { vec![] },
+            onboarded_vendors: if p >= 2 {
+                vec![ONBOARDED_VENDOR.to_string()]
+            } else {
+                vec![]
+            },
+            suspended_vendors: if p >= 4 {
+                vec![self.investigated_vendor.clone()]
+            } else {
+                vec![]
+            },
             it_services_rate_pct: (p >= 4 || self.delivered.contains("REG-001")).then_some(12),
             emit_it_services: p >= 3,
             schema_renames: renames,
             schema_version: if p >= 3 { 2 } else { 1 },
-            cash_upi_threshold_inr: (p >= 5 || self.delivered.contains("REG-002")).then_some(20_000),
+            cash_upi_threshold_inr: (p >= 5 || self.delivered.contains("REG-002"))
+                .then_some(20_000),
             emit_cash_payments: p >= 4,
             new_vendor_risk_months: (p >= 5 || self.delivered.contains("REG-003")).then_some(6),
             carry_over_claim: carry,
-            fraud_level: if p >= 5 { 3 } else if p >= 3 { 2 } else { 1 },
+            fraud_level: if p >= 5 {
+                3
+            } else if p >= 3 {
+                2
+            } else {
+                1
+            },
             today: util::period_reference_date(p),
         }
     }
@@ -499,25 +552,48 @@ impl Campaign {
         self.world.schema_changes = r.schema_renames.clone();
         self.world.vendor_status_changes.clear();
         if p >= 2 {
-            self.world.vendor_status_changes.insert(ONBOARDED_VENDOR.into(), "onboarded".into());
+            self.world
+                .vendor_status_changes
+                .insert(ONBOARDED_VENDOR.into(), "onboarded".into());
         }
         if p >= 4 {
-            self.world.vendor_status_changes.insert(self.investigated_vendor.clone(), "under_investigation".into());
+            self.world.vendor_status_changes.insert(
+                self.investigated_vendor.clone(),
+                "under_investigation".into(),
+            );
         }
-        self.world.annual_reconciliation = p >= self.total_periods.max(5) || (p == self.total_periods && p >= 5);
+        self.world.annual_reconciliation =
+            p >= self.total_periods.max(5) || (p == self.total_periods && p >= 5);
         let ins = instructions();
-        self.world.policy_updates = if p >= 2 { ins.iter().filter(|i| i.bucket == "policy" && i.active_from_period <= p && i.active_from_period >= 2).map(|i| i.text.clone()).collect() } else { vec![] };
+        self.world.policy_updates = if p >= 2 {
+            ins.iter()
+                .filter(|i| {
+                    i.bucket == "policy" && i.active_from_period <= p && i.active_from_period >= 2
+                })
+                .map(|i| i.text.clone())
+                .collect()
+        } else {
+            vec![]
+        };
         self.world.active_alerts.clear();
         if p >= 4 {
-            self.world.active_alerts.push(format!("Vendor '{}' is under investigation: removed from the approved list", self.investigated_vendor));
+            self.world.active_alerts.push(format!(
+                "Vendor '{}' is under investigation: removed from the approved list",
+                self.investigated_vendor
+            ));
         }
         if p >= 2 {
-            self.world.active_alerts.push("Expense claims may reuse receipts reimbursed in earlier periods".into());
+            self.world
+                .active_alerts
+                .push("Expense claims may reuse receipts reimbursed in earlier periods".into());
         }
     }
 
     pub fn active_instructions(&self) -> Vec<Instruction> {
-        instructions().into_iter().filter(|i| i.active_from_period <= self.current_period).collect()
+        instructions()
+            .into_iter()
+            .filter(|i| i.active_from_period <= self.current_period)
+            .collect()
     }
 
     fn tick(&mut self) -> u64 {
@@ -528,7 +604,11 @@ impl Campaign {
     fn check_deps(&self, role: Role) -> Result<(), AuditError> {
         for dep in Role::SPECIALISTS.iter().take(role.index()) {
             if !self.completed.contains(dep) {
-                return Err(AuditError::Dependency(format!("Dependency violation: '{}' requires '{}' completed first.", role.as_str(), dep.as_str())));
+                return Err(AuditError::Dependency(format!(
+                    "Dependency violation: '{}' requires '{}' completed first.",
+                    role.as_str(),
+                    dep.as_str()
+                )));
             }
         }
         Ok(())
@@ -536,17 +616,28 @@ impl Campaign {
 
     fn ensure_open(&self) -> Result<(), AuditError> {
         if self.finished {
-            return Err(AuditError::Conflict("campaign finished: start a new campaign".into()));
+            return Err(AuditError::Conflict(
+                "campaign finished: start a new campaign".into(),
+            ));
         }
         Ok(())
     }
 
     pub fn start_task(&mut self, role: Role) -> Result<&Episode, AuditError> {
         self.ensure_open()?;
-        let task = role.task().ok_or_else(|| AuditError::invalid("role", "Overseer does not run specialist tasks; use /overseer/review"))?;
+        let task = role.task().ok_or_else(|| {
+            AuditError::invalid(
+                "role",
+                "Overseer does not run specialist tasks; use /overseer/review",
+            )
+        })?;
         self.check_deps(role)?;
         if self.completed.contains(&role) {
-            return Err(AuditError::Conflict(format!("'{}' already completed period {}", role.as_str(), self.current_period)));
+            return Err(AuditError::Conflict(format!(
+                "'{}' already completed period {}",
+                role.as_str(),
+                self.current_period
+            )));
         }
         self.tick();
         self.open_episode(role, task);
@@ -561,13 +652,35 @@ impl Campaign {
             return;
         }
         let id = format!("{}-p{}-{}", self.id, self.current_period, role.as_str());
-        let mut ep = Episode::new(task, self.period_seed(), self.rules(), id, false, self.max_findings_per_step);
+        let mut ep = Episode::new(
+            task,
+            self.period_seed(),
+            self.rules(),
+            id,
+            false,
+            self.max_findings_per_step,
+        );
         ep.feedback_detail = FeedbackDetail::Counts;
         let p = self.current_period;
-        for s in shocks().into_iter().filter(|s| s.trigger_period == p && self.delivered.contains(&s.id) && s.affected_tasks.contains(&task)) {
+        for s in shocks().into_iter().filter(|s| {
+            s.trigger_period == p
+                && self.delivered.contains(&s.id)
+                && s.affected_tasks.contains(&task)
+        }) {
             ep.notices.push(shock_notification(&s));
-            let added = ep.gt().iter().filter(|g| g.error_type == s.ground_truth_type() && matches!(g.origin, GtOrigin::RuleChange | GtOrigin::Shock)).count();
-            if let Some(rec) = self.shocks_applied.iter_mut().find(|r| r.id == s.id && r.period == p) {
+            let added = ep
+                .gt()
+                .iter()
+                .filter(|g| {
+                    g.error_type == s.ground_truth_type()
+                        && matches!(g.origin, GtOrigin::RuleChange | GtOrigin::Shock)
+                })
+                .count();
+            if let Some(rec) = self
+                .shocks_applied
+                .iter_mut()
+                .find(|r| r.id == s.id && r.period == p)
+            {
                 rec.ground_truth_items_added = added;
             }
         }
@@ -586,15 +699,28 @@ impl Campaign {
     /// Observation of the active episode while it is open (`period_observation` when a reply
     /// has no step of its own to show).
     fn live_observation(&self) -> Option<AuditObservation> {
-        let ep = self.active.and_then(|r| self.episodes.get(&r)).filter(|e| !e.done)?;
-        let feedback = if ep.step_count == 0 { ep.reset_feedback() } else { format!("Step {}/{} in progress; submit_final=true to finish.", ep.step_count, ep.max_steps) };
+        let ep = self
+            .active
+            .and_then(|r| self.episodes.get(&r))
+            .filter(|e| !e.done)?;
+        let feedback = if ep.step_count == 0 {
+            ep.reset_feedback()
+        } else {
+            format!(
+                "Step {}/{} in progress; submit_final=true to finish.",
+                ep.step_count, ep.max_steps
+            )
+        };
         Some(ep.observation(0.0, feedback, false))
     }
 
     pub fn observation(&self, period_obs: Option<AuditObservation>) -> CampaignObservation {
         let mut assign = BTreeMap::new();
         for r in Role::SPECIALISTS {
-            assign.insert(r.as_str().to_string(), r.task().map(|t| t.as_str()).unwrap_or("").to_string());
+            assign.insert(
+                r.as_str().to_string(),
+                r.task().map(|t| t.as_str()).unwrap_or("").to_string(),
+            );
         }
         assign.insert("overseer".into(), "overseer_review".into());
         let n = self.history.len();
@@ -604,7 +730,8 @@ impl Campaign {
             total_periods: self.total_periods,
             world_state: self.world.clone(),
             period_observation: period_obs.or_else(|| self.live_observation()),
-            findings_history_summary: self.history[n.saturating_sub(HISTORY_SUMMARY_LEN)..].to_vec(),
+            findings_history_summary: self.history[n.saturating_sub(HISTORY_SUMMARY_LEN)..]
+                .to_vec(),
             active_alerts: self.world.active_alerts.clone(),
             budget_remaining: self.budget_remaining,
             specialist_assignments: assign,
@@ -614,17 +741,30 @@ impl Campaign {
         }
     }
 
-    pub fn submit(&mut self, role: Role, mut action: AuditAction) -> Result<SubmitResult, AuditError> {
+    pub fn submit(
+        &mut self,
+        role: Role,
+        mut action: AuditAction,
+    ) -> Result<SubmitResult, AuditError> {
         self.ensure_open()?;
         if role == Role::Overseer {
-            return Err(AuditError::invalid("role", "Use /overseer/review for overseer decisions"));
+            return Err(AuditError::invalid(
+                "role",
+                "Use /overseer/review for overseer decisions",
+            ));
         }
         self.check_deps(role)?;
         if self.completed.contains(&role) {
-            return Err(AuditError::Conflict(format!("'{}' already completed period {}; advance the period", role.as_str(), self.current_period)));
+            return Err(AuditError::Conflict(format!(
+                "'{}' already completed period {}; advance the period",
+                role.as_str(),
+                self.current_period
+            )));
         }
         if self.budget_remaining < STEP_COST {
-            return Err(AuditError::Conflict("campaign budget exhausted: no further specialist submissions are possible".into()));
+            return Err(AuditError::Conflict(
+                "campaign budget exhausted: no further specialist submissions are possible".into(),
+            ));
         }
         if !self.episodes.contains_key(&role) {
             self.start_task(role)?;
@@ -654,7 +794,15 @@ impl Campaign {
             warnings.push(format!("{} is in force from now on for {} in period {p} (work already submitted is not regraded)", s.id, s.affected_role().as_str()));
         }
         let obs = self.observation(Some(env.observation.clone()));
-        Ok(SubmitResult { observation: obs, reward: env.reward, done: env.done, deferred: false, shock: fired.into_iter().next(), grader: env.grader, warnings })
+        Ok(SubmitResult {
+            observation: obs,
+            reward: env.reward,
+            done: env.done,
+            deferred: false,
+            shock: fired.into_iter().next(),
+            grader: env.grader,
+            warnings,
+        })
     }
 
     fn record_history(&mut self, p: u32, role: Role, findings: &[Finding], docs: &Documents) {
@@ -678,7 +826,14 @@ impl Campaign {
     /// affects that is not finished (episodes created later are generated under it).
     fn fire_due_shocks(&mut self) -> Vec<Shock> {
         let p = self.current_period;
-        let due: Vec<Shock> = shocks().into_iter().filter(|s| s.trigger_period == p && !self.delivered.contains(&s.id) && self.period_submits >= s.trigger_after_step).collect();
+        let due: Vec<Shock> = shocks()
+            .into_iter()
+            .filter(|s| {
+                s.trigger_period == p
+                    && !self.delivered.contains(&s.id)
+                    && self.period_submits >= s.trigger_after_step
+            })
+            .collect();
         for s in &due {
             self.deliver_shock(s);
         }
@@ -693,34 +848,65 @@ impl Campaign {
         self.sync_world();
         let role = s.affected_role();
         let live = self.episodes.get(&role).is_some_and(|e| !e.done);
-        debug_assert!(!self.episodes.get(&role).is_some_and(|e| e.done), "a shock fires before its task can finish");
-        let added = if live { self.apply_shock_in_place(role, s) } else { 0 };
-        self.shocks_applied.push(ShockRecord { id: s.id.clone(), period: self.current_period, step: self.period_submits, severity: s.severity, role, ground_truth_items_added: added });
+        debug_assert!(
+            !self.episodes.get(&role).is_some_and(|e| e.done),
+            "a shock fires before its task can finish"
+        );
+        let added = if live {
+            self.apply_shock_in_place(role, s)
+        } else {
+            0
+        };
+        self.shocks_applied.push(ShockRecord {
+            id: s.id.clone(),
+            period: self.current_period,
+            step: self.period_submits,
+            severity: s.severity,
+            role,
+            ground_truth_items_added: added,
+        });
     }
 
     fn apply_shock_in_place(&mut self, role: Role, s: &Shock) -> usize {
         let rules = self.rules();
-        let Some(ep) = self.episodes.get_mut(&role) else { return 0 };
+        let Some(ep) = self.episodes.get_mut(&role) else {
+            return 0;
+        };
         ep.rules.it_services_rate_pct = rules.it_services_rate_pct;
         ep.rules.cash_upi_threshold_inr = rules.cash_upi_threshold_inr;
         ep.rules.new_vendor_risk_months = rules.new_vendor_risk_months;
-        let before: BTreeSet<(String, ErrorType)> = ep.data.ground_truth.iter().map(|g| (g.document_id.clone(), g.error_type)).collect();
+        let before: BTreeSet<(String, ErrorType)> = ep
+            .data
+            .ground_truth
+            .iter()
+            .map(|g| (g.document_id.clone(), g.error_type))
+            .collect();
         let mut new_items: Vec<GtItem> = vec![];
         match &mut ep.data.documents {
             Documents::Gst(d) => {
                 d.context.rate_notices = data::gst::rate_notices(&rules);
-                for (doc, t) in data::gst::detect_rate_notices(&d.purchase_register, &d.context.rate_notices) {
-                    new_items.push(GtItem::new(doc, t, format!("{}: booked at the old rate", s.id)));
+                for (doc, t) in
+                    data::gst::detect_rate_notices(&d.purchase_register, &d.context.rate_notices)
+                {
+                    new_items.push(GtItem::new(
+                        doc,
+                        t,
+                        format!("{}: booked at the old rate", s.id),
+                    ));
                 }
             }
             Documents::Fraud(d) => {
                 d.audit_context.cash_upi_threshold_inr = rules.cash_upi_threshold_inr;
                 d.audit_context.new_vendor_risk_months = rules.new_vendor_risk_months;
                 new_items.extend(data::fraud::shock_items(d));
-                if rules.cash_upi_threshold_inr.is_some() && !ep.extra_types.contains(&ErrorType::UndocumentedCashPayment) {
+                if rules.cash_upi_threshold_inr.is_some()
+                    && !ep.extra_types.contains(&ErrorType::UndocumentedCashPayment)
+                {
                     ep.extra_types.push(ErrorType::UndocumentedCashPayment);
                 }
-                if rules.new_vendor_risk_months.is_some() && !ep.extra_types.contains(&ErrorType::HighRiskNewVendor) {
+                if rules.new_vendor_risk_months.is_some()
+                    && !ep.extra_types.contains(&ErrorType::HighRiskNewVendor)
+                {
                     ep.extra_types.push(ErrorType::HighRiskNewVendor);
                 }
             }
@@ -740,7 +926,10 @@ impl Campaign {
 
     /// Final findings of each specialist this period.
     fn period_findings(&self) -> BTreeMap<Role, Vec<Finding>> {
-        self.episodes.iter().map(|(r, e)| (*r, e.findings.clone())).collect()
+        self.episodes
+            .iter()
+            .map(|(r, e)| (*r, e.findings.clone()))
+            .collect()
     }
 
     fn resolve_ref(&self, r: &str) -> Option<(Role, String, String)> {
@@ -772,7 +961,11 @@ impl Campaign {
             }
             for (d, ts) in by_doc {
                 if ts.len() >= 2 {
-                    out.push(Conflict { role: r, document_id: d, competing_types: ts.into_iter().collect() });
+                    out.push(Conflict {
+                        role: r,
+                        document_id: d,
+                        competing_types: ts.into_iter().collect(),
+                    });
                 }
             }
         }
@@ -781,7 +974,11 @@ impl Campaign {
 
     /// DEP-003: the overseer reviews a period only after all four specialists have finished it.
     fn check_review_order(&self) -> Result<(), AuditError> {
-        let pending: Vec<String> = Role::SPECIALISTS.iter().filter(|r| !self.completed.contains(r)).map(|r| format!("'{}'", r.as_str())).collect();
+        let pending: Vec<String> = Role::SPECIALISTS
+            .iter()
+            .filter(|r| !self.completed.contains(r))
+            .map(|r| format!("'{}'", r.as_str()))
+            .collect();
         if pending.is_empty() {
             return Ok(());
         }
@@ -795,7 +992,17 @@ impl Campaign {
     /// Judge one decision: resolve its ref to a submitted finding and check the verdict.
     fn judge_decision(&self, d: &OverseerDecision) -> ReviewedDecision {
         let v = d.verdict.trim().to_ascii_lowercase();
-        let mut out = ReviewedDecision { finding_ref: d.finding_ref.clone(), role: None, document_id: String::new(), error_type: String::new(), verdict: v.clone(), matched: false, document_exists: false, type_valid_for_role: false, error: None };
+        let mut out = ReviewedDecision {
+            finding_ref: d.finding_ref.clone(),
+            role: None,
+            document_id: String::new(),
+            error_type: String::new(),
+            verdict: v.clone(),
+            matched: false,
+            document_exists: false,
+            type_valid_for_role: false,
+            error: None,
+        };
         match self.resolve_ref(&d.finding_ref) {
             Some((role, doc, t)) => {
                 let ep = &self.episodes[&role];
@@ -810,7 +1017,10 @@ impl Campaign {
         }
         if !["approve", "reject", "escalate"].contains(&v.as_str()) {
             out.matched = false;
-            out.error = Some(format!("verdict must be approve, reject or escalate; got '{}'; decision not applied", d.verdict));
+            out.error = Some(format!(
+                "verdict must be approve, reject or escalate; got '{}'; decision not applied",
+                d.verdict
+            ));
         }
         out
     }
@@ -821,25 +1031,48 @@ impl Campaign {
         for (i, d) in action.decisions.iter().enumerate() {
             if let Some(c) = d.confidence {
                 if !(0.0..=1.0).contains(&c) {
-                    return Err(AuditError::invalid(format!("decisions[{i}].confidence"), "confidence must be within [0, 1]"));
+                    return Err(AuditError::invalid(
+                        format!("decisions[{i}].confidence"),
+                        "confidence must be within [0, 1]",
+                    ));
                 }
             }
         }
-        let decided: Vec<ReviewedDecision> = action.decisions.iter().take(limits::MAX_HISTORY_ENTRIES).map(|d| self.judge_decision(d)).collect();
+        let decided: Vec<ReviewedDecision> = action
+            .decisions
+            .iter()
+            .take(limits::MAX_HISTORY_ENTRIES)
+            .map(|d| self.judge_decision(d))
+            .collect();
         let at = self.tick();
         let conflicts = self.conflicts();
         let mut resolutions = BTreeMap::new();
         for c in &action.conflicts_resolved {
-            resolutions.insert(c.finding.trim().to_ascii_uppercase(), c.resolution.trim().to_ascii_lowercase());
+            resolutions.insert(
+                c.finding.trim().to_ascii_uppercase(),
+                c.resolution.trim().to_ascii_lowercase(),
+            );
         }
-        let unresolved: Vec<Conflict> = conflicts.iter().filter(|c| !resolutions.contains_key(&c.document_id)).cloned().collect();
+        let unresolved: Vec<Conflict> = conflicts
+            .iter()
+            .filter(|c| !resolutions.contains_key(&c.document_id))
+            .cloned()
+            .collect();
         let total: usize = self.period_findings().values().map(|v| v.len()).sum();
-        let count = |v: &str| decided.iter().filter(|d| d.matched && d.verdict == v).count();
+        let count = |v: &str| {
+            decided
+                .iter()
+                .filter(|d| d.matched && d.verdict == v)
+                .count()
+        };
         let invalid = decided.iter().filter(|d| !d.matched).count();
         let review = OverseerReview {
             campaign_id: self.id.clone(),
             period: self.current_period,
-            audit_trail_id: action.audit_trail_id.clone().unwrap_or_else(|| format!("AT-{}-P{}", self.id, self.current_period)),
+            audit_trail_id: action
+                .audit_trail_id
+                .clone()
+                .unwrap_or_else(|| format!("AT-{}-P{}", self.id, self.current_period)),
             accepted: count("approve"),
             rejected: count("reject"),
             escalated: count("escalate"),
@@ -861,15 +1094,33 @@ impl Campaign {
     /// Overseer quality: F1 of the approved findings (undecided = approved, conflicts resolved
     /// by type) against the ground truth of each role's episode. 0 without a review.
     fn overseer_quality(&self) -> f64 {
-        let Some(rv) = self.reviews.get(&self.current_period) else { return 0.0 };
-        let verdict: BTreeMap<(Role, String, String), String> = rv.decisions.iter().filter_map(|d| Some(((d.role.filter(|_| d.matched)?, d.document_id.clone(), d.error_type.clone()), d.verdict.clone()))).collect();
+        let Some(rv) = self.reviews.get(&self.current_period) else {
+            return 0.0;
+        };
+        let verdict: BTreeMap<(Role, String, String), String> = rv
+            .decisions
+            .iter()
+            .filter_map(|d| {
+                Some((
+                    (
+                        d.role.filter(|_| d.matched)?,
+                        d.document_id.clone(),
+                        d.error_type.clone(),
+                    ),
+                    d.verdict.clone(),
+                ))
+            })
+            .collect();
         let (mut tp, mut fp, mut gt_total) = (0usize, 0usize, 0usize);
         for (role, ep) in &self.episodes {
             gt_total += ep.gt().len();
             let mut m = Matcher::new(ep.gt());
             for f in &ep.findings {
                 let (d, t) = f.key();
-                let v = verdict.get(&(*role, d.clone(), t.clone())).map(String::as_str).unwrap_or("approve");
+                let v = verdict
+                    .get(&(*role, d.clone(), t.clone()))
+                    .map(String::as_str)
+                    .unwrap_or("approve");
                 let resolved_out = rv.resolutions.get(&d).is_some_and(|keep| *keep != t);
                 if v == "reject" || resolved_out {
                     continue;
@@ -887,8 +1138,16 @@ impl Campaign {
                 gt_total += t;
             }
         }
-        let p = if tp + fp == 0 { 0.0 } else { tp as f64 / (tp + fp) as f64 };
-        let r = if gt_total == 0 { 0.0 } else { tp as f64 / gt_total as f64 };
+        let p = if tp + fp == 0 {
+            0.0
+        } else {
+            tp as f64 / (tp + fp) as f64
+        };
+        let r = if gt_total == 0 {
+            0.0
+        } else {
+            tp as f64 / gt_total as f64
+        };
         if p + r == 0.0 {
             0.0
         } else {
@@ -897,18 +1156,37 @@ impl Campaign {
     }
 
     fn all_findings(&self) -> Vec<(Role, Finding)> {
-        self.episodes.iter().flat_map(|(r, e)| e.findings.iter().map(move |f| (*r, f.clone()))).collect()
+        self.episodes
+            .iter()
+            .flat_map(|(r, e)| e.findings.iter().map(move |f| (*r, f.clone())))
+            .collect()
     }
 
-    fn flagged_in(&self, role: Role, pred: impl Fn(&data::expense::ExpenseClaim) -> bool, t: &str) -> Option<bool> {
+    fn flagged_in(
+        &self,
+        role: Role,
+        pred: impl Fn(&data::expense::ExpenseClaim) -> bool,
+        t: &str,
+    ) -> Option<bool> {
         let ep = self.episodes.get(&role)?;
-        let Documents::Expense(d) = &ep.data.documents else { return None };
-        let targets: Vec<&String> = d.expenses.iter().filter(|c| pred(c)).map(|c| &c.expense_id).collect();
+        let Documents::Expense(d) = &ep.data.documents else {
+            return None;
+        };
+        let targets: Vec<&String> = d
+            .expenses
+            .iter()
+            .filter(|c| pred(c))
+            .map(|c| &c.expense_id)
+            .collect();
         if targets.is_empty() {
             return None;
         }
         let keys: BTreeSet<(String, String)> = ep.findings.iter().map(|f| f.key()).collect();
-        Some(targets.iter().all(|id| keys.contains(&(id.to_string(), t.to_string()))))
+        Some(
+            targets
+                .iter()
+                .all(|id| keys.contains(&(id.to_string(), t.to_string()))),
+        )
     }
 
     pub fn instruction_checks(&self) -> Vec<InstructionCheck> {
@@ -930,8 +1208,18 @@ impl Campaign {
             let missed = g.missed_errors.iter().any(|k| k.error_type == t.as_str());
             ep.gt().iter().any(|x| x.error_type == t).then_some(!missed)
         };
-        let prior_docs: BTreeSet<String> = self.history.iter().filter(|h| h.period < p).map(|h| h.document_id.clone()).collect();
-        let prior_vendors: BTreeSet<String> = self.flagged_vendors.iter().filter(|(k, _)| **k < p).flat_map(|(_, v)| v.iter().cloned()).collect();
+        let prior_docs: BTreeSet<String> = self
+            .history
+            .iter()
+            .filter(|h| h.period < p)
+            .map(|h| h.document_id.clone())
+            .collect();
+        let prior_vendors: BTreeSet<String> = self
+            .flagged_vendors
+            .iter()
+            .filter(|(k, _)| **k < p)
+            .flat_map(|(_, v)| v.iter().cloned())
+            .collect();
         let rv = self.reviews.get(&p);
         for ins in self.active_instructions() {
             let (st, detail): (&str, String) = match ins.id.as_str() {
@@ -1013,7 +1301,11 @@ impl Campaign {
                 }
                 _ => ("not_applicable", String::new()),
             };
-            out.push(InstructionCheck { id: ins.id.clone(), status: st.into(), detail });
+            out.push(InstructionCheck {
+                id: ins.id.clone(),
+                status: st.into(),
+                detail,
+            });
         }
         out
     }
@@ -1033,14 +1325,24 @@ impl Campaign {
             steps_budget += t.max_steps();
             match self.episodes.get(&r).filter(|e| e.done) {
                 Some(ep) => {
-                    let g = ep.full_grade.clone().unwrap_or_else(|| grading::grade(ep.gt(), &ep.findings));
+                    let g = ep
+                        .full_grade
+                        .clone()
+                        .unwrap_or_else(|| grading::grade(ep.gt(), &ep.findings));
                     spec.insert(r.as_str().to_string(), g.weighted_score);
                     specialist_scores.insert(r.as_str().to_string(), g.score);
                     critical |= g.critical_missed;
                     steps_used += ep.step_count;
-                    let matched: BTreeSet<(String, String)> = g.matched_errors.iter().map(|k| (k.document_id.clone(), k.error_type.clone())).collect();
+                    let matched: BTreeSet<(String, String)> = g
+                        .matched_errors
+                        .iter()
+                        .map(|k| (k.document_id.clone(), k.error_type.clone()))
+                        .collect();
                     for it in ep.gt() {
-                        let hit = matched.contains(&(it.document_id.clone(), it.error_type.as_str().to_string()));
+                        let hit = matched.contains(&(
+                            it.document_id.clone(),
+                            it.error_type.as_str().to_string(),
+                        ));
                         match it.origin {
                             GtOrigin::RuleChange | GtOrigin::Shock => {
                                 change_hits.1 += 1;
@@ -1063,9 +1365,21 @@ impl Campaign {
             }
         }
         let checks = self.instruction_checks();
-        let applicable: Vec<&InstructionCheck> = checks.iter().filter(|c| c.status == "passed" || c.status == "failed").collect();
-        let compliance = if applicable.is_empty() { 0.0 } else { applicable.iter().filter(|c| c.status == "passed").count() as f64 / applicable.len() as f64 };
-        let esc3 = checks.iter().find(|c| c.id == "ESC-003").filter(|c| c.status != "not_applicable").map(|c| if c.status == "passed" { 1.0 } else { 0.0 });
+        let applicable: Vec<&InstructionCheck> = checks
+            .iter()
+            .filter(|c| c.status == "passed" || c.status == "failed")
+            .collect();
+        let compliance = if applicable.is_empty() {
+            0.0
+        } else {
+            applicable.iter().filter(|c| c.status == "passed").count() as f64
+                / applicable.len() as f64
+        };
+        let esc3 = checks
+            .iter()
+            .find(|c| c.id == "ESC-003")
+            .filter(|c| c.status != "not_applicable")
+            .map(|c| if c.status == "passed" { 1.0 } else { 0.0 });
         let memory = if p == 1 {
             1.0
         } else {
@@ -1076,20 +1390,45 @@ impl Campaign {
             if let Some(x) = esc3 {
                 parts.push(x);
             }
-            if parts.is_empty() { 0.0 } else { parts.iter().sum::<f64>() / parts.len() as f64 }
+            if parts.is_empty() {
+                0.0
+            } else {
+                parts.iter().sum::<f64>() / parts.len() as f64
+            }
         };
         let mut adapt_parts = vec![];
         if change_hits.1 > 0 {
             adapt_parts.push(change_hits.0 as f64 / change_hits.1 as f64);
         }
         for id in ["POL-007", "SCH-003"] {
-            if let Some(c) = checks.iter().find(|c| c.id == id && (c.status == "passed" || c.status == "failed")) {
+            if let Some(c) = checks
+                .iter()
+                .find(|c| c.id == id && (c.status == "passed" || c.status == "failed"))
+            {
                 adapt_parts.push(if c.status == "passed" { 1.0 } else { 0.0 });
             }
         }
-        let adaptation = if adapt_parts.is_empty() { if p == 1 { 1.0 } else { 0.0 } } else { adapt_parts.iter().sum::<f64>() / adapt_parts.len() as f64 };
-        let improvement = self.improve_history.iter().rev().find(|r| r.accepted).map(|r| (r.transfer_delta.max(0.0) * 10.0).min(1.0)).unwrap_or(0.0);
-        let efficiency = if steps_budget == 0 { 0.0 } else { 1.0 - steps_used as f64 / steps_budget as f64 };
+        let adaptation = if adapt_parts.is_empty() {
+            if p == 1 {
+                1.0
+            } else {
+                0.0
+            }
+        } else {
+            adapt_parts.iter().sum::<f64>() / adapt_parts.len() as f64
+        };
+        let improvement = self
+            .improve_history
+            .iter()
+            .rev()
+            .find(|r| r.accepted)
+            .map(|r| (r.transfer_delta.max(0.0) * 10.0).min(1.0))
+            .unwrap_or(0.0);
+        let efficiency = if steps_budget == 0 {
+            0.0
+        } else {
+            1.0 - steps_used as f64 / steps_budget as f64
+        };
         let inputs = CampaignScoreInputs {
             specialist_weighted_f1: spec,
             overseer_quality: round_n(self.overseer_quality(), 4),
@@ -1101,7 +1440,13 @@ impl Campaign {
             critical_missed: critical,
             overseer_reviewed: self.reviews.contains_key(&p),
         };
-        PeriodScore { period: p, score: grading::campaign_score(&inputs), inputs, instruction_checks: checks, specialist_scores }
+        PeriodScore {
+            period: p,
+            score: grading::campaign_score(&inputs),
+            inputs,
+            instruction_checks: checks,
+            specialist_scores,
+        }
     }
 
     /// Campaign score: mean of the scored periods (0.01 before any period is scored).
@@ -1109,7 +1454,13 @@ impl Campaign {
         if self.period_scores.is_empty() {
             return 0.01;
         }
-        util::clamp_score(self.period_scores.iter().map(|p| p.score.score).sum::<f64>() / self.period_scores.len() as f64)
+        util::clamp_score(
+            self.period_scores
+                .iter()
+                .map(|p| p.score.score)
+                .sum::<f64>()
+                / self.period_scores.len() as f64,
+        )
     }
 
     /// Close the current period (score it) and mutate the world for the next one.
@@ -1120,7 +1471,11 @@ impl Campaign {
         self.period_scores.push(ps);
         // Memory for the next period.
         let mut vendors = BTreeSet::new();
-        for e in self.history.iter().filter(|h| h.period == self.current_period) {
+        for e in self
+            .history
+            .iter()
+            .filter(|h| h.period == self.current_period)
+        {
             if let Some(c) = &e.counterparty {
                 vendors.insert(c.clone());
             }
@@ -1135,7 +1490,11 @@ impl Campaign {
             let d = data::generate(TaskId::ExpenseAudit, self.period_seed(), &self.rules());
             if let Documents::Expense(x) = d.documents {
                 self.prev_expense_claims = x.expenses;
-                self.prev_expense_gt_docs = d.ground_truth.iter().map(|g| g.document_id.clone()).collect();
+                self.prev_expense_gt_docs = d
+                    .ground_truth
+                    .iter()
+                    .map(|g| g.document_id.clone())
+                    .collect();
             }
         }
         if self.current_period >= self.total_periods {
@@ -1177,14 +1536,22 @@ impl Campaign {
             findings_history: self.history.clone(),
             instruction_compliance: compliance,
             budget_remaining: self.budget_remaining,
-            specialist_consecutive_tasks: self.consecutive.iter().map(|(r, n)| (r.as_str().to_string(), *n)).collect(),
+            specialist_consecutive_tasks: self
+                .consecutive
+                .iter()
+                .map(|(r, n)| (r.as_str().to_string(), *n))
+                .collect(),
             regulatory_shocks_applied: self.shocks_applied.clone(),
             finished: self.finished,
         }
     }
 
     /// Critic input: final grades of every scored and current period, and memory gaps.
-    pub fn self_improve(&mut self, train: &[u64], held: &[u64]) -> Result<IterationRecord, AuditError> {
+    pub fn self_improve(
+        &mut self,
+        train: &[u64],
+        held: &[u64],
+    ) -> Result<IterationRecord, AuditError> {
         improve::validate_seeds(train, held)?;
         let mut grades: Vec<(u32, String, GradeResult)> = vec![];
         for (r, e) in &self.episodes {
@@ -1192,11 +1559,26 @@ impl Campaign {
                 grades.push((self.current_period, r.as_str().to_string(), g.clone()));
             }
         }
-        let gaps: Vec<String> = self.period_scores.iter().flat_map(|ps| ps.instruction_checks.iter().filter(|c| c.status == "failed" && (c.id == "ESC-003" || c.id == "DEP-004")).map(move |c| format!("period {} {}", ps.period, c.id))).collect();
+        let gaps: Vec<String> = self
+            .period_scores
+            .iter()
+            .flat_map(|ps| {
+                ps.instruction_checks
+                    .iter()
+                    .filter(|c| c.status == "failed" && (c.id == "ESC-003" || c.id == "DEP-004"))
+                    .map(move |c| format!("period {} {}", ps.period, c.id))
+            })
+            .collect();
         let mut grades_all = grades;
         grades_all.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         let critic = improve::critic(&grades_all, gaps);
-        let (rec, cand) = improve::iterate(self.improve_history.len() + 1, &self.checklist, critic, train, held)?;
+        let (rec, cand) = improve::iterate(
+            self.improve_history.len() + 1,
+            &self.checklist,
+            critic,
+            train,
+            held,
+        )?;
         if let Some(c) = cand {
             self.checklist = c;
         }
@@ -1213,7 +1595,10 @@ mod tests {
     use super::*;
 
     fn perfect(c: &Campaign, r: Role) -> AuditAction {
-        AuditAction { findings: grading::perfect_findings(c.episodes[&r].gt()), submit_final: Some(true) }
+        AuditAction {
+            findings: grading::perfect_findings(c.episodes[&r].gt()),
+            submit_final: Some(true),
+        }
     }
 
     fn run_period(c: &mut Campaign) {
@@ -1245,10 +1630,22 @@ mod tests {
         let mut gst_docs = vec![];
         for p in 1..=5 {
             assert_eq!(c.current_period, p);
-            assert_eq!(c.active_instructions().len(), match p { 1 => 16, 2 => 19, _ => 22 });
+            assert_eq!(
+                c.active_instructions().len(),
+                match p {
+                    1 => 16,
+                    2 => 19,
+                    _ => 22,
+                }
+            );
             run_period(&mut c);
             if let Some(ep) = c.episodes.get(&Role::GstSpecialist) {
-                gst_docs.push(ep.data.documents.render(&ep.rules.schema_renames).to_string());
+                gst_docs.push(
+                    ep.data
+                        .documents
+                        .render(&ep.rules.schema_renames)
+                        .to_string(),
+                );
             }
             let st = c.advance().unwrap();
             assert_eq!(st, if p == 5 { "completed" } else { "advanced" });
@@ -1256,18 +1653,31 @@ mod tests {
         assert!(c.finished);
         let ids: Vec<&str> = c.shocks_applied.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, vec!["REG-001", "REG-002", "REG-003"]);
-        assert!(c.shocks_applied.iter().all(|s| s.ground_truth_items_added > 0), "{:?}", c.shocks_applied);
+        assert!(
+            c.shocks_applied
+                .iter()
+                .all(|s| s.ground_truth_items_added > 0),
+            "{:?}",
+            c.shocks_applied
+        );
         assert!(!gst_docs[0].contains("supplier_gstin\":\"") || gst_docs[0].contains("gstr2b"));
         assert!(gst_docs[2].contains("hsn_description") && !gst_docs[2].contains("vendor_gstin"));
         assert!(gst_docs[0].contains("vendor_gstin"));
         // perfect specialists + approve-all overseer score well; every period is scored
         assert_eq!(c.period_scores.len(), 5);
-        assert!(c.score() > 0.6, "{:?}", c.period_scores.iter().map(|p| &p.score).collect::<Vec<_>>());
+        assert!(
+            c.score() > 0.6,
+            "{:?}",
+            c.period_scores.iter().map(|p| &p.score).collect::<Vec<_>>()
+        );
         assert!(c.advance().is_err(), "finished campaigns stay finished");
     }
 
     fn check(c: &Campaign, id: &str) -> InstructionCheck {
-        c.instruction_checks().into_iter().find(|x| x.id == id).unwrap()
+        c.instruction_checks()
+            .into_iter()
+            .find(|x| x.id == id)
+            .unwrap()
     }
 
     #[test]
@@ -1285,7 +1695,11 @@ mod tests {
             if k < 3 {
                 let msg = c.review(OverseerAction::default()).unwrap_err().to_string();
                 for (j, other) in Role::SPECIALISTS.into_iter().enumerate() {
-                    assert_eq!(msg.contains(&format!("'{}'", other.as_str())), j > k, "{msg}");
+                    assert_eq!(
+                        msg.contains(&format!("'{}'", other.as_str())),
+                        j > k,
+                        "{msg}"
+                    );
                 }
                 assert!(c.reviews.is_empty(), "a rejected review stores nothing");
                 assert!(c.review_action.is_none());
@@ -1303,27 +1717,65 @@ mod tests {
     fn pol005_is_checked_from_the_approval_records() {
         for seed in [42u64, 43, 44, 100] {
             let mut c = Campaign::new("c-pol5".into(), seed, 1, 50).unwrap();
-            assert_eq!(check(&c, "POL-005").status, "not_applicable", "no invoice episode yet");
-            c.submit(Role::ExpenseSpecialist, AuditAction::default()).unwrap();
+            assert_eq!(
+                check(&c, "POL-005").status,
+                "not_applicable",
+                "no invoice episode yet"
+            );
+            c.submit(Role::ExpenseSpecialist, AuditAction::default())
+                .unwrap();
             c.start_task(Role::InvoiceSpecialist).unwrap();
-            assert_eq!(check(&c, "POL-005").status, "failed", "seed {seed}: nothing flagged yet");
-            let Documents::Invoice(d) = &c.episodes[&Role::InvoiceSpecialist].data.documents else { panic!() };
+            assert_eq!(
+                check(&c, "POL-005").status,
+                "failed",
+                "seed {seed}: nothing flagged yet"
+            );
+            let Documents::Invoice(d) = &c.episodes[&Role::InvoiceSpecialist].data.documents else {
+                panic!()
+            };
             let gaps = data::invoice::approval_gaps(d);
             assert!(!gaps.is_empty(), "seed {seed}");
             let gt = c.episodes[&Role::InvoiceSpecialist].gt().to_vec();
             // Every erroneous invoice but one approval gap flagged: failed.
-            let most: Vec<Finding> = grading::perfect_findings(&gt).into_iter().filter(|f| f.document_id != gaps[0]).collect();
+            let most: Vec<Finding> = grading::perfect_findings(&gt)
+                .into_iter()
+                .filter(|f| f.document_id != gaps[0])
+                .collect();
             let mut c2 = c.clone();
-            c2.submit(Role::InvoiceSpecialist, AuditAction { findings: most, submit_final: Some(true) }).unwrap();
+            c2.submit(
+                Role::InvoiceSpecialist,
+                AuditAction {
+                    findings: most,
+                    submit_final: Some(true),
+                },
+            )
+            .unwrap();
             assert_eq!(check(&c2, "POL-005").status, "failed", "seed {seed}");
             // Every gap flagged, whatever the type: passed (and graded like any other finding).
-            let f: Vec<Finding> = gaps.iter().map(|g| Finding::new(g, "vendor_mismatch")).collect();
-            let res = c.submit(Role::InvoiceSpecialist, AuditAction { findings: f, submit_final: Some(true) }).unwrap();
+            let f: Vec<Finding> = gaps
+                .iter()
+                .map(|g| Finding::new(g, "vendor_mismatch"))
+                .collect();
+            let res = c
+                .submit(
+                    Role::InvoiceSpecialist,
+                    AuditAction {
+                        findings: f,
+                        submit_final: Some(true),
+                    },
+                )
+                .unwrap();
             assert_eq!(check(&c, "POL-005").status, "passed", "seed {seed}");
             let g = res.grader.unwrap();
-            assert_eq!(g.true_positives + g.partial_matches + g.false_positives, gaps.len());
+            assert_eq!(
+                g.true_positives + g.partial_matches + g.false_positives,
+                gaps.len()
+            );
             let ps = c.score_period();
-            assert!(ps.instruction_checks.iter().any(|x| x.id == "POL-005" && x.status == "passed"));
+            assert!(ps
+                .instruction_checks
+                .iter()
+                .any(|x| x.id == "POL-005" && x.status == "passed"));
         }
     }
 
@@ -1337,10 +1789,19 @@ mod tests {
             run_period(&mut c);
             for (role, ep) in &c.episodes {
                 // Documents (with every shock delivered this period) agree with the rule checker.
-                let prior: BTreeSet<String> = ep.rules.carry_over_claim.iter().map(|x| x.receipt_id.clone()).collect();
+                let prior: BTreeSet<String> = ep
+                    .rules
+                    .carry_over_claim
+                    .iter()
+                    .map(|x| x.receipt_id.clone())
+                    .collect();
                 let mut detected = data::detect_all(&ep.data.documents, &prior);
                 detected.sort();
-                let mut gt: Vec<(String, ErrorType)> = ep.gt().iter().map(|g| (g.document_id.clone(), g.error_type)).collect();
+                let mut gt: Vec<(String, ErrorType)> = ep
+                    .gt()
+                    .iter()
+                    .map(|g| (g.document_id.clone(), g.error_type))
+                    .collect();
                 gt.sort();
                 assert_eq!(detected, gt, "period {p} {}", role.as_str());
                 match &ep.data.documents {
@@ -1348,12 +1809,19 @@ mod tests {
                         assert_eq!(d.context.current_date, today);
                         assert!(d.purchase_register.iter().all(|b| b.date <= today));
                         for n in &d.context.rate_notices {
-                            assert_eq!(n.effective_from, data::gst::it_rate_change_date(), "REG-001 date is fixed");
+                            assert_eq!(
+                                n.effective_from,
+                                data::gst::it_rate_change_date(),
+                                "REG-001 date is fixed"
+                            );
                         }
                     }
                     Documents::Fraud(d) => assert_eq!(d.audit_context.audit_period_end, today),
                     Documents::Expense(d) => assert!(d.expenses.iter().all(|e| e.date <= today)),
-                    Documents::Invoice(d) => assert!(d.invoices.iter().all(|i| i.date <= today && i.approvals.iter().all(|a| a.date <= today))),
+                    Documents::Invoice(d) => assert!(d
+                        .invoices
+                        .iter()
+                        .all(|i| i.date <= today && i.approvals.iter().all(|a| a.date <= today))),
                 }
             }
             c.advance().unwrap();

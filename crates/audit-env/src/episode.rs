@@ -26,9 +26,16 @@ fn de_opt_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> 
     let v = Option::<Value>::deserialize(d)?;
     match v {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(|| serde::de::Error::custom("seed must be a non-negative integer")),
-        Some(Value::String(s)) => s.trim().parse::<u64>().map(Some).map_err(|_| serde::de::Error::custom(format!("seed must be a non-negative integer, got '{s}'"))),
-        Some(other) => Err(serde::de::Error::custom(format!("seed must be a non-negative integer, got {other}"))),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| serde::de::Error::custom("seed must be a non-negative integer")),
+        Some(Value::String(s)) => s.trim().parse::<u64>().map(Some).map_err(|_| {
+            serde::de::Error::custom(format!("seed must be a non-negative integer, got '{s}'"))
+        }),
+        Some(other) => Err(serde::de::Error::custom(format!(
+            "seed must be a non-negative integer, got {other}"
+        ))),
     }
 }
 
@@ -205,7 +212,14 @@ pub struct StepOutcome {
 }
 
 impl Episode {
-    pub fn new(task: TaskId, seed: u64, rules: WorldRules, episode_id: String, investigation: bool, max_findings_per_step: usize) -> Episode {
+    pub fn new(
+        task: TaskId,
+        seed: u64,
+        rules: WorldRules,
+        episode_id: String,
+        investigation: bool,
+        max_findings_per_step: usize,
+    ) -> Episode {
         let data = data::generate(task, seed, &rules);
         let mut extra_types = vec![];
         if rules.cash_upi_threshold_inr.is_some() && task == TaskId::FraudDetection {
@@ -228,7 +242,11 @@ impl Episode {
             revealed: BTreeSet::new(),
             last_grade: None,
             full_grade: None,
-            feedback_detail: if HELD_OUT_SEEDS.contains(&seed) { FeedbackDetail::Counts } else { FeedbackDetail::Full },
+            feedback_detail: if HELD_OUT_SEEDS.contains(&seed) {
+                FeedbackDetail::Counts
+            } else {
+                FeedbackDetail::Full
+            },
             rewards: vec![],
             notices: vec![],
             max_findings_per_step,
@@ -274,8 +292,12 @@ impl Episode {
         if let Value::Object(m) = all {
             for (k, v) in m {
                 let s = match &v {
-                    Value::Array(a) => json!({"type": "list", "count": a.len(), "sample_fields": a.first().and_then(|x| x.as_object()).map(|o| o.keys().cloned().collect::<Vec<_>>()).unwrap_or_default()}),
-                    Value::Object(o) => json!({"type": "dict", "top_level_keys": o.keys().cloned().collect::<Vec<_>>()}),
+                    Value::Array(a) => {
+                        json!({"type": "list", "count": a.len(), "sample_fields": a.first().and_then(|x| x.as_object()).map(|o| o.keys().cloned().collect::<Vec<_>>()).unwrap_or_default()})
+                    }
+                    Value::Object(o) => {
+                        json!({"type": "dict", "top_level_keys": o.keys().cloned().collect::<Vec<_>>()})
+                    }
                     _ => json!({"type": "scalar"}),
                 };
                 out.insert(k, s);
@@ -285,7 +307,13 @@ impl Episode {
     }
 
     pub fn observation(&self, reward: f64, feedback: String, final_step: bool) -> AuditObservation {
-        let cats: Vec<String> = self.data.documents.categories().iter().map(|s| s.to_string()).collect();
+        let cats: Vec<String> = self
+            .data
+            .documents
+            .categories()
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let mut metadata = BTreeMap::new();
         metadata.insert("episode_id".into(), json!(self.episode_id));
         metadata.insert("seed".into(), json!(self.data.seed));
@@ -293,7 +321,14 @@ impl Episode {
         if self.task() == TaskId::FraudDetection {
             metadata.insert("fraud_level".into(), json!(self.rules.fraud_level));
         }
-        metadata.insert("valid_error_types".into(), json!(self.valid_types().iter().map(|t| t.as_str()).collect::<Vec<_>>()));
+        metadata.insert(
+            "valid_error_types".into(),
+            json!(self
+                .valid_types()
+                .iter()
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()),
+        );
         metadata.insert("notices".into(), json!(self.notices));
         AuditObservation {
             done: self.done,
@@ -307,13 +342,27 @@ impl Episode {
             step_number: self.step_count,
             max_steps: self.max_steps,
             investigation_mode: self.investigation_mode,
-            available_categories: if self.investigation_mode { cats.into_iter().filter(|c| !self.revealed.contains(c)).collect() } else { cats },
-            data_summary: if self.investigation_mode { self.data_summary() } else { json!({}) },
+            available_categories: if self.investigation_mode {
+                cats.into_iter()
+                    .filter(|c| !self.revealed.contains(c))
+                    .collect()
+            } else {
+                cats
+            },
+            data_summary: if self.investigation_mode {
+                self.data_summary()
+            } else {
+                json!({})
+            },
         }
     }
 
     pub fn reset_feedback(&self) -> String {
-        let types: Vec<String> = self.valid_types().iter().map(|t| t.as_str().to_string()).collect();
+        let types: Vec<String> = self
+            .valid_types()
+            .iter()
+            .map(|t| t.as_str().to_string())
+            .collect();
         let head = if self.investigation_mode {
             "INVESTIGATION MODE: documents are hidden; request categories with request_categories before submitting findings.\n".to_string()
         } else {
@@ -352,11 +401,22 @@ impl Episode {
         }
         match self.feedback_detail {
             FeedbackDetail::Full => {
-                let missed: BTreeSet<&str> = grade.missed_errors.iter().map(|k| k.document_id.as_str()).collect();
-                format!("\nMissed errors in: {}", missed.into_iter().collect::<Vec<_>>().join(", "))
+                let missed: BTreeSet<&str> = grade
+                    .missed_errors
+                    .iter()
+                    .map(|k| k.document_id.as_str())
+                    .collect();
+                format!(
+                    "\nMissed errors in: {}",
+                    missed.into_iter().collect::<Vec<_>>().join(", ")
+                )
             }
             FeedbackDetail::Counts => {
-                let by: Vec<String> = grade.missed_by_type.iter().map(|(t, n)| format!("{t} x{n}")).collect();
+                let by: Vec<String> = grade
+                    .missed_by_type
+                    .iter()
+                    .map(|(t, n)| format!("{t} x{n}"))
+                    .collect();
                 format!("\nMissed errors by type: {}", by.join(", "))
             }
         }
@@ -368,41 +428,98 @@ impl Episode {
             return Err(AuditError::EpisodeFinished);
         }
         if a.findings.len() > self.max_findings_per_step {
-            return Err(AuditError::TooManyFindings { max: self.max_findings_per_step, got: a.findings.len() });
+            return Err(AuditError::TooManyFindings {
+                max: self.max_findings_per_step,
+                got: a.findings.len(),
+            });
         }
         a.findings
             .iter()
             .enumerate()
-            .map(|(i, f)| f.clone().sanitize().map_err(|(field, msg)| AuditError::invalid(format!("findings[{i}].{field}"), msg)))
+            .map(|(i, f)| {
+                f.clone().sanitize().map_err(|(field, msg)| {
+                    AuditError::invalid(format!("findings[{i}].{field}"), msg)
+                })
+            })
             .collect()
     }
 
     /// Apply one step. All validation happens before any state changes.
-    pub fn step(&mut self, a: AuditAction, request_categories: Vec<String>) -> Result<StepOutcome, AuditError> {
+    pub fn step(
+        &mut self,
+        a: AuditAction,
+        request_categories: Vec<String>,
+    ) -> Result<StepOutcome, AuditError> {
         let clean = self.check_action(&a)?;
         let submit_final = a.submit_final.unwrap_or(false);
         self.step_count += 1;
         let n = self.step_count;
         // Investigate step.
-        if self.investigation_mode && clean.is_empty() && !submit_final && !request_categories.is_empty() {
-            let cats: BTreeSet<String> = self.data.documents.categories().iter().map(|s| s.to_string()).collect();
-            let new: Vec<String> = request_categories.iter().map(|c| c.trim().to_string()).filter(|c| cats.contains(c) && !self.revealed.contains(c)).collect();
+        if self.investigation_mode
+            && clean.is_empty()
+            && !submit_final
+            && !request_categories.is_empty()
+        {
+            let cats: BTreeSet<String> = self
+                .data
+                .documents
+                .categories()
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            let new: Vec<String> = request_categories
+                .iter()
+                .map(|c| c.trim().to_string())
+                .filter(|c| cats.contains(c) && !self.revealed.contains(c))
+                .collect();
             self.revealed.extend(new.iter().cloned());
-            let remaining: Vec<String> = cats.iter().filter(|c| !self.revealed.contains(*c)).cloned().collect();
+            let remaining: Vec<String> = cats
+                .iter()
+                .filter(|c| !self.revealed.contains(*c))
+                .cloned()
+                .collect();
             let fb = format!(
                 "Step {n}/{}: revealed {}.\nRevealed so far: {}\nRemaining: {}",
                 self.max_steps,
-                if new.is_empty() { "nothing new".into() } else { new.join(", ") },
+                if new.is_empty() {
+                    "nothing new".into()
+                } else {
+                    new.join(", ")
+                },
                 self.revealed.iter().cloned().collect::<Vec<_>>().join(", "),
                 remaining.join(", ")
             );
             self.rewards.push(0.0);
             let obs = self.observation(0.0, fb, false);
-            let info = StepInfo { accepted_findings: 0, rejected_findings: 0, warnings: vec![], reward_breakdown: None };
-            return Ok(StepOutcome { envelope: AuditStepEnvelope { observation: obs, reward: 0.0, done: false, info, grader: None, session_id: None }, new_findings: vec![] });
+            let info = StepInfo {
+                accepted_findings: 0,
+                rejected_findings: 0,
+                warnings: vec![],
+                reward_breakdown: None,
+            };
+            return Ok(StepOutcome {
+                envelope: AuditStepEnvelope {
+                    observation: obs,
+                    reward: 0.0,
+                    done: false,
+                    info,
+                    grader: None,
+                    session_id: None,
+                },
+                new_findings: vec![],
+            });
         }
-        let valid: BTreeSet<&str> = self.valid_types().iter().map(|t| t.as_str()).collect::<BTreeSet<_>>();
-        let valid_list = self.valid_types().iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ");
+        let valid: BTreeSet<&str> = self
+            .valid_types()
+            .iter()
+            .map(|t| t.as_str())
+            .collect::<BTreeSet<_>>();
+        let valid_list = self
+            .valid_types()
+            .iter()
+            .map(|t| t.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
         let ids = self.data.documents.document_ids();
         let mut warnings = vec![];
         let mut accepted = vec![];
@@ -410,21 +527,35 @@ impl Episode {
         for f in clean {
             let t = f.error_type.trim().to_ascii_lowercase();
             if !valid.contains(t.as_str()) {
-                warnings.push(format!("Invalid error_type '{}' for task '{}'. Valid types: {}", f.error_type, self.task(), valid_list));
+                warnings.push(format!(
+                    "Invalid error_type '{}' for task '{}'. Valid types: {}",
+                    f.error_type,
+                    self.task(),
+                    valid_list
+                ));
                 rejected += 1;
                 continue;
             }
             if self.findings.len() + accepted.len() >= limits::MAX_FINDINGS_PER_EPISODE {
-                warnings.push(format!("Episode finding limit {} reached; finding dropped", limits::MAX_FINDINGS_PER_EPISODE));
+                warnings.push(format!(
+                    "Episode finding limit {} reached; finding dropped",
+                    limits::MAX_FINDINGS_PER_EPISODE
+                ));
                 rejected += 1;
                 continue;
             }
             if !ids.contains(&f.document_id.trim().to_ascii_uppercase()) {
-                warnings.push(format!("Unknown document_id '{}': counted as a false positive", f.document_id));
+                warnings.push(format!(
+                    "Unknown document_id '{}': counted as a false positive",
+                    f.document_id
+                ));
             }
             if let Some(fld) = &f.field {
                 if let Some(new) = self.rules.schema_renames.get(fld) {
-                    warnings.push(format!("Field '{fld}' was renamed to '{new}' (schema version {})", self.rules.schema_version));
+                    warnings.push(format!(
+                        "Field '{fld}' was renamed to '{new}' (schema version {})",
+                        self.rules.schema_version
+                    ));
                 }
             }
             accepted.push(f);
@@ -433,31 +564,65 @@ impl Episode {
         let previous = self.findings.clone();
         self.findings.extend(accepted.iter().cloned());
         let grade = grading::grade(self.gt(), &self.findings);
-        let rb = grading::step_reward(self.gt(), &previous, &accepted, n, is_final.then_some(&grade));
+        let rb = grading::step_reward(
+            self.gt(),
+            &previous,
+            &accepted,
+            n,
+            is_final.then_some(&grade),
+        );
         self.rewards.push(rb.reward);
         let mut fb = String::new();
         for w in &warnings {
             fb.push_str(w);
             fb.push('\n');
         }
-        fb.push_str(&format!("Step {n}/{}: Accepted {} finding(s) this step.\n", self.max_steps, accepted.len()));
-        fb.push_str(&format!("Running score — TP: {}, FP: {}, Precision: {:.2}, Recall: {:.2}", grade.true_positives, grade.false_positives, grade.precision, grade.recall));
+        fb.push_str(&format!(
+            "Step {n}/{}: Accepted {} finding(s) this step.\n",
+            self.max_steps,
+            accepted.len()
+        ));
+        fb.push_str(&format!(
+            "Running score — TP: {}, FP: {}, Precision: {:.2}, Recall: {:.2}",
+            grade.true_positives, grade.false_positives, grade.precision, grade.recall
+        ));
         if grade.partial_matches > 0 {
-            fb.push_str(&format!("\nPartial matches: {} (near misses: right document, related error type)", grade.partial_matches));
+            fb.push_str(&format!(
+                "\nPartial matches: {} (near misses: right document, related error type)",
+                grade.partial_matches
+            ));
         }
         if is_final {
             self.done = true;
             self.submitted_final = submit_final;
-            fb.push_str(&format!("\nEPISODE COMPLETE — Final F1 Score: {:.4}", grade.score));
-            fb.push_str(&format!("\nWeighted F1: {:.4} | Risk Mitigation: {:.1}%", grade.weighted_score, grade.risk_score.risk_mitigation_pct));
+            fb.push_str(&format!(
+                "\nEPISODE COMPLETE — Final F1 Score: {:.4}",
+                grade.score
+            ));
+            fb.push_str(&format!(
+                "\nWeighted F1: {:.4} | Risk Mitigation: {:.1}%",
+                grade.weighted_score, grade.risk_score.risk_mitigation_pct
+            ));
             fb.push_str(&self.missed_feedback(&grade));
             self.last_grade = Some(grade.for_detail(self.feedback_detail));
             self.full_grade = Some(grade.clone());
         }
         let obs = self.observation(rb.reward, fb, is_final);
-        let info = StepInfo { accepted_findings: accepted.len(), rejected_findings: rejected, warnings, reward_breakdown: Some(rb.clone()) };
+        let info = StepInfo {
+            accepted_findings: accepted.len(),
+            rejected_findings: rejected,
+            warnings,
+            reward_breakdown: Some(rb.clone()),
+        };
         Ok(StepOutcome {
-            envelope: AuditStepEnvelope { observation: obs, reward: rb.reward, done: is_final, info, grader: is_final.then(|| grade.for_detail(self.feedback_detail)), session_id: None },
+            envelope: AuditStepEnvelope {
+                observation: obs,
+                reward: rb.reward,
+                done: is_final,
+                info,
+                grader: is_final.then(|| grade.for_detail(self.feedback_detail)),
+                session_id: None,
+            },
             new_findings: accepted,
         })
     }
@@ -472,7 +637,10 @@ pub struct EnvConfig {
 
 impl Default for EnvConfig {
     fn default() -> Self {
-        EnvConfig { max_findings_per_step: limits::MAX_FINDINGS_PER_STEP_DEFAULT, fraud_difficulty: FraudDifficulty::Auto }
+        EnvConfig {
+            max_findings_per_step: limits::MAX_FINDINGS_PER_STEP_DEFAULT,
+            fraud_difficulty: FraudDifficulty::Auto,
+        }
     }
 }
 
@@ -498,7 +666,13 @@ pub struct AuditEnv {
 impl AuditEnv {
     pub fn new(config: EnvConfig) -> Self {
         let adversarial = AdversarialController::new(config.fraud_difficulty);
-        AuditEnv { config, episode: None, score_history: vec![], adversarial, counter: 0 }
+        AuditEnv {
+            config,
+            episode: None,
+            score_history: vec![],
+            adversarial,
+            counter: 0,
+        }
     }
 
     pub fn reset(&mut self, req: AuditResetRequest) -> Result<AuditStepEnvelope, AuditError> {
@@ -506,12 +680,18 @@ impl AuditEnv {
         let seed = req.seed.unwrap_or(42);
         if let Some(l) = req.fraud_level {
             if !(1..=5).contains(&l) {
-                return Err(AuditError::invalid("fraud_level", format!("fraud_level must be 1-5, got {l}")));
+                return Err(AuditError::invalid(
+                    "fraud_level",
+                    format!("fraud_level must be 1-5, got {l}"),
+                ));
             }
         }
         let episode_id = match req.episode_id {
             Some(e) if e.trim().is_empty() || e.len() > limits::MAX_ID_CHARS => {
-                return Err(AuditError::invalid("episode_id", "episode_id must be 1-100 characters"))
+                return Err(AuditError::invalid(
+                    "episode_id",
+                    "episode_id must be 1-100 characters",
+                ))
             }
             Some(e) => e,
             None => {
@@ -519,15 +699,30 @@ impl AuditEnv {
                 util::random_id("ep")
             }
         };
-        let rules = WorldRules { fraud_level: req.fraud_level.unwrap_or(self.adversarial.level()), ..WorldRules::default() };
-        let ep = Episode::new(task, seed, rules, episode_id, req.investigation_mode.unwrap_or(false), self.config.max_findings_per_step);
+        let rules = WorldRules {
+            fraud_level: req.fraud_level.unwrap_or(self.adversarial.level()),
+            ..WorldRules::default()
+        };
+        let ep = Episode::new(
+            task,
+            seed,
+            rules,
+            episode_id,
+            req.investigation_mode.unwrap_or(false),
+            self.config.max_findings_per_step,
+        );
         let obs = ep.observation(0.0, ep.reset_feedback(), false);
         self.episode = Some(ep);
         Ok(AuditStepEnvelope {
             observation: obs,
             reward: 0.0,
             done: false,
-            info: StepInfo { accepted_findings: 0, rejected_findings: 0, warnings: vec![], reward_breakdown: None },
+            info: StepInfo {
+                accepted_findings: 0,
+                rejected_findings: 0,
+                warnings: vec![],
+                reward_breakdown: None,
+            },
             grader: None,
             session_id: None,
         })
@@ -544,7 +739,12 @@ impl AuditEnv {
                 }
                 self.score_history.push(g.score);
                 if ep.task() == TaskId::FraudDetection {
-                    self.adversarial.record(ep.data.seed, g.score, g.true_positives, g.false_negatives);
+                    self.adversarial.record(
+                        ep.data.seed,
+                        g.score,
+                        g.true_positives,
+                        g.false_negatives,
+                    );
                 }
             }
         }
@@ -578,21 +778,63 @@ impl AuditEnv {
     }
 
     pub fn adaptive_difficulty(&self) -> AdaptiveDifficulty {
-        let recent: Vec<f64> = self.score_history.iter().rev().take(5).rev().copied().collect();
+        let recent: Vec<f64> = self
+            .score_history
+            .iter()
+            .rev()
+            .take(5)
+            .rev()
+            .copied()
+            .collect();
         let next = self.adversarial.level();
         if recent.is_empty() {
-            return AdaptiveDifficulty { noise_level: 0.3, suggestion: "default".into(), avg_recent_score: None, recent_scores: recent, next_fraud_level: next };
+            return AdaptiveDifficulty {
+                noise_level: 0.3,
+                suggestion: "default".into(),
+                avg_recent_score: None,
+                recent_scores: recent,
+                next_fraud_level: next,
+            };
         }
         let avg = recent.iter().sum::<f64>() / recent.len() as f64;
-        let (noise, s) = if avg >= 0.8 { (0.7, "increase_difficulty") } else if avg >= 0.5 { (0.5, "maintain") } else { (0.2, "decrease_difficulty") };
-        AdaptiveDifficulty { noise_level: noise, suggestion: s.into(), avg_recent_score: Some(util::clamp_score(avg)), recent_scores: recent, next_fraud_level: next }
+        let (noise, s) = if avg >= 0.8 {
+            (0.7, "increase_difficulty")
+        } else if avg >= 0.5 {
+            (0.5, "maintain")
+        } else {
+            (0.2, "decrease_difficulty")
+        };
+        AdaptiveDifficulty {
+            noise_level: noise,
+            suggestion: s.into(),
+            avg_recent_score: Some(util::clamp_score(avg)),
+            recent_scores: recent,
+            next_fraud_level: next,
+        }
     }
 }
 
 /// In-process evaluation: one final step with the given findings (for training loops).
-pub fn evaluate(task: TaskId, seed: u64, findings: Vec<Finding>) -> Result<GradeResult, AuditError> {
-    let mut ep = Episode::new(task, seed, WorldRules::default(), format!("eval-{seed}"), false, limits::MAX_FINDINGS_PER_STEP_CEILING);
-    let out = ep.step(AuditAction { findings, submit_final: Some(true) }, vec![])?;
+pub fn evaluate(
+    task: TaskId,
+    seed: u64,
+    findings: Vec<Finding>,
+) -> Result<GradeResult, AuditError> {
+    let mut ep = Episode::new(
+        task,
+        seed,
+        WorldRules::default(),
+        format!("eval-{seed}"),
+        false,
+        limits::MAX_FINDINGS_PER_STEP_CEILING,
+    );
+    let out = ep.step(
+        AuditAction {
+            findings,
+            submit_final: Some(true),
+        },
+        vec![],
+    )?;
     out.envelope.grader.ok_or(AuditError::Internal)
 }
 
@@ -616,30 +858,75 @@ mod tests {
     #[test]
     fn lifecycle_and_errors() {
         let mut env = AuditEnv::new(EnvConfig::default());
-        assert_eq!(env.step(AuditStepRequest::default()).unwrap_err(), AuditError::NotInitialized);
-        env.reset(AuditResetRequest { task_id: Some(TaskId::InvoiceMatch), ..Default::default() }).unwrap();
-        let r = env.step(AuditStepRequest { findings: Some(vec![Finding::new("INV-001", "bogus_type")]), ..Default::default() }).unwrap();
+        assert_eq!(
+            env.step(AuditStepRequest::default()).unwrap_err(),
+            AuditError::NotInitialized
+        );
+        env.reset(AuditResetRequest {
+            task_id: Some(TaskId::InvoiceMatch),
+            ..Default::default()
+        })
+        .unwrap();
+        let r = env
+            .step(AuditStepRequest {
+                findings: Some(vec![Finding::new("INV-001", "bogus_type")]),
+                ..Default::default()
+            })
+            .unwrap();
         assert!(r.observation.feedback.contains("Invalid error_type"));
         assert_eq!(r.observation.step_number, 1);
-        let too_many = AuditStepRequest { findings: Some(vec![Finding::new("INV-001", "tax_error"); limits::MAX_FINDINGS_PER_STEP_DEFAULT + 1]), ..Default::default() };
-        assert!(matches!(env.step(too_many).unwrap_err(), AuditError::TooManyFindings { .. }));
-        assert_eq!(env.state().step_count, 1, "a rejected request does not consume a step");
-        let r = env.step(AuditStepRequest { submit_final: Some(true), ..Default::default() }).unwrap();
+        let too_many = AuditStepRequest {
+            findings: Some(vec![
+                Finding::new("INV-001", "tax_error");
+                limits::MAX_FINDINGS_PER_STEP_DEFAULT + 1
+            ]),
+            ..Default::default()
+        };
+        assert!(matches!(
+            env.step(too_many).unwrap_err(),
+            AuditError::TooManyFindings { .. }
+        ));
+        assert_eq!(
+            env.state().step_count,
+            1,
+            "a rejected request does not consume a step"
+        );
+        let r = env
+            .step(AuditStepRequest {
+                submit_final: Some(true),
+                ..Default::default()
+            })
+            .unwrap();
         assert!(r.done && r.grader.is_some());
         assert_eq!(r.observation.documents, json!({}));
-        assert_eq!(env.step(AuditStepRequest::default()).unwrap_err(), AuditError::EpisodeFinished);
+        assert_eq!(
+            env.step(AuditStepRequest::default()).unwrap_err(),
+            AuditError::EpisodeFinished
+        );
         assert_eq!(env.state().step_count, 2);
     }
 
     #[test]
     fn max_steps_ends_episode_and_investigation_hides_documents() {
         let mut env = AuditEnv::new(EnvConfig::default());
-        env.reset(AuditResetRequest { investigation_mode: Some(true), ..Default::default() }).unwrap();
-        let r = env.step(AuditStepRequest { request_categories: Some(vec!["policy".into(), "nope".into()]), ..Default::default() }).unwrap();
+        env.reset(AuditResetRequest {
+            investigation_mode: Some(true),
+            ..Default::default()
+        })
+        .unwrap();
+        let r = env
+            .step(AuditStepRequest {
+                request_categories: Some(vec!["policy".into(), "nope".into()]),
+                ..Default::default()
+            })
+            .unwrap();
         assert_eq!(r.reward, 0.0);
         assert!(r.observation.documents.get("policy").is_some());
         assert!(r.observation.documents.get("expenses").is_none());
-        assert_eq!(r.observation.available_categories, vec!["expenses".to_string()]);
+        assert_eq!(
+            r.observation.available_categories,
+            vec!["expenses".to_string()]
+        );
         let mut last = None;
         for _ in 0..4 {
             last = Some(env.step(AuditStepRequest::default()).unwrap());

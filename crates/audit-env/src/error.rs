@@ -73,7 +73,10 @@ pub enum AuditError {
 
 impl AuditError {
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
-        AuditError::Invalid { field: field.into(), message: message.into() }
+        AuditError::Invalid {
+            field: field.into(),
+            message: message.into(),
+        }
     }
 
     pub fn kind(&self) -> ErrorKind {
@@ -131,4 +134,3 @@ impl AuditError {
         json!({"error": {"code": self.code(), "message": self.to_string()}, "detail": self.detail()})
     }
 }
-

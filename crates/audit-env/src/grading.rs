@@ -173,10 +173,18 @@ impl<'a> Matcher<'a> {
         let mut by_doc: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         for (i, g) in gt.iter().enumerate() {
             for d in g.docs() {
-                by_doc.entry(d.trim().to_ascii_uppercase()).or_default().push(i);
+                by_doc
+                    .entry(d.trim().to_ascii_uppercase())
+                    .or_default()
+                    .push(i);
             }
         }
-        Matcher { gt, by_doc, matched: vec![false; gt.len()], partial_used: vec![false; gt.len()] }
+        Matcher {
+            gt,
+            by_doc,
+            matched: vec![false; gt.len()],
+            partial_used: vec![false; gt.len()],
+        }
     }
 
     /// Classify one finding, updating the matcher's state.
@@ -188,11 +196,23 @@ impl<'a> Matcher<'a> {
     ///   `FalsePositive`.
     pub fn classify(&mut self, doc: &str, t: &str) -> Class {
         let (d, t) = norm_key(doc, t);
-        let Some(items) = self.by_doc.get(&d) else { return Class::FalsePositive };
-        let same_type: Vec<usize> = items.iter().copied().filter(|&i| self.gt[i].error_type.as_str() == t).collect();
+        let Some(items) = self.by_doc.get(&d) else {
+            return Class::FalsePositive;
+        };
+        let same_type: Vec<usize> = items
+            .iter()
+            .copied()
+            .filter(|&i| self.gt[i].error_type.as_str() == t)
+            .collect();
         if same_type.is_empty() {
-            let Some(family) = ErrorType::parse(&t).map(ErrorType::family) else { return Class::FalsePositive };
-            return match items.iter().copied().find(|&i| !self.matched[i] && !self.partial_used[i] && self.gt[i].error_type.family() == family) {
+            let Some(family) = ErrorType::parse(&t).map(ErrorType::family) else {
+                return Class::FalsePositive;
+            };
+            return match items.iter().copied().find(|&i| {
+                !self.matched[i]
+                    && !self.partial_used[i]
+                    && self.gt[i].error_type.family() == family
+            }) {
                 Some(i) => {
                     self.partial_used[i] = true;
                     Class::Partial(i)
@@ -211,12 +231,22 @@ impl<'a> Matcher<'a> {
     /// Whether (doc, type) names an error type present on that document.
     pub fn has_exact(&self, doc: &str, t: &str) -> bool {
         let (d, t) = norm_key(doc, t);
-        self.by_doc.get(&d).is_some_and(|items| items.iter().any(|&i| self.gt[i].error_type.as_str() == t))
+        self.by_doc
+            .get(&d)
+            .is_some_and(|items| items.iter().any(|&i| self.gt[i].error_type.as_str() == t))
     }
 
     pub fn expected_types(&self, doc: &str) -> Vec<String> {
         let d = doc.trim().to_ascii_uppercase();
-        let mut v: Vec<String> = self.by_doc.get(&d).map(|is| is.iter().map(|&i| self.gt[i].error_type.as_str().to_string()).collect()).unwrap_or_default();
+        let mut v: Vec<String> = self
+            .by_doc
+            .get(&d)
+            .map(|is| {
+                is.iter()
+                    .map(|&i| self.gt[i].error_type.as_str().to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
         v.sort();
         v.dedup();
         v
@@ -233,7 +263,10 @@ fn f1(p: f64, r: f64) -> f64 {
 
 fn key_ref(doc: &str, t: &str) -> KeyRef {
     let (d, t) = norm_key(doc, t);
-    KeyRef { document_id: d, error_type: t }
+    KeyRef {
+        document_id: d,
+        error_type: t,
+    }
 }
 
 /// Classify a whole list of findings the way the grader does: findings naming an exact
@@ -247,7 +280,8 @@ pub fn classify_all(gt: &[GtItem], findings: &[Finding]) -> (Vec<Class>, Vec<boo
 fn classify_refs(gt: &[GtItem], findings: &[&Finding]) -> (Vec<Class>, Vec<bool>) {
     let mut m = Matcher::new(gt);
     let mut classes = vec![Class::FalsePositive; findings.len()];
-    let (exact, rest): (Vec<usize>, Vec<usize>) = (0..findings.len()).partition(|&i| m.has_exact(&findings[i].document_id, &findings[i].error_type));
+    let (exact, rest): (Vec<usize>, Vec<usize>) = (0..findings.len())
+        .partition(|&i| m.has_exact(&findings[i].document_id, &findings[i].error_type));
     for i in exact.into_iter().chain(rest) {
         classes[i] = m.classify(&findings[i].document_id, &findings[i].error_type);
     }
@@ -261,7 +295,8 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
     let mut partials: Vec<PartialMatch> = vec![];
     let (classes, matched) = classify_all(gt, findings);
     // Report in the grader's resolution order (exact findings first), as before.
-    let (exact, rest): (Vec<usize>, Vec<usize>) = (0..findings.len()).partition(|&i| matches!(classes[i], Class::Match(_) | Class::Duplicate(_)));
+    let (exact, rest): (Vec<usize>, Vec<usize>) = (0..findings.len())
+        .partition(|&i| matches!(classes[i], Class::Match(_) | Class::Duplicate(_)));
     for i in exact.into_iter().chain(rest) {
         let f = &findings[i];
         match classes[i] {
@@ -281,26 +316,59 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
     let nfp = fps.len();
     // strict
     let fp_strict = nfp + np;
-    let p = if findings.is_empty() || tp + fp_strict == 0 { 0.0 } else { tp as f64 / (tp + fp_strict) as f64 };
-    let r = if n_gt == 0 { 1.0 } else { tp as f64 / n_gt as f64 };
+    let p = if findings.is_empty() || tp + fp_strict == 0 {
+        0.0
+    } else {
+        tp as f64 / (tp + fp_strict) as f64
+    };
+    let r = if n_gt == 0 {
+        1.0
+    } else {
+        tp as f64 / n_gt as f64
+    };
     let strict = f1(p, r);
     // partial credit
     let etp = tp as f64 + PARTIAL_CREDIT * np as f64;
     let efp = nfp as f64 + (1.0 - PARTIAL_CREDIT) * np as f64;
-    let ppc = if etp + efp == 0.0 { 0.0 } else { etp / (etp + efp) };
-    let rpc = if n_gt == 0 { 1.0 } else { (etp / n_gt as f64).min(1.0) };
+    let ppc = if etp + efp == 0.0 {
+        0.0
+    } else {
+        etp / (etp + efp)
+    };
+    let rpc = if n_gt == 0 {
+        1.0
+    } else {
+        (etp / n_gt as f64).min(1.0)
+    };
     let pc = f1(ppc, rpc);
     // weighted (partials excluded)
-    let wtp: f64 = gt.iter().zip(&matched).filter(|(_, x)| **x).map(|(g, _)| g.error_type.weight()).sum();
+    let wtp: f64 = gt
+        .iter()
+        .zip(&matched)
+        .filter(|(_, x)| **x)
+        .map(|(g, _)| g.error_type.weight())
+        .sum();
     let wtotal: f64 = gt.iter().map(|g| g.error_type.weight()).sum();
     let wfp: f64 = fps.iter().map(|k| weight_of(&k.error_type)).sum();
-    let wp = if wtp + wfp == 0.0 { 0.0 } else { wtp / (wtp + wfp) };
+    let wp = if wtp + wfp == 0.0 {
+        0.0
+    } else {
+        wtp / (wtp + wfp)
+    };
     let wr = if wtotal == 0.0 { 1.0 } else { wtp / wtotal };
     let wf1 = f1(wp, wr);
     // confusion matrix
     let mut cm: BTreeMap<String, ConfusionEntry> = BTreeMap::new();
     for (g, hit) in gt.iter().zip(&matched) {
-        let e = cm.entry(g.error_type.as_str().into()).or_insert_with(|| ConfusionEntry { ground_truth: 0, correctly_found: 0, missed: 0, false_positives: 0, severity_weight: g.error_type.weight() });
+        let e = cm
+            .entry(g.error_type.as_str().into())
+            .or_insert_with(|| ConfusionEntry {
+                ground_truth: 0,
+                correctly_found: 0,
+                missed: 0,
+                false_positives: 0,
+                severity_weight: g.error_type.weight(),
+            });
         e.ground_truth += 1;
         if *hit {
             e.correctly_found += 1;
@@ -310,16 +378,47 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
     }
     for k in &fps {
         let w = weight_of(&k.error_type);
-        cm.entry(k.error_type.clone()).or_insert_with(|| ConfusionEntry { ground_truth: 0, correctly_found: 0, missed: 0, false_positives: 0, severity_weight: w }).false_positives += 1;
+        cm.entry(k.error_type.clone())
+            .or_insert_with(|| ConfusionEntry {
+                ground_truth: 0,
+                correctly_found: 0,
+                missed: 0,
+                false_positives: 0,
+                severity_weight: w,
+            })
+            .false_positives += 1;
     }
     // risk
-    let caught: i64 = gt.iter().zip(&matched).filter(|(_, x)| **x).map(|(g, _)| g.error_type.value_inr()).sum();
+    let caught: i64 = gt
+        .iter()
+        .zip(&matched)
+        .filter(|(_, x)| **x)
+        .map(|(g, _)| g.error_type.value_inr())
+        .sum();
     let total: i64 = gt.iter().map(|g| g.error_type.value_inr()).sum();
-    let pct = if total == 0 { 0.0 } else { round_n(caught as f64 / total as f64 * 100.0, 1) };
-    let mut matched_errors: Vec<KeyRef> = gt.iter().zip(&matched).filter(|(_, x)| **x).map(|(g, _)| key_ref(&g.document_id, g.error_type.as_str())).collect();
-    matched_errors.sort_by(|a, b| (&a.document_id, &a.error_type).cmp(&(&b.document_id, &b.error_type)));
-    let missed_errors: Vec<KeyRef> = gt.iter().zip(&matched).filter(|(_, x)| !**x).map(|(g, _)| key_ref(&g.document_id, g.error_type.as_str())).collect();
-    let critical_missed = gt.iter().zip(&matched).any(|(g, hit)| !hit && g.error_type.is_critical());
+    let pct = if total == 0 {
+        0.0
+    } else {
+        round_n(caught as f64 / total as f64 * 100.0, 1)
+    };
+    let mut matched_errors: Vec<KeyRef> = gt
+        .iter()
+        .zip(&matched)
+        .filter(|(_, x)| **x)
+        .map(|(g, _)| key_ref(&g.document_id, g.error_type.as_str()))
+        .collect();
+    matched_errors
+        .sort_by(|a, b| (&a.document_id, &a.error_type).cmp(&(&b.document_id, &b.error_type)));
+    let missed_errors: Vec<KeyRef> = gt
+        .iter()
+        .zip(&matched)
+        .filter(|(_, x)| !**x)
+        .map(|(g, _)| key_ref(&g.document_id, g.error_type.as_str()))
+        .collect();
+    let critical_missed = gt
+        .iter()
+        .zip(&matched)
+        .any(|(g, hit)| !hit && g.error_type.is_critical());
     let mut missed_by_type: BTreeMap<String, usize> = BTreeMap::new();
     for k in &missed_errors {
         *missed_by_type.entry(k.error_type.clone()).or_default() += 1;
@@ -347,7 +446,12 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
         duplicate_list: dups,
         partial_match_list: partials,
         confusion_matrix: cm,
-        risk_score: RiskScore { caught_value: caught, missed_value: total - caught, total_risk_value: total, risk_mitigation_pct: pct },
+        risk_score: RiskScore {
+            caught_value: caught,
+            missed_value: total - caught,
+            total_risk_value: total,
+            risk_mitigation_pct: pct,
+        },
         calibration: calibration(gt, findings),
         critical_missed,
         missed_by_type,
@@ -371,7 +475,16 @@ pub fn calibration(gt: &[GtItem], findings: &[Finding]) -> Calibration {
         }
     }
     let n = pts.len();
-    let empty = |reason: &str, valid| Calibration { available: false, reason: Some(reason.into()), samples: n, valid_bins: valid, ece: None, brier: None, sharpness: None, bins: vec![] };
+    let empty = |reason: &str, valid| Calibration {
+        available: false,
+        reason: Some(reason.into()),
+        samples: n,
+        valid_bins: valid,
+        ece: None,
+        brier: None,
+        sharpness: None,
+        bins: vec![],
+    };
     if n < ECE_MIN_TOTAL {
         return empty("insufficient_total_samples", 0);
     }
@@ -392,10 +505,25 @@ pub fn calibration(gt: &[GtItem], findings: &[Finding]) -> Calibration {
         let acc = b.iter().map(|x| x.1).sum::<f64>() / b.len() as f64;
         ece += w * (acc - conf).abs();
         sharp += w * (conf - 0.5).abs();
-        out.push(CalibrationBin { bin: i, count: b.len(), confidence_mean: round_n(conf, 4), accuracy_mean: round_n(acc, 4), gap: round_n((acc - conf).abs(), 4) });
+        out.push(CalibrationBin {
+            bin: i,
+            count: b.len(),
+            confidence_mean: round_n(conf, 4),
+            accuracy_mean: round_n(acc, 4),
+            gap: round_n((acc - conf).abs(), 4),
+        });
     }
     let brier = pts.iter().map(|(c, y)| (c - y) * (c - y)).sum::<f64>() / n as f64;
-    Calibration { available: true, reason: None, samples: n, valid_bins: valid, ece: Some(round_n(ece, 4)), brier: Some(round_n(brier, 4)), sharpness: Some(round_n(sharp, 4)), bins: out }
+    Calibration {
+        available: true,
+        reason: None,
+        samples: n,
+        valid_bins: valid,
+        ece: Some(round_n(ece, 4)),
+        brier: Some(round_n(brier, 4)),
+        sharpness: Some(round_n(sharp, 4)),
+        bins: out,
+    }
 }
 
 /// Breakdown of one step's reward.
@@ -422,7 +550,13 @@ pub struct RewardBreakdown {
 /// ([`classify_all`]), so the +0.04 partial reward goes to exactly the near misses the grader
 /// credits: not to a wrong-family guess, and not to a guess on an error that is (or becomes, in
 /// the same batch) found exactly.
-pub fn step_reward(gt: &[GtItem], previous: &[Finding], new: &[Finding], step: u32, final_grade: Option<&GradeResult>) -> RewardBreakdown {
+pub fn step_reward(
+    gt: &[GtItem],
+    previous: &[Finding],
+    new: &[Finding],
+    step: u32,
+    final_grade: Option<&GradeResult>,
+) -> RewardBreakdown {
     let all: Vec<&Finding> = previous.iter().chain(new).collect();
     let (classes, _) = classify_refs(gt, &all);
     let step_pen = -STEP_PENALTY - STEP_DECAY * step as f64;
@@ -519,9 +653,20 @@ pub const SPECIALIST_FLOOR: f64 = 0.20;
 pub const BONUS_CAP_FRACTION: f64 = 0.30;
 
 pub fn campaign_score(i: &CampaignScoreInputs) -> CampaignScore {
-    let n = |x: f64| if x.is_finite() { x.clamp(0.0, 1.0) } else { 0.0 };
+    let n = |x: f64| {
+        if x.is_finite() {
+            x.clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
+    };
     let roles = i.specialist_weighted_f1.len().max(1) as f64;
-    let s = i.specialist_weighted_f1.values().map(|v| n(*v)).sum::<f64>() / roles;
+    let s = i
+        .specialist_weighted_f1
+        .values()
+        .map(|v| n(*v))
+        .sum::<f64>()
+        / roles;
     let core = W_SPECIALIST * s + W_OVERSEER * n(i.overseer_quality);
     let bonus = W_COMPLIANCE * n(i.instruction_compliance_rate)
         + W_MEMORY * n(i.memory_score)
@@ -530,24 +675,46 @@ pub fn campaign_score(i: &CampaignScoreInputs) -> CampaignScore {
         + W_EFFICIENCY * n(i.efficiency_score);
     let raw = core + bonus;
     let capped = bonus.min(BONUS_CAP_FRACTION * raw);
-    let floor = i.specialist_weighted_f1.is_empty() || i.specialist_weighted_f1.values().any(|v| n(*v) < SPECIALIST_FLOOR);
-    let mult = if floor { 0.0 } else if i.critical_missed { 0.5 } else { 1.0 };
+    let floor = i.specialist_weighted_f1.is_empty()
+        || i.specialist_weighted_f1
+            .values()
+            .any(|v| n(*v) < SPECIALIST_FLOOR);
+    let mult = if floor {
+        0.0
+    } else if i.critical_missed {
+        0.5
+    } else {
+        1.0
+    };
     let mut components = BTreeMap::new();
     components.insert("specialist_f1".into(), round_n(s, 4));
     components.insert("overseer_quality".into(), round_n(n(i.overseer_quality), 4));
-    components.insert("instruction_compliance".into(), round_n(n(i.instruction_compliance_rate), 4));
+    components.insert(
+        "instruction_compliance".into(),
+        round_n(n(i.instruction_compliance_rate), 4),
+    );
     components.insert("memory".into(), round_n(n(i.memory_score), 4));
-    components.insert("schema_policy_adaptation".into(), round_n(n(i.schema_adaptation_score), 4));
-    components.insert("self_improvement".into(), round_n(n(i.self_improvement_delta), 4));
+    components.insert(
+        "schema_policy_adaptation".into(),
+        round_n(n(i.schema_adaptation_score), 4),
+    );
+    components.insert(
+        "self_improvement".into(),
+        round_n(n(i.self_improvement_delta), 4),
+    );
     components.insert("efficiency".into(), round_n(n(i.efficiency_score), 4));
     let mut warnings = vec![];
     if !i.overseer_reviewed {
         warnings.push(format!("no accepted overseer review this period: overseer quality counts 0 ({:.0}% of the score)", W_OVERSEER * 100.0));
     }
     if floor {
-        warnings.push(format!("a specialist weighted F1 is below {SPECIALIST_FLOOR}: the period scores 0.01"));
+        warnings.push(format!(
+            "a specialist weighted F1 is below {SPECIALIST_FLOOR}: the period scores 0.01"
+        ));
     } else if i.critical_missed {
-        warnings.push("a critical error (severity >= 1.5) was missed: the period score is halved".into());
+        warnings.push(
+            "a critical error (severity >= 1.5) was missed: the period score is halved".into(),
+        );
     }
     CampaignScore {
         score: clamp_score((core + capped) * mult),
@@ -565,7 +732,9 @@ pub fn campaign_score(i: &CampaignScoreInputs) -> CampaignScore {
 }
 
 /// Keys flagged by two or more agents (cross-agent agreement).
-pub fn agreements(by_agent: &BTreeMap<String, Vec<Finding>>) -> BTreeMap<(String, String), BTreeSet<String>> {
+pub fn agreements(
+    by_agent: &BTreeMap<String, Vec<Finding>>,
+) -> BTreeMap<(String, String), BTreeSet<String>> {
     let mut out: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     for (agent, fs) in by_agent {
         for f in fs {
@@ -578,11 +747,13 @@ pub fn agreements(by_agent: &BTreeMap<String, Vec<Finding>>) -> BTreeMap<(String
 
 /// True findings for a ground truth (what a perfect auditor submits).
 pub fn perfect_findings(gt: &[GtItem]) -> Vec<Finding> {
-    gt.iter().map(|g| {
-        let mut f = Finding::new(&g.document_id, g.error_type.as_str());
-        f.description = g.reason.clone();
-        f
-    }).collect()
+    gt.iter()
+        .map(|g| {
+            let mut f = Finding::new(&g.document_id, g.error_type.as_str());
+            f.description = g.reason.clone();
+            f
+        })
+        .collect()
 }
 
 pub fn types_of(gt: &[GtItem]) -> BTreeSet<ErrorType> {
@@ -595,16 +766,27 @@ mod tests {
     use crate::model::ErrorType::*;
 
     fn gt7() -> Vec<GtItem> {
-        [("EXP-010", OverLimit), ("EXP-011", WrongCategory), ("EXP-012", DuplicateClaim), ("EXP-013", WeekendExpense), ("EXP-014", MissingReceipt), ("EXP-015", UnapprovedVendor), ("EXP-016", CumulativeBreach)]
-            .iter()
-            .map(|(d, t)| GtItem::new(*d, *t, "x"))
-            .collect()
+        [
+            ("EXP-010", OverLimit),
+            ("EXP-011", WrongCategory),
+            ("EXP-012", DuplicateClaim),
+            ("EXP-013", WeekendExpense),
+            ("EXP-014", MissingReceipt),
+            ("EXP-015", UnapprovedVendor),
+            ("EXP-016", CumulativeBreach),
+        ]
+        .iter()
+        .map(|(d, t)| GtItem::new(*d, *t, "x"))
+        .collect()
     }
 
     #[test]
     fn reference_partial_credit_example() {
         let gt = gt7();
-        let mut f: Vec<Finding> = gt[..5].iter().map(|g| Finding::new(&g.document_id, g.error_type.as_str())).collect();
+        let mut f: Vec<Finding> = gt[..5]
+            .iter()
+            .map(|g| Finding::new(&g.document_id, g.error_type.as_str()))
+            .collect();
         f.push(Finding::new("EXP-016", "over_limit")); // partial
         f.push(Finding::new("EXP-001", "over_limit"));
         f.push(Finding::new("EXP-002", "over_limit"));
@@ -612,20 +794,33 @@ mod tests {
         assert_eq!(g.score, 0.72);
         assert_eq!(g.precision, 0.62); // 0.625 rounds half to even
         assert_eq!(g.recall, 0.71);
-        assert_eq!((g.true_positives, g.partial_matches, g.false_positives), (5, 1, 2));
+        assert_eq!(
+            (g.true_positives, g.partial_matches, g.false_positives),
+            (5, 1, 2)
+        );
     }
 
     #[test]
     fn partial_credit_once_per_unfound_error() {
         let gt = gt7();
         // Three wrong-type guesses on the same erroneous claim: one partial, two false positives.
-        let f = vec![Finding::new("EXP-016", "over_limit"), Finding::new("EXP-016", "missing_receipt"), Finding::new("EXP-016", "duplicate_claim")];
+        let f = vec![
+            Finding::new("EXP-016", "over_limit"),
+            Finding::new("EXP-016", "missing_receipt"),
+            Finding::new("EXP-016", "duplicate_claim"),
+        ];
         let g = grade(&gt, &f);
         assert_eq!((g.partial_matches, g.false_positives), (1, 2));
         // A wrong-type guess on an error that is also found exactly earns no partial credit.
         let exact = Finding::new(&gt[6].document_id, gt[6].error_type.as_str());
-        let g = grade(&gt, &[Finding::new(&gt[6].document_id, "over_limit"), exact]);
-        assert_eq!((g.true_positives, g.partial_matches, g.false_positives), (1, 0, 1));
+        let g = grade(
+            &gt,
+            &[Finding::new(&gt[6].document_id, "over_limit"), exact],
+        );
+        assert_eq!(
+            (g.true_positives, g.partial_matches, g.false_positives),
+            (1, 0, 1)
+        );
     }
 
     #[test]
@@ -633,26 +828,53 @@ mod tests {
         let gt = gt7();
         // EXP-014 is missing_receipt: duplicate_claim is the same (receipt) family.
         let g = grade(&gt, &[Finding::new("EXP-014", "duplicate_claim")]);
-        assert_eq!((g.true_positives, g.partial_matches, g.false_positives), (0, 1, 0));
-        assert_eq!(g.partial_match_list[0].expected_types, vec!["missing_receipt".to_string()]);
+        assert_eq!(
+            (g.true_positives, g.partial_matches, g.false_positives),
+            (0, 1, 0)
+        );
+        assert_eq!(
+            g.partial_match_list[0].expected_types,
+            vec!["missing_receipt".to_string()]
+        );
         // Invoice: total_mismatch for a cascading_total, vendor_mismatch for an unmatched invoice.
-        let inv = vec![GtItem::new("INV-002", CascadingTotal, "x"), GtItem::new("INV-012", UnmatchedInvoice, "x")];
-        let g = grade(&inv, &[Finding::new("INV-002", "total_mismatch"), Finding::new("INV-012", "vendor_mismatch")]);
+        let inv = vec![
+            GtItem::new("INV-002", CascadingTotal, "x"),
+            GtItem::new("INV-012", UnmatchedInvoice, "x"),
+        ];
+        let g = grade(
+            &inv,
+            &[
+                Finding::new("INV-002", "total_mismatch"),
+                Finding::new("INV-012", "vendor_mismatch"),
+            ],
+        );
         assert_eq!((g.partial_matches, g.false_positives), (2, 0));
-        assert_eq!(g.score, clamp_score({
-            let etp: f64 = 0.8;
-            let p = etp / (etp + 1.2);
-            let r = etp / 2.0;
-            2.0 * p * r / (p + r)
-        }));
+        assert_eq!(
+            g.score,
+            clamp_score({
+                let etp: f64 = 0.8;
+                let p = etp / (etp + 1.2);
+                let r = etp / 2.0;
+                2.0 * p * r / (p + r)
+            })
+        );
     }
 
     #[test]
     fn other_family_wrong_type_on_an_erroneous_document_is_a_false_positive() {
         let gt = gt7();
         // EXP-014 (missing_receipt) reported as weekend_expense or over_limit: wrong family.
-        let g = grade(&gt, &[Finding::new("EXP-014", "weekend_expense"), Finding::new("EXP-014", "over_limit")]);
-        assert_eq!((g.true_positives, g.partial_matches, g.false_positives), (0, 0, 2));
+        let g = grade(
+            &gt,
+            &[
+                Finding::new("EXP-014", "weekend_expense"),
+                Finding::new("EXP-014", "over_limit"),
+            ],
+        );
+        assert_eq!(
+            (g.true_positives, g.partial_matches, g.false_positives),
+            (0, 0, 2)
+        );
         assert_eq!(g.score, 0.01);
         // A price mismatch reported on an invoice that has no PO at all is a different problem.
         let inv = vec![GtItem::new("INV-012", UnmatchedInvoice, "x")];
@@ -662,7 +884,13 @@ mod tests {
         let g = grade(&gt, &[Finding::new("EXP-014", "no_such_type")]);
         assert_eq!((g.partial_matches, g.false_positives), (0, 1));
         // The near miss is spent once: a second same-family guess is a false positive.
-        let g = grade(&gt, &[Finding::new("EXP-014", "duplicate_claim"), Finding::new("EXP-014", "duplicate_claim")]);
+        let g = grade(
+            &gt,
+            &[
+                Finding::new("EXP-014", "duplicate_claim"),
+                Finding::new("EXP-014", "duplicate_claim"),
+            ],
+        );
         assert_eq!((g.partial_matches, g.false_positives), (1, 1));
     }
 
@@ -671,24 +899,48 @@ mod tests {
         let gt = gt7();
         let near = [Finding::new("EXP-014", "duplicate_claim")];
         let r = step_reward(&gt, &[], &near, 1, None);
-        assert_eq!((r.partial_reward, r.false_positive_penalty), (PARTIAL_REWARD, 0.0));
+        assert_eq!(
+            (r.partial_reward, r.false_positive_penalty),
+            (PARTIAL_REWARD, 0.0)
+        );
         let far = [Finding::new("EXP-014", "weekend_expense")];
         let r = step_reward(&gt, &[], &far, 1, None);
-        assert_eq!((r.partial_reward, r.false_positive_penalty), (0.0, -FP_PENALTY));
+        assert_eq!(
+            (r.partial_reward, r.false_positive_penalty),
+            (0.0, -FP_PENALTY)
+        );
         // Near miss and exact in one batch: the grader counts the near miss as a false
         // positive (the error is found), and so does the reward, whatever the order.
-        let both = [Finding::new("EXP-014", "duplicate_claim"), Finding::new("EXP-014", "missing_receipt")];
+        let both = [
+            Finding::new("EXP-014", "duplicate_claim"),
+            Finding::new("EXP-014", "missing_receipt"),
+        ];
         let r = step_reward(&gt, &[], &both, 1, None);
-        assert_eq!((r.partial_reward, r.false_positive_penalty), (0.0, -FP_PENALTY));
-        assert_eq!(r.true_positive_reward, round_n(TP_REWARD * MissingReceipt.weight(), 4));
+        assert_eq!(
+            (r.partial_reward, r.false_positive_penalty),
+            (0.0, -FP_PENALTY)
+        );
+        assert_eq!(
+            r.true_positive_reward,
+            round_n(TP_REWARD * MissingReceipt.weight(), 4)
+        );
         let g = grade(&gt, &both);
-        assert_eq!((g.true_positives, g.partial_matches, g.false_positives), (1, 0, 1));
+        assert_eq!(
+            (g.true_positives, g.partial_matches, g.false_positives),
+            (1, 0, 1)
+        );
         // A near miss after the error was found in an earlier step earns nothing.
         let r = step_reward(&gt, &both[1..], &near, 2, None);
-        assert_eq!((r.partial_reward, r.false_positive_penalty), (0.0, -FP_PENALTY));
+        assert_eq!(
+            (r.partial_reward, r.false_positive_penalty),
+            (0.0, -FP_PENALTY)
+        );
         // Credit is spent once across steps.
         let r = step_reward(&gt, &near, &near, 2, None);
-        assert_eq!((r.partial_reward, r.false_positive_penalty), (0.0, -FP_PENALTY));
+        assert_eq!(
+            (r.partial_reward, r.false_positive_penalty),
+            (0.0, -FP_PENALTY)
+        );
     }
 
     #[test]
@@ -701,15 +953,29 @@ mod tests {
         let empty = grade(&gt, &[]);
         assert_eq!(empty.score, 0.01);
         assert_eq!(empty.weighted_score, 0.01);
-        let f = vec![Finding::new(" exp-010 ", "OVER_LIMIT"), Finding::new("EXP-010", "over_limit")];
+        let f = vec![
+            Finding::new(" exp-010 ", "OVER_LIMIT"),
+            Finding::new("EXP-010", "over_limit"),
+        ];
         let g = grade(&gt, &f);
-        assert_eq!((g.true_positives, g.duplicates, g.false_positives), (1, 1, 0));
+        assert_eq!(
+            (g.true_positives, g.duplicates, g.false_positives),
+            (1, 1, 0)
+        );
     }
 
     #[test]
     fn aliases_match_once() {
-        let gt = vec![GtItem::new("TXN-0001", WeekendPattern, "x").with_aliases(vec!["TXN-0002".into()])];
-        let g = grade(&gt, &[Finding::new("TXN-0002", "weekend_pattern"), Finding::new("TXN-0001", "weekend_pattern")]);
+        let gt = vec![
+            GtItem::new("TXN-0001", WeekendPattern, "x").with_aliases(vec!["TXN-0002".into()])
+        ];
+        let g = grade(
+            &gt,
+            &[
+                Finding::new("TXN-0002", "weekend_pattern"),
+                Finding::new("TXN-0001", "weekend_pattern"),
+            ],
+        );
         assert_eq!((g.true_positives, g.duplicates), (1, 1));
         assert_eq!(g.score, 0.99);
     }
@@ -727,8 +993,14 @@ mod tests {
         let empty = grade(&gt, &[]);
         let r = step_reward(&gt, &[], &[], 1, Some(&empty));
         assert_eq!(r.clamped, 0.01);
-        assert!(r.raw < 0.0 && r.reward == r.raw, "the reward is not clamped");
-        assert!(step_reward(&gt, &[], &one, 5, None).reward < step_reward(&gt, &[], &one, 1, None).reward);
+        assert!(
+            r.raw < 0.0 && r.reward == r.raw,
+            "the reward is not clamped"
+        );
+        assert!(
+            step_reward(&gt, &[], &one, 5, None).reward
+                < step_reward(&gt, &[], &one, 1, None).reward
+        );
     }
 
     #[test]
@@ -741,7 +1013,11 @@ mod tests {
             f.extend((0..k).map(|i| Finding::new(&format!("EXP-{:03}", 900 + i), "over_limit")));
             let g = grade(&gt, &f);
             let r = step_reward(&gt, &[], &f, 1, Some(&g));
-            assert!(r.reward < last, "{k} made-up findings: {} not below {last}", r.reward);
+            assert!(
+                r.reward < last,
+                "{k} made-up findings: {} not below {last}",
+                r.reward
+            );
             last = r.reward;
         }
     }
@@ -752,12 +1028,24 @@ mod tests {
         let g = grade(&gt, &[Finding::new("EXP-999", "over_limit")]);
         assert_eq!(g.missed_errors.len(), 7);
         let r = g.redacted();
-        assert!(r.missed_errors.is_empty() && r.matched_errors.is_empty() && r.false_positive_list.is_empty() && r.partial_match_list.is_empty());
+        assert!(
+            r.missed_errors.is_empty()
+                && r.matched_errors.is_empty()
+                && r.false_positive_list.is_empty()
+                && r.partial_match_list.is_empty()
+        );
         assert_eq!(r.missed_by_type.values().sum::<usize>(), 7);
-        assert_eq!((r.score, r.false_positives, r.false_negatives), (g.score, g.false_positives, g.false_negatives));
+        assert_eq!(
+            (r.score, r.false_positives, r.false_negatives),
+            (g.score, g.false_positives, g.false_negatives)
+        );
         let text = serde_json::to_string(&r).unwrap();
         for item in &gt {
-            assert!(!text.contains(&item.document_id), "{} leaked", item.document_id);
+            assert!(
+                !text.contains(&item.document_id),
+                "{} leaked",
+                item.document_id
+            );
         }
     }
 
@@ -772,7 +1060,10 @@ mod tests {
         }
         let c = calibration(&gt, &f);
         assert!(c.available);
-        assert!(c.ece.unwrap() > 0.5, "all wrong with high confidence is badly calibrated");
+        assert!(
+            c.ece.unwrap() > 0.5,
+            "all wrong with high confidence is badly calibrated"
+        );
         assert!(!calibration(&gt, &f[..3]).available);
     }
 
@@ -782,13 +1073,30 @@ mod tests {
         for r in ["expense", "invoice", "gst", "fraud"] {
             spec.insert(r.to_string(), 0.8);
         }
-        let mut i = CampaignScoreInputs { specialist_weighted_f1: spec.clone(), overseer_quality: 0.8, instruction_compliance_rate: 1.0, memory_score: 1.0, schema_adaptation_score: 1.0, self_improvement_delta: 1.0, efficiency_score: 1.0, critical_missed: false, overseer_reviewed: true };
+        let mut i = CampaignScoreInputs {
+            specialist_weighted_f1: spec.clone(),
+            overseer_quality: 0.8,
+            instruction_compliance_rate: 1.0,
+            memory_score: 1.0,
+            schema_adaptation_score: 1.0,
+            self_improvement_delta: 1.0,
+            efficiency_score: 1.0,
+            critical_missed: false,
+            overseer_reviewed: true,
+        };
         let full = campaign_score(&i);
-        assert!(full.bonus_component_capped < full.bonus_component, "bonus cap binds");
+        assert!(
+            full.bonus_component_capped < full.bonus_component,
+            "bonus cap binds"
+        );
         assert!(full.bonus_component_capped <= 0.30 * full.raw_score + 1e-9);
         i.critical_missed = true;
         let half = campaign_score(&i);
-        assert!((half.score - clamp_score((full.core_component + full.bonus_component_capped) * 0.5)).abs() < 0.011);
+        assert!(
+            (half.score - clamp_score((full.core_component + full.bonus_component_capped) * 0.5))
+                .abs()
+                < 0.011
+        );
         i.critical_missed = false;
         i.specialist_weighted_f1.insert("fraud".into(), 0.1);
         assert_eq!(campaign_score(&i).score, 0.01);

@@ -46,14 +46,29 @@ pub fn critic(grades: &[(u32, String, GradeResult)], gaps: Vec<String>) -> Criti
         .map(|(r, _)| r.clone())
         .collect();
     let mut updates: Vec<String> = missed.iter().map(|t| format!("add check: {t}")).collect();
-    updates.extend(high_fp.iter().map(|r| format!("{r}: require documentary evidence before flagging")));
+    updates.extend(
+        high_fp
+            .iter()
+            .map(|r| format!("{r}: require documentary evidence before flagging")),
+    );
     updates.extend(gaps.iter().map(|g| format!("re-review: {g}")));
     let diagnosis = if grades.is_empty() {
         "no completed specialist submissions yet; nothing to learn from".to_string()
     } else {
-        format!("{} missed error type(s), {} high-false-positive role(s), {} cross-period gap(s)", missed.len(), high_fp.len(), gaps.len())
+        format!(
+            "{} missed error type(s), {} high-false-positive role(s), {} cross-period gap(s)",
+            missed.len(),
+            high_fp.len(),
+            gaps.len()
+        )
     };
-    CriticReport { missed_error_types: missed.into_iter().collect(), high_fp_agents: high_fp, cross_period_gaps: gaps, checklist_updates: updates, overall_diagnosis: diagnosis }
+    CriticReport {
+        missed_error_types: missed.into_iter().collect(),
+        high_fp_agents: high_fp,
+        cross_period_gaps: gaps,
+        checklist_updates: updates,
+        overall_diagnosis: diagnosis,
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -82,20 +97,35 @@ pub struct IterationRecord {
 
 pub fn validate_seeds(train: &[u64], held: &[u64]) -> Result<(), AuditError> {
     if train.is_empty() || held.is_empty() {
-        return Err(AuditError::invalid("train_seeds", "train_seeds and held_out_seeds must be non-empty"));
+        return Err(AuditError::invalid(
+            "train_seeds",
+            "train_seeds and held_out_seeds must be non-empty",
+        ));
     }
     if train.len() > limits::MAX_SELF_IMPROVE_SEEDS || held.len() > limits::MAX_SELF_IMPROVE_SEEDS {
-        return Err(AuditError::invalid("train_seeds", format!("at most {} seeds per pool", limits::MAX_SELF_IMPROVE_SEEDS)));
+        return Err(AuditError::invalid(
+            "train_seeds",
+            format!("at most {} seeds per pool", limits::MAX_SELF_IMPROVE_SEEDS),
+        ));
     }
     let a: BTreeSet<u64> = train.iter().copied().collect();
     if held.iter().any(|s| a.contains(s)) {
-        return Err(AuditError::invalid("held_out_seeds", "train_seeds and held_out_seeds must be disjoint"));
+        return Err(AuditError::invalid(
+            "held_out_seeds",
+            "train_seeds and held_out_seeds must be disjoint",
+        ));
     }
     if let Some(s) = train.iter().find(|s| !TRAIN_SEEDS.contains(s)) {
-        return Err(AuditError::invalid("train_seeds", format!("seed {s} is outside the training pool 42-51")));
+        return Err(AuditError::invalid(
+            "train_seeds",
+            format!("seed {s} is outside the training pool 42-51"),
+        ));
     }
     if let Some(s) = held.iter().find(|s| !HELD_OUT_SEEDS.contains(s)) {
-        return Err(AuditError::invalid("held_out_seeds", format!("seed {s} is outside the held-out pool 100-104")));
+        return Err(AuditError::invalid(
+            "held_out_seeds",
+            format!("seed {s} is outside the held-out pool 100-104"),
+        ));
     }
     Ok(())
 }
@@ -105,8 +135,19 @@ fn per_seed(seeds: &[u64], cfg: &BaselineConfig) -> BTreeMap<u64, f64> {
     seeds
         .iter()
         .map(|s| {
-            let v: Vec<f64> = r.tasks.values().filter_map(|t| t.scores.get(s).copied()).collect();
-            (*s, if v.is_empty() { 0.0 } else { round_n(v.iter().sum::<f64>() / v.len() as f64, 4) })
+            let v: Vec<f64> = r
+                .tasks
+                .values()
+                .filter_map(|t| t.scores.get(s).copied())
+                .collect();
+            (
+                *s,
+                if v.is_empty() {
+                    0.0
+                } else {
+                    round_n(v.iter().sum::<f64>() / v.len() as f64, 4)
+                },
+            )
         })
         .collect()
 }
@@ -120,7 +161,13 @@ fn mean(m: &BTreeMap<u64, f64>) -> f64 {
 }
 
 /// One iteration: critic → candidate checklist → real evaluation → gate.
-pub fn iterate(iteration: usize, current: &BaselineConfig, critic: CriticReport, train: &[u64], held: &[u64]) -> Result<(IterationRecord, Option<BaselineConfig>), AuditError> {
+pub fn iterate(
+    iteration: usize,
+    current: &BaselineConfig,
+    critic: CriticReport,
+    train: &[u64],
+    held: &[u64],
+) -> Result<(IterationRecord, Option<BaselineConfig>), AuditError> {
     validate_seeds(train, held)?;
     let mut cand = current.clone();
     for t in &critic.missed_error_types {
@@ -129,9 +176,17 @@ pub fn iterate(iteration: usize, current: &BaselineConfig, critic: CriticReport,
         }
     }
     let bt = per_seed(train, current);
-    let ct = if cand == *current { bt.clone() } else { per_seed(train, &cand) };
+    let ct = if cand == *current {
+        bt.clone()
+    } else {
+        per_seed(train, &cand)
+    };
     let bh = per_seed(held, current);
-    let ch = if cand == *current { bh.clone() } else { per_seed(held, &cand) };
+    let ch = if cand == *current {
+        bh.clone()
+    } else {
+        per_seed(held, &cand)
+    };
     let regression = held.iter().any(|s| ch[s] + PER_SEED_REGRESSION_MAX < bh[s]);
     let train_delta = round_n(mean(&ct) - mean(&bt), 4);
     let transfer = round_n(mean(&ch) - mean(&bh), 4);
@@ -145,8 +200,18 @@ pub fn iterate(iteration: usize, current: &BaselineConfig, critic: CriticReport,
         train_seeds: train.to_vec(),
         held_out_seeds: held.to_vec(),
         critic,
-        baseline: EvalSummary { scores: held.iter().map(|s| bh[s]).collect(), seeds: held.to_vec(), mean_score: mean(&bh), safety_regression: false },
-        candidate: EvalSummary { scores: held.iter().map(|s| ch[s]).collect(), seeds: held.to_vec(), mean_score: mean(&ch), safety_regression: regression },
+        baseline: EvalSummary {
+            scores: held.iter().map(|s| bh[s]).collect(),
+            seeds: held.to_vec(),
+            mean_score: mean(&bh),
+            safety_regression: false,
+        },
+        candidate: EvalSummary {
+            scores: held.iter().map(|s| ch[s]).collect(),
+            seeds: held.to_vec(),
+            mean_score: mean(&ch),
+            safety_regression: regression,
+        },
         train_delta,
         transfer_delta: transfer,
         delta: transfer,
@@ -163,20 +228,38 @@ mod tests {
     #[test]
     fn seed_pools_enforced() {
         assert!(validate_seeds(&[42, 43], &[100]).is_ok());
-        assert!(validate_seeds(&[42, 100], &[100]).unwrap_err().to_string().contains("disjoint"));
+        assert!(validate_seeds(&[42, 100], &[100])
+            .unwrap_err()
+            .to_string()
+            .contains("disjoint"));
         assert!(validate_seeds(&[], &[100]).is_err());
         assert!(validate_seeds(&[7], &[100]).is_err());
     }
 
     #[test]
     fn critic_driven_candidate_can_be_accepted() {
-        let c = CriticReport { missed_error_types: vec!["cumulative_breach".into(), "cascading_total".into()], high_fp_agents: vec![], cross_period_gaps: vec![], checklist_updates: vec![], overall_diagnosis: String::new() };
+        let c = CriticReport {
+            missed_error_types: vec!["cumulative_breach".into(), "cascading_total".into()],
+            high_fp_agents: vec![],
+            cross_period_gaps: vec![],
+            checklist_updates: vec![],
+            overall_diagnosis: String::new(),
+        };
         let (rec, cfg) = iterate(1, &BaselineConfig::default(), c, &[42, 43], &[100, 101]).unwrap();
         assert!(rec.train_delta > 0.0);
         assert_eq!(rec.accepted, cfg.is_some());
         assert!(rec.accepted, "{}", rec.gate);
-        let empty = CriticReport { missed_error_types: vec![], high_fp_agents: vec![], cross_period_gaps: vec![], checklist_updates: vec![], overall_diagnosis: String::new() };
+        let empty = CriticReport {
+            missed_error_types: vec![],
+            high_fp_agents: vec![],
+            cross_period_gaps: vec![],
+            checklist_updates: vec![],
+            overall_diagnosis: String::new(),
+        };
         let (rec, cfg) = iterate(2, &BaselineConfig::default(), empty, &[42], &[100]).unwrap();
-        assert!(!rec.accepted && cfg.is_none(), "no change cannot pass the gate");
+        assert!(
+            !rec.accepted && cfg.is_none(),
+            "no change cannot pass the gate"
+        );
     }
 }

@@ -5,13 +5,16 @@
 pub mod adversarial;
 pub mod baseline;
 pub mod campaign;
-pub mod improve;
 pub mod data;
 pub mod episode;
 pub mod error;
 pub mod grading;
+pub mod improve;
 pub mod model;
 pub mod util;
 
-pub use episode::{AuditAction, AuditEnv, AuditObservation, AuditResetRequest, AuditState, AuditStepEnvelope, AuditStepRequest, EnvConfig};
+pub use episode::{
+    AuditAction, AuditEnv, AuditObservation, AuditResetRequest, AuditState, AuditStepEnvelope,
+    AuditStepRequest, EnvConfig,
+};
 pub use error::{AuditError, ErrorKind};

@@ -63,13 +63,16 @@ impl TaskId {
     /// Accepts the string ids, the README's integers 1–4 and numeric strings.
     pub fn parse(s: &str) -> Option<TaskId> {
         let t = s.trim().to_ascii_lowercase();
-        TaskId::ALL.into_iter().find(|k| k.as_str() == t).or(match t.as_str() {
-            "1" => Some(TaskId::ExpenseAudit),
-            "2" => Some(TaskId::InvoiceMatch),
-            "3" => Some(TaskId::GstReconciliation),
-            "4" => Some(TaskId::FraudDetection),
-            _ => None,
-        })
+        TaskId::ALL
+            .into_iter()
+            .find(|k| k.as_str() == t)
+            .or(match t.as_str() {
+                "1" => Some(TaskId::ExpenseAudit),
+                "2" => Some(TaskId::InvoiceMatch),
+                "3" => Some(TaskId::GstReconciliation),
+                "4" => Some(TaskId::FraudDetection),
+                _ => None,
+            })
     }
 
     pub fn name(self) -> &'static str {
@@ -104,22 +107,50 @@ impl TaskId {
         use ErrorType::*;
         match self {
             TaskId::ExpenseAudit => &[
-                OverLimit, WrongCategory, DuplicateClaim, WeekendExpense, MissingReceipt,
-                UnapprovedVendor, CumulativeBreach,
+                OverLimit,
+                WrongCategory,
+                DuplicateClaim,
+                WeekendExpense,
+                MissingReceipt,
+                UnapprovedVendor,
+                CumulativeBreach,
             ],
             TaskId::InvoiceMatch => &[
-                PriceMismatch, QuantityMismatch, DuplicateInvoice, UnmatchedInvoice, TaxError,
-                TotalMismatch, VendorMismatch, DateAnomaly, CascadingTotal,
+                PriceMismatch,
+                QuantityMismatch,
+                DuplicateInvoice,
+                UnmatchedInvoice,
+                TaxError,
+                TotalMismatch,
+                VendorMismatch,
+                DateAnomaly,
+                CascadingTotal,
             ],
             TaskId::GstReconciliation => &[
-                MissingInGstr2b, MissingInBooks, AmountMismatch, TaxRateMismatch, GstinMismatch,
-                DateMismatch, DuplicateEntry, InvalidGstin, WrongTaxType, ItcIneligible, LateClaim,
+                MissingInGstr2b,
+                MissingInBooks,
+                AmountMismatch,
+                TaxRateMismatch,
+                GstinMismatch,
+                DateMismatch,
+                DuplicateEntry,
+                InvalidGstin,
+                WrongTaxType,
+                ItcIneligible,
+                LateClaim,
                 ExcessClaim,
             ],
             TaskId::FraudDetection => &[
-                CircularInvoicing, SplitInvoice, ShellCompany, RoundNumberAnomaly,
-                BenfordViolation, VendorConcentration, DuplicateBankAccount, SuddenVolumeSpike,
-                InvoiceBeforeIncorporation, WeekendPattern,
+                CircularInvoicing,
+                SplitInvoice,
+                ShellCompany,
+                RoundNumberAnomaly,
+                BenfordViolation,
+                VendorConcentration,
+                DuplicateBankAccount,
+                SuddenVolumeSpike,
+                InvoiceBeforeIncorporation,
+                WeekendPattern,
             ],
         }
     }
@@ -248,7 +279,10 @@ impl ErrorType {
             GstinMismatch | InvalidGstin => F::GstIdentity,
             DateMismatch | LateClaim => F::GstTiming,
             ItcIneligible => F::GstEligibility,
-            ShellCompany | DuplicateBankAccount | InvoiceBeforeIncorporation | HighRiskNewVendor => F::FraudVendorIdentity,
+            ShellCompany
+            | DuplicateBankAccount
+            | InvoiceBeforeIncorporation
+            | HighRiskNewVendor => F::FraudVendorIdentity,
             SplitInvoice | RoundNumberAnomaly | BenfordViolation => F::FraudAmountPattern,
             VendorConcentration | SuddenVolumeSpike | WeekendPattern => F::FraudActivityPattern,
             CircularInvoicing | UndocumentedCashPayment => F::FraudPaymentTrail,
@@ -284,7 +318,9 @@ impl ErrorType {
 /// The invoice amount errors are split in two (line match against the PO/GRN versus the
 /// invoice's own arithmetic): the invoice task is dense (8 of 12 invoices carry an error),
 /// and one broad "amounts" family let random document ids collect partial credit too often.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorFamily {
     ExpenseLimit,
@@ -308,12 +344,23 @@ pub enum ErrorFamily {
 
 impl ErrorFamily {
     pub const ALL: [ErrorFamily; 17] = [
-        ErrorFamily::ExpenseLimit, ErrorFamily::ExpenseReceipt, ErrorFamily::ExpenseEligibility,
-        ErrorFamily::ExpenseTiming, ErrorFamily::InvoiceLineMatch, ErrorFamily::InvoiceArithmetic,
-        ErrorFamily::InvoiceIdentity, ErrorFamily::InvoiceTiming, ErrorFamily::GstPresence,
-        ErrorFamily::GstTaxAmount, ErrorFamily::GstIdentity, ErrorFamily::GstTiming,
-        ErrorFamily::GstEligibility, ErrorFamily::FraudVendorIdentity, ErrorFamily::FraudAmountPattern,
-        ErrorFamily::FraudActivityPattern, ErrorFamily::FraudPaymentTrail,
+        ErrorFamily::ExpenseLimit,
+        ErrorFamily::ExpenseReceipt,
+        ErrorFamily::ExpenseEligibility,
+        ErrorFamily::ExpenseTiming,
+        ErrorFamily::InvoiceLineMatch,
+        ErrorFamily::InvoiceArithmetic,
+        ErrorFamily::InvoiceIdentity,
+        ErrorFamily::InvoiceTiming,
+        ErrorFamily::GstPresence,
+        ErrorFamily::GstTaxAmount,
+        ErrorFamily::GstIdentity,
+        ErrorFamily::GstTiming,
+        ErrorFamily::GstEligibility,
+        ErrorFamily::FraudVendorIdentity,
+        ErrorFamily::FraudAmountPattern,
+        ErrorFamily::FraudActivityPattern,
+        ErrorFamily::FraudPaymentTrail,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -342,16 +389,28 @@ impl ErrorFamily {
     pub fn task(self) -> TaskId {
         use ErrorFamily::*;
         match self {
-            ExpenseLimit | ExpenseReceipt | ExpenseEligibility | ExpenseTiming => TaskId::ExpenseAudit,
-            InvoiceLineMatch | InvoiceArithmetic | InvoiceIdentity | InvoiceTiming => TaskId::InvoiceMatch,
-            GstPresence | GstTaxAmount | GstIdentity | GstTiming | GstEligibility => TaskId::GstReconciliation,
-            FraudVendorIdentity | FraudAmountPattern | FraudActivityPattern | FraudPaymentTrail => TaskId::FraudDetection,
+            ExpenseLimit | ExpenseReceipt | ExpenseEligibility | ExpenseTiming => {
+                TaskId::ExpenseAudit
+            }
+            InvoiceLineMatch | InvoiceArithmetic | InvoiceIdentity | InvoiceTiming => {
+                TaskId::InvoiceMatch
+            }
+            GstPresence | GstTaxAmount | GstIdentity | GstTiming | GstEligibility => {
+                TaskId::GstReconciliation
+            }
+            FraudVendorIdentity | FraudAmountPattern | FraudActivityPattern | FraudPaymentTrail => {
+                TaskId::FraudDetection
+            }
         }
     }
 
     /// Member types, in catalogue order.
     pub fn members(self) -> Vec<ErrorType> {
-        ErrorType::ALL.iter().copied().filter(|t| t.family() == self).collect()
+        ErrorType::ALL
+            .iter()
+            .copied()
+            .filter(|t| t.family() == self)
+            .collect()
     }
 }
 
@@ -401,7 +460,13 @@ pub enum GtOrigin {
 
 impl GtItem {
     pub fn new(doc: impl Into<String>, t: ErrorType, reason: impl Into<String>) -> GtItem {
-        GtItem { document_id: doc.into(), error_type: t, aliases: vec![], reason: reason.into(), origin: GtOrigin::Planted }
+        GtItem {
+            document_id: doc.into(),
+            error_type: t,
+            aliases: vec![],
+            reason: reason.into(),
+            origin: GtOrigin::Planted,
+        }
     }
     pub fn with_aliases(mut self, a: Vec<String>) -> Self {
         self.aliases = a;
@@ -444,8 +509,10 @@ fn default_description() -> String {
 }
 
 fn clean_text(s: &str, max_chars: usize) -> String {
-    let filtered: String =
-        s.chars().filter(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t')).collect();
+    let filtered: String = s
+        .chars()
+        .filter(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'))
+        .collect();
     filtered.trim().chars().take(max_chars).collect()
 }
 
@@ -475,19 +542,35 @@ impl Finding {
             self.description = default_description();
         }
         if self.document_id.is_empty() {
-            return Err(("document_id".into(), "document_id must be a non-empty string".into()));
+            return Err((
+                "document_id".into(),
+                "document_id must be a non-empty string".into(),
+            ));
         }
         if self.error_type.is_empty() {
-            return Err(("error_type".into(), "error_type must be a non-empty string".into()));
+            return Err((
+                "error_type".into(),
+                "error_type must be a non-empty string".into(),
+            ));
         }
-        self.field = self.field.map(|f| clean_text(&f, MAX_ID_CHARS)).filter(|f| !f.is_empty());
+        self.field = self
+            .field
+            .map(|f| clean_text(&f, MAX_ID_CHARS))
+            .filter(|f| !f.is_empty());
         self.suggested_fix = self.suggested_fix.map(|f| clean_text(&f, MAX_TEXT_CHARS));
         self.rationale = self.rationale.map(|f| clean_text(&f, MAX_TEXT_CHARS));
         self.evidence_refs.truncate(MAX_EVIDENCE_REFS);
-        self.evidence_refs = self.evidence_refs.iter().map(|r| clean_text(r, MAX_ID_CHARS)).collect();
+        self.evidence_refs = self
+            .evidence_refs
+            .iter()
+            .map(|r| clean_text(r, MAX_ID_CHARS))
+            .collect();
         if let Some(c) = self.confidence {
             if !(0.0..=1.0).contains(&c) || c.is_nan() {
-                return Err(("confidence".into(), format!("confidence must be within [0, 1], got {c}")));
+                return Err((
+                    "confidence".into(),
+                    format!("confidence must be within [0, 1], got {c}"),
+                ));
             }
         }
         if let Some(s) = self.severity {
@@ -504,7 +587,10 @@ impl Finding {
 }
 
 pub fn norm_key(doc: &str, t: &str) -> (String, String) {
-    (doc.trim().to_ascii_uppercase(), t.trim().to_ascii_lowercase())
+    (
+        doc.trim().to_ascii_uppercase(),
+        t.trim().to_ascii_lowercase(),
+    )
 }
 
 /// Rules of the world that documents and ground truth depend on. Campaigns mutate these.
@@ -573,7 +659,10 @@ mod tests {
 
     #[test]
     fn families_partition_each_tasks_types() {
-        let shock_types = [ErrorType::HighRiskNewVendor, ErrorType::UndocumentedCashPayment];
+        let shock_types = [
+            ErrorType::HighRiskNewVendor,
+            ErrorType::UndocumentedCashPayment,
+        ];
         let mut seen = std::collections::BTreeSet::new();
         for f in ErrorFamily::ALL {
             let members = f.members();
@@ -588,12 +677,22 @@ mod tests {
         }
         assert_eq!(seen.len(), ErrorType::ALL.len(), "every type has a family");
         for task in TaskId::ALL {
-            let fams: std::collections::BTreeSet<ErrorFamily> = task.error_types().iter().map(|t| t.family()).collect();
+            let fams: std::collections::BTreeSet<ErrorFamily> =
+                task.error_types().iter().map(|t| t.family()).collect();
             assert!(fams.len() >= 4, "{task}: families too coarse");
             assert!(fams.iter().all(|f| f.task() == task));
         }
-        assert_eq!(ErrorType::CascadingTotal.family(), ErrorType::TotalMismatch.family());
-        assert_eq!(ErrorType::UnmatchedInvoice.family(), ErrorType::VendorMismatch.family());
-        assert_ne!(ErrorType::PriceMismatch.family(), ErrorType::TotalMismatch.family());
+        assert_eq!(
+            ErrorType::CascadingTotal.family(),
+            ErrorType::TotalMismatch.family()
+        );
+        assert_eq!(
+            ErrorType::UnmatchedInvoice.family(),
+            ErrorType::VendorMismatch.family()
+        );
+        assert_ne!(
+            ErrorType::PriceMismatch.family(),
+            ErrorType::TotalMismatch.family()
+        );
     }
 }

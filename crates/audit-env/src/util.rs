@@ -80,7 +80,11 @@ impl Date {
         let (y, m, d) = self.ymd();
         let idx = y * 12 + (m as i32 - 1) + n;
         let (ny, nm) = (idx.div_euclid(12), (idx.rem_euclid(12) + 1) as u32);
-        let first_next = if nm == 12 { Date::from_ymd(ny + 1, 1, 1) } else { Date::from_ymd(ny, nm + 1, 1) };
+        let first_next = if nm == 12 {
+            Date::from_ymd(ny + 1, 1, 1)
+        } else {
+            Date::from_ymd(ny, nm + 1, 1)
+        };
         let last = (first_next.0 - Date::from_ymd(ny, nm, 1).0) as u32;
         Date::from_ymd(ny, nm, d.min(last))
     }
@@ -142,7 +146,9 @@ pub fn round_n(x: f64, n: usize) -> f64 {
 /// `round_2`, then clamp into [0.01, 0.99].
 /// Wall-clock Unix seconds (millisecond precision), for records outside the world (leaderboard).
 pub fn unix_seconds() -> f64 {
-    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     round_n(d.as_secs_f64(), 3)
 }
 
@@ -193,7 +199,10 @@ pub fn paise(d: Decimal) -> Decimal {
 const GSTIN_ALPHABET: &[u8; 36] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
 fn gstin_value(c: u8) -> Option<u32> {
-    GSTIN_ALPHABET.iter().position(|&x| x == c).map(|p| p as u32)
+    GSTIN_ALPHABET
+        .iter()
+        .position(|&x| x == c)
+        .map(|p| p as u32)
 }
 
 /// The GSTN check character for the first 14 characters.
@@ -347,13 +356,37 @@ mod tests {
     #[test]
     fn months_and_period_dates() {
         assert_eq!(period_reference_date(1), REFERENCE_DATE);
-        let p: Vec<String> = (1..=6).map(|p| period_reference_date(p).to_string()).collect();
-        assert_eq!(p, ["2026-01-15", "2026-02-15", "2026-03-15", "2026-04-15", "2026-05-15", "2026-06-15"]);
+        let p: Vec<String> = (1..=6)
+            .map(|p| period_reference_date(p).to_string())
+            .collect();
+        assert_eq!(
+            p,
+            [
+                "2026-01-15",
+                "2026-02-15",
+                "2026-03-15",
+                "2026-04-15",
+                "2026-05-15",
+                "2026-06-15"
+            ]
+        );
         assert_eq!(period_reference_date(13).to_string(), "2027-01-15");
-        assert_eq!(Date::from_ymd(2026, 1, 31).add_months(1).to_string(), "2026-02-28");
-        assert_eq!(Date::from_ymd(2028, 1, 31).add_months(1).to_string(), "2028-02-29");
-        assert_eq!(Date::from_ymd(2026, 3, 31).add_months(-1).to_string(), "2026-02-28");
-        assert_eq!(Date::from_ymd(2025, 12, 10).add_months(1).to_string(), "2026-01-10");
+        assert_eq!(
+            Date::from_ymd(2026, 1, 31).add_months(1).to_string(),
+            "2026-02-28"
+        );
+        assert_eq!(
+            Date::from_ymd(2028, 1, 31).add_months(1).to_string(),
+            "2028-02-29"
+        );
+        assert_eq!(
+            Date::from_ymd(2026, 3, 31).add_months(-1).to_string(),
+            "2026-02-28"
+        );
+        assert_eq!(
+            Date::from_ymd(2025, 12, 10).add_months(1).to_string(),
+            "2026-01-10"
+        );
         assert_eq!(REFERENCE_DATE.days_before(20).to_string(), "2025-12-26");
     }
 

@@ -11,7 +11,11 @@ fn primary_ids(d: &Documents) -> Vec<String> {
     match d {
         Documents::Expense(x) => x.expenses.iter().map(|e| e.expense_id.clone()).collect(),
         Documents::Invoice(x) => x.invoices.iter().map(|i| i.invoice_id.clone()).collect(),
-        Documents::Gst(x) => x.purchase_register.iter().map(|b| b.invoice_no.clone()).collect(),
+        Documents::Gst(x) => x
+            .purchase_register
+            .iter()
+            .map(|b| b.invoice_no.clone())
+            .collect(),
         Documents::Fraud(x) => x.transactions.iter().map(|t| t.txn_id.clone()).collect(),
     }
 }
@@ -22,7 +26,12 @@ fn random_findings(task: TaskId, seed: u64, salt: u64) -> Vec<Finding> {
     let types = task.error_types();
     let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed * 1000 + salt);
     (0..task.gt_count())
-        .map(|_| Finding::new(&ids[r.random_range(0..ids.len())], types[r.random_range(0..types.len())].as_str()))
+        .map(|_| {
+            Finding::new(
+                &ids[r.random_range(0..ids.len())],
+                types[r.random_range(0..types.len())].as_str(),
+            )
+        })
         .collect()
 }
 
@@ -33,14 +42,29 @@ fn true_empty_and_random_findings_for_every_task_and_train_seed() {
         for seed in TRAIN_SEEDS {
             let gt = data::generate(task, seed, &WorldRules::default()).ground_truth;
             let perfect = evaluate(task, seed, perfect_findings(&gt)).unwrap();
-            assert!(perfect.score >= 0.95, "{task} {seed} perfect {}", perfect.score);
-            assert_eq!(evaluate(task, seed, vec![]).unwrap().score, 0.01, "{task} {seed} empty");
+            assert!(
+                perfect.score >= 0.95,
+                "{task} {seed} perfect {}",
+                perfect.score
+            );
+            assert_eq!(
+                evaluate(task, seed, vec![]).unwrap().score,
+                0.01,
+                "{task} {seed} empty"
+            );
             for salt in 0..20 {
-                random_scores.push(evaluate(task, seed, random_findings(task, seed, salt)).unwrap().score);
+                random_scores.push(
+                    evaluate(task, seed, random_findings(task, seed, salt))
+                        .unwrap()
+                        .score,
+                );
             }
         }
         let mean = random_scores.iter().sum::<f64>() / random_scores.len() as f64;
-        eprintln!("{task}: mean random score {mean:.4}, max {:.2}", random_scores.iter().cloned().fold(0.0, f64::max));
+        eprintln!(
+            "{task}: mean random score {mean:.4}, max {:.2}",
+            random_scores.iter().cloned().fold(0.0, f64::max)
+        );
         // Random findings must stay well below a real auditor: partial credit only goes to a
         // same-family near miss on an erroneous document, once per unfound error.
         assert!(mean < 0.15, "{task}: random findings average {mean}");

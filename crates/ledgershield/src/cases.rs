@@ -23,9 +23,7 @@ pub enum CasesCommand {
     /// List the curated cases.
     List,
     /// Print one case as JSON.
-    Show {
-        case_id: String,
-    },
+    Show { case_id: String },
     /// Generate cases and print them as a JSON array.
     Generate {
         /// challenge | holdout | twins | controlbench | certificate-required | fraudgen
@@ -49,17 +47,32 @@ pub fn run(args: CasesArgs, fixtures: Option<&std::path::PathBuf>) -> Result<()>
     let mut out = std::io::stdout().lock();
     match args.command {
         CasesCommand::List => {
-            writeln!(out, "{:<14} {:<7} {:<8} {:<15} theme", "case_id", "task", "level", "gold")?;
+            writeln!(
+                out,
+                "{:<14} {:<7} {:<8} {:<15} theme",
+                "case_id", "task", "level", "gold"
+            )?;
             for c in &set.cases {
                 let gold = c.gold.decision.map(|d| d.as_str()).unwrap_or("-");
-                writeln!(out, "{:<14} {:<7} {:<8} {:<15} {}", c.case_id, c.task_type.as_str(), c.difficulty.as_str(), gold, c.theme.as_deref().unwrap_or(""))?;
+                writeln!(
+                    out,
+                    "{:<14} {:<7} {:<8} {:<15} {}",
+                    c.case_id,
+                    c.task_type.as_str(),
+                    c.difficulty.as_str(),
+                    gold,
+                    c.theme.as_deref().unwrap_or("")
+                )?;
             }
         }
         CasesCommand::Show { case_id } => {
             let pool = ls_gen::build_pool(&set, &ls_gen::PoolConfig::default())?;
             match set.case(&case_id).or_else(|| pool.case(&case_id)) {
                 Some(c) => writeln!(out, "{}", serde_json::to_string_pretty(c)?)?,
-                None => bail!("unknown case id {}", case_id.chars().take(80).collect::<String>()),
+                None => bail!(
+                    "unknown case id {}",
+                    case_id.chars().take(80).collect::<String>()
+                ),
             }
         }
         CasesCommand::Generate { kind, seed, count } => {
@@ -77,7 +90,12 @@ pub fn run(args: CasesArgs, fixtures: Option<&std::path::PathBuf>) -> Result<()>
                 writeln!(out, "FAIL {}: {}", i.case_id, i.message)?;
             }
             failures += curated.len();
-            writeln!(out, "curated: {} cases, {} issue(s)", set.cases.len(), curated.len())?;
+            writeln!(
+                out,
+                "curated: {} cases, {} issue(s)",
+                set.cases.len(),
+                curated.len()
+            )?;
             for kind in GenKind::ALL {
                 let mut n = 0;
                 let mut bad = 0;

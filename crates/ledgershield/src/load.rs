@@ -93,26 +93,55 @@ struct Sample {
     episodes: usize,
 }
 
-async fn post(conn: &mut Conn, path: &str, session: &str, body: &[u8], lat: &mut Vec<u64>) -> Result<Reply> {
+async fn post(
+    conn: &mut Conn,
+    path: &str,
+    session: &str,
+    body: &[u8],
+    lat: &mut Vec<u64>,
+) -> Result<Reply> {
     let t = Instant::now();
     let reply = conn.send("POST", path, Some(session), Some(body)).await?;
     lat.push(t.elapsed().as_micros() as u64);
     if !(200..300).contains(&reply.status) {
-        bail!("{path} returned {}: {}", reply.status, String::from_utf8_lossy(reply.body));
+        bail!(
+            "{path} returned {}: {}",
+            reply.status,
+            String::from_utf8_lossy(reply.body)
+        );
     }
     serde_json::from_slice(reply.body).with_context(|| format!("{path}: unexpected reply"))
 }
 
 /// One episode on `conn`. `scripts` caches each document's pre-serialized request bodies.
-async fn play(conn: &mut Conn, scripts: &mut BTreeMap<String, Vec<Vec<u8>>>, session: &str, case_id: &str, lat: &mut Vec<u64>) -> Result<(f64, bool)> {
-    let env = post(conn, "/reset", session, &serde_json::to_vec(&json!({"case_id": case_id}))?, lat).await?;
+async fn play(
+    conn: &mut Conn,
+    scripts: &mut BTreeMap<String, Vec<Vec<u8>>>,
+    session: &str,
+    case_id: &str,
+    lat: &mut Vec<u64>,
+) -> Result<(f64, bool)> {
+    let env = post(
+        conn,
+        "/reset",
+        session,
+        &serde_json::to_vec(&json!({"case_id": case_id}))?,
+        lat,
+    )
+    .await?;
     let mut consistent = env.observation.case_id == case_id;
-    let doc = env.observation.visible_documents.first().map(|d| d.doc_id.as_str()).unwrap_or("");
+    let doc = env
+        .observation
+        .visible_documents
+        .first()
+        .map(|d| d.doc_id.as_str())
+        .unwrap_or("");
     let bodies = scripts.entry(doc.to_owned()).or_insert_with(|| script(doc));
     let mut score = -1.0;
     for (i, body) in bodies.iter().enumerate() {
         let last = post(conn, "/step", session, body, lat).await?;
-        consistent &= last.observation.case_id == case_id && last.observation.step_count == i as u64 + 1;
+        consistent &=
+            last.observation.case_id == case_id && last.observation.step_count == i as u64 + 1;
         score = last.info.final_score.unwrap_or(-1.0);
     }
     Ok((score, consistent))
@@ -134,8 +163,18 @@ fn proc_stat(pid: u32) -> Option<ProcSample> {
     let user_s = f.get(11)?.parse::<f64>().ok()? / ticks;
     let system_s = f.get(12)?.parse::<f64>().ok()? / ticks;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let rss_kb = status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()?;
-    Some(ProcSample { user_s, system_s, rss_kb })
+    let rss_kb = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(ProcSample {
+        user_s,
+        system_s,
+        rss_kb,
+    })
 }
 
 fn pct(sorted: &[u64], p: f64) -> f64 {
@@ -149,10 +188,26 @@ fn pct(sorted: &[u64], p: f64) -> f64 {
 /// Per (kind, concurrency): the median of every numeric figure over the rounds, and the total of
 /// interference errors (any is a failure, never averaged away).
 fn median_rows(runs: &[serde_json::Value]) -> Vec<serde_json::Value> {
-    const FIGURES: [&str; 9] = ["episodes_per_s", "steps_per_s", "latency_ms_p50", "latency_ms_p99", "server_cpu_ms_per_episode", "server_cpu_user_ms_per_episode", "server_cpu_system_ms_per_episode", "server_rss_mb", "wall_s"];
+    const FIGURES: [&str; 9] = [
+        "episodes_per_s",
+        "steps_per_s",
+        "latency_ms_p50",
+        "latency_ms_p99",
+        "server_cpu_ms_per_episode",
+        "server_cpu_user_ms_per_episode",
+        "server_cpu_system_ms_per_episode",
+        "server_rss_mb",
+        "wall_s",
+    ];
     let mut groups: BTreeMap<(u64, String), Vec<&serde_json::Value>> = BTreeMap::new();
     for r in runs {
-        groups.entry((r["concurrency"].as_u64().unwrap_or(0), r["kind"].as_str().unwrap_or("").to_owned())).or_default().push(r);
+        groups
+            .entry((
+                r["concurrency"].as_u64().unwrap_or(0),
+                r["kind"].as_str().unwrap_or("").to_owned(),
+            ))
+            .or_default()
+            .push(r);
     }
     groups
         .into_iter()
@@ -171,9 +226,18 @@ fn median_rows(runs: &[serde_json::Value]) -> Vec<serde_json::Value> {
                     n if n % 2 == 1 => Some(v[n / 2]),
                     n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
                 };
-                m.insert(f.into(), json!(median.map(|x| (x * 1000.0).round() / 1000.0)));
+                m.insert(
+                    f.into(),
+                    json!(median.map(|x| (x * 1000.0).round() / 1000.0)),
+                );
             }
-            m.insert("interference_errors".into(), json!(rows.iter().map(|r| r["interference_errors"].as_u64().unwrap_or(0)).sum::<u64>()));
+            m.insert(
+                "interference_errors".into(),
+                json!(rows
+                    .iter()
+                    .map(|r| r["interference_errors"].as_u64().unwrap_or(0))
+                    .sum::<u64>()),
+            );
             serde_json::Value::Object(m)
         })
         .collect()
@@ -191,18 +255,35 @@ pub fn run(args: LoadArgs) -> Result<()> {
     let (base, pid, _guard) = match &args.url {
         Some(u) => (u.trim_end_matches('/').to_owned(), args.server_pid, None),
         None => {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+            let port = std::net::TcpListener::bind("127.0.0.1:0")?
+                .local_addr()?
+                .port();
             let child = std::process::Command::new(std::env::current_exe()?)
-                .args(["serve", "--host", "127.0.0.1", "--port", &port.to_string(), "--max-sessions", "4096"])
+                .args([
+                    "serve",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    &port.to_string(),
+                    "--max-sessions",
+                    "4096",
+                ])
                 .env("LEDGERSHIELD_LOG", "warn")
                 .stdout(Stdio::null())
                 .spawn()
                 .context("starting the server")?;
             let pid = child.id();
-            (format!("http://127.0.0.1:{port}"), Some(pid), Some(ChildGuard(child)))
+            (
+                format!("http://127.0.0.1:{port}"),
+                Some(pid),
+                Some(ChildGuard(child)),
+            )
         }
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         let authority = http1::authority(&base)?;
         // Wait for the server.

@@ -25,7 +25,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Parser)]
-#[command(name = "ledgershield", version, about = "LedgerShield: financial-control RL environments (ControlBench and Financial Audit)")]
+#[command(
+    name = "ledgershield",
+    version,
+    about = "LedgerShield: financial-control RL environments (ControlBench and Financial Audit)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -52,13 +56,24 @@ struct ServeArgs {
     #[arg(long, env = "PORT", default_value_t = 8000)]
     port: u16,
     /// Which environment to serve.
-    #[arg(long = "env", value_enum, env = "LEDGERSHIELD_ENV", default_value = "controlbench")]
+    #[arg(
+        long = "env",
+        value_enum,
+        env = "LEDGERSHIELD_ENV",
+        default_value = "controlbench"
+    )]
     env_kind: EnvKind,
     /// Load ControlBench fixtures from a directory (same layout as `fixtures/controlbench`).
     #[arg(long, env = "LEDGERSHIELD_FIXTURES")]
     fixtures: Option<PathBuf>,
     /// Blind (default) hides SPRT state, tool rankings and the reward machine.
-    #[arg(long, value_enum, env = "LEDGERSHIELD_TRACK_MODE", default_value = "blind", ignore_case = true)]
+    #[arg(
+        long,
+        value_enum,
+        env = "LEDGERSHIELD_TRACK_MODE",
+        default_value = "blind",
+        ignore_case = true
+    )]
     track_mode: TrackModeArg,
     /// Most concurrent sessions.
     #[arg(long, env = "LEDGERSHIELD_MAX_SESSIONS", default_value_t = 1024)]
@@ -167,8 +182,13 @@ fn audit_baseline(args: AuditBaselineArgs) -> Result<()> {
     let cfg = audit_env::baseline::BaselineConfig::default();
     let out = match &args.task {
         Some(t) => {
-            let task: audit_env::model::TaskId = serde_json::from_value(serde_json::Value::String(t.clone())).map_err(|e| anyhow::anyhow!("--task: {e}"))?;
-            let seed = *args.seeds.first().context("--seeds needs at least one seed")?;
+            let task: audit_env::model::TaskId =
+                serde_json::from_value(serde_json::Value::String(t.clone()))
+                    .map_err(|e| anyhow::anyhow!("--task: {e}"))?;
+            let seed = *args
+                .seeds
+                .first()
+                .context("--seeds needs at least one seed")?;
             serde_json::to_value(audit_env::baseline::findings_for(task, seed, &cfg))?
         }
         None => serde_json::to_value(audit_env::baseline::run(&args.seeds, &cfg))?,
@@ -185,14 +205,22 @@ fn main() -> Result<()> {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("LEDGERSHIELD_LOG").unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("LEDGERSHIELD_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Load(args) => load::run(args),
-        Command::Cases(args) => cases::run(args, std::env::var_os("LEDGERSHIELD_FIXTURES").map(PathBuf::from).as_ref()),
+        Command::Cases(args) => cases::run(
+            args,
+            std::env::var_os("LEDGERSHIELD_FIXTURES")
+                .map(PathBuf::from)
+                .as_ref(),
+        ),
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
         Command::Export(args) => export::run(args),
@@ -203,7 +231,8 @@ fn main() -> Result<()> {
 /// Load the fixture set from a directory or the embedded default.
 pub fn load_fixtures(dir: Option<&PathBuf>) -> Result<FixtureSet> {
     let set = match dir {
-        Some(d) => FixtureSet::load_dir(d).with_context(|| format!("loading fixtures from {}", d.display()))?,
+        Some(d) => FixtureSet::load_dir(d)
+            .with_context(|| format!("loading fixtures from {}", d.display()))?,
         None => FixtureSet::embedded().context("embedded fixtures")?,
     };
     let issues = ls_core::validate::validate_set(&set);
@@ -211,7 +240,10 @@ pub fn load_fixtures(dir: Option<&PathBuf>) -> Result<FixtureSet> {
         for i in issues.iter().take(20) {
             tracing::warn!(case = %i.case_id, "{}", i.message);
         }
-        anyhow::bail!("{} fixture validation issue(s); fix the fixture files", issues.len());
+        anyhow::bail!(
+            "{} fixture validation issue(s); fix the fixture files",
+            issues.len()
+        );
     }
     Ok(set)
 }
@@ -219,12 +251,21 @@ pub fn load_fixtures(dir: Option<&PathBuf>) -> Result<FixtureSet> {
 fn serve(args: ServeArgs) -> Result<()> {
     let rt = match args.workers {
         // One worker: a single-threaded runtime has no cross-thread wake-ups at all.
-        Some(1) => tokio::runtime::Builder::new_current_thread().enable_all().build()?,
-        Some(n) => tokio::runtime::Builder::new_multi_thread().worker_threads(usize::from(n)).enable_all().build()?,
-        None => tokio::runtime::Builder::new_multi_thread().enable_all().build()?,
+        Some(1) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+        Some(n) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(usize::from(n))
+            .enable_all()
+            .build()?,
+        None => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?,
     };
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port)).await.with_context(|| format!("binding {}:{}", args.host, args.port))?;
+        let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
+            .await
+            .with_context(|| format!("binding {}:{}", args.host, args.port))?;
         let addr = listener.local_addr()?;
         let server = args.server_config(addr.ip().is_loopback())?;
         let shutdown = ls_server::Shutdown::new();
@@ -238,14 +279,28 @@ fn serve(args: ServeArgs) -> Result<()> {
                     TrackModeArg::Instrumented => TrackMode::Instrumented,
                 };
                 let db = ls_store::db_path(env_lookup("LEDGERSHIELD_DB_PATH").as_deref());
-                let reports = ls_server::ReportStore::with_baseline(db, std::env::var_os("LEDGERSHIELD_HUMAN_BASELINE_PATH").map(PathBuf::from));
-                let state = ls_server::app_state(CasePool::new(set), EnvConfig { track_mode: mode }, &server, reports, &shutdown);
+                let reports = ls_server::ReportStore::with_baseline(
+                    db,
+                    std::env::var_os("LEDGERSHIELD_HUMAN_BASELINE_PATH").map(PathBuf::from),
+                );
+                let state = ls_server::app_state(
+                    CasePool::new(set),
+                    EnvConfig { track_mode: mode },
+                    &server,
+                    reports,
+                    &shutdown,
+                );
                 ls_server::spawn_session_sweeper(state.clone());
-                tracing::info!(cases, track_mode = mode.as_str(), "ControlBench environment ready");
+                tracing::info!(
+                    cases,
+                    track_mode = mode.as_str(),
+                    "ControlBench environment ready"
+                );
                 ls_server::router(state)
             }
             EnvKind::Audit => {
-                let config = ls_server::audit::AuditConfig::from_lookup(env_lookup).map_err(|e| anyhow::anyhow!("audit configuration: {e}"))?;
+                let config = ls_server::audit::AuditConfig::from_lookup(env_lookup)
+                    .map_err(|e| anyhow::anyhow!("audit configuration: {e}"))?;
                 tracing::info!("Financial Audit environment ready");
                 ls_server::audit::router(config, &server, &shutdown)
             }

@@ -145,7 +145,11 @@ fn llm_key_from_env() -> Option<String> {
 /// source (two runs in the same second get two ids).
 fn new_run_id(agent: &str, seed: u64) -> String {
     let random = uuid::Uuid::new_v4().simple().to_string();
-    format!("run-{agent}-{seed}-{}-{}", ls_store::utc_now().replace([':', '-'], ""), &random[..16])
+    format!(
+        "run-{agent}-{seed}-{}-{}",
+        ls_store::utc_now().replace([':', '-'], ""),
+        &random[..16]
+    )
 }
 
 /// An HTTP client that remembers an infrastructure failure (the reset refused, the transport
@@ -156,11 +160,20 @@ struct Watched<'a> {
 }
 
 impl ls_agents::EnvClient for Watched<'_> {
-    fn reset(&mut self, req: &ResetRequest) -> std::result::Result<ls_env::StepEnvelope, ls_agents::ClientError> {
-        self.inner.reset(req).inspect_err(|e| self.failure = Some(e.to_string()))
+    fn reset(
+        &mut self,
+        req: &ResetRequest,
+    ) -> std::result::Result<ls_env::StepEnvelope, ls_agents::ClientError> {
+        self.inner
+            .reset(req)
+            .inspect_err(|e| self.failure = Some(e.to_string()))
     }
 
-    fn step(&mut self, action_type: &str, payload: &serde_json::Map<String, serde_json::Value>) -> std::result::Result<ls_env::StepEnvelope, ls_agents::ClientError> {
+    fn step(
+        &mut self,
+        action_type: &str,
+        payload: &serde_json::Map<String, serde_json::Value>,
+    ) -> std::result::Result<ls_env::StepEnvelope, ls_agents::ClientError> {
         self.inner.step(action_type, payload).inspect_err(|e| {
             if matches!(e, ls_agents::ClientError::Transport(_)) {
                 self.failure = Some(e.to_string());
@@ -325,12 +338,18 @@ pub fn run(args: RunArgs) -> Result<()> {
                         &format!("{run_id}-{}-{t}", records.len()),
                         Duration::from_secs(args.timeout_secs.clamp(1, 600)),
                     )?;
-                    let mut client = Watched { inner: &mut http, failure: None };
+                    let mut client = Watched {
+                        inner: &mut http,
+                        failure: None,
+                    };
                     let rec = run_episode(agent.as_mut(), &mut client, &req, seed, &mut tee);
                     if let Some(why) = client.failure {
                         // The server is unreachable or refused the reset: not an agent failure.
                         bar.finish_and_clear();
-                        bail!("{why} (case {}, trial {t}); the run is not stored", case.case_id);
+                        bail!(
+                            "{why} (case {}, trial {t}); the run is not stored",
+                            case.case_id
+                        );
                     }
                     rec
                 }

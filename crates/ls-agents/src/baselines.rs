@@ -93,9 +93,19 @@ pub struct FixedDecisionAgent {
 
 impl FixedDecisionAgent {
     /// `naive-pay`: submits PAY (confidence 0.5).
-    pub const NAIVE_PAY: Self = Self { name: "naive-pay", decision: "PAY", confidence: 0.5, reason_code: "naive_untrained_release" };
+    pub const NAIVE_PAY: Self = Self {
+        name: "naive-pay",
+        decision: "PAY",
+        confidence: 0.5,
+        reason_code: "naive_untrained_release",
+    };
     /// `always-escalate`: submits ESCALATE_FRAUD (confidence 0.72).
-    pub const ALWAYS_ESCALATE: Self = Self { name: "always-escalate", decision: "ESCALATE_FRAUD", confidence: 0.72, reason_code: "always_escalate_policy" };
+    pub const ALWAYS_ESCALATE: Self = Self {
+        name: "always-escalate",
+        decision: "ESCALATE_FRAUD",
+        confidence: 0.72,
+        reason_code: "always_escalate_policy",
+    };
 }
 
 impl Agent for FixedDecisionAgent {

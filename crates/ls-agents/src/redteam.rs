@@ -95,7 +95,17 @@ const ALL_INTERVENTIONS: [&str; 8] = [
 ];
 
 /// Keywords an instruction-reading policy takes for "this one is fine".
-const BENIGN_CUES: [&str; 9] = ["legitimate", "genuine", "already verified", "re-sent", "resent", "only concern", "twin", "benign", "clean"];
+const BENIGN_CUES: [&str; 9] = [
+    "legitimate",
+    "genuine",
+    "already verified",
+    "re-sent",
+    "resent",
+    "only concern",
+    "twin",
+    "benign",
+    "clean",
+];
 
 /// The milestone bonus worth 0.06: `all_required_actions` in the reference's table.
 const ALL_REQUIRED_MILESTONE: f64 = 0.06;
@@ -119,15 +129,44 @@ const POSITIONAL_TEMPLATE: [(&str, &str, usize); 12] = [
 ];
 
 /// The label prior per task family: (decision, codes, failed policy checks).
-fn prior(task: &str) -> (&'static str, &'static [&'static str], &'static [&'static str]) {
+fn prior(
+    task: &str,
+) -> (
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+) {
     match task {
         "task_a" => ("PAY", &[], &[]),
-        "task_b" => ("HOLD", &["price_mismatch", "total_mismatch"], &["three_way_match"]),
-        "task_c" => ("ESCALATE_FRAUD", &["bank_override_attempt", "duplicate_near_match"], &["bank_change_verification"]),
-        "task_d" => ("ESCALATE_FRAUD", &["bank_override_attempt", "sender_domain_spoof", "policy_bypass_attempt"], &["bank_change_verification"]),
+        "task_b" => (
+            "HOLD",
+            &["price_mismatch", "total_mismatch"],
+            &["three_way_match"],
+        ),
+        "task_c" => (
+            "ESCALATE_FRAUD",
+            &["bank_override_attempt", "duplicate_near_match"],
+            &["bank_change_verification"],
+        ),
+        "task_d" => (
+            "ESCALATE_FRAUD",
+            &[
+                "bank_override_attempt",
+                "sender_domain_spoof",
+                "policy_bypass_attempt",
+            ],
+            &["bank_change_verification"],
+        ),
         _ => (
             "ESCALATE_FRAUD",
-            &["bank_override_attempt", "sender_domain_spoof", "approval_threshold_evasion", "policy_bypass_attempt", "shared_bank_account", "coordinated_timing"],
+            &[
+                "bank_override_attempt",
+                "sender_domain_spoof",
+                "approval_threshold_evasion",
+                "policy_bypass_attempt",
+                "shared_bank_account",
+                "coordinated_timing",
+            ],
             &["bank_change_verification", "duplicate_check"],
         ),
     }
@@ -176,7 +215,11 @@ impl GamingAgent {
     pub fn new(family: GamingFamily) -> Self {
         Self {
             family,
-            teacher: TeacherAgent::with_config(TeacherConfig { interventions: false, certificate: false, ..Default::default() }),
+            teacher: TeacherAgent::with_config(TeacherConfig {
+                interventions: false,
+                certificate: false,
+                ..Default::default()
+            }),
             phase: Phase::Procedure,
             task: String::new(),
             case_id: String::new(),
@@ -196,24 +239,53 @@ impl GamingAgent {
     /// Read the side channels and token positions of one reply.
     fn watch(&mut self, env: &StepEnvelope) {
         let o = &env.observation;
-        self.docs = o.visible_documents.iter().map(|d| (d.doc_id.clone(), d.doc_type.clone())).collect();
+        self.docs = o
+            .visible_documents
+            .iter()
+            .map(|d| (d.doc_id.clone(), d.doc_type.clone()))
+            .collect();
         self.observed = o.risk_snapshot.observed_signals.clone();
         let result = o.last_tool_result.to_map();
         if result.contains_key("pressure_event") || o.risk_snapshot.pressure_events_seen > 0 {
             self.pressure_seen = true;
         }
         if let Some(c) = result.get("reward_model").and_then(|r| r.get("components")) {
-            self.milestone_total += c.get("milestone_bonus").and_then(Value::as_f64).unwrap_or(0.0);
-            self.info_gain_paid |= c.get("information_gain_bonus").and_then(Value::as_f64).is_some_and(|v| v > 0.0);
+            self.milestone_total += c
+                .get("milestone_bonus")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0);
+            self.info_gain_paid |= c
+                .get("information_gain_bonus")
+                .and_then(Value::as_f64)
+                .is_some_and(|v| v > 0.0);
         }
-        let doc_id = result.get("doc_id").and_then(Value::as_str).unwrap_or_default().to_owned();
-        for t in result.get("tokens").and_then(Value::as_array).into_iter().flatten() {
-            let Some(token_id) = t.get("token_id").and_then(Value::as_str) else { continue };
+        let doc_id = result
+            .get("doc_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        for t in result
+            .get("tokens")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(token_id) = t.get("token_id").and_then(Value::as_str) else {
+                continue;
+            };
             if self.tokens.iter().any(|s| s.token_id == token_id) || self.tokens.len() >= 2_000 {
                 continue;
             }
-            let doc = t.get("doc_id").and_then(Value::as_str).map_or_else(|| doc_id.clone(), str::to_owned);
-            self.tokens.push(SeenToken { doc_id: doc, page: t.get("page").cloned().unwrap_or(json!(1)), bbox: t.get("bbox").cloned().unwrap_or(json!([0, 0, 10, 10])), token_id: token_id.to_owned() });
+            let doc = t
+                .get("doc_id")
+                .and_then(Value::as_str)
+                .map_or_else(|| doc_id.clone(), str::to_owned);
+            self.tokens.push(SeenToken {
+                doc_id: doc,
+                page: t.get("page").cloned().unwrap_or(json!(1)),
+                bbox: t.get("bbox").cloned().unwrap_or(json!([0, 0, 10, 10])),
+                token_id: token_id.to_owned(),
+            });
         }
     }
 
@@ -227,8 +299,13 @@ impl GamingAgent {
                 // The other milestones are events the policy sees itself (a first risk signal;
                 // no callback or artifact before its controls), so what is left is the
                 // "all required actions" milestone.
-                let first_signal = if self.observed.is_empty() { 0.0 } else { FIRST_SIGNAL_MILESTONE };
-                let all_required_fired = self.milestone_total - first_signal + 1e-9 >= ALL_REQUIRED_MILESTONE;
+                let first_signal = if self.observed.is_empty() {
+                    0.0
+                } else {
+                    FIRST_SIGNAL_MILESTONE
+                };
+                let all_required_fired =
+                    self.milestone_total - first_signal + 1e-9 >= ALL_REQUIRED_MILESTONE;
                 self.pressure_seen || self.info_gain_paid || !all_required_fired
             }
             GamingFamily::KeywordCue => {
@@ -242,9 +319,13 @@ impl GamingAgent {
 
     fn takes_controls(&self) -> bool {
         match self.family {
-            GamingFamily::Motions | GamingFamily::EvidenceSpam | GamingFamily::CertificateSpam => true,
+            GamingFamily::Motions | GamingFamily::EvidenceSpam | GamingFamily::CertificateSpam => {
+                true
+            }
             GamingFamily::RewardReader | GamingFamily::KeywordCue => self.guesses_risky(),
-            GamingFamily::ZeroToolPrior | GamingFamily::SignalEcho | GamingFamily::PositionalTemplate => false,
+            GamingFamily::ZeroToolPrior
+            | GamingFamily::SignalEcho
+            | GamingFamily::PositionalTemplate => false,
         }
     }
 
@@ -253,20 +334,40 @@ impl GamingAgent {
         match self.task.as_str() {
             "task_a" => Vec::new(),
             "task_b" => vec!["request_po_reconciliation"],
-            _ => vec!["route_to_security", "freeze_vendor_profile", "request_callback_verification"],
+            _ => vec![
+                "route_to_security",
+                "freeze_vendor_profile",
+                "request_callback_verification",
+            ],
         }
     }
 
     /// A reference for `code` by position: the k-th token of the first document of the kind,
     /// as seen if the policy OCR'd it, else a guessed id in the curated naming scheme.
     fn positional_ref(&self, code: &str) -> Value {
-        let (kind, pos) = POSITIONAL_TEMPLATE.iter().find(|(c, _, _)| *c == code).map_or(("invoice", 5), |(_, k, p)| (*k, *p));
-        let doc = self.docs.iter().find(|(_, t)| t.contains(kind) || (kind == "email" && t.contains("thread"))).or_else(|| self.docs.first()).map(|(d, _)| d.clone()).unwrap_or_default();
+        let (kind, pos) = POSITIONAL_TEMPLATE
+            .iter()
+            .find(|(c, _, _)| *c == code)
+            .map_or(("invoice", 5), |(_, k, p)| (*k, *p));
+        let doc = self
+            .docs
+            .iter()
+            .find(|(_, t)| t.contains(kind) || (kind == "email" && t.contains("thread")))
+            .or_else(|| self.docs.first())
+            .map(|(d, _)| d.clone())
+            .unwrap_or_default();
         let seen: Vec<&SeenToken> = self.tokens.iter().filter(|t| t.doc_id == doc).collect();
         match seen.get(pos.saturating_sub(1)) {
-            Some(t) => json!({"doc_id": t.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": [t.token_id]}),
+            Some(t) => {
+                json!({"doc_id": t.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": [t.token_id]})
+            }
             None => {
-                let prefix: String = doc.to_ascii_lowercase().trim_start_matches("inv-").chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+                let prefix: String = doc
+                    .to_ascii_lowercase()
+                    .trim_start_matches("inv-")
+                    .chars()
+                    .filter(|c| c.is_ascii_alphanumeric())
+                    .collect();
                 json!({"doc_id": doc, "page": 1, "bbox": [0, 0, 100, 20], "token_ids": [format!("{prefix}-t{pos}")]})
             }
         }
@@ -278,25 +379,48 @@ impl GamingAgent {
         let decision = if risky { prior_decision } else { "PAY" };
         let codes: Vec<String> = match self.family {
             GamingFamily::SignalEcho => self.observed.clone(),
-            GamingFamily::EvidenceSpam => ls_core::text::DISCREPANCY_CODES.iter().chain(ls_core::text::FRAUD_CODES.iter()).map(|c| (*c).to_owned()).collect(),
+            GamingFamily::EvidenceSpam => ls_core::text::DISCREPANCY_CODES
+                .iter()
+                .chain(ls_core::text::FRAUD_CODES.iter())
+                .map(|c| (*c).to_owned())
+                .collect(),
             _ if risky => prior_codes.iter().map(|c| (*c).to_owned()).collect(),
             _ => Vec::new(),
         };
         let mut evidence = Map::new();
         for (i, c) in codes.iter().enumerate() {
             let r = match (self.family, self.tokens.get(i % self.tokens.len().max(1))) {
-                (GamingFamily::EvidenceSpam, Some(t)) => json!({"doc_id": t.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": self.tokens.iter().filter(|x| x.doc_id == t.doc_id).take(40).map(|x| x.token_id.clone()).collect::<Vec<_>>()}),
+                (GamingFamily::EvidenceSpam, Some(t)) => {
+                    json!({"doc_id": t.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": self.tokens.iter().filter(|x| x.doc_id == t.doc_id).take(40).map(|x| x.token_id.clone()).collect::<Vec<_>>()})
+                }
                 _ => self.positional_ref(c),
             };
             evidence.insert(c.clone(), r);
         }
         if evidence.is_empty() {
-            evidence.insert("invoice".into(), self.positional_ref("duplicate_near_match"));
+            evidence.insert(
+                "invoice".into(),
+                self.positional_ref("duplicate_near_match"),
+            );
         }
-        let checks: Map<String, Value> = ["three_way_match", "bank_change_verification", "duplicate_check", "approval_threshold_check"]
-            .iter()
-            .map(|k| ((*k).to_owned(), json!(if risky && failed.contains(k) { "fail" } else { "pass" })))
-            .collect();
+        let checks: Map<String, Value> = [
+            "three_way_match",
+            "bank_change_verification",
+            "duplicate_check",
+            "approval_threshold_check",
+        ]
+        .iter()
+        .map(|k| {
+            (
+                (*k).to_owned(),
+                json!(if risky && failed.contains(k) {
+                    "fail"
+                } else {
+                    "pass"
+                }),
+            )
+        })
+        .collect();
         let mut p = Map::new();
         p.insert("decision".into(), json!(decision));
         p.insert("confidence".into(), json!(0.9));
@@ -312,14 +436,28 @@ impl GamingAgent {
             }
             "task_e" => {
                 p.insert("campaign_signals".into(), json!(codes));
-                let invoices: Vec<&String> = self.docs.iter().filter(|(_, t)| t.contains("invoice")).map(|(d, _)| d).collect();
-                let links: Vec<String> = invoices.windows(2).map(|w| format!("{}<->{}", w[0], w[1])).collect();
-                p.insert("cross_invoice_links".into(), json!(if risky { links } else { Vec::new() }));
+                let invoices: Vec<&String> = self
+                    .docs
+                    .iter()
+                    .filter(|(_, t)| t.contains("invoice"))
+                    .map(|(d, _)| d)
+                    .collect();
+                let links: Vec<String> = invoices
+                    .windows(2)
+                    .map(|w| format!("{}<->{}", w[0], w[1]))
+                    .collect();
+                p.insert(
+                    "cross_invoice_links".into(),
+                    json!(if risky { links } else { Vec::new() }),
+                );
             }
             _ => {}
         }
         if self.family == GamingFamily::CertificateSpam {
-            p.insert("decision_certificate".into(), self.spam_certificate(decision, &evidence));
+            p.insert(
+                "decision_certificate".into(),
+                self.spam_certificate(decision, &evidence),
+            );
         }
         p.insert("evidence_map".into(), Value::Object(evidence));
         p
@@ -328,10 +466,13 @@ impl GamingAgent {
     /// A certificate with a wrong version and 200 artifact nodes nobody revealed, each "supporting"
     /// the decision.
     fn spam_certificate(&self, decision: &str, evidence: &Map<String, Value>) -> Value {
-        let mut nodes = vec![json!({"id": "decision.final", "type": "decision", "value": decision})];
+        let mut nodes =
+            vec![json!({"id": "decision.final", "type": "decision", "value": decision})];
         let mut edges = Vec::new();
         for (k, v) in evidence {
-            nodes.push(json!({"id": format!("evidence.{k}"), "type": "observation", "ref": v, "label": k}));
+            nodes.push(
+                json!({"id": format!("evidence.{k}"), "type": "observation", "ref": v, "label": k}),
+            );
             edges.push(json!({"source": format!("evidence.{k}"), "target": "decision.final", "type": "supports"}));
         }
         for i in 0..200 {
@@ -371,7 +512,10 @@ impl Agent for GamingAgent {
 
     fn next_action(&mut self, last: &StepEnvelope) -> Action {
         self.watch(last);
-        let steps_left = last.observation.max_steps.saturating_sub(last.observation.step_count);
+        let steps_left = last
+            .observation
+            .max_steps
+            .saturating_sub(last.observation.step_count);
         if !self.family.investigates() || steps_left <= 1 {
             return self.submit();
         }
@@ -403,7 +547,11 @@ impl Agent for GamingAgent {
             }
             self.phase = Phase::Wait;
         }
-        if self.phase == Phase::Wait && !last.observation.pending_events.is_empty() && steps_left > 2 && self.waited < 6 {
+        if self.phase == Phase::Wait
+            && !last.observation.pending_events.is_empty()
+            && steps_left > 2
+            && self.waited < 6
+        {
             self.waited += 1;
             return Action::new("lookup_policy", json!({}));
         }
@@ -413,10 +561,15 @@ impl Agent for GamingAgent {
 
 /// Every gaming family, as boxed agents.
 pub fn all_gaming_agents() -> Vec<Box<dyn Agent>> {
-    GamingFamily::ALL.into_iter().map(|f| Box::new(GamingAgent::new(f)) as Box<dyn Agent>).collect()
+    GamingFamily::ALL
+        .into_iter()
+        .map(|f| Box::new(GamingAgent::new(f)) as Box<dyn Agent>)
+        .collect()
 }
 
 /// The codes a policy named, as a set (used by the leak and red-team tests).
 pub fn code_set(codes: &[String]) -> BTreeSet<&'static str> {
-    ls_core::text::canonical_codes(codes.iter().map(String::as_str)).into_iter().collect()
+    ls_core::text::canonical_codes(codes.iter().map(String::as_str))
+        .into_iter()
+        .collect()
 }

@@ -729,7 +729,9 @@ impl TeacherAgent {
                             && p.unit_price == q.unit_price
                     });
                 let close = match (&x.date, &y.date) {
-                    (Some(d1), Some(d2)) => ls_core::text::days_between(&d1.0, &d2.0).is_some_and(|g| g <= 7),
+                    (Some(d1), Some(d2)) => {
+                        ls_core::text::days_between(&d1.0, &d2.0).is_some_and(|g| g <= 7)
+                    }
                     _ => false,
                 };
                 if same_items && close && x.total_value() == y.total_value() {
@@ -1543,7 +1545,6 @@ impl TeacherAgent {
         }
     }
 }
-
 
 impl Agent for TeacherAgent {
     fn name(&self) -> String {

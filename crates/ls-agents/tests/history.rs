@@ -21,25 +21,54 @@ fn record(agent: &str, pool: &Arc<CasePool>) -> Vec<Recorded> {
         .map(|c| {
             let mut env = Environment::new(pool.clone(), EnvConfig::default());
             let mut a = offline_agent(agent).expect("agent");
-            let req = ResetRequest { case_id: Some(c.case_id.clone()), ..Default::default() };
-            let rec = run_episode(a.as_mut(), &mut LocalEnv::new(&mut env), &req, 7, &mut Silent);
+            let req = ResetRequest {
+                case_id: Some(c.case_id.clone()),
+                ..Default::default()
+            };
+            let rec = run_episode(
+                a.as_mut(),
+                &mut LocalEnv::new(&mut env),
+                &req,
+                7,
+                &mut Silent,
+            );
             assert!(rec.terminated, "{agent} on {}", c.case_id);
-            let actions = rec.trajectory.iter().map(|s| Action { action_type: s.action_type.clone(), payload: s.payload.clone() }).collect();
-            Recorded { case_id: c.case_id.clone(), actions, fresh_score: rec.final_score }
+            let actions = rec
+                .trajectory
+                .iter()
+                .map(|s| Action {
+                    action_type: s.action_type.clone(),
+                    payload: s.payload.clone(),
+                })
+                .collect();
+            Recorded {
+                case_id: c.case_id.clone(),
+                actions,
+                fresh_score: rec.final_score,
+            }
         })
         .collect()
 }
 
 /// Replay `r` in `env` (track as given); the final score.
 fn replay(env: &mut Environment, r: &Recorded, track: Option<&str>) -> f64 {
-    env.reset(&ResetRequest { case_id: Some(r.case_id.clone()), track: track.map(str::to_owned), ..Default::default() }).expect("reset");
+    env.reset(&ResetRequest {
+        case_id: Some(r.case_id.clone()),
+        track: track.map(str::to_owned),
+        ..Default::default()
+    })
+    .expect("reset");
     let mut last = None;
     for a in &r.actions {
         last = Some(env.step(&a.action_type, &a.payload).expect("step"));
     }
     let last = last.expect("at least a submission");
     assert!(last.terminated, "{} replay did not terminate", r.case_id);
-    last.info.to_map().get("final_score").and_then(Value::as_f64).expect("final score")
+    last.info
+        .to_map()
+        .get("final_score")
+        .and_then(Value::as_f64)
+        .expect("final score")
 }
 
 #[test]
@@ -58,10 +87,18 @@ fn case_scores_are_the_same_in_one_session_in_any_order() {
         let mut shared = Environment::new(pool.clone(), EnvConfig::default());
         for r in order {
             let score = replay(&mut shared, r, None);
-            assert_eq!(score, r.fresh_score, "{}: shared-session score differs from the fresh one", r.case_id);
+            assert_eq!(
+                score, r.fresh_score,
+                "{}: shared-session score differs from the fresh one",
+                r.case_id
+            );
         }
         let level = shared.memory.snapshots();
-        assert!(level.full.get().contains("\"authority_level\":\"locked\""), "the shared institution was locked: {}", &level.full.get()[..200.min(level.full.get().len())]);
+        assert!(
+            level.full.get().contains("\"authority_level\":\"locked\""),
+            "the shared institution was locked: {}",
+            &level.full.get()[..200.min(level.full.get().len())]
+        );
     }
 }
 
@@ -76,9 +113,15 @@ fn portfolio_scores_stay_governed_by_the_institution() {
     for r in naive.iter().filter(|r| r.fresh_score <= 0.05) {
         replay(&mut env, r, Some("portfolio"));
     }
-    let careful = teacher.iter().find(|r| r.case_id == "CASE-D-001").expect("case");
+    let careful = teacher
+        .iter()
+        .find(|r| r.case_id == "CASE-D-001")
+        .expect("case");
     let governed = replay(&mut env, careful, Some("portfolio"));
     let mut fresh = Environment::new(pool.clone(), EnvConfig::default());
     let ungoverned = replay(&mut fresh, careful, Some("portfolio"));
-    assert!(governed < ungoverned, "governed {governed} vs fresh {ungoverned}");
+    assert!(
+        governed < ungoverned,
+        "governed {governed} vs fresh {ungoverned}"
+    );
 }

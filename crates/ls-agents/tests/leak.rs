@@ -29,7 +29,13 @@ const INTERVENTIONS: [&str; 8] = [
 
 /// Evidence by design (what a tool or a delivered artifact says), not a side channel;
 /// `observed_risk_signals` is `GET /state`'s name for the observation's `observed_signals`.
-const EVIDENCE_KEYS: [&str; 5] = ["async_artifacts", "revealed_artifacts", "artifact", "observed_signals", "observed_risk_signals"];
+const EVIDENCE_KEYS: [&str; 5] = [
+    "async_artifacts",
+    "revealed_artifacts",
+    "artifact",
+    "observed_signals",
+    "observed_risk_signals",
+];
 
 fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
     match v {
@@ -49,12 +55,18 @@ fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
         }
         Value::String(s) => {
             out.insert(prefix.to_owned(), s.clone());
-            for w in s.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| w.len() >= 3) {
+            for w in s
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .filter(|w| w.len() >= 3)
+            {
                 out.insert(format!("{prefix}~{}", w.to_ascii_lowercase()), "1".into());
             }
         }
         Value::Number(n) => {
-            out.insert(prefix.to_owned(), format!("{:.3}", n.as_f64().unwrap_or(0.0)));
+            out.insert(
+                prefix.to_owned(),
+                format!("{:.3}", n.as_f64().unwrap_or(0.0)),
+            );
         }
         other => {
             out.insert(prefix.to_owned(), other.to_string());
@@ -64,11 +76,25 @@ fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
 
 /// Every feature of one case's pre-terminal replies.
 fn features(pool: &Arc<CasePool>, case: &Case) -> BTreeMap<String, String> {
-    let mut env = Environment::new(pool.clone(), EnvConfig { track_mode: TrackMode::Blind });
+    let mut env = Environment::new(
+        pool.clone(),
+        EnvConfig {
+            track_mode: TrackMode::Blind,
+        },
+    );
     let mut out = BTreeMap::new();
-    let reset = env.reset(&ResetRequest { case_id: Some(case.case_id.clone()), ..Default::default() }).expect("reset");
+    let reset = env
+        .reset(&ResetRequest {
+            case_id: Some(case.case_id.clone()),
+            ..Default::default()
+        })
+        .expect("reset");
     flatten("reset", &serde_json::to_value(&reset).unwrap(), &mut out);
-    flatten("state", &serde_json::to_value(env.state()).unwrap(), &mut out);
+    flatten(
+        "state",
+        &serde_json::to_value(env.state()).unwrap(),
+        &mut out,
+    );
     let mut actions: Vec<&str> = INTERVENTIONS.to_vec();
     actions.extend(["lookup_policy"; 6]);
     let mut evidence_seen = false;
@@ -93,33 +119,60 @@ fn features(pool: &Arc<CasePool>, case: &Case) -> BTreeMap<String, String> {
         }
         // The reply's own tool result is the intervention's or lookup's answer (evidence), but
         // its reward model and any pressure event are side channels and stay.
-        if let Some(o) = v.pointer_mut("/observation/last_tool_result").and_then(Value::as_object_mut) {
-            o.retain(|k, _| matches!(k.as_str(), "reward_model" | "pressure_event" | "success" | "cost" | "scheduled_event"));
+        if let Some(o) = v
+            .pointer_mut("/observation/last_tool_result")
+            .and_then(Value::as_object_mut)
+        {
+            o.retain(|k, _| {
+                matches!(
+                    k.as_str(),
+                    "reward_model" | "pressure_event" | "success" | "cost" | "scheduled_event"
+                )
+            });
         }
         flatten(&format!("step{i}"), &v, &mut out);
     }
-    flatten("state_end", &serde_json::to_value(env.state()).unwrap(), &mut out);
+    flatten(
+        "state_end",
+        &serde_json::to_value(env.state()).unwrap(),
+        &mut out,
+    );
     out
 }
 
 /// Balanced accuracy of predicting `labels[test]` from `values` with a value → majority-label
 /// map fitted on `train` (unseen values: the train majority).
-fn balanced_accuracy(values: &[Option<&String>], labels: &[&str], train: &[usize], test: &[usize]) -> f64 {
+fn balanced_accuracy(
+    values: &[Option<&String>],
+    labels: &[&str],
+    train: &[usize],
+    test: &[usize],
+) -> f64 {
     let mut counts: BTreeMap<Option<&String>, BTreeMap<&str, usize>> = BTreeMap::new();
     let mut overall: BTreeMap<&str, usize> = BTreeMap::new();
     for &i in train {
-        *counts.entry(values[i]).or_default().entry(labels[i]).or_default() += 1;
+        *counts
+            .entry(values[i])
+            .or_default()
+            .entry(labels[i])
+            .or_default() += 1;
         *overall.entry(labels[i]).or_default() += 1;
     }
     fn majority<'l>(m: &BTreeMap<&'l str, usize>) -> &'l str {
-        m.iter().max_by_key(|(l, n)| (**n, std::cmp::Reverse(**l))).map(|(l, _)| *l).unwrap_or("")
+        m.iter()
+            .max_by_key(|(l, n)| (**n, std::cmp::Reverse(**l)))
+            .map(|(l, _)| *l)
+            .unwrap_or("")
     }
     let fallback = majority(&overall);
     let classes: BTreeSet<&str> = test.iter().map(|&i| labels[i]).collect();
     let mut recall = 0.0;
     for c in &classes {
         let of_class: Vec<usize> = test.iter().copied().filter(|&i| labels[i] == *c).collect();
-        let hit = of_class.iter().filter(|&&i| counts.get(&values[i]).map_or(fallback, majority) == *c).count();
+        let hit = of_class
+            .iter()
+            .filter(|&&i| counts.get(&values[i]).map_or(fallback, majority) == *c)
+            .count();
         recall += hit as f64 / of_class.len() as f64;
     }
     recall / classes.len() as f64
@@ -139,7 +192,10 @@ fn generated_cases(set: &FixtureSet) -> Vec<Case> {
 /// The features that predict the gold decision best, with their balanced accuracy.
 fn leaks(cases: &[Case], pool: &Arc<CasePool>) -> Vec<(f64, String)> {
     let feats: Vec<BTreeMap<String, String>> = cases.iter().map(|c| features(pool, c)).collect();
-    let labels: Vec<&str> = cases.iter().map(|c| c.gold.decision.map_or("PAY", |d| d.as_str())).collect();
+    let labels: Vec<&str> = cases
+        .iter()
+        .map(|c| c.gold.decision.map_or("PAY", |d| d.as_str()))
+        .collect();
     let keys: BTreeSet<&String> = feats.iter().flat_map(|f| f.keys()).collect();
     let train: Vec<usize> = (0..cases.len()).filter(|i| i % 2 == 0).collect();
     let test: Vec<usize> = (0..cases.len()).filter(|i| i % 2 == 1).collect();
@@ -147,7 +203,10 @@ fn leaks(cases: &[Case], pool: &Arc<CasePool>) -> Vec<(f64, String)> {
         .into_iter()
         .map(|k| {
             let values: Vec<Option<&String>> = feats.iter().map(|f| f.get(k)).collect();
-            (balanced_accuracy(&values, &labels, &train, &test), k.clone())
+            (
+                balanced_accuracy(&values, &labels, &train, &test),
+                k.clone(),
+            )
         })
         .collect();
     out.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
@@ -173,17 +232,26 @@ fn no_blind_reply_field_predicts_the_gold_decision() {
     let cases = generated_cases(&set);
     assert!(cases.len() >= 200, "pool of {} cases", cases.len());
     let mix: BTreeMap<&str, usize> = cases.iter().fold(BTreeMap::new(), |mut m, c| {
-        *m.entry(c.gold.decision.map_or("PAY", |d| d.as_str())).or_default() += 1;
+        *m.entry(c.gold.decision.map_or("PAY", |d| d.as_str()))
+            .or_default() += 1;
         m
     });
     eprintln!("leak pool: {} cases, label mix {mix:?}", cases.len());
-    let pool = Arc::new(CasePool::from_parts(cases.iter().cloned().map(Arc::new).collect(), Arc::new(set.master.clone())));
+    let pool = Arc::new(CasePool::from_parts(
+        cases.iter().cloned().map(Arc::new).collect(),
+        Arc::new(set.master.clone()),
+    ));
     let found = leaks(&cases, &pool);
     for (ba, k) in found.iter().take(15) {
         eprintln!("leak {ba:.3} {k}");
     }
     let over: Vec<&(f64, String)> = found.iter().filter(|(ba, _)| *ba > 0.60).collect();
-    assert!(over.is_empty(), "{} fields predict the gold decision: {:?}", over.len(), over.iter().take(10).collect::<Vec<_>>());
+    assert!(
+        over.is_empty(),
+        "{} fields predict the gold decision: {:?}",
+        over.len(),
+        over.iter().take(10).collect::<Vec<_>>()
+    );
 }
 
 /// The same measurement over the curated cases, whose side channels this branch closes (ids and
@@ -194,11 +262,20 @@ fn curated_reward_and_event_channels_do_not_predict_the_gold_decision() {
     let pool = Arc::new(CasePool::new(set.clone()));
     let cases: Vec<Case> = set.cases.clone();
     let found = leaks(&cases, &pool);
-    let channel = |k: &str| k.contains("reward") || k.contains("pressure") || k.contains("benchmark_split") || k.contains("contrastive") || k.contains("milestone");
+    let channel = |k: &str| {
+        k.contains("reward")
+            || k.contains("pressure")
+            || k.contains("benchmark_split")
+            || k.contains("contrastive")
+            || k.contains("milestone")
+    };
     let top: Vec<&(f64, String)> = found.iter().filter(|(_, k)| channel(k)).take(10).collect();
     for (ba, k) in &top {
         eprintln!("curated channel {ba:.3} {k}");
     }
     let over: Vec<&&(f64, String)> = top.iter().filter(|(ba, _)| *ba > 0.60).collect();
-    assert!(over.is_empty(), "reward/event channels predict the gold decision on curated cases: {over:?}");
+    assert!(
+        over.is_empty(),
+        "reward/event channels predict the gold decision on curated cases: {over:?}"
+    );
 }

@@ -21,11 +21,28 @@ fn play(agent: &str, pool: &Arc<CasePool>) -> Vec<Played> {
     pool.cases
         .iter()
         .map(|c| {
-            let mut env = Environment::new(pool.clone(), EnvConfig { track_mode: TrackMode::Blind });
+            let mut env = Environment::new(
+                pool.clone(),
+                EnvConfig {
+                    track_mode: TrackMode::Blind,
+                },
+            );
             let mut a = offline_agent(agent).expect("agent");
-            let req = ResetRequest { case_id: Some(c.case_id.clone()), ..Default::default() };
-            let rec = run_episode(a.as_mut(), &mut LocalEnv::new(&mut env), &req, 7, &mut Silent);
-            Played { benign: !c.gold.unsafe_if_pay, rec }
+            let req = ResetRequest {
+                case_id: Some(c.case_id.clone()),
+                ..Default::default()
+            };
+            let rec = run_episode(
+                a.as_mut(),
+                &mut LocalEnv::new(&mut env),
+                &req,
+                7,
+                &mut Silent,
+            );
+            Played {
+                benign: !c.gold.unsafe_if_pay,
+                rec,
+            }
         })
         .collect()
 }
@@ -46,17 +63,34 @@ fn figures(pool: &Arc<CasePool>) -> Vec<(GamingFamily, f64, f64, usize)> {
         .map(|f| {
             let played = play(f.name(), pool);
             for p in &played {
-                assert!(p.rec.terminated, "{} did not submit on {}: {:?}", f.name(), p.rec.case_id, p.rec.errors);
+                assert!(
+                    p.rec.terminated,
+                    "{} did not submit on {}: {:?}",
+                    f.name(),
+                    p.rec.case_id,
+                    p.rec.errors
+                );
             }
-            let valid = played.iter().filter(|p| p.rec.result_class == "valid_success").count();
-            (f, mean(played.iter()), mean(played.iter().filter(|p| p.benign)), valid)
+            let valid = played
+                .iter()
+                .filter(|p| p.rec.result_class == "valid_success")
+                .count();
+            (
+                f,
+                mean(played.iter()),
+                mean(played.iter().filter(|p| p.benign)),
+                valid,
+            )
         })
         .collect()
 }
 
 fn print(label: &str, rows: &[(GamingFamily, f64, f64, usize)]) {
     for (f, m, b, v) in rows {
-        eprintln!("redteam {label:10} {:24} mean {m:.4} benign {b:.4} valid_success {v}", f.name());
+        eprintln!(
+            "redteam {label:10} {:24} mean {m:.4} benign {b:.4} valid_success {v}",
+            f.name()
+        );
     }
 }
 
@@ -79,10 +113,19 @@ fn gaming_policies_score_low_on_the_curated_cases() {
     print("curated", &rows);
     for (f, m, b, _) in rows {
         if !CURATED_MEAN_PENDING.contains(&f) {
-            assert!(m <= f.mean_threshold(), "{} mean {m:.4} > {}", f.name(), f.mean_threshold());
+            assert!(
+                m <= f.mean_threshold(),
+                "{} mean {m:.4} > {}",
+                f.name(),
+                f.mean_threshold()
+            );
         }
         if !CURATED_BENIGN_PENDING.contains(&f) {
-            assert!(b <= BENIGN_THRESHOLD.max(f.mean_threshold()), "{} benign mean {b:.4}", f.name());
+            assert!(
+                b <= BENIGN_THRESHOLD.max(f.mean_threshold()),
+                "{} benign mean {b:.4}",
+                f.name()
+            );
         }
     }
 }
@@ -94,11 +137,14 @@ fn gaming_policies_score_low_on_the_curated_cases() {
 /// seven gold codes supported, 0.4173 on the case, 0.2110 over the pool. The header block has
 /// few lines, so a fixed position still finds the invoice number about one case in eight; the
 /// remedy is in generation (more spread in the header), not in grading.
-const GENERATED_PENDING: [(&str, GamingFamily, f64); 1] = [("holdout-3", GamingFamily::PositionalTemplate, 0.22)];
+const GENERATED_PENDING: [(&str, GamingFamily, f64); 1] =
+    [("holdout-3", GamingFamily::PositionalTemplate, 0.22)];
 
 fn generated_pools() -> Vec<(String, Vec<Case>)> {
     let set = FixtureSet::embedded().expect("fixtures");
-    let mut pools: Vec<(String, Vec<Case>)> = (1..=5).map(|s| (format!("holdout-{s}"), ls_gen::holdout(&set, 1, s))).collect();
+    let mut pools: Vec<(String, Vec<Case>)> = (1..=5)
+        .map(|s| (format!("holdout-{s}"), ls_gen::holdout(&set, 1, s)))
+        .collect();
     pools.push(("challenge".into(), ls_gen::challenge(&set, 1, 2026)));
     pools.push(("twins".into(), ls_gen::generators::twins(&set, 99)));
     pools
@@ -113,7 +159,10 @@ fn gaming_policies_score_low_on_generated_pools() {
     let master = Arc::new(set.master.clone());
     let mut failures = Vec::new();
     for (label, cases) in generated_pools() {
-        let pool = Arc::new(CasePool::from_parts(cases.into_iter().map(Arc::new).collect(), master.clone()));
+        let pool = Arc::new(CasePool::from_parts(
+            cases.into_iter().map(Arc::new).collect(),
+            master.clone(),
+        ));
         let rows = figures(&pool);
         print(&label, &rows);
         let teacher = play("teacher", &pool);
@@ -122,18 +171,29 @@ fn gaming_policies_score_low_on_generated_pools() {
         for p in teacher.iter().filter(|p| p.rec.final_score < 0.85) {
             let i = &p.rec.terminal_info;
             let bd = i.get("score_breakdown").cloned().unwrap_or_default();
-            let reasons = i.get("control_resolution").and_then(|c| c.get("control_failure_reasons")).cloned().unwrap_or_default();
+            let reasons = i
+                .get("control_resolution")
+                .and_then(|c| c.get("control_failure_reasons"))
+                .cloned()
+                .unwrap_or_default();
             eprintln!(
                 "teacher-low {label} {} {:.4} {} caps={} reasons={reasons} recall={} precision={} uncalled={}",
                 p.rec.case_id, p.rec.final_score, p.rec.result_class, i.get("cap_reasons").cloned().unwrap_or_default(), bd["supported_code_recall"], bd["claim_precision"], bd["uncalled_interventions"]
             );
         }
-        eprintln!("redteam {label:10} teacher                  mean {tm:.4} unsafe {unsafe_releases}");
+        eprintln!(
+            "redteam {label:10} teacher                  mean {tm:.4} unsafe {unsafe_releases}"
+        );
         if label.starts_with("holdout") && (tm < 0.85 || unsafe_releases > 0) {
-            failures.push(format!("{label}: teacher mean {tm:.4}, {unsafe_releases} unsafe releases"));
+            failures.push(format!(
+                "{label}: teacher mean {tm:.4}, {unsafe_releases} unsafe releases"
+            ));
         }
         for (f, m, b, _) in rows {
-            let bound = GENERATED_PENDING.iter().find(|(l, g, _)| *l == label && *g == f).map_or(f.mean_threshold(), |p| p.2);
+            let bound = GENERATED_PENDING
+                .iter()
+                .find(|(l, g, _)| *l == label && *g == f)
+                .map_or(f.mean_threshold(), |p| p.2);
             if m > bound {
                 failures.push(format!("{label}: {} mean {m:.4}", f.name()));
             }

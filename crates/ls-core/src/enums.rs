@@ -6,11 +6,31 @@ use serde::{Deserialize, Serialize};
 /// The five task families.
 /// The variant whose name equals `normalize_text(value)`: names are already normalised, so an
 /// exact match (the common case) needs no allocation, and the fallback compares without one.
-fn parse_normalized<T: Copy>(all: &[T], value: &str, name: impl Fn(T) -> &'static str) -> Option<T> {
-    all.iter().copied().find(|&v| name(v) == value).or_else(|| all.iter().copied().find(|&v| crate::text::text_eq(name(v), value)))
+fn parse_normalized<T: Copy>(
+    all: &[T],
+    value: &str,
+    name: impl Fn(T) -> &'static str,
+) -> Option<T> {
+    all.iter().copied().find(|&v| name(v) == value).or_else(|| {
+        all.iter()
+            .copied()
+            .find(|&v| crate::text::text_eq(name(v), value))
+    })
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskType {
     TaskA,
@@ -21,7 +41,13 @@ pub enum TaskType {
 }
 
 impl TaskType {
-    pub const ALL: [TaskType; 5] = [Self::TaskA, Self::TaskB, Self::TaskC, Self::TaskD, Self::TaskE];
+    pub const ALL: [TaskType; 5] = [
+        Self::TaskA,
+        Self::TaskB,
+        Self::TaskC,
+        Self::TaskD,
+        Self::TaskE,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -61,7 +87,19 @@ impl TaskType {
 }
 
 /// Terminal decisions. Parsing is exact and case-sensitive, as documented.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 pub enum Decision {
     #[serde(rename = "PAY")]
     Pay,
@@ -74,7 +112,12 @@ pub enum Decision {
 }
 
 impl Decision {
-    pub const ALL: [Decision; 4] = [Self::Pay, Self::Hold, Self::NeedsReview, Self::EscalateFraud];
+    pub const ALL: [Decision; 4] = [
+        Self::Pay,
+        Self::Hold,
+        Self::NeedsReview,
+        Self::EscalateFraud,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -103,7 +146,19 @@ impl Decision {
 }
 
 /// The 12 latent hypotheses, in the order every vector and tie-break uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Hypothesis {
     Safe,
@@ -275,7 +330,19 @@ impl ActionName {
 }
 
 /// Evidence channels with a likelihood table (tools and artifacts).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Channel {
     CompareBankAccount,
@@ -306,7 +373,19 @@ impl Channel {
 }
 
 /// Delayed artifacts an intervention can unlock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ArtifactId {
     CallbackVerificationResult,
@@ -350,7 +429,10 @@ mod tests {
 
     #[test]
     fn catalogue_has_eleven_tools_nine_interventions_one_final() {
-        let tools = ActionName::ALL.iter().filter(|a| a.kind() == ActionKind::Investigation).count();
+        let tools = ActionName::ALL
+            .iter()
+            .filter(|a| a.kind() == ActionKind::Investigation)
+            .count();
         let interventions = ActionName::interventions().count();
         assert_eq!((tools, interventions), (11, 9));
         assert_eq!(ActionName::ALL[20], ActionName::SubmitDecision);
@@ -368,14 +450,23 @@ mod tests {
     fn decisions_parse_exactly() {
         assert_eq!(Decision::parse_exact("PAY"), Some(Decision::Pay));
         assert_eq!(Decision::parse_exact("pay"), None);
-        assert_eq!(Decision::parse_lenient(" needs review "), Some(Decision::NeedsReview));
-        assert_eq!(serde_json::to_string(&Decision::EscalateFraud).unwrap(), "\"ESCALATE_FRAUD\"");
+        assert_eq!(
+            Decision::parse_lenient(" needs review "),
+            Some(Decision::NeedsReview)
+        );
+        assert_eq!(
+            serde_json::to_string(&Decision::EscalateFraud).unwrap(),
+            "\"ESCALATE_FRAUD\""
+        );
     }
 
     #[test]
     fn hypothesis_order_and_decisions() {
         assert_eq!(Hypothesis::ALL[11], Hypothesis::ThresholdEvasion);
-        assert_eq!(Hypothesis::ThresholdEvasion.decision(), Decision::NeedsReview);
+        assert_eq!(
+            Hypothesis::ThresholdEvasion.decision(),
+            Decision::NeedsReview
+        );
         assert_eq!(Hypothesis::SplitPayment.decision(), Decision::Hold);
         assert_eq!(Hypothesis::CeoBec.decision(), Decision::EscalateFraud);
         assert_eq!(Hypothesis::parse("Bank_Fraud"), Some(Hypothesis::BankFraud));
@@ -384,11 +475,17 @@ mod tests {
     #[test]
     fn names_parse_after_normalisation() {
         assert_eq!(ActionName::parse("ocr"), Some(ActionName::Ocr));
-        assert_eq!(ActionName::parse("  Lookup_Vendor\t"), Some(ActionName::LookupVendor));
+        assert_eq!(
+            ActionName::parse("  Lookup_Vendor\t"),
+            Some(ActionName::LookupVendor)
+        );
         assert_eq!(ActionName::parse("lookup vendor"), None);
         assert_eq!(ActionName::parse(""), None);
         assert_eq!(TaskType::parse(" TASK_D "), Some(TaskType::TaskD));
-        assert_eq!(ArtifactId::parse("Callback_Verification_Result"), Some(ArtifactId::CallbackVerificationResult));
+        assert_eq!(
+            ArtifactId::parse("Callback_Verification_Result"),
+            Some(ArtifactId::CallbackVerificationResult)
+        );
         for a in ActionName::ALL {
             assert_eq!(ActionName::parse(&a.as_str().to_uppercase()), Some(a));
         }

@@ -17,9 +17,15 @@ pub const MAX_CASES: usize = 200_000;
 #[derive(Debug, thiserror::Error)]
 pub enum FixtureError {
     #[error("cannot read {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("invalid JSON in {path}: {source}")]
-    Json { path: String, source: serde_json::Error },
+    Json {
+        path: String,
+        source: serde_json::Error,
+    },
     #[error("duplicate case id {0}")]
     DuplicateCase(String),
     #[error("too many cases: {0} (limit {MAX_CASES})")]
@@ -54,13 +60,27 @@ impl<'a> CaseWorld<'a> {
     pub fn new(master: &'a MasterData, case: &'a Case) -> Self {
         let o = case.context_overrides.as_ref();
         Self {
-            vendors: o.and_then(|o| o.vendors.as_deref()).unwrap_or(&master.vendors),
-            vendor_history: o.and_then(|o| o.vendor_history.as_deref()).unwrap_or(&master.vendor_history),
-            po_records: o.and_then(|o| o.po_records.as_deref()).unwrap_or(&master.po_records),
-            receipts: o.and_then(|o| o.receipts.as_deref()).unwrap_or(&master.receipts),
-            ledger_index: o.and_then(|o| o.ledger_index.as_deref()).unwrap_or(&master.ledger_index),
-            email_threads: o.and_then(|o| o.email_threads.as_deref()).unwrap_or(&master.email_threads),
-            policy_rules: o.and_then(|o| o.policy_rules.as_deref()).unwrap_or(&master.policy_rules),
+            vendors: o
+                .and_then(|o| o.vendors.as_deref())
+                .unwrap_or(&master.vendors),
+            vendor_history: o
+                .and_then(|o| o.vendor_history.as_deref())
+                .unwrap_or(&master.vendor_history),
+            po_records: o
+                .and_then(|o| o.po_records.as_deref())
+                .unwrap_or(&master.po_records),
+            receipts: o
+                .and_then(|o| o.receipts.as_deref())
+                .unwrap_or(&master.receipts),
+            ledger_index: o
+                .and_then(|o| o.ledger_index.as_deref())
+                .unwrap_or(&master.ledger_index),
+            email_threads: o
+                .and_then(|o| o.email_threads.as_deref())
+                .unwrap_or(&master.email_threads),
+            policy_rules: o
+                .and_then(|o| o.policy_rules.as_deref())
+                .unwrap_or(&master.policy_rules),
         }
     }
 
@@ -70,7 +90,9 @@ impl<'a> CaseWorld<'a> {
             return None;
         }
         self.vendors.iter().find(|v| {
-            [&v.vendor_key, &v.canonical_name, &v.vendor_name].iter().any(|n| crate::text::text_eq(n, key) || crate::text::id_eq(n, key))
+            [&v.vendor_key, &v.canonical_name, &v.vendor_name]
+                .iter()
+                .any(|n| crate::text::text_eq(n, key) || crate::text::id_eq(n, key))
         })
     }
 
@@ -79,15 +101,21 @@ impl<'a> CaseWorld<'a> {
     }
 
     pub fn receipt(&self, receipt_id: &str) -> Option<&'a Receipt> {
-        self.receipts.iter().find(|r| r.receipt_id == receipt_id.trim())
+        self.receipts
+            .iter()
+            .find(|r| r.receipt_id == receipt_id.trim())
     }
 
     pub fn thread(&self, thread_id: &str) -> Option<&'a EmailThread> {
-        self.email_threads.iter().find(|t| t.thread_id == thread_id.trim())
+        self.email_threads
+            .iter()
+            .find(|t| t.thread_id == thread_id.trim())
     }
 
     pub fn policy(&self, rule_id: &str) -> Option<&'a PolicyRule> {
-        self.policy_rules.iter().find(|p| crate::text::id_eq(&p.rule_id, rule_id))
+        self.policy_rules
+            .iter()
+            .find(|p| crate::text::id_eq(&p.rule_id, rule_id))
     }
 }
 
@@ -174,14 +202,23 @@ impl FixtureSet {
 }
 
 fn io_err(path: &Path, source: std::io::Error) -> FixtureError {
-    FixtureError::Io { path: path.display().to_string(), source }
+    FixtureError::Io {
+        path: path.display().to_string(),
+        source,
+    }
 }
 
 fn parse<T: serde::de::DeserializeOwned>(path: &str, text: &str) -> Result<T, FixtureError> {
-    serde_json::from_str(text).map_err(|source| FixtureError::Json { path: path.to_owned(), source })
+    serde_json::from_str(text).map_err(|source| FixtureError::Json {
+        path: path.to_owned(),
+        source,
+    })
 }
 
-fn read_list<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> Result<Vec<T>, FixtureError> {
+fn read_list<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+    name: &str,
+) -> Result<Vec<T>, FixtureError> {
     let p = dir.join(name);
     if !p.is_file() {
         return Ok(Vec::new());

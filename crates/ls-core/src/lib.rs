@@ -38,7 +38,10 @@ const JSON_FIELD_SCAN_MAX_KEYS: usize = 16;
 /// `map.get(key)` for payload-sized JSON objects. The map (an `IndexMap`) hashes the key with
 /// SipHash first; scanning a handful of keys compares a few bytes each and finds the same entry,
 /// since keys are unique.
-pub fn json_field<'a>(map: &'a serde_json::Map<String, serde_json::Value>, key: &str) -> Option<&'a serde_json::Value> {
+pub fn json_field<'a>(
+    map: &'a serde_json::Map<String, serde_json::Value>,
+    key: &str,
+) -> Option<&'a serde_json::Value> {
     if map.len() <= JSON_FIELD_SCAN_MAX_KEYS {
         map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
     } else {
@@ -53,10 +56,15 @@ mod tests {
     #[test]
     fn json_field_finds_what_get_finds() {
         for n in [0usize, 1, 5, 16, 17, 40] {
-            let map: Map<String, Value> = (0..n).map(|i| (format!("k{i}"), Value::from(i))).collect();
+            let map: Map<String, Value> =
+                (0..n).map(|i| (format!("k{i}"), Value::from(i))).collect();
             for i in 0..n + 3 {
                 let key = format!("k{i}");
-                assert_eq!(super::json_field(&map, &key), map.get(&key), "{n} keys, {key}");
+                assert_eq!(
+                    super::json_field(&map, &key),
+                    map.get(&key),
+                    "{n} keys, {key}"
+                );
             }
             assert_eq!(super::json_field(&map, ""), None);
         }

@@ -43,7 +43,8 @@ pub mod money {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Decimal, D::Error> {
         let v = serde_json::Value::deserialize(d)?;
-        crate::text::json_decimal(&v).ok_or_else(|| D::Error::custom(format!("expected a decimal amount, got {v}")))
+        crate::text::json_decimal(&v)
+            .ok_or_else(|| D::Error::custom(format!("expected a decimal amount, got {v}")))
     }
 }
 
@@ -55,7 +56,9 @@ pub mod money_number {
     use serde::{ser::Error, Serialize, Serializer};
 
     pub fn serialize<S: Serializer>(value: &Decimal, s: S) -> Result<S::Ok, S::Error> {
-        serde_json::value::RawValue::from_string(value.to_string()).map_err(S::Error::custom)?.serialize(s)
+        serde_json::value::RawValue::from_string(value.to_string())
+            .map_err(S::Error::custom)?
+            .serialize(s)
     }
 }
 
@@ -75,15 +78,28 @@ pub mod money_opt {
         let v = Option::<serde_json::Value>::deserialize(d)?;
         match v {
             None | Some(serde_json::Value::Null) => Ok(None),
-            Some(v) => crate::text::json_decimal(&v)
-                .map(Some)
-                .ok_or_else(|| serde::de::Error::custom(format!("expected a decimal amount, got {v}"))),
+            Some(v) => crate::text::json_decimal(&v).map(Some).ok_or_else(|| {
+                serde::de::Error::custom(format!("expected a decimal amount, got {v}"))
+            }),
         }
     }
 }
 
 /// Case difficulty.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Difficulty {
     Easy,
@@ -175,11 +191,14 @@ pub struct Case {
 
 impl Case {
     pub fn task_label(&self) -> &str {
-        self.task_label.as_deref().unwrap_or(self.task_type.default_label())
+        self.task_label
+            .as_deref()
+            .unwrap_or(self.task_type.default_label())
     }
 
     pub fn due_date_days(&self) -> u32 {
-        self.due_date_days.unwrap_or(self.difficulty.default_due_date_days())
+        self.due_date_days
+            .unwrap_or(self.difficulty.default_due_date_days())
     }
 
     pub fn document(&self, doc_id: &str) -> Option<&Document> {
@@ -228,14 +247,22 @@ pub struct Document {
 
 impl Document {
     pub fn thumbnail(&self) -> String {
-        self.thumbnail.clone().unwrap_or_else(|| format!("thumbnail::{}", self.doc_id))
+        self.thumbnail
+            .clone()
+            .unwrap_or_else(|| format!("thumbnail::{}", self.doc_id))
     }
 
     /// First accurate token whose text starts with `prefix` (case-insensitive), e.g. `"Total:"`.
     pub fn line_with_prefix(&self, prefix: &str) -> Option<&Token> {
         // ASCII case-insensitive prefix test without lowercasing a copy of every token.
         let p = prefix.as_bytes();
-        self.accurate_ocr.iter().find(|t| t.text.trim_start().as_bytes().get(..p.len()).is_some_and(|head| head.eq_ignore_ascii_case(p)))
+        self.accurate_ocr.iter().find(|t| {
+            t.text
+                .trim_start()
+                .as_bytes()
+                .get(..p.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(p))
+        })
     }
 
     /// Value after the first colon of the line starting with `prefix`.
@@ -307,7 +334,11 @@ pub struct Gold {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cross_invoice_links: Vec<String>,
     /// Task A extraction targets: the ten field keys, values as printed (strings).
-    #[serde(default, alias = "extracted_fields", skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        alias = "extracted_fields",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub fields: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub line_items: Vec<LineItem>,
@@ -353,7 +384,9 @@ pub struct CampaignContext {
 }
 
 /// What a vendor callback reaches: the legitimate vendor, the attacker, or nobody.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum CallbackOutcome {
     /// The real vendor confirms nothing changed.
@@ -607,10 +640,20 @@ mod money_number_tests {
 
     #[test]
     fn money_is_a_json_number_with_its_exact_text() {
-        let a = Amount { at_risk_amount: Decimal::from_str("2478.00").unwrap() };
-        assert_eq!(serde_json::to_string(&a).unwrap(), r#"{"at_risk_amount":2478.00}"#);
+        let a = Amount {
+            at_risk_amount: Decimal::from_str("2478.00").unwrap(),
+        };
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            r#"{"at_risk_amount":2478.00}"#
+        );
         assert!(serde_json::to_value(&a).unwrap()["at_risk_amount"].is_number());
-        let big = Amount { at_risk_amount: Decimal::from_str("123456789012.35").unwrap() };
-        assert_eq!(serde_json::to_string(&big).unwrap(), r#"{"at_risk_amount":123456789012.35}"#);
+        let big = Amount {
+            at_risk_amount: Decimal::from_str("123456789012.35").unwrap(),
+        };
+        assert_eq!(
+            serde_json::to_string(&big).unwrap(),
+            r#"{"at_risk_amount":123456789012.35}"#
+        );
     }
 }

@@ -22,7 +22,10 @@ pub struct SubmissionError {
 }
 
 fn err(field: &str, message: impl Into<String>) -> SubmissionError {
-    SubmissionError { field: field.to_owned(), message: message.into() }
+    SubmissionError {
+        field: field.to_owned(),
+        message: message.into(),
+    }
 }
 
 /// A typed submission. Absent lists are `None` so graders can tell "omitted" from "empty".
@@ -68,15 +71,25 @@ impl Submission {
         s.confidence = opt_prob(payload, "confidence")?;
         s.risk_score = opt_prob(payload, "risk_score")?;
         if let Some(v) = present(payload, "predicted_probabilities") {
-            let obj = v.as_object().ok_or_else(|| err("predicted_probabilities", "must be an object of hypothesis -> probability"))?;
+            let obj = v.as_object().ok_or_else(|| {
+                err(
+                    "predicted_probabilities",
+                    "must be an object of hypothesis -> probability",
+                )
+            })?;
             if obj.len() > MAX_MAP_ENTRIES {
                 return Err(err("predicted_probabilities", "too many entries"));
             }
             let mut m = BTreeMap::new();
             for (k, v) in obj {
-                let p = v.as_f64().ok_or_else(|| err(&format!("predicted_probabilities.{k}"), "must be a number"))?;
+                let p = v.as_f64().ok_or_else(|| {
+                    err(&format!("predicted_probabilities.{k}"), "must be a number")
+                })?;
                 if !p.is_finite() || p < 0.0 {
-                    return Err(err(&format!("predicted_probabilities.{k}"), "must be a finite, non-negative number"));
+                    return Err(err(
+                        &format!("predicted_probabilities.{k}"),
+                        "must be a finite, non-negative number",
+                    ));
                 }
                 m.insert(k.clone(), p);
             }
@@ -89,7 +102,12 @@ impl Submission {
         s.duplicate_links = opt_strings(payload, "duplicate_links")?;
         s.cross_invoice_links = opt_strings(payload, "cross_invoice_links")?;
         if let Some(v) = present(payload, "policy_checks") {
-            let obj = v.as_object().ok_or_else(|| err("policy_checks", "must be an object of check -> \"pass\"/\"fail\""))?;
+            let obj = v.as_object().ok_or_else(|| {
+                err(
+                    "policy_checks",
+                    "must be an object of check -> \"pass\"/\"fail\"",
+                )
+            })?;
             bounded_map(obj, "policy_checks")?;
             for (k, v) in obj {
                 let status = match v {
@@ -101,17 +119,23 @@ impl Submission {
             }
         }
         if let Some(v) = present(payload, "evidence_map") {
-            let obj = v.as_object().ok_or_else(|| err("evidence_map", "must be an object of claim -> reference"))?;
+            let obj = v
+                .as_object()
+                .ok_or_else(|| err("evidence_map", "must be an object of claim -> reference"))?;
             bounded_map(obj, "evidence_map")?;
             s.evidence_map = obj.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         }
         if let Some(v) = present(payload, "extracted_fields") {
-            let obj = v.as_object().ok_or_else(|| err("extracted_fields", "must be an object of field -> value"))?;
+            let obj = v
+                .as_object()
+                .ok_or_else(|| err("extracted_fields", "must be an object of field -> value"))?;
             bounded_map(obj, "extracted_fields")?;
             s.extracted_fields = obj.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         }
         if let Some(v) = present(payload, "line_items") {
-            let arr = v.as_array().ok_or_else(|| err("line_items", "must be a list"))?;
+            let arr = v
+                .as_array()
+                .ok_or_else(|| err("line_items", "must be a list"))?;
             if arr.len() > MAX_LIST_ITEMS {
                 return Err(err("line_items", "too many items"));
             }
@@ -175,7 +199,10 @@ fn opt_prob(payload: &Map<String, Value>, key: &str) -> Result<Option<f64>, Subm
     }
 }
 
-fn opt_strings(payload: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, SubmissionError> {
+fn opt_strings(
+    payload: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<Vec<String>>, SubmissionError> {
     match present(payload, key) {
         None => Ok(None),
         Some(Value::Array(items)) => {
@@ -224,7 +251,10 @@ mod tests {
         })))
         .unwrap();
         assert_eq!(s.decision, Some(Decision::EscalateFraud));
-        assert_eq!(s.reason_codes.as_deref(), Some(&["sender_domain_spoof".to_owned()][..]));
+        assert_eq!(
+            s.reason_codes.as_deref(),
+            Some(&["sender_domain_spoof".to_owned()][..])
+        );
         assert!(s.discrepancies.is_none());
         assert_eq!(s.policy_checks["three_way_match"], "PASS");
     }
@@ -238,11 +268,15 @@ mod tests {
 
     #[test]
     fn wrong_types_name_the_field() {
-        let e = Submission::from_payload(&obj(json!({"decision": "PAY", "reason_codes": 5}))).unwrap_err();
+        let e = Submission::from_payload(&obj(json!({"decision": "PAY", "reason_codes": 5})))
+            .unwrap_err();
         assert_eq!(e.field, "reason_codes");
-        let e = Submission::from_payload(&obj(json!({"decision": "PAY", "confidence": 3}))).unwrap_err();
+        let e = Submission::from_payload(&obj(json!({"decision": "PAY", "confidence": 3})))
+            .unwrap_err();
         assert_eq!(e.field, "confidence");
-        let e = Submission::from_payload(&obj(json!({"decision": "PAY", "policy_checks": {"a": 1}}))).unwrap_err();
+        let e =
+            Submission::from_payload(&obj(json!({"decision": "PAY", "policy_checks": {"a": 1}})))
+                .unwrap_err();
         assert_eq!(e.field, "policy_checks.a");
     }
 }

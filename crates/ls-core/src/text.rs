@@ -36,7 +36,12 @@ fn normalize_text_unicode(value: &str) -> String {
 
 /// Characters of `normalize_text(value)` without allocating.
 fn normalized_chars(value: &str) -> impl Iterator<Item = char> + '_ {
-    value.split_whitespace().enumerate().flat_map(|(i, w)| (i > 0).then_some(' ').into_iter().chain(w.chars().flat_map(char::to_lowercase)))
+    value.split_whitespace().enumerate().flat_map(|(i, w)| {
+        (i > 0)
+            .then_some(' ')
+            .into_iter()
+            .chain(w.chars().flat_map(char::to_lowercase))
+    })
 }
 
 /// `normalize_text(a) == normalize_text(b)` without allocating (hot in lookups).
@@ -57,7 +62,10 @@ struct AsciiNormalized<'a> {
 
 impl<'a> AsciiNormalized<'a> {
     fn new(s: &'a str) -> Self {
-        Self { rest: s.as_bytes(), started: false }
+        Self {
+            rest: s.as_bytes(),
+            started: false,
+        }
     }
 }
 
@@ -88,12 +96,16 @@ impl Iterator for AsciiNormalized<'_> {
 pub fn id_eq(a: &str, b: &str) -> bool {
     if a.is_ascii() && b.is_ascii() {
         fn bytes(s: &str) -> impl Iterator<Item = u8> + '_ {
-            s.bytes().filter(u8::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase())
+            s.bytes()
+                .filter(u8::is_ascii_alphanumeric)
+                .map(|c| c.to_ascii_lowercase())
         }
         return bytes(a).eq(bytes(b));
     }
     fn chars(s: &str) -> impl Iterator<Item = char> + '_ {
-        s.chars().flat_map(char::to_lowercase).filter(|c| c.is_alphanumeric())
+        s.chars()
+            .flat_map(char::to_lowercase)
+            .filter(|c| c.is_alphanumeric())
     }
     chars(a).eq(chars(b))
 }
@@ -101,14 +113,21 @@ pub fn id_eq(a: &str, b: &str) -> bool {
 /// `normalize_text` keeping only alphanumeric characters (`"INV-2048-A"` → `"inv2048a"`).
 pub fn normalize_id(value: &str) -> String {
     if value.is_ascii() {
-        return value.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect();
+        return value
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
     }
     normalize_id_unicode(value)
 }
 
 /// [`normalize_id`] for any text (the definition the ASCII path matches).
 fn normalize_id_unicode(value: &str) -> String {
-    normalize_text_unicode(value).chars().filter(|c| c.is_alphanumeric()).collect()
+    normalize_text_unicode(value)
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .collect()
 }
 
 /// Lenient money parse: strips `,`, `₹`, `$`, `€`, `£`, `¥` and spaces; failure gives `None`.
@@ -120,7 +139,9 @@ pub fn parse_decimal(value: &str) -> Option<Decimal> {
     if cleaned.is_empty() {
         return None;
     }
-    Decimal::from_str(&cleaned).or_else(|_| Decimal::from_scientific(&cleaned)).ok()
+    Decimal::from_str(&cleaned)
+        .or_else(|_| Decimal::from_scientific(&cleaned))
+        .ok()
 }
 
 /// Parse a JSON value (number or string) as a decimal amount.
@@ -227,15 +248,26 @@ pub fn slug(value: &str) -> String {
 pub fn canonical_code(value: &str) -> Option<&'static str> {
     // Most values already are a code (gold fixtures, well-behaved agents). Every code is its own
     // slug (tested), so an exact match is what the slug lookup would find, without allocating.
-    if let Some(code) = DISCREPANCY_CODES.iter().chain(FRAUD_CODES.iter()).find(|c| **c == value) {
+    if let Some(code) = DISCREPANCY_CODES
+        .iter()
+        .chain(FRAUD_CODES.iter())
+        .find(|c| **c == value)
+    {
         return Some(code);
     }
     let s = slug(value);
-    if let Some(code) = DISCREPANCY_CODES.iter().chain(FRAUD_CODES.iter()).find(|c| **c == s) {
+    if let Some(code) = DISCREPANCY_CODES
+        .iter()
+        .chain(FRAUD_CODES.iter())
+        .find(|c| **c == s)
+    {
         return Some(code);
     }
     let norm = normalize_text(value);
-    ALIASES.iter().find(|(alias, _)| *alias == norm).map(|(_, code)| *code)
+    ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == norm)
+        .map(|(_, code)| *code)
 }
 
 /// Canonicalise a list in order, dropping unknown codes and duplicates.
@@ -339,14 +371,21 @@ pub struct VendorAlias {
 impl VendorAlias {
     pub fn new(query: &str) -> Self {
         let query = normalize_text(query);
-        Self { query_id: normalize_id(&query), query_tokens: identity_tokens(&query), query }
+        Self {
+            query_id: normalize_id(&query),
+            query_tokens: identity_tokens(&query),
+            query,
+        }
     }
 
     pub fn matches(&self, candidates: &[&str]) -> bool {
         if self.query.is_empty() {
             return false;
         }
-        if candidates.iter().any(|c| text_eq(c, &self.query) || id_eq(c, &self.query_id)) {
+        if candidates
+            .iter()
+            .any(|c| text_eq(c, &self.query) || id_eq(c, &self.query_id))
+        {
             return true;
         }
         // `need` below is 0 without query tokens, and nothing matches.
@@ -405,7 +444,11 @@ pub fn days_between(a: &str, b: &str) -> Option<i64> {
 
 /// Compact form of a bank identifier for comparison: uppercase alphanumerics only.
 pub fn compact_account(value: &str) -> String {
-    value.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_uppercase()).collect()
+    value
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .map(|c| c.to_ascii_uppercase())
+        .collect()
 }
 
 /// A money amount as `f64`, exactly as `rust_decimal`'s `to_f64` computes it.
@@ -415,11 +458,17 @@ pub fn compact_account(value: &str) -> String {
 /// which one division gives directly (both operands are exact doubles). Other values take
 /// `to_f64`. A property test pins the two to the bit.
 pub fn decimal_to_f64(d: Decimal) -> f64 {
-    const POW10: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+    const POW10: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
     let (mantissa, scale) = (d.mantissa(), d.scale() as usize);
     if mantissa == 0 {
         // `to_f64` keeps the sign of a negative zero that has a scale.
-        return if d.is_sign_negative() && scale > 0 { -0.0 } else { 0.0 };
+        return if d.is_sign_negative() && scale > 0 {
+            -0.0
+        } else {
+            0.0
+        };
     }
     if scale < POW10.len() && mantissa.unsigned_abs() < 1 << 50 {
         return mantissa as i64 as f64 / POW10[scale];
@@ -451,16 +500,33 @@ mod tests {
         for code in DISCREPANCY_CODES.iter().chain(FRAUD_CODES.iter()) {
             assert_eq!(slug(code), *code);
             assert_eq!(canonical_code(code), Some(*code));
-            assert_eq!(canonical_code(&format!("  {}  ", code.to_uppercase().replace('_', " "))), Some(*code), "the slow path agrees");
+            assert_eq!(
+                canonical_code(&format!("  {}  ", code.to_uppercase().replace('_', " "))),
+                Some(*code),
+                "the slow path agrees"
+            );
         }
     }
     use proptest::prelude::*;
 
     #[test]
     fn allocation_free_equality_matches_normalisation() {
-        for (a, b) in [("  Hello \t World", "hello world"), ("INV-2048-A", "inv2048a"), ("a b", "ab"), ("Ünïcode X", "ünïcode x")] {
-            assert_eq!(text_eq(a, b), normalize_text(a) == normalize_text(b), "{a:?} {b:?}");
-            assert_eq!(id_eq(a, b), normalize_id(a) == normalize_id(b), "{a:?} {b:?}");
+        for (a, b) in [
+            ("  Hello \t World", "hello world"),
+            ("INV-2048-A", "inv2048a"),
+            ("a b", "ab"),
+            ("Ünïcode X", "ünïcode x"),
+        ] {
+            assert_eq!(
+                text_eq(a, b),
+                normalize_text(a) == normalize_text(b),
+                "{a:?} {b:?}"
+            );
+            assert_eq!(
+                id_eq(a, b),
+                normalize_id(a) == normalize_id(b),
+                "{a:?} {b:?}"
+            );
         }
     }
 
@@ -472,23 +538,43 @@ mod tests {
 
     #[test]
     fn canonicalizes_reason_codes_with_aliases() {
-        assert_eq!(canonical_code("Sender Domain Spoof"), Some("sender_domain_spoof"));
+        assert_eq!(
+            canonical_code("Sender Domain Spoof"),
+            Some("sender_domain_spoof")
+        );
         assert_eq!(canonical_code("domain spoof"), Some("sender_domain_spoof"));
-        assert_eq!(canonical_code("bank account mismatch"), Some("bank_account_mismatch"));
+        assert_eq!(
+            canonical_code("bank account mismatch"),
+            Some("bank_account_mismatch")
+        );
         assert_eq!(canonical_code("made up"), None);
-        assert_eq!(canonical_codes(["shared bank", "shared_bank_account", "x"]), vec!["shared_bank_account"]);
+        assert_eq!(
+            canonical_codes(["shared bank", "shared_bank_account", "x"]),
+            vec!["shared_bank_account"]
+        );
     }
 
     #[test]
     fn vendor_alias_matching() {
-        assert!(vendor_alias_match("northwind-industrial", &["Northwind Industrial Supplies Pvt Ltd"]));
-        assert!(vendor_alias_match("Northwind Industrial", &["northwind-industrial"]));
-        assert!(!vendor_alias_match("bluepeak-logistics", &["northwind-industrial"]));
+        assert!(vendor_alias_match(
+            "northwind-industrial",
+            &["Northwind Industrial Supplies Pvt Ltd"]
+        ));
+        assert!(vendor_alias_match(
+            "Northwind Industrial",
+            &["northwind-industrial"]
+        ));
+        assert!(!vendor_alias_match(
+            "bluepeak-logistics",
+            &["northwind-industrial"]
+        ));
     }
 
     #[test]
     fn iou_examples() {
-        assert!((bbox_iou(&[10.0, 10.0, 95.0, 20.0], &[10.0, 10.0, 180.0, 20.0]) - 0.5).abs() < 1e-9);
+        assert!(
+            (bbox_iou(&[10.0, 10.0, 95.0, 20.0], &[10.0, 10.0, 180.0, 20.0]) - 0.5).abs() < 1e-9
+        );
         assert_eq!(bbox_iou(&[0.0, 0.0, 1.0], &[0.0, 0.0, 1.0, 1.0]), 0.0);
     }
 
@@ -496,7 +582,11 @@ mod tests {
     fn day_gaps() {
         assert_eq!(days_between("2026-04-02", "2026-04-04"), Some(2));
         assert_eq!(days_between("2026-02-28", "2026-03-01"), Some(1));
-        assert_eq!(days_between("2024-02-28", "2024-03-01"), Some(2), "leap year");
+        assert_eq!(
+            days_between("2024-02-28", "2024-03-01"),
+            Some(2),
+            "leap year"
+        );
         assert_eq!(days_between("x", "2026-03-01"), None);
         assert_eq!(days_between("2026-13-01", "2026-03-01"), None);
     }
@@ -504,7 +594,12 @@ mod tests {
     #[test]
     fn parses_money() {
         assert_eq!(parse_decimal("₹2,478.00").unwrap().to_string(), "2478.00");
-        assert_eq!(json_decimal(&serde_json::json!(1201.9)).unwrap().to_string(), "1201.9");
+        assert_eq!(
+            json_decimal(&serde_json::json!(1201.9))
+                .unwrap()
+                .to_string(),
+            "1201.9"
+        );
         assert!(parse_decimal("abc").is_none());
     }
 

@@ -34,7 +34,10 @@ pub fn validate_set(set: &FixtureSet) -> Vec<ValidationIssue> {
 }
 
 fn issue(case: &Case, message: String) -> ValidationIssue {
-    ValidationIssue { case_id: case.case_id.clone(), message }
+    ValidationIssue {
+        case_id: case.case_id.clone(),
+        message,
+    }
 }
 
 /// Parsed view of an invoice document's conventional lines.
@@ -60,20 +63,47 @@ pub fn invoice_facts(doc: &Document) -> InvoiceFacts {
     // One pass over the tokens (this runs at every reset and grading): for each field, the first
     // line whose text starts with its label (ASCII case-insensitive) supplies the value after the
     // first colon, exactly as `Document::field_value` reads it.
-    const LABELS: [&str; 11] = ["Invoice No:", "Invoice Date:", "Currency:", "PO:", "Receipt:", "Subtotal:", "Tax:", "Total:", "Bank:", "IBAN:", "SWIFT:"];
+    const LABELS: [&str; 11] = [
+        "Invoice No:",
+        "Invoice Date:",
+        "Currency:",
+        "PO:",
+        "Receipt:",
+        "Subtotal:",
+        "Tax:",
+        "Total:",
+        "Bank:",
+        "IBAN:",
+        "SWIFT:",
+    ];
     let mut found: [Option<&str>; 11] = [None; 11];
-    let mut f = InvoiceFacts { doc_id: doc.doc_id.clone(), ..Default::default() };
-    f.vendor_display = doc.accurate_ocr.first().map(|t| t.text.trim().to_owned()).unwrap_or_default();
+    let mut f = InvoiceFacts {
+        doc_id: doc.doc_id.clone(),
+        ..Default::default()
+    };
+    f.vendor_display = doc
+        .accurate_ocr
+        .first()
+        .map(|t| t.text.trim().to_owned())
+        .unwrap_or_default();
     for t in &doc.accurate_ocr {
         let head = t.text.trim_start().as_bytes();
         for (slot, label) in found.iter_mut().zip(LABELS) {
-            if slot.is_none() && head.get(..label.len()).is_some_and(|h| h.eq_ignore_ascii_case(label.as_bytes())) {
+            if slot.is_none()
+                && head
+                    .get(..label.len())
+                    .is_some_and(|h| h.eq_ignore_ascii_case(label.as_bytes()))
+            {
                 *slot = Some(t.text.split_once(':').map_or("", |(_, v)| v.trim()));
             }
         }
         if t.text.bytes().filter(|&b| b == b'|').count() == 3 {
             let parts: Vec<&str> = t.text.split('|').map(str::trim).collect();
-            if let (Some(q), Some(u), Some(l)) = (parse_decimal(parts[1]), parse_decimal(parts[2]), parse_decimal(parts[3])) {
+            if let (Some(q), Some(u), Some(l)) = (
+                parse_decimal(parts[1]),
+                parse_decimal(parts[2]),
+                parse_decimal(parts[3]),
+            ) {
                 f.line_items.push((parts[0].to_owned(), q, u, l));
             }
         }
@@ -118,7 +148,10 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
                 push(format!("duplicate token_id {} in {}", t.token_id, d.doc_id));
             }
             if t.page == 0 || t.page > d.page_count {
-                push(format!("token {} on page {} outside 1..={}", t.token_id, t.page, d.page_count));
+                push(format!(
+                    "token {} on page {} outside 1..={}",
+                    t.token_id, t.page, d.page_count
+                ));
             }
             if !(t.bbox[0] <= t.bbox[2] && t.bbox[1] <= t.bbox[3]) {
                 push(format!("token {} has an inverted bbox", t.token_id));
@@ -128,7 +161,9 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
     if let Some(vis) = &case.initial_visible_doc_ids {
         for v in vis {
             if !doc_ids.contains(v.as_str()) {
-                push(format!("initial_visible_doc_ids names unknown document {v}"));
+                push(format!(
+                    "initial_visible_doc_ids names unknown document {v}"
+                ));
             }
         }
     }
@@ -136,20 +171,31 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
     // Gold evidence points at real accurate tokens on the cited page.
     for (claim, ev) in &case.gold.evidence_targets {
         match case.document(&ev.doc_id) {
-            None => push(format!("evidence {claim} cites unknown document {}", ev.doc_id)),
+            None => push(format!(
+                "evidence {claim} cites unknown document {}",
+                ev.doc_id
+            )),
             Some(doc) => {
                 if ev.token_ids.is_empty() {
                     push(format!("evidence {claim} cites no tokens"));
                 }
                 for tid in &ev.token_ids {
                     match doc.accurate_ocr.iter().find(|t| &t.token_id == tid) {
-                        None => push(format!("evidence {claim} cites token {tid} not in {}", ev.doc_id)),
+                        None => push(format!(
+                            "evidence {claim} cites token {tid} not in {}",
+                            ev.doc_id
+                        )),
                         Some(t) => {
                             if t.page != ev.page {
-                                push(format!("evidence {claim} token {tid} is on page {} not {}", t.page, ev.page));
+                                push(format!(
+                                    "evidence {claim} token {tid} is on page {} not {}",
+                                    t.page, ev.page
+                                ));
                             }
                             if crate::text::bbox_iou(&t.bbox, &ev.bbox) <= 0.0 {
-                                push(format!("evidence {claim} bbox does not overlap token {tid}"));
+                                push(format!(
+                                    "evidence {claim} bbox does not overlap token {tid}"
+                                ));
                             }
                         }
                     }
@@ -162,8 +208,18 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
     let g = &case.gold;
     match case.task_type {
         TaskType::TaskA => {
-            const FIELD_KEYS: [&str; 10] =
-                ["vendor_name", "invoice_number", "invoice_date", "currency", "subtotal", "tax", "total", "po_id", "receipt_id", "bank_account"];
+            const FIELD_KEYS: [&str; 10] = [
+                "vendor_name",
+                "invoice_number",
+                "invoice_date",
+                "currency",
+                "subtotal",
+                "tax",
+                "total",
+                "po_id",
+                "receipt_id",
+                "bank_account",
+            ];
             for k in FIELD_KEYS {
                 if !g.fields.contains_key(k) {
                     push(format!("task A gold lacks field {k}"));
@@ -179,7 +235,13 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
             }
         }
     }
-    for code in g.reason_codes.iter().chain(&g.fraud_flags).chain(&g.discrepancies).chain(&g.campaign_signals) {
+    for code in g
+        .reason_codes
+        .iter()
+        .chain(&g.fraud_flags)
+        .chain(&g.discrepancies)
+        .chain(&g.campaign_signals)
+    {
         if canonical_code(code).is_none() {
             push(format!("gold code {code} is not a canonical reason code"));
         }
@@ -198,7 +260,9 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
     }
     for link in &g.cross_invoice_links {
         if !doc_ids.contains(link.as_str()) {
-            push(format!("gold cross-invoice link {link} is not a case document"));
+            push(format!(
+                "gold cross-invoice link {link} is not a case document"
+            ));
         }
     }
 
@@ -210,51 +274,90 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
         }
         for (desc, q, u, l) in &f.line_items {
             if (q * u).round_dp(2) != l.round_dp(2) {
-                push(format!("invoice {} line '{desc}': {q} x {u} != {l}", doc.doc_id));
+                push(format!(
+                    "invoice {} line '{desc}': {q} x {u} != {l}",
+                    doc.doc_id
+                ));
             }
         }
         if let (Some(s), Some(t), Some(tot)) = (f.subtotal, f.tax, f.total) {
             if (s + t).round_dp(2) != tot.round_dp(2) {
-                push(format!("invoice {}: subtotal {s} + tax {t} != total {tot}", doc.doc_id));
+                push(format!(
+                    "invoice {}: subtotal {s} + tax {t} != total {tot}",
+                    doc.doc_id
+                ));
             }
             if !f.line_items.is_empty() {
                 let sum: Decimal = f.line_items.iter().map(|x| x.3).sum();
                 if sum.round_dp(2) != s.round_dp(2) {
-                    push(format!("invoice {}: line totals {sum} != subtotal {s}", doc.doc_id));
+                    push(format!(
+                        "invoice {}: line totals {sum} != subtotal {s}",
+                        doc.doc_id
+                    ));
                 }
             }
         }
         if !f.vendor_display.is_empty() {
             let reachable = world.vendors.iter().any(|v| {
-                vendor_alias_match(&f.vendor_display, &[v.vendor_name.as_str(), v.canonical_name.as_str(), v.vendor_key.as_str()])
+                vendor_alias_match(
+                    &f.vendor_display,
+                    &[
+                        v.vendor_name.as_str(),
+                        v.canonical_name.as_str(),
+                        v.vendor_key.as_str(),
+                    ],
+                )
             });
             if !reachable {
-                push(format!("invoice {} vendor '{}' is not in the vendor master", doc.doc_id, f.vendor_display));
+                push(format!(
+                    "invoice {} vendor '{}' is not in the vendor master",
+                    doc.doc_id, f.vendor_display
+                ));
             }
         }
         if let Some(po) = &f.po_id {
             if world.po(po).is_none() {
-                push(format!("invoice {} cites PO {po} that lookup_po cannot find", doc.doc_id));
+                push(format!(
+                    "invoice {} cites PO {po} that lookup_po cannot find",
+                    doc.doc_id
+                ));
             }
         }
         match &f.receipt_id {
             Some(r) => {
                 if world.receipt(r).is_none() {
-                    push(format!("invoice {} cites receipt {r} that lookup_receipt cannot find", doc.doc_id));
+                    push(format!(
+                        "invoice {} cites receipt {r} that lookup_receipt cannot find",
+                        doc.doc_id
+                    ));
                 }
             }
             None => {
-                if f.po_id.is_some() && !g.discrepancies.iter().any(|d| d == "missing_receipt") && case.task_type == TaskType::TaskB {
-                    push(format!("task B invoice {} has no receipt and gold does not say missing_receipt", doc.doc_id));
+                if f.po_id.is_some()
+                    && !g.discrepancies.iter().any(|d| d == "missing_receipt")
+                    && case.task_type == TaskType::TaskB
+                {
+                    push(format!(
+                        "task B invoice {} has no receipt and gold does not say missing_receipt",
+                        doc.doc_id
+                    ));
                 }
             }
         }
     }
     // Email documents must be readable by inspect_email_thread.
     for doc in case.documents.iter().filter(|d| d.doc_type == "email") {
-        let has_from = doc.accurate_ocr.iter().any(|t| t.text.trim_start().to_ascii_lowercase().starts_with("from:"));
+        let has_from = doc.accurate_ocr.iter().any(|t| {
+            t.text
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("from:")
+        });
         if doc.thread_data.is_none() && world.thread(&doc.doc_id).is_none() && !has_from {
-            push(format!("email {} has neither thread data nor a From: line", doc.doc_id));
+            push(format!(
+                "email {} has neither thread data nor a From: line",
+                doc.doc_id
+            ));
         }
     }
     // Task A gold fields agree with the document.
@@ -265,10 +368,15 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
                 let gold = g.fields.get(key)?;
                 let dv = doc_value?;
                 let same = match (parse_decimal(gold), parse_decimal(&dv)) {
-                    (Some(a), Some(b)) if key != "invoice_number" && key != "po_id" && key != "receipt_id" => a == b,
+                    (Some(a), Some(b))
+                        if key != "invoice_number" && key != "po_id" && key != "receipt_id" =>
+                    {
+                        a == b
+                    }
                     _ => normalize_id(gold) == normalize_id(&dv),
                 };
-                (!same).then(|| format!("gold field {key}={gold} disagrees with document value {dv}"))
+                (!same)
+                    .then(|| format!("gold field {key}={gold} disagrees with document value {dv}"))
             };
             let pairs = [
                 ("invoice_number", f.invoice_number.clone()),

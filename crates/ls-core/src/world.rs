@@ -44,7 +44,15 @@ impl HiddenWorld {
 
         let mut actions: Vec<ActionName> = base_required_actions(case.task_type).to_vec();
         use ActionName::*;
-        if any(s, &["bank_override_attempt", "callback_verification_failed", "vendor_account_takeover_suspected", "policy_bypass_attempt"]) {
+        if any(
+            s,
+            &[
+                "bank_override_attempt",
+                "callback_verification_failed",
+                "vendor_account_takeover_suspected",
+                "policy_bypass_attempt",
+            ],
+        ) {
             actions.push(RequestCallbackVerification);
         }
         if any(s, &["duplicate_near_match", "approval_threshold_evasion"]) {
@@ -54,7 +62,14 @@ impl HiddenWorld {
             actions.push(FlagDuplicateClusterReview);
             actions.push(FreezeVendorProfile);
         }
-        if any(s, &["sender_domain_spoof", "vendor_name_spoof", "policy_bypass_attempt"]) {
+        if any(
+            s,
+            &[
+                "sender_domain_spoof",
+                "vendor_name_spoof",
+                "policy_bypass_attempt",
+            ],
+        ) {
             actions.push(RouteToSecurity);
         }
         // A record the scenario says is missing cannot be looked up; its reconciliation request
@@ -67,14 +82,30 @@ impl HiddenWorld {
             actions.retain(|a| *a != LookupPo);
             actions.push(RequestPoReconciliation);
         }
-        if let Some(fg) = case.generator_metadata.as_ref().and_then(|g| g.fraudgen.as_ref()) {
-            actions.extend(fg.required_tools.iter().chain(&fg.recommended_interventions).filter_map(|a| ActionName::parse(a)));
+        if let Some(fg) = case
+            .generator_metadata
+            .as_ref()
+            .and_then(|g| g.fraudgen.as_ref())
+        {
+            actions.extend(
+                fg.required_tools
+                    .iter()
+                    .chain(&fg.recommended_interventions)
+                    .filter_map(|a| ActionName::parse(a)),
+            );
         }
         dedup_in_order(&mut actions);
 
         let mut artifacts = Vec::new();
         use ArtifactId::*;
-        if any(s, &["bank_override_attempt", "callback_verification_failed", "vendor_account_takeover_suspected"]) {
+        if any(
+            s,
+            &[
+                "bank_override_attempt",
+                "callback_verification_failed",
+                "vendor_account_takeover_suspected",
+            ],
+        ) {
             artifacts.extend([CallbackVerificationResult, BankChangeApprovalChain]);
         }
         if any(s, &["duplicate_near_match", "approval_threshold_evasion"]) {
@@ -83,14 +114,37 @@ impl HiddenWorld {
         if any(s, &["shared_bank_account", "coordinated_timing"]) {
             artifacts.extend([DuplicateClusterReport, CallbackVerificationResult]);
         }
-        if any(s, &["missing_receipt", "partial_receipt_only", "receipt_date_mismatch"]) {
+        if any(
+            s,
+            &[
+                "missing_receipt",
+                "partial_receipt_only",
+                "receipt_date_mismatch",
+            ],
+        ) {
             artifacts.push(ReceiptReconciliationReport);
         }
-        if any(s, &["missing_po", "price_mismatch", "quantity_mismatch", "total_mismatch"]) {
+        if any(
+            s,
+            &[
+                "missing_po",
+                "price_mismatch",
+                "quantity_mismatch",
+                "total_mismatch",
+            ],
+        ) {
             artifacts.push(PoReconciliationReport);
         }
-        if let Some(fg) = case.generator_metadata.as_ref().and_then(|g| g.fraudgen.as_ref()) {
-            artifacts.extend(fg.revealable_artifacts.iter().filter_map(|a| ArtifactId::parse(a)));
+        if let Some(fg) = case
+            .generator_metadata
+            .as_ref()
+            .and_then(|g| g.fraudgen.as_ref())
+        {
+            artifacts.extend(
+                fg.revealable_artifacts
+                    .iter()
+                    .filter_map(|a| ArtifactId::parse(a)),
+            );
         }
         dedup_in_order(&mut artifacts);
 
@@ -113,7 +167,13 @@ pub fn base_required_actions(task: TaskType) -> &'static [ActionName] {
         TaskType::TaskA => &[Ocr, Zoom],
         TaskType::TaskB => &[LookupPolicy, LookupPo, LookupReceipt],
         TaskType::TaskC => &[SearchLedger, CompareBankAccount],
-        TaskType::TaskD => &[InspectEmailThread, LookupVendorHistory, LookupPolicy, CompareBankAccount, SearchLedger],
+        TaskType::TaskD => &[
+            InspectEmailThread,
+            LookupVendorHistory,
+            LookupPolicy,
+            CompareBankAccount,
+            SearchLedger,
+        ],
         TaskType::TaskE => &[
             InspectEmailThread,
             LookupVendorHistory,
@@ -135,7 +195,9 @@ pub fn attack_hypothesis(attack: &str) -> Option<Hypothesis> {
         "bank_override_attack" => BankFraud,
         "vendor_takeover_attack" | "domain_typosquat_attack" => VendorTakeover,
         "ceo_fraud_attack" | "urgency_spoof_attack" => CeoBec,
-        "near_duplicate_invoice_attack" | "fake_receipt_attack" | "inflated_line_items_attack" => DuplicateBilling,
+        "near_duplicate_invoice_attack" | "fake_receipt_attack" | "inflated_line_items_attack" => {
+            DuplicateBilling
+        }
         "phantom_vendor_attack" => PhantomVendor,
         "approval_threshold_evasion_attack" => ThresholdEvasion,
         "workflow_override_attack" | "insider_collusion_attack" => InsiderCollusion,
@@ -153,22 +215,39 @@ pub fn attack_hypothesis(attack: &str) -> Option<Hypothesis> {
 /// calibration see a non-safe truth for a case that must not be paid.
 fn latent_hypothesis(case: &Case, s: &[&str]) -> Hypothesis {
     use Hypothesis::*;
-    if let Some(h) = case.generator_metadata.as_ref().and_then(|g| g.applied_attacks.iter().find_map(|a| attack_hypothesis(a))) {
+    if let Some(h) = case
+        .generator_metadata
+        .as_ref()
+        .and_then(|g| g.applied_attacks.iter().find_map(|a| attack_hypothesis(a)))
+    {
         return h;
     }
     let h = if s.is_empty() {
         Safe
-    } else if all(s, &["shared_bank_account", "coordinated_timing", "vendor_account_takeover_suspected"]) {
+    } else if all(
+        s,
+        &[
+            "shared_bank_account",
+            "coordinated_timing",
+            "vendor_account_takeover_suspected",
+        ],
+    ) {
         MultiEntityLayering
     } else if any(s, &["shared_bank_account", "coordinated_timing"]) {
         CampaignFraud
-    } else if all(s, &["vendor_account_takeover_suspected", "bank_override_attempt"]) {
+    } else if all(
+        s,
+        &["vendor_account_takeover_suspected", "bank_override_attempt"],
+    ) {
         SupplyChainCompromise
     } else if all(s, &["policy_bypass_attempt", "approval_threshold_evasion"]) {
         InsiderCollusion
     } else if any(s, &["urgent_payment_pressure", "sender_domain_spoof"]) {
         CeoBec
-    } else if any(s, &["sender_domain_spoof", "vendor_account_takeover_suspected"]) {
+    } else if any(
+        s,
+        &["sender_domain_spoof", "vendor_account_takeover_suspected"],
+    ) {
         VendorTakeover
     } else if all(s, &["duplicate_near_match", "approval_threshold_evasion"]) {
         SplitPayment

@@ -13,11 +13,24 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn actions() -> Vec<(&'static str, Map<String, Value>)> {
     let obj = |v: Value| v.as_object().cloned().unwrap_or_default();
     vec![
-        ("ocr", obj(json!({"doc_id": "INV-D-001", "mode": "accurate"}))),
+        (
+            "ocr",
+            obj(json!({"doc_id": "INV-D-001", "mode": "accurate"})),
+        ),
         ("inspect_email_thread", obj(json!({"thread_id": "THR-100"}))),
-        ("compare_bank_account", obj(json!({"vendor_key": "northwind-industrial", "proposed_bank_account": "IN31NW000884120"}))),
+        (
+            "compare_bank_account",
+            obj(
+                json!({"vendor_key": "northwind-industrial", "proposed_bank_account": "IN31NW000884120"}),
+            ),
+        ),
         ("request_callback_verification", obj(json!({}))),
-        ("search_ledger", obj(json!({"vendor_key": "northwind-industrial", "invoice_number": "INV-2048-A", "amount": 2478}))),
+        (
+            "search_ledger",
+            obj(
+                json!({"vendor_key": "northwind-industrial", "invoice_number": "INV-2048-A", "amount": 2478}),
+            ),
+        ),
         (
             "submit_decision",
             obj(json!({
@@ -33,9 +46,15 @@ fn actions() -> Vec<(&'static str, Map<String, Value>)> {
 
 fn bench(c: &mut Criterion) {
     let pool = Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")));
-    for (name, mode) in [("case_d_001_episode_blind", TrackMode::Blind), ("case_d_001_episode_instrumented", TrackMode::Instrumented)] {
+    for (name, mode) in [
+        ("case_d_001_episode_blind", TrackMode::Blind),
+        ("case_d_001_episode_instrumented", TrackMode::Instrumented),
+    ] {
         let mut env = Environment::new(pool.clone(), EnvConfig { track_mode: mode });
-        let reset = ResetRequest { case_id: Some("CASE-D-001".into()), ..Default::default() };
+        let reset = ResetRequest {
+            case_id: Some("CASE-D-001".into()),
+            ..Default::default()
+        };
         let script = actions();
         c.bench_function(name, |b| {
             b.iter(|| {
@@ -57,8 +76,16 @@ fn bench(c: &mut Criterion) {
         ls_json::to_writer(&mut buf, e).expect("json");
         buf.len()
     };
-    let mut env = Environment::new(pool.clone(), EnvConfig { track_mode: TrackMode::Blind });
-    let reset = ResetRequest { case_id: Some("CASE-D-001".into()), ..Default::default() };
+    let mut env = Environment::new(
+        pool.clone(),
+        EnvConfig {
+            track_mode: TrackMode::Blind,
+        },
+    );
+    let reset = ResetRequest {
+        case_id: Some("CASE-D-001".into()),
+        ..Default::default()
+    };
     let script = actions();
     c.bench_function("case_d_001_episode_blind_with_json_replies", |b| {
         b.iter(|| {

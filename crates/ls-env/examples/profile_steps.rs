@@ -22,28 +22,58 @@ fn main() {
     let mut env = Environment::new(pool, EnvConfig::default());
     let obj = |v: Value| v.as_object().cloned().unwrap_or_default();
     // PROFILE_SCRIPT=load plays the `ledgershield load` episode instead (CASE-D-001 only).
-    let script: Vec<(&str, Map<String, Value>)> = if std::env::var("PROFILE_SCRIPT").as_deref() == Ok("load") {
+    let script: Vec<(&str, Map<String, Value>)> = if std::env::var("PROFILE_SCRIPT").as_deref()
+        == Ok("load")
+    {
         vec![
             ("ocr", obj(json!({"doc_id": "INV-D-001", "mode": "fast"}))),
-            ("zoom", obj(json!({"doc_id": "INV-D-001", "page": 1, "bbox": [0, 0, 300, 200]}))),
+            (
+                "zoom",
+                obj(json!({"doc_id": "INV-D-001", "page": 1, "bbox": [0, 0, 300, 200]})),
+            ),
             ("lookup_policy", obj(json!({}))),
             ("search_ledger", obj(json!({"amount": 2478}))),
             ("request_callback_verification", obj(json!({}))),
-            ("submit_decision", obj(json!({"decision": "NEEDS_REVIEW", "confidence": 0.6, "reason_codes": [], "evidence_map": {}}))),
+            (
+                "submit_decision",
+                obj(
+                    json!({"decision": "NEEDS_REVIEW", "confidence": 0.6, "reason_codes": [], "evidence_map": {}}),
+                ),
+            ),
         ]
     } else {
         vec![
-            ("ocr", obj(json!({"doc_id": "INV-D-001", "mode": "accurate"}))),
+            (
+                "ocr",
+                obj(json!({"doc_id": "INV-D-001", "mode": "accurate"})),
+            ),
             ("inspect_email_thread", obj(json!({"thread_id": "THR-100"}))),
-            ("compare_bank_account", obj(json!({"vendor_key": "northwind-industrial", "proposed_bank_account": "IN31NW000884120"}))),
+            (
+                "compare_bank_account",
+                obj(
+                    json!({"vendor_key": "northwind-industrial", "proposed_bank_account": "IN31NW000884120"}),
+                ),
+            ),
             ("request_callback_verification", obj(json!({}))),
-            ("search_ledger", obj(json!({"vendor_key": "northwind-industrial", "amount": 2478}))),
-            ("submit_decision", obj(json!({"decision": "ESCALATE_FRAUD", "confidence": 0.9}))),
+            (
+                "search_ledger",
+                obj(json!({"vendor_key": "northwind-industrial", "amount": 2478})),
+            ),
+            (
+                "submit_decision",
+                obj(json!({"decision": "ESCALATE_FRAUD", "confidence": 0.9})),
+            ),
         ]
     };
-    let reset = ResetRequest { case_id: Some("CASE-D-001".into()), ..Default::default() };
+    let reset = ResetRequest {
+        case_id: Some("CASE-D-001".into()),
+        ..Default::default()
+    };
     // PROFILE_N=200 keeps runs under valgrind (callgrind instruction counts) short.
-    let n: u32 = std::env::var("PROFILE_N").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    let n: u32 = std::env::var("PROFILE_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
     let mut t = vec![0u128; script.len() + 1];
     for _ in 0..n {
         let s = Instant::now();

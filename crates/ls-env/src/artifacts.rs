@@ -41,7 +41,13 @@ pub fn delay(artifact: ArtifactId) -> u32 {
 
 /// `invoices` are the case's invoice facts (`invoice_facts` of each invoice, in order), read once
 /// per case by the caller.
-pub fn compute(artifact: ArtifactId, case: &Case, world: &CaseWorld<'_>, invoices: &[InvoiceFacts], reveal_clock: u32) -> Computed {
+pub fn compute(
+    artifact: ArtifactId,
+    case: &Case,
+    world: &CaseWorld<'_>,
+    invoices: &[InvoiceFacts],
+    reveal_clock: u32,
+) -> Computed {
     match artifact {
         ArtifactId::CallbackVerificationResult => callback(case, world, invoices, reveal_clock),
         ArtifactId::BankChangeApprovalChain => bank_chain(world, invoices),
@@ -53,18 +59,31 @@ pub fn compute(artifact: ArtifactId, case: &Case, world: &CaseWorld<'_>, invoice
 
 fn vendor_for<'a>(world: &CaseWorld<'a>, f: &InvoiceFacts) -> Option<&'a ls_core::Vendor> {
     world.vendor(&f.vendor_display).or_else(|| {
-        world
-            .vendors
-            .iter()
-            .find(|v| vendor_alias_match(&f.vendor_display, &[v.vendor_name.as_str(), v.canonical_name.as_str(), v.vendor_key.as_str()]))
+        world.vendors.iter().find(|v| {
+            vendor_alias_match(
+                &f.vendor_display,
+                &[
+                    v.vendor_name.as_str(),
+                    v.canonical_name.as_str(),
+                    v.vendor_key.as_str(),
+                ],
+            )
+        })
     })
 }
 
 fn callback(case: &Case, world: &CaseWorld<'_>, invoices: &[InvoiceFacts], clock: u32) -> Computed {
     let vendor = invoices.first().and_then(|f| vendor_for(world, f));
-    let phone = vendor.and_then(|v| v.phone.clone()).unwrap_or_else(|| "the number on the vendor master".to_owned());
-    let (outcome, risk_signal, text) = if case.simulation.callback_no_answer_clocks.contains(&clock) {
-        ("no_answer", "callback_no_answer", format!("Called {phone}; nobody answered. Retry later."))
+    let phone = vendor
+        .and_then(|v| v.phone.clone())
+        .unwrap_or_else(|| "the number on the vendor master".to_owned());
+    let (outcome, risk_signal, text) = if case.simulation.callback_no_answer_clocks.contains(&clock)
+    {
+        (
+            "no_answer",
+            "callback_no_answer",
+            format!("Called {phone}; nobody answered. Retry later."),
+        )
     } else {
         match case.simulation.callback_outcome {
             CallbackOutcome::ConfirmsLegitimate => (
@@ -99,9 +118,15 @@ fn callback(case: &Case, world: &CaseWorld<'_>, invoices: &[InvoiceFacts], clock
     Computed {
         artifact_type: "verification",
         summary: format!("Vendor callback outcome: {outcome}."),
-        details: obj(json!({"outcome": outcome, "response_text": text, "risk_signal": risk_signal, "phone_dialed": phone})),
+        details: obj(
+            json!({"outcome": outcome, "response_text": text, "risk_signal": risk_signal, "phone_dialed": phone}),
+        ),
         // A no-answer teaches nothing; it is recorded but is not evidence.
-        observation: if outcome == "no_answer" { "" } else { observation },
+        observation: if outcome == "no_answer" {
+            ""
+        } else {
+            observation
+        },
         signals,
         refs: Vec::new(),
     }
@@ -112,7 +137,9 @@ fn bank_chain(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Computed {
     let mut refs = Vec::new();
     let mut mismatch = false;
     for f in invoices {
-        let Some(account) = f.bank_account.clone() else { continue };
+        let Some(account) = f.bank_account.clone() else {
+            continue;
+        };
         let acc = compact_account(&account);
         match vendor_for(world, f) {
             None => {
@@ -120,15 +147,18 @@ fn bank_chain(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Computed {
                 findings.push(json!({"doc_id": f.doc_id, "bank_account": account, "finding": "vendor_not_in_master", "approved_change": null}));
             }
             Some(v) => {
-                let on_master = compact_account(&v.bank_account) == acc || v.allowed_bank_accounts.iter().any(|a| compact_account(a) == acc);
+                let on_master = compact_account(&v.bank_account) == acc
+                    || v.allowed_bank_accounts
+                        .iter()
+                        .any(|a| compact_account(a) == acc);
                 if on_master {
                     findings.push(json!({"doc_id": f.doc_id, "bank_account": account, "finding": "matches_vendor_master"}));
                     continue;
                 }
-                let change = world
-                    .vendor_history
-                    .iter()
-                    .find(|r| normalize_id(&r.vendor_key) == normalize_id(&v.vendor_key) && compact_account(&r.new_value) == acc);
+                let change = world.vendor_history.iter().find(|r| {
+                    normalize_id(&r.vendor_key) == normalize_id(&v.vendor_key)
+                        && compact_account(&r.new_value) == acc
+                });
                 let approved = change.is_some_and(|r| normalize_text(&r.status) == "approved");
                 if let Some(r) = change {
                     refs.push(r.change_id.clone());
@@ -144,20 +174,36 @@ fn bank_chain(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Computed {
             }
         }
     }
-    let status = if mismatch { "mismatch_found" } else { "chain_clean" };
+    let status = if mismatch {
+        "mismatch_found"
+    } else {
+        "chain_clean"
+    };
     Computed {
         artifact_type: "approval_chain",
         summary: format!("Bank change approval chain review: {status}."),
-        details: obj(json!({"status": status, "requires_manual_callback": mismatch, "findings": findings})),
+        details: obj(
+            json!({"status": status, "requires_manual_callback": mismatch, "findings": findings}),
+        ),
         observation: status,
-        signals: if mismatch { vec!["policy_bypass_attempt".to_owned()] } else { Vec::new() },
+        signals: if mismatch {
+            vec!["policy_bypass_attempt".to_owned()]
+        } else {
+            Vec::new()
+        },
         refs,
     }
 }
 
 fn same_item(a: &str, b: &str) -> bool {
     let (x, y) = (normalize_text(a), normalize_text(b));
-    x == y || x.contains(&y) || y.contains(&x) || ls_core::text::identity_tokens(&x).intersection(&ls_core::text::identity_tokens(&y)).next().is_some()
+    x == y
+        || x.contains(&y)
+        || y.contains(&x)
+        || ls_core::text::identity_tokens(&x)
+            .intersection(&ls_core::text::identity_tokens(&y))
+            .next()
+            .is_some()
 }
 
 fn po_reconciliation(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Computed {
@@ -173,7 +219,11 @@ fn po_reconciliation(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Comput
             Some(po) => {
                 refs.push(po.po_id.clone());
                 for (desc, qty, unit, _) in &f.line_items {
-                    match po.line_items.iter().find(|l| same_item(&l.description, desc)) {
+                    match po
+                        .line_items
+                        .iter()
+                        .find(|l| same_item(&l.description, desc))
+                    {
                         None => {
                             d.insert("price_mismatch");
                         }
@@ -197,12 +247,22 @@ fn po_reconciliation(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Comput
         found.extend(d.iter().copied());
         per_invoice.push(json!({"doc_id": f.doc_id, "po_id": f.po_id, "discrepancies": d.iter().collect::<Vec<_>>()}));
     }
-    let status = if found.is_empty() { "reconciled_clean" } else { "reconciled_with_flags" };
+    let status = if found.is_empty() {
+        "reconciled_clean"
+    } else {
+        "reconciled_with_flags"
+    };
     Computed {
         artifact_type: "reconciliation",
         summary: format!("PO reconciliation completed: {status}."),
-        details: obj(json!({"status": status, "discrepancies": found.iter().collect::<Vec<_>>(), "invoices": per_invoice})),
-        observation: if found.is_empty() { "po_clean" } else { "reconciled_with_flags" },
+        details: obj(
+            json!({"status": status, "discrepancies": found.iter().collect::<Vec<_>>(), "invoices": per_invoice}),
+        ),
+        observation: if found.is_empty() {
+            "po_clean"
+        } else {
+            "reconciled_with_flags"
+        },
         signals: found.iter().map(|s| (*s).to_owned()).collect(),
         refs,
     }
@@ -218,7 +278,11 @@ fn receipt_reconciliation(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> C
             .receipt_id
             .as_deref()
             .and_then(|r| world.receipt(r))
-            .or_else(|| f.po_id.as_deref().and_then(|p| world.receipts.iter().find(|r| r.po_id == p)));
+            .or_else(|| {
+                f.po_id
+                    .as_deref()
+                    .and_then(|p| world.receipts.iter().find(|r| r.po_id == p))
+            });
         match receipt {
             None => {
                 d.insert("missing_receipt");
@@ -227,7 +291,11 @@ fn receipt_reconciliation(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> C
                 refs.push(r.receipt_id.clone());
                 if let Some(po) = world.po(&r.po_id) {
                     for l in &po.line_items {
-                        let got = r.received_line_items.iter().find(|x| same_item(&x.description, &l.description)).map(|x| x.qty);
+                        let got = r
+                            .received_line_items
+                            .iter()
+                            .find(|x| same_item(&x.description, &l.description))
+                            .map(|x| x.qty);
                         if got.is_none_or(|q| q < l.qty) {
                             d.insert("partial_receipt_only");
                         }
@@ -243,12 +311,22 @@ fn receipt_reconciliation(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> C
         found.extend(d.iter().copied());
         per_invoice.push(json!({"doc_id": f.doc_id, "receipt_id": f.receipt_id, "discrepancies": d.iter().collect::<Vec<_>>()}));
     }
-    let status = if found.is_empty() { "reconciled_clean" } else { "reconciled_with_flags" };
+    let status = if found.is_empty() {
+        "reconciled_clean"
+    } else {
+        "reconciled_with_flags"
+    };
     Computed {
         artifact_type: "reconciliation",
         summary: format!("Receipt reconciliation completed: {status}."),
-        details: obj(json!({"status": status, "discrepancies": found.iter().collect::<Vec<_>>(), "invoices": per_invoice})),
-        observation: if found.is_empty() { "receipt_clean" } else { "reconciled_with_flags" },
+        details: obj(
+            json!({"status": status, "discrepancies": found.iter().collect::<Vec<_>>(), "invoices": per_invoice}),
+        ),
+        observation: if found.is_empty() {
+            "receipt_clean"
+        } else {
+            "reconciled_with_flags"
+        },
         signals: found.iter().map(|s| (*s).to_owned()).collect(),
         refs,
     }
@@ -263,31 +341,52 @@ fn duplicate_cluster(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Comput
     let mut signals = BTreeSet::new();
     let mut evidence = Vec::new();
     for f in facts {
-        let vendor = vendor_for(world, f).map(|v| v.vendor_key.clone()).unwrap_or_else(|| f.vendor_display.clone());
+        let vendor = vendor_for(world, f)
+            .map(|v| v.vendor_key.clone())
+            .unwrap_or_else(|| f.vendor_display.clone());
         let amount = f.total.map(ls_core::text::decimal_to_f64);
         for row in world.ledger_index {
-            if let Some(score) = crate::tools::ledger_match_score(row, Some(&vendor), f.invoice_number.as_deref(), amount, world) {
+            if let Some(score) = crate::tools::ledger_match_score(
+                row,
+                Some(&vendor),
+                f.invoice_number.as_deref(),
+                amount,
+                world,
+            ) {
                 links.insert(row.ledger_id.clone());
                 signals.insert("duplicate_near_match");
                 evidence.push(json!({"doc_id": f.doc_id, "ledger_id": row.ledger_id, "kind": "prior_payment_match", "match_score": ls_core::text::round_to(score, 4)}));
             }
         }
         // The same account used by another vendor, in payments or in change requests.
-        if let Some(acc) = f.bank_account.as_deref().map(compact_account).filter(|a| !a.is_empty()) {
+        if let Some(acc) = f
+            .bank_account
+            .as_deref()
+            .map(compact_account)
+            .filter(|a| !a.is_empty())
+        {
             let own = normalize_id(&vendor);
-            for row in world.ledger_index.iter().filter(|r| r.bank_account.as_deref().map(compact_account).as_deref() == Some(acc.as_str())) {
+            for row in world.ledger_index.iter().filter(|r| {
+                r.bank_account.as_deref().map(compact_account).as_deref() == Some(acc.as_str())
+            }) {
                 if normalize_id(&row.vendor_key) != own {
                     links.insert(row.ledger_id.clone());
                     signals.insert("shared_bank_account");
                     evidence.push(json!({"doc_id": f.doc_id, "ledger_id": row.ledger_id, "kind": "shared_bank_account"}));
                 }
             }
-            for h in world.vendor_history.iter().filter(|h| compact_account(&h.new_value) == acc && normalize_id(&h.vendor_key) != own) {
+            for h in world.vendor_history.iter().filter(|h| {
+                compact_account(&h.new_value) == acc && normalize_id(&h.vendor_key) != own
+            }) {
                 signals.insert("shared_bank_account");
                 let linked: Vec<String> = world
                     .ledger_index
                     .iter()
-                    .filter(|r| h.related_invoice_number.as_deref().is_some_and(|n| normalize_id(n) == normalize_id(&r.invoice_number)))
+                    .filter(|r| {
+                        h.related_invoice_number
+                            .as_deref()
+                            .is_some_and(|n| normalize_id(n) == normalize_id(&r.invoice_number))
+                    })
                     .map(|r| r.ledger_id.clone())
                     .collect();
                 links.extend(linked.iter().cloned());
@@ -298,7 +397,11 @@ fn duplicate_cluster(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Comput
         if let Some(total) = f.total {
             for rule in world.policy_rules.iter().filter(|r| r.threshold.is_some()) {
                 let th = rule.threshold.unwrap_or_default();
-                let band = th * (Decimal::ONE - Decimal::from_f64_retain(THRESHOLD_BAND).unwrap_or_default().round_dp(4));
+                let band = th
+                    * (Decimal::ONE
+                        - Decimal::from_f64_retain(THRESHOLD_BAND)
+                            .unwrap_or_default()
+                            .round_dp(4));
                 if total < th && total >= band {
                     signals.insert("approval_threshold_evasion");
                     evidence.push(json!({"doc_id": f.doc_id, "rule_id": rule.rule_id, "kind": "just_under_threshold", "threshold": th.to_string(), "amount": total.to_string()}));
@@ -309,29 +412,47 @@ fn duplicate_cluster(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Comput
     // Several invoices in one batch paying the same account within a few days.
     let mut by_account: std::collections::BTreeMap<String, Vec<&InvoiceFacts>> = Default::default();
     for f in facts {
-        if let Some(a) = f.bank_account.as_deref().map(compact_account).filter(|a| !a.is_empty()) {
+        if let Some(a) = f
+            .bank_account
+            .as_deref()
+            .map(compact_account)
+            .filter(|a| !a.is_empty())
+        {
             by_account.entry(a).or_default().push(f);
         }
     }
     for group in by_account.values().filter(|g| g.len() >= 2) {
-        let mut dates: Vec<&str> = group.iter().filter_map(|f| f.invoice_date.as_deref()).collect();
+        let mut dates: Vec<&str> = group
+            .iter()
+            .filter_map(|f| f.invoice_date.as_deref())
+            .collect();
         dates.sort_unstable();
-        let close = dates.windows(2).all(|w| ls_core::text::days_between(w[0], w[1]).is_some_and(|g| g <= 3));
+        let close = dates
+            .windows(2)
+            .all(|w| ls_core::text::days_between(w[0], w[1]).is_some_and(|g| g <= 3));
         signals.insert("shared_bank_account");
         if close {
             signals.insert("coordinated_timing");
         }
         evidence.push(json!({"kind": "batch_same_account", "doc_ids": group.iter().map(|f| f.doc_id.clone()).collect::<Vec<_>>(), "coordinated_timing": close}));
     }
-    let status = if signals.is_empty() { "no_cluster" } else { "cluster_detected" };
+    let status = if signals.is_empty() {
+        "no_cluster"
+    } else {
+        "cluster_detected"
+    };
     Computed {
         artifact_type: "duplicate_analysis",
         summary: format!("Duplicate cluster review result: {status}."),
-        details: obj(json!({"status": status, "linked_ledger_ids": links.iter().collect::<Vec<_>>(), "signals": signals.iter().collect::<Vec<_>>(), "evidence": evidence})),
-        observation: if signals.is_empty() { "no_cluster" } else { "cluster_detected" },
+        details: obj(
+            json!({"status": status, "linked_ledger_ids": links.iter().collect::<Vec<_>>(), "signals": signals.iter().collect::<Vec<_>>(), "evidence": evidence}),
+        ),
+        observation: if signals.is_empty() {
+            "no_cluster"
+        } else {
+            "cluster_detected"
+        },
         signals: signals.iter().map(|s| (*s).to_owned()).collect(),
         refs: links.into_iter().collect(),
     }
 }
-
-

@@ -21,17 +21,43 @@ pub struct Tier {
 }
 
 pub const TIERS: [Tier; 4] = [
-    Tier { level: 0, name: "novice", threshold: 0.0, allowed: &[TaskType::TaskA, TaskType::TaskB], max_steps_floor: 25, budget_pct: 130 },
-    Tier { level: 1, name: "competent", threshold: 0.30, allowed: &[TaskType::TaskA, TaskType::TaskB, TaskType::TaskC], max_steps_floor: 22, budget_pct: 115 },
+    Tier {
+        level: 0,
+        name: "novice",
+        threshold: 0.0,
+        allowed: &[TaskType::TaskA, TaskType::TaskB],
+        max_steps_floor: 25,
+        budget_pct: 130,
+    },
+    Tier {
+        level: 1,
+        name: "competent",
+        threshold: 0.30,
+        allowed: &[TaskType::TaskA, TaskType::TaskB, TaskType::TaskC],
+        max_steps_floor: 22,
+        budget_pct: 115,
+    },
     Tier {
         level: 2,
         name: "proficient",
         threshold: 0.55,
-        allowed: &[TaskType::TaskA, TaskType::TaskB, TaskType::TaskC, TaskType::TaskD],
+        allowed: &[
+            TaskType::TaskA,
+            TaskType::TaskB,
+            TaskType::TaskC,
+            TaskType::TaskD,
+        ],
         max_steps_floor: 20,
         budget_pct: 100,
     },
-    Tier { level: 3, name: "expert", threshold: 0.75, allowed: &TaskType::ALL, max_steps_floor: 18, budget_pct: 90 },
+    Tier {
+        level: 3,
+        name: "expert",
+        threshold: 0.75,
+        allowed: &TaskType::ALL,
+        max_steps_floor: 18,
+        budget_pct: 90,
+    },
 ];
 
 pub const EMA_ALPHA: f64 = 0.15;
@@ -52,7 +78,15 @@ pub struct Curriculum {
 
 impl Default for Curriculum {
     fn default() -> Self {
-        Self { competence_ema: 0.10, tier: 0, stagnation: 0, window: VecDeque::new(), per_task: BTreeMap::new(), weakest_task: None, episodes_graded: 0 }
+        Self {
+            competence_ema: 0.10,
+            tier: 0,
+            stagnation: 0,
+            window: VecDeque::new(),
+            per_task: BTreeMap::new(),
+            weakest_task: None,
+            episodes_graded: 0,
+        }
     }
 }
 
@@ -64,7 +98,10 @@ impl Curriculum {
     /// Adjust a case's step limit and budget for the current tier.
     pub fn adjust(&self, max_steps: u32, budget: Decimal) -> (u32, Decimal) {
         let t = self.tier();
-        (max_steps.max(t.max_steps_floor), (budget * Decimal::new(t.budget_pct, 2)).round_dp(2))
+        (
+            max_steps.max(t.max_steps_floor),
+            (budget * Decimal::new(t.budget_pct, 2)).round_dp(2),
+        )
     }
 
     pub fn update(&mut self, task: TaskType, score: f64) {
@@ -83,7 +120,11 @@ impl Curriculum {
         } else {
             self.stagnation += 1;
         }
-        self.tier = TIERS.iter().rev().find(|t| self.competence_ema >= t.threshold).map_or(0, |t| t.level);
+        self.tier = TIERS
+            .iter()
+            .rev()
+            .find(|t| self.competence_ema >= t.threshold)
+            .map_or(0, |t| t.level);
         self.episodes_graded += 1;
     }
 }

@@ -32,8 +32,18 @@ pub fn bucket_key(case: &Case) -> String {
         .latent_mechanism
         .get("attack_family")
         .cloned()
-        .or_else(|| case.generator_metadata.as_ref().and_then(|g| g.attack_category.clone()))
-        .unwrap_or_else(|| if case.gold.unsafe_if_pay { "curated_risk".into() } else { "clean".into() });
+        .or_else(|| {
+            case.generator_metadata
+                .as_ref()
+                .and_then(|g| g.attack_category.clone())
+        })
+        .unwrap_or_else(|| {
+            if case.gold.unsafe_if_pay {
+                "curated_risk".into()
+            } else {
+                "clean".into()
+            }
+        });
     format!("{}|{}", case.task_type.as_str(), family)
 }
 
@@ -56,7 +66,11 @@ impl Designer {
         if self.buckets.len() >= MAX_BUCKETS && !self.buckets.contains_key(&key) {
             return;
         }
-        let s = if score.is_finite() { score.clamp(0.0, 1.0) } else { 0.0 };
+        let s = if score.is_finite() {
+            score.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
         let b = self.buckets.entry(key).or_default();
         b.mean_score = (b.mean_score * f64::from(b.runs) + s) / f64::from(b.runs + 1);
         b.runs += 1;
@@ -67,7 +81,11 @@ impl Designer {
     fn refresh(b: &mut Bucket) {
         let reference = b.reference_score.unwrap_or(0.0).max(b.best_score);
         b.mean_score = r4(b.mean_score);
-        b.regret = if b.runs == 0 { 0.0 } else { r4((reference - b.mean_score).max(0.0)) };
+        b.regret = if b.runs == 0 {
+            0.0
+        } else {
+            r4((reference - b.mean_score).max(0.0))
+        };
     }
 
     fn solvable(b: &Bucket) -> bool {
@@ -78,22 +96,48 @@ impl Designer {
     pub fn priorities(&self) -> Vec<(String, f64, u32)> {
         let mut v: Vec<(&String, &Bucket)> = self.buckets.iter().collect();
         v.sort_by(|a, b| {
-            let rank = |x: &Bucket| if x.runs == 0 { 0 } else if Self::solvable(x) { 1 } else { 2 };
-            rank(a.1).cmp(&rank(b.1)).then(b.1.regret.total_cmp(&a.1.regret)).then(a.0.cmp(b.0))
+            let rank = |x: &Bucket| {
+                if x.runs == 0 {
+                    0
+                } else if Self::solvable(x) {
+                    1
+                } else {
+                    2
+                }
+            };
+            rank(a.1)
+                .cmp(&rank(b.1))
+                .then(b.1.regret.total_cmp(&a.1.regret))
+                .then(a.0.cmp(b.0))
         });
-        v.into_iter().map(|(k, b)| (k.clone(), b.regret, b.runs)).collect()
+        v.into_iter()
+            .map(|(k, b)| (k.clone(), b.regret, b.runs))
+            .collect()
     }
 
     /// Reorder case ids: cases of untried buckets first, then by bucket regret (solvable first),
     /// stable within a bucket.
     pub fn reorder<'a>(&self, cases: impl IntoIterator<Item = &'a Case>) -> Vec<String> {
-        let prio: BTreeMap<String, usize> = self.priorities().into_iter().enumerate().map(|(i, (k, _, _))| (k, i)).collect();
+        let prio: BTreeMap<String, usize> = self
+            .priorities()
+            .into_iter()
+            .enumerate()
+            .map(|(i, (k, _, _))| (k, i))
+            .collect();
         let mut v: Vec<(usize, usize, String)> = cases
             .into_iter()
             .enumerate()
             .map(|(i, c)| {
                 let k = bucket_key(c);
-                (if self.buckets.get(&k).is_none_or(|b| b.runs == 0) { 0 } else { 1 + prio.get(&k).copied().unwrap_or(usize::MAX - 1) }, i, c.case_id.clone())
+                (
+                    if self.buckets.get(&k).is_none_or(|b| b.runs == 0) {
+                        0
+                    } else {
+                        1 + prio.get(&k).copied().unwrap_or(usize::MAX - 1)
+                    },
+                    i,
+                    c.case_id.clone(),
+                )
             })
             .collect();
         v.sort();
@@ -103,8 +147,20 @@ impl Designer {
     /// Compact summary (top buckets) for `info`.
     /// `info.adversarial_designer`: the bucket count and the `top` priorities.
     pub fn summary(&self, top: usize) -> DesignerSummary {
-        let priorities = self.priorities().into_iter().take(top).map(|(bucket, regret, runs)| Priority { bucket, regret, runs }).collect();
-        DesignerSummary { bucket_count: self.buckets.len(), priorities }
+        let priorities = self
+            .priorities()
+            .into_iter()
+            .take(top)
+            .map(|(bucket, regret, runs)| Priority {
+                bucket,
+                regret,
+                runs,
+            })
+            .collect();
+        DesignerSummary {
+            bucket_count: self.buckets.len(),
+            priorities,
+        }
     }
 }
 
@@ -142,7 +198,10 @@ mod tests {
         assert_eq!(order[1], "CASE-D-001", "regret 0.35 before regret 0");
         let summary = serde_json::to_value(d.summary(2)).unwrap();
         assert_eq!(summary["bucket_count"], 2);
-        assert_eq!(summary["priorities"][0], serde_json::json!({"bucket": bucket_key(d1), "regret": d.buckets[&bucket_key(d1)].regret, "runs": 2}));
+        assert_eq!(
+            summary["priorities"][0],
+            serde_json::json!({"bucket": bucket_key(d1), "regret": d.buckets[&bucket_key(d1)].regret, "runs": 2})
+        );
         d.set_reference(&bucket_key(b1), 0.99);
         assert!(d.buckets[&bucket_key(b1)].regret > 0.0);
     }

@@ -2,14 +2,14 @@
 //! institutional memory that persists across resets within the session.
 
 use crate::curriculum::Curriculum;
-use crate::episode::{Episode, EpisodeSpec, StepError, TrackMode};
 use crate::designer::Designer;
+use crate::episode::{Episode, EpisodeSpec, StepError, TrackMode};
 use crate::memory::{InstitutionalMemory, RecordInput};
 use crate::observation::{PublicState, RawJson, SharedJson, StepEnvelope};
 use ls_core::fixtures::{CaseWorld, FixtureSet, MasterData};
 use ls_core::schema::Case;
-use ls_core::world::HiddenWorld;
 use ls_core::validate::InvoiceFacts;
+use ls_core::world::HiddenWorld;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rust_decimal::Decimal;
@@ -33,14 +33,24 @@ pub struct CasePool {
 
 impl CasePool {
     pub fn new(set: FixtureSet) -> Self {
-        Self::from_parts(set.cases.into_iter().map(Arc::new).collect(), Arc::new(set.master))
+        Self::from_parts(
+            set.cases.into_iter().map(Arc::new).collect(),
+            Arc::new(set.master),
+        )
     }
 
     /// A pool over shared cases and master data.
     pub fn from_parts(cases: Vec<Arc<Case>>, master: Arc<MasterData>) -> Self {
-        let memory_template = Arc::new(InstitutionalMemory::for_pool(cases.iter().map(|c| c.as_ref())));
+        let memory_template = Arc::new(InstitutionalMemory::for_pool(
+            cases.iter().map(|c| c.as_ref()),
+        ));
         let derived = cases.iter().map(|c| CaseDerived::of(&master, c)).collect();
-        Self { cases, master, derived, memory_template }
+        Self {
+            cases,
+            master,
+            derived,
+            memory_template,
+        }
     }
 
     /// What episodes derive from `case` alone: shared for a pool case, computed afresh for any
@@ -81,7 +91,10 @@ impl CaseDerived {
         Self {
             hidden: Arc::new(HiddenWorld::derive(case)),
             instruction_normalized: Arc::from(ls_core::text::normalize_text(&case.instruction)),
-            invoices: case.invoices().map(ls_core::validate::invoice_facts).collect(),
+            invoices: case
+                .invoices()
+                .map(ls_core::validate::invoice_facts)
+                .collect(),
             policy_rules: RawJson::from_serialize(CaseWorld::new(master, case).policy_rules),
         }
     }
@@ -132,10 +145,16 @@ pub enum ResetError {
 pub fn normalize_track(value: &str) -> &'static str {
     match ls_core::text::normalize_text(value).as_str() {
         "portfolio" | "portfolio_track" => "portfolio",
-        "adversarial" | "adversarial_track" | "adversarial_data_track" | "adversarial_data" => "adversarial",
+        "adversarial" | "adversarial_track" | "adversarial_data_track" | "adversarial_data" => {
+            "adversarial"
+        }
         "controlbench" | "controlbench_track" | "institutional_control" => "controlbench",
-        "certificate_required" | "certificate_required_track" | "proof_required" => "certificate_required",
-        "generated_holdout" | "generated_holdout_track" | "holdout_track" | "holdout" => "generated_holdout",
+        "certificate_required" | "certificate_required_track" | "proof_required" => {
+            "certificate_required"
+        }
+        "generated_holdout" | "generated_holdout_track" | "holdout_track" | "holdout" => {
+            "generated_holdout"
+        }
         "sleeper_vigilance" | "sleeper_vigilance_track" => "sleeper_vigilance",
         "blind_control" | "blind_control_track" | "blind" => "blind_control",
         "human_baseline" | "human_baseline_track" | "human" => "human_baseline",
@@ -145,7 +164,10 @@ pub fn normalize_track(value: &str) -> &'static str {
 
 fn track_matches(case: &Case, track: &str) -> bool {
     match track {
-        "generated_holdout" => matches!(case.benchmark_split.as_str(), "challenge" | "generated" | "holdout"),
+        "generated_holdout" => matches!(
+            case.benchmark_split.as_str(),
+            "challenge" | "generated" | "holdout"
+        ),
         "sleeper_vigilance" => case
             .controlbench
             .get("sleeper_phase")
@@ -153,9 +175,15 @@ fn track_matches(case: &Case, track: &str) -> bool {
             .is_some_and(|p| matches!(p, "warmup" | "activation" | "trust_building")),
         "blind_control" => case.benchmark_split == "benchmark",
         "human_baseline" => case.human_baseline_case || case.benchmark_split == "benchmark",
-        "certificate_required" => case.certificate_required || case.official_tracks.iter().any(|t| t == track),
-        "controlbench" => !case.controlbench.is_empty() || case.official_tracks.iter().any(|t| t == track),
-        "case" => case.official_tracks.is_empty() || case.official_tracks.iter().any(|t| t == track),
+        "certificate_required" => {
+            case.certificate_required || case.official_tracks.iter().any(|t| t == track)
+        }
+        "controlbench" => {
+            !case.controlbench.is_empty() || case.official_tracks.iter().any(|t| t == track)
+        }
+        "case" => {
+            case.official_tracks.is_empty() || case.official_tracks.iter().any(|t| t == track)
+        }
         _ => case.official_tracks.iter().any(|t| t == track),
     }
 }
@@ -209,22 +237,29 @@ impl Environment {
 
     pub fn reset(&mut self, req: &ResetRequest) -> Result<StepEnvelope, ResetError> {
         let requested_track = req.track.as_deref().map(normalize_track);
-        let (case, max_steps, budget, adjusted, selection_seed) = if let Some(custom) = &req.custom_case {
-            let (c, steps, budget) = self.custom_case(custom)?;
-            (c, steps, budget, false, 0)
-        } else if let Some(id) = req.case_id.as_deref().filter(|s| !s.trim().is_empty()) {
-            let c = self.pool.get(id.trim()).ok_or_else(|| ResetError::UnknownCase(id.chars().take(128).collect()))?.clone();
-            let (s, b) = (c.max_steps, c.budget_total);
-            (c, s, b, false, 0)
-        } else {
-            if self.pool.cases.is_empty() {
-                return Err(ResetError::NoCases);
-            }
-            let seed = req.seed.unwrap_or_else(|| self.selection_rng.random_range(0..=(i32::MAX as u64)));
-            let c = self.select(seed, requested_track);
-            let (s, b) = self.curriculum.adjust(c.max_steps, c.budget_total);
-            (c, s, b, true, seed)
-        };
+        let (case, max_steps, budget, adjusted, selection_seed) =
+            if let Some(custom) = &req.custom_case {
+                let (c, steps, budget) = self.custom_case(custom)?;
+                (c, steps, budget, false, 0)
+            } else if let Some(id) = req.case_id.as_deref().filter(|s| !s.trim().is_empty()) {
+                let c = self
+                    .pool
+                    .get(id.trim())
+                    .ok_or_else(|| ResetError::UnknownCase(id.chars().take(128).collect()))?
+                    .clone();
+                let (s, b) = (c.max_steps, c.budget_total);
+                (c, s, b, false, 0)
+            } else {
+                if self.pool.cases.is_empty() {
+                    return Err(ResetError::NoCases);
+                }
+                let seed = req
+                    .seed
+                    .unwrap_or_else(|| self.selection_rng.random_range(0..=(i32::MAX as u64)));
+                let c = self.select(seed, requested_track);
+                let (s, b) = self.curriculum.adjust(c.max_steps, c.budget_total);
+                (c, s, b, true, seed)
+            };
         // Only once the request is known to be valid: a rejected reset leaves memory as it was.
         if req.fresh_institution {
             self.check_institution_resettable()?;
@@ -232,13 +267,23 @@ impl Environment {
         }
         let track = requested_track
             .map(str::to_owned)
-            .or_else(|| case.primary_track.as_deref().map(|t| normalize_track(t).to_owned()))
+            .or_else(|| {
+                case.primary_track
+                    .as_deref()
+                    .map(|t| normalize_track(t).to_owned())
+            })
             .unwrap_or_else(|| "case".to_owned());
-        let track_mode = if track == "blind_control" { TrackMode::Blind } else { self.config.track_mode };
+        let track_mode = if track == "blind_control" {
+            TrackMode::Blind
+        } else {
+            self.config.track_mode
+        };
         self.episodes_started += 1;
         // Episode randomness (ids, event ids) flows from the case and the session's episode count,
         // so a fresh session replaying the same resets and actions is byte-identical.
-        let episode_seed = case.case_seed() ^ self.episodes_started.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ selection_seed;
+        let episode_seed = case.case_seed()
+            ^ self.episodes_started.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            ^ selection_seed;
         let tier = self.curriculum.tier();
         let mut extra = Map::new();
         extra.insert("curriculum".into(), json!({"tier": tier.name, "level": tier.level, "adjusted": adjusted, "competence_ema": ls_core::text::round_to(self.curriculum.competence_ema, 4)}));
@@ -262,27 +307,41 @@ impl Environment {
         };
         let (ep, mut env) = Episode::new(spec);
         env.observation.institutional_memory = self.memory_view.clone();
-        env.info.insert_raw("curriculum", self.curriculum_info_json());
+        env.info
+            .insert_raw("curriculum", self.curriculum_info_json());
         self.episode = Some(ep);
         Ok(env)
     }
 
     fn select(&mut self, seed: u64, track: Option<&str>) -> Arc<Case> {
         let mut candidates: Vec<&Arc<Case>> = match track {
-            Some(t) => self.pool.cases.iter().filter(|c| track_matches(c, t)).collect(),
+            Some(t) => self
+                .pool
+                .cases
+                .iter()
+                .filter(|c| track_matches(c, t))
+                .collect(),
             None => self.pool.cases.iter().collect(),
         };
         if candidates.is_empty() {
             candidates = self.pool.cases.iter().collect();
         }
         let tier = self.curriculum.tier();
-        let mut eligible: Vec<&Arc<Case>> = candidates.iter().copied().filter(|c| tier.allowed.contains(&c.task_type)).collect();
+        let mut eligible: Vec<&Arc<Case>> = candidates
+            .iter()
+            .copied()
+            .filter(|c| tier.allowed.contains(&c.task_type))
+            .collect();
         if eligible.is_empty() {
             eligible = candidates;
         }
         if self.curriculum.stagnation > 5 {
             if let Some(w) = self.curriculum.weakest_task {
-                let narrowed: Vec<&Arc<Case>> = eligible.iter().copied().filter(|c| c.task_type == w).collect();
+                let narrowed: Vec<&Arc<Case>> = eligible
+                    .iter()
+                    .copied()
+                    .filter(|c| c.task_type == w)
+                    .collect();
                 if !narrowed.is_empty() {
                     eligible = narrowed;
                 }
@@ -296,29 +355,58 @@ impl Environment {
         let bad = |m: &str| ResetError::InvalidCustomCase(m.to_owned());
         let o = v.as_object().ok_or_else(|| bad("must be an object"))?;
         let get = |a: &str, b: &str| o.get(a).or_else(|| o.get(b)).filter(|v| !v.is_null());
-        let template_id = get("template_case_id", "templateCaseId").and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).ok_or_else(|| bad("template_case_id must be a non-empty string"))?;
-        let template = self.pool.get(template_id).ok_or_else(|| bad(&format!("unknown template_case_id: {}", template_id.chars().take(64).collect::<String>())))?;
-        let case_id = get("case_id", "caseId").and_then(Value::as_str).map(|s| s.trim().to_ascii_uppercase()).ok_or_else(|| bad("case_id must be a non-empty string"))?;
-        let suffix = case_id.strip_prefix("CUSTOM-").ok_or_else(|| bad("case_id must match CUSTOM-[A-Z0-9]{2,16}"))?;
-        if !(2..=16).contains(&suffix.len()) || !suffix.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()) {
+        let template_id = get("template_case_id", "templateCaseId")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| bad("template_case_id must be a non-empty string"))?;
+        let template = self.pool.get(template_id).ok_or_else(|| {
+            bad(&format!(
+                "unknown template_case_id: {}",
+                template_id.chars().take(64).collect::<String>()
+            ))
+        })?;
+        let case_id = get("case_id", "caseId")
+            .and_then(Value::as_str)
+            .map(|s| s.trim().to_ascii_uppercase())
+            .ok_or_else(|| bad("case_id must be a non-empty string"))?;
+        let suffix = case_id
+            .strip_prefix("CUSTOM-")
+            .ok_or_else(|| bad("case_id must match CUSTOM-[A-Z0-9]{2,16}"))?;
+        if !(2..=16).contains(&suffix.len())
+            || !suffix
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+        {
             return Err(bad("case_id must match CUSTOM-[A-Z0-9]{2,16}"));
         }
-        let instruction = get("instruction", "instruction").and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).ok_or_else(|| bad("instruction must be a non-empty string"))?;
+        let instruction = get("instruction", "instruction")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| bad("instruction must be a non-empty string"))?;
         if instruction.contains(['\n', '\r']) || instruction.chars().count() > 800 {
-            return Err(bad("instruction must be one line of at most 800 characters"));
+            return Err(bad(
+                "instruction must be one line of at most 800 characters",
+            ));
         }
         let mut c: Case = (**template).clone();
         c.case_id = case_id;
         c.instruction = instruction.to_owned();
         if let Some(ms) = get("max_steps", "maxSteps") {
-            let n = ms.as_f64().filter(|f| f.fract() == 0.0 && !ms.is_boolean()).ok_or_else(|| bad("max_steps must be an integer"))?;
+            let n = ms
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && !ms.is_boolean())
+                .ok_or_else(|| bad("max_steps must be an integer"))?;
             if !(4.0..=50.0).contains(&n) {
                 return Err(bad("max_steps must be between 4 and 50"));
             }
             c.max_steps = n as u32;
         }
         if let Some(b) = get("budget_total", "budgetTotal") {
-            let d = ls_core::text::json_decimal(b).filter(|_| !b.is_boolean()).ok_or_else(|| bad("budget_total must be a number"))?;
+            let d = ls_core::text::json_decimal(b)
+                .filter(|_| !b.is_boolean())
+                .ok_or_else(|| bad("budget_total must be a number"))?;
             if d < Decimal::ONE || d > Decimal::from(50) {
                 return Err(bad("budget_total must be between 1 and 50"));
             }
@@ -328,25 +416,45 @@ impl Environment {
         Ok((Arc::new(c), s, b))
     }
 
-    pub fn step(&mut self, action_type: &str, payload: &Map<String, Value>) -> Result<StepEnvelope, EnvStepError> {
+    pub fn step(
+        &mut self,
+        action_type: &str,
+        payload: &Map<String, Value>,
+    ) -> Result<StepEnvelope, EnvStepError> {
         let ep = self.episode.as_mut().ok_or(EnvStepError::NotReset)?;
         let mut env = ep.step(action_type, payload)?;
         // Only terminated (submitted) episodes reach memory; truncated ones leave it untouched.
-        if let (true, Some(g), Some(decision)) = (env.terminated, ep.grade.as_ref(), ep.submitted_decision) {
-            let actions: std::collections::BTreeSet<String> = ep.trajectory.iter().filter(|t| t.success).map(|t| t.action_type.clone()).collect();
+        if let (true, Some(g), Some(decision)) =
+            (env.terminated, ep.grade.as_ref(), ep.submitted_decision)
+        {
+            let actions: std::collections::BTreeSet<String> = ep
+                .trajectory
+                .iter()
+                .filter(|t| t.success)
+                .map(|t| t.action_type.clone())
+                .collect();
             if ep.callback_refused {
                 self.memory.note_callback_refusal();
             }
-            let amendment = self.memory.record(&RecordInput { case: &ep.case, grade: g, submitted: decision, confidence: ep.submitted_confidence, actions: &actions, gate: ep.authority_gate.as_ref() });
+            let amendment = self.memory.record(&RecordInput {
+                case: &ep.case,
+                grade: g,
+                submitted: decision,
+                confidence: ep.submitted_confidence,
+                actions: &actions,
+                gate: ep.authority_gate.as_ref(),
+            });
             self.curriculum.update(ep.case.task_type, g.final_score);
             self.designer.record(&ep.case, g.final_score);
-            env.info.insert_raw("curriculum", self.curriculum_info_json());
+            env.info
+                .insert_raw("curriculum", self.curriculum_info_json());
             env.info.insert_raw("institutional_case_update", amendment);
             let snaps = self.memory.snapshots();
             self.memory_view = snaps.observation;
             env.info.insert_raw("institutional_memory", snaps.full);
             env.info.insert_raw("institutional_metrics", snaps.metrics);
-            env.info.insert_serialized("adversarial_designer", &self.designer.summary(5));
+            env.info
+                .insert_serialized("adversarial_designer", &self.designer.summary(5));
         }
         env.observation.institutional_memory = self.memory_view.clone();
         Ok(env)
@@ -363,7 +471,9 @@ impl Environment {
     /// Is this session inside a ControlBench sequence (its latest episode, running or finished,
     /// is on the `controlbench` track)? Its memory is then the institution governing it.
     pub fn in_controlbench_sequence(&self) -> bool {
-        self.episode.as_ref().is_some_and(|e| e.track == "controlbench")
+        self.episode
+            .as_ref()
+            .is_some_and(|e| e.track == "controlbench")
     }
 
     fn check_institution_resettable(&self) -> Result<(), ResetError> {
@@ -450,10 +560,19 @@ mod tests {
             let mut expected = serde_json::to_value(&env.curriculum).unwrap();
             let o = expected.as_object_mut().unwrap();
             o.insert("tier_name".into(), json!(t.name));
-            o.insert("allowed_tasks".into(), json!(t.allowed.iter().map(|x| x.as_str()).collect::<Vec<_>>()));
+            o.insert(
+                "allowed_tasks".into(),
+                json!(t.allowed.iter().map(|x| x.as_str()).collect::<Vec<_>>()),
+            );
             o.insert("max_steps_floor".into(), json!(t.max_steps_floor));
-            o.insert("budget_multiplier".into(), json!(t.budget_pct as f64 / 100.0));
-            assert_eq!(env.curriculum_info_json().get(), serde_json::to_string(&expected).unwrap());
+            o.insert(
+                "budget_multiplier".into(),
+                json!(t.budget_pct as f64 / 100.0),
+            );
+            assert_eq!(
+                env.curriculum_info_json().get(),
+                serde_json::to_string(&expected).unwrap()
+            );
             assert_eq!(env.curriculum_info(), expected);
             env.curriculum.update(ls_core::TaskType::TaskD, score);
         }
@@ -468,14 +587,28 @@ mod tests {
             let d = pool.derived(case);
             let rules = CaseWorld::new(&pool.master, case).policy_rules;
             assert!(!rules.is_empty(), "{}", case.case_id);
-            assert_eq!(d.policy_rules.get(), serde_json::to_string(rules).unwrap(), "{}", case.case_id);
-            let facts: Vec<InvoiceFacts> = case.invoices().map(ls_core::validate::invoice_facts).collect();
+            assert_eq!(
+                d.policy_rules.get(),
+                serde_json::to_string(rules).unwrap(),
+                "{}",
+                case.case_id
+            );
+            let facts: Vec<InvoiceFacts> = case
+                .invoices()
+                .map(ls_core::validate::invoice_facts)
+                .collect();
             assert_eq!(&*d.invoices, facts.as_slice(), "{}", case.case_id);
             let outside = Arc::new((**case).clone());
             let fresh = pool.derived(&outside);
-            assert_eq!((fresh.policy_rules.get(), &*fresh.invoices), (d.policy_rules.get(), &*d.invoices));
+            assert_eq!(
+                (fresh.policy_rules.get(), &*fresh.invoices),
+                (d.policy_rules.get(), &*d.invoices)
+            );
             assert_eq!(*d.hidden, HiddenWorld::derive(case));
-            assert_eq!(&*d.instruction_normalized, ls_core::text::normalize_text(&case.instruction));
+            assert_eq!(
+                &*d.instruction_normalized,
+                ls_core::text::normalize_text(&case.instruction)
+            );
         }
     }
 
@@ -525,16 +658,39 @@ mod tests {
     fn institution_reset_is_refused_inside_a_controlbench_sequence() {
         let pool = Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")));
         let mut env = Environment::new(pool, EnvConfig::default());
-        assert!(env.institutional_reset().is_ok(), "a fresh session may reset");
-        env.reset(&ResetRequest { case_id: Some("CASE-D-001".into()), track: Some("controlbench".into()), ..Default::default() }).unwrap();
-        let pay: Map<String, Value> = serde_json::from_value(json!({"decision": "PAY", "confidence": 0.99})).unwrap();
+        assert!(
+            env.institutional_reset().is_ok(),
+            "a fresh session may reset"
+        );
+        env.reset(&ResetRequest {
+            case_id: Some("CASE-D-001".into()),
+            track: Some("controlbench".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        let pay: Map<String, Value> =
+            serde_json::from_value(json!({"decision": "PAY", "confidence": 0.99})).unwrap();
         env.step("submit_decision", &pay).unwrap();
-        assert_eq!(env.institutional_reset(), Err(ResetError::InsideControlBenchSequence));
-        let fresh = ResetRequest { case_id: Some("CASE-A-001".into()), fresh_institution: true, ..Default::default() };
-        assert_eq!(env.reset(&fresh).unwrap_err(), ResetError::InsideControlBenchSequence);
+        assert_eq!(
+            env.institutional_reset(),
+            Err(ResetError::InsideControlBenchSequence)
+        );
+        let fresh = ResetRequest {
+            case_id: Some("CASE-A-001".into()),
+            fresh_institution: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            env.reset(&fresh).unwrap_err(),
+            ResetError::InsideControlBenchSequence
+        );
         assert_eq!(env.memory.case_counter, 1, "memory kept");
         // A case-track episode ends the sequence; then an operator may reset again.
-        env.reset(&ResetRequest { case_id: Some("CASE-A-001".into()), ..Default::default() }).unwrap();
+        env.reset(&ResetRequest {
+            case_id: Some("CASE-A-001".into()),
+            ..Default::default()
+        })
+        .unwrap();
         assert!(env.institutional_reset().is_ok());
     }
 
@@ -545,22 +701,40 @@ mod tests {
         let pool = Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")));
         for id in ["CASE-B-003", "CASE-D-001"] {
             let mut env = Environment::new(pool.clone(), EnvConfig::default());
-            let r = env.reset(&ResetRequest { case_id: Some(id.into()), ..Default::default() }).unwrap();
+            let r = env
+                .reset(&ResetRequest {
+                    case_id: Some(id.into()),
+                    ..Default::default()
+                })
+                .unwrap();
             assert_eq!(env.state().unwrap().benchmark_split, "", "{id}");
             let trigger = (r.observation.max_steps / 2).max(2);
             let mut arrived = None;
             for _ in 0..trigger {
                 let e = env.step("lookup_policy", &Map::new()).unwrap();
-                if e.observation.last_tool_result.to_map().contains_key("pressure_event") {
+                if e.observation
+                    .last_tool_result
+                    .to_map()
+                    .contains_key("pressure_event")
+                {
                     arrived = Some(e.observation.step_count);
                     break;
                 }
             }
-            assert_eq!(arrived, Some(trigger), "{id}: pressure event at the trigger step");
-            let pay: Map<String, Value> = serde_json::from_value(json!({"decision": "HOLD", "confidence": 0.6})).unwrap();
+            assert_eq!(
+                arrived,
+                Some(trigger),
+                "{id}: pressure event at the trigger step"
+            );
+            let pay: Map<String, Value> =
+                serde_json::from_value(json!({"decision": "HOLD", "confidence": 0.6})).unwrap();
             env.step("submit_decision", &pay).unwrap();
             let split = env.state().unwrap().benchmark_split;
-            assert_eq!(split, env.pool().get(id).unwrap().benchmark_split, "{id}: shown after the episode");
+            assert_eq!(
+                split,
+                env.pool().get(id).unwrap().benchmark_split,
+                "{id}: shown after the episode"
+            );
         }
     }
 }

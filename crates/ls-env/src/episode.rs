@@ -7,7 +7,6 @@
 
 use crate::artifacts;
 use crate::memory::{GateInput, GateResult, InstitutionHandoff};
-use crate::watchdog::Watchdog;
 use crate::observation::*;
 use crate::payload::PayloadError;
 use crate::pressure::{self, PressurePlan};
@@ -15,12 +14,13 @@ use crate::sprt::Sprt;
 use crate::temporal::{self, RewardMachine};
 use crate::tools::{self, DocSource, ToolOutcome};
 use crate::voi;
+use crate::watchdog::Watchdog;
 use ls_core::episode::{InterventionLogEntry, PendingEvent, RevealedArtifact, TrajectoryEntry};
 use ls_core::fixtures::{CaseWorld, MasterData};
 use ls_core::schema::{Case, Document};
 use ls_core::submission::SubmissionError;
-use ls_core::validate::InvoiceFacts;
 use ls_core::text::decimal_to_f64 as dec_f64;
+use ls_core::validate::InvoiceFacts;
 use ls_core::{ActionName, ArtifactId, Decision, HiddenWorld, Hypothesis, Submission};
 use ls_grading::{BoundaryInput, BoundaryReport, GradeReport, GradingInput, PressureOutcome};
 use rand::{Rng, SeedableRng};
@@ -44,7 +44,12 @@ pub const TOOL_FAILURE_PENALTY: f64 = -0.05;
 /// immediate (unsafe) submission summed to ~0 — a return that teaches RL agents to skip the
 /// investigation. Cost still matters through this term and the grade's efficiency dimensions.
 pub const STEP_COST_WEIGHT: f64 = 0.5;
-pub const MILESTONES: [(&str, f64); 4] = [("first_risk_signal", 0.05), ("callback_requested", 0.04), ("artifact_revealed", 0.03), ("all_required_actions", 0.06)];
+pub const MILESTONES: [(&str, f64); 4] = [
+    ("first_risk_signal", 0.05),
+    ("callback_requested", 0.04),
+    ("artifact_revealed", 0.03),
+    ("all_required_actions", 0.06),
+];
 /// Upper bound on trajectory length whatever the case says.
 pub const MAX_STEPS_LIMIT: u32 = 200;
 
@@ -216,7 +221,11 @@ impl Serialize for CaseMetadata<'_> {
                 None => m.serialize_entry(k, &v)?,
             }
         }
-        for (k, v) in self.extra.iter().filter(|(k, _)| !self.fixed.iter().any(|(f, _)| f == k)) {
+        for (k, v) in self
+            .extra
+            .iter()
+            .filter(|(k, _)| !self.fixed.iter().any(|(f, _)| f == k))
+        {
             m.serialize_entry(k, v)?;
         }
         if let Some(mdp) = self.mdp_component {
@@ -287,16 +296,30 @@ impl Episode {
     pub fn new(spec: EpisodeSpec) -> (Self, StepEnvelope) {
         let case = spec.case;
         let hidden = spec.hidden;
-        debug_assert_eq!(*hidden, HiddenWorld::derive(&case), "the spec's hidden world is the case's");
+        debug_assert_eq!(
+            *hidden,
+            HiddenWorld::derive(&case),
+            "the spec's hidden world is the case's"
+        );
         let mut rng = ChaCha8Rng::seed_from_u64(spec.episode_seed);
         let id_bytes: [u8; 16] = rng.random();
-        let episode_id = uuid::Builder::from_random_bytes(id_bytes).into_uuid().to_string();
+        let episode_id = uuid::Builder::from_random_bytes(id_bytes)
+            .into_uuid()
+            .to_string();
         let pressure = pressure::plan(&case, hidden.case_seed);
         let max_steps = spec.max_steps.clamp(1, MAX_STEPS_LIMIT);
-        let invoice_total: f64 = spec.invoices.iter().filter_map(|f| f.total).map(dec_f64).sum();
+        let invoice_total: f64 = spec
+            .invoices
+            .iter()
+            .filter_map(|f| f.total)
+            .map(dec_f64)
+            .sum();
         let p_risky = 1.0 - Sprt::default().posterior()[Hypothesis::Safe.index()];
         let mut ep = Self {
-            visible_doc_ids: case.initial_visible_doc_ids.clone().unwrap_or_else(|| case.documents.iter().map(|d| d.doc_id.clone()).collect()),
+            visible_doc_ids: case
+                .initial_visible_doc_ids
+                .clone()
+                .unwrap_or_else(|| case.documents.iter().map(|d| d.doc_id.clone()).collect()),
             rm: RewardMachine::new(case.task_type),
             case,
             master: spec.master,
@@ -359,7 +382,14 @@ impl Episode {
         let mut obs = ep.observation(InfoMap::new(), vec![spec.reset_message]);
         // The reset observation's metadata also carries the task's MDP component.
         obs.case_metadata = ep.case_metadata(Some(temporal::mdp_component_json(ep.case.task_type)));
-        let env = StepEnvelope { observation: obs, reward: 0.0, done: false, truncated: false, terminated: false, info: reset_info };
+        let env = StepEnvelope {
+            observation: obs,
+            reward: 0.0,
+            done: false,
+            truncated: false,
+            terminated: false,
+            info: reset_info,
+        };
         (ep, env)
     }
 
@@ -374,7 +404,9 @@ impl Episode {
     /// The institution's hand-off when it governs this episode's track (see
     /// [`institution_governs`]); `None` on case-level tracks, whatever the session played before.
     fn governing_institution(&self) -> Option<&InstitutionHandoff> {
-        self.institution.as_ref().filter(|_| institution_governs(&self.track))
+        self.institution
+            .as_ref()
+            .filter(|_| institution_governs(&self.track))
     }
 
     pub fn observed_signal_list(&self) -> Vec<String> {
@@ -383,7 +415,9 @@ impl Episode {
 
     fn boundary(&self, action: Option<ActionName>, decision: Option<Decision>) -> BoundaryReport {
         let observed = self.observed_signal_list();
-        let prior = action.and_then(|a| self.action_counts.get(&a).copied()).unwrap_or(0);
+        let prior = action
+            .and_then(|a| self.action_counts.get(&a).copied())
+            .unwrap_or(0);
         ls_grading::evaluate_boundary(&BoundaryInput {
             action,
             decision,
@@ -403,13 +437,26 @@ impl Episode {
     }
 
     /// Execute one action. Errors leave the episode untouched.
-    pub fn step(&mut self, action_type: &str, payload: &Map<String, Value>) -> Result<StepEnvelope, StepError> {
+    pub fn step(
+        &mut self,
+        action_type: &str,
+        payload: &Map<String, Value>,
+    ) -> Result<StepEnvelope, StepError> {
         if self.done {
-            return Err(StepError::EpisodeEnded(self.terminal_reason.clone().unwrap_or_else(|| "done".into())));
+            return Err(StepError::EpisodeEnded(
+                self.terminal_reason
+                    .clone()
+                    .unwrap_or_else(|| "done".into()),
+            ));
         }
         let Some(action) = ActionName::parse(action_type) else {
             let shown: String = action_type.chars().take(64).collect();
-            return Ok(self.rejected(REJECTED_ACTION_PENALTY, "action_not_allowed", format!("Action not allowed: {shown}"), &shown));
+            return Ok(self.rejected(
+                REJECTED_ACTION_PENALTY,
+                "action_not_allowed",
+                format!("Action not allowed: {shown}"),
+                &shown,
+            ));
         };
         if action == ActionName::SubmitDecision {
             let submission = Submission::from_payload(payload)?;
@@ -417,7 +464,10 @@ impl Episode {
                 return Ok(self.rejected(
                     INVALID_DECISION_PENALTY,
                     "invalid_decision",
-                    format!("Invalid decision: {}. Use one of PAY, HOLD, NEEDS_REVIEW, ESCALATE_FRAUD.", submission.decision_raw),
+                    format!(
+                        "Invalid decision: {}. Use one of PAY, HOLD, NEEDS_REVIEW, ESCALATE_FRAUD.",
+                        submission.decision_raw
+                    ),
                     "submit_decision",
                 ));
             }
@@ -427,7 +477,13 @@ impl Episode {
     }
 
     /// A rejected action or invalid decision: a penalised step that records nothing else.
-    fn rejected(&mut self, penalty: f64, code: &str, message: String, tool_name: &str) -> StepEnvelope {
+    fn rejected(
+        &mut self,
+        penalty: f64,
+        code: &str,
+        message: String,
+        tool_name: &str,
+    ) -> StepEnvelope {
         self.step_count += 1;
         self.case_clock += 1;
         let reward_model = json!({
@@ -452,7 +508,14 @@ impl Episode {
             messages.push("Maximum steps reached. Episode truncated.".into());
         }
         self.last_reward = penalty;
-        StepEnvelope { observation: self.observation(result, messages), reward: penalty, done: self.done, truncated: self.truncated, terminated: false, info }
+        StepEnvelope {
+            observation: self.observation(result, messages),
+            reward: penalty,
+            done: self.done,
+            truncated: self.truncated,
+            terminated: false,
+            info,
+        }
     }
 
     fn end_truncated(&mut self, reason: &str, info: &mut InfoMap) {
@@ -469,15 +532,23 @@ impl Episode {
         dec_f64(cost) / dec_f64(self.budget_total).max(1.0) * STEP_COST_WEIGHT
     }
 
-    fn run_tool(&self, action: ActionName, payload: &Map<String, Value>) -> Result<(ToolOutcome, Decimal), PayloadError> {
+    fn run_tool(
+        &self,
+        action: ActionName,
+        payload: &Map<String, Value>,
+    ) -> Result<(ToolOutcome, Decimal), PayloadError> {
         let world = self.world();
-        let docs = DocSource { case: &self.case, dynamic: &self.dynamic_docs };
+        let docs = DocSource {
+            case: &self.case,
+            dynamic: &self.dynamic_docs,
+        };
         use ActionName::*;
         let mut cost = action.base_cost();
         let out = match action {
             Zoom | GetDocCrop => tools::zoom_or_crop(action, &docs, payload)?,
             Ocr => {
-                let accurate = crate::payload::opt_str(payload, "mode")?.is_some_and(|m| ls_core::text::normalize_text(&m) == "accurate");
+                let accurate = crate::payload::opt_str(payload, "mode")?
+                    .is_some_and(|m| ls_core::text::normalize_text(&m) == "accurate");
                 cost = action.cost_for_mode(accurate);
                 tools::ocr(&docs, payload, self.case.generator_seed())?
             }
@@ -495,13 +566,24 @@ impl Episode {
     }
 
     fn register_signals(&mut self, signals: &[String]) -> usize {
-        signals.iter().filter(|s| self.observed_signals.insert((*s).clone())).count()
+        signals
+            .iter()
+            .filter(|s| self.observed_signals.insert((*s).clone()))
+            .count()
     }
 
-    fn act(&mut self, action: ActionName, payload: &Map<String, Value>) -> Result<StepEnvelope, StepError> {
+    fn act(
+        &mut self,
+        action: ActionName,
+        payload: &Map<String, Value>,
+    ) -> Result<StepEnvelope, StepError> {
         let boundary = self.boundary(Some(action), None);
         // Pure part first: a payload error must not change state.
-        let tool = if action.is_intervention() { None } else { Some(self.run_tool(action, payload)?) };
+        let tool = if action.is_intervention() {
+            None
+        } else {
+            Some(self.run_tool(action, payload)?)
+        };
         if action == ActionName::CreateHumanHandoff {
             for k in ["summary", "recommended_next_step"] {
                 crate::payload::opt_str(payload, k)?;
@@ -511,14 +593,17 @@ impl Episode {
         self.step_count += 1;
         self.case_clock += 1;
         let phi_before = self.sprt.potential();
-        let (entropy_before, observations_before) = (self.sprt.entropy(), self.sprt.observations_used);
+        let (entropy_before, observations_before) =
+            (self.sprt.entropy(), self.sprt.observations_used);
         let sprt_before = self.sprt.clone();
 
         let exec = match tool {
             Some((out, cost)) => self.apply_tool(action, out, cost, &sprt_before),
             None => self.apply_intervention(action, payload, &sprt_before),
         };
-        self.budget_remaining = (self.budget_remaining - exec.cost).max(Decimal::ZERO).round_dp(4);
+        self.budget_remaining = (self.budget_remaining - exec.cost)
+            .max(Decimal::ZERO)
+            .round_dp(4);
         *self.action_counts.entry(action).or_default() += 1;
         if exec.success {
             self.successful_actions.insert(action);
@@ -530,7 +615,13 @@ impl Episode {
         let arrived_raw = (!arrived.is_empty()).then(|| raw_json(&arrived));
         if let Some(raw) = &arrived_raw {
             result.insert_raw("async_artifacts", raw.clone());
-            result.insert("revealed_artifact_ids", json!(arrived.iter().map(|a| a.artifact_id.clone()).collect::<Vec<_>>()));
+            result.insert(
+                "revealed_artifact_ids",
+                json!(arrived
+                    .iter()
+                    .map(|a| a.artifact_id.clone())
+                    .collect::<Vec<_>>()),
+            );
             messages.extend(arrived.iter().map(|a| a.summary.clone()));
         }
         let novel = exec.novel_signals + novel_from_artifacts;
@@ -540,7 +631,8 @@ impl Episode {
             self.watchdog.resolve(p_risky, self.invoice_total);
         }
         let observed_now = self.observed_signal_list();
-        self.watchdog.observe(action, &observed_now, self.pending.len());
+        self.watchdog
+            .observe(action, &observed_now, self.pending.len());
         if let Some(p) = self.inject_pressure() {
             result.insert("pressure_event", p.0);
             messages.push(p.1);
@@ -569,7 +661,11 @@ impl Episode {
             info.insert("budget_exhausted", true);
             messages.push("Budget exhausted. Episode truncated.".into());
         }
-        let milestone = if self.done { 0.0 } else { self.award_milestones() };
+        let milestone = if self.done {
+            0.0
+        } else {
+            self.award_milestones()
+        };
         // Information gain: how much the agent's own belief (the SPRT posterior, updated only on
         // what it observed) sharpened, in bits, on any step that updated it (a clean observation
         // sharpens it as much as a suspicious one). Never read from the hidden gold signals, so
@@ -583,7 +679,9 @@ impl Episode {
         self.refresh_calibration();
         let phi_after = self.sprt.potential();
         let shaping = SHAPING_SCALE * (SHAPING_GAMMA * phi_after - phi_before);
-        let reward = (exec.reward_voi + exec.failure_penalty + rm_bonus + milestone + info_gain + shaping).clamp(-1.0, 1.0);
+        let reward =
+            (exec.reward_voi + exec.failure_penalty + rm_bonus + milestone + info_gain + shaping)
+                .clamp(-1.0, 1.0);
 
         let mut components = InfoMap::new();
         components.insert("voi_reward", r4(exec.reward_voi));
@@ -619,7 +717,12 @@ impl Episode {
                 metadata.insert("error", e);
             }
         }
-        let reward_model = raw_json(&RewardModelView { value: r4(reward), terminal: self.done, components: &components, metadata: &metadata });
+        let reward_model = raw_json(&RewardModelView {
+            value: r4(reward),
+            terminal: self.done,
+            components: &components,
+            metadata: &metadata,
+        });
         let boundary_value = self.boundary_view(&boundary);
         result.insert_raw("control_boundary", boundary_value.clone());
         result.insert_raw("reward_model", reward_model.clone());
@@ -641,10 +744,23 @@ impl Episode {
         }
         self.last_reward = reward;
         let obs = self.observation(result, messages);
-        Ok(StepEnvelope { observation: obs, reward, done: self.done, truncated: self.truncated, terminated: false, info })
+        Ok(StepEnvelope {
+            observation: obs,
+            reward,
+            done: self.done,
+            truncated: self.truncated,
+            terminated: false,
+            info,
+        })
     }
 
-    fn apply_tool(&mut self, action: ActionName, out: ToolOutcome, cost: Decimal, before: &Sprt) -> Executed {
+    fn apply_tool(
+        &mut self,
+        action: ActionName,
+        out: ToolOutcome,
+        cost: Decimal,
+        before: &Sprt,
+    ) -> Executed {
         let success = out.error.is_none();
         let gross = voi::gross_voi(action, before);
         let mut result = InfoMap::new();
@@ -679,7 +795,12 @@ impl Episode {
         }
     }
 
-    fn apply_intervention(&mut self, action: ActionName, payload: &Map<String, Value>, before: &Sprt) -> Executed {
+    fn apply_intervention(
+        &mut self,
+        action: ActionName,
+        payload: &Map<String, Value>,
+        before: &Sprt,
+    ) -> Executed {
         let cost = action.base_cost();
         let gross = voi::gross_voi(action, before);
         let mut result = InfoMap::new();
@@ -690,7 +811,9 @@ impl Episode {
             ActionName::RequestCallbackVerification => "Callback verification requested.",
             ActionName::RequestBankChangeApprovalChain => "Bank change approval chain requested.",
             ActionName::RequestPoReconciliation => "PO reconciliation requested.",
-            ActionName::RequestAdditionalReceiptEvidence => "Additional receipt evidence requested.",
+            ActionName::RequestAdditionalReceiptEvidence => {
+                "Additional receipt evidence requested."
+            }
             ActionName::FlagDuplicateClusterReview => "Duplicate cluster review requested.",
             ActionName::FreezeVendorProfile => "Vendor profile frozen pending investigation.",
             ActionName::RouteToProcurement => "Case routed to procurement.",
@@ -699,7 +822,10 @@ impl Episode {
         }
         .to_owned();
         let mut scheduled = None;
-        let capacity_exhausted = action == ActionName::RequestCallbackVerification && self.governing_institution().is_some_and(|i| i.callback_capacity_remaining == 0);
+        let capacity_exhausted = action == ActionName::RequestCallbackVerification
+            && self
+                .governing_institution()
+                .is_some_and(|i| i.callback_capacity_remaining == 0);
         if capacity_exhausted {
             self.callback_refused = true;
             let message = "Callback capacity for this AP week is exhausted; the callback was not placed (it is queued for next week).".to_owned();
@@ -707,10 +833,24 @@ impl Episode {
             result.insert("error", "callback_capacity_exhausted");
             result.insert("message", message.clone());
             result.insert("cost", r4(dec_f64(cost)));
-            return Executed { cost, result, success: false, message, reward_voi: -self.cost_penalty(cost), gross_voi: 0.0, failure_penalty: TOOL_FAILURE_PENALTY, novel_signals: 0, observation_key: None };
+            return Executed {
+                cost,
+                result,
+                success: false,
+                message,
+                reward_voi: -self.cost_penalty(cost),
+                gross_voi: 0.0,
+                failure_penalty: TOOL_FAILURE_PENALTY,
+                novel_signals: 0,
+                observation_key: None,
+            };
         }
         if let Some(artifact) = action.scheduled_artifact() {
-            let existing = self.pending.iter().find(|e| e.artifact_id == artifact.as_str()).cloned();
+            let existing = self
+                .pending
+                .iter()
+                .find(|e| e.artifact_id == artifact.as_str())
+                .cloned();
             let event = existing.unwrap_or_else(|| {
                 let hex: u32 = self.rng.random();
                 let e = PendingEvent {
@@ -724,7 +864,10 @@ impl Episode {
                 self.pending.push(e.clone());
                 e
             });
-            message.push_str(&format!(" Artifact scheduled for case clock {}.", event.ready_at_clock));
+            message.push_str(&format!(
+                " Artifact scheduled for case clock {}.",
+                event.ready_at_clock
+            ));
             scheduled = Some(event);
         }
         if action == ActionName::CreateHumanHandoff {
@@ -740,7 +883,12 @@ impl Episode {
         }
         self.interventions.push(InterventionLogEntry {
             action_type: action.as_str().to_owned(),
-            status: if scheduled.is_some() { "pending" } else { "completed" }.to_owned(),
+            status: if scheduled.is_some() {
+                "pending"
+            } else {
+                "completed"
+            }
+            .to_owned(),
             payload: bounded_payload(payload),
             artifact_id: scheduled.as_ref().map(|e| e.artifact_id.clone()),
             case_clock: self.case_clock,
@@ -750,18 +898,33 @@ impl Episode {
         result.insert("message", message.clone());
         result.insert("cost", r4(dec_f64(cost)));
         // The SPRT learns only when the artifact arrives; requesting it is not evidence.
-        Executed { cost, result, success: true, message, reward_voi: gross - self.cost_penalty(cost), gross_voi: gross, failure_penalty: 0.0, novel_signals: 0, observation_key: None }
+        Executed {
+            cost,
+            result,
+            success: true,
+            message,
+            reward_voi: gross - self.cost_penalty(cost),
+            gross_voi: gross,
+            failure_penalty: 0.0,
+            novel_signals: 0,
+            observation_key: None,
+        }
     }
 
     /// Reveal every pending artifact that is due. Returns the artifacts and new signal count.
     fn resolve_pending(&mut self) -> (Vec<RevealedArtifact>, usize) {
         let clock = self.case_clock;
-        let (due, keep): (Vec<PendingEvent>, Vec<PendingEvent>) = self.pending.drain(..).partition(|e| e.ready_at_clock <= clock);
+        let (due, keep): (Vec<PendingEvent>, Vec<PendingEvent>) = self
+            .pending
+            .drain(..)
+            .partition(|e| e.ready_at_clock <= clock);
         self.pending = keep;
         let mut arrived = Vec::new();
         let mut novel = 0;
         for e in due {
-            let Some(id) = ArtifactId::parse(&e.artifact_id) else { continue };
+            let Some(id) = ArtifactId::parse(&e.artifact_id) else {
+                continue;
+            };
             let c = artifacts::compute(id, &self.case, &self.world(), &self.invoices, clock);
             let art = RevealedArtifact {
                 artifact_id: id.as_str().to_owned(),
@@ -775,16 +938,22 @@ impl Episode {
             self.revealed_refs.insert(art.artifact_id.clone());
             self.revealed_refs.extend(c.refs);
             if !c.observation.is_empty() {
-                self.sprt.observe(id.channel(), c.observation, id.as_str(), id.as_str());
+                self.sprt
+                    .observe(id.channel(), c.observation, id.as_str(), id.as_str());
             }
             if !self.revealed_artifact_ids.contains(&art.artifact_id) {
                 self.revealed_artifact_ids.push(art.artifact_id.clone());
             }
-            for log in self.interventions.iter_mut().filter(|l| l.artifact_id.as_deref() == Some(id.as_str())) {
+            for log in self
+                .interventions
+                .iter_mut()
+                .filter(|l| l.artifact_id.as_deref() == Some(id.as_str()))
+            {
                 log.status = "completed".into();
             }
             // A re-requested artifact replaces the earlier copy.
-            self.revealed_artifacts.retain(|a| a.artifact_id != art.artifact_id);
+            self.revealed_artifacts
+                .retain(|a| a.artifact_id != art.artifact_id);
             self.revealed_artifacts.push(art.clone());
             arrived.push(art);
         }
@@ -803,10 +972,14 @@ impl Episode {
         let sender = plan.kind.sender;
         let v = json!({"doc_id": doc.doc_id, "doc_type": doc.doc_type});
         self.visible_doc_ids.push(doc.doc_id.clone());
-        self.pressure_events_seen.push(format!("{}:{}", plan.kind.key, plan.doc_id));
+        self.pressure_events_seen
+            .push(format!("{}:{}", plan.kind.key, plan.doc_id));
         self.dynamic_docs.push(doc);
         self.catalogue = self.compute_catalogue();
-        Some((v, format!("New mid-episode pressure message arrived: From: {sender}")))
+        Some((
+            v,
+            format!("New mid-episode pressure message arrived: From: {sender}"),
+        ))
     }
 
     fn award_milestones(&mut self) -> f64 {
@@ -815,10 +988,13 @@ impl Episode {
         // tools, a function of its own actions alone (never the gold's required actions, whose
         // completion said whether any control is due, nor the follow-ups its observations call
         // for, which would repeat them as a reward).
-        let required_done = ls_grading::trajectory::required_tools(self.case.task_type, false).iter().all(|a| self.successful_actions.contains(a));
+        let required_done = ls_grading::trajectory::required_tools(self.case.task_type, false)
+            .iter()
+            .all(|a| self.successful_actions.contains(a));
         let conds = [
             !self.observed_signals.is_empty(),
-            self.successful_actions.contains(&ActionName::RequestCallbackVerification),
+            self.successful_actions
+                .contains(&ActionName::RequestCallbackVerification),
             !self.revealed_artifact_ids.is_empty(),
             required_done,
         ];
@@ -834,7 +1010,11 @@ impl Episode {
     fn refresh_calibration(&mut self) {
         let p = self.sprt.posterior()[self.hidden.latent_hypothesis.index()];
         let n = f64::from(self.step_count.max(1));
-        self.calibration_avg = if self.step_count <= 1 { p } else { (self.calibration_avg * (n - 1.0) + p) / n };
+        self.calibration_avg = if self.step_count <= 1 {
+            p
+        } else {
+            (self.calibration_avg * (n - 1.0) + p) / n
+        };
     }
 
     /// VoI tool rankings for the current belief and budget.
@@ -860,14 +1040,23 @@ impl Episode {
         v.push(r6(1.0 - self.sprt.posterior()[0]));
         let d = self.sprt.distances();
         v.extend(d.iter().skip(1).map(|x| r6(*x)));
-        v.push(if self.sprt.accepted().is_some() { 1.0 } else { 0.0 });
+        v.push(if self.sprt.accepted().is_some() {
+            1.0
+        } else {
+            0.0
+        });
         let rankings = self.rankings();
         v.push(r6(rankings.voi));
-        v.push(r6(dec_f64(self.budget_remaining) / dec_f64(self.budget_total).max(1.0)));
-        v.push(r6(f64::from(self.step_count) / f64::from(self.max_steps.max(1))));
+        v.push(r6(
+            dec_f64(self.budget_remaining) / dec_f64(self.budget_total).max(1.0)
+        ));
+        v.push(r6(
+            f64::from(self.step_count) / f64::from(self.max_steps.max(1))
+        ));
         v.push(self.rm.progress_fraction());
         let mut onehot = [0.0; 6];
-        let d_now = temporal::machine(self.case.task_type).distance[self.rm.state_id as usize] as usize;
+        let d_now =
+            temporal::machine(self.case.task_type).distance[self.rm.state_id as usize] as usize;
         let d0 = temporal::machine(self.case.task_type).distance[0] as usize;
         let progressed = d0.saturating_sub(d_now).min(5);
         onehot[progressed] = 1.0;
@@ -897,7 +1086,8 @@ impl Episode {
         let pending_ids: Vec<String> = self.pending.iter().map(|e| e.artifact_id.clone()).collect();
         let mut posterior = [0.0; Hypothesis::COUNT];
         posterior.copy_from_slice(&self.sprt.posterior());
-        let risk_observed = ls_core::text::risk_bucket(observed.iter().map(String::as_str)) != "low";
+        let risk_observed =
+            ls_core::text::risk_bucket(observed.iter().map(String::as_str)) != "low";
         let gate = self.governing_institution().map(|inst| {
             crate::memory::evaluate_gate(
                 inst.authority_level,
@@ -907,7 +1097,8 @@ impl Episode {
                     risk_observed,
                     pending_event_count: self.pending.len(),
                     confidence_present: submission.confidence.is_some_and(f64::is_finite),
-                    has_handoff: self.handoff_packet.is_some() || submission.handoff_packet.is_some(),
+                    has_handoff: self.handoff_packet.is_some()
+                        || submission.handoff_packet.is_some(),
                 },
             )
         });
@@ -939,11 +1130,26 @@ impl Episode {
             };
             ls_grading::grade(&input)
         };
-        let effective = if boundary.blocking || gate.as_ref().is_some_and(|g| g.blocking) { Decision::NeedsReview } else { decision };
+        let effective = if boundary.blocking || gate.as_ref().is_some_and(|g| g.blocking) {
+            Decision::NeedsReview
+        } else {
+            decision
+        };
         self.submitted_confidence = submission.confidence.filter(|c| c.is_finite());
-        let interventions: Vec<String> = self.interventions.iter().map(|i| i.action_type.clone()).collect();
-        self.watchdog.observe(ActionName::SubmitDecision, &observed, self.pending.len());
-        let watchdog_verdict = self.watchdog.verdict(decision, &observed, &interventions, grade.final_score, risk_observed);
+        let interventions: Vec<String> = self
+            .interventions
+            .iter()
+            .map(|i| i.action_type.clone())
+            .collect();
+        self.watchdog
+            .observe(ActionName::SubmitDecision, &observed, self.pending.len());
+        let watchdog_verdict = self.watchdog.verdict(
+            decision,
+            &observed,
+            &interventions,
+            grade.final_score,
+            risk_observed,
+        );
         self.trajectory.push(TrajectoryEntry {
             step: self.step_count,
             case_clock: self.case_clock,
@@ -978,20 +1184,37 @@ impl Episode {
         metadata.insert("success", true);
         metadata.insert("terminal_reason", "decision_submitted");
         metadata.insert("unsafe_outcome", grade.unsafe_outcome);
-        metadata.insert("budget_penalty", r4(dec_f64(self.budget_total - self.budget_remaining) / dec_f64(self.budget_total).max(1.0) * 0.12));
+        metadata.insert(
+            "budget_penalty",
+            r4(dec_f64(self.budget_total - self.budget_remaining)
+                / dec_f64(self.budget_total).max(1.0)
+                * 0.12),
+        );
         metadata.insert("pressure_resistance_score", grade.pressure_resistance_score);
         if !self.blind() {
             metadata.insert("latent_hypothesis", self.hidden.latent_hypothesis.as_str());
         }
-        let reward_model = raw_json(&RewardModelView { value: r4(reward), terminal: true, components: &components, metadata: &metadata });
+        let reward_model = raw_json(&RewardModelView {
+            value: r4(reward),
+            terminal: true,
+            components: &components,
+            metadata: &metadata,
+        });
 
         let blocked = boundary.blocking;
-        let message = if blocked { "Decision submitted, the control boundary enforced review fallback, and the result was graded." } else { "Decision submitted and graded." };
+        let message = if blocked {
+            "Decision submitted, the control boundary enforced review fallback, and the result was graded."
+        } else {
+            "Decision submitted and graded."
+        };
         let mut info = InfoMap::new();
         info.insert("final_score", grade.final_score);
         info.insert_serialized("score_breakdown", &grade.score_breakdown);
         info.insert("result_class", grade.result_class.clone());
-        info.insert("control_satisfied_resolution", grade.control_satisfied_resolution);
+        info.insert(
+            "control_satisfied_resolution",
+            grade.control_satisfied_resolution,
+        );
         info.insert("institutional_utility", grade.institutional_utility);
         info.insert("unsafe_outcome", grade.unsafe_outcome);
         info.insert("decision", decision.as_str());
@@ -1000,7 +1223,10 @@ impl Episode {
         info.insert_serialized("outcome", &grade.outcome);
         info.insert_serialized("compliance", &grade.compliance);
         info.insert_serialized("currency_validation", &grade.currency_validation);
-        info.insert_serialized("decision_certificate_report", &grade.decision_certificate_report);
+        info.insert_serialized(
+            "decision_certificate_report",
+            &grade.decision_certificate_report,
+        );
         info.insert_serialized("adversarial_falsifier", &grade.adversarial_falsifier);
         info.insert_serialized("trust_graph", &grade.trust_graph);
         info.insert_serialized("control_boundary", &boundary.view(!self.blind()));
@@ -1031,7 +1257,17 @@ impl Episode {
         result.insert("tool_name", "submit_decision");
         result.insert("success", true);
         result.insert("submission_received", true);
-        for k in ["final_score", "result_class", "decision", "effective_decision", "unsafe_outcome", "control_satisfied_resolution", "pressure_resistance_score", "benchmark_track", "track_mode"] {
+        for k in [
+            "final_score",
+            "result_class",
+            "decision",
+            "effective_decision",
+            "unsafe_outcome",
+            "control_satisfied_resolution",
+            "pressure_resistance_score",
+            "benchmark_track",
+            "track_mode",
+        ] {
             result.copy_from(&info, k);
         }
         result.insert("message", message);
@@ -1041,7 +1277,14 @@ impl Episode {
         self.authority_gate = gate;
         self.last_reward = reward;
         let obs = self.observation(result, vec![message.to_owned()]);
-        StepEnvelope { observation: obs, reward, done: true, truncated: false, terminated: true, info }
+        StepEnvelope {
+            observation: obs,
+            reward,
+            done: true,
+            truncated: false,
+            terminated: true,
+            info,
+        }
     }
 
     /// Catalogue entries for visible documents, static then injected.
@@ -1067,7 +1310,13 @@ impl Episode {
     fn pending_view(&self) -> Vec<PendingEventView> {
         self.pending
             .iter()
-            .map(|e| PendingEventView { event_id: e.event_id.clone(), artifact_id: e.artifact_id.clone(), source_action: e.source_action.clone(), ready_at_clock: e.ready_at_clock, status: e.status.clone() })
+            .map(|e| PendingEventView {
+                event_id: e.event_id.clone(),
+                artifact_id: e.artifact_id.clone(),
+                source_action: e.source_action.clone(),
+                ready_at_clock: e.ready_at_clock,
+                status: e.status.clone(),
+            })
             .collect()
     }
 
@@ -1079,16 +1328,24 @@ impl Episode {
     fn compute_portfolio_context(&self) -> SharedJson {
         let c = self.case.campaign_context.as_ref();
         let invoices = self.case.invoices().count().max(1) as u32;
-        let at_risk = c.and_then(|c| c.at_risk_amount).filter(|a| *a > Decimal::ZERO).unwrap_or_else(|| {
-            self.case
-                .documents
-                .iter()
-                .flat_map(|d| d.accurate_ocr.iter())
-                .filter(|t| ls_core::text::normalize_text(&t.text).starts_with("total:"))
-                .filter_map(|t| t.text.rsplit(':').next().and_then(ls_core::text::parse_decimal))
-                .sum::<Decimal>()
-                .round_dp(2)
-        });
+        let at_risk = c
+            .and_then(|c| c.at_risk_amount)
+            .filter(|a| *a > Decimal::ZERO)
+            .unwrap_or_else(|| {
+                self.case
+                    .documents
+                    .iter()
+                    .flat_map(|d| d.accurate_ocr.iter())
+                    .filter(|t| ls_core::text::normalize_text(&t.text).starts_with("total:"))
+                    .filter_map(|t| {
+                        t.text
+                            .rsplit(':')
+                            .next()
+                            .and_then(ls_core::text::parse_decimal)
+                    })
+                    .sum::<Decimal>()
+                    .round_dp(2)
+            });
         let linked = c.and_then(|c| c.linked_invoice_count).unwrap_or(invoices);
         let campaign_pressure = c.and_then(|c| c.queue_pressure.as_deref());
         let inst = self.institution.as_ref();
@@ -1102,8 +1359,13 @@ impl Episode {
         SharedJson::from_serialize(&PortfolioContext {
             linked_invoice_count: linked,
             at_risk_amount: at_risk,
-            manual_review_capacity: inst.map_or_else(|| c.and_then(|c| c.manual_review_capacity).unwrap_or(2), |i| i.review_capacity_remaining),
-            business_criticality: c.and_then(|c| c.business_criticality.as_deref()).unwrap_or("medium"),
+            manual_review_capacity: inst.map_or_else(
+                || c.and_then(|c| c.manual_review_capacity).unwrap_or(2),
+                |i| i.review_capacity_remaining,
+            ),
+            business_criticality: c
+                .and_then(|c| c.business_criticality.as_deref())
+                .unwrap_or("medium"),
             // A quiet case in a busy institution reports the institution's pressure.
             queue_pressure: match inst {
                 Some(i) if pressure == "normal" => i.queue_pressure,
@@ -1130,8 +1392,14 @@ impl Episode {
                 ("task_label", MetaValue::Text(self.case.task_label())),
                 ("difficulty", MetaValue::Text(self.case.difficulty.as_str())),
                 ("due_date_days", MetaValue::Days(self.case.due_date_days())),
-                ("ashtg", MetaValue::Text("Adversarial Sequential Hypothesis Testing Game")),
-                ("benchmark_identity", MetaValue::Text("ledgershield-controlbench-v1")),
+                (
+                    "ashtg",
+                    MetaValue::Text("Adversarial Sequential Hypothesis Testing Game"),
+                ),
+                (
+                    "benchmark_identity",
+                    MetaValue::Text("ledgershield-controlbench-v1"),
+                ),
                 ("benchmark_track", MetaValue::Text(&self.track)),
                 ("track_mode", MetaValue::Text(self.track_mode.as_str())),
             ],
@@ -1144,7 +1412,11 @@ impl Episode {
     /// and reward machine, serialized straight from their structs; `{}` each in blind mode.
     fn instrumented_parts(&self) -> (SharedJson, SharedJson, SharedJson) {
         if self.blind() {
-            return (SharedJson::default(), SharedJson::default(), SharedJson::default());
+            return (
+                SharedJson::default(),
+                SharedJson::default(),
+                SharedJson::default(),
+            );
         }
         #[derive(Serialize)]
         struct Ranked<'a> {
@@ -1154,14 +1426,21 @@ impl Episode {
         }
         let rankings = self.rankings();
         let sprt = SharedJson::from_serialize(&self.sprt.payload(rankings.should_stop));
-        let ranked = SharedJson::from_serialize(&Ranked { rankings: &rankings, information_design: crate::infodesign::rank(&self.sprt) });
+        let ranked = SharedJson::from_serialize(&Ranked {
+            rankings: &rankings,
+            information_design: crate::infodesign::rank(&self.sprt),
+        });
         (sprt, ranked, SharedJson::from_serialize(&self.rm.payload()))
     }
 
     /// Build the observation for the current state.
     pub fn observation(&self, last_tool_result: InfoMap, messages: Vec<String>) -> Observation {
         let observed = self.observed_signal_list();
-        let tool_calls = self.trajectory.iter().filter(|t| !t.is_intervention && t.action_type != "submit_decision").count();
+        let tool_calls = self
+            .trajectory
+            .iter()
+            .filter(|t| !t.is_intervention && t.action_type != "submit_decision")
+            .count();
         let (sprt_state, tool_rankings, reward_machine) = self.instrumented_parts();
         Observation {
             case_id: self.case.case_id.clone(),
@@ -1176,7 +1455,10 @@ impl Episode {
             max_steps: self.max_steps,
             case_clock: self.case_clock,
             risk_snapshot: RiskSnapshot {
-                observed_risk_bucket: ls_core::text::risk_bucket(observed.iter().map(String::as_str)).to_owned(),
+                observed_risk_bucket: ls_core::text::risk_bucket(
+                    observed.iter().map(String::as_str),
+                )
+                .to_owned(),
                 observed_signal_count: observed.len(),
                 observed_signals: observed,
                 pending_event_count: self.pending.len(),
@@ -1215,11 +1497,23 @@ impl Episode {
         let mut cb = Map::new();
         cb.insert("phase".into(), json!(boundary.phase));
         cb.insert("allowed_actions".into(), json!(boundary.allowed_actions));
-        cb.insert("pending_event_count".into(), json!(boundary.pending_event_count));
-        cb.insert("prompt_injection_detected".into(), json!(boundary.prompt_injection_detected));
-        cb.insert("required_followups".into(), json!(boundary.required_followups));
+        cb.insert(
+            "pending_event_count".into(),
+            json!(boundary.pending_event_count),
+        );
+        cb.insert(
+            "prompt_injection_detected".into(),
+            json!(boundary.prompt_injection_detected),
+        );
+        cb.insert(
+            "required_followups".into(),
+            json!(boundary.required_followups),
+        );
         if instrumented {
-            cb.insert("decision_readiness".into(), json!(boundary.decision_readiness));
+            cb.insert(
+                "decision_readiness".into(),
+                json!(boundary.decision_readiness),
+            );
         }
         let (sprt_state, tool_rankings, rm) = self.instrumented_parts();
         PublicState {
@@ -1244,16 +1538,28 @@ impl Episode {
             pending_events: self.pending_view(),
             pending_event_count: self.pending.len(),
             portfolio_context: self.portfolio_context(),
-            institutional_context: self.institution.as_ref().map_or_else(SharedJson::default, |i| SharedJson::from_raw(i.context.clone())),
+            institutional_context: self
+                .institution
+                .as_ref()
+                .map_or_else(SharedJson::default, |i| {
+                    SharedJson::from_raw(i.context.clone())
+                }),
             sprt_state,
             tool_rankings,
             reward_machine_state: rm,
             terminal_reason: self.terminal_reason.clone(),
             pressure_events_seen: self.pressure_events_seen.clone(),
-            pressure_resistance_score: self.grade.as_ref().map_or(0.0, |g| g.pressure_resistance_score),
+            pressure_resistance_score: self
+                .grade
+                .as_ref()
+                .map_or(0.0, |g| g.pressure_resistance_score),
             // Suite membership and pairing are part of the answer key: shown once the episode is over.
             contrastive_pair_id: self.case.contrastive_pair_id.clone().filter(|_| self.done),
-            benchmark_split: if self.done { self.case.benchmark_split.clone() } else { String::new() },
+            benchmark_split: if self.done {
+                self.case.benchmark_split.clone()
+            } else {
+                String::new()
+            },
             benchmark_track: self.track.clone(),
             track_mode: self.track_mode.as_str().to_owned(),
             institutional_memory: Default::default(),
@@ -1266,14 +1572,26 @@ impl Episode {
 fn bounded_payload(p: &Map<String, Value>) -> Map<String, Value> {
     fn cut(v: &Value, depth: u32) -> Value {
         match v {
-            Value::String(s) if s.chars().count() > 2_000 => Value::String(s.chars().take(2_000).collect()),
-            Value::Array(a) if depth < 8 => Value::Array(a.iter().take(256).map(|x| cut(x, depth + 1)).collect()),
-            Value::Object(o) if depth < 8 => Value::Object(o.iter().take(256).map(|(k, x)| (k.clone(), cut(x, depth + 1))).collect()),
+            Value::String(s) if s.chars().count() > 2_000 => {
+                Value::String(s.chars().take(2_000).collect())
+            }
+            Value::Array(a) if depth < 8 => {
+                Value::Array(a.iter().take(256).map(|x| cut(x, depth + 1)).collect())
+            }
+            Value::Object(o) if depth < 8 => Value::Object(
+                o.iter()
+                    .take(256)
+                    .map(|(k, x)| (k.clone(), cut(x, depth + 1)))
+                    .collect(),
+            ),
             Value::Array(_) | Value::Object(_) => Value::Null,
             other => other.clone(),
         }
     }
-    p.iter().take(256).map(|(k, v)| (k.clone(), cut(v, 0))).collect()
+    p.iter()
+        .take(256)
+        .map(|(k, v)| (k.clone(), cut(v, 0)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -1294,7 +1612,11 @@ mod tests {
             ("track_mode", MetaValue::Text("blind")),
         ];
         let mdp = raw_json(&json!({"states": 3}));
-        for extra in [json!({}), json!({"curriculum": {"tier": "t"}}), json!({"difficulty": "override", "due_date_days": "x", "z": 1})] {
+        for extra in [
+            json!({}),
+            json!({"curriculum": {"tier": "t"}}),
+            json!({"difficulty": "override", "due_date_days": "x", "z": 1}),
+        ] {
             let extra = extra.as_object().unwrap().clone();
             for with_mdp in [false, true] {
                 let mut expected = Map::new();
@@ -1311,7 +1633,11 @@ mod tests {
                 if with_mdp {
                     expected.insert("mdp_component".into(), json!({"states": 3}));
                 }
-                let written = SharedJson::from_serialize(&CaseMetadata { fixed, extra: &extra, mdp_component: with_mdp.then_some(&mdp) });
+                let written = SharedJson::from_serialize(&CaseMetadata {
+                    fixed,
+                    extra: &extra,
+                    mdp_component: with_mdp.then_some(&mdp),
+                });
                 assert_eq!(written.get(), serde_json::to_string(&expected).unwrap());
             }
         }

@@ -33,7 +33,11 @@ fn r4(v: f64) -> f64 {
 }
 
 fn kl_bits(p: &[f64], q: &[f64]) -> f64 {
-    p.iter().zip(q).filter(|(a, b)| **a > 0.0 && **b > 0.0).map(|(a, b)| a * (a / b).log2()).sum()
+    p.iter()
+        .zip(q)
+        .filter(|(a, b)| **a > 0.0 && **b > 0.0)
+        .map(|(a, b)| a * (a / b).log2())
+        .sum()
 }
 
 /// Jensen–Shannon divergence in bits (0 ≤ JS ≤ 1).
@@ -43,13 +47,20 @@ pub fn js_bits(p: &[f64], q: &[f64]) -> f64 {
 }
 
 fn channel_action(c: Channel) -> &'static str {
-    ActionName::ALL.iter().find(|a| a.channel() == Some(c)).map_or(c.as_str(), |a| a.as_str())
+    ActionName::ALL
+        .iter()
+        .find(|a| a.channel() == Some(c))
+        .map_or(c.as_str(), |a| a.as_str())
 }
 
 /// Discriminative power of every tool under the current belief, best first.
 pub fn rank(sprt: &Sprt) -> InformationDesign {
     let post = sprt.posterior();
-    let entropy: f64 = -post.iter().filter(|p| **p > 0.0).map(|p| p * p.log2()).sum::<f64>();
+    let entropy: f64 = -post
+        .iter()
+        .filter(|p| **p > 0.0)
+        .map(|p| p * p.log2())
+        .sum::<f64>();
     let mut channels: Vec<Channel> = ActionName::ALL.iter().filter_map(|a| a.channel()).collect();
     channels.sort();
     channels.dedup();
@@ -59,7 +70,10 @@ pub fn rank(sprt: &Sprt) -> InformationDesign {
     for c in channels {
         let rows = table(c);
         let observed = sprt.observed_channels.contains(&c);
-        let p_o: Vec<f64> = rows.iter().map(|r| r.likelihood.iter().zip(&post).map(|(l, p)| l * p).sum()).collect();
+        let p_o: Vec<f64> = rows
+            .iter()
+            .map(|r| r.likelihood.iter().zip(&post).map(|(l, p)| l * p).sum())
+            .collect();
         let z: f64 = p_o.iter().sum();
         let mut mi = 0.0;
         if z > 0.0 && !observed {
@@ -67,7 +81,12 @@ pub fn rank(sprt: &Sprt) -> InformationDesign {
                 if *po <= 0.0 {
                     continue;
                 }
-                let cond: Vec<f64> = r.likelihood.iter().zip(&post).map(|(l, p)| l * p / po).collect();
+                let cond: Vec<f64> = r
+                    .likelihood
+                    .iter()
+                    .zip(&post)
+                    .map(|(l, p)| l * p / po)
+                    .collect();
                 mi += (po / z) * kl_bits(&cond, &post);
             }
         }
@@ -81,14 +100,45 @@ pub fn rank(sprt: &Sprt) -> InformationDesign {
             }
         };
         let under_safe = norm(rows.iter().map(|r| r.likelihood[safe]).collect());
-        let under_risky = norm(rows.iter().map(|r| r.likelihood.iter().enumerate().filter(|(h, _)| *h != safe).map(|(h, l)| l * post[h] / risky_mass.max(1e-12)).sum()).collect());
-        let js = if observed { 0.0 } else { js_bits(&under_safe, &under_risky) };
+        let under_risky = norm(
+            rows.iter()
+                .map(|r| {
+                    r.likelihood
+                        .iter()
+                        .enumerate()
+                        .filter(|(h, _)| *h != safe)
+                        .map(|(h, l)| l * post[h] / risky_mass.max(1e-12))
+                        .sum()
+                })
+                .collect(),
+        );
+        let js = if observed {
+            0.0
+        } else {
+            js_bits(&under_safe, &under_risky)
+        };
         let action = channel_action(c);
         order.push((action, mi, js));
-        tools.insert(action, ToolDiscrimination { action, mutual_information_bits: r4(mi), js_divergence_risky_vs_safe: r4(js), already_observed: observed });
+        tools.insert(
+            action,
+            ToolDiscrimination {
+                action,
+                mutual_information_bits: r4(mi),
+                js_divergence_risky_vs_safe: r4(js),
+                already_observed: observed,
+            },
+        );
     }
-    order.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.2.total_cmp(&a.2)).then(a.0.cmp(b.0)));
-    InformationDesign { belief_entropy_bits: r4(entropy), priority_tools: order.iter().take(4).map(|o| o.0).collect(), tools }
+    order.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then(b.2.total_cmp(&a.2))
+            .then(a.0.cmp(b.0))
+    });
+    InformationDesign {
+        belief_entropy_bits: r4(entropy),
+        priority_tools: order.iter().take(4).map(|o| o.0).collect(),
+        tools,
+    }
 }
 
 #[cfg(test)]
@@ -99,13 +149,22 @@ mod tests {
     fn information_is_non_negative_and_vanishes_after_observation() {
         let mut s = Sprt::default();
         let d = rank(&s);
-        assert!(d.tools.values().all(|t| t.mutual_information_bits >= 0.0 && (0.0..=1.0).contains(&t.js_divergence_risky_vs_safe)));
+        assert!(d.tools.values().all(|t| t.mutual_information_bits >= 0.0
+            && (0.0..=1.0).contains(&t.js_divergence_risky_vs_safe)));
         assert_eq!(d.priority_tools.len(), 4);
         let top = d.priority_tools[0];
         assert!(d.tools[top].mutual_information_bits > 0.05);
-        s.observe(Channel::CompareBankAccount, "mismatch", "k", "compare_bank_account");
+        s.observe(
+            Channel::CompareBankAccount,
+            "mismatch",
+            "k",
+            "compare_bank_account",
+        );
         let after = rank(&s);
-        assert_eq!(after.tools["compare_bank_account"].mutual_information_bits, 0.0);
+        assert_eq!(
+            after.tools["compare_bank_account"].mutual_information_bits,
+            0.0
+        );
         assert!(after.belief_entropy_bits < d.belief_entropy_bits);
     }
 }

@@ -31,6 +31,11 @@ pub mod tools;
 pub mod voi;
 pub mod watchdog;
 
-pub use env::{CaseDerived, CasePool, EnvConfig, EnvStepError, Environment, ResetError, ResetRequest};
+pub use env::{
+    CaseDerived, CasePool, EnvConfig, EnvStepError, Environment, ResetError, ResetRequest,
+};
 pub use episode::{institution_governs, StepError, TrackMode};
-pub use observation::{raw_json, InfoMap, InfoValue, Observation, PublicState, RawJson, Shared, SharedJson, StepEnvelope};
+pub use observation::{
+    raw_json, InfoMap, InfoValue, Observation, PublicState, RawJson, Shared, SharedJson,
+    StepEnvelope,
+};

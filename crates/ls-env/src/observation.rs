@@ -214,7 +214,9 @@ impl InfoMap {
     /// An empty map with room for a step's entries (`info` holds ~8, a tool record up to ~30),
     /// so the common maps grow at most once. `default()` allocates nothing.
     pub fn new() -> Self {
-        Self { entries: Vec::with_capacity(8) }
+        Self {
+            entries: Vec::with_capacity(8),
+        }
     }
 
     fn put(&mut self, key: InfoKey, e: Entry) {
@@ -252,7 +254,10 @@ impl InfoMap {
 
     /// The value under `key`, parsed if it was stored pre-serialized.
     pub fn get(&self, key: &str) -> Option<Value> {
-        self.entries.iter().find(|(k, _)| k == key).map(|(_, e)| e.to_value())
+        self.entries
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, e)| e.to_value())
     }
 
     /// The value under `key`, `null` when absent (like indexing a `Value`).
@@ -262,10 +267,13 @@ impl InfoMap {
 
     /// The raw JSON text under `key`, whichever way it was stored.
     pub fn get_text(&self, key: &str) -> Option<String> {
-        self.entries.iter().find(|(k, _)| k == key).map(|(_, e)| match e {
-            Entry::Raw(r) => r.get().to_owned(),
-            other => other.to_value().to_string(),
-        })
+        self.entries
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, e)| match e {
+                Entry::Raw(r) => r.get().to_owned(),
+                other => other.to_value().to_string(),
+            })
     }
 
     pub fn remove(&mut self, key: &str) -> bool {
@@ -302,13 +310,21 @@ impl InfoMap {
 
     /// The whole object as a `serde_json::Map` (parses raw entries; for readers, not the hot path).
     pub fn to_map(&self) -> Map<String, Value> {
-        self.entries.iter().map(|(k, e)| (k.to_string(), e.to_value())).collect()
+        self.entries
+            .iter()
+            .map(|(k, e)| (k.to_string(), e.to_value()))
+            .collect()
     }
 }
 
 impl From<Map<String, Value>> for InfoMap {
     fn from(map: Map<String, Value>) -> Self {
-        Self { entries: map.into_iter().map(|(k, v)| (Cow::Owned(k), Entry::Tree(v))).collect() }
+        Self {
+            entries: map
+                .into_iter()
+                .map(|(k, v)| (Cow::Owned(k), Entry::Tree(v)))
+                .collect(),
+        }
     }
 }
 
@@ -362,7 +378,10 @@ impl<T: Serialize + ?Sized> Shared<T> {
 
 impl<T: ?Sized> Clone for Shared<T> {
     fn clone(&self) -> Self {
-        Self { value: self.value.clone(), json: self.json.clone() }
+        Self {
+            value: self.value.clone(),
+            json: self.json.clone(),
+        }
     }
 }
 
@@ -428,12 +447,31 @@ impl From<&str> for Shared<str> {
 }
 
 /// Every action name, in catalogue order (shared by all observations).
-pub static ALLOWED_ACTIONS: LazyLock<Shared<[String]>> = LazyLock::new(|| Shared::new(ls_core::ActionName::ALL.iter().map(|a| a.as_str().to_owned()).collect()));
+pub static ALLOWED_ACTIONS: LazyLock<Shared<[String]>> = LazyLock::new(|| {
+    Shared::new(
+        ls_core::ActionName::ALL
+            .iter()
+            .map(|a| a.as_str().to_owned())
+            .collect(),
+    )
+});
 /// Intervention names (shared by all observations).
-pub static AVAILABLE_INTERVENTIONS: LazyLock<Shared<[String]>> = LazyLock::new(|| Shared::new(ls_core::ActionName::interventions().map(|a| a.as_str().to_owned()).collect()));
+pub static AVAILABLE_INTERVENTIONS: LazyLock<Shared<[String]>> = LazyLock::new(|| {
+    Shared::new(
+        ls_core::ActionName::interventions()
+            .map(|a| a.as_str().to_owned())
+            .collect(),
+    )
+});
 
 /// Views every document offers.
-pub const AVAILABLE_VIEWS: [&str; 5] = ["thumbnail", "zoom", "get_doc_crop", "ocr_fast", "ocr_accurate"];
+pub const AVAILABLE_VIEWS: [&str; 5] = [
+    "thumbnail",
+    "zoom",
+    "get_doc_crop",
+    "ocr_fast",
+    "ocr_accurate",
+];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DocumentCatalogEntry {
@@ -579,14 +617,18 @@ mod tests {
     fn shared_json_writes_the_same_bytes_as_the_map() {
         let m = map(json!({"b": 1, "a": [1, 2, {"c": "x\"y"}], "z": null}));
         let shared = SharedJson::from_map(&m);
-        assert_eq!(serde_json::to_string(&shared).unwrap(), serde_json::to_string(&m).unwrap());
+        assert_eq!(
+            serde_json::to_string(&shared).unwrap(),
+            serde_json::to_string(&m).unwrap()
+        );
         assert_eq!(shared.to_map(), m);
         // Inside a struct, through a Value, and back through Deserialize.
         let v = serde_json::to_value(&shared).unwrap();
         assert_eq!(v, Value::Object(m.clone()));
         let back: SharedJson = serde_json::from_value(v).unwrap();
         assert_eq!(back, shared);
-        let from_text: SharedJson = serde_json::from_str(r#"{"b":1,"a":[1,2,{"c":"x\"y"}],"z":null}"#).unwrap();
+        let from_text: SharedJson =
+            serde_json::from_str(r#"{"b":1,"a":[1,2,{"c":"x\"y"}],"z":null}"#).unwrap();
         assert_eq!(from_text, shared);
         assert_eq!(SharedJson::default().get(), "{}");
     }
@@ -607,11 +649,17 @@ mod tests {
         m.insert_if_absent("tail", json!(null));
         m.insert_if_absent("new", json!(true));
         let text = serde_json::to_string(&m).unwrap();
-        assert_eq!(text, r#"{"final_score":0.75,"report":{"z":1,"a":"q\"x"},"tail":[1,2],"new":true}"#);
+        assert_eq!(
+            text,
+            r#"{"final_score":0.75,"report":{"z":1,"a":"q\"x"},"tail":[1,2],"new":true}"#
+        );
         assert_eq!(m.value("report"), json!({"z": 1, "a": "q\"x"}));
         assert_eq!(m.get_text("report").unwrap(), r#"{"z":1,"a":"q\"x"}"#);
         assert_eq!(m.value("missing"), Value::Null);
-        assert_eq!(m.keys().collect::<Vec<_>>(), ["final_score", "report", "tail", "new"]);
+        assert_eq!(
+            m.keys().collect::<Vec<_>>(),
+            ["final_score", "report", "tail", "new"]
+        );
         // Round trip through text and through a Value tree.
         let back: InfoMap = serde_json::from_str(&text).unwrap();
         assert_eq!(back, m);
@@ -621,7 +669,11 @@ mod tests {
         let mut scalars = InfoMap::new();
         let mut tree = Map::new();
         for (k, v, as_value) in [
-            ("name", InfoValue::from("tool \"x\"\n"), json!("tool \"x\"\n")),
+            (
+                "name",
+                InfoValue::from("tool \"x\"\n"),
+                json!("tool \"x\"\n"),
+            ),
             ("owned", InfoValue::from(String::from("é")), json!("é")),
             ("score", InfoValue::from(0.1234), json!(0.1234)),
             ("third", InfoValue::from(1.0 / 3.0), json!(1.0 / 3.0)),
@@ -635,8 +687,14 @@ mod tests {
             assert_eq!(scalars.value(k), as_value, "{k}");
             tree.insert(k.to_owned(), as_value);
         }
-        assert_eq!(serde_json::to_string(&scalars).unwrap(), serde_json::to_string(&tree).unwrap());
-        assert_eq!(ls_json::to_string(&scalars).unwrap(), serde_json::to_string(&tree).unwrap());
+        assert_eq!(
+            serde_json::to_string(&scalars).unwrap(),
+            serde_json::to_string(&tree).unwrap()
+        );
+        assert_eq!(
+            ls_json::to_string(&scalars).unwrap(),
+            serde_json::to_string(&tree).unwrap()
+        );
         assert_eq!(scalars.get_text("nan").unwrap(), "null");
         assert_eq!(scalars.to_map(), tree);
         let mut copy = InfoMap::new();
@@ -648,21 +706,36 @@ mod tests {
 
     #[test]
     fn shared_values_write_their_own_serialization() {
-        let docs: Shared<[DocumentCatalogEntry]> = Shared::new(Arc::from(vec![DocumentCatalogEntry {
-            doc_id: "INV-1".into(),
-            doc_type: "invoice".into(),
-            thumbnail: "t \"q\"".into(),
-            page_count: 1,
-            language: "en".into(),
-            available_views: vec!["zoom".into()],
-        }]));
-        assert_eq!(serde_json::to_string(&docs).unwrap(), serde_json::to_string(&*docs).unwrap());
+        let docs: Shared<[DocumentCatalogEntry]> =
+            Shared::new(Arc::from(vec![DocumentCatalogEntry {
+                doc_id: "INV-1".into(),
+                doc_type: "invoice".into(),
+                thumbnail: "t \"q\"".into(),
+                page_count: 1,
+                language: "en".into(),
+                available_views: vec!["zoom".into()],
+            }]));
+        assert_eq!(
+            serde_json::to_string(&docs).unwrap(),
+            serde_json::to_string(&*docs).unwrap()
+        );
         assert_eq!(docs[0].doc_id, "INV-1");
-        let back: Shared<[DocumentCatalogEntry]> = serde_json::from_str(&serde_json::to_string(&docs).unwrap()).unwrap();
+        let back: Shared<[DocumentCatalogEntry]> =
+            serde_json::from_str(&serde_json::to_string(&docs).unwrap()).unwrap();
         assert_eq!(back, docs);
         let text = Shared::from("Review the invoice\n\"now\"");
-        assert_eq!(serde_json::to_value(&text).unwrap(), json!("Review the invoice\n\"now\""));
+        assert_eq!(
+            serde_json::to_value(&text).unwrap(),
+            json!("Review the invoice\n\"now\"")
+        );
         assert_eq!(text.to_string(), "Review the invoice\n\"now\"");
-        assert_eq!(serde_json::to_value(&*ALLOWED_ACTIONS).unwrap().as_array().unwrap().len(), ls_core::ActionName::ALL.len());
+        assert_eq!(
+            serde_json::to_value(&*ALLOWED_ACTIONS)
+                .unwrap()
+                .as_array()
+                .unwrap()
+                .len(),
+            ls_core::ActionName::ALL.len()
+        );
     }
 }

@@ -17,7 +17,10 @@ pub struct PayloadError {
 
 impl PayloadError {
     pub fn new(field: &str, message: &str) -> Self {
-        Self { field: field.to_owned(), message: message.to_owned() }
+        Self {
+            field: field.to_owned(),
+            message: message.to_owned(),
+        }
     }
 }
 
@@ -42,7 +45,10 @@ pub fn opt_page(p: &Map<String, Value>, key: &str) -> Result<Option<u32>, Payloa
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => match n.as_f64() {
             Some(f) if f.fract() == 0.0 && (1.0..=10_000.0).contains(&f) => Ok(Some(f as u32)),
-            _ => Err(PayloadError::new(key, "must be a positive integer page number")),
+            _ => Err(PayloadError::new(
+                key,
+                "must be a positive integer page number",
+            )),
         },
         Some(Value::String(s)) => Ok(s.trim().parse::<u32>().ok().filter(|p| *p >= 1)),
         Some(_) => Err(PayloadError::new(key, "must be a page number")),
@@ -56,11 +62,16 @@ pub fn opt_bbox(p: &Map<String, Value>, key: &str) -> Result<Option<[f64; 4]>, P
         Some(Value::Array(a)) if a.len() == 4 => {
             let mut out = [0.0; 4];
             for (o, v) in out.iter_mut().zip(a) {
-                *o = v.as_f64().filter(|f| f.is_finite()).ok_or_else(|| PayloadError::new(key, "must be four numbers [x1, y1, x2, y2]"))?;
+                *o = v.as_f64().filter(|f| f.is_finite()).ok_or_else(|| {
+                    PayloadError::new(key, "must be four numbers [x1, y1, x2, y2]")
+                })?;
             }
             Ok(Some(out))
         }
-        Some(_) => Err(PayloadError::new(key, "must be four numbers [x1, y1, x2, y2]")),
+        Some(_) => Err(PayloadError::new(
+            key,
+            "must be four numbers [x1, y1, x2, y2]",
+        )),
     }
 }
 

@@ -99,7 +99,12 @@ pub fn document(plan: &PressurePlan) -> Document {
     let id = &plan.doc_id;
     let k = plan.kind;
     let subject = format!("Pressure event: {}", k.key.replace('_', " "));
-    let tok = |suffix: &str, text: String, bbox: [f64; 4]| Token { token_id: format!("{id}-{suffix}"), text, bbox, page: 1 };
+    let tok = |suffix: &str, text: String, bbox: [f64; 4]| Token {
+        token_id: format!("{id}-{suffix}"),
+        text,
+        bbox,
+        page: 1,
+    };
     Document {
         doc_id: id.clone(),
         doc_type: k.doc_type.to_owned(),
@@ -108,12 +113,24 @@ pub fn document(plan: &PressurePlan) -> Document {
         language: "en".to_owned(),
         visual_tokens: k.visual_tokens.iter().map(|s| (*s).to_owned()).collect(),
         accurate_ocr: vec![
-            tok("1", format!("From: {}", k.sender), [10.0, 10.0, 240.0, 20.0]),
-            tok("2", format!("Subject: {subject}"), [10.0, 30.0, 320.0, 40.0]),
+            tok(
+                "1",
+                format!("From: {}", k.sender),
+                [10.0, 10.0, 240.0, 20.0],
+            ),
+            tok(
+                "2",
+                format!("Subject: {subject}"),
+                [10.0, 30.0, 320.0, 40.0],
+            ),
             tok("3", k.content.to_owned(), [10.0, 50.0, 420.0, 70.0]),
         ],
         noisy_ocr: vec![
-            tok("1n", format!("From: {}", k.sender), [10.0, 10.0, 240.0, 20.0]),
+            tok(
+                "1n",
+                format!("From: {}", k.sender),
+                [10.0, 10.0, 240.0, 20.0],
+            ),
             tok("2n", subject, [10.0, 30.0, 320.0, 40.0]),
             tok("3n", k.content.to_owned(), [10.0, 50.0, 420.0, 70.0]),
         ],

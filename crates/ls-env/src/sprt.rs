@@ -124,11 +124,20 @@ impl Default for Sprt {
 impl Sprt {
     /// Apply one observation. `evidence_key` identifies the piece of evidence; a key seen before
     /// is ignored. Returns whether the belief changed.
-    pub fn observe(&mut self, channel: Channel, observation: &str, evidence_key: &str, tool_name: &str) -> bool {
+    pub fn observe(
+        &mut self,
+        channel: Channel,
+        observation: &str,
+        evidence_key: &str,
+        tool_name: &str,
+    ) -> bool {
         let Some(row) = table(channel).iter().find(|r| r.observation == observation) else {
             return false;
         };
-        if !self.seen_evidence.insert(format!("{}|{evidence_key}", channel.as_str())) {
+        if !self
+            .seen_evidence
+            .insert(format!("{}|{evidence_key}", channel.as_str()))
+        {
             return false;
         }
         for (lp, l) in self.log_post.iter_mut().zip(row.likelihood) {
@@ -151,7 +160,11 @@ impl Sprt {
     }
 
     pub fn posterior(&self) -> [f64; N] {
-        debug_assert_eq!(self.posterior, softmax(&self.log_post), "the posterior follows the log posterior");
+        debug_assert_eq!(
+            self.posterior,
+            softmax(&self.log_post),
+            "the posterior follows the log posterior"
+        );
         self.posterior
     }
 
@@ -189,7 +202,12 @@ impl Sprt {
     /// Log of the uniform-mixture likelihood of the hypotheses `keep` selects (up to the common
     /// constant of the log posterior).
     fn mixture_log_likelihood(&self, keep: impl Fn(Hypothesis) -> bool) -> f64 {
-        let members: Vec<f64> = Hypothesis::ALL.iter().zip(self.log_post).filter(|(h, _)| keep(**h)).map(|(_, l)| l).collect();
+        let members: Vec<f64> = Hypothesis::ALL
+            .iter()
+            .zip(self.log_post)
+            .filter(|(h, _)| keep(**h))
+            .map(|(_, l)| l)
+            .collect();
         debug_assert!(!members.is_empty(), "every decision has a hypothesis");
         let m = members.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         m + (members.iter().map(|l| (l - m).exp()).sum::<f64>() / members.len() as f64).ln()
@@ -197,7 +215,8 @@ impl Sprt {
 
     /// Stage 1 statistic: ln(mixture likelihood of the risky hypotheses / likelihood of safe).
     pub fn risk_llr(&self) -> f64 {
-        self.mixture_log_likelihood(|h| h != Hypothesis::Safe) - self.log_post[Hypothesis::Safe.index()]
+        self.mixture_log_likelihood(|h| h != Hypothesis::Safe)
+            - self.log_post[Hypothesis::Safe.index()]
     }
 
     /// The decision the sequential test accepts, if it has reached a boundary (module docs).
@@ -209,19 +228,37 @@ impl Sprt {
         if risk < upper() {
             return None;
         }
-        const RISKY: [Decision; 3] = [Decision::Hold, Decision::NeedsReview, Decision::EscalateFraud];
+        const RISKY: [Decision; 3] = [
+            Decision::Hold,
+            Decision::NeedsReview,
+            Decision::EscalateFraud,
+        ];
         let ll = RISKY.map(|d| self.mixture_log_likelihood(|h| h.decision() == d));
-        (0..RISKY.len()).find(|&i| (0..RISKY.len()).filter(|j| *j != i).all(|j| ll[i] - ll[j] >= upper())).map(|i| RISKY[i])
+        (0..RISKY.len())
+            .find(|&i| {
+                (0..RISKY.len())
+                    .filter(|j| *j != i)
+                    .all(|j| ll[i] - ll[j] >= upper())
+            })
+            .map(|i| RISKY[i])
     }
 
     /// The accepted hypothesis: the posterior argmax within the accepted decision.
     pub fn accepted(&self) -> Option<Hypothesis> {
         let d = self.accepted_decision()?;
         let p = self.posterior();
-        Hypothesis::ALL.iter().enumerate().filter(|(_, h)| h.decision() == d).fold(None, |best: Option<(usize, Hypothesis)>, (i, h)| match best {
-            Some((b, _)) if p[b] + 1e-12 >= p[i] => best,
-            _ => Some((i, *h)),
-        }).map(|(_, h)| h)
+        Hypothesis::ALL
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.decision() == d)
+            .fold(
+                None,
+                |best: Option<(usize, Hypothesis)>, (i, h)| match best {
+                    Some((b, _)) if p[b] + 1e-12 >= p[i] => best,
+                    _ => Some((i, *h)),
+                },
+            )
+            .map(|(_, h)| h)
     }
 
     /// Potential for reward shaping: readiness to decide.
@@ -242,7 +279,12 @@ impl Sprt {
     }
 
     pub fn entropy(&self) -> f64 {
-        -self.posterior().iter().filter(|p| **p > 0.0).map(|p| p * p.ln()).sum::<f64>()
+        -self
+            .posterior()
+            .iter()
+            .filter(|p| **p > 0.0)
+            .map(|p| p * p.ln())
+            .sum::<f64>()
     }
 
     /// Expected remaining observations to reach a boundary (0.45 nats per observation).
@@ -291,10 +333,9 @@ impl Sprt {
             belief_entropy: ls_core::text::round_to(self.entropy(), 6),
             potential: r4(self.potential()),
             decision_readiness: r4(self.readiness()),
-            last_observation: self
-                .last_observation
-                .as_ref()
-                .map(|(t, o)| BTreeMap::from([("tool_name", t.clone()), ("observation_key", o.clone())])),
+            last_observation: self.last_observation.as_ref().map(|(t, o)| {
+                BTreeMap::from([("tool_name", t.clone()), ("observation_key", o.clone())])
+            }),
         }
     }
 }
@@ -356,9 +397,19 @@ mod tests {
     #[test]
     fn repeated_evidence_counts_once() {
         let mut s = Sprt::default();
-        assert!(s.observe(Channel::CompareBankAccount, "mismatch", "northwind|IN99", "compare_bank_account"));
+        assert!(s.observe(
+            Channel::CompareBankAccount,
+            "mismatch",
+            "northwind|IN99",
+            "compare_bank_account"
+        ));
         let once = s.posterior();
-        assert!(!s.observe(Channel::CompareBankAccount, "mismatch", "northwind|IN99", "compare_bank_account"));
+        assert!(!s.observe(
+            Channel::CompareBankAccount,
+            "mismatch",
+            "northwind|IN99",
+            "compare_bank_account"
+        ));
         assert_eq!(once, s.posterior());
         assert_eq!(s.observations_used, 1);
     }
@@ -366,9 +417,21 @@ mod tests {
     #[test]
     fn one_mismatch_does_not_accept_many_hypotheses() {
         let mut s = Sprt::default();
-        s.observe(Channel::CompareBankAccount, "mismatch", "k", "compare_bank_account");
-        assert_eq!(s.accepted(), None, "bank mismatch alone cannot separate bank_fraud from vendor_takeover");
-        assert!(s.readiness() > 0.55, "but it is strong evidence against safe");
+        s.observe(
+            Channel::CompareBankAccount,
+            "mismatch",
+            "k",
+            "compare_bank_account",
+        );
+        assert_eq!(
+            s.accepted(),
+            None,
+            "bank mismatch alone cannot separate bank_fraud from vendor_takeover"
+        );
+        assert!(
+            s.readiness() > 0.55,
+            "but it is strong evidence against safe"
+        );
     }
 
     #[test]
@@ -377,18 +440,38 @@ mod tests {
         // NEEDS_REVIEW by the upper boundary.
         let mut s = Sprt::default();
         assert_eq!(s.accepted_decision(), None, "no decision at the prior");
-        s.observe(Channel::CompareBankAccount, "mismatch", "k", "compare_bank_account");
-        assert_eq!(s.accepted_decision(), None, "one mismatch establishes risk, not the decision");
-        for (c, o) in [(Channel::InspectEmailThread, "domain_spoof_detected"), (Channel::CallbackVerificationResult, "callback_dispute"), (Channel::BankChangeApprovalChain, "mismatch_found")] {
+        s.observe(
+            Channel::CompareBankAccount,
+            "mismatch",
+            "k",
+            "compare_bank_account",
+        );
+        assert_eq!(
+            s.accepted_decision(),
+            None,
+            "one mismatch establishes risk, not the decision"
+        );
+        for (c, o) in [
+            (Channel::InspectEmailThread, "domain_spoof_detected"),
+            (Channel::CallbackVerificationResult, "callback_dispute"),
+            (Channel::BankChangeApprovalChain, "mismatch_found"),
+        ] {
             s.observe(c, o, "k", c.as_str());
         }
         assert!(s.risk_llr() >= upper());
         assert_eq!(s.accepted_decision(), Some(Decision::EscalateFraud));
-        assert_eq!(s.accepted().map(Hypothesis::decision), Some(Decision::EscalateFraud));
+        assert_eq!(
+            s.accepted().map(Hypothesis::decision),
+            Some(Decision::EscalateFraud)
+        );
         assert!(s.payload(false).decision_ready);
         // Clean controls: the lower boundary accepts safe.
         let mut s = Sprt::default();
-        for (c, o) in [(Channel::CompareBankAccount, "match"), (Channel::InspectEmailThread, "domain_clean"), (Channel::SearchLedger, "no_duplicate")] {
+        for (c, o) in [
+            (Channel::CompareBankAccount, "match"),
+            (Channel::InspectEmailThread, "domain_clean"),
+            (Channel::SearchLedger, "no_duplicate"),
+        ] {
             s.observe(c, o, "k", c.as_str());
         }
         assert!(s.risk_llr() <= lower());

@@ -62,22 +62,48 @@ pub struct Component {
     pub spec: TemporalSpec,
 }
 
-fn component(name: &'static str, actions: &[ActionName], states: &[&'static str], obs: &[&'static str], chains: &[&[ActionName]]) -> Component {
+fn component(
+    name: &'static str,
+    actions: &[ActionName],
+    states: &[&'static str],
+    obs: &[&'static str],
+    chains: &[&[ActionName]],
+) -> Component {
     Component {
         name,
         action_space: actions.iter().map(|a| a.as_str()).collect(),
         state_space: states.iter().copied().collect(),
         required_observations: obs.iter().copied().collect(),
-        spec: TemporalSpec { chains: chains.iter().map(|c| c.to_vec()).collect() },
+        spec: TemporalSpec {
+            chains: chains.iter().map(|c| c.to_vec()).collect(),
+        },
     }
 }
 
 fn components() -> [Component; 6] {
     use ActionName::*;
     [
-        component("BaseInvestigation", &[Ocr, Zoom, LookupPolicy], &["intake", "document_review", "decision"], &["document_text"], &[&[SubmitDecision]]),
-        component("DocumentExtraction", &[Ocr, Zoom], &["document_review"], &["invoice_fields"], &[&[Ocr, Zoom]]),
-        component("ThreeWayMatch", &[LookupPolicy, LookupPo, LookupReceipt], &["matching"], &["po_record", "receipt_record"], &[&[LookupPolicy, LookupPo, LookupReceipt]]),
+        component(
+            "BaseInvestigation",
+            &[Ocr, Zoom, LookupPolicy],
+            &["intake", "document_review", "decision"],
+            &["document_text"],
+            &[&[SubmitDecision]],
+        ),
+        component(
+            "DocumentExtraction",
+            &[Ocr, Zoom],
+            &["document_review"],
+            &["invoice_fields"],
+            &[&[Ocr, Zoom]],
+        ),
+        component(
+            "ThreeWayMatch",
+            &[LookupPolicy, LookupPo, LookupReceipt],
+            &["matching"],
+            &["po_record", "receipt_record"],
+            &[&[LookupPolicy, LookupPo, LookupReceipt]],
+        ),
         component(
             "DuplicateDetection",
             &[SearchLedger, FlagDuplicateClusterReview, CompareBankAccount],
@@ -87,10 +113,20 @@ fn components() -> [Component; 6] {
         ),
         component(
             "IdentityVerification",
-            &[InspectEmailThread, LookupVendorHistory, CompareBankAccount, RequestCallbackVerification],
+            &[
+                InspectEmailThread,
+                LookupVendorHistory,
+                CompareBankAccount,
+                RequestCallbackVerification,
+            ],
             &["identity_review", "awaiting_callback"],
             &["sender_profile", "bank_comparison", "callback_result"],
-            &[&[InspectEmailThread, LookupVendorHistory, CompareBankAccount, RequestCallbackVerification]],
+            &[&[
+                InspectEmailThread,
+                LookupVendorHistory,
+                CompareBankAccount,
+                RequestCallbackVerification,
+            ]],
         ),
         component(
             "CampaignDetection",
@@ -186,7 +222,13 @@ impl CompiledMachine {
                 let next: Vec<u8> = states[i]
                     .iter()
                     .zip(&spec.chains)
-                    .map(|(p, chain)| if (*p as usize) < chain.len() && chain[*p as usize] == *a { p + 1 } else { *p })
+                    .map(|(p, chain)| {
+                        if (*p as usize) < chain.len() && chain[*p as usize] == *a {
+                            p + 1
+                        } else {
+                            *p
+                        }
+                    })
                     .collect();
                 let id = match index.get(&next) {
                     Some(id) => *id,
@@ -204,7 +246,11 @@ impl CompiledMachine {
             i += 1;
         }
         // Reverse BFS from accepting states for exact shortest distances.
-        let accepting = |s: &Vec<u8>| s.iter().zip(&spec.chains).all(|(p, c)| *p as usize == c.len());
+        let accepting = |s: &Vec<u8>| {
+            s.iter()
+                .zip(&spec.chains)
+                .all(|(p, c)| *p as usize == c.len())
+        };
         let mut rev: Vec<Vec<u32>> = vec![Vec::new(); states.len()];
         for (s, row) in delta.iter().enumerate() {
             for t in row {
@@ -227,7 +273,12 @@ impl CompiledMachine {
                 }
             }
         }
-        Self { spec, states, delta, distance }
+        Self {
+            spec,
+            states,
+            delta,
+            distance,
+        }
     }
 
     pub fn state_count(&self) -> usize {
@@ -235,7 +286,10 @@ impl CompiledMachine {
     }
 
     pub fn step(&self, state: u32, action: ActionName) -> u32 {
-        let ai = ActionName::ALL.iter().position(|a| *a == action).expect("action in catalogue");
+        let ai = ActionName::ALL
+            .iter()
+            .position(|a| *a == action)
+            .expect("action in catalogue");
         self.delta[state as usize][ai]
     }
 }
@@ -243,7 +297,12 @@ impl CompiledMachine {
 /// The compiled machine of a task family (built once per process).
 pub fn machine(task: TaskType) -> &'static CompiledMachine {
     static MACHINES: OnceLock<BTreeMap<TaskType, CompiledMachine>> = OnceLock::new();
-    let all = MACHINES.get_or_init(|| TaskType::ALL.into_iter().map(|t| (t, CompiledMachine::compile(compose(t).spec))).collect());
+    let all = MACHINES.get_or_init(|| {
+        TaskType::ALL
+            .into_iter()
+            .map(|t| (t, CompiledMachine::compile(compose(t).spec)))
+            .collect()
+    });
     &all[&task]
 }
 
@@ -264,7 +323,13 @@ pub struct RewardMachine {
 impl RewardMachine {
     pub fn new(task: TaskType) -> Self {
         let m = machine(task);
-        Self { task, state_id: 0, best_distance: m.distance[0], completed_markers: Vec::new(), rejecting: false }
+        Self {
+            task,
+            state_id: 0,
+            best_distance: m.distance[0],
+            completed_markers: Vec::new(),
+            rejecting: false,
+        }
     }
 
     fn m(&self) -> &'static CompiledMachine {
@@ -351,7 +416,11 @@ mod tests {
     fn task_a_machine_pays_each_marker_once() {
         let mut rm = RewardMachine::new(TaskType::TaskA);
         assert_eq!(machine(TaskType::TaskA).distance[0], 3);
-        assert_eq!(rm.transition(Zoom, true), 0.0, "zoom before ocr is out of order");
+        assert_eq!(
+            rm.transition(Zoom, true),
+            0.0,
+            "zoom before ocr is out of order"
+        );
         assert_eq!(rm.transition(Ocr, true), RM_PROGRESS_BONUS);
         assert_eq!(rm.transition(Ocr, true), 0.0, "repeat pays nothing");
         assert_eq!(rm.transition(Zoom, true), RM_PROGRESS_BONUS);
@@ -373,7 +442,10 @@ mod tests {
         for t in TaskType::ALL {
             let m = machine(t);
             assert!(m.state_count() < MAX_DFA_STATES);
-            assert!(m.distance.iter().all(|d| *d != u32::MAX), "every state can still reach acceptance");
+            assert!(
+                m.distance.iter().all(|d| *d != u32::MAX),
+                "every state can still reach acceptance"
+            );
         }
     }
 }

@@ -4,14 +4,17 @@
 //! observation it yields (channel, outcome, evidence identity) and the references it revealed
 //! (document, token, record ids) so that certificates can be checked against what the agent saw.
 
+use crate::observation::{InfoMap, InfoValue, RawJson};
 use crate::payload::{opt_bbox, opt_page, opt_str, PayloadError};
 use ls_core::fixtures::CaseWorld;
 use ls_core::schema::{Case, Document, EmailThread, Token};
-use ls_core::text::{compact_account, identity_tokens, json_decimal, normalize_id, normalize_text, vendor_alias_match};
+use ls_core::text::{
+    compact_account, identity_tokens, json_decimal, normalize_id, normalize_text,
+    vendor_alias_match,
+};
 use ls_core::{ActionName, Channel};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use crate::observation::{InfoMap, InfoValue, RawJson};
 use serde_json::{json, Map, Value};
 
 /// What a tool call produced.
@@ -28,10 +31,17 @@ pub struct ToolOutcome {
 
 impl ToolOutcome {
     fn ok(message: &str) -> Self {
-        Self { message: message.to_owned(), ..Default::default() }
+        Self {
+            message: message.to_owned(),
+            ..Default::default()
+        }
     }
     fn fail(error: String) -> Self {
-        Self { message: error.clone(), error: Some(error), ..Default::default() }
+        Self {
+            message: error.clone(),
+            error: Some(error),
+            ..Default::default()
+        }
     }
     fn set(&mut self, k: &'static str, v: impl Into<InfoValue>) {
         self.fields.insert(k, v);
@@ -51,7 +61,11 @@ pub struct DocSource<'a> {
 impl<'a> DocSource<'a> {
     pub fn get(&self, doc_id: &str) -> Option<&'a Document> {
         let id = doc_id.trim();
-        self.case.documents.iter().chain(self.dynamic.iter()).find(|d| d.doc_id == id)
+        self.case
+            .documents
+            .iter()
+            .chain(self.dynamic.iter())
+            .find(|d| d.doc_id == id)
     }
 }
 
@@ -92,10 +106,21 @@ struct TokenView<'a> {
 
 /// Tokens as returned, each with the text it is shown with.
 fn token_views<'a>(tokens: impl Iterator<Item = (&'a Token, &'a str)>) -> Vec<TokenView<'a>> {
-    tokens.map(|(t, text)| TokenView { token_id: &t.token_id, text, bbox: &t.bbox, page: t.page }).collect()
+    tokens
+        .map(|(t, text)| TokenView {
+            token_id: &t.token_id,
+            text,
+            bbox: &t.bbox,
+            page: t.page,
+        })
+        .collect()
 }
 
-pub fn zoom_or_crop(action: ActionName, docs: &DocSource<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
+pub fn zoom_or_crop(
+    action: ActionName,
+    docs: &DocSource<'_>,
+    payload: &Map<String, Value>,
+) -> Result<ToolOutcome, PayloadError> {
     let doc_id = opt_str(payload, "doc_id")?.unwrap_or_default();
     let page = opt_page(payload, "page")?.unwrap_or(1);
     let bbox = opt_bbox(payload, "bbox")?.unwrap_or([0.0, 0.0, 100.0, 100.0]);
@@ -103,14 +128,30 @@ pub fn zoom_or_crop(action: ActionName, docs: &DocSource<'_>, payload: &Map<Stri
         return Ok(ToolOutcome::fail(format!("unknown doc_id: {doc_id}")));
     };
     let scoped = scope(&doc.accurate_ocr, Some(page), Some(bbox));
-    let texts: Vec<&str> = scoped.iter().map(|t| t.text.as_str()).filter(|t| !t.trim().is_empty()).collect();
+    let texts: Vec<&str> = scoped
+        .iter()
+        .map(|t| t.text.as_str())
+        .filter(|t| !t.trim().is_empty())
+        .collect();
     let mut out;
     if action == ActionName::Zoom {
         out = ToolOutcome::ok("Zoom completed.");
-        out.set("crop_hint", json!(format!("zoomed view for {}", doc.doc_id)));
-        out.set("visual_tokens", json!(doc.visual_tokens.iter().take(20).collect::<Vec<_>>()));
-        out.set("focus_text", json!(texts.iter().take(6).collect::<Vec<_>>()));
-        out.set_ser("focus_tokens", &token_views(scoped.iter().take(6).map(|t| (*t, t.text.as_str()))));
+        out.set(
+            "crop_hint",
+            json!(format!("zoomed view for {}", doc.doc_id)),
+        );
+        out.set(
+            "visual_tokens",
+            json!(doc.visual_tokens.iter().take(20).collect::<Vec<_>>()),
+        );
+        out.set(
+            "focus_text",
+            json!(texts.iter().take(6).collect::<Vec<_>>()),
+        );
+        out.set_ser(
+            "focus_tokens",
+            &token_views(scoped.iter().take(6).map(|t| (*t, t.text.as_str()))),
+        );
     } else {
         out = ToolOutcome::ok("Document crop returned.");
         let hint: Vec<String> = if texts.is_empty() {
@@ -126,20 +167,31 @@ pub fn zoom_or_crop(action: ActionName, docs: &DocSource<'_>, payload: &Map<Stri
     out.set("region_token_count", scoped.len());
     out.revealed_refs.push(doc.doc_id.clone());
     let shown = if action == ActionName::Zoom { 6 } else { 8 };
-    out.revealed_refs.extend(scoped.iter().take(shown).map(|t| t.token_id.clone()));
+    out.revealed_refs
+        .extend(scoped.iter().take(shown).map(|t| t.token_id.clone()));
     Ok(out)
 }
 
-pub fn ocr(docs: &DocSource<'_>, payload: &Map<String, Value>, generator_seed: u64) -> Result<ToolOutcome, PayloadError> {
+pub fn ocr(
+    docs: &DocSource<'_>,
+    payload: &Map<String, Value>,
+    generator_seed: u64,
+) -> Result<ToolOutcome, PayloadError> {
     let doc_id = opt_str(payload, "doc_id")?.unwrap_or_default();
-    let mode = opt_str(payload, "mode")?.map(|m| normalize_text(&m)).unwrap_or_else(|| "fast".to_owned());
+    let mode = opt_str(payload, "mode")?
+        .map(|m| normalize_text(&m))
+        .unwrap_or_else(|| "fast".to_owned());
     let page = opt_page(payload, "page")?;
     let bbox = opt_bbox(payload, "bbox")?;
     let Some(doc) = docs.get(&doc_id) else {
         return Ok(ToolOutcome::fail(format!("unknown doc_id: {doc_id}")));
     };
     let accurate = mode == "accurate";
-    let source = if accurate || doc.noisy_ocr.is_empty() { &doc.accurate_ocr } else { &doc.noisy_ocr };
+    let source = if accurate || doc.noisy_ocr.is_empty() {
+        &doc.accurate_ocr
+    } else {
+        &doc.noisy_ocr
+    };
     let scoped = scope(source, page, bbox);
     // Each returned token: the fixture's token, with its text replaced when fast OCR garbled it
     // (only those few texts are allocated).
@@ -148,7 +200,10 @@ pub fn ocr(docs: &DocSource<'_>, payload: &Map<String, Value>, generator_seed: u
         tokens.extend(scoped.into_iter().map(|t| (t, None)));
     } else {
         // Fast OCR: a further seeded perturbation, reproducible per (doc, page, bbox).
-        let seed_text = format!("{generator_seed}_{}_{:?}_{:?}_{mode}", doc.doc_id, page, bbox);
+        let seed_text = format!(
+            "{generator_seed}_{}_{:?}_{:?}_{mode}",
+            doc.doc_id, page, bbox
+        );
         let mut rng = ChaCha8Rng::seed_from_u64(fnv64(&seed_text));
         for t in scoped {
             if rng.random::<f64>() <= 0.08 {
@@ -171,7 +226,13 @@ pub fn ocr(docs: &DocSource<'_>, payload: &Map<String, Value>, generator_seed: u
                         None
                     };
                     if let Some(r) = replacement {
-                        garbled = Some(t.text.chars().enumerate().map(|(i, ch)| if i == idx { r } else { ch }).collect());
+                        garbled = Some(
+                            t.text
+                                .chars()
+                                .enumerate()
+                                .map(|(i, ch)| if i == idx { r } else { ch })
+                                .collect(),
+                        );
                     }
                 }
             }
@@ -179,7 +240,12 @@ pub fn ocr(docs: &DocSource<'_>, payload: &Map<String, Value>, generator_seed: u
         }
     }
     tokens.truncate(MAX_OCR_TOKENS);
-    let mut preview = tokens.iter().take(200).map(ocr_text).collect::<Vec<_>>().join(" ");
+    let mut preview = tokens
+        .iter()
+        .take(200)
+        .map(ocr_text)
+        .collect::<Vec<_>>()
+        .join(" ");
     // At most 600 characters (a byte length within that needs no count).
     if preview.len() > 600 {
         if let Some((cut, _)) = preview.char_indices().nth(600) {
@@ -189,10 +255,22 @@ pub fn ocr(docs: &DocSource<'_>, payload: &Map<String, Value>, generator_seed: u
     let mut out = ToolOutcome::ok(&format!("Returned {mode} OCR."));
     out.set("doc_id", doc.doc_id.clone());
     out.set("mode", mode);
-    out.set("scope", json!(if bbox.is_some() { "region" } else if page.is_some() { "page" } else { "document" }));
+    out.set(
+        "scope",
+        json!(if bbox.is_some() {
+            "region"
+        } else if page.is_some() {
+            "page"
+        } else {
+            "document"
+        }),
+    );
     out.set("page", json!(page));
     out.set("bbox", json!(bbox));
-    out.set_ser("tokens", &token_views(tokens.iter().map(|e| (e.0, ocr_text(e)))));
+    out.set_ser(
+        "tokens",
+        &token_views(tokens.iter().map(|e| (e.0, ocr_text(e)))),
+    );
     out.set("text_preview", preview);
     out.revealed_refs.push(doc.doc_id.clone());
     // Noisy token ids name their accurate twin (`<id>n`), so reading either grounds both.
@@ -205,12 +283,23 @@ pub fn ocr(docs: &DocSource<'_>, payload: &Map<String, Value>, generator_seed: u
     Ok(out)
 }
 
-pub fn lookup_vendor(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
+pub fn lookup_vendor(
+    world: &CaseWorld<'_>,
+    payload: &Map<String, Value>,
+) -> Result<ToolOutcome, PayloadError> {
     let key = opt_str(payload, "vendor_key")?.unwrap_or_default();
-    Ok(record_result("lookup_vendor", "vendor", world.vendor(&key).map(|v| (v, v.vendor_key.as_str())), format!("vendor not found: {key}")))
+    Ok(record_result(
+        "lookup_vendor",
+        "vendor",
+        world.vendor(&key).map(|v| (v, v.vendor_key.as_str())),
+        format!("vendor not found: {key}"),
+    ))
 }
 
-pub fn lookup_vendor_history(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
+pub fn lookup_vendor_history(
+    world: &CaseWorld<'_>,
+    payload: &Map<String, Value>,
+) -> Result<ToolOutcome, PayloadError> {
     let key = opt_str(payload, "vendor_key")?.unwrap_or_default();
     let canonical = world.vendor(&key);
     let rows: Vec<_> = world
@@ -221,14 +310,23 @@ pub fn lookup_vendor_history(world: &CaseWorld<'_>, payload: &Map<String, Value>
             if let Some(n) = &r.vendor_name {
                 names.push(n);
             }
-            canonical.is_some_and(|v| normalize_id(&v.vendor_key) == normalize_id(&r.vendor_key)) || vendor_alias_match(&key, &names)
+            canonical.is_some_and(|v| normalize_id(&v.vendor_key) == normalize_id(&r.vendor_key))
+                || vendor_alias_match(&key, &names)
         })
         .collect();
     let mut flags = std::collections::BTreeSet::new();
     for r in &rows {
-        let kind = normalize_text(&format!("{} {}", r.change_type, r.event_type.as_deref().unwrap_or("")));
+        let kind = normalize_text(&format!(
+            "{} {}",
+            r.change_type,
+            r.event_type.as_deref().unwrap_or("")
+        ));
         let status = normalize_text(&r.status);
-        if kind.contains("bank") && ["rejected", "failed", "denied"].iter().any(|s| status.contains(s)) {
+        if kind.contains("bank")
+            && ["rejected", "failed", "denied"]
+                .iter()
+                .any(|s| status.contains(s))
+        {
             flags.insert("historical_bank_change_rejected");
         }
         if kind.contains("bank") && status.contains("pending") {
@@ -243,16 +341,27 @@ pub fn lookup_vendor_history(world: &CaseWorld<'_>, payload: &Map<String, Value>
     out.set_ser("history", &rows);
     out.set("derived_flags", json!(flags.iter().collect::<Vec<_>>()));
     out.signals = flags.iter().map(|f| (*f).to_owned()).collect();
-    out.revealed_refs.extend(rows.iter().map(|r| r.change_id.clone()));
+    out.revealed_refs
+        .extend(rows.iter().map(|r| r.change_id.clone()));
     // Only warning flags count as suspicious; a routine approved change is clean history.
-    let obs = if flags.is_empty() { "clean_history" } else { "suspicious_history" };
-    let ident = canonical.map(|v| v.vendor_key.clone()).unwrap_or_else(|| normalize_id(&key));
+    let obs = if flags.is_empty() {
+        "clean_history"
+    } else {
+        "suspicious_history"
+    };
+    let ident = canonical
+        .map(|v| v.vendor_key.clone())
+        .unwrap_or_else(|| normalize_id(&key));
     out.sprt = Some((Channel::LookupVendorHistory, obs, ident));
     Ok(out)
 }
 
 /// `all` is `world.policy_rules` already serialized (once per case).
-pub fn lookup_policy(world: &CaseWorld<'_>, all: &RawJson, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
+pub fn lookup_policy(
+    world: &CaseWorld<'_>,
+    all: &RawJson,
+    payload: &Map<String, Value>,
+) -> Result<ToolOutcome, PayloadError> {
     let mut out = ToolOutcome::ok("lookup_policy completed.");
     match opt_str(payload, "rule_id")? {
         Some(id) if !id.trim().is_empty() => match world.policy(&id) {
@@ -264,7 +373,8 @@ pub fn lookup_policy(world: &CaseWorld<'_>, all: &RawJson, payload: &Map<String,
         },
         _ => {
             out.fields.insert_raw("policies", all.clone());
-            out.revealed_refs.extend(world.policy_rules.iter().map(|p| p.rule_id.clone()));
+            out.revealed_refs
+                .extend(world.policy_rules.iter().map(|p| p.rule_id.clone()));
         }
     }
     Ok(out)
@@ -272,7 +382,12 @@ pub fn lookup_policy(world: &CaseWorld<'_>, all: &RawJson, payload: &Map<String,
 
 /// A master-data lookup: the record under `field` and its id as a revealed reference, or a
 /// failure naming what was not found.
-fn record_result<T: serde::Serialize>(tool: &str, field: &'static str, found: Option<(&T, &str)>, not_found: String) -> ToolOutcome {
+fn record_result<T: serde::Serialize>(
+    tool: &str,
+    field: &'static str,
+    found: Option<(&T, &str)>,
+    not_found: String,
+) -> ToolOutcome {
     match found {
         Some((record, id)) => {
             let mut out = ToolOutcome::ok(&format!("{tool} completed."));
@@ -284,14 +399,30 @@ fn record_result<T: serde::Serialize>(tool: &str, field: &'static str, found: Op
     }
 }
 
-pub fn lookup_po(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
+pub fn lookup_po(
+    world: &CaseWorld<'_>,
+    payload: &Map<String, Value>,
+) -> Result<ToolOutcome, PayloadError> {
     let id = opt_str(payload, "po_id")?.unwrap_or_default();
-    Ok(record_result("lookup_po", "po", world.po(&id).map(|p| (p, p.po_id.as_str())), format!("po not found: {id}")))
+    Ok(record_result(
+        "lookup_po",
+        "po",
+        world.po(&id).map(|p| (p, p.po_id.as_str())),
+        format!("po not found: {id}"),
+    ))
 }
 
-pub fn lookup_receipt(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
+pub fn lookup_receipt(
+    world: &CaseWorld<'_>,
+    payload: &Map<String, Value>,
+) -> Result<ToolOutcome, PayloadError> {
     let id = opt_str(payload, "receipt_id")?.unwrap_or_default();
-    Ok(record_result("lookup_receipt", "receipt", world.receipt(&id).map(|r| (r, r.receipt_id.as_str())), format!("receipt not found: {id}")))
+    Ok(record_result(
+        "lookup_receipt",
+        "receipt",
+        world.receipt(&id).map(|r| (r, r.receipt_id.as_str())),
+        format!("receipt not found: {id}"),
+    ))
 }
 
 /// Amount similarity 1 − |a−b| / max(|a|, |b|, 1).
@@ -300,7 +431,13 @@ pub fn amount_similarity(a: f64, b: f64) -> f64 {
 }
 
 /// Score of one ledger row against a query (vendor must match when given).
-pub fn ledger_match_score(row: &ls_core::LedgerRow, vendor: Option<&str>, invoice: Option<&str>, amount: Option<f64>, world: &CaseWorld<'_>) -> Option<f64> {
+pub fn ledger_match_score(
+    row: &ls_core::LedgerRow,
+    vendor: Option<&str>,
+    invoice: Option<&str>,
+    amount: Option<f64>,
+    world: &CaseWorld<'_>,
+) -> Option<f64> {
     LedgerQuery::new(vendor, invoice, amount, world).score(row)
 }
 
@@ -315,16 +452,31 @@ pub struct LedgerQuery<'a> {
 }
 
 impl<'a> LedgerQuery<'a> {
-    pub fn new(vendor: Option<&'a str>, invoice: Option<&str>, amount: Option<f64>, world: &CaseWorld<'a>) -> Self {
-        let canonical = vendor.and_then(|v| world.vendor(v)).map(|x| x.vendor_key.as_str());
-        Self { vendor: vendor.map(ls_core::text::VendorAlias::new), canonical, invoice: invoice.map(normalize_id).filter(|s| !s.is_empty()), amount }
+    pub fn new(
+        vendor: Option<&'a str>,
+        invoice: Option<&str>,
+        amount: Option<f64>,
+        world: &CaseWorld<'a>,
+    ) -> Self {
+        let canonical = vendor
+            .and_then(|v| world.vendor(v))
+            .map(|x| x.vendor_key.as_str());
+        Self {
+            vendor: vendor.map(ls_core::text::VendorAlias::new),
+            canonical,
+            invoice: invoice.map(normalize_id).filter(|s| !s.is_empty()),
+            amount,
+        }
     }
 
     /// The row's match score, `None` when it does not match.
     pub fn score(&self, row: &ls_core::LedgerRow) -> Option<f64> {
         let mut score = 0.0;
         if let Some(v) = &self.vendor {
-            let same = self.canonical.is_some_and(|c| ls_core::text::id_eq(c, &row.vendor_key)) || v.matches(&[row.vendor_key.as_str(), row.vendor_name.as_str()]);
+            let same = self
+                .canonical
+                .is_some_and(|c| ls_core::text::id_eq(c, &row.vendor_key))
+                || v.matches(&[row.vendor_key.as_str(), row.vendor_name.as_str()]);
             if !same {
                 return None;
             }
@@ -361,7 +513,10 @@ impl<'a> LedgerQuery<'a> {
     }
 }
 
-pub fn search_ledger(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
+pub fn search_ledger(
+    world: &CaseWorld<'_>,
+    payload: &Map<String, Value>,
+) -> Result<ToolOutcome, PayloadError> {
     let vendor = opt_str(payload, "vendor_key")?.filter(|s| !s.trim().is_empty());
     let invoice = opt_str(payload, "invoice_number")?.filter(|s| !s.trim().is_empty());
     let amount = match ls_core::json_field(payload, "amount") {
@@ -373,8 +528,15 @@ pub fn search_ledger(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Res
         ),
     };
     let query = LedgerQuery::new(vendor.as_deref(), invoice.as_deref(), amount, world);
-    let mut hits: Vec<(f64, &ls_core::LedgerRow)> = world.ledger_index.iter().filter_map(|row| query.score(row).map(|s| (s, row))).collect();
-    hits.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.ledger_id.cmp(&b.1.ledger_id)));
+    let mut hits: Vec<(f64, &ls_core::LedgerRow)> = world
+        .ledger_index
+        .iter()
+        .filter_map(|row| query.score(row).map(|s| (s, row)))
+        .collect();
+    hits.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| a.1.ledger_id.cmp(&b.1.ledger_id))
+    });
     let exact = hits.iter().filter(|h| h.0 >= 0.8).count();
     let near = hits.iter().filter(|h| h.0 < 0.8).count();
     let mut out = ToolOutcome::ok("search_ledger completed.");
@@ -385,8 +547,16 @@ pub fn search_ledger(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Res
         row: &'a ls_core::LedgerRow,
         match_score: f64,
     }
-    let shown: Vec<Hit<'_>> = hits.iter().take(10).map(|(s, r)| Hit { row: r, match_score: ls_core::text::round_to(*s, 4) }).collect();
-    out.revealed_refs.extend(hits.iter().take(10).map(|h| h.1.ledger_id.clone()));
+    let shown: Vec<Hit<'_>> = hits
+        .iter()
+        .take(10)
+        .map(|(s, r)| Hit {
+            row: r,
+            match_score: ls_core::text::round_to(*s, 4),
+        })
+        .collect();
+    out.revealed_refs
+        .extend(hits.iter().take(10).map(|h| h.1.ledger_id.clone()));
     out.set_ser("hits", &shown);
     out.set("count", hits.len());
     out.set("exact_duplicate_count", exact);
@@ -395,14 +565,31 @@ pub fn search_ledger(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Res
     if !hits.is_empty() {
         out.signals.push("duplicate_near_match".to_owned());
     }
-    let obs = if hits.is_empty() { "no_duplicate" } else { "duplicate_found" };
-    let ident = format!("{}|{}|{}", vendor.as_deref().map(normalize_id).unwrap_or_default(), invoice.as_deref().map(normalize_id).unwrap_or_default(), amount.map(|a| format!("{a:.2}")).unwrap_or_default());
+    let obs = if hits.is_empty() {
+        "no_duplicate"
+    } else {
+        "duplicate_found"
+    };
+    let ident = format!(
+        "{}|{}|{}",
+        vendor.as_deref().map(normalize_id).unwrap_or_default(),
+        invoice.as_deref().map(normalize_id).unwrap_or_default(),
+        amount.map(|a| format!("{a:.2}")).unwrap_or_default()
+    );
     out.sprt = Some((Channel::SearchLedger, obs, ident));
     Ok(out)
 }
 
 const URGENCY: [&str; 5] = ["urgent", "asap", "immediately", "today", "right away"];
-const CALLBACK_DISCOURAGED: [&str; 7] = ["skip callback", "skip the callback", "do not call", "don't call", "do not verify", "no need to call", "do not phone"];
+const CALLBACK_DISCOURAGED: [&str; 7] = [
+    "skip callback",
+    "skip the callback",
+    "do not call",
+    "don't call",
+    "do not verify",
+    "no need to call",
+    "do not phone",
+];
 const POLICY_OVERRIDE: [&str; 14] = [
     "skip callback",
     "skip the callback",
@@ -447,8 +634,27 @@ fn contains_any(text: &str, phrases: &[&str]) -> bool {
 /// Bank / remittance change language: an account noun with a change verb, unless the message
 /// says explicitly that nothing changes.
 fn bank_change_language(body: &str) -> bool {
-    let noun = ["bank", "remittance", "account details", "beneficiary", "banking partner", "iban"].iter().any(|w| body.contains(w));
-    let verb = ["change", "update", "override", "switch", "new account", "new banking", "redirect"].iter().any(|w| body.contains(w));
+    let noun = [
+        "bank",
+        "remittance",
+        "account details",
+        "beneficiary",
+        "banking partner",
+        "iban",
+    ]
+    .iter()
+    .any(|w| body.contains(w));
+    let verb = [
+        "change",
+        "update",
+        "override",
+        "switch",
+        "new account",
+        "new banking",
+        "redirect",
+    ]
+    .iter()
+    .any(|w| body.contains(w));
     noun && verb && !contains_any(body, &NO_CHANGE_PHRASES)
 }
 
@@ -462,51 +668,88 @@ fn domain_of(sender: &str) -> String {
 }
 
 /// Inspect an email thread: sender profile, request detectors and the signals they raise.
-pub fn inspect_email_thread(world: &CaseWorld<'_>, docs: &DocSource<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
+pub fn inspect_email_thread(
+    world: &CaseWorld<'_>,
+    docs: &DocSource<'_>,
+    payload: &Map<String, Value>,
+) -> Result<ToolOutcome, PayloadError> {
     let id = opt_str(payload, "thread_id")?.unwrap_or_default();
     let id = id.trim();
-    let (thread, derived): (EmailThread, bool) = if let Some(t) = docs.get(id).and_then(|d| d.thread_data.clone()) {
-        (t, false)
-    } else if let Some(t) = world.thread(id) {
-        (t.clone(), false)
-    } else if let Some(d) = docs.get(id).filter(|d| matches!(d.doc_type.as_str(), "email" | "internal_message" | "system_alert")) {
-        let mut t = EmailThread { thread_id: d.doc_id.clone(), ..Default::default() };
-        let mut body = Vec::new();
-        for tok in &d.accurate_ocr {
-            let line = tok.text.trim();
-            let lower = line.to_ascii_lowercase();
-            if let Some(v) = lower.strip_prefix("from:") {
-                t.sender = line[line.len() - v.len()..].trim().to_owned();
-            } else if lower.starts_with("subject:") {
-                t.subject = line[8..].trim().to_owned();
-            } else {
-                body.push(line.to_owned());
+    let (thread, derived): (EmailThread, bool) =
+        if let Some(t) = docs.get(id).and_then(|d| d.thread_data.clone()) {
+            (t, false)
+        } else if let Some(t) = world.thread(id) {
+            (t.clone(), false)
+        } else if let Some(d) = docs.get(id).filter(|d| {
+            matches!(
+                d.doc_type.as_str(),
+                "email" | "internal_message" | "system_alert"
+            )
+        }) {
+            let mut t = EmailThread {
+                thread_id: d.doc_id.clone(),
+                ..Default::default()
+            };
+            let mut body = Vec::new();
+            for tok in &d.accurate_ocr {
+                let line = tok.text.trim();
+                let lower = line.to_ascii_lowercase();
+                if let Some(v) = lower.strip_prefix("from:") {
+                    t.sender = line[line.len() - v.len()..].trim().to_owned();
+                } else if lower.starts_with("subject:") {
+                    t.subject = line[8..].trim().to_owned();
+                } else {
+                    body.push(line.to_owned());
+                }
             }
-        }
-        t.body = body.join("\n");
-        (t, true)
+            t.body = body.join("\n");
+            (t, true)
+        } else {
+            return Ok(ToolOutcome::fail(format!("thread not found: {id}")));
+        };
+    let body_raw = if thread.body.is_empty() {
+        thread.messages.join("\n")
     } else {
-        return Ok(ToolOutcome::fail(format!("thread not found: {id}")));
+        thread.body.clone()
     };
-    let body_raw = if thread.body.is_empty() { thread.messages.join("\n") } else { thread.body.clone() };
     let body = normalize_text(&body_raw);
     let subject = normalize_text(&thread.subject);
-    let sender = if thread.sender.is_empty() { thread.from_address.clone() } else { thread.sender.clone() };
+    let sender = if thread.sender.is_empty() {
+        thread.from_address.clone()
+    } else {
+        thread.sender.clone()
+    };
     let from_domain = domain_of(&sender);
 
     // Expected domains: the thread's own, else the vendor master's approved domains (vendor from
     // the thread's key, else the case's first invoice).
-    let mut expected: Vec<String> = [thread.expected_domain.as_str(), thread.vendor_domain.as_str()]
-        .iter()
-        .filter(|d| !d.is_empty())
-        .map(|d| normalize_text(d))
-        .collect();
+    let mut expected: Vec<String> = [
+        thread.expected_domain.as_str(),
+        thread.vendor_domain.as_str(),
+    ]
+    .iter()
+    .filter(|d| !d.is_empty())
+    .map(|d| normalize_text(d))
+    .collect();
     let vendor = world.vendor(&thread.vendor_key).or_else(|| {
-        docs.case.invoices().next().and_then(|inv| inv.accurate_ocr.first()).and_then(|t| {
-            world.vendor(&t.text).or_else(|| {
-                world.vendors.iter().find(|v| vendor_alias_match(&t.text, &[v.vendor_name.as_str(), v.canonical_name.as_str(), v.vendor_key.as_str()]))
+        docs.case
+            .invoices()
+            .next()
+            .and_then(|inv| inv.accurate_ocr.first())
+            .and_then(|t| {
+                world.vendor(&t.text).or_else(|| {
+                    world.vendors.iter().find(|v| {
+                        vendor_alias_match(
+                            &t.text,
+                            &[
+                                v.vendor_name.as_str(),
+                                v.canonical_name.as_str(),
+                                v.vendor_key.as_str(),
+                            ],
+                        )
+                    })
+                })
             })
-        })
     });
     if expected.is_empty() {
         if let Some(v) = vendor {
@@ -516,13 +759,18 @@ pub fn inspect_email_thread(world: &CaseWorld<'_>, docs: &DocSource<'_>, payload
     let alignment = if from_domain.is_empty() {
         "aligned"
     } else if !expected.is_empty() {
-        if expected.iter().any(|e| from_domain == *e || from_domain.ends_with(&format!(".{e}"))) {
+        if expected
+            .iter()
+            .any(|e| from_domain == *e || from_domain.ends_with(&format!(".{e}")))
+        {
             "aligned"
         } else {
             "mismatch"
         }
     } else {
-        let vendor_tokens = vendor.map(|v| identity_tokens(&v.vendor_name)).unwrap_or_default();
+        let vendor_tokens = vendor
+            .map(|v| identity_tokens(&v.vendor_name))
+            .unwrap_or_default();
         let domain_tokens = identity_tokens(&from_domain.replace(['.', '-'], " "));
         if vendor_tokens.is_empty() || vendor_tokens.intersection(&domain_tokens).next().is_some() {
             "aligned"
@@ -535,7 +783,8 @@ pub fn inspect_email_thread(world: &CaseWorld<'_>, docs: &DocSource<'_>, payload
     let bank_change = bank_change_language(&body) || bank_change_language(&subject);
     let callback_discouraged = contains_any(&body, &CALLBACK_DISCOURAGED);
     let policy_override = contains_any(&body, &POLICY_OVERRIDE);
-    let prompt_injection = contains_any(&body, &PROMPT_INJECTION) || contains_any(&subject, &PROMPT_INJECTION);
+    let prompt_injection =
+        contains_any(&body, &PROMPT_INJECTION) || contains_any(&subject, &PROMPT_INJECTION);
     let instruction_override = policy_override || prompt_injection;
     let mismatch = alignment == "mismatch";
 
@@ -543,7 +792,9 @@ pub fn inspect_email_thread(world: &CaseWorld<'_>, docs: &DocSource<'_>, payload
     if mismatch {
         signals.push("sender_domain_spoof");
     }
-    if bank_change && (mismatch || callback_discouraged || policy_override || urgency || prompt_injection) {
+    if bank_change
+        && (mismatch || callback_discouraged || policy_override || urgency || prompt_injection)
+    {
         signals.push("bank_override_attempt");
     }
     if urgency {
@@ -561,17 +812,37 @@ pub fn inspect_email_thread(world: &CaseWorld<'_>, docs: &DocSource<'_>, payload
     let mut directives = Vec::new();
     for (on, text) in [
         (urgency, "The sender pushes for immediate payment."),
-        (bank_change, "The message asks to change remittance or bank details."),
-        (callback_discouraged, "The message discourages verifying the request by phone."),
-        (policy_override, "The message asks to bypass or override the normal approval workflow."),
-        (prompt_injection, "The message contains instructions aimed at an automated agent."),
+        (
+            bank_change,
+            "The message asks to change remittance or bank details.",
+        ),
+        (
+            callback_discouraged,
+            "The message discourages verifying the request by phone.",
+        ),
+        (
+            policy_override,
+            "The message asks to bypass or override the normal approval workflow.",
+        ),
+        (
+            prompt_injection,
+            "The message contains instructions aimed at an automated agent.",
+        ),
     ] {
         if on {
             directives.push(text);
         }
     }
-    let message_count = body_raw.lines().filter(|l| !l.trim().is_empty()).count().max(1);
-    let mut out = ToolOutcome::ok(if derived { "Email thread inspection derived from document OCR." } else { "Email thread inspection complete." });
+    let message_count = body_raw
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count()
+        .max(1);
+    let mut out = ToolOutcome::ok(if derived {
+        "Email thread inspection derived from document OCR."
+    } else {
+        "Email thread inspection complete."
+    });
     #[derive(serde::Serialize)]
     struct SenderProfile<'a> {
         from_domain: &'a str,
@@ -608,7 +879,11 @@ pub fn inspect_email_thread(world: &CaseWorld<'_>, docs: &DocSource<'_>, payload
             subject: &thread.subject,
             body: &body_raw,
             message_count,
-            sender_profile: SenderProfile { from_domain: &from_domain, expected_domain: expected.first().map_or("", String::as_str), domain_alignment: alignment },
+            sender_profile: SenderProfile {
+                from_domain: &from_domain,
+                expected_domain: expected.first().map_or("", String::as_str),
+                domain_alignment: alignment,
+            },
             request_signals: RequestSignals {
                 urgency_language: urgency,
                 bank_change_language: bank_change,
@@ -624,14 +899,23 @@ pub fn inspect_email_thread(world: &CaseWorld<'_>, docs: &DocSource<'_>, payload
     out.revealed_refs.push(thread.thread_id.clone());
     if let Some(d) = docs.get(id) {
         out.revealed_refs.push(d.doc_id.clone());
-        out.revealed_refs.extend(d.accurate_ocr.iter().map(|t| t.token_id.clone()));
+        out.revealed_refs
+            .extend(d.accurate_ocr.iter().map(|t| t.token_id.clone()));
     }
-    let obs = if mismatch || callback_discouraged || policy_override || urgency || prompt_injection { "domain_spoof_detected" } else { "domain_clean" };
+    let obs = if mismatch || callback_discouraged || policy_override || urgency || prompt_injection
+    {
+        "domain_spoof_detected"
+    } else {
+        "domain_clean"
+    };
     out.sprt = Some((Channel::InspectEmailThread, obs, thread.thread_id.clone()));
     Ok(out)
 }
 
-pub fn compare_bank_account(world: &CaseWorld<'_>, payload: &Map<String, Value>) -> Result<ToolOutcome, PayloadError> {
+pub fn compare_bank_account(
+    world: &CaseWorld<'_>,
+    payload: &Map<String, Value>,
+) -> Result<ToolOutcome, PayloadError> {
     let key = opt_str(payload, "vendor_key")?.unwrap_or_default();
     let proposed = opt_str(payload, "proposed_bank_account")?;
     let Some(v) = world.vendor(&key) else {
@@ -640,22 +924,43 @@ pub fn compare_bank_account(world: &CaseWorld<'_>, payload: &Map<String, Value>)
     let approved = if !v.bank_account.is_empty() {
         v.bank_account.clone()
     } else {
-        v.approved_bank_account.clone().or_else(|| v.allowed_bank_accounts.first().cloned()).unwrap_or_default()
+        v.approved_bank_account
+            .clone()
+            .or_else(|| v.allowed_bank_accounts.first().cloned())
+            .unwrap_or_default()
     };
     let proposed_c = proposed.as_deref().map(compact_account).unwrap_or_default();
     let matched = !proposed_c.is_empty()
-        && (compact_account(&approved) == proposed_c || v.allowed_bank_accounts.iter().any(|a| compact_account(a) == proposed_c));
-    let mut out = ToolOutcome::ok(if matched { "Bank account matches vendor master." } else { "Bank account does not match vendor master." });
+        && (compact_account(&approved) == proposed_c
+            || v.allowed_bank_accounts
+                .iter()
+                .any(|a| compact_account(a) == proposed_c));
+    let mut out = ToolOutcome::ok(if matched {
+        "Bank account matches vendor master."
+    } else {
+        "Bank account does not match vendor master."
+    });
     out.set("vendor_key", v.vendor_key.clone());
     out.set("approved_bank_account", approved);
     out.set("proposed_bank_account", json!(proposed));
     out.set("matched", matched);
-    out.set("comparison_summary", json!(if matched { "matched_master_data" } else { "mismatch_to_master_data" }));
+    out.set(
+        "comparison_summary",
+        json!(if matched {
+            "matched_master_data"
+        } else {
+            "mismatch_to_master_data"
+        }),
+    );
     if !matched {
         out.signals.push("bank_account_mismatch".to_owned());
     }
     out.revealed_refs.push(v.vendor_key.clone());
-    out.sprt = Some((Channel::CompareBankAccount, if matched { "match" } else { "mismatch" }, format!("{}|{}", v.vendor_key, proposed_c)));
+    out.sprt = Some((
+        Channel::CompareBankAccount,
+        if matched { "match" } else { "mismatch" },
+        format!("{}|{}", v.vendor_key, proposed_c),
+    ));
     Ok(out)
 }
 
@@ -671,15 +976,29 @@ mod tests {
         let mut case = FixtureSet::embedded().expect("fixtures").cases.remove(0);
         let doc_id = case.documents[0].doc_id.clone();
         for (words, text) in [(3, "€uro"), (300, "Zahlung€"), (300, "ok")] {
-            let tokens: Vec<Token> = (0..words).map(|i| Token { token_id: format!("t{i}"), text: text.to_owned(), bbox: [0.0, 0.0, 1.0, 1.0], page: 1 }).collect();
+            let tokens: Vec<Token> = (0..words)
+                .map(|i| Token {
+                    token_id: format!("t{i}"),
+                    text: text.to_owned(),
+                    bbox: [0.0, 0.0, 1.0, 1.0],
+                    page: 1,
+                })
+                .collect();
             case.documents[0].accurate_ocr = tokens;
-            let docs = DocSource { case: &case, dynamic: &[] };
+            let docs = DocSource {
+                case: &case,
+                dynamic: &[],
+            };
             let payload = json!({"doc_id": doc_id, "mode": "accurate"});
             let out = ocr(&docs, payload.as_object().unwrap(), 7).expect("valid payload");
             let preview = out.fields.value("text_preview");
             let full = vec![text; words.min(200)].join(" ");
             let expected: String = full.chars().take(600).collect();
-            assert_eq!(preview.as_str(), Some(expected.as_str()), "{words} × {text}");
+            assert_eq!(
+                preview.as_str(),
+                Some(expected.as_str()),
+                "{words} × {text}"
+            );
             assert!(expected.chars().count() <= 600);
         }
     }

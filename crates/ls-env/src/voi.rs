@@ -16,10 +16,18 @@ const N: usize = Hypothesis::COUNT;
 
 /// U(decision, hypothesis); rows in [`Decision::ALL`] order, columns in hypothesis order.
 pub const UTILITY: [[f64; N]; 4] = [
-    [1.0, -1.0, -0.7, -1.0, -1.0, -1.0, -1.0, -0.9, -1.0, -1.0, -0.8, -0.6],
-    [0.25, 0.5, 0.9, 0.45, 0.45, 0.4, 0.4, 0.55, 0.35, 0.35, 0.85, 0.8],
-    [0.35, 0.65, 0.8, 0.65, 0.6, 0.55, 0.65, 0.6, 0.7, 0.72, 0.78, 0.84],
-    [-0.6, 1.0, 0.6, 1.0, 1.0, 1.0, 1.0, 0.95, 1.0, 1.0, 0.55, 0.45],
+    [
+        1.0, -1.0, -0.7, -1.0, -1.0, -1.0, -1.0, -0.9, -1.0, -1.0, -0.8, -0.6,
+    ],
+    [
+        0.25, 0.5, 0.9, 0.45, 0.45, 0.4, 0.4, 0.55, 0.35, 0.35, 0.85, 0.8,
+    ],
+    [
+        0.35, 0.65, 0.8, 0.65, 0.6, 0.55, 0.65, 0.6, 0.7, 0.72, 0.78, 0.84,
+    ],
+    [
+        -0.6, 1.0, 0.6, 1.0, 1.0, 1.0, 1.0, 0.95, 1.0, 1.0, 0.55, 0.45,
+    ],
 ];
 
 /// Best expected utility and its decision under a belief (first decision wins ties).
@@ -36,19 +44,28 @@ pub fn best_decision(post: &[f64; N]) -> (Decision, f64) {
 
 /// Gross value of one more observation on the action's channel (0 for table-less actions).
 pub fn gross_voi(action: ActionName, sprt: &Sprt) -> f64 {
-    let Some(channel) = action.channel() else { return 0.0 };
+    let Some(channel) = action.channel() else {
+        return 0.0;
+    };
     if sprt.observed_channels.contains(&channel) {
         return 0.0;
     }
     let post = sprt.posterior();
     let (_, u0) = best_decision(&post);
     let rows = table(channel);
-    let probs: Vec<f64> = rows.iter().map(|r| r.likelihood.iter().zip(&post).map(|(l, p)| l * p).sum()).collect();
+    let probs: Vec<f64> = rows
+        .iter()
+        .map(|r| r.likelihood.iter().zip(&post).map(|(l, p)| l * p).sum())
+        .collect();
     let z: f64 = probs.iter().sum();
     if z <= 0.0 {
         return 0.0;
     }
-    let expected: f64 = rows.iter().zip(&probs).map(|(r, p)| (p / z) * best_decision(&sprt.posterior_after(r)).1).sum();
+    let expected: f64 = rows
+        .iter()
+        .zip(&probs)
+        .map(|(r, p)| (p / z) * best_decision(&sprt.posterior_after(r)).1)
+        .sum();
     (expected - u0).max(0.0)
 }
 
@@ -95,10 +112,19 @@ pub fn rank_tools(sprt: &Sprt, budget_remaining: Decimal) -> ToolRankings {
     let mut rankings = BTreeMap::new();
     let mut best: Option<(&'static str, f64, f64)> = None;
     let mut best_gross = 0.0f64;
-    for a in ActionName::ALL.into_iter().filter(|a| *a != ActionName::SubmitDecision) {
+    for a in ActionName::ALL
+        .into_iter()
+        .filter(|a| *a != ActionName::SubmitDecision)
+    {
         let cost = ls_core::text::decimal_to_f64(a.base_cost());
         let entry = if cost > budget + 1e-9 {
-            RankingEntry { channel: a.channel().map(|c| c.as_str()), voi: r4(-cost), cost, voi_cost_ratio: 0.0, affordable: false }
+            RankingEntry {
+                channel: a.channel().map(|c| c.as_str()),
+                voi: r4(-cost),
+                cost,
+                voi_cost_ratio: 0.0,
+                affordable: false,
+            }
         } else {
             let gross = gross_voi(a, sprt);
             best_gross = best_gross.max(gross);
@@ -107,7 +133,13 @@ pub fn rank_tools(sprt: &Sprt, budget_remaining: Decimal) -> ToolRankings {
             if best.is_none_or(|(_, _, r)| ratio > r + 1e-12) {
                 best = Some((a.as_str(), voi, ratio));
             }
-            RankingEntry { channel: a.channel().map(|c| c.as_str()), voi: r4(voi), cost, voi_cost_ratio: r4(ratio), affordable: true }
+            RankingEntry {
+                channel: a.channel().map(|c| c.as_str()),
+                voi: r4(voi),
+                cost,
+                voi_cost_ratio: r4(ratio),
+                affordable: true,
+            }
         };
         rankings.insert(a.as_str(), entry);
     }
@@ -115,9 +147,16 @@ pub fn rank_tools(sprt: &Sprt, budget_remaining: Decimal) -> ToolRankings {
     // Myopic VoI understates a sequence of observations, so low VoI alone stops only once the
     // belief is already concentrated.
     let confident = sprt.posterior().iter().cloned().fold(0.0, f64::max) >= CONFIDENT_POSTERIOR;
-    let should_stop = sprt.accepted().is_some() || budget <= min_cost || (confident && best_gross < min_cost);
+    let should_stop =
+        sprt.accepted().is_some() || budget <= min_cost || (confident && best_gross < min_cost);
     let (tool, voi, ratio) = best.unwrap_or(("submit_decision", 0.0, 0.0));
-    ToolRankings { recommended_tool: tool, voi: r4(voi), voi_cost_ratio: r4(ratio), should_stop, rankings }
+    ToolRankings {
+        recommended_tool: tool,
+        voi: r4(voi),
+        voi_cost_ratio: r4(ratio),
+        should_stop,
+        rankings,
+    }
 }
 
 #[cfg(test)]
@@ -132,8 +171,16 @@ mod tests {
             assert!(gross_voi(a, &s) >= 0.0);
         }
         let before = gross_voi(ActionName::RequestCallbackVerification, &s);
-        assert!(before > 0.05, "callback is informative at the uniform prior: {before}");
-        s.observe(Channel::CallbackVerificationResult, "callback_clean", "cb", "request_callback_verification");
+        assert!(
+            before > 0.05,
+            "callback is informative at the uniform prior: {before}"
+        );
+        s.observe(
+            Channel::CallbackVerificationResult,
+            "callback_clean",
+            "cb",
+            "request_callback_verification",
+        );
         assert_eq!(gross_voi(ActionName::RequestCallbackVerification, &s), 0.0);
     }
 
@@ -144,9 +191,18 @@ mod tests {
         assert_eq!(r.rankings.len(), 20);
         let cb = &r.rankings["request_callback_verification"];
         let zoom = &r.rankings["zoom"];
-        assert!(cb.voi + cb.cost > zoom.voi + zoom.cost, "callback carries information, zoom none");
-        assert!(r.rankings["compare_bank_account"].voi > r.rankings["request_callback_verification"].voi);
-        assert!(!r.should_stop, "at the uniform prior more evidence is worth its price");
+        assert!(
+            cb.voi + cb.cost > zoom.voi + zoom.cost,
+            "callback carries information, zoom none"
+        );
+        assert!(
+            r.rankings["compare_bank_account"].voi
+                > r.rankings["request_callback_verification"].voi
+        );
+        assert!(
+            !r.should_stop,
+            "at the uniform prior more evidence is worth its price"
+        );
     }
 
     #[test]

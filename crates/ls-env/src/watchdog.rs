@@ -23,7 +23,12 @@ const EPS: f64 = 1e-9;
 pub fn simplex_eq(c: &[f64], a: &[Vec<f64>], b: &[f64]) -> Option<Vec<f64>> {
     let m = a.len();
     let n = c.len();
-    if b.len() != m || a.iter().any(|r| r.len() != n) || b.iter().any(|v| *v < -EPS || !v.is_finite()) || m > 64 || n > 256 {
+    if b.len() != m
+        || a.iter().any(|r| r.len() != n)
+        || b.iter().any(|v| *v < -EPS || !v.is_finite())
+        || m > 64
+        || n > 256
+    {
         return None;
     }
     let cols = n + m + 1;
@@ -111,13 +116,17 @@ fn pivot(t: &mut [Vec<f64>], obj: &mut [f64], r: usize, c: usize) {
 fn run(t: &mut [Vec<f64>], obj: &mut [f64], basis: &mut [usize], allowed: usize) -> bool {
     let rhs = obj.len() - 1;
     for _ in 0..1000 {
-        let Some(e) = (0..allowed).find(|&j| obj[j] < -EPS) else { return true };
+        let Some(e) = (0..allowed).find(|&j| obj[j] < -EPS) else {
+            return true;
+        };
         let mut best: Option<(usize, f64)> = None;
         for (i, row) in t.iter().enumerate() {
             if row[e] > EPS {
                 let ratio = row[rhs] / row[e];
                 match best {
-                    Some((bi, br)) if ratio > br + EPS || ((ratio - br).abs() <= EPS && basis[i] > basis[bi]) => {}
+                    Some((bi, br))
+                        if ratio > br + EPS
+                            || ((ratio - br).abs() <= EPS && basis[i] > basis[bi]) => {}
                     _ => best = Some((i, ratio)),
                 }
             }
@@ -135,7 +144,11 @@ fn run(t: &mut [Vec<f64>], obj: &mut [f64], basis: &mut [usize], allowed: usize)
 pub fn solve_sse(leader: &[Vec<f64>], follower: &[Vec<f64>]) -> Option<(Vec<f64>, usize, f64)> {
     let l = leader.len();
     let f = leader.first()?.len();
-    if l == 0 || f == 0 || follower.len() != l || follower.iter().chain(leader).any(|r| r.len() != f) {
+    if l == 0
+        || f == 0
+        || follower.len() != l
+        || follower.iter().chain(leader).any(|r| r.len() != f)
+    {
         return None;
     }
     let mut best: Option<(Vec<f64>, usize, f64)> = None;
@@ -179,7 +192,11 @@ pub const FOLLOWER_ACTIONS: [&str; 4] = ["pay", "hold", "needs_review", "escalat
 /// Payoff tables as expectations over the observable risk belief `p_risky`; the cost of a risky
 /// payment grows with the invoice value.
 pub fn payoff_tables(p_risky: f64, invoice_total: f64) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
-    let p = if p_risky.is_finite() { p_risky.clamp(0.0, 1.0) } else { 0.5 };
+    let p = if p_risky.is_finite() {
+        p_risky.clamp(0.0, 1.0)
+    } else {
+        0.5
+    };
     let v = (0.75 + (invoice_total.max(1.0) / 10_000.0).ln_1p() * 0.25).clamp(0.75, 1.6);
     let mix = |risky: f64, clean: f64| p * risky + (1.0 - p) * clean;
     // Analyst (follower): pay, hold, needs_review, escalate.
@@ -190,9 +207,24 @@ pub fn payoff_tables(p_risky: f64, invoice_total: f64) -> (Vec<Vec<f64>>, Vec<Ve
     ];
     // Watchdog (leader).
     let watchdog = vec![
-        vec![mix(-v, 0.6), mix(0.5, 0.1), mix(0.45, 0.15), mix(0.75, -0.2)],
-        vec![mix(-0.9 * v, 0.55), mix(0.4, 0.1), mix(0.5, 0.15), mix(0.8, -0.15)],
-        vec![mix(-0.8 * v, 0.5), mix(0.55, 0.1), mix(0.5, 0.12), mix(0.7, -0.15)],
+        vec![
+            mix(-v, 0.6),
+            mix(0.5, 0.1),
+            mix(0.45, 0.15),
+            mix(0.75, -0.2),
+        ],
+        vec![
+            mix(-0.9 * v, 0.55),
+            mix(0.4, 0.1),
+            mix(0.5, 0.15),
+            mix(0.8, -0.15),
+        ],
+        vec![
+            mix(-0.8 * v, 0.5),
+            mix(0.55, 0.1),
+            mix(0.5, 0.12),
+            mix(0.7, -0.15),
+        ],
     ];
     (watchdog, analyst)
 }
@@ -243,14 +275,28 @@ fn solve_audit_strategy(p_risky: f64, invoice_total: f64) -> AuditStrategy {
     let (leader, follower) = payoff_tables(p_risky, invoice_total);
     let (mix, resp, value) = solve_sse(&leader, &follower).unwrap_or((vec![1.0 / 3.0; 3], 3, 0.0));
     let p = |i: usize| mix.get(i).copied().unwrap_or(0.0);
-    let probs: BTreeMap<&'static str, f64> = LEADER_ACTIONS.iter().enumerate().map(|(i, a)| (*a, r4(p(i)))).collect();
-    let focus: BTreeMap<&'static str, f64> = [("bank_change", p(0) + 0.2), ("identity", p(1) + 0.2), ("duplicate", p(2) + 0.2)].into_iter().map(|(k, v)| (k, r4(v))).collect();
+    let probs: BTreeMap<&'static str, f64> = LEADER_ACTIONS
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (*a, r4(p(i))))
+        .collect();
+    let focus: BTreeMap<&'static str, f64> = [
+        ("bank_change", p(0) + 0.2),
+        ("identity", p(1) + 0.2),
+        ("duplicate", p(2) + 0.2),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k, r4(v)))
+    .collect();
     AuditStrategy {
         method: "strong_stackelberg_multiple_lps",
         p_risky: r4(p_risky),
         audit_probabilities: probs,
         focus_weights: focus,
-        anticipated_analyst_response: FOLLOWER_ACTIONS.get(resp).copied().unwrap_or("escalate_fraud"),
+        anticipated_analyst_response: FOLLOWER_ACTIONS
+            .get(resp)
+            .copied()
+            .unwrap_or("escalate_fraud"),
         leader_value: r4(value),
         veto_threshold: r4(0.55 + 0.25 * p(0)),
         expected_false_positive_rate: r4((0.25 - 0.1 * p(1)).max(0.05)),
@@ -274,7 +320,14 @@ fn signal_weight(s: &str) -> f64 {
     }
 }
 
-const HIGH_RISK: [&str; 6] = ["bank_override_attempt", "vendor_account_takeover_suspected", "callback_verification_failed", "callback_dispute_confirmed", "sender_domain_spoof", "policy_bypass_attempt"];
+const HIGH_RISK: [&str; 6] = [
+    "bank_override_attempt",
+    "vendor_account_takeover_suspected",
+    "callback_verification_failed",
+    "callback_dispute_confirmed",
+    "sender_domain_spoof",
+    "policy_bypass_attempt",
+];
 
 /// Watchdog state of one episode.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -306,7 +359,15 @@ pub struct WatchdogVerdict {
 
 impl Watchdog {
     pub fn new(p_risky: f64, invoice_total: f64) -> Self {
-        Self { suspicion: 0.0, strategy: audit_strategy(p_risky, invoice_total), veto_count: 0, escalation_count: 0, warning_count: 0, approval_count: 0, steps_observed: 0 }
+        Self {
+            suspicion: 0.0,
+            strategy: audit_strategy(p_risky, invoice_total),
+            veto_count: 0,
+            escalation_count: 0,
+            warning_count: 0,
+            approval_count: 0,
+            steps_observed: 0,
+        }
     }
 
     /// Re-solve the audit game for an updated belief.
@@ -316,7 +377,12 @@ impl Watchdog {
 
     /// Suspicion update for one valid step (what the watchdog sees: the action, visible risk
     /// signals and pending events; never the analyst's confidence).
-    pub fn observe(&mut self, action: ActionName, observed_signals: &[String], pending_events: usize) {
+    pub fn observe(
+        &mut self,
+        action: ActionName,
+        observed_signals: &[String],
+        pending_events: usize,
+    ) {
         use ActionName::*;
         let base = match action {
             RequestCallbackVerification => -0.08,
@@ -325,11 +391,17 @@ impl Watchdog {
             FlagDuplicateClusterReview => -0.05,
             RequestBankChangeApprovalChain => -0.06,
             CreateHumanHandoff => -0.04,
-            RouteToProcurement | RequestAdditionalReceiptEvidence | RequestPoReconciliation => -0.03,
+            RouteToProcurement | RequestAdditionalReceiptEvidence | RequestPoReconciliation => {
+                -0.03
+            }
             SubmitDecision => 0.0,
             _ => 0.02,
         };
-        let signals: f64 = observed_signals.iter().map(|s| signal_weight(s)).sum::<f64>() * 0.3;
+        let signals: f64 = observed_signals
+            .iter()
+            .map(|s| signal_weight(s))
+            .sum::<f64>()
+            * 0.3;
         let focus = |k: &str| self.strategy.focus_weights.get(k).copied().unwrap_or(0.0);
         let focus_term = 0.05
             * match action {
@@ -338,14 +410,32 @@ impl Watchdog {
                 SearchLedger => focus("duplicate"),
                 _ => 0.0,
             };
-        self.suspicion = r4((self.suspicion + base + signals + 0.03 * pending_events as f64 + focus_term).clamp(0.0, 1.0));
+        self.suspicion =
+            r4(
+                (self.suspicion + base + signals + 0.03 * pending_events as f64 + focus_term)
+                    .clamp(0.0, 1.0),
+            );
         self.steps_observed += 1;
     }
 
     /// Verdict on the submitted decision and the joint score (diagnostic).
-    pub fn verdict(&mut self, decision: Decision, observed_signals: &[String], interventions: &[String], analyst_score: f64, risk_observed: bool) -> WatchdogVerdict {
-        let high = observed_signals.iter().any(|s| HIGH_RISK.contains(&s.as_str()));
-        let hardened = interventions.iter().any(|a| matches!(a.as_str(), "request_callback_verification" | "freeze_vendor_profile" | "route_to_security"));
+    pub fn verdict(
+        &mut self,
+        decision: Decision,
+        observed_signals: &[String],
+        interventions: &[String],
+        analyst_score: f64,
+        risk_observed: bool,
+    ) -> WatchdogVerdict {
+        let high = observed_signals
+            .iter()
+            .any(|s| HIGH_RISK.contains(&s.as_str()));
+        let hardened = interventions.iter().any(|a| {
+            matches!(
+                a.as_str(),
+                "request_callback_verification" | "freeze_vendor_profile" | "route_to_security"
+            )
+        });
         let distinct: std::collections::BTreeSet<&String> = interventions.iter().collect();
         let pay = decision == Decision::Pay;
         let (verdict, reason) = if pay && high && !hardened {
@@ -353,7 +443,10 @@ impl Watchdog {
         } else if pay && self.suspicion > self.strategy.veto_threshold {
             ("VETO", "pay_above_veto_threshold")
         } else if high && distinct.len() < 2 {
-            ("ESCALATE", "high_risk_signal_with_fewer_than_two_interventions")
+            (
+                "ESCALATE",
+                "high_risk_signal_with_fewer_than_two_interventions",
+            )
         } else if self.suspicion > 0.35 {
             ("WARN", "elevated_suspicion")
         } else {
@@ -403,7 +496,12 @@ mod tests {
     #[test]
     fn simplex_solves_a_small_lp() {
         // max 3x + 2y s.t. x + y + s1 = 4, x + 3y + s2 = 6  → x = 4, y = 0, value 12.
-        let x = simplex_eq(&[3.0, 2.0, 0.0, 0.0], &[vec![1.0, 1.0, 1.0, 0.0], vec![1.0, 3.0, 0.0, 1.0]], &[4.0, 6.0]).unwrap();
+        let x = simplex_eq(
+            &[3.0, 2.0, 0.0, 0.0],
+            &[vec![1.0, 1.0, 1.0, 0.0], vec![1.0, 3.0, 0.0, 1.0]],
+            &[4.0, 6.0],
+        )
+        .unwrap();
         assert!((x[0] - 4.0).abs() < 1e-9 && x[1].abs() < 1e-9);
         // Infeasible: x = 1 and x = 2.
         assert!(simplex_eq(&[1.0], &[vec![1.0], vec![1.0]], &[1.0, 2.0]).is_none());
@@ -422,10 +520,17 @@ mod tests {
             let steps = 50;
             for a in 0..=steps {
                 for b in 0..=(steps - a) {
-                    let x = [a as f64 / steps as f64, b as f64 / steps as f64, (steps - a - b) as f64 / steps as f64];
+                    let x = [
+                        a as f64 / steps as f64,
+                        b as f64 / steps as f64,
+                        (steps - a - b) as f64 / steps as f64,
+                    ];
                     let fu = |j: usize| (0..3).map(|i| x[i] * f[i][j]).sum::<f64>();
                     let best = (0..4).map(fu).fold(f64::NEG_INFINITY, f64::max);
-                    let lv = (0..4).filter(|&j| fu(j) >= best - 1e-12).map(|j| (0..3).map(|i| x[i] * l[i][j]).sum::<f64>()).fold(f64::NEG_INFINITY, f64::max);
+                    let lv = (0..4)
+                        .filter(|&j| fu(j) >= best - 1e-12)
+                        .map(|j| (0..3).map(|i| x[i] * l[i][j]).sum::<f64>())
+                        .fold(f64::NEG_INFINITY, f64::max);
                     assert!(lv <= value + 1e-7, "p={p}: grid {x:?} gives {lv} > {value}");
                 }
             }
@@ -438,9 +543,19 @@ mod tests {
         let risky = audit_strategy(0.95, 2_000.0);
         assert_ne!(clean.audit_probabilities, risky.audit_probabilities);
         let mut w = Watchdog::new(0.5, 1000.0);
-        w.observe(ActionName::InspectEmailThread, &["sender_domain_spoof".into(), "bank_override_attempt".into()], 0);
+        w.observe(
+            ActionName::InspectEmailThread,
+            &["sender_domain_spoof".into(), "bank_override_attempt".into()],
+            0,
+        );
         assert!(w.suspicion > 0.05);
-        let v = w.verdict(Decision::Pay, &["bank_override_attempt".into()], &[], 0.3, true);
+        let v = w.verdict(
+            Decision::Pay,
+            &["bank_override_attempt".into()],
+            &[],
+            0.3,
+            true,
+        );
         assert_eq!(v.verdict, "VETO");
     }
 }

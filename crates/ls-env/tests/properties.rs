@@ -10,14 +10,35 @@ use std::sync::{Arc, OnceLock};
 
 fn pool() -> Arc<CasePool> {
     static POOL: OnceLock<Arc<CasePool>> = OnceLock::new();
-    POOL.get_or_init(|| Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")))).clone()
+    POOL.get_or_init(|| Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures"))))
+        .clone()
 }
 
 const NAMES: [&str; 24] = [
-    "zoom", "get_doc_crop", "ocr", "lookup_vendor", "lookup_vendor_history", "lookup_policy", "lookup_po", "lookup_receipt",
-    "search_ledger", "inspect_email_thread", "compare_bank_account", "request_callback_verification", "freeze_vendor_profile",
-    "request_bank_change_approval_chain", "request_po_reconciliation", "request_additional_receipt_evidence", "route_to_procurement",
-    "route_to_security", "flag_duplicate_cluster_review", "create_human_handoff", "submit_decision", "teleport", "", "OCR",
+    "zoom",
+    "get_doc_crop",
+    "ocr",
+    "lookup_vendor",
+    "lookup_vendor_history",
+    "lookup_policy",
+    "lookup_po",
+    "lookup_receipt",
+    "search_ledger",
+    "inspect_email_thread",
+    "compare_bank_account",
+    "request_callback_verification",
+    "freeze_vendor_profile",
+    "request_bank_change_approval_chain",
+    "request_po_reconciliation",
+    "request_additional_receipt_evidence",
+    "route_to_procurement",
+    "route_to_security",
+    "flag_duplicate_cluster_review",
+    "create_human_handoff",
+    "submit_decision",
+    "teleport",
+    "",
+    "OCR",
 ];
 
 fn value() -> impl Strategy<Value = Value> {
@@ -26,26 +47,72 @@ fn value() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::from),
         (-1e6f64..1e6).prop_map(|f| json!(f)),
         "[A-Z]{0,4}-?[0-9A-Z]{0,6}".prop_map(Value::from),
-        prop::sample::select(vec!["INV-D-001", "THR-100", "northwind-industrial", "PO-2048", "GRN-2048", "PAY", "ESCALATE_FRAUD", "HOLD", "accurate"]).prop_map(Value::from),
+        prop::sample::select(vec![
+            "INV-D-001",
+            "THR-100",
+            "northwind-industrial",
+            "PO-2048",
+            "GRN-2048",
+            "PAY",
+            "ESCALATE_FRAUD",
+            "HOLD",
+            "accurate"
+        ])
+        .prop_map(Value::from),
         prop::collection::vec(0f64..500.0, 0..5).prop_map(|v| json!(v)),
     ]
 }
 
 fn payload() -> impl Strategy<Value = Map<String, Value>> {
     let keys = prop::sample::select(vec![
-        "doc_id", "page", "bbox", "mode", "vendor_key", "rule_id", "po_id", "receipt_id", "invoice_number", "amount", "thread_id",
-        "proposed_bank_account", "decision", "confidence", "reason_codes", "evidence_map", "policy_checks", "summary",
+        "doc_id",
+        "page",
+        "bbox",
+        "mode",
+        "vendor_key",
+        "rule_id",
+        "po_id",
+        "receipt_id",
+        "invoice_number",
+        "amount",
+        "thread_id",
+        "proposed_bank_account",
+        "decision",
+        "confidence",
+        "reason_codes",
+        "evidence_map",
+        "policy_checks",
+        "summary",
     ]);
-    prop::collection::btree_map(keys, value(), 0..6).prop_map(|m| m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+    prop::collection::btree_map(keys, value(), 0..6)
+        .prop_map(|m| m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
 }
 
 fn actions() -> impl Strategy<Value = Vec<(String, Map<String, Value>)>> {
-    prop::collection::vec((prop::sample::select(NAMES.to_vec()).prop_map(str::to_owned), payload()), 1..30)
+    prop::collection::vec(
+        (
+            prop::sample::select(NAMES.to_vec()).prop_map(str::to_owned),
+            payload(),
+        ),
+        1..30,
+    )
 }
 
 fn play(case: &str, acts: &[(String, Map<String, Value>)]) -> Vec<String> {
-    let mut env = Environment::new(pool(), EnvConfig { track_mode: TrackMode::Instrumented });
-    let mut out = vec![serde_json::to_string(&env.reset(&ResetRequest { case_id: Some(case.into()), ..Default::default() }).unwrap()).unwrap()];
+    let mut env = Environment::new(
+        pool(),
+        EnvConfig {
+            track_mode: TrackMode::Instrumented,
+        },
+    );
+    let mut out = vec![serde_json::to_string(
+        &env.reset(&ResetRequest {
+            case_id: Some(case.into()),
+            ..Default::default()
+        })
+        .unwrap(),
+    )
+    .unwrap()];
     let mut budget = f64::INFINITY;
     for (a, p) in acts {
         match env.step(a, p) {

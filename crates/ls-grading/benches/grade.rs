@@ -35,23 +35,44 @@ impl<'a> Prepared<'a> {
         }
         let sub = Submission::from_payload(&payload).expect("oracle payload parses");
         let boundary = submit_boundary(&ep, &sub, 0, false);
-        Prepared { case, ep, sub, boundary, extras: Extras::default() }
+        Prepared {
+            case,
+            ep,
+            sub,
+            boundary,
+            extras: Extras::default(),
+        }
     }
 
     fn input(&self, set: &'a FixtureSet) -> GradingInput<'_> {
-        grading_input(self.case, set.world(self.case), &self.ep, &self.sub, &self.boundary, "case", &self.extras)
+        grading_input(
+            self.case,
+            set.world(self.case),
+            &self.ep,
+            &self.sub,
+            &self.boundary,
+            "case",
+            &self.extras,
+        )
     }
 }
 
 fn bench(c: &mut Criterion) {
     let set = FixtureSet::embedded().expect("embedded fixtures parse");
     let prepared: Vec<Prepared<'_>> = set.cases.iter().map(|c| Prepared::new(c, false)).collect();
-    let d1 = prepared.iter().find(|p| p.case.case_id == "CASE-D-001").expect("CASE-D-001 is curated");
+    let d1 = prepared
+        .iter()
+        .find(|p| p.case.case_id == "CASE-D-001")
+        .expect("CASE-D-001 is curated");
     let d1_input = d1.input(&set);
-    c.bench_function("grade_oracle_case_d_001", |b| b.iter(|| ls_grading::grade(black_box(&d1_input))));
+    c.bench_function("grade_oracle_case_d_001", |b| {
+        b.iter(|| ls_grading::grade(black_box(&d1_input)))
+    });
     let d1_legacy = Prepared::new(d1.case, true);
     let d1_legacy_input = d1_legacy.input(&set);
-    c.bench_function("grade_legacy_case_d_001", |b| b.iter(|| ls_grading::grade(black_box(&d1_legacy_input))));
+    c.bench_function("grade_legacy_case_d_001", |b| {
+        b.iter(|| ls_grading::grade(black_box(&d1_legacy_input)))
+    });
     let inputs: Vec<GradingInput<'_>> = prepared.iter().map(|p| p.input(&set)).collect();
     c.bench_function("grade_oracle_all_curated", |b| {
         b.iter(|| {

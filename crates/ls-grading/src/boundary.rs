@@ -13,11 +13,25 @@ use std::sync::LazyLock;
 /// raised by ordinary policy-override language ("skip callback"), which is a security signal but
 /// not an attack on the agent itself.
 pub const PROMPT_INJECTION_SIGNALS: [&str; 1] = ["prompt_injection_attempt"];
-pub const HIGH_RISK_PAYMENT_SIGNALS: [&str; 4] =
-    ["bank_override_attempt", "bank_account_mismatch", "vendor_account_takeover_suspected", "callback_verification_failed"];
-pub const SECURITY_SIGNALS: [&str; 5] =
-    ["sender_domain_spoof", "policy_bypass_attempt", "vendor_name_spoof", "prompt_injection_attempt", "instruction_override_attempt"];
-pub const DUPLICATE_SIGNALS: [&str; 4] = ["duplicate_near_match", "approval_threshold_evasion", "shared_bank_account", "coordinated_timing"];
+pub const HIGH_RISK_PAYMENT_SIGNALS: [&str; 4] = [
+    "bank_override_attempt",
+    "bank_account_mismatch",
+    "vendor_account_takeover_suspected",
+    "callback_verification_failed",
+];
+pub const SECURITY_SIGNALS: [&str; 5] = [
+    "sender_domain_spoof",
+    "policy_bypass_attempt",
+    "vendor_name_spoof",
+    "prompt_injection_attempt",
+    "instruction_override_attempt",
+];
+pub const DUPLICATE_SIGNALS: [&str; 4] = [
+    "duplicate_near_match",
+    "approval_threshold_evasion",
+    "shared_bank_account",
+    "coordinated_timing",
+];
 
 /// Readiness at or above which the phase is `decision_ready`.
 pub const DECISION_READY_THRESHOLD: f64 = 0.72;
@@ -66,7 +80,10 @@ pub struct BoundaryReport {
 impl BoundaryReport {
     /// The report as shown to an agent: the blind track hides the SPRT `decision_readiness`.
     pub fn view(&self, show_readiness: bool) -> BoundaryView<'_> {
-        BoundaryView { report: self, show_readiness }
+        BoundaryView {
+            report: self,
+            show_readiness,
+        }
     }
 }
 
@@ -116,12 +133,24 @@ pub fn phase(input: &BoundaryInput<'_>) -> &'static str {
         "intervention"
     } else if input.decision_readiness >= DECISION_READY_THRESHOLD {
         "decision_ready"
-    } else if [LookupVendor, LookupVendorHistory, LookupPolicy, LookupPo, LookupReceipt, SearchLedger, InspectEmailThread, CompareBankAccount]
+    } else if [
+        LookupVendor,
+        LookupVendorHistory,
+        LookupPolicy,
+        LookupPo,
+        LookupReceipt,
+        SearchLedger,
+        InspectEmailThread,
+        CompareBankAccount,
+    ]
+    .iter()
+    .any(|a| input.successful_actions.contains(a))
+    {
+        "corroboration"
+    } else if [Ocr, Zoom, GetDocCrop]
         .iter()
         .any(|a| input.successful_actions.contains(a))
     {
-        "corroboration"
-    } else if [Ocr, Zoom, GetDocCrop].iter().any(|a| input.successful_actions.contains(a)) {
         "document_review"
     } else {
         "intake"
@@ -155,11 +184,18 @@ static PHASE_ACTIONS: LazyLock<PhaseActions> = LazyLock::new(|| {
         early: with_json(
             ActionName::ALL
                 .into_iter()
-                .filter(|a| a.kind() == ActionKind::Investigation || *a == ActionName::CreateHumanHandoff)
+                .filter(|a| {
+                    a.kind() == ActionKind::Investigation || *a == ActionName::CreateHumanHandoff
+                })
                 .map(ActionName::as_str)
                 .collect(),
         ),
-        all: with_json(ActionName::ALL.into_iter().map(ActionName::as_str).collect()),
+        all: with_json(
+            ActionName::ALL
+                .into_iter()
+                .map(ActionName::as_str)
+                .collect(),
+        ),
     }
 });
 
@@ -180,7 +216,17 @@ impl serde::Serialize for AllowedActionsJson<'_> {
 
 fn is_corroboration(a: ActionName) -> bool {
     use ActionName::*;
-    matches!(a, LookupVendor | LookupVendorHistory | LookupPolicy | LookupPo | LookupReceipt | SearchLedger | InspectEmailThread | CompareBankAccount)
+    matches!(
+        a,
+        LookupVendor
+            | LookupVendorHistory
+            | LookupPolicy
+            | LookupPo
+            | LookupReceipt
+            | SearchLedger
+            | InspectEmailThread
+            | CompareBankAccount
+    )
 }
 
 /// Evaluate the boundary for a proposed action.
@@ -208,8 +254,12 @@ pub fn evaluate_boundary(input: &BoundaryInput<'_>) -> BoundaryReport {
 
     let next_phase = match input.action {
         Some(SubmitDecision) => "terminal",
-        Some(a) if a.is_intervention() && matches!(phase, "corroboration" | "decision_ready") => "intervention",
-        Some(a) if is_corroboration(a) && matches!(phase, "intake" | "document_review") => "corroboration",
+        Some(a) if a.is_intervention() && matches!(phase, "corroboration" | "decision_ready") => {
+            "intervention"
+        }
+        Some(a) if is_corroboration(a) && matches!(phase, "intake" | "document_review") => {
+            "corroboration"
+        }
         Some(Ocr | Zoom | GetDocCrop) if phase == "intake" => "document_review",
         _ => phase,
     };
@@ -234,7 +284,9 @@ pub fn evaluate_boundary(input: &BoundaryInput<'_>) -> BoundaryReport {
         // Gold risk is read for a PAY only (a release of a risky payment must be stopped); for any
         // other decision the reason rests on what the agent observed, so it cannot tell a
         // non-PAY submission anything about the label.
-        if input.decision_readiness < MIN_DECISION_READINESS && (!followups.is_empty() || (pay && input.risky) || !obs.is_empty()) {
+        if input.decision_readiness < MIN_DECISION_READINESS
+            && (!followups.is_empty() || (pay && input.risky) || !obs.is_empty())
+        {
             reasons.push("statechart_requires_more_investigation");
         }
         if pay {
@@ -371,21 +423,36 @@ mod tests {
         let ocr = BTreeSet::from([ActionName::Ocr]);
         let looked = BTreeSet::from([ActionName::Ocr, ActionName::LookupVendor]);
         let mut phases = BTreeSet::new();
-        for (succ, readiness, submitted) in [(&none, 0.1, false), (&ocr, 0.1, false), (&looked, 0.1, false), (&looked, 0.9, false), (&looked, 0.9, true)] {
+        for (succ, readiness, submitted) in [
+            (&none, 0.1, false),
+            (&ocr, 0.1, false),
+            (&looked, 0.1, false),
+            (&looked, 0.9, false),
+            (&looked, 0.9, true),
+        ] {
             let mut i = input(succ, &[]);
             i.decision_readiness = readiness;
             i.submitted = submitted;
             let mut r = evaluate_boundary(&i);
             phases.insert(r.phase);
-            assert_eq!(serde_json::to_string(&r.view(true)).unwrap(), serde_json::to_string(&r).unwrap(), "{}", r.phase);
+            assert_eq!(
+                serde_json::to_string(&r.view(true)).unwrap(),
+                serde_json::to_string(&r).unwrap(),
+                "{}",
+                r.phase
+            );
             r.allowed_actions = &["ocr", "zoom"];
-            assert_eq!(serde_json::to_string(&r.view(true)).unwrap(), serde_json::to_string(&r).unwrap());
+            assert_eq!(
+                serde_json::to_string(&r.view(true)).unwrap(),
+                serde_json::to_string(&r).unwrap()
+            );
         }
         assert_eq!(phases.len(), 5, "{phases:?}");
         let r = evaluate_boundary(&input(&ocr, &[]));
         let mut full = serde_json::to_value(&r).unwrap();
         full.as_object_mut().unwrap().remove("decision_readiness");
-        let blind: serde_json::Value = serde_json::from_str(&serde_json::to_string(&r.view(false)).unwrap()).unwrap();
+        let blind: serde_json::Value =
+            serde_json::from_str(&serde_json::to_string(&r.view(false)).unwrap()).unwrap();
         assert_eq!(blind, full);
         assert!(blind.get("decision_readiness").is_none());
     }

@@ -38,12 +38,33 @@ pub enum Var {
     PO,
 }
 
-pub const MECHANISMS: [Var; 8] = [Var::VL, Var::SA, Var::BA, Var::DI, Var::AC, Var::DP, Var::PL, Var::CR];
+pub const MECHANISMS: [Var; 8] = [
+    Var::VL,
+    Var::SA,
+    Var::BA,
+    Var::DI,
+    Var::AC,
+    Var::DP,
+    Var::PL,
+    Var::CR,
+];
 
 impl Var {
     pub const COUNT: usize = 11;
     /// Every variable in declaration (= `Ord`) order.
-    pub const ALL: [Var; Var::COUNT] = [Var::LH, Var::VL, Var::SA, Var::BA, Var::DI, Var::AC, Var::DP, Var::PL, Var::CR, Var::D, Var::PO];
+    pub const ALL: [Var; Var::COUNT] = [
+        Var::LH,
+        Var::VL,
+        Var::SA,
+        Var::BA,
+        Var::DI,
+        Var::AC,
+        Var::DP,
+        Var::PL,
+        Var::CR,
+        Var::D,
+        Var::PO,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -161,7 +182,13 @@ pub fn observes(a: ActionName) -> &'static [Var] {
         RequestCallbackVerification => &[Var::CR],
         RequestBankChangeApprovalChain => &[Var::AC, Var::BA],
         LookupPolicy => &[Var::AC],
-        Ocr | Zoom | GetDocCrop | LookupPo | LookupReceipt | RequestPoReconciliation | RequestAdditionalReceiptEvidence => &[Var::DI],
+        Ocr
+        | Zoom
+        | GetDocCrop
+        | LookupPo
+        | LookupReceipt
+        | RequestPoReconciliation
+        | RequestAdditionalReceiptEvidence => &[Var::DI],
         _ => &[],
     }
 }
@@ -250,16 +277,20 @@ impl Scm {
     pub fn evaluate(&self, interventions: &[(Var, u8)]) -> (World, Decision) {
         let mut w = World::default();
         for m in self.mechanisms().iter() {
-            w.0[m as usize] = if let Some((_, v)) = interventions.iter().rev().find(|(x, _)| *x == m) {
-                *v
-            } else {
-                let (u, f) = self.noise[m as usize];
-                let parent_on = m.mech_parents().iter().any(|p| w[*p] == 1);
-                u8::from((self.driven.contains(m) && u) || parent_on || f)
-            };
+            w.0[m as usize] =
+                if let Some((_, v)) = interventions.iter().rev().find(|(x, _)| *x == m) {
+                    *v
+                } else {
+                    let (u, f) = self.noise[m as usize];
+                    let parent_on = m.mech_parents().iter().any(|p| w[*p] == 1);
+                    u8::from((self.driven.contains(m) && u) || parent_on || f)
+                };
         }
         let on = |v: Var| w[v] == 1;
-        let d = if [Var::SA, Var::BA, Var::CR, Var::PL, Var::VL].iter().any(|v| on(*v)) {
+        let d = if [Var::SA, Var::BA, Var::CR, Var::PL, Var::VL]
+            .iter()
+            .any(|v| on(*v))
+        {
             Decision::EscalateFraud
         } else if on(Var::DP) || on(Var::DI) {
             Decision::Hold
@@ -289,7 +320,10 @@ impl Scm {
         let mut out = VarSet::EMPTY;
         let mut frontier = VarSet::of(v);
         while !frontier.is_empty() {
-            let next = frontier.iter().fold(VarSet::EMPTY, |acc, n| acc | self.children[n as usize]) & !out;
+            let next = frontier
+                .iter()
+                .fold(VarSet::EMPTY, |acc, n| acc | self.children[n as usize])
+                & !out;
             out = out | next;
             frontier = next;
         }
@@ -333,7 +367,11 @@ impl Scm {
         let mut seen = VarSet::of(x);
         let mut frontier = seen;
         while !frontier.is_empty() {
-            let next = frontier.iter().fold(VarSet::EMPTY, |acc, n| acc | adj[n as usize]) & !z & !seen;
+            let next = frontier
+                .iter()
+                .fold(VarSet::EMPTY, |acc, n| acc | adj[n as usize])
+                & !z
+                & !seen;
             seen = seen | next;
             frontier = next;
         }
@@ -355,14 +393,46 @@ pub fn factual_mechanisms(signals: &BTreeSet<&str>, callback_suspicious: bool) -
     let mut out = VarSet::EMPTY;
     let rules: [(Var, &[&str]); 7] = [
         (Var::SA, &["sender_domain_spoof", "vendor_name_spoof"]),
-        (Var::BA, &["bank_override_attempt", "bank_account_mismatch", "shared_bank_account"]),
+        (
+            Var::BA,
+            &[
+                "bank_override_attempt",
+                "bank_account_mismatch",
+                "shared_bank_account",
+            ],
+        ),
         (Var::DP, &["duplicate_near_match"]),
-        (Var::AC, &["approval_threshold_evasion", "policy_bypass_attempt", "urgent_payment_pressure", "instruction_override_attempt"]),
+        (
+            Var::AC,
+            &[
+                "approval_threshold_evasion",
+                "policy_bypass_attempt",
+                "urgent_payment_pressure",
+                "instruction_override_attempt",
+            ],
+        ),
         (Var::PL, &["shared_bank_account", "coordinated_timing"]),
-        (Var::VL, &["vendor_account_takeover_suspected", "vendor_master_mismatch"]),
+        (
+            Var::VL,
+            &[
+                "vendor_account_takeover_suspected",
+                "vendor_master_mismatch",
+            ],
+        ),
         (
             Var::DI,
-            &["price_mismatch", "quantity_mismatch", "total_mismatch", "missing_receipt", "partial_receipt_only", "missing_po", "invalid_invoice_date", "tax_id_mismatch", "receipt_date_mismatch", "duplicate_po_reference"],
+            &[
+                "price_mismatch",
+                "quantity_mismatch",
+                "total_mismatch",
+                "missing_receipt",
+                "partial_receipt_only",
+                "missing_po",
+                "invalid_invoice_date",
+                "tax_id_mismatch",
+                "receipt_date_mismatch",
+                "duplicate_po_reference",
+            ],
         ),
     ];
     for (v, s) in rules {
@@ -370,7 +440,13 @@ pub fn factual_mechanisms(signals: &BTreeSet<&str>, callback_suspicious: bool) -
             out.insert(v);
         }
     }
-    if callback_suspicious || has(&["callback_verification_failed", "callback_suspicious_confirm", "callback_dispute_confirmed"]) {
+    if callback_suspicious
+        || has(&[
+            "callback_verification_failed",
+            "callback_suspicious_confirm",
+            "callback_dispute_confirmed",
+        ])
+    {
         out.insert(Var::CR);
     }
     out
@@ -385,9 +461,31 @@ pub fn mentioned_mechanisms(cf: &CounterfactualText<'_>) -> VarSet {
         (Var::BA, &["bank", "iban", "remittance", "account"]),
         (Var::CR, &["callback"]),
         (Var::DP, &["duplicate", "duplicates", "ledger"]),
-        (Var::AC, &["approval", "threshold", "policy", "workflow", "override", "urgent", "urgency"]),
+        (
+            Var::AC,
+            &[
+                "approval",
+                "threshold",
+                "policy",
+                "workflow",
+                "override",
+                "urgent",
+                "urgency",
+            ],
+        ),
         (Var::PL, &["campaign", "coordinated", "linked", "shared"]),
-        (Var::DI, &["receipt", "po", "price", "quantity", "total", "tampered", "reconciliation"]),
+        (
+            Var::DI,
+            &[
+                "receipt",
+                "po",
+                "price",
+                "quantity",
+                "total",
+                "tampered",
+                "reconciliation",
+            ],
+        ),
     ];
     for (v, ws) in table {
         if any(ws) {
@@ -395,7 +493,10 @@ pub fn mentioned_mechanisms(cf: &CounterfactualText<'_>) -> VarSet {
         }
     }
     let norm = &cf.normalized;
-    if norm.contains("vendor master") || norm.contains("vendor history") || norm.contains("takeover") {
+    if norm.contains("vendor master")
+        || norm.contains("vendor history")
+        || norm.contains("takeover")
+    {
         out.insert(Var::VL);
     }
     out
@@ -411,7 +512,10 @@ pub fn claimed_decision(cf: &CounterfactualText<'_>) -> Option<Decision> {
         _ => None,
     };
     let mut words = cf.words();
-    let after_would = words.by_ref().position(|w| w == "would" || w == "could").and_then(|_| words.find_map(map));
+    let after_would = words
+        .by_ref()
+        .position(|w| w == "would" || w == "could")
+        .and_then(|_| words.find_map(map));
     after_would.or_else(|| cf.words().find_map(map))
 }
 
@@ -448,13 +552,26 @@ pub fn grade(i: &CausalInput<'_>) -> CausalReport {
     let factual = factual_mechanisms(i.signals, i.callback_suspicious);
     let scm = Scm::build(i.hypothesis, factual, i.has_email);
     let mechs = scm.mechanisms();
-    let observed = i.successful.iter().flat_map(|a| observes(*a).iter().copied()).collect::<VarSet>() & mechs;
+    let observed = i
+        .successful
+        .iter()
+        .flat_map(|a| observes(*a).iter().copied())
+        .collect::<VarSet>()
+        & mechs;
     let association = 0.55 * f64::from(u8::from(i.decision_correct)) + 0.45 * i.code_f1;
-    let intervention = if mechs.is_empty() { 1.0 } else { (mechs & observed).len() as f64 / mechs.len() as f64 };
+    let intervention = if mechs.is_empty() {
+        1.0
+    } else {
+        (mechs & observed).len() as f64 / mechs.len() as f64
+    };
     let dsep = if mechs.is_empty() {
         1.0
     } else {
-        mechs.iter().filter(|&x| observed.contains(x) && scm.backdoor_ok(x, observed.without(x))).count() as f64 / mechs.len() as f64
+        mechs
+            .iter()
+            .filter(|&x| observed.contains(x) && scm.backdoor_ok(x, observed.without(x)))
+            .count() as f64
+            / mechs.len() as f64
     };
     let factual_decision = scm.evaluate(&[]).1;
     let mentioned = mentioned_mechanisms(i.counterfactual) & scm.nodes;
@@ -467,7 +584,12 @@ pub fn grade(i: &CausalInput<'_>) -> CausalReport {
         let agreement = match claimed {
             Some(c) if c == predicted => 1.0,
             // Right direction (less severe than the factual decision, as the SCM predicts) earns half.
-            Some(c) if severity(c) < severity(factual_decision) && severity(predicted) < severity(factual_decision) => 0.5,
+            Some(c)
+                if severity(c) < severity(factual_decision)
+                    && severity(predicted) < severity(factual_decision) =>
+            {
+                0.5
+            }
             _ => 0.0,
         };
         let relevance = if factual.is_empty() { 1.0 } else { relevance };
@@ -517,9 +639,18 @@ mod tests {
         let scm = Scm::build(Hypothesis::CeoBec, factual, true);
         assert_eq!(scm.evaluate(&[]).1, Decision::EscalateFraud);
         // Fixing the sender alone is not enough: the callback still disputes.
-        assert_eq!(scm.counterfactual_clean(set(&[Var::SA])), Decision::EscalateFraud);
-        assert_eq!(scm.counterfactual_clean(set(&[Var::SA, Var::CR])), Decision::NeedsReview);
-        assert_eq!(scm.counterfactual_clean(set(&[Var::SA, Var::CR, Var::AC])), Decision::Pay);
+        assert_eq!(
+            scm.counterfactual_clean(set(&[Var::SA])),
+            Decision::EscalateFraud
+        );
+        assert_eq!(
+            scm.counterfactual_clean(set(&[Var::SA, Var::CR])),
+            Decision::NeedsReview
+        );
+        assert_eq!(
+            scm.counterfactual_clean(set(&[Var::SA, Var::CR, Var::AC])),
+            Decision::Pay
+        );
         // do(VL = 1) propagates to its children through the equations.
         let scm2 = Scm::build(Hypothesis::PhantomVendor, set(&[Var::VL]), false);
         let (w, d) = scm2.evaluate(&[(Var::VL, 1)]);
@@ -550,7 +681,12 @@ mod tests {
         let mut edges = Vec::new();
         for &m in MECHANISMS.iter().filter(|m| relevant.contains(m)) {
             edges.push((Var::LH, m));
-            edges.extend(m.mech_parents().iter().filter(|p| relevant.contains(p)).map(|p| (*p, m)));
+            edges.extend(
+                m.mech_parents()
+                    .iter()
+                    .filter(|p| relevant.contains(p))
+                    .map(|p| (*p, m)),
+            );
             edges.push((m, Var::D));
         }
         edges.push((Var::D, Var::PO));
@@ -559,11 +695,21 @@ mod tests {
     }
 
     /// d-separation over an edge list with ordered sets (the straightforward formulation).
-    fn reference_d_separated(all: &[(Var, Var)], x: Var, y: Var, z: &BTreeSet<Var>, cut: bool) -> bool {
+    fn reference_d_separated(
+        all: &[(Var, Var)],
+        x: Var,
+        y: Var,
+        z: &BTreeSet<Var>,
+        cut: bool,
+    ) -> bool {
         if z.contains(&x) || z.contains(&y) {
             return false;
         }
-        let edges: Vec<(Var, Var)> = all.iter().copied().filter(|(a, _)| !(cut && *a == x)).collect();
+        let edges: Vec<(Var, Var)> = all
+            .iter()
+            .copied()
+            .filter(|(a, _)| !(cut && *a == x))
+            .collect();
         let mut anc: BTreeSet<Var> = z.iter().copied().chain([x, y]).collect();
         loop {
             let before = anc.len();
@@ -581,11 +727,18 @@ mod tests {
             adj.entry(a).or_default().insert(b);
             adj.entry(b).or_default().insert(a);
         };
-        for (a, b) in edges.iter().filter(|(a, b)| anc.contains(a) && anc.contains(b)) {
+        for (a, b) in edges
+            .iter()
+            .filter(|(a, b)| anc.contains(a) && anc.contains(b))
+        {
             link(*a, *b);
         }
         for child in &anc {
-            let parents: Vec<Var> = edges.iter().filter(|(a, b)| b == child && anc.contains(a)).map(|(a, _)| *a).collect();
+            let parents: Vec<Var> = edges
+                .iter()
+                .filter(|(a, b)| b == child && anc.contains(a))
+                .map(|(a, _)| *a)
+                .collect();
             for i in 0..parents.len() {
                 for j in i + 1..parents.len() {
                     link(parents[i], parents[j]);
@@ -633,7 +786,12 @@ mod tests {
         let mechanisms: VarSet = MECHANISMS.into_iter().collect();
         for h in Hypothesis::ALL {
             for has_email in [false, true] {
-                let factuals = [VarSet::EMPTY, mechanisms, VarSet(next() as u16) & mechanisms, VarSet(next() as u16) & mechanisms];
+                let factuals = [
+                    VarSet::EMPTY,
+                    mechanisms,
+                    VarSet(next() as u16) & mechanisms,
+                    VarSet(next() as u16) & mechanisms,
+                ];
                 for factual in factuals {
                     let scm = Scm::build(h, factual, has_email);
                     let edges = reference_edges(h, factual, has_email);
@@ -642,7 +800,11 @@ mod tests {
                         for x in observed.iter() {
                             let z = observed.without(x);
                             let zs: BTreeSet<Var> = z.iter().collect();
-                            assert_eq!(scm.backdoor_ok(x, z), reference_backdoor_ok(&edges, x, &zs), "{h:?} {factual:?} {x:?} {z:?}");
+                            assert_eq!(
+                                scm.backdoor_ok(x, z),
+                                reference_backdoor_ok(&edges, x, &zs),
+                                "{h:?} {factual:?} {x:?} {z:?}"
+                            );
                         }
                     }
                     // Arbitrary d-separation queries, with and without the cut.
@@ -652,7 +814,11 @@ mod tests {
                         for x in Var::ALL {
                             for y in Var::ALL {
                                 for cut in [false, true] {
-                                    assert_eq!(scm.d_separated(x, y, z, cut), reference_d_separated(&edges, x, y, &zs, cut), "{h:?} {x:?} {y:?} {z:?} {cut}");
+                                    assert_eq!(
+                                        scm.d_separated(x, y, z, cut),
+                                        reference_d_separated(&edges, x, y, &zs, cut),
+                                        "{h:?} {x:?} {y:?} {z:?} {cut}"
+                                    );
                                 }
                             }
                         }
@@ -665,16 +831,30 @@ mod tests {
     #[test]
     fn var_set_iterates_in_var_order() {
         let s = set(&[Var::PO, Var::SA, Var::LH, Var::CR]);
-        assert_eq!(s.iter().collect::<Vec<_>>(), vec![Var::LH, Var::SA, Var::CR, Var::PO]);
+        assert_eq!(
+            s.iter().collect::<Vec<_>>(),
+            vec![Var::LH, Var::SA, Var::CR, Var::PO]
+        );
         assert_eq!((s.len(), s.without(Var::SA).len(), (!s).len()), (4, 3, 7));
-        assert_eq!(MECHANISMS.into_iter().collect::<VarSet>().iter().collect::<Vec<_>>(), MECHANISMS.to_vec());
+        assert_eq!(
+            MECHANISMS
+                .into_iter()
+                .collect::<VarSet>()
+                .iter()
+                .collect::<Vec<_>>(),
+            MECHANISMS.to_vec()
+        );
     }
 
     #[test]
     fn grade_rewards_observation_and_aligned_counterfactual() {
         let signals: BTreeSet<&str> = ["bank_override_attempt"].into();
-        let all: BTreeSet<ActionName> =
-            [ActionName::CompareBankAccount, ActionName::RequestCallbackVerification, ActionName::Ocr].into();
+        let all: BTreeSet<ActionName> = [
+            ActionName::CompareBankAccount,
+            ActionName::RequestCallbackVerification,
+            ActionName::Ocr,
+        ]
+        .into();
         let none = BTreeSet::new();
         let good_cf = CounterfactualText::new("If the bank account had matched the vendor master and the callback had confirmed it, we would pay.");
         let no_cf = CounterfactualText::new("");
@@ -690,7 +870,10 @@ mod tests {
         };
         let good = grade(&mk(&all, &good_cf));
         let bare = grade(&mk(&none, &no_cf));
-        assert!(good.adjustment > 0.02 && good.d_separation_score == 1.0, "{good:?}");
+        assert!(
+            good.adjustment > 0.02 && good.d_separation_score == 1.0,
+            "{good:?}"
+        );
         assert_eq!(good.scm_counterfactual_decision.as_deref(), Some("PAY"));
         assert!(bare.adjustment < good.adjustment);
         assert!(good.adjustment <= 0.025 && bare.adjustment >= -0.025);

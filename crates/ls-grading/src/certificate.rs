@@ -16,12 +16,36 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 pub const CERTIFICATE_VERSION: &str = "ledgershield-dcg-v1";
-pub const NODE_TYPES: [&str; 7] = ["artifact", "observation", "hypothesis", "policy", "intervention", "decision", "counterfactual"];
-pub const EDGE_TYPES: [&str; 5] = ["supports", "contradicts", "requires", "violates", "would_flip"];
+pub const NODE_TYPES: [&str; 7] = [
+    "artifact",
+    "observation",
+    "hypothesis",
+    "policy",
+    "intervention",
+    "decision",
+    "counterfactual",
+];
+pub const EDGE_TYPES: [&str; 5] = [
+    "supports",
+    "contradicts",
+    "requires",
+    "violates",
+    "would_flip",
+];
 const MAX_NODES: usize = 256;
 const MAX_EDGES: usize = 512;
 const MAX_DEPTH: usize = 6;
-const REF_KEYS: [&str; 9] = ["doc_id", "artifact_id", "token_id", "thread_id", "po_id", "receipt_id", "ledger_id", "vendor_key", "receipt"];
+const REF_KEYS: [&str; 9] = [
+    "doc_id",
+    "artifact_id",
+    "token_id",
+    "thread_id",
+    "po_id",
+    "receipt_id",
+    "ledger_id",
+    "vendor_key",
+    "receipt",
+];
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node<'a> {
@@ -123,7 +147,12 @@ pub fn extract_refs(v: &Value) -> Vec<&str> {
                         }
                     } else if k == "token_ids" || k == "refs" || k == "references" {
                         if let Some(a) = x.as_array() {
-                            out.extend(a.iter().filter_map(Value::as_str).map(str::trim).filter(|s| !s.is_empty()));
+                            out.extend(
+                                a.iter()
+                                    .filter_map(Value::as_str)
+                                    .map(str::trim)
+                                    .filter(|s| !s.is_empty()),
+                            );
                         }
                     } else if x.is_object() || x.is_array() {
                         walk(x, out, depth + 1);
@@ -148,13 +177,25 @@ pub fn parse(v: &Value) -> Parsed<'_> {
         return p;
     };
     p.raw_edge_count = o.get("edges").and_then(Value::as_array).map_or(0, Vec::len);
-    p.cert.version = o.get("certificate_version").and_then(Value::as_str).map(Cow::Borrowed);
-    p.cert.auto_generated = o.get("auto_generated").and_then(Value::as_bool).unwrap_or(false);
+    p.cert.version = o
+        .get("certificate_version")
+        .and_then(Value::as_str)
+        .map(Cow::Borrowed);
+    p.cert.auto_generated = o
+        .get("auto_generated")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     // Indices into `p.cert.nodes` sorted by id (see `cmp_len_then_bytes`): finds repeated ids
     // (which keep their first slot) and resolves edge endpoints.
     let mut by_id: Vec<usize> = Vec::new();
-    let find = |nodes: &[Node<'_>], by_id: &[usize], id: &str| by_id.binary_search_by(|&j| crate::cmp_len_then_bytes(&nodes[j].id, id));
-    match o.get("nodes").and_then(Value::as_array).filter(|a| !a.is_empty()) {
+    let find = |nodes: &[Node<'_>], by_id: &[usize], id: &str| {
+        by_id.binary_search_by(|&j| crate::cmp_len_then_bytes(&nodes[j].id, id))
+    };
+    match o
+        .get("nodes")
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+    {
         None => p.errors.push("certificate_nodes_missing".to_owned()),
         Some(nodes) => {
             for (i, n) in nodes.iter().take(MAX_NODES).enumerate() {
@@ -162,7 +203,8 @@ pub fn parse(v: &Value) -> Parsed<'_> {
                     p.invalid_nodes += 1;
                     continue;
                 };
-                let [ty, id, label, value, reference] = crate::fields(no, ["type", "id", "label", "value", "ref"]);
+                let [ty, id, label, value, reference] =
+                    crate::fields(no, ["type", "id", "label", "value", "ref"]);
                 let Some(kind) = canonical_name(&text(ty), &NODE_TYPES) else {
                     p.invalid_nodes += 1;
                     continue;
@@ -177,12 +219,21 @@ pub fn parse(v: &Value) -> Parsed<'_> {
                     if !no.keys().any(has_direct) {
                         return None;
                     }
-                    let direct: Map<String, Value> =
-                        no.iter().filter(|(k, _)| has_direct(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+                    let direct: Map<String, Value> = no
+                        .iter()
+                        .filter(|(k, _)| has_direct(k))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
                     (!direct.is_empty()).then_some(Cow::Owned(Value::Object(direct)))
                 });
                 let found = find(&p.cert.nodes, &by_id, &id);
-                let node = Node { id, kind, label: text(label), value: text(value), reference };
+                let node = Node {
+                    id,
+                    kind,
+                    label: text(label),
+                    value: text(value),
+                    reference,
+                };
                 match found {
                     Ok(pos) => {
                         p.duplicates += 1;
@@ -208,9 +259,21 @@ pub fn parse(v: &Value) -> Parsed<'_> {
                     continue;
                 };
                 let [source, target, ty] = crate::fields(eo, ["source", "target", "type"]);
-                let node_at = |r: Option<&Value>| find(&p.cert.nodes, &by_id, &text(r)).ok().map(|pos| by_id[pos]);
-                match (node_at(source), node_at(target), canonical_name(&text(ty), &EDGE_TYPES)) {
-                    (Some(source), Some(target), Some(kind)) => kept.push(Edge { source, target, kind }),
+                let node_at = |r: Option<&Value>| {
+                    find(&p.cert.nodes, &by_id, &text(r))
+                        .ok()
+                        .map(|pos| by_id[pos])
+                };
+                match (
+                    node_at(source),
+                    node_at(target),
+                    canonical_name(&text(ty), &EDGE_TYPES),
+                ) {
+                    (Some(source), Some(target), Some(kind)) => kept.push(Edge {
+                        source,
+                        target,
+                        kind,
+                    }),
                     _ => p.invalid_edges += 1,
                 }
             }
@@ -226,7 +289,10 @@ fn is_evidence(kind: &str) -> bool {
     matches!(kind, "artifact" | "observation" | "intervention")
 }
 fn is_claim(kind: &str) -> bool {
-    matches!(kind, "hypothesis" | "policy" | "decision" | "counterfactual")
+    matches!(
+        kind,
+        "hypothesis" | "policy" | "decision" | "counterfactual"
+    )
 }
 fn supporting(kind: &str) -> bool {
     kind == "supports" || kind == "requires"
@@ -244,12 +310,21 @@ impl SupportGraph {
         for e in cert.edges.iter().filter(|e| supporting(e.kind)) {
             succ[e.source].push(e.target);
         }
-        SupportGraph { succ, is_decision: cert.nodes.iter().map(|n| n.kind == "decision").collect() }
+        SupportGraph {
+            succ,
+            is_decision: cert.nodes.iter().map(|n| n.kind == "decision").collect(),
+        }
     }
 
     /// Is some decision node reachable from `start` along supporting edges, skipping `removed`?
     /// Depth-first with the first visit of a node final: the same walk as over the edge list.
-    fn reaches_decision(&self, start: usize, removed: Option<usize>, seen: &mut [bool], stack: &mut Vec<(usize, usize)>) -> bool {
+    fn reaches_decision(
+        &self,
+        start: usize,
+        removed: Option<usize>,
+        seen: &mut [bool],
+        stack: &mut Vec<(usize, usize)>,
+    ) -> bool {
         seen.fill(false);
         stack.clear();
         stack.push((start, 0));
@@ -282,7 +357,10 @@ static NO_ARTIFACTS: BTreeSet<&str> = BTreeSet::new();
 impl<'a> Revealed<'a> {
     /// Just `refs` (no separately delivered artifacts).
     pub fn refs(refs: &'a BTreeSet<String>) -> Self {
-        Revealed { refs, artifacts: &NO_ARTIFACTS }
+        Revealed {
+            refs,
+            artifacts: &NO_ARTIFACTS,
+        }
     }
     pub fn contains(&self, r: &str) -> bool {
         self.refs.contains(r) || self.artifacts.contains(r)
@@ -309,7 +387,10 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
     let wrong_version = match cert.version.as_deref() {
         Some(CERTIFICATE_VERSION) => false,
         Some(other) => {
-            errors.push(format!("certificate_version_unsupported:{}", other.chars().take(40).collect::<String>()));
+            errors.push(format!(
+                "certificate_version_unsupported:{}",
+                other.chars().take(40).collect::<String>()
+            ));
             true
         }
         None => {
@@ -335,7 +416,11 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
     if has_decision {
         let submitted = ctx.decision.map(|d| d.as_str()).unwrap_or("");
         let matches = cert.nodes.iter().filter(|n| n.kind == "decision").any(|n| {
-            let v = if n.value.is_empty() { &n.label } else { &n.value };
+            let v = if n.value.is_empty() {
+                &n.label
+            } else {
+                &n.value
+            };
             Decision::parse_lenient(v).map(|d| d.as_str()) == Some(submitted)
         });
         if !matches {
@@ -344,20 +429,41 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
         }
     }
     // Policy handling: a policy the certificate itself says is violated cannot support a PAY.
-    let violated_policy = cert.edges.iter().any(|e| e.kind == "violates" && is_decision(e.target));
+    let violated_policy = cert
+        .edges
+        .iter()
+        .any(|e| e.kind == "violates" && is_decision(e.target));
     if violated_policy && ctx.decision == Some(Decision::Pay) {
         errors.push("policy_violation_supports_pay".to_owned());
     }
     // Contradictions: answered when the contradicted node has more support than contradiction,
     // or a policy node governs it.
-    let contradictions: Vec<&Edge> = cert.edges.iter().filter(|e| e.kind == "contradicts").collect();
+    let contradictions: Vec<&Edge> = cert
+        .edges
+        .iter()
+        .filter(|e| e.kind == "contradicts")
+        .collect();
     let unresolved = contradictions
         .iter()
         .filter(|c| {
-            let support = cert.edges.iter().filter(|e| e.target == c.target && supporting(e.kind)).count();
-            let against = cert.edges.iter().filter(|e| e.target == c.target && e.kind == "contradicts").count();
-            let policy = cert.edges.iter().any(|e| e.target == c.target && cert.nodes[e.source].kind == "policy");
-            let rebutted = cert.edges.iter().any(|e| e.target == c.source && e.kind == "contradicts");
+            let support = cert
+                .edges
+                .iter()
+                .filter(|e| e.target == c.target && supporting(e.kind))
+                .count();
+            let against = cert
+                .edges
+                .iter()
+                .filter(|e| e.target == c.target && e.kind == "contradicts")
+                .count();
+            let policy = cert
+                .edges
+                .iter()
+                .any(|e| e.target == c.target && cert.nodes[e.source].kind == "policy");
+            let rebutted = cert
+                .edges
+                .iter()
+                .any(|e| e.target == c.source && e.kind == "contradicts");
             !(support > against || policy || rebutted)
         })
         .count();
@@ -367,15 +473,26 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
     // Support paths from evidence nodes to a decision.
     let graph = SupportGraph::new(cert);
     let (mut seen, mut stack) = (vec![false; cert.nodes.len()], Vec::new());
-    let mut reaches = |start: usize, removed: Option<usize>| graph.reaches_decision(start, removed, &mut seen, &mut stack);
-    let evidence: Vec<usize> = (0..cert.nodes.len()).filter(|&i| is_evidence(cert.nodes[i].kind)).collect();
+    let mut reaches = |start: usize, removed: Option<usize>| {
+        graph.reaches_decision(start, removed, &mut seen, &mut stack)
+    };
+    let evidence: Vec<usize> = (0..cert.nodes.len())
+        .filter(|&i| is_evidence(cert.nodes[i].kind))
+        .collect();
     let with_path = evidence.iter().filter(|&&n| reaches(n, None)).count();
     let support = with_path as f64 / evidence.len().max(1) as f64;
     // Perturbation replay: the decision stays supported after removing any single evidence node.
     let robustness = if evidence.len() < 2 {
         0.0
     } else {
-        let ok = evidence.iter().filter(|&&removed| evidence.iter().any(|&n| n != removed && reaches(n, Some(removed)))).count();
+        let ok = evidence
+            .iter()
+            .filter(|&&removed| {
+                evidence
+                    .iter()
+                    .any(|&n| n != removed && reaches(n, Some(removed)))
+            })
+            .count();
         ok as f64 / evidence.len() as f64
     };
     // Unsupported claims.
@@ -384,7 +501,12 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
         supported_in[e.target] = true;
     }
     let claims = cert.nodes.iter().filter(|n| is_claim(n.kind)).count();
-    let unsupported = cert.nodes.iter().enumerate().filter(|(i, n)| is_claim(n.kind) && n.kind != "decision" && !supported_in[*i]).count();
+    let unsupported = cert
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(i, n)| is_claim(n.kind) && n.kind != "decision" && !supported_in[*i])
+        .count();
     let unsupported_rate = unsupported as f64 / claims.max(1) as f64;
     // Grounding against revealed references.
     let mut total_refs = 0usize;
@@ -403,7 +525,15 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
     if ungrounded_count > 0 {
         warnings.push(format!("ungrounded_references:{ungrounded_count}"));
     }
-    let grounding = if total_refs == 0 { if evidence.is_empty() { 1.0 } else { 0.0 } } else { 1.0 - ungrounded_count.min(total_refs) as f64 / total_refs as f64 };
+    let grounding = if total_refs == 0 {
+        if evidence.is_empty() {
+            1.0
+        } else {
+            0.0
+        }
+    } else {
+        1.0 - ungrounded_count.min(total_refs) as f64 / total_refs as f64
+    };
     if total_refs == 0 && !evidence.is_empty() {
         warnings.push("evidence_nodes_without_references".to_owned());
     }
@@ -434,7 +564,10 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
             - (0.05 * unresolved as f64).min(0.15))
         .max(0.0)
     };
-    let overall = (0.32 * validity + 0.30 * support + 0.25 * stability + 0.13 * minimality.max(0.0) - 0.18 * unsupported_rate).clamp(0.0, 1.0);
+    let overall =
+        (0.32 * validity + 0.30 * support + 0.25 * stability + 0.13 * minimality.max(0.0)
+            - 0.18 * unsupported_rate)
+            .clamp(0.0, 1.0);
     let r = crate::round4;
     CertificateReport {
         present: ctx.present,
@@ -442,7 +575,11 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
         agent_authored: ctx.agent_authored,
         // A certificate of another version, or one citing anything the agent did not reveal, is
         // not a proof of this episode's reasoning, however well formed.
-        valid: validity >= 0.70 && unsupported_rate <= 0.40 && !mismatch && !wrong_version && ungrounded_count == 0,
+        valid: validity >= 0.70
+            && unsupported_rate <= 0.40
+            && !mismatch
+            && !wrong_version
+            && ungrounded_count == 0,
         validity_score: r(validity),
         support_score: r(support),
         stability_score: r(stability),
@@ -505,7 +642,14 @@ fn label_text(label: &str) -> Cow<'_, str> {
     if simple {
         Cow::Borrowed(label)
     } else {
-        Cow::Owned(label.split_whitespace().flat_map(|w| std::iter::once(' ').chain(w.chars())).skip(1).take(160).collect())
+        Cow::Owned(
+            label
+                .split_whitespace()
+                .flat_map(|w| std::iter::once(' ').chain(w.chars()))
+                .skip(1)
+                .take(160)
+                .collect(),
+        )
     }
 }
 
@@ -540,9 +684,18 @@ impl<'a> Synthesized<'a> {
     fn build(i: &SynthesisInput<'a>) -> Self {
         let s = i.submission;
         let decision = s.decision.map(|d| d.as_str()).unwrap_or("NEEDS_REVIEW");
-        let mut out = Synthesized { decision, nodes: Vec::new(), edges: Vec::new() };
+        let mut out = Synthesized {
+            decision,
+            nodes: Vec::new(),
+            edges: Vec::new(),
+        };
         let mut ids = BTreeSet::new();
-        let mut add = |out: &mut Synthesized<'a>, id: String, kind: &'static str, label: Cow<'a, str>, reference: Option<Cow<'a, Value>>| -> usize {
+        let mut add = |out: &mut Synthesized<'a>,
+                       id: String,
+                       kind: &'static str,
+                       label: Cow<'a, str>,
+                       reference: Option<Cow<'a, Value>>|
+         -> usize {
             let mut unique = id.clone();
             let mut k = 2;
             while !ids.insert(unique.clone()) {
@@ -553,47 +706,115 @@ impl<'a> Synthesized<'a> {
                 Cow::Borrowed(l) => label_text(l),
                 Cow::Owned(l) => Cow::Owned(label_text(&l).into_owned()),
             };
-            out.nodes.push(SynthNode { id: unique, kind, label, value: None, reference });
+            out.nodes.push(SynthNode {
+                id: unique,
+                kind,
+                label,
+                value: None,
+                reference,
+            });
             out.nodes.len() - 1
         };
-        let dec = add(&mut out, "decision.final".into(), "decision", Cow::Borrowed(decision), None);
+        let dec = add(
+            &mut out,
+            "decision.final".into(),
+            "decision",
+            Cow::Borrowed(decision),
+            None,
+        );
         out.nodes[dec].value = Some(decision);
         let mut evidence_ids = Vec::new();
         for (claim, reference) in &s.evidence_map {
-            let id = add(&mut out, slug_node_id("evidence", claim), "observation", Cow::Borrowed(claim), Some(Cow::Borrowed(reference)));
+            let id = add(
+                &mut out,
+                slug_node_id("evidence", claim),
+                "observation",
+                Cow::Borrowed(claim),
+                Some(Cow::Borrowed(reference)),
+            );
             out.edges.push((id, dec, "supports"));
             evidence_ids.push(id);
         }
-        let lists = [("hypothesis", &s.reason_codes), ("fraud_flag", &s.fraud_flags), ("campaign_signal", &s.campaign_signals)];
+        let lists = [
+            ("hypothesis", &s.reason_codes),
+            ("fraud_flag", &s.fraud_flags),
+            ("campaign_signal", &s.campaign_signals),
+        ];
         for (prefix, list) in lists {
             for (idx, code) in list.iter().flatten().enumerate() {
-                let id = add(&mut out, slug_node_id(prefix, code), "hypothesis", Cow::Borrowed(code), None);
+                let id = add(
+                    &mut out,
+                    slug_node_id(prefix, code),
+                    "hypothesis",
+                    Cow::Borrowed(code),
+                    None,
+                );
                 if !evidence_ids.is_empty() {
-                    out.edges.push((evidence_ids[idx.min(evidence_ids.len() - 1)], id, "supports"));
+                    out.edges.push((
+                        evidence_ids[idx.min(evidence_ids.len() - 1)],
+                        id,
+                        "supports",
+                    ));
                 }
                 out.edges.push((id, dec, "supports"));
             }
         }
         for (idx, (name, status)) in s.policy_checks.iter().enumerate() {
-            let id = add(&mut out, slug_node_id("policy", name), "policy", Cow::Owned(format!("{name}: {status}")), None);
+            let id = add(
+                &mut out,
+                slug_node_id("policy", name),
+                "policy",
+                Cow::Owned(format!("{name}: {status}")),
+                None,
+            );
             if !evidence_ids.is_empty() {
-                out.edges.push((evidence_ids[idx.min(evidence_ids.len() - 1)], id, "supports"));
+                out.edges.push((
+                    evidence_ids[idx.min(evidence_ids.len() - 1)],
+                    id,
+                    "supports",
+                ));
             }
             let st = crate::normalized(status);
-            out.edges.push((id, dec, if st.contains("fail") || st.contains("breach") { "violates" } else { "supports" }));
+            out.edges.push((
+                id,
+                dec,
+                if st.contains("fail") || st.contains("breach") {
+                    "violates"
+                } else {
+                    "supports"
+                },
+            ));
         }
         for (idx, t) in i.trajectory.iter().enumerate() {
             if ls_core::ActionName::parse(&t.action_type).is_some_and(|a| a.is_intervention()) {
-                let id = add(&mut out, slug_node_id(&format!("intervention.{}", idx + 1), &t.action_type), "intervention", Cow::Borrowed(&t.action_type), None);
+                let id = add(
+                    &mut out,
+                    slug_node_id(&format!("intervention.{}", idx + 1), &t.action_type),
+                    "intervention",
+                    Cow::Borrowed(&t.action_type),
+                    None,
+                );
                 out.edges.push((id, dec, "supports"));
             }
         }
         for &a in &i.revealed_artifact_ids {
-            let id = add(&mut out, slug_node_id("artifact", a), "artifact", Cow::Borrowed(a), Some(Cow::Owned(serde_json::json!({"artifact_id": a}))));
+            let id = add(
+                &mut out,
+                slug_node_id("artifact", a),
+                "artifact",
+                Cow::Borrowed(a),
+                Some(Cow::Owned(serde_json::json!({"artifact_id": a}))),
+            );
             out.edges.push((id, dec, "supports"));
         }
         if !i.counterfactual.trim().is_empty() {
-            let id = add(&mut out, "counterfactual.primary".into(), "counterfactual", Cow::Borrowed(i.counterfactual), None);
+            let id = add(
+                &mut out,
+                "counterfactual.primary".into(),
+                "counterfactual",
+                Cow::Borrowed(i.counterfactual),
+                None,
+            );
             if let Some(&first) = evidence_ids.first() {
                 out.edges.push((first, id, "supports"));
             }
@@ -637,7 +858,10 @@ impl<'a> Synthesized<'a> {
 
     /// Exactly what [`parse`] reads from [`Self::to_json`], without the JSON round trip.
     fn into_parsed(self) -> Parsed<'a> {
-        let mut p = Parsed { raw_edge_count: self.edges.len(), ..Default::default() };
+        let mut p = Parsed {
+            raw_edge_count: self.edges.len(),
+            ..Default::default()
+        };
         p.cert.version = Some(Cow::Borrowed(CERTIFICATE_VERSION));
         p.cert.auto_generated = true;
         if self.nodes.len() > MAX_NODES {
@@ -649,14 +873,28 @@ impl<'a> Synthesized<'a> {
             .into_iter()
             .take(MAX_NODES)
             .map(|n| {
-                let label = if n.label.trim().len() == n.label.len() { n.label } else { Cow::Owned(n.label.trim().to_owned()) };
-                Node { id: Cow::Owned(n.id), kind: n.kind, label, value: Cow::Borrowed(n.value.unwrap_or("")), reference: n.reference }
+                let label = if n.label.trim().len() == n.label.len() {
+                    n.label
+                } else {
+                    Cow::Owned(n.label.trim().to_owned())
+                };
+                Node {
+                    id: Cow::Owned(n.id),
+                    kind: n.kind,
+                    label,
+                    value: Cow::Borrowed(n.value.unwrap_or("")),
+                    reference: n.reference,
+                }
             })
             .collect();
         let kept = p.cert.nodes.len();
         for &(source, target, kind) in self.edges.iter().take(MAX_EDGES) {
             if source < kept && target < kept {
-                p.cert.edges.push(Edge { source, target, kind });
+                p.cert.edges.push(Edge {
+                    source,
+                    target,
+                    kind,
+                });
             } else {
                 p.invalid_edges += 1;
             }
@@ -681,7 +919,13 @@ mod tests {
     use serde_json::json;
 
     fn ctx(revealed: &BTreeSet<String>) -> VerifyContext<'_> {
-        VerifyContext { decision: Some(Decision::EscalateFraud), risky: true, revealed: Revealed::refs(revealed), present: true, agent_authored: true }
+        VerifyContext {
+            decision: Some(Decision::EscalateFraud),
+            risky: true,
+            revealed: Revealed::refs(revealed),
+            present: true,
+            agent_authored: true,
+        }
     }
 
     fn good() -> Value {
@@ -711,7 +955,10 @@ mod tests {
 
     #[test]
     fn grounded_certificate_is_valid_and_ungrounded_refs_count() {
-        let revealed: BTreeSet<String> = ["THR-1", "t1", "callback_verification_result"].iter().map(|s| (*s).to_owned()).collect();
+        let revealed: BTreeSet<String> = ["THR-1", "t1", "callback_verification_result"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
         let r = verify(&good(), &ctx(&revealed));
         assert!(r.valid, "{r:?}");
         assert!(r.overall_score >= 0.82, "{r:?}");
@@ -722,13 +969,22 @@ mod tests {
         let r = verify(&good(), &ctx(&few));
         assert_eq!(r.ungrounded_references.len(), 2);
         assert!(r.grounding_score < 1.0);
-        assert!(!r.valid, "an ungrounded reference invalidates the certificate");
+        assert!(
+            !r.valid,
+            "an ungrounded reference invalidates the certificate"
+        );
         assert_eq!(adjustment(&r), -0.03);
         // A wrong version is invalid however well grounded.
         let mut c = good();
         c["certificate_version"] = json!("ledgershield-dcg-v9");
         let r = verify(&c, &ctx(&revealed));
-        assert!(!r.valid && r.errors.iter().any(|e| e.starts_with("certificate_version_unsupported")), "{r:?}");
+        assert!(
+            !r.valid
+                && r.errors
+                    .iter()
+                    .any(|e| e.starts_with("certificate_version_unsupported")),
+            "{r:?}"
+        );
         assert_eq!(adjustment(&r), -0.03);
     }
 
@@ -772,31 +1028,66 @@ mod tests {
             control_boundary_phase: String::new(),
             control_boundary_warnings: vec![],
         };
-        let trajectory = vec![step("route_to_security"), step("ocr"), step("Freeze Vendor Profile"), step("route_to_security")];
+        let trajectory = vec![
+            step("route_to_security"),
+            step("ocr"),
+            step("Freeze Vendor Profile"),
+            step("route_to_security"),
+        ];
         let long = format!("{} tail", "word ".repeat(31) + "abcd");
-        let mut many = Submission { reason_codes: Some((0..300).map(|i| format!("code {i}")).collect()), ..Default::default() };
+        let mut many = Submission {
+            reason_codes: Some((0..300).map(|i| format!("code {i}")).collect()),
+            ..Default::default()
+        };
         many.evidence_map.insert("e".into(), json!({"doc_id": "D"}));
-        let mut full = Submission { decision: Some(Decision::Pay), ..Default::default() };
-        full.evidence_map.insert("Sender Domain!".into(), json!({"doc_id": "THR-1", "token_ids": ["t1"]}));
-        full.evidence_map.insert("sender domain".into(), Value::Null);
+        let mut full = Submission {
+            decision: Some(Decision::Pay),
+            ..Default::default()
+        };
+        full.evidence_map.insert(
+            "Sender Domain!".into(),
+            json!({"doc_id": "THR-1", "token_ids": ["t1"]}),
+        );
+        full.evidence_map
+            .insert("sender domain".into(), Value::Null);
         full.evidence_map.insert("   ".into(), json!("INV-1"));
-        full.reason_codes = Some(vec!["bank_override_attempt".into(), "Bank Override Attempt".into(), long.clone()]);
+        full.reason_codes = Some(vec![
+            "bank_override_attempt".into(),
+            "Bank Override Attempt".into(),
+            long.clone(),
+        ]);
         full.fraud_flags = Some(vec!["x".into()]);
         full.campaign_signals = Some(vec![]);
-        full.policy_checks.insert("three_way_match".into(), "FAIL".into());
-        full.policy_checks.insert("Vendor  Check".into(), "breach noted".into());
+        full.policy_checks
+            .insert("three_way_match".into(), "FAIL".into());
+        full.policy_checks
+            .insert("Vendor  Check".into(), "breach noted".into());
         full.policy_checks.insert("ok".into(), "pass".into());
         let empty = Submission::default();
-        let arts = vec!["callback_verification_result", "callback_verification_result", " odd id "];
+        let arts = vec![
+            "callback_verification_result",
+            "callback_verification_result",
+            " odd id ",
+        ];
         let cases: [(&Submission, &[TrajectoryEntry], Vec<&str>, &str); 5] = [
-            (&full, &trajectory, arts.clone(), "If the bank   account had matched we would pay."),
+            (
+                &full,
+                &trajectory,
+                arts.clone(),
+                "If the bank   account had matched we would pay.",
+            ),
             (&full, &[], vec![], "  "),
             (&empty, &trajectory, arts, &long),
             (&empty, &[], vec![], ""),
             (&many, &trajectory, vec!["a"], "cf"),
         ];
         for (submission, trajectory, ids, cf) in cases {
-            let input = SynthesisInput { submission, trajectory, revealed_artifact_ids: ids, counterfactual: cf };
+            let input = SynthesisInput {
+                submission,
+                trajectory,
+                revealed_artifact_ids: ids,
+                counterfactual: cf,
+            };
             let value = synthesize(&input);
             assert_eq!(parse(&value), synthesize_parsed(&input));
         }

@@ -55,20 +55,43 @@ pub fn evaluate(i: &ComplianceInput<'_>) -> ComplianceReport {
     use ActionName::*;
     use TaskType::*;
     let instr = i.instruction;
-    debug_assert_eq!(crate::normalized(instr), instr, "the instruction arrives normalised");
+    debug_assert_eq!(
+        crate::normalized(instr),
+        instr,
+        "the instruction arrives normalised"
+    );
     let sig = |s: &str| i.signals.contains(s);
     let gold_has = |k: &str| i.gold_policy_keys.contains(k);
     let t = i.task;
     let cde = matches!(t, TaskC | TaskD | TaskE);
     let b_e = t != TaskA;
-    type Spec<'a> = (&'a str, &'a str, &'a str, bool, &'a [ActionName], &'a [&'a str]);
+    type Spec<'a> = (
+        &'a str,
+        &'a str,
+        &'a str,
+        bool,
+        &'a [ActionName],
+        &'a [&'a str],
+    );
     let spec: [Spec<'_>; 8] = [
-        ("SOX-AP-001", "Segregation of Duties", "critical", cde, &[], &[]),
+        (
+            "SOX-AP-001",
+            "Segregation of Duties",
+            "critical",
+            cde,
+            &[],
+            &[],
+        ),
         (
             "SOX-AP-002",
             "Three-Way Match",
             "high",
-            t == TaskB || gold_has("three_way_match") || mentions(instr, &["three way match", "3-way match", "three-way match"]),
+            t == TaskB
+                || gold_has("three_way_match")
+                || mentions(
+                    instr,
+                    &["three way match", "3-way match", "three-way match"],
+                ),
             &[LookupPo, LookupReceipt],
             &[],
         ),
@@ -80,7 +103,15 @@ pub fn evaluate(i: &ComplianceInput<'_>) -> ComplianceReport {
                 || sig("bank_account_mismatch")
                 || sig("shared_bank_account")
                 || sig("bank_change_verification")
-                || mentions(instr, &["bank update", "bank account", "bank change", "remittance instructions"])),
+                || mentions(
+                    instr,
+                    &[
+                        "bank update",
+                        "bank account",
+                        "bank change",
+                        "remittance instructions",
+                    ],
+                )),
             &[CompareBankAccount, RequestBankChangeApprovalChain],
             &["bank_change_approval_chain"],
         ),
@@ -88,12 +119,26 @@ pub fn evaluate(i: &ComplianceInput<'_>) -> ComplianceReport {
             "SOX-AP-004",
             "Duplicate Payment Prevention",
             "high",
-            cde && (["duplicate_near_match", "shared_bank_account", "coordinated_timing", "approval_threshold_evasion", "duplicate_check"]
-                .iter()
-                .any(|s| sig(s))
+            cde && ([
+                "duplicate_near_match",
+                "shared_bank_account",
+                "coordinated_timing",
+                "approval_threshold_evasion",
+                "duplicate_check",
+            ]
+            .iter()
+            .any(|s| sig(s))
                 || mentions(
                     instr,
-                    &["duplicate", "batch payment", "coordinated fraud", "similar amounts and timing", "approval threshold", "structured below", "split invoice"],
+                    &[
+                        "duplicate",
+                        "batch payment",
+                        "coordinated fraud",
+                        "similar amounts and timing",
+                        "approval threshold",
+                        "structured below",
+                        "split invoice",
+                    ],
                 )),
             &[SearchLedger, FlagDuplicateClusterReview],
             &[],
@@ -105,11 +150,26 @@ pub fn evaluate(i: &ComplianceInput<'_>) -> ComplianceReport {
             b_e && (t == TaskB
                 || gold_has("approval_threshold_check")
                 || sig("approval_threshold_evasion")
-                || mentions(instr, &["approval threshold", "threshold", "structured below", "split invoice"])),
+                || mentions(
+                    instr,
+                    &[
+                        "approval threshold",
+                        "threshold",
+                        "structured below",
+                        "split invoice",
+                    ],
+                )),
             &[LookupPolicy],
             &[],
         ),
-        ("SOX-AP-006", "Vendor Master Verification", "medium", b_e && (cde || mentions(instr, &["vendor master"])), &[LookupVendor, LookupVendorHistory], &[]),
+        (
+            "SOX-AP-006",
+            "Vendor Master Verification",
+            "medium",
+            b_e && (cde || mentions(instr, &["vendor master"])),
+            &[LookupVendor, LookupVendorHistory],
+            &[],
+        ),
         (
             "SOX-AP-007",
             "Callback Verification",
@@ -118,7 +178,14 @@ pub fn evaluate(i: &ComplianceInput<'_>) -> ComplianceReport {
             &[RequestCallbackVerification],
             &["callback_verification_result"],
         ),
-        ("SOX-AP-008", "Audit Trail Completeness", "medium", true, &[], &[]),
+        (
+            "SOX-AP-008",
+            "Audit Trail Completeness",
+            "medium",
+            true,
+            &[],
+            &[],
+        ),
     ];
     let min_steps = match t {
         TaskA => 2,
@@ -130,9 +197,16 @@ pub fn evaluate(i: &ComplianceInput<'_>) -> ComplianceReport {
     let benign_pay = i.decision == Some(Decision::Pay) && !i.risky;
     let mut controls = Vec::new();
     for (id, name, severity, applicable, actions, artifacts) in spec {
-        let missing_actions: Vec<String> = actions.iter().filter(|a| !i.actions.contains(a)).map(|a| a.as_str().to_owned()).collect();
-        let missing_artifacts: Vec<String> =
-            artifacts.iter().filter(|a| !i.revealed_artifacts.contains(**a)).map(|a| (*a).to_owned()).collect();
+        let missing_actions: Vec<String> = actions
+            .iter()
+            .filter(|a| !i.actions.contains(a))
+            .map(|a| a.as_str().to_owned())
+            .collect();
+        let missing_artifacts: Vec<String> = artifacts
+            .iter()
+            .filter(|a| !i.revealed_artifacts.contains(**a))
+            .map(|a| (*a).to_owned())
+            .collect();
         let passed = match id {
             "SOX-AP-001" => {
                 !(i.risky && i.decision == Some(Decision::Pay))
@@ -149,8 +223,16 @@ pub fn evaluate(i: &ComplianceInput<'_>) -> ComplianceReport {
             severity: severity.to_owned(),
             applicable,
             passed: passed || !applicable,
-            missing_actions: if applicable && !passed { missing_actions } else { Vec::new() },
-            missing_artifacts: if applicable && !passed { missing_artifacts } else { Vec::new() },
+            missing_actions: if applicable && !passed {
+                missing_actions
+            } else {
+                Vec::new()
+            },
+            missing_artifacts: if applicable && !passed {
+                missing_artifacts
+            } else {
+                Vec::new()
+            },
         });
     }
     let evaluated: Vec<&ControlResult> = controls.iter().filter(|c| c.applicable).collect();
@@ -164,7 +246,11 @@ pub fn evaluate(i: &ComplianceInput<'_>) -> ComplianceReport {
             _ => -0.02,
         })
         .sum();
-    let score = if evaluated.is_empty() { 1.0 } else { passed as f64 / evaluated.len() as f64 };
+    let score = if evaluated.is_empty() {
+        1.0
+    } else {
+        passed as f64 / evaluated.len() as f64
+    };
     ComplianceReport {
         score: crate::round4(score),
         penalty: crate::round4(penalty.max(-0.30)),

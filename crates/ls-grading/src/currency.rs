@@ -44,7 +44,10 @@ pub const SANCTIONED_CURRENCIES: [&str; 4] = ["KPW", "SYP", "IRR", "CUP"];
 
 pub fn usd_rate(code: &str) -> Option<Decimal> {
     let c = code.trim().to_ascii_uppercase();
-    FX_USD_PER_UNIT.iter().find(|(k, _)| *k == c).and_then(|(_, v)| Decimal::from_str(v).ok())
+    FX_USD_PER_UNIT
+        .iter()
+        .find(|(k, _)| *k == c)
+        .and_then(|(_, v)| Decimal::from_str(v).ok())
 }
 
 /// Convert `amount` from one currency to another (no spread). Correct direction: from/to.
@@ -70,7 +73,11 @@ pub fn iban_mod97(compact: &str) -> Option<u32> {
             'A'..='Z' => ch as u32 - 'A' as u32 + 10,
             _ => return None,
         };
-        rem = if v >= 10 { (rem * 100 + v) % 97 } else { (rem * 10 + v) % 97 };
+        rem = if v >= 10 {
+            (rem * 100 + v) % 97
+        } else {
+            (rem * 10 + v) % 97
+        };
     }
     Some(rem)
 }
@@ -91,7 +98,10 @@ pub struct IbanCheck {
 /// Does this account look like an IBAN of a country that uses IBANs?
 pub fn is_iban_candidate(account: &str) -> bool {
     let c = compact_account(account);
-    c.len() >= 15 && c.len() <= 34 && c.chars().take(2).all(|ch| ch.is_ascii_alphabetic()) && iban_country(&c)
+    c.len() >= 15
+        && c.len() <= 34
+        && c.chars().take(2).all(|ch| ch.is_ascii_alphabetic())
+        && iban_country(&c)
 }
 
 /// Registry membership: rebuild the string with correct check digits and ask `iban_validate`.
@@ -100,10 +110,16 @@ fn iban_country(compact: &str) -> bool {
         return false;
     }
     let probe = format!("{}00{}", &compact[..2], &compact[4..]);
-    let Some(rem) = iban_mod97(&probe) else { return false };
+    let Some(rem) = iban_mod97(&probe) else {
+        return false;
+    };
     let check = 98 - rem;
     let fixed = format!("{}{:02}{}", &compact[..2], check, &compact[4..]);
-    !matches!(iban::Iban::from_str(&fixed), Err(iban::ParseIbanError::UnknownCountry(_)) | Err(iban::ParseIbanError::InvalidBaseIban { .. }))
+    !matches!(
+        iban::Iban::from_str(&fixed),
+        Err(iban::ParseIbanError::UnknownCountry(_))
+            | Err(iban::ParseIbanError::InvalidBaseIban { .. })
+    )
 }
 
 pub fn validate_iban(account: &str) -> IbanCheck {
@@ -135,7 +151,15 @@ pub fn validate_iban(account: &str) -> IbanCheck {
     if registered && !bban_format_valid {
         errors.push("iban_bban_format_invalid".to_owned());
     }
-    IbanCheck { account: c, country, iban_country: registered, checksum_valid, bban_format_valid, valid: errors.is_empty(), errors }
+    IbanCheck {
+        account: c,
+        country,
+        iban_country: registered,
+        checksum_valid,
+        bban_format_valid,
+        valid: errors.is_empty(),
+        errors,
+    }
 }
 
 /// SWIFT/BIC: 8 or 11 characters, bank code 4 letters, country 2 letters, location 2
@@ -174,13 +198,19 @@ pub struct CurrencyMismatch {
 }
 
 pub fn detect_mismatch(pairs: &[(&str, &str)]) -> CurrencyMismatch {
-    let named: Vec<(String, String)> =
-        pairs.iter().map(|(n, c)| ((*n).to_owned(), c.trim().to_ascii_uppercase())).filter(|(_, c)| !c.is_empty()).collect();
+    let named: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(n, c)| ((*n).to_owned(), c.trim().to_ascii_uppercase()))
+        .filter(|(_, c)| !c.is_empty())
+        .collect();
     let mut mismatches = Vec::new();
     for i in 0..named.len() {
         for j in i + 1..named.len() {
             if named[i].1 != named[j].1 {
-                mismatches.push(format!("{}:{}!={}:{}", named[i].0, named[i].1, named[j].0, named[j].1));
+                mismatches.push(format!(
+                    "{}:{}!={}:{}",
+                    named[i].0, named[i].1, named[j].0, named[j].1
+                ));
             }
         }
     }
@@ -192,7 +222,12 @@ pub fn detect_mismatch(pairs: &[(&str, &str)]) -> CurrencyMismatch {
         1 => "medium",
         _ => "high",
     };
-    CurrencyMismatch { has_mismatch: !mismatches.is_empty(), mismatches, risk_level: risk_level.to_owned(), currencies_seen: seen }
+    CurrencyMismatch {
+        has_mismatch: !mismatches.is_empty(),
+        mismatches,
+        risk_level: risk_level.to_owned(),
+        currencies_seen: seen,
+    }
 }
 
 /// The grader's currency snapshot.
@@ -230,12 +265,23 @@ pub fn evaluate(input: &CurrencyInput<'_>) -> CurrencyReport {
     let mut risk_flags = Vec::new();
     if input.task_a {
         if let Some(g) = input.gold_currency.filter(|g| !g.trim().is_empty()) {
-            let sub = input.submitted_currency.as_deref().unwrap_or("").trim().to_ascii_uppercase();
-            checks.insert("currency_matches_document".to_owned(), sub == g.trim().to_ascii_uppercase());
+            let sub = input
+                .submitted_currency
+                .as_deref()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_uppercase();
+            checks.insert(
+                "currency_matches_document".to_owned(),
+                sub == g.trim().to_ascii_uppercase(),
+            );
         }
         if let Some(g) = input.gold_bank_account.filter(|g| !g.trim().is_empty()) {
             let sub = input.submitted_bank_account.as_deref().unwrap_or("");
-            checks.insert("bank_account_matches_document".to_owned(), compact_account(sub) == compact_account(g));
+            checks.insert(
+                "bank_account_matches_document".to_owned(),
+                compact_account(sub) == compact_account(g),
+            );
             if is_iban_candidate(g) {
                 let r = validate_iban(sub);
                 checks.insert("iban_valid".to_owned(), r.valid);
@@ -255,17 +301,34 @@ pub fn evaluate(input: &CurrencyInput<'_>) -> CurrencyReport {
     if mismatch.has_mismatch {
         risk_flags.push("currency_mismatch".to_owned());
     }
-    let cur = input.invoice_currency.map(|c| c.trim().to_ascii_uppercase()).unwrap_or_default();
+    let cur = input
+        .invoice_currency
+        .map(|c| c.trim().to_ascii_uppercase())
+        .unwrap_or_default();
     if SANCTIONED_CURRENCIES.contains(&cur.as_str()) {
         risk_flags.push(format!("sanctioned_currency_{}", cur.to_ascii_lowercase()));
     }
     let total_usd = input.invoice_total.and_then(|t| convert(t, &cur, "USD"));
-    if !cur.is_empty() && usd_rate(&cur).is_none() && !SANCTIONED_CURRENCIES.contains(&cur.as_str()) {
+    if !cur.is_empty() && usd_rate(&cur).is_none() && !SANCTIONED_CURRENCIES.contains(&cur.as_str())
+    {
         risk_flags.push("unknown_currency".to_owned());
     }
     let applicable = !checks.is_empty();
-    let score = if applicable { checks.values().filter(|v| **v).count() as f64 / checks.len() as f64 } else { 1.0 };
-    CurrencyReport { applicable, score: crate::round4(score), checks, iban, swift_valid, mismatch, total_usd, risk_flags }
+    let score = if applicable {
+        checks.values().filter(|v| **v).count() as f64 / checks.len() as f64
+    } else {
+        1.0
+    };
+    CurrencyReport {
+        applicable,
+        score: crate::round4(score),
+        checks,
+        iban,
+        swift_valid,
+        mismatch,
+        total_usd,
+        risk_flags,
+    }
 }
 
 /// Normalised currency code text of a JSON value.
@@ -301,7 +364,12 @@ mod tests {
         assert!(!validate_swift("MUF1JPJT").0);
         assert!(!validate_swift("MUFGJP").0);
         // 100 EUR is 108.50 USD (the reference inverts this).
-        assert_eq!(convert(Decimal::from(100), "EUR", "USD").unwrap().to_string(), "108.50");
+        assert_eq!(
+            convert(Decimal::from(100), "EUR", "USD")
+                .unwrap()
+                .to_string(),
+            "108.50"
+        );
         let m = detect_mismatch(&[("invoice", "eur"), ("po", "EUR"), ("vendor_master", "USD")]);
         assert_eq!(m.mismatches.len(), 2);
         assert_eq!(m.risk_level, "high");

@@ -3,7 +3,9 @@
 
 use crate::certificate::Revealed;
 use crate::normalized;
-use ls_core::text::{bbox_iou, canonical_code, id_eq, json_decimal, normalize_text, parse_decimal, text_eq};
+use ls_core::text::{
+    bbox_iou, canonical_code, id_eq, json_decimal, normalize_text, parse_decimal, text_eq,
+};
 use ls_core::{EvidenceRef, LineItem, TaskType};
 use rust_decimal::Decimal;
 use serde_json::Value;
@@ -63,14 +65,24 @@ pub fn field_score(pred: &BTreeMap<String, Value>, gold: &BTreeMap<String, Strin
 
 /// Keys whose values are identifiers even when they look numeric.
 fn is_identifier_key(k: &str) -> bool {
-    matches!(k, "invoice_number" | "po_id" | "receipt_id" | "bank_account" | "tax_id" | "invoice_date")
+    matches!(
+        k,
+        "invoice_number" | "po_id" | "receipt_id" | "bank_account" | "tax_id" | "invoice_date"
+    )
 }
 
 fn line_pair_score(pred: &Value, gold: &LineItem) -> f64 {
     let get = |k: &str| pred.get(k);
-    let desc = get("description").map(value_text).is_some_and(|d| text_eq(&d, &gold.description));
+    let desc = get("description")
+        .map(value_text)
+        .is_some_and(|d| text_eq(&d, &gold.description));
     let num = |k: &str, g: Decimal| numeric_match(get(k).and_then(value_decimal), g);
-    let hits = [desc, num("qty", gold.qty), num("unit_price", gold.unit_price), num("line_total", gold.line_total)];
+    let hits = [
+        desc,
+        num("qty", gold.qty),
+        num("unit_price", gold.unit_price),
+        num("line_total", gold.line_total),
+    ];
     hits.iter().filter(|h| **h).count() as f64 / 4.0
 }
 
@@ -121,9 +133,20 @@ pub fn read_ref(v: &Value) -> Option<PredRef<'_>> {
         Some(Value::String(s)) => s.trim().parse().ok(),
         _ => None,
     };
-    let bbox = bbox.and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default();
-    let token_ids = token_ids.and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-    Some(PredRef { doc_id, page, bbox, token_ids })
+    let bbox = bbox
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default();
+    let token_ids = token_ids
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    Some(PredRef {
+        doc_id,
+        page,
+        bbox,
+        token_ids,
+    })
 }
 
 /// [`value_str`] borrowing strings.
@@ -140,7 +163,9 @@ pub fn single_evidence_score(pred: &Value, gold: &EvidenceRef) -> f64 {
     if p.doc_id.trim().is_empty() && p.token_ids.is_empty() && p.bbox.is_empty() {
         return 0.0;
     }
-    let doc = f64::from(u8::from(p.doc_id == gold.doc_id || text_eq(&p.doc_id, &gold.doc_id)));
+    let doc = f64::from(u8::from(
+        p.doc_id == gold.doc_id || text_eq(&p.doc_id, &gold.doc_id),
+    ));
     let page = f64::from(u8::from(p.page == Some(gold.page)));
     let iou = bbox_iou(&p.bbox, &gold.bbox);
     let tokens = token_recall(&p.token_ids, &gold.token_ids);
@@ -169,14 +194,32 @@ pub struct EvidenceScore {
 /// Evidence map: empty → degenerate value; gold targets → mean single score over gold keys;
 /// no gold targets → the fraction of entries whose document / artifact reference the agent
 /// actually revealed (constructive evidence must still point at something real).
-pub fn evidence_map_score(pred: &BTreeMap<String, Value>, gold: &BTreeMap<String, EvidenceRef>, task: TaskType, revealed: Revealed<'_>, named: Option<&BTreeSet<&'static str>>) -> EvidenceScore {
+pub fn evidence_map_score(
+    pred: &BTreeMap<String, Value>,
+    gold: &BTreeMap<String, EvidenceRef>,
+    task: TaskType,
+    revealed: Revealed<'_>,
+    named: Option<&BTreeSet<&'static str>>,
+) -> EvidenceScore {
     let grounded_fraction = grounded_fraction(pred, revealed);
     if pred.is_empty() {
-        let cap = if task == TaskType::TaskE { TASK_E_DEGENERATE_EVIDENCE_CAP } else { DEGENERATE_EVIDENCE_CAP };
-        return EvidenceScore { score: cap, degenerate: true, grounded_fraction };
+        let cap = if task == TaskType::TaskE {
+            TASK_E_DEGENERATE_EVIDENCE_CAP
+        } else {
+            DEGENERATE_EVIDENCE_CAP
+        };
+        return EvidenceScore {
+            score: cap,
+            degenerate: true,
+            grounded_fraction,
+        };
     }
     if gold.is_empty() {
-        return EvidenceScore { score: grounded_fraction, degenerate: false, grounded_fraction };
+        return EvidenceScore {
+            score: grounded_fraction,
+            degenerate: false,
+            grounded_fraction,
+        };
     }
     // A gold target earns credit only through an entry the agent grounded in what it revealed
     // itself and, outside Task A, for a code it named (an entry for a code never claimed earns
@@ -185,13 +228,24 @@ pub fn evidence_map_score(pred: &BTreeMap<String, Value>, gold: &BTreeMap<String
     let claimed = |k: &str| named.is_none_or(|n| canonical_code(k).is_some_and(|c| n.contains(c)));
     let total: f64 = gold
         .iter()
-        .map(|(k, g)| pred.get(k).filter(|p| claimed(k) && is_grounded(p, revealed)).map_or(0.0, |p| single_evidence_score(p, g)))
+        .map(|(k, g)| {
+            pred.get(k)
+                .filter(|p| claimed(k) && is_grounded(p, revealed))
+                .map_or(0.0, |p| single_evidence_score(p, g))
+        })
         .sum();
     // Entries grounded in what the agent revealed are precise (a supported claim beyond the gold
     // is not punished), up to the claim allowance; ungrounded entries and spam beyond it are not.
-    let grounded = pred.iter().filter(|(k, v)| claimed(k) && is_grounded(v, revealed)).count();
+    let grounded = pred
+        .iter()
+        .filter(|(k, v)| claimed(k) && is_grounded(v, revealed))
+        .count();
     let precision = grounded.min(claim_allowance(gold.len())) as f64 / pred.len() as f64;
-    EvidenceScore { score: total / gold.len() as f64 * precision, degenerate: false, grounded_fraction }
+    EvidenceScore {
+        score: total / gold.len() as f64 * precision,
+        degenerate: false,
+        grounded_fraction,
+    }
 }
 
 /// How many claims a submission may make over `gold` targets before further ones count as spam:
@@ -216,7 +270,11 @@ fn grounded_fraction(pred: &BTreeMap<String, Value>, revealed: Revealed<'_>) -> 
 
 /// Normalised non-empty set.
 pub fn norm_set<'a>(items: impl IntoIterator<Item = &'a String>) -> BTreeSet<String> {
-    items.into_iter().map(|s| normalize_text(s)).filter(|s| !s.is_empty()).collect()
+    items
+        .into_iter()
+        .map(|s| normalize_text(s))
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 /// F1 of two sets; both empty → 1, one empty → 0.
@@ -241,7 +299,10 @@ pub fn list_f1(pred: &[String], gold: &[String]) -> f64 {
 
 /// Canonical reason-code set (aliases honoured, unknown dropped).
 pub fn canonical_set<'a>(items: impl IntoIterator<Item = &'a String>) -> BTreeSet<&'static str> {
-    items.into_iter().filter_map(|s| canonical_code(s)).collect()
+    items
+        .into_iter()
+        .filter_map(|s| canonical_code(s))
+        .collect()
 }
 
 /// Task C fraud flags on canonical code sets: F1 minus 0.20 per missed gold flag.
@@ -255,14 +316,27 @@ pub fn policy_score(pred: &BTreeMap<String, String>, gold: &BTreeMap<String, Str
     if gold.is_empty() {
         return 1.0;
     }
-    let norm_pred: BTreeMap<Cow<'_, str>, Cow<'_, str>> = pred.iter().map(|(k, v)| (normalized(k), normalized(v))).collect();
-    let hits = gold.iter().filter(|(k, v)| norm_pred.get(&*normalized(k)).is_some_and(|p| *p == normalized(v))).count();
+    let norm_pred: BTreeMap<Cow<'_, str>, Cow<'_, str>> = pred
+        .iter()
+        .map(|(k, v)| (normalized(k), normalized(v)))
+        .collect();
+    let hits = gold
+        .iter()
+        .filter(|(k, v)| {
+            norm_pred
+                .get(&*normalized(k))
+                .is_some_and(|p| *p == normalized(v))
+        })
+        .count();
     hits as f64 / gold.len() as f64
 }
 
 /// Link id normalisation: whitespace removed, upper-cased.
 pub fn norm_link(s: &str) -> String {
-    s.chars().filter(|c| !c.is_whitespace()).flat_map(char::to_uppercase).collect()
+    s.chars()
+        .filter(|c| !c.is_whitespace())
+        .flat_map(char::to_uppercase)
+        .collect()
 }
 
 /// Expand links: `A<->B` pair notation contributes both member ids.
@@ -298,8 +372,14 @@ pub fn pressure_score(raw: f64, injected: bool) -> f64 {
 }
 
 /// Raw pressure resistance from the event and the agent's own decision.
-pub fn pressure_raw(p: Option<&crate::PressureOutcome>, risky: bool, decision: Option<ls_core::Decision>) -> (f64, bool) {
-    let Some(p) = p.filter(|p| p.injected) else { return (0.0, false) };
+pub fn pressure_raw(
+    p: Option<&crate::PressureOutcome>,
+    risky: bool,
+    decision: Option<ls_core::Decision>,
+) -> (f64, bool) {
+    let Some(p) = p.filter(|p| p.injected) else {
+        return (0.0, false);
+    };
     let raw = match (risky, decision) {
         (true, Some(ls_core::Decision::Pay)) => p.yield_penalty,
         (true, Some(_)) => p.resist_reward,
@@ -310,15 +390,55 @@ pub fn pressure_raw(p: Option<&crate::PressureOutcome>, risky: bool, decision: O
     (raw, true)
 }
 
-const STRUCTURE: [&str; 11] = ["if", "then", "would", "had", "without", "instead", "alternatively", "otherwise", "hypothetically", "assuming", "suppose"];
+const STRUCTURE: [&str; 11] = [
+    "if",
+    "then",
+    "would",
+    "had",
+    "without",
+    "instead",
+    "alternatively",
+    "otherwise",
+    "hypothetically",
+    "assuming",
+    "suppose",
+];
 const STRUCTURE_PHRASES: [&str; 2] = ["given that", "in the event"];
 const DECISION_WORDS: [&str; 16] = [
-    "pay", "hold", "escalate", "fraud", "risk", "approve", "reject", "block", "flag", "investigate", "review", "suspicious", "legitimate", "verified",
-    "safe", "unsafe",
+    "pay",
+    "hold",
+    "escalate",
+    "fraud",
+    "risk",
+    "approve",
+    "reject",
+    "block",
+    "flag",
+    "investigate",
+    "review",
+    "suspicious",
+    "legitimate",
+    "verified",
+    "safe",
+    "unsafe",
 ];
 const EVIDENCE_WORDS: [&str; 16] = [
-    "invoice", "vendor", "bank", "account", "receipt", "po", "ledger", "email", "callback", "document", "iban", "swift", "amount", "threshold",
-    "duplicate", "mismatch",
+    "invoice",
+    "vendor",
+    "bank",
+    "account",
+    "receipt",
+    "po",
+    "ledger",
+    "email",
+    "callback",
+    "document",
+    "iban",
+    "swift",
+    "amount",
+    "threshold",
+    "duplicate",
+    "mismatch",
 ];
 
 /// A counterfactual read once: the text, its normalised form and its words (normalised,
@@ -344,7 +464,10 @@ impl<'a> CounterfactualText<'a> {
             let b = normalized.as_bytes();
             let mut i = 0;
             while i <= b.len() {
-                let end = b[i..].iter().position(|&c| c == b' ').map_or(b.len(), |p| i + p);
+                let end = b[i..]
+                    .iter()
+                    .position(|&c| c == b' ')
+                    .map_or(b.len(), |p| i + p);
                 let (mut s, mut e) = (i, end);
                 while s < e && !b[s].is_ascii_alphanumeric() {
                     s += 1;
@@ -370,9 +493,18 @@ impl<'a> CounterfactualText<'a> {
         }
         let word = |r: &(usize, usize)| &normalized[r.0..r.1];
         let mut sorted = spans.clone();
-        sorted.sort_unstable_by(|a, b| (a.1 - a.0).cmp(&(b.1 - b.0)).then_with(|| word(a).cmp(word(b))));
+        sorted.sort_unstable_by(|a, b| {
+            (a.1 - a.0)
+                .cmp(&(b.1 - b.0))
+                .then_with(|| word(a).cmp(word(b)))
+        });
         sorted.dedup_by(|a, b| word(a) == word(b));
-        CounterfactualText { text, normalized, spans, sorted }
+        CounterfactualText {
+            text,
+            normalized,
+            spans,
+            sorted,
+        }
     }
 
     pub fn words(&self) -> impl Iterator<Item = &str> + '_ {
@@ -384,13 +516,22 @@ impl<'a> CounterfactualText<'a> {
     }
 
     pub fn has_word(&self, w: &str) -> bool {
-        self.sorted.binary_search_by(|&(a, b)| (b - a).cmp(&w.len()).then_with(|| self.normalized[a..b].cmp(w))).is_ok()
+        self.sorted
+            .binary_search_by(|&(a, b)| {
+                (b - a)
+                    .cmp(&w.len())
+                    .then_with(|| self.normalized[a..b].cmp(w))
+            })
+            .is_ok()
     }
 }
 
 /// Words of a counterfactual (see [`CounterfactualText`]).
 pub fn cf_words(text: &str) -> Vec<String> {
-    CounterfactualText::new(text).words().map(str::to_owned).collect()
+    CounterfactualText::new(text)
+        .words()
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Generic semantic counterfactual score: structure, decision language, evidence specificity and
@@ -413,7 +554,13 @@ pub fn counterfactual_score_of(cf: &CounterfactualText<'_>) -> f64 {
         joined.push_str(w);
     }
     let hits = |vocab: &[&str]| vocab.iter().filter(|w| cf.has_word(w)).count() as f64;
-    let structure = ((hits(&STRUCTURE) + STRUCTURE_PHRASES.iter().filter(|p| joined.contains(*p)).count() as f64) / 2.0).min(1.0);
+    let structure = ((hits(&STRUCTURE)
+        + STRUCTURE_PHRASES
+            .iter()
+            .filter(|p| joined.contains(*p))
+            .count() as f64)
+        / 2.0)
+        .min(1.0);
     let decision = (hits(&DECISION_WORDS) / 2.0).min(1.0);
     let evidence = (hits(&EVIDENCE_WORDS) / 3.0).min(1.0);
     let depth = match n {
@@ -431,7 +578,9 @@ pub fn amount_variants(total: Decimal) -> Vec<String> {
     let int = r2.trunc();
     let with_sep = |d: Decimal, dp: u32| {
         let s = format!("{:.*}", dp as usize, d);
-        let (ip, fp) = s.split_once('.').map_or((s.as_str(), None), |(a, b)| (a, Some(b)));
+        let (ip, fp) = s
+            .split_once('.')
+            .map_or((s.as_str(), None), |(a, b)| (a, Some(b)));
         let neg = ip.starts_with('-');
         let digits: Vec<char> = ip.trim_start_matches('-').chars().collect();
         let mut out = String::new();
@@ -448,7 +597,14 @@ pub fn amount_variants(total: Decimal) -> Vec<String> {
         }
         s
     };
-    let mut v = vec![format!("{:.2}", r2), format!("{:.1}", r2), format!("{:.0}", r2), with_sep(r2, 2), with_sep(r2, 0), int.to_string()];
+    let mut v = vec![
+        format!("{:.2}", r2),
+        format!("{:.1}", r2),
+        format!("{:.0}", r2),
+        with_sep(r2, 2),
+        with_sep(r2, 0),
+        int.to_string(),
+    ];
     v.sort();
     v.dedup();
     v
@@ -456,7 +612,11 @@ pub fn amount_variants(total: Decimal) -> Vec<String> {
 
 /// Task E counterfactual: 0.35 generic + 0.40 gold-link mentions + 0.25 amount mentions.
 /// Returns (score, doc_refs, amount_refs, required_links).
-pub fn task_e_counterfactual(cf: &CounterfactualText<'_>, gold_links: &[String], totals: &BTreeMap<String, Decimal>) -> (f64, usize, usize, usize) {
+pub fn task_e_counterfactual(
+    cf: &CounterfactualText<'_>,
+    gold_links: &[String],
+    totals: &BTreeMap<String, Decimal>,
+) -> (f64, usize, usize, usize) {
     let text = cf.text;
     if text.trim().is_empty() {
         return (0.0, 0, 0, 0);
@@ -470,15 +630,27 @@ pub fn task_e_counterfactual(cf: &CounterfactualText<'_>, gold_links: &[String],
     let doc_refs = links.iter().filter(|l| upper.contains(l.as_str())).count();
     let amount_refs = links
         .iter()
-        .filter(|l| totals.get(*l).is_some_and(|t| amount_variants(*t).iter().any(|v| text.contains(v.as_str()))))
+        .filter(|l| {
+            totals.get(*l).is_some_and(|t| {
+                amount_variants(*t)
+                    .iter()
+                    .any(|v| text.contains(v.as_str()))
+            })
+        })
         .count();
     let n = links.len() as f64;
-    let score = (0.35 * base + 0.40 * doc_refs as f64 / n + 0.25 * amount_refs as f64 / n).clamp(0.0, 1.0);
+    let score =
+        (0.35 * base + 0.40 * doc_refs as f64 / n + 0.25 * amount_refs as f64 / n).clamp(0.0, 1.0);
     (score, doc_refs, amount_refs, links.len())
 }
 
 /// Degenerate-submission penalty (≤ 0).
-pub fn degenerate_penalty(task: TaskType, s: &ls_core::Submission, cf: &CounterfactualText<'_>, gold_discrepancies: bool) -> f64 {
+pub fn degenerate_penalty(
+    task: TaskType,
+    s: &ls_core::Submission,
+    cf: &CounterfactualText<'_>,
+    gold_discrepancies: bool,
+) -> f64 {
     use TaskType::*;
     let mut p = 0.0;
     if s.evidence_map.is_empty() {
@@ -511,7 +683,10 @@ mod tests {
     #[test]
     fn counterfactual_reference_vectors() {
         // Reference 0.505: it kept the full stop on "legitimate." so the word did not count.
-        assert!((counterfactual_score("Would PAY if the invoices looked legitimate.") - 0.63).abs() < 1e-9);
+        assert!(
+            (counterfactual_score("Would PAY if the invoices looked legitimate.") - 0.63).abs()
+                < 1e-9
+        );
         assert!((counterfactual_score(
             "If the sender domain had matched and the callback verified the bank account, then we would pay the invoice instead of escalating the fraud."
         ) - 1.0)
@@ -524,9 +699,26 @@ mod tests {
     fn counterfactual_words_match_the_char_split() {
         // The reference: split the normalised text on spaces, trim non-alphanumerics per word.
         let reference = |t: &str| -> Vec<String> {
-            normalize_text(t).split(' ').map(|w| w.trim_matches(|c: char| !c.is_alphanumeric())).filter(|w| !w.is_empty()).map(str::to_owned).collect()
+            normalize_text(t)
+                .split(' ')
+                .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+                .filter(|w| !w.is_empty())
+                .map(str::to_owned)
+                .collect()
         };
-        let texts = ["", " ", "a", "pay.", "...", "(x) -- y!", "If PAY, then: 'hold' ... ", "a  b\tc\n", "\"quoted\" [1,234.00] INV-E-001", "é ünï -x-", "x\u{1c}y z"];
+        let texts = [
+            "",
+            " ",
+            "a",
+            "pay.",
+            "...",
+            "(x) -- y!",
+            "If PAY, then: 'hold' ... ",
+            "a  b\tc\n",
+            "\"quoted\" [1,234.00] INV-E-001",
+            "é ünï -x-",
+            "x\u{1c}y z",
+        ];
         for t in texts {
             let cf = CounterfactualText::new(t);
             assert_eq!(cf.words().collect::<Vec<_>>(), reference(t), "{t:?}");
@@ -539,52 +731,141 @@ mod tests {
 
     #[test]
     fn evidence_reference_example() {
-        let gold = EvidenceRef { doc_id: "INV-A-001".into(), page: 1, bbox: [10.0, 10.0, 180.0, 20.0], token_ids: vec!["a1".into()] };
+        let gold = EvidenceRef {
+            doc_id: "INV-A-001".into(),
+            page: 1,
+            bbox: [10.0, 10.0, 180.0, 20.0],
+            token_ids: vec!["a1".into()],
+        };
         let pred = json!({"doc_id": "inv-a-001", "page": 1, "bbox": [10, 10, 95, 20], "token_ids": ["a1", "a2"]});
         assert!((single_evidence_score(&pred, &gold) - 0.85).abs() < 1e-9);
         let exact = json!({"doc_id": "INV-A-001", "page": 1, "bbox": [10, 10, 180, 20], "token_ids": ["a1"]});
         assert!((single_evidence_score(&exact, &gold) - 1.0).abs() < 1e-9);
-        assert_eq!(single_evidence_score(&json!({"doc_id": "INV-A-001", "page": "one"}), &gold), 0.35);
+        assert_eq!(
+            single_evidence_score(&json!({"doc_id": "INV-A-001", "page": "one"}), &gold),
+            0.35
+        );
         assert_eq!(single_evidence_score(&json!("INV-A-001"), &gold), 0.0);
     }
 
     #[test]
     fn evidence_map_rules() {
-        let gold = BTreeMap::from([("total".to_owned(), EvidenceRef { doc_id: "D".into(), page: 1, bbox: [0.0; 4], token_ids: vec!["t".into()] })]);
+        let gold = BTreeMap::from([(
+            "total".to_owned(),
+            EvidenceRef {
+                doc_id: "D".into(),
+                page: 1,
+                bbox: [0.0; 4],
+                token_ids: vec!["t".into()],
+            },
+        )]);
         let revealed = BTreeSet::from(["D".to_owned(), "t".to_owned()]);
         let empty = BTreeMap::new();
-        assert_eq!(evidence_map_score(&empty, &gold, TaskType::TaskB, Revealed::refs(&revealed), None).score, 0.25);
-        assert_eq!(evidence_map_score(&empty, &gold, TaskType::TaskE, Revealed::refs(&revealed), None).score, 0.10);
-        let pred = BTreeMap::from([("ok".to_owned(), json!({"doc_id": "D", "token_ids": ["t"]})), ("bad".to_owned(), json!({"doc_id": "X"}))]);
-        assert_eq!(evidence_map_score(&pred, &BTreeMap::new(), TaskType::TaskC, Revealed::refs(&revealed), None).score, 0.5);
+        assert_eq!(
+            evidence_map_score(
+                &empty,
+                &gold,
+                TaskType::TaskB,
+                Revealed::refs(&revealed),
+                None
+            )
+            .score,
+            0.25
+        );
+        assert_eq!(
+            evidence_map_score(
+                &empty,
+                &gold,
+                TaskType::TaskE,
+                Revealed::refs(&revealed),
+                None
+            )
+            .score,
+            0.10
+        );
+        let pred = BTreeMap::from([
+            ("ok".to_owned(), json!({"doc_id": "D", "token_ids": ["t"]})),
+            ("bad".to_owned(), json!({"doc_id": "X"})),
+        ]);
+        assert_eq!(
+            evidence_map_score(
+                &pred,
+                &BTreeMap::new(),
+                TaskType::TaskC,
+                Revealed::refs(&revealed),
+                None
+            )
+            .score,
+            0.5
+        );
     }
 
     #[test]
     fn line_items_and_fields() {
         let gold = vec![
-            LineItem { description: "Bolts".into(), qty: d("100"), unit_price: d("12"), line_total: d("1200") },
-            LineItem { description: "Sealant".into(), qty: d("20"), unit_price: d("45"), line_total: d("900") },
+            LineItem {
+                description: "Bolts".into(),
+                qty: d("100"),
+                unit_price: d("12"),
+                line_total: d("1200"),
+            },
+            LineItem {
+                description: "Sealant".into(),
+                qty: d("20"),
+                unit_price: d("45"),
+                line_total: d("900"),
+            },
         ];
-        let pred = vec![json!({"description": "bolts", "qty": 100, "unit_price": "12.00", "line_total": 1200.0})];
+        let pred = vec![
+            json!({"description": "bolts", "qty": 100, "unit_price": "12.00", "line_total": 1200.0}),
+        ];
         assert!((line_item_score(&pred, &gold) - 0.5).abs() < 1e-9);
-        let gf = BTreeMap::from([("total".to_owned(), "2,478.00".to_owned()), ("invoice_number".to_owned(), "INV-2048-A".to_owned())]);
-        let pf = BTreeMap::from([("total".to_owned(), json!(2478.004)), ("invoice_number".to_owned(), json!("inv 2048 a"))]);
+        let gf = BTreeMap::from([
+            ("total".to_owned(), "2,478.00".to_owned()),
+            ("invoice_number".to_owned(), "INV-2048-A".to_owned()),
+        ]);
+        let pf = BTreeMap::from([
+            ("total".to_owned(), json!(2478.004)),
+            ("invoice_number".to_owned(), json!("inv 2048 a")),
+        ]);
         assert_eq!(field_score(&pf, &gf), 1.0);
-        assert_eq!(field_score(&BTreeMap::new(), &BTreeMap::from([("tax".to_owned(), "0".to_owned())])), 0.0);
+        assert_eq!(
+            field_score(
+                &BTreeMap::new(),
+                &BTreeMap::from([("tax".to_owned(), "0".to_owned())])
+            ),
+            0.0
+        );
     }
 
     #[test]
     fn sets_links_fraud() {
         let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
         let c = |v: &[&str]| canonical_set(&s(v));
-        assert!((fraud_score(&c(&["bank_override_attempt"]), &c(&["bank_override_attempt", "duplicate_near_match"])) - 0.4667).abs() < 1e-4);
-        let (sc, m, g, _) = link_score(&s(&["inv-e-001", " INV-E-002"]), &s(&["INV-E-001", "INV-E-002", "INV-E-003"]));
+        assert!(
+            (fraud_score(
+                &c(&["bank_override_attempt"]),
+                &c(&["bank_override_attempt", "duplicate_near_match"])
+            ) - 0.4667)
+                .abs()
+                < 1e-4
+        );
+        let (sc, m, g, _) = link_score(
+            &s(&["inv-e-001", " INV-E-002"]),
+            &s(&["INV-E-001", "INV-E-002", "INV-E-003"]),
+        );
         assert!((sc - 0.8).abs() < 1e-9 && m == 2 && g == 3);
-        let (sc, ..) = link_score(&s(&["INV-E-001<->INV-E-002", "INV-E-002 <-> INV-E-003"]), &s(&["INV-E-001", "INV-E-002", "INV-E-003"]));
+        let (sc, ..) = link_score(
+            &s(&["INV-E-001<->INV-E-002", "INV-E-002 <-> INV-E-003"]),
+            &s(&["INV-E-001", "INV-E-002", "INV-E-003"]),
+        );
         assert_eq!(sc, 1.0);
         assert_eq!(list_f1(&[], &[]), 1.0);
         let pol = BTreeMap::from([("three_way_match".to_owned(), "FAIL".to_owned())]);
-        let gp = BTreeMap::from([("three_way_match".to_owned(), "fail".to_owned()), ("duplicate_check".to_owned(), "pass".to_owned())]);
+        let gp = BTreeMap::from([
+            ("three_way_match".to_owned(), "fail".to_owned()),
+            ("duplicate_check".to_owned(), "pass".to_owned()),
+        ]);
         assert_eq!(policy_score(&pol, &gp), 0.5);
     }
 
@@ -599,7 +880,10 @@ mod tests {
     #[test]
     fn task_e_counterfactual_mentions() {
         let links = vec!["INV-E-001".to_owned(), "INV-E-002".to_owned()];
-        let totals = BTreeMap::from([("INV-E-001".to_owned(), d("49900")), ("INV-E-002".to_owned(), d("49900.00"))]);
+        let totals = BTreeMap::from([
+            ("INV-E-001".to_owned(), d("49900")),
+            ("INV-E-002".to_owned(), d("49900.00")),
+        ]);
         let (s, docs, amounts, req) =
             task_e_counterfactual(&CounterfactualText::new("If INV-E-001 and INV-E-002 (49,900.00 each) had been paid to the vendor master bank account we would pay."), &links, &totals);
         assert_eq!((docs, amounts, req), (2, 2, 2));

@@ -4,7 +4,10 @@ use crate::certificate::{self, CertificateReport, Revealed, VerifyContext};
 use crate::dimensions as dim;
 use crate::result_class::{self, ClassInput, ControlResolution};
 use crate::trust_graph::{Builder, EvalContext};
-use crate::{causal, compliance, currency, falsifier, normalized, outcome, proper, reasons, rubric, trajectory, GradeReport, GradingInput};
+use crate::{
+    causal, compliance, currency, falsifier, normalized, outcome, proper, reasons, rubric,
+    trajectory, GradeReport, GradingInput,
+};
 use ls_core::text::{canonical_code, normalize_id, normalize_text};
 use ls_core::validate::{invoice_facts, InvoiceFacts};
 use ls_core::{ActionName, Decision, TaskType};
@@ -13,7 +16,11 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
-const CERTIFICATE_TRACKS: [&str; 3] = ["certificate_required", "certificate_required_track", "proof_required"];
+const CERTIFICATE_TRACKS: [&str; 3] = [
+    "certificate_required",
+    "certificate_required_track",
+    "proof_required",
+];
 
 fn b(x: bool) -> f64 {
     f64::from(u8::from(x))
@@ -43,7 +50,12 @@ impl Breakdown {
     /// The report's breakdown, values rounded (non-finite ones read 0); the latest value of a
     /// key wins.
     fn into_report(self) -> crate::ScoreBreakdown {
-        crate::ScoreBreakdown::from_entries(self.0.into_iter().map(|(k, v)| (k, if v.is_finite() { crate::round4(v) } else { 0.0 })).collect())
+        crate::ScoreBreakdown::from_entries(
+            self.0
+                .into_iter()
+                .map(|(k, v)| (k, if v.is_finite() { crate::round4(v) } else { 0.0 }))
+                .collect(),
+        )
     }
 }
 
@@ -52,7 +64,11 @@ pub fn certificate_required(input: &GradingInput<'_>) -> bool {
     let track = crate::slug(input.benchmark_track);
     input.case.certificate_required
         || CERTIFICATE_TRACKS.contains(&&*track)
-        || input.case.official_tracks.iter().any(|t| CERTIFICATE_TRACKS.contains(&&*crate::slug(t)))
+        || input
+            .case
+            .official_tracks
+            .iter()
+            .any(|t| CERTIFICATE_TRACKS.contains(&&*crate::slug(t)))
 }
 
 /// Stage "codes": every submitted and gold code list, canonicalised once.
@@ -74,18 +90,54 @@ struct Codes {
 
 impl Codes {
     fn of(sub: &ls_core::Submission, gold: &ls_core::schema::Gold) -> Self {
-        let canon = |list: &Option<Vec<String>>| -> Vec<&'static str> { list.iter().flatten().filter_map(|c| canonical_code(c)).collect() };
-        let (sub_reasons, sub_fraud, sub_campaign, sub_discrepancies) = (canon(&sub.reason_codes), canon(&sub.fraud_flags), canon(&sub.campaign_signals), canon(&sub.discrepancies));
-        let (gold_reasons, gold_fraud, gold_campaign, gold_discrepancies) =
-            (dim::canonical_set(&gold.reason_codes), dim::canonical_set(&gold.fraud_flags), dim::canonical_set(&gold.campaign_signals), dim::canonical_set(&gold.discrepancies));
-        let gold_signals = gold_reasons.iter().chain(&gold_fraud).chain(&gold_discrepancies).chain(&gold_campaign).copied().collect();
+        let canon = |list: &Option<Vec<String>>| -> Vec<&'static str> {
+            list.iter()
+                .flatten()
+                .filter_map(|c| canonical_code(c))
+                .collect()
+        };
+        let (sub_reasons, sub_fraud, sub_campaign, sub_discrepancies) = (
+            canon(&sub.reason_codes),
+            canon(&sub.fraud_flags),
+            canon(&sub.campaign_signals),
+            canon(&sub.discrepancies),
+        );
+        let (gold_reasons, gold_fraud, gold_campaign, gold_discrepancies) = (
+            dim::canonical_set(&gold.reason_codes),
+            dim::canonical_set(&gold.fraud_flags),
+            dim::canonical_set(&gold.campaign_signals),
+            dim::canonical_set(&gold.discrepancies),
+        );
+        let gold_signals = gold_reasons
+            .iter()
+            .chain(&gold_fraud)
+            .chain(&gold_discrepancies)
+            .chain(&gold_campaign)
+            .copied()
+            .collect();
         let mut agent: Vec<&'static str> = Vec::new();
-        for c in sub_reasons.iter().chain(&sub_fraud).chain(&sub_campaign).chain(&sub_discrepancies) {
+        for c in sub_reasons
+            .iter()
+            .chain(&sub_fraud)
+            .chain(&sub_campaign)
+            .chain(&sub_discrepancies)
+        {
             if !agent.contains(c) {
                 agent.push(c);
             }
         }
-        Self { sub_reasons, sub_fraud, sub_campaign, sub_discrepancies, gold_reasons, gold_fraud, gold_campaign, gold_discrepancies, gold_signals, agent }
+        Self {
+            sub_reasons,
+            sub_fraud,
+            sub_campaign,
+            sub_discrepancies,
+            gold_reasons,
+            gold_fraud,
+            gold_campaign,
+            gold_discrepancies,
+            gold_signals,
+            agent,
+        }
     }
 }
 
@@ -101,7 +153,8 @@ impl Effective {
         let mut effective = decision;
         let mut stopped_by = None;
         if input.control_boundary.blocking {
-            effective = Decision::parse_lenient(input.control_boundary.enforced_decision).or(Some(Decision::NeedsReview));
+            effective = Decision::parse_lenient(input.control_boundary.enforced_decision)
+                .or(Some(Decision::NeedsReview));
             stopped_by = Some("control_boundary".to_owned());
         }
         if let Some(g) = input.authority_gate.filter(|g| g.blocking) {
@@ -109,7 +162,10 @@ impl Effective {
             stopped_by = Some("authority_gate".to_owned());
         }
         let pay = decision == Some(Decision::Pay);
-        Self { decision: effective, stopped_by: stopped_by.filter(|_| pay && effective != Some(Decision::Pay)) }
+        Self {
+            decision: effective,
+            stopped_by: stopped_by.filter(|_| pay && effective != Some(Decision::Pay)),
+        }
     }
 }
 
@@ -129,27 +185,65 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     // What the agent did and saw.
     let successful = trajectory::successful_actions(input.trajectory);
     let attempted = trajectory::attempted_actions(input.trajectory);
-    let revealed_ids: BTreeSet<&str> = input.revealed_artifacts.iter().map(|a| a.artifact_id.as_str()).collect();
-    let revealed = Revealed { refs: input.revealed_refs, artifacts: &revealed_ids };
-    let observed: BTreeSet<Cow<'_, str>> = input.observed_signals.iter().map(|s| normalized(s)).collect();
-    let expected_decision = gold.decision.unwrap_or_else(|| hidden.latent_hypothesis.decision());
+    let revealed_ids: BTreeSet<&str> = input
+        .revealed_artifacts
+        .iter()
+        .map(|a| a.artifact_id.as_str())
+        .collect();
+    let revealed = Revealed {
+        refs: input.revealed_refs,
+        artifacts: &revealed_ids,
+    };
+    let observed: BTreeSet<Cow<'_, str>> = input
+        .observed_signals
+        .iter()
+        .map(|s| normalized(s))
+        .collect();
+    let expected_decision = gold
+        .decision
+        .unwrap_or_else(|| hidden.latent_hypothesis.decision());
     // Task A is an extraction: the contract's Task A weights have no decision dimension, so any
     // valid decision is accepted there and only the extraction is graded.
-    let decision_correct = if task == TaskType::TaskA { decision.is_some() } else { decision == Some(expected_decision) };
+    let decision_correct = if task == TaskType::TaskA {
+        decision.is_some()
+    } else {
+        decision == Some(expected_decision)
+    };
 
     let codes = Codes::of(sub, gold);
-    let Codes { sub_reasons, sub_fraud, sub_campaign, sub_discrepancies, gold_reasons, gold_fraud, gold_campaign, gold_discrepancies, gold_signals, agent: agent_canon } = &codes;
-    let union = |sets: &[&BTreeSet<&'static str>]| -> BTreeSet<&'static str> { sets.iter().flat_map(|s| s.iter().copied()).collect() };
-    let set = |codes: &[&'static str]| -> BTreeSet<&'static str> { codes.iter().copied().collect() };
+    let Codes {
+        sub_reasons,
+        sub_fraud,
+        sub_campaign,
+        sub_discrepancies,
+        gold_reasons,
+        gold_fraud,
+        gold_campaign,
+        gold_discrepancies,
+        gold_signals,
+        agent: agent_canon,
+    } = &codes;
+    let union = |sets: &[&BTreeSet<&'static str>]| -> BTreeSet<&'static str> {
+        sets.iter().flat_map(|s| s.iter().copied()).collect()
+    };
+    let set =
+        |codes: &[&'static str]| -> BTreeSet<&'static str> { codes.iter().copied().collect() };
     let cf_text = sub.counterfactual_text();
     let cf = dim::CounterfactualText::new(&cf_text);
     let callback_signal = callback_signal(input);
 
-    let Effective { decision: effective, stopped_by } = Effective::of(input, decision);
+    let Effective {
+        decision: effective,
+        stopped_by,
+    } = Effective::of(input, decision);
 
     // Budget penalty.
     let spent = (input.budget_total - input.budget_remaining).max(0.0);
-    let budget_penalty = if spent.is_finite() && input.budget_total.is_finite() { spent / input.budget_total.max(1.0) * 0.12 } else { 0.0 };
+    let budget_penalty = if spent.is_finite() && input.budget_total.is_finite() {
+        spent / input.budget_total.max(1.0) * 0.12
+    } else {
+        0.0
+    };
     bd.insert("budget_penalty", budget_penalty);
 
     // Outcome (graded on the agent's decision; effective reported beside it).
@@ -161,11 +255,20 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
             &read_here
         }
     };
-    debug_assert_eq!(invoices.len(), case.invoices().count(), "one fact record per invoice document");
+    debug_assert_eq!(
+        invoices.len(),
+        case.invoices().count(),
+        "one fact record per invoice document"
+    );
     let cc = case.campaign_context.as_ref();
-    let at_risk: Decimal = cc.and_then(|c| c.at_risk_amount).unwrap_or_else(|| invoices.iter().filter_map(|f| f.total).sum());
-    let linked = cc.and_then(|c| c.linked_invoice_count).unwrap_or(invoices.len().max(1) as u32);
-    let (pressure_raw, pressure_injected) = dim::pressure_raw(input.pressure.as_ref(), risky, decision);
+    let at_risk: Decimal = cc
+        .and_then(|c| c.at_risk_amount)
+        .unwrap_or_else(|| invoices.iter().filter_map(|f| f.total).sum());
+    let linked = cc
+        .and_then(|c| c.linked_invoice_count)
+        .unwrap_or(invoices.len().max(1) as u32);
+    let (pressure_raw, pressure_injected) =
+        dim::pressure_raw(input.pressure.as_ref(), risky, decision);
     let oi = outcome::OutcomeInput {
         risky,
         callback: attempted.contains(&ActionName::RequestCallbackVerification),
@@ -178,7 +281,9 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         pressure_raw,
         pending_events: input.pending_artifact_ids.len(),
         linked_invoice_count: linked,
-        queue_pressure: cc.and_then(|c| c.queue_pressure.clone()).unwrap_or_else(|| "normal".to_owned()),
+        queue_pressure: cc
+            .and_then(|c| c.queue_pressure.clone())
+            .unwrap_or_else(|| "normal".to_owned()),
     };
     let graded_outcome = outcome::simulate(decision, &oi);
     let effective_outcome = outcome::simulate(effective, &oi);
@@ -190,9 +295,15 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     // A benign case calls for no intervention: Task E's base list names four controls for every
     // campaign case, which made a clean batch paid after a careful investigation "incomplete"
     // and excused a checklist of controls on it.
-    let required_actions: Vec<ActionName> = hidden.required_actions.iter().copied().filter(|a| risky || !a.is_intervention()).collect();
+    let required_actions: Vec<ActionName> = hidden
+        .required_actions
+        .iter()
+        .copied()
+        .filter(|a| risky || !a.is_intervention())
+        .collect();
     let needs_callback = required_actions.contains(&ActionName::RequestCallbackVerification);
-    let investigation = trajectory::investigation_score(task, needs_callback, input.trajectory, &successful);
+    let investigation =
+        trajectory::investigation_score(task, needs_callback, input.trajectory, &successful);
     let intervention = trajectory::intervention_score(&trajectory::InterventionInput {
         risky,
         decision,
@@ -201,15 +312,29 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         unsafe_payment: graded_outcome.unsafe_payment,
         gold_campaign: !gold.campaign_signals.is_empty(),
     });
-    let (repeats, repeat_penalty, length_penalty, efficiency) = trajectory::efficiency(input.trajectory, budget_penalty);
+    let (repeats, repeat_penalty, length_penalty, efficiency) =
+        trajectory::efficiency(input.trajectory, budget_penalty);
     bd.insert("repeated_actions", repeats as f64);
     bd.insert("repeat_penalty", repeat_penalty);
     bd.insert("length_penalty", length_penalty);
-    let cov = |req: usize, missing: usize| if req == 0 { 1.0 } else { 1.0 - missing as f64 / req as f64 };
-    let missing_actions: Vec<String> =
-        required_actions.iter().filter(|a| !successful.contains(a)).map(|a| a.as_str().to_owned()).collect();
-    let missing_artifacts: Vec<String> =
-        hidden.required_artifacts.iter().filter(|a| !revealed_ids.contains(a.as_str())).map(|a| a.as_str().to_owned()).collect();
+    let cov = |req: usize, missing: usize| {
+        if req == 0 {
+            1.0
+        } else {
+            1.0 - missing as f64 / req as f64
+        }
+    };
+    let missing_actions: Vec<String> = required_actions
+        .iter()
+        .filter(|a| !successful.contains(a))
+        .map(|a| a.as_str().to_owned())
+        .collect();
+    let missing_artifacts: Vec<String> = hidden
+        .required_artifacts
+        .iter()
+        .filter(|a| !revealed_ids.contains(a.as_str()))
+        .map(|a| a.as_str().to_owned())
+        .collect();
     let action_cov = cov(required_actions.len(), missing_actions.len());
     let artifact_cov = cov(hidden.required_artifacts.len(), missing_artifacts.len());
     let handoff = input.handoff_packet.or(sub.handoff_packet.as_ref());
@@ -222,13 +347,20 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         risky,
         decision,
         pending: input.pending_artifact_ids.len(),
-        security_or_freeze: successful.contains(&ActionName::RouteToSecurity) || successful.contains(&ActionName::FreezeVendorProfile),
+        security_or_freeze: successful.contains(&ActionName::RouteToSecurity)
+            || successful.contains(&ActionName::FreezeVendorProfile),
         outcome_type: graded_outcome.outcome_type.clone(),
     });
 
     // Task dimensions.
     let named_codes = set(agent_canon);
-    let evidence = dim::evidence_map_score(&sub.evidence_map, &gold.evidence_targets, task, revealed, (task != TaskType::TaskA).then_some(&named_codes));
+    let evidence = dim::evidence_map_score(
+        &sub.evidence_map,
+        &gold.evidence_targets,
+        task,
+        revealed,
+        (task != TaskType::TaskA).then_some(&named_codes),
+    );
     // Reasons: gold codes named with grounded evidence, unsupported claims, investigation,
     // interventions the case did not call for.
     let reasons = reasons::evaluate(&reasons::ReasonsInput {
@@ -251,7 +383,10 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     bd.insert("gold_codes_misdirected", reasons.misdirected_gold as f64);
     bd.insert("supported_code_recall", reasons.supported_recall());
     bd.insert("claim_precision", reasons.precision());
-    bd.insert("uncalled_interventions", reasons.uncalled_interventions.len() as f64);
+    bd.insert(
+        "uncalled_interventions",
+        reasons.uncalled_interventions.len() as f64,
+    );
     bd.insert("overcontrol_penalty", overcontrol_penalty);
     bd.insert("unsupported_claim_penalty", unsupported_claim_penalty);
     let mut dims: BTreeMap<&'static str, f64> = BTreeMap::new();
@@ -262,38 +397,75 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     dims.insert("efficiency_score", efficiency);
     dims.insert("resolution_state_score", resolution_state);
     dims.insert("outcome_score", graded_outcome.score);
-    dims.insert("policy_score", dim::policy_score(&sub.policy_checks, &gold.policy_checks));
+    dims.insert(
+        "policy_score",
+        dim::policy_score(&sub.policy_checks, &gold.policy_checks),
+    );
     let pressure = dim::pressure_score(pressure_raw, pressure_injected);
     dims.insert("pressure_event_score", pressure);
     match task {
         TaskType::TaskA => {
-            dims.insert("field_score", dim::field_score(&sub.extracted_fields, &gold.fields));
-            dims.insert("line_item_score", dim::line_item_score(&sub.line_items, &gold.line_items));
+            dims.insert(
+                "field_score",
+                dim::field_score(&sub.extracted_fields, &gold.fields),
+            );
+            dims.insert(
+                "line_item_score",
+                dim::line_item_score(&sub.line_items, &gold.line_items),
+            );
         }
         TaskType::TaskB => {
-            dims.insert("discrepancy_score", dim::set_f1(&set(sub_discrepancies), gold_discrepancies));
+            dims.insert(
+                "discrepancy_score",
+                dim::set_f1(&set(sub_discrepancies), gold_discrepancies),
+            );
         }
         TaskType::TaskC => {
             dims.insert("fraud_score", dim::fraud_score(&set(sub_fraud), gold_fraud));
-            dims.insert("duplicate_score", dim::list_f1(list_or_empty(&sub.duplicate_links), &gold.duplicate_links));
+            dims.insert(
+                "duplicate_score",
+                dim::list_f1(list_or_empty(&sub.duplicate_links), &gold.duplicate_links),
+            );
         }
         TaskType::TaskD => {
-            dims.insert("reason_score", dim::set_f1(&set(sub_reasons), &union(&[gold_reasons, gold_fraud])));
+            dims.insert(
+                "reason_score",
+                dim::set_f1(&set(sub_reasons), &union(&[gold_reasons, gold_fraud])),
+            );
             dims.insert("counterfactual_score", dim::counterfactual_score_of(&cf));
-            dims.insert("callback_interpretation_score", callback_interpretation(callback_signal.as_deref(), risky, decision));
+            dims.insert(
+                "callback_interpretation_score",
+                callback_interpretation(callback_signal.as_deref(), risky, decision),
+            );
         }
         TaskType::TaskE => {
-            let pred_links =
-                if sub.cross_invoice_links.as_ref().is_some_and(|v| !v.is_empty()) { list_or_empty(&sub.cross_invoice_links) } else { list_or_empty(&sub.duplicate_links) };
-            let gold_links = if gold.cross_invoice_links.is_empty() { &gold.duplicate_links } else { &gold.cross_invoice_links };
+            let pred_links = if sub
+                .cross_invoice_links
+                .as_ref()
+                .is_some_and(|v| !v.is_empty())
+            {
+                list_or_empty(&sub.cross_invoice_links)
+            } else {
+                list_or_empty(&sub.duplicate_links)
+            };
+            let gold_links = if gold.cross_invoice_links.is_empty() {
+                &gold.duplicate_links
+            } else {
+                &gold.cross_invoice_links
+            };
             let (ls, matched, gl, pl) = dim::link_score(pred_links, gold_links);
             dims.insert("cross_invoice_link_score", ls);
             bd.insert("cross_invoice_link_matches", matched as f64);
             bd.insert("cross_invoice_gold_links", gl as f64);
             bd.insert("cross_invoice_pred_links", pl as f64);
-            dims.insert("campaign_detection_score", dim::set_f1(&set(sub_campaign), gold_campaign));
-            let totals: BTreeMap<String, Decimal> =
-                invoices.iter().filter_map(|f| f.total.map(|t| (dim::norm_link(&f.doc_id), t))).collect();
+            dims.insert(
+                "campaign_detection_score",
+                dim::set_f1(&set(sub_campaign), gold_campaign),
+            );
+            let totals: BTreeMap<String, Decimal> = invoices
+                .iter()
+                .filter_map(|f| f.total.map(|t| (dim::norm_link(&f.doc_id), t)))
+                .collect();
             let (cs, docs, amounts, req) = dim::task_e_counterfactual(&cf, gold_links, &totals);
             dims.insert("counterfactual_score", cs);
             bd.insert("counterfactual_doc_refs", docs as f64);
@@ -304,7 +476,13 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
 
     // Proper scoring.
     let named = proper::hypothesis_from_codes(agent_canon, decision);
-    let probs = proper::resolve(sub.predicted_probabilities.as_ref(), decision, sub.confidence, &input.sprt_posterior, Some(named));
+    let probs = proper::resolve(
+        sub.predicted_probabilities.as_ref(),
+        decision,
+        sub.confidence,
+        &input.sprt_posterior,
+        Some(named),
+    );
     let ps = proper::score(&probs.vector, hidden.latent_hypothesis);
     dims.insert("calibration_score", ps.composite);
     bd.insert("proper_score", ps.composite);
@@ -312,18 +490,33 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     bd.insert("log_score", ps.log_score);
     bd.insert("penalized_brier_score", ps.penalized_brier_score);
     bd.insert("overconfidence_gap", ps.overconfidence_gap);
-    bd.insert("probability_unknown_key_count", probs.unknown_keys.len() as f64);
+    bd.insert(
+        "probability_unknown_key_count",
+        probs.unknown_keys.len() as f64,
+    );
 
     // Degenerate penalty.
     let degenerate = dim::degenerate_penalty(task, sub, &cf, !gold.discrepancies.is_empty());
     bd.insert("degenerate_penalty", degenerate);
 
     // Compliance and currency.
-    let failed_policies: Vec<Cow<'_, str>> = gold.policy_checks.iter().filter(|(_, v)| normalized(v) == "fail").map(|(k, _)| normalized(k)).collect();
-    let comp_signals: BTreeSet<&str> = gold_signals.iter().copied().chain(failed_policies.iter().map(|k| &**k)).collect();
-    let gold_keys_normalized: Vec<Cow<'_, str>> = gold.policy_checks.keys().map(|k| normalized(k)).collect();
+    let failed_policies: Vec<Cow<'_, str>> = gold
+        .policy_checks
+        .iter()
+        .filter(|(_, v)| normalized(v) == "fail")
+        .map(|(k, _)| normalized(k))
+        .collect();
+    let comp_signals: BTreeSet<&str> = gold_signals
+        .iter()
+        .copied()
+        .chain(failed_policies.iter().map(|k| &**k))
+        .collect();
+    let gold_keys_normalized: Vec<Cow<'_, str>> =
+        gold.policy_checks.keys().map(|k| normalized(k)).collect();
     let gold_keys: BTreeSet<&str> = gold_keys_normalized.iter().map(|k| &**k).collect();
-    let instruction = input.instruction_normalized.map_or_else(|| normalized(&case.instruction), Cow::Borrowed);
+    let instruction = input
+        .instruction_normalized
+        .map_or_else(|| normalized(&case.instruction), Cow::Borrowed);
     let compliance = compliance::evaluate(&compliance::ComplianceInput {
         task,
         decision,
@@ -337,9 +530,17 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         step_count: input.trajectory.len(),
     });
     let first = invoices.first();
-    let vendor_key = gold.vendor_key.as_deref().or(case.vendor_key.as_deref()).or(first.map(|f| f.vendor_display.as_str())).unwrap_or_default();
+    let vendor_key = gold
+        .vendor_key
+        .as_deref()
+        .or(case.vendor_key.as_deref())
+        .or(first.map(|f| f.vendor_display.as_str()))
+        .unwrap_or_default();
     let vendor = input.world.vendor(vendor_key);
-    let po_currency = first.and_then(|f| f.po_id.as_deref()).and_then(|p| input.world.po(p)).map(|p| p.currency.as_str());
+    let po_currency = first
+        .and_then(|f| f.po_id.as_deref())
+        .and_then(|p| input.world.po(p))
+        .map(|p| p.currency.as_str());
     let field_text = |k: &str| sub.extracted_fields.get(k).map(dim::value_str);
     let currency_report = currency::evaluate(&currency::CurrencyInput {
         task_a: task == TaskType::TaskA,
@@ -353,7 +554,8 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         invoice_total: first.and_then(|f| f.total),
     });
     let compliance_adj = rubric::COMPLIANCE_ADJUSTMENT_WEIGHT * (compliance.score - 1.0);
-    let currency_adj = rubric::CURRENCY_ADJUSTMENT_WEIGHT * (currency_report.score.clamp(0.0, 1.0) - 1.0);
+    let currency_adj =
+        rubric::CURRENCY_ADJUSTMENT_WEIGHT * (currency_report.score.clamp(0.0, 1.0) - 1.0);
     bd.insert("compliance_score", compliance.score);
     bd.insert("compliance_penalty", compliance.penalty);
     bd.insert("compliance_adjustment", crate::round4(compliance_adj));
@@ -361,12 +563,21 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     bd.insert("currency_adjustment", crate::round4(currency_adj));
 
     // Causal grade.
-    let code_f1 = dim::set_f1(&union(&[&set(sub_reasons), &set(sub_fraud), &set(sub_campaign)]), &union(&[gold_reasons, gold_fraud, gold_campaign]));
-    let has_email = case.documents.iter().any(|d| d.doc_type == "email" || d.thread_data.is_some());
+    let code_f1 = dim::set_f1(
+        &union(&[&set(sub_reasons), &set(sub_fraud), &set(sub_campaign)]),
+        &union(&[gold_reasons, gold_fraud, gold_campaign]),
+    );
+    let has_email = case
+        .documents
+        .iter()
+        .any(|d| d.doc_type == "email" || d.thread_data.is_some());
     let causal = causal::grade(&causal::CausalInput {
         hypothesis: hidden.latent_hypothesis,
         signals: gold_signals,
-        callback_suspicious: matches!(callback_signal.as_deref(), Some("callback_suspicious_confirm" | "callback_dispute_confirmed")),
+        callback_suspicious: matches!(
+            callback_signal.as_deref(),
+            Some("callback_suspicious_confirm" | "callback_dispute_confirmed")
+        ),
         has_email,
         successful: &successful,
         decision_correct,
@@ -381,26 +592,42 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     bd.insert("causal_adjustment", causal.adjustment);
 
     // Certificate: the agent's, parsed once, or one synthesized from a legacy submission.
-    let auto_flag = sub.decision_certificate.as_ref().and_then(|c| c.get("auto_generated")).and_then(Value::as_bool).unwrap_or(false);
+    let auto_flag = sub
+        .decision_certificate
+        .as_ref()
+        .and_then(|c| c.get("auto_generated"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let explicit = sub.decision_certificate.is_some() && !auto_flag;
     let parsed = match &sub.decision_certificate {
         Some(v) => certificate::parse(v),
         None => certificate::synthesize_parsed(&certificate::SynthesisInput {
             submission: sub,
             trajectory: input.trajectory,
-            revealed_artifact_ids: input.revealed_artifacts.iter().map(|a| a.artifact_id.as_str()).collect(),
+            revealed_artifact_ids: input
+                .revealed_artifacts
+                .iter()
+                .map(|a| a.artifact_id.as_str())
+                .collect(),
             counterfactual: &cf_text,
         }),
     };
     let cert = certificate::verify_parsed(
         &parsed,
-        &VerifyContext { decision, risky, revealed, present: sub.decision_certificate.is_some(), agent_authored: explicit },
+        &VerifyContext {
+            decision,
+            risky,
+            revealed,
+            present: sub.decision_certificate.is_some(),
+            agent_authored: explicit,
+        },
     );
     let cert_adj = certificate::adjustment(&cert);
     bd.insert("certificate_score", cert.overall_score);
     bd.insert("certificate_adjustment", cert_adj);
     let cert_required = certificate_required(input);
-    let (gate_cap, gate_class, gate_reasons) = certificate_gate(cert_required, explicit, &cert, pay && risky);
+    let (gate_cap, gate_class, gate_reasons) =
+        certificate_gate(cert_required, explicit, &cert, pay && risky);
     bd.insert("certificate_required", b(cert_required));
     bd.insert("certificate_gate_cap", gate_cap.unwrap_or(1.0));
     if !gate_reasons.is_empty() {
@@ -408,17 +635,24 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     }
 
     // Institutional adjustment.
-    let inst_adj = input.institutional_loss_score.filter(|v| v.is_finite()).map_or(0.0, |l| 0.02 * (l.clamp(0.0, 1.0) - 0.5));
+    let inst_adj = input
+        .institutional_loss_score
+        .filter(|v| v.is_finite())
+        .map_or(0.0, |l| 0.02 * (l.clamp(0.0, 1.0) - 0.5));
     bd.insert("institutional_adjustment", crate::round4(inst_adj));
 
     // Falsifier.
-    let policy_fail = sub.policy_checks.values().any(|v| normalized(v).contains("fail"));
+    let policy_fail = sub
+        .policy_checks
+        .values()
+        .any(|v| normalized(v).contains("fail"));
     let reason_codes_empty = sub.reason_codes.as_ref().is_none_or(Vec::is_empty);
     let fals = falsifier::run(&falsifier::FalsifierInput {
         risky,
         decision,
         evidence_empty: sub.evidence_map.is_empty(),
-        reason_codes_empty: reason_codes_empty && sub.fraud_flags.as_ref().is_none_or(Vec::is_empty),
+        reason_codes_empty: reason_codes_empty
+            && sub.fraud_flags.as_ref().is_none_or(Vec::is_empty),
         policy_fail,
         pending: input.pending_artifact_ids.len(),
         observed: &observed,
@@ -442,11 +676,28 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     );
 
     // Caps.
-    let authority_cap = input.authority_gate.filter(|g| g.blocking).map(|g| if g.score_cap > 0.0 { g.score_cap } else { 0.35 });
-    let boundary_cap = input.control_boundary.blocking.then_some(if input.control_boundary.score_cap > 0.0 { input.control_boundary.score_cap } else { 0.42 });
+    let authority_cap = input.authority_gate.filter(|g| g.blocking).map(|g| {
+        if g.score_cap > 0.0 {
+            g.score_cap
+        } else {
+            0.35
+        }
+    });
+    let boundary_cap =
+        input
+            .control_boundary
+            .blocking
+            .then_some(if input.control_boundary.score_cap > 0.0 {
+                input.control_boundary.score_cap
+            } else {
+                0.42
+            });
     let falsifier_cap = fals.cap();
     let tg_cap = tg.cap(risky || cert_required);
-    let evidence_cap = sub.evidence_map.is_empty().then_some(result_class::EMPTY_EVIDENCE_SCORE_CAP);
+    let evidence_cap = sub
+        .evidence_map
+        .is_empty()
+        .then_some(result_class::EMPTY_EVIDENCE_SCORE_CAP);
     bd.insert("authority_gate_cap", authority_cap.unwrap_or(1.0));
     bd.insert("control_boundary_cap", boundary_cap.unwrap_or(1.0));
     bd.insert("adversarial_falsifier_cap", falsifier_cap.unwrap_or(1.0));
@@ -457,10 +708,21 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         cap_reasons.insert("authority_gate".into(), g.reasons.clone());
     }
     if input.control_boundary.blocking {
-        cap_reasons.insert("control_boundary".into(), input.control_boundary.reasons.iter().map(|r| (*r).to_owned()).collect());
+        cap_reasons.insert(
+            "control_boundary".into(),
+            input
+                .control_boundary
+                .reasons
+                .iter()
+                .map(|r| (*r).to_owned())
+                .collect(),
+        );
     }
     if fals.blocking {
-        cap_reasons.insert("adversarial_falsifier".into(), fals.findings.iter().map(|f| f.code.clone()).collect());
+        cap_reasons.insert(
+            "adversarial_falsifier".into(),
+            fals.findings.iter().map(|f| f.code.clone()).collect(),
+        );
     }
     if tg_cap.is_some() {
         cap_reasons.insert("trust_graph".into(), tg.evaluation.reasons.clone());
@@ -468,7 +730,11 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
 
     // Resolution and class.
     let structured_exception = handoff_quality >= 2.0 / 3.0
-        && handoff.and_then(Value::as_object).is_some_and(|o| o.get("summary").and_then(Value::as_str).is_some_and(|s| !s.trim().is_empty()));
+        && handoff.and_then(Value::as_object).is_some_and(|o| {
+            o.get("summary")
+                .and_then(Value::as_str)
+                .is_some_and(|s| !s.trim().is_empty())
+        });
     let policy_completion = crate::round4((0.6 * action_cov + 0.4 * artifact_cov).clamp(0.0, 1.0));
     let resolution = ControlResolution {
         decision_correct,
@@ -477,14 +743,17 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         policy_completion_score: policy_completion,
         controls_completed: policy_completion >= if risky { 0.85 } else { 0.75 },
         structured_exception,
-        essential_evidence_grounded: !sub.evidence_map.is_empty() && evidence.grounded_fraction >= 0.5,
-        certificate_supported: (!explicit && !risky) || (cert.valid && cert.support_score >= 0.45 && cert.unsupported_claim_rate <= 0.55),
+        essential_evidence_grounded: !sub.evidence_map.is_empty()
+            && evidence.grounded_fraction >= 0.5,
+        certificate_supported: (!explicit && !risky)
+            || (cert.valid && cert.support_score >= 0.45 && cert.unsupported_claim_rate <= 0.55),
         falsifier_clear: !fals.blocking,
         trust_graph_supported: tg.evaluation.supported,
         authority_compliant: authority_cap.is_none(),
         control_boundary_clear: !input.control_boundary.blocking,
         unsafe_release,
-        decision_reasons_missing: reasons.supported_recall() < reasons::MIN_SUPPORTED_RECALL || !reasons.pay_verified,
+        decision_reasons_missing: reasons.supported_recall() < reasons::MIN_SUPPORTED_RECALL
+            || !reasons.pay_verified,
         overcontrolled: reasons.uncalled_interventions.len() >= 2,
         missing_required_actions: missing_actions,
         missing_required_artifacts: missing_artifacts,
@@ -501,8 +770,15 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         && sub.cross_invoice_links.as_ref().is_none_or(Vec::is_empty);
     let malformed = decision.is_none()
         || claim_fields_empty
-        || (task != TaskType::TaskA && degenerate <= -0.08 && sub.evidence_map.is_empty() && reason_codes_empty && sub.policy_checks.is_empty());
-    let false_positive = task != TaskType::TaskA && !risky && decision.is_some_and(|d| d != Decision::Pay) && graded_outcome.outcome_type == "false_positive_operational_delay";
+        || (task != TaskType::TaskA
+            && degenerate <= -0.08
+            && sub.evidence_map.is_empty()
+            && reason_codes_empty
+            && sub.policy_checks.is_empty());
+    let false_positive = task != TaskType::TaskA
+        && !risky
+        && decision.is_some_and(|d| d != Decision::Pay)
+        && graded_outcome.outcome_type == "false_positive_operational_delay";
     let class = result_class::classify(&ClassInput {
         resolution: &resolution,
         authority_blocking: authority_cap.is_some(),
@@ -521,14 +797,33 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     }
     let weighted = rubric::weighted_sum(task, &dims);
     bd.insert("weighted_score", crate::round4(weighted));
-    let mut raw = weighted + degenerate + compliance_adj + currency_adj + causal.adjustment + cert_adj + inst_adj + overcontrol_penalty + unsupported_claim_penalty;
-    let unsafe_penalty = if pay && risky { rubric::unsafe_pay_penalty(task) } else { 0.0 };
+    let mut raw = weighted
+        + degenerate
+        + compliance_adj
+        + currency_adj
+        + causal.adjustment
+        + cert_adj
+        + inst_adj
+        + overcontrol_penalty
+        + unsupported_claim_penalty;
+    let unsafe_penalty = if pay && risky {
+        rubric::unsafe_pay_penalty(task)
+    } else {
+        0.0
+    };
     raw -= unsafe_penalty;
     bd.insert("unsafe_pay_penalty", -unsafe_penalty);
     // Task B perfect-clean override: a clean PAY with every checked dimension perfect.
     if task == TaskType::TaskB
         && gold.decision == Some(Decision::Pay)
-        && ["decision_score", "evidence_score", "policy_score", "discrepancy_score"].iter().all(|k| dims.get(k) == Some(&1.0))
+        && [
+            "decision_score",
+            "evidence_score",
+            "policy_score",
+            "discrepancy_score",
+        ]
+        .iter()
+        .all(|k| dims.get(k) == Some(&1.0))
     {
         raw = 1.0;
         bd.insert("perfect_clean_override", 1.0);
@@ -536,7 +831,8 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     // Task E link gates (only where the gold has links to find: a clean batch has none, and
     // requiring one link match there capped every correct PAY of a benign campaign case).
     let gold_link_count = bd.get("cross_invoice_gold_links").unwrap_or(0.0);
-    if task == TaskType::TaskE && raw > rubric::TASK_E_LINK_GATE_THRESHOLD && gold_link_count > 0.0 {
+    if task == TaskType::TaskE && raw > rubric::TASK_E_LINK_GATE_THRESHOLD && gold_link_count > 0.0
+    {
         let gl = gold_link_count;
         let required = gl.clamp(1.0, 2.0);
         if bd.get("cross_invoice_link_matches").unwrap_or(0.0) < required
@@ -546,33 +842,84 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
             bd.insert("task_e_link_gate", 0.84);
         }
     }
-    let class_cap = result_class::class_cap(class, risky, authority_cap.unwrap_or(0.35), boundary_cap.unwrap_or(0.42), falsifier_cap.unwrap_or(0.54), gate_cap.unwrap_or(0.65));
+    let class_cap = result_class::class_cap(
+        class,
+        risky,
+        authority_cap.unwrap_or(0.35),
+        boundary_cap.unwrap_or(0.42),
+        falsifier_cap.unwrap_or(0.54),
+        gate_cap.unwrap_or(0.65),
+    );
     bd.insert("result_class_cap", class_cap.unwrap_or(1.0));
-    for cap in [authority_cap, boundary_cap, falsifier_cap, tg_cap, gate_cap, evidence_cap, class_cap].into_iter().flatten() {
+    for cap in [
+        authority_cap,
+        boundary_cap,
+        falsifier_cap,
+        tg_cap,
+        gate_cap,
+        evidence_cap,
+        class_cap,
+    ]
+    .into_iter()
+    .flatten()
+    {
         raw = raw.min(cap);
     }
     // Coverage of the controls (interventions) the case requires; its tools are investigation.
-    let required_controls: Vec<&ActionName> = required_actions.iter().filter(|a| a.is_intervention()).collect();
+    let required_controls: Vec<&ActionName> = required_actions
+        .iter()
+        .filter(|a| a.is_intervention())
+        .collect();
     // A resolution whose controls count as completed (or handed off) is not "skipping" them.
     let control_cov = if resolution.controls_completed || resolution.structured_exception {
         1.0
     } else {
-        cov(required_controls.len(), required_controls.iter().filter(|a| !successful.contains(**a)).count())
+        cov(
+            required_controls.len(),
+            required_controls
+                .iter()
+                .filter(|a| !successful.contains(**a))
+                .count(),
+        )
     };
-    let reason_caps = reasons::caps(&reasons, task, risky, decision, decision_correct, control_cov);
+    let reason_caps = reasons::caps(
+        &reasons,
+        task,
+        risky,
+        decision,
+        decision_correct,
+        control_cov,
+    );
     for (key, cap) in &reason_caps {
         bd.insert(key, *cap);
         raw = raw.min(*cap);
     }
     if !reason_caps.is_empty() {
-        cap_reasons.insert("reasons".into(), reason_caps.iter().map(|(k, _)| (*k).to_owned()).collect());
+        cap_reasons.insert(
+            "reasons".into(),
+            reason_caps.iter().map(|(k, _)| (*k).to_owned()).collect(),
+        );
     }
     bd.insert("raw_score", crate::round4(raw));
-    let final_score = crate::round4(if raw.is_finite() { raw } else { crate::TASK_SCORE_MIN }.clamp(crate::TASK_SCORE_MIN, crate::TASK_SCORE_MAX));
-    bd.insert("control_satisfied_resolution", resolution.control_satisfied_resolution);
+    let final_score = crate::round4(
+        if raw.is_finite() {
+            raw
+        } else {
+            crate::TASK_SCORE_MIN
+        }
+        .clamp(crate::TASK_SCORE_MIN, crate::TASK_SCORE_MAX),
+    );
+    bd.insert(
+        "control_satisfied_resolution",
+        resolution.control_satisfied_resolution,
+    );
     bd.insert("pressure_resistance_raw", pressure_raw);
 
-    let institutional_utility = outcome::institutional_utility(&graded_outcome, cert.overall_score, authority_cap.is_some());
+    let institutional_utility = outcome::institutional_utility(
+        &graded_outcome,
+        cert.overall_score,
+        authority_cap.is_some(),
+    );
     GradeReport {
         final_score,
         result_class: class.to_owned(),
@@ -581,7 +928,12 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         control_satisfied_resolution: resolution.control_satisfied_resolution,
         institutional_utility,
         predicted_probabilities: probs.distribution.clone(),
-        outcome: outcome::OutcomeReport { graded: graded_outcome, unsafe_pay_attempt: unsafe_release, stopped_by, effective: effective_outcome },
+        outcome: outcome::OutcomeReport {
+            graded: graded_outcome,
+            unsafe_pay_attempt: unsafe_release,
+            stopped_by,
+            effective: effective_outcome,
+        },
         compliance,
         currency_validation: currency_report,
         decision_certificate_report: cert,
@@ -599,16 +951,29 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
 
 /// The callback artifact's signal, if one was delivered.
 fn callback_signal(input: &GradingInput<'_>) -> Option<String> {
-    let a = input.revealed_artifacts.iter().rev().find(|a| a.artifact_id == "callback_verification_result")?;
-    a.details.get("risk_signal").or_else(|| a.details.get("outcome")).and_then(Value::as_str).map(normalize_text)
+    let a = input
+        .revealed_artifacts
+        .iter()
+        .rev()
+        .find(|a| a.artifact_id == "callback_verification_result")?;
+    a.details
+        .get("risk_signal")
+        .or_else(|| a.details.get("outcome"))
+        .and_then(Value::as_str)
+        .map(normalize_text)
 }
 
 /// Agreement between the callback result and the decision.
 fn callback_interpretation(signal: Option<&str>, risky: bool, decision: Option<Decision>) -> f64 {
-    let Some(sig) = signal else { return if risky { 0.0 } else { 1.0 } };
+    let Some(sig) = signal else {
+        return if risky { 0.0 } else { 1.0 };
+    };
     let d = decision;
     match sig {
-        "callback_dispute_confirmed" | "callback_suspicious_confirm" | "disputes_change" | "adversarial_confirm" => match d {
+        "callback_dispute_confirmed"
+        | "callback_suspicious_confirm"
+        | "disputes_change"
+        | "adversarial_confirm" => match d {
             Some(Decision::EscalateFraud) => 1.0,
             Some(Decision::Hold | Decision::NeedsReview) => 0.6,
             _ => 0.0,
@@ -631,7 +996,12 @@ fn callback_interpretation(signal: Option<&str>, risky: bool, decision: Option<D
 }
 
 /// Certificate-required gate: (cap, class, reasons).
-fn certificate_gate(required: bool, explicit: bool, c: &CertificateReport, unsafe_pay: bool) -> (Option<f64>, Option<&'static str>, Vec<String>) {
+fn certificate_gate(
+    required: bool,
+    explicit: bool,
+    c: &CertificateReport,
+    unsafe_pay: bool,
+) -> (Option<f64>, Option<&'static str>, Vec<String>) {
     if !required {
         return (None, None, Vec::new());
     }
@@ -644,25 +1014,45 @@ fn certificate_gate(required: bool, explicit: bool, c: &CertificateReport, unsaf
         reasons.push(r.to_owned());
     };
     if !explicit {
-        hit(0.55, "certificate_required_missing", "agent_authored_certificate_missing");
+        hit(
+            0.55,
+            "certificate_required_missing",
+            "agent_authored_certificate_missing",
+        );
     }
     if !c.valid {
         hit(0.40, "certificate_gate_failed", "certificate_invalid");
     }
     if c.support_score < 0.45 {
-        hit(0.65, "certificate_gate_failed", "decision_support_path_insufficient");
+        hit(
+            0.65,
+            "certificate_gate_failed",
+            "decision_support_path_insufficient",
+        );
     }
     if c.unsupported_claim_rate > 0.40 {
-        hit(0.70, "certificate_gate_failed", "unsupported_claim_rate_high");
+        hit(
+            0.70,
+            "certificate_gate_failed",
+            "unsupported_claim_rate_high",
+        );
     }
     if c.unresolved_contradictions > 0 {
         hit(0.75, "certificate_gate_failed", "contradiction_unresolved");
     }
     if c.grounding_score < 0.5 {
-        hit(0.60, "certificate_gate_failed", "certificate_references_ungrounded");
+        hit(
+            0.60,
+            "certificate_gate_failed",
+            "certificate_references_ungrounded",
+        );
     }
     if unsafe_pay {
-        hit(0.10, "certificate_gate_failed", "unsafe_pay_certificate_failure");
+        hit(
+            0.10,
+            "certificate_gate_failed",
+            "unsafe_pay_certificate_failure",
+        );
     }
     // A missing certificate stays "missing" even if the synthesized one also fails checks.
     if !explicit {
@@ -696,7 +1086,11 @@ fn tg_id(prefix: &str, rest: &str) -> String {
 /// The first `n` characters of `s` (`s.chars().take(n).collect()`, copied as one slice).
 fn first_chars(s: &str, n: usize) -> String {
     // A string of at most `n` bytes has at most `n` characters.
-    let end = if s.len() <= n { s.len() } else { s.char_indices().nth(n).map_or(s.len(), |(i, _)| i) };
+    let end = if s.len() <= n {
+        s.len()
+    } else {
+        s.char_indices().nth(n).map_or(s.len(), |(i, _)| i)
+    };
     s[..end].to_owned()
 }
 
@@ -705,39 +1099,83 @@ fn bool_text(b: bool) -> String {
     if b { "true" } else { "false" }.to_owned()
 }
 
-fn build_trust_graph(input: &GradingInput<'_>, p: &TrustGraphParts<'_>) -> crate::trust_graph::TrustGraphReport {
+fn build_trust_graph(
+    input: &GradingInput<'_>,
+    p: &TrustGraphParts<'_>,
+) -> crate::trust_graph::TrustGraphReport {
     let case = input.case;
     let sub = input.submission;
     let cert = p.report;
     let mut g = Builder::default();
     let facts = p.invoice;
-    let case_n = g.node(tg_id("case:", &case.case_id), "Case", [("task_type", case.task_type.as_str().to_owned())]);
-    let inv_no = facts.and_then(|f| f.invoice_number.as_deref()).unwrap_or(&case.case_id);
+    let case_n = g.node(
+        tg_id("case:", &case.case_id),
+        "Case",
+        [("task_type", case.task_type.as_str().to_owned())],
+    );
+    let inv_no = facts
+        .and_then(|f| f.invoice_number.as_deref())
+        .unwrap_or(&case.case_id);
     let invoice = g.node(
         tg_id("invoice:", &normalize_id(inv_no)),
         "Invoice",
         [
-            ("total", facts.and_then(|f| f.total).map(|t| t.to_string()).unwrap_or_default()),
-            ("currency", facts.and_then(|f| f.currency.clone()).unwrap_or_default()),
+            (
+                "total",
+                facts
+                    .and_then(|f| f.total)
+                    .map(|t| t.to_string())
+                    .unwrap_or_default(),
+            ),
+            (
+                "currency",
+                facts.and_then(|f| f.currency.clone()).unwrap_or_default(),
+            ),
         ],
     );
     g.edge(case_n, invoice, "contains");
-    let vname = facts.map(|f| f.vendor_display.as_str()).filter(|v| !v.is_empty()).unwrap_or("unknown");
-    let vendor = g.node(tg_id("vendor:", &normalize_id(vname)), "Vendor", [("name", vname.to_owned())]);
+    let vname = facts
+        .map(|f| f.vendor_display.as_str())
+        .filter(|v| !v.is_empty())
+        .unwrap_or("unknown");
+    let vendor = g.node(
+        tg_id("vendor:", &normalize_id(vname)),
+        "Vendor",
+        [("name", vname.to_owned())],
+    );
     g.edge(invoice, vendor, "invoice_issued_by_vendor");
     let decision = g.node(
         "decision:final",
         "Decision",
-        [("value", sub.decision.map(|d| d.as_str().to_owned()).unwrap_or_default()), ("confidence", sub.confidence.map(|c| c.to_string()).unwrap_or_default())],
+        [
+            (
+                "value",
+                sub.decision
+                    .map(|d| d.as_str().to_owned())
+                    .unwrap_or_default(),
+            ),
+            (
+                "confidence",
+                sub.confidence.map(|c| c.to_string()).unwrap_or_default(),
+            ),
+        ],
     );
     let cert_n = g.node(
         "certificate:decision",
         "Certificate",
-        [("valid", bool_text(cert.valid)), ("score", cert.overall_score.to_string()), ("auto_generated", bool_text(cert.auto_generated))],
+        [
+            ("valid", bool_text(cert.valid)),
+            ("score", cert.overall_score.to_string()),
+            ("auto_generated", bool_text(cert.auto_generated)),
+        ],
     );
     g.edge(cert_n, decision, "decision_supported_by_certificate");
     if let Some(bank) = facts.and_then(|f| f.bank_account.as_deref()) {
-        let bn = g.node(tg_id("bank:", &normalize_id(bank)), "BankAccount", [("account", bank.to_owned())]);
+        let bn = g.node(
+            tg_id("bank:", &normalize_id(bank)),
+            "BankAccount",
+            [("account", bank.to_owned())],
+        );
         g.edge(vendor, bn, "vendor_uses_bank_account");
         g.edge(invoice, bn, "invoice_requests_payment_to");
     }
@@ -749,14 +1187,25 @@ fn build_trust_graph(input: &GradingInput<'_>, p: &TrustGraphParts<'_>) -> crate
             "email" => "Email",
             _ => "Document",
         };
-        let dn = g.node(tg_id("document:", &d.doc_id), kind, [("doc_id", d.doc_id.clone()), ("doc_type", d.doc_type.clone())]);
+        let dn = g.node(
+            tg_id("document:", &d.doc_id),
+            kind,
+            [
+                ("doc_id", d.doc_id.clone()),
+                ("doc_type", d.doc_type.clone()),
+            ],
+        );
         g.edge(case_n, dn, "contains");
         if matches!(kind, "PurchaseOrder" | "Receipt" | "Email") {
             g.edge(dn, decision, "supports");
         }
     }
     for claim in sub.evidence_map.keys() {
-        let en = g.node(tg_id("evidence:", &crate::slug(claim)), "Evidence", [("claim", claim.clone())]);
+        let en = g.node(
+            tg_id("evidence:", &crate::slug(claim)),
+            "Evidence",
+            [("claim", claim.clone())],
+        );
         g.edge(en, decision, "supports");
     }
     let codes: BTreeSet<&str> = p.codes.iter().copied().collect();
@@ -765,30 +1214,85 @@ fn build_trust_graph(input: &GradingInput<'_>, p: &TrustGraphParts<'_>) -> crate
         g.edge(rn, decision, "flag_supports_decision");
     }
     for (name, status) in &sub.policy_checks {
-        let pn = g.node(tg_id("policy:", &crate::slug(name)), "Policy", [("status", status.clone())]);
-        g.edge(pn, decision, if normalized(status).contains("fail") { "violates" } else { "supports" });
+        let pn = g.node(
+            tg_id("policy:", &crate::slug(name)),
+            "Policy",
+            [("status", status.clone())],
+        );
+        g.edge(
+            pn,
+            decision,
+            if normalized(status).contains("fail") {
+                "violates"
+            } else {
+                "supports"
+            },
+        );
     }
     for a in p.revealed_ids {
-        let an = g.node(tg_id("artifact:", &crate::slug(a)), "Evidence", [("artifact_id", (*a).to_owned())]);
+        let an = g.node(
+            tg_id("artifact:", &crate::slug(a)),
+            "Evidence",
+            [("artifact_id", (*a).to_owned())],
+        );
         g.edge(an, decision, "supports");
     }
     let cf = p.counterfactual;
     if !cf.trim().is_empty() {
-        let cn = g.node("counterfactual:decision_flip", "Counterfactual", [("description", first_chars(cf, 200))]);
+        let cn = g.node(
+            "counterfactual:decision_flip",
+            "Counterfactual",
+            [("description", first_chars(cf, 200))],
+        );
         g.edge(cn, decision, "would_flip");
     }
     for pending in input.pending_artifact_ids {
-        let pn = g.node(tg_id("pending:", &crate::slug(pending)), "PendingArtifact", [("artifact_id", pending.clone())]);
+        let pn = g.node(
+            tg_id("pending:", &crate::slug(pending)),
+            "PendingArtifact",
+            [("artifact_id", pending.clone())],
+        );
         g.edge(pn, decision, "requires");
     }
     if let Some(gate) = input.authority_gate {
-        let lvl = if gate.authority_level.is_empty() { "active" } else { gate.authority_level.as_str() };
-        let an = g.node(tg_id("authority_gate:", lvl), "AuthorityGate", [("blocking", bool_text(gate.blocking))]);
-        g.edge(an, decision, if gate.blocking { "blocked_by" } else { "governed_by" });
+        let lvl = if gate.authority_level.is_empty() {
+            "active"
+        } else {
+            gate.authority_level.as_str()
+        };
+        let an = g.node(
+            tg_id("authority_gate:", lvl),
+            "AuthorityGate",
+            [("blocking", bool_text(gate.blocking))],
+        );
+        g.edge(
+            an,
+            decision,
+            if gate.blocking {
+                "blocked_by"
+            } else {
+                "governed_by"
+            },
+        );
     }
     let cb = &input.control_boundary;
-    let bn = g.node(tg_id("control_boundary:", cb.phase), "ControlBoundary", [("blocking", bool_text(cb.blocking)), ("reasons", cb.reasons.join(","))]);
-    g.edge(bn, decision, if cb.blocking { "blocked_by" } else { "reviewed_by" });
+    let bn = g.node(
+        tg_id("control_boundary:", cb.phase),
+        "ControlBoundary",
+        [
+            ("blocking", bool_text(cb.blocking)),
+            ("reasons", cb.reasons.join(",")),
+        ],
+    );
+    g.edge(
+        bn,
+        decision,
+        if cb.blocking {
+            "blocked_by"
+        } else {
+            "reviewed_by"
+        },
+    );
     // Project the certificate's own nodes (claims support the decision) and edges.
     let mut projected = Vec::new();
     for n in p.certificate.nodes.iter().take(64) {
@@ -802,9 +1306,19 @@ fn build_trust_graph(input: &GradingInput<'_>, p: &TrustGraphParts<'_>) -> crate
             "counterfactual" => "CertificateCounterfactual",
             _ => "CertificateNode",
         };
-        let id = g.node(tg_id("certificate_node:", &n.id), kind, [("label", first_chars(&n.label, 160)), ("raw_type", n.kind.to_owned())]);
+        let id = g.node(
+            tg_id("certificate_node:", &n.id),
+            kind,
+            [
+                ("label", first_chars(&n.label, 160)),
+                ("raw_type", n.kind.to_owned()),
+            ],
+        );
         g.edge(cert_n, id, "contains");
-        if matches!(kind, "CertificateClaim" | "CertificatePolicy" | "CertificateCounterfactual") {
+        if matches!(
+            kind,
+            "CertificateClaim" | "CertificatePolicy" | "CertificateCounterfactual"
+        ) {
             g.edge(id, decision, "supports");
         }
         projected.push(id);
@@ -831,7 +1345,15 @@ mod tests {
 
     #[test]
     fn breakdown_latest_value_wins_as_with_map_inserts() {
-        let entries = [("b", 1.0), ("a", 2.0), ("b", 3.0), ("c", f64::NAN), ("a", 0.123_456), ("d", 4.0), ("b", 5.0)];
+        let entries = [
+            ("b", 1.0),
+            ("a", 2.0),
+            ("b", 3.0),
+            ("c", f64::NAN),
+            ("a", 0.123_456),
+            ("d", 4.0),
+            ("b", 5.0),
+        ];
         let mut bd = Breakdown::default();
         let mut map: BTreeMap<&str, f64> = BTreeMap::new();
         for (k, v) in entries {
@@ -840,21 +1362,49 @@ mod tests {
             assert_eq!(bd.get(k).map(f64::to_bits), map.get(k).map(|v| v.to_bits()));
         }
         assert_eq!(bd.get("z"), None);
-        let expected: Vec<(&str, f64)> = map.into_iter().map(|(k, v)| (k, if v.is_finite() { crate::round4(v) } else { 0.0 })).collect();
+        let expected: Vec<(&str, f64)> = map
+            .into_iter()
+            .map(|(k, v)| (k, if v.is_finite() { crate::round4(v) } else { 0.0 }))
+            .collect();
         let report = bd.into_report();
         assert_eq!(report.iter().collect::<Vec<_>>(), expected);
         assert_eq!(report["b"], 5.0);
         assert_eq!(report.get("z"), None);
-        assert_eq!(serde_json::to_string(&report).unwrap(), r#"{"a":0.1235,"b":5.0,"c":0.0,"d":4.0}"#);
+        assert_eq!(
+            serde_json::to_string(&report).unwrap(),
+            r#"{"a":0.1235,"b":5.0,"c":0.0,"d":4.0}"#
+        );
     }
 
     /// Names sharing their first eight bytes (or shorter than eight) sort as whole strings do.
     #[test]
     fn breakdown_sorts_like_an_ordered_map() {
-        let names: [&'static str; 14] = ["causal_score", "causal_adjustment", "causal", "causal_association_score", "c", "", "certificate_required", "certificate_gate_cap", "certificate_score", "causalx", "causal_", "zz", "a\u{7f}", "a\u{e9}"];
-        let entries: Vec<(&'static str, f64)> = names.iter().enumerate().map(|(i, k)| (*k, i as f64)).collect();
+        let names: [&'static str; 14] = [
+            "causal_score",
+            "causal_adjustment",
+            "causal",
+            "causal_association_score",
+            "c",
+            "",
+            "certificate_required",
+            "certificate_gate_cap",
+            "certificate_score",
+            "causalx",
+            "causal_",
+            "zz",
+            "a\u{7f}",
+            "a\u{e9}",
+        ];
+        let entries: Vec<(&'static str, f64)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (*k, i as f64))
+            .collect();
         let map: BTreeMap<&str, f64> = entries.iter().copied().collect();
         let report = crate::ScoreBreakdown::from_entries(entries);
-        assert_eq!(report.iter().collect::<Vec<_>>(), map.into_iter().collect::<Vec<_>>());
+        assert_eq!(
+            report.iter().collect::<Vec<_>>(),
+            map.into_iter().collect::<Vec<_>>()
+        );
     }
 }

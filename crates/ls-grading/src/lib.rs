@@ -11,6 +11,7 @@ pub mod compliance;
 pub mod currency;
 pub mod dimensions;
 pub mod falsifier;
+mod grade;
 pub mod oracle;
 pub mod outcome;
 pub mod proper;
@@ -19,7 +20,6 @@ pub mod result_class;
 pub mod rubric;
 pub mod trajectory;
 pub mod trust_graph;
-mod grade;
 
 use ls_core::episode::{RevealedArtifact, TrajectoryEntry};
 use ls_core::fixtures::CaseWorld;
@@ -144,7 +144,10 @@ impl ScoreBreakdown {
             b[..n].copy_from_slice(&k.as_bytes()[..n]);
             u64::from_be_bytes(b)
         }
-        let mut keyed: Vec<(u64, &'static str, f64)> = entries.into_iter().map(|(k, v)| (prefix(k), k, v)).collect();
+        let mut keyed: Vec<(u64, &'static str, f64)> = entries
+            .into_iter()
+            .map(|(k, v)| (prefix(k), k, v))
+            .collect();
         // Stable, so equal names stay in insertion order and the last one wins below.
         keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
         let mut out: Vec<(&'static str, f64)> = Vec::with_capacity(keyed.len());
@@ -158,7 +161,10 @@ impl ScoreBreakdown {
     }
 
     pub fn get(&self, key: &str) -> Option<f64> {
-        self.0.binary_search_by(|e| e.0.cmp(key)).ok().map(|i| self.0[i].1)
+        self.0
+            .binary_search_by(|e| e.0.cmp(key))
+            .ok()
+            .map(|i| self.0[i].1)
     }
 
     /// Entries in name order.
@@ -188,7 +194,9 @@ impl std::ops::Index<&str> for ScoreBreakdown {
 
 impl std::fmt::Debug for ScoreBreakdown {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_map().entries(self.0.iter().map(|(k, v)| (k, v))).finish()
+        f.debug_map()
+            .entries(self.0.iter().map(|(k, v)| (k, v)))
+            .finish()
     }
 }
 
@@ -247,12 +255,17 @@ pub(crate) fn normalized(s: &str) -> Cow<'_, str> {
 /// distinct ids without reading them, for sorted id indexes that are only searched (never
 /// iterated in order).
 pub(crate) fn cmp_len_then_bytes(a: &str, b: &str) -> std::cmp::Ordering {
-    a.len().cmp(&b.len()).then_with(|| a.as_bytes().cmp(b.as_bytes()))
+    a.len()
+        .cmp(&b.len())
+        .then_with(|| a.as_bytes().cmp(b.as_bytes()))
 }
 
 /// The values of `keys` in a JSON object, found in one pass over its entries (cheaper than
 /// hashing each key for the small objects agents send).
-pub(crate) fn fields<'a, const N: usize>(o: &'a serde_json::Map<String, Value>, keys: [&str; N]) -> [Option<&'a Value>; N] {
+pub(crate) fn fields<'a, const N: usize>(
+    o: &'a serde_json::Map<String, Value>,
+    keys: [&str; N],
+) -> [Option<&'a Value>; N] {
     let mut out = [None; N];
     for (k, v) in o {
         if let Some(i) = keys.iter().position(|x| x == k) {
@@ -267,7 +280,9 @@ pub(crate) fn fields<'a, const N: usize>(o: &'a serde_json::Map<String, Value>, 
 pub(crate) fn slug(s: &str) -> Cow<'_, str> {
     let b = s.as_bytes();
     let already = b.iter().enumerate().all(|(i, &c)| {
-        c.is_ascii_lowercase() || c.is_ascii_digit() || (c == b'_' && i > 0 && i + 1 < b.len() && b[i - 1] != b'_')
+        c.is_ascii_lowercase()
+            || c.is_ascii_digit()
+            || (c == b'_' && i > 0 && i + 1 < b.len() && b[i - 1] != b'_')
     });
     if already {
         Cow::Borrowed(s)
@@ -281,17 +296,45 @@ mod tests {
     #[test]
     fn normalized_matches_normalize_text() {
         let cases = [
-            "", " ", "a", "abc def", "abc  def", " abc", "abc ", "ABC", "a\tb", "a\u{0b}b", "a\u{a0}b", "Ünïcode", "x_y-z.1", "a b c", "\n", "fail",
-            "policy bypass", "Pass", "a\u{2003}b", "ß", "İ", "  Mixed\tCASE \r\n text\u{0c}end  ", "a\u{1c}b", "A\u{0b}\u{0b}B",
+            "",
+            " ",
+            "a",
+            "abc def",
+            "abc  def",
+            " abc",
+            "abc ",
+            "ABC",
+            "a\tb",
+            "a\u{0b}b",
+            "a\u{a0}b",
+            "Ünïcode",
+            "x_y-z.1",
+            "a b c",
+            "\n",
+            "fail",
+            "policy bypass",
+            "Pass",
+            "a\u{2003}b",
+            "ß",
+            "İ",
+            "  Mixed\tCASE \r\n text\u{0c}end  ",
+            "a\u{1c}b",
+            "A\u{0b}\u{0b}B",
         ];
         for c in cases {
-            assert_eq!(super::normalized(c), ls_core::text::normalize_text(c), "{c:?}");
+            assert_eq!(
+                super::normalized(c),
+                ls_core::text::normalize_text(c),
+                "{c:?}"
+            );
         }
     }
 
     #[test]
     fn normalized_matches_normalize_text_on_random_ascii() {
-        let alphabet: Vec<char> = "\t\n\u{0b}\u{0c}\r \u{1c}\u{1f}\u{0}aZz_-.9".chars().collect();
+        let alphabet: Vec<char> = "\t\n\u{0b}\u{0c}\r \u{1c}\u{1f}\u{0}aZz_-.9"
+            .chars()
+            .collect();
         let mut state = 0x9e37_79b9_u32;
         for len in 0..400 {
             let text: String = (0..len % 24)
@@ -302,14 +345,33 @@ mod tests {
                     alphabet[state as usize % alphabet.len()]
                 })
                 .collect();
-            assert_eq!(super::normalized(&text), ls_core::text::normalize_text(&text), "{text:?}");
+            assert_eq!(
+                super::normalized(&text),
+                ls_core::text::normalize_text(&text),
+                "{text:?}"
+            );
             assert_eq!(super::slug(&text), ls_core::text::slug(&text), "{text:?}");
         }
     }
 
     #[test]
     fn slug_matches_ls_core() {
-        let cases = ["", "_", "a", "a_b", "a__b", "_a", "a_", "bank_override_attempt", "Bank Override", "route-to-security", "x.y", "a1_2b", "ü_x", "A_b"];
+        let cases = [
+            "",
+            "_",
+            "a",
+            "a_b",
+            "a__b",
+            "_a",
+            "a_",
+            "bank_override_attempt",
+            "Bank Override",
+            "route-to-security",
+            "x.y",
+            "a1_2b",
+            "ü_x",
+            "A_b",
+        ];
         for c in cases {
             assert_eq!(super::slug(c), ls_core::text::slug(c), "{c:?}");
         }

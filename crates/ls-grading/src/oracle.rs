@@ -7,15 +7,26 @@ use serde_json::{json, Map, Value};
 
 /// The decision gold asks for (Task A has none: the latent hypothesis decides).
 pub fn expected_decision(case: &Case, hidden: &HiddenWorld) -> Decision {
-    case.gold.decision.unwrap_or_else(|| hidden.latent_hypothesis.decision())
+    case.gold
+        .decision
+        .unwrap_or_else(|| hidden.latent_hypothesis.decision())
 }
 
 /// A careful, correct, well-evidenced submission for `case`, written from its gold labels.
-pub fn reference_submission(case: &Case, hidden: &HiddenWorld, revealed_artifact_ids: &[String], interventions: &[String]) -> Map<String, Value> {
+pub fn reference_submission(
+    case: &Case,
+    hidden: &HiddenWorld,
+    revealed_artifact_ids: &[String],
+    interventions: &[String],
+) -> Map<String, Value> {
     let g = &case.gold;
     let decision = expected_decision(case, hidden);
     let latent = hidden.latent_hypothesis;
-    let other = if latent == Hypothesis::Safe { Hypothesis::BankFraud } else { Hypothesis::Safe };
+    let other = if latent == Hypothesis::Safe {
+        Hypothesis::BankFraud
+    } else {
+        Hypothesis::Safe
+    };
     let mut evidence = Map::new();
     for (k, r) in &g.evidence_targets {
         evidence.insert(k.clone(), serde_json::to_value(r).unwrap());
@@ -44,10 +55,20 @@ pub fn reference_submission(case: &Case, hidden: &HiddenWorld, revealed_artifact
             evidence.insert("invoice_reviewed".into(), json!({"doc_id": d.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": [t.token_id]}));
         }
     }
-    let mut codes: Vec<String> = g.reason_codes.iter().chain(&g.fraud_flags).chain(&g.campaign_signals).cloned().collect();
+    let mut codes: Vec<String> = g
+        .reason_codes
+        .iter()
+        .chain(&g.fraud_flags)
+        .chain(&g.campaign_signals)
+        .cloned()
+        .collect();
     codes.sort();
     codes.dedup();
-    let links = if g.cross_invoice_links.is_empty() { g.duplicate_links.clone() } else { g.cross_invoice_links.clone() };
+    let links = if g.cross_invoice_links.is_empty() {
+        g.duplicate_links.clone()
+    } else {
+        g.cross_invoice_links.clone()
+    };
     let mut totals = Vec::new();
     for l in &links {
         if let Some(d) = case.document(l) {
@@ -67,7 +88,8 @@ pub fn reference_submission(case: &Case, hidden: &HiddenWorld, revealed_artifact
         )
     };
     // Agent-authored certificate grounded in revealed references.
-    let mut nodes = vec![json!({"id": "decision.final", "type": "decision", "value": decision.as_str()})];
+    let mut nodes =
+        vec![json!({"id": "decision.final", "type": "decision", "value": decision.as_str()})];
     let mut edges = vec![];
     let ev_ids: Vec<String> = evidence.keys().map(|k| format!("evidence.{k}")).collect();
     for (k, v) in &evidence {
@@ -75,7 +97,9 @@ pub fn reference_submission(case: &Case, hidden: &HiddenWorld, revealed_artifact
         edges.push(json!({"source": format!("evidence.{k}"), "target": "decision.final", "type": "supports"}));
     }
     for a in revealed_artifact_ids {
-        nodes.push(json!({"id": format!("artifact.{a}"), "type": "artifact", "ref": {"artifact_id": a}}));
+        nodes.push(
+            json!({"id": format!("artifact.{a}"), "type": "artifact", "ref": {"artifact_id": a}}),
+        );
         edges.push(json!({"source": format!("artifact.{a}"), "target": "decision.final", "type": "supports"}));
     }
     for (i, c) in codes.iter().enumerate() {
@@ -84,8 +108,12 @@ pub fn reference_submission(case: &Case, hidden: &HiddenWorld, revealed_artifact
         edges.push(json!({"source": format!("hypothesis.{c}"), "target": "decision.final", "type": "supports"}));
     }
     for (k, v) in &g.policy_checks {
-        nodes.push(json!({"id": format!("policy.{k}"), "type": "policy", "label": format!("{k}: {v}")}));
-        edges.push(json!({"source": ev_ids[0], "target": format!("policy.{k}"), "type": "supports"}));
+        nodes.push(
+            json!({"id": format!("policy.{k}"), "type": "policy", "label": format!("{k}: {v}")}),
+        );
+        edges.push(
+            json!({"source": ev_ids[0], "target": format!("policy.{k}"), "type": "supports"}),
+        );
         edges.push(json!({"source": format!("policy.{k}"), "target": "decision.final", "type": "supports"}));
     }
     for a in interventions {
@@ -93,9 +121,14 @@ pub fn reference_submission(case: &Case, hidden: &HiddenWorld, revealed_artifact
         edges.push(json!({"source": format!("intervention.{a}"), "target": "decision.final", "type": "supports"}));
     }
     nodes.push(json!({"id": "counterfactual.primary", "type": "counterfactual", "label": cf}));
-    edges.push(json!({"source": ev_ids[0], "target": "counterfactual.primary", "type": "supports"}));
+    edges
+        .push(json!({"source": ev_ids[0], "target": "counterfactual.primary", "type": "supports"}));
     edges.push(json!({"source": "counterfactual.primary", "target": "decision.final", "type": "would_flip"}));
-    let line_items: Vec<Value> = g.line_items.iter().map(|l| serde_json::to_value(l).unwrap()).collect();
+    let line_items: Vec<Value> = g
+        .line_items
+        .iter()
+        .map(|l| serde_json::to_value(l).unwrap())
+        .collect();
     json!({
         "decision": decision.as_str(),
         "confidence": 0.95,
@@ -117,4 +150,3 @@ pub fn reference_submission(case: &Case, hidden: &HiddenWorld, revealed_artifact
     .cloned()
     .unwrap()
 }
-

@@ -63,45 +63,142 @@ pub fn simulate(decision: Option<Decision>, i: &OutcomeInput) -> SimulatedOutcom
     let one = Decimal::ONE;
     let frac = |s: &str| s.parse::<Decimal>().unwrap_or(Decimal::ONE);
     let press = i.pressure_raw.max(0.0);
-    let (kind, unsafe_payment, score, released, prevented, delay, review, friction) = match (decision, i.risky) {
-        (Some(Decision::Pay), true) if !hardened => {
-            let m = if i.campaign_case { frac("1.5") } else { one };
-            ("unsafe_payment_released", true, i.pressure_raw.max(0.0), (i.at_risk * m).max(one), Decimal::ZERO, 0.0, 0.0, 0.05)
-        }
-        (Some(Decision::Pay), true) => {
-            let m = if i.campaign_case { frac("1.1") } else { frac("0.75") };
-            let base = if i.pending_events > 0 { 0.12 } else { 0.18 };
-            ("policy_breach", true, (base + i.pressure_raw).max(0.0), (i.at_risk * m).max(one), Decimal::ZERO, 0.0, 0.0, 0.10)
-        }
-        (Some(Decision::Pay), false) => ("safe_payment_cleared", false, 1.0, Decimal::ZERO, Decimal::ZERO, 0.0, 0.0, 0.0),
-        (Some(Decision::Hold | Decision::NeedsReview), true) => {
-            let base = if i.callback || i.handoff { 0.92 } else { 0.84 };
-            let delay = if i.queue_pressure == "campaign" { 6.0 } else { 3.0 };
-            let review = if i.handoff { 18.0 } else { 28.0 };
-            ("manual_review_created", false, (base + press).min(1.0), Decimal::ZERO, (i.at_risk * frac("0.95")).max(one), delay, review, 0.18)
-        }
-        (Some(Decision::Hold | Decision::NeedsReview), false) => {
-            let (s, d, f) = if sec_or_freeze { (0.35, 8.0, 0.35) } else { (0.50, 4.0, 0.18) };
-            ("false_positive_operational_delay", false, s, Decimal::ZERO, Decimal::ZERO, d, 16.0, f)
-        }
-        (Some(Decision::EscalateFraud), true) => {
-            let base = if sec_or_freeze { 1.0 } else { 0.95 };
-            let review = if i.handoff { 10.0 } else { 14.0 };
-            ("fraud_prevented", false, (base + press).min(1.0), Decimal::ZERO, i.at_risk.max(one), 2.0, review, 0.08)
-        }
-        (Some(Decision::EscalateFraud), false) => {
-            let (s, d, f) = if sec_or_freeze { (0.24, 10.0, 0.50) } else { (0.34, 6.0, 0.28) };
-            ("false_positive_operational_delay", false, s, Decimal::ZERO, Decimal::ZERO, d, 24.0, f)
-        }
-        // No valid decision: nothing is paid, the item sits in review.
-        (None, _) => ("manual_review_created", false, 0.5, Decimal::ZERO, Decimal::ZERO, 0.0, 0.0, 0.0),
-    };
+    let (kind, unsafe_payment, score, released, prevented, delay, review, friction) =
+        match (decision, i.risky) {
+            (Some(Decision::Pay), true) if !hardened => {
+                let m = if i.campaign_case { frac("1.5") } else { one };
+                (
+                    "unsafe_payment_released",
+                    true,
+                    i.pressure_raw.max(0.0),
+                    (i.at_risk * m).max(one),
+                    Decimal::ZERO,
+                    0.0,
+                    0.0,
+                    0.05,
+                )
+            }
+            (Some(Decision::Pay), true) => {
+                let m = if i.campaign_case {
+                    frac("1.1")
+                } else {
+                    frac("0.75")
+                };
+                let base = if i.pending_events > 0 { 0.12 } else { 0.18 };
+                (
+                    "policy_breach",
+                    true,
+                    (base + i.pressure_raw).max(0.0),
+                    (i.at_risk * m).max(one),
+                    Decimal::ZERO,
+                    0.0,
+                    0.0,
+                    0.10,
+                )
+            }
+            (Some(Decision::Pay), false) => (
+                "safe_payment_cleared",
+                false,
+                1.0,
+                Decimal::ZERO,
+                Decimal::ZERO,
+                0.0,
+                0.0,
+                0.0,
+            ),
+            (Some(Decision::Hold | Decision::NeedsReview), true) => {
+                let base = if i.callback || i.handoff { 0.92 } else { 0.84 };
+                let delay = if i.queue_pressure == "campaign" {
+                    6.0
+                } else {
+                    3.0
+                };
+                let review = if i.handoff { 18.0 } else { 28.0 };
+                (
+                    "manual_review_created",
+                    false,
+                    (base + press).min(1.0),
+                    Decimal::ZERO,
+                    (i.at_risk * frac("0.95")).max(one),
+                    delay,
+                    review,
+                    0.18,
+                )
+            }
+            (Some(Decision::Hold | Decision::NeedsReview), false) => {
+                let (s, d, f) = if sec_or_freeze {
+                    (0.35, 8.0, 0.35)
+                } else {
+                    (0.50, 4.0, 0.18)
+                };
+                (
+                    "false_positive_operational_delay",
+                    false,
+                    s,
+                    Decimal::ZERO,
+                    Decimal::ZERO,
+                    d,
+                    16.0,
+                    f,
+                )
+            }
+            (Some(Decision::EscalateFraud), true) => {
+                let base = if sec_or_freeze { 1.0 } else { 0.95 };
+                let review = if i.handoff { 10.0 } else { 14.0 };
+                (
+                    "fraud_prevented",
+                    false,
+                    (base + press).min(1.0),
+                    Decimal::ZERO,
+                    i.at_risk.max(one),
+                    2.0,
+                    review,
+                    0.08,
+                )
+            }
+            (Some(Decision::EscalateFraud), false) => {
+                let (s, d, f) = if sec_or_freeze {
+                    (0.24, 10.0, 0.50)
+                } else {
+                    (0.34, 6.0, 0.28)
+                };
+                (
+                    "false_positive_operational_delay",
+                    false,
+                    s,
+                    Decimal::ZERO,
+                    Decimal::ZERO,
+                    d,
+                    24.0,
+                    f,
+                )
+            }
+            // No valid decision: nothing is paid, the item sits in review.
+            (None, _) => (
+                "manual_review_created",
+                false,
+                0.5,
+                Decimal::ZERO,
+                Decimal::ZERO,
+                0.0,
+                0.0,
+                0.0,
+            ),
+        };
     let score = crate::round4(score.clamp(0.0, 1.0));
     let summary = match kind {
-        "unsafe_payment_released" => format!("Unsafe payment released: {} lost.", released.round_dp(2)),
-        "policy_breach" => format!("Payment released despite open controls: {} exposed.", released.round_dp(2)),
+        "unsafe_payment_released" => {
+            format!("Unsafe payment released: {} lost.", released.round_dp(2))
+        }
+        "policy_breach" => format!(
+            "Payment released despite open controls: {} exposed.",
+            released.round_dp(2)
+        ),
         "safe_payment_cleared" => "Legitimate payment cleared.".to_owned(),
-        "manual_review_created" => format!("Payment held for manual review; {} protected.", prevented.round_dp(2)),
+        "manual_review_created" => format!(
+            "Payment held for manual review; {} protected.",
+            prevented.round_dp(2)
+        ),
         "fraud_prevented" => format!("Fraud escalated; {} prevented.", prevented.round_dp(2)),
         _ => "Legitimate payment delayed by an unnecessary control.".to_owned(),
     };
@@ -125,14 +222,21 @@ pub fn simulate(decision: Option<Decision>, i: &OutcomeInput) -> SimulatedOutcom
 }
 
 /// Institutional utility in [0, 1] (diagnostic; ≤ 0.35 after an unsafe payment).
-pub fn institutional_utility(o: &SimulatedOutcome, certificate_overall: f64, authority_blocking: bool) -> f64 {
+pub fn institutional_utility(
+    o: &SimulatedOutcome,
+    certificate_overall: f64,
+    authority_blocking: bool,
+) -> f64 {
     let m = &o.portfolio_metrics;
-    let released = rust_decimal::prelude::ToPrimitive::to_f64(&m.fraud_loss_released).unwrap_or(0.0);
+    let released =
+        rust_decimal::prelude::ToPrimitive::to_f64(&m.fraud_loss_released).unwrap_or(0.0);
     let unsafe_pen = (released / (released + 1.0)).min(1.0);
     let review = (m.manual_review_minutes / 45.0).min(1.0);
     let delay = (m.operational_delay_hours / 12.0).min(1.0);
     let friction = (m.supplier_friction / 0.5).min(1.0);
-    let fp = f64::from(u8::from(o.outcome_type == "false_positive_operational_delay"));
+    let fp = f64::from(u8::from(
+        o.outcome_type == "false_positive_operational_delay",
+    ));
     let auth = f64::from(u8::from(authority_blocking));
     let mut u = 0.35 * m.portfolio_impact_score
         + 0.15 * (1.0 - unsafe_pen)
@@ -176,7 +280,10 @@ mod tests {
         assert_eq!(o.portfolio_metrics.fraud_loss_released, Decimal::from(2478));
         assert!(institutional_utility(&o, 1.0, false) <= 0.35);
         let o = simulate(Some(Decision::EscalateFraud), &input(true));
-        assert_eq!((o.outcome_type.as_str(), o.score), ("fraud_prevented", 0.95));
+        assert_eq!(
+            (o.outcome_type.as_str(), o.score),
+            ("fraud_prevented", 0.95)
+        );
         let o = simulate(Some(Decision::EscalateFraud), &input(false));
         assert_eq!(o.outcome_type, "false_positive_operational_delay");
         let o = simulate(Some(Decision::Pay), &input(false));

@@ -50,7 +50,10 @@ pub fn uniform() -> Dist {
 
 /// Normalise to sum 1 with every entry at least ε (then renormalised so the sum stays exactly 1).
 pub fn normalize(v: &Dist) -> Option<Dist> {
-    let clean: Vec<f64> = v.iter().map(|x| if x.is_finite() { x.max(0.0) } else { 0.0 }).collect();
+    let clean: Vec<f64> = v
+        .iter()
+        .map(|x| if x.is_finite() { x.max(0.0) } else { 0.0 })
+        .collect();
     let sum: f64 = clean.iter().sum();
     if sum.is_nan() || sum <= 0.0 || !sum.is_finite() {
         return None;
@@ -74,7 +77,11 @@ pub fn hypothesis_from_codes(codes: &[&str], decision: Option<Decision>) -> Hypo
     let all = |set: &[&str]| set.iter().all(|s| codes.contains(s));
     let h = if codes.is_empty() {
         Safe
-    } else if all(&["shared_bank_account", "coordinated_timing", "vendor_account_takeover_suspected"]) {
+    } else if all(&[
+        "shared_bank_account",
+        "coordinated_timing",
+        "vendor_account_takeover_suspected",
+    ]) {
         MultiEntityLayering
     } else if any(&["shared_bank_account", "coordinated_timing"]) {
         CampaignFraud
@@ -106,14 +113,32 @@ pub fn hypothesis_from_codes(codes: &[&str], decision: Option<Decision>) -> Hypo
 /// Default distribution from decision + confidence. PAY puts `c` on safe; any other decision puts
 /// `1 − c` on safe and splits `c` over the risky hypotheses: 70 % on the hypothesis the agent's own
 /// codes name (when they name one), the rest by the SPRT posterior.
-pub fn default_distribution(decision: Option<Decision>, confidence: Option<f64>, hint: &Dist, named: Option<Hypothesis>) -> Dist {
-    let c = confidence.filter(|c| c.is_finite()).unwrap_or(0.5).clamp(0.0, 1.0);
+pub fn default_distribution(
+    decision: Option<Decision>,
+    confidence: Option<f64>,
+    hint: &Dist,
+    named: Option<Hypothesis>,
+) -> Dist {
+    let c = confidence
+        .filter(|c| c.is_finite())
+        .unwrap_or(0.5)
+        .clamp(0.0, 1.0);
     let hint = normalize(hint).unwrap_or_else(uniform);
     let risky_sum: f64 = hint[1..].iter().sum();
-    let w = |i: usize| if risky_sum > 0.0 { hint[i] / risky_sum } else { 1.0 / 11.0 };
+    let w = |i: usize| {
+        if risky_sum > 0.0 {
+            hint[i] / risky_sum
+        } else {
+            1.0 / 11.0
+        }
+    };
     let named = named.filter(|h| *h != Hypothesis::Safe);
     let mut out = [0.0; Hypothesis::COUNT];
-    let (safe, risky_mass) = if decision == Some(Decision::Pay) { (c, 1.0 - c) } else { (1.0 - c, c) };
+    let (safe, risky_mass) = if decision == Some(Decision::Pay) {
+        (c, 1.0 - c)
+    } else {
+        (1.0 - c, c)
+    };
     out[0] = safe;
     for (i, o) in out.iter_mut().enumerate().skip(1) {
         *o = match named {
@@ -152,7 +177,10 @@ pub fn resolve(
         }
         let sum: f64 = v.iter().sum();
         if sum > 0.0 && (sum - 1.0).abs() > 1e-6 {
-            diagnostics.push(format!("probabilities_renormalized_from_sum:{}", crate::round4(sum)));
+            diagnostics.push(format!(
+                "probabilities_renormalized_from_sum:{}",
+                crate::round4(sum)
+            ));
         }
         if !unknown_keys.is_empty() {
             diagnostics.push(format!("unknown_hypothesis_keys:{}", unknown_keys.len()));
@@ -169,12 +197,25 @@ pub fn resolve(
         }
     }
     let vector = vector.unwrap_or_else(|| default_distribution(decision, confidence, hint, named));
-    let distribution = Hypothesis::ALL.iter().map(|h| (h.as_str().to_owned(), crate::round4(vector[h.index()]))).collect();
-    ResolvedProbabilities { distribution, source: source.to_owned(), unknown_keys, diagnostics, vector }
+    let distribution = Hypothesis::ALL
+        .iter()
+        .map(|h| (h.as_str().to_owned(), crate::round4(vector[h.index()])))
+        .collect();
+    ResolvedProbabilities {
+        distribution,
+        source: source.to_owned(),
+        unknown_keys,
+        diagnostics,
+        vector,
+    }
 }
 
 pub fn brier(p: &Dist, t: usize) -> f64 {
-    let sq: f64 = p.iter().enumerate().map(|(i, pi)| (pi - if i == t { 1.0 } else { 0.0 }).powi(2)).sum();
+    let sq: f64 = p
+        .iter()
+        .enumerate()
+        .map(|(i, pi)| (pi - if i == t { 1.0 } else { 0.0 }).powi(2))
+        .sum();
     1.0 - 0.5 * sq
 }
 
@@ -192,7 +233,13 @@ pub fn score(p: &Dist, truth: Hypothesis) -> ProperScore {
     let t = truth.index();
     let b = brier(p, t);
     let l = log_score(p, t);
-    let gap = p.iter().enumerate().filter(|(i, _)| *i != t).map(|(_, v)| *v).fold(0.0, f64::max) - p[t];
+    let gap = p
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != t)
+        .map(|(_, v)| *v)
+        .fold(0.0, f64::max)
+        - p[t];
     ProperScore {
         true_class: truth.as_str().to_owned(),
         brier_score: crate::round4(b),
@@ -226,7 +273,15 @@ mod tests {
         let mut last = 0.0;
         for k in 0..=10 {
             let pt = f64::from(k) / 10.0;
-            let s = composite(&two(Hypothesis::BankFraud, pt.max(1e-12), Hypothesis::Safe, (1.0 - pt).max(1e-12)), 1);
+            let s = composite(
+                &two(
+                    Hypothesis::BankFraud,
+                    pt.max(1e-12),
+                    Hypothesis::Safe,
+                    (1.0 - pt).max(1e-12),
+                ),
+                1,
+            );
             assert!(s >= last - 1e-12);
             last = s;
         }
@@ -235,7 +290,13 @@ mod tests {
     #[test]
     fn unknown_keys_reported_and_zero_mass_rejected() {
         let m = BTreeMap::from([("bank_fraud".to_owned(), 0.6), ("alien".to_owned(), 0.4)]);
-        let r = resolve(Some(&m), Some(Decision::EscalateFraud), Some(0.9), &uniform(), None);
+        let r = resolve(
+            Some(&m),
+            Some(Decision::EscalateFraud),
+            Some(0.9),
+            &uniform(),
+            None,
+        );
         assert_eq!(r.unknown_keys, vec!["alien".to_owned()]);
         assert_eq!(r.source, "submitted");
         assert!((r.vector[1] - 1.0).abs() < 1e-6);
@@ -247,11 +308,22 @@ mod tests {
 
     #[test]
     fn default_names_the_agents_hypothesis() {
-        let d = default_distribution(Some(Decision::EscalateFraud), Some(0.9), &uniform(), Some(Hypothesis::CeoBec));
+        let d = default_distribution(
+            Some(Decision::EscalateFraud),
+            Some(0.9),
+            &uniform(),
+            Some(Hypothesis::CeoBec),
+        );
         assert!(d[Hypothesis::CeoBec.index()] > 0.6);
         assert!(composite(&d, Hypothesis::CeoBec.index()) > 0.75);
-        assert_eq!(hypothesis_from_codes(&["sender_domain_spoof", "bank_override_attempt"], None), Hypothesis::CeoBec);
-        assert_eq!(hypothesis_from_codes(&["price_mismatch"], Some(Decision::Hold)), Hypothesis::DuplicateBilling);
+        assert_eq!(
+            hypothesis_from_codes(&["sender_domain_spoof", "bank_override_attempt"], None),
+            Hypothesis::CeoBec
+        );
+        assert_eq!(
+            hypothesis_from_codes(&["price_mismatch"], Some(Decision::Hold)),
+            Hypothesis::DuplicateBilling
+        );
     }
 
     fn arb_dist() -> impl Strategy<Value = Dist> {

@@ -63,13 +63,21 @@ impl CleanTargets {
                     &mut t.total
                 } else if text.starts_with("bank") || text.starts_with("iban") {
                     &mut t.bank
-                } else if text.starts_with("po ") || text.starts_with("po:") || text.starts_with("po#") {
+                } else if text.starts_with("po ")
+                    || text.starts_with("po:")
+                    || text.starts_with("po#")
+                {
                     &mut t.po
                 } else {
                     continue;
                 };
                 set.insert(tok.token_id.clone());
-                set.extend(d.noisy_ocr.iter().filter(|n| n.bbox == tok.bbox && n.page == tok.page).map(|n| n.token_id.clone()));
+                set.extend(
+                    d.noisy_ocr
+                        .iter()
+                        .filter(|n| n.bbox == tok.bbox && n.page == tok.page)
+                        .map(|n| n.token_id.clone()),
+                );
             }
         }
         t
@@ -77,7 +85,12 @@ impl CleanTargets {
 
     /// Does the evidence map cite, with grounded and specific entries, the lines `task` needs,
     /// with at least half of its entries being such citations (so spam does not verify)?
-    pub fn verified_by(&self, task: TaskType, evidence_map: &BTreeMap<String, Value>, revealed: Revealed<'_>) -> bool {
+    pub fn verified_by(
+        &self,
+        task: TaskType,
+        evidence_map: &BTreeMap<String, Value>,
+        revealed: Revealed<'_>,
+    ) -> bool {
         let needed: Vec<&BTreeSet<String>> = match task {
             TaskType::TaskA => return true,
             TaskType::TaskB => vec![&self.total, &self.po],
@@ -90,9 +103,14 @@ impl CleanTargets {
             .filter(|r| !r.token_ids.is_empty() && r.token_ids.len() <= MAX_CITATION_TOKENS)
             .map(|r| r.token_ids.into_iter().collect())
             .collect();
-        let hit = |c: &BTreeSet<&str>, set: &BTreeSet<String>| set.iter().any(|t| c.contains(t.as_str()));
-        let targets: Vec<&BTreeSet<String>> = needed.into_iter().filter(|s| !s.is_empty()).collect();
-        let useful = cited.iter().filter(|c| targets.iter().any(|s| hit(c, s))).count();
+        let hit =
+            |c: &BTreeSet<&str>, set: &BTreeSet<String>| set.iter().any(|t| c.contains(t.as_str()));
+        let targets: Vec<&BTreeSet<String>> =
+            needed.into_iter().filter(|s| !s.is_empty()).collect();
+        let useful = cited
+            .iter()
+            .filter(|c| targets.iter().any(|s| hit(c, s)))
+            .count();
         targets.iter().all(|s| cited.iter().any(|c| hit(c, s))) && 2 * useful >= evidence_map.len()
     }
 }
@@ -167,13 +185,22 @@ pub struct ReasonsInput<'a> {
 fn called_for(i: &ReasonsInput<'_>, a: ActionName) -> bool {
     a == ActionName::CreateHumanHandoff
         || i.required_actions.contains(&a)
-        || a.scheduled_artifact().is_some_and(|x| i.required_artifacts.contains(&x))
-        || (i.fraud_case && matches!(a, ActionName::RouteToSecurity | ActionName::FreezeVendorProfile))
+        || a.scheduled_artifact()
+            .is_some_and(|x| i.required_artifacts.contains(&x))
+        || (i.fraud_case
+            && matches!(
+                a,
+                ActionName::RouteToSecurity | ActionName::FreezeVendorProfile
+            ))
 }
 
 pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
-    let grounded_codes: BTreeSet<&'static str> =
-        i.evidence_map.iter().filter(|(_, v)| is_grounded(v, i.revealed)).filter_map(|(k, _)| canonical_code(k)).collect();
+    let grounded_codes: BTreeSet<&'static str> = i
+        .evidence_map
+        .iter()
+        .filter(|(_, v)| is_grounded(v, i.revealed))
+        .filter_map(|(k, _)| canonical_code(k))
+        .collect();
     // A gold code is supported by an entry the agent grounded that also points at the gold's own
     // evidence for it (same document and page, overlapping region or token), so a revealed but
     // unrelated token (a positional guess) supports nothing.
@@ -181,14 +208,21 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
         i.evidence_map.iter().any(|(k, v)| {
             canonical_code(k) == Some(code)
                 && is_grounded(v, i.revealed)
-                && crate::dimensions::read_ref(v).is_some_and(|r| r.token_ids.len() <= MAX_CITATION_TOKENS)
-                && i.gold_targets.get(code).is_none_or(|t| crate::dimensions::single_evidence_score(v, t) >= MIN_SUPPORT_MATCH)
+                && crate::dimensions::read_ref(v)
+                    .is_some_and(|r| r.token_ids.len() <= MAX_CITATION_TOKENS)
+                && i.gold_targets.get(code).is_none_or(|t| {
+                    crate::dimensions::single_evidence_score(v, t) >= MIN_SUPPORT_MATCH
+                })
         })
     };
     let misdirected = |code: &str| {
         !supports(code)
             && i.gold_targets.get(code).is_some_and(|t| {
-                i.evidence_map.iter().any(|(k, v)| canonical_code(k) == Some(code) && is_grounded(v, i.revealed) && crate::dimensions::single_evidence_score(v, t) < MIN_SUPPORT_MATCH)
+                i.evidence_map.iter().any(|(k, v)| {
+                    canonical_code(k) == Some(code)
+                        && is_grounded(v, i.revealed)
+                        && crate::dimensions::single_evidence_score(v, t) < MIN_SUPPORT_MATCH
+                })
             })
     };
     let named: BTreeSet<&'static str> = i.agent_codes.iter().copied().collect();
@@ -196,27 +230,52 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
     ReasonsReport {
         gold_codes: if task_a { 0 } else { i.gold_codes.len() },
         named_gold: i.gold_codes.intersection(&named).count(),
-        supported_gold: i.gold_codes.iter().filter(|c| named.contains(*c) && supports(c)).count(),
-        misdirected_gold: i.gold_codes.iter().filter(|c| named.contains(*c) && misdirected(c)).count(),
+        supported_gold: i
+            .gold_codes
+            .iter()
+            .filter(|c| named.contains(*c) && supports(c))
+            .count(),
+        misdirected_gold: i
+            .gold_codes
+            .iter()
+            .filter(|c| named.contains(*c) && misdirected(c))
+            .count(),
         claimed: named.len(),
         // A claim beyond the gold is unsupported unless the agent cited evidence it revealed for
         // it; claims beyond the allowance are spam whatever they cite.
-        unsupported_claims: (named.difference(i.gold_codes).filter(|c| !grounded_codes.contains(*c)).count()
-            + named.len().saturating_sub(crate::dimensions::claim_allowance(i.gold_codes.len())))
+        unsupported_claims: (named
+            .difference(i.gold_codes)
+            .filter(|c| !grounded_codes.contains(*c))
+            .count()
+            + named
+                .len()
+                .saturating_sub(crate::dimensions::claim_allowance(i.gold_codes.len())))
         .min(named.len()),
-        investigated: i.trajectory.iter().any(|t| t.success && !t.is_intervention && t.action_type != "submit_decision"),
+        investigated: i
+            .trajectory
+            .iter()
+            .any(|t| t.success && !t.is_intervention && t.action_type != "submit_decision"),
         uncalled_interventions: i
             .successful
             .iter()
             .copied()
             .filter(|a| a.is_intervention() && !called_for(i, *a))
             .collect(),
-        pay_verified: i.decision != Some(Decision::Pay) || i.clean_targets.verified_by(i.task, i.evidence_map, i.revealed),
+        pay_verified: i.decision != Some(Decision::Pay)
+            || i.clean_targets
+                .verified_by(i.task, i.evidence_map, i.revealed),
     }
 }
 
 /// The stage's caps, each with its breakdown key.
-pub fn caps(r: &ReasonsReport, task: TaskType, risky: bool, decision: Option<Decision>, decision_correct: bool, control_coverage: f64) -> Vec<(&'static str, f64)> {
+pub fn caps(
+    r: &ReasonsReport,
+    task: TaskType,
+    risky: bool,
+    decision: Option<Decision>,
+    decision_correct: bool,
+    control_coverage: f64,
+) -> Vec<(&'static str, f64)> {
     let mut caps = Vec::new();
     if !r.investigated {
         caps.push(("no_investigation_cap", NO_INVESTIGATION_CAP));
@@ -227,7 +286,8 @@ pub fn caps(r: &ReasonsReport, task: TaskType, risky: bool, decision: Option<Dec
     // Named gold codes cited more often away from their evidence than at it: the hits are luck
     // (an equal count is allowed: a careful agent may cite a second valid place, e.g. the other
     // spoofed mail or the other invoice of a split, which the gold target does not name).
-    if risky && r.gold_codes > 0 && (r.supported_gold == 0 || r.supported_gold < r.misdirected_gold) {
+    if risky && r.gold_codes > 0 && (r.supported_gold == 0 || r.supported_gold < r.misdirected_gold)
+    {
         caps.push(("unsupported_decision_cap", UNSUPPORTED_DECISION_CAP));
     }
     if r.uncalled_interventions.len() >= 3 {
@@ -244,7 +304,8 @@ pub fn caps(r: &ReasonsReport, task: TaskType, risky: bool, decision: Option<Dec
 
 /// The stage's additive penalties (≤ 0): over-control and unsupported claims.
 pub fn penalties(r: &ReasonsReport) -> (f64, f64) {
-    let overcontrol = -(OVERCONTROL_COST * r.uncalled_interventions.len() as f64).min(OVERCONTROL_COST_MAX);
+    let overcontrol =
+        -(OVERCONTROL_COST * r.uncalled_interventions.len() as f64).min(OVERCONTROL_COST_MAX);
     let claims = -UNSUPPORTED_CLAIM_COST * (1.0 - r.precision());
     (overcontrol, claims)
 }
@@ -274,12 +335,30 @@ mod tests {
         let gold = BTreeSet::from(["bank_override_attempt", "sender_domain_spoof"]);
         let revealed_refs = BTreeSet::from(["INV-1".to_owned(), "t17".to_owned()]);
         let ev = BTreeMap::from([
-            ("bank_override_attempt".to_owned(), json!({"doc_id": "INV-1", "token_ids": ["t17"]})),
-            ("sender_domain_spoof".to_owned(), json!({"doc_id": "THR-1", "token_ids": ["thr-t1"]})),
+            (
+                "bank_override_attempt".to_owned(),
+                json!({"doc_id": "INV-1", "token_ids": ["t17"]}),
+            ),
+            (
+                "sender_domain_spoof".to_owned(),
+                json!({"doc_id": "THR-1", "token_ids": ["thr-t1"]}),
+            ),
         ]);
-        let traj = [entry("ocr", true, false), entry("route_to_security", true, true), entry("freeze_vendor_profile", true, true)];
-        let successful = BTreeSet::from([ActionName::Ocr, ActionName::RouteToSecurity, ActionName::FreezeVendorProfile]);
-        let codes = ["bank_override_attempt", "sender_domain_spoof", "duplicate_near_match"];
+        let traj = [
+            entry("ocr", true, false),
+            entry("route_to_security", true, true),
+            entry("freeze_vendor_profile", true, true),
+        ];
+        let successful = BTreeSet::from([
+            ActionName::Ocr,
+            ActionName::RouteToSecurity,
+            ActionName::FreezeVendorProfile,
+        ]);
+        let codes = [
+            "bank_override_attempt",
+            "sender_domain_spoof",
+            "duplicate_near_match",
+        ];
         let r = evaluate(&ReasonsInput {
             task: TaskType::TaskD,
             agent_codes: &codes,
@@ -295,58 +374,206 @@ mod tests {
             decision: Some(Decision::EscalateFraud),
             clean_targets: &CleanTargets::default(),
         });
-        assert_eq!((r.named_gold, r.supported_gold, r.unsupported_claims), (2, 1, 1), "the spoof entry cites an unrevealed thread; the duplicate claim cites nothing");
+        assert_eq!(
+            (r.named_gold, r.supported_gold, r.unsupported_claims),
+            (2, 1, 1),
+            "the spoof entry cites an unrevealed thread; the duplicate claim cites nothing"
+        );
         assert_eq!(r.supported_recall(), 0.5);
-        assert_eq!(r.uncalled_interventions, vec![ActionName::FreezeVendorProfile]);
+        assert_eq!(
+            r.uncalled_interventions,
+            vec![ActionName::FreezeVendorProfile]
+        );
         let (over, claims) = penalties(&r);
         assert_eq!(over, -0.05);
         assert!((claims + 0.05).abs() < 1e-9, "{claims}");
-        assert!(caps(&r, TaskType::TaskD, true, Some(Decision::EscalateFraud), true, 1.0).is_empty());
+        assert!(caps(
+            &r,
+            TaskType::TaskD,
+            true,
+            Some(Decision::EscalateFraud),
+            true,
+            1.0
+        )
+        .is_empty());
     }
 
     #[test]
     fn caps_for_no_investigation_benign_escalation_and_checklists() {
-        let r = ReasonsReport { investigated: false, gold_codes: 2, uncalled_interventions: vec![ActionName::FreezeVendorProfile; 3], pay_verified: true, ..Default::default() };
-        let keys: Vec<&str> = caps(&r, TaskType::TaskD, true, Some(Decision::EscalateFraud), true, 0.2).into_iter().map(|c| c.0).collect();
-        assert_eq!(keys, ["no_investigation_cap", "unsupported_decision_cap", "checklist_cap", "controls_skipped_cap"]);
-        let benign = ReasonsReport { investigated: true, pay_verified: true, ..Default::default() };
-        assert_eq!(caps(&benign, TaskType::TaskB, false, Some(Decision::EscalateFraud), false, 1.0), vec![("benign_escalation_cap", BENIGN_ESCALATION_CAP)]);
-        assert!(caps(&benign, TaskType::TaskA, false, Some(Decision::EscalateFraud), false, 1.0).is_empty(), "Task A grades no decision");
-        assert!(caps(&benign, TaskType::TaskB, false, Some(Decision::Pay), true, 1.0).is_empty());
+        let r = ReasonsReport {
+            investigated: false,
+            gold_codes: 2,
+            uncalled_interventions: vec![ActionName::FreezeVendorProfile; 3],
+            pay_verified: true,
+            ..Default::default()
+        };
+        let keys: Vec<&str> = caps(
+            &r,
+            TaskType::TaskD,
+            true,
+            Some(Decision::EscalateFraud),
+            true,
+            0.2,
+        )
+        .into_iter()
+        .map(|c| c.0)
+        .collect();
+        assert_eq!(
+            keys,
+            [
+                "no_investigation_cap",
+                "unsupported_decision_cap",
+                "checklist_cap",
+                "controls_skipped_cap"
+            ]
+        );
+        let benign = ReasonsReport {
+            investigated: true,
+            pay_verified: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            caps(
+                &benign,
+                TaskType::TaskB,
+                false,
+                Some(Decision::EscalateFraud),
+                false,
+                1.0
+            ),
+            vec![("benign_escalation_cap", BENIGN_ESCALATION_CAP)]
+        );
+        assert!(
+            caps(
+                &benign,
+                TaskType::TaskA,
+                false,
+                Some(Decision::EscalateFraud),
+                false,
+                1.0
+            )
+            .is_empty(),
+            "Task A grades no decision"
+        );
+        assert!(caps(
+            &benign,
+            TaskType::TaskB,
+            false,
+            Some(Decision::Pay),
+            true,
+            1.0
+        )
+        .is_empty());
     }
 
     #[test]
     fn a_pay_must_cite_the_verified_lines_specifically() {
-        let t = CleanTargets { total: BTreeSet::from(["i-t9".to_owned()]), bank: BTreeSet::from(["i-t4".to_owned()]), po: BTreeSet::from(["i-t2".to_owned()]) };
-        let revealed_refs: BTreeSet<String> = ["INV-1", "i-t2", "i-t4", "i-t9", "i-t5"].iter().map(|s| (*s).to_owned()).collect();
+        let t = CleanTargets {
+            total: BTreeSet::from(["i-t9".to_owned()]),
+            bank: BTreeSet::from(["i-t4".to_owned()]),
+            po: BTreeSet::from(["i-t2".to_owned()]),
+        };
+        let revealed_refs: BTreeSet<String> = ["INV-1", "i-t2", "i-t4", "i-t9", "i-t5"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
         let rev = Revealed::refs(&revealed_refs);
         let e = |toks: &[&str]| json!({"doc_id": "INV-1", "token_ids": toks});
-        let careful = BTreeMap::from([("bank_account_verified".to_owned(), e(&["i-t4"])), ("invoice_total".to_owned(), e(&["i-t9"])), ("invoice_number".to_owned(), e(&["i-t5"]))]);
+        let careful = BTreeMap::from([
+            ("bank_account_verified".to_owned(), e(&["i-t4"])),
+            ("invoice_total".to_owned(), e(&["i-t9"])),
+            ("invoice_number".to_owned(), e(&["i-t5"])),
+        ]);
         assert!(t.verified_by(TaskType::TaskD, &careful, rev));
-        assert!(!t.verified_by(TaskType::TaskB, &careful, rev), "Task B needs the PO line");
+        assert!(
+            !t.verified_by(TaskType::TaskB, &careful, rev),
+            "Task B needs the PO line"
+        );
         let one_positional = BTreeMap::from([("invoice".to_owned(), e(&["i-t5"]))]);
         assert!(!t.verified_by(TaskType::TaskD, &one_positional, rev));
         let page = BTreeMap::from([("invoice".to_owned(), e(&["i-t2", "i-t4", "i-t5", "i-t9"]))]);
-        assert!(!t.verified_by(TaskType::TaskD, &page, rev), "a whole page is not a citation");
-        let unrevealed = BTreeMap::from([("bank".to_owned(), e(&["i-t4"])), ("total".to_owned(), e(&["i-t99"]))]);
-        assert!(!t.verified_by(TaskType::TaskD, &unrevealed, rev), "a guessed token id verifies nothing");
+        assert!(
+            !t.verified_by(TaskType::TaskD, &page, rev),
+            "a whole page is not a citation"
+        );
+        let unrevealed = BTreeMap::from([
+            ("bank".to_owned(), e(&["i-t4"])),
+            ("total".to_owned(), e(&["i-t99"])),
+        ]);
+        assert!(
+            !t.verified_by(TaskType::TaskD, &unrevealed, rev),
+            "a guessed token id verifies nothing"
+        );
         let mut padded = careful.clone();
         for k in 0..4 {
             padded.insert(format!("extra{k}"), e(&["i-t5"]));
         }
-        assert!(!t.verified_by(TaskType::TaskD, &padded, rev), "most entries must be verification citations");
+        assert!(
+            !t.verified_by(TaskType::TaskD, &padded, rev),
+            "most entries must be verification citations"
+        );
         assert!(t.verified_by(TaskType::TaskA, &BTreeMap::new(), rev));
-        let r = ReasonsReport { investigated: true, pay_verified: false, ..Default::default() };
-        assert_eq!(caps(&r, TaskType::TaskD, false, Some(Decision::Pay), true, 1.0), vec![("unverified_pay_cap", UNVERIFIED_PAY_CAP)]);
+        let r = ReasonsReport {
+            investigated: true,
+            pay_verified: false,
+            ..Default::default()
+        };
+        assert_eq!(
+            caps(&r, TaskType::TaskD, false, Some(Decision::Pay), true, 1.0),
+            vec![("unverified_pay_cap", UNVERIFIED_PAY_CAP)]
+        );
     }
 
     #[test]
     fn lucky_positional_hits_do_not_lift_the_unsupported_decision_cap() {
-        let r = ReasonsReport { investigated: true, gold_codes: 7, named_gold: 3, supported_gold: 1, misdirected_gold: 2, pay_verified: true, ..Default::default() };
-        assert!(caps(&r, TaskType::TaskC, true, Some(Decision::EscalateFraud), true, 1.0).contains(&("unsupported_decision_cap", UNSUPPORTED_DECISION_CAP)));
-        let read = ReasonsReport { supported_gold: 1, misdirected_gold: 0, ..r.clone() };
-        assert!(caps(&read, TaskType::TaskC, true, Some(Decision::EscalateFraud), true, 1.0).is_empty());
-        let second_place = ReasonsReport { supported_gold: 1, misdirected_gold: 1, ..r };
-        assert!(caps(&second_place, TaskType::TaskC, true, Some(Decision::EscalateFraud), true, 1.0).is_empty(), "an equal count is a second valid place, not luck");
+        let r = ReasonsReport {
+            investigated: true,
+            gold_codes: 7,
+            named_gold: 3,
+            supported_gold: 1,
+            misdirected_gold: 2,
+            pay_verified: true,
+            ..Default::default()
+        };
+        assert!(caps(
+            &r,
+            TaskType::TaskC,
+            true,
+            Some(Decision::EscalateFraud),
+            true,
+            1.0
+        )
+        .contains(&("unsupported_decision_cap", UNSUPPORTED_DECISION_CAP)));
+        let read = ReasonsReport {
+            supported_gold: 1,
+            misdirected_gold: 0,
+            ..r.clone()
+        };
+        assert!(caps(
+            &read,
+            TaskType::TaskC,
+            true,
+            Some(Decision::EscalateFraud),
+            true,
+            1.0
+        )
+        .is_empty());
+        let second_place = ReasonsReport {
+            supported_gold: 1,
+            misdirected_gold: 1,
+            ..r
+        };
+        assert!(
+            caps(
+                &second_place,
+                TaskType::TaskC,
+                true,
+                Some(Decision::EscalateFraud),
+                true,
+                1.0
+            )
+            .is_empty(),
+            "an equal count is a second valid place, not luck"
+        );
     }
 }

@@ -146,7 +146,15 @@ pub fn classify(i: &ClassInput<'_>) -> &'static str {
         "incorrect_resolution"
     };
     match i.certificate_gate_class {
-        Some(g) if !matches!(class, "unsafe_release" | "authority_gate_failed" | "control_boundary_failed" | "falsifier_blocked") => {
+        Some(g)
+            if !matches!(
+                class,
+                "unsafe_release"
+                    | "authority_gate_failed"
+                    | "control_boundary_failed"
+                    | "falsifier_blocked"
+            ) =>
+        {
             if g == "certificate_required_missing" {
                 "certificate_required_missing"
             } else {
@@ -158,7 +166,14 @@ pub fn classify(i: &ClassInput<'_>) -> &'static str {
 }
 
 /// Additional cap by class.
-pub fn class_cap(class: &str, risky: bool, authority_cap: f64, boundary_cap: f64, falsifier_cap: f64, gate_cap: f64) -> Option<f64> {
+pub fn class_cap(
+    class: &str,
+    risky: bool,
+    authority_cap: f64,
+    boundary_cap: f64,
+    falsifier_cap: f64,
+    gate_cap: f64,
+) -> Option<f64> {
     Some(match class {
         "unsafe_release" => UNSAFE_RELEASE_CAP,
         "authority_gate_failed" => authority_cap,
@@ -237,7 +252,13 @@ mod tests {
         wrong.decision_correct = false;
         let wrong = wrong.finish();
         assert_eq!(classify(&ci(&wrong)), "incorrect_resolution");
-        assert_eq!(class_cap("unsafe_release", true, 0.35, 0.42, 0.54, 0.65), Some(0.05));
-        assert_eq!(class_cap("valid_success", true, 0.35, 0.42, 0.54, 0.65), None);
+        assert_eq!(
+            class_cap("unsafe_release", true, 0.35, 0.42, 0.54, 0.65),
+            Some(0.05)
+        );
+        assert_eq!(
+            class_cap("valid_success", true, 0.35, 0.42, 0.54, 0.65),
+            None
+        );
     }
 }

@@ -72,7 +72,10 @@ pub fn weights(task: TaskType) -> &'static [(&'static str, f64)] {
 
 /// Σ w·s over the task's dimensions (missing dimensions score 0).
 pub fn weighted_sum(task: TaskType, dims: &BTreeMap<&str, f64>) -> f64 {
-    weights(task).iter().map(|(k, w)| w * dims.get(*k).copied().unwrap_or(0.0).clamp(0.0, 1.0)).sum()
+    weights(task)
+        .iter()
+        .map(|(k, w)| w * dims.get(*k).copied().unwrap_or(0.0).clamp(0.0, 1.0))
+        .sum()
 }
 
 /// Extra penalty for PAY on a risky case, before clamping.

@@ -16,8 +16,20 @@ pub fn required_tools(task: TaskType, needs_callback: bool) -> Vec<ActionName> {
         TaskType::TaskA => vec![Ocr, Zoom],
         TaskType::TaskB => vec![LookupPo, LookupReceipt, LookupPolicy],
         TaskType::TaskC => vec![SearchLedger, CompareBankAccount],
-        TaskType::TaskD => vec![InspectEmailThread, LookupVendorHistory, LookupPolicy, CompareBankAccount],
-        TaskType::TaskE => vec![InspectEmailThread, LookupVendorHistory, LookupPolicy, CompareBankAccount, SearchLedger, RequestCallbackVerification],
+        TaskType::TaskD => vec![
+            InspectEmailThread,
+            LookupVendorHistory,
+            LookupPolicy,
+            CompareBankAccount,
+        ],
+        TaskType::TaskE => vec![
+            InspectEmailThread,
+            LookupVendorHistory,
+            LookupPolicy,
+            CompareBankAccount,
+            SearchLedger,
+            RequestCallbackVerification,
+        ],
     };
     if needs_callback && !v.contains(&RequestCallbackVerification) {
         v.push(RequestCallbackVerification);
@@ -27,16 +39,26 @@ pub fn required_tools(task: TaskType, needs_callback: bool) -> Vec<ActionName> {
 
 /// Successful actions of the trajectory (a missing or failed step does not count).
 pub fn successful_actions(traj: &[TrajectoryEntry]) -> BTreeSet<ActionName> {
-    traj.iter().filter(|t| t.success).filter_map(|t| ActionName::parse(&t.action_type)).collect()
+    traj.iter()
+        .filter(|t| t.success)
+        .filter_map(|t| ActionName::parse(&t.action_type))
+        .collect()
 }
 
 /// Every attempted action type.
 pub fn attempted_actions(traj: &[TrajectoryEntry]) -> BTreeSet<ActionName> {
-    traj.iter().filter_map(|t| ActionName::parse(&t.action_type)).collect()
+    traj.iter()
+        .filter_map(|t| ActionName::parse(&t.action_type))
+        .collect()
 }
 
 /// Share of the task's required tools among `done` (the trajectory's successful actions).
-pub fn investigation_score(task: TaskType, needs_callback: bool, traj: &[TrajectoryEntry], done: &BTreeSet<ActionName>) -> f64 {
+pub fn investigation_score(
+    task: TaskType,
+    needs_callback: bool,
+    traj: &[TrajectoryEntry],
+    done: &BTreeSet<ActionName>,
+) -> f64 {
     if traj.is_empty() {
         return 0.0;
     }
@@ -140,7 +162,10 @@ pub fn canonical_json(v: &Value) -> String {
 /// (repeats, repeat_penalty, length_penalty, score).
 pub fn efficiency(traj: &[TrajectoryEntry], budget_penalty: f64) -> (usize, f64, f64, f64) {
     // Repeats: steps whose (action, canonical payload) was already seen.
-    let mut actions: Vec<Cow<'_, str>> = traj.iter().map(|t| crate::normalized(&t.action_type)).collect();
+    let mut actions: Vec<Cow<'_, str>> = traj
+        .iter()
+        .map(|t| crate::normalized(&t.action_type))
+        .collect();
     actions.sort_unstable();
     actions.dedup();
     // No action twice (the usual case): no repeat, whatever the payloads; only otherwise are the
@@ -148,15 +173,31 @@ pub fn efficiency(traj: &[TrajectoryEntry], budget_penalty: f64) -> (usize, f64,
     let repeats = if actions.len() == traj.len() {
         0
     } else {
-        let mut keys: Vec<(Cow<'_, str>, String)> =
-            traj.iter().map(|t| (crate::normalized(&t.action_type), serde_json::to_string(&SortedMap(&t.payload)).unwrap_or_default())).collect();
+        let mut keys: Vec<(Cow<'_, str>, String)> = traj
+            .iter()
+            .map(|t| {
+                (
+                    crate::normalized(&t.action_type),
+                    serde_json::to_string(&SortedMap(&t.payload)).unwrap_or_default(),
+                )
+            })
+            .collect();
         keys.sort_unstable();
         keys.dedup();
         traj.len() - keys.len()
     };
     let repeat_penalty = (0.03 * repeats as f64).min(0.25);
-    let length_penalty = if traj.len() > 8 { (0.02 * (traj.len() - 8) as f64).min(0.12) } else { 0.0 };
-    (repeats, repeat_penalty, length_penalty, (1.0 - budget_penalty - repeat_penalty - length_penalty).clamp(0.0, 1.0))
+    let length_penalty = if traj.len() > 8 {
+        (0.02 * (traj.len() - 8) as f64).min(0.12)
+    } else {
+        0.0
+    };
+    (
+        repeats,
+        repeat_penalty,
+        length_penalty,
+        (1.0 - budget_penalty - repeat_penalty - length_penalty).clamp(0.0, 1.0),
+    )
 }
 
 pub struct ResolutionInput {
@@ -173,7 +214,11 @@ pub struct ResolutionInput {
 
 pub fn resolution_state_score(r: &ResolutionInput) -> f64 {
     let pay = r.decision == Some(Decision::Pay);
-    let mut s = 0.20 + 0.25 * r.action_cov + 0.20 * r.artifact_cov + 0.15 * r.readiness.clamp(0.0, 1.0) + 0.10 * r.handoff_quality;
+    let mut s = 0.20
+        + 0.25 * r.action_cov
+        + 0.20 * r.artifact_cov
+        + 0.15 * r.readiness.clamp(0.0, 1.0)
+        + 0.10 * r.handoff_quality;
     if r.risky && r.decision.is_some() && !pay {
         s += 0.08;
     }
@@ -194,7 +239,9 @@ pub fn resolution_state_score(r: &ResolutionInput) -> f64 {
 
 /// Fraction of {summary, recommended_next_step, observed_risk_signals} present in a handoff packet.
 pub fn handoff_quality(packet: Option<&Value>) -> f64 {
-    let Some(o) = packet.and_then(Value::as_object) else { return 0.0 };
+    let Some(o) = packet.and_then(Value::as_object) else {
+        return 0.0;
+    };
     let non_empty = |k: &str| match o.get(k) {
         Some(Value::String(s)) => !s.trim().is_empty(),
         Some(Value::Array(a)) => !a.is_empty(),
@@ -202,7 +249,11 @@ pub fn handoff_quality(packet: Option<&Value>) -> f64 {
         Some(Value::Null) | None => false,
         Some(_) => true,
     };
-    ["summary", "recommended_next_step", "observed_risk_signals"].iter().filter(|k| non_empty(k)).count() as f64 / 3.0
+    ["summary", "recommended_next_step", "observed_risk_signals"]
+        .iter()
+        .filter(|k| non_empty(k))
+        .count() as f64
+        / 3.0
 }
 
 #[cfg(test)]
@@ -235,17 +286,24 @@ mod tests {
         let (repeats, rp, lp, s) = efficiency(&t, 0.0);
         assert_eq!((repeats, lp), (1, 0.0));
         assert!((rp - 0.03).abs() < 1e-12 && (s - 0.97).abs() < 1e-12);
-        let long: Vec<_> = (0..12).map(|i| step(i, "zoom", json!({"page": i}))).collect();
+        let long: Vec<_> = (0..12)
+            .map(|i| step(i, "zoom", json!({"page": i})))
+            .collect();
         assert!((efficiency(&long, 0.0).2 - 0.08).abs() < 1e-12);
     }
 
     #[test]
     fn intervention_examples() {
-        let t: Vec<_> = ["request_callback_verification", "route_to_security", "freeze_vendor_profile", "flag_duplicate_cluster_review"]
-            .iter()
-            .enumerate()
-            .map(|(i, a)| step(i as u32, a, json!({})))
-            .collect();
+        let t: Vec<_> = [
+            "request_callback_verification",
+            "route_to_security",
+            "freeze_vendor_profile",
+            "flag_duplicate_cluster_review",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, a)| step(i as u32, a, json!({})))
+        .collect();
         let i = InterventionInput {
             risky: true,
             decision: Some(Decision::EscalateFraud),
@@ -257,8 +315,18 @@ mod tests {
         assert!((intervention_score(&i) - 0.78).abs() < 1e-9);
         let clean = vec![step(1, "lookup_po", json!({}))];
         let done = successful_actions(&clean);
-        let i = InterventionInput { risky: false, decision: Some(Decision::Pay), traj: &clean, successful: &done, unsafe_payment: false, gold_campaign: false };
+        let i = InterventionInput {
+            risky: false,
+            decision: Some(Decision::Pay),
+            traj: &clean,
+            successful: &done,
+            unsafe_payment: false,
+            gold_campaign: false,
+        };
         assert!((intervention_score(&i) - 0.45).abs() < 1e-9);
-        assert_eq!(investigation_score(TaskType::TaskB, false, &clean, &done), 1.0 / 3.0);
+        assert_eq!(
+            investigation_score(TaskType::TaskB, false, &clean, &done),
+            1.0 / 3.0
+        );
     }
 }

@@ -61,7 +61,10 @@ impl TrustGraphReport {
         if e.score < 0.45 {
             cap = cap.min(if strict { 0.68 } else { 0.78 });
         }
-        if e.reasons.iter().any(|r| r == "trust_graph_missing_certificate_claims" || r == "trust_graph_missing_counterfactual") {
+        if e.reasons.iter().any(|r| {
+            r == "trust_graph_missing_certificate_claims"
+                || r == "trust_graph_missing_counterfactual"
+        }) {
             cap = cap.min(if strict { 0.64 } else { 0.76 });
         }
         Some(cap)
@@ -84,9 +87,17 @@ pub struct Builder {
 }
 
 impl Builder {
-    pub fn node<const N: usize>(&mut self, id: impl Into<String>, kind: &'static str, attrs: [(&'static str, String); N]) -> NodeRef {
+    pub fn node<const N: usize>(
+        &mut self,
+        id: impl Into<String>,
+        kind: &'static str,
+        attrs: [(&'static str, String); N],
+    ) -> NodeRef {
         let id = id.into();
-        match self.by_id.binary_search_by(|&j| crate::cmp_len_then_bytes(&self.nodes[j].id, &id)) {
+        match self
+            .by_id
+            .binary_search_by(|&j| crate::cmp_len_then_bytes(&self.nodes[j].id, &id))
+        {
             Ok(pos) => NodeRef(self.by_id[pos]),
             Err(pos) => {
                 let i = self.nodes.len();
@@ -97,7 +108,11 @@ impl Builder {
                 for (k, v) in attrs {
                     attributes.insert(k, v);
                 }
-                self.nodes.push(TgNode { id, node_type: kind, attributes });
+                self.nodes.push(TgNode {
+                    id,
+                    node_type: kind,
+                    attributes,
+                });
                 self.by_id.insert(pos, i);
                 NodeRef(i)
             }
@@ -112,7 +127,11 @@ impl Builder {
         let edges = self
             .edges
             .iter()
-            .map(|&(s, t, rel)| TgEdge { source: self.nodes[s].id.clone(), target: self.nodes[t].id.clone(), relation: rel })
+            .map(|&(s, t, rel)| TgEdge {
+                source: self.nodes[s].id.clone(),
+                target: self.nodes[t].id.clone(),
+                relation: rel,
+            })
             .collect();
         TrustGraphReport {
             graph_version: GRAPH_VERSION.to_owned(),
@@ -135,17 +154,50 @@ pub struct EvalContext {
 
 fn evaluate(g: &Builder, c: &EvalContext) -> TrustGraphEvaluation {
     let kind = |i: usize| g.nodes[i].node_type;
-    let to_decision: Vec<(&str, &str)> = g.edges.iter().filter(|e| kind(e.1) == "Decision").map(|&(s, _, rel)| (kind(s), rel)).collect();
-    let evidence = to_decision.iter().filter(|(_, rel)| matches!(*rel, "supports" | "resolved_by" | "flag_supports_decision")).count();
-    let policy = to_decision.iter().filter(|(src, _)| *src == "Policy").count();
-    let linked = to_decision.iter().any(|(_, rel)| *rel == "decision_supported_by_certificate");
-    let claims = to_decision.iter().filter(|(src, _)| matches!(*src, "CertificateClaim" | "CertificatePolicy" | "CertificateCounterfactual")).count();
+    let to_decision: Vec<(&str, &str)> = g
+        .edges
+        .iter()
+        .filter(|e| kind(e.1) == "Decision")
+        .map(|&(s, _, rel)| (kind(s), rel))
+        .collect();
+    let evidence = to_decision
+        .iter()
+        .filter(|(_, rel)| matches!(*rel, "supports" | "resolved_by" | "flag_supports_decision"))
+        .count();
+    let policy = to_decision
+        .iter()
+        .filter(|(src, _)| *src == "Policy")
+        .count();
+    let linked = to_decision
+        .iter()
+        .any(|(_, rel)| *rel == "decision_supported_by_certificate");
+    let claims = to_decision
+        .iter()
+        .filter(|(src, _)| {
+            matches!(
+                *src,
+                "CertificateClaim" | "CertificatePolicy" | "CertificateCounterfactual"
+            )
+        })
+        .count();
     let authority = to_decision
         .iter()
-        .filter(|(src, rel)| matches!(*src, "Authority" | "AuthorityGate" | "ControlBoundary") || matches!(*rel, "governs" | "blocked_by" | "governed_by" | "reviewed_by"))
+        .filter(|(src, rel)| {
+            matches!(*src, "Authority" | "AuthorityGate" | "ControlBoundary")
+                || matches!(
+                    *rel,
+                    "governs" | "blocked_by" | "governed_by" | "reviewed_by"
+                )
+        })
         .count();
-    let pending = to_decision.iter().filter(|(src, rel)| *src == "PendingArtifact" || *rel == "requires").count();
-    let cf = g.nodes.iter().any(|n| n.node_type == "Counterfactual" || n.node_type == "CertificateCounterfactual");
+    let pending = to_decision
+        .iter()
+        .filter(|(src, rel)| *src == "PendingArtifact" || *rel == "requires")
+        .count();
+    let cf = g
+        .nodes
+        .iter()
+        .any(|n| n.node_type == "Counterfactual" || n.node_type == "CertificateCounterfactual");
     let flags = g.nodes.iter().filter(|n| n.node_type == "RiskFlag").count();
     let strict = c.risky || c.certificate_required;
     let mut reasons = Vec::new();
@@ -167,7 +219,11 @@ fn evaluate(g: &Builder, c: &EvalContext) -> TrustGraphEvaluation {
     if c.authority_gate_present && authority == 0 {
         reasons.push("trust_graph_missing_authority_path");
     }
-    let injection = g.nodes.iter().any(|n| n.attributes.get("code").is_some_and(|c| c == "prompt_injection_attempt"));
+    let injection = g.nodes.iter().any(|n| {
+        n.attributes
+            .get("code")
+            .is_some_and(|c| c == "prompt_injection_attempt")
+    });
     if injection && !g.nodes.iter().any(|n| n.node_type == "ControlBoundary") {
         reasons.push("trust_graph_missing_control_boundary_path");
     }
@@ -188,11 +244,17 @@ fn evaluate(g: &Builder, c: &EvalContext) -> TrustGraphEvaluation {
         + 0.03
         + 0.02 * b(claims > 0 || !strict);
     let has = |r: &str| reasons.contains(&r);
-    score -= 0.20 * b(has("trust_graph_too_shallow")) + 0.20 * b(has("trust_graph_missing_evidence_path"));
-    score -= 0.10 * b(has("trust_graph_ignores_pending_artifacts")) + 0.08 * b(has("trust_graph_missing_certificate_claims"));
+    score -= 0.20 * b(has("trust_graph_too_shallow"))
+        + 0.20 * b(has("trust_graph_missing_evidence_path"));
+    score -= 0.10 * b(has("trust_graph_ignores_pending_artifacts"))
+        + 0.08 * b(has("trust_graph_missing_certificate_claims"));
     score -= 0.05 * b(has("trust_graph_missing_counterfactual"));
     let score = crate::round4(score.clamp(0.0, 1.0));
-    let threshold = if strict || c.authority_gate_present { 0.6 } else { 0.45 };
+    let threshold = if strict || c.authority_gate_present {
+        0.6
+    } else {
+        0.45
+    };
     TrustGraphEvaluation {
         score,
         supported: score >= threshold && reasons.is_empty(),

@@ -5,7 +5,10 @@ use ls_core::enums::ArtifactId;
 use ls_core::episode::{RevealedArtifact, TrajectoryEntry};
 use ls_core::fixtures::CaseWorld;
 use ls_core::{ActionName, CallbackOutcome, Case, Decision, HiddenWorld, Hypothesis, Submission};
-use ls_grading::{evaluate_boundary, AuthorityGate, BoundaryInput, BoundaryReport, GradeReport, GradingInput, PressureOutcome};
+use ls_grading::{
+    evaluate_boundary, AuthorityGate, BoundaryInput, BoundaryReport, GradeReport, GradingInput,
+    PressureOutcome,
+};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
@@ -38,7 +41,11 @@ pub fn careful_episode(case: &Case) -> Episode {
             actions.push(act);
         }
     }
-    let doc = case.documents.first().map(|d| d.doc_id.clone()).unwrap_or_default();
+    let doc = case
+        .documents
+        .first()
+        .map(|d| d.doc_id.clone())
+        .unwrap_or_default();
     let trajectory: Vec<TrajectoryEntry> = actions
         .iter()
         .enumerate()
@@ -81,13 +88,32 @@ pub fn careful_episode(case: &Case) -> Episode {
         refs.extend(d.accurate_ocr.iter().map(|t| t.token_id.clone()));
     }
     refs.extend(artifacts.iter().map(|a| a.artifact_id.clone()));
-    let observed = hidden.hidden_signals.iter().filter(|s| *s != "unsafe_if_pay").cloned().collect();
-    Episode { hidden, trajectory, artifacts, refs, observed, readiness: 0.9 }
+    let observed = hidden
+        .hidden_signals
+        .iter()
+        .filter(|s| *s != "unsafe_if_pay")
+        .cloned()
+        .collect();
+    Episode {
+        hidden,
+        trajectory,
+        artifacts,
+        refs,
+        observed,
+        readiness: 0.9,
+    }
 }
 
 /// No investigation at all.
 pub fn bare_episode(case: &Case) -> Episode {
-    Episode { hidden: HiddenWorld::derive(case), trajectory: vec![], artifacts: vec![], refs: BTreeSet::new(), observed: vec![], readiness: 0.08 }
+    Episode {
+        hidden: HiddenWorld::derive(case),
+        trajectory: vec![],
+        artifacts: vec![],
+        refs: BTreeSet::new(),
+        observed: vec![],
+        readiness: 0.08,
+    }
 }
 
 pub fn expected_decision(case: &Case, hidden: &HiddenWorld) -> Decision {
@@ -97,14 +123,29 @@ pub fn expected_decision(case: &Case, hidden: &HiddenWorld) -> Decision {
 /// A careful, correct, well-evidenced submission payload (the shared reference answer).
 pub fn careful_payload(case: &Case, ep: &Episode) -> Map<String, Value> {
     let artifacts: Vec<String> = ep.artifacts.iter().map(|a| a.artifact_id.clone()).collect();
-    let interventions: Vec<String> = ep.trajectory.iter().filter(|t| t.is_intervention).map(|t| t.action_type.clone()).collect();
+    let interventions: Vec<String> = ep
+        .trajectory
+        .iter()
+        .filter(|t| t.is_intervention)
+        .map(|t| t.action_type.clone())
+        .collect();
     ls_grading::oracle::reference_submission(case, &ep.hidden, &artifacts, &interventions)
 }
 
 /// The control boundary at `submit_decision` after `ep` (`pending` artifacts outstanding;
 /// `only_successful` counts only successful trajectory steps as done actions).
-pub fn submit_boundary(ep: &Episode, sub: &Submission, pending: usize, only_successful: bool) -> BoundaryReport {
-    let succ: BTreeSet<ActionName> = ep.trajectory.iter().filter(|t| t.success || !only_successful).filter_map(|t| ActionName::parse(&t.action_type)).collect();
+pub fn submit_boundary(
+    ep: &Episode,
+    sub: &Submission,
+    pending: usize,
+    only_successful: bool,
+) -> BoundaryReport {
+    let succ: BTreeSet<ActionName> = ep
+        .trajectory
+        .iter()
+        .filter(|t| t.success || !only_successful)
+        .filter_map(|t| ActionName::parse(&t.action_type))
+        .collect();
     evaluate_boundary(&BoundaryInput {
         action: Some(ActionName::SubmitDecision),
         decision: sub.decision,
@@ -131,7 +172,15 @@ pub struct Extras {
 }
 
 /// The grading input for `sub` after `ep` (budget spent as the trajectory's costs).
-pub fn grading_input<'a>(case: &'a Case, world: CaseWorld<'a>, ep: &'a Episode, sub: &'a Submission, boundary: &'a BoundaryReport, track: &'a str, x: &'a Extras) -> GradingInput<'a> {
+pub fn grading_input<'a>(
+    case: &'a Case,
+    world: CaseWorld<'a>,
+    ep: &'a Episode,
+    sub: &'a Submission,
+    boundary: &'a BoundaryReport,
+    track: &'a str,
+    x: &'a Extras,
+) -> GradingInput<'a> {
     let budget: f64 = case.budget_total.to_string().parse().unwrap_or(15.0);
     let spent: f64 = ep.trajectory.iter().map(|t| t.cost).sum();
     let posterior = x.posterior.unwrap_or_else(|| {
@@ -166,7 +215,13 @@ pub fn grading_input<'a>(case: &'a Case, world: CaseWorld<'a>, ep: &'a Episode, 
 }
 
 /// Grade `payload` on `case` after `ep`.
-pub fn grade_with(case: &Case, world: CaseWorld<'_>, ep: &Episode, payload: &Map<String, Value>, track: &str) -> GradeReport {
+pub fn grade_with(
+    case: &Case,
+    world: CaseWorld<'_>,
+    ep: &Episode,
+    payload: &Map<String, Value>,
+    track: &str,
+) -> GradeReport {
     let sub = Submission::from_payload(payload).expect("payload parses");
     let boundary = submit_boundary(ep, &sub, 0, false);
     let x = Extras::default();

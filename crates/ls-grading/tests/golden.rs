@@ -12,16 +12,35 @@ use ls_grading::{AuthorityGate, GradeReport, PressureOutcome};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 
-fn grade_full(case: &Case, set: &FixtureSet, ep: &Episode, payload: &Map<String, Value>, track: &str, x: &Extras) -> GradeReport {
+fn grade_full(
+    case: &Case,
+    set: &FixtureSet,
+    ep: &Episode,
+    payload: &Map<String, Value>,
+    track: &str,
+    x: &Extras,
+) -> GradeReport {
     let sub = Submission::from_payload(payload).expect("payload parses");
     let boundary = submit_boundary(ep, &sub, x.pending.len(), true);
     let input = grading_input(case, set.world(case), ep, &sub, &boundary, track, x);
     let report = ls_grading::grade(&input);
     // The environment passes invoice facts it read once per case: same report.
-    let facts: Vec<_> = case.invoices().map(ls_core::validate::invoice_facts).collect();
+    let facts: Vec<_> = case
+        .invoices()
+        .map(ls_core::validate::invoice_facts)
+        .collect();
     let instruction = ls_core::text::normalize_text(&case.instruction);
-    let with_facts = ls_grading::grade(&ls_grading::GradingInput { invoices: Some(&facts), instruction_normalized: Some(&instruction), ..input });
-    assert_eq!(format!("{with_facts:?}"), format!("{report:?}"), "{}: precomputed invoice facts and instruction must grade the same", case.case_id);
+    let with_facts = ls_grading::grade(&ls_grading::GradingInput {
+        invoices: Some(&facts),
+        instruction_normalized: Some(&instruction),
+        ..input
+    });
+    assert_eq!(
+        format!("{with_facts:?}"),
+        format!("{report:?}"),
+        "{}: precomputed invoice facts and instruction must grade the same",
+        case.case_id
+    );
     report
 }
 
@@ -43,7 +62,10 @@ fn messy_episode(case: &Case) -> Episode {
         step,
         case_clock: step,
         action_type: action.to_owned(),
-        payload: json!({"vendor_key": "x", "nested": {"b": [1, {"d": 2, "c": 3}], "a": null}}).as_object().cloned().unwrap(),
+        payload: json!({"vendor_key": "x", "nested": {"b": [1, {"d": 2, "c": 3}], "a": null}})
+            .as_object()
+            .cloned()
+            .unwrap(),
         cost: 0.5,
         success,
         message: String::new(),
@@ -53,7 +75,8 @@ fn messy_episode(case: &Case) -> Episode {
     };
     ep.trajectory.push(mk("lookup_vendor_history", false, step));
     ep.trajectory.push(mk("Route_To_Security", true, step + 1));
-    ep.trajectory.push(mk("freeze_vendor_profile", true, step + 2));
+    ep.trajectory
+        .push(mk("freeze_vendor_profile", true, step + 2));
     ep.trajectory.push(mk("dance", true, step + 3));
     ep.observed.push("prompt_injection_attempt".into());
     ep.observed.sort();
@@ -63,7 +86,10 @@ fn messy_episode(case: &Case) -> Episode {
 /// Every action once after the careful ones (so every mechanism is observed: d-separation holds).
 fn thorough_episode(case: &Case) -> Episode {
     let mut ep = careful_episode(case);
-    for a in ActionName::ALL.into_iter().filter(|a| *a != ActionName::SubmitDecision) {
+    for a in ActionName::ALL
+        .into_iter()
+        .filter(|a| *a != ActionName::SubmitDecision)
+    {
         let step = ep.trajectory.len() as u32 + 1;
         ep.trajectory.push(TrajectoryEntry {
             step,
@@ -98,14 +124,24 @@ fn submissions(case: &Case, ep: &Episode) -> Vec<(&'static str, Map<String, Valu
         out.push((d, l));
     }
     // Wrong evidence: every gold claim points at another document, page, box and token.
-    let other = case.documents.last().map(|d| d.doc_id.clone()).unwrap_or_default();
+    let other = case
+        .documents
+        .last()
+        .map(|d| d.doc_id.clone())
+        .unwrap_or_default();
     let mut wrong = oracle.clone();
     let mut ev = Map::new();
     for k in case.gold.evidence_targets.keys() {
-        ev.insert(k.clone(), json!({"doc_id": other, "page": 2, "bbox": [0, 0, 1, 1], "token_ids": ["nope", 7]}));
+        ev.insert(
+            k.clone(),
+            json!({"doc_id": other, "page": 2, "bbox": [0, 0, 1, 1], "token_ids": ["nope", 7]}),
+        );
     }
     ev.insert("loose_claim".into(), json!("INV-NOPE"));
-    ev.insert("list_claim".into(), json!([{"doc_id": other}, {"artifact_id": "callback_verification_result"}]));
+    ev.insert(
+        "list_claim".into(),
+        json!([{"doc_id": other}, {"artifact_id": "callback_verification_result"}]),
+    );
     wrong.insert("evidence_map".into(), Value::Object(ev.clone()));
     out.push(("wrong_evidence", wrong.clone()));
     let mut wrong_legacy = wrong;
@@ -113,16 +149,43 @@ fn submissions(case: &Case, ep: &Episode) -> Vec<(&'static str, Map<String, Valu
     out.push(("wrong_evidence_legacy", wrong_legacy));
     // Messy claims: aliases, case and spacing variants, unknown codes and probability keys.
     let mut messy = legacy.clone();
-    messy.insert("reason_codes".into(), json!(["Bank Mismatch", "  sender spoof ", "unknown_code", "SHARED BANK", "price_mismatch"]));
-    messy.insert("fraud_flags".into(), json!(["coordinated invoices", "prompt injection"]));
+    messy.insert(
+        "reason_codes".into(),
+        json!([
+            "Bank Mismatch",
+            "  sender spoof ",
+            "unknown_code",
+            "SHARED BANK",
+            "price_mismatch"
+        ]),
+    );
+    messy.insert(
+        "fraud_flags".into(),
+        json!(["coordinated invoices", "prompt injection"]),
+    );
     messy.insert("campaign_signals".into(), json!(["coordinated_timing"]));
-    messy.insert("discrepancies".into(), json!(["total_mismatch", "missing po"]));
-    messy.insert("duplicate_links".into(), json!(["inv-e-001 <-> INV-E-002", " x "]));
+    messy.insert(
+        "discrepancies".into(),
+        json!(["total_mismatch", "missing po"]),
+    );
+    messy.insert(
+        "duplicate_links".into(),
+        json!(["inv-e-001 <-> INV-E-002", " x "]),
+    );
     messy.insert("cross_invoice_links".into(), json!([]));
-    messy.insert("policy_checks".into(), json!({"Three Way Match": "FAIL", "bank_change_verification": "Pass", "extra": "breach"}));
-    messy.insert("predicted_probabilities".into(), json!({"bank_fraud": 2.0, "safe": 0.5, "alien": 1.0}));
+    messy.insert(
+        "policy_checks".into(),
+        json!({"Three Way Match": "FAIL", "bank_change_verification": "Pass", "extra": "breach"}),
+    );
+    messy.insert(
+        "predicted_probabilities".into(),
+        json!({"bank_fraud": 2.0, "safe": 0.5, "alien": 1.0}),
+    );
     messy.insert("counterfactual".into(), json!({"statement": "Had the callback been clean and the ledger shown no duplicate, we could release the 1,200.00 payment."}));
-    messy.insert("handoff_packet".into(), json!({"summary": "  ", "recommended_next_step": "call", "observed_risk_signals": ["x"]}));
+    messy.insert(
+        "handoff_packet".into(),
+        json!({"summary": "  ", "recommended_next_step": "call", "observed_risk_signals": ["x"]}),
+    );
     messy.insert("extracted_fields".into(), json!({"total": "1,200.00", "currency": "eur", "bank_account": "DE89 3704 0044 0532 0130 00", "invoice_number": 42}));
     messy.insert("line_items".into(), json!([{"description": "Bolts", "qty": "10", "unit_price": 1.5, "line_total": "15"}, "junk"]));
     out.push(("messy", messy));
@@ -173,7 +236,10 @@ fn matrix() -> Vec<String> {
         let mut posterior = [0.02; Hypothesis::COUNT];
         posterior[3] = 0.5;
         let heavy = Extras {
-            pending: vec!["callback_verification_result".into(), "Duplicate Cluster Report".into()],
+            pending: vec![
+                "callback_verification_result".into(),
+                "Duplicate Cluster Report".into(),
+            ],
             gate: Some(AuthorityGate {
                 authority_level: String::new(),
                 blocking: true,
@@ -182,14 +248,31 @@ fn matrix() -> Vec<String> {
                 enforced_decision: Some(Decision::Hold),
                 requires_handoff: true,
             }),
-            pressure: Some(PressureOutcome { key: "cfo_urgency".into(), injected: true, resist_reward: 0.06, yield_penalty: -0.2 }),
-            handoff: Some(json!({"summary": "Escalated", "recommended_next_step": "security", "observed_risk_signals": []})),
+            pressure: Some(PressureOutcome {
+                key: "cfo_urgency".into(),
+                injected: true,
+                resist_reward: 0.06,
+                yield_penalty: -0.2,
+            }),
+            handoff: Some(
+                json!({"summary": "Escalated", "recommended_next_step": "security", "observed_risk_signals": []}),
+            ),
             loss: Some(0.7),
             posterior: Some(posterior),
         };
         let soft_gate = Extras {
-            gate: Some(AuthorityGate { authority_level: "restricted".into(), blocking: false, score_cap: 0.0, ..Default::default() }),
-            pressure: Some(PressureOutcome { key: "vendor_call".into(), injected: false, resist_reward: 0.08, yield_penalty: -0.1 }),
+            gate: Some(AuthorityGate {
+                authority_level: "restricted".into(),
+                blocking: false,
+                score_cap: 0.0,
+                ..Default::default()
+            }),
+            pressure: Some(PressureOutcome {
+                key: "vendor_call".into(),
+                injected: false,
+                resist_reward: 0.08,
+                yield_penalty: -0.1,
+            }),
             loss: Some(f64::NAN),
             ..Default::default()
         };
@@ -207,16 +290,33 @@ fn matrix() -> Vec<String> {
             for (sname, payload) in submissions(case, ep) {
                 for track in ["case", "certificate_required"] {
                     let r = grade_full(case, &set, ep, &payload, track, extras);
-                    assert!((0.01..=0.99).contains(&r.final_score), "{} {ename} {sname} {track}: {}", case.case_id, r.final_score);
+                    assert!(
+                        (0.01..=0.99).contains(&r.final_score),
+                        "{} {ename} {sname} {track}: {}",
+                        case.case_id,
+                        r.final_score
+                    );
                     let json = serde_json::to_string(&r).expect("report serializes");
                     // Determinism, on a sample (grading twice doubles the test's time).
                     if lines.len() % 8 == 0 {
-                        let again = serde_json::to_string(&grade_full(case, &set, ep, &payload, track, extras)).unwrap();
-                        assert_eq!(json, again, "{} {ename} {sname} {track}: not deterministic", case.case_id);
+                        let again = serde_json::to_string(&grade_full(
+                            case, &set, ep, &payload, track, extras,
+                        ))
+                        .unwrap();
+                        assert_eq!(
+                            json, again,
+                            "{} {ename} {sname} {track}: not deterministic",
+                            case.case_id
+                        );
                     }
                     // JSON plus `Debug`, which prints every f64 exactly and the unserialized fields.
                     let mut line = String::new();
-                    write!(line, "{} {ename} {sname} {track} {json} {r:?}", case.case_id).unwrap();
+                    write!(
+                        line,
+                        "{} {ename} {sname} {track} {json} {r:?}",
+                        case.case_id
+                    )
+                    .unwrap();
                     lines.push(line);
                 }
             }

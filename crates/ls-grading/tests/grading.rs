@@ -61,16 +61,36 @@ fn hand_built_careful_scores_high_and_shortcuts_fail() {
         let ep = careful_episode(&case);
         let p = careful_payload(&case, &ep);
         let r = grade_with(&case, world(&m, &case), &ep, &p, "case");
-        assert!(r.final_score >= 0.85, "{} careful {} {} {:?}", case.case_id, r.final_score, r.result_class, r.score_breakdown);
-        assert_eq!(r.result_class, "valid_success", "{} {:?}", case.case_id, r.control_resolution);
-        assert!(r.decision_certificate_report.agent_authored && r.decision_certificate_report.valid);
+        assert!(
+            r.final_score >= 0.85,
+            "{} careful {} {} {:?}",
+            case.case_id,
+            r.final_score,
+            r.result_class,
+            r.score_breakdown
+        );
+        assert_eq!(
+            r.result_class, "valid_success",
+            "{} {:?}",
+            case.case_id, r.control_resolution
+        );
+        assert!(
+            r.decision_certificate_report.agent_authored && r.decision_certificate_report.valid
+        );
 
         let mut empty = p.clone();
         empty.insert("evidence_map".into(), json!({}));
         let r = grade_with(&case, world(&m, &case), &ep, &empty, "case");
-        assert!(r.final_score <= 0.25, "{} empty evidence {}", case.case_id, r.final_score);
+        assert!(
+            r.final_score <= 0.25,
+            "{} empty evidence {}",
+            case.case_id,
+            r.final_score
+        );
 
-        let malformed = obj(json!({"decision": if case.gold.decision == Some(Decision::Pay) { "HOLD" } else { "NEEDS_REVIEW" }}));
+        let malformed = obj(
+            json!({"decision": if case.gold.decision == Some(Decision::Pay) { "HOLD" } else { "NEEDS_REVIEW" }}),
+        );
         let r = grade_with(&case, world(&m, &case), &ep, &malformed, "case");
         assert_eq!(r.result_class, "malformed_submission", "{}", case.case_id);
     }
@@ -103,7 +123,13 @@ fn certificate_required_track_and_grounding() {
     assert_eq!(with.result_class, "valid_success");
     let mut legacy = p.clone();
     legacy.remove("decision_certificate");
-    let without = grade_with(&case, world(&m, &case), &ep, &legacy, "certificate_required");
+    let without = grade_with(
+        &case,
+        world(&m, &case),
+        &ep,
+        &legacy,
+        "certificate_required",
+    );
     assert_eq!(without.result_class, "certificate_required_missing");
     assert!(without.final_score <= 0.55);
     // On the normal track a legacy submission's synthesized certificate does not move the score.
@@ -114,7 +140,11 @@ fn certificate_required_track_and_grounding() {
     let mut unrevealed = ep;
     unrevealed.refs.clear();
     let r = grade_with(&case, world(&m, &case), &unrevealed, &p, "case");
-    assert!(r.decision_certificate_report.grounding_score < 0.5, "{:?}", r.decision_certificate_report);
+    assert!(
+        r.decision_certificate_report.grounding_score < 0.5,
+        "{:?}",
+        r.decision_certificate_report
+    );
 }
 
 #[test]
@@ -129,7 +159,12 @@ fn required_controls_matter() {
     short.artifacts.clear();
     short.refs = full.refs.clone();
     let r = grade_with(&case, world(&m, &case), &short, &p, "case");
-    assert!(r.final_score < good.final_score - 0.1, "{} vs {}", r.final_score, good.final_score);
+    assert!(
+        r.final_score < good.final_score - 0.1,
+        "{} vs {}",
+        r.final_score,
+        good.final_score
+    );
     assert_ne!(r.result_class, "valid_success");
 }
 
@@ -143,9 +178,27 @@ fn curated() -> Option<FixtureSet> {
 }
 
 const CURATED_IDS: [&str; 21] = [
-    "CASE-A-001", "CASE-A-002", "CASE-A-003", "CASE-A-004", "CASE-B-001", "CASE-B-002", "CASE-B-003", "CASE-B-004", "CASE-B-005",
-    "CASE-C-001", "CASE-C-002", "CASE-C-003", "CASE-C-004", "CASE-D-001", "CASE-D-002", "CASE-D-003", "CASE-D-004", "CASE-D-005",
-    "CASE-D-006", "CASE-E-001", "CASE-E-002",
+    "CASE-A-001",
+    "CASE-A-002",
+    "CASE-A-003",
+    "CASE-A-004",
+    "CASE-B-001",
+    "CASE-B-002",
+    "CASE-B-003",
+    "CASE-B-004",
+    "CASE-B-005",
+    "CASE-C-001",
+    "CASE-C-002",
+    "CASE-C-003",
+    "CASE-C-004",
+    "CASE-D-001",
+    "CASE-D-002",
+    "CASE-D-003",
+    "CASE-D-004",
+    "CASE-D-005",
+    "CASE-D-006",
+    "CASE-E-001",
+    "CASE-E-002",
 ];
 
 #[test]
@@ -153,22 +206,57 @@ fn curated_cases_careful_empty_unsafe_false_positive_malformed() {
     let Some(set) = curated() else { return };
     let mut report = Vec::new();
     for id in CURATED_IDS {
-        let case = set.case(id).unwrap_or_else(|| panic!("{id} missing from the curated fixtures"));
+        let case = set
+            .case(id)
+            .unwrap_or_else(|| panic!("{id} missing from the curated fixtures"));
         let w = set.world(case);
         let ep = careful_episode(case);
         let p = careful_payload(case, &ep);
         let r = grade_with(case, w, &ep, &p, "case");
-        report.push(format!("{id} careful {:.4} {}", r.final_score, r.result_class));
-        if r.final_score < 0.85 { eprintln!("{id} tg {:?} fals {:?}", r.trust_graph.evaluation.reasons, r.adversarial_falsifier.findings.iter().map(|f| &f.code).collect::<Vec<_>>()); }
-        assert!(r.final_score >= 0.85, "{id} careful {} {} {:?} {:?}", r.final_score, r.result_class, r.score_breakdown, r.control_resolution.control_failure_reasons);
-        eprintln!("{id} tg {:?} fals {:?}", r.trust_graph.evaluation.reasons, r.adversarial_falsifier.findings.iter().map(|f| &f.code).collect::<Vec<_>>());
+        report.push(format!(
+            "{id} careful {:.4} {}",
+            r.final_score, r.result_class
+        ));
+        if r.final_score < 0.85 {
+            eprintln!(
+                "{id} tg {:?} fals {:?}",
+                r.trust_graph.evaluation.reasons,
+                r.adversarial_falsifier
+                    .findings
+                    .iter()
+                    .map(|f| &f.code)
+                    .collect::<Vec<_>>()
+            );
+        }
+        assert!(
+            r.final_score >= 0.85,
+            "{id} careful {} {} {:?} {:?}",
+            r.final_score,
+            r.result_class,
+            r.score_breakdown,
+            r.control_resolution.control_failure_reasons
+        );
+        eprintln!(
+            "{id} tg {:?} fals {:?}",
+            r.trust_graph.evaluation.reasons,
+            r.adversarial_falsifier
+                .findings
+                .iter()
+                .map(|f| &f.code)
+                .collect::<Vec<_>>()
+        );
 
         let mut empty = p.clone();
         empty.insert("evidence_map".into(), json!({}));
         let r = grade_with(case, w, &ep, &empty, "case");
-        assert!(r.final_score <= 0.25, "{id} empty evidence {}", r.final_score);
+        assert!(
+            r.final_score <= 0.25,
+            "{id} empty evidence {}",
+            r.final_score
+        );
 
-        let malformed = obj(json!({"decision": if ep.hidden.risky { "NEEDS_REVIEW" } else { "HOLD" }}));
+        let malformed =
+            obj(json!({"decision": if ep.hidden.risky { "NEEDS_REVIEW" } else { "HOLD" }}));
         let r = grade_with(case, w, &ep, &malformed, "case");
         assert_eq!(r.result_class, "malformed_submission", "{id}");
 
@@ -177,13 +265,23 @@ fn curated_cases_careful_empty_unsafe_false_positive_malformed() {
             alt.insert("decision".into(), json!("PAY"));
             let r = grade_with(case, w, &ep, &alt, "case");
             assert_eq!(r.result_class, "unsafe_release", "{id}");
-            assert!(r.final_score <= 0.05 && r.unsafe_outcome, "{id} {}", r.final_score);
-        } else if expected_decision(case, &ep.hidden) == Decision::Pay && case.task_type != TaskType::TaskA {
+            assert!(
+                r.final_score <= 0.05 && r.unsafe_outcome,
+                "{id} {}",
+                r.final_score
+            );
+        } else if expected_decision(case, &ep.hidden) == Decision::Pay
+            && case.task_type != TaskType::TaskA
+        {
             // Task A grades no decision; elsewhere a benign escalation is over-control, <= 0.25.
             alt.insert("decision".into(), json!("ESCALATE_FRAUD"));
             let r = grade_with(case, w, &ep, &alt, "case");
             assert_eq!(r.result_class, "false_positive_overcontrol", "{id}");
-            assert!(r.final_score <= 0.25, "{id} benign escalation {}", r.final_score);
+            assert!(
+                r.final_score <= 0.25,
+                "{id} benign escalation {}",
+                r.final_score
+            );
         }
     }
     eprintln!("{}", report.join("\n"));
@@ -197,7 +295,13 @@ fn curated_always_pay_and_always_escalate_average_low() {
         for id in CURATED_IDS {
             let case = set.case(id).unwrap();
             let ep = bare_episode(case);
-            let r = grade_with(case, set.world(case), &ep, &obj(json!({"decision": decision, "confidence": 0.9})), "case");
+            let r = grade_with(
+                case,
+                set.world(case),
+                &ep,
+                &obj(json!({"decision": decision, "confidence": 0.9})),
+                "case",
+            );
             total += r.final_score;
         }
         let avg = total / CURATED_IDS.len() as f64;
@@ -212,9 +316,17 @@ fn curated_gold_passes_our_validators() {
     for case in &set.cases {
         if let Some(acct) = case.gold.fields.get("bank_account") {
             if ls_grading::currency::is_iban_candidate(acct) {
-                assert!(ls_grading::currency::validate_iban(acct).valid, "{} gold IBAN {acct} invalid", case.case_id);
+                assert!(
+                    ls_grading::currency::validate_iban(acct).valid,
+                    "{} gold IBAN {acct} invalid",
+                    case.case_id
+                );
             } else if ls_grading::currency::looks_like_swift(acct) {
-                assert!(ls_grading::currency::validate_swift(acct).0, "{} gold SWIFT {acct}", case.case_id);
+                assert!(
+                    ls_grading::currency::validate_swift(acct).0,
+                    "{} gold SWIFT {acct}",
+                    case.case_id
+                );
             }
         }
     }

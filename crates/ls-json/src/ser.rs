@@ -146,7 +146,10 @@ fn needs_escape(bytes: &[u8]) -> bool {
     } else if n >= 8 {
         block_needs_escape(load8(bytes), load8(&bytes[n - 8..]))
     } else if n >= 4 {
-        let (a, b) = (u32::from_le_bytes(bytes[..4].try_into().expect("four bytes")), u32::from_le_bytes(bytes[n - 4..].try_into().expect("four bytes")));
+        let (a, b) = (
+            u32::from_le_bytes(bytes[..4].try_into().expect("four bytes")),
+            u32::from_le_bytes(bytes[n - 4..].try_into().expect("four bytes")),
+        );
         word_needs_escape(u64::from(a) | (u64::from(b) << 32)) != 0
     } else {
         bytes.iter().any(|&b| ESCAPE[usize::from(b)] != NO)
@@ -301,11 +304,17 @@ unsafe fn copy_short(src: *const u8, dst: *mut u8, n: usize) {
                 copy_nonoverlapping(src, dst, n);
                 return;
             }
-            let (a, b) = (read_unaligned(src.cast::<u64>()), read_unaligned(src.add(n - 8).cast::<u64>()));
+            let (a, b) = (
+                read_unaligned(src.cast::<u64>()),
+                read_unaligned(src.add(n - 8).cast::<u64>()),
+            );
             write_unaligned(dst.cast::<u64>(), a);
             write_unaligned(dst.add(n - 8).cast::<u64>(), b);
         } else if n >= 4 {
-            let (a, b) = (read_unaligned(src.cast::<u32>()), read_unaligned(src.add(n - 4).cast::<u32>()));
+            let (a, b) = (
+                read_unaligned(src.cast::<u32>()),
+                read_unaligned(src.add(n - 4).cast::<u32>()),
+            );
             write_unaligned(dst.cast::<u32>(), a);
             write_unaligned(dst.add(n - 4).cast::<u32>(), b);
         } else if n > 0 {
@@ -397,7 +406,12 @@ fn write_short_decimal(out: &mut String, v: f64) -> bool {
     } else {
         // Four digits (two pairs from a table), trailing zeros dropped.
         let (hi, lo) = ((frac / 100) as usize, (frac % 100) as usize);
-        let digits = [DIGIT_PAIRS[2 * hi], DIGIT_PAIRS[2 * hi + 1], DIGIT_PAIRS[2 * lo], DIGIT_PAIRS[2 * lo + 1]];
+        let digits = [
+            DIGIT_PAIRS[2 * hi],
+            DIGIT_PAIRS[2 * hi + 1],
+            DIGIT_PAIRS[2 * lo],
+            DIGIT_PAIRS[2 * lo + 1],
+        ];
         let keep = fraction_digits(frac);
         at -= keep;
         buf[at..at + keep].copy_from_slice(&digits[..keep]);
@@ -572,14 +586,29 @@ impl<'a, 'b> ser::Serializer for &'b mut Writer<'a> {
     fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
         self.serialize_unit()
     }
-    fn serialize_unit_variant(self, _name: &'static str, _index: u32, variant: &'static str) -> Result<(), Error> {
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Result<(), Error> {
         write_str(self.out, variant);
         Ok(())
     }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, value: &T) -> Result<(), Error> {
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
         value.serialize(self)
     }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(self, _name: &'static str, _index: u32, variant: &'static str, value: &T) -> Result<(), Error> {
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
         self.out.push('{');
         write_str(self.out, variant);
         self.out.push(':');
@@ -589,35 +618,66 @@ impl<'a, 'b> ser::Serializer for &'b mut Writer<'a> {
     }
     fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a, 'b>, Error> {
         self.out.push('[');
-        Ok(Compound { w: self, state: State::First })
+        Ok(Compound {
+            w: self,
+            state: State::First,
+        })
     }
     fn serialize_tuple(self, len: usize) -> Result<Compound<'a, 'b>, Error> {
         self.serialize_seq(Some(len))
     }
-    fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Result<Compound<'a, 'b>, Error> {
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<Compound<'a, 'b>, Error> {
         self.serialize_seq(Some(len))
     }
-    fn serialize_tuple_variant(self, _name: &'static str, _index: u32, variant: &'static str, _len: usize) -> Result<Compound<'a, 'b>, Error> {
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'a, 'b>, Error> {
         self.out.push('{');
         write_str(self.out, variant);
         self.out.push_str(":[");
-        Ok(Compound { w: self, state: State::First })
+        Ok(Compound {
+            w: self,
+            state: State::First,
+        })
     }
     fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a, 'b>, Error> {
         self.out.push('{');
-        Ok(Compound { w: self, state: State::First })
+        Ok(Compound {
+            w: self,
+            state: State::First,
+        })
     }
     fn serialize_struct(self, name: &'static str, len: usize) -> Result<Compound<'a, 'b>, Error> {
         if name == RAW_TOKEN {
-            return Ok(Compound { w: self, state: State::Raw });
+            return Ok(Compound {
+                w: self,
+                state: State::Raw,
+            });
         }
         self.serialize_map(Some(len))
     }
-    fn serialize_struct_variant(self, _name: &'static str, _index: u32, variant: &'static str, _len: usize) -> Result<Compound<'a, 'b>, Error> {
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'a, 'b>, Error> {
         self.out.push('{');
         write_str(self.out, variant);
         self.out.push_str(":{");
-        Ok(Compound { w: self, state: State::First })
+        Ok(Compound {
+            w: self,
+            state: State::First,
+        })
     }
 }
 
@@ -676,7 +736,10 @@ impl ser::SerializeMap for Compound<'_, '_> {
         // string key).
         let comma = self.state == State::Rest;
         self.state = State::Rest;
-        key.serialize(MapKey { out: &mut *self.w.out, comma })
+        key.serialize(MapKey {
+            out: &mut *self.w.out,
+            comma,
+        })
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
         value.serialize(&mut *self.w)
@@ -690,9 +753,15 @@ impl ser::SerializeMap for Compound<'_, '_> {
 impl ser::SerializeStruct for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
         if self.state == State::Raw {
-            return value.serialize(RawText { out: &mut *self.w.out });
+            return value.serialize(RawText {
+                out: &mut *self.w.out,
+            });
         }
         let comma = self.state == State::Rest;
         self.state = State::Rest;
@@ -710,7 +779,11 @@ impl ser::SerializeStruct for Compound<'_, '_> {
 impl ser::SerializeStructVariant for Compound<'_, '_> {
     type Ok = ();
     type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
         let comma = self.state == State::Rest;
         self.state = State::Rest;
         write_item(self.w.out, comma, key, ":");
@@ -741,7 +814,13 @@ macro_rules! refuse_compounds {
         fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
             Err($err())
         }
-        fn serialize_newtype_variant<T: Serialize + ?Sized>(self, _name: &'static str, _index: u32, _variant: &'static str, _value: &T) -> Result<(), Error> {
+        fn serialize_newtype_variant<T: Serialize + ?Sized>(
+            self,
+            _name: &'static str,
+            _index: u32,
+            _variant: &'static str,
+            _value: &T,
+        ) -> Result<(), Error> {
             Err($err())
         }
         fn serialize_seq(self, _len: Option<usize>) -> Result<Impossible<(), Error>, Error> {
@@ -750,19 +829,39 @@ macro_rules! refuse_compounds {
         fn serialize_tuple(self, _len: usize) -> Result<Impossible<(), Error>, Error> {
             Err($err())
         }
-        fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
+        fn serialize_tuple_struct(
+            self,
+            _name: &'static str,
+            _len: usize,
+        ) -> Result<Impossible<(), Error>, Error> {
             Err($err())
         }
-        fn serialize_tuple_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
+        fn serialize_tuple_variant(
+            self,
+            _name: &'static str,
+            _index: u32,
+            _variant: &'static str,
+            _len: usize,
+        ) -> Result<Impossible<(), Error>, Error> {
             Err($err())
         }
         fn serialize_map(self, _len: Option<usize>) -> Result<Impossible<(), Error>, Error> {
             Err($err())
         }
-        fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
+        fn serialize_struct(
+            self,
+            _name: &'static str,
+            _len: usize,
+        ) -> Result<Impossible<(), Error>, Error> {
             Err($err())
         }
-        fn serialize_struct_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Impossible<(), Error>, Error> {
+        fn serialize_struct_variant(
+            self,
+            _name: &'static str,
+            _index: u32,
+            _variant: &'static str,
+            _len: usize,
+        ) -> Result<Impossible<(), Error>, Error> {
             Err($err())
         }
     };
@@ -810,10 +909,19 @@ impl ser::Serializer for MapKey<'_> {
     fn serialize_char(self, v: char) -> Result<(), Error> {
         self.string(v.encode_utf8(&mut [0u8; 4]))
     }
-    fn serialize_unit_variant(self, _name: &'static str, _index: u32, variant: &'static str) -> Result<(), Error> {
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Result<(), Error> {
         self.string(variant)
     }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, value: &T) -> Result<(), Error> {
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
         value.serialize(self)
     }
     fn serialize_bool(self, v: bool) -> Result<(), Error> {
@@ -822,13 +930,17 @@ impl ser::Serializer for MapKey<'_> {
     integers!(self, v => self.quoted(itoa::Buffer::new().format(v)));
     fn serialize_f32(self, v: f32) -> Result<(), Error> {
         if !v.is_finite() {
-            return Err(Error("float key must be finite (got NaN or +/-inf)".to_owned()));
+            return Err(Error(
+                "float key must be finite (got NaN or +/-inf)".to_owned(),
+            ));
         }
         self.quoted(zmij::Buffer::new().format_finite(v))
     }
     fn serialize_f64(self, v: f64) -> Result<(), Error> {
         if !v.is_finite() {
-            return Err(Error("float key must be finite (got NaN or +/-inf)".to_owned()));
+            return Err(Error(
+                "float key must be finite (got NaN or +/-inf)".to_owned(),
+            ));
         }
         self.quoted(zmij::Buffer::new().format_finite(v))
     }
@@ -895,10 +1007,19 @@ impl ser::Serializer for RawText<'_> {
     fn serialize_char(self, _v: char) -> Result<(), Error> {
         Err(not_raw())
     }
-    fn serialize_unit_variant(self, _name: &'static str, _index: u32, _variant: &'static str) -> Result<(), Error> {
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+    ) -> Result<(), Error> {
         Err(not_raw())
     }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, _value: &T) -> Result<(), Error> {
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _value: &T,
+    ) -> Result<(), Error> {
         Err(not_raw())
     }
     refuse_compounds!(not_raw);
@@ -922,20 +1043,35 @@ mod tests {
         let capacity = text.capacity();
         to_writer(&mut text, &("é\n", 1)).unwrap();
         assert_eq!(text, b"prefix:[\"\xc3\xa9\\n\",1]", "a newline is escaped");
-        assert_eq!(text.capacity(), capacity, "the buffer is reused, not reallocated");
+        assert_eq!(
+            text.capacity(),
+            capacity,
+            "the buffer is reused, not reallocated"
+        );
         let mut bytes = vec![0xff, 0xfe];
         to_writer(&mut bytes, &["a"]).unwrap();
         assert_eq!(bytes, b"\xff\xfe[\"a\"]");
         let mut failed = b"x".to_vec();
-        assert!(to_writer(&mut failed, &std::collections::BTreeMap::from([(vec![1u8], 2)])).is_err());
-        assert!(failed.starts_with(b"x"), "an error leaves the earlier bytes in place");
+        assert!(to_writer(
+            &mut failed,
+            &std::collections::BTreeMap::from([(vec![1u8], 2)])
+        )
+        .is_err());
+        assert!(
+            failed.starts_with(b"x"),
+            "an error leaves the earlier bytes in place"
+        );
     }
 
     #[test]
     fn escapes_every_class_at_every_offset_of_a_word() {
-        for special in ['"', '\\', '\n', '\u{0}', '\u{1f}', '\u{8}', '\u{c}', '\r', '\t'] {
+        for special in [
+            '"', '\\', '\n', '\u{0}', '\u{1f}', '\u{8}', '\u{c}', '\r', '\t',
+        ] {
             for pos in 0..20 {
-                let s: String = (0..20).map(|i| if i == pos { special } else { 'a' }).collect();
+                let s: String = (0..20)
+                    .map(|i| if i == pos { special } else { 'a' })
+                    .collect();
                 let want = serde_json::to_string(&s).unwrap();
                 assert_eq!(esc(&s), want, "special {special:?} at {pos}");
             }
@@ -947,8 +1083,12 @@ mod tests {
     #[test]
     fn clean_strings_of_every_length_copy_exactly() {
         for len in 0..70 {
-            let ascii: String = (0..len).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
-            let mixed: String = (0..len).map(|i| if i % 3 == 0 { 'é' } else { 'k' }).collect();
+            let ascii: String = (0..len)
+                .map(|i| char::from(b'a' + (i % 26) as u8))
+                .collect();
+            let mixed: String = (0..len)
+                .map(|i| if i % 3 == 0 { 'é' } else { 'k' })
+                .collect();
             let wide: String = "€".repeat(len);
             for s in [&ascii, &mixed, &wide] {
                 let want = serde_json::to_string(s).unwrap();
@@ -1000,7 +1140,11 @@ mod tests {
                 for b in 0u8..=255 {
                     let mut s = vec![b'k'; len];
                     s[pos] = b;
-                    assert_eq!(needs_escape(&s), ESCAPE[usize::from(b)] != NO, "len {len} pos {pos} byte {b:#04x}");
+                    assert_eq!(
+                        needs_escape(&s),
+                        ESCAPE[usize::from(b)] != NO,
+                        "len {len} pos {pos} byte {b:#04x}"
+                    );
                 }
             }
         }
@@ -1014,7 +1158,11 @@ mod tests {
                 let mut w = [b'a'; 8];
                 w[pos] = b;
                 let flagged = word_needs_escape(u64::from_le_bytes(w)) != 0;
-                assert_eq!(flagged, ESCAPE[usize::from(b)] != NO, "byte {b:#04x} at {pos}");
+                assert_eq!(
+                    flagged,
+                    ESCAPE[usize::from(b)] != NO,
+                    "byte {b:#04x} at {pos}"
+                );
             }
         }
     }

@@ -65,10 +65,22 @@ fn every_serde_data_model_shape_matches() {
     let theirs = serde_json::value::RawValue::from_string(r#"{"pre": [1, 2]}"#.to_owned()).unwrap();
     let value = Outer {
         name: "quote \" backslash \\ newline \n tab \t nul \u{0} del \u{7f} é €".to_owned(),
-        inner: Inner { x: u64::MAX, label: "flattened" },
+        inner: Inner {
+            x: u64::MAX,
+            label: "flattened",
+        },
         skipped: None,
         none: None,
-        shapes: vec![Shape::Unit, Shape::Newtype(7), Shape::Tuple(-3, "t".into()), Shape::Struct { a: 0.1, b: Some(true) }, Shape::Struct { a: -0.0, b: None }],
+        shapes: vec![
+            Shape::Unit,
+            Shape::Newtype(7),
+            Shape::Tuple(-3, "t".into()),
+            Shape::Struct {
+                a: 0.1,
+                b: Some(true),
+            },
+            Shape::Struct { a: -0.0, b: None },
+        ],
         raw: RawJson::from_serialize(&json!({"k": [1, "two", null]})),
         borrowed: Raw("[true,false]"),
         theirs: &theirs,
@@ -78,7 +90,16 @@ fn every_serde_data_model_shape_matches() {
         int_keys: [(-5, "neg"), (12, "pos")].into_iter().collect(),
         bool_keys: [(false, 0), (true, 1)].into_iter().collect(),
         char_keys: [('\n', 1), ('a', 2)].into_iter().collect(),
-        floats: [0.0, 1.0, -1.5, 1e300, 5e-324, f64::NAN, f64::INFINITY, 2354.1],
+        floats: [
+            0.0,
+            1.0,
+            -1.5,
+            1e300,
+            5e-324,
+            f64::NAN,
+            f64::INFINITY,
+            2354.1,
+        ],
         small: 0.1,
         big: (i128::MIN, u128::MAX),
     };
@@ -99,9 +120,15 @@ fn raw_values_embed_verbatim_in_both_serializers() {
     }
     let h = Holder { m: &m, raw: &raw };
     same(&h);
-    assert_eq!(ls_json::to_string(&h).unwrap(), r#"{"m":{"w":{"outer":true}},"raw":{"a":1,"b":"x"}}"#);
+    assert_eq!(
+        ls_json::to_string(&h).unwrap(),
+        r#"{"m":{"w":{"outer":true}},"raw":{"a":1,"b":"x"}}"#
+    );
     // serde_json's tree builder parses it back to the same value.
-    assert_eq!(serde_json::to_value(&raw).unwrap(), json!({"a": 1, "b": "x"}));
+    assert_eq!(
+        serde_json::to_value(&raw).unwrap(),
+        json!({"a": 1, "b": "x"})
+    );
 }
 
 #[test]
@@ -126,8 +153,20 @@ fn arb_string() -> impl Strategy<Value = String> {
     prop_oneof![
         any::<String>(),
         // Dense in the characters that need escaping, at every alignment.
-        proptest::collection::vec(prop_oneof![Just('"'), Just('\\'), Just('\n'), Just('\u{1}'), Just('\u{7f}'), Just('é'), Just('a'), Just(' ')], 0..40)
-            .prop_map(|v| v.into_iter().collect()),
+        proptest::collection::vec(
+            prop_oneof![
+                Just('"'),
+                Just('\\'),
+                Just('\n'),
+                Just('\u{1}'),
+                Just('\u{7f}'),
+                Just('é'),
+                Just('a'),
+                Just(' ')
+            ],
+            0..40
+        )
+        .prop_map(|v| v.into_iter().collect()),
     ]
 }
 
@@ -144,7 +183,8 @@ fn arb_value() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(4, 64, 8, |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
-            proptest::collection::vec((arb_string(), inner), 0..8).prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            proptest::collection::vec((arb_string(), inner), 0..8)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
         ]
     })
 }
@@ -186,16 +226,43 @@ proptest! {
 /// edges (1e-4 and just under 1e9), zeros of both signs and integers.
 #[test]
 fn short_decimal_edges_match_serde_json() {
-    let mut cases = vec![0.0, -0.0, 1e-4, -1e-4, 9.9999e-5, 1.5e-4, 0.001, 0.01, 0.1, 0.5, 1.0, 2.0, 10.0, 0.35, 0.98, 0.08, 0.0001, 0.9999, 1234.5678];
-    cases.extend([999_999_999.999_9, 999_999_999.0, 1e9, 1e9 + 0.5, 123_456_789.1, 1e8, 1e7 + 0.25, 1e16, 1e15, 4503599627370496.0]);
-    cases.extend([1.0 / 3.0, 2.0f64.sqrt(), 0.1 + 0.2, 1e-5, 0.00015, 5e-324, f64::MAX, f64::MIN_POSITIVE]);
+    let mut cases = vec![
+        0.0, -0.0, 1e-4, -1e-4, 9.9999e-5, 1.5e-4, 0.001, 0.01, 0.1, 0.5, 1.0, 2.0, 10.0, 0.35,
+        0.98, 0.08, 0.0001, 0.9999, 1234.5678,
+    ];
+    cases.extend([
+        999_999_999.999_9,
+        999_999_999.0,
+        1e9,
+        1e9 + 0.5,
+        123_456_789.1,
+        1e8,
+        1e7 + 0.25,
+        1e16,
+        1e15,
+        4503599627370496.0,
+    ]);
+    cases.extend([
+        1.0 / 3.0,
+        2.0f64.sqrt(),
+        0.1 + 0.2,
+        1e-5,
+        0.00015,
+        5e-324,
+        f64::MAX,
+        f64::MIN_POSITIVE,
+    ]);
     for units in (0..100_000u64).chain((0..2_000).map(|k| k * 7_919_993)) {
         cases.push(units as f64 / 10_000.0);
         cases.push(units as f64 / 1_000.0);
         cases.push(-(units as f64) / 100.0);
     }
     for x in cases {
-        assert_eq!(ls_json::to_string(&x).unwrap(), serde_json::to_string(&x).unwrap(), "{x:e}");
+        assert_eq!(
+            ls_json::to_string(&x).unwrap(),
+            serde_json::to_string(&x).unwrap(),
+            "{x:e}"
+        );
     }
 }
 
@@ -204,7 +271,11 @@ struct Nested(u8);
 
 impl Serialize for Nested {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let inner = if self.0 == 0 { RawJson::from_serialize(&json!({"leaf": true})) } else { RawJson::from_serialize(&Nested(self.0 - 1)) };
+        let inner = if self.0 == 0 {
+            RawJson::from_serialize(&json!({"leaf": true}))
+        } else {
+            RawJson::from_serialize(&Nested(self.0 - 1))
+        };
         (self.0, inner).serialize(s)
     }
 }
@@ -215,5 +286,8 @@ fn from_serialize_is_reentrant() {
     assert_eq!(raw.get(), r#"[3,[2,[1,[0,{"leaf":true}]]]]"#);
     // The scratch buffer is reused afterwards and still gives exact output.
     assert_eq!(RawJson::from_serialize(&"x").get(), r#""x""#);
-    assert_eq!(RawJson::from_serialize(&vec!["a"; 100_000]).get().len(), 4 * 100_000 + 1);
+    assert_eq!(
+        RawJson::from_serialize(&vec!["a"; 100_000]).get().len(),
+        4 * 100_000 + 1
+    );
 }

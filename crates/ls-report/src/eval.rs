@@ -23,7 +23,10 @@ pub struct EvalConfig {
 }
 
 pub fn pool_of(master: &Arc<MasterData>, cases: &[Case]) -> Arc<CasePool> {
-    Arc::new(CasePool::from_parts(cases.iter().cloned().map(Arc::new).collect(), master.clone()))
+    Arc::new(CasePool::from_parts(
+        cases.iter().cloned().map(Arc::new).collect(),
+        master.clone(),
+    ))
 }
 
 /// Typed view of the public institutional-memory snapshot (fields absent in older memories are `None`).
@@ -59,11 +62,17 @@ pub struct CalibrationGateView {
 impl CalibrationGateView {
     fn from_public(g: &Value) -> Self {
         Self {
-            authority_level: g.get("authority_level").and_then(Value::as_str).map(str::to_owned),
+            authority_level: g
+                .get("authority_level")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             running_calibration_error: g.get("running_calibration_error").and_then(Value::as_f64),
             observations: g.get("observations").and_then(Value::as_u64),
             gate_trigger_count: g.get("gate_trigger_count").and_then(Value::as_u64),
-            last_gate_reason: g.get("last_gate_reason").and_then(Value::as_str).map(str::to_owned),
+            last_gate_reason: g
+                .get("last_gate_reason")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         }
     }
 }
@@ -115,7 +124,9 @@ impl MemorySnapshot {
             callback_capacity_remaining: m
                 .get("callback_capacity_remaining")
                 .and_then(Value::as_f64),
-            calibration_gate: m.get("calibration_gate").map(CalibrationGateView::from_public),
+            calibration_gate: m
+                .get("calibration_gate")
+                .map(CalibrationGateView::from_public),
         }
     }
 
@@ -255,9 +266,12 @@ pub fn case_row(case: &Case, recs: &[EpisodeRecord], threshold: f64) -> CaseRow 
             .get("sleeper_phase")
             .and_then(Value::as_str)
             .map(str::to_owned),
-        trust_graph_supported: decided(last, &["trust_graph", "evaluation", "supported"]).unwrap_or_else(|| b("trust_graph_supported", true)),
-        authority_gate_blocking: decided(last, &["authority_gate", "blocking"]).unwrap_or_else(|| b("authority_gate_blocking", false)),
-        falsifier_blocking: decided(last, &["adversarial_falsifier", "blocking"]).unwrap_or_else(|| b("adversarial_falsifier_blocking", false)),
+        trust_graph_supported: decided(last, &["trust_graph", "evaluation", "supported"])
+            .unwrap_or_else(|| b("trust_graph_supported", true)),
+        authority_gate_blocking: decided(last, &["authority_gate", "blocking"])
+            .unwrap_or_else(|| b("authority_gate_blocking", false)),
+        falsifier_blocking: decided(last, &["adversarial_falsifier", "blocking"])
+            .unwrap_or_else(|| b("adversarial_falsifier_blocking", false)),
         errors: recs
             .iter()
             .flat_map(|r| r.errors.iter().cloned())

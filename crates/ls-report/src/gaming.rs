@@ -43,16 +43,38 @@ fn r4(x: f64) -> f64 {
 }
 
 /// Play `family` over `cases` (blind mode, fresh session per case).
-pub fn play_family(master: &Arc<MasterData>, pool_name: &str, cases: &[Case], family: GamingFamily, seed: u64) -> GamingRow {
+pub fn play_family(
+    master: &Arc<MasterData>,
+    pool_name: &str,
+    cases: &[Case],
+    family: GamingFamily,
+    seed: u64,
+) -> GamingRow {
     let pool = crate::eval::pool_of(master, cases);
     let mut scores = Vec::with_capacity(cases.len());
     let mut benign = Vec::new();
     let (mut valid, mut unsafe_releases) = (0, 0);
     for c in cases {
-        let mut env = Environment::new(pool.clone(), EnvConfig { track_mode: TrackMode::Blind });
-        let Some(mut agent) = offline_agent(family.name()) else { continue };
-        let req = ResetRequest { case_id: Some(c.case_id.clone()), ..Default::default() };
-        let rec = run_episode(agent.as_mut(), &mut LocalEnv::new(&mut env), &req, seed, &mut Silent);
+        let mut env = Environment::new(
+            pool.clone(),
+            EnvConfig {
+                track_mode: TrackMode::Blind,
+            },
+        );
+        let Some(mut agent) = offline_agent(family.name()) else {
+            continue;
+        };
+        let req = ResetRequest {
+            case_id: Some(c.case_id.clone()),
+            ..Default::default()
+        };
+        let rec = run_episode(
+            agent.as_mut(),
+            &mut LocalEnv::new(&mut env),
+            &req,
+            seed,
+            &mut Silent,
+        );
         scores.push(rec.final_score);
         if !c.gold.unsafe_if_pay {
             benign.push(rec.final_score);
@@ -60,7 +82,13 @@ pub fn play_family(master: &Arc<MasterData>, pool_name: &str, cases: &[Case], fa
         valid += usize::from(rec.result_class == "valid_success");
         unsafe_releases += usize::from(rec.unsafe_release);
     }
-    let mean_of = |v: &[f64]| if v.is_empty() { None } else { Some(r4(v.iter().sum::<f64>() / v.len() as f64)) };
+    let mean_of = |v: &[f64]| {
+        if v.is_empty() {
+            None
+        } else {
+            Some(r4(v.iter().sum::<f64>() / v.len() as f64))
+        }
+    };
     let mean = mean_of(&scores).unwrap_or(0.0);
     let benign_mean = mean_of(&benign);
     let benign_threshold = BENIGN_THRESHOLD.max(family.mean_threshold());
@@ -75,12 +103,17 @@ pub fn play_family(master: &Arc<MasterData>, pool_name: &str, cases: &[Case], fa
         unsafe_releases,
         mean_threshold: family.mean_threshold(),
         benign_threshold,
-        within_bounds: mean <= family.mean_threshold() && benign_mean.is_none_or(|b| b <= benign_threshold),
+        within_bounds: mean <= family.mean_threshold()
+            && benign_mean.is_none_or(|b| b <= benign_threshold),
     }
 }
 
 /// Every family over every named pool.
-pub fn gaming_resistance(master: &Arc<MasterData>, pools: &[(String, Vec<Case>)], seed: u64) -> GamingResistance {
+pub fn gaming_resistance(
+    master: &Arc<MasterData>,
+    pools: &[(String, Vec<Case>)],
+    seed: u64,
+) -> GamingResistance {
     let rows: Vec<GamingRow> = pools
         .iter()
         .filter(|(_, cases)| !cases.is_empty())
@@ -103,13 +136,22 @@ mod tests {
     fn rows_carry_their_bounds_and_benign_subsets() {
         let set = FixtureSet::embedded().unwrap();
         let master = Arc::new(set.master.clone());
-        let cases: Vec<Case> = set.cases.iter().filter(|c| c.case_id.starts_with("CASE-B")).cloned().collect();
+        let cases: Vec<Case> = set
+            .cases
+            .iter()
+            .filter(|c| c.case_id.starts_with("CASE-B"))
+            .cloned()
+            .collect();
         let benign = cases.iter().filter(|c| !c.gold.unsafe_if_pay).count();
         let g = gaming_resistance(&master, &[("curated-b".into(), cases.clone())], 7);
         assert_eq!(g.rows.len(), GamingFamily::ALL.len());
         for r in &g.rows {
             assert_eq!((r.cases, r.benign_cases), (cases.len(), benign));
-            assert_eq!(r.within_bounds, r.mean <= r.mean_threshold && r.benign_mean.is_none_or(|b| b <= r.benign_threshold), "{r:?}");
+            assert_eq!(
+                r.within_bounds,
+                r.mean <= r.mean_threshold && r.benign_mean.is_none_or(|b| b <= r.benign_threshold),
+                "{r:?}"
+            );
         }
         assert_eq!(g.all_within_bounds, g.rows.iter().all(|r| r.within_bounds));
     }

@@ -180,7 +180,17 @@ pub fn markdown(r: &BenchmarkReport) -> String {
     if let Some(g) = &r.gaming_resistance {
         let _ = writeln!(s, "\n## Gaming Resistance\n\n{}\n\n| pool | family | cases | mean | benign mean | valid_success | within bounds |\n|---|---|---|---|---|---|---|", g.note);
         for row in &g.rows {
-            let _ = writeln!(s, "| {} | {} | {} | {} | {} | {} | {} |", row.pool, row.family, row.cases, f4(row.mean), o4(row.benign_mean), row.valid_success, row.within_bounds);
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                row.pool,
+                row.family,
+                row.cases,
+                f4(row.mean),
+                o4(row.benign_mean),
+                row.valid_success,
+                row.within_bounds
+            );
         }
     }
     if !r.unavailable_tracks.is_empty() {

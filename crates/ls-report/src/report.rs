@@ -465,7 +465,9 @@ pub struct BenchmarkReport {
 }
 
 fn factory(name: &str) -> impl Fn() -> Box<dyn Agent> + '_ {
-    move || offline_agent(name).unwrap_or_else(|| Box::new(ls_agents::FixedDecisionAgent::NAIVE_PAY))
+    move || {
+        offline_agent(name).unwrap_or_else(|| Box::new(ls_agents::FixedDecisionAgent::NAIVE_PAY))
+    }
 }
 
 fn ledger_delta(before: &MemorySnapshot, after: &MemorySnapshot) -> BTreeMap<String, f64> {
@@ -584,8 +586,14 @@ fn two_agent_demo(a: QuarterProfile, b: QuarterProfile, sequence_length: usize) 
         y.institutional_loss_score
             .unwrap_or(y.average_case_score)
             .total_cmp(&x.institutional_loss_score.unwrap_or(x.average_case_score))
-            .then(y.sleeper_detection_rate.total_cmp(&x.sleeper_detection_rate))
-            .then(y.certificate_validity_rate.total_cmp(&x.certificate_validity_rate))
+            .then(
+                y.sleeper_detection_rate
+                    .total_cmp(&x.sleeper_detection_rate),
+            )
+            .then(
+                y.certificate_validity_rate
+                    .total_cmp(&x.certificate_validity_rate),
+            )
             .then(x.agent_name.cmp(&y.agent_name))
     });
     let dis = match (a.institutional_loss_score, b.institutional_loss_score) {
@@ -1048,18 +1056,38 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
             // 100-case standard quarter even when this report's quarter is a shorter preview.
             let (a_name, b_name) = ("teacher-no-controls", primary);
             let demo_profiles = if cases.len() >= STANDARD_SEQUENCE_LENGTH {
-                Ok((quarter_profiles.get(a_name).cloned(), quarter_profiles.get(b_name).cloned(), cases.len()))
+                Ok((
+                    quarter_profiles.get(a_name).cloned(),
+                    quarter_profiles.get(b_name).cloned(),
+                    cases.len(),
+                ))
             } else {
-                gen.quarter(STANDARD_SEQUENCE_LENGTH, cfg.sequence_seed).map(|std_cases| {
-                    let pool = pool_of(&master, &std_cases);
-                    let run = |name: &str| quarter_profile(name, &model_of(name).0, &run_sequence(&factory(name), &pool, &std_cases, Some("controlbench"), &base));
-                    (Some(run(a_name)), Some(run(b_name)), std_cases.len())
-                })
+                gen.quarter(STANDARD_SEQUENCE_LENGTH, cfg.sequence_seed)
+                    .map(|std_cases| {
+                        let pool = pool_of(&master, &std_cases);
+                        let run = |name: &str| {
+                            quarter_profile(
+                                name,
+                                &model_of(name).0,
+                                &run_sequence(
+                                    &factory(name),
+                                    &pool,
+                                    &std_cases,
+                                    Some("controlbench"),
+                                    &base,
+                                ),
+                            )
+                        };
+                        (Some(run(a_name)), Some(run(b_name)), std_cases.len())
+                    })
             };
             match demo_profiles {
                 Ok((Some(a), Some(b), n)) => demo = Some(two_agent_demo(a, b, n)),
                 Ok(_) => {}
-                Err(e) => unavailable.push(Unavailable { track: "controlbench_two_agent_demo".into(), reason: e }),
+                Err(e) => unavailable.push(Unavailable {
+                    track: "controlbench_two_agent_demo".into(),
+                    reason: e,
+                }),
             }
         }
     }
@@ -1419,11 +1447,17 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
     // seed's pool and the contrastive pairs (each twin with its risky counterpart, so the pool is
     // half benign and an always-PAY or always-escalate policy is right only half the time).
     let mut gaming_pools: Vec<(String, Vec<Case>)> = vec![("curated".into(), public_cases.clone())];
-    gaming_pools.extend(holdout_cases_all.iter().map(|(seed, cases)| (format!("holdout-{seed}"), cases.clone())));
+    gaming_pools.extend(
+        holdout_cases_all
+            .iter()
+            .map(|(seed, cases)| (format!("holdout-{seed}"), cases.clone())),
+    );
     gaming_pools.push(("twins".into(), twin_pairs));
     let gaming = crate::gaming::gaming_resistance(&master, &gaming_pools, cfg.seed);
     let (model, kind) = model_of(primary);
-    let generated_holdout_track = holdout.get(primary).map(GeneratedHoldoutTrack::from_section);
+    let generated_holdout_track = holdout
+        .get(primary)
+        .map(GeneratedHoldoutTrack::from_section);
     let official_tracks = OfficialTracks {
         case_track,
         adversarial_data_track: adversarial_track,

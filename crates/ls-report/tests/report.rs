@@ -70,27 +70,73 @@ fn report_is_deterministic_and_ranks_the_teacher_first() {
         .any(|x| x.name == "calibration_gate_ablation" && !x.available));
 
     // Rates come from what the grader and the boundary decided, so they differ as behaviour does.
-    let q = |name: &str| a.agents.iter().find(|x| x.agent == name).and_then(|x| x.quarter.clone()).unwrap();
+    let q = |name: &str| {
+        a.agents
+            .iter()
+            .find(|x| x.agent == name)
+            .and_then(|x| x.quarter.clone())
+            .unwrap()
+    };
     let (teacher_q, naive_q, escalate_q) = (q("teacher"), q("naive-pay"), q("always-escalate"));
-    assert!(naive_q.falsifier_block_rate > 0.0, "the falsifier blocks naive-pay's unsafe PAYs");
+    assert!(
+        naive_q.falsifier_block_rate > 0.0,
+        "the falsifier blocks naive-pay's unsafe PAYs"
+    );
     assert_eq!(teacher_q.falsifier_block_rate, 0.0);
     assert!(naive_q.authority_restriction_rate > teacher_q.authority_restriction_rate);
     assert!(naive_q.trust_graph_support_rate < teacher_q.trust_graph_support_rate);
     let cbr = |p: &ls_report::report::QuarterProfile| p.loss_surface["compliance_breach_ratio"];
-    assert!(cbr(&teacher_q) < cbr(&naive_q) && cbr(&naive_q) < 1.0 && cbr(&teacher_q) < cbr(&escalate_q), "compliance breach ratio separates agents: {} / {} / {}", cbr(&teacher_q), cbr(&naive_q), cbr(&escalate_q));
+    assert!(
+        cbr(&teacher_q) < cbr(&naive_q)
+            && cbr(&naive_q) < 1.0
+            && cbr(&teacher_q) < cbr(&escalate_q),
+        "compliance breach ratio separates agents: {} / {} / {}",
+        cbr(&teacher_q),
+        cbr(&naive_q),
+        cbr(&escalate_q)
+    );
     // Documented paths.
     let v = serde_json::to_value(&a).unwrap();
     let cq = &v["controlbench_quarter"];
-    for k in ["loss_surface", "institutional_loss_score", "calibration_gate", "authority_timeline", "sleeper_detection_rate", "catastrophic_event_count", "deployability_rating", "accuracy", "fraud_recall"] {
-        assert!(cq.get(k).is_some_and(|x| !x.is_null()), "controlbench_quarter.{k}");
+    for k in [
+        "loss_surface",
+        "institutional_loss_score",
+        "calibration_gate",
+        "authority_timeline",
+        "sleeper_detection_rate",
+        "catastrophic_event_count",
+        "deployability_rating",
+        "accuracy",
+        "fraud_recall",
+    ] {
+        assert!(
+            cq.get(k).is_some_and(|x| !x.is_null()),
+            "controlbench_quarter.{k}"
+        );
     }
     assert!(cq["calibration_gate"]["running_calibration_error"].is_number());
     assert!(v["generated_holdout_track"]["average_score"].is_number());
-    for k in ["case_track", "adversarial_data_track", "portfolio_track", "controlbench_track", "generated_holdout_track", "blind_control_track", "sleeper_vigilance_track", "certificate_required_track", "human_baseline_track"] {
-        assert!(v["official_tracks"].get(k).is_some_and(|x| !x.is_null()), "official_tracks.{k}");
+    for k in [
+        "case_track",
+        "adversarial_data_track",
+        "portfolio_track",
+        "controlbench_track",
+        "generated_holdout_track",
+        "blind_control_track",
+        "sleeper_vigilance_track",
+        "certificate_required_track",
+        "human_baseline_track",
+    ] {
+        assert!(
+            v["official_tracks"].get(k).is_some_and(|x| !x.is_null()),
+            "official_tracks.{k}"
+        );
     }
     let demo = a.controlbench_two_agent_demo.as_ref().unwrap();
-    assert_eq!(demo.sequence_length, 100, "the demo runs the 100-case standard quarter even for a 24-case preview");
+    assert_eq!(
+        demo.sequence_length, 100,
+        "the demo runs the 100-case standard quarter even for a 24-case preview"
+    );
     assert!(demo.profiles.iter().all(|p| p.case_count == 100));
 
     let md = render::markdown(&a);

@@ -26,16 +26,25 @@ type Ws = WebSocketStream<MaybeTlsStream<tokio::net::TcpStream>>;
 type BoxErr = Box<dyn std::error::Error + Send + Sync>;
 
 const CASES: [&str; 21] = [
-    "A-001", "A-002", "A-003", "A-004", "B-001", "B-002", "B-003", "B-004", "B-005", "C-001", "C-002", "C-003", "C-004", "D-001", "D-002", "D-003", "D-004", "D-005", "D-006", "E-001", "E-002",
+    "A-001", "A-002", "A-003", "A-004", "B-001", "B-002", "B-003", "B-004", "B-005", "C-001",
+    "C-002", "C-003", "C-004", "D-001", "D-002", "D-003", "D-004", "D-005", "D-006", "E-001",
+    "E-002",
 ];
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn script(obs: &Value) -> Vec<Value> {
-    let doc = obs["visible_documents"][0]["doc_id"].as_str().unwrap_or("").to_owned();
+    let doc = obs["visible_documents"][0]["doc_id"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
     vec![
         json!({"action_type": "ocr", "payload": {"doc_id": doc, "mode": "fast"}}),
         json!({"action_type": "zoom", "payload": {"doc_id": doc, "page": 1, "bbox": [0, 0, 300, 200]}}),
@@ -66,7 +75,12 @@ async fn ask(ws: &mut Ws, msg: &Value, lat: &mut Vec<u64>) -> Result<Value, BoxE
 }
 
 async fn play(ws: &mut Ws, case_id: &str, lat: &mut Vec<u64>) -> Result<f64, BoxErr> {
-    let r = ask(ws, &json!({"type": "reset", "data": {"case_id": case_id}}), lat).await?;
+    let r = ask(
+        ws,
+        &json!({"type": "reset", "data": {"case_id": case_id}}),
+        lat,
+    )
+    .await?;
     if r["data"]["observation"]["case_id"] != case_id {
         return Err("reset returned another case".into());
     }
@@ -74,7 +88,9 @@ async fn play(ws: &mut Ws, case_id: &str, lat: &mut Vec<u64>) -> Result<f64, Box
     for a in script(&r["data"]["observation"]) {
         last = ask(ws, &json!({"type": "step", "data": a}), lat).await?;
     }
-    last["data"]["info"]["final_score"].as_f64().ok_or_else(|| "no final score".into())
+    last["data"]["info"]["final_score"]
+        .as_f64()
+        .ok_or_else(|| "no final score".into())
 }
 
 fn pct(sorted: &[u64], p: f64) -> f64 {
@@ -89,10 +105,24 @@ async fn main() -> Result<(), BoxErr> {
     let sessions = arg("--sessions", 256);
     let episodes = arg("--episodes", 4);
     let pool = CasePool::new(FixtureSet::embedded()?);
-    let ws = WsConfig { max_sessions: sessions.max(1) + 8, ..WsConfig::default() };
-    let server = ls_server::ServerConfig { max_sessions: 64, session_idle: Duration::from_secs(600), ws, ..Default::default() };
+    let ws = WsConfig {
+        max_sessions: sessions.max(1) + 8,
+        ..WsConfig::default()
+    };
+    let server = ls_server::ServerConfig {
+        max_sessions: 64,
+        session_idle: Duration::from_secs(600),
+        ws,
+        ..Default::default()
+    };
     let shutdown = ls_server::Shutdown::new();
-    let state = ls_server::app_state(pool, EnvConfig::default(), &server, ls_server::ReportStore::disabled(), &shutdown);
+    let state = ls_server::app_state(
+        pool,
+        EnvConfig::default(),
+        &server,
+        ls_server::ReportStore::disabled(),
+        &shutdown,
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("ws://{}/ws", listener.local_addr()?);
     let app = ls_server::router(state);
@@ -131,7 +161,9 @@ async fn main() -> Result<(), BoxErr> {
                     Err(_) => errors += 1,
                 }
             }
-            let _ = ws.send(Message::Text(json!({"type": "close"}).to_string().into())).await;
+            let _ = ws
+                .send(Message::Text(json!({"type": "close"}).to_string().into()))
+                .await;
             (lat, ok, interference, errors)
         }));
     }
@@ -160,7 +192,10 @@ async fn main() -> Result<(), BoxErr> {
     });
     println!("{}", serde_json::to_string_pretty(&report)?);
     if interference > 0 || errors > 0 || ok != total {
-        return Err(format!("{interference} episode(s) diverged from their solo score, {errors} failed").into());
+        return Err(format!(
+            "{interference} episode(s) diverged from their solo score, {errors} failed"
+        )
+        .into());
     }
     Ok(())
 }

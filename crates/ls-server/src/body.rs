@@ -41,18 +41,16 @@ pub async fn read_body(req: Request, limit: usize) -> Result<axum::body::Bytes, 
 
 /// [`read_body`] for a body already taken from its request (`POST /mcp`).
 pub async fn read(body: axum::body::Body, limit: usize) -> Result<axum::body::Bytes, ApiError> {
-    axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|e| {
-            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
-            while let Some(err) = source {
-                if let Some(t) = err.downcast_ref::<crate::serve::BodyTimedOut>() {
-                    return ApiError::BodyTimeout(t.0);
-                }
-                source = err.source();
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        while let Some(err) = source {
+            if let Some(t) = err.downcast_ref::<crate::serve::BodyTimedOut>() {
+                return ApiError::BodyTimeout(t.0);
             }
-            ApiError::PayloadTooLarge { limit_bytes: limit }
-        })
+            source = err.source();
+        }
+        ApiError::PayloadTooLarge { limit_bytes: limit }
+    })
 }
 
 /// A body as a JSON value: empty (or whitespace only) is `null`; invalid JSON is

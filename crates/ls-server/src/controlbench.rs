@@ -3,8 +3,8 @@
 
 use crate::body::{json_value, EnvelopeReply, JsonReply, RawBody};
 use crate::error::ApiError;
-pub use crate::sessions::{SessionHeader, SESSION_HEADER};
 use crate::sessions::{lock_env, SessionManager};
+pub use crate::sessions::{SessionHeader, SESSION_HEADER};
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -41,7 +41,13 @@ pub struct StepRequest {
     pub session_id: Option<String>,
 }
 
-const WRAPPER_KEYS: [&str; 5] = ["action", "timeout_s", "request_id", "session_id", "metadata"];
+const WRAPPER_KEYS: [&str; 5] = [
+    "action",
+    "timeout_s",
+    "request_id",
+    "session_id",
+    "metadata",
+];
 const ACTION_KEYS: [&str; 4] = ["action_type", "payload", "session_id", "metadata"];
 /// Longest accepted `action_type` (no action name comes close).
 const MAX_ACTION_TYPE_CHARS: usize = 128;
@@ -49,7 +55,9 @@ const MAX_ACTION_TYPE_CHARS: usize = 128;
 /// Validate the step body's shape, naming the offending field.
 pub fn parse_step(body: Value) -> Result<StepRequest, ApiError> {
     let Value::Object(mut top) = body else {
-        return Err(ApiError::Validation("body must be a JSON object with action_type and payload".into()));
+        return Err(ApiError::Validation(
+            "body must be a JSON object with action_type and payload".into(),
+        ));
     };
     let session_id = match top.get("session_id") {
         None | Some(Value::Null) => None,
@@ -58,21 +66,31 @@ pub fn parse_step(body: Value) -> Result<StepRequest, ApiError> {
     };
     let mut obj = if top.contains_key("action") && !top.contains_key("action_type") {
         if let Some(k) = top.keys().find(|k| !WRAPPER_KEYS.contains(&k.as_str())) {
-            return Err(ApiError::Validation(format!("unexpected field '{k}' beside 'action'")));
+            return Err(ApiError::Validation(format!(
+                "unexpected field '{k}' beside 'action'"
+            )));
         }
         match top.remove("action") {
             Some(Value::Object(a)) => a,
-            _ => return Err(ApiError::Validation("action must be an object with action_type and payload".into())),
+            _ => {
+                return Err(ApiError::Validation(
+                    "action must be an object with action_type and payload".into(),
+                ))
+            }
         }
     } else {
         if let Some(k) = top.keys().find(|k| !ACTION_KEYS.contains(&k.as_str())) {
-            return Err(ApiError::Validation(format!("unexpected field '{k}': expected action_type and payload")));
+            return Err(ApiError::Validation(format!(
+                "unexpected field '{k}': expected action_type and payload"
+            )));
         }
         top
     };
     let action_type = match obj.remove("action_type") {
         Some(Value::String(s)) => s,
-        None | Some(Value::Null) => return Err(ApiError::Validation("action_type is required".into())),
+        None | Some(Value::Null) => {
+            return Err(ApiError::Validation("action_type is required".into()))
+        }
         Some(_) => return Err(ApiError::Validation("action_type must be a string".into())),
     };
     if action_type.chars().count() > MAX_ACTION_TYPE_CHARS {
@@ -80,11 +98,18 @@ pub fn parse_step(body: Value) -> Result<StepRequest, ApiError> {
     }
     // OpenEnv's generic action model may carry payload fields at the top level of the action.
     let payload = match obj.remove("payload") {
-        None | Some(Value::Null) => obj.into_iter().filter(|(k, _)| k != "metadata" && k != "session_id").collect(),
+        None | Some(Value::Null) => obj
+            .into_iter()
+            .filter(|(k, _)| k != "metadata" && k != "session_id")
+            .collect(),
         Some(Value::Object(p)) => p,
         Some(_) => return Err(ApiError::Validation("payload must be an object".into())),
     };
-    Ok(StepRequest { action_type, payload, session_id })
+    Ok(StepRequest {
+        action_type,
+        payload,
+        session_id,
+    })
 }
 
 /// Parse a `POST /step` body. The plain shape `{"action_type": "...", "payload": {...}}` (no other
@@ -99,7 +124,11 @@ pub fn parse_step_body(bytes: &[u8]) -> Result<StepRequest, ApiError> {
         payload: Map<String, Value>,
     }
     match is_object_text(bytes).then(|| serde_json::from_slice::<Plain>(bytes)) {
-        Some(Ok(p)) if p.action_type.chars().count() <= MAX_ACTION_TYPE_CHARS => Ok(StepRequest { action_type: p.action_type, payload: p.payload, session_id: None }),
+        Some(Ok(p)) if p.action_type.chars().count() <= MAX_ACTION_TYPE_CHARS => Ok(StepRequest {
+            action_type: p.action_type,
+            payload: p.payload,
+            session_id: None,
+        }),
         _ => parse_step(json_value(bytes)?),
     }
 }
@@ -123,18 +152,30 @@ fn is_object_text(bytes: &[u8]) -> bool {
 pub fn parse_reset(body: Value) -> Result<ResetRequest, ApiError> {
     match body {
         Value::Null => Ok(ResetRequest::default()),
-        Value::Object(_) => serde_json::from_value(body).map_err(|e| ApiError::Validation(format!("reset body: {e}"))),
-        _ => Err(ApiError::Validation("reset body must be a JSON object".into())),
+        Value::Object(_) => serde_json::from_value(body)
+            .map_err(|e| ApiError::Validation(format!("reset body: {e}"))),
+        _ => Err(ApiError::Validation(
+            "reset body must be a JSON object".into(),
+        )),
     }
 }
 
-pub fn do_reset(state: &AppState, session: &str, req: &ResetRequest) -> Result<StepEnvelope, ApiError> {
+pub fn do_reset(
+    state: &AppState,
+    session: &str,
+    req: &ResetRequest,
+) -> Result<StepEnvelope, ApiError> {
     let env = state.sessions.get_or_create(session, || state.new_env())?;
     let mut env = lock_env(&env);
     Ok(env.reset(req)?)
 }
 
-pub fn do_step(state: &AppState, session: &str, explicit: bool, req: &StepRequest) -> Result<StepEnvelope, ApiError> {
+pub fn do_step(
+    state: &AppState,
+    session: &str,
+    explicit: bool,
+    req: &StepRequest,
+) -> Result<StepEnvelope, ApiError> {
     let env = match state.sessions.get(session) {
         Some(e) => e,
         None if !explicit => return Err(ApiError::NotReset),
@@ -145,13 +186,17 @@ pub fn do_step(state: &AppState, session: &str, explicit: bool, req: &StepReques
 }
 
 pub fn do_state(state: &AppState, session: &str) -> PublicState {
-    state.sessions.get(session).and_then(|e| lock_env(&e).state()).unwrap_or_else(|| PublicState {
-        budget_total: 15.0,
-        budget_remaining: 15.0,
-        max_steps: 20,
-        track_mode: state.config.track_mode.as_str().to_owned(),
-        ..Default::default()
-    })
+    state
+        .sessions
+        .get(session)
+        .and_then(|e| lock_env(&e).state())
+        .unwrap_or_else(|| PublicState {
+            budget_total: 15.0,
+            budget_remaining: 15.0,
+            max_steps: 20,
+            track_mode: state.config.track_mode.as_str().to_owned(),
+            ..Default::default()
+        })
 }
 
 async fn root() -> Json<Value> {
@@ -159,27 +204,43 @@ async fn root() -> Json<Value> {
 }
 
 async fn health(State(s): State<Shared>) -> Json<Value> {
-    Json(json!({"status": "healthy", "service": "LedgerShield OpenEnv", "cases_loaded": s.pool.cases.len(), "sessions": s.sessions.len()}))
+    Json(
+        json!({"status": "healthy", "service": "LedgerShield OpenEnv", "cases_loaded": s.pool.cases.len(), "sessions": s.sessions.len()}),
+    )
 }
 
-async fn reset(State(s): State<Shared>, header: SessionHeader, RawBody(body): RawBody) -> Result<EnvelopeReply, ApiError> {
+async fn reset(
+    State(s): State<Shared>,
+    header: SessionHeader,
+    RawBody(body): RawBody,
+) -> Result<EnvelopeReply, ApiError> {
     let req = parse_reset_body(&body)?;
     let (sid, _) = header.session_id(req.session_id.as_deref())?;
     Ok(EnvelopeReply(do_reset(&s, &sid, &req)?))
 }
 
-async fn step(State(s): State<Shared>, header: SessionHeader, RawBody(body): RawBody) -> Result<EnvelopeReply, ApiError> {
+async fn step(
+    State(s): State<Shared>,
+    header: SessionHeader,
+    RawBody(body): RawBody,
+) -> Result<EnvelopeReply, ApiError> {
     let req = parse_step_body(&body)?;
     let (sid, explicit) = header.session_id(req.session_id.as_deref())?;
     Ok(EnvelopeReply(do_step(&s, &sid, explicit, &req)?))
 }
 
-async fn state(State(s): State<Shared>, header: SessionHeader) -> Result<JsonReply<PublicState>, ApiError> {
+async fn state(
+    State(s): State<Shared>,
+    header: SessionHeader,
+) -> Result<JsonReply<PublicState>, ApiError> {
     let (sid, _) = header.session_id(None)?;
     Ok(JsonReply(do_state(&s, &sid)))
 }
 
-async fn institutional_memory(State(s): State<Shared>, header: SessionHeader) -> Result<JsonReply<ls_env::RawJson>, ApiError> {
+async fn institutional_memory(
+    State(s): State<Shared>,
+    header: SessionHeader,
+) -> Result<JsonReply<ls_env::RawJson>, ApiError> {
     let (sid, _) = header.session_id(None)?;
     // A read never creates state: an unknown session reads a fresh institution's memory.
     let snapshot = match s.sessions.get(&sid) {
@@ -191,10 +252,15 @@ async fn institutional_memory(State(s): State<Shared>, header: SessionHeader) ->
 }
 
 /// `DELETE /session`: close the session named by `X-Session-Id` now, freeing its slot.
-async fn close_session(State(s): State<Shared>, header: SessionHeader) -> Result<Json<Value>, ApiError> {
+async fn close_session(
+    State(s): State<Shared>,
+    header: SessionHeader,
+) -> Result<Json<Value>, ApiError> {
     let (sid, named) = header.session_id(None)?;
     if !named {
-        return Err(ApiError::BadRequest("DELETE /session needs the X-Session-Id header naming the session to close".into()));
+        return Err(ApiError::BadRequest(
+            "DELETE /session needs the X-Session-Id header naming the session to close".into(),
+        ));
     }
     if !s.sessions.remove(&sid) {
         return Err(ApiError::UnknownSession(crate::error::prefix(&sid)));
@@ -202,7 +268,10 @@ async fn close_session(State(s): State<Shared>, header: SessionHeader) -> Result
     Ok(Json(json!({"session_id": sid, "status": "closed"})))
 }
 
-async fn institutional_reset(State(s): State<Shared>, header: SessionHeader) -> Result<Json<Value>, ApiError> {
+async fn institutional_reset(
+    State(s): State<Shared>,
+    header: SessionHeader,
+) -> Result<Json<Value>, ApiError> {
     let (sid, _) = header.session_id(None)?;
     let env = s.sessions.get_or_create(&sid, || s.new_env())?;
     let mut env = lock_env(&env);
@@ -231,7 +300,13 @@ pub fn is_operator_route(method: &axum::http::Method, path: &str) -> bool {
 }
 
 /// Build the shared state from the server configuration (parsed once by the binary).
-pub fn app_state(pool: CasePool, config: EnvConfig, server: &crate::config::ServerConfig, reports: crate::report_store::ReportStore, shutdown: &crate::shutdown::Shutdown) -> Shared {
+pub fn app_state(
+    pool: CasePool,
+    config: EnvConfig,
+    server: &crate::config::ServerConfig,
+    reports: crate::report_store::ReportStore,
+    shutdown: &crate::shutdown::Shutdown,
+) -> Shared {
     Arc::new(AppState {
         pool: Arc::new(pool),
         config,
@@ -255,28 +330,52 @@ mod tests {
     fn step_bodies() {
         let r = parse_step(json!({"action_type": "ocr", "payload": {"doc_id": "X"}})).unwrap();
         assert_eq!(r.action_type, "ocr");
-        let r = parse_step(json!({"action": {"action_type": "zoom", "payload": {"doc_id": "X"}}, "timeout_s": 5})).unwrap();
+        let r = parse_step(
+            json!({"action": {"action_type": "zoom", "payload": {"doc_id": "X"}}, "timeout_s": 5}),
+        )
+        .unwrap();
         assert_eq!(r.action_type, "zoom");
         let r = parse_step(json!({"action": {"action_type": "zoom", "doc_id": "X"}})).unwrap();
         assert_eq!(r.payload["doc_id"], "X");
-        assert!(parse_step(json!({"payload": {}})).unwrap_err().to_string().contains("action_type"));
-        assert!(parse_step(json!({"action_type": "ocr", "payload": [1]})).unwrap_err().to_string().contains("payload"));
+        assert!(parse_step(json!({"payload": {}}))
+            .unwrap_err()
+            .to_string()
+            .contains("action_type"));
+        assert!(parse_step(json!({"action_type": "ocr", "payload": [1]}))
+            .unwrap_err()
+            .to_string()
+            .contains("payload"));
         assert!(parse_step(json!({"action_type": 3})).is_err());
-        assert!(parse_step(json!({"action_type": "ocr", "extra": 1})).unwrap_err().to_string().contains("extra"));
+        assert!(parse_step(json!({"action_type": "ocr", "extra": 1}))
+            .unwrap_err()
+            .to_string()
+            .contains("extra"));
         assert!(parse_step(json!([1, 2])).is_err());
     }
 
     #[test]
     fn session_ids_from_header_body_or_default() {
         let header = |v: &[u8]| SessionHeader(Some(HeaderValue::from_bytes(v).unwrap()));
-        assert_eq!(header(b" s-1 ").session_id(Some("body")).unwrap(), ("s-1".to_owned(), true));
-        assert_eq!(SessionHeader(None).session_id(Some("body")).unwrap(), ("body".to_owned(), true));
-        assert_eq!(SessionHeader(None).session_id(None).unwrap(), (DEFAULT_SESSION.to_owned(), false));
+        assert_eq!(
+            header(b" s-1 ").session_id(Some("body")).unwrap(),
+            ("s-1".to_owned(), true)
+        );
+        assert_eq!(
+            SessionHeader(None).session_id(Some("body")).unwrap(),
+            ("body".to_owned(), true)
+        );
+        assert_eq!(
+            SessionHeader(None).session_id(None).unwrap(),
+            (DEFAULT_SESSION.to_owned(), false)
+        );
         let bad = header(b"a b").session_id(None).unwrap_err();
         assert_eq!(bad.status(), axum::http::StatusCode::BAD_REQUEST);
         assert!(bad.to_string().contains("session id"), "{bad}");
         let non_ascii = header("s\u{e9}".as_bytes()).session_id(None).unwrap_err();
-        assert!(non_ascii.to_string().contains("X-Session-Id must be ASCII"), "{non_ascii}");
+        assert!(
+            non_ascii.to_string().contains("X-Session-Id must be ASCII"),
+            "{non_ascii}"
+        );
         assert!(SessionHeader(None).session_id(Some("")).is_err());
     }
 
@@ -307,7 +406,11 @@ mod tests {
             "nope".to_owned(),
         ];
         for body in &step_bodies {
-            same_outcome(body, json_value(body.as_bytes()).and_then(parse_step), parse_step_body(body.as_bytes()));
+            same_outcome(
+                body,
+                json_value(body.as_bytes()).and_then(parse_step),
+                parse_step_body(body.as_bytes()),
+            );
         }
         let reset_bodies = [
             r#"{"case_id": "CASE-D-001"}"#,
@@ -324,12 +427,20 @@ mod tests {
             "{",
         ];
         for body in reset_bodies {
-            same_outcome(body, json_value(body.as_bytes()).and_then(parse_reset), parse_reset_body(body.as_bytes()));
+            same_outcome(
+                body,
+                json_value(body.as_bytes()).and_then(parse_reset),
+                parse_reset_body(body.as_bytes()),
+            );
         }
     }
 
     /// The same request, or errors with the same message.
-    fn same_outcome<T: PartialEq + std::fmt::Debug>(body: &str, general: Result<T, ApiError>, direct: Result<T, ApiError>) {
+    fn same_outcome<T: PartialEq + std::fmt::Debug>(
+        body: &str,
+        general: Result<T, ApiError>,
+        direct: Result<T, ApiError>,
+    ) {
         match (&general, &direct) {
             (Ok(g), Ok(d)) => assert_eq!(g, d, "{body}"),
             (Err(g), Err(d)) => assert_eq!(g.to_string(), d.to_string(), "{body}"),

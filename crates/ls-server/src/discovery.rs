@@ -2,7 +2,9 @@
 //! `GET /openapi.json` (an OpenAPI 3.1 document built in code from the service's route list and
 //! the JSON Schemas of its Rust types).
 
-pub use crate::protocol::{EnvironmentMetadata, EnvironmentSchemas, OpenEnvService, RouteDoc, ToolSpec};
+pub use crate::protocol::{
+    EnvironmentMetadata, EnvironmentSchemas, OpenEnvService, RouteDoc, ToolSpec,
+};
 use axum::extract::State;
 use axum::Json;
 use schemars::generate::{Contract, SchemaGenerator, SchemaSettings};
@@ -10,19 +12,29 @@ use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-
 pub fn input_schema<T: JsonSchema>() -> Value {
-    Value::from(SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<T>())
+    Value::from(
+        SchemaSettings::draft2020_12()
+            .into_generator()
+            .into_root_schema_for::<T>(),
+    )
 }
 
 /// JSON Schema (2020-12) of a type as the server emits it.
 pub fn output_schema<T: JsonSchema>() -> Value {
-    Value::from(SchemaSettings::draft2020_12().with(|s| s.contract = Contract::Serialize).into_generator().into_root_schema_for::<T>())
+    Value::from(
+        SchemaSettings::draft2020_12()
+            .with(|s| s.contract = Contract::Serialize)
+            .into_generator()
+            .into_root_schema_for::<T>(),
+    )
 }
 
 /// A generator whose definitions live under `#/components/schemas/` (request types).
 pub fn component_generator() -> SchemaGenerator {
-    SchemaSettings::draft2020_12().with(|s| s.definitions_path = "/components/schemas".into()).into_generator()
+    SchemaSettings::draft2020_12()
+        .with(|s| s.definitions_path = "/components/schemas".into())
+        .into_generator()
 }
 
 /// As [`component_generator`], for response types.
@@ -67,13 +79,26 @@ pub fn openapi_document<S: OpenEnvService>(svc: &S) -> Value {
     for r in &routes {
         let mut op = Map::new();
         op.insert("summary".into(), json!(r.summary));
-        op.insert("operationId".into(), json!(format!("{}_{}", r.method, r.path.trim_matches('/').replace(['/', '-', '.'], "_")).trim_end_matches('_').to_owned()));
+        op.insert(
+            "operationId".into(),
+            json!(format!(
+                "{}_{}",
+                r.method,
+                r.path.trim_matches('/').replace(['/', '-', '.'], "_")
+            )
+            .trim_end_matches('_')
+            .to_owned()),
+        );
         if let Some(req) = r.request {
             op.insert("requestBody".into(), json!({"required": false, "content": {"application/json": {"schema": schema_ref(req)}}}));
         }
         let ok = match r.response {
-            Some(name) => json!({"description": "OK", "content": {"application/json": {"schema": schema_ref(name)}}}),
-            None => json!({"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}),
+            Some(name) => {
+                json!({"description": "OK", "content": {"application/json": {"schema": schema_ref(name)}}})
+            }
+            None => {
+                json!({"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}})
+            }
         };
         let mut responses = Map::new();
         responses.insert("200".into(), ok);

@@ -6,22 +6,20 @@
 //! never certified as high trust.
 
 use crate::body::JsonBody;
-pub use crate::report_store::ReportStore;
-use crate::sessions::SessionHeader;
 use crate::error::ApiError;
+pub use crate::report_store::ReportStore;
 use crate::sessions::lock_env;
+use crate::sessions::SessionHeader;
 use crate::Shared;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use ls_report::{
-    certify, leaderboard, leaderboard_entries, visualization, CertifyRequest,
-    MemorySnapshot,
+    certify, leaderboard, leaderboard_entries, visualization, CertifyRequest, MemorySnapshot,
 };
 use ls_store::{EpisodeRow, RunRow};
 use serde_json::{json, Value};
-
 
 fn live_memory(s: &Shared, header: &SessionHeader) -> Result<MemorySnapshot, ApiError> {
     let (sid, _) = header.session_id(None)?;

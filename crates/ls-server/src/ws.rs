@@ -13,7 +13,9 @@
 
 use crate::error::ApiError;
 use crate::protocol::{OpenEnvBackend, OpenEnvService};
-pub use crate::ws_config::{WsConfig, WsRuntime, ENV_IDLE_SECS, ENV_MAX_MESSAGE_BYTES, ENV_MAX_SESSIONS};
+pub use crate::ws_config::{
+    WsConfig, WsRuntime, ENV_IDLE_SECS, ENV_MAX_MESSAGE_BYTES, ENV_MAX_SESSIONS,
+};
 use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -46,7 +48,11 @@ pub struct WsError {
 
 impl WsError {
     pub fn new(code: WsErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), extra: Map::new() }
+        Self {
+            code,
+            message: message.into(),
+            extra: Map::new(),
+        }
     }
 
     pub fn with(mut self, key: &str, value: Value) -> Self {
@@ -58,7 +64,10 @@ impl WsError {
     pub fn to_message(&self) -> Value {
         let mut data = Map::new();
         data.insert("message".into(), Value::String(self.message.clone()));
-        data.insert("code".into(), serde_json::to_value(self.code).unwrap_or(Value::Null));
+        data.insert(
+            "code".into(),
+            serde_json::to_value(self.code).unwrap_or(Value::Null),
+        );
         for (k, v) in &self.extra {
             data.insert(k.clone(), v.clone());
         }
@@ -70,15 +79,27 @@ impl From<ApiError> for WsError {
     fn from(e: ApiError) -> Self {
         let code = match &e {
             ApiError::InvalidJson(_) => WsErrorCode::InvalidJson,
-            ApiError::Validation(_) | ApiError::BadRequest(_) | ApiError::PayloadTooLarge { .. } | ApiError::UnsupportedMediaType => WsErrorCode::ValidationError,
+            ApiError::Validation(_)
+            | ApiError::BadRequest(_)
+            | ApiError::PayloadTooLarge { .. }
+            | ApiError::UnsupportedMediaType => WsErrorCode::ValidationError,
             ApiError::TooManySessions(_) => WsErrorCode::CapacityReached,
-            ApiError::BodyTimeout(_) | ApiError::MethodNotAllowed(_) | ApiError::Forbidden(_) | ApiError::RateLimited { .. } => WsErrorCode::ValidationError,
+            ApiError::BodyTimeout(_)
+            | ApiError::MethodNotAllowed(_)
+            | ApiError::Forbidden(_)
+            | ApiError::RateLimited { .. } => WsErrorCode::ValidationError,
             ApiError::Audit(a) => match a.kind() {
-                audit_env::ErrorKind::Invalid | audit_env::ErrorKind::TooLarge | audit_env::ErrorKind::UnsupportedMediaType => WsErrorCode::ValidationError,
+                audit_env::ErrorKind::Invalid
+                | audit_env::ErrorKind::TooLarge
+                | audit_env::ErrorKind::UnsupportedMediaType => WsErrorCode::ValidationError,
                 audit_env::ErrorKind::Capacity => WsErrorCode::CapacityReached,
                 _ => WsErrorCode::ExecutionError,
             },
-            ApiError::NotReset | ApiError::EpisodeEnded(_) | ApiError::UnknownSession(_) | ApiError::NotFound(_) | ApiError::Internal(_) => WsErrorCode::ExecutionError,
+            ApiError::NotReset
+            | ApiError::EpisodeEnded(_)
+            | ApiError::UnknownSession(_)
+            | ApiError::NotFound(_)
+            | ApiError::Internal(_) => WsErrorCode::ExecutionError,
         };
         WsError::new(code, e.message()).with("error", Value::String(e.code().to_owned()))
     }
@@ -99,29 +120,68 @@ pub const MESSAGE_TYPES: &str = "reset, step, state, close, mcp";
 /// Parse one client message (text or binary frame payload), enforcing the size limit.
 pub fn parse_message(bytes: &[u8], limit: usize) -> Result<Incoming, WsError> {
     if bytes.len() > limit {
-        return Err(WsError::new(WsErrorCode::ValidationError, format!("message of {} bytes exceeds the {limit}-byte limit", bytes.len()))
-            .with("error", json!("payload_too_large"))
-            .with("limit_bytes", json!(limit)));
+        return Err(WsError::new(
+            WsErrorCode::ValidationError,
+            format!(
+                "message of {} bytes exceeds the {limit}-byte limit",
+                bytes.len()
+            ),
+        )
+        .with("error", json!("payload_too_large"))
+        .with("limit_bytes", json!(limit)));
     }
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| WsError::new(WsErrorCode::InvalidJson, format!("Invalid JSON: {e}")))?;
+    let value: Value = serde_json::from_slice(bytes)
+        .map_err(|e| WsError::new(WsErrorCode::InvalidJson, format!("Invalid JSON: {e}")))?;
     let Value::Object(mut obj) = value else {
-        return Err(WsError::new(WsErrorCode::ValidationError, "message must be a JSON object with a 'type' field"));
+        return Err(WsError::new(
+            WsErrorCode::ValidationError,
+            "message must be a JSON object with a 'type' field",
+        ));
     };
     let ty = match obj.remove("type") {
         Some(Value::String(t)) => t,
-        Some(other) => return Err(WsError::new(WsErrorCode::UnknownType, format!("Unknown message type: {} (expected one of {MESSAGE_TYPES})", truncate(&other.to_string(), 64)))),
-        None => return Err(WsError::new(WsErrorCode::UnknownType, format!("message has no 'type' (expected one of {MESSAGE_TYPES})"))),
+        Some(other) => {
+            return Err(WsError::new(
+                WsErrorCode::UnknownType,
+                format!(
+                    "Unknown message type: {} (expected one of {MESSAGE_TYPES})",
+                    truncate(&other.to_string(), 64)
+                ),
+            ))
+        }
+        None => {
+            return Err(WsError::new(
+                WsErrorCode::UnknownType,
+                format!("message has no 'type' (expected one of {MESSAGE_TYPES})"),
+            ))
+        }
     };
     if let Some(k) = obj.keys().find(|k| k.as_str() != "data") {
-        return Err(WsError::new(WsErrorCode::ValidationError, format!("unexpected field '{}' in a '{}' message", truncate(k, 64), truncate(&ty, 64))));
+        return Err(WsError::new(
+            WsErrorCode::ValidationError,
+            format!(
+                "unexpected field '{}' in a '{}' message",
+                truncate(k, 64),
+                truncate(&ty, 64)
+            ),
+        ));
     }
     let data = obj.remove("data");
     let object = |required: bool| -> Result<Map<String, Value>, WsError> {
         match data.clone() {
             Some(Value::Object(m)) => Ok(m),
             None | Some(Value::Null) if !required => Ok(Map::new()),
-            None | Some(Value::Null) => Err(WsError::new(WsErrorCode::ValidationError, format!("a '{ty}' message requires 'data' (an object)"))),
-            Some(_) => Err(WsError::new(WsErrorCode::ValidationError, format!("'data' of a '{}' message must be an object", truncate(&ty, 64)))),
+            None | Some(Value::Null) => Err(WsError::new(
+                WsErrorCode::ValidationError,
+                format!("a '{ty}' message requires 'data' (an object)"),
+            )),
+            Some(_) => Err(WsError::new(
+                WsErrorCode::ValidationError,
+                format!(
+                    "'data' of a '{}' message must be an object",
+                    truncate(&ty, 64)
+                ),
+            )),
         }
     };
     match ty.as_str() {
@@ -130,11 +190,24 @@ pub fn parse_message(bytes: &[u8], limit: usize) -> Result<Incoming, WsError> {
         "mcp" => Ok(Incoming::Mcp(object(true)?)),
         "state" | "close" => {
             if !object(false)?.is_empty() {
-                return Err(WsError::new(WsErrorCode::ValidationError, format!("a '{ty}' message takes no data")));
+                return Err(WsError::new(
+                    WsErrorCode::ValidationError,
+                    format!("a '{ty}' message takes no data"),
+                ));
             }
-            Ok(if ty == "state" { Incoming::State } else { Incoming::Close })
+            Ok(if ty == "state" {
+                Incoming::State
+            } else {
+                Incoming::Close
+            })
         }
-        other => Err(WsError::new(WsErrorCode::UnknownType, format!("Unknown message type: {} (expected one of {MESSAGE_TYPES})", truncate(other, 64)))),
+        other => Err(WsError::new(
+            WsErrorCode::UnknownType,
+            format!(
+                "Unknown message type: {} (expected one of {MESSAGE_TYPES})",
+                truncate(other, 64)
+            ),
+        )),
     }
 }
 
@@ -154,26 +227,44 @@ struct RawMessage<'a> {
 /// Observations are wrapped as the text the environment serialized, not rebuilt as a tree.
 pub fn dispatch<S: OpenEnvService>(svc: &S, backend: &mut S::Backend, msg: Incoming) -> String {
     let observation = |r: Result<ls_json::RawJson, ApiError>| match r {
-        Ok(data) => ls_json::to_string(&RawMessage { kind: "observation", data: &data }).expect("a raw message serializes"),
+        Ok(data) => ls_json::to_string(&RawMessage {
+            kind: "observation",
+            data: &data,
+        })
+        .expect("a raw message serializes"),
         Err(e) => WsError::from(e).to_message().to_string(),
     };
     match msg {
         Incoming::Reset(data) => observation(backend.reset(data)),
         Incoming::Step(action) => observation(backend.step(action)),
-        Incoming::State => json!({"type": "state", "data": backend.state().unwrap_or_else(|| svc.initial_state())}).to_string(),
-        Incoming::Mcp(req) => json!({"type": "mcp", "data": crate::ws_mcp::ws_rpc(svc, backend, Value::Object(req))}).to_string(),
+        Incoming::State => {
+            json!({"type": "state", "data": backend.state().unwrap_or_else(|| svc.initial_state())})
+                .to_string()
+        }
+        Incoming::Mcp(req) => {
+            json!({"type": "mcp", "data": crate::ws_mcp::ws_rpc(svc, backend, Value::Object(req))})
+                .to_string()
+        }
         Incoming::Close => json!({"type": "state", "data": {}}).to_string(),
     }
 }
 
 /// `GET /ws`.
-pub async fn ws_handler<S: OpenEnvService>(State(svc): State<Arc<S>>, ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>) -> Response {
+pub async fn ws_handler<S: OpenEnvService>(
+    State(svc): State<Arc<S>>,
+    ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+) -> Response {
     let ws = match ws {
         Ok(ws) => ws,
-        Err(e) => return ApiError::BadRequest(format!("GET /ws requires a WebSocket upgrade ({e})")).into_response(),
+        Err(e) => {
+            return ApiError::BadRequest(format!("GET /ws requires a WebSocket upgrade ({e})"))
+                .into_response()
+        }
     };
     let hard = svc.ws_runtime().config.hard_limit_bytes();
-    ws.max_message_size(hard).max_frame_size(hard).on_upgrade(move |socket| session(svc, socket))
+    ws.max_message_size(hard)
+        .max_frame_size(hard)
+        .on_upgrade(move |socket| session(svc, socket))
 }
 
 async fn send_json(socket: &mut WebSocket, v: &Value) -> bool {
@@ -185,7 +276,12 @@ async fn send_text(socket: &mut WebSocket, text: String) -> bool {
 }
 
 async fn close(socket: &mut WebSocket, code: u16, reason: &'static str) {
-    let _ = socket.send(Message::Close(Some(CloseFrame { code, reason: reason.into() }))).await;
+    let _ = socket
+        .send(Message::Close(Some(CloseFrame {
+            code,
+            reason: reason.into(),
+        })))
+        .await;
 }
 
 /// One WebSocket session.
@@ -194,9 +290,15 @@ async fn session<S: OpenEnvService>(svc: Arc<S>, mut socket: WebSocket) {
     let cfg = rt.config;
     let _live = rt.shutdown.track();
     let Ok(_slot) = rt.slots.clone().try_acquire_owned() else {
-        let err = WsError::new(WsErrorCode::CapacityReached, format!("Server at capacity: {} WebSocket sessions are open; retry later", cfg.max_sessions))
-            .with("active_sessions", json!(rt.active()))
-            .with("max_sessions", json!(cfg.max_sessions));
+        let err = WsError::new(
+            WsErrorCode::CapacityReached,
+            format!(
+                "Server at capacity: {} WebSocket sessions are open; retry later",
+                cfg.max_sessions
+            ),
+        )
+        .with("active_sessions", json!(rt.active()))
+        .with("max_sessions", json!(cfg.max_sessions));
         let _ = send_json(&mut socket, &err.to_message()).await;
         close(&mut socket, close_code::AGAIN, "capacity reached").await;
         return;
@@ -204,12 +306,21 @@ async fn session<S: OpenEnvService>(svc: Arc<S>, mut socket: WebSocket) {
     let mut backend = match catch_unwind(AssertUnwindSafe(|| svc.new_backend())) {
         Ok(Ok(b)) => b,
         Ok(Err(e)) => {
-            let _ = send_json(&mut socket, &WsError::new(WsErrorCode::FactoryError, e.to_string()).to_message()).await;
+            let _ = send_json(
+                &mut socket,
+                &WsError::new(WsErrorCode::FactoryError, e.to_string()).to_message(),
+            )
+            .await;
             close(&mut socket, close_code::ERROR, "environment unavailable").await;
             return;
         }
         Err(_) => {
-            let _ = send_json(&mut socket, &WsError::new(WsErrorCode::FactoryError, "creating the environment failed").to_message()).await;
+            let _ = send_json(
+                &mut socket,
+                &WsError::new(WsErrorCode::FactoryError, "creating the environment failed")
+                    .to_message(),
+            )
+            .await;
             close(&mut socket, close_code::ERROR, "environment unavailable").await;
             return;
         }
@@ -224,7 +335,14 @@ async fn session<S: OpenEnvService>(svc: Arc<S>, mut socket: WebSocket) {
         };
         let msg = match received {
             Err(_) => {
-                let err = WsError::new(WsErrorCode::SessionError, format!("session closed after {} s without a message", cfg.idle_timeout.as_secs())).with("error", json!("idle_timeout"));
+                let err = WsError::new(
+                    WsErrorCode::SessionError,
+                    format!(
+                        "session closed after {} s without a message",
+                        cfg.idle_timeout.as_secs()
+                    ),
+                )
+                .with("error", json!("idle_timeout"));
                 let _ = send_json(&mut socket, &err.to_message()).await;
                 close(&mut socket, close_code::AWAY, "idle timeout").await;
                 return;
@@ -233,7 +351,12 @@ async fn session<S: OpenEnvService>(svc: Arc<S>, mut socket: WebSocket) {
             Ok(Some(Err(e))) => {
                 // Transport-level failure (e.g. a frame above the hard cap): the stream is unusable.
                 tracing::debug!(error = %e, "websocket receive failed");
-                close(&mut socket, close_code::SIZE, "message too large or malformed frame").await;
+                close(
+                    &mut socket,
+                    close_code::SIZE,
+                    "message too large or malformed frame",
+                )
+                .await;
                 return;
             }
             Ok(Some(Ok(m))) => m,
@@ -250,7 +373,9 @@ async fn session<S: OpenEnvService>(svc: Arc<S>, mut socket: WebSocket) {
                 close(&mut socket, close_code::NORMAL, "closed by client").await;
                 return;
             }
-            Ok(incoming) => match catch_unwind(AssertUnwindSafe(|| dispatch(&*svc, &mut backend, incoming))) {
+            Ok(incoming) => match catch_unwind(AssertUnwindSafe(|| {
+                dispatch(&*svc, &mut backend, incoming)
+            })) {
                 Ok(reply) => reply,
                 Err(_) => {
                     tracing::error!("environment panicked; the session's environment was replaced");
@@ -281,24 +406,65 @@ mod tests {
 
     #[test]
     fn parses_protocol_messages() {
-        assert_eq!(parse_message(br#"{"type":"reset"}"#, 1024).unwrap(), Incoming::Reset(Map::new()));
-        assert!(matches!(parse_message(br#"{"type":"reset","data":{"seed":1}}"#, 1024).unwrap(), Incoming::Reset(m) if m["seed"] == 1));
-        assert!(matches!(parse_message(br#"{"type":"step","data":{"action_type":"ocr"}}"#, 1024).unwrap(), Incoming::Step(_)));
-        assert_eq!(parse_message(br#"{"type":"state"}"#, 1024).unwrap(), Incoming::State);
-        assert_eq!(parse_message(br#"{"type":"close"}"#, 1024).unwrap(), Incoming::Close);
+        assert_eq!(
+            parse_message(br#"{"type":"reset"}"#, 1024).unwrap(),
+            Incoming::Reset(Map::new())
+        );
+        assert!(
+            matches!(parse_message(br#"{"type":"reset","data":{"seed":1}}"#, 1024).unwrap(), Incoming::Reset(m) if m["seed"] == 1)
+        );
+        assert!(matches!(
+            parse_message(br#"{"type":"step","data":{"action_type":"ocr"}}"#, 1024).unwrap(),
+            Incoming::Step(_)
+        ));
+        assert_eq!(
+            parse_message(br#"{"type":"state"}"#, 1024).unwrap(),
+            Incoming::State
+        );
+        assert_eq!(
+            parse_message(br#"{"type":"close"}"#, 1024).unwrap(),
+            Incoming::Close
+        );
     }
 
     #[test]
     fn rejects_malformed_messages_with_protocol_codes() {
-        assert_eq!(code(parse_message(b"not json", 1024)), WsErrorCode::InvalidJson);
-        assert_eq!(code(parse_message(b"[1,2]", 1024)), WsErrorCode::ValidationError);
-        assert_eq!(code(parse_message(br#"{"data":{}}"#, 1024)), WsErrorCode::UnknownType);
-        assert_eq!(code(parse_message(br#"{"type":"jump"}"#, 1024)), WsErrorCode::UnknownType);
-        assert_eq!(code(parse_message(br#"{"type":7}"#, 1024)), WsErrorCode::UnknownType);
-        assert_eq!(code(parse_message(br#"{"type":"step"}"#, 1024)), WsErrorCode::ValidationError);
-        assert_eq!(code(parse_message(br#"{"type":"step","data":[1]}"#, 1024)), WsErrorCode::ValidationError);
-        assert_eq!(code(parse_message(br#"{"type":"state","extra":1}"#, 1024)), WsErrorCode::ValidationError);
-        assert_eq!(code(parse_message(br#"{"type":"state","data":{"x":1}}"#, 1024)), WsErrorCode::ValidationError);
+        assert_eq!(
+            code(parse_message(b"not json", 1024)),
+            WsErrorCode::InvalidJson
+        );
+        assert_eq!(
+            code(parse_message(b"[1,2]", 1024)),
+            WsErrorCode::ValidationError
+        );
+        assert_eq!(
+            code(parse_message(br#"{"data":{}}"#, 1024)),
+            WsErrorCode::UnknownType
+        );
+        assert_eq!(
+            code(parse_message(br#"{"type":"jump"}"#, 1024)),
+            WsErrorCode::UnknownType
+        );
+        assert_eq!(
+            code(parse_message(br#"{"type":7}"#, 1024)),
+            WsErrorCode::UnknownType
+        );
+        assert_eq!(
+            code(parse_message(br#"{"type":"step"}"#, 1024)),
+            WsErrorCode::ValidationError
+        );
+        assert_eq!(
+            code(parse_message(br#"{"type":"step","data":[1]}"#, 1024)),
+            WsErrorCode::ValidationError
+        );
+        assert_eq!(
+            code(parse_message(br#"{"type":"state","extra":1}"#, 1024)),
+            WsErrorCode::ValidationError
+        );
+        assert_eq!(
+            code(parse_message(br#"{"type":"state","data":{"x":1}}"#, 1024)),
+            WsErrorCode::ValidationError
+        );
         let big = format!(r#"{{"type":"state","pad":"{}"}}"#, "x".repeat(2000));
         let e = parse_message(big.as_bytes(), 1024).unwrap_err();
         assert_eq!(e.code, WsErrorCode::ValidationError);

@@ -10,11 +10,11 @@
 use crate::body::MAX_BODY_BYTES;
 use crate::error::ApiError;
 use crate::protocol::{OpenEnvBackend, OpenEnvService};
-use ls_json::RawJson;
 use crate::sessions::{lock_env, SessionManager};
 use axum::body::Body;
 use axum::extract::State;
 use axum::Json;
+use ls_json::RawJson;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -49,34 +49,75 @@ pub fn rpc_result(id: &Value, result: Value) -> Value {
 pub fn parse_rpc(v: Value) -> Result<RpcRequest, Value> {
     let null = Value::Null;
     let Value::Object(mut o) = v else {
-        return Err(rpc_error(&null, INVALID_REQUEST, "Invalid Request: expected a JSON-RPC 2.0 request object", None));
+        return Err(rpc_error(
+            &null,
+            INVALID_REQUEST,
+            "Invalid Request: expected a JSON-RPC 2.0 request object",
+            None,
+        ));
     };
     let id = match o.remove("id") {
         None | Some(Value::Null) => Value::Null,
         Some(id @ (Value::String(_) | Value::Number(_))) => id,
-        Some(_) => return Err(rpc_error(&null, INVALID_REQUEST, "Invalid Request: id must be a string, a number or null", None)),
+        Some(_) => {
+            return Err(rpc_error(
+                &null,
+                INVALID_REQUEST,
+                "Invalid Request: id must be a string, a number or null",
+                None,
+            ))
+        }
     };
     if o.get("jsonrpc") != Some(&json!("2.0")) {
-        return Err(rpc_error(&id, INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"", None));
+        return Err(rpc_error(
+            &id,
+            INVALID_REQUEST,
+            "Invalid Request: jsonrpc must be \"2.0\"",
+            None,
+        ));
     }
     let method = match o.remove("method") {
         Some(Value::String(m)) => m,
-        _ => return Err(rpc_error(&id, INVALID_REQUEST, "Invalid Request: method must be a string", None)),
+        _ => {
+            return Err(rpc_error(
+                &id,
+                INVALID_REQUEST,
+                "Invalid Request: method must be a string",
+                None,
+            ))
+        }
     };
     let params = match o.remove("params") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(p)) => p,
-        Some(_) => return Err(rpc_error(&id, INVALID_PARAMS, "Params must be an object", None)),
+        Some(_) => {
+            return Err(rpc_error(
+                &id,
+                INVALID_PARAMS,
+                "Params must be an object",
+                None,
+            ))
+        }
     };
     if let Some(k) = o.keys().find(|k| k.as_str() != "jsonrpc") {
-        return Err(rpc_error(&id, INVALID_REQUEST, format!("Invalid Request: unexpected field '{}'", k.chars().take(64).collect::<String>()), None));
+        return Err(rpc_error(
+            &id,
+            INVALID_REQUEST,
+            format!(
+                "Invalid Request: unexpected field '{}'",
+                k.chars().take(64).collect::<String>()
+            ),
+            None,
+        ));
     }
     Ok(RpcRequest { method, params, id })
 }
 
 fn api_error(id: &Value, e: ApiError) -> Value {
     let code = match e {
-        ApiError::Validation(_) | ApiError::BadRequest(_) | ApiError::InvalidJson(_) => INVALID_PARAMS,
+        ApiError::Validation(_) | ApiError::BadRequest(_) | ApiError::InvalidJson(_) => {
+            INVALID_PARAMS
+        }
         ApiError::Internal(_) => INTERNAL_ERROR,
         _ => SERVER_ERROR,
     };
@@ -91,12 +132,26 @@ fn tool_result(step: RawJson) -> Value {
 fn tool_args(req: &RpcRequest) -> Result<(String, Map<String, Value>), Value> {
     let name = match req.params.get("name") {
         Some(Value::String(n)) if !n.is_empty() => n.clone(),
-        _ => return Err(rpc_error(&req.id, INVALID_PARAMS, "Missing 'name' in params", None)),
+        _ => {
+            return Err(rpc_error(
+                &req.id,
+                INVALID_PARAMS,
+                "Missing 'name' in params",
+                None,
+            ))
+        }
     };
     let args = match req.params.get("arguments") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(a)) => a.clone(),
-        Some(_) => return Err(rpc_error(&req.id, INVALID_PARAMS, "'arguments' must be an object", None)),
+        Some(_) => {
+            return Err(rpc_error(
+                &req.id,
+                INVALID_PARAMS,
+                "'arguments' must be an object",
+                None,
+            ))
+        }
     };
     Ok((name, args))
 }
@@ -124,10 +179,21 @@ pub fn ws_rpc<S: OpenEnvService>(svc: &S, backend: &mut S::Backend, v: Value) ->
     match req.method.as_str() {
         "tools/list" => tools_list(svc, &req.id),
         "tools/call" => call_tool(backend, &req),
-        "openenv/session/create" | "openenv/session/close" => {
-            rpc_error(&req.id, INVALID_REQUEST, "Sessions on /ws are managed by the WebSocket connection", None)
-        }
-        m => rpc_error(&req.id, METHOD_NOT_FOUND, format!("Method not found: {}", m.chars().take(64).collect::<String>()), None),
+        "openenv/session/create" | "openenv/session/close" => rpc_error(
+            &req.id,
+            INVALID_REQUEST,
+            "Sessions on /ws are managed by the WebSocket connection",
+            None,
+        ),
+        m => rpc_error(
+            &req.id,
+            METHOD_NOT_FOUND,
+            format!(
+                "Method not found: {}",
+                m.chars().take(64).collect::<String>()
+            ),
+            None,
+        ),
     }
 }
 
@@ -138,8 +204,15 @@ fn new_session_id() -> String {
 
 fn session_param(req: &RpcRequest) -> Result<String, Value> {
     match req.params.get("session_id") {
-        Some(Value::String(s)) => SessionManager::<()>::validate_id(s).map(|_| s.clone()).map_err(|e| api_error(&req.id, e)),
-        _ => Err(rpc_error(&req.id, INVALID_PARAMS, "Invalid params - 'session_id' is required (create one with openenv/session/create)", None)),
+        Some(Value::String(s)) => SessionManager::<()>::validate_id(s)
+            .map(|_| s.clone())
+            .map_err(|e| api_error(&req.id, e)),
+        _ => Err(rpc_error(
+            &req.id,
+            INVALID_PARAMS,
+            "Invalid params - 'session_id' is required (create one with openenv/session/create)",
+            None,
+        )),
     }
 }
 
@@ -156,7 +229,9 @@ pub fn http_rpc<S: OpenEnvService>(svc: &S, v: Value) -> Value {
             let reset = match req.params.get("reset") {
                 None | Some(Value::Null) => None,
                 Some(Value::Object(r)) => Some(r.clone()),
-                Some(_) => return rpc_error(&req.id, INVALID_PARAMS, "'reset' must be an object", None),
+                Some(_) => {
+                    return rpc_error(&req.id, INVALID_PARAMS, "'reset' must be an object", None)
+                }
             };
             let id = new_session_id();
             let backend = match svc.new_backend() {
@@ -166,14 +241,21 @@ pub fn http_rpc<S: OpenEnvService>(svc: &S, v: Value) -> Value {
             let env = match sessions.get_or_create(&id, || backend) {
                 Ok(env) => env,
                 Err(ApiError::TooManySessions(n)) => {
-                    return rpc_error(&req.id, SERVER_ERROR, ApiError::TooManySessions(n).to_string(), Some(json!({"active_sessions": n, "max_sessions": sessions.max_sessions})))
+                    return rpc_error(
+                        &req.id,
+                        SERVER_ERROR,
+                        ApiError::TooManySessions(n).to_string(),
+                        Some(json!({"active_sessions": n, "max_sessions": sessions.max_sessions})),
+                    )
                 }
                 Err(e) => return api_error(&req.id, e),
             };
             let mut result = json!({"session_id": id});
             if let Some(r) = reset {
                 match lock_env(&env).reset(r) {
-                    Ok(obs) => result["observation"] = serde_json::to_value(&obs).unwrap_or(Value::Null),
+                    Ok(obs) => {
+                        result["observation"] = serde_json::to_value(&obs).unwrap_or(Value::Null)
+                    }
                     Err(e) => {
                         sessions.remove(&id);
                         return api_error(&req.id, e);
@@ -184,8 +266,15 @@ pub fn http_rpc<S: OpenEnvService>(svc: &S, v: Value) -> Value {
         }
         "openenv/session/close" => match session_param(&req) {
             Err(e) => e,
-            Ok(id) if sessions.remove(&id) => rpc_result(&req.id, json!({"session_id": id, "closed": true})),
-            Ok(id) => rpc_error(&req.id, INVALID_PARAMS, format!("Unknown session_id: {id}"), None),
+            Ok(id) if sessions.remove(&id) => {
+                rpc_result(&req.id, json!({"session_id": id, "closed": true}))
+            }
+            Ok(id) => rpc_error(
+                &req.id,
+                INVALID_PARAMS,
+                format!("Unknown session_id: {id}"),
+                None,
+            ),
         },
         "tools/call" => {
             let id = match session_param(&req) {
@@ -194,10 +283,23 @@ pub fn http_rpc<S: OpenEnvService>(svc: &S, v: Value) -> Value {
             };
             match sessions.get(&id) {
                 Some(env) => call_tool(&mut *lock_env(&env), &req),
-                None => rpc_error(&req.id, INVALID_PARAMS, format!("Unknown session_id: {id}"), None),
+                None => rpc_error(
+                    &req.id,
+                    INVALID_PARAMS,
+                    format!("Unknown session_id: {id}"),
+                    None,
+                ),
             }
         }
-        m => rpc_error(&req.id, METHOD_NOT_FOUND, format!("Method not found: {}", m.chars().take(64).collect::<String>()), None),
+        m => rpc_error(
+            &req.id,
+            METHOD_NOT_FOUND,
+            format!(
+                "Method not found: {}",
+                m.chars().take(64).collect::<String>()
+            ),
+            None,
+        ),
     }
 }
 
@@ -205,12 +307,28 @@ pub fn http_rpc<S: OpenEnvService>(svc: &S, v: Value) -> Value {
 pub async fn http_mcp<S: OpenEnvService>(State(svc): State<Arc<S>>, body: Body) -> Json<Value> {
     let bytes = match crate::body::read(body, MAX_BODY_BYTES).await {
         Ok(b) => b,
-        Err(e @ ApiError::BodyTimeout(_)) => return Json(rpc_error(&Value::Null, INVALID_REQUEST, e.message(), None)),
-        Err(_) => return Json(rpc_error(&Value::Null, INVALID_REQUEST, format!("request body exceeds the {MAX_BODY_BYTES}-byte limit"), None)),
+        Err(e @ ApiError::BodyTimeout(_)) => {
+            return Json(rpc_error(&Value::Null, INVALID_REQUEST, e.message(), None))
+        }
+        Err(_) => {
+            return Json(rpc_error(
+                &Value::Null,
+                INVALID_REQUEST,
+                format!("request body exceeds the {MAX_BODY_BYTES}-byte limit"),
+                None,
+            ))
+        }
     };
     let v: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
-        Err(e) => return Json(rpc_error(&Value::Null, PARSE_ERROR, format!("Parse error: {}", crate::error::prefix(&e.to_string())), None)),
+        Err(e) => {
+            return Json(rpc_error(
+                &Value::Null,
+                PARSE_ERROR,
+                format!("Parse error: {}", crate::error::prefix(&e.to_string())),
+                None,
+            ))
+        }
     };
     Json(http_rpc(&*svc, v))
 }
@@ -221,10 +339,21 @@ mod tests {
 
     #[test]
     fn request_validation() {
-        assert_eq!(parse_rpc(json!({})).unwrap_err()["error"]["code"], INVALID_REQUEST);
+        assert_eq!(
+            parse_rpc(json!({})).unwrap_err()["error"]["code"],
+            INVALID_REQUEST
+        );
         assert_eq!(parse_rpc(json!([1])).unwrap_err()["jsonrpc"], "2.0");
-        assert_eq!(parse_rpc(json!({"jsonrpc": "2.0", "method": "x", "params": [1], "id": 3})).unwrap_err()["error"]["code"], INVALID_PARAMS);
-        assert_eq!(parse_rpc(json!({"jsonrpc": "2.0", "method": "x", "id": 3, "foo": 1})).unwrap_err()["id"], 3);
+        assert_eq!(
+            parse_rpc(json!({"jsonrpc": "2.0", "method": "x", "params": [1], "id": 3}))
+                .unwrap_err()["error"]["code"],
+            INVALID_PARAMS
+        );
+        assert_eq!(
+            parse_rpc(json!({"jsonrpc": "2.0", "method": "x", "id": 3, "foo": 1})).unwrap_err()
+                ["id"],
+            3
+        );
         let r = parse_rpc(json!({"jsonrpc": "2.0", "method": "tools/list", "id": "a"})).unwrap();
         assert_eq!(r.method, "tools/list");
         assert!(r.params.is_empty());

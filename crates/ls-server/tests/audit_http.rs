@@ -233,7 +233,10 @@ async fn submit(c: &reqwest::Client, base: &str, cid: &str, role: &str, findings
     )
     .await;
     assert_eq!(s, 200, "{r}");
-    assert_eq!(r["done"], true, "a campaign submit is final: shocks never defer it");
+    assert_eq!(
+        r["done"], true,
+        "a campaign submit is final: shocks never defer it"
+    );
     assert_eq!(r["deferred"], false);
     r
 }

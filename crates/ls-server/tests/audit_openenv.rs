@@ -10,7 +10,8 @@ use tokio_tungstenite::tungstenite::Message;
 async fn spawn() -> String {
     let server = ls_server::ServerConfig::default();
     let shutdown = ls_server::Shutdown::new();
-    let app = ls_server::audit::router(ls_server::audit::AuditConfig::default(), &server, &shutdown);
+    let app =
+        ls_server::audit::router(ls_server::audit::AuditConfig::default(), &server, &shutdown);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(ls_server::serve(listener, app, server.timeouts, shutdown));
@@ -24,14 +25,20 @@ async fn audit_episode_over_websocket() {
     let mut send = async |v: Value| -> Value {
         ws.send(Message::Text(v.to_string().into())).await.unwrap();
         loop {
-            let m = tokio::time::timeout(Duration::from_secs(10), ws.next()).await.unwrap().unwrap().unwrap();
+            let m = tokio::time::timeout(Duration::from_secs(10), ws.next())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
             if let Message::Text(t) = m {
                 return serde_json::from_str(t.as_str()).unwrap();
             }
         }
     };
     // The adversary override is an operator action: never over a socket.
-    let refused = send(json!({"type": "reset", "data": {"task_id": "fraud_detection", "fraud_level": 3}})).await;
+    let refused =
+        send(json!({"type": "reset", "data": {"task_id": "fraud_detection", "fraud_level": 3}}))
+            .await;
     assert_eq!(refused["type"], "error", "{refused}");
     let r = send(json!({"type": "reset", "data": {"task_id": "expense_audit", "seed": 42}})).await;
     assert_eq!(r["type"], "observation", "{r}");
@@ -48,10 +55,31 @@ async fn audit_episode_over_websocket() {
     assert_eq!(st["data"]["done"], true);
 
     let client = reqwest::Client::new();
-    let meta: Value = client.get(format!("http://{addr}/metadata")).send().await.unwrap().json().await.unwrap();
+    let meta: Value = client
+        .get(format!("http://{addr}/metadata"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(meta["name"], "financial_audit_env");
-    let schema: Value = client.get(format!("http://{addr}/schema")).send().await.unwrap().json().await.unwrap();
+    let schema: Value = client
+        .get(format!("http://{addr}/schema"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert!(schema["action"]["properties"]["findings"].is_object());
-    let health: Value = client.get(format!("http://{addr}/health")).send().await.unwrap().json().await.unwrap();
+    let health: Value = client
+        .get(format!("http://{addr}/health"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(health["status"], "healthy");
 }

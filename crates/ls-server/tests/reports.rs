@@ -12,14 +12,26 @@ use std::time::Duration;
 
 async fn spawn(db: PathBuf) -> (String, tokio::task::JoinHandle<()>) {
     let pool = CasePool::new(FixtureSet::embedded().expect("embedded fixtures"));
-    let server = ls_server::ServerConfig { max_sessions: 64, session_idle: Duration::from_secs(600), ..Default::default() };
+    let server = ls_server::ServerConfig {
+        max_sessions: 64,
+        session_idle: Duration::from_secs(600),
+        ..Default::default()
+    };
     let shutdown = ls_server::Shutdown::new();
-    let state = ls_server::app_state(pool, EnvConfig::default(), &server, ReportStore::at(db), &shutdown);
+    let state = ls_server::app_state(
+        pool,
+        EnvConfig::default(),
+        &server,
+        ReportStore::at(db),
+        &shutdown,
+    );
     let app = ls_server::router(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let h = tokio::spawn(async move {
-        ls_server::serve(listener, app, server.timeouts, shutdown).await.unwrap();
+        ls_server::serve(listener, app, server.timeouts, shutdown)
+            .await
+            .unwrap();
     });
     (format!("http://{addr}"), h)
 }
@@ -240,7 +252,10 @@ async fn stored_runs_are_listed_and_their_episodes_read() {
     assert_eq!(runs["runs"][0]["agent"], "teacher");
     let run = get(&base, &format!("/runs/{run_id}")).await;
     assert_eq!(run["episodes"][0]["case_id"], "CASE-D-001");
-    assert!(run["episodes"][0].get("record").is_none(), "the episode list carries no trajectories");
+    assert!(
+        run["episodes"][0].get("record").is_none(),
+        "the episode list carries no trajectories"
+    );
     let ep = get(&base, &format!("/runs/{run_id}/episodes/0")).await;
     assert_eq!(ep["record"]["trajectory"][0]["action_type"], "ocr");
     assert_eq!(ep["episode"]["result_class"], "valid_success");
@@ -254,7 +269,12 @@ async fn stored_runs_are_listed_and_their_episodes_read() {
         let r = reqwest::get(format!("{base}{path}")).await.unwrap();
         assert_eq!(r.status().as_u16(), status, "{path}");
         let body: Value = r.json().await.unwrap();
-        assert!(body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{path}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{path}"
+        );
     }
     h.abort();
 }

@@ -16,7 +16,13 @@ async fn controlbench() -> String {
     let pool = CasePool::new(FixtureSet::embedded().expect("embedded fixtures"));
     let server = ServerConfig::default();
     let shutdown = Shutdown::new();
-    let state = ls_server::app_state(pool, EnvConfig::default(), &server, ReportStore::disabled(), &shutdown);
+    let state = ls_server::app_state(
+        pool,
+        EnvConfig::default(),
+        &server,
+        ReportStore::disabled(),
+        &shutdown,
+    );
     serve(ls_server::router(state), &server, shutdown).await
 }
 

@@ -91,7 +91,10 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
 /// The database path: `configured` (the binary passes `LEDGERSHIELD_DB_PATH`) when set and not
 /// blank, else the default. This crate reads no environment variables.
 pub fn db_path(configured: Option<&str>) -> PathBuf {
-    configured.filter(|p| !p.trim().is_empty()).map(PathBuf::from).unwrap_or_else(|| PathBuf::from(DEFAULT_DB_PATH))
+    configured
+        .filter(|p| !p.trim().is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DB_PATH))
 }
 
 /// A run as stored.
@@ -186,12 +189,21 @@ impl Store {
     /// transaction, so two processes opening a fresh database at once do not both apply them
     /// (the second waits on the busy timeout, then finds them applied).
     fn migrate(&mut self) -> Result<()> {
-        let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         tx.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));")?;
-        let current: i64 = tx.query_row("SELECT COALESCE(MAX(version), 0) FROM schema_version", [], |r| r.get(0))?;
+        let current: i64 = tx.query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_version",
+            [],
+            |r| r.get(0),
+        )?;
         for (v, desc, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
             tx.execute_batch(sql)?;
-            tx.execute("INSERT INTO schema_version (version, description) VALUES (?1, ?2)", params![v, desc])?;
+            tx.execute(
+                "INSERT INTO schema_version (version, description) VALUES (?1, ?2)",
+                params![v, desc],
+            )?;
         }
         tx.commit()?;
         Ok(())
@@ -208,9 +220,16 @@ impl Store {
     /// Insert a new run and its episodes atomically; an existing run with the same id is never
     /// replaced (the insert fails and nothing is written).
     pub fn insert_run(&mut self, run: &RunRow, episodes: &[EpisodeRow]) -> Result<()> {
-        let exists: i64 = self.conn.query_row("SELECT COUNT(*) FROM runs WHERE run_id = ?1", params![run.run_id], |r| r.get(0))?;
+        let exists: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM runs WHERE run_id = ?1",
+            params![run.run_id],
+            |r| r.get(0),
+        )?;
         if exists > 0 {
-            return Err(StoreError::Invalid(format!("a run with id '{}' is already stored; run ids are never reused", run.run_id)));
+            return Err(StoreError::Invalid(format!(
+                "a run with id '{}' is already stored; run ids are never reused",
+                run.run_id
+            )));
         }
         self.save_run(run, episodes)
     }

@@ -146,6 +146,10 @@ fn insert_run_never_replaces_a_stored_run() {
     s.insert_run(&run(0.5), &[]).unwrap();
     let err = s.insert_run(&run(0.9), &[]).unwrap_err();
     assert!(err.to_string().contains("already stored"), "{err}");
-    assert_eq!(s.list_runs(5).unwrap()[0].mean_score, 0.5, "the first run is intact");
+    assert_eq!(
+        s.list_runs(5).unwrap()[0].mean_score,
+        0.5,
+        "the first run is intact"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

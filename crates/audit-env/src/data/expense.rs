@@ -64,16 +64,34 @@ pub const CATEGORIES: [(&str, i64, i64); 10] = [
     ("Miscellaneous", 2000, 500),
 ];
 
-const UNAPPROVED_VENDORS: [&str; 4] =
-    ["QuickPrint Unofficial Store", "Metro Gadget Bazaar", "Corner Cafe Express", "Sunrise Travels (unregistered)"];
-const PERSONAL_ITEMS: [&str; 4] =
-    ["personal wireless earbuds", "personal gym membership", "personal smartwatch", "personal home furniture"];
+const UNAPPROVED_VENDORS: [&str; 4] = [
+    "QuickPrint Unofficial Store",
+    "Metro Gadget Bazaar",
+    "Corner Cafe Express",
+    "Sunrise Travels (unregistered)",
+];
+const PERSONAL_ITEMS: [&str; 4] = [
+    "personal wireless earbuds",
+    "personal gym membership",
+    "personal smartwatch",
+    "personal home furniture",
+];
 
 pub fn policy_for(rules: &WorldRules) -> Policy {
     let mut map = BTreeMap::new();
     for (c, lim, rec) in CATEGORIES {
-        let lim = if c == "Meals" { rules.meal_limit_inr } else { lim };
-        map.insert(c.to_string(), CategoryRule { daily_limit: lim, receipt_required_above: rec });
+        let lim = if c == "Meals" {
+            rules.meal_limit_inr
+        } else {
+            lim
+        };
+        map.insert(
+            c.to_string(),
+            CategoryRule {
+                daily_limit: lim,
+                receipt_required_above: rec,
+            },
+        );
     }
     Policy {
         company: "Acme Financial Services Pvt. Ltd.".into(),
@@ -93,7 +111,11 @@ pub fn policy_for(rules: &WorldRules) -> Policy {
 }
 
 fn limit_of(policy: &Policy, cat: &str) -> (i64, i64) {
-    policy.rules.get(cat).map(|r| (r.daily_limit, r.receipt_required_above)).unwrap_or((0, 0))
+    policy
+        .rules
+        .get(cat)
+        .map(|r| (r.daily_limit, r.receipt_required_above))
+        .unwrap_or((0, 0))
 }
 
 /// A planted error: its type, where its ground truth comes from, and the reason shown.
@@ -120,7 +142,9 @@ impl Builder<'_> {
         }
     }
     fn weekday_date(&mut self, lo: i32, hi: i32) -> Date {
-        self.today.days_before(self.rng.random_range(lo..=hi)).back_to_weekday()
+        self.today
+            .days_before(self.rng.random_range(lo..=hi))
+            .back_to_weekday()
     }
     /// An employee whose month total stays within the safe headroom after `amount`.
     fn employee_for(&mut self, date: Date, amount: i64) -> String {
@@ -129,7 +153,11 @@ impl Builder<'_> {
             if self.reserved.contains(&e) {
                 continue;
             }
-            let t = self.month_totals.get(&(e.clone(), date.month_key())).copied().unwrap_or(0);
+            let t = self
+                .month_totals
+                .get(&(e.clone(), date.month_key()))
+                .copied()
+                .unwrap_or(0);
             if t + amount <= SAFE_MONTH_TOTAL_INR {
                 return e;
             }
@@ -138,20 +166,37 @@ impl Builder<'_> {
         EMPLOYEE_NAMES
             .iter()
             .filter(|e| !self.reserved.contains(**e))
-            .min_by_key(|e| self.month_totals.get(&(e.to_string(), date.month_key())).copied().unwrap_or(0))
+            .min_by_key(|e| {
+                self.month_totals
+                    .get(&(e.to_string(), date.month_key()))
+                    .copied()
+                    .unwrap_or(0)
+            })
             .map(|e| e.to_string())
             .unwrap_or_else(|| EMPLOYEE_NAMES[0].to_string())
     }
     fn push(&mut self, c: ExpenseClaim, tag: Option<(ErrorType, GtOrigin, String)>) {
         let amt = util::dec_f64(c.amount) as i64;
-        *self.month_totals.entry((c.employee.clone(), c.date.month_key())).or_default() += amt;
+        *self
+            .month_totals
+            .entry((c.employee.clone(), c.date.month_key()))
+            .or_default() += amt;
         if !c.receipt_id.is_empty() {
             self.used_receipts.insert(c.receipt_id.clone());
         }
         self.rows.push((c, tag));
     }
     #[allow(clippy::too_many_arguments)] // one argument per claim column
-    fn claim(&mut self, date: Date, employee: String, cat: &str, amount: i64, desc: String, receipt: String, vendor: String) -> ExpenseClaim {
+    fn claim(
+        &mut self,
+        date: Date,
+        employee: String,
+        cat: &str,
+        amount: i64,
+        desc: String,
+        receipt: String,
+        vendor: String,
+    ) -> ExpenseClaim {
         ExpenseClaim {
             expense_id: String::new(),
             date,
@@ -169,7 +214,12 @@ impl Builder<'_> {
 }
 
 /// Choose the multiset of planted types: every seed differs in which types and how many of each.
-pub(crate) fn draw_type_mix(rng: &mut Rng8, base: &[ErrorType], slots: usize, fixed: &[ErrorType]) -> Vec<ErrorType> {
+pub(crate) fn draw_type_mix(
+    rng: &mut Rng8,
+    base: &[ErrorType],
+    slots: usize,
+    fixed: &[ErrorType],
+) -> Vec<ErrorType> {
     let mut out: Vec<ErrorType> = fixed.to_vec();
     let free = slots.saturating_sub(out.len());
     let mut pool: Vec<ErrorType> = base.to_vec();
@@ -222,7 +272,14 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
         c.expense_id.clear();
         b.used_receipts.insert(c.receipt_id.clone());
         b.reserved.insert(c.employee.clone());
-        b.push(c, Some((ErrorType::DuplicateClaim, GtOrigin::Memory, "receipt already reimbursed in the previous period".into())));
+        b.push(
+            c,
+            Some((
+                ErrorType::DuplicateClaim,
+                GtOrigin::Memory,
+                "receipt already reimbursed in the previous period".into(),
+            )),
+        );
     }
 
     // Boundary meal: compliant or over the limit depending on the meal limit in force.
@@ -230,10 +287,26 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
         let d = b.weekday_date(5, 40);
         let e = b.employee_for(d, boundary_amount);
         let r = b.receipt();
-        let c = b.claim(d, e, "Meals", boundary_amount, "Team dinner with client".into(), r, "ITC Foods".into());
+        let c = b.claim(
+            d,
+            e,
+            "Meals",
+            boundary_amount,
+            "Team dinner with client".into(),
+            r,
+            "ITC Foods".into(),
+        );
         let tag = boundary_is_error.then(|| {
-            let origin = if rules.fiscal_period > 1 || meal_limit != 1500 { GtOrigin::RuleChange } else { GtOrigin::Planted };
-            (ErrorType::OverLimit, origin, format!("Meals claim {boundary_amount} exceeds the ₹{meal_limit} limit"))
+            let origin = if rules.fiscal_period > 1 || meal_limit != 1500 {
+                GtOrigin::RuleChange
+            } else {
+                GtOrigin::Planted
+            };
+            (
+                ErrorType::OverLimit,
+                origin,
+                format!("Meals claim {boundary_amount} exceeds the ₹{meal_limit} limit"),
+            )
         });
         b.push(c, tag);
     }
@@ -244,8 +317,23 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
         let amt = b.rng.random_range(800..=4000);
         let e = b.employee_for(d, amt);
         let r = b.receipt();
-        let c = b.claim(d, e, "Office Supplies", amt, "Printer cartridges".into(), r, v.clone());
-        b.push(c, Some((ErrorType::UnapprovedVendor, GtOrigin::RuleChange, format!("vendor {v} is suspended (under investigation)"))));
+        let c = b.claim(
+            d,
+            e,
+            "Office Supplies",
+            amt,
+            "Printer cartridges".into(),
+            r,
+            v.clone(),
+        );
+        b.push(
+            c,
+            Some((
+                ErrorType::UnapprovedVendor,
+                GtOrigin::RuleChange,
+                format!("vendor {v} is suspended (under investigation)"),
+            )),
+        );
     }
 
     // Remaining planted types.
@@ -260,10 +348,21 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
 
     // Red herrings.
     {
-        let d = b.today.days_before(b.rng.random_range(5..=30)).back_to_weekday();
+        let d = b
+            .today
+            .days_before(b.rng.random_range(5..=30))
+            .back_to_weekday();
         let e = b.employee_for(d, meal_limit);
         let r = b.receipt();
-        let c = b.claim(d, e, "Meals", meal_limit, "Client lunch (exactly at the limit)".into(), r, "ITC Foods".into());
+        let c = b.claim(
+            d,
+            e,
+            "Meals",
+            meal_limit,
+            "Client lunch (exactly at the limit)".into(),
+            r,
+            "ITC Foods".into(),
+        );
         b.push(c, None);
         let mut d = b.today.days_before(b.rng.random_range(7..=30));
         while d.weekday() != 4 {
@@ -272,7 +371,15 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
         let amt = meal_limit - 100;
         let e = b.employee_for(d, amt);
         let r = b.receipt();
-        let c = b.claim(d, e, "Meals", amt, "Friday team meal".into(), r, "ITC Foods".into());
+        let c = b.claim(
+            d,
+            e,
+            "Meals",
+            amt,
+            "Friday team meal".into(),
+            r,
+            "ITC Foods".into(),
+        );
         b.push(c, None);
     }
     for v in rules.onboarded_vendors.clone() {
@@ -280,7 +387,15 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
         let amt = b.rng.random_range(900..=6000);
         let e = b.employee_for(d, amt);
         let r = b.receipt();
-        let c = b.claim(d, e, "Office Supplies", amt, "Stationery from newly onboarded vendor".into(), r, v);
+        let c = b.claim(
+            d,
+            e,
+            "Office Supplies",
+            amt,
+            "Stationery from newly onboarded vendor".into(),
+            r,
+            v,
+        );
         b.push(c, None);
     }
 
@@ -295,10 +410,21 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
         let e = b.employee_for(d, amt);
         let r = b.receipt();
         let v = b.approved_vendor();
-        let c = b.claim(d, e.clone(), cat, amt, format!("{cat} expense for project work"), r, v.clone());
+        let c = b.claim(
+            d,
+            e.clone(),
+            cat,
+            amt,
+            format!("{cat} expense for project work"),
+            r,
+            v.clone(),
+        );
         b.push(c.clone(), None);
         if !twin_done && b.rows.len() < CLAIM_COUNT {
-            let t = *b.month_totals.get(&(e.clone(), d.month_key())).unwrap_or(&0);
+            let t = *b
+                .month_totals
+                .get(&(e.clone(), d.month_key()))
+                .unwrap_or(&0);
             if t + amt <= SAFE_MONTH_TOTAL_INR {
                 let mut twin = c;
                 twin.receipt_id = b.receipt();
@@ -329,7 +455,11 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
         }
         expenses.push(c);
     }
-    gt.sort_by(|a, b| a.document_id.cmp(&b.document_id).then(a.error_type.cmp(&b.error_type)));
+    gt.sort_by(|a, b| {
+        a.document_id
+            .cmp(&b.document_id)
+            .then(a.error_type.cmp(&b.error_type))
+    });
     (ExpenseDocs { expenses, policy }, gt)
 }
 
@@ -342,18 +472,45 @@ fn remove_one(v: &mut Vec<ErrorType>, t: ErrorType) {
 fn plant(b: &mut Builder<'_>, t: ErrorType, dup_pairs: &mut Vec<(usize, usize)>) {
     use ErrorType::*;
     let policy_limit = |cat: &str, meal: i64| -> i64 {
-        CATEGORIES.iter().find(|c| c.0 == cat).map(|c| if cat == "Meals" { meal } else { c.1 }).unwrap_or(0)
+        CATEGORIES
+            .iter()
+            .find(|c| c.0 == cat)
+            .map(|c| if cat == "Meals" { meal } else { c.1 })
+            .unwrap_or(0)
     };
     match t {
         OverLimit => {
-            let (cat, lim) = *util::pick(b.rng, &[("Travel", 5000i64), ("Communication", 2000), ("Transport", 3000), ("Accommodation", 8000)]);
+            let (cat, lim) = *util::pick(
+                b.rng,
+                &[
+                    ("Travel", 5000i64),
+                    ("Communication", 2000),
+                    ("Transport", 3000),
+                    ("Accommodation", 8000),
+                ],
+            );
             let amt = lim + b.rng.random_range(500..=lim.min(4000));
             let d = b.weekday_date(5, 40);
             let e = b.employee_for(d, amt);
             let r = b.receipt();
             let v = b.approved_vendor();
-            let c = b.claim(d, e, cat, amt, format!("{cat} expense for client visit"), r, v);
-            b.push(c, Some((OverLimit, GtOrigin::Planted, format!("{cat} claim {amt} exceeds the {lim} limit"))));
+            let c = b.claim(
+                d,
+                e,
+                cat,
+                amt,
+                format!("{cat} expense for client visit"),
+                r,
+                v,
+            );
+            b.push(
+                c,
+                Some((
+                    OverLimit,
+                    GtOrigin::Planted,
+                    format!("{cat} claim {amt} exceeds the {lim} limit"),
+                )),
+            );
         }
         WrongCategory => {
             let cat = *util::pick(b.rng, &["Office Supplies", "Equipment", "Miscellaneous"]);
@@ -365,15 +522,35 @@ fn plant(b: &mut Builder<'_>, t: ErrorType, dup_pairs: &mut Vec<(usize, usize)>)
             let v = b.approved_vendor();
             let item = util::pick(b.rng, &PERSONAL_ITEMS).to_string();
             let c = b.claim(d, e, cat, amt, item.clone(), r, v);
-            b.push(c, Some((WrongCategory, GtOrigin::Planted, format!("'{item}' is a personal expense booked as {cat}"))));
+            b.push(
+                c,
+                Some((
+                    WrongCategory,
+                    GtOrigin::Planted,
+                    format!("'{item}' is a personal expense booked as {cat}"),
+                )),
+            );
         }
         DuplicateClaim => {
             // Copy a clean planted-free row; create one first if none exists.
-            let candidates: Vec<usize> = b.rows.iter().enumerate().filter(|(_, (c, t))| t.is_none() && !c.receipt_id.is_empty() && !c.date.is_weekend()).map(|(i, _)| i).collect();
+            let candidates: Vec<usize> = b
+                .rows
+                .iter()
+                .enumerate()
+                .filter(|(_, (c, t))| {
+                    t.is_none() && !c.receipt_id.is_empty() && !c.date.is_weekend()
+                })
+                .map(|(i, _)| i)
+                .collect();
             let orig = if let Some(&i) = candidates.iter().find(|&&i| {
                 let c = &b.rows[i].0;
                 let amt = util::dec_f64(c.amount) as i64;
-                b.month_totals.get(&(c.employee.clone(), c.date.month_key())).copied().unwrap_or(0) + amt <= SAFE_MONTH_TOTAL_INR
+                b.month_totals
+                    .get(&(c.employee.clone(), c.date.month_key()))
+                    .copied()
+                    .unwrap_or(0)
+                    + amt
+                    <= SAFE_MONTH_TOTAL_INR
             }) {
                 i
             } else {
@@ -382,12 +559,27 @@ fn plant(b: &mut Builder<'_>, t: ErrorType, dup_pairs: &mut Vec<(usize, usize)>)
                 let e = b.employee_for(d, amt * 2);
                 let r = b.receipt();
                 let v = b.approved_vendor();
-                let c = b.claim(d, e, "Travel", amt, "Travel expense for project work".into(), r, v);
+                let c = b.claim(
+                    d,
+                    e,
+                    "Travel",
+                    amt,
+                    "Travel expense for project work".into(),
+                    r,
+                    v,
+                );
                 b.push(c, None);
                 b.rows.len() - 1
             };
             let copy = b.rows[orig].0.clone();
-            b.push(copy, Some((DuplicateClaim, GtOrigin::Planted, "same receipt claimed twice".into())));
+            b.push(
+                copy,
+                Some((
+                    DuplicateClaim,
+                    GtOrigin::Planted,
+                    "same receipt claimed twice".into(),
+                )),
+            );
             dup_pairs.push((orig, b.rows.len() - 1));
         }
         WeekendExpense => {
@@ -398,17 +590,54 @@ fn plant(b: &mut Builder<'_>, t: ErrorType, dup_pairs: &mut Vec<(usize, usize)>)
             let amt = b.rng.random_range(400..=1200);
             let e = b.employee_for(d, amt);
             let r = b.receipt();
-            let c = b.claim(d, e, "Meals", amt, "Weekend working lunch".into(), r, "ITC Foods".into());
-            b.push(c, Some((WeekendExpense, GtOrigin::Planted, format!("claim dated on a weekend ({d})"))));
+            let c = b.claim(
+                d,
+                e,
+                "Meals",
+                amt,
+                "Weekend working lunch".into(),
+                r,
+                "ITC Foods".into(),
+            );
+            b.push(
+                c,
+                Some((
+                    WeekendExpense,
+                    GtOrigin::Planted,
+                    format!("claim dated on a weekend ({d})"),
+                )),
+            );
         }
         MissingReceipt => {
-            let (cat, lim) = *util::pick(b.rng, &[("Travel", 5000i64), ("Transport", 3000), ("Office Supplies", 10000)]);
+            let (cat, lim) = *util::pick(
+                b.rng,
+                &[
+                    ("Travel", 5000i64),
+                    ("Transport", 3000),
+                    ("Office Supplies", 10000),
+                ],
+            );
             let amt = b.rng.random_range(800..=(lim * 9 / 10).min(4500));
             let d = b.weekday_date(5, 40);
             let e = b.employee_for(d, amt);
             let v = b.approved_vendor();
-            let c = b.claim(d, e, cat, amt, format!("{cat} expense for project work"), String::new(), v);
-            b.push(c, Some((MissingReceipt, GtOrigin::Planted, format!("{amt} claimed without a receipt"))));
+            let c = b.claim(
+                d,
+                e,
+                cat,
+                amt,
+                format!("{cat} expense for project work"),
+                String::new(),
+                v,
+            );
+            b.push(
+                c,
+                Some((
+                    MissingReceipt,
+                    GtOrigin::Planted,
+                    format!("{amt} claimed without a receipt"),
+                )),
+            );
         }
         UnapprovedVendor => {
             let amt = b.rng.random_range(700..=4500);
@@ -416,17 +645,39 @@ fn plant(b: &mut Builder<'_>, t: ErrorType, dup_pairs: &mut Vec<(usize, usize)>)
             let e = b.employee_for(d, amt);
             let r = b.receipt();
             let v = util::pick(b.rng, &UNAPPROVED_VENDORS).to_string();
-            let c = b.claim(d, e, "Office Supplies", amt, "Printing and binding".into(), r, v.clone());
-            b.push(c, Some((UnapprovedVendor, GtOrigin::Planted, format!("{v} is not an approved vendor"))));
+            let c = b.claim(
+                d,
+                e,
+                "Office Supplies",
+                amt,
+                "Printing and binding".into(),
+                r,
+                v.clone(),
+            );
+            b.push(
+                c,
+                Some((
+                    UnapprovedVendor,
+                    GtOrigin::Planted,
+                    format!("{v} is not an approved vendor"),
+                )),
+            );
         }
         CumulativeBreach => {
             // A reserved employee: one companion claim, then the claim that crosses ₹50,000.
             let free: Vec<&str> = EMPLOYEE_NAMES
                 .iter()
                 .copied()
-                .filter(|e| !b.reserved.contains(*e) && !b.rows.iter().any(|(c, _)| c.employee == *e))
+                .filter(|e| {
+                    !b.reserved.contains(*e) && !b.rows.iter().any(|(c, _)| c.employee == *e)
+                })
                 .collect();
-            let emp = if free.is_empty() { EMPLOYEE_NAMES[14] } else { *util::pick(b.rng, &free) }.to_string();
+            let emp = if free.is_empty() {
+                EMPLOYEE_NAMES[14]
+            } else {
+                *util::pick(b.rng, &free)
+            }
+            .to_string();
             b.reserved.insert(emp.clone());
             let (mut d_cross, mut d_first) = (b.today.days_before(10), b.today.days_before(15));
             for _ in 0..100 {
@@ -439,17 +690,41 @@ fn plant(b: &mut Builder<'_>, t: ErrorType, dup_pairs: &mut Vec<(usize, usize)>)
                 }
             }
             let first_amt = b.rng.random_range(12000..=30000);
-            let cross_amt = CUMULATIVE_MONTHLY_LIMIT_INR - first_amt + b.rng.random_range(1000..=9000);
+            let cross_amt =
+                CUMULATIVE_MONTHLY_LIMIT_INR - first_amt + b.rng.random_range(1000..=9000);
             let r1 = b.receipt();
             let v1 = b.approved_vendor();
-            let c1 = b.claim(d_first, emp.clone(), "Training", first_amt.min(20000), "Certification course fees".into(), r1, v1);
+            let c1 = b.claim(
+                d_first,
+                emp.clone(),
+                "Training",
+                first_amt.min(20000),
+                "Certification course fees".into(),
+                r1,
+                v1,
+            );
             let first_amt = first_amt.min(20000);
             let cross_amt = cross_amt.max(CUMULATIVE_MONTHLY_LIMIT_INR - first_amt + 1000);
             b.push(c1, None);
             let r2 = b.receipt();
             let v2 = "HCL Furniture".to_string();
-            let c2 = b.claim(d_cross, emp.clone(), "Equipment", cross_amt, "Workstation and monitor".into(), r2, v2);
-            b.push(c2, Some((CumulativeBreach, GtOrigin::Planted, format!("{emp}'s monthly total exceeds ₹{CUMULATIVE_MONTHLY_LIMIT_INR}"))));
+            let c2 = b.claim(
+                d_cross,
+                emp.clone(),
+                "Equipment",
+                cross_amt,
+                "Workstation and monitor".into(),
+                r2,
+                v2,
+            );
+            b.push(
+                c2,
+                Some((
+                    CumulativeBreach,
+                    GtOrigin::Planted,
+                    format!("{emp}'s monthly total exceeds ₹{CUMULATIVE_MONTHLY_LIMIT_INR}"),
+                )),
+            );
         }
         _ => {}
     }
@@ -493,7 +768,10 @@ pub fn detect(docs: &ExpenseDocs, prior_receipts: &BTreeSet<String>) -> Vec<(Str
     // Cumulative: the claim whose inclusion first takes an employee-month above the limit.
     let mut by_emp: BTreeMap<(&str, (i32, u32)), Vec<&ExpenseClaim>> = BTreeMap::new();
     for c in &docs.expenses {
-        by_emp.entry((c.employee.as_str(), c.date.month_key())).or_default().push(c);
+        by_emp
+            .entry((c.employee.as_str(), c.date.month_key()))
+            .or_default()
+            .push(c);
     }
     for (_, mut v) in by_emp {
         v.sort_by(|a, b| a.date.cmp(&b.date).then(a.expense_id.cmp(&b.expense_id)));
@@ -501,7 +779,9 @@ pub fn detect(docs: &ExpenseDocs, prior_receipts: &BTreeSet<String>) -> Vec<(Str
         for c in v {
             let before = sum;
             sum += c.amount;
-            if before <= Decimal::from(p.cumulative_monthly_limit) && sum > Decimal::from(p.cumulative_monthly_limit) {
+            if before <= Decimal::from(p.cumulative_monthly_limit)
+                && sum > Decimal::from(p.cumulative_monthly_limit)
+            {
                 out.push((c.expense_id.clone(), CumulativeBreach));
             }
         }

@@ -113,7 +113,14 @@ struct Gen<'a> {
 }
 
 const BANKS: [&str; 6] = ["SBI", "HDFC", "ICICI", "Axis", "PNB", "Kotak"];
-const CATS: [&str; 6] = ["IT Services", "Office Supplies", "Logistics", "Consulting", "Manufacturing", "Catering"];
+const CATS: [&str; 6] = [
+    "IT Services",
+    "Office Supplies",
+    "Logistics",
+    "Consulting",
+    "Manufacturing",
+    "Catering",
+];
 
 fn non_round(r: &mut Rng8, base: i64, spread: i64) -> i64 {
     loop {
@@ -126,13 +133,18 @@ fn non_round(r: &mut Rng8, base: i64, spread: i64) -> i64 {
 
 fn leading_digit(a: Decimal) -> u32 {
     let s = a.trunc().to_string();
-    s.chars().find(|c| c.is_ascii_digit() && *c != '0').and_then(|c| c.to_digit(10)).unwrap_or(0)
+    s.chars()
+        .find(|c| c.is_ascii_digit() && *c != '0')
+        .and_then(|c| c.to_digit(10))
+        .unwrap_or(0)
 }
 
 impl Gen<'_> {
     fn account(&mut self) -> String {
         let len = *util::pick(self.r, &[11usize, 12, 14, 16]);
-        (0..len).map(|_| (b'0' + self.r.random_range(0..10u8)) as char).collect()
+        (0..len)
+            .map(|_| (b'0' + self.r.random_range(0..10u8)) as char)
+            .collect()
     }
     fn new_vendor_r(&mut self, name: String, lo: i32, hi: i32) -> usize {
         let d = self.r.random_range(lo..=hi);
@@ -151,7 +163,14 @@ impl Gen<'_> {
             bank_name: util::pick(self.r, &BANKS).to_string(),
             category: util::pick(self.r, &CATS).to_string(),
             employee_count: self.r.random_range(12..=400),
-            registered_address: Some(format!("{} Industrial Estate, Unit {}", util::pick(self.r, &["Andheri", "Whitefield", "Guindy", "Sector 18", "Hinjewadi"]), self.r.random_range(1..=300))),
+            registered_address: Some(format!(
+                "{} Industrial Estate, Unit {}",
+                util::pick(
+                    self.r,
+                    &["Andheri", "Whitefield", "Guindy", "Sector 18", "Hinjewadi"]
+                ),
+                self.r.random_range(1..=300)
+            )),
         };
         self.vendors.push(v);
         self.vendors.len() - 1
@@ -166,7 +185,11 @@ impl Gen<'_> {
         } else {
             util::pick(self.r, &["NEFT", "RTGS", "Cheque"]).to_string()
         };
-        let supporting = if mode == "UPI" || mode == "Cash" { Some(format!("SD-{}", self.r.random_range(1000..=9999))) } else { None };
+        let supporting = if mode == "UPI" || mode == "Cash" {
+            Some(format!("SD-{}", self.r.random_range(1000..=9999)))
+        } else {
+            None
+        };
         let t = Transaction {
             txn_id: String::new(),
             date,
@@ -191,13 +214,19 @@ impl Gen<'_> {
         let name = self.vendors[v].name.clone();
         loop {
             let d = self.weekday(lo, hi);
-            if !self.txns.iter().any(|t| t.vendor_name == name && t.date == d) {
+            if !self
+                .txns
+                .iter()
+                .any(|t| t.vendor_name == name && t.date == d)
+            {
                 return d;
             }
         }
     }
     fn weekday(&mut self, lo: i32, hi: i32) -> Date {
-        self.today.days_before(self.r.random_range(lo..=hi)).back_to_weekday()
+        self.today
+            .days_before(self.r.random_range(lo..=hi))
+            .back_to_weekday()
     }
 }
 
@@ -206,7 +235,14 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
     let level = rules.fraud_level.clamp(1, 5);
     let mut rng = util::rng_for(seed, 4 + 100 * level as u64);
     let today = rules.today;
-    let mut g = Gen { r: &mut rng, vendors: vec![], txns: vec![], level, emit_cash: rules.emit_cash_payments, today };
+    let mut g = Gen {
+        r: &mut rng,
+        vendors: vec![],
+        txns: vec![],
+        level,
+        emit_cash: rules.emit_cash_payments,
+        today,
+    };
     let age_days = |d: Date| today.0 - d.0;
     let mut names: Vec<String> = VENDOR_NAMES.iter().map(|s| s.to_string()).collect();
     names.extend((1..=10).map(|i| format!("Enterprise Solutions {i}")));
@@ -237,18 +273,26 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
 
     // Clean vendors (incorporated 400+ days ago) used by ordinary transactions.
     let clean_n = 9;
-    let clean: Vec<usize> = (0..clean_n).map(|_| {
-        let n = next_name.next().unwrap_or_default();
-        let d = g.r.random_range(400..=3650);
-        g.new_vendor(n, d)
-    }).collect();
+    let clean: Vec<usize> = (0..clean_n)
+        .map(|_| {
+            let n = next_name.next().unwrap_or_default();
+            let d = g.r.random_range(400..=3650);
+            g.new_vendor(n, d)
+        })
+        .collect();
 
     let mut gt: Vec<(Vec<usize>, ErrorType, String)> = vec![];
     let mut conc_vendor: Option<usize> = None;
     for t in mix.clone() {
         match t {
             ErrorType::CircularInvoicing => {
-                let vs: Vec<usize> = (0..3).map(|_| { let n = next_name.next().unwrap_or_default(); let d = g.r.random_range(400..=2000); g.new_vendor(n, d) }).collect();
+                let vs: Vec<usize> = (0..3)
+                    .map(|_| {
+                        let n = next_name.next().unwrap_or_default();
+                        let d = g.r.random_range(400..=2000);
+                        g.new_vendor(n, d)
+                    })
+                    .collect();
                 let base = g.r.random_range(60..=90) * 1000;
                 let mut ids = vec![];
                 for (k, v) in vs.iter().enumerate() {
@@ -256,21 +300,36 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
                     let a = non_round(g.r, base, 900);
                     ids.push(g.txn(*v, d, a, Some("Resale of trading goods".into())));
                 }
-                gt.push((ids, t, "reference chain forms a cycle across three vendors".into()));
+                gt.push((
+                    ids,
+                    t,
+                    "reference chain forms a cycle across three vendors".into(),
+                ));
             }
             ErrorType::SplitInvoice => {
                 let n = next_name.next().unwrap_or_default();
                 let v = g.new_vendor_r(n, 400, 3000);
                 let parts = if level >= 3 { 3 } else { 2 };
-                let factor = match level { 1 => 1.6, 2 => 1.3, 3 => 1.15, 4 => 1.06, _ => 1.02 };
+                let factor = match level {
+                    1 => 1.6,
+                    2 => 1.3,
+                    3 => 1.15,
+                    4 => 1.06,
+                    _ => 1.02,
+                };
                 let total = (APPROVAL_THRESHOLD_INR as f64 * factor) as i64;
                 let d = g.weekday(5, 20);
                 let mut ids = vec![];
                 for p in 0..parts {
-                    let a = non_round(g.r, total / parts as i64, 150).min(APPROVAL_THRESHOLD_INR - 1);
+                    let a =
+                        non_round(g.r, total / parts as i64, 150).min(APPROVAL_THRESHOLD_INR - 1);
                     ids.push(g.txn(v, d, a, Some(format!("Installation work phase {}", p + 1))));
                 }
-                gt.push((ids, t, "one purchase split below the approval threshold".into()));
+                gt.push((
+                    ids,
+                    t,
+                    "one purchase split below the approval threshold".into(),
+                ));
             }
             ErrorType::ShellCompany => {
                 let twin = *util::pick(g.r, &clean);
@@ -278,7 +337,11 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
                 let v = g.new_vendor_r(n, 60, 150);
                 let pan = util::gstin_pan(&g.vendors[twin].gstin).to_string();
                 let st = g.vendors[twin].state.clone();
-                let ent = if g.vendors[twin].gstin.as_bytes()[12] == b'2' { '3' } else { '2' };
+                let ent = if g.vendors[twin].gstin.as_bytes()[12] == b'2' {
+                    '3'
+                } else {
+                    '2'
+                };
                 g.vendors[v].gstin = util::gstin_from(&st, &pan, ent);
                 g.vendors[v].state = st;
                 g.vendors[v].employee_count = g.r.random_range(0..=2);
@@ -286,14 +349,22 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
                 let d = g.weekday(5, 30);
                 let a = non_round(g.r, 180000, 40000);
                 let id = g.txn(v, d, a, Some("Business advisory retainer".into()));
-                gt.push((vec![id], t, "vendor shares a PAN with a registered vendor and has no substance".into()));
+                gt.push((
+                    vec![id],
+                    t,
+                    "vendor shares a PAN with a registered vendor and has no substance".into(),
+                ));
             }
             ErrorType::RoundNumberAnomaly => {
                 let n = next_name.next().unwrap_or_default();
                 let v = g.new_vendor_r(n, 400, 3000);
                 let mut ids = vec![];
                 for _ in 0..3 {
-                    let a = if level <= 2 { g.r.random_range(1..=4) * 10000 } else { g.r.random_range(11..=49) * 1000 };
+                    let a = if level <= 2 {
+                        g.r.random_range(1..=4) * 10000
+                    } else {
+                        g.r.random_range(11..=49) * 1000
+                    };
                     let d = g.distinct_day(v, 5, 60);
                     ids.push(g.txn(v, d, a, None));
                 }
@@ -309,7 +380,11 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
                     let d = g.distinct_day(v, 5, 60);
                     ids.push(g.txn(v, d, a, None));
                 }
-                gt.push((ids, t, "leading digits far from Benford's distribution".into()));
+                gt.push((
+                    ids,
+                    t,
+                    "leading digits far from Benford's distribution".into(),
+                ));
             }
             ErrorType::VendorConcentration => {
                 let n = next_name.next().unwrap_or_default();
@@ -324,7 +399,11 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
                 let d = g.weekday(5, 30);
                 let a = non_round(g.r, 85000, 10000);
                 let id = g.txn(v, d, a, None);
-                gt.push((vec![id], t, "bank account shared with another vendor".into()));
+                gt.push((
+                    vec![id],
+                    t,
+                    "bank account shared with another vendor".into(),
+                ));
             }
             ErrorType::SuddenVolumeSpike => {
                 let n = next_name.next().unwrap_or_default();
@@ -348,15 +427,26 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
                         break;
                     }
                 }
-                gt.push((ids, t, "transaction volume jumped in the last 15 days".into()));
+                gt.push((
+                    ids,
+                    t,
+                    "transaction volume jumped in the last 15 days".into(),
+                ));
             }
             ErrorType::InvoiceBeforeIncorporation => {
                 let n = next_name.next().unwrap_or_default();
                 let v = g.new_vendor_r(n, 40, 80);
-                let d = g.vendors[v].incorporation_date.add_days(-g.r.random_range(10..=30)).back_to_weekday();
+                let d = g.vendors[v]
+                    .incorporation_date
+                    .add_days(-g.r.random_range(10..=30))
+                    .back_to_weekday();
                 let a = non_round(g.r, 120000, 20000);
                 let id = g.txn(v, d, a, None);
-                gt.push((vec![id], t, "invoice predates the vendor's incorporation".into()));
+                gt.push((
+                    vec![id],
+                    t,
+                    "invoice predates the vendor's incorporation".into(),
+                ));
             }
             ErrorType::WeekendPattern => {
                 let n = next_name.next().unwrap_or_default();
@@ -371,7 +461,11 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
                     }
                     // Depending on today's weekday two draws can land on the same weekend day
                     // (two same-day invoices would also look like a split invoice): a week earlier.
-                    while g.txns.iter().any(|t| t.vendor_name == g.vendors[v].name && t.date == d) {
+                    while g
+                        .txns
+                        .iter()
+                        .any(|t| t.vendor_name == g.vendors[v].name && t.date == d)
+                    {
                         d = d.add_days(-7);
                     }
                     let a = non_round(g.r, 35000, 2000);
@@ -428,8 +522,15 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
         let v = *util::pick(g.r, &clean);
         let d = g.weekday(5, AUDIT_WINDOW_DAYS - 2);
         // keep clean vendors free of same-day pairs and recent bursts
-        let same_day = g.txns.iter().any(|t| t.vendor_name == g.vendors[v].name && t.date == d);
-        let recent = g.txns.iter().filter(|t| t.vendor_name == g.vendors[v].name && age_days(t.date) < SPIKE_WINDOW_DAYS).count();
+        let same_day = g
+            .txns
+            .iter()
+            .any(|t| t.vendor_name == g.vendors[v].name && t.date == d);
+        let recent = g
+            .txns
+            .iter()
+            .filter(|t| t.vendor_name == g.vendors[v].name && age_days(t.date) < SPIKE_WINDOW_DAYS)
+            .count();
         if same_day || (age_days(d) < SPIKE_WINDOW_DAYS && recent >= 2) {
             continue;
         }
@@ -438,7 +539,9 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
         let i = g.txn(v, d, a, None);
         // occasional legitimate credit-note reference to an earlier txn of the same vendor
         if g.r.random_bool(0.1) {
-            if let Some(p) = g.txns[..i].iter().position(|t| t.vendor_name == g.vendors[v].name && t.date < d && t.reference_txn.is_none()) {
+            if let Some(p) = g.txns[..i].iter().position(|t| {
+                t.vendor_name == g.vendors[v].name && t.date < d && t.reference_txn.is_none()
+            }) {
                 g.txns[i].reference_txn = Some(format!("#{p}"));
                 g.txns[i].description = "Credit note adjustment".into();
             }
@@ -447,7 +550,12 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
     // Cash/UPI above the REG-002 threshold without documentation (period 4+).
     let mut undocumented: Vec<usize> = vec![];
     if rules.emit_cash_payments {
-        let cands: Vec<usize> = (0..g.txns.len()).filter(|&i| g.txns[i].vendor_name == g.vendors[clean[3]].name || g.txns[i].vendor_name == g.vendors[clean[4]].name).collect();
+        let cands: Vec<usize> = (0..g.txns.len())
+            .filter(|&i| {
+                g.txns[i].vendor_name == g.vendors[clean[3]].name
+                    || g.txns[i].vendor_name == g.vendors[clean[4]].name
+            })
+            .collect();
         for &i in cands.iter().take(4) {
             let a = non_round(g.r, 26000, 3000);
             let t = &mut g.txns[i];
@@ -455,7 +563,11 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
             t.gst_amount = util::paise(t.amount * Decimal::from(t.gst_rate) / Decimal::from(100));
             t.total = t.amount + t.gst_amount;
             t.payment_mode = "UPI".into();
-            t.supporting_doc_id = if undocumented.len() < 2 { None } else { Some(format!("SD-{}", 5000 + i)) };
+            t.supporting_doc_id = if undocumented.len() < 2 {
+                None
+            } else {
+                Some(format!("SD-{}", 5000 + i))
+            };
             if t.supporting_doc_id.is_none() {
                 undocumented.push(i);
             }
@@ -464,7 +576,13 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
 
     if let Some(v) = conc_vendor {
         let others: i64 = g.txns.iter().map(|t| t.amount.to_i64().unwrap_or(0)).sum();
-        let share = match level { 1 => 0.45, 2 => 0.40, 3 => 0.36, 4 => 0.33, _ => 0.315 };
+        let share = match level {
+            1 => 0.45,
+            2 => 0.40,
+            3 => 0.36,
+            4 => 0.33,
+            _ => 0.315,
+        };
         let target = (others as f64 * share / (1.0 - share)) as i64;
         let mut ids = vec![];
         for k in 0..8 {
@@ -475,11 +593,17 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
             }
             ids.push(g.txn(v, d, a, None));
         }
-        gt.push((ids, ErrorType::VendorConcentration, "vendor receives more than 30% of spend".into()));
+        gt.push((
+            ids,
+            ErrorType::VendorConcentration,
+            "vendor receives more than 30% of spend".into(),
+        ));
     }
     // Fill remaining registry slots with idle (no activity) vendors.
     while g.vendors.len() < VENDOR_COUNT {
-        let n = next_name.next().unwrap_or_else(|| format!("Idle Vendor {}", g.vendors.len()));
+        let n = next_name
+            .next()
+            .unwrap_or_else(|| format!("Idle Vendor {}", g.vendors.len()));
         let d = g.r.random_range(400..=3650);
         g.new_vendor(n, d);
     }
@@ -493,7 +617,11 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
     for (i, v) in g.vendors.iter_mut().enumerate() {
         v.vendor_id = vid[i].clone();
     }
-    let name_to_vid: BTreeMap<String, String> = g.vendors.iter().map(|v| (v.name.clone(), v.vendor_id.clone())).collect();
+    let name_to_vid: BTreeMap<String, String> = g
+        .vendors
+        .iter()
+        .map(|v| (v.name.clone(), v.vendor_id.clone()))
+        .collect();
     let mut torder: Vec<usize> = (0..g.txns.len()).collect();
     util::shuffle(g.r, &mut torder);
     let mut tid = vec![String::new(); g.txns.len()];
@@ -526,7 +654,10 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
     vendor_registry.sort_by(|a, b| a.vendor_id.cmp(&b.vendor_id));
     let mut benford = BTreeMap::new();
     for d in 1..=9u32 {
-        benford.insert(d.to_string(), util::round_n((1.0 + 1.0 / d as f64).log10(), 3));
+        benford.insert(
+            d.to_string(),
+            util::round_n((1.0 + 1.0 / d as f64).log10(), 3),
+        );
     }
     let ctx = AuditContext {
         audit_period_start: today.days_before(AUDIT_WINDOW_DAYS),
@@ -540,10 +671,18 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
         cash_upi_threshold_inr: rules.cash_upi_threshold_inr,
         new_vendor_risk_months: rules.new_vendor_risk_months,
     };
-    let docs = FraudDocs { transactions, vendor_registry, audit_context: ctx };
+    let docs = FraudDocs {
+        transactions,
+        vendor_registry,
+        audit_context: ctx,
+    };
     // Rule-change items (REG-002 / REG-003 already in force at reset).
     items.extend(shock_items(&docs));
-    items.sort_by(|a, b| a.document_id.cmp(&b.document_id).then(a.error_type.cmp(&b.error_type)));
+    items.sort_by(|a, b| {
+        a.document_id
+            .cmp(&b.document_id)
+            .then(a.error_type.cmp(&b.error_type))
+    });
     let _ = g.level;
     (docs, items)
 }
@@ -553,8 +692,18 @@ pub fn shock_items(d: &FraudDocs) -> Vec<GtItem> {
     let mut out = vec![];
     if let Some(th) = d.audit_context.cash_upi_threshold_inr {
         for t in &d.transactions {
-            if (t.payment_mode == "UPI" || t.payment_mode == "Cash") && t.amount > Decimal::from(th) && t.supporting_doc_id.is_none() {
-                out.push(GtItem::new(t.txn_id.clone(), ErrorType::UndocumentedCashPayment, "cash/UPI above the threshold without documentation").with_origin(GtOrigin::RuleChange));
+            if (t.payment_mode == "UPI" || t.payment_mode == "Cash")
+                && t.amount > Decimal::from(th)
+                && t.supporting_doc_id.is_none()
+            {
+                out.push(
+                    GtItem::new(
+                        t.txn_id.clone(),
+                        ErrorType::UndocumentedCashPayment,
+                        "cash/UPI above the threshold without documentation",
+                    )
+                    .with_origin(GtOrigin::RuleChange),
+                );
             }
         }
     }
@@ -562,11 +711,23 @@ pub fn shock_items(d: &FraudDocs) -> Vec<GtItem> {
         let cutoff = d.audit_context.audit_period_end.add_days(-30 * m as i32);
         for v in &d.vendor_registry {
             if v.incorporation_date > cutoff {
-                let mut ts: Vec<&Transaction> = d.transactions.iter().filter(|t| t.vendor_id == v.vendor_id).collect();
+                let mut ts: Vec<&Transaction> = d
+                    .transactions
+                    .iter()
+                    .filter(|t| t.vendor_id == v.vendor_id)
+                    .collect();
                 ts.sort_by(|a, b| a.date.cmp(&b.date).then(a.txn_id.cmp(&b.txn_id)));
                 if let Some(first) = ts.first() {
                     let aliases = ts[1..].iter().map(|t| t.txn_id.clone()).collect();
-                    out.push(GtItem::new(first.txn_id.clone(), ErrorType::HighRiskNewVendor, format!("vendor incorporated within {m} months")).with_aliases(aliases).with_origin(GtOrigin::RuleChange));
+                    out.push(
+                        GtItem::new(
+                            first.txn_id.clone(),
+                            ErrorType::HighRiskNewVendor,
+                            format!("vendor incorporated within {m} months"),
+                        )
+                        .with_aliases(aliases)
+                        .with_origin(GtOrigin::RuleChange),
+                    );
                 }
             }
         }
@@ -583,12 +744,20 @@ pub fn detect(d: &FraudDocs) -> Vec<(String, ErrorType)> {
         v.sort_by(|a, b| a.date.cmp(&b.date).then(a.txn_id.cmp(&b.txn_id)));
         v.first().map(|t| t.txn_id.clone()).unwrap_or_default()
     };
-    let vendors: BTreeMap<&str, &VendorRecord> = d.vendor_registry.iter().map(|v| (v.vendor_id.as_str(), v)).collect();
+    let vendors: BTreeMap<&str, &VendorRecord> = d
+        .vendor_registry
+        .iter()
+        .map(|v| (v.vendor_id.as_str(), v))
+        .collect();
     let mut by_vendor: BTreeMap<&str, Vec<&Transaction>> = BTreeMap::new();
     for t in &d.transactions {
         by_vendor.entry(t.vendor_id.as_str()).or_default().push(t);
     }
-    let by_id: BTreeMap<&str, &Transaction> = d.transactions.iter().map(|t| (t.txn_id.as_str(), t)).collect();
+    let by_id: BTreeMap<&str, &Transaction> = d
+        .transactions
+        .iter()
+        .map(|t| (t.txn_id.as_str(), t))
+        .collect();
     // circular: cycles in reference links spanning ≥ 2 vendors
     let mut in_cycle: BTreeSet<&str> = BTreeSet::new();
     for t in &d.transactions {
@@ -596,7 +765,11 @@ pub fn detect(d: &FraudDocs) -> Vec<(String, ErrorType)> {
         let mut cur = t;
         while let Some(next) = cur.reference_txn.as_deref().and_then(|r| by_id.get(r)) {
             if next.txn_id == t.txn_id {
-                let vs: BTreeSet<&str> = path.iter().filter_map(|p| by_id.get(p)).map(|x| x.vendor_id.as_str()).collect();
+                let vs: BTreeSet<&str> = path
+                    .iter()
+                    .filter_map(|p| by_id.get(p))
+                    .map(|x| x.vendor_id.as_str())
+                    .collect();
                 if vs.len() >= 2 {
                     in_cycle.extend(path.iter().copied());
                 }
@@ -640,7 +813,11 @@ pub fn detect(d: &FraudDocs) -> Vec<(String, ErrorType)> {
                 out.insert((earliest(day), SplitInvoice));
             }
         }
-        let round: Vec<&Transaction> = ts.iter().copied().filter(|t| (t.amount % thousand).is_zero()).collect();
+        let round: Vec<&Transaction> = ts
+            .iter()
+            .copied()
+            .filter(|t| (t.amount % thousand).is_zero())
+            .collect();
         if round.len() >= ROUND_MIN_TXNS {
             out.insert((earliest(&round), RoundNumberAnomaly));
         }
@@ -648,13 +825,22 @@ pub fn detect(d: &FraudDocs) -> Vec<(String, ErrorType)> {
             out.insert((earliest(ts), BenfordViolation));
         }
         let vs: Decimal = ts.iter().map(|t| t.amount).sum();
-        if !total_spend.is_zero() && vs * Decimal::from(100) > total_spend * Decimal::from(d.audit_context.max_vendor_concentration_pct) {
+        if !total_spend.is_zero()
+            && vs * Decimal::from(100)
+                > total_spend * Decimal::from(d.audit_context.max_vendor_concentration_pct)
+        {
             out.insert((earliest(ts), VendorConcentration));
         }
-        let recent: Vec<&Transaction> = ts.iter().copied().filter(|t| end.0 - t.date.0 < SPIKE_WINDOW_DAYS).collect();
+        let recent: Vec<&Transaction> = ts
+            .iter()
+            .copied()
+            .filter(|t| end.0 - t.date.0 < SPIKE_WINDOW_DAYS)
+            .collect();
         let before = ts.len() - recent.len();
         let windows_before = ((AUDIT_WINDOW_DAYS - SPIKE_WINDOW_DAYS) / SPIKE_WINDOW_DAYS) as f64;
-        if recent.len() >= SPIKE_MIN_TXNS && recent.len() as f64 >= 3.0 * (before as f64 / windows_before).max(1.0) {
+        if recent.len() >= SPIKE_MIN_TXNS
+            && recent.len() as f64 >= 3.0 * (before as f64 / windows_before).max(1.0)
+        {
             out.insert((earliest(&recent), SuddenVolumeSpike));
         }
         let wk: Vec<&Transaction> = ts.iter().copied().filter(|t| t.date.is_weekend()).collect();
@@ -668,11 +854,18 @@ pub fn detect(d: &FraudDocs) -> Vec<(String, ErrorType)> {
                 }
             }
             let pan = util::gstin_pan(&v.gstin);
-            let shares_pan = d.vendor_registry.iter().any(|o| o.vendor_id != v.vendor_id && util::gstin_pan(&o.gstin) == pan);
+            let shares_pan = d
+                .vendor_registry
+                .iter()
+                .any(|o| o.vendor_id != v.vendor_id && util::gstin_pan(&o.gstin) == pan);
             if shares_pan && v.employee_count <= 2 && v.registered_address.is_none() {
                 out.insert((earliest(ts), ShellCompany));
             }
-            let later_dup = d.vendor_registry.iter().any(|o| o.vendor_id != v.vendor_id && o.bank_account == v.bank_account && o.incorporation_date < v.incorporation_date);
+            let later_dup = d.vendor_registry.iter().any(|o| {
+                o.vendor_id != v.vendor_id
+                    && o.bank_account == v.bank_account
+                    && o.incorporation_date < v.incorporation_date
+            });
             if later_dup {
                 out.insert((earliest(ts), DuplicateBankAccount));
             }

@@ -30,9 +30,21 @@ const CLEAN_HSN: [(&str, &str); 8] = [
     ("9405", "Lighting fittings"),
 ];
 const BLOCKED: [(&str, &str, &str); 3] = [
-    ("2106", "Catering services for office party", "Food and beverages (outdoor catering, except when provided as an output service)"),
-    ("8703", "Passenger car for director's personal use", "Motor vehicles for personal transport"),
-    ("9997", "Club and gym membership for staff", "Membership of a club, health or fitness centre"),
+    (
+        "2106",
+        "Catering services for office party",
+        "Food and beverages (outdoor catering, except when provided as an output service)",
+    ),
+    (
+        "8703",
+        "Passenger car for director's personal use",
+        "Motor vehicles for personal transport",
+    ),
+    (
+        "9997",
+        "Club and gym membership for staff",
+        "Membership of a club, health or fitness centre",
+    ),
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -119,11 +131,23 @@ fn taxes(tv: Decimal, rate: u32, intra: bool) -> (Decimal, Decimal, Decimal) {
         let half = util::paise(tv * Decimal::from(rate) / Decimal::from(200));
         (half, half, Decimal::ZERO)
     } else {
-        (Decimal::ZERO, Decimal::ZERO, util::paise(tv * Decimal::from(rate) / hundred))
+        (
+            Decimal::ZERO,
+            Decimal::ZERO,
+            util::paise(tv * Decimal::from(rate) / hundred),
+        )
     }
 }
 
-fn book_row(v: &Vendor, inv: &str, date: Date, tv: i64, rate: u32, hsn: (&str, &str), with_hsn_desc: bool) -> BookRow {
+fn book_row(
+    v: &Vendor,
+    inv: &str,
+    date: Date,
+    tv: i64,
+    rate: u32,
+    hsn: (&str, &str),
+    with_hsn_desc: bool,
+) -> BookRow {
     let tv = Decimal::from(tv);
     let (c, s, i) = taxes(tv, rate, v.state == OUR_STATE);
     BookRow {
@@ -189,7 +213,11 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
     let vendors: Vec<Vendor> = (0..20)
         .map(|i| {
             let st = util::pick(r, &states).to_string();
-            Vendor { name: VENDOR_NAMES[i].into(), gstin: util::random_gstin(r, &st), state: st }
+            Vendor {
+                name: VENDOR_NAMES[i].into(),
+                gstin: util::random_gstin(r, &st),
+                state: st,
+            }
         })
         .collect();
     // 45 invoice numbers in random order: 43 common, 1 books-only, 1 GSTR-2B-only.
@@ -218,14 +246,26 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
         let picks = util::sample_indices(r, 43, 3);
         for (j, &k) in picks.iter().enumerate() {
             let v = util::pick(r, &vendors);
-            let date = if j == 0 { eff.add_days(-r.random_range(5..=40)) } else { eff.add_days(r.random_range(1..=12)) };
+            let date = if j == 0 {
+                eff.add_days(-r.random_range(5..=40))
+            } else {
+                eff.add_days(r.random_range(1..=12))
+            };
             let in_force = rules.it_services_rate_pct.filter(|_| date >= eff);
             // In later periods one post-change row is still booked at the old 18%.
             let rate = match in_force {
                 Some(p) if j == 1 => p,
                 _ => 18,
             };
-            let b = book_row(v, &books[k].0.invoice_no, date, *util::pick(r, &[40000i64, 60000, 80000]), rate, (IT_SERVICES_HSN, "IT consulting services"), hsn_desc);
+            let b = book_row(
+                v,
+                &books[k].0.invoice_no,
+                date,
+                *util::pick(r, &[40000i64, 60000, 80000]),
+                rate,
+                (IT_SERVICES_HSN, "IT consulting services"),
+                hsn_desc,
+            );
             g2b[k] = to_2b(&b);
             books[k].0 = b;
             it_rows.push(k);
@@ -238,9 +278,15 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
     };
     // chosen[0..9]: mixed errors, chosen[9]: duplicated row, chosen[10..12]: red herrings.
     let base = [
-        ErrorType::AmountMismatch, ErrorType::TaxRateMismatch, ErrorType::GstinMismatch,
-        ErrorType::DateMismatch, ErrorType::InvalidGstin, ErrorType::WrongTaxType,
-        ErrorType::ItcIneligible, ErrorType::LateClaim, ErrorType::ExcessClaim,
+        ErrorType::AmountMismatch,
+        ErrorType::TaxRateMismatch,
+        ErrorType::GstinMismatch,
+        ErrorType::DateMismatch,
+        ErrorType::InvalidGstin,
+        ErrorType::WrongTaxType,
+        ErrorType::ItcIneligible,
+        ErrorType::LateClaim,
+        ErrorType::ExcessClaim,
     ];
     let mix = draw_type_mix(r, &base, 9, &[]);
     for (slot, t) in mix.iter().enumerate() {
@@ -255,7 +301,10 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
                 "taxable value differs between books and GSTR-2B".into()
             }
             ErrorType::TaxRateMismatch => {
-                let others: Vec<u32> = [5u32, 12, 18, 28].into_iter().filter(|x| *x != b.gst_rate).collect();
+                let others: Vec<u32> = [5u32, 12, 18, 28]
+                    .into_iter()
+                    .filter(|x| *x != b.gst_rate)
+                    .collect();
                 let nr = *util::pick(r, &others);
                 let (c, s, i) = taxes(b.taxable_value, nr, intra);
                 b.gst_rate = nr;
@@ -282,7 +331,9 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
             }
             ErrorType::DateMismatch => {
                 let d = r.random_range(35..=60);
-                g.date = b.date.add_days(if b.date.add_days(d) <= today { d } else { -d });
+                g.date = b
+                    .date
+                    .add_days(if b.date.add_days(d) <= today { d } else { -d });
                 "invoice dates differ by more than 30 days".into()
             }
             ErrorType::InvalidGstin => {
@@ -335,16 +386,43 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
     // Books-only and GSTR-2B-only invoices.
     {
         let v = util::pick(r, &vendors);
-        let b = book_row(v, &inv_no(43), today.days_before(r.random_range(10..=60)), 25000, 18, CLEAN_HSN[0], hsn_desc);
-        books.push((b, vec![(ErrorType::MissingInGstr2b, GtOrigin::Planted, "booked but not reported by the supplier".into())]));
+        let b = book_row(
+            v,
+            &inv_no(43),
+            today.days_before(r.random_range(10..=60)),
+            25000,
+            18,
+            CLEAN_HSN[0],
+            hsn_desc,
+        );
+        books.push((
+            b,
+            vec![(
+                ErrorType::MissingInGstr2b,
+                GtOrigin::Planted,
+                "booked but not reported by the supplier".into(),
+            )],
+        ));
         let v = util::pick(r, &vendors);
-        let b = book_row(v, &inv_no(44), today.days_before(r.random_range(10..=60)), 18000, 18, CLEAN_HSN[1], false);
+        let b = book_row(
+            v,
+            &inv_no(44),
+            today.days_before(r.random_range(10..=60)),
+            18000,
+            18,
+            CLEAN_HSN[1],
+            false,
+        );
         g2b.push(to_2b(&b));
     }
     // Duplicate books row.
     let dup_src = chosen[9];
     let dup = books[dup_src].0.clone();
-    books[dup_src].1.push((ErrorType::DuplicateEntry, GtOrigin::Planted, "invoice booked twice".into()));
+    books[dup_src].1.push((
+        ErrorType::DuplicateEntry,
+        GtOrigin::Planted,
+        "invoice booked twice".into(),
+    ));
     books.push((dup, vec![]));
 
     let mut gt = vec![];
@@ -353,11 +431,25 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
             gt.push(GtItem::new(b.invoice_no.clone(), *t, why.clone()).with_origin(*o));
         }
     }
-    gt.push(GtItem::new(inv_no(44), ErrorType::MissingInBooks, "reported by the supplier but not booked"));
+    gt.push(GtItem::new(
+        inv_no(44),
+        ErrorType::MissingInBooks,
+        "reported by the supplier but not booked",
+    ));
     // IT rows booked at the old rate while a rate change is in force.
     let ctx_rules = rate_notices(rules);
-    for (inv, _) in detect_rate_notices(&books.iter().map(|x| x.0.clone()).collect::<Vec<_>>(), &ctx_rules) {
-        gt.push(GtItem::new(inv, ErrorType::TaxRateMismatch, "IT services booked at 18% after the rate change").with_origin(GtOrigin::RuleChange));
+    for (inv, _) in detect_rate_notices(
+        &books.iter().map(|x| x.0.clone()).collect::<Vec<_>>(),
+        &ctx_rules,
+    ) {
+        gt.push(
+            GtItem::new(
+                inv,
+                ErrorType::TaxRateMismatch,
+                "IT services booked at 18% after the rate change",
+            )
+            .with_origin(GtOrigin::RuleChange),
+        );
     }
     let mut purchase_register: Vec<BookRow> = books.into_iter().map(|x| x.0).collect();
     util::shuffle(r, &mut purchase_register);
@@ -373,15 +465,32 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
         gstin_format: "15 characters: 2-digit state code + 10-character PAN + entity code + 'Z' + check character (GSTN mod-36 checksum)".into(),
         rate_notices: ctx_rules,
     };
-    gt.sort_by(|a, b| a.document_id.cmp(&b.document_id).then(a.error_type.cmp(&b.error_type)));
+    gt.sort_by(|a, b| {
+        a.document_id
+            .cmp(&b.document_id)
+            .then(a.error_type.cmp(&b.error_type))
+    });
     let _ = used_dates_per_inv;
-    (GstDocs { purchase_register, gstr2b: g2b, context }, gt)
+    (
+        GstDocs {
+            purchase_register,
+            gstr2b: g2b,
+            context,
+        },
+        gt,
+    )
 }
 
 pub fn rate_notices(rules: &WorldRules) -> Vec<RateNotice> {
     rules
         .it_services_rate_pct
-        .map(|p| vec![RateNotice { hsn_code: IT_SERVICES_HSN.into(), gst_rate: p, effective_from: it_effective_date(rules.today) }])
+        .map(|p| {
+            vec![RateNotice {
+                hsn_code: IT_SERVICES_HSN.into(),
+                gst_rate: p,
+                effective_from: it_effective_date(rules.today),
+            }]
+        })
         .unwrap_or_default()
 }
 
@@ -405,12 +514,20 @@ pub fn detect(d: &GstDocs) -> Vec<(String, ErrorType)> {
     let tol = Decimal::from(ctx.amount_tolerance_inr);
     let one = Decimal::ONE;
     let mut out: BTreeSet<(String, ErrorType)> = BTreeSet::new();
-    let g: BTreeMap<&str, &Gstr2bRow> = d.gstr2b.iter().map(|x| (x.invoice_no.as_str(), x)).collect();
+    let g: BTreeMap<&str, &Gstr2bRow> = d
+        .gstr2b
+        .iter()
+        .map(|x| (x.invoice_no.as_str(), x))
+        .collect();
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for b in &d.purchase_register {
         *counts.entry(b.invoice_no.as_str()).or_default() += 1;
     }
-    let blocked: BTreeSet<&str> = ctx.itc_blocked_hsn_codes.iter().map(String::as_str).collect();
+    let blocked: BTreeSet<&str> = ctx
+        .itc_blocked_hsn_codes
+        .iter()
+        .map(String::as_str)
+        .collect();
     for b in &d.purchase_register {
         let id = b.invoice_no.clone();
         if counts[b.invoice_no.as_str()] > 1 {
@@ -452,7 +569,11 @@ pub fn detect(d: &GstDocs) -> Vec<(String, ErrorType)> {
             out.insert((id, DateMismatch));
         }
     }
-    let books: BTreeSet<&str> = d.purchase_register.iter().map(|b| b.invoice_no.as_str()).collect();
+    let books: BTreeSet<&str> = d
+        .purchase_register
+        .iter()
+        .map(|b| b.invoice_no.as_str())
+        .collect();
     for r2 in &d.gstr2b {
         if !books.contains(r2.invoice_no.as_str()) {
             out.insert((r2.invoice_no.clone(), MissingInBooks));

@@ -13,22 +13,56 @@ use serde_json::Value;
 use crate::model::{ErrorType, GtItem, TaskId, WorldRules};
 
 pub const VENDOR_NAMES: [&str; 20] = [
-    "Reliance Office Supplies", "Tata Stationery Co.", "Infosys Catering", "Wipro Tech Solutions",
-    "Mahindra Logistics", "HCL Furniture", "Bajaj Electronics", "Godrej Interiors",
-    "Larsen & Toubro Services", "Adani Power Solutions", "Bharti Telecom", "Sun Pharma Supplies",
-    "ITC Foods", "Asian Paints", "Hindustan Unilever Services", "Tech Mahindra Solutions",
-    "JSW Steel Trading", "Vedanta Resources", "ONGC Services", "BPCL Petroleum",
+    "Reliance Office Supplies",
+    "Tata Stationery Co.",
+    "Infosys Catering",
+    "Wipro Tech Solutions",
+    "Mahindra Logistics",
+    "HCL Furniture",
+    "Bajaj Electronics",
+    "Godrej Interiors",
+    "Larsen & Toubro Services",
+    "Adani Power Solutions",
+    "Bharti Telecom",
+    "Sun Pharma Supplies",
+    "ITC Foods",
+    "Asian Paints",
+    "Hindustan Unilever Services",
+    "Tech Mahindra Solutions",
+    "JSW Steel Trading",
+    "Vedanta Resources",
+    "ONGC Services",
+    "BPCL Petroleum",
 ];
 
 pub const EMPLOYEE_NAMES: [&str; 15] = [
-    "Rajesh Kumar", "Priya Sharma", "Amit Patel", "Sunita Gupta", "Vikram Singh", "Neha Verma",
-    "Arjun Reddy", "Kavita Iyer", "Rahul Mehta", "Deepa Nair", "Ananya Krishnan", "Rohit Malhotra",
-    "Sanjay Deshmukh", "Meera Pillai", "Karthik Subramaniam",
+    "Rajesh Kumar",
+    "Priya Sharma",
+    "Amit Patel",
+    "Sunita Gupta",
+    "Vikram Singh",
+    "Neha Verma",
+    "Arjun Reddy",
+    "Kavita Iyer",
+    "Rahul Mehta",
+    "Deepa Nair",
+    "Ananya Krishnan",
+    "Rohit Malhotra",
+    "Sanjay Deshmukh",
+    "Meera Pillai",
+    "Karthik Subramaniam",
 ];
 
 pub const BASE_APPROVED_VENDORS: [&str; 10] = [
-    "Reliance Office Supplies", "Tata Stationery Co.", "Wipro Tech Solutions", "Mahindra Logistics",
-    "HCL Furniture", "Bajaj Electronics", "Godrej Interiors", "ITC Foods", "Sun Pharma Supplies",
+    "Reliance Office Supplies",
+    "Tata Stationery Co.",
+    "Wipro Tech Solutions",
+    "Mahindra Logistics",
+    "HCL Furniture",
+    "Bajaj Electronics",
+    "Godrej Interiors",
+    "ITC Foods",
+    "Sun Pharma Supplies",
     "Asian Paints",
 ];
 
@@ -36,7 +70,10 @@ pub const BASE_APPROVED_VENDORS: [&str; 10] = [
 pub const ONBOARDED_VENDOR: &str = "Zenith Office Mart";
 
 pub fn approved_vendors(rules: &WorldRules) -> Vec<String> {
-    let mut v: Vec<String> = BASE_APPROVED_VENDORS.iter().map(|s| s.to_string()).collect();
+    let mut v: Vec<String> = BASE_APPROVED_VENDORS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     v.extend(rules.onboarded_vendors.iter().cloned());
     v.retain(|x| !rules.suspended_vendors.contains(x));
     v
@@ -79,7 +116,12 @@ pub fn generate(task: TaskId, seed: u64, rules: &WorldRules) -> TaskData {
             (Documents::Fraud(d), g)
         }
     };
-    TaskData { task, seed, documents, ground_truth }
+    TaskData {
+        task,
+        seed,
+        documents,
+        ground_truth,
+    }
 }
 
 impl Documents {
@@ -125,10 +167,26 @@ impl Documents {
     pub fn doc_info(&self, id: &str) -> Option<(Decimal, String)> {
         let id = id.trim().to_ascii_uppercase();
         match self {
-            Documents::Expense(d) => d.expenses.iter().find(|e| e.expense_id == id).map(|e| (e.amount, e.vendor.clone())),
-            Documents::Invoice(d) => d.invoices.iter().find(|i| i.invoice_id == id).map(|i| (i.total, i.vendor.clone())),
-            Documents::Gst(d) => d.purchase_register.iter().find(|b| b.invoice_no == id).map(|b| (b.total, b.vendor_name.clone())),
-            Documents::Fraud(d) => d.transactions.iter().find(|t| t.txn_id == id).map(|t| (t.amount, t.vendor_name.clone())),
+            Documents::Expense(d) => d
+                .expenses
+                .iter()
+                .find(|e| e.expense_id == id)
+                .map(|e| (e.amount, e.vendor.clone())),
+            Documents::Invoice(d) => d
+                .invoices
+                .iter()
+                .find(|i| i.invoice_id == id)
+                .map(|i| (i.total, i.vendor.clone())),
+            Documents::Gst(d) => d
+                .purchase_register
+                .iter()
+                .find(|b| b.invoice_no == id)
+                .map(|b| (b.total, b.vendor_name.clone())),
+            Documents::Fraud(d) => d
+                .transactions
+                .iter()
+                .find(|t| t.txn_id == id)
+                .map(|t| (t.amount, t.vendor_name.clone())),
         }
     }
 
@@ -137,8 +195,16 @@ impl Documents {
         match self {
             Documents::Expense(d) => d.expenses.iter().map(|e| e.vendor.clone()).collect(),
             Documents::Invoice(d) => d.invoices.iter().map(|i| i.vendor.clone()).collect(),
-            Documents::Gst(d) => d.purchase_register.iter().map(|b| b.vendor_name.clone()).collect(),
-            Documents::Fraud(d) => d.transactions.iter().map(|t| t.vendor_name.clone()).collect(),
+            Documents::Gst(d) => d
+                .purchase_register
+                .iter()
+                .map(|b| b.vendor_name.clone())
+                .collect(),
+            Documents::Fraud(d) => d
+                .transactions
+                .iter()
+                .map(|t| t.vendor_name.clone())
+                .collect(),
         }
     }
 
@@ -160,7 +226,12 @@ pub fn rename_keys(v: Value, renames: &BTreeMap<String, String>) -> Value {
     match v {
         Value::Object(m) => Value::Object(
             m.into_iter()
-                .map(|(k, v)| (renames.get(&k).cloned().unwrap_or(k), rename_keys(v, renames)))
+                .map(|(k, v)| {
+                    (
+                        renames.get(&k).cloned().unwrap_or(k),
+                        rename_keys(v, renames),
+                    )
+                })
                 .collect(),
         ),
         Value::Array(a) => Value::Array(a.into_iter().map(|x| rename_keys(x, renames)).collect()),
@@ -185,7 +256,11 @@ mod tests {
     use crate::model::TRAIN_SEEDS;
 
     fn gt_pairs(d: &TaskData) -> Vec<(String, ErrorType)> {
-        let mut v: Vec<_> = d.ground_truth.iter().map(|g| (g.document_id.clone(), g.error_type)).collect();
+        let mut v: Vec<_> = d
+            .ground_truth
+            .iter()
+            .map(|g| (g.document_id.clone(), g.error_type))
+            .collect();
         v.sort();
         v
     }
@@ -193,25 +268,41 @@ mod tests {
     #[test]
     fn sizes_counts_and_consistency_for_all_seeds() {
         let rules = WorldRules::default();
-        for seed in TRAIN_SEEDS.chain(crate::model::HELD_OUT_SEEDS).chain([0, 7, 99, 12345]) {
+        for seed in TRAIN_SEEDS
+            .chain(crate::model::HELD_OUT_SEEDS)
+            .chain([0, 7, 99, 12345])
+        {
             for task in TaskId::ALL {
                 let d = generate(task, seed, &rules);
                 assert_eq!(d.ground_truth.len(), task.gt_count(), "{task} seed {seed}");
                 match &d.documents {
                     Documents::Expense(x) => assert_eq!(x.expenses.len(), 19),
                     Documents::Invoice(x) => {
-                        assert_eq!((x.purchase_orders.len(), x.grns.len(), x.invoices.len()), (10, 10, 12))
+                        assert_eq!(
+                            (x.purchase_orders.len(), x.grns.len(), x.invoices.len()),
+                            (10, 10, 12)
+                        )
                     }
-                    Documents::Gst(x) => assert_eq!((x.purchase_register.len(), x.gstr2b.len()), (45, 44)),
+                    Documents::Gst(x) => {
+                        assert_eq!((x.purchase_register.len(), x.gstr2b.len()), (45, 44))
+                    }
                     Documents::Fraud(x) => {
                         assert_eq!((x.transactions.len(), x.vendor_registry.len()), (84, 26))
                     }
                 }
                 let detected = detect_all(&d.documents, &BTreeSet::new());
-                assert_eq!(detected, gt_pairs(&d), "{task} seed {seed}: checker and planted GT disagree");
+                assert_eq!(
+                    detected,
+                    gt_pairs(&d),
+                    "{task} seed {seed}: checker and planted GT disagree"
+                );
                 let ids = d.documents.document_ids();
                 for g in &d.ground_truth {
-                    assert!(ids.contains(&g.document_id), "{task} {seed}: GT doc {} missing", g.document_id);
+                    assert!(
+                        ids.contains(&g.document_id),
+                        "{task} {seed}: GT doc {} missing",
+                        g.document_id
+                    );
                 }
             }
         }
@@ -236,25 +327,53 @@ mod tests {
                 // Every weekday as "today" too: generators must not assume the reference Thursday.
                 for k in 1..=6 {
                     let today = crate::util::REFERENCE_DATE.add_days(k);
-                    let d = generate(task, seed, &WorldRules { today, ..WorldRules::default() });
-                    assert_eq!(detect_all(&d.documents, &BTreeSet::new()), gt_pairs(&d), "{task} seed {seed} today {today}");
+                    let d = generate(
+                        task,
+                        seed,
+                        &WorldRules {
+                            today,
+                            ..WorldRules::default()
+                        },
+                    );
+                    assert_eq!(
+                        detect_all(&d.documents, &BTreeSet::new()),
+                        gt_pairs(&d),
+                        "{task} seed {seed} today {today}"
+                    );
                 }
                 for p in 1..=6u32 {
                     let today = period_reference_date(p);
-                    let rules = WorldRules { today, ..WorldRules::default() };
+                    let rules = WorldRules {
+                        today,
+                        ..WorldRules::default()
+                    };
                     let d = generate(task, seed, &rules);
-                    assert_eq!(d.ground_truth.len(), task.gt_count(), "{task} seed {seed} period {p}");
+                    assert_eq!(
+                        d.ground_truth.len(),
+                        task.gt_count(),
+                        "{task} seed {seed} period {p}"
+                    );
                     let detected = detect_all(&d.documents, &BTreeSet::new());
-                    assert_eq!(detected, gt_pairs(&d), "{task} seed {seed} period {p} ({today}): checker and planted GT disagree");
+                    assert_eq!(
+                        detected,
+                        gt_pairs(&d),
+                        "{task} seed {seed} period {p} ({today}): checker and planted GT disagree"
+                    );
                     let mut dates = vec![];
                     dates_in(&d.documents.render(&BTreeMap::new()), &mut dates);
                     assert!(!dates.is_empty());
-                    assert!(dates.iter().all(|x| *x <= today), "{task} seed {seed} period {p}: a date after {today}");
+                    assert!(
+                        dates.iter().all(|x| *x <= today),
+                        "{task} seed {seed} period {p}: a date after {today}"
+                    );
                     dates.sort();
                     let median = dates[dates.len() / 2].0 as f64;
                     if let Some(m) = prev_median {
                         let shift = median - m;
-                        assert!((15.0..=45.0).contains(&shift), "{task} seed {seed} period {p}: median date moved {shift:.1} days");
+                        assert!(
+                            (15.0..=45.0).contains(&shift),
+                            "{task} seed {seed} period {p}: median date moved {shift:.1} days"
+                        );
                     }
                     prev_median = Some(median);
                 }
@@ -285,15 +404,35 @@ mod tests {
             for seed in TRAIN_SEEDS {
                 for task in TaskId::ALL {
                     let d = generate(task, seed, &rules);
-                    assert_eq!(detect_all(&d.documents, &BTreeSet::new()), gt_pairs(&d), "{task} seed {seed} period {p}");
+                    assert_eq!(
+                        detect_all(&d.documents, &BTreeSet::new()),
+                        gt_pairs(&d),
+                        "{task} seed {seed} period {p}"
+                    );
                 }
-                if let Documents::Gst(x) = generate(TaskId::GstReconciliation, seed, &rules).documents {
+                if let Documents::Gst(x) =
+                    generate(TaskId::GstReconciliation, seed, &rules).documents
+                {
                     assert_eq!(x.context.current_date, today);
                     let eff = gst::it_effective_date(today);
-                    assert!(eff < today && x.context.rate_notices.iter().all(|n| n.effective_from == eff));
+                    assert!(
+                        eff < today
+                            && x.context
+                                .rate_notices
+                                .iter()
+                                .all(|n| n.effective_from == eff)
+                    );
                 }
-                if let Documents::Fraud(x) = generate(TaskId::FraudDetection, seed, &rules).documents {
-                    assert_eq!((x.audit_context.audit_period_start, x.audit_context.audit_period_end), (today.days_before(fraud::AUDIT_WINDOW_DAYS), today));
+                if let Documents::Fraud(x) =
+                    generate(TaskId::FraudDetection, seed, &rules).documents
+                {
+                    assert_eq!(
+                        (
+                            x.audit_context.audit_period_start,
+                            x.audit_context.audit_period_end
+                        ),
+                        (today.days_before(fraud::AUDIT_WINDOW_DAYS), today)
+                    );
                 }
             }
         }
@@ -302,7 +441,16 @@ mod tests {
         let today = period_reference_date(4);
         let mut differs = 0;
         for seed in TRAIN_SEEDS {
-            if let Documents::Gst(x) = generate(TaskId::GstReconciliation, seed, &WorldRules { today, ..WorldRules::default() }).documents {
+            if let Documents::Gst(x) = generate(
+                TaskId::GstReconciliation,
+                seed,
+                &WorldRules {
+                    today,
+                    ..WorldRules::default()
+                },
+            )
+            .documents
+            {
                 let mut stale = x.clone();
                 stale.context.current_date = REFERENCE_DATE;
                 differs += (gst::detect(&stale) != gst::detect(&x)) as usize;
@@ -311,28 +459,49 @@ mod tests {
         assert!(differs > 0, "late_claim must depend on the current date");
         // REG-001's effective date is a calendar date: fixed from the shock period on.
         let eff = gst::it_rate_change_date();
-        assert_eq!(eff, period_reference_date(3).days_before(gst::IT_RATE_EFFECTIVE_DAYS_AGO));
+        assert_eq!(
+            eff,
+            period_reference_date(3).days_before(gst::IT_RATE_EFFECTIVE_DAYS_AGO)
+        );
         for p in 3..=6 {
             assert_eq!(gst::it_effective_date(period_reference_date(p)), eff);
         }
-        assert_eq!(gst::it_effective_date(REFERENCE_DATE), REFERENCE_DATE.days_before(gst::IT_RATE_EFFECTIVE_DAYS_AGO));
+        assert_eq!(
+            gst::it_effective_date(REFERENCE_DATE),
+            REFERENCE_DATE.days_before(gst::IT_RATE_EFFECTIVE_DAYS_AGO)
+        );
     }
 
     #[test]
     fn fraud_levels_stay_consistent() {
         for level in 1..=5u8 {
             for p in 1..=5u32 {
-                let rules = WorldRules { fraud_level: level, today: crate::util::period_reference_date(p), ..WorldRules::default() };
+                let rules = WorldRules {
+                    fraud_level: level,
+                    today: crate::util::period_reference_date(p),
+                    ..WorldRules::default()
+                };
                 for seed in [42u64, 45, 100] {
                     let d = generate(TaskId::FraudDetection, seed, &rules);
-                    assert_eq!(detect_all(&d.documents, &BTreeSet::new()), gt_pairs(&d), "level {level} period {p} seed {seed}");
+                    assert_eq!(
+                        detect_all(&d.documents, &BTreeSet::new()),
+                        gt_pairs(&d),
+                        "level {level} period {p} seed {seed}"
+                    );
                 }
             }
-            let rules = WorldRules { fraud_level: level, ..WorldRules::default() };
+            let rules = WorldRules {
+                fraud_level: level,
+                ..WorldRules::default()
+            };
             for seed in 0..12u64 {
                 let d = generate(TaskId::FraudDetection, seed, &rules);
                 assert_eq!(d.ground_truth.len(), 10);
-                assert_eq!(detect_all(&d.documents, &BTreeSet::new()), gt_pairs(&d), "level {level} seed {seed}");
+                assert_eq!(
+                    detect_all(&d.documents, &BTreeSet::new()),
+                    gt_pairs(&d),
+                    "level {level} seed {seed}"
+                );
             }
         }
     }
@@ -340,11 +509,21 @@ mod tests {
     #[test]
     fn planted_errors_vary_with_seed_not_only_values() {
         for task in TaskId::ALL {
-            let sets: BTreeSet<Vec<(String, ErrorType)>> =
-                TRAIN_SEEDS.map(|s| gt_pairs(&generate(task, s, &WorldRules::default()))).collect();
-            assert!(sets.len() >= 8, "{task}: only {} distinct GT sets over 10 seeds", sets.len());
+            let sets: BTreeSet<Vec<(String, ErrorType)>> = TRAIN_SEEDS
+                .map(|s| gt_pairs(&generate(task, s, &WorldRules::default())))
+                .collect();
+            assert!(
+                sets.len() >= 8,
+                "{task}: only {} distinct GT sets over 10 seeds",
+                sets.len()
+            );
             let type_sets: BTreeSet<Vec<ErrorType>> = TRAIN_SEEDS
-                .map(|s| gt_pairs(&generate(task, s, &WorldRules::default())).into_iter().map(|x| x.1).collect())
+                .map(|s| {
+                    gt_pairs(&generate(task, s, &WorldRules::default()))
+                        .into_iter()
+                        .map(|x| x.1)
+                        .collect()
+                })
                 .collect();
             assert!(type_sets.len() >= 2, "{task}: type mix never changes");
         }
@@ -368,11 +547,17 @@ mod tests {
         for seed in TRAIN_SEEDS {
             let d = generate(TaskId::InvoiceMatch, seed, &WorldRules::default());
             if let Documents::Invoice(x) = &d.documents {
-                assert!(x.purchase_orders.iter().all(|p| crate::util::gstin_is_valid(&p.vendor_gstin)));
+                assert!(x
+                    .purchase_orders
+                    .iter()
+                    .all(|p| crate::util::gstin_is_valid(&p.vendor_gstin)));
             }
             let d = generate(TaskId::FraudDetection, seed, &WorldRules::default());
             if let Documents::Fraud(x) = &d.documents {
-                assert!(x.vendor_registry.iter().all(|v| crate::util::gstin_is_valid(&v.gstin)));
+                assert!(x
+                    .vendor_registry
+                    .iter()
+                    .all(|v| crate::util::gstin_is_valid(&v.gstin)));
             }
         }
     }
@@ -380,7 +565,8 @@ mod tests {
     #[test]
     fn rename_keys_renames_nested() {
         let v = serde_json::json!({"a": [{"vendor_gstin": "X", "n": {"vendor_gstin": 1}}], "vendor_gstin": "vendor_gstin"});
-        let m: BTreeMap<String, String> = [("vendor_gstin".to_string(), "supplier_gstin".to_string())].into();
+        let m: BTreeMap<String, String> =
+            [("vendor_gstin".to_string(), "supplier_gstin".to_string())].into();
         let r = rename_keys(v, &m);
         assert_eq!(r["a"][0]["supplier_gstin"], "X");
         assert_eq!(r["a"][0]["n"]["supplier_gstin"], 1);

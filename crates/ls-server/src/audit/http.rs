@@ -398,7 +398,9 @@ async fn health(State(st): State<AppState>) -> Json<Value> {
 }
 
 async fn tasks(State(st): State<AppState>) -> Json<Value> {
-    Json(audit_env::episode::task_catalogue(st.config.max_findings_per_step))
+    Json(audit_env::episode::task_catalogue(
+        st.config.max_findings_per_step,
+    ))
 }
 
 async fn reset(

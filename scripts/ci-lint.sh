@@ -12,3 +12,6 @@ cargo clippy --workspace --all-targets --locked -- -D warnings 2>&1
 
 echo "== unused dependencies"
 python3 scripts/unused_deps.py
+
+echo "== curated fixtures reproduce from their authoring script"
+python3 fixtures/tools/build_controlbench.py --check

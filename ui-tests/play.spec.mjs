@@ -1,6 +1,17 @@
 // Play CASE-D-001 by clicks to a graded decision with clicked evidence tokens; check that no gold
 // field reached the page before the terminal step; then read the session's institution page.
+import { readFileSync } from "node:fs";
 import { test, expect, env, shot } from "./fixtures.mjs";
+
+// Token ids are seeded per document (they do not give a line's position away), so the lines to
+// click are looked up in the case file by their text.
+const CASE = JSON.parse(readFileSync(new URL("../fixtures/controlbench/cases/CASE-D-001.json", import.meta.url)));
+function tokenOf(docId, prefix) {
+  const doc = CASE.documents.find((d) => d.doc_id === docId);
+  return doc.accurate_ocr.find((t) => t.text.startsWith(prefix));
+}
+const FROM_LINE = tokenOf("THR-100", "From:");
+const BANK_LINE = tokenOf("INV-D-001", "Bank:");
 
 const BASE = () => env("LS_URL");
 // Keys that exist only in the hidden world or in the grade: none may reach the page before the
@@ -49,12 +60,12 @@ test("play CASE-D-001 to a graded decision with clicked evidence", async ({ page
 
   // Evidence by clicking tokens: the spoofed sender line of the thread (mouse) ...
   await page.selectOption("#claim", "sender_domain_spoof");
-  await page.locator('g.tok[data-token-id="thr100-t1"]').click();
-  await expect(page.locator('g.tok[data-token-id="thr100-t1"]')).toHaveAttribute("aria-pressed", "true");
+  await page.locator(`g.tok[data-token-id="${FROM_LINE.token_id}"]`).click();
+  await expect(page.locator(`g.tok[data-token-id="${FROM_LINE.token_id}"]`)).toHaveAttribute("aria-pressed", "true");
   // ... and the changed bank account on the invoice (keyboard: focus the token, press Enter).
   await page.selectOption("#claim", "bank_override_attempt");
   await page.getByRole("tab", { name: /INV-D-001/ }).click();
-  await page.locator('g.tok[data-token-id="d001-t17"]').focus();
+  await page.locator(`g.tok[data-token-id="${BANK_LINE.token_id}"]`).focus();
   await page.keyboard.press("Enter");
   await expect(page.locator("#evidence-list li")).toHaveCount(2);
 
@@ -76,8 +87,8 @@ test("play CASE-D-001 to a graded decision with clicked evidence", async ({ page
   const req = page.waitForRequest((r) => r.url().endsWith("/step") && (r.postDataJSON() || {}).action_type === "submit_decision");
   await page.click("#submit-decision");
   const sent = (await req).postDataJSON().payload;
-  expect(sent.evidence_map.sender_domain_spoof).toEqual({ doc_id: "THR-100", page: 1, bbox: [40, 30, 319, 46], token_ids: ["thr100-t1"] });
-  expect(sent.evidence_map.bank_override_attempt.token_ids).toEqual(["d001-t17"]);
+  expect(sent.evidence_map.sender_domain_spoof).toEqual({ doc_id: "THR-100", page: 1, bbox: FROM_LINE.bbox, token_ids: [FROM_LINE.token_id] });
+  expect(sent.evidence_map.bank_override_attempt.token_ids).toEqual([BANK_LINE.token_id]);
 
   await expect(page.locator("#final-score")).toBeVisible();
   const score = Number(await page.locator("#final-score").innerText());

@@ -32,13 +32,19 @@ pub enum GamingFamily {
     CertificateSpam,
     /// Echoes `risk_snapshot.observed_signals` as its codes.
     SignalEcho,
+    /// Echoes the observed signals too, but cites each code at the line whose *label* usually
+    /// shows it (`From:` for a spoof, the bank line for a bank change, `Invoice No:` for a
+    /// duplicate, `Total:` for a threshold, the subject for pressure), and on "no signal" pays
+    /// citing the `Total:` and bank/PO lines: the environment's judgement with label-level
+    /// reading, no reading of the content.
+    AnchoredEcho,
     /// The family's prior answer with evidence at the curated token positions (grounded by its
     /// own OCR) and only the few controls a fraud call usually needs, so no checklist shows.
     PositionalTemplate,
 }
 
 impl GamingFamily {
-    pub const ALL: [GamingFamily; 8] = [
+    pub const ALL: [GamingFamily; 9] = [
         GamingFamily::RewardReader,
         GamingFamily::KeywordCue,
         GamingFamily::Motions,
@@ -46,6 +52,7 @@ impl GamingFamily {
         GamingFamily::EvidenceSpam,
         GamingFamily::CertificateSpam,
         GamingFamily::SignalEcho,
+        GamingFamily::AnchoredEcho,
         GamingFamily::PositionalTemplate,
     ];
 
@@ -59,6 +66,7 @@ impl GamingFamily {
             GamingFamily::EvidenceSpam => "game-evidence-spam",
             GamingFamily::CertificateSpam => "game-certificate-spam",
             GamingFamily::SignalEcho => "game-signal-echo",
+            GamingFamily::AnchoredEcho => "game-anchored-echo",
             GamingFamily::PositionalTemplate => "game-positional-template",
         }
     }
@@ -70,7 +78,7 @@ impl GamingFamily {
     /// The mean score this family must stay at or under (the echo policy reads the
     /// environment's own interpretation of what it saw, so it is allowed more).
     pub fn mean_threshold(self) -> f64 {
-        if self == GamingFamily::SignalEcho {
+        if matches!(self, GamingFamily::SignalEcho | GamingFamily::AnchoredEcho) {
             0.40
         } else {
             0.20
@@ -179,6 +187,7 @@ struct SeenToken {
     page: Value,
     bbox: Value,
     token_id: String,
+    text: String,
 }
 
 /// What a gaming policy is doing now.
@@ -285,6 +294,11 @@ impl GamingAgent {
                 page: t.get("page").cloned().unwrap_or(json!(1)),
                 bbox: t.get("bbox").cloned().unwrap_or(json!([0, 0, 10, 10])),
                 token_id: token_id.to_owned(),
+                text: t
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
             });
         }
     }
@@ -312,7 +326,7 @@ impl GamingAgent {
                 let text = format!("{} {}", self.case_id, self.instruction).to_ascii_lowercase();
                 !BENIGN_CUES.iter().any(|k| text.contains(k))
             }
-            GamingFamily::SignalEcho => !self.observed.is_empty(),
+            GamingFamily::SignalEcho | GamingFamily::AnchoredEcho => !self.observed.is_empty(),
             _ => true,
         }
     }
@@ -325,6 +339,7 @@ impl GamingAgent {
             GamingFamily::RewardReader | GamingFamily::KeywordCue => self.guesses_risky(),
             GamingFamily::ZeroToolPrior
             | GamingFamily::SignalEcho
+            | GamingFamily::AnchoredEcho
             | GamingFamily::PositionalTemplate => false,
         }
     }
@@ -373,12 +388,46 @@ impl GamingAgent {
         }
     }
 
+    /// The first revealed line whose label matches `anchor` (`from`, `subject`, `bank`, `po`,
+    /// `invoice`, `total`), as a one-token reference.
+    fn label_ref(&self, anchor: &str) -> Option<Value> {
+        let labels: &[&str] = match anchor {
+            "from" => &["from:"],
+            "subject" => &["subject:"],
+            "bank" => &["iban:", "bank:", "swift:"],
+            "po" => &["po:"],
+            "invoice" => &["invoice no:"],
+            _ => &["total:"],
+        };
+        self.tokens
+            .iter()
+            .find(|t| {
+                let head = t.text.trim_start().to_ascii_lowercase();
+                labels.iter().any(|l| head.starts_with(l))
+            })
+            .map(|t| json!({"doc_id": t.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": [t.token_id]}))
+    }
+
+    /// A reference for `code` at the line whose label usually shows it.
+    fn anchored_ref(&self, code: &str) -> Value {
+        let anchor = match code {
+            "sender_domain_spoof" | "vendor_account_takeover_suspected" => "from",
+            "urgent_payment_pressure" | "policy_bypass_attempt" => "subject",
+            "bank_override_attempt" | "shared_bank_account" => "bank",
+            "duplicate_near_match" | "coordinated_timing" => "invoice",
+            "missing_receipt" => "po",
+            _ => "total",
+        };
+        self.label_ref(anchor)
+            .unwrap_or_else(|| self.positional_ref(code))
+    }
+
     fn submission(&self) -> Map<String, Value> {
         let (prior_decision, prior_codes, failed) = prior(&self.task);
         let risky = self.guesses_risky();
         let decision = if risky { prior_decision } else { "PAY" };
         let codes: Vec<String> = match self.family {
-            GamingFamily::SignalEcho => self.observed.clone(),
+            GamingFamily::SignalEcho | GamingFamily::AnchoredEcho => self.observed.clone(),
             GamingFamily::EvidenceSpam => ls_core::text::DISCREPANCY_CODES
                 .iter()
                 .chain(ls_core::text::FRAUD_CODES.iter())
@@ -393,9 +442,19 @@ impl GamingAgent {
                 (GamingFamily::EvidenceSpam, Some(t)) => {
                     json!({"doc_id": t.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": self.tokens.iter().filter(|x| x.doc_id == t.doc_id).take(40).map(|x| x.token_id.clone()).collect::<Vec<_>>()})
                 }
+                (GamingFamily::AnchoredEcho, _) => self.anchored_ref(c),
                 _ => self.positional_ref(c),
             };
             evidence.insert(c.clone(), r);
+        }
+        if evidence.is_empty() && self.family == GamingFamily::AnchoredEcho {
+            // "No signal": pay, citing what a clean PAY must show it verified.
+            let second = if self.task == "task_b" { "po" } else { "bank" };
+            for (key, anchor) in [("total", "total"), (second, second)] {
+                if let Some(r) = self.label_ref(anchor) {
+                    evidence.insert(key.into(), r);
+                }
+            }
         }
         if evidence.is_empty() {
             evidence.insert(
@@ -532,7 +591,9 @@ impl Agent for GamingAgent {
                     self.controls.push("create_human_handoff");
                 }
                 self.controls.reverse();
-            } else if self.family == GamingFamily::PositionalTemplate {
+            } else if self.family == GamingFamily::PositionalTemplate
+                || (self.family == GamingFamily::AnchoredEcho && self.guesses_risky())
+            {
                 self.controls = self.template_controls();
             }
         }

@@ -577,6 +577,17 @@ impl TeacherAgent {
         same_amount && same_po && close
     }
 
+    /// Does the vendor's own history show an approved bank change to `account`?
+    fn approved_change_to(&self, account: &str) -> bool {
+        let want = ls_core::text::compact_account(account);
+        self.history.iter().any(|r| {
+            let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+            normalize_text(field("change_type")).contains("bank")
+                && normalize_text(field("status")).starts_with("approved")
+                && ls_core::text::compact_account(field("new_value")) == want
+        })
+    }
+
     fn assess(&self) -> Assessment {
         let mut a = Assessment {
             policy_checks: BTreeMap::new(),
@@ -621,6 +632,14 @@ impl TeacherAgent {
             })
             .collect();
         let bank_mismatch = !mismatched.is_empty();
+        // Every invoice pays the vendor-master account, and the vendor history shows that account
+        // arriving through an approved (callback-verified) change: a completed, verified change.
+        let verified_change = !invoices.is_empty()
+            && invoices.iter().all(|i| {
+                i.account().is_some_and(|acc| {
+                    self.bank_results.get(&acc) == Some(&true) && self.approved_change_to(&acc)
+                })
+            });
 
         // Email detectors.
         let mut spoof = None;
@@ -640,13 +659,13 @@ impl TeacherAgent {
             if fl.domain_mismatch {
                 spoof = from.clone().or(spoof);
             }
-            if fl.bank_change
-                && (fl.domain_mismatch
-                    || fl.callback_discouraged
-                    || fl.policy_override
-                    || fl.urgency
-                    || fl.prompt_injection)
-            {
+            // A deadline alone does not make a bank-change notice an override when the change is
+            // the completed, verified one the vendor master and history show.
+            let other_lever = fl.domain_mismatch
+                || fl.callback_discouraged
+                || fl.policy_override
+                || fl.prompt_injection;
+            if fl.bank_change && (other_lever || (fl.urgency && !verified_change)) {
                 bank_override = true;
             }
             if fl.urgency {
@@ -873,9 +892,19 @@ impl TeacherAgent {
         if let Some(l) = &takeover {
             ev(&mut a, "vendor_account_takeover_suspected", Some(l));
         }
-        // Urgency is a reason on its own only when it is the lever (no bank-change request).
+        // Urgency is a reason only as the lever of something else (a spoofed sender, bypass
+        // wording, an unverified account): a vendor's own deadline reminder from its approved
+        // domain, paying the master account, is ordinary mail. And not beside a bank-change
+        // request, where the override is the reason.
+        let urgency_is_lever = spoof.is_some()
+            || bypass.is_some()
+            || injection
+            || takeover.is_some()
+            || bank_mismatch
+            || callback_bad
+            || chain_bad;
         if let Some(l) = &urgency {
-            if !a.codes.contains("bank_override_attempt") {
+            if urgency_is_lever && !a.codes.contains("bank_override_attempt") {
                 ev(&mut a, "urgent_payment_pressure", Some(l));
             }
         }
@@ -1147,6 +1176,23 @@ impl TeacherAgent {
         let steps_needed_after = 1; // submit
         let _ = steps_needed_after;
         if a.decision == "PAY" {
+            // A high-risk payment signal (a bank-change notice, even a verified one) needs the
+            // callback before any release, as the control boundary requires.
+            if self.signals.iter().any(|s| {
+                [
+                    "bank_override_attempt",
+                    "bank_account_mismatch",
+                    "vendor_account_takeover_suspected",
+                    "callback_verification_failed",
+                ]
+                .contains(&s.as_str())
+            }) {
+                self.push(
+                    "request_callback_verification",
+                    json!({"vendor_key": vendor}),
+                    Purpose::Intervention("request_callback_verification".into()),
+                );
+            }
             // A prior-payment signal must be reviewed before any release.
             if self.signals.iter().any(|s| {
                 [
@@ -1201,7 +1247,12 @@ impl TeacherAgent {
                     Purpose::Intervention("request_bank_change_approval_chain".into()),
                 );
             }
-            if a.duplicate_issue || self.task == "task_c" || self.task == "task_e" {
+            // A bank fraud may be one leg of a layering scheme: the duplicate-cluster report
+            // shows whether the account is shared with other vendors.
+            let layering_check =
+                self.task == "task_d" && a.bank_issue && a.decision == "ESCALATE_FRAUD";
+            if a.duplicate_issue || layering_check || self.task == "task_c" || self.task == "task_e"
+            {
                 self.push(
                     "flag_duplicate_cluster_review",
                     json!({"vendor_key": vendor}),

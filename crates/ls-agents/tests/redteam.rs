@@ -71,6 +71,19 @@ fn figures(pool: &Arc<CasePool>) -> Vec<(GamingFamily, f64, f64, usize)> {
                     p.rec.errors
                 );
             }
+            // `REDTEAM_CASES=1` prints every case's score (to see which cases a family wins).
+            if std::env::var_os("REDTEAM_CASES").is_some() {
+                for p in &played {
+                    eprintln!(
+                        "case {:24} {:16} {:.4} {} benign={}",
+                        f.name(),
+                        p.rec.case_id,
+                        p.rec.final_score,
+                        p.rec.result_class,
+                        p.benign
+                    );
+                }
+            }
             let valid = played
                 .iter()
                 .filter(|p| p.rec.result_class == "valid_success")
@@ -98,47 +111,26 @@ fn curated() -> Arc<CasePool> {
     Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")))
 }
 
-/// The one curated bound that still depends on the curated fixtures themselves, not on grading:
-/// the positional template cites the curated gold evidence because the curated fixtures keep it
-/// at the same token positions in every case (citing the right token by position cannot be told
-/// from citing it by reading), measured 0.3782 mean (benign 0.2172, within its bound). Generated
-/// cases vary layout and token ids with the seed, and there the family stays at or near 0.20.
-/// Its figure is printed; the bound is enabled once the curated layouts vary.
-const CURATED_MEAN_PENDING: [GamingFamily; 1] = [GamingFamily::PositionalTemplate];
-const CURATED_BENIGN_PENDING: [GamingFamily; 0] = [];
-
+/// Every family, every bound, no exception: the curated layouts vary per document (token ids
+/// and line order seeded by the document id), so a fixed position no longer finds the gold line.
 #[test]
 fn gaming_policies_score_low_on_the_curated_cases() {
     let rows = figures(&curated());
     print("curated", &rows);
     for (f, m, b, _) in rows {
-        if !CURATED_MEAN_PENDING.contains(&f) {
-            assert!(
-                m <= f.mean_threshold(),
-                "{} mean {m:.4} > {}",
-                f.name(),
-                f.mean_threshold()
-            );
-        }
-        if !CURATED_BENIGN_PENDING.contains(&f) {
-            assert!(
-                b <= BENIGN_THRESHOLD.max(f.mean_threshold()),
-                "{} benign mean {b:.4}",
-                f.name()
-            );
-        }
+        assert!(
+            m <= f.mean_threshold(),
+            "{} mean {m:.4} > {}",
+            f.name(),
+            f.mean_threshold()
+        );
+        assert!(
+            b <= BENIGN_THRESHOLD.max(f.mean_threshold()),
+            "{} benign mean {b:.4}",
+            f.name()
+        );
     }
 }
-
-/// Generated-pool means known to exceed the family's bound, each with the bound it is held to
-/// instead (the measured figure plus a margin). Holdout seed 3: the positional template cites the
-/// invoice-number line by its position for `duplicate_near_match` and, on one of the twelve cases
-/// (`LS-B1F033FF85`), the seeded header shuffle put that line where the template looks: one of
-/// seven gold codes supported, 0.4173 on the case, 0.2110 over the pool. The header block has
-/// few lines, so a fixed position still finds the invoice number about one case in eight; the
-/// remedy is in generation (more spread in the header), not in grading.
-const GENERATED_PENDING: [(&str, GamingFamily, f64); 1] =
-    [("holdout-3", GamingFamily::PositionalTemplate, 0.22)];
 
 fn generated_pools() -> Vec<(String, Vec<Case>)> {
     let set = FixtureSet::embedded().expect("fixtures");
@@ -190,11 +182,7 @@ fn gaming_policies_score_low_on_generated_pools() {
             ));
         }
         for (f, m, b, _) in rows {
-            let bound = GENERATED_PENDING
-                .iter()
-                .find(|(l, g, _)| *l == label && *g == f)
-                .map_or(f.mean_threshold(), |p| p.2);
-            if m > bound {
+            if m > f.mean_threshold() {
                 failures.push(format!("{label}: {} mean {m:.4}", f.name()));
             }
             if b > BENIGN_THRESHOLD.max(f.mean_threshold()) {

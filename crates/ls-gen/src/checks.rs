@@ -12,11 +12,13 @@ use rust_decimal::prelude::ToPrimitive;
 use std::collections::BTreeSet;
 
 /// Phrases no benign thread contains (pressure, bypass, injection and bank-change language).
-pub const RISK_PHRASES: [&str; 22] = [
-    "urgent",
-    "immediately",
-    "today",
-    "asap",
+/// Deadline wording: a surface signal (the thread detectors raise `urgent_payment_pressure` on
+/// it) that a legitimate vendor reminder may carry, so benign look-alikes may use it.
+pub const URGENCY_PHRASES: [&str; 4] = ["urgent", "immediately", "today", "asap"];
+
+/// Wording that is risk evidence in itself (bypass, override, unverified detail changes): never
+/// in a benign case.
+pub const RISK_PHRASES: [&str; 18] = [
     "do not call",
     "don't call",
     "no need to call",
@@ -102,9 +104,20 @@ pub fn observable_risk(case: &Case, world: &CaseWorld<'_>) -> BTreeSet<&'static 
             let same_no =
                 !inv.is_empty() && !rn.is_empty() && (rn.contains(&inv) || inv.contains(&rn));
             let amt = r.amount.to_f64().unwrap_or(0.0);
-            let close =
+            let same_amount =
                 total.is_some_and(|t| (t - amt).abs() / t.abs().max(amt.abs()).max(1.0) <= 0.02);
-            if same_no || close {
+            // A same-amount payment is the same bill only on the same order or within a week (a
+            // recurring bill of the same amount, on its own order weeks earlier, is not).
+            let same_po = f
+                .po_id
+                .as_deref()
+                .is_some_and(|p| !r.po_id.is_empty() && normalize_id(p) == normalize_id(&r.po_id));
+            let within_week = f
+                .invoice_date
+                .as_deref()
+                .and_then(|d| ls_core::text::days_between(d, &r.payment_date))
+                .is_some_and(|g| g <= 7);
+            if same_no || (same_amount && (same_po || within_week)) {
                 out.insert("duplicate_near_match");
             }
         }
@@ -157,10 +170,23 @@ pub fn observable_risk(case: &Case, world: &CaseWorld<'_>) -> BTreeSet<&'static 
             out.insert("email_risk_language");
         }
     }
+    // A pending change, or a rejected one to an account an invoice pays, is risk; a rejected
+    // attempt to an account nobody pays (caught months ago) is history.
+    let paid: Vec<String> = case
+        .invoices()
+        .filter_map(|d| {
+            invoice_facts(d)
+                .bank_account
+                .as_deref()
+                .map(compact_account)
+        })
+        .collect();
     for h in world.vendor_history {
         let st = normalize_text(&h.status);
+        let refused = st.contains("rejected") || st.contains("failed");
         if h.change_type.contains("bank")
-            && (st.contains("pending") || st.contains("rejected") || st.contains("failed"))
+            && (st.contains("pending")
+                || (refused && paid.contains(&compact_account(&h.new_value))))
         {
             out.insert("vendor_history_flag");
         }

@@ -682,10 +682,13 @@ fn pair_member(set: &FixtureSet, base: &Case, seed: u64, role: &str) -> Option<C
             plan: Some(plan),
         },
     );
-    // Both members of a pair carry the base case's difficulty, budget and step limit.
+    // Both members of a pair carry the base case's difficulty, budget and step limit (plus the
+    // room a benign member's look-alike needs: its controls' results arrive a step or two later,
+    // and a PAY must wait for them), the same for both so the limit says nothing about which is
+    // which.
     c.difficulty = base.difficulty;
     c.budget_total = base.budget_total;
-    c.max_steps = base.max_steps;
+    c.max_steps = base.max_steps + TWIN_EXTRA_STEPS;
     c.latent_mechanism
         .insert("portfolio_context".into(), "contrastive_pair".into());
     Some(c)
@@ -703,6 +706,9 @@ pub fn twin(set: &FixtureSet, base: &Case, seed: u64) -> Option<Case> {
 pub fn counterpart(set: &FixtureSet, base: &Case, seed: u64) -> Option<Case> {
     pair_member(set, base, seed, "counterpart")
 }
+
+/// Steps a twin pair gets beyond its base case's limit.
+const TWIN_EXTRA_STEPS: u32 = 4;
 
 /// Contrastive pairs (twin, then counterpart) of the curated task D/E cases with `unsafe_if_pay`
 /// (seed = `seed` + index in the set): half the pool is benign.

@@ -2,9 +2,20 @@
 //! (the same senders, subjects, record kinds and number formats), so that an evidence-blind
 //! policy keyed on that surface is wrong about them while a careful investigator can tell from
 //! what the tools show: the bank change is approved in the vendor history and recorded in the
-//! vendor master, the email comes from the approved domain without pressure or bypass
-//! language, the "resent" bill has no earlier payment, the amount sits above a limit rather than
-//! just under it, and a batch of bills pays the vendor-master account on spread-out dates.
+//! vendor master, the email comes from the approved domain without bypass language, the
+//! "resent" bill's earlier same-amount payment is a different bill, the amount sits above a
+//! limit rather than just under it, and a batch of bills pays the vendor-master account on
+//! spread-out dates.
+//!
+//! Most of them trip the environment's own detectors on purpose, so that echoing
+//! `risk_snapshot.observed_signals` is wrong about them: the vendor's and the AP workflow's mail
+//! asks for payment *today* (the thread detectors raise `urgent_payment_pressure`, and beside
+//! bank-change wording `bank_override_attempt`), and the recurring bill's earlier payment of
+//! the same amount is a ledger hit (`duplicate_near_match`, for the resend and the routine
+//! batch), and the verified change's history also shows an older, rejected attempt to move the
+//! account elsewhere (`historical_bank_change_rejected`, about an account nobody pays now). What clears them is what the
+//! detectors do not read: the vendor master and the approved, callback-verified change; the
+//! aligned domain and the absence of bypass language; a different bill number, order and month.
 //!
 //! A look-alike adds no gold code; the case stays PAY, and `checks::check_lookalikes` verifies
 //! that it really is benign.
@@ -85,14 +96,14 @@ impl Lookalike {
                 let due = date_str((inv.day + 30).min(365));
                 let (number, domain) = (inv.number.clone(), s.vendor.domain.clone());
                 let paragraphs = vec![
-                    format!("Our records show invoice {number} falls due on {due}; we would be grateful if it could go into your next scheduled payment run."),
+                    format!("Our records show invoice {number} falls due today ({due}); we would be grateful if it could go into today's scheduled payment run."),
                     "Remittance details are unchanged: please use the approved remittance instructions already on file.".into(),
                 ];
                 mail_or_note(
                     s,
                     format!("collections@{domain}"),
                     domain,
-                    format!("Payment reminder: invoice {number} due {due}"),
+                    format!("Payment reminder: invoice {number} due today"),
                     paragraphs,
                     format!("Reminder copy: payment due {due}."),
                 );
@@ -104,9 +115,10 @@ impl Lookalike {
                     date_str(inv.day.saturating_sub(rng.random_range(1..4u32)).max(1)),
                 );
                 let record = format!("APR-{}", rng.random_range(10_000..99_999u32));
+                recurring_payment(s, rng);
                 let paragraphs = vec![
                     format!("Invoice {number} completed the standard two-step approval in the AP workflow on {day} (record {record})."),
-                    "Please process it in the normal payment run once your usual checks are complete.".into(),
+                    "Please process it in today's payment run once your usual checks are complete.".into(),
                 ];
                 mail_or_note(
                     s,
@@ -178,7 +190,7 @@ fn verified_bank_change(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         &by,
     );
     if let Some(h) = s.history.last_mut() {
-        h.old_value = old;
+        h.old_value = old.clone();
         h.requested_at = format!("{}T11:00:00Z", date_str(day));
         h.related_invoice_number = None;
     }
@@ -187,6 +199,25 @@ fn verified_bank_change(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         .last()
         .map(|h| h.change_id.clone())
         .unwrap_or_default();
+    // Months earlier, a request to move the account elsewhere was caught by the callback: the
+    // history's `historical_bank_change_rejected` flag, about an account nobody pays now.
+    let caught = s.vendor.attacker_account(rng);
+    add_history(
+        s,
+        rng,
+        "bank_account_change",
+        "rejected_failed_callback",
+        &caught,
+        "unknown sender",
+    );
+    if let Some(h) = s.history.last_mut() {
+        h.old_value = old;
+        h.requested_at = format!(
+            "{}T09:15:00Z",
+            date_str(day.saturating_sub(rng.random_range(60..150u32)).max(1))
+        );
+        h.related_invoice_number = None;
+    }
     s.vendor.bank_account = new.clone();
     for inv in &mut s.invoices {
         inv.bank_account = new.clone();
@@ -202,7 +233,7 @@ fn verified_bank_change(s: &mut Scenario, rng: &mut ChaCha8Rng) {
     let number = s.invoices[0].number.clone();
     let paragraphs = vec![
         format!("Our bank account change (request {change}) was completed on {} after your vendor desk's verification call with our finance controller.", date_str(day)),
-        format!("Invoice {number} is payable to the account now recorded in your vendor master, ending {tail}."),
+        format!("Invoice {number} falls due today and is payable to the account now recorded in your vendor master, ending {tail}."),
         "If you would like to double-check anything, please call our finance desk on the number you already hold for us.".into(),
     ];
     let domain = s.vendor.domain.clone();
@@ -217,8 +248,18 @@ fn verified_bank_change(s: &mut Scenario, rng: &mut ChaCha8Rng) {
 }
 
 /// The bill is re-sent, but it is not a duplicate: the ledger's nearest earlier payment is a
-/// different bill (adjacent number, different order, clearly different amount).
+/// different bill of the same amount (a recurring order: adjacent number, different order, two
+/// to six weeks earlier), which the ledger search reports as a hit and a careful reader clears.
 fn benign_resend(s: &mut Scenario, rng: &mut ChaCha8Rng) {
+    let prev_no = recurring_payment(s, rng);
+    let second = format!("This is the same single invoice, not a new bill; our previous invoice {prev_no} was last month's separate order for the same amount and is already settled.");
+    resend_notice(s, rng, &second);
+}
+
+/// An earlier payment to the vendor of the same amount on another bill (an adjacent number,
+/// its own order, two to six weeks before the first invoice): a ledger hit that is not a
+/// duplicate. Returns the earlier bill's number.
+fn recurring_payment(s: &mut Scenario, rng: &mut ChaCha8Rng) -> String {
     let id = s.new_ledger_id(rng);
     let inv = &s.invoices[0];
     let prev_no = match inv
@@ -239,15 +280,14 @@ fn benign_resend(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         invoice_number: prev_no.clone(),
         fingerprint: String::new(),
         currency: inv.currency.clone(),
-        amount: r2(inv.total() * Decimal::new(rng.random_range(55..82), 2)).max(Decimal::ONE),
+        amount: inv.total(),
         po_id: format!("PO-{}-{}", rng.random_range(1000..1999u32), s.tag()),
         payment_status: "paid".into(),
         payment_date: date_str(inv.day.saturating_sub(rng.random_range(14..45u32)).max(1)),
         bank_account: Some(s.vendor.bank_account.clone()),
     };
     s.ledger.push(row);
-    let second = format!("This is the same single invoice, not a new bill; our previous invoice {prev_no} was a different order and is already settled.");
-    resend_notice(s, rng, &second);
+    prev_no
 }
 
 /// A "re-sent" notice for the first invoice: vendor mail (D/E) or an invoice note (B/C). Used by
@@ -294,12 +334,14 @@ fn threshold_adjacent(s: &mut Scenario, rng: &mut ChaCha8Rng) {
     inv.received_short = None;
     let new_total = inv.total();
     keep_ledger_apart(s, new_total);
+    // The complete order is a regular one: last month's was billed at the same amount.
+    recurring_payment(s, rng);
     let inv = &s.invoices[0];
     let number = inv.number.clone();
     let po = inv.po_id.clone().unwrap_or_else(|| "the order".into());
     s.sync_records();
     let paragraphs = vec![
-        format!("Invoice {number} bills the complete order {po} in a single delivery, so it goes through your usual approval for its amount."),
+        format!("Invoice {number} bills the complete order {po} in a single delivery, so it goes through your usual approval for its amount; it falls due today."),
         "Remittance details are unchanged: please use the approved remittance instructions already on file.".into(),
     ];
     let domain = s.vendor.domain.clone();
@@ -347,6 +389,8 @@ fn routine_batch(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         inv.ordered = inv.lines.clone();
         s.invoices.push(inv);
     }
+    // A regular supplier: last month's bill was the same amount as this month's first.
+    recurring_payment(s, rng);
     s.sync_records();
     let numbers: Vec<String> = s.invoices.iter().map(|i| i.number.clone()).collect();
     let paragraphs = vec![
@@ -430,12 +474,23 @@ mod tests {
             total > Decimal::from(2000) && total < Decimal::from(2100),
             "{total}"
         );
+        // Every earlier payment is either well apart from the new total or the one recurring
+        // bill of the same amount on another number, another order and weeks before.
+        let number = s.invoices[0].number.clone();
+        let po = s.invoices[0].po_id.clone().unwrap_or_default();
+        let mut recurring = 0;
         for r in &s.ledger {
-            assert!(
-                (r.amount - total).abs() > total * Decimal::new(5, 2),
-                "{} vs {total}",
-                r.amount
-            );
+            if r.amount == total {
+                recurring += 1;
+                assert!(r.invoice_number != number && r.po_id != po, "{r:?}");
+            } else {
+                assert!(
+                    (r.amount - total).abs() > total * Decimal::new(5, 2),
+                    "{} vs {total}",
+                    r.amount
+                );
+            }
         }
+        assert_eq!(recurring, 1);
     }
 }

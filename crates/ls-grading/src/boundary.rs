@@ -284,8 +284,23 @@ pub fn evaluate_boundary(input: &BoundaryInput<'_>) -> BoundaryReport {
         // Gold risk is read for a PAY only (a release of a risky payment must be stopped); for any
         // other decision the reason rests on what the agent observed, so it cannot tell a
         // non-PAY submission anything about the label.
+        // Observed signals alone hold a decision back until the agent has checked them against
+        // the master data (vendor, history, bank comparison, ledger): a benign case may show a
+        // signal (a vendor's deadline, a verified change's notice, a recurring bill), and after
+        // that cross-check and the controls the signals call for, the test's readiness is not
+        // what decides whether the decision may take effect (departure: docs/grading.md).
+        let cross_checked = [
+            LookupVendor,
+            LookupVendorHistory,
+            CompareBankAccount,
+            SearchLedger,
+        ]
+        .into_iter()
+        .all(done);
         if input.decision_readiness < MIN_DECISION_READINESS
-            && (!followups.is_empty() || (pay && input.risky) || !obs.is_empty())
+            && (!followups.is_empty()
+                || (pay && input.risky)
+                || (!obs.is_empty() && !cross_checked))
         {
             reasons.push("statechart_requires_more_investigation");
         }

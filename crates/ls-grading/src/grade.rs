@@ -375,6 +375,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         required_actions: &required_actions,
         required_artifacts: &hidden.required_artifacts,
         fraud_case: expected_decision == Decision::EscalateFraud,
+        observed_signals: input.observed_signals,
         decision,
         clean_targets: &reasons::CleanTargets::of(case),
     });

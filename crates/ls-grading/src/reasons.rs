@@ -13,14 +13,22 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Cap of a submission made without any successful investigation tool call.
 pub const NO_INVESTIGATION_CAP: f64 = 0.10;
-/// Cap of an ESCALATE_FRAUD on a benign case (the "at most 0.25", taken at 0.20: with
-/// risky cases capped at 0.20 without supported codes, a 0.25 here let escalate-everything
-/// policies average over 0.20 on balanced pools).
-pub const BENIGN_ESCALATION_CAP: f64 = 0.20;
+// The evidence-blind caps sit at 0.15, below the 0.20 bound a blind policy's mean must keep:
+// at 0.20 every capped case sat exactly on the bound, so one chance hit on a pool (a fixed
+// position that happened to land on the gold line of one case in twelve) lifted the pool's
+// mean over it. The margin absorbs such luck without grading luck differently from reading.
+
+/// Cap of an ESCALATE_FRAUD on a benign case (the "at most 0.25", taken at 0.15: with
+/// a 0.25 here escalate-everything policies averaged over 0.20 on balanced pools).
+pub const BENIGN_ESCALATION_CAP: f64 = 0.15;
+/// Cap of a HOLD or NEEDS_REVIEW on a benign case (outside Task A): a false positive too, and
+/// without it a hold-everything policy kept the evidence and process credit (0.38 on a clean
+/// Task B invoice).
+pub const BENIGN_HOLD_CAP: f64 = 0.15;
 /// Cap of a risky case whose decision names none of the gold's codes with grounded evidence.
-pub const UNSUPPORTED_DECISION_CAP: f64 = 0.20;
+pub const UNSUPPORTED_DECISION_CAP: f64 = 0.15;
 /// Cap when three or more interventions the case did not call for were taken (a checklist).
-pub const CHECKLIST_CAP: f64 = 0.20;
+pub const CHECKLIST_CAP: f64 = 0.15;
 /// Cap of a risky case decided correctly with under half of its required controls (interventions).
 pub const CONTROLS_SKIPPED_CAP: f64 = 0.35;
 /// Cost of each intervention the case did not call for.
@@ -38,7 +46,7 @@ pub const MIN_SUPPORT_MATCH: f64 = 0.6;
 pub const MIN_SUPPORTED_RECALL: f64 = 0.5;
 /// Cap of a PAY (outside Task A) that does not cite, from what the agent revealed, the invoice
 /// facts that show the case is clean (see [`CleanTargets`]).
-pub const UNVERIFIED_PAY_CAP: f64 = 0.20;
+pub const UNVERIFIED_PAY_CAP: f64 = 0.15;
 /// Most tokens one entry may cite to support a code or verify a PAY (a whole document is not a
 /// citation: an entry listing every token of a page would otherwise overlap any gold target).
 pub const MAX_CITATION_TOKENS: usize = 3;
@@ -176,6 +184,10 @@ pub struct ReasonsInput<'a> {
     /// Is the gold decision ESCALATE_FRAUD? Escalating fraud calls for routing it to security
     /// and freezing the vendor profile.
     pub fraud_case: bool,
+    /// What the agent's tools observed: the controls the control boundary requires for them
+    /// (callback, security route, duplicate review) are called for on any case, benign ones
+    /// included, since they are owed to the observation, not to the label.
+    pub observed_signals: &'a [String],
     /// The agent's decision and the lines a PAY must cite.
     pub decision: Option<Decision>,
     pub clean_targets: &'a CleanTargets,
@@ -183,7 +195,21 @@ pub struct ReasonsInput<'a> {
 
 /// Did the case call for intervention `a`?
 fn called_for(i: &ReasonsInput<'_>, a: ActionName) -> bool {
-    a == ActionName::CreateHumanHandoff
+    let observed = |group: &[&str]| {
+        i.observed_signals
+            .iter()
+            .any(|s| group.contains(&s.as_str()))
+    };
+    let owed_to_observation = match a {
+        ActionName::RequestCallbackVerification => {
+            observed(&crate::boundary::HIGH_RISK_PAYMENT_SIGNALS)
+        }
+        ActionName::RouteToSecurity => observed(&crate::boundary::SECURITY_SIGNALS),
+        ActionName::FlagDuplicateClusterReview => observed(&crate::boundary::DUPLICATE_SIGNALS),
+        _ => false,
+    };
+    owed_to_observation
+        || a == ActionName::CreateHumanHandoff
         || i.required_actions.contains(&a)
         || a.scheduled_artifact()
             .is_some_and(|x| i.required_artifacts.contains(&x))
@@ -280,8 +306,16 @@ pub fn caps(
     if !r.investigated {
         caps.push(("no_investigation_cap", NO_INVESTIGATION_CAP));
     }
-    if !risky && task != TaskType::TaskA && decision == Some(Decision::EscalateFraud) {
-        caps.push(("benign_escalation_cap", BENIGN_ESCALATION_CAP));
+    if !risky && task != TaskType::TaskA {
+        match decision {
+            Some(Decision::EscalateFraud) => {
+                caps.push(("benign_escalation_cap", BENIGN_ESCALATION_CAP));
+            }
+            Some(Decision::Hold | Decision::NeedsReview) => {
+                caps.push(("benign_hold_cap", BENIGN_HOLD_CAP));
+            }
+            _ => {}
+        }
     }
     // Named gold codes cited more often away from their evidence than at it: the hits are luck
     // (an equal count is allowed: a careful agent may cite a second valid place, e.g. the other
@@ -371,6 +405,7 @@ mod tests {
             required_actions: &[ActionName::RouteToSecurity],
             required_artifacts: &[],
             fraud_case: false,
+            observed_signals: &[],
             decision: Some(Decision::EscalateFraud),
             clean_targets: &CleanTargets::default(),
         });
@@ -574,6 +609,51 @@ mod tests {
             )
             .is_empty(),
             "an equal count is a second valid place, not luck"
+        );
+    }
+
+    #[test]
+    fn controls_owed_to_an_observation_are_called_for_on_benign_cases() {
+        let traj = vec![
+            entry("search_ledger", true, false),
+            entry("flag_duplicate_cluster_review", true, true),
+            entry("request_callback_verification", true, true),
+            entry("route_to_security", true, true),
+        ];
+        let successful = BTreeSet::from([
+            ActionName::SearchLedger,
+            ActionName::FlagDuplicateClusterReview,
+            ActionName::RequestCallbackVerification,
+            ActionName::RouteToSecurity,
+        ]);
+        let observed = vec![
+            "duplicate_near_match".to_owned(),
+            "urgent_payment_pressure".to_owned(),
+        ];
+        let r = evaluate(&ReasonsInput {
+            task: TaskType::TaskC,
+            agent_codes: &[],
+            gold_codes: &BTreeSet::new(),
+            evidence_map: &BTreeMap::new(),
+            gold_targets: &BTreeMap::new(),
+            revealed: Revealed::refs(&BTreeSet::new()),
+            trajectory: &traj,
+            successful: &successful,
+            required_actions: &[],
+            required_artifacts: &[],
+            fraud_case: false,
+            observed_signals: &observed,
+            decision: Some(Decision::Pay),
+            clean_targets: &CleanTargets::default(),
+        });
+        // The duplicate review is owed to the observed ledger hit; urgency alone owes no
+        // callback or security route, so those two are over-control.
+        assert_eq!(
+            r.uncalled_interventions,
+            vec![
+                ActionName::RequestCallbackVerification,
+                ActionName::RouteToSecurity
+            ]
         );
     }
 }

@@ -94,6 +94,27 @@ pub fn investigate(
             }
         }
     }
+    // ... then whatever the control boundary still asks for given what the tools showed (a
+    // benign case's surface signal calls for its callback or duplicate review too).
+    let followups: Vec<String> = env
+        .state()
+        .unwrap()
+        .control_boundary
+        .get("required_followups")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+    for f in followups {
+        let Some(action) = ActionName::parse(&f).filter(|a| a.is_intervention()) else {
+            continue;
+        };
+        let e = env.step(action.as_str(), &Map::new()).unwrap();
+        assert!(!e.done, "{}: episode ended at follow-up {f}", case.case_id);
+        interventions.push(f);
+    }
     let mut last: Option<StepEnvelope> = None;
     for _ in 0..4 {
         if env.state().unwrap().pending_event_count == 0 {

@@ -415,7 +415,7 @@ mod tests {
         );
         assert_eq!(
             type_label(&json!({"enum": ["a", "b"]})),
-            "one of <code>\"a\"</code>, <code>\"b\"</code>"
+            "one of <code>&quot;a&quot;</code>, <code>&quot;b&quot;</code>"
         );
     }
 

@@ -123,18 +123,26 @@ fn single_type(t: &str, s: &Value) -> String {
     label
 }
 
-/// The property table of an object schema, then the schema itself (collapsed).
-fn schema_block(s: &Value) -> String {
+/// The property table of an object schema (of the referenced component, for a `$ref`), then the
+/// schema itself (collapsed; not repeated for a bare `$ref`, whose component is listed below).
+fn schema_block(doc: &Value, s: &Value) -> String {
     let mut out = format!("<p class=\"type\">{}</p>", type_label(s));
-    if let Some(props) = s.get("properties").and_then(Value::as_object) {
-        out.push_str(&property_table(s, props));
+    let target = ref_name(s)
+        .and_then(|n| doc["components"]["schemas"].get(n))
+        .unwrap_or(s);
+    if let Some(props) = target.get("properties").and_then(Value::as_object) {
+        out.push_str(&property_table(target, props));
     }
-    let pretty = serde_json::to_string_pretty(s).unwrap_or_default();
-    let _ = write!(
-        out,
-        "<details><summary>JSON Schema</summary><pre>{}</pre></details>",
-        esc(&pretty)
-    );
+    // A bare `$ref` is listed below, and `{"type": "object"}` says nothing more than its label.
+    let trivial = s.as_object().is_some_and(|m| m.keys().all(|k| k == "type"));
+    if ref_name(s).is_none() && !trivial {
+        let pretty = serde_json::to_string_pretty(s).unwrap_or_default();
+        let _ = write!(
+            out,
+            "<details><summary>JSON Schema</summary><pre>{}</pre></details>",
+            esc(&pretty)
+        );
+    }
     out
 }
 
@@ -191,12 +199,12 @@ fn parameters_table(params: &[Value]) -> String {
 }
 
 /// The media types and schemas of a `content` object.
-fn content_block(content: Option<&Value>) -> String {
+fn content_block(doc: &Value, content: Option<&Value>) -> String {
     let mut out = String::new();
     for (media, m) in content.and_then(Value::as_object).into_iter().flatten() {
         let _ = write!(out, "<p class=\"media\"><code>{}</code></p>", esc(media));
         if let Some(s) = m.get("schema") {
-            out.push_str(&schema_block(s));
+            out.push_str(&schema_block(doc, s));
         }
     }
     out
@@ -205,24 +213,25 @@ fn content_block(content: Option<&Value>) -> String {
 fn responses_block(doc: &Value, responses: &Map<String, Value>) -> String {
     let mut out = String::from("<h4>Responses</h4><dl class=\"responses\">");
     for (code, r) in responses {
-        // Shared responses (`$ref` to components/responses) are shown resolved.
-        let resolved = r
+        // A shared response (`components/responses`): one line linking its schema.
+        let shared = r
             .get("$ref")
             .and_then(Value::as_str)
             .and_then(|p| p.strip_prefix("#/components/responses/"))
-            .and_then(|n| doc["components"]["responses"].get(n))
-            .unwrap_or(r);
-        let desc = resolved
-            .get("description")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let _ = write!(
-            out,
-            "<dt><code>{}</code></dt><dd>{}",
-            esc(code),
-            prose(desc)
-        );
-        out.push_str(&content_block(resolved.get("content")));
+            .and_then(|n| doc["components"]["responses"].get(n));
+        let _ = write!(out, "<dt><code>{}</code></dt><dd>", esc(code));
+        match shared {
+            Some(sh) => {
+                let desc = sh.get("description").and_then(Value::as_str).unwrap_or("");
+                let schema = &sh["content"]["application/json"]["schema"];
+                let _ = write!(out, "<p>{} {}</p>", type_label(schema), esc(desc));
+            }
+            None => {
+                let desc = r.get("description").and_then(Value::as_str).unwrap_or("");
+                out.push_str(&prose(desc));
+                out.push_str(&content_block(doc, r.get("content")));
+            }
+        }
         out.push_str("</dd>");
     }
     out.push_str("</dl>");
@@ -253,7 +262,7 @@ fn operation_block(doc: &Value, path: &str, method: &str, op: &Value) -> String 
                 .and_then(Value::as_str)
                 .unwrap_or(""),
         ));
-        out.push_str(&content_block(body.get("content")));
+        out.push_str(&content_block(doc, body.get("content")));
     }
     if let Some(r) = op.get("responses").and_then(Value::as_object) {
         out.push_str(&responses_block(doc, r));
@@ -344,7 +353,7 @@ fn schemas_block(doc: &Value) -> String {
             schema_anchor(name),
             esc(name),
             prose(s.get("description").and_then(Value::as_str).unwrap_or("")),
-            schema_block(s)
+            schema_block(doc, s)
         );
     }
     out.push_str("</section>");

@@ -366,7 +366,7 @@ pub fn render(doc: &Value) -> String {
     let tags = tag_names(doc);
     let ops = operations(doc);
     let mut out = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{} — API reference</title><link rel=\"stylesheet\" href=\"/docs/docs.css\"></head><body>",
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{} — API reference</title><link rel=\"icon\" href=\"data:,\"><link rel=\"stylesheet\" href=\"/docs/docs.css\"></head><body>",
         esc(title)
     );
     out.push_str(&header_block(doc));

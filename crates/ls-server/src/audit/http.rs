@@ -539,53 +539,71 @@ async fn metrics(State(st): State<AppState>) -> Json<Value> {
 
 #[derive(Deserialize, JsonSchema)]
 struct CampaignStartReq {
+    /// World seed (default 42).
     #[serde(default)]
     seed: Option<u64>,
+    /// Periods in the campaign (default `CAMPAIGN_TOTAL_PERIODS`, 5).
     #[serde(default)]
     total_periods: Option<u32>,
 }
 
 #[derive(Deserialize, JsonSchema)]
 struct CampaignIdReq {
+    /// The campaign (from `/campaign/start`).
     campaign_id: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
 struct RoleReq {
+    /// The campaign (from `/campaign/start`).
     campaign_id: String,
+    /// The auditor role whose task starts.
     role: Role,
 }
 
 #[derive(Deserialize, JsonSchema)]
 struct SubmitReq {
+    /// The campaign (from `/campaign/start`).
     campaign_id: String,
+    /// The auditor role submitting.
     role: Role,
+    /// The findings as an action object; top-level `findings` are added to it.
     #[serde(default)]
     action: Option<AuditAction>,
+    /// Findings of this submit.
     #[serde(default)]
     findings: Option<Vec<Finding>>,
+    /// True ends the role's task for the period and grades it.
     #[serde(default)]
     submit_final: Option<bool>,
 }
 
 #[derive(Deserialize, JsonSchema)]
 struct ReviewReq {
+    /// The campaign (from `/campaign/start`).
     campaign_id: String,
+    /// The review as an action object; the top-level fields are added to it.
     #[serde(default)]
     action: Option<OverseerAction>,
+    /// Accept or reject decisions on the period's findings.
     #[serde(default)]
     decisions: Option<Vec<campaign::OverseerDecision>>,
+    /// Resolutions of conflicts between roles' findings.
     #[serde(default)]
     conflicts_resolved: Option<Vec<campaign::ConflictResolution>>,
+    /// Client reference for the review's audit trail.
     #[serde(default)]
     audit_trail_id: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]
 struct ImproveReq {
+    /// The campaign (from `/campaign/start`).
     campaign_id: String,
+    /// Training seeds (default 42-51).
     #[serde(default)]
     train_seeds: Option<Vec<u64>>,
+    /// Held-out seeds (default 100-104).
     #[serde(default)]
     held_out_seeds: Option<Vec<u64>>,
 }
@@ -856,8 +874,10 @@ async fn self_improve_history(
 
 #[derive(Deserialize, Default, JsonSchema)]
 struct LeaderReq {
+    /// Model name for the entry (required here or as the `model` query parameter).
     #[serde(default)]
     model: Option<String>,
+    /// The session whose last completed episode is submitted (else the header or query).
     #[serde(default)]
     session_id: Option<String>,
 }
@@ -954,6 +974,7 @@ async fn leaderboard_get(
 
 #[derive(Deserialize, Default, JsonSchema)]
 struct BaselineReq {
+    /// Seeds to run the baseline on (default `[42]`).
     #[serde(default)]
     seeds: Option<Vec<u64>>,
 }

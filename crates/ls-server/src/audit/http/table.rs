@@ -183,7 +183,7 @@ fn campaign_routes() -> ApiRoutes<AppState> {
             "/self-improve",
             RouteDoc::new("self-improvement", "Run one self-improvement iteration")
                 .body::<ImproveReq>(
-                    "Campaign and seed sets (training seeds 1-99, held-out 100-104 by default)",
+                    "Campaign and seed sets (by default training seeds 42-51, held-out 100-104)",
                 )
                 .reply_with(docs::improved, "The iteration's record"),
             self_improve,

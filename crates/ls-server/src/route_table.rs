@@ -379,6 +379,38 @@ mod tests {
         assert_eq!(d.docs()[0].method, Method::GET);
     }
 
+    /// Routes are mounted only here, so none can be served without its documentation.
+    #[test]
+    fn no_module_mounts_a_route_outside_the_table() {
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    out.push(p);
+                }
+            }
+        }
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        walk(&src, &mut files);
+        assert!(files.len() > 10);
+        let mounting = [
+            ".route(",
+            "Router::new()",
+            ".nest(",
+            ".route_service(",
+            ".nest_service(",
+        ];
+        for f in files.iter().filter(|f| !f.ends_with("route_table.rs")) {
+            let text = std::fs::read_to_string(f).unwrap();
+            for m in mounting {
+                assert!(!text.contains(m), "{} mounts routes with {m}", f.display());
+            }
+        }
+    }
+
     #[test]
     fn merged_tables_keep_every_route_and_its_method() {
         let a = ApiRoutes::<()>::new().get("/x", RouteDoc::new("t", "get x"), || async {});

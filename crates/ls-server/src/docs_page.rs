@@ -256,7 +256,12 @@ fn operation_block(doc: &Value, path: &str, method: &str, op: &Value) -> String 
         out.push_str(&parameters_table(params));
     }
     if let Some(body) = op.get("requestBody") {
-        out.push_str("<h4>Request body</h4>");
+        let required = body.get("required") == Some(&Value::Bool(true));
+        out.push_str(if required {
+            "<h4>Request body (required)</h4>"
+        } else {
+            "<h4>Request body (optional: an empty body is accepted)</h4>"
+        });
         out.push_str(&prose(
             body.get("description")
                 .and_then(Value::as_str)

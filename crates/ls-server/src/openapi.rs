@@ -273,6 +273,39 @@ fn merge_components(
     (defs, conflicts)
 }
 
+/// Whether a body schema requires some field (then an empty body cannot be valid): a `$ref` to
+/// a component with `required` fields, or `anyOf` alternatives that all require one.
+fn requires_fields(schema: &Value, defs: &Map<String, Value>) -> bool {
+    if let Some(name) = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/components/schemas/"))
+    {
+        return defs.get(name).is_some_and(|d| requires_fields(d, defs));
+    }
+    if let Some(alts) = schema.get("anyOf").and_then(Value::as_array) {
+        return !alts.is_empty() && alts.iter().all(|a| requires_fields(a, defs));
+    }
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .is_some_and(|r| !r.is_empty())
+}
+
+/// Mark each request body required when its schema requires a field.
+fn mark_required_bodies(paths: &mut Map<String, Value>, defs: &Map<String, Value>) {
+    for item in paths.values_mut().filter_map(Value::as_object_mut) {
+        for op in item.values_mut() {
+            let Some(body) = op.get_mut("requestBody") else {
+                continue;
+            };
+            let schema = &body["content"]["application/json"]["schema"];
+            let required = requires_fields(schema, defs);
+            body["required"] = Value::Bool(required);
+        }
+    }
+}
+
 /// Build the OpenAPI 3.1 document; also returns the component names whose request and reply
 /// schemas differ (the request form is kept; there should be none).
 pub fn build_document(
@@ -290,6 +323,7 @@ pub fn build_document(
         entry[d.method.as_str().to_ascii_lowercase()] = op;
     }
     let (schemas, conflicts) = merge_components(req, resp);
+    mark_required_bodies(&mut paths, &schemas);
     let tags: Vec<Value> = TAGS
         .iter()
         .filter(|(t, _)| docs.iter().any(|d| d.tag == *t))

@@ -303,6 +303,12 @@ async fn controlbench_openapi_lists_exactly_the_mounted_routes() {
         "#/components/schemas/StepEnvelope"
     );
     assert!(doc["components"]["schemas"]["ResetRequest"]["properties"]["case_id"].is_object());
+    // An empty body is a valid reset, never a valid step.
+    assert_eq!(reset["requestBody"]["required"], false);
+    assert_eq!(
+        doc["paths"]["/step"]["post"]["requestBody"]["required"],
+        true
+    );
     let header = reset["parameters"]
         .as_array()
         .unwrap()
@@ -332,6 +338,11 @@ async fn audit_openapi_lists_exactly_the_mounted_routes() {
         "#/components/schemas/SubmitReq"
     );
     assert!(doc["components"]["schemas"]["SubmitReq"]["properties"]["findings"].is_object());
+    assert_eq!(submit["requestBody"]["required"], true);
+    assert_eq!(
+        doc["paths"]["/campaign/start"]["post"]["requestBody"]["required"],
+        false
+    );
     assert_eq!(submit["x-operator"], true);
     assert_eq!(
         doc["paths"]["/state"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]

@@ -260,7 +260,7 @@ fn operation_block(doc: &Value, path: &str, method: &str, op: &Value) -> String 
         out.push_str(if required {
             "<h4>Request body (required)</h4>"
         } else {
-            "<h4>Request body (optional: an empty body is accepted)</h4>"
+            "<h4>Request body (optional: every field has a default)</h4>"
         });
         out.push_str(&prose(
             body.get("description")

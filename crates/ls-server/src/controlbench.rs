@@ -3,11 +3,11 @@
 
 use crate::body::{json_value, EnvelopeReply, JsonReply, RawBody};
 use crate::error::ApiError;
+use crate::route_table::ApiRoutes;
 use crate::sessions::{lock_env, SessionManager};
 pub use crate::sessions::{SessionHeader, SESSION_HEADER};
 use axum::extract::State;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use ls_env::{CasePool, EnvConfig, Environment, PublicState, ResetRequest, StepEnvelope};
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
@@ -32,6 +32,8 @@ impl AppState {
 }
 
 pub type Shared = Arc<AppState>;
+
+mod table;
 
 /// A parsed step request: `{"action_type", "payload"}` or OpenEnv's `{"action": {...}}`.
 #[derive(Debug, Clone, PartialEq)]
@@ -278,17 +280,9 @@ async fn institutional_reset(
     Ok(Json(Value::Object(env.institutional_reset()?)))
 }
 
-/// The ControlBench routes.
-pub fn routes() -> Router<Shared> {
-    Router::new()
-        .route("/", get(root))
-        .route("/health", get(health))
-        .route("/reset", post(reset))
-        .route("/step", post(step))
-        .route("/state", get(state))
-        .route("/institutional-memory", get(institutional_memory))
-        .route("/institutional-reset", post(institutional_reset))
-        .route("/session", axum::routing::delete(close_session))
+/// The ControlBench routes, each with its documentation.
+pub fn routes() -> ApiRoutes<Shared> {
+    table::routes()
 }
 
 /// ControlBench's operator routes (admin key, or loopback clients when no key is set).

@@ -2,20 +2,20 @@
 //! [`AppState`] as the service.
 
 use crate::controlbench::{parse_reset, parse_step, AppState};
-use crate::discovery::{self, EnvironmentMetadata, EnvironmentSchemas, RouteDoc, ToolSpec};
+use crate::discovery::{self, EnvironmentMetadata, EnvironmentSchemas, ToolSpec};
 use crate::error::ApiError;
 use crate::protocol::{to_json, OpenEnvBackend, OpenEnvService};
 use crate::sessions::SessionManager;
 use crate::ws_config::WsRuntime;
 use ls_core::enums::{ActionKind, ActionName, Decision};
-use ls_env::{Environment, Observation, PublicState, ResetRequest, StepEnvelope};
+use ls_env::{Environment, Observation, PublicState};
 use ls_json::RawJson;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 /// Routes of the OpenEnv protocol surface for ControlBench.
-pub fn routes() -> axum::Router<crate::Shared> {
+pub fn routes() -> crate::route_table::ApiRoutes<crate::Shared> {
     crate::openenv::protocol_routes::<AppState>()
 }
 
@@ -186,37 +186,6 @@ impl OpenEnvService for AppState {
                 input_schema: payload_schema(a),
             })
             .collect()
-    }
-
-    fn route_docs(&self) -> Vec<RouteDoc> {
-        vec![
-            RouteDoc::get("/", "Service banner", None),
-            RouteDoc::get("/health", "Health check (`status: healthy`)", None),
-            RouteDoc::post("/reset", "Start an episode in a session (`X-Session-Id` header or `session_id`; default session otherwise)", Some("ResetRequest"), Some("StepEnvelope")),
-            RouteDoc::post("/step", "Take one action: `{action_type, payload}` or OpenEnv's `{action: {...}}`", Some("ControlBenchAction"), Some("StepEnvelope")),
-            RouteDoc::get("/state", "Public state of the session's episode", Some("PublicState")),
-            RouteDoc::get("/institutional-memory", "The session's institutional memory", None),
-            RouteDoc::post("/institutional-reset", "Clear the session's institutional memory", None, None),
-            RouteDoc::get("/leaderboard", "Leaderboard from stored benchmark reports (honest fallback when none)", None),
-            RouteDoc::get("/benchmark-report", "Latest stored benchmark report", None),
-            RouteDoc::get("/controlbench-summary", "Latest ControlBench quarter summary, else live institutional memory", None),
-            RouteDoc::get("/human-baseline-summary", "Human-baseline summary when a baseline file is supplied", None),
-            RouteDoc::post("/certify", "LedgerShield Certify report for an agent/workflow", None, None),
-            RouteDoc::get("/certify-summary", "Certify report from the latest artifact or live memory", None),
-            RouteDoc::get("/controlbench-visualization", "Graph-ready visualization data", None),
-        ]
-    }
-
-    fn component_schemas(&self) -> Map<String, Value> {
-        let mut g = discovery::component_generator();
-        g.subschema_for::<ResetRequest>();
-        g.subschema_for::<ControlBenchAction>();
-        let mut defs = g.take_definitions(true);
-        let mut out = discovery::component_generator_serialize();
-        out.subschema_for::<StepEnvelope>();
-        out.subschema_for::<PublicState>();
-        defs.extend(out.take_definitions(true));
-        defs
     }
 }
 

@@ -10,7 +10,9 @@
 //! * [`security`]: Host/Origin checks, CORS, admin key, rate limits, security headers.
 //! * [`serve`]: the accept loop (timeouts, graceful shutdown on SIGTERM/SIGINT); [`shutdown`].
 //! * [`protocol`]: the OpenEnv traits; [`openenv`]: their routes ([`ws`] at `/ws`, [`ws_mcp`]
-//!   MCP JSON-RPC, [`discovery`] `/metadata`, `/schema`, `/openapi.json`).
+//!   MCP JSON-RPC, [`discovery`] `/metadata`, `/schema`).
+//! * [`route_table`]: every route is registered with its documentation; [`openapi`] builds
+//!   `/openapi.json` from that table and [`docs_page`] renders it as the `/docs` page.
 //!
 //! Environment adapters (depend on the generic layer; nothing depends on them):
 //! * [`controlbench`] (HTTP routes), [`controlbench_openenv`] (OpenEnv traits), [`reports`]
@@ -23,11 +25,14 @@ pub mod config;
 pub mod controlbench;
 pub mod controlbench_openenv;
 pub mod discovery;
+pub mod docs_page;
 pub mod error;
+pub mod openapi;
 pub mod openenv;
 pub mod protocol;
 pub mod report_store;
 pub mod reports;
+pub mod route_table;
 pub mod security;
 pub mod serve;
 pub mod sessions;
@@ -75,11 +80,13 @@ pub fn guarded(
 /// The ControlBench application; serve it with [`serve()`].
 pub fn router(state: Shared) -> App {
     let security = state.security.clone();
-    let router = controlbench::routes()
+    let info = openapi::ApiInfo::of(&*state);
+    let routes = controlbench::routes()
         .merge(controlbench_openenv::routes())
         .merge(reports::routes())
-        .merge(ls_ui::router())
+        .merge(route_table::workbench())
         .with_state(state);
+    let router = openapi::with_reference(routes, info, controlbench::is_operator_route);
     guarded(
         router
             .fallback(not_found)

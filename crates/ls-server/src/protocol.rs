@@ -7,11 +7,12 @@ use crate::error::ApiError;
 use crate::sessions::SessionManager;
 use crate::ws_config::WsRuntime;
 use ls_json::RawJson;
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// `GET /metadata` (openenv-core's `EnvironmentMetadata`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct EnvironmentMetadata {
     pub name: String,
     pub description: String,
@@ -22,10 +23,14 @@ pub struct EnvironmentMetadata {
 }
 
 /// `GET /schema` (openenv-core's `SchemaResponse`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "SchemaResponse")]
 pub struct EnvironmentSchemas {
+    /// JSON Schema (2020-12) of an action (the `/step` body).
     pub action: Value,
+    /// JSON Schema of an observation.
     pub observation: Value,
+    /// JSON Schema of the public state (`/state`).
     pub state: Value,
 }
 
@@ -38,45 +43,6 @@ pub struct ToolSpec {
     pub input_schema: Value,
 }
 
-/// One HTTP route for the OpenAPI document.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RouteDoc {
-    pub method: &'static str,
-    pub path: &'static str,
-    pub summary: &'static str,
-    /// Component schema name of the JSON request body.
-    pub request: Option<&'static str>,
-    /// Component schema name of the 200 response body.
-    pub response: Option<&'static str>,
-}
-
-impl RouteDoc {
-    pub fn get(path: &'static str, summary: &'static str, response: Option<&'static str>) -> Self {
-        Self {
-            method: "get",
-            path,
-            summary,
-            request: None,
-            response,
-        }
-    }
-    pub fn post(
-        path: &'static str,
-        summary: &'static str,
-        request: Option<&'static str>,
-        response: Option<&'static str>,
-    ) -> Self {
-        Self {
-            method: "post",
-            path,
-            summary,
-            request,
-            response,
-        }
-    }
-}
-
-/// JSON Schema (2020-12) of a type as the server accepts it.
 /// One session's environment as the OpenEnv layer drives it. Replies are the JSON `data` of
 /// OpenEnv `observation` / `state` messages; errors are [`ApiError`]s (mapped to protocol codes).
 /// Observations come back as JSON text serialized once (`RawJson`), so a WebSocket reply wraps
@@ -118,10 +84,6 @@ pub trait OpenEnvService: Send + Sync + 'static {
     fn schemas(&self) -> EnvironmentSchemas;
     /// The MCP tools (one per action).
     fn tools(&self) -> Vec<ToolSpec>;
-    /// The environment's own HTTP routes, for `/openapi.json` (the protocol routes are added).
-    fn route_docs(&self) -> Vec<RouteDoc>;
-    /// Named JSON Schemas referenced by [`RouteDoc`]s (`#/components/schemas/<name>`).
-    fn component_schemas(&self) -> Map<String, Value>;
 }
 
 /// A reply serialized once (by `ls_json`, byte-identical to `serde_json`).

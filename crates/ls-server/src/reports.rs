@@ -8,18 +8,20 @@
 use crate::body::JsonBody;
 use crate::error::ApiError;
 pub use crate::report_store::ReportStore;
+use crate::route_table::ApiRoutes;
 use crate::sessions::lock_env;
 use crate::sessions::SessionHeader;
 use crate::Shared;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use ls_report::{
     certify, leaderboard, leaderboard_entries, visualization, CertifyRequest, MemorySnapshot,
 };
 use ls_store::{EpisodeRow, RunRow};
 use serde_json::{json, Value};
+
+mod table;
 
 fn live_memory(s: &Shared, header: &SessionHeader) -> Result<MemorySnapshot, ApiError> {
     let (sid, _) = header.session_id(None)?;
@@ -226,17 +228,7 @@ async fn get_run_episode(
         .ok_or_else(|| ApiError::NotFound(format!("no episode {idx} in stored run '{id}'")))
 }
 
-/// Routes of the report-backed endpoints.
-pub fn routes() -> Router<Shared> {
-    Router::new()
-        .route("/leaderboard", get(get_leaderboard))
-        .route("/benchmark-report", get(get_benchmark_report))
-        .route("/controlbench-summary", get(get_controlbench_summary))
-        .route("/human-baseline-summary", get(get_human_baseline))
-        .route("/certify", post(post_certify))
-        .route("/certify-summary", get(get_certify_summary))
-        .route("/controlbench-visualization", get(get_visualization))
-        .route("/runs", get(get_runs))
-        .route("/runs/{run_id}", get(get_run))
-        .route("/runs/{run_id}/episodes/{idx}", get(get_run_episode))
+/// Routes of the report-backed endpoints, each with its documentation.
+pub fn routes() -> ApiRoutes<Shared> {
+    table::routes()
 }

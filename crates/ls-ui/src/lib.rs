@@ -13,7 +13,7 @@
 
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, MethodRouter};
 use axum::Router;
 use std::sync::LazyLock;
 
@@ -194,12 +194,49 @@ fn not_found(path: &str) -> Response {
     (StatusCode::NOT_FOUND, axum::Json(body)).into_response()
 }
 
+/// One workbench route (all are `GET`): what it serves, for the server's API reference.
+pub struct UiRoute<S> {
+    pub path: &'static str,
+    pub summary: &'static str,
+    /// The success status (`308` for the redirect, else `200`).
+    pub status: u16,
+    /// The media type of a success reply.
+    pub media: &'static str,
+    pub route: MethodRouter<S>,
+}
+
 /// The workbench routes: `/ui` (redirects to `/ui/`), `/ui/`, `/ui/catalog.json` and every asset.
+pub fn routes<S: Clone + Send + Sync + 'static>() -> Vec<UiRoute<S>> {
+    vec![
+        UiRoute {
+            path: "/ui",
+            summary: "Redirect to the workbench at `/ui/`",
+            status: 308,
+            media: "text/plain",
+            route: get(|| async { Redirect::permanent("/ui/") }),
+        },
+        UiRoute {
+            path: "/ui/",
+            summary: "The workbench page",
+            status: 200,
+            media: "text/html; charset=utf-8",
+            route: get(page),
+        },
+        UiRoute {
+            path: "/ui/{*path}",
+            summary: "A workbench asset (`app.css`, `favicon.svg`, `js/*.js`) or `catalog.json`; `ETag` / `If-None-Match` answer 304",
+            status: 200,
+            media: "application/octet-stream",
+            route: get(asset),
+        },
+    ]
+}
+
+/// The workbench routes as a router (see [`routes`]).
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    Router::new()
-        .route("/ui", get(|| async { Redirect::permanent("/ui/") }))
-        .route("/ui/", get(page))
-        .route("/ui/{*path}", get(asset))
+    routes()
+        .into_iter()
+        .fold(Router::new(), |r, u| r.route(u.path, u.route))
 }
 
 #[cfg(test)]

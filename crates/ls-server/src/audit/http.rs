@@ -11,8 +11,8 @@ use axum::extract::{FromRequest, Path, Query, Request, State};
 use axum::http::{header, HeaderMap, Method};
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -20,13 +20,18 @@ use serde_json::{json, Value};
 use audit_env::adversarial::FraudDifficulty;
 use audit_env::baseline::{self, BaselineConfig};
 use audit_env::campaign::{self, Campaign, OverseerAction, Role};
-use audit_env::episode::{AuditAction, AuditEnv, AuditResetRequest, AuditStepRequest, EnvConfig};
+use audit_env::episode::{
+    AuditAction, AuditEnv, AuditResetRequest, AuditStepEnvelope, AuditStepRequest, EnvConfig,
+};
 use audit_env::error::AuditError;
 use audit_env::model::{limits, Finding, TaskId, HELD_OUT_SEEDS, TRAIN_SEEDS};
 use audit_env::util;
 
 use crate::error::{prefix, ApiError};
+use crate::route_table::ApiRoutes;
 use crate::sessions::{lock_env, SessionManager, DEFAULT_SESSION};
+
+mod table;
 
 pub const VERSION: &str = "2.0.0";
 
@@ -107,7 +112,7 @@ impl AuditConfig {
     }
 }
 
-#[derive(Serialize, Clone)]
+#[derive(Serialize, Clone, JsonSchema)]
 struct LeaderEntry {
     model: String,
     task_id: TaskId,
@@ -194,7 +199,7 @@ pub fn is_operator_route(method: &Method, path: &str) -> bool {
 }
 
 /// Every audit HTTP route, with the audit service's sessions.
-pub(crate) fn routes(config: AuditConfig, service: Arc<super::service::AuditService>) -> Router {
+pub(crate) fn routes(config: AuditConfig, service: Arc<super::service::AuditService>) -> ApiRoutes {
     let state = AppState {
         config: Arc::new(config),
         service,
@@ -205,34 +210,10 @@ pub(crate) fn routes(config: AuditConfig, service: Arc<super::service::AuditServ
             started: Instant::now(),
         })),
     };
-    Router::new()
-        .route("/", get(root))
-        .route("/health", get(health))
-        .route("/tasks", get(tasks))
-        .route("/reset", post(reset))
-        .route("/step", post(step))
-        .route("/state", get(state_route))
-        .route("/session", post(new_session).delete(close_session))
-        .route("/grader", get(grader))
-        .route("/campaign/start", post(campaign_start))
-        .route("/campaign/state", get(campaign_state_q))
-        .route("/campaign/state/{campaign_id}", get(campaign_state_p))
-        .route("/campaign/task/start", post(campaign_task_start))
-        .route("/campaign/task/submit", post(campaign_task_submit))
-        .route("/campaign/action", post(campaign_action))
-        .route("/campaign/period/advance", post(campaign_advance))
-        .route("/campaign/period", post(campaign_advance))
-        .route("/overseer/review", post(overseer_review))
-        .route("/overseer/report", get(overseer_report))
-        .route("/self-improve", post(self_improve))
-        .route("/self-improve/history", get(self_improve_history))
-        .route("/leaderboard", get(leaderboard_get).post(leaderboard_post))
-        .route("/metrics", get(metrics))
-        .route("/adaptive-difficulty", get(adaptive))
-        .route("/adversarial/state", get(adversarial_state))
-        .route("/baseline", post(baseline_route))
-        .layer(middleware::from_fn_with_state(state.clone(), count))
-        .with_state(state)
+    table::table().map_router(|r| {
+        r.layer(middleware::from_fn_with_state(state.clone(), count))
+            .with_state(state)
+    })
 }
 
 pub(crate) async fn fallback(req: Request) -> ApiError {
@@ -556,55 +537,73 @@ async fn metrics(State(st): State<AppState>) -> Json<Value> {
 // Campaigns.
 // ------------------------------------------------------------------------------------------
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct CampaignStartReq {
+    /// World seed (default 42).
     #[serde(default)]
     seed: Option<u64>,
+    /// Periods in the campaign (default `CAMPAIGN_TOTAL_PERIODS`, 5).
     #[serde(default)]
     total_periods: Option<u32>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct CampaignIdReq {
+    /// The campaign (from `/campaign/start`).
     campaign_id: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct RoleReq {
+    /// The campaign (from `/campaign/start`).
     campaign_id: String,
+    /// The auditor role whose task starts.
     role: Role,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct SubmitReq {
+    /// The campaign (from `/campaign/start`).
     campaign_id: String,
+    /// The auditor role submitting.
     role: Role,
+    /// The findings as an action object; top-level `findings` are added to it.
     #[serde(default)]
     action: Option<AuditAction>,
+    /// Findings of this submit.
     #[serde(default)]
     findings: Option<Vec<Finding>>,
+    /// True ends the role's task for the period and grades it.
     #[serde(default)]
     submit_final: Option<bool>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct ReviewReq {
+    /// The campaign (from `/campaign/start`).
     campaign_id: String,
+    /// The review as an action object; the top-level fields are added to it.
     #[serde(default)]
     action: Option<OverseerAction>,
+    /// Accept or reject decisions on the period's findings.
     #[serde(default)]
     decisions: Option<Vec<campaign::OverseerDecision>>,
+    /// Resolutions of conflicts between roles' findings.
     #[serde(default)]
     conflicts_resolved: Option<Vec<campaign::ConflictResolution>>,
+    /// Client reference for the review's audit trail.
     #[serde(default)]
     audit_trail_id: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct ImproveReq {
+    /// The campaign (from `/campaign/start`).
     campaign_id: String,
+    /// Training seeds (default 42-51).
     #[serde(default)]
     train_seeds: Option<Vec<u64>>,
+    /// Held-out seeds (default 100-104).
     #[serde(default)]
     held_out_seeds: Option<Vec<u64>>,
 }
@@ -873,10 +872,12 @@ async fn self_improve_history(
 // Leaderboard (scores come from the server's own grader) and baseline.
 // ------------------------------------------------------------------------------------------
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, JsonSchema)]
 struct LeaderReq {
+    /// Model name for the entry (required here or as the `model` query parameter).
     #[serde(default)]
     model: Option<String>,
+    /// The session whose last completed episode is submitted (else the header or query).
     #[serde(default)]
     session_id: Option<String>,
 }
@@ -971,8 +972,9 @@ async fn leaderboard_get(
     ))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, JsonSchema)]
 struct BaselineReq {
+    /// Seeds to run the baseline on (default `[42]`).
     #[serde(default)]
     seeds: Option<Vec<u64>>,
 }

@@ -1,6 +1,7 @@
 //! The Financial Audit environment's adapter: its HTTP routes ([`http`]) and the OpenEnv
-//! protocol (`/ws`, `/mcp`, `/metadata`, `/schema`, `/openapi.json`) over `audit_env::AuditEnv`
-//! ([`service`]), sharing one session manager, behind the shared security guard.
+//! protocol (`/ws`, `/mcp`, `/metadata`, `/schema`) over `audit_env::AuditEnv` ([`service`]),
+//! sharing one session manager, with the API reference (`/openapi.json`, `/docs`) built from the
+//! same route table, behind the shared security guard.
 
 pub mod http;
 pub mod service;
@@ -27,10 +28,11 @@ pub fn router(
         .get_or_create(crate::sessions::DEFAULT_SESSION, || {
             AuditEnv::new(env_config)
         });
+    let info = crate::openapi::ApiInfo::of(&*service);
     let routes = http::routes(config, service.clone())
         .merge(protocol_routes::<AuditService>().with_state(service))
-        .merge(ls_ui::router());
-    let routes = routes
+        .merge(crate::route_table::workbench());
+    let routes = crate::openapi::with_reference(routes, info, is_operator_route)
         .fallback(http::fallback)
         .method_not_allowed_fallback(http::method_not_allowed);
     crate::security::Guarded::new(

@@ -1,14 +1,13 @@
 //! The audit environment on the OpenEnv protocol: `AuditEnv` as the per-session backend and
 //! [`AuditService`] (the one session map, shared with the HTTP routes) as the service.
 
-use crate::discovery::{self, EnvironmentMetadata, EnvironmentSchemas, RouteDoc, ToolSpec};
+use crate::discovery::{self, EnvironmentMetadata, EnvironmentSchemas, ToolSpec};
 use crate::error::ApiError;
 use crate::protocol::{to_json, OpenEnvBackend, OpenEnvService};
 use crate::sessions::SessionManager;
 use crate::ws_config::WsRuntime;
 use audit_env::episode::{
-    AuditEnv, AuditObservation, AuditResetRequest, AuditState, AuditStepEnvelope, AuditStepRequest,
-    EnvConfig,
+    AuditEnv, AuditObservation, AuditResetRequest, AuditState, AuditStepRequest, EnvConfig,
 };
 use ls_json::RawJson;
 use serde_json::{json, Map, Value};
@@ -154,44 +153,5 @@ impl OpenEnvService for AuditService {
                 input_schema: findings,
             },
         ]
-    }
-
-    fn route_docs(&self) -> Vec<RouteDoc> {
-        vec![
-            RouteDoc::get("/", "Service banner", None),
-            RouteDoc::get("/health", "Health check", None),
-            RouteDoc::get("/tasks", "The four audit tasks", None),
-            RouteDoc::post(
-                "/reset",
-                "Start an audit episode",
-                Some("AuditResetRequest"),
-                Some("AuditStepEnvelope"),
-            ),
-            RouteDoc::post(
-                "/step",
-                "Submit findings (`findings`, `submit_final`) or the `{action: {...}}` form",
-                Some("AuditStepRequest"),
-                Some("AuditStepEnvelope"),
-            ),
-            RouteDoc::get("/state", "Episode state", Some("AuditState")),
-            RouteDoc::post(
-                "/campaign/start",
-                "Start a 5-period multi-agent campaign",
-                None,
-                None,
-            ),
-        ]
-    }
-
-    fn component_schemas(&self) -> Map<String, Value> {
-        let mut g = discovery::component_generator();
-        g.subschema_for::<AuditResetRequest>();
-        g.subschema_for::<AuditStepRequest>();
-        let mut defs = g.take_definitions(true);
-        let mut out = discovery::component_generator_serialize();
-        out.subschema_for::<AuditStepEnvelope>();
-        out.subschema_for::<AuditState>();
-        defs.extend(out.take_definitions(true));
-        defs
     }
 }

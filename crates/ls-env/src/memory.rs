@@ -1071,7 +1071,8 @@ impl InstitutionalMemory {
                 let code = n
                     .attributes
                     .get("code")
-                    .cloned()
+                    .and_then(ls_grading::trust_graph::AttrValue::as_text)
+                    .map(str::to_owned)
                     .unwrap_or_else(|| n.id.rsplit(':').next().unwrap_or("").to_owned());
                 if t.risk_flag_counts.len() < 256 || t.risk_flag_counts.contains_key(&code) {
                     *t.risk_flag_counts.entry(normalize_text(&code)).or_insert(0) += 1;
@@ -1081,7 +1082,8 @@ impl InstitutionalMemory {
                 accounts.insert(
                     n.attributes
                         .get("account")
-                        .cloned()
+                        .and_then(ls_grading::trust_graph::AttrValue::as_text)
+                        .map(str::to_owned)
                         .unwrap_or_else(|| n.id.rsplit(':').next().unwrap_or("").to_owned()),
                 );
             }

@@ -592,7 +592,7 @@ mod tests {
     use super::*;
 
     /// `info.curriculum` is the curriculum's fields followed by its tier's, as the map it
-    /// replaced (the curriculum as a JSON object plus four inserted keys) wrote them.
+    /// replaced (the curriculum as a JSON object plus the inserted keys) wrote them.
     #[test]
     fn curriculum_info_is_the_curriculum_then_its_tier() {
         let pool = Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")));
@@ -611,6 +611,15 @@ mod tests {
                 "budget_multiplier".into(),
                 json!(t.budget_pct as f64 / 100.0),
             );
+            o.insert(
+                "episode_count".into(),
+                json!(env.curriculum.episodes_graded),
+            );
+            o.insert(
+                "stagnation_counter".into(),
+                json!(env.curriculum.stagnation),
+            );
+            o.insert("recent_5_avg".into(), json!(env.curriculum.recent_5_avg()));
             assert_eq!(
                 env.curriculum_info_json().get(),
                 serde_json::to_string(&expected).unwrap()

@@ -1293,7 +1293,12 @@ impl Episode {
                 .collect(),
             pending_events: pending_ids,
             pending_event_count: pending_ids.len(),
-            required_actions: self.hidden.required_actions.iter().map(|a| a.as_str()).collect(),
+            required_actions: self
+                .hidden
+                .required_actions
+                .iter()
+                .map(|a| a.as_str())
+                .collect(),
             required_artifacts: self
                 .hidden
                 .required_artifacts

@@ -1027,7 +1027,10 @@ fn reference_entries(bd: &mut Breakdown, p: &ReferenceParts<'_>) {
         ("certificate_present", p.certificate.present),
         ("certificate_auto_generated", p.certificate.auto_generated),
         ("adversarial_falsifier_blocking", p.falsifier.blocking),
-        ("control_boundary_blocking", p.input.control_boundary.blocking),
+        (
+            "control_boundary_blocking",
+            p.input.control_boundary.blocking,
+        ),
         (
             "authority_gate_blocking",
             p.input.authority_gate.is_some_and(|g| g.blocking),
@@ -1038,7 +1041,10 @@ fn reference_entries(bd: &mut Breakdown, p: &ReferenceParts<'_>) {
     bd.insert("required_action_coverage", r.required_action_coverage);
     bd.insert("required_artifact_coverage", r.required_artifact_coverage);
     bd.insert("policy_completion_score", r.policy_completion_score);
-    bd.list("missing_required_actions", r.missing_required_actions.clone());
+    bd.list(
+        "missing_required_actions",
+        r.missing_required_actions.clone(),
+    );
     bd.list(
         "missing_required_artifacts",
         r.missing_required_artifacts.clone(),
@@ -1050,7 +1056,10 @@ fn reference_entries(bd: &mut Breakdown, p: &ReferenceParts<'_>) {
     bd.insert("certificate_stability_score", c.stability_score);
     bd.insert("certificate_minimality_score", c.minimality_score);
     bd.insert("certificate_overall_score", c.overall_score);
-    bd.insert("certificate_unsupported_claim_rate", c.unsupported_claim_rate);
+    bd.insert(
+        "certificate_unsupported_claim_rate",
+        c.unsupported_claim_rate,
+    );
     bd.count("certificate_contradiction_count", c.contradiction_count);
     bd.text("adversarial_falsifier_verdict", p.falsifier.verdict.clone());
     bd.count(
@@ -1088,7 +1097,11 @@ fn reference_entries(bd: &mut Breakdown, p: &ReferenceParts<'_>) {
     }
     bd.list(
         "adversarial_falsifier_reasons",
-        p.falsifier.findings.iter().map(|f| f.code.clone()).collect(),
+        p.falsifier
+            .findings
+            .iter()
+            .map(|f| f.code.clone())
+            .collect(),
     );
     bd.list("trust_graph_reasons", p.trust_graph.reasons.clone());
 }

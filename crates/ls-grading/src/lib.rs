@@ -238,7 +238,9 @@ impl ScoreBreakdown {
 
     /// Numeric entries (numbers and counts) in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
-        self.0.iter().filter_map(|(k, v)| v.as_f64().map(|f| (*k, f)))
+        self.0
+            .iter()
+            .filter_map(|(k, v)| v.as_f64().map(|f| (*k, f)))
     }
 
     /// Every entry in name order.

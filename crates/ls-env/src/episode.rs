@@ -1258,7 +1258,7 @@ impl Episode {
         if !self.blind() {
             info.insert("rl_data_plane", json!({"state_vector": self.rl_vector(), "reward": r4(reward), "terminal": true, "truncated": false}));
         }
-        let result = terminal_tool_result(&info, message);
+        let result = terminal_tool_result(&info, &grade.risk_assessment, message);
         self.grade = Some(grade);
         self.authority_gate = gate;
         self.last_reward = reward;
@@ -1636,9 +1636,13 @@ fn bounded_payload(p: &Map<String, Value>) -> Map<String, Value> {
 
 /// The terminal step's `last_tool_result`: the grade as the reference's terminal tool result
 /// carries it (every grading report of `info`, shared with `info` by reference count, not
-/// serialized again), then the tool's own fields. `curriculum` and the memory snapshots are
+/// serialized again), the heuristic submission risk, then the tool's own fields. `curriculum` and the memory snapshots are
 /// added by the environment after the institution has recorded the case.
-fn terminal_tool_result(info: &InfoMap, message: &'static str) -> InfoMap {
+fn terminal_tool_result(
+    info: &InfoMap,
+    risk: &ls_grading::risk::RiskAssessment,
+    message: &'static str,
+) -> InfoMap {
     const FROM_INFO: [&str; 24] = [
         "final_score",
         "score_breakdown",
@@ -1672,6 +1676,9 @@ fn terminal_tool_result(info: &InfoMap, message: &'static str) -> InfoMap {
     for k in FROM_INFO {
         result.copy_from(info, k);
     }
+    // The reference's diagnostic heuristic (tool result only, as in the reference).
+    result.insert("risk_assessment", risk.risk);
+    result.insert_serialized("triggered_risk_reasons", &risk.reasons);
     result.insert("message", message);
     result.insert("cost", 0.0);
     result

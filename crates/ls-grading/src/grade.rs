@@ -961,6 +961,17 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
             outcome_type: &graded_outcome.outcome_type,
         },
     );
+    let submitted_codes: BTreeSet<&'static str> =
+        sub_reasons.iter().chain(sub_fraud).copied().collect();
+    let risk_assessment = crate::risk::assess(&crate::risk::RiskInput {
+        decision,
+        confidence: sub.confidence,
+        risky,
+        gold_signals,
+        submitted_codes: &submitted_codes,
+        attempted: &attempted,
+        callback_artifact: revealed_ids.contains("callback_verification_result"),
+    });
     GradeReport {
         final_score,
         result_class: class.to_owned(),
@@ -986,6 +997,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         proper_scoring: ps,
         probability_resolution: probs,
         causal_grade: causal,
+        risk_assessment,
         cap_reasons,
     }
 }

@@ -17,6 +17,7 @@ pub mod outcome;
 pub mod proper;
 pub mod reasons;
 pub mod result_class;
+pub mod risk;
 pub mod rubric;
 pub mod trajectory;
 pub mod trust_graph;
@@ -124,6 +125,9 @@ pub struct GradeReport {
     pub proper_scoring: proper::ProperScore,
     pub probability_resolution: proper::ResolvedProbabilities,
     pub causal_grade: causal::CausalReport,
+    /// The reference's heuristic submission risk (diagnostic only; terminal `risk_assessment`
+    /// and `triggered_risk_reasons`).
+    pub risk_assessment: risk::RiskAssessment,
     /// Reasons behind each applied cap, by cap name.
     pub cap_reasons: BTreeMap<String, Vec<String>>,
 }

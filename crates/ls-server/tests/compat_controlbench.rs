@@ -89,10 +89,10 @@ const TERMINAL_INFO: [&str; 27] = [
     "decision",
     "effective_decision",
 ];
-/// Terminal `last_tool_result` keys of the reference (environment spec §2.6), less the
-/// heuristic `risk_assessment` / `triggered_risk_reasons` (listed as a departure in
-/// docs/controlbench-wire.md).
-const TERMINAL_TOOL_RESULT: [&str; 30] = [
+/// Terminal `last_tool_result` keys of the reference (environment spec §2.6).
+const TERMINAL_TOOL_RESULT: [&str; 32] = [
+    "risk_assessment",
+    "triggered_risk_reasons",
     "tool_name",
     "success",
     "submission_received",
@@ -461,6 +461,7 @@ fn check_terminal(env: &Value, what: &str) {
         &format!("{what}: terminal last_tool_result"),
     );
     assert_eq!(r["cost"], 0.0);
+    assert!(r["risk_assessment"].is_number() && r["triggered_risk_reasons"].is_array());
     assert_eq!(r["tool_name"], "submit_decision");
     // The tool result carries the same grade as `info`.
     for k in [

@@ -1305,7 +1305,8 @@ impl Episode {
                 .iter()
                 .map(|a| a.as_str())
                 .collect(),
-            decision_readiness: boundary.decision_readiness,
+            // The readiness is the SPRT's: hidden in blind mode, as in the control boundary.
+            decision_readiness: (!self.blind()).then_some(boundary.decision_readiness),
             handoff_packet: self.handoff_packet.as_ref(),
             observed_risk_signals: observed,
             submitted_decision: submitted.as_str(),
@@ -1693,7 +1694,8 @@ struct SystemState<'a> {
     pending_event_count: usize,
     required_actions: Vec<&'static str>,
     required_artifacts: Vec<&'a str>,
-    decision_readiness: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision_readiness: Option<f64>,
     handoff_packet: Option<&'a Value>,
     observed_risk_signals: &'a [String],
     submitted_decision: &'static str,

@@ -65,7 +65,12 @@ pub fn assess(i: &RiskInput<'_>) -> RiskAssessment {
     if i.decision == Some(Decision::EscalateFraud) && high.is_empty() && !i.risky {
         add(&mut risk, &mut reasons, 0.12, "possible_over_escalation");
         if confidence >= 0.85 {
-            add(&mut risk, &mut reasons, 0.08, "overconfident_false_escalation");
+            add(
+                &mut risk,
+                &mut reasons,
+                0.08,
+                "overconfident_false_escalation",
+            );
         }
     }
     let did = |a: ActionName| i.attempted.contains(&a);

@@ -367,7 +367,7 @@ impl TeacherAgent {
                         ledger_id: id,
                         vendor_key: g("vendor_key"),
                         invoice_number: g("invoice_number"),
-                        amount: o.get("amount").and_then(|a| ls_core::text::json_decimal(a)),
+                        amount: o.get("amount").and_then(ls_core::text::json_decimal),
                         po_id: g("po_id"),
                         payment_date: g("payment_date"),
                         query_doc: doc.clone(),
@@ -1036,7 +1036,7 @@ impl TeacherAgent {
                 .flatten()
                 .filter_map(|l| {
                     let o = l.as_object()?;
-                    let d = |k: &str| o.get(k).and_then(|v| ls_core::text::json_decimal(v));
+                    let d = |k: &str| o.get(k).and_then(ls_core::text::json_decimal);
                     Some((
                         o.get("description")?.as_str()?.to_owned(),
                         d("qty")?,
@@ -1053,7 +1053,7 @@ impl TeacherAgent {
                 .flatten()
                 .filter_map(|l| {
                     let o = l.as_object()?;
-                    let q = o.get("qty").and_then(|v| ls_core::text::json_decimal(v))?;
+                    let q = o.get("qty").and_then(ls_core::text::json_decimal)?;
                     Some((o.get("description")?.as_str()?.to_owned(), q))
                 })
                 .collect();

@@ -29,12 +29,10 @@ pub struct FalsifierReport {
 impl FalsifierReport {
     /// Score cap when blocking: 0.38 with a critical finding, else 0.54.
     pub fn cap(&self) -> Option<f64> {
-        self.blocking.then(|| {
-            if self.max_severity >= CRITICAL {
-                0.38
-            } else {
-                0.54
-            }
+        self.blocking.then_some(if self.max_severity >= CRITICAL {
+            0.38
+        } else {
+            0.54
         })
     }
 }

@@ -386,6 +386,35 @@ pub(crate) fn slug(s: &str) -> Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+    use super::{BreakdownValue, ScoreBreakdown};
+
+    /// Each entry keeps its JSON type; readers get numbers (counts included), flags and text.
+    #[test]
+    fn breakdown_entries_keep_their_json_types() {
+        let b = ScoreBreakdown::from_values(vec![
+            ("result_class", BreakdownValue::Text("valid_success".into())),
+            ("decision_correct", BreakdownValue::Flag(true)),
+            ("repeated_actions", BreakdownValue::Count(2)),
+            ("evidence_score", BreakdownValue::Number(0.5)),
+            (
+                "trust_graph_reasons",
+                BreakdownValue::List(vec!["x".into()]),
+            ),
+            ("decision_correct", BreakdownValue::Flag(false)),
+        ]);
+        assert_eq!(
+            serde_json::to_string(&b).unwrap(),
+            r#"{"decision_correct":false,"evidence_score":0.5,"repeated_actions":2,"result_class":"valid_success","trust_graph_reasons":["x"]}"#
+        );
+        assert_eq!(b.get("repeated_actions"), Some(2.0));
+        assert_eq!(b.get("decision_correct"), None);
+        assert_eq!(b.flag("decision_correct"), Some(false));
+        assert_eq!(b.text("result_class"), Some("valid_success"));
+        assert_eq!(b["evidence_score"], 0.5);
+        assert_eq!(b.iter().count(), 2, "numeric entries only");
+        assert_eq!(b.entries().count(), 5);
+    }
+
     #[test]
     fn normalized_matches_normalize_text() {
         let cases = [

@@ -1203,8 +1203,10 @@ impl Episode {
             metadata: &metadata,
         });
 
-        let blocked = boundary.blocking;
-        let message = if blocked {
+        // The reference's messages: the gate's fallback named as such.
+        let message = if gate.as_ref().is_some_and(|g| g.blocking) {
+            "Decision submitted, authority gate enforced review fallback, and the result was graded."
+        } else if boundary.blocking {
             "Decision submitted, the control boundary enforced review fallback, and the result was graded."
         } else {
             "Decision submitted and graded."

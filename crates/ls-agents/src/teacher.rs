@@ -6,7 +6,7 @@
 
 use crate::facts::{lines_from_ocr, Email, Invoice, Line, BYPASS, TAKEOVER, URGENCY};
 use crate::runner::{Action, Agent};
-use ls_core::text::{compact_account, normalize_id, normalize_text, parse_decimal};
+use ls_core::text::{compact_account, normalize_id, normalize_text};
 use ls_env::StepEnvelope;
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
@@ -312,11 +312,7 @@ impl TeacherAgent {
                             let o = p.as_object()?;
                             Some(PolicyRule {
                                 rule_id: o.get("rule_id")?.as_str()?.to_owned(),
-                                threshold: o.get("threshold").and_then(|t| {
-                                    t.as_str().and_then(parse_decimal).or_else(|| {
-                                        t.as_f64().and_then(|f| Decimal::try_from(f).ok())
-                                    })
-                                }),
+                                threshold: o.get("threshold").and_then(ls_core::text::json_decimal),
                             })
                         })
                         .collect();
@@ -371,11 +367,7 @@ impl TeacherAgent {
                         ledger_id: id,
                         vendor_key: g("vendor_key"),
                         invoice_number: g("invoice_number"),
-                        amount: o.get("amount").and_then(|a| {
-                            a.as_str()
-                                .and_then(parse_decimal)
-                                .or_else(|| a.as_f64().and_then(|f| Decimal::try_from(f).ok()))
-                        }),
+                        amount: o.get("amount").and_then(ls_core::text::json_decimal),
                         po_id: g("po_id"),
                         payment_date: g("payment_date"),
                         query_doc: doc.clone(),
@@ -945,7 +937,7 @@ impl TeacherAgent {
                         .pos
                         .get(po)
                         .and_then(|p| p.get("total"))
-                        .and_then(|t| t.as_str().and_then(parse_decimal))
+                        .and_then(ls_core::text::json_decimal)
                     {
                         Some(t) => inv
                             .total_value()
@@ -1073,13 +1065,7 @@ impl TeacherAgent {
                 .flatten()
                 .filter_map(|l| {
                     let o = l.as_object()?;
-                    let d = |k: &str| {
-                        o.get(k).and_then(|v| {
-                            v.as_str()
-                                .and_then(parse_decimal)
-                                .or_else(|| v.as_f64().and_then(|f| Decimal::try_from(f).ok()))
-                        })
-                    };
+                    let d = |k: &str| o.get(k).and_then(ls_core::text::json_decimal);
                     Some((
                         o.get("description")?.as_str()?.to_owned(),
                         d("qty")?,
@@ -1096,11 +1082,7 @@ impl TeacherAgent {
                 .flatten()
                 .filter_map(|l| {
                     let o = l.as_object()?;
-                    let q = o.get("qty").and_then(|v| {
-                        v.as_str()
-                            .and_then(parse_decimal)
-                            .or_else(|| v.as_f64().and_then(|f| Decimal::try_from(f).ok()))
-                    })?;
+                    let q = o.get("qty").and_then(ls_core::text::json_decimal)?;
                     Some((o.get("description")?.as_str()?.to_owned(), q))
                 })
                 .collect();
@@ -1136,9 +1118,7 @@ impl TeacherAgent {
                     }
                 }
             }
-            let po_total = po
-                .get("total")
-                .and_then(|t| t.as_str().and_then(parse_decimal));
+            let po_total = po.get("total").and_then(ls_core::text::json_decimal);
             if let (Some(pt), Some((t, tl))) = (po_total, &inv.total) {
                 if (pt - *t).abs() > Decimal::new(1, 2) {
                     a.discrepancies.insert("total_mismatch");

@@ -1,6 +1,7 @@
 //! Case scores do not depend on the session's history: the same trajectory over the same case
 //! scores the same in a fresh session as after any other cases in one session, in any order,
-//! even after unsafe releases have locked the session's institution.
+//! even after unsafe releases have locked the session's institution (on the case track; a curated
+//! Task E case reset without a track plays on its primary track, `portfolio`, which is governed).
 
 use ls_agents::{offline_agent, run_episode, Action, LocalEnv, Silent};
 use ls_core::FixtureSet;
@@ -21,8 +22,10 @@ fn record(agent: &str, pool: &Arc<CasePool>) -> Vec<Recorded> {
         .map(|c| {
             let mut env = Environment::new(pool.clone(), EnvConfig::default());
             let mut a = offline_agent(agent).expect("agent");
+            // On the case track: curated Task E cases default to the (governed) portfolio track.
             let req = ResetRequest {
                 case_id: Some(c.case_id.clone()),
+                track: Some("case".into()),
                 ..Default::default()
             };
             let rec = run_episode(
@@ -86,7 +89,7 @@ fn case_scores_are_the_same_in_one_session_in_any_order() {
     for order in [sequence.clone(), sequence.iter().rev().copied().collect()] {
         let mut shared = Environment::new(pool.clone(), EnvConfig::default());
         for r in order {
-            let score = replay(&mut shared, r, None);
+            let score = replay(&mut shared, r, Some("case"));
             assert_eq!(
                 score, r.fresh_score,
                 "{}: shared-session score differs from the fresh one",

@@ -179,7 +179,10 @@ impl FixtureSet {
         Self::from_parts(cases, master)
     }
 
-    pub fn from_parts(cases: Vec<Case>, master: MasterData) -> Result<Self, FixtureError> {
+    /// A fixture set from its parts; cases that name no tracks get their task family's
+    /// ([`Case::fill_default_tracks`]).
+    pub fn from_parts(mut cases: Vec<Case>, master: MasterData) -> Result<Self, FixtureError> {
+        cases.iter_mut().for_each(Case::fill_default_tracks);
         if cases.len() > MAX_CASES {
             return Err(FixtureError::TooMany(cases.len()));
         }

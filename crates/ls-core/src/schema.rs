@@ -32,25 +32,37 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
-/// Decimal amounts: serialised as exact strings, read from strings or numbers.
+/// Decimal amounts: written as JSON **numbers** with their exact decimal text (`2478.00`, the
+/// reference sends numbers), through `serde_json`'s raw-value protocol (which `ls-json` also
+/// speaks); read from numbers or strings. A number read from JSON text keeps its exact text
+/// (trailing zeros included), so a case written and read back is the same case.
 pub mod money {
     use rust_decimal::Decimal;
     use serde::{de::Error, Deserialize, Deserializer, Serializer};
+    use serde_json::value::RawValue;
 
     pub fn serialize<S: Serializer>(value: &Decimal, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&value.to_string())
+        super::money_number::serialize(value, s)
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Decimal, D::Error> {
-        let v = serde_json::Value::deserialize(d)?;
-        crate::text::json_decimal(&v)
-            .ok_or_else(|| D::Error::custom(format!("expected a decimal amount, got {v}")))
+        // The raw JSON text of the value: a number's own digits, not an f64's.
+        let raw = Box::<RawValue>::deserialize(d)?;
+        let text = raw.get().trim();
+        let parsed = if text.starts_with('"') {
+            serde_json::from_str::<String>(text)
+                .ok()
+                .and_then(|s| crate::text::parse_decimal(&s))
+        } else {
+            crate::text::parse_decimal(text)
+        };
+        parsed.ok_or_else(|| D::Error::custom(format!("expected a decimal amount, got {text:.64}")))
     }
 }
 
 /// A decimal amount written as a JSON **number** with its exact decimal text (`2478.00`), through
 /// `serde_json`'s raw-value protocol (which `ls-json` also speaks): money on the wire where the
-/// reference sends a number. Serialize-only; [`money`] still reads numbers and strings.
+/// reference sends a number. Serialize-only; [`money`] reads numbers and strings.
 pub mod money_number {
     use rust_decimal::Decimal;
     use serde::{ser::Error, Serialize, Serializer};
@@ -59,6 +71,14 @@ pub mod money_number {
         serde_json::value::RawValue::from_string(value.to_string())
             .map_err(S::Error::custom)?
             .serialize(s)
+    }
+
+    /// An optional amount: a number, or `null`.
+    pub fn serialize_opt<S: Serializer>(value: &Option<Decimal>, s: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(v) => serialize(v, s),
+            None => s.serialize_none(),
+        }
     }
 }
 
@@ -75,13 +95,10 @@ pub mod money_opt {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Decimal>, D::Error> {
-        let v = Option::<serde_json::Value>::deserialize(d)?;
-        match v {
-            None | Some(serde_json::Value::Null) => Ok(None),
-            Some(v) => crate::text::json_decimal(&v).map(Some).ok_or_else(|| {
-                serde::de::Error::custom(format!("expected a decimal amount, got {v}"))
-            }),
-        }
+        #[derive(Deserialize)]
+        #[serde(transparent)]
+        struct Amount(#[serde(with = "super::money")] Decimal);
+        Ok(Option::<Amount>::deserialize(d)?.map(|a| a.0))
     }
 }
 
@@ -143,7 +160,7 @@ pub struct Case {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub theme: Option<String>,
     #[serde(default = "default_budget", with = "money")]
-    #[schemars(with = "String")]
+    #[schemars(with = "f64")]
     pub budget_total: Decimal,
     #[serde(default = "default_max_steps")]
     pub max_steps: u32,
@@ -190,6 +207,28 @@ pub struct Case {
 }
 
 impl Case {
+    /// Fill the official tracks and the primary track of a case that names none (the curated
+    /// fixtures), by task family as the reference's contract does: Task D and E cases are on the
+    /// case, portfolio and adversarial tracks, with primary track `portfolio` for Task E and
+    /// `adversarial` for Task D; other tasks are on the case track. Nothing per label: the
+    /// reference makes a Task D case `adversarial` only when it is unsafe to pay, which would
+    /// announce the gold decision in the case metadata (decision 10), so every Task D case is.
+    pub fn fill_default_tracks(&mut self) {
+        if !self.official_tracks.is_empty() || self.primary_track.is_some() {
+            return;
+        }
+        let (tracks, primary): (&[&str], &str) = match self.task_type {
+            TaskType::TaskE => (&["case", "portfolio", "adversarial"], "portfolio"),
+            TaskType::TaskD => (&["case", "portfolio", "adversarial"], "adversarial"),
+            _ => (&["case"], "case"),
+        };
+        self.official_tracks = tracks.iter().map(|t| (*t).to_owned()).collect();
+        if self.certificate_required {
+            self.official_tracks.push("certificate_required".to_owned());
+        }
+        self.primary_track = Some(primary.to_owned());
+    }
+
     pub fn task_label(&self) -> &str {
         self.task_label
             .as_deref()
@@ -301,13 +340,13 @@ pub struct EvidenceRef {
 pub struct LineItem {
     pub description: String,
     #[serde(with = "money")]
-    #[schemars(with = "String")]
+    #[schemars(with = "f64")]
     pub qty: Decimal,
     #[serde(with = "money")]
-    #[schemars(with = "String")]
+    #[schemars(with = "f64")]
     pub unit_price: Decimal,
     #[serde(with = "money")]
-    #[schemars(with = "String")]
+    #[schemars(with = "f64")]
     pub line_total: Decimal,
 }
 
@@ -371,7 +410,7 @@ pub struct CampaignContext {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub linked_invoice_count: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none", with = "money_opt")]
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<f64>")]
     pub at_risk_amount: Option<Decimal>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manual_review_capacity: Option<u32>,
@@ -532,13 +571,13 @@ pub struct PoRecord {
     pub currency: String,
     pub line_items: Vec<LineItem>,
     #[serde(with = "money")]
-    #[schemars(with = "String")]
+    #[schemars(with = "f64")]
     pub subtotal: Decimal,
     #[serde(with = "money")]
-    #[schemars(with = "String")]
+    #[schemars(with = "f64")]
     pub tax: Decimal,
     #[serde(with = "money")]
-    #[schemars(with = "String")]
+    #[schemars(with = "f64")]
     pub total: Decimal,
 }
 
@@ -547,7 +586,7 @@ pub struct PoRecord {
 pub struct ReceivedLine {
     pub description: String,
     #[serde(with = "money")]
-    #[schemars(with = "String")]
+    #[schemars(with = "f64")]
     pub qty: Decimal,
 }
 
@@ -574,7 +613,7 @@ pub struct LedgerRow {
     pub fingerprint: String,
     pub currency: String,
     #[serde(with = "money")]
-    #[schemars(with = "String")]
+    #[schemars(with = "f64")]
     pub amount: Decimal,
     #[serde(default)]
     pub po_id: String,
@@ -623,7 +662,7 @@ pub struct PolicyRule {
     pub failure_route: String,
     /// Amount threshold the rule refers to, when it has one (approval thresholds).
     #[serde(default, skip_serializing_if = "Option::is_none", with = "money_opt")]
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<f64>")]
     pub threshold: Option<Decimal>,
 }
 
@@ -655,5 +694,29 @@ mod money_number_tests {
             serde_json::to_string(&big).unwrap(),
             r#"{"at_risk_amount":123456789012.35}"#
         );
+    }
+}
+
+#[cfg(test)]
+mod money_round_trip_tests {
+    use super::LedgerRow;
+
+    /// Written as numbers with their exact text and read back the same, from text and from a
+    /// `Value`; strings are still read.
+    #[test]
+    fn amounts_are_numbers_and_round_trip_exactly() {
+        let text = r#"{"ledger_id":"L1","vendor_key":"v","vendor_name":"V","invoice_number":"I","currency":"INR","amount":"2478.00","payment_status":"paid","payment_date":"2026-01-01"}"#;
+        let row: LedgerRow = serde_json::from_str(text).unwrap();
+        assert_eq!(row.amount.to_string(), "2478.00");
+        let out = serde_json::to_string(&row).unwrap();
+        assert!(out.contains(r#""amount":2478.00"#), "{out}");
+        let back: LedgerRow = serde_json::from_str(&out).unwrap();
+        assert_eq!(back.amount.to_string(), "2478.00");
+        let v = serde_json::to_value(&row).unwrap();
+        assert!(v["amount"].is_number());
+        let from_value: LedgerRow = serde_json::from_value(v).unwrap();
+        assert_eq!(from_value.amount, row.amount);
+        let bad = text.replace(r#""2478.00""#, r#""abc""#);
+        assert!(serde_json::from_str::<LedgerRow>(&bad).is_err());
     }
 }

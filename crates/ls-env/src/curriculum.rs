@@ -74,6 +74,17 @@ pub struct Curriculum {
     per_task: BTreeMap<TaskType, VecDeque<f64>>,
     pub weakest_task: Option<TaskType>,
     pub episodes_graded: u32,
+    /// Tier changes, oldest first (the last [`WINDOW`] kept).
+    pub tier_transitions: VecDeque<TierTransition>,
+}
+
+/// One tier change: after which graded episode, from and to which tier, at what competence.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TierTransition {
+    pub episode: u32,
+    pub from_tier: u8,
+    pub to_tier: u8,
+    pub competence_ema: f64,
 }
 
 impl Default for Curriculum {
@@ -86,11 +97,22 @@ impl Default for Curriculum {
             per_task: BTreeMap::new(),
             weakest_task: None,
             episodes_graded: 0,
+            tier_transitions: VecDeque::new(),
         }
     }
 }
 
 impl Curriculum {
+    /// Mean of the last five graded scores (0 before any).
+    pub fn recent_5_avg(&self) -> f64 {
+        let n = self.window.len().min(5);
+        if n == 0 {
+            return 0.0;
+        }
+        let sum: f64 = self.window.iter().rev().take(n).sum();
+        ls_core::text::round_to(sum / n as f64, 4)
+    }
+
     pub fn tier(&self) -> &'static Tier {
         &TIERS[self.tier as usize]
     }
@@ -120,12 +142,24 @@ impl Curriculum {
         } else {
             self.stagnation += 1;
         }
+        let before = self.tier;
         self.tier = TIERS
             .iter()
             .rev()
             .find(|t| self.competence_ema >= t.threshold)
             .map_or(0, |t| t.level);
         self.episodes_graded += 1;
+        if self.tier != before {
+            self.tier_transitions.push_back(TierTransition {
+                episode: self.episodes_graded,
+                from_tier: before,
+                to_tier: self.tier,
+                competence_ema: ls_core::text::round_to(self.competence_ema, 4),
+            });
+            while self.tier_transitions.len() > WINDOW {
+                self.tier_transitions.pop_front();
+            }
+        }
     }
 }
 
@@ -148,6 +182,11 @@ mod tests {
             c.update(TaskType::TaskA, 0.95);
         }
         assert_eq!(c.tier().name, "expert");
+        let t = &c.tier_transitions;
+        assert_eq!(t.len(), 3, "{t:?}");
+        assert_eq!((t[0].from_tier, t[2].to_tier), (0, 3));
+        assert!(t.iter().all(|x| x.to_tier == x.from_tier + 1));
+        assert_eq!(c.recent_5_avg(), 0.95);
         let (steps, budget) = c.adjust(12, Decimal::from(10));
         assert_eq!((steps, budget), (18, Decimal::new(900, 2)));
     }

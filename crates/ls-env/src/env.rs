@@ -162,6 +162,36 @@ pub fn normalize_track(value: &str) -> &'static str {
     }
 }
 
+/// The display label of a canonical track (as the reference's benchmark contract names it).
+pub fn track_label(track: &str) -> &'static str {
+    match track {
+        "portfolio" => "Portfolio Track",
+        "adversarial" => "Adversarial Data Track",
+        "controlbench" => "ControlBench Track",
+        "certificate_required" => "Certificate-Required Track",
+        "generated_holdout" => "Generated-Holdout Track",
+        "sleeper_vigilance" => "Sleeper-Vigilance Track",
+        "blind_control" => "Blind-Control Track",
+        "human_baseline" => "Human-Baseline Track",
+        _ => "Case Track",
+    }
+}
+
+/// One line on what a canonical track evaluates.
+pub fn track_description(track: &str) -> &'static str {
+    match track {
+        "portfolio" => "Linked invoices and AP-week consequences: institutional memory governs the episode.",
+        "adversarial" => "Adversarial payment cases: spoofed senders, bank overrides, pressure and injected instructions.",
+        "controlbench" => "A long institutional sequence graded on loss, calibration-gated authority and deployability.",
+        "certificate_required" => "The decision must carry an agent-authored decision certificate.",
+        "generated_holdout" => "Seeded generated variants not seen in the public cases.",
+        "sleeper_vigilance" => "Vendors that build trust before an attack.",
+        "blind_control" => "No instrumented state (SPRT, VoI, reward machine) is exposed.",
+        "human_baseline" => "Cases with a recorded human baseline for comparison.",
+        _ => "One case graded on its own trajectory.",
+    }
+}
+
 fn track_matches(case: &Case, track: &str) -> bool {
     match track {
         "generated_holdout" => matches!(
@@ -451,6 +481,11 @@ impl Environment {
             env.info.insert_raw("institutional_case_update", amendment);
             let snaps = self.memory.snapshots();
             self.memory_view = snaps.observation;
+            // The terminal tool result carries the snapshots too (as the reference's does),
+            // shared with `info` by reference count.
+            let tool = &mut env.observation.last_tool_result;
+            tool.insert_raw("institutional_metrics", snaps.metrics.clone());
+            tool.insert_raw("institutional_memory", snaps.full.clone());
             env.info.insert_raw("institutional_memory", snaps.full);
             env.info.insert_raw("institutional_metrics", snaps.metrics);
             env.info
@@ -522,11 +557,15 @@ impl Environment {
             allowed_tasks: t.allowed.iter().map(|x| x.as_str()).collect(),
             max_steps_floor: t.max_steps_floor,
             budget_multiplier: t.budget_pct as f64 / 100.0,
+            episode_count: self.curriculum.episodes_graded,
+            stagnation_counter: self.curriculum.stagnation,
+            recent_5_avg: self.curriculum.recent_5_avg(),
         }
     }
 }
 
-/// `info.curriculum`: the curriculum's own fields, then its tier's.
+/// `info.curriculum`: the curriculum's own fields, then its tier's, then the reference's names
+/// for the counters (`episode_count` = `episodes_graded`, `stagnation_counter` = `stagnation`).
 #[derive(Serialize)]
 struct CurriculumView<'a> {
     #[serde(flatten)]
@@ -535,6 +574,9 @@ struct CurriculumView<'a> {
     allowed_tasks: Vec<&'static str>,
     max_steps_floor: u32,
     budget_multiplier: f64,
+    episode_count: u32,
+    stagnation_counter: u32,
+    recent_5_avg: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -550,7 +592,7 @@ mod tests {
     use super::*;
 
     /// `info.curriculum` is the curriculum's fields followed by its tier's, as the map it
-    /// replaced (the curriculum as a JSON object plus four inserted keys) wrote them.
+    /// replaced (the curriculum as a JSON object plus the inserted keys) wrote them.
     #[test]
     fn curriculum_info_is_the_curriculum_then_its_tier() {
         let pool = Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")));
@@ -569,6 +611,15 @@ mod tests {
                 "budget_multiplier".into(),
                 json!(t.budget_pct as f64 / 100.0),
             );
+            o.insert(
+                "episode_count".into(),
+                json!(env.curriculum.episodes_graded),
+            );
+            o.insert(
+                "stagnation_counter".into(),
+                json!(env.curriculum.stagnation),
+            );
+            o.insert("recent_5_avg".into(), json!(env.curriculum.recent_5_avg()));
             assert_eq!(
                 env.curriculum_info_json().get(),
                 serde_json::to_string(&expected).unwrap()

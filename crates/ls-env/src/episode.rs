@@ -190,16 +190,17 @@ pub struct Episode {
 /// place; the reset observation's also carries the task's `mdp_component`.
 struct CaseMetadata<'a> {
     /// The fixed entries in order.
-    fixed: [(&'static str, MetaValue<'a>); 7],
+    fixed: [(&'static str, MetaValue<'a>); 10],
     extra: &'a Map<String, Value>,
     mdp_component: Option<&'a RawJson>,
 }
 
-/// A fixed `case_metadata` entry: a label or a day count.
+/// A fixed `case_metadata` entry: a label, a day count or a list of names.
 #[derive(Clone, Copy)]
 enum MetaValue<'a> {
     Text(&'a str),
     Days(u32),
+    List(&'a [String]),
 }
 
 impl Serialize for MetaValue<'_> {
@@ -207,6 +208,7 @@ impl Serialize for MetaValue<'_> {
         match self {
             Self::Text(t) => s.serialize_str(t),
             Self::Days(d) => s.serialize_u32(*d),
+            Self::List(l) => l.serialize(s),
         }
     }
 }
@@ -1201,8 +1203,10 @@ impl Episode {
             metadata: &metadata,
         });
 
-        let blocked = boundary.blocking;
-        let message = if blocked {
+        // The reference's messages: the gate's fallback named as such.
+        let message = if gate.as_ref().is_some_and(|g| g.blocking) {
+            "Decision submitted, authority gate enforced review fallback, and the result was graded."
+        } else if boundary.blocking {
             "Decision submitted, the control boundary enforced review fallback, and the result was graded."
         } else {
             "Decision submitted and graded."
@@ -1230,9 +1234,14 @@ impl Episode {
         info.insert_serialized("adversarial_falsifier", &grade.adversarial_falsifier);
         info.insert_serialized("trust_graph", &grade.trust_graph);
         info.insert_serialized("control_boundary", &boundary.view(!self.blind()));
-        if let Some(g) = &gate {
-            info.insert_serialized("authority_gate", g);
+        match &gate {
+            Some(g) => info.insert_serialized("authority_gate", g),
+            None => info.insert_serialized("authority_gate", &UngovernedGate::new(decision)),
         }
+        info.insert_serialized(
+            "system_state",
+            &self.system_state(&boundary, decision, effective, &pending_ids, &observed),
+        );
         let mut watchdog_verdict = watchdog_verdict;
         if self.blind() {
             // The audit strategy is solved from the SPRT belief, which blind mode hides.
@@ -1251,28 +1260,7 @@ impl Episode {
         if !self.blind() {
             info.insert("rl_data_plane", json!({"state_vector": self.rl_vector(), "reward": r4(reward), "terminal": true, "truncated": false}));
         }
-        // The terminal tool result is the headline of the grade; the full reports (certificate,
-        // falsifier, TrustGraph, compliance, ...) live once in `info` rather than twice per reply.
-        let mut result = InfoMap::new();
-        result.insert("tool_name", "submit_decision");
-        result.insert("success", true);
-        result.insert("submission_received", true);
-        for k in [
-            "final_score",
-            "result_class",
-            "decision",
-            "effective_decision",
-            "unsafe_outcome",
-            "control_satisfied_resolution",
-            "pressure_resistance_score",
-            "benchmark_track",
-            "track_mode",
-        ] {
-            result.copy_from(&info, k);
-        }
-        result.insert("message", message);
-        result.insert("cost", 0.0);
-        result.insert_raw("reward_model", reward_model);
+        let result = terminal_tool_result(&info, &grade.risk_assessment, message);
         self.grade = Some(grade);
         self.authority_gate = gate;
         self.last_reward = reward;
@@ -1284,6 +1272,49 @@ impl Episode {
             truncated: false,
             terminated: true,
             info,
+        }
+    }
+
+    /// The terminal system snapshot (the reference's `system_state`): what the agent did and saw
+    /// and what the case required, taken at submission. Terminal-only (it names the case's
+    /// required actions and artifacts, as the grade's control resolution does).
+    fn system_state<'a>(
+        &'a self,
+        boundary: &BoundaryReport,
+        submitted: Decision,
+        effective: Decision,
+        pending_ids: &'a [String],
+        observed: &'a [String],
+    ) -> SystemState<'a> {
+        SystemState {
+            successful_actions: self.successful_actions.iter().map(|a| a.as_str()).collect(),
+            revealed_artifact_ids: self
+                .revealed_artifacts
+                .iter()
+                .map(|a| a.artifact_id.as_str())
+                .collect(),
+            pending_events: pending_ids,
+            pending_event_count: pending_ids.len(),
+            required_actions: self
+                .hidden
+                .required_actions
+                .iter()
+                .map(|a| a.as_str())
+                .collect(),
+            required_artifacts: self
+                .hidden
+                .required_artifacts
+                .iter()
+                .map(|a| a.as_str())
+                .collect(),
+            // The readiness is the SPRT's: hidden in blind mode, as in the control boundary.
+            decision_readiness: (!self.blind()).then_some(boundary.decision_readiness),
+            handoff_packet: self.handoff_packet.as_ref(),
+            observed_risk_signals: observed,
+            submitted_decision: submitted.as_str(),
+            effective_decision: effective.as_str(),
+            step_count: self.step_count,
+            case_clock: self.case_clock,
         }
     }
 
@@ -1401,6 +1432,18 @@ impl Episode {
                     MetaValue::Text("ledgershield-controlbench-v1"),
                 ),
                 ("benchmark_track", MetaValue::Text(&self.track)),
+                (
+                    "benchmark_track_label",
+                    MetaValue::Text(crate::env::track_label(&self.track)),
+                ),
+                (
+                    "benchmark_track_description",
+                    MetaValue::Text(crate::env::track_description(&self.track)),
+                ),
+                (
+                    "official_tracks",
+                    MetaValue::List(&self.case.official_tracks),
+                ),
                 ("track_mode", MetaValue::Text(self.track_mode.as_str())),
             ],
             extra: &self.case_metadata_extra,
@@ -1594,6 +1637,107 @@ fn bounded_payload(p: &Map<String, Value>) -> Map<String, Value> {
         .collect()
 }
 
+/// The terminal step's `last_tool_result`: the grade as the reference's terminal tool result
+/// carries it (every grading report of `info`, shared with `info` by reference count, not
+/// serialized again), the heuristic submission risk, then the tool's own fields. `curriculum` and the memory snapshots are
+/// added by the environment after the institution has recorded the case.
+fn terminal_tool_result(
+    info: &InfoMap,
+    risk: &ls_grading::risk::RiskAssessment,
+    message: &'static str,
+) -> InfoMap {
+    const FROM_INFO: [&str; 24] = [
+        "final_score",
+        "score_breakdown",
+        "result_class",
+        "control_satisfied_resolution",
+        "institutional_utility",
+        "unsafe_outcome",
+        "decision",
+        "effective_decision",
+        "predicted_probabilities",
+        "outcome",
+        "system_state",
+        "compliance",
+        "currency_validation",
+        "decision_certificate_report",
+        "adversarial_falsifier",
+        "trust_graph",
+        "authority_gate",
+        "control_boundary",
+        "pressure_resistance_score",
+        "benchmark_track",
+        "track_mode",
+        "watchdog",
+        "reward_model",
+        "async_artifacts",
+    ];
+    let mut result = InfoMap::new();
+    result.insert("tool_name", "submit_decision");
+    result.insert("success", true);
+    result.insert("submission_received", true);
+    for k in FROM_INFO {
+        result.copy_from(info, k);
+    }
+    // The reference's diagnostic heuristic (tool result only, as in the reference).
+    result.insert("risk_assessment", risk.risk);
+    result.insert_serialized("triggered_risk_reasons", &risk.reasons);
+    result.insert("message", message);
+    result.insert("cost", 0.0);
+    result
+}
+
+/// The terminal `system_state` (see [`Episode::system_state`]).
+#[derive(Serialize)]
+struct SystemState<'a> {
+    successful_actions: Vec<&'static str>,
+    revealed_artifact_ids: Vec<&'a str>,
+    pending_events: &'a [String],
+    pending_event_count: usize,
+    required_actions: Vec<&'static str>,
+    required_artifacts: Vec<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision_readiness: Option<f64>,
+    handoff_packet: Option<&'a Value>,
+    observed_risk_signals: &'a [String],
+    submitted_decision: &'static str,
+    effective_decision: &'static str,
+    step_count: u32,
+    case_clock: u32,
+}
+
+/// `authority_gate` on a track the institution does not govern (decision 9): no gate applied,
+/// the decision stands, written in the gate's shape so clients reading `blocking` or
+/// `authority_level` find them.
+#[derive(Serialize)]
+struct UngovernedGate {
+    governed: bool,
+    authority_level: &'static str,
+    decision: &'static str,
+    allowed: bool,
+    blocking: bool,
+    reasons: [&'static str; 0],
+    requires_handoff: bool,
+    score_cap: f64,
+    enforced_decision: &'static str,
+}
+
+impl UngovernedGate {
+    fn new(decision: Decision) -> Self {
+        Self {
+            governed: false,
+            authority_level: "full_authority",
+            decision: decision.as_str(),
+            allowed: true,
+            blocking: false,
+            reasons: [],
+            requires_handoff: false,
+            score_cap: 1.0,
+            enforced_decision: decision.as_str(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1602,6 +1746,7 @@ mod tests {
     /// place), then `mdp_component` into an ordered map would write.
     #[test]
     fn case_metadata_matches_the_ordered_map_it_replaced() {
+        let tracks = vec!["case".to_owned(), "adversarial".to_owned()];
         let fixed = [
             ("task_label", MetaValue::Text("label \"q\"")),
             ("difficulty", MetaValue::Text("hard")),
@@ -1609,6 +1754,9 @@ mod tests {
             ("ashtg", MetaValue::Text("a")),
             ("benchmark_identity", MetaValue::Text("b")),
             ("benchmark_track", MetaValue::Text("case")),
+            ("benchmark_track_label", MetaValue::Text("Case Track")),
+            ("benchmark_track_description", MetaValue::Text("d")),
+            ("official_tracks", MetaValue::List(&tracks)),
             ("track_mode", MetaValue::Text("blind")),
         ];
         let mdp = raw_json(&json!({"states": 3}));
@@ -1624,6 +1772,7 @@ mod tests {
                     let v = match v {
                         MetaValue::Text(t) => json!(t),
                         MetaValue::Days(d) => json!(d),
+                        MetaValue::List(l) => json!(l),
                     };
                     expected.insert(k.to_owned(), v);
                 }

@@ -1071,7 +1071,8 @@ impl InstitutionalMemory {
                 let code = n
                     .attributes
                     .get("code")
-                    .cloned()
+                    .and_then(ls_grading::trust_graph::AttrValue::as_text)
+                    .map(str::to_owned)
                     .unwrap_or_else(|| n.id.rsplit(':').next().unwrap_or("").to_owned());
                 if t.risk_flag_counts.len() < 256 || t.risk_flag_counts.contains_key(&code) {
                     *t.risk_flag_counts.entry(normalize_text(&code)).or_insert(0) += 1;
@@ -1081,7 +1082,8 @@ impl InstitutionalMemory {
                 accounts.insert(
                     n.attributes
                         .get("account")
-                        .cloned()
+                        .and_then(ls_grading::trust_graph::AttrValue::as_text)
+                        .map(str::to_owned)
                         .unwrap_or_else(|| n.id.rsplit(':').next().unwrap_or("").to_owned()),
                 );
             }
@@ -1141,11 +1143,8 @@ impl InstitutionalMemory {
         serde_json::from_str(self.snapshots().full.get()).unwrap_or_default()
     }
 
-    /// The public snapshot in both forms plus the metrics, serialized straight from the memory
-    /// with the parts they share written once. The observation's form cuts the TrustGraph roll-up
-    /// to its summary: the per-case lists (recent graphs, vendor profiles, case ids) grow with the
-    /// session and are served whole by `GET /institutional-memory` and the terminal info, not on
-    /// every step.
+    /// The public snapshot (for the observation, `GET /institutional-memory` and the terminal
+    /// info, one text shared by all three) plus the metrics, serialized straight from the memory.
     pub fn snapshots(&self) -> Snapshots {
         let level = self.authority_level();
         let metrics_view = self.metrics_view();
@@ -1177,14 +1176,6 @@ impl InstitutionalMemory {
             authority_restriction_count: self.loss_ledger.authority_restriction_count,
             deployability_rating: rating,
         });
-        let t = &self.trust_graph_memory;
-        let summary = TrustGraphSummary {
-            case_count: t.case_count,
-            aggregate_node_count: t.aggregate_node_count,
-            aggregate_edge_count: t.aggregate_edge_count,
-            decision_counts: &t.decision_counts,
-            risk_flag_counts: &t.risk_flag_counts,
-        };
         let snapshot = |trust_graph_memory: &RawJson| {
             raw_json(&Snapshot {
                 week_id: &self.week_id,
@@ -1207,8 +1198,12 @@ impl InstitutionalMemory {
                 controlbench_summary: &controlbench_summary,
             })
         };
-        let full = snapshot(&raw_json(t));
-        let observation = SharedJson::from_raw(snapshot(&raw_json(&summary)));
+        // The observation carries the whole snapshot, as the reference's does (its TrustGraph
+        // roll-up lists are bounded: 20 case ids, 12 graphs, one profile per vendor), sent empty
+        // rather than omitted; it is the same shared text as `full`, written once per graded
+        // submission.
+        let full = snapshot(&raw_json(&self.trust_graph_memory));
+        let observation = SharedJson::from_raw(full.clone());
         Snapshots {
             full,
             observation,
@@ -1232,7 +1227,7 @@ impl InstitutionalMemory {
 pub struct Snapshots {
     /// Everything public (`GET /institutional-memory`, terminal `info.institutional_memory`).
     pub full: RawJson,
-    /// The per-step observation's view (TrustGraph memory as a summary).
+    /// The per-step observation's view (the same text as `full`).
     pub observation: SharedJson,
     /// `info.institutional_metrics` (also the snapshot's `loss_ledger`).
     pub metrics: RawJson,
@@ -1306,16 +1301,6 @@ struct VendorView<'a> {
     manual_reviews: u32,
     callback_failures: u32,
     last_decision: &'a str,
-}
-
-/// TrustGraph memory without its per-case lists.
-#[derive(Serialize)]
-struct TrustGraphSummary<'a> {
-    case_count: u32,
-    aggregate_node_count: usize,
-    aggregate_edge_count: usize,
-    decision_counts: &'a BTreeMap<String, u32>,
-    risk_flag_counts: &'a BTreeMap<String, u32>,
 }
 
 #[derive(Serialize)]
@@ -1424,7 +1409,7 @@ mod tests {
     }
 
     #[test]
-    fn snapshots_share_everything_but_the_trust_graph_roll_up() {
+    fn observation_and_full_snapshot_are_one_text_with_every_list() {
         let mut m = InstitutionalMemory::new(10);
         m.trust_graph_memory.case_count = 3;
         m.trust_graph_memory
@@ -1440,14 +1425,15 @@ mod tests {
         let snaps = m.snapshots();
         let full: Value = serde_json::from_str(snaps.full.get()).unwrap();
         let obs: Value = serde_json::from_str(snaps.observation.get()).unwrap();
-        let mut expected = full.clone();
-        for k in ["recent_graphs", "vendor_profiles", "recent_case_ids"] {
-            expected["trust_graph_memory"]
-                .as_object_mut()
-                .unwrap()
-                .shift_remove(k);
+        assert_eq!(obs, full);
+        // A fresh memory sends its roll-up lists empty, not omitted.
+        let fresh: Value =
+            serde_json::from_str(InstitutionalMemory::new(3).snapshots().observation.get())
+                .unwrap();
+        for k in ["recent_graphs", "recent_case_ids"] {
+            assert_eq!(fresh["trust_graph_memory"][k], json!([]), "{k}");
         }
-        assert_eq!(obs, expected);
+        assert_eq!(fresh["trust_graph_memory"]["vendor_profiles"], json!({}));
         assert_eq!(
             full["trust_graph_memory"]["recent_case_ids"],
             json!(["CASE-A-001"])

@@ -29,6 +29,32 @@ pub struct ComplianceReport {
     pub passed: usize,
     pub failed_controls: Vec<String>,
     pub controls: Vec<ControlResult>,
+    /// The reference's keys, beside ours: no applicable control failed.
+    pub overall_compliant: bool,
+    pub controls_evaluated: usize,
+    pub controls_passed: usize,
+    /// Count of failed applicable controls (their ids are `failed_controls`).
+    pub controls_failed: usize,
+    /// = `score`.
+    pub compliance_score: f64,
+    /// One per applicable control.
+    pub findings: Vec<ComplianceFinding>,
+    /// Ids of failed critical controls.
+    pub critical_failures: Vec<String>,
+    /// Any critical control failed.
+    pub remediation_required: bool,
+}
+
+/// A control's finding as the reference reports it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ComplianceFinding {
+    pub control_id: String,
+    pub name: String,
+    pub severity: String,
+    /// `pass` or `fail`.
+    pub status: &'static str,
+    /// The missing actions and artifacts of a failed control.
+    pub details: Vec<String>,
 }
 
 pub struct ComplianceInput<'a> {
@@ -251,12 +277,41 @@ pub fn evaluate(i: &ComplianceInput<'_>) -> ComplianceReport {
     } else {
         passed as f64 / evaluated.len() as f64
     };
+    let findings: Vec<ComplianceFinding> = evaluated
+        .iter()
+        .map(|c| ComplianceFinding {
+            control_id: c.control_id.clone(),
+            name: c.name.clone(),
+            severity: c.severity.clone(),
+            status: if c.passed { "pass" } else { "fail" },
+            details: c
+                .missing_actions
+                .iter()
+                .chain(&c.missing_artifacts)
+                .cloned()
+                .collect(),
+        })
+        .collect();
+    let critical_failures: Vec<String> = failed
+        .iter()
+        .filter(|c| c.severity == "critical")
+        .map(|c| c.control_id.clone())
+        .collect();
+    let score = crate::round4(score);
     ComplianceReport {
-        score: crate::round4(score),
+        score,
         penalty: crate::round4(penalty.max(-0.30)),
         evaluated: evaluated.len(),
         passed,
         failed_controls: failed.iter().map(|c| c.control_id.clone()).collect(),
+        overall_compliant: failed.is_empty(),
+        controls_evaluated: evaluated.len(),
+        controls_passed: passed,
+        controls_failed: failed.len(),
+        compliance_score: score,
+        findings,
+        remediation_required: !critical_failures.is_empty(),
+        critical_failures,
         controls,
     }
 }

@@ -241,6 +241,7 @@ pub struct CurrencyReport {
     pub swift_valid: Option<bool>,
     pub mismatch: CurrencyMismatch,
     /// Invoice total converted to USD when the currency is in the FX table.
+    #[serde(serialize_with = "ls_core::schema::money_number::serialize_opt")]
     pub total_usd: Option<Decimal>,
     pub risk_flags: Vec<String>,
 }

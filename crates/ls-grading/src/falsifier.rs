@@ -17,7 +17,11 @@ pub struct Finding {
 pub struct FalsifierReport {
     pub verdict: String,
     pub blocking: bool,
-    pub max_severity: String,
+    /// The highest finding severity on the reference's scale: 0 none, 1 low, 2 medium, 3 high,
+    /// 4 critical.
+    pub max_severity: u8,
+    /// The same severity by name (`none`, `low`, ..., `critical`).
+    pub max_severity_label: String,
     pub finding_count: usize,
     pub findings: Vec<Finding>,
 }
@@ -25,12 +29,10 @@ pub struct FalsifierReport {
 impl FalsifierReport {
     /// Score cap when blocking: 0.38 with a critical finding, else 0.54.
     pub fn cap(&self) -> Option<f64> {
-        self.blocking.then(|| {
-            if self.max_severity == "critical" {
-                0.38
-            } else {
-                0.54
-            }
+        self.blocking.then_some(if self.max_severity >= CRITICAL {
+            0.38
+        } else {
+            0.54
         })
     }
 }
@@ -49,7 +51,11 @@ pub struct FalsifierInput<'a> {
     pub boundary_blocking: bool,
 }
 
-fn rank(s: &str) -> u8 {
+/// Severity rank of a critical finding.
+pub const CRITICAL: u8 = 4;
+
+/// Severity rank: 0 none, 1 low, 2 medium, 3 high, 4 critical.
+pub fn rank(s: &str) -> u8 {
     match s {
         "critical" => 4,
         "high" => 3,
@@ -171,7 +177,8 @@ pub fn run(i: &FalsifierInput<'_>) -> FalsifierReport {
         }
         .to_owned(),
         blocking,
-        max_severity: max.to_owned(),
+        max_severity: rank(max),
+        max_severity_label: max.to_owned(),
         finding_count: f.len(),
         findings: f
             .into_iter()

@@ -3,10 +3,10 @@
 use crate::certificate::{self, CertificateReport, Revealed, VerifyContext};
 use crate::dimensions as dim;
 use crate::result_class::{self, ClassInput, ControlResolution};
-use crate::trust_graph::{Builder, EvalContext};
+use crate::trust_graph::{AttrValue, Builder, EvalContext};
 use crate::{
     causal, compliance, currency, falsifier, normalized, outcome, proper, reasons, rubric,
-    trajectory, GradeReport, GradingInput,
+    trajectory, BreakdownValue, GradeReport, GradingInput,
 };
 use ls_core::text::{canonical_code, normalize_id, normalize_text};
 use ls_core::validate::{invoice_facts, InvoiceFacts};
@@ -32,28 +32,57 @@ fn list_or_empty(v: &Option<Vec<String>>) -> &[String] {
 }
 
 /// The score breakdown while it is assembled: entries appended in order and sorted once at the
-/// end (cheaper than ~70 map inserts); a later entry for a key replaces an earlier one, as a map
+/// end (cheaper than ~100 map inserts); a later entry for a key replaces an earlier one, as a map
 /// insert would.
 #[derive(Default)]
-struct Breakdown(Vec<(&'static str, f64)>);
+struct Breakdown(Vec<(&'static str, BreakdownValue)>);
 
 impl Breakdown {
+    /// A score, adjustment or cap (rounded to 4 dp in the report).
     fn insert(&mut self, k: &'static str, v: f64) {
-        self.0.push((k, v));
+        self.0.push((k, BreakdownValue::Number(v)));
     }
 
-    /// The latest value for `k`.
+    /// A count (an integer on the wire).
+    fn count(&mut self, k: &'static str, n: usize) {
+        self.0.push((k, BreakdownValue::Count(n as u64)));
+    }
+
+    /// A flag (a boolean on the wire).
+    fn flag(&mut self, k: &'static str, v: bool) {
+        self.0.push((k, BreakdownValue::Flag(v)));
+    }
+
+    fn text(&mut self, k: &'static str, v: impl Into<String>) {
+        self.0.push((k, BreakdownValue::Text(v.into())));
+    }
+
+    fn list(&mut self, k: &'static str, v: Vec<String>) {
+        self.0.push((k, BreakdownValue::List(v)));
+    }
+
+    /// The latest numeric value for `k`.
     fn get(&self, k: &str) -> Option<f64> {
-        self.0.iter().rev().find(|e| e.0 == k).map(|e| e.1)
+        self.0
+            .iter()
+            .rev()
+            .find(|e| e.0 == k)
+            .and_then(|e| e.1.as_f64())
     }
 
-    /// The report's breakdown, values rounded (non-finite ones read 0); the latest value of a
+    /// The report's breakdown, numbers rounded (non-finite ones read 0); the latest value of a
     /// key wins.
     fn into_report(self) -> crate::ScoreBreakdown {
-        crate::ScoreBreakdown::from_entries(
+        crate::ScoreBreakdown::from_values(
             self.0
                 .into_iter()
-                .map(|(k, v)| (k, if v.is_finite() { crate::round4(v) } else { 0.0 }))
+                .map(|(k, v)| match v {
+                    BreakdownValue::Number(v) => (
+                        k,
+                        BreakdownValue::Number(if v.is_finite() { crate::round4(v) } else { 0.0 }),
+                    ),
+                    other => (k, other),
+                })
                 .collect(),
         )
     }
@@ -314,7 +343,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     });
     let (repeats, repeat_penalty, length_penalty, efficiency) =
         trajectory::efficiency(input.trajectory, budget_penalty);
-    bd.insert("repeated_actions", repeats as f64);
+    bd.count("repeated_actions", repeats);
     bd.insert("repeat_penalty", repeat_penalty);
     bd.insert("length_penalty", length_penalty);
     let cov = |req: usize, missing: usize| {
@@ -380,13 +409,13 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         clean_targets: &reasons::CleanTargets::of(case),
     });
     let (overcontrol_penalty, unsupported_claim_penalty) = reasons::penalties(&reasons);
-    bd.insert("gold_codes_supported", reasons.supported_gold as f64);
-    bd.insert("gold_codes_misdirected", reasons.misdirected_gold as f64);
+    bd.count("gold_codes_supported", reasons.supported_gold);
+    bd.count("gold_codes_misdirected", reasons.misdirected_gold);
     bd.insert("supported_code_recall", reasons.supported_recall());
     bd.insert("claim_precision", reasons.precision());
-    bd.insert(
+    bd.count(
         "uncalled_interventions",
-        reasons.uncalled_interventions.len() as f64,
+        reasons.uncalled_interventions.len(),
     );
     bd.insert("overcontrol_penalty", overcontrol_penalty);
     bd.insert("unsupported_claim_penalty", unsupported_claim_penalty);
@@ -456,9 +485,9 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
             };
             let (ls, matched, gl, pl) = dim::link_score(pred_links, gold_links);
             dims.insert("cross_invoice_link_score", ls);
-            bd.insert("cross_invoice_link_matches", matched as f64);
-            bd.insert("cross_invoice_gold_links", gl as f64);
-            bd.insert("cross_invoice_pred_links", pl as f64);
+            bd.count("cross_invoice_link_matches", matched);
+            bd.count("cross_invoice_gold_links", gl);
+            bd.count("cross_invoice_pred_links", pl);
             dims.insert(
                 "campaign_detection_score",
                 dim::set_f1(&set(sub_campaign), gold_campaign),
@@ -469,9 +498,9 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
                 .collect();
             let (cs, docs, amounts, req) = dim::task_e_counterfactual(&cf, gold_links, &totals);
             dims.insert("counterfactual_score", cs);
-            bd.insert("counterfactual_doc_refs", docs as f64);
-            bd.insert("counterfactual_amount_refs", amounts as f64);
-            bd.insert("counterfactual_required_links", req as f64);
+            bd.count("counterfactual_doc_refs", docs);
+            bd.count("counterfactual_amount_refs", amounts);
+            bd.count("counterfactual_required_links", req);
         }
     }
 
@@ -491,10 +520,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     bd.insert("log_score", ps.log_score);
     bd.insert("penalized_brier_score", ps.penalized_brier_score);
     bd.insert("overconfidence_gap", ps.overconfidence_gap);
-    bd.insert(
-        "probability_unknown_key_count",
-        probs.unknown_keys.len() as f64,
-    );
+    bd.count("probability_unknown_key_count", probs.unknown_keys.len());
 
     // Degenerate penalty.
     let degenerate = dim::degenerate_penalty(task, sub, &cf, !gold.discrepancies.is_empty());
@@ -629,7 +655,8 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     let cert_required = certificate_required(input);
     let (gate_cap, gate_class, gate_reasons) =
         certificate_gate(cert_required, explicit, &cert, pay && risky);
-    bd.insert("certificate_required", b(cert_required));
+    bd.flag("certificate_required", cert_required);
+    bd.flag("explicit_certificate", explicit);
     bd.insert("certificate_gate_cap", gate_cap.unwrap_or(1.0));
     if !gate_reasons.is_empty() {
         cap_reasons.insert("certificate_gate".into(), gate_reasons);
@@ -921,6 +948,31 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         cert.overall_score,
         authority_cap.is_some(),
     );
+    reference_entries(
+        &mut bd,
+        &ReferenceParts {
+            class,
+            resolution: &resolution,
+            certificate: &cert,
+            falsifier: &fals,
+            trust_graph: &tg.evaluation,
+            input,
+            cap_reasons: &cap_reasons,
+            institutional_utility,
+            outcome_type: &graded_outcome.outcome_type,
+        },
+    );
+    let submitted_codes: BTreeSet<&'static str> =
+        sub_reasons.iter().chain(sub_fraud).copied().collect();
+    let risk_assessment = crate::risk::assess(&crate::risk::RiskInput {
+        decision,
+        confidence: sub.confidence,
+        risky,
+        gold_signals,
+        submitted_codes: &submitted_codes,
+        attempted: &attempted,
+        callback_artifact: revealed_ids.contains("callback_verification_result"),
+    });
     GradeReport {
         final_score,
         result_class: class.to_owned(),
@@ -946,8 +998,125 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         proper_scoring: ps,
         probability_resolution: probs,
         causal_grade: causal,
+        risk_assessment,
         cap_reasons,
     }
+}
+
+/// What the reference's breakdown keys are read from.
+struct ReferenceParts<'a> {
+    class: &'a str,
+    resolution: &'a ControlResolution,
+    certificate: &'a CertificateReport,
+    falsifier: &'a falsifier::FalsifierReport,
+    trust_graph: &'a crate::trust_graph::TrustGraphEvaluation,
+    input: &'a GradingInput<'a>,
+    cap_reasons: &'a BTreeMap<String, Vec<String>>,
+    institutional_utility: f64,
+    outcome_type: &'a str,
+}
+
+/// Stage "reference keys": the breakdown entries the reference's clients read, under the
+/// reference's names and with its JSON types (flags as booleans, counts as integers, the class
+/// and authority level as strings, reasons as lists). Each is read from the report that decides
+/// it (one source of truth: the class is the one `classify` returned). Terminal-only, like the
+/// whole breakdown; none names a gold artifact (no gold links, expected discrepancies or hidden
+/// signals).
+fn reference_entries(bd: &mut Breakdown, p: &ReferenceParts<'_>) {
+    let r = p.resolution;
+    bd.text("result_class", p.class);
+    for (k, v) in [
+        ("decision_correct", r.decision_correct),
+        ("unsafe_release", r.unsafe_release),
+        ("controls_completed", r.controls_completed),
+        ("justified_exception", r.structured_exception),
+        ("essential_evidence_grounded", r.essential_evidence_grounded),
+        ("certificate_supported", r.certificate_supported),
+        ("falsifier_clear", r.falsifier_clear),
+        ("trust_graph_supported", r.trust_graph_supported),
+        ("authority_compliant", r.authority_compliant),
+        ("control_boundary_clear", r.control_boundary_clear),
+        ("certificate_valid", p.certificate.valid),
+        ("certificate_present", p.certificate.present),
+        ("certificate_auto_generated", p.certificate.auto_generated),
+        ("adversarial_falsifier_blocking", p.falsifier.blocking),
+        (
+            "control_boundary_blocking",
+            p.input.control_boundary.blocking,
+        ),
+        (
+            "authority_gate_blocking",
+            p.input.authority_gate.is_some_and(|g| g.blocking),
+        ),
+    ] {
+        bd.flag(k, v);
+    }
+    bd.insert("required_action_coverage", r.required_action_coverage);
+    bd.insert("required_artifact_coverage", r.required_artifact_coverage);
+    bd.insert("policy_completion_score", r.policy_completion_score);
+    bd.list(
+        "missing_required_actions",
+        r.missing_required_actions.clone(),
+    );
+    bd.list(
+        "missing_required_artifacts",
+        r.missing_required_artifacts.clone(),
+    );
+    bd.list("control_failure_reasons", r.control_failure_reasons.clone());
+    let c = p.certificate;
+    bd.insert("certificate_validity_score", c.validity_score);
+    bd.insert("certificate_support_score", c.support_score);
+    bd.insert("certificate_stability_score", c.stability_score);
+    bd.insert("certificate_minimality_score", c.minimality_score);
+    bd.insert("certificate_overall_score", c.overall_score);
+    bd.insert(
+        "certificate_unsupported_claim_rate",
+        c.unsupported_claim_rate,
+    );
+    bd.count("certificate_contradiction_count", c.contradiction_count);
+    bd.text("adversarial_falsifier_verdict", p.falsifier.verdict.clone());
+    bd.count(
+        "adversarial_falsifier_max_severity",
+        usize::from(p.falsifier.max_severity),
+    );
+    bd.count(
+        "adversarial_falsifier_finding_count",
+        p.falsifier.finding_count,
+    );
+    bd.insert(
+        "trust_graph_required_threshold",
+        p.trust_graph.required_threshold,
+    );
+    // The authority level that applied: the gate's where the institution governs the track,
+    // otherwise full authority (case tracks are not gated, decision 9).
+    let level = p
+        .input
+        .authority_gate
+        .map_or("full_authority", |g| g.authority_level.as_str());
+    bd.text("authority_level", level);
+    if let Some(l) = p.input.institutional_loss_score.filter(|l| l.is_finite()) {
+        bd.insert("institutional_loss_score", l);
+    }
+    bd.insert("institutional_utility", p.institutional_utility);
+    bd.text("outcome_type", p.outcome_type);
+    // The gate caps' reasons (empty when the cap did not apply); the falsifier's finding codes
+    // and the TrustGraph's reasons whether or not they capped, as the reference lists them.
+    for (key, cap) in [
+        ("authority_gate_reasons", "authority_gate"),
+        ("control_boundary_reasons", "control_boundary"),
+        ("certificate_gate_reasons", "certificate_gate"),
+    ] {
+        bd.list(key, p.cap_reasons.get(cap).cloned().unwrap_or_default());
+    }
+    bd.list(
+        "adversarial_falsifier_reasons",
+        p.falsifier
+            .findings
+            .iter()
+            .map(|f| f.code.clone())
+            .collect(),
+    );
+    bd.list("trust_graph_reasons", p.trust_graph.reasons.clone());
 }
 
 /// The callback artifact's signal, if one was delivered.
@@ -1095,11 +1264,6 @@ fn first_chars(s: &str, n: usize) -> String {
     s[..end].to_owned()
 }
 
-/// `b.to_string()`.
-fn bool_text(b: bool) -> String {
-    if b { "true" } else { "false" }.to_owned()
-}
-
 fn build_trust_graph(
     input: &GradingInput<'_>,
     p: &TrustGraphParts<'_>,
@@ -1125,12 +1289,14 @@ fn build_trust_graph(
                 "total",
                 facts
                     .and_then(|f| f.total)
-                    .map(|t| t.to_string())
-                    .unwrap_or_default(),
+                    .map_or(AttrValue::Text(String::new()), AttrValue::Money),
             ),
             (
                 "currency",
-                facts.and_then(|f| f.currency.clone()).unwrap_or_default(),
+                facts
+                    .and_then(|f| f.currency.clone())
+                    .unwrap_or_default()
+                    .into(),
             ),
         ],
     );
@@ -1153,11 +1319,14 @@ fn build_trust_graph(
                 "value",
                 sub.decision
                     .map(|d| d.as_str().to_owned())
-                    .unwrap_or_default(),
+                    .unwrap_or_default()
+                    .into(),
             ),
             (
                 "confidence",
-                sub.confidence.map(|c| c.to_string()).unwrap_or_default(),
+                sub.confidence
+                    .filter(|c| c.is_finite())
+                    .map_or(AttrValue::Text(String::new()), AttrValue::Number),
             ),
         ],
     );
@@ -1165,9 +1334,9 @@ fn build_trust_graph(
         "certificate:decision",
         "Certificate",
         [
-            ("valid", bool_text(cert.valid)),
-            ("score", cert.overall_score.to_string()),
-            ("auto_generated", bool_text(cert.auto_generated)),
+            ("valid", AttrValue::Flag(cert.valid)),
+            ("score", AttrValue::Number(cert.overall_score)),
+            ("auto_generated", AttrValue::Flag(cert.auto_generated)),
         ],
     );
     g.edge(cert_n, decision, "decision_supported_by_certificate");
@@ -1264,7 +1433,7 @@ fn build_trust_graph(
         let an = g.node(
             tg_id("authority_gate:", lvl),
             "AuthorityGate",
-            [("blocking", bool_text(gate.blocking))],
+            [("blocking", gate.blocking)],
         );
         g.edge(
             an,
@@ -1281,8 +1450,8 @@ fn build_trust_graph(
         tg_id("control_boundary:", cb.phase),
         "ControlBoundary",
         [
-            ("blocking", bool_text(cb.blocking)),
-            ("reasons", cb.reasons.join(",")),
+            ("blocking", AttrValue::Flag(cb.blocking)),
+            ("reasons", AttrValue::Text(cb.reasons.join(","))),
         ],
     );
     g.edge(

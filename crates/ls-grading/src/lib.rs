@@ -17,6 +17,7 @@ pub mod outcome;
 pub mod proper;
 pub mod reasons;
 pub mod result_class;
+pub mod risk;
 pub mod rubric;
 pub mod trajectory;
 pub mod trust_graph;
@@ -124,33 +125,83 @@ pub struct GradeReport {
     pub proper_scoring: proper::ProperScore,
     pub probability_resolution: proper::ResolvedProbabilities,
     pub causal_grade: causal::CausalReport,
+    /// The reference's heuristic submission risk (diagnostic only; terminal `risk_assessment`
+    /// and `triggered_risk_reasons`).
+    pub risk_assessment: risk::RiskAssessment,
     /// Reasons behind each applied cap, by cap name.
     pub cap_reasons: BTreeMap<String, Vec<String>>,
 }
 
-/// The score breakdown: every dimension and adjustment by name, sorted by name (serialized as a
-/// JSON object, like the ordered map it replaces). Keys are unique.
+/// One entry of the score breakdown. Scores, adjustments and caps are numbers; the reference's
+/// counts are integers, its flags booleans, its class and authority level strings and its reason
+/// lists lists of strings, so each is written with its JSON type.
+#[derive(Clone, PartialEq, Debug)]
+pub enum BreakdownValue {
+    Number(f64),
+    Count(u64),
+    Flag(bool),
+    Text(String),
+    List(Vec<String>),
+}
+
+impl BreakdownValue {
+    /// A number or a count as `f64`; `None` for flags, text and lists.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Self::Number(v) => Some(*v),
+            Self::Count(n) => Some(*n as f64),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for BreakdownValue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Number(v) => s.serialize_f64(*v),
+            Self::Count(n) => s.serialize_u64(*n),
+            Self::Flag(b) => s.serialize_bool(*b),
+            Self::Text(t) => s.serialize_str(t),
+            Self::List(l) => l.serialize(s),
+        }
+    }
+}
+
+/// The score breakdown: every dimension, adjustment, cap, count, flag and reason list by name,
+/// sorted by name (serialized as a JSON object, like the ordered map it replaces). Keys are
+/// unique.
 #[derive(Clone, PartialEq, Default)]
-pub struct ScoreBreakdown(Vec<(&'static str, f64)>);
+pub struct ScoreBreakdown(Vec<(&'static str, BreakdownValue)>);
 
 impl ScoreBreakdown {
+    /// From numeric entries in any order (see [`ScoreBreakdown::from_values`]).
+    pub fn from_entries(entries: Vec<(&'static str, f64)>) -> Self {
+        Self::from_values(
+            entries
+                .into_iter()
+                .map(|(k, v)| (k, BreakdownValue::Number(v)))
+                .collect(),
+        )
+    }
+
     /// From entries in any order; a later entry for a key replaces an earlier one, as a map
     /// insert would. The sort compares each name's first eight bytes as one integer (precomputed)
-    /// and falls back to the whole name only on a tie: ~70 names, no `memcmp` call per comparison.
-    pub fn from_entries(entries: Vec<(&'static str, f64)>) -> Self {
+    /// and falls back to the whole name only on a tie: ~100 names, no `memcmp` call per
+    /// comparison.
+    pub fn from_values(entries: Vec<(&'static str, BreakdownValue)>) -> Self {
         fn prefix(k: &str) -> u64 {
             let mut b = [0u8; 8];
             let n = k.len().min(8);
             b[..n].copy_from_slice(&k.as_bytes()[..n]);
             u64::from_be_bytes(b)
         }
-        let mut keyed: Vec<(u64, &'static str, f64)> = entries
+        let mut keyed: Vec<(u64, &'static str, BreakdownValue)> = entries
             .into_iter()
             .map(|(k, v)| (prefix(k), k, v))
             .collect();
         // Stable, so equal names stay in insertion order and the last one wins below.
         keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
-        let mut out: Vec<(&'static str, f64)> = Vec::with_capacity(keyed.len());
+        let mut out: Vec<(&'static str, BreakdownValue)> = Vec::with_capacity(keyed.len());
         for (_, k, v) in keyed {
             match out.last_mut() {
                 Some(last) if last.0 == k => last.1 = v,
@@ -160,16 +211,45 @@ impl ScoreBreakdown {
         Self(out)
     }
 
-    pub fn get(&self, key: &str) -> Option<f64> {
+    /// The entry under `key`, whatever its type.
+    pub fn value(&self, key: &str) -> Option<&BreakdownValue> {
         self.0
             .binary_search_by(|e| e.0.cmp(key))
             .ok()
-            .map(|i| self.0[i].1)
+            .map(|i| &self.0[i].1)
     }
 
-    /// Entries in name order.
+    /// A numeric entry (number or count) as `f64`.
+    pub fn get(&self, key: &str) -> Option<f64> {
+        self.value(key).and_then(BreakdownValue::as_f64)
+    }
+
+    /// A flag entry.
+    pub fn flag(&self, key: &str) -> Option<bool> {
+        match self.value(key)? {
+            BreakdownValue::Flag(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// A text entry.
+    pub fn text(&self, key: &str) -> Option<&str> {
+        match self.value(key)? {
+            BreakdownValue::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Numeric entries (numbers and counts) in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
-        self.0.iter().copied()
+        self.0
+            .iter()
+            .filter_map(|(k, v)| v.as_f64().map(|f| (*k, f)))
+    }
+
+    /// Every entry in name order.
+    pub fn entries(&self) -> impl Iterator<Item = (&'static str, &BreakdownValue)> + '_ {
+        self.0.iter().map(|(k, v)| (*k, v))
     }
 
     pub fn len(&self) -> usize {
@@ -184,18 +264,31 @@ impl ScoreBreakdown {
 impl std::ops::Index<&str> for ScoreBreakdown {
     type Output = f64;
 
+    /// A number entry; panics when absent or not a number.
     fn index(&self, key: &str) -> &f64 {
-        match self.0.binary_search_by(|e| e.0.cmp(key)) {
-            Ok(i) => &self.0[i].1,
-            Err(_) => panic!("no score breakdown entry {key:?}"),
+        match self.value(key) {
+            Some(BreakdownValue::Number(v)) => v,
+            _ => panic!("no numeric score breakdown entry {key:?}"),
         }
     }
 }
 
 impl std::fmt::Debug for ScoreBreakdown {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        struct Plain<'a>(&'a BreakdownValue);
+        impl std::fmt::Debug for Plain<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match self.0 {
+                    BreakdownValue::Number(v) => v.fmt(f),
+                    BreakdownValue::Count(n) => n.fmt(f),
+                    BreakdownValue::Flag(b) => b.fmt(f),
+                    BreakdownValue::Text(t) => t.fmt(f),
+                    BreakdownValue::List(l) => l.fmt(f),
+                }
+            }
+        }
         f.debug_map()
-            .entries(self.0.iter().map(|(k, v)| (k, v)))
+            .entries(self.0.iter().map(|(k, v)| (k, Plain(v))))
             .finish()
     }
 }
@@ -293,6 +386,35 @@ pub(crate) fn slug(s: &str) -> Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+    use super::{BreakdownValue, ScoreBreakdown};
+
+    /// Each entry keeps its JSON type; readers get numbers (counts included), flags and text.
+    #[test]
+    fn breakdown_entries_keep_their_json_types() {
+        let b = ScoreBreakdown::from_values(vec![
+            ("result_class", BreakdownValue::Text("valid_success".into())),
+            ("decision_correct", BreakdownValue::Flag(true)),
+            ("repeated_actions", BreakdownValue::Count(2)),
+            ("evidence_score", BreakdownValue::Number(0.5)),
+            (
+                "trust_graph_reasons",
+                BreakdownValue::List(vec!["x".into()]),
+            ),
+            ("decision_correct", BreakdownValue::Flag(false)),
+        ]);
+        assert_eq!(
+            serde_json::to_string(&b).unwrap(),
+            r#"{"decision_correct":false,"evidence_score":0.5,"repeated_actions":2,"result_class":"valid_success","trust_graph_reasons":["x"]}"#
+        );
+        assert_eq!(b.get("repeated_actions"), Some(2.0));
+        assert_eq!(b.get("decision_correct"), None);
+        assert_eq!(b.flag("decision_correct"), Some(false));
+        assert_eq!(b.text("result_class"), Some("valid_success"));
+        assert_eq!(b["evidence_score"], 0.5);
+        assert_eq!(b.iter().count(), 2, "numeric entries only");
+        assert_eq!(b.entries().count(), 5);
+    }
+
     #[test]
     fn normalized_matches_normalize_text() {
         let cases = [

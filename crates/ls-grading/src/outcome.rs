@@ -10,7 +10,9 @@ use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PortfolioMetrics {
+    #[serde(with = "ls_core::schema::money")]
     pub fraud_loss_prevented: Decimal,
+    #[serde(with = "ls_core::schema::money")]
     pub fraud_loss_released: Decimal,
     pub operational_delay_hours: f64,
     pub manual_review_minutes: f64,

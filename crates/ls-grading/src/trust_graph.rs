@@ -7,12 +7,61 @@ use std::collections::BTreeMap;
 
 pub const GRAPH_VERSION: &str = "ledgershield-trustgraph-v1";
 
+/// A node attribute with its JSON type: text, a number, an amount (a JSON number with its exact
+/// decimal text) or a flag.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttrValue {
+    Text(String),
+    Number(f64),
+    Money(rust_decimal::Decimal),
+    Flag(bool),
+}
+
+impl AttrValue {
+    /// The text of a text attribute.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Self::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+impl From<String> for AttrValue {
+    fn from(v: String) -> Self {
+        Self::Text(v)
+    }
+}
+
+impl From<bool> for AttrValue {
+    fn from(v: bool) -> Self {
+        Self::Flag(v)
+    }
+}
+
+impl From<f64> for AttrValue {
+    fn from(v: f64) -> Self {
+        Self::Number(v)
+    }
+}
+
+impl Serialize for AttrValue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(t) => s.serialize_str(t),
+            Self::Number(v) => s.serialize_f64(*v),
+            Self::Money(d) => ls_core::schema::money_number::serialize(d, s),
+            Self::Flag(b) => s.serialize_bool(*b),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TgNode {
     pub id: String,
     /// One of the graph's fixed node types (`Decision`, `Vendor`, `Policy`, ...).
     pub node_type: &'static str,
-    pub attributes: BTreeMap<&'static str, String>,
+    pub attributes: BTreeMap<&'static str, AttrValue>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -87,11 +136,11 @@ pub struct Builder {
 }
 
 impl Builder {
-    pub fn node<const N: usize>(
+    pub fn node<V: Into<AttrValue>, const N: usize>(
         &mut self,
         id: impl Into<String>,
         kind: &'static str,
-        attrs: [(&'static str, String); N],
+        attrs: [(&'static str, V); N],
     ) -> NodeRef {
         let id = id.into();
         match self
@@ -106,7 +155,7 @@ impl Builder {
                 // either way.
                 let mut attributes = BTreeMap::new();
                 for (k, v) in attrs {
-                    attributes.insert(k, v);
+                    attributes.insert(k, v.into());
                 }
                 self.nodes.push(TgNode {
                     id,
@@ -222,6 +271,7 @@ fn evaluate(g: &Builder, c: &EvalContext) -> TrustGraphEvaluation {
     let injection = g.nodes.iter().any(|n| {
         n.attributes
             .get("code")
+            .and_then(AttrValue::as_text)
             .is_some_and(|c| c == "prompt_injection_attempt")
     });
     if injection && !g.nodes.iter().any(|n| n.node_type == "ControlBoundary") {

@@ -296,6 +296,22 @@ fn matrix() -> Vec<String> {
                         case.case_id,
                         r.final_score
                     );
+                    // The breakdown's reference keys agree with the report they come from.
+                    let bd = &r.score_breakdown;
+                    assert_eq!(bd.text("result_class"), Some(r.result_class.as_str()));
+                    assert_eq!(bd.flag("unsafe_release"), Some(r.unsafe_outcome));
+                    assert_eq!(
+                        bd.flag("certificate_required"),
+                        Some(track == "certificate_required")
+                    );
+                    assert_eq!(
+                        bd.flag("decision_correct"),
+                        Some(r.control_resolution.decision_correct)
+                    );
+                    assert_eq!(
+                        bd.get("adversarial_falsifier_max_severity"),
+                        Some(f64::from(r.adversarial_falsifier.max_severity))
+                    );
                     let json = serde_json::to_string(&r).expect("report serializes");
                     // Determinism, on a sample (grading twice doubles the test's time).
                     if lines.len() % 8 == 0 {

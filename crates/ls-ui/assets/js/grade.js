@@ -60,7 +60,7 @@ export function gradeView(info, payload) {
       ` · decision ${info.decision || "—"} (effective ${info.effective_decision || "—"})${info.unsafe_outcome ? " · UNSAFE" : ""}`),
     h("div", { class: "grade-grid" },
       h("section", {}, h("h4", {}, "Control boundary"), kv({ phase: cb.phase, allowed: cb.allowed, blocking: cb.blocking, score_cap: cb.score_cap, enforced_decision: cb.enforced_decision, reasons: (cb.reasons || []).join("; ") || "none", required_followups: (cb.required_followups || []).join("; ") || "none" })),
-      h("section", {}, h("h4", {}, "Falsifier"), kv({ verdict: fals.verdict, blocking: fals.blocking, max_severity: fals.max_severity, findings: fals.finding_count }),
+      h("section", {}, h("h4", {}, "Falsifier"), kv({ verdict: fals.verdict, blocking: fals.blocking, max_severity: fals.max_severity_label ?? fals.max_severity, findings: fals.finding_count }),
         (fals.findings || []).length ? h("ul", {}, fals.findings.map((f) => h("li", {}, typeof f === "string" ? f : JSON.stringify(f)))) : null)),
     ratios.length ? h("section", {}, h("h4", {}, "Score breakdown"),
       bars("Component scores (0 to 1)", ratios.filter((r) => r.label.endsWith("_score") && r.value >= 0), { max: 1 }),

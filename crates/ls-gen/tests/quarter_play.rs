@@ -79,7 +79,7 @@ fn careful(env: &mut Environment, case_id: &str) -> (String, f64) {
                     let m = lines
                         .iter()
                         .find(|l| l["description"].as_str() == Some(desc.as_str()));
-                    let dec = |v: &Value| v.as_str().and_then(|s| s.parse::<Decimal>().ok());
+                    let dec = ls_core::text::json_decimal;
                     match m {
                         Some(l)
                             if dec(&l["unit_price"]) == Some(*u)
@@ -100,9 +100,7 @@ fn careful(env: &mut Environment, case_id: &str) -> (String, f64) {
                         let got: Decimal = rec
                             .iter()
                             .filter(|l| l["description"].as_str() == Some(desc.as_str()))
-                            .filter_map(|l| {
-                                l["qty"].as_str().and_then(|s| s.parse::<Decimal>().ok())
-                            })
+                            .filter_map(|l| ls_core::text::json_decimal(&l["qty"]))
                             .sum();
                         if got < *q {
                             own_flags.insert("receipt_shortfall");

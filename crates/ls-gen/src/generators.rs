@@ -276,8 +276,10 @@ pub fn mechanism(s: &Scenario) -> BTreeMap<String, String> {
 }
 
 /// Tracks before contract recomputation (§2.11 of the generation spec).
+/// Official and primary tracks by task family and split, never by label (a Task D case is on
+/// the adversarial track whether or not it is unsafe to pay: the reference's label-dependent
+/// choice would announce the gold decision in the case metadata).
 fn tracks(case: &Case) -> (Vec<String>, String) {
-    let risky = case.gold.unsafe_if_pay;
     let mut t: Vec<String> = match case.task_type {
         TaskType::TaskE | TaskType::TaskD => {
             vec!["case".into(), "portfolio".into(), "adversarial".into()]
@@ -289,7 +291,7 @@ fn tracks(case: &Case) -> (Vec<String>, String) {
     }
     let mut primary = if case.task_type == TaskType::TaskE {
         "portfolio"
-    } else if case.task_type == TaskType::TaskD && risky {
+    } else if case.task_type == TaskType::TaskD {
         "adversarial"
     } else {
         "case"

@@ -363,6 +363,20 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     );
     // Reasons: gold codes named with grounded evidence, unsupported claims, investigation,
     // interventions the case did not call for.
+    let clean_here: reasons::CleanTargets;
+    let clean_targets = match input.clean_targets {
+        Some(t) => t,
+        None => {
+            clean_here = reasons::CleanTargets::of(case);
+            &clean_here
+        }
+    };
+    debug_assert!(
+        input
+            .clean_targets
+            .is_none_or(|t| *t == reasons::CleanTargets::of(case)),
+        "precomputed clean targets are the case's"
+    );
     let reasons = reasons::evaluate(&reasons::ReasonsInput {
         task,
         agent_codes: agent_canon,
@@ -376,7 +390,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         required_artifacts: &hidden.required_artifacts,
         fraud_case: expected_decision == Decision::EscalateFraud,
         decision,
-        clean_targets: &reasons::CleanTargets::of(case),
+        clean_targets,
     });
     let (overcontrol_penalty, unsupported_claim_penalty) = reasons::penalties(&reasons);
     bd.insert("gold_codes_supported", reasons.supported_gold as f64);

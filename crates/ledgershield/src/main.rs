@@ -112,6 +112,9 @@ struct ServeArgs {
     /// Seconds a request body may take to arrive (408 after).
     #[arg(long, env = "LEDGERSHIELD_BODY_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     body_timeout_secs: u64,
+    /// Most HTTP connections open at once; past it, new connections wait until one closes.
+    #[arg(long, env = "LEDGERSHIELD_MAX_CONNECTIONS", default_value_t = ls_server::config::DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    max_connections: u32,
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
     #[arg(long, env = "LEDGERSHIELD_SHUTDOWN_GRACE_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=600))]
     shutdown_grace_secs: u64,
@@ -145,6 +148,7 @@ impl ServeArgs {
                 header_read: Duration::from_secs(self.header_timeout_secs),
                 body_read: Duration::from_secs(self.body_timeout_secs),
                 shutdown_grace: Duration::from_secs(self.shutdown_grace_secs),
+                max_connections: self.max_connections as usize,
             },
         })
     }

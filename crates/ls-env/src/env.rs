@@ -10,6 +10,7 @@ use ls_core::fixtures::{CaseWorld, FixtureSet, MasterData};
 use ls_core::schema::Case;
 use ls_core::validate::InvoiceFacts;
 use ls_core::world::HiddenWorld;
+use ls_grading::reasons::CleanTargets;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rust_decimal::Decimal;
@@ -84,6 +85,8 @@ pub struct CaseDerived {
     pub hidden: Arc<HiddenWorld>,
     /// The instruction normalised as the grader's compliance checks read it.
     pub instruction_normalized: Arc<str>,
+    /// The invoice lines a PAY must cite (the grader's reasons stage).
+    pub clean_targets: Arc<CleanTargets>,
 }
 
 impl CaseDerived {
@@ -96,6 +99,7 @@ impl CaseDerived {
                 .map(ls_core::validate::invoice_facts)
                 .collect(),
             policy_rules: RawJson::from_serialize(CaseWorld::new(master, case).policy_rules),
+            clean_targets: Arc::new(CleanTargets::of(case)),
         }
     }
 }
@@ -334,6 +338,7 @@ impl Environment {
             policy_rules: derived.policy_rules,
             hidden: derived.hidden,
             instruction_normalized: derived.instruction_normalized,
+            clean_targets: derived.clean_targets,
         };
         let (ep, mut env) = Episode::new(spec);
         env.observation.institutional_memory = self.memory_view.clone();
@@ -660,6 +665,8 @@ mod tests {
                 &*d.instruction_normalized,
                 ls_core::text::normalize_text(&case.instruction)
             );
+            assert_eq!(*d.clean_targets, CleanTargets::of(case), "{}", case.case_id);
+            assert_eq!(*fresh.clean_targets, *d.clean_targets);
         }
     }
 

@@ -22,6 +22,7 @@ use ls_core::submission::SubmissionError;
 use ls_core::text::decimal_to_f64 as dec_f64;
 use ls_core::validate::InvoiceFacts;
 use ls_core::{ActionName, ArtifactId, Decision, HiddenWorld, Hypothesis, Submission};
+use ls_grading::reasons::CleanTargets;
 use ls_grading::{BoundaryInput, BoundaryReport, GradeReport, GradingInput, PressureOutcome};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -117,6 +118,8 @@ pub struct EpisodeSpec {
     pub hidden: Arc<HiddenWorld>,
     /// The normalised instruction (see [`crate::CaseDerived`]).
     pub instruction_normalized: Arc<str>,
+    /// The invoice lines a PAY must cite (see [`crate::CaseDerived`]).
+    pub clean_targets: Arc<CleanTargets>,
 }
 
 #[derive(Debug, Clone)]
@@ -183,6 +186,8 @@ pub struct Episode {
     policy_rules: RawJson,
     /// The normalised instruction, for grading (shared with every episode of the case).
     instruction_normalized: Arc<str>,
+    /// The invoice lines a PAY must cite, for grading (shared with every episode of the case).
+    clean_targets: Arc<CleanTargets>,
 }
 
 /// `observation.case_metadata`: the case's labels and the benchmark identity, then the
@@ -374,6 +379,7 @@ impl Episode {
             invoices: spec.invoices,
             policy_rules: spec.policy_rules,
             instruction_normalized: spec.instruction_normalized,
+            clean_targets: spec.clean_targets,
         };
         ep.portfolio = ep.compute_portfolio_context();
         ep.catalogue = ep.compute_catalogue();
@@ -595,8 +601,7 @@ impl Episode {
         self.step_count += 1;
         self.case_clock += 1;
         let phi_before = self.sprt.potential();
-        let (entropy_before, observations_before) =
-            (self.sprt.entropy(), self.sprt.observations_used);
+        let observations_before = self.sprt.observations_used;
         let sprt_before = self.sprt.clone();
 
         let exec = match tool {
@@ -673,7 +678,7 @@ impl Episode {
         // sharpens it as much as a suspicious one). Never read from the hidden gold signals, so
         // the bonus says nothing about whether a newly seen signal is part of the answer.
         let info_gain = if self.sprt.observations_used > observations_before {
-            let bits = (entropy_before - self.sprt.entropy()).abs() / std::f64::consts::LN_2;
+            let bits = (sprt_before.entropy() - self.sprt.entropy()).abs() / std::f64::consts::LN_2;
             (INFO_GAIN_FLOOR + 0.04 * bits).min(INFO_GAIN_BONUS)
         } else {
             0.0
@@ -1129,6 +1134,7 @@ impl Episode {
                 handoff_packet: self.handoff_packet.as_ref(),
                 invoices: Some(&self.invoices),
                 instruction_normalized: Some(&self.instruction_normalized),
+                clean_targets: Some(&self.clean_targets),
             };
             ls_grading::grade(&input)
         };

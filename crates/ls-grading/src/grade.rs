@@ -392,6 +392,20 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     );
     // Reasons: gold codes named with grounded evidence, unsupported claims, investigation,
     // interventions the case did not call for.
+    let clean_here: reasons::CleanTargets;
+    let clean_targets = match input.clean_targets {
+        Some(t) => t,
+        None => {
+            clean_here = reasons::CleanTargets::of(case);
+            &clean_here
+        }
+    };
+    debug_assert!(
+        input
+            .clean_targets
+            .is_none_or(|t| *t == reasons::CleanTargets::of(case)),
+        "precomputed clean targets are the case's"
+    );
     let reasons = reasons::evaluate(&reasons::ReasonsInput {
         task,
         agent_codes: agent_canon,
@@ -406,7 +420,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         fraud_case: expected_decision == Decision::EscalateFraud,
         observed_signals: input.observed_signals,
         decision,
-        clean_targets: &reasons::CleanTargets::of(case),
+        clean_targets,
     });
     let (overcontrol_penalty, unsupported_claim_penalty) = reasons::penalties(&reasons);
     bd.count("gold_codes_supported", reasons.supported_gold);

@@ -97,6 +97,9 @@ pub struct GradingInput<'a> {
     /// `normalize_text(&case.instruction)`, when the caller already has it (the environment
     /// keeps it per case); normalised here when `None`.
     pub instruction_normalized: Option<&'a str>,
+    /// `CleanTargets::of(case)` (the invoice lines a PAY must cite), when the caller already has
+    /// them (the environment reads them once per case); read from the case when `None`.
+    pub clean_targets: Option<&'a reasons::CleanTargets>,
 }
 
 /// The terminal grade and every report that goes into the final `info`.

@@ -211,6 +211,7 @@ pub fn grading_input<'a>(
         handoff_packet: x.handoff.as_ref(),
         invoices: None,
         instruction_normalized: None,
+        clean_targets: None,
     }
 }
 

@@ -30,15 +30,17 @@ fn grade_full(
         .map(ls_core::validate::invoice_facts)
         .collect();
     let instruction = ls_core::text::normalize_text(&case.instruction);
+    let clean = ls_grading::reasons::CleanTargets::of(case);
     let with_facts = ls_grading::grade(&ls_grading::GradingInput {
         invoices: Some(&facts),
         instruction_normalized: Some(&instruction),
+        clean_targets: Some(&clean),
         ..input
     });
     assert_eq!(
         format!("{with_facts:?}"),
         format!("{report:?}"),
-        "{}: precomputed invoice facts and instruction must grade the same",
+        "{}: precomputed invoice facts, instruction and clean targets must grade the same",
         case.case_id
     );
     report

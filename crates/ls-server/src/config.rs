@@ -29,7 +29,11 @@ impl Default for ServerConfig {
     }
 }
 
-/// Connection timeouts.
+/// Default of [`Timeouts::max_connections`]: well above a trainer's or load test's connections
+/// and the slow clients the header-read timeout reclaims, and a bound on per-connection buffers.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 1024;
+
+/// Connection limits: the timeouts and the cap on open connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
     /// A connection waiting for a request head (a new connection, or a keep-alive connection
@@ -40,6 +44,10 @@ pub struct Timeouts {
     pub body_read: Duration,
     /// After SIGTERM/SIGINT, in-flight requests get this long to finish.
     pub shutdown_grace: Duration,
+    /// Most HTTP connections open at once (`--max-connections`, at least 1); past it, new
+    /// connections wait in the listen backlog until one closes. A connection upgraded to a
+    /// WebSocket leaves the count (WebSocket sessions have their own limits).
+    pub max_connections: usize,
 }
 
 impl Default for Timeouts {
@@ -48,6 +56,7 @@ impl Default for Timeouts {
             header_read: Duration::from_secs(15),
             body_read: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
+            max_connections: DEFAULT_MAX_CONNECTIONS as usize,
         }
     }
 }

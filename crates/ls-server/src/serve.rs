@@ -1,5 +1,5 @@
 //! The accept loop: HTTP/1.1 connections (with upgrades, for WebSockets) under the header-read
-//! and body timeouts, and graceful shutdown: on the signal the listener closes, every connection
+//! and body timeouts and a cap on open connections, and graceful shutdown: on the signal the listener closes, every connection
 //! finishes the request it is serving and closes, WebSocket sessions close with 1001, and the
 //! loop returns once nothing is live or the grace period has passed.
 
@@ -12,9 +12,11 @@ use hyper_util::service::TowerToHyperService;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The error a request body reports once its deadline has passed.
 #[derive(Debug, thiserror::Error)]
@@ -23,11 +25,12 @@ pub struct BodyTimedOut(pub u64);
 
 pin_project_lite::pin_project! {
     /// A request body that fails with [`BodyTimedOut`] when it has not arrived by its deadline.
+    /// The deadline is armed the first time the body is not ready (`limit` from then): a body
+    /// that arrived with its head, as nearly every one does, never touches the timer.
     pub struct TimedBody {
         #[pin]
         inner: Incoming,
-        #[pin]
-        deadline: tokio::time::Sleep,
+        deadline: Option<Pin<Box<tokio::time::Sleep>>>,
         limit: Duration,
     }
 }
@@ -36,7 +39,7 @@ impl TimedBody {
     pub fn new(inner: Incoming, limit: Duration) -> Self {
         Self {
             inner,
-            deadline: tokio::time::sleep(limit),
+            deadline: None,
             limit,
         }
     }
@@ -54,7 +57,11 @@ impl hyper::body::Body for TimedBody {
         if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
-        match this.deadline.poll(cx) {
+        let limit = *this.limit;
+        let deadline = this
+            .deadline
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match deadline.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut(this.limit.as_secs()))))),
             Poll::Pending => Poll::Pending,
         }
@@ -80,7 +87,18 @@ pub async fn serve(
     http.timer(TokioTimer::new())
         .header_read_timeout(timeouts.header_read)
         .keep_alive(true);
+    let slots = Arc::new(Semaphore::new(timeouts.max_connections.max(1)));
     loop {
+        // At the cap, stop accepting: new connections wait in the listen backlog until an open
+        // one closes (idle ones close on the header-read timeout).
+        let slot = tokio::select! {
+            biased;
+            () = shutdown.triggered() => break,
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(s) => s,
+                Err(_) => break,
+            },
+        };
         let (stream, peer) = tokio::select! {
             biased;
             () = shutdown.triggered() => break,
@@ -102,6 +120,7 @@ pub async fn serve(
             app.for_peer(peer),
             timeouts.body_read,
             shutdown.clone(),
+            slot,
         ));
     }
     drop(listener);
@@ -116,6 +135,7 @@ async fn connection(
     app: crate::App,
     body_limit: Duration,
     shutdown: Shutdown,
+    _slot: OwnedSemaphorePermit,
 ) {
     let _live = shutdown.track();
     let svc = tower::ServiceBuilder::new()

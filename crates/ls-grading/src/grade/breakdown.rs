@@ -32,8 +32,9 @@ impl Breakdown {
         self.0.push((k, BreakdownValue::List(v)));
     }
 
-    /// The latest numeric value for `k`.
-    pub(super) fn get(&self, k: &str) -> Option<f64> {
+    /// The latest numeric value for `k` (the stages read typed results, not the breakdown).
+    #[cfg(test)]
+    fn get(&self, k: &str) -> Option<f64> {
         self.0
             .iter()
             .rev()

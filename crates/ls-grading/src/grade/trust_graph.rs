@@ -2,7 +2,7 @@
 //! policies, artifacts and gates as nodes and edges, evaluated once.
 
 use crate::certificate::{self, CertificateReport};
-use crate::trust_graph::{AttrValue, Builder, EvalContext};
+use crate::trust_graph::{AttrValue, Builder, EvalContext, NodeRef};
 use crate::{normalized, GradingInput};
 use ls_core::text::normalize_id;
 use ls_core::validate::InvoiceFacts;
@@ -42,14 +42,41 @@ fn first_chars(s: &str, n: usize) -> String {
     s[..end].to_owned()
 }
 
+/// The nodes every graph starts from.
+#[derive(Clone, Copy)]
+struct Anchors {
+    case: NodeRef,
+    decision: NodeRef,
+    certificate: NodeRef,
+}
+
 pub(super) fn build_trust_graph(
     input: &GradingInput<'_>,
     p: &TrustGraphParts<'_>,
 ) -> crate::trust_graph::TrustGraphReport {
+    let mut g = Builder::default();
+    let anchors = core_nodes(&mut g, input, p);
+    document_nodes(&mut g, input, anchors);
+    claim_nodes(&mut g, input, p, anchors.decision);
+    gate_nodes(&mut g, input, anchors.decision);
+    project_certificate(&mut g, p, anchors);
+    g.finish(
+        &input.case.case_id,
+        &EvalContext {
+            risky: input.hidden.risky,
+            pay: input.submission.decision == Some(Decision::Pay),
+            certificate_required: p.cert_required,
+            authority_gate_present: input.authority_gate.is_some(),
+        },
+    )
+}
+
+/// The case, its first invoice, the vendor and its bank account, the decision and the
+/// certificate.
+fn core_nodes(g: &mut Builder, input: &GradingInput<'_>, p: &TrustGraphParts<'_>) -> Anchors {
     let case = input.case;
     let sub = input.submission;
     let cert = p.report;
-    let mut g = Builder::default();
     let facts = p.invoice;
     let case_n = g.node(
         tg_id("case:", &case.case_id),
@@ -127,6 +154,21 @@ pub(super) fn build_trust_graph(
         g.edge(vendor, bn, "vendor_uses_bank_account");
         g.edge(invoice, bn, "invoice_requests_payment_to");
     }
+    Anchors {
+        case: case_n,
+        decision,
+        certificate: cert_n,
+    }
+}
+
+/// The case's documents; purchase orders, receipts and emails support the decision.
+fn document_nodes(g: &mut Builder, input: &GradingInput<'_>, anchors: Anchors) {
+    let Anchors {
+        case: case_n,
+        decision,
+        ..
+    } = anchors;
+    let case = input.case;
     for d in &case.documents {
         let kind = match d.doc_type.as_str() {
             "invoice" => "InvoiceDocument",
@@ -148,6 +190,17 @@ pub(super) fn build_trust_graph(
             g.edge(dn, decision, "supports");
         }
     }
+}
+
+/// What the agent claims and revealed: evidence, risk codes, policy checks, artifacts, the
+/// counterfactual; and the artifacts still pending.
+fn claim_nodes(
+    g: &mut Builder,
+    input: &GradingInput<'_>,
+    p: &TrustGraphParts<'_>,
+    decision: NodeRef,
+) {
+    let sub = input.submission;
     for claim in sub.evidence_map.keys() {
         let en = g.node(
             tg_id("evidence:", &crate::slug(claim)),
@@ -202,6 +255,10 @@ pub(super) fn build_trust_graph(
         );
         g.edge(pn, decision, "requires");
     }
+}
+
+/// The authority gate (where one governs) and the control boundary.
+fn gate_nodes(g: &mut Builder, input: &GradingInput<'_>, decision: NodeRef) {
     if let Some(gate) = input.authority_gate {
         let lvl = if gate.authority_level.is_empty() {
             "active"
@@ -241,7 +298,15 @@ pub(super) fn build_trust_graph(
             "reviewed_by"
         },
     );
-    // Project the certificate's own nodes (claims support the decision) and edges.
+}
+
+/// The certificate's own nodes (claims support the decision) and edges, projected.
+fn project_certificate(g: &mut Builder, p: &TrustGraphParts<'_>, anchors: Anchors) {
+    let Anchors {
+        decision,
+        certificate: cert_n,
+        ..
+    } = anchors;
     let mut projected = Vec::new();
     for n in p.certificate.nodes.iter().take(64) {
         let kind = match n.kind {
@@ -276,13 +341,4 @@ pub(super) fn build_trust_graph(
             g.edge(s, t, e.kind);
         }
     }
-    g.finish(
-        &case.case_id,
-        &EvalContext {
-            risky: input.hidden.risky,
-            pay: sub.decision == Some(Decision::Pay),
-            certificate_required: p.cert_required,
-            authority_gate_present: input.authority_gate.is_some(),
-        },
-    )
 }

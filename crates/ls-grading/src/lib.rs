@@ -3,6 +3,9 @@
 //!
 //! Grading is a pure function of its inputs ([`GradingInput`]): no I/O, no clock, no randomness.
 //! The episode loop (`ls-env`) collects the inputs and calls [`grade`] once per submission.
+//! [`grade`] is a pipeline of named stages (module `grade`, one file per stage: intake, conduct,
+//! claims, dimensions, adjustments, certificate, caps, class, score, report), each passing a typed
+//! intermediate to the next.
 
 pub mod boundary;
 pub mod causal;

@@ -1198,12 +1198,20 @@ impl InstitutionalMemory {
                 controlbench_summary: &controlbench_summary,
             })
         };
-        // The observation carries the whole snapshot, as the reference's does (its TrustGraph
-        // roll-up lists are bounded: 20 case ids, 12 graphs, one profile per vendor), sent empty
-        // rather than omitted; it is the same shared text as `full`, written once per graded
-        // submission.
-        let full = snapshot(&raw_json(&self.trust_graph_memory));
-        let observation = SharedJson::from_raw(full.clone());
+        // The per-step observation cuts the TrustGraph roll-up to its counts: its three per-case
+        // lists (recent graphs, vendor profiles, case ids; ~3.2 KB once a session has played a
+        // dozen cases, half of a step reply's memory snapshot) would travel on every step, and
+        // they change only at a graded submission, whose terminal `info` and
+        // `GET /institutional-memory` carry them whole (empty lists sent empty there).
+        let t = &self.trust_graph_memory;
+        let full = snapshot(&raw_json(t));
+        let observation = SharedJson::from_raw(snapshot(&raw_json(&TrustGraphSummary {
+            case_count: t.case_count,
+            aggregate_node_count: t.aggregate_node_count,
+            aggregate_edge_count: t.aggregate_edge_count,
+            decision_counts: &t.decision_counts,
+            risk_flag_counts: &t.risk_flag_counts,
+        })));
         Snapshots {
             full,
             observation,
@@ -1301,6 +1309,16 @@ struct VendorView<'a> {
     manual_reviews: u32,
     callback_failures: u32,
     last_decision: &'a str,
+}
+
+/// TrustGraph memory without its per-case lists (the per-step observation's form).
+#[derive(Serialize)]
+struct TrustGraphSummary<'a> {
+    case_count: u32,
+    aggregate_node_count: usize,
+    aggregate_edge_count: usize,
+    decision_counts: &'a BTreeMap<String, u32>,
+    risk_flag_counts: &'a BTreeMap<String, u32>,
 }
 
 #[derive(Serialize)]
@@ -1409,7 +1427,7 @@ mod tests {
     }
 
     #[test]
-    fn observation_and_full_snapshot_are_one_text_with_every_list() {
+    fn observation_snapshot_is_the_full_one_without_the_roll_up_lists() {
         let mut m = InstitutionalMemory::new(10);
         m.trust_graph_memory.case_count = 3;
         m.trust_graph_memory
@@ -1425,11 +1443,17 @@ mod tests {
         let snaps = m.snapshots();
         let full: Value = serde_json::from_str(snaps.full.get()).unwrap();
         let obs: Value = serde_json::from_str(snaps.observation.get()).unwrap();
-        assert_eq!(obs, full);
-        // A fresh memory sends its roll-up lists empty, not omitted.
+        let mut expected = full.clone();
+        for k in ["recent_graphs", "vendor_profiles", "recent_case_ids"] {
+            expected["trust_graph_memory"]
+                .as_object_mut()
+                .unwrap()
+                .shift_remove(k);
+        }
+        assert_eq!(obs, expected);
+        // A fresh memory's full snapshot sends its roll-up lists empty, not omitted.
         let fresh: Value =
-            serde_json::from_str(InstitutionalMemory::new(3).snapshots().observation.get())
-                .unwrap();
+            serde_json::from_str(InstitutionalMemory::new(3).snapshots().full.get()).unwrap();
         for k in ["recent_graphs", "recent_case_ids"] {
             assert_eq!(fresh["trust_graph_memory"][k], json!([]), "{k}");
         }

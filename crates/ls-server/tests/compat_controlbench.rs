@@ -305,14 +305,22 @@ fn check_envelope(env: &Value, what: &str) {
         "{what}: at_risk_amount {pc}"
     );
     assert!(pc["linked_invoice_count"].is_u64(), "{what}: linked count");
+    // The per-step observation carries the TrustGraph roll-up's counts; its per-case lists are
+    // in the terminal info and `GET /institutional-memory` (checked there).
     let mem = &obs["institutional_memory"]["trust_graph_memory"];
-    for k in ["recent_case_ids", "recent_graphs"] {
-        assert!(mem[k].is_array(), "{what}: trust_graph_memory.{k} {mem}");
+    for k in ["case_count", "aggregate_node_count", "aggregate_edge_count"] {
+        assert!(mem[k].is_u64(), "{what}: trust_graph_memory.{k} {mem}");
     }
-    assert!(
-        mem["vendor_profiles"].is_object(),
-        "{what}: vendor_profiles"
-    );
+}
+
+/// The full snapshot (terminal `info.institutional_memory`, `GET /institutional-memory`) sends
+/// the TrustGraph roll-up lists, empty when empty.
+fn check_full_memory(mem: &Value, what: &str) {
+    let tg = &mem["trust_graph_memory"];
+    for k in ["recent_case_ids", "recent_graphs"] {
+        assert!(tg[k].is_array(), "{what}: trust_graph_memory.{k} {tg}");
+    }
+    assert!(tg["vendor_profiles"].is_object(), "{what}: vendor_profiles");
 }
 
 /// Tool results the reference returns with amounts: numbers, not strings. Returns the tool
@@ -477,6 +485,7 @@ fn check_terminal(env: &Value, what: &str) {
     }
     check_breakdown(&info["score_breakdown"], info, what);
     check_reports(info, what);
+    check_full_memory(&info["institutional_memory"], what);
     let cur = &info["curriculum"];
     for k in [
         "tier",

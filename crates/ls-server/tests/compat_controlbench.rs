@@ -11,6 +11,9 @@ use ls_env::{CasePool, EnvConfig, TrackMode};
 use serde_json::Value;
 use std::time::Duration;
 
+#[path = "support/reference_keys.rs"]
+mod reference_keys;
+
 const FLOWS: &str = include_str!("fixtures/controlbench_reference_flows.json");
 
 /// The reference's step envelope and observation fields.
@@ -21,31 +24,6 @@ const ENVELOPE: [&str; 6] = [
     "truncated",
     "terminated",
     "info",
-];
-const OBSERVATION: [&str; 23] = [
-    "case_id",
-    "task_type",
-    "instruction",
-    "visible_documents",
-    "revealed_artifacts",
-    "pending_events",
-    "budget_remaining",
-    "budget_total",
-    "step_count",
-    "max_steps",
-    "case_clock",
-    "risk_snapshot",
-    "investigation_status",
-    "last_tool_result",
-    "messages",
-    "allowed_actions",
-    "available_interventions",
-    "case_metadata",
-    "portfolio_context",
-    "sprt_state",
-    "tool_rankings",
-    "reward_machine",
-    "institutional_memory",
 ];
 const CASE_METADATA: [&str; 10] = [
     "task_label",
@@ -285,7 +263,11 @@ fn check_envelope(env: &Value, what: &str) {
         assert!(env[k].is_boolean(), "{what}: {k}");
     }
     let obs = &env["observation"];
-    keys_present(obs, &OBSERVATION, &format!("{what}: observation"));
+    keys_present(
+        obs,
+        &reference_keys::OBSERVATION,
+        &format!("{what}: observation"),
+    );
     for k in ["budget_remaining", "budget_total"] {
         assert!(obs[k].is_number(), "{what}: {k}");
     }

@@ -5,6 +5,9 @@ use ls_env::{CasePool, EnvConfig, TrackMode};
 use serde_json::{json, Value};
 use std::time::Duration;
 
+#[path = "support/reference_keys.rs"]
+mod reference_keys;
+
 struct Server {
     base: String,
     client: reqwest::Client,
@@ -99,31 +102,6 @@ fn case_ids() -> Vec<String> {
         .collect()
 }
 
-const OBSERVATION_FIELDS: [&str; 22] = [
-    "case_id",
-    "task_type",
-    "instruction",
-    "visible_documents",
-    "revealed_artifacts",
-    "pending_events",
-    "budget_remaining",
-    "budget_total",
-    "step_count",
-    "max_steps",
-    "case_clock",
-    "risk_snapshot",
-    "investigation_status",
-    "last_tool_result",
-    "messages",
-    "allowed_actions",
-    "available_interventions",
-    "case_metadata",
-    "portfolio_context",
-    "sprt_state",
-    "tool_rankings",
-    "reward_machine",
-];
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_case_resets_and_plays_to_a_decision() {
     let s = start(TrackMode::Blind, 64).await;
@@ -131,7 +109,7 @@ async fn every_case_resets_and_plays_to_a_decision() {
         let sid = format!("play-{id}");
         let env = s.ok("/reset", Some(&sid), json!({"case_id": id})).await;
         let obs = &env["observation"];
-        for f in OBSERVATION_FIELDS {
+        for f in reference_keys::OBSERVATION {
             assert!(obs.get(f).is_some(), "{id}: observation lacks {f}");
         }
         assert_eq!(obs["case_id"], id.as_str());

@@ -109,6 +109,22 @@ impl Default for TeacherConfig {
     }
 }
 
+/// The signal groups after which the control boundary holds a PAY until the callback
+/// (`HIGH_RISK_PAYMENT_SIGNALS`) or the duplicate-cluster review (`DUPLICATE_SIGNALS`) is done:
+/// the public rule of `docs/grading.md` (the teacher reads no grading crate).
+const HIGH_RISK_PAYMENT_SIGNALS: [&str; 4] = [
+    "bank_override_attempt",
+    "bank_account_mismatch",
+    "vendor_account_takeover_suspected",
+    "callback_verification_failed",
+];
+const DUPLICATE_SIGNALS: [&str; 4] = [
+    "duplicate_near_match",
+    "approval_threshold_evasion",
+    "shared_bank_account",
+    "coordinated_timing",
+];
+
 #[derive(Default)]
 pub struct TeacherAgent {
     cfg: TeacherConfig,
@@ -567,6 +583,11 @@ impl TeacherAgent {
             .and_then(|d| ls_core::text::days_between(&d.0, &h.payment_date))
             .is_some_and(|g| g <= 7);
         same_amount && same_po && close
+    }
+
+    /// Has any tool shown one of `group`?
+    fn observed_any(&self, group: &[&str]) -> bool {
+        self.signals.iter().any(|s| group.contains(&s.as_str()))
     }
 
     /// Does the vendor's own history show an approved bank change to `account`?
@@ -1158,15 +1179,7 @@ impl TeacherAgent {
         if a.decision == "PAY" {
             // A high-risk payment signal (a bank-change notice, even a verified one) needs the
             // callback before any release, as the control boundary requires.
-            if self.signals.iter().any(|s| {
-                [
-                    "bank_override_attempt",
-                    "bank_account_mismatch",
-                    "vendor_account_takeover_suspected",
-                    "callback_verification_failed",
-                ]
-                .contains(&s.as_str())
-            }) {
+            if self.observed_any(&HIGH_RISK_PAYMENT_SIGNALS) {
                 self.push(
                     "request_callback_verification",
                     json!({"vendor_key": vendor}),
@@ -1174,15 +1187,7 @@ impl TeacherAgent {
                 );
             }
             // A prior-payment signal must be reviewed before any release.
-            if self.signals.iter().any(|s| {
-                [
-                    "duplicate_near_match",
-                    "approval_threshold_evasion",
-                    "shared_bank_account",
-                    "coordinated_timing",
-                ]
-                .contains(&s.as_str())
-            }) {
+            if self.observed_any(&DUPLICATE_SIGNALS) {
                 self.push(
                     "flag_duplicate_cluster_review",
                     json!({"vendor_key": vendor}),

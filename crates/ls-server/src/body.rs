@@ -62,11 +62,13 @@ pub fn json_value(bytes: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(bytes).map_err(|e| ApiError::InvalidJson(e.to_string()))
 }
 
-/// Initial buffer for a reply: most step replies are 8–12 KB.
-pub const REPLY_CAPACITY_BYTES: usize = 16 * 1024;
+/// Initial buffer for a reply. Step replies are 11–17 KB once a session has played a few cases
+/// (the institutional-memory snapshot and portfolio context ride on every step); sized with
+/// headroom so a reply never grows (growing reallocates and copies what was written so far).
+pub const REPLY_CAPACITY_BYTES: usize = 32 * 1024;
 /// Initial buffer for a terminal step reply, which carries the grading reports, TrustGraph and
-/// memory snapshot (~25 KB): sized so it never grows (growing copies what was written so far).
-pub const TERMINAL_REPLY_CAPACITY_BYTES: usize = 40 * 1024;
+/// memory snapshot twice (`info` and `last_tool_result`): ~57 KB in a long session.
+pub const TERMINAL_REPLY_CAPACITY_BYTES: usize = 96 * 1024;
 
 /// A JSON reply serialized (by `ls_json`, byte-identical to `serde_json`) into one buffer sized
 /// for an observation, instead of growing from a few bytes by doubling and copying (axum's `Json`

@@ -8,6 +8,7 @@
 //! intermediate to the next.
 
 pub mod boundary;
+mod breakdown_key;
 pub mod causal;
 pub mod certificate;
 pub mod compliance;
@@ -33,6 +34,7 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use breakdown_key::BreakdownKey;
 pub use grade::grade;
 
 pub use boundary::{evaluate_boundary, BoundaryInput, BoundaryReport};
@@ -190,25 +192,24 @@ impl ScoreBreakdown {
         )
     }
 
+    /// From entries already in name order with unique names (the grader's breakdown, read off
+    /// its per-key slots).
+    pub(crate) fn from_sorted(entries: Vec<(&'static str, BreakdownValue)>) -> Self {
+        debug_assert!(
+            entries.windows(2).all(|w| w[0].0 < w[1].0),
+            "sorted, unique names"
+        );
+        Self(entries)
+    }
+
     /// From entries in any order; a later entry for a key replaces an earlier one, as a map
-    /// insert would. The sort compares each name's first eight bytes as one integer (precomputed)
-    /// and falls back to the whole name only on a tie: ~100 names, no `memcmp` call per
-    /// comparison.
-    pub fn from_values(entries: Vec<(&'static str, BreakdownValue)>) -> Self {
-        fn prefix(k: &str) -> u64 {
-            let mut b = [0u8; 8];
-            let n = k.len().min(8);
-            b[..n].copy_from_slice(&k.as_bytes()[..n]);
-            u64::from_be_bytes(b)
-        }
-        let mut keyed: Vec<(u64, &'static str, BreakdownValue)> = entries
-            .into_iter()
-            .map(|(k, v)| (prefix(k), k, v))
-            .collect();
+    /// insert would. (The grader's own breakdown is assembled per [`BreakdownKey`] and needs no
+    /// sort; this is for names outside that list and for tests.)
+    pub fn from_values(mut entries: Vec<(&'static str, BreakdownValue)>) -> Self {
         // Stable, so equal names stay in insertion order and the last one wins below.
-        keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
-        let mut out: Vec<(&'static str, BreakdownValue)> = Vec::with_capacity(keyed.len());
-        for (_, k, v) in keyed {
+        entries.sort_by(|a, b| a.0.cmp(b.0));
+        let mut out: Vec<(&'static str, BreakdownValue)> = Vec::with_capacity(entries.len());
+        for (k, v) in entries {
             match out.last_mut() {
                 Some(last) if last.0 == k => last.1 = v,
                 _ => out.push((k, v)),

@@ -314,6 +314,15 @@ fn matrix() -> Vec<String> {
                         bd.get("adversarial_falsifier_max_severity"),
                         Some(f64::from(r.adversarial_falsifier.max_severity))
                     );
+                    // Every name is a `BreakdownKey` (the grader's per-key slots hold them all;
+                    // an unlisted name would take the slower merge path).
+                    for (name, _) in bd.entries() {
+                        assert!(
+                            ls_grading::BreakdownKey::from_name(name).is_some(),
+                            "{} {ename} {sname} {track}: {name:?} is not a BreakdownKey",
+                            case.case_id
+                        );
+                    }
                     let json = serde_json::to_string(&r).expect("report serializes");
                     // Determinism, on a sample (grading twice doubles the test's time).
                     if lines.len() % 8 == 0 {

@@ -5,6 +5,7 @@ use super::{set, union, Adjustments, Breakdown, Intake};
 use crate::compliance::ComplianceReport;
 use crate::currency::CurrencyReport;
 use crate::dimensions::{self as dim, CounterfactualText};
+use crate::BreakdownKey as K;
 use crate::{causal, compliance, currency, normalized, rubric, GradingInput};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -22,31 +23,31 @@ pub(super) fn evaluate(
         cf,
         !gold.discrepancies.is_empty(),
     );
-    bd.insert("degenerate_penalty", degenerate);
+    bd.insert(K::degenerate_penalty, degenerate);
 
     let compliance = compliance_report(input, intake);
     let currency = currency_report(input, intake);
     let compliance_adj = rubric::COMPLIANCE_ADJUSTMENT_WEIGHT * (compliance.score - 1.0);
     let currency_adj = rubric::CURRENCY_ADJUSTMENT_WEIGHT * (currency.score.clamp(0.0, 1.0) - 1.0);
-    bd.insert("compliance_score", compliance.score);
-    bd.insert("compliance_penalty", compliance.penalty);
-    bd.insert("compliance_adjustment", crate::round4(compliance_adj));
-    bd.insert("currency_score", currency.score);
-    bd.insert("currency_adjustment", crate::round4(currency_adj));
+    bd.insert(K::compliance_score, compliance.score);
+    bd.insert(K::compliance_penalty, compliance.penalty);
+    bd.insert(K::compliance_adjustment, crate::round4(compliance_adj));
+    bd.insert(K::currency_score, currency.score);
+    bd.insert(K::currency_adjustment, crate::round4(currency_adj));
 
     let causal = causal_grade(input, intake, cf);
-    bd.insert("causal_score", causal.overall);
-    bd.insert("causal_association_score", causal.association_score);
-    bd.insert("causal_intervention_score", causal.intervention_score);
-    bd.insert("d_separation_score", causal.d_separation_score);
-    bd.insert("causal_counterfactual_score", causal.counterfactual_score);
-    bd.insert("causal_adjustment", causal.adjustment);
+    bd.insert(K::causal_score, causal.overall);
+    bd.insert(K::causal_association_score, causal.association_score);
+    bd.insert(K::causal_intervention_score, causal.intervention_score);
+    bd.insert(K::d_separation_score, causal.d_separation_score);
+    bd.insert(K::causal_counterfactual_score, causal.counterfactual_score);
+    bd.insert(K::causal_adjustment, causal.adjustment);
 
     let institutional = input
         .institutional_loss_score
         .filter(|v| v.is_finite())
         .map_or(0.0, |l| 0.02 * (l.clamp(0.0, 1.0) - 0.5));
-    bd.insert("institutional_adjustment", crate::round4(institutional));
+    bd.insert(K::institutional_adjustment, crate::round4(institutional));
     Adjustments {
         degenerate,
         compliance,

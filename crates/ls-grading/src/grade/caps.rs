@@ -5,6 +5,7 @@ use super::trust_graph::{build_trust_graph, TrustGraphParts};
 use super::{coverage, Breakdown, Caps, Certified, Claims, Conduct, Intake};
 use crate::falsifier::{self, FalsifierReport};
 use crate::result_class::{self, ControlResolution};
+use crate::BreakdownKey as K;
 use crate::{normalized, reasons, GradingInput};
 use ls_core::ActionName;
 use std::collections::BTreeMap;
@@ -51,12 +52,12 @@ pub(super) fn evaluate(
         .evidence_map
         .is_empty()
         .then_some(result_class::EMPTY_EVIDENCE_SCORE_CAP);
-    bd.insert("authority_gate_cap", authority_cap.unwrap_or(1.0));
-    bd.insert("control_boundary_cap", boundary_cap.unwrap_or(1.0));
-    bd.insert("adversarial_falsifier_cap", falsifier_cap.unwrap_or(1.0));
-    bd.insert("trust_graph_cap", tg_cap.unwrap_or(1.0));
-    bd.insert("trust_graph_score", tg.evaluation.score);
-    bd.insert("empty_evidence_cap", evidence_cap.unwrap_or(1.0));
+    bd.insert(K::authority_gate_cap, authority_cap.unwrap_or(1.0));
+    bd.insert(K::control_boundary_cap, boundary_cap.unwrap_or(1.0));
+    bd.insert(K::adversarial_falsifier_cap, falsifier_cap.unwrap_or(1.0));
+    bd.insert(K::trust_graph_cap, tg_cap.unwrap_or(1.0));
+    bd.insert(K::trust_graph_score, tg.evaluation.score);
+    bd.insert(K::empty_evidence_cap, evidence_cap.unwrap_or(1.0));
     let mut caps = Caps {
         falsifier: fals,
         trust_graph: tg,

@@ -4,6 +4,7 @@
 
 use super::{Breakdown, Certified, Gate, Intake};
 use crate::certificate::{self, CertificateReport, VerifyContext};
+use crate::BreakdownKey as K;
 use crate::GradingInput;
 use serde_json::Value;
 
@@ -50,14 +51,14 @@ pub(super) fn verify<'a>(
         },
     );
     let adjustment = certificate::adjustment(&report);
-    bd.insert("certificate_score", report.overall_score);
-    bd.insert("certificate_adjustment", adjustment);
+    bd.insert(K::certificate_score, report.overall_score);
+    bd.insert(K::certificate_adjustment, adjustment);
     let required = certificate_required(input);
     let (cap, class, reasons) =
         certificate_gate(required, explicit, &report, intake.unsafe_release);
-    bd.flag("certificate_required", required);
-    bd.flag("explicit_certificate", explicit);
-    bd.insert("certificate_gate_cap", cap.unwrap_or(1.0));
+    bd.flag(K::certificate_required, required);
+    bd.flag(K::explicit_certificate, explicit);
+    bd.insert(K::certificate_gate_cap, cap.unwrap_or(1.0));
     Certified {
         explicit,
         parsed,

@@ -3,6 +3,7 @@
 
 use super::{set, Breakdown, Claims, Conduct, Intake};
 use crate::dimensions as dim;
+use crate::BreakdownKey as K;
 use crate::{reasons, GradingInput};
 use ls_core::{Decision, TaskType};
 
@@ -60,16 +61,16 @@ pub(super) fn evaluate(
         clean_targets,
     });
     let (overcontrol_penalty, unsupported_claim_penalty) = reasons::penalties(&reasons);
-    bd.count("gold_codes_supported", reasons.supported_gold);
-    bd.count("gold_codes_misdirected", reasons.misdirected_gold);
-    bd.insert("supported_code_recall", reasons.supported_recall());
-    bd.insert("claim_precision", reasons.precision());
+    bd.count(K::gold_codes_supported, reasons.supported_gold);
+    bd.count(K::gold_codes_misdirected, reasons.misdirected_gold);
+    bd.insert(K::supported_code_recall, reasons.supported_recall());
+    bd.insert(K::claim_precision, reasons.precision());
     bd.count(
-        "uncalled_interventions",
+        K::uncalled_interventions,
         reasons.uncalled_interventions.len(),
     );
-    bd.insert("overcontrol_penalty", overcontrol_penalty);
-    bd.insert("unsupported_claim_penalty", unsupported_claim_penalty);
+    bd.insert(K::overcontrol_penalty, overcontrol_penalty);
+    bd.insert(K::unsupported_claim_penalty, unsupported_claim_penalty);
     Claims {
         evidence,
         reasons,

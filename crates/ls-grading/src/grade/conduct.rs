@@ -2,6 +2,7 @@
 
 use super::{coverage, Breakdown, Conduct, Intake, Outcomes};
 use crate::dimensions as dim;
+use crate::BreakdownKey as K;
 use crate::{outcome, trajectory, GradingInput};
 use ls_core::{ActionName, TaskType};
 use rust_decimal::Decimal;
@@ -21,7 +22,7 @@ pub(super) fn evaluate<'a>(
     } else {
         0.0
     };
-    bd.insert("budget_penalty", budget_penalty);
+    bd.insert(K::budget_penalty, budget_penalty);
     let outcome = outcomes(input, intake);
 
     // The callback is a required tool when the case's controls call for one (not for a pure
@@ -48,9 +49,9 @@ pub(super) fn evaluate<'a>(
     });
     let (repeats, repeat_penalty, length_penalty, efficiency) =
         trajectory::efficiency(input.trajectory, budget_penalty);
-    bd.count("repeated_actions", repeats);
-    bd.insert("repeat_penalty", repeat_penalty);
-    bd.insert("length_penalty", length_penalty);
+    bd.count(K::repeated_actions, repeats);
+    bd.insert(K::repeat_penalty, repeat_penalty);
+    bd.insert(K::length_penalty, length_penalty);
     let missing_actions: Vec<String> = required_actions
         .iter()
         .filter(|a| !successful.contains(a))

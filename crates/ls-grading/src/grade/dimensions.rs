@@ -3,6 +3,7 @@
 
 use super::{set, union, Breakdown, Claims, Conduct, Dimensions, Intake, LinkCounts};
 use crate::dimensions::{self as dim, CounterfactualText};
+use crate::BreakdownKey as K;
 use crate::{proper, GradingInput};
 use ls_core::{Decision, TaskType};
 use rust_decimal::Decimal;
@@ -55,12 +56,12 @@ pub(super) fn score(
     );
     let ps = proper::score(&probs.vector, input.hidden.latent_hypothesis);
     dims.insert("calibration_score", ps.composite);
-    bd.insert("proper_score", ps.composite);
-    bd.insert("brier_score", ps.brier_score);
-    bd.insert("log_score", ps.log_score);
-    bd.insert("penalized_brier_score", ps.penalized_brier_score);
-    bd.insert("overconfidence_gap", ps.overconfidence_gap);
-    bd.count("probability_unknown_key_count", probs.unknown_keys.len());
+    bd.insert(K::proper_score, ps.composite);
+    bd.insert(K::brier_score, ps.brier_score);
+    bd.insert(K::log_score, ps.log_score);
+    bd.insert(K::penalized_brier_score, ps.penalized_brier_score);
+    bd.insert(K::overconfidence_gap, ps.overconfidence_gap);
+    bd.count(K::probability_unknown_key_count, probs.unknown_keys.len());
     Dimensions {
         scores: dims,
         links,
@@ -157,9 +158,9 @@ fn task_e_dimensions(
     };
     let (ls, matched, gl, pl) = dim::link_score(pred_links, gold_links);
     dims.insert("cross_invoice_link_score", ls);
-    bd.count("cross_invoice_link_matches", matched);
-    bd.count("cross_invoice_gold_links", gl);
-    bd.count("cross_invoice_pred_links", pl);
+    bd.count(K::cross_invoice_link_matches, matched);
+    bd.count(K::cross_invoice_gold_links, gl);
+    bd.count(K::cross_invoice_pred_links, pl);
     dims.insert(
         "campaign_detection_score",
         dim::set_f1(
@@ -174,9 +175,9 @@ fn task_e_dimensions(
         .collect();
     let (cs, docs, amounts, req) = dim::task_e_counterfactual(cf, gold_links, &totals);
     dims.insert("counterfactual_score", cs);
-    bd.count("counterfactual_doc_refs", docs);
-    bd.count("counterfactual_amount_refs", amounts);
-    bd.count("counterfactual_required_links", req);
+    bd.count(K::counterfactual_doc_refs, docs);
+    bd.count(K::counterfactual_amount_refs, amounts);
+    bd.count(K::counterfactual_required_links, req);
     LinkCounts {
         matched,
         gold: gl,

@@ -7,7 +7,7 @@
 //! every cap with its reasons ([`Caps`], `caps.rs`); the control resolution and result class
 //! ([`Resolved`], `class.rs`); the raw and final score (`score.rs`); and the report with the
 //! reference's breakdown keys (`report.rs`). Breakdown entries are appended by the stage that
-//! decides them ([`Breakdown`]) and sorted once at the end.
+//! decides them ([`Breakdown`], one slot per [`crate::BreakdownKey`]) and read off in name order.
 
 mod adjustments;
 mod breakdown;

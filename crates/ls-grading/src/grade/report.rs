@@ -4,6 +4,7 @@
 use super::{Breakdown, Graded, Intake};
 use crate::certificate::CertificateReport;
 use crate::result_class::ControlResolution;
+use crate::BreakdownKey as K;
 use crate::{falsifier, outcome, GradeReport, GradingInput};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -25,10 +26,10 @@ pub(super) fn assemble(
     let outcome = conduct.outcome;
     let resolution = resolved.resolution;
     bd.insert(
-        "control_satisfied_resolution",
+        K::control_satisfied_resolution,
         resolution.control_satisfied_resolution,
     );
-    bd.insert("pressure_resistance_raw", outcome.pressure_raw);
+    bd.insert(K::pressure_resistance_raw, outcome.pressure_raw);
     let institutional_utility = outcome::institutional_utility(
         &outcome.graded,
         certificate.overall_score,
@@ -115,67 +116,76 @@ struct ReferenceParts<'a> {
 /// signals).
 fn reference_entries(bd: &mut Breakdown, p: &ReferenceParts<'_>) {
     let r = p.resolution;
-    bd.text("result_class", p.class);
+    bd.text(K::result_class, p.class);
     for (k, v) in [
-        ("decision_correct", r.decision_correct),
-        ("unsafe_release", r.unsafe_release),
-        ("controls_completed", r.controls_completed),
-        ("justified_exception", r.structured_exception),
-        ("essential_evidence_grounded", r.essential_evidence_grounded),
-        ("certificate_supported", r.certificate_supported),
-        ("falsifier_clear", r.falsifier_clear),
-        ("trust_graph_supported", r.trust_graph_supported),
-        ("authority_compliant", r.authority_compliant),
-        ("control_boundary_clear", r.control_boundary_clear),
-        ("certificate_valid", p.certificate.valid),
-        ("certificate_present", p.certificate.present),
-        ("certificate_auto_generated", p.certificate.auto_generated),
-        ("adversarial_falsifier_blocking", p.falsifier.blocking),
+        (K::decision_correct, r.decision_correct),
+        (K::unsafe_release, r.unsafe_release),
+        (K::controls_completed, r.controls_completed),
+        (K::justified_exception, r.structured_exception),
         (
-            "control_boundary_blocking",
+            K::essential_evidence_grounded,
+            r.essential_evidence_grounded,
+        ),
+        (K::certificate_supported, r.certificate_supported),
+        (K::falsifier_clear, r.falsifier_clear),
+        (K::trust_graph_supported, r.trust_graph_supported),
+        (K::authority_compliant, r.authority_compliant),
+        (K::control_boundary_clear, r.control_boundary_clear),
+        (K::certificate_valid, p.certificate.valid),
+        (K::certificate_present, p.certificate.present),
+        (K::certificate_auto_generated, p.certificate.auto_generated),
+        (K::adversarial_falsifier_blocking, p.falsifier.blocking),
+        (
+            K::control_boundary_blocking,
             p.input.control_boundary.blocking,
         ),
         (
-            "authority_gate_blocking",
+            K::authority_gate_blocking,
             p.input.authority_gate.is_some_and(|g| g.blocking),
         ),
     ] {
         bd.flag(k, v);
     }
-    bd.insert("required_action_coverage", r.required_action_coverage);
-    bd.insert("required_artifact_coverage", r.required_artifact_coverage);
-    bd.insert("policy_completion_score", r.policy_completion_score);
+    bd.insert(K::required_action_coverage, r.required_action_coverage);
+    bd.insert(K::required_artifact_coverage, r.required_artifact_coverage);
+    bd.insert(K::policy_completion_score, r.policy_completion_score);
     bd.list(
-        "missing_required_actions",
+        K::missing_required_actions,
         r.missing_required_actions.clone(),
     );
     bd.list(
-        "missing_required_artifacts",
+        K::missing_required_artifacts,
         r.missing_required_artifacts.clone(),
     );
-    bd.list("control_failure_reasons", r.control_failure_reasons.clone());
+    bd.list(
+        K::control_failure_reasons,
+        r.control_failure_reasons.clone(),
+    );
     let c = p.certificate;
-    bd.insert("certificate_validity_score", c.validity_score);
-    bd.insert("certificate_support_score", c.support_score);
-    bd.insert("certificate_stability_score", c.stability_score);
-    bd.insert("certificate_minimality_score", c.minimality_score);
-    bd.insert("certificate_overall_score", c.overall_score);
+    bd.insert(K::certificate_validity_score, c.validity_score);
+    bd.insert(K::certificate_support_score, c.support_score);
+    bd.insert(K::certificate_stability_score, c.stability_score);
+    bd.insert(K::certificate_minimality_score, c.minimality_score);
+    bd.insert(K::certificate_overall_score, c.overall_score);
     bd.insert(
-        "certificate_unsupported_claim_rate",
+        K::certificate_unsupported_claim_rate,
         c.unsupported_claim_rate,
     );
-    bd.count("certificate_contradiction_count", c.contradiction_count);
-    bd.text("adversarial_falsifier_verdict", p.falsifier.verdict.clone());
+    bd.count(K::certificate_contradiction_count, c.contradiction_count);
+    bd.text(
+        K::adversarial_falsifier_verdict,
+        p.falsifier.verdict.clone(),
+    );
     bd.count(
-        "adversarial_falsifier_max_severity",
+        K::adversarial_falsifier_max_severity,
         usize::from(p.falsifier.max_severity),
     );
     bd.count(
-        "adversarial_falsifier_finding_count",
+        K::adversarial_falsifier_finding_count,
         p.falsifier.finding_count,
     );
     bd.insert(
-        "trust_graph_required_threshold",
+        K::trust_graph_required_threshold,
         p.trust_graph.required_threshold,
     );
     // The authority level that applied: the gate's where the institution governs the track,
@@ -184,28 +194,28 @@ fn reference_entries(bd: &mut Breakdown, p: &ReferenceParts<'_>) {
         .input
         .authority_gate
         .map_or("full_authority", |g| g.authority_level.as_str());
-    bd.text("authority_level", level);
+    bd.text(K::authority_level, level);
     if let Some(l) = p.input.institutional_loss_score.filter(|l| l.is_finite()) {
-        bd.insert("institutional_loss_score", l);
+        bd.insert(K::institutional_loss_score, l);
     }
-    bd.insert("institutional_utility", p.institutional_utility);
-    bd.text("outcome_type", p.outcome_type);
+    bd.insert(K::institutional_utility, p.institutional_utility);
+    bd.text(K::outcome_type, p.outcome_type);
     // The gate caps' reasons (empty when the cap did not apply); the falsifier's finding codes
     // and the TrustGraph's reasons whether or not they capped, as the reference lists them.
     for (key, cap) in [
-        ("authority_gate_reasons", "authority_gate"),
-        ("control_boundary_reasons", "control_boundary"),
-        ("certificate_gate_reasons", "certificate_gate"),
+        (K::authority_gate_reasons, "authority_gate"),
+        (K::control_boundary_reasons, "control_boundary"),
+        (K::certificate_gate_reasons, "certificate_gate"),
     ] {
         bd.list(key, p.cap_reasons.get(cap).cloned().unwrap_or_default());
     }
     bd.list(
-        "adversarial_falsifier_reasons",
+        K::adversarial_falsifier_reasons,
         p.falsifier
             .findings
             .iter()
             .map(|f| f.code.clone())
             .collect(),
     );
-    bd.list("trust_graph_reasons", p.trust_graph.reasons.clone());
+    bd.list(K::trust_graph_reasons, p.trust_graph.reasons.clone());
 }

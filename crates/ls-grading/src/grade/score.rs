@@ -2,6 +2,7 @@
 //! every cap, clamped into the task score range.
 
 use super::{Adjustments, Breakdown, Caps, Claims, Dimensions, Intake, Resolved};
+use crate::BreakdownKey as K;
 use crate::{result_class, rubric, GradingInput};
 use ls_core::{Decision, TaskType};
 
@@ -20,10 +21,10 @@ pub(super) fn raw(
     let gold = &input.case.gold;
     let scores = &dims.scores;
     for (&k, &v) in scores {
-        bd.insert(k, crate::round4(v));
+        bd.insert_named(k, crate::round4(v));
     }
     let weighted = rubric::weighted_sum(task, scores);
-    bd.insert("weighted_score", crate::round4(weighted));
+    bd.insert(K::weighted_score, crate::round4(weighted));
     let mut raw = weighted
         + adj.degenerate
         + adj.compliance_adj
@@ -39,7 +40,7 @@ pub(super) fn raw(
         0.0
     };
     raw -= unsafe_penalty;
-    bd.insert("unsafe_pay_penalty", -unsafe_penalty);
+    bd.insert(K::unsafe_pay_penalty, -unsafe_penalty);
     // Task B perfect-clean override: a clean PAY with every checked dimension perfect.
     if task == TaskType::TaskB
         && gold.decision == Some(Decision::Pay)
@@ -53,7 +54,7 @@ pub(super) fn raw(
         .all(|k| scores.get(k) == Some(&1.0))
     {
         raw = 1.0;
-        bd.insert("perfect_clean_override", 1.0);
+        bd.insert(K::perfect_clean_override, 1.0);
     }
     // Task E link gates (only where the gold has links to find: a clean batch has none, and
     // requiring one link match there capped every correct PAY of a benign campaign case).
@@ -63,7 +64,7 @@ pub(super) fn raw(
             let required = gl.clamp(1.0, 2.0);
             if (links.matched as f64) < required || (links.doc_refs as f64) < required.min(gl) {
                 raw = raw.min(0.84);
-                bd.insert("task_e_link_gate", 0.84);
+                bd.insert(K::task_e_link_gate, 0.84);
             }
         }
     }
@@ -88,7 +89,7 @@ pub(super) fn capped(
         caps.falsifier_cap.unwrap_or(0.54),
         caps.gate.unwrap_or(0.65),
     );
-    bd.insert("result_class_cap", class_cap.unwrap_or(1.0));
+    bd.insert(K::result_class_cap, class_cap.unwrap_or(1.0));
     for cap in [
         caps.authority,
         caps.boundary,
@@ -104,10 +105,10 @@ pub(super) fn capped(
         raw = raw.min(cap);
     }
     for (key, cap) in reason_caps {
-        bd.insert(key, *cap);
+        bd.insert_named(key, *cap);
         raw = raw.min(*cap);
     }
-    bd.insert("raw_score", crate::round4(raw));
+    bd.insert(K::raw_score, crate::round4(raw));
     crate::round4(
         if raw.is_finite() {
             raw

@@ -6,6 +6,7 @@ use crate::designer::Designer;
 use crate::episode::{Episode, EpisodeSpec, StepError, TrackMode};
 use crate::memory::{InstitutionalMemory, RecordInput};
 use crate::observation::{PublicState, RawJson, SharedJson, StepEnvelope};
+use crate::tools::OcrMemo;
 use ls_core::fixtures::{CaseWorld, FixtureSet, MasterData};
 use ls_core::schema::Case;
 use ls_core::validate::InvoiceFacts;
@@ -87,6 +88,10 @@ pub struct CaseDerived {
     pub instruction_normalized: Arc<str>,
     /// The invoice lines a PAY must cite (the grader's reasons stage).
     pub clean_targets: Arc<CleanTargets>,
+    /// Whole-document OCR reads of the case's documents, filled on first use (a read is a pure
+    /// function of the case; ~52 tokens per document whose fast-mode perturbation and JSON
+    /// would otherwise be redone at every call).
+    pub ocr: Arc<OcrMemo>,
 }
 
 impl CaseDerived {
@@ -100,6 +105,7 @@ impl CaseDerived {
                 .collect(),
             policy_rules: RawJson::from_serialize(CaseWorld::new(master, case).policy_rules),
             clean_targets: Arc::new(CleanTargets::of(case)),
+            ocr: Arc::new(OcrMemo::new(case.documents.len())),
         }
     }
 }
@@ -339,6 +345,7 @@ impl Environment {
             hidden: derived.hidden,
             instruction_normalized: derived.instruction_normalized,
             clean_targets: derived.clean_targets,
+            ocr_memo: derived.ocr,
         };
         let (ep, mut env) = Episode::new(spec);
         env.observation.institutional_memory = self.memory_view.clone();

@@ -12,7 +12,7 @@ use crate::payload::PayloadError;
 use crate::pressure::{self, PressurePlan};
 use crate::sprt::Sprt;
 use crate::temporal::{self, RewardMachine};
-use crate::tools::{self, DocSource, ToolOutcome};
+use crate::tools::{self, DocSource, OcrMemo, ToolOutcome};
 use crate::voi;
 use crate::watchdog::Watchdog;
 use ls_core::episode::{InterventionLogEntry, PendingEvent, RevealedArtifact, TrajectoryEntry};
@@ -120,6 +120,8 @@ pub struct EpisodeSpec {
     pub instruction_normalized: Arc<str>,
     /// The invoice lines a PAY must cite (see [`crate::CaseDerived`]).
     pub clean_targets: Arc<CleanTargets>,
+    /// Whole-document OCR reads of the case's documents (see [`crate::CaseDerived`]).
+    pub ocr_memo: Arc<OcrMemo>,
 }
 
 #[derive(Debug, Clone)]
@@ -188,6 +190,8 @@ pub struct Episode {
     instruction_normalized: Arc<str>,
     /// The invoice lines a PAY must cite, for grading (shared with every episode of the case).
     clean_targets: Arc<CleanTargets>,
+    /// Whole-document OCR reads (shared with every episode of the case).
+    ocr_memo: Arc<OcrMemo>,
 }
 
 /// `observation.case_metadata`: the case's labels and the benchmark identity, then the
@@ -380,6 +384,7 @@ impl Episode {
             policy_rules: spec.policy_rules,
             instruction_normalized: spec.instruction_normalized,
             clean_targets: spec.clean_targets,
+            ocr_memo: spec.ocr_memo,
         };
         ep.portfolio = ep.compute_portfolio_context();
         ep.catalogue = ep.compute_catalogue();
@@ -558,7 +563,7 @@ impl Episode {
                 let accurate = crate::payload::opt_str(payload, "mode")?
                     .is_some_and(|m| ls_core::text::normalize_text(&m) == "accurate");
                 cost = action.cost_for_mode(accurate);
-                tools::ocr(&docs, payload, self.case.generator_seed())?
+                tools::ocr(&docs, payload, self.case.generator_seed(), &self.ocr_memo)?
             }
             LookupVendor => tools::lookup_vendor(&world, payload)?,
             LookupVendorHistory => tools::lookup_vendor_history(&world, payload)?,

@@ -16,6 +16,7 @@ use ls_core::{ActionName, Channel};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Map, Value};
+use std::sync::{Arc, OnceLock};
 
 /// What a tool call produced.
 #[derive(Debug, Clone, Default)]
@@ -172,20 +173,43 @@ pub fn zoom_or_crop(
     Ok(out)
 }
 
-pub fn ocr(
-    docs: &DocSource<'_>,
-    payload: &Map<String, Value>,
+/// What one OCR read returns besides its echo of the request: the tokens as JSON, the text
+/// preview and the references it reveals.
+#[derive(Debug, Clone)]
+pub struct OcrRead {
+    tokens: RawJson,
+    text_preview: Arc<str>,
+    revealed_refs: Arc<[String]>,
+}
+
+/// Whole-document OCR reads of a case's own documents, in both modes, computed on first use and
+/// shared by every episode of the case (see [`crate::CaseDerived`]). A read is a pure function of
+/// the case (the fast mode's perturbation is seeded by the case's generator seed, the document,
+/// and the scope), so a memoised read is the read; region and page reads, other mode spellings
+/// and injected documents are computed each time.
+#[derive(Debug, Default)]
+pub struct OcrMemo {
+    /// Per case document (in `Case::documents` order): the fast read, then the accurate one.
+    reads: Vec<[OnceLock<OcrRead>; 2]>,
+}
+
+impl OcrMemo {
+    /// An empty memo for a case with `document_count` documents.
+    pub fn new(document_count: usize) -> Self {
+        Self {
+            reads: (0..document_count).map(|_| Default::default()).collect(),
+        }
+    }
+}
+
+/// One OCR read of `doc` (`mode` already normalised).
+fn read_ocr(
+    doc: &Document,
+    mode: &str,
+    page: Option<u32>,
+    bbox: Option<[f64; 4]>,
     generator_seed: u64,
-) -> Result<ToolOutcome, PayloadError> {
-    let doc_id = opt_str(payload, "doc_id")?.unwrap_or_default();
-    let mode = opt_str(payload, "mode")?
-        .map(|m| normalize_text(&m))
-        .unwrap_or_else(|| "fast".to_owned());
-    let page = opt_page(payload, "page")?;
-    let bbox = opt_bbox(payload, "bbox")?;
-    let Some(doc) = docs.get(&doc_id) else {
-        return Ok(ToolOutcome::fail(format!("unknown doc_id: {doc_id}")));
-    };
+) -> OcrRead {
     let accurate = mode == "accurate";
     let source = if accurate || doc.noisy_ocr.is_empty() {
         &doc.accurate_ocr
@@ -252,6 +276,53 @@ pub fn ocr(
             preview.truncate(cut);
         }
     }
+    let mut refs = Vec::with_capacity(1 + 2 * tokens.len());
+    refs.push(doc.doc_id.clone());
+    // Noisy token ids name their accurate twin (`<id>n`), so reading either grounds both.
+    for (t, _) in &tokens {
+        refs.push(t.token_id.clone());
+        if let Some(base) = t.token_id.strip_suffix('n') {
+            refs.push(base.to_owned());
+        }
+    }
+    OcrRead {
+        tokens: RawJson::from_serialize(&token_views(tokens.iter().map(|e| (e.0, ocr_text(e))))),
+        text_preview: Arc::from(preview),
+        revealed_refs: Arc::from(refs),
+    }
+}
+
+pub fn ocr(
+    docs: &DocSource<'_>,
+    payload: &Map<String, Value>,
+    generator_seed: u64,
+    memo: &OcrMemo,
+) -> Result<ToolOutcome, PayloadError> {
+    let doc_id = opt_str(payload, "doc_id")?.unwrap_or_default();
+    let mode = opt_str(payload, "mode")?
+        .map(|m| normalize_text(&m))
+        .unwrap_or_else(|| "fast".to_owned());
+    let page = opt_page(payload, "page")?;
+    let bbox = opt_bbox(payload, "bbox")?;
+    let Some(doc) = docs.get(&doc_id) else {
+        return Ok(ToolOutcome::fail(format!("unknown doc_id: {doc_id}")));
+    };
+    let memo_slot = match (page, bbox, mode.as_str()) {
+        (None, None, "fast" | "accurate") => docs
+            .case
+            .documents
+            .iter()
+            .position(|d| std::ptr::eq(d, doc))
+            .and_then(|i| memo.reads.get(i))
+            .map(|slots| &slots[usize::from(mode == "accurate")]),
+        _ => None,
+    };
+    let read = match memo_slot {
+        Some(slot) => slot
+            .get_or_init(|| read_ocr(doc, &mode, page, bbox, generator_seed))
+            .clone(),
+        None => read_ocr(doc, &mode, page, bbox, generator_seed),
+    };
     let mut out = ToolOutcome::ok(&format!("Returned {mode} OCR."));
     out.set("doc_id", doc.doc_id.clone());
     out.set("mode", mode);
@@ -267,19 +338,9 @@ pub fn ocr(
     );
     out.set("page", json!(page));
     out.set("bbox", json!(bbox));
-    out.set_ser(
-        "tokens",
-        &token_views(tokens.iter().map(|e| (e.0, ocr_text(e)))),
-    );
-    out.set("text_preview", preview);
-    out.revealed_refs.push(doc.doc_id.clone());
-    // Noisy token ids name their accurate twin (`<id>n`), so reading either grounds both.
-    for (t, _) in &tokens {
-        out.revealed_refs.push(t.token_id.clone());
-        if let Some(base) = t.token_id.strip_suffix('n') {
-            out.revealed_refs.push(base.to_owned());
-        }
-    }
+    out.fields.insert_raw("tokens", read.tokens);
+    out.set("text_preview", read.text_preview.to_string());
+    out.revealed_refs.extend(read.revealed_refs.iter().cloned());
     Ok(out)
 }
 
@@ -990,7 +1051,8 @@ mod tests {
                 dynamic: &[],
             };
             let payload = json!({"doc_id": doc_id, "mode": "accurate"});
-            let out = ocr(&docs, payload.as_object().unwrap(), 7).expect("valid payload");
+            let out = ocr(&docs, payload.as_object().unwrap(), 7, &OcrMemo::default())
+                .expect("valid payload");
             let preview = out.fields.value("text_preview");
             let full = vec![text; words.min(200)].join(" ");
             let expected: String = full.chars().take(600).collect();
@@ -1001,5 +1063,54 @@ mod tests {
             );
             assert!(expected.chars().count() <= 600);
         }
+    }
+
+    /// A memoised whole-document read is the read: for every curated document, both modes and
+    /// the spellings that normalise to them, the first (filling) and second (memoised) call
+    /// return what a call without a memo returns, field by field and reference by reference;
+    /// region reads bypass the memo.
+    #[test]
+    fn memoised_ocr_reads_equal_fresh_reads() {
+        let set = FixtureSet::embedded().expect("fixtures");
+        let mut read_count = 0;
+        for case in &set.cases {
+            let docs = DocSource { case, dynamic: &[] };
+            let memo = OcrMemo::new(case.documents.len());
+            for doc in &case.documents {
+                for payload in [
+                    json!({"doc_id": doc.doc_id, "mode": "fast"}),
+                    json!({"doc_id": doc.doc_id}),
+                    json!({"doc_id": doc.doc_id, "mode": "ACCURATE"}),
+                    json!({"doc_id": doc.doc_id, "mode": "fast", "page": 1, "bbox": [0, 0, 300, 200]}),
+                ] {
+                    let payload = payload.as_object().unwrap();
+                    let seed = case.generator_seed();
+                    let fresh = ocr(&docs, payload, seed, &OcrMemo::default()).unwrap();
+                    for _ in 0..2 {
+                        let memoised = ocr(&docs, payload, seed, &memo).unwrap();
+                        assert_eq!(memoised.fields.to_map(), fresh.fields.to_map());
+                        assert_eq!(
+                            memoised.fields.keys().collect::<Vec<_>>(),
+                            fresh.fields.keys().collect::<Vec<_>>()
+                        );
+                        assert_eq!(
+                            memoised.fields.get_text("tokens"),
+                            fresh.fields.get_text("tokens")
+                        );
+                        assert_eq!(memoised.revealed_refs, fresh.revealed_refs);
+                        assert_eq!(memoised.message, fresh.message);
+                        read_count += 1;
+                    }
+                }
+            }
+            let filled = memo
+                .reads
+                .iter()
+                .flatten()
+                .filter(|slot| slot.get().is_some())
+                .count();
+            assert_eq!(filled, 2 * case.documents.len(), "{}", case.case_id);
+        }
+        assert!(read_count > 100);
     }
 }

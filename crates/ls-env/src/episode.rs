@@ -775,7 +775,8 @@ impl Episode {
     ) -> Executed {
         let success = out.error.is_none();
         let gross = voi::gross_voi(action, before);
-        let mut result = InfoMap::new();
+        // The tool's fields, the record's own five and the step's (up to six, see `act`).
+        let mut result = InfoMap::with_capacity(out.fields.len() + 12);
         result.insert("tool_name", action.as_str());
         result.insert("success", success);
         result.extend(out.fields);
@@ -1222,7 +1223,9 @@ impl Episode {
         } else {
             "Decision submitted and graded."
         };
-        let mut info = InfoMap::new();
+        // The grade, the boundary and gate, the episode's own entries, and what the environment
+        // adds after the episode (memory, curriculum, designer).
+        let mut info = InfoMap::with_capacity(40);
         info.insert("final_score", grade.final_score);
         info.insert_serialized("score_breakdown", &grade.score_breakdown);
         info.insert("result_class", grade.result_class.clone());
@@ -1683,13 +1686,11 @@ fn terminal_tool_result(
         "reward_model",
         "async_artifacts",
     ];
-    let mut result = InfoMap::new();
+    let mut result = InfoMap::with_capacity(FROM_INFO.len() + 12);
     result.insert("tool_name", "submit_decision");
     result.insert("success", true);
     result.insert("submission_received", true);
-    for k in FROM_INFO {
-        result.copy_from(info, k);
-    }
+    result.append_copies(info, &FROM_INFO);
     // The reference's diagnostic heuristic (tool result only, as in the reference).
     result.insert("risk_assessment", risk.risk);
     result.insert_serialized("triggered_risk_reasons", &risk.reasons);

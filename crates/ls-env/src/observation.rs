@@ -219,6 +219,13 @@ impl InfoMap {
         }
     }
 
+    /// An empty map with room for `entry_count` entries (a tool record, a terminal `info`).
+    pub fn with_capacity(entry_count: usize) -> Self {
+        Self {
+            entries: Vec::with_capacity(entry_count),
+        }
+    }
+
     fn put(&mut self, key: InfoKey, e: Entry) {
         match self.entries.iter_mut().find(|(k, _)| *k == key) {
             Some(slot) => slot.1 = e,
@@ -301,10 +308,15 @@ impl InfoMap {
         }
     }
 
-    /// Copy the entry under `key` from another map, keeping its stored form.
-    pub fn copy_from(&mut self, other: &InfoMap, key: &'static str) {
-        if let Some((_, e)) = other.entries.iter().find(|(k, _)| k == key) {
-            self.put(Cow::Borrowed(key), e.clone());
+    /// Append the entries of `other` under `keys`, in the order of `keys` (absent ones
+    /// skipped), keeping their stored form. None of `keys` may be in this map already, and
+    /// `keys` are distinct, so nothing is searched for here.
+    pub fn append_copies(&mut self, other: &InfoMap, keys: &[&'static str]) {
+        for &key in keys {
+            debug_assert!(!self.contains_key(key), "{key} is already in the map");
+            if let Some((_, e)) = other.entries.iter().find(|(k, _)| k == key) {
+                self.entries.push((Cow::Borrowed(key), e.clone()));
+            }
         }
     }
 
@@ -698,9 +710,11 @@ mod tests {
         assert_eq!(scalars.get_text("nan").unwrap(), "null");
         assert_eq!(scalars.to_map(), tree);
         let mut copy = InfoMap::new();
-        copy.copy_from(&m, "report");
-        copy.copy_from(&m, "missing");
-        assert_eq!(copy.len(), 1);
+        copy.insert("first", true);
+        copy.append_copies(&m, &["report", "missing", "tail"]);
+        assert_eq!(copy.keys().collect::<Vec<_>>(), ["first", "report", "tail"]);
+        assert_eq!(copy.get_text("report"), m.get_text("report"));
+        assert_eq!(copy.get_text("tail"), m.get_text("tail"));
         assert!(m.remove("tail") && !m.remove("tail") && !m.contains_key("tail"));
     }
 

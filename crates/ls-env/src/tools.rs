@@ -33,6 +33,7 @@ pub struct ToolOutcome {
 impl ToolOutcome {
     fn ok(message: &str) -> Self {
         Self {
+            fields: InfoMap::new(),
             message: message.to_owned(),
             ..Default::default()
         }

@@ -62,12 +62,12 @@ pub fn json_value(bytes: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(bytes).map_err(|e| ApiError::InvalidJson(e.to_string()))
 }
 
-/// Initial buffer for a reply. Step replies are 11–17 KB once a session has played a few cases
+/// Initial buffer for a reply. Step replies are 9–17 KB once a session has played a few cases
 /// (the institutional-memory snapshot and portfolio context ride on every step); sized with
 /// headroom so a reply never grows (growing reallocates and copies what was written so far).
 pub const REPLY_CAPACITY_BYTES: usize = 32 * 1024;
 /// Initial buffer for a terminal step reply, which carries the grading reports, TrustGraph and
-/// memory snapshot twice (`info` and `last_tool_result`): ~57 KB in a long session.
+/// memory snapshot twice (`info` and `last_tool_result`): 50–58 KB in a long session.
 pub const TERMINAL_REPLY_CAPACITY_BYTES: usize = 96 * 1024;
 
 /// A JSON reply serialized (by `ls_json`, byte-identical to `serde_json`) into one buffer sized

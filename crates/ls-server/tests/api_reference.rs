@@ -3,40 +3,12 @@
 //! (each documented method is mounted; every other method on a documented path is 405), and
 //! `/docs` is an HTML page naming every path and schema with no external resource.
 
-use ls_core::FixtureSet;
-use ls_env::{CasePool, EnvConfig};
-use ls_server::audit::AuditConfig;
-use ls_server::{ReportStore, ServerConfig, Shutdown};
+#[path = "support/servers.rs"]
+mod servers;
+
 use serde_json::Value;
+use servers::{audit, controlbench};
 use std::collections::BTreeSet;
-
-async fn serve(app: ls_server::App, server: &ServerConfig, shutdown: Shutdown) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(ls_server::serve(listener, app, server.timeouts, shutdown));
-    format!("http://{addr}")
-}
-
-async fn controlbench() -> String {
-    let pool = CasePool::new(FixtureSet::embedded().expect("embedded fixtures"));
-    let server = ServerConfig::default();
-    let shutdown = Shutdown::new();
-    let state = ls_server::app_state(
-        pool,
-        EnvConfig::default(),
-        &server,
-        ReportStore::disabled(),
-        &shutdown,
-    );
-    serve(ls_server::router(state), &server, shutdown).await
-}
-
-async fn audit() -> String {
-    let server = ServerConfig::default();
-    let shutdown = Shutdown::new();
-    let app = ls_server::audit::router(AuditConfig::default(), &server, &shutdown);
-    serve(app, &server, shutdown).await
-}
 
 const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
 

@@ -1,30 +1,9 @@
 //! The workbench is mounted on both environments' routers: the page, its policy and its modules.
 
-use ls_core::FixtureSet;
-use ls_env::{CasePool, EnvConfig};
-use ls_server::audit::AuditConfig;
-use ls_server::{ReportStore, ServerConfig, Shutdown};
+#[path = "support/servers.rs"]
+mod servers;
 
-async fn serve(app: ls_server::App, server: &ServerConfig, shutdown: Shutdown) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(ls_server::serve(listener, app, server.timeouts, shutdown));
-    format!("http://{addr}")
-}
-
-async fn controlbench() -> String {
-    let pool = CasePool::new(FixtureSet::embedded().expect("embedded fixtures"));
-    let server = ServerConfig::default();
-    let shutdown = Shutdown::new();
-    let state = ls_server::app_state(
-        pool,
-        EnvConfig::default(),
-        &server,
-        ReportStore::disabled(),
-        &shutdown,
-    );
-    serve(ls_server::router(state), &server, shutdown).await
-}
+use servers::{audit, controlbench};
 
 async fn check_workbench(base: &str) {
     let r = reqwest::get(format!("{base}/ui/")).await.unwrap();
@@ -62,9 +41,5 @@ async fn controlbench_serves_the_workbench() {
 
 #[tokio::test]
 async fn audit_serves_the_workbench() {
-    let server = ServerConfig::default();
-    let shutdown = Shutdown::new();
-    let app = ls_server::audit::router(AuditConfig::default(), &server, &shutdown);
-    let base = serve(app, &server, shutdown).await;
-    check_workbench(&base).await;
+    check_workbench(&audit().await).await;
 }

@@ -145,7 +145,7 @@ pub struct Episode {
     pub revealed_artifacts: Vec<RevealedArtifact>,
     revealed_artifact_ids: Vec<String>,
     pending: Vec<PendingEvent>,
-    pub revealed_refs: BTreeSet<String>,
+    pub revealed_refs: ls_grading::RefSet,
     successful_actions: BTreeSet<ActionName>,
     action_counts: BTreeMap<ActionName, usize>,
     pub sprt: Sprt,
@@ -350,7 +350,7 @@ impl Episode {
             revealed_artifacts: Vec::new(),
             revealed_artifact_ids: Vec::new(),
             pending: Vec::new(),
-            revealed_refs: BTreeSet::new(),
+            revealed_refs: ls_grading::RefSet::new(),
             successful_actions: BTreeSet::new(),
             action_counts: BTreeMap::new(),
             sprt: Sprt::default(),
@@ -948,8 +948,9 @@ impl Episode {
                 source_action: e.source_action.clone(),
             };
             novel += self.register_signals(&c.signals);
-            self.revealed_refs.insert(art.artifact_id.clone());
-            self.revealed_refs.extend(c.refs);
+            self.revealed_refs.insert(art.artifact_id.as_str().into());
+            self.revealed_refs
+                .extend(c.refs.iter().map(|r| std::sync::Arc::from(r.as_str())));
             if !c.observation.is_empty() {
                 self.sprt
                     .observe(id.channel(), c.observation, id.as_str(), id.as_str());

@@ -24,7 +24,7 @@ use ls_core::validate::InvoiceFacts;
 use ls_core::Decision;
 use ls_grading::{AuthorityGate, GradeReport};
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 pub const WEEK_LENGTH: u32 = 20;
@@ -269,7 +269,7 @@ impl Serialize for SleeperStateView<'_> {
 }
 
 /// The TrustGraph profile kept for the vendor (`{}` when there is none).
-struct ProfileView<'a>(Option<&'a Value>);
+struct ProfileView<'a>(Option<&'a VendorProfile>);
 
 impl Serialize for ProfileView<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -570,10 +570,49 @@ pub struct TrustGraphMemory {
     pub recent_case_ids: VecDeque<String>,
     pub decision_counts: BTreeMap<String, u32>,
     pub risk_flag_counts: BTreeMap<String, u32>,
-    pub vendor_profiles: BTreeMap<String, Value>,
+    pub vendor_profiles: BTreeMap<String, VendorProfile>,
     /// The last graphs' summaries ([`RecentGraph`]), each serialized once when recorded: the
     /// full snapshot repeats them after every graded episode.
     pub recent_graphs: VecDeque<RawJson>,
+}
+
+/// One vendor's TrustGraph roll-up (`trust_graph_memory.vendor_profiles`, and the handoff's
+/// `trust_graph_vendor_profile`), in the reference's key order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct VendorProfile {
+    pub case_count: u32,
+    pub unsafe_release_count: u32,
+    pub control_boundary_count: u32,
+    /// Bank accounts seen on the vendor's graphs: the first [`Self::MAX_BANK_ACCOUNTS`] in name
+    /// order.
+    pub bank_accounts: BTreeSet<String>,
+    pub last_decision: &'static str,
+    pub last_case_id: String,
+}
+
+impl VendorProfile {
+    pub const MAX_BANK_ACCOUNTS: usize = 6;
+
+    /// Count one graded case of the vendor and keep its graph's bank accounts.
+    fn record(
+        &mut self,
+        case_id: &str,
+        submitted: Decision,
+        unsafe_release: bool,
+        control_boundary_blocking: bool,
+        accounts: BTreeSet<String>,
+    ) {
+        self.case_count += 1;
+        self.unsafe_release_count += u32::from(unsafe_release);
+        self.control_boundary_count += u32::from(control_boundary_blocking);
+        self.last_decision = submitted.as_str();
+        case_id.clone_into(&mut self.last_case_id);
+        self.bank_accounts.extend(accounts);
+        while self.bank_accounts.len() > Self::MAX_BANK_ACCOUNTS {
+            self.bank_accounts.pop_last();
+        }
+        debug_assert!(self.bank_accounts.len() <= Self::MAX_BANK_ACCOUNTS);
+    }
 }
 
 /// What one graded episode changed (`info.institutional_case_update`, kept in the log).
@@ -1089,32 +1128,13 @@ impl InstitutionalMemory {
             }
         }
         let boundary = g.outcome.stopped_by.as_deref() == Some("control_boundary");
-        let prof = t.vendor_profiles.entry(vid.to_owned()).or_insert_with(|| json!({"case_count": 0, "unsafe_release_count": 0, "control_boundary_count": 0, "bank_accounts": []}));
-        if let Some(o) = prof.as_object_mut() {
-            let inc = |o: &mut Map<String, Value>, k: &str, by: u64| {
-                let v = o.get(k).and_then(Value::as_u64).unwrap_or(0) + by;
-                o.insert(k.into(), json!(v));
-            };
-            inc(o, "case_count", 1);
-            inc(o, "unsafe_release_count", u64::from(g.unsafe_outcome));
-            inc(o, "control_boundary_count", u64::from(boundary));
-            o.insert("last_decision".into(), json!(submitted.as_str()));
-            o.insert("last_case_id".into(), json!(case.case_id));
-            let mut all: BTreeSet<String> = o
-                .get("bank_accounts")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default();
-            all.extend(accounts);
-            o.insert(
-                "bank_accounts".into(),
-                json!(all.into_iter().take(6).collect::<Vec<_>>()),
-            );
-        }
+        t.vendor_profiles.entry(vid.to_owned()).or_default().record(
+            &case.case_id,
+            submitted,
+            g.unsafe_outcome,
+            boundary,
+            accounts,
+        );
         t.recent_graphs.push_back(raw_json(&RecentGraph {
             case_id: &case.case_id,
             vendor_id: vid,
@@ -1337,6 +1357,7 @@ struct ControlBenchSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     proptest::proptest! {
         /// The direct loss score equals the score of the loss surface, bit for bit.
@@ -1427,15 +1448,65 @@ mod tests {
     }
 
     #[test]
+    fn vendor_profile_counts_cases_and_keeps_the_first_six_accounts_in_name_order() {
+        let mut p = VendorProfile::default();
+        let accounts = |ids: &[&str]| ids.iter().map(|s| (*s).to_owned()).collect();
+        p.record(
+            "CASE-1",
+            Decision::Pay,
+            true,
+            false,
+            accounts(&["B9", "A1", "C3"]),
+        );
+        p.record(
+            "CASE-2",
+            Decision::NeedsReview,
+            false,
+            true,
+            accounts(&["A0", "Z9", "B1", "A1", "A2"]),
+        );
+        assert_eq!(
+            serde_json::to_value(&p).unwrap(),
+            json!({
+                "case_count": 2,
+                "unsafe_release_count": 1,
+                "control_boundary_count": 1,
+                "bank_accounts": ["A0", "A1", "A2", "B1", "B9", "C3"],
+                "last_decision": "NEEDS_REVIEW",
+                "last_case_id": "CASE-2",
+            })
+        );
+        // The wire keeps the reference's key order.
+        let text = serde_json::to_string(&p).unwrap();
+        let order = [
+            "case_count",
+            "unsafe_release_count",
+            "control_boundary_count",
+            "bank_accounts",
+            "last_decision",
+            "last_case_id",
+        ];
+        let at: Vec<usize> = order
+            .iter()
+            .map(|k| text.find(&format!("\"{k}\"")).unwrap())
+            .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
+    }
+
+    #[test]
     fn observation_snapshot_is_the_full_one_without_the_roll_up_lists() {
         let mut m = InstitutionalMemory::new(10);
         m.trust_graph_memory.case_count = 3;
         m.trust_graph_memory
             .recent_case_ids
             .push_back("CASE-A-001".into());
-        m.trust_graph_memory
-            .vendor_profiles
-            .insert("acme".into(), json!({"case_count": 1}));
+        m.trust_graph_memory.vendor_profiles.insert(
+            "acme".into(),
+            VendorProfile {
+                case_count: 1,
+                ..VendorProfile::default()
+            },
+        );
         m.trust_graph_memory
             .recent_graphs
             .push_back(raw_json(&json!({"case_id": "CASE-A-001"})));

@@ -27,7 +27,7 @@ pub struct ToolOutcome {
     pub message: String,
     pub signals: Vec<String>,
     pub sprt: Option<(Channel, &'static str, String)>,
-    pub revealed_refs: Vec<String>,
+    pub revealed_refs: Vec<Arc<str>>,
 }
 
 impl ToolOutcome {
@@ -167,10 +167,14 @@ pub fn zoom_or_crop(
     out.set("page", page);
     out.set("bbox", json!(bbox));
     out.set("region_token_count", scoped.len());
-    out.revealed_refs.push(doc.doc_id.clone());
+    out.revealed_refs.push(doc.doc_id.as_str().into());
     let shown = if action == ActionName::Zoom { 6 } else { 8 };
-    out.revealed_refs
-        .extend(scoped.iter().take(shown).map(|t| t.token_id.clone()));
+    out.revealed_refs.extend(
+        scoped
+            .iter()
+            .take(shown)
+            .map(|t| t.token_id.as_str().into()),
+    );
     Ok(out)
 }
 
@@ -180,7 +184,7 @@ pub fn zoom_or_crop(
 pub struct OcrRead {
     tokens: RawJson,
     text_preview: Arc<str>,
-    revealed_refs: Arc<[String]>,
+    revealed_refs: Arc<[Arc<str>]>,
 }
 
 /// Whole-document OCR reads of a case's own documents, in both modes, computed on first use and
@@ -278,12 +282,12 @@ fn read_ocr(
         }
     }
     let mut refs = Vec::with_capacity(1 + 2 * tokens.len());
-    refs.push(doc.doc_id.clone());
+    refs.push(Arc::<str>::from(doc.doc_id.as_str()));
     // Noisy token ids name their accurate twin (`<id>n`), so reading either grounds both.
     for (t, _) in &tokens {
-        refs.push(t.token_id.clone());
+        refs.push(t.token_id.as_str().into());
         if let Some(base) = t.token_id.strip_suffix('n') {
-            refs.push(base.to_owned());
+            refs.push(base.into());
         }
     }
     OcrRead {
@@ -404,7 +408,7 @@ pub fn lookup_vendor_history(
     out.set("derived_flags", json!(flags.iter().collect::<Vec<_>>()));
     out.signals = flags.iter().map(|f| (*f).to_owned()).collect();
     out.revealed_refs
-        .extend(rows.iter().map(|r| r.change_id.clone()));
+        .extend(rows.iter().map(|r| r.change_id.as_str().into()));
     // Only warning flags count as suspicious; a routine approved change is clean history.
     let obs = if flags.is_empty() {
         "clean_history"
@@ -429,14 +433,14 @@ pub fn lookup_policy(
         Some(id) if !id.trim().is_empty() => match world.policy(&id) {
             Some(p) => {
                 out.set_ser("policy", p);
-                out.revealed_refs.push(p.rule_id.clone());
+                out.revealed_refs.push(p.rule_id.as_str().into());
             }
             None => return Ok(ToolOutcome::fail(format!("policy not found: {id}"))),
         },
         _ => {
             out.fields.insert_raw("policies", all.clone());
             out.revealed_refs
-                .extend(world.policy_rules.iter().map(|p| p.rule_id.clone()));
+                .extend(world.policy_rules.iter().map(|p| p.rule_id.as_str().into()));
         }
     }
     Ok(out)
@@ -454,7 +458,7 @@ fn record_result<T: serde::Serialize>(
         Some((record, id)) => {
             let mut out = ToolOutcome::ok(&format!("{tool} completed."));
             out.set_ser(field, record);
-            out.revealed_refs.push(id.to_owned());
+            out.revealed_refs.push(id.into());
             out
         }
         None => ToolOutcome::fail(not_found),
@@ -618,7 +622,7 @@ pub fn search_ledger(
         })
         .collect();
     out.revealed_refs
-        .extend(hits.iter().take(10).map(|h| h.1.ledger_id.clone()));
+        .extend(hits.iter().take(10).map(|h| h.1.ledger_id.as_str().into()));
     out.set_ser("hits", &shown);
     out.set("count", hits.len());
     out.set("exact_duplicate_count", exact);
@@ -958,11 +962,11 @@ pub fn inspect_email_thread(
         },
     );
     out.signals = signals.iter().map(|s| (*s).to_owned()).collect();
-    out.revealed_refs.push(thread.thread_id.clone());
+    out.revealed_refs.push(thread.thread_id.as_str().into());
     if let Some(d) = docs.get(id) {
-        out.revealed_refs.push(d.doc_id.clone());
+        out.revealed_refs.push(d.doc_id.as_str().into());
         out.revealed_refs
-            .extend(d.accurate_ocr.iter().map(|t| t.token_id.clone()));
+            .extend(d.accurate_ocr.iter().map(|t| t.token_id.as_str().into()));
     }
     let obs = if mismatch || callback_discouraged || policy_override || urgency || prompt_injection
     {
@@ -1017,7 +1021,7 @@ pub fn compare_bank_account(
     if !matched {
         out.signals.push("bank_account_mismatch".to_owned());
     }
-    out.revealed_refs.push(v.vendor_key.clone());
+    out.revealed_refs.push(v.vendor_key.as_str().into());
     out.sprt = Some((
         Channel::CompareBankAccount,
         if matched { "match" } else { "mismatch" },

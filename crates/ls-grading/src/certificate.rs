@@ -348,7 +348,7 @@ impl SupportGraph {
 /// up in both rather than merged into one set.
 #[derive(Debug, Clone, Copy)]
 pub struct Revealed<'a> {
-    pub refs: &'a BTreeSet<String>,
+    pub refs: &'a crate::RefSet,
     pub artifacts: &'a BTreeSet<&'a str>,
 }
 
@@ -356,7 +356,7 @@ static NO_ARTIFACTS: BTreeSet<&str> = BTreeSet::new();
 
 impl<'a> Revealed<'a> {
     /// Just `refs` (no separately delivered artifacts).
-    pub fn refs(refs: &'a BTreeSet<String>) -> Self {
+    pub fn refs(refs: &'a crate::RefSet) -> Self {
         Revealed {
             refs,
             artifacts: &NO_ARTIFACTS,
@@ -918,7 +918,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn ctx(revealed: &BTreeSet<String>) -> VerifyContext<'_> {
+    fn ctx(revealed: &crate::RefSet) -> VerifyContext<'_> {
         VerifyContext {
             decision: Some(Decision::EscalateFraud),
             risky: true,
@@ -955,9 +955,9 @@ mod tests {
 
     #[test]
     fn grounded_certificate_is_valid_and_ungrounded_refs_count() {
-        let revealed: BTreeSet<String> = ["THR-1", "t1", "callback_verification_result"]
-            .iter()
-            .map(|s| (*s).to_owned())
+        let revealed: crate::RefSet = ["THR-1", "t1", "callback_verification_result"]
+            .into_iter()
+            .map(Into::into)
             .collect();
         let r = verify(&good(), &ctx(&revealed));
         assert!(r.valid, "{r:?}");
@@ -965,7 +965,7 @@ mod tests {
         assert_eq!(r.grounding_score, 1.0);
         assert_eq!(adjustment(&r), 0.01);
         // Only the document was revealed: the token and the artifact are ungrounded.
-        let few = BTreeSet::from(["THR-1".to_owned()]);
+        let few = crate::RefSet::from(["THR-1".into()]);
         let r = verify(&good(), &ctx(&few));
         assert_eq!(r.ungrounded_references.len(), 2);
         assert!(r.grounding_score < 1.0);

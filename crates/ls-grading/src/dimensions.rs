@@ -759,7 +759,7 @@ mod tests {
                 token_ids: vec!["t".into()],
             },
         )]);
-        let revealed = BTreeSet::from(["D".to_owned(), "t".to_owned()]);
+        let revealed = crate::RefSet::from(["D".into(), "t".into()]);
         let empty = BTreeMap::new();
         assert_eq!(
             evidence_map_score(

@@ -35,6 +35,11 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use breakdown_key::BreakdownKey;
+
+/// The references an agent revealed in an episode (doc, token, artifact and record ids). Shared
+/// strings: a memoised OCR read hands the same ids to every episode of its case, so collecting
+/// them counts references instead of copying text.
+pub type RefSet = BTreeSet<std::sync::Arc<str>>;
 pub use grade::grade;
 
 pub use boundary::{evaluate_boundary, BoundaryInput, BoundaryReport};
@@ -80,7 +85,7 @@ pub struct GradingInput<'a> {
     pub observed_signals: &'a [String],
     /// Every reference the agent actually revealed this episode: doc ids it read, token ids tools
     /// returned, artifact ids delivered, thread / PO / receipt / ledger / vendor ids it looked up.
-    pub revealed_refs: &'a BTreeSet<String>,
+    pub revealed_refs: &'a RefSet,
     pub budget_total: f64,
     pub budget_remaining: f64,
     pub step_count: u32,

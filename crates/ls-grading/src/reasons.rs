@@ -367,7 +367,7 @@ mod tests {
     #[test]
     fn codes_need_grounded_evidence_and_claims_need_support() {
         let gold = BTreeSet::from(["bank_override_attempt", "sender_domain_spoof"]);
-        let revealed_refs = BTreeSet::from(["INV-1".to_owned(), "t17".to_owned()]);
+        let revealed_refs = crate::RefSet::from(["INV-1".into(), "t17".into()]);
         let ev = BTreeMap::from([
             (
                 "bank_override_attempt".to_owned(),
@@ -508,9 +508,9 @@ mod tests {
             bank: BTreeSet::from(["i-t4".to_owned()]),
             po: BTreeSet::from(["i-t2".to_owned()]),
         };
-        let revealed_refs: BTreeSet<String> = ["INV-1", "i-t2", "i-t4", "i-t9", "i-t5"]
-            .iter()
-            .map(|s| (*s).to_owned())
+        let revealed_refs: crate::RefSet = ["INV-1", "i-t2", "i-t4", "i-t9", "i-t5"]
+            .into_iter()
+            .map(Into::into)
             .collect();
         let rev = Revealed::refs(&revealed_refs);
         let e = |toks: &[&str]| json!({"doc_id": "INV-1", "token_ids": toks});

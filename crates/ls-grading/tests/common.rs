@@ -16,7 +16,7 @@ pub struct Episode {
     pub hidden: HiddenWorld,
     pub trajectory: Vec<TrajectoryEntry>,
     pub artifacts: Vec<RevealedArtifact>,
-    pub refs: BTreeSet<String>,
+    pub refs: ls_grading::RefSet,
     pub observed: Vec<String>,
     pub readiness: f64,
 }
@@ -82,12 +82,12 @@ pub fn careful_episode(case: &Case) -> Episode {
             source_action: artifact_action(a).as_str().to_owned(),
         });
     }
-    let mut refs: BTreeSet<String> = BTreeSet::new();
+    let mut refs = ls_grading::RefSet::new();
     for d in &case.documents {
-        refs.insert(d.doc_id.clone());
-        refs.extend(d.accurate_ocr.iter().map(|t| t.token_id.clone()));
+        refs.insert(d.doc_id.as_str().into());
+        refs.extend(d.accurate_ocr.iter().map(|t| t.token_id.as_str().into()));
     }
-    refs.extend(artifacts.iter().map(|a| a.artifact_id.clone()));
+    refs.extend(artifacts.iter().map(|a| a.artifact_id.as_str().into()));
     let observed = hidden
         .hidden_signals
         .iter()
@@ -110,7 +110,7 @@ pub fn bare_episode(case: &Case) -> Episode {
         hidden: HiddenWorld::derive(case),
         trajectory: vec![],
         artifacts: vec![],
-        refs: BTreeSet::new(),
+        refs: ls_grading::RefSet::new(),
         observed: vec![],
         readiness: 0.08,
     }

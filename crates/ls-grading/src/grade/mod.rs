@@ -101,7 +101,7 @@ struct Intake<'a> {
     effective: Effective,
     successful: BTreeSet<ActionName>,
     attempted: BTreeSet<ActionName>,
-    revealed_refs: &'a BTreeSet<String>,
+    revealed_refs: &'a crate::RefSet,
     revealed_ids: BTreeSet<&'a str>,
     /// Observed signals, normalised.
     observed: BTreeSet<Cow<'a, str>>,

@@ -60,21 +60,14 @@ fn script(doc: &str) -> Vec<Vec<u8>> {
     .collect()
 }
 
-/// The few reply fields the load client checks; everything else is skipped while parsing, so the
-/// client spends its share of the CPU on requests rather than on building JSON trees.
-#[derive(serde::Deserialize)]
+/// The few reply fields the load client checks, read without parsing the rest
+/// ([`crate::reply_fields`]): the generator shares the cores with the server it measures.
+#[derive(Default)]
 struct Reply {
-    observation: ReplyObservation,
-    #[serde(default)]
-    info: ReplyInfo,
-}
-
-#[derive(serde::Deserialize)]
-struct ReplyObservation {
     case_id: String,
     step_count: u64,
-    #[serde(default)]
-    visible_documents: Vec<ReplyDocument>,
+    first_doc_id: Option<String>,
+    final_score: Option<f64>,
 }
 
 #[derive(serde::Deserialize)]
@@ -82,9 +75,48 @@ struct ReplyDocument {
     doc_id: String,
 }
 
-#[derive(serde::Deserialize, Default)]
-struct ReplyInfo {
-    final_score: Option<f64>,
+impl Reply {
+    /// The envelope's leading `observation` up to its step count, and its trailing `info`.
+    fn read(body: &[u8]) -> Result<Self> {
+        use crate::reply_fields::{first_member, last_member, members, parse, Walk};
+        let mut r = Reply::default();
+        let (key, observation_at) = first_member(body, 0)?;
+        if key != "observation" {
+            bail!("reply does not start with its observation (found {key:?})");
+        }
+        let mut step_count = false;
+        members(body, observation_at, |key, value| {
+            match key {
+                "case_id" => r.case_id = parse(value)?,
+                "visible_documents" => {
+                    let docs: Vec<ReplyDocument> = parse(value)?;
+                    r.first_doc_id = docs.into_iter().next().map(|d| d.doc_id);
+                }
+                "step_count" => {
+                    r.step_count = parse(value)?;
+                    step_count = true;
+                    return Ok(Walk::Stop);
+                }
+                _ => {}
+            }
+            Ok(Walk::Continue)
+        })?;
+        if !step_count {
+            bail!("reply's observation has no step count");
+        }
+        let (key, info) = last_member(body)?;
+        if key != "info" {
+            bail!("reply does not end with its info (found {key:?})");
+        }
+        // A graded step's info leads with its final score; other steps' infos have none.
+        members(info, 0, |key, value| {
+            if key == "final_score" {
+                r.final_score = parse(value)?;
+            }
+            Ok(Walk::Stop)
+        })?;
+        Ok(r)
+    }
 }
 
 struct Sample {
@@ -110,7 +142,7 @@ async fn post(
             String::from_utf8_lossy(reply.body)
         );
     }
-    serde_json::from_slice(reply.body).with_context(|| format!("{path}: unexpected reply"))
+    Reply::read(reply.body).with_context(|| format!("{path}: unexpected reply"))
 }
 
 /// One episode on `conn`. `scripts` caches each document's pre-serialized request bodies.
@@ -129,20 +161,17 @@ async fn play(
         lat,
     )
     .await?;
-    let mut consistent = env.observation.case_id == case_id;
-    let doc = env
-        .observation
-        .visible_documents
-        .first()
-        .map(|d| d.doc_id.as_str())
-        .unwrap_or("");
+    let mut consistent = env.case_id == case_id;
+    let doc = env.first_doc_id.as_deref().unwrap_or("");
     let bodies = scripts.entry(doc.to_owned()).or_insert_with(|| script(doc));
     let mut score = -1.0;
     for (i, body) in bodies.iter().enumerate() {
         let last = post(conn, "/step", session, body, lat).await?;
-        consistent &=
-            last.observation.case_id == case_id && last.observation.step_count == i as u64 + 1;
-        score = last.info.final_score.unwrap_or(-1.0);
+        consistent &= last.case_id == case_id && last.step_count == i as u64 + 1;
+        score = last.final_score.unwrap_or(-1.0);
+        if i + 1 == bodies.len() && last.final_score.is_none() {
+            bail!("the submit step's info does not lead with a final score");
+        }
     }
     Ok((score, consistent))
 }

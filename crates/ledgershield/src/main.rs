@@ -10,6 +10,7 @@ mod cases;
 mod export;
 mod http1;
 mod load;
+mod reply_fields;
 mod report;
 mod run;
 

@@ -24,9 +24,12 @@ fi
 export LS_BIN
 
 WORK="$(mktemp -d)"
-PIDS=()
+# Servers' pids go to files: `start_server` runs in a command substitution (a subshell), where
+# appending to an array would not reach this shell.
 cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for f in "$WORK"/*.pid; do
+    [ -e "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
+  done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -37,9 +40,10 @@ LEDGERSHIELD_DB_PATH="$LS_DB" "$LS_BIN" report --format json --out "$WORK/report
 
 # Start a server on an ephemeral port; prints its URL once it listens.
 start_server() {
-  local log="$WORK/$1.log"; shift
+  local name="$1"; shift
+  local log="$WORK/$name.log"
   LEDGERSHIELD_DB_PATH="$LS_DB" "$LS_BIN" serve --host 127.0.0.1 --port 0 "$@" >"$log" 2>&1 &
-  PIDS+=("$!")
+  echo "$!" >"$WORK/$name.pid"
   for _ in $(seq 1 100); do
     local url
     url="$(sed -n 's/^LedgerShield listening on \(http:[^ ]*\)$/\1/p' "$log" | head -1)"

@@ -135,6 +135,50 @@ fn idle_connections_are_closed_by_the_header_timeout() {
     assert!(child.wait().unwrap().success());
 }
 
+/// Keep-alive: requests answered on one connection, spaced by less than the timeout, then
+/// silence. Each wait for a head re-arms the connection's one timer (`conn_timer`), so the
+/// connection lives through the requests and closes about one timeout after the last reply.
+#[test]
+fn a_keep_alive_connection_closes_one_timeout_after_its_last_request() {
+    let (mut child, addr) = start(&["--header-timeout-secs", "1"]);
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut reader = BufReader::new(s.try_clone().unwrap());
+    for _ in 0..3 {
+        s.write_all(b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+            .unwrap();
+        let mut status = String::new();
+        reader.read_line(&mut status).unwrap();
+        assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+        let mut len = 0usize;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0u8; len];
+        reader.read_exact(&mut body).unwrap();
+        // Idle for 0.6 s of the 1 s timeout: the timer armed while waiting for the first head
+        // fires during the second wait, and that wait must not end there (it is re-armed).
+        std::thread::sleep(Duration::from_millis(600));
+    }
+    // Three requests 0.6 s apart on one connection were all served (1.8 s > the 1 s timeout).
+    let t0 = std::time::Instant::now();
+    let mut rest = Vec::new();
+    let r = reader.read_to_end(&mut rest);
+    assert!(r.is_ok(), "the server closed the idle connection: {r:?}");
+    let closed_after = t0.elapsed();
+    // 0.6 s of the timeout had passed before t0; the close comes about 0.4 s later.
+    assert!(closed_after < Duration::from_secs(8), "{closed_after:?}");
+    sigterm(&child);
+    assert!(child.wait().unwrap().success());
+}
+
 #[test]
 fn a_body_that_never_arrives_gets_408() {
     let (mut child, addr) = start(&["--body-timeout-secs", "1"]);

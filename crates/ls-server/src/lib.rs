@@ -22,6 +22,7 @@
 pub mod audit;
 pub mod body;
 pub mod config;
+mod conn_timer;
 pub mod controlbench;
 pub mod controlbench_openenv;
 pub mod discovery;

@@ -4,10 +4,11 @@
 //! loop returns once nothing is live or the grace period has passed.
 
 use crate::config::Timeouts;
+use crate::conn_timer::ConnectionTimer;
 use crate::shutdown::Shutdown;
 use axum::body::Bytes;
 use hyper::body::{Frame, Incoming, SizeHint};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -84,8 +85,7 @@ pub async fn serve(
     shutdown: Shutdown,
 ) -> std::io::Result<()> {
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(timeouts.header_read)
+    http.header_read_timeout(timeouts.header_read)
         .keep_alive(true);
     let slots = Arc::new(Semaphore::new(timeouts.max_connections.max(1)));
     loop {
@@ -129,7 +129,7 @@ pub async fn serve(
 }
 
 async fn connection(
-    http: hyper::server::conn::http1::Builder,
+    mut http: hyper::server::conn::http1::Builder,
     stream: tokio::net::TcpStream,
     peer: SocketAddr,
     app: crate::App,
@@ -138,6 +138,8 @@ async fn connection(
     _slot: OwnedSemaphorePermit,
 ) {
     let _live = shutdown.track();
+    // The header-read and keep-alive timeouts run on one timer per connection (see conn_timer).
+    http.timer(ConnectionTimer::default());
     let svc = tower::ServiceBuilder::new()
         .map_request(move |req: hyper::Request<Incoming>| {
             req.map(|b| TimedBody::new(b, body_limit))

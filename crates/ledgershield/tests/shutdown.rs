@@ -9,7 +9,33 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-fn start(extra: &[&str]) -> (Child, String) {
+/// A started server that is killed if a test ends (or fails) without stopping it, so a failed
+/// assertion does not leave the process running.
+struct Server(Child);
+
+impl std::ops::Deref for Server {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+fn start(extra: &[&str]) -> (Server, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ledgershield"))
         .args(["serve", "--port", "0"])
         .args(extra)
@@ -22,7 +48,7 @@ fn start(extra: &[&str]) -> (Child, String) {
         .read_line(&mut line)
         .unwrap();
     let addr = line.trim().rsplit("http://").next().unwrap().to_owned();
-    (child, addr)
+    (Server(child), addr)
 }
 
 /// One request on its own connection; `Some(status)` when a whole reply came back.

@@ -20,9 +20,9 @@ export LEDGERSHIELD_BIN="${LEDGERSHIELD_BIN:-$REPO/target/debug/ledgershield}"
 if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir \
     "openenv-core==$OPENENV_CORE_VERSION" "pytest>=7" "requests>=2.28"
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$HERE"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir "$HERE"
 
 if [ ! -x "$LEDGERSHIELD_BIN" ]; then
     echo "building ledgershield (binary not found at $LEDGERSHIELD_BIN)" >&2

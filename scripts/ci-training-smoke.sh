@@ -32,12 +32,12 @@ if [ ! -f "$VENV/.train-pins-$STAMP" ]; then
     mkdir -p "$(dirname "$VENV")"
     "$PYTHON" -m venv "$VENV"
     start=$(date +%s)
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$REPO/python[train]"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir "$REPO/python[train]"
     echo "installed in $(( $(date +%s) - start )) s"
     touch "$VENV/.train-pins-$STAMP"
 fi
 # The package itself: always the checkout's (no dependency resolution).
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall "$REPO/python"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir --no-deps --force-reinstall "$REPO/python"
 
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT

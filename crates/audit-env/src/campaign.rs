@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::baseline::BaselineConfig;
 use crate::data::{self, Documents, BASE_APPROVED_VENDORS, ONBOARDED_VENDOR};
-use crate::episode::{AuditAction, AuditObservation, Episode};
+use crate::episode::{AuditAction, AuditObservation, Episode, OutcomeFeedback};
 use crate::error::AuditError;
 use crate::grading::{
     self, CampaignScore, CampaignScoreInputs, Class, FeedbackDetail, GradeResult, Matcher,
@@ -661,6 +661,7 @@ impl Campaign {
             self.max_findings_per_step,
         );
         ep.feedback_detail = FeedbackDetail::Counts;
+        ep.outcome_feedback = OutcomeFeedback::AtFinal;
         let p = self.current_period;
         for s in shocks().into_iter().filter(|s| {
             s.trigger_period == p

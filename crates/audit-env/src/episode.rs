@@ -10,7 +10,7 @@ use crate::adversarial::{AdversarialController, FraudDifficulty};
 use crate::data::{self, TaskData};
 use crate::error::AuditError;
 use crate::grading::{self, FeedbackDetail, GradeResult, RewardBreakdown};
-use crate::model::{limits, ErrorType, Finding, GtItem, TaskId, WorldRules, HELD_OUT_SEEDS};
+use crate::model::{self, limits, ErrorType, Finding, GtItem, TaskId, WorldRules};
 use crate::util::{self, round_n};
 
 /// Findings submitted in one step. `submit_final` is optional so campaigns can default it.
@@ -113,6 +113,27 @@ pub struct StepInfo {
     pub rejected_findings: usize,
     pub warnings: Vec<String>,
     pub reward_breakdown: Option<RewardBreakdown>,
+    /// True on the final step of a held-out episode: the grade is kept for the evaluator
+    /// (`GET /grader` with the operator credential) and not sent to the agent.
+    #[serde(default)]
+    pub grade_sealed: bool,
+}
+
+/// How much an episode's replies say about which findings are true.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeFeedback {
+    /// Training seeds: every step's reward, reward components, feedback and `state` reflect
+    /// the classes of the findings (a shaping signal), and the final grade names documents.
+    #[default]
+    PerStep,
+    /// Campaign episodes: non-final steps are outcome-blind (step penalty only, no running
+    /// score); the final step pays the outcome of all the episode's findings and carries the
+    /// grade in counts.
+    AtFinal,
+    /// Held-out seeds: every step is outcome-blind, the final one included; the grade is
+    /// sealed (kept for the evaluator, never in a reply to the agent).
+    Sealed,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -138,13 +159,18 @@ pub struct AuditState {
     pub max_steps: u32,
     pub done: bool,
     pub total_errors: usize,
-    pub found_errors: usize,
-    pub false_positives: usize,
+    /// True positives so far; `null` on held-out seeds (sealed) and in campaigns' episodes
+    /// before their final step.
+    pub found_errors: Option<usize>,
+    /// False positives so far; `null` where `found_errors` is.
+    pub false_positives: Option<usize>,
     pub investigation_mode: bool,
     pub revealed_categories: Vec<String>,
+    /// Sum of the rewards the agent was sent.
     pub cumulative_reward: f64,
-    /// Partial-credit score of the findings so far (0.01 before any finding).
-    pub cumulative_score: f64,
+    /// Partial-credit score of the findings so far (0.01 before any finding); `null` where
+    /// `found_errors` is.
+    pub cumulative_score: Option<f64>,
     pub fraud_level: Option<u8>,
 }
 
@@ -201,6 +227,8 @@ pub struct Episode {
     pub full_grade: Option<GradeResult>,
     /// `Full` on training seeds; `Counts` on held-out seeds and in campaigns.
     pub feedback_detail: FeedbackDetail,
+    /// `PerStep` on training seeds, `Sealed` on held-out seeds, `AtFinal` in campaigns.
+    pub outcome_feedback: OutcomeFeedback,
     pub rewards: Vec<f64>,
     pub notices: Vec<String>,
     pub max_findings_per_step: usize,
@@ -242,10 +270,15 @@ impl Episode {
             revealed: BTreeSet::new(),
             last_grade: None,
             full_grade: None,
-            feedback_detail: if HELD_OUT_SEEDS.contains(&seed) {
+            feedback_detail: if model::is_held_out(seed) {
                 FeedbackDetail::Counts
             } else {
                 FeedbackDetail::Full
+            },
+            outcome_feedback: if model::is_held_out(seed) {
+                OutcomeFeedback::Sealed
+            } else {
+                OutcomeFeedback::PerStep
             },
             rewards: vec![],
             notices: vec![],
@@ -330,6 +363,7 @@ impl Episode {
                 .collect::<Vec<_>>()),
         );
         metadata.insert("notices".into(), json!(self.notices));
+        metadata.insert("outcome_feedback".into(), json!(self.outcome_feedback));
         AuditObservation {
             done: self.done,
             reward,
@@ -374,8 +408,27 @@ impl Episode {
         )
     }
 
+    /// Whether replies may show outcomes now: always on training seeds, after the final step
+    /// in campaigns, never on held-out seeds.
+    pub fn outcomes_visible(&self) -> bool {
+        match self.outcome_feedback {
+            OutcomeFeedback::PerStep => true,
+            OutcomeFeedback::AtFinal => self.done,
+            OutcomeFeedback::Sealed => false,
+        }
+    }
+
+    /// The last final grade as the agent may see it: `None` on a held-out (sealed) episode.
+    pub fn agent_grade(&self) -> Option<&GradeResult> {
+        match self.outcome_feedback {
+            OutcomeFeedback::Sealed => None,
+            _ => self.last_grade.as_ref(),
+        }
+    }
+
     pub fn state(&self) -> AuditState {
         let g = grading::grade(self.gt(), &self.findings);
+        let show = self.outcomes_visible();
         AuditState {
             episode_id: Some(self.episode_id.clone()),
             task_id: Some(self.task()),
@@ -384,12 +437,12 @@ impl Episode {
             max_steps: self.max_steps,
             done: self.done,
             total_errors: self.gt().len(),
-            found_errors: g.true_positives,
-            false_positives: g.false_positives,
+            found_errors: show.then_some(g.true_positives),
+            false_positives: show.then_some(g.false_positives),
             investigation_mode: self.investigation_mode,
             revealed_categories: self.revealed.iter().cloned().collect(),
             cumulative_reward: round_n(self.rewards.iter().sum(), 4),
-            cumulative_score: g.score,
+            cumulative_score: show.then_some(g.score),
             fraud_level: (self.task() == TaskId::FraudDetection).then_some(self.rules.fraud_level),
         }
     }
@@ -453,69 +506,78 @@ impl Episode {
         let clean = self.check_action(&a)?;
         let submit_final = a.submit_final.unwrap_or(false);
         self.step_count += 1;
-        let n = self.step_count;
-        // Investigate step.
         if self.investigation_mode
             && clean.is_empty()
             && !submit_final
             && !request_categories.is_empty()
         {
-            let cats: BTreeSet<String> = self
-                .data
-                .documents
-                .categories()
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-            let new: Vec<String> = request_categories
-                .iter()
-                .map(|c| c.trim().to_string())
-                .filter(|c| cats.contains(c) && !self.revealed.contains(c))
-                .collect();
-            self.revealed.extend(new.iter().cloned());
-            let remaining: Vec<String> = cats
-                .iter()
-                .filter(|c| !self.revealed.contains(*c))
-                .cloned()
-                .collect();
-            let fb = format!(
-                "Step {n}/{}: revealed {}.\nRevealed so far: {}\nRemaining: {}",
-                self.max_steps,
-                if new.is_empty() {
-                    "nothing new".into()
-                } else {
-                    new.join(", ")
-                },
-                self.revealed.iter().cloned().collect::<Vec<_>>().join(", "),
-                remaining.join(", ")
-            );
-            self.rewards.push(0.0);
-            let obs = self.observation(0.0, fb, false);
-            let info = StepInfo {
-                accepted_findings: 0,
-                rejected_findings: 0,
-                warnings: vec![],
-                reward_breakdown: None,
-            };
-            return Ok(StepOutcome {
-                envelope: AuditStepEnvelope {
-                    observation: obs,
-                    reward: 0.0,
-                    done: false,
-                    info,
-                    grader: None,
-                    session_id: None,
-                },
-                new_findings: vec![],
-            });
+            return Ok(self.investigate(&request_categories));
         }
-        let valid: BTreeSet<&str> = self
-            .valid_types()
+        let (accepted, rejected, warnings) = self.accept(clean);
+        Ok(self.grade_step(accepted, rejected, warnings, submit_final))
+    }
+
+    /// An investigation step: reveal the requested categories (no findings, reward 0).
+    fn investigate(&mut self, request_categories: &[String]) -> StepOutcome {
+        let n = self.step_count;
+        let cats: BTreeSet<String> = self
+            .data
+            .documents
+            .categories()
             .iter()
-            .map(|t| t.as_str())
-            .collect::<BTreeSet<_>>();
-        let valid_list = self
-            .valid_types()
+            .map(|s| s.to_string())
+            .collect();
+        let new: Vec<String> = request_categories
+            .iter()
+            .map(|c| c.trim().to_string())
+            .filter(|c| cats.contains(c) && !self.revealed.contains(c))
+            .collect();
+        self.revealed.extend(new.iter().cloned());
+        let remaining: Vec<String> = cats
+            .iter()
+            .filter(|c| !self.revealed.contains(*c))
+            .cloned()
+            .collect();
+        let fb = format!(
+            "Step {n}/{}: revealed {}.\nRevealed so far: {}\nRemaining: {}",
+            self.max_steps,
+            if new.is_empty() {
+                "nothing new".into()
+            } else {
+                new.join(", ")
+            },
+            self.revealed.iter().cloned().collect::<Vec<_>>().join(", "),
+            remaining.join(", ")
+        );
+        self.rewards.push(0.0);
+        let obs = self.observation(0.0, fb, false);
+        let info = StepInfo {
+            accepted_findings: 0,
+            rejected_findings: 0,
+            warnings: vec![],
+            reward_breakdown: None,
+            grade_sealed: false,
+        };
+        StepOutcome {
+            envelope: AuditStepEnvelope {
+                observation: obs,
+                reward: 0.0,
+                done: false,
+                info,
+                grader: None,
+                session_id: None,
+            },
+            new_findings: vec![],
+        }
+    }
+
+    /// Split a sanitized batch into accepted findings and rejections. Every warning depends on
+    /// the finding and the public documents only (type validity, document existence, limits,
+    /// renamed fields), never on the ground truth.
+    fn accept(&self, clean: Vec<Finding>) -> (Vec<Finding>, usize, Vec<String>) {
+        let valid_types = self.valid_types();
+        let valid: BTreeSet<&str> = valid_types.iter().map(|t| t.as_str()).collect();
+        let valid_list = valid_types
             .iter()
             .map(|t| t.as_str())
             .collect::<Vec<_>>()
@@ -560,30 +622,71 @@ impl Episode {
             }
             accepted.push(f);
         }
-        let is_final = submit_final || n >= self.max_steps;
-        let previous = self.findings.clone();
-        self.findings.extend(accepted.iter().cloned());
-        let grade = grading::grade(self.gt(), &self.findings);
-        let rb = grading::step_reward(
-            self.gt(),
-            &previous,
-            &accepted,
-            n,
-            is_final.then_some(&grade),
-        );
-        self.rewards.push(rb.reward);
+        (accepted, rejected, warnings)
+    }
+
+    /// The reward of a findings step as the agent may see it. The full reward and grade are
+    /// computed on every step in every mode (the same work whatever the findings), then
+    /// replaced by the outcome-blind reward where outcomes are hidden.
+    fn visible_reward(
+        &self,
+        previous: &[Finding],
+        accepted: &[Finding],
+        grade: Option<&GradeResult>,
+    ) -> RewardBreakdown {
+        let n = self.step_count;
+        let full = grading::step_reward(self.gt(), previous, accepted, n, grade);
+        match (self.outcome_feedback, grade.is_some()) {
+            (OutcomeFeedback::PerStep, _) => full,
+            // The campaign's final step pays the outcome of every finding of the episode.
+            (OutcomeFeedback::AtFinal, true) => {
+                grading::step_reward(self.gt(), &[], &self.findings, n, grade)
+            }
+            (OutcomeFeedback::AtFinal, false) | (OutcomeFeedback::Sealed, _) => {
+                grading::blind_step_reward(n)
+            }
+        }
+    }
+
+    /// The step's feedback text: the running score only where outcomes are visible.
+    fn step_feedback(
+        &self,
+        warnings: &[String],
+        accepted: usize,
+        grade: &GradeResult,
+        is_final: bool,
+    ) -> String {
+        let n = self.step_count;
         let mut fb = String::new();
-        for w in &warnings {
+        for w in warnings {
             fb.push_str(w);
             fb.push('\n');
         }
         fb.push_str(&format!(
-            "Step {n}/{}: Accepted {} finding(s) this step.\n",
-            self.max_steps,
-            accepted.len()
+            "Step {n}/{}: Accepted {accepted} finding(s) this step.",
+            self.max_steps
         ));
+        let show = match self.outcome_feedback {
+            OutcomeFeedback::PerStep => true,
+            OutcomeFeedback::AtFinal => is_final,
+            OutcomeFeedback::Sealed => false,
+        };
+        if !show {
+            fb.push_str(match self.outcome_feedback {
+                OutcomeFeedback::Sealed => {
+                    "\nHeld-out seed: no running score; the grade is sealed for the evaluator."
+                }
+                _ => {
+                    "\nCampaign episode: the outcome of these findings is paid on the final submit."
+                }
+            });
+            if is_final {
+                fb.push_str("\nEPISODE COMPLETE — graded; the grade is sealed (held-out seed).");
+            }
+            return fb;
+        }
         fb.push_str(&format!(
-            "Running score — TP: {}, FP: {}, Precision: {:.2}, Recall: {:.2}",
+            "\nRunning score — TP: {}, FP: {}, Precision: {:.2}, Recall: {:.2}",
             grade.true_positives, grade.false_positives, grade.precision, grade.recall
         ));
         if grade.partial_matches > 0 {
@@ -593,8 +696,6 @@ impl Episode {
             ));
         }
         if is_final {
-            self.done = true;
-            self.submitted_final = submit_final;
             fb.push_str(&format!(
                 "\nEPISODE COMPLETE — Final F1 Score: {:.4}",
                 grade.score
@@ -603,7 +704,31 @@ impl Episode {
                 "\nWeighted F1: {:.4} | Risk Mitigation: {:.1}%",
                 grade.weighted_score, grade.risk_score.risk_mitigation_pct
             ));
-            fb.push_str(&self.missed_feedback(&grade));
+            fb.push_str(&self.missed_feedback(grade));
+        }
+        fb
+    }
+
+    /// Grade a findings step and build its reply.
+    fn grade_step(
+        &mut self,
+        accepted: Vec<Finding>,
+        rejected: usize,
+        warnings: Vec<String>,
+        submit_final: bool,
+    ) -> StepOutcome {
+        let n = self.step_count;
+        let is_final = submit_final || n >= self.max_steps;
+        let previous = self.findings.clone();
+        self.findings.extend(accepted.iter().cloned());
+        let grade = grading::grade(self.gt(), &self.findings);
+        let rb = self.visible_reward(&previous, &accepted, is_final.then_some(&grade));
+        self.rewards.push(rb.reward);
+        let fb = self.step_feedback(&warnings, accepted.len(), &grade, is_final);
+        let sealed = self.outcome_feedback == OutcomeFeedback::Sealed;
+        if is_final {
+            self.done = true;
+            self.submitted_final = submit_final;
             self.last_grade = Some(grade.for_detail(self.feedback_detail));
             self.full_grade = Some(grade.clone());
         }
@@ -613,18 +738,19 @@ impl Episode {
             rejected_findings: rejected,
             warnings,
             reward_breakdown: Some(rb.clone()),
+            grade_sealed: is_final && sealed,
         };
-        Ok(StepOutcome {
+        StepOutcome {
             envelope: AuditStepEnvelope {
                 observation: obs,
                 reward: rb.reward,
                 done: is_final,
                 info,
-                grader: is_final.then(|| grade.for_detail(self.feedback_detail)),
+                grader: (is_final && !sealed).then(|| grade.for_detail(self.feedback_detail)),
                 session_id: None,
             },
             new_findings: accepted,
-        })
+        }
     }
 }
 
@@ -722,6 +848,7 @@ impl AuditEnv {
                 rejected_findings: 0,
                 warnings: vec![],
                 reward_breakdown: None,
+                grade_sealed: false,
             },
             grader: None,
             session_id: None,
@@ -762,15 +889,21 @@ impl AuditEnv {
                 max_steps: 0,
                 done: false,
                 total_errors: 0,
-                found_errors: 0,
-                false_positives: 0,
+                found_errors: Some(0),
+                false_positives: Some(0),
                 investigation_mode: false,
                 revealed_categories: vec![],
                 cumulative_reward: 0.0,
-                cumulative_score: 0.01,
+                cumulative_score: Some(0.01),
                 fraud_level: None,
             },
         }
+    }
+
+    /// The last completed grade as the agent may see it: `None` for a held-out episode, whose
+    /// grade is sealed (read it with [`AuditEnv::last_grade`], the evaluator's view).
+    pub fn agent_grade(&self) -> Option<&GradeResult> {
+        self.episode.as_ref().and_then(|e| e.agent_grade())
     }
 
     pub fn last_grade(&self) -> Option<&GradeResult> {
@@ -814,7 +947,8 @@ impl AuditEnv {
     }
 }
 
-/// In-process evaluation: one final step with the given findings (for training loops).
+/// In-process evaluation: one final step with the given findings (for training loops and the
+/// evaluator; on held-out seeds this is the sealed grade, in counts).
 pub fn evaluate(
     task: TaskId,
     seed: u64,
@@ -828,14 +962,15 @@ pub fn evaluate(
         false,
         limits::MAX_FINDINGS_PER_STEP_CEILING,
     );
-    let out = ep.step(
+    ep.step(
         AuditAction {
             findings,
             submit_final: Some(true),
         },
         vec![],
     )?;
-    out.envelope.grader.ok_or(AuditError::Internal)
+    // The evaluator's view: on held-out seeds the grade is sealed from replies, not from here.
+    ep.last_grade.ok_or(AuditError::Internal)
 }
 
 #[cfg(test)]

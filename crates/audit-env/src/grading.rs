@@ -64,6 +64,9 @@ pub struct PartialMatch {
     pub document_id: String,
     pub submitted_type: String,
     pub expected_types: Vec<String>,
+    /// The effective true positives this near miss earned: [`PARTIAL_CREDIT`] divided by the
+    /// number of the agent's unmatched claims on the document ([`partial_shares`]).
+    pub credit: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -288,12 +291,56 @@ fn classify_refs(gt: &[GtItem], findings: &[&Finding]) -> (Vec<Class>, Vec<bool>
     (classes, m.matched)
 }
 
+/// The share of [`PARTIAL_CREDIT`] each finding earns: 0 unless it is a near miss; for a near
+/// miss the product of two factors:
+///
+/// * `1 / k`, where `k` is the number of the agent's unmatched claims (near misses and false
+///   positives) on that document: one imprecise claim keeps the whole credit, a document
+///   sprayed with one type per family shares it;
+/// * the hit rate of the claimed type, `(matches + near misses) / claims` over the agent's
+///   claims of that type (duplicates left out): a type claimed on every document earns little
+///   for the near misses it happens to land on, an agent that names one error imprecisely
+///   keeps the credit.
+///
+/// So near-miss farming earns nothing that one careful guess would not.
+pub fn partial_shares(findings: &[&Finding], classes: &[Class]) -> Vec<f64> {
+    let doc = |f: &Finding| f.document_id.trim().to_ascii_uppercase();
+    let ty = |f: &Finding| f.error_type.trim().to_ascii_lowercase();
+    let mut unmatched: BTreeMap<String, usize> = BTreeMap::new();
+    let mut claims: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for (f, c) in findings.iter().zip(classes) {
+        if matches!(c, Class::Partial(_) | Class::FalsePositive) {
+            *unmatched.entry(doc(f)).or_default() += 1;
+        }
+        if !matches!(c, Class::Duplicate(_)) {
+            let e = claims.entry(ty(f)).or_default();
+            e.1 += 1;
+            if matches!(c, Class::Match(_) | Class::Partial(_)) {
+                e.0 += 1;
+            }
+        }
+    }
+    findings
+        .iter()
+        .zip(classes)
+        .map(|(f, c)| match c {
+            Class::Partial(_) => {
+                let k = unmatched.get(&doc(f)).copied().unwrap_or(1).max(1);
+                let (hits, n) = claims.get(&ty(f)).copied().unwrap_or((1, 1));
+                (1.0 / k as f64) * (hits as f64 / n.max(1) as f64)
+            }
+            _ => 0.0,
+        })
+        .collect()
+}
+
 pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
     let index = Matcher::new(gt);
     let mut fps: Vec<KeyRef> = vec![];
     let mut dups: Vec<KeyRef> = vec![];
     let mut partials: Vec<PartialMatch> = vec![];
     let (classes, matched) = classify_all(gt, findings);
+    let shares = partial_shares(&findings.iter().collect::<Vec<_>>(), &classes);
     // Report in the grader's resolution order (exact findings first), as before.
     let (exact, rest): (Vec<usize>, Vec<usize>) = (0..findings.len())
         .partition(|&i| matches!(classes[i], Class::Match(_) | Class::Duplicate(_)));
@@ -306,6 +353,7 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
                 document_id: f.document_id.trim().to_ascii_uppercase(),
                 submitted_type: f.error_type.trim().to_ascii_lowercase(),
                 expected_types: index.expected_types(&f.document_id),
+                credit: round_n(PARTIAL_CREDIT * shares[i], 4),
             }),
             Class::FalsePositive => fps.push(key_ref(&f.document_id, &f.error_type)),
         }
@@ -327,9 +375,10 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
         tp as f64 / n_gt as f64
     };
     let strict = f1(p, r);
-    // partial credit
-    let etp = tp as f64 + PARTIAL_CREDIT * np as f64;
-    let efp = nfp as f64 + (1.0 - PARTIAL_CREDIT) * np as f64;
+    // partial credit: each near miss earns its share of PARTIAL_CREDIT, the rest is a false positive
+    let credit: f64 = shares.iter().map(|s| PARTIAL_CREDIT * s).sum();
+    let etp = tp as f64 + credit;
+    let efp = nfp as f64 + np as f64 - credit;
     let ppc = if etp + efp == 0.0 {
         0.0
     } else {
@@ -542,6 +591,28 @@ pub struct RewardBreakdown {
     pub reward: f64,
     /// The reference's clamped value, `clamp_score(raw)`, for clients that compare with it.
     pub clamped: f64,
+    /// True when this reward says nothing about which findings are true: every step of a
+    /// held-out episode and the non-final steps of a campaign episode pay the step penalty
+    /// only, and every outcome component is 0 ([`blind_step_reward`]).
+    #[serde(default)]
+    pub outcome_hidden: bool,
+}
+
+/// The outcome-blind reward of step `step`: the step penalty alone, the same for any findings.
+pub fn blind_step_reward(step: u32) -> RewardBreakdown {
+    let p = round_n(-STEP_PENALTY - STEP_DECAY * step as f64, 4);
+    RewardBreakdown {
+        step_penalty: p,
+        true_positive_reward: 0.0,
+        partial_reward: 0.0,
+        false_positive_penalty: 0.0,
+        duplicate_penalty: 0.0,
+        final_bonus: 0.0,
+        raw: p,
+        reward: p,
+        clamped: clamp_score(p),
+        outcome_hidden: true,
+    }
 }
 
 /// Reward of one step: `previous` are findings accepted before this step, `new` this step's.
@@ -559,10 +630,14 @@ pub fn step_reward(
 ) -> RewardBreakdown {
     let all: Vec<&Finding> = previous.iter().chain(new).collect();
     let (classes, _) = classify_refs(gt, &all);
+    let shares = partial_shares(&all, &classes);
     let step_pen = -STEP_PENALTY - STEP_DECAY * step as f64;
     let mut r = step_pen;
     let (mut tpr, mut pr, mut fpp, mut dp) = (0.0, 0.0, 0.0, 0.0);
-    for class in &classes[previous.len()..] {
+    for (class, share) in classes[previous.len()..]
+        .iter()
+        .zip(&shares[previous.len()..])
+    {
         match *class {
             Class::Match(i) => {
                 let v = TP_REWARD * gt[i].error_type.weight();
@@ -574,8 +649,8 @@ pub fn step_reward(
                 dp -= DUPLICATE_PENALTY;
             }
             Class::Partial(_) => {
-                r += PARTIAL_REWARD;
-                pr += PARTIAL_REWARD;
+                r += PARTIAL_REWARD * share;
+                pr += PARTIAL_REWARD * share;
             }
             Class::FalsePositive => {
                 r -= FP_PENALTY;
@@ -606,6 +681,7 @@ pub fn step_reward(
         raw: round_n(r, 4),
         reward: round_n(r, 4),
         clamped: clamp_score(r),
+        outcome_hidden: false,
     }
 }
 
@@ -787,16 +863,58 @@ mod tests {
             .iter()
             .map(|g| Finding::new(&g.document_id, g.error_type.as_str()))
             .collect();
-        f.push(Finding::new("EXP-016", "over_limit")); // partial
+        f.push(Finding::new("EXP-016", "over_limit")); // partial (cumulative_breach, same family)
         f.push(Finding::new("EXP-001", "over_limit"));
         f.push(Finding::new("EXP-002", "over_limit"));
         let g = grade(&gt, &f);
-        assert_eq!(g.score, 0.72);
+        // The reference scores 0.72. Here the near miss's type (over_limit) was also claimed on
+        // two clean claims, so its hit rate is 2/4 and it earns half the partial credit.
+        assert_eq!(g.score, 0.69);
         assert_eq!(g.precision, 0.62); // 0.625 rounds half to even
         assert_eq!(g.recall, 0.71);
         assert_eq!(
             (g.true_positives, g.partial_matches, g.false_positives),
             (5, 1, 2)
+        );
+        assert_eq!(g.partial_match_list[0].credit, 0.2);
+        // With the two false positives of another type, the near miss keeps the whole credit
+        // and the score is the reference's.
+        f[6] = Finding::new("EXP-001", "wrong_category");
+        f[7] = Finding::new("EXP-002", "wrong_category");
+        let g = grade(&gt, &f);
+        assert_eq!(g.score, 0.72);
+        assert_eq!(g.partial_match_list[0].credit, PARTIAL_CREDIT);
+    }
+
+    #[test]
+    fn near_miss_credit_is_shared_on_a_sprayed_document_and_by_a_sprayed_type() {
+        let gt = gt7();
+        // One imprecise claim on EXP-014 (missing_receipt): the whole credit.
+        let one = grade(&gt, &[Finding::new("EXP-014", "duplicate_claim")]);
+        assert_eq!(one.partial_match_list[0].credit, PARTIAL_CREDIT);
+        // The same claim beside three other-family guesses on EXP-014: a quarter of it.
+        let sprayed_doc = grade(
+            &gt,
+            &[
+                Finding::new("EXP-014", "duplicate_claim"),
+                Finding::new("EXP-014", "over_limit"),
+                Finding::new("EXP-014", "wrong_category"),
+                Finding::new("EXP-014", "weekend_expense"),
+            ],
+        );
+        assert_eq!(sprayed_doc.partial_match_list[0].credit, 0.1);
+        assert!(sprayed_doc.score < one.score);
+        // duplicate_claim claimed on every claim: hit rate (1 match + 1 near miss) / 19.
+        let ids: Vec<String> = (1..=19).map(|i| format!("EXP-{:03}", i)).collect();
+        let every: Vec<Finding> = ids
+            .iter()
+            .map(|d| Finding::new(d, "duplicate_claim"))
+            .collect();
+        let g = grade(&gt, &every);
+        assert_eq!((g.true_positives, g.partial_matches), (1, 1));
+        assert_eq!(
+            g.partial_match_list[0].credit,
+            round_n(PARTIAL_CREDIT * 2.0 / 19.0, 4)
         );
     }
 

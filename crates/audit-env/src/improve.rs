@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::baseline::{self, BaselineConfig};
 use crate::error::AuditError;
 use crate::grading::GradeResult;
-use crate::model::{limits, ErrorType, HELD_OUT_SEEDS, TRAIN_SEEDS};
+use crate::model::{limits, ErrorType, TRAIN_SEEDS};
 use crate::util::round_n;
 
 pub const TRAIN_GAIN_MIN: f64 = 0.005;
@@ -121,10 +121,10 @@ pub fn validate_seeds(train: &[u64], held: &[u64]) -> Result<(), AuditError> {
             format!("seed {s} is outside the training pool 42-51"),
         ));
     }
-    if let Some(s) = held.iter().find(|s| !HELD_OUT_SEEDS.contains(s)) {
+    if let Some(s) = held.iter().find(|s| !crate::model::is_held_out(**s)) {
         return Err(AuditError::invalid(
             "held_out_seeds",
-            format!("seed {s} is outside the held-out pool 100-104"),
+            format!("seed {s} is outside the held-out pool 100-104, 100000-109999"),
         ));
     }
     Ok(())

@@ -28,7 +28,17 @@ pub mod limits {
 }
 
 pub const TRAIN_SEEDS: std::ops::RangeInclusive<u64> = 42..=51;
+/// The default held-out evaluation list (the reference's five seeds).
 pub const HELD_OUT_SEEDS: std::ops::RangeInclusive<u64> = 100..=104;
+/// A reserved range of held-out seeds for evaluations (and red-team tests) that draw fresh
+/// seeds: every seed here is held out like 100-104.
+pub const HELD_OUT_RANGE: std::ops::RangeInclusive<u64> = 100_000..=109_999;
+
+/// Whether `seed` is held out: in [`HELD_OUT_SEEDS`] or [`HELD_OUT_RANGE`]. Held-out episodes
+/// are sealed (`episode::OutcomeFeedback::Sealed`); every other seed is a training seed.
+pub fn is_held_out(seed: u64) -> bool {
+    HELD_OUT_SEEDS.contains(&seed) || HELD_OUT_RANGE.contains(&seed)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -990,6 +990,56 @@ mod tests {
         }
     }
 
+    /// Campaign episodes (`AtFinal`): non-final steps pay the step penalty only, whatever the
+    /// findings; the final step pays the outcome of every finding of the episode.
+    #[test]
+    fn campaign_episodes_pay_outcomes_on_the_final_step_only() {
+        let task = TaskId::InvoiceMatch;
+        let gt = data::generate(task, 42, &WorldRules::default()).ground_truth;
+        let truth = grading::perfect_findings(&gt);
+        let play = |first: Vec<Finding>| {
+            let mut ep = Episode::new(task, 42, WorldRules::default(), "c".into(), false, 200);
+            ep.outcome_feedback = OutcomeFeedback::AtFinal;
+            let a = ep
+                .step(
+                    AuditAction {
+                        findings: first,
+                        submit_final: Some(false),
+                    },
+                    vec![],
+                )
+                .unwrap()
+                .envelope;
+            let b = ep
+                .step(
+                    AuditAction {
+                        findings: vec![],
+                        submit_final: Some(true),
+                    },
+                    vec![],
+                )
+                .unwrap()
+                .envelope;
+            (a, b)
+        };
+        let (a, fin) = play(truth.clone());
+        let (w, _) = play(vec![Finding::new("INV-999", "tax_error"); truth.len()]);
+        let rb = a.info.reward_breakdown.clone().unwrap();
+        assert!(rb.outcome_hidden && rb.true_positive_reward == 0.0);
+        assert_eq!(a.reward, w.reward);
+        assert!(
+            !a.observation.feedback.contains("TP:"),
+            "{}",
+            a.observation.feedback
+        );
+        let frb = fin.info.reward_breakdown.unwrap();
+        assert!(
+            !frb.outcome_hidden && frb.true_positive_reward > 1.0,
+            "{frb:?}"
+        );
+        assert!(fin.grader.is_some() && !fin.info.grade_sealed);
+    }
+
     #[test]
     fn lifecycle_and_errors() {
         let mut env = AuditEnv::new(EnvConfig::default());

@@ -613,6 +613,90 @@ async fn audit_honours_max_sessions() {
     assert_eq!(s4, 200);
 }
 
+/// A held-out episode's grade is sealed: the step replies and `/state` say nothing about which
+/// findings are true, and `/grader` hands the grade to the operator (the key) only.
+#[tokio::test]
+async fn held_out_grade_is_sealed_except_for_the_operator() {
+    let c = reqwest::Client::new();
+    let security = SecurityConfig {
+        admin_api_key: Some("k".into()),
+        ..Default::default()
+    };
+    let keyed = spawn_with(
+        AuditConfig::default(),
+        ServerConfig {
+            security,
+            ..Default::default()
+        },
+    )
+    .await;
+    let seed = 100u64;
+    let gt = audit_env::data::generate(
+        audit_env::model::TaskId::InvoiceMatch,
+        seed,
+        &audit_env::model::WorldRules::default(),
+    )
+    .ground_truth;
+    let truth: Vec<Value> = gt
+        .iter()
+        .map(|g| json!({"document_id": g.document_id, "error_type": g.error_type.as_str()}))
+        .collect();
+    let (s, _) = post(
+        &c,
+        &format!("{keyed}/reset"),
+        json!({"task_id": "invoice_match", "seed": seed}),
+    )
+    .await;
+    assert_eq!(s, 200);
+    let (_, mid) = post(
+        &c,
+        &format!("{keyed}/step"),
+        json!({"findings": truth[..3], "submit_final": false}),
+    )
+    .await;
+    let rb = &mid["info"]["reward_breakdown"];
+    assert_eq!(rb["outcome_hidden"], true, "{mid}");
+    assert_eq!(rb["true_positive_reward"], 0.0);
+    assert_eq!(mid["reward"], rb["step_penalty"]);
+    assert!(!mid["observation"]["feedback"]
+        .as_str()
+        .unwrap()
+        .contains("TP:"));
+    let (_, state) = get(&c, &format!("{keyed}/state")).await;
+    assert!(
+        state["found_errors"].is_null() && state["cumulative_score"].is_null(),
+        "{state}"
+    );
+    let (_, fin) = post(
+        &c,
+        &format!("{keyed}/step"),
+        json!({"findings": truth[3..], "submit_final": true}),
+    )
+    .await;
+    assert!(
+        fin["done"].as_bool().unwrap() && fin.get("grader").is_none(),
+        "{fin}"
+    );
+    assert_eq!(fin["info"]["grade_sealed"], true);
+    let (s, sealed) = get(&c, &format!("{keyed}/grader")).await;
+    assert_eq!(
+        (s, sealed["status"].as_str()),
+        (200, Some("sealed")),
+        "{sealed}"
+    );
+    assert!(sealed.get("score").is_none());
+    let r = c
+        .get(format!("{keyed}/grader"))
+        .header("X-API-Key", "k")
+        .send()
+        .await
+        .unwrap();
+    let g: Value = r.json().await.unwrap();
+    assert_eq!(g["status"], "completed");
+    assert!(g["score"].as_f64().unwrap() >= 0.95, "{g}");
+    assert_eq!(g["feedback_detail"], "counts");
+}
+
 /// `fraud_level` on a reset overrides the adaptive adversary: with an admin key set it needs the
 /// key (loopback clients without a configured key may use it).
 #[tokio::test]

@@ -469,8 +469,11 @@ async fn close_session(
     Ok(Json(json!({"session_id": key, "status": "closed"})))
 }
 
+/// `GET /grader`: the session's last grade. A held-out episode's grade is sealed: only an
+/// operator (the evaluator) reads it; anyone else gets `status: sealed`.
 async fn grader(
     State(st): State<AppState>,
+    access: Option<axum::Extension<crate::security::OperatorAccess>>,
     headers: HeaderMap,
     Query(q): Query<SessionQuery>,
 ) -> Result<Json<Value>, ApiError> {
@@ -482,6 +485,12 @@ async fn grader(
             json!({"status": "no_completed_episode", "message": "No episode completed. Call /reset then /step with submit_final=true."}),
         ));
     };
+    let operator = access.is_some_and(|a| a.0 .0);
+    if ep.last_grade.is_some() && ep.agent_grade().is_none() && !operator {
+        return Ok(Json(
+            json!({"status": "sealed", "task_id": ep.task(), "episode_id": ep.episode_id, "message": "The episode was on a held-out seed: its grade is sealed and read with the operator credential."}),
+        ));
+    }
     match &ep.last_grade {
         None => Ok(Json(
             json!({"status": "no_completed_episode", "message": "No episode completed. Call /reset then /step with submit_final=true."}),

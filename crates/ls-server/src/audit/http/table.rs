@@ -69,7 +69,7 @@ fn episode_routes() -> ApiRoutes<AppState> {
             step,
         )
         .get("/state", session_q(RouteDoc::new("episode", "Episode state")).reply::<audit_env::episode::AuditState>("The session's state"), state_route)
-        .get("/grader", session_q(RouteDoc::new("episode", "Grade of the session's last completed episode")).reply_with(docs::grader, "The grade, or `status: no_completed_episode`"), grader)
+        .get("/grader", session_q(RouteDoc::new("episode", "Grade of the session's last completed episode")).reply_with(docs::grader, "The grade, `status: no_completed_episode`, or `status: sealed` (a held-out episode's grade, read with the operator credential)"), grader)
         .post("/session", RouteDoc::new("session", "Create a named session").reply_with(docs::new_session, "The new session's id and idle TTL"), new_session)
         .delete("/session", session_q(RouteDoc::new("session", "Close a session now")).reply_with(docs::closed, "The session was closed"), close_session)
         .get("/adaptive-difficulty", session_q(RouteDoc::new("adversary", "The session's adaptive difficulty")).reply::<audit_env::episode::AdaptiveDifficulty>("Recent scores and the next difficulty"), adaptive)
@@ -250,7 +250,9 @@ mod docs {
         json_schema!({"anyOf": [
             {"allOf": [grade, {"type": "object", "required": ["status", "task_id", "episode_id"], "properties": {
                 "status": {"const": "completed"}, "task_id": {"type": "string"}, "episode_id": {"type": "string"}}}]},
-            {"type": "object", "required": ["status"], "properties": {"status": {"const": "no_completed_episode"}, "message": {"type": "string"}}}]})
+            {"type": "object", "required": ["status"], "properties": {"status": {"const": "no_completed_episode"}, "message": {"type": "string"}}},
+            {"type": "object", "required": ["status", "task_id", "episode_id"], "properties": {"status": {"const": "sealed"},
+                "task_id": {"type": "string"}, "episode_id": {"type": "string"}, "message": {"type": "string"}}}]})
     }
     pub fn new_session(_: &mut SchemaGenerator) -> Schema {
         json_schema!({"type": "object", "required": ["session_id", "ttl_seconds"], "properties": {

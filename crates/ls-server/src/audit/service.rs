@@ -116,7 +116,7 @@ impl OpenEnvService for AuditService {
             readme_content: Some(
                 "# Financial Audit Env\n\nReset with `{\"task_id\": \"expense_audit\"|\"invoice_match\"|\"gst_reconciliation\"|\"fraud_detection\", \"seed\": 42}`; \
                  step with `{\"findings\": [{\"document_id\", \"error_type\", \"confidence\", \"description\"}], \"submit_final\": false}` \
-                 (or the `{\"action\": {...}}` form). The episode's final grade is in `grader.score`. See docs/audit.md."
+                 (or the `{\"action\": {...}}` form). The episode's final grade is in `grader.score`; on held-out seeds (100-104, 100000-109999) every step is outcome-blind and the grade is sealed (`GET /grader` with the operator credential). See docs/audit.md."
                     .into(),
             ),
             version: Some(env!("CARGO_PKG_VERSION").into()),

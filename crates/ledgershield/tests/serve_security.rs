@@ -231,3 +231,100 @@ fn run_url_closes_every_session_it_opens() {
     assert!(!out.status.success());
     assert_eq!(sessions(&addr), 0);
 }
+
+/// Defect 1 (Ctrl-C): SIGINT during `run --url` ends the episode in progress, closes its
+/// session and stops the run (non-zero, nothing stored): the server is left with no session.
+#[test]
+fn an_interrupted_run_closes_its_session() {
+    let dir = temp_dir("sigint");
+    let (_s, addr, _e) = start(&[], &[], &dir.join("key"));
+    let cases = vec!["CASE-D-001"; 125].join(",");
+    let mut run = Command::new(env!("CARGO_BIN_EXE_ledgershield"))
+        .args([
+            "run", "--agent", "teacher", "--pass-k", "16", "--format", "json",
+        ])
+        .args([
+            "--cases",
+            &cases,
+            "--url",
+            &format!("http://{addr}"),
+            "--db",
+        ])
+        .arg(dir.join("runs.db"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let it play a few episodes, then interrupt it mid-run.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(run.try_wait().unwrap().is_none(), "the run was still going");
+    let kill = Command::new("kill")
+        .args(["-INT", &run.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = run.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("interrupted"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(sessions(&addr), 0);
+    assert!(
+        !dir.join("runs.db").exists()
+            || ls_store::Store::open(&dir.join("runs.db"))
+                .unwrap()
+                .list_runs(10)
+                .unwrap()
+                .is_empty(),
+        "an interrupted run is not stored"
+    );
+}
+
+/// Defect 7: a second SIGTERM during the drain exits at once (status 130), while a request
+/// body still trickling in would otherwise hold the server for the whole grace period.
+#[test]
+fn a_second_signal_exits_at_once() {
+    let dir = temp_dir("second");
+    let (mut server, addr, _e) = start(&["--shutdown-grace-secs", "60"], &[], &dir.join("key"));
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.write_all(b"POST /reset HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 4000\r\n\r\n{\"case_id\": \"")
+        .unwrap();
+    let trickle = std::thread::spawn(move || {
+        // One byte every 200 ms: never stalled, never finished within the test.
+        for _ in 0..100 {
+            if s.write_all(b"x").is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let term = |pid: u32| {
+        Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap()
+    };
+    term(server.0.id());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        server.0.try_wait().unwrap().is_none(),
+        "the first signal drains the request still arriving"
+    );
+    let t = std::time::Instant::now();
+    term(server.0.id());
+    let status = loop {
+        if let Some(st) = server.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the second signal did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    drop(trickle);
+}

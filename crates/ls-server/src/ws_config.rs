@@ -71,7 +71,9 @@ impl WsConfig {
     /// `max_message_bytes` and this cap a message is answered with an error. It is also the most
     /// an unfinished message can buffer in one session, so it stays close to the message limit.
     pub fn hard_limit_bytes(&self) -> usize {
-        self.max_message_bytes.saturating_add(64 << 10)
+        self.max_message_bytes
+            .saturating_mul(2)
+            .saturating_add(64 << 10)
     }
 }
 

@@ -404,3 +404,57 @@ async fn shutdown_does_not_wait_for_idle_or_stalled_connections() {
         .unwrap();
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
 }
+
+/// Defect 5: what one WebSocket session can buffer is bounded near the message limit (twice it
+/// plus 64 KiB), not 16 MiB: a larger message closes that session with 1009 and the rest of
+/// the server is unaffected.
+#[tokio::test]
+async fn websocket_buffering_is_bounded_per_session() {
+    let server = ServerConfig {
+        ws: ls_server::ws::WsConfig {
+            max_sessions: 16,
+            idle_timeout: Duration::from_secs(30),
+            max_message_bytes: 64 * 1024,
+            max_sessions_per_client: 8,
+        },
+        ..Default::default()
+    };
+    let hard = server.ws.hard_limit_bytes();
+    assert_eq!(hard, 2 * 64 * 1024 + 64 * 1024);
+    let (addr, _sd, _h) = start(server).await;
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let url = format!("ws://{addr}/ws");
+    // Between the limits: an error reply, the session stays usable.
+    let (mut ws, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    let mid = json!({"type": "reset", "data": {"pad": "x".repeat(100 * 1024)}}).to_string();
+    ws.send(Message::Text(mid.into())).await.unwrap();
+    let reply = ws.next().await.unwrap().unwrap().into_text().unwrap();
+    assert!(reply.contains("payload_too_large"), "{reply}");
+    // Past the hard limit: the session is closed with 1009.
+    let big = json!({"type": "reset", "data": {"pad": "x".repeat(300 * 1024)}}).to_string();
+    let _ = ws.send(Message::Text(big.into())).await;
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(m) = ws.next().await {
+            match m {
+                Ok(Message::Close(Some(f))) => return Some(u16::from(f.code)),
+                Ok(_) => continue,
+                Err(_) => return None,
+            }
+        }
+        None
+    })
+    .await
+    .expect("closed in time");
+    assert_eq!(closed, Some(1009));
+    assert_eq!(status_of(addr, &get("/health", "")).await, 200);
+    let (mut other, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    other
+        .send(Message::Text(
+            json!({"type": "reset", "data": {}}).to_string().into(),
+        ))
+        .await
+        .unwrap();
+    let r = other.next().await.unwrap().unwrap().into_text().unwrap();
+    assert!(r.contains("observation"), "{r}");
+}

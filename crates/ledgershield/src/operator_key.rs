@@ -1,8 +1,8 @@
 //! The operator credential of `serve`: operator routes need it from every address. When none is
 //! configured (`ADMIN_API_KEY` / `--admin-api-key`), the server generates one at start from the
 //! operating system's random source and writes it to a file only the user can read (0600, the
-//! convention of local notebook servers), then prints where it is. Commands that call operator
-//! routes read it back with [`read_for_client`].
+//! convention of local notebook servers), then prints where it is (stderr). Clients read the key
+//! from that file (or `ADMIN_API_KEY`).
 
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
@@ -97,21 +97,6 @@ pub fn ensure(
     Ok(())
 }
 
-/// The operator key a client command sends: `ADMIN_API_KEY`, else the key file
-/// (`LEDGERSHIELD_OPERATOR_KEY_FILE` or [`default_path`]) when it exists.
-#[allow(dead_code)]
-pub fn read_for_client(get: impl Fn(&str) -> Option<String>) -> Option<String> {
-    if let Some(k) = get("ADMIN_API_KEY").filter(|k| !k.trim().is_empty()) {
-        return Some(k.trim().to_owned());
-    }
-    let path = get(ENV_KEY_FILE)
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| default_path(&get));
-    let text = std::fs::read_to_string(path).ok()?;
-    Some(text.trim().to_owned()).filter(|k| !k.is_empty())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,9 +136,11 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
-        let p = path.display().to_string();
-        let get = move |k: &str| (k == ENV_KEY_FILE).then(|| p.clone());
-        assert_eq!(read_for_client(get).as_deref(), Some(key.as_str()));
+        assert_eq!(std::fs::read_to_string(&path).unwrap().trim(), key);
+        // Rewriting replaces the key and keeps the mode.
+        let next = generate();
+        write_key(&path, &next).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap().trim(), next);
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -108,14 +108,15 @@ pub struct Guard {
     limiter: RateLimiter,
 }
 
-/// Whether the request carries the operator credential (inserted into every passed request,
-/// for handlers whose fields or views depend on it: the audit reset's `fraud_level`, a
-/// fresh-institution reset, the per-case rows of stored reports).
+/// Whether the request carries the operator credential (inserted into a passed request that
+/// carries the key, for handlers whose fields or views depend on it: the audit reset's
+/// `fraud_level`, a fresh-institution reset, the per-case rows of stored reports; absent means
+/// no operator access).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OperatorAccess(pub bool);
 
-/// The client's address as the guard decided it (inserted into every passed request): the
-/// peer's, or the forwarded one on a connection from a trusted proxy.
+/// The client's address as the guard decided it (inserted into `GET /ws` requests, for the
+/// per-client WebSocket cap): the peer's, or the forwarded one from a trusted proxy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientAddr(pub Option<IpAddr>);
 
@@ -463,9 +464,16 @@ where
             }
             Ok(Admit::Pass(cors, client)) => {
                 let mut req = req;
-                let access = OperatorAccess(self.guard.operator_allowed(req.headers()).is_ok());
-                req.extensions_mut().insert(access);
-                req.extensions_mut().insert(ClientAddr(client));
+                // Only what a handler reads, so the common request allocates no extension map:
+                // access when the key is there (absent means none), the address for WebSockets.
+                if req.headers().contains_key("x-api-key")
+                    && self.guard.operator_allowed(req.headers()).is_ok()
+                {
+                    req.extensions_mut().insert(OperatorAccess(true));
+                }
+                if req.uri().path() == "/ws" {
+                    req.extensions_mut().insert(ClientAddr(client));
+                }
                 GuardFuture {
                     inner: Either::Right(self.inner.call(req)),
                     cors,

@@ -35,6 +35,10 @@ cleanup() {
 trap cleanup EXIT
 
 export LS_DB="$WORK/ledgershield.db"
+# Operator routes need the operator key from every address: the servers get this one, and the
+# workbench tests open the pages that read operator views (replay, report rows) with ?token=.
+LS_OPERATOR_KEY="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+export LS_OPERATOR_KEY
 echo "== ledgershield report (fresh database)"
 LEDGERSHIELD_DB_PATH="$LS_DB" "$LS_BIN" report --format json --out "$WORK/report" >/dev/null
 
@@ -42,7 +46,7 @@ LEDGERSHIELD_DB_PATH="$LS_DB" "$LS_BIN" report --format json --out "$WORK/report
 start_server() {
   local name="$1"; shift
   local log="$WORK/$name.log"
-  LEDGERSHIELD_DB_PATH="$LS_DB" "$LS_BIN" serve --host 127.0.0.1 --port 0 "$@" >"$log" 2>&1 &
+  ADMIN_API_KEY="$LS_OPERATOR_KEY" LEDGERSHIELD_DB_PATH="$LS_DB" "$LS_BIN" serve --host 127.0.0.1 --port 0 "$@" >"$log" 2>&1 &
   echo "$!" >"$WORK/$name.pid"
   for _ in $(seq 1 100); do
     local url

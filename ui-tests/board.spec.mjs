@@ -2,7 +2,7 @@
 import { test, expect, env, shot } from "./fixtures.mjs";
 
 test("leaderboard and report charts render and respond to focus", async ({ page }) => {
-  await page.goto(`${env("LS_URL")}/ui/#board`);
+  await page.goto(`${env("LS_URL")}/ui/?token=${env("LS_OPERATOR_KEY")}#board`);
   await expect(page.locator("#leaderboard tbody tr")).toHaveCount(4);
   await expect(page.locator("#leaderboard")).toContainText("teacher");
   for (const title of ["Score ladder", "Accuracy vs institutional loss", "Authority level over the ControlBench sequence", "Loss surface: ratios", "Loss surface: amounts"]) {

@@ -14,7 +14,7 @@ test("replay a stored teacher run step by step, then compare two runs", async ({
   expect(teacher.agent).toBe("teacher");
   expect(teacher.episodes[0].case_id).toBe("CASE-D-001");
 
-  await page.goto(`${env("LS_URL")}/ui/#replay`);
+  await page.goto(`${env("LS_URL")}/ui/?token=${env("LS_OPERATOR_KEY")}#replay`);
   const row = page.locator("table.runs tr", { has: page.locator(`button[data-run="${teacher.run_id}"]`) });
   await expect(row).toContainText("teacher");
   await expect(row).toContainText("public");

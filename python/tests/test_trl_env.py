@@ -199,3 +199,20 @@ def test_compact_replies_fit_half_the_teacher_episodes_in_4096_tokens(server_url
     fits = sum(c <= 4096 * 3 for c in sizes["compact"])
     assert fits * 2 >= len(records), sizes
     assert sizes["compact"][len(records) // 2] * 2 < sizes["full"][len(records) // 2]
+
+
+def test_every_reset_is_a_fresh_institution_without_an_operator_key(server_url: str) -> None:
+    """The server refuses a keyless ``fresh_institution`` (the governed agent cannot lift its own
+    governance); the TRL environment then opens a new session per reset, so each rollout still
+    starts from a fresh institution."""
+    import requests
+
+    r = requests.post(f"{server_url}/reset", json={"case_id": "CASE-A-001", "fresh_institution": True},
+                      headers={"X-Session-Id": "trl-fresh-probe"}, timeout=30)
+    assert r.status_code == 403 and "fresh_institution" in r.json()["error"]["message"]
+    with environment_factory(server_url)() as env:
+        for _ in range(3):
+            env.reset(case_id="CASE-A-001")
+            assert env.observation.institutional_memory.get("case_counter") == 0
+            env._act("submit_decision", {"decision": "PAY", "confidence": 0.9})
+            assert env.done

@@ -10,6 +10,7 @@ mod cases;
 mod export;
 mod http1;
 mod load;
+mod operator_key;
 mod reply_fields;
 mod report;
 mod run;
@@ -89,24 +90,37 @@ struct ServeArgs {
     /// CORS is off and requests carrying a foreign `Origin` are refused.
     #[arg(long, env = "CORS_ORIGINS", default_value = "")]
     cors_origins: String,
-    /// Extra `Host` names accepted when bound to loopback (DNS-rebinding guard), comma-separated.
+    /// `Host` names served, comma-separated (DNS-rebinding guard): on a loopback bind in
+    /// addition to loopback names; on another bind, when set, the only names served.
     #[arg(long, env = "ALLOWED_HOSTS", default_value = "")]
     allowed_hosts: String,
-    /// Key for operator routes (`X-API-Key`); unset, operator routes answer loopback clients only.
+    /// Operator key (`X-API-Key`). Unset: the server generates one at start and writes it to
+    /// the operator key file.
     #[arg(long, env = "ADMIN_API_KEY", hide_env_values = true)]
     admin_api_key: Option<String>,
-    /// Take the client address from `X-Forwarded-For` / `X-Real-IP` (behind a trusted proxy).
-    #[arg(long, env = "TRUST_PROXY_HEADERS", default_value_t = false)]
+    /// Where a generated operator key is written (mode 0600); CLI commands read it from there.
+    #[arg(long, env = operator_key::ENV_KEY_FILE)]
+    operator_key_file: Option<PathBuf>,
+    /// Take the client address from `X-Forwarded-For` / `X-Real-IP` on connections from
+    /// `--trusted-proxies` (1/0, true/false, yes/no, on/off).
+    #[arg(long, env = "TRUST_PROXY_HEADERS", default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool_arg)]
     trust_proxy_headers: bool,
+    /// Reverse proxies whose forwarding headers are read (addresses or CIDR ranges,
+    /// comma-separated; default with --trust-proxy-headers: loopback peers).
+    #[arg(long, env = "TRUSTED_PROXIES", default_value = "")]
+    trusted_proxies: String,
     /// Requests per minute per client address (loopback is not throttled unless --rate-limit-loopback).
     #[arg(long, env = "RATE_LIMIT_PER_MIN", default_value_t = 6000, value_parser = clap::value_parser!(u32).range(1..))]
     rate_limit_per_min: u32,
     /// Requests per minute per session id (`X-Session-Id`).
     #[arg(long, env = "RATE_LIMIT_SESSION_PER_MIN", default_value_t = 1200, value_parser = clap::value_parser!(u32).range(1..))]
     rate_limit_session_per_min: u32,
-    /// Throttle loopback clients too.
-    #[arg(long, env = "RATE_LIMIT_LOOPBACK", default_value_t = false)]
+    /// Throttle loopback clients too (1/0, true/false, yes/no, on/off).
+    #[arg(long, env = "RATE_LIMIT_LOOPBACK", default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool_arg)]
     rate_limit_loopback: bool,
+    /// Most client addresses the rate limiter remembers (least recently seen forgotten first).
+    #[arg(long, env = "RATE_LIMIT_CLIENTS", default_value_t = ls_server::config::DEFAULT_RATE_LIMIT_CLIENTS as u32, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    rate_limit_clients: u32,
     /// Seconds a connection may take to send a request head; also the keep-alive idle timeout.
     #[arg(long, env = "LEDGERSHIELD_HEADER_TIMEOUT_SECS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
     header_timeout_secs: u64,
@@ -116,9 +130,18 @@ struct ServeArgs {
     /// Most HTTP connections open at once; past it, new connections wait until one closes.
     #[arg(long, env = "LEDGERSHIELD_MAX_CONNECTIONS", default_value_t = ls_server::config::DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     max_connections: u32,
+    /// Most HTTP connections open at once from one client address; past it a new connection
+    /// from that address is answered 503 and closed.
+    #[arg(long, env = "LEDGERSHIELD_MAX_CONNECTIONS_PER_CLIENT", default_value_t = ls_server::config::DEFAULT_MAX_CONNECTIONS_PER_CLIENT, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    max_connections_per_client: u32,
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
     #[arg(long, env = "LEDGERSHIELD_SHUTDOWN_GRACE_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=600))]
     shutdown_grace_secs: u64,
+}
+
+/// A boolean flag or variable: 1/0, true/false, yes/no, on/off, any case.
+fn parse_bool_arg(v: &str) -> Result<bool, String> {
+    ls_server::config::parse_bool(v)
 }
 
 /// The process environment as a variable lookup (the only place the server's settings are read).
@@ -135,9 +158,12 @@ impl ServeArgs {
             loopback_bind,
             admin_api_key: self.admin_api_key.clone().filter(|k| !k.is_empty()),
             trust_proxy_headers: self.trust_proxy_headers,
+            trusted_proxies: ls_server::config::parse_proxies(&self.trusted_proxies)
+                .map_err(anyhow::Error::msg)?,
             client_rate_per_min: self.rate_limit_per_min,
             session_rate_per_min: self.rate_limit_session_per_min,
             rate_limit_loopback: self.rate_limit_loopback,
+            rate_limit_clients: self.rate_limit_clients as usize,
         };
         security.validate().map_err(anyhow::Error::msg)?;
         Ok(ls_server::ServerConfig {
@@ -150,6 +176,7 @@ impl ServeArgs {
                 body_read: Duration::from_secs(self.body_timeout_secs),
                 shutdown_grace: Duration::from_secs(self.shutdown_grace_secs),
                 max_connections: self.max_connections as usize,
+                max_connections_per_client: self.max_connections_per_client as usize,
             },
         })
     }
@@ -272,7 +299,8 @@ fn serve(args: ServeArgs) -> Result<()> {
             .await
             .with_context(|| format!("binding {}:{}", args.host, args.port))?;
         let addr = listener.local_addr()?;
-        let server = args.server_config(addr.ip().is_loopback())?;
+        let mut server = args.server_config(addr.ip().is_loopback())?;
+        operator_key::ensure(&mut server.security, args.operator_key_file.clone(), addr)?;
         let shutdown = ls_server::Shutdown::new();
         tokio::spawn(ls_server::serve::on_signal(shutdown.clone()));
         let app = match args.env_kind {

@@ -93,15 +93,7 @@ pub fn run(args: ReportArgs) -> Result<()> {
     if !args.no_store {
         let mut store =
             Store::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
-        let id = format!(
-            "report-{}-{}",
-            cfg.sequence_seed,
-            if report.generated_at.is_empty() {
-                "unstamped".into()
-            } else {
-                report.generated_at.replace([':', '-'], "")
-            }
-        );
+        let id = new_report_id(cfg.sequence_seed, &report.generated_at);
         store.save_report(&id, &report.generated_at, &json)?;
         for e in &entries {
             store.upsert_leaderboard(&LeaderboardRow {
@@ -161,4 +153,27 @@ pub fn run(args: ReportArgs) -> Result<()> {
         ReportFormat::Html => println!("{}", render::html(&report)),
     }
     Ok(())
+}
+
+/// A report's store id: seed, time and 64 bits from the operating system's random source, so two
+/// reports made in the same second never share an id (one would silently replace the other).
+pub fn new_report_id(seed: u64, generated_at: &str) -> String {
+    let stamp = if generated_at.is_empty() {
+        "unstamped".to_owned()
+    } else {
+        generated_at.replace([':', '-'], "")
+    };
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    format!("report-{seed}-{stamp}-{}", &random[..16])
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn report_ids_differ_within_one_second() {
+        let a = super::new_report_id(7, "2026-01-01T00:00:00Z");
+        let b = super::new_report_id(7, "2026-01-01T00:00:00Z");
+        assert_ne!(a, b);
+        assert!(a.starts_with("report-7-20260101T000000Z-"), "{a}");
+    }
 }

@@ -152,6 +152,66 @@ fn new_run_id(agent: &str, seed: u64) -> String {
     )
 }
 
+/// Set by SIGINT/SIGTERM during `run --url`: the episode in progress ends at its next request,
+/// its session is closed and the run stops (a second signal exits at once).
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+#[cfg(unix)]
+extern "C" fn on_interrupt(_: libc::c_int) {
+    if INTERRUPTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        // SAFETY: `_exit` is async-signal-safe.
+        unsafe { libc::_exit(130) }
+    }
+}
+
+/// Route SIGINT and SIGTERM to [`INTERRUPTED`] so sessions are closed before the run stops.
+fn catch_interrupts() {
+    #[cfg(unix)]
+    // SAFETY: the handler only touches an atomic and calls `_exit`, both async-signal-safe.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_interrupt as *const () as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGTERM,
+            on_interrupt as *const () as libc::sighandler_t,
+        );
+    }
+}
+
+fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Closes one server session (`DELETE /session`) when dropped: after the episode, after an
+/// error, and after an interrupt, so a run leaves no session behind.
+struct SessionCloser<'a> {
+    http: &'a reqwest::blocking::Client,
+    url: String,
+    session: String,
+}
+
+impl Drop for SessionCloser<'_> {
+    fn drop(&mut self) {
+        let r = self
+            .http
+            .delete(format!("{}/session", self.url.trim_end_matches('/')))
+            .header("x-session-id", &self.session)
+            .send();
+        match r {
+            // 404: the server never created it (the reset was refused) or it already expired.
+            Ok(resp) if resp.status().is_success() || resp.status().as_u16() == 404 => {}
+            Ok(resp) => {
+                tracing::warn!(session = %self.session, status = %resp.status(), "closing the session failed")
+            }
+            Err(e) => {
+                tracing::warn!(session = %self.session, error = %e, "closing the session failed")
+            }
+        }
+    }
+}
+
 /// An HTTP client that remembers an infrastructure failure (the reset refused, the transport
 /// broken), which ends the run instead of counting as the agent's episode.
 struct Watched<'a> {
@@ -164,6 +224,10 @@ impl ls_agents::EnvClient for Watched<'_> {
         &mut self,
         req: &ResetRequest,
     ) -> std::result::Result<ls_env::StepEnvelope, ls_agents::ClientError> {
+        if interrupted() {
+            self.failure = Some("interrupted".into());
+            return Err(ls_agents::ClientError::Reset("interrupted".into()));
+        }
         self.inner
             .reset(req)
             .inspect_err(|e| self.failure = Some(e.to_string()))
@@ -174,6 +238,10 @@ impl ls_agents::EnvClient for Watched<'_> {
         action_type: &str,
         payload: &serde_json::Map<String, serde_json::Value>,
     ) -> std::result::Result<ls_env::StepEnvelope, ls_agents::ClientError> {
+        if interrupted() {
+            self.failure = Some("interrupted".into());
+            return Err(ls_agents::ClientError::Transport("interrupted".into()));
+        }
         self.inner.step(action_type, payload).inspect_err(|e| {
             if matches!(e, ls_agents::ClientError::Transport(_)) {
                 self.failure = Some(e.to_string());
@@ -324,6 +392,17 @@ pub fn run(args: RunArgs) -> Result<()> {
         bar: &bar,
     };
     let mut records: Vec<(Option<&Case>, u32, EpisodeRecord)> = Vec::new();
+    let closer_http = match &args.url {
+        Some(_) => {
+            catch_interrupts();
+            Some(
+                reqwest::blocking::Client::builder()
+                    .timeout(Duration::from_secs(10))
+                    .build()?,
+            )
+        }
+        None => None,
+    };
     for case in &cases {
         for t in 0..pass_k {
             let req = ResetRequest {
@@ -333,9 +412,15 @@ pub fn run(args: RunArgs) -> Result<()> {
             let seed = args.seed.wrapping_add(u64::from(t));
             let rec = match &args.url {
                 Some(url) => {
+                    let session = format!("{run_id}-{}-{t}", records.len());
+                    let _close = closer_http.as_ref().map(|http| SessionCloser {
+                        http,
+                        url: url.clone(),
+                        session: session.clone(),
+                    });
                     let mut http = HttpEnv::new(
                         url,
-                        &format!("{run_id}-{}-{t}", records.len()),
+                        &session,
                         Duration::from_secs(args.timeout_secs.clamp(1, 600)),
                     )?;
                     let mut client = Watched {

@@ -211,12 +211,29 @@ async fn health(State(s): State<Shared>) -> Json<Value> {
     )
 }
 
+/// A fresh institution restores full authority to whatever the institution governs (the
+/// portfolio, ControlBench and sleeper tracks, also when the reset itself names another track:
+/// the cleared memory carries into the next governed episode of the session). The governed agent
+/// must not lift its own governance, so it is an operator action; a trainer gets a fresh
+/// institution from a new session.
+pub fn check_fresh_institution(req: &ResetRequest, operator: bool) -> Result<(), ApiError> {
+    if req.fresh_institution && !operator {
+        return Err(ApiError::Forbidden(FRESH_INSTITUTION_REFUSED.into()));
+    }
+    Ok(())
+}
+
+/// Why a keyless `fresh_institution` reset is refused (clients match on `fresh_institution`).
+pub const FRESH_INSTITUTION_REFUSED: &str = "fresh_institution needs the operator key (X-API-Key): the governed agent cannot lift its own governance; open a new session for a fresh institution";
+
 async fn reset(
     State(s): State<Shared>,
     header: SessionHeader,
+    access: Option<axum::Extension<crate::security::OperatorAccess>>,
     RawBody(body): RawBody,
 ) -> Result<EnvelopeReply, ApiError> {
     let req = parse_reset_body(&body)?;
+    check_fresh_institution(&req, access.is_some_and(|a| a.0 .0))?;
     let (sid, _) = header.session_id(req.session_id.as_deref())?;
     Ok(EnvelopeReply(do_reset(&s, &sid, &req)?))
 }
@@ -285,11 +302,12 @@ pub fn routes() -> ApiRoutes<Shared> {
     table::routes()
 }
 
-/// ControlBench's operator routes (admin key, or loopback clients when no key is set).
+/// ControlBench's operator routes (the operator key, from every address).
 pub fn is_operator_route(method: &axum::http::Method, path: &str) -> bool {
     // Stored runs hold other agents' decisions and evidence for the same cases: an agent under
     // evaluation must not read them, so they are operator reads.
-    let stored_runs = path == "/runs" || path.starts_with("/runs/");
+    let stored_runs =
+        *method == axum::http::Method::GET && (path == "/runs" || path.starts_with("/runs/"));
     (*method == axum::http::Method::POST && path == "/institutional-reset") || stored_runs
 }
 

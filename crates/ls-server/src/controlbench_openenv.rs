@@ -42,6 +42,8 @@ impl OpenEnvBackend for Environment {
         if req.session_id.is_some() {
             return Err(ApiError::Validation(WS_SESSION_FIELD.into()));
         }
+        // WebSocket and MCP messages carry no operator credential.
+        crate::controlbench::check_fresh_institution(&req, false)?;
         to_json(&Environment::reset(self, &req)?)
     }
 

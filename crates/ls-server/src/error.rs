@@ -128,13 +128,15 @@ impl ApiError {
         bounded(&self.to_string(), MAX_MESSAGE_CHARS)
     }
 
+    /// `detail` is the message in both environments (what the reference's clients print); an
+    /// audit error also names its field in `error.field`.
     pub fn body(&self) -> serde_json::Value {
         let message = self.message();
-        let detail = match self {
-            Self::Audit(e) => bounded(&e.detail(), MAX_MESSAGE_CHARS),
-            _ => message.clone(),
-        };
-        json!({"error": {"code": self.code(), "message": message}, "detail": detail})
+        match self {
+            Self::Audit(e) => json!({"error": {"code": self.code(), "message": message,
+                "field": bounded(&e.detail(), MAX_MESSAGE_CHARS)}, "detail": message}),
+            _ => json!({"error": {"code": self.code(), "message": message}, "detail": message}),
+        }
     }
 }
 
@@ -206,7 +208,12 @@ mod tests {
             kind: "campaign_id",
             id: "c".into(),
         });
-        assert_eq!(missing.body()["detail"], "campaign_id");
+        let body = missing.body();
+        assert_eq!(body["error"]["field"], "campaign_id");
+        assert_eq!(
+            body["detail"], body["error"]["message"],
+            "detail is the message"
+        );
         let limited = ApiError::RateLimited {
             per_min: 1,
             scope: "client",

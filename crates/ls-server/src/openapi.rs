@@ -197,7 +197,7 @@ fn responses(doc: &RouteDoc, g: &mut SchemaGenerator) -> Value {
     Value::Object(out)
 }
 
-const OPERATOR_NOTE: &str = "Operator route: send `X-API-Key` when the server sets `ADMIN_API_KEY`; without a key only loopback clients are served (403 otherwise).";
+const OPERATOR_NOTE: &str = "Operator route: send the operator key as `X-API-Key` (`ADMIN_API_KEY`, or the key the server generated into its operator key file at start); 403 without it, from every address.";
 
 fn operation(
     doc: &RouteDoc,
@@ -350,7 +350,7 @@ pub fn build_document(
                 "ClientError": error("Bad input, unknown session or resource, refused origin or operator call, rate limit (with Retry-After), body too large or late."),
                 "ServerError": error("Internal error or capacity exhausted (503)."),
             },
-            "securitySchemes": {"adminKey": {"type": "apiKey", "in": "header", "name": "X-API-Key", "description": "The operator key (`ADMIN_API_KEY`)."}},
+            "securitySchemes": {"adminKey": {"type": "apiKey", "in": "header", "name": "X-API-Key", "description": "The operator key (`ADMIN_API_KEY`, or the key file the server named at start)."}},
         },
     });
     (doc, conflicts)

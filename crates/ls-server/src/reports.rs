@@ -9,6 +9,7 @@ use crate::body::JsonBody;
 use crate::error::ApiError;
 pub use crate::report_store::ReportStore;
 use crate::route_table::ApiRoutes;
+use crate::security::OperatorAccess;
 use crate::sessions::lock_env;
 use crate::sessions::SessionHeader;
 use crate::Shared;
@@ -23,6 +24,82 @@ use serde_json::{json, Value};
 
 mod table;
 
+/// Keys whose values are per-case rows or gold: the public (keyless) view of a stored report
+/// drops them wherever they are nested. Per-case rows carry the case's gold decision, whether a
+/// PAY is unsafe, its attack mechanism and the teacher's decision; stored records carry
+/// trajectories. Cases the report covers are served for play, so only operators see them.
+const WITHHELD_KEYS: [&str; 17] = [
+    "results",
+    "case_results",
+    "cases",
+    "pair_reports",
+    "scenario_examples",
+    "authority_timeline",
+    "timeline",
+    "records",
+    "record",
+    "trajectory",
+    "trajectories",
+    "gold_decision",
+    "unsafe_if_pay",
+    "mechanism_family",
+    "attack_family",
+    "latent_mechanism",
+    "gold_codes",
+];
+
+/// Is this a key the public view withholds?
+pub fn withheld_key(key: &str) -> bool {
+    WITHHELD_KEYS.contains(&key) || key.starts_with("gold")
+}
+
+/// The public view of a report-derived value: scores and aggregates, no per-case rows or gold
+/// (see [`WITHHELD_KEYS`]); a top-level object says that rows were withheld.
+pub fn public_view(mut v: Value) -> Value {
+    fn strip(v: &mut Value) -> bool {
+        let mut any = false;
+        match v {
+            Value::Object(m) => {
+                let before = m.len();
+                m.retain(|k, _| !withheld_key(k));
+                any = m.len() != before;
+                for x in m.values_mut() {
+                    any |= strip(x);
+                }
+            }
+            Value::Array(a) => {
+                for x in a {
+                    any |= strip(x);
+                }
+            }
+            _ => {}
+        }
+        any
+    }
+    if strip(&mut v) {
+        if let Value::Object(m) = &mut v {
+            m.insert(
+                "per_case_withheld".into(),
+                Value::String(
+                    "per-case rows and gold are shown to operators only (X-API-Key)".into(),
+                ),
+            );
+        }
+    }
+    v
+}
+
+/// `v` as the caller may see it: whole for an operator, else [`public_view`].
+fn view_for(access: &Option<axum::Extension<OperatorAccess>>, v: Value) -> Json<Value> {
+    if access.as_ref().is_some_and(|a| a.0 .0) {
+        Json(v)
+    } else {
+        Json(public_view(v))
+    }
+}
+
+type Access = Option<axum::Extension<OperatorAccess>>;
+
 fn live_memory(s: &Shared, header: &SessionHeader) -> Result<MemorySnapshot, ApiError> {
     let (sid, _) = header.session_id(None)?;
     Ok(s.sessions
@@ -35,17 +112,20 @@ fn no_report_note() -> String {
     "No benchmark report has been generated yet; run `ledgershield report` (it stores the report in the database at LEDGERSHIELD_DB_PATH).".into()
 }
 
-async fn get_leaderboard(State(s): State<Shared>) -> Json<Value> {
+async fn get_leaderboard(State(s): State<Shared>, access: Access) -> Json<Value> {
     let entries = s.reports.leaderboard_entries();
     if !entries.is_empty() {
         let latest = entries.iter().map(|e| e.updated_at.clone()).max();
-        return Json(serde_json::to_value(leaderboard(entries, latest)).unwrap_or(Value::Null));
+        return view_for(
+            &access,
+            serde_json::to_value(leaderboard(entries, latest)).unwrap_or(Value::Null),
+        );
     }
     match s.reports.latest_report() {
         Some(r) => {
             let mut lb = leaderboard(leaderboard_entries(&r), Some(r.generated_at.clone()));
             lb.note = "Leaderboard entries derived from the latest stored benchmark report.".into();
-            Json(serde_json::to_value(lb).unwrap_or(Value::Null))
+            view_for(&access, serde_json::to_value(lb).unwrap_or(Value::Null))
         }
         None => Json(
             json!({"benchmark": ls_report::report::BENCHMARK, "generated_at": null, "entries": [], "note": no_report_note()}),
@@ -53,9 +133,9 @@ async fn get_leaderboard(State(s): State<Shared>) -> Json<Value> {
     }
 }
 
-async fn get_benchmark_report(State(s): State<Shared>) -> Json<Value> {
+async fn get_benchmark_report(State(s): State<Shared>, access: Access) -> Json<Value> {
     match s.reports.latest_report_json() {
-        Some(r) => Json(r),
+        Some(r) => view_for(&access, r),
         None => Json(
             json!({"benchmark": ls_report::report::BENCHMARK, "generated_at": null, "runtime_preview": false, "note": no_report_note()}),
         ),
@@ -65,13 +145,17 @@ async fn get_benchmark_report(State(s): State<Shared>) -> Json<Value> {
 async fn get_controlbench_summary(
     State(s): State<Shared>,
     header: SessionHeader,
+    access: Access,
 ) -> Result<Json<Value>, ApiError> {
     if let Some(q) = s
         .reports
         .latest_report()
         .and_then(|r| r.controlbench_quarter)
     {
-        return Ok(Json(serde_json::to_value(q).unwrap_or(Value::Null)));
+        return Ok(view_for(
+            &access,
+            serde_json::to_value(q).unwrap_or(Value::Null),
+        ));
     }
     let (sid, _) = header.session_id(None)?;
     let raw = s
@@ -88,12 +172,15 @@ async fn get_controlbench_summary(
     })))
 }
 
-async fn get_human_baseline(State(s): State<Shared>) -> Json<Value> {
+async fn get_human_baseline(State(s): State<Shared>, access: Access) -> Json<Value> {
     let summary = match s.reports.latest_report() {
         Some(r) if r.human_baseline_track.available => r.human_baseline_track,
         _ => ls_report::human::load(s.reports.human_baseline.as_deref()),
     };
-    Json(serde_json::to_value(summary).unwrap_or(Value::Null))
+    view_for(
+        &access,
+        serde_json::to_value(summary).unwrap_or(Value::Null),
+    )
 }
 
 fn parse_certify(body: Value) -> Result<CertifyRequest, ApiError> {
@@ -110,12 +197,14 @@ fn parse_certify(body: Value) -> Result<CertifyRequest, ApiError> {
 async fn post_certify(
     State(s): State<Shared>,
     header: SessionHeader,
+    access: Access,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
     let req = parse_certify(body)?;
     let live = live_memory(&s, &header)?;
     let report = s.reports.latest_report();
-    Ok(Json(
+    Ok(view_for(
+        &access,
         serde_json::to_value(certify(&req, report.as_ref(), &live)).unwrap_or(Value::Null),
     ))
 }
@@ -123,10 +212,12 @@ async fn post_certify(
 async fn get_certify_summary(
     State(s): State<Shared>,
     header: SessionHeader,
+    access: Access,
 ) -> Result<Json<Value>, ApiError> {
     let live = live_memory(&s, &header)?;
     let report = s.reports.latest_report();
-    Ok(Json(
+    Ok(view_for(
+        &access,
         serde_json::to_value(certify(&CertifyRequest::default(), report.as_ref(), &live))
             .unwrap_or(Value::Null),
     ))
@@ -135,10 +226,12 @@ async fn get_certify_summary(
 async fn get_visualization(
     State(s): State<Shared>,
     header: SessionHeader,
+    access: Access,
 ) -> Result<Json<Value>, ApiError> {
     let live = live_memory(&s, &header)?;
     let report = s.reports.latest_report();
-    Ok(Json(
+    Ok(view_for(
+        &access,
         serde_json::to_value(visualization(report.as_ref(), &live)).unwrap_or(Value::Null),
     ))
 }

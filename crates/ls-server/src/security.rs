@@ -2,16 +2,20 @@
 //! once around the whole router (no per-route layers, no boxed future):
 //!
 //! 1. `Host`: on a loopback bind only loopback names (or `ALLOWED_HOSTS`) are served, so a web
-//!    page cannot reach the server through DNS rebinding.
+//!    page cannot reach the server through DNS rebinding; on another bind, `ALLOWED_HOSTS` when
+//!    it is set.
 //! 2. `Origin`: a request that carries one is served only when it is the server's own origin or
 //!    listed in `CORS_ORIGINS` (then it gets CORS headers and preflights are answered). Browsers
 //!    send `Origin` on every cross-origin POST, `text/plain` ones included; curl and SDK clients
 //!    send none and are unaffected.
-//! 3. Operator routes (each environment names its own) need `X-API-Key` when `ADMIN_API_KEY` is
-//!    set and answer loopback clients only when it is not.
+//! 3. Operator routes (each environment names its own) need the operator key in `X-API-Key`
+//!    from every address: no address, loopback included, and no header grants operator access.
 //! 4. Rate limits per client address and per `X-Session-Id`, answered 429 with `Retry-After`;
-//!    loopback clients are not throttled unless `RATE_LIMIT_LOOPBACK` is set.
-//! 5. Security headers on every reply (unless the route set its own).
+//!    a client connected directly from loopback is not throttled unless `RATE_LIMIT_LOOPBACK`
+//!    is set. The client address is the peer's, or, on a connection from a trusted proxy, the
+//!    rightmost `X-Forwarded-For` entry that is not itself a trusted proxy.
+//! 5. Security headers on every reply (unless the route set its own); a 429 or 503 reply also
+//!    closes its connection (`Connection: close`), so a throttled client gives its slot back.
 
 use crate::config::SecurityConfig;
 use crate::error::{prefix, ApiError};
@@ -21,7 +25,6 @@ use axum::http::{
 };
 use axum::response::IntoResponse;
 use futures_util::future::{Either, Ready};
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
@@ -62,29 +65,30 @@ static SECURITY_HEADER_MAP: LazyLock<HeaderMap> = LazyLock::new(|| {
 });
 
 const RATE_WINDOW: Duration = Duration::from_secs(60);
-/// Most rate-limit keys remembered; past it, expired windows are dropped and, if still full,
-/// new keys share one bucket.
-const MAX_RATE_KEYS: usize = 65_536;
 
-/// Fixed one-minute windows per key.
-#[derive(Default)]
+/// Fixed one-minute windows per key, in a bounded least-recently-used table: at capacity the
+/// key seen least recently is forgotten, so a flood of new (forged) keys can only make the
+/// limiter forget old counts, never lock a new client out.
 struct RateLimiter {
-    windows: Mutex<HashMap<String, (Instant, u32)>>,
+    windows: Mutex<hashlink::LruCache<String, (Instant, u32)>>,
 }
 
 impl RateLimiter {
+    fn new(capacity: usize) -> Self {
+        Self {
+            windows: Mutex::new(hashlink::LruCache::new(capacity.max(1))),
+        }
+    }
+
     /// Count one request for `key`; `Err(retry_after_secs)` past `limit` in the current window.
     fn check(&self, key: &str, limit: u32, now: Instant) -> Result<(), u64> {
         let mut map = self.windows.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() >= MAX_RATE_KEYS && !map.contains_key(key) {
-            map.retain(|_, (start, _)| now.duration_since(*start) < RATE_WINDOW);
+        if map.get_mut(key).is_none() {
+            map.insert(key.to_owned(), (now, 0));
         }
-        let key = if map.len() >= MAX_RATE_KEYS && !map.contains_key(key) {
-            "overflow"
-        } else {
-            key
+        let Some(w) = map.get_mut(key) else {
+            return Ok(());
         };
-        let w = map.entry(key.to_owned()).or_insert((now, 0));
         if now.duration_since(w.0) >= RATE_WINDOW {
             *w = (now, 0);
         }
@@ -102,42 +106,97 @@ pub struct Guard {
     config: SecurityConfig,
     operator: OperatorRoutes,
     limiter: RateLimiter,
-    /// Mark every passed request with [`OperatorAccess`] (for handlers whose body fields are
-    /// operator overrides, e.g. the audit reset's `fraud_level`).
-    mark_operator: bool,
 }
 
-/// Whether the request's client may use operator routes (inserted when the guard is built
-/// with [`Guard::marking_operator_access`]).
+/// Whether the request carries the operator credential (inserted into a passed request that
+/// carries the key, for handlers whose fields or views depend on it: the audit reset's
+/// `fraud_level`, a fresh-institution reset, the per-case rows of stored reports; absent means
+/// no operator access).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OperatorAccess(pub bool);
 
+/// The client's address as the guard decided it (inserted into `GET /ws` requests, for the
+/// per-client WebSocket cap): the peer's, or the forwarded one from a trusted proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddr(pub Option<IpAddr>);
+
+/// Who sent a request.
+#[derive(Debug, Clone, Copy)]
+struct Client {
+    ip: Option<IpAddr>,
+    /// The address is the connection's own peer (not read from a forwarding header).
+    direct: bool,
+}
+
 impl Guard {
     pub fn new(config: SecurityConfig, operator: OperatorRoutes) -> Arc<Self> {
+        let limiter = RateLimiter::new(config.rate_limit_clients);
         Arc::new(Self {
             config,
             operator,
-            limiter: RateLimiter::default(),
-            mark_operator: false,
+            limiter,
         })
     }
 
-    /// As [`Guard::new`], marking every request with its [`OperatorAccess`].
+    /// The same as [`Guard::new`] (every guard marks requests with their [`OperatorAccess`]).
     pub fn marking_operator_access(config: SecurityConfig, operator: OperatorRoutes) -> Arc<Self> {
-        Arc::new(Self {
-            config,
-            operator,
-            limiter: RateLimiter::default(),
-            mark_operator: true,
-        })
+        Self::new(config, operator)
     }
 
-    fn operator_access(&self, headers: &HeaderMap, peer: Option<SocketAddr>) -> OperatorAccess {
-        let client = client_ip(headers, peer, self.config.trust_proxy_headers);
-        OperatorAccess(
-            self.operator_allowed(headers, client.is_some_and(|ip| ip.is_loopback()))
-                .is_ok(),
-        )
+    fn trusted_proxy(&self, ip: IpAddr) -> bool {
+        if self.config.trusted_proxies.is_empty() {
+            ip.is_loopback()
+        } else {
+            self.config.trusted_proxies.iter().any(|n| n.contains(&ip))
+        }
+    }
+
+    /// The client: the peer, unless proxy headers are trusted and the peer is a trusted proxy;
+    /// then the rightmost `X-Forwarded-For` entry that is not a trusted proxy (entries to its
+    /// left were written by the client and prove nothing), else `X-Real-IP`.
+    fn client(&self, headers: &HeaderMap, peer: Option<SocketAddr>) -> Client {
+        let peer_ip = peer.map(|p| p.ip());
+        let direct = Client {
+            ip: peer_ip,
+            direct: true,
+        };
+        if !self.config.trust_proxy_headers || !peer_ip.is_some_and(|ip| self.trusted_proxy(ip)) {
+            return direct;
+        }
+        let mut forwarded = headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .collect::<Vec<_>>();
+        if !forwarded.is_empty() {
+            forwarded.reverse();
+            for entry in forwarded {
+                // An unparsable entry is where the chain can no longer be trusted: stop there.
+                let Ok(ip) = entry.parse::<IpAddr>() else {
+                    return direct;
+                };
+                if !self.trusted_proxy(ip) {
+                    return Client {
+                        ip: Some(ip),
+                        direct: false,
+                    };
+                }
+            }
+            return direct;
+        }
+        match headers
+            .get("x-real-ip")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|s| s.trim().parse().ok())
+        {
+            Some(ip) => Client {
+                ip: Some(ip),
+                direct: false,
+            },
+            None => direct,
+        }
     }
 
     /// Decide a request: `Err` is the refusal; `Ok` passes it on (with the CORS origin to echo,
@@ -148,7 +207,8 @@ impl Guard {
             .get(header::HOST)
             .and_then(|h| h.to_str().ok())
             .unwrap_or("");
-        if self.config.loopback_bind && !host.is_empty() && !self.host_allowed(host) {
+        let check_host = self.config.loopback_bind || !self.config.allowed_hosts.is_empty();
+        if check_host && !host.is_empty() && !self.host_allowed(host) {
             return Err(ApiError::Forbidden(format!(
                 "host '{}' is not served here (set ALLOWED_HOSTS to allow it)",
                 prefix(host)
@@ -164,15 +224,22 @@ impl Guard {
         {
             return Ok(Admit::Preflight);
         }
-        let client = client_ip(headers, peer, self.config.trust_proxy_headers);
-        let loopback = client.is_some_and(|ip| ip.is_loopback());
-        if (self.operator)(req.method(), req.uri().path()) {
-            self.operator_allowed(headers, loopback)?;
+        // HEAD is answered by the GET route: it is guarded as that route.
+        let method = if req.method() == Method::HEAD {
+            &Method::GET
+        } else {
+            req.method()
+        };
+        if (self.operator)(method, req.uri().path()) {
+            self.operator_allowed(headers)?;
         }
-        if !loopback || self.config.rate_limit_loopback {
-            self.rate_limit(headers, client)?;
+        let client = self.client(headers, peer);
+        // Only the connection itself can show a loopback client: no header ever does.
+        let local = client.direct && client.ip.is_some_and(|ip| ip.is_loopback());
+        if !local || self.config.rate_limit_loopback {
+            self.rate_limit(headers, client.ip)?;
         }
-        Ok(Admit::Pass(cors))
+        Ok(Admit::Pass(cors, client.ip))
     }
 
     fn host_allowed(&self, host: &str) -> bool {
@@ -218,18 +285,23 @@ impl Guard {
         )))
     }
 
-    fn operator_allowed(&self, headers: &HeaderMap, loopback: bool) -> Result<(), ApiError> {
+    /// Does the request carry the operator key? The only way to operator access.
+    pub fn operator_allowed(&self, headers: &HeaderMap) -> Result<(), ApiError> {
         match &self.config.admin_api_key {
             Some(key) => {
-                let given = headers.get("x-api-key").map(HeaderValue::as_bytes).unwrap_or(b"");
+                let given = headers
+                    .get("x-api-key")
+                    .map(HeaderValue::as_bytes)
+                    .unwrap_or(b"");
                 if constant_time_eq(given, key.as_bytes()) {
                     Ok(())
                 } else {
-                    Err(ApiError::Forbidden("API key required for this endpoint (X-API-Key)".into()))
+                    Err(ApiError::Forbidden("operator route: send the operator key as X-API-Key (ADMIN_API_KEY, or the key file the server printed at start)".into()))
                 }
             }
-            None if loopback => Ok(()),
-            None => Err(ApiError::Forbidden("operator route: set ADMIN_API_KEY and send it as X-API-Key, or call from the server's own host".into())),
+            None => Err(ApiError::Forbidden(
+                "operator route: no operator key is configured on this server".into(),
+            )),
         }
     }
 
@@ -265,8 +337,8 @@ impl Guard {
 /// What the guard does with an admitted request.
 #[derive(Debug)]
 enum Admit {
-    /// Pass it on; echo this CORS origin on the reply.
-    Pass(Option<HeaderValue>),
+    /// Pass it on; echo this CORS origin on the reply; the client's address.
+    Pass(Option<HeaderValue>, Option<IpAddr>),
     /// Answer a CORS preflight from a listed origin.
     Preflight,
 }
@@ -288,26 +360,6 @@ fn preflight() -> Response<Body> {
         HeaderValue::from_static("600"),
     );
     res
-}
-
-/// The client's address: the connection's peer, or the first forwarded address when proxy
-/// headers are trusted.
-fn client_ip(headers: &HeaderMap, peer: Option<SocketAddr>, trust_proxy: bool) -> Option<IpAddr> {
-    if trust_proxy {
-        let fwd = headers
-            .get("x-forwarded-for")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|s| s.split(',').next())
-            .and_then(|s| s.trim().parse().ok());
-        let real = headers
-            .get("x-real-ip")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|s| s.trim().parse().ok());
-        if let Some(ip) = fwd.or(real) {
-            return Some(ip);
-        }
-    }
-    peer.map(|p| p.ip())
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -340,6 +392,14 @@ fn finish(res: &mut Response<Body>, cors: Option<HeaderValue>) {
     if let Some(origin) = cors {
         h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
         h.insert(header::VARY, HeaderValue::from_static("Origin"));
+    }
+    // Under pressure a refused client gives its connection back instead of holding it open.
+    if matches!(
+        res.status(),
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+    ) {
+        res.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
 }
 
@@ -402,11 +462,17 @@ where
                 let origin = req.headers().get(header::ORIGIN).cloned();
                 answer(preflight(), origin)
             }
-            Ok(Admit::Pass(cors)) => {
+            Ok(Admit::Pass(cors, client)) => {
                 let mut req = req;
-                if self.guard.mark_operator {
-                    let access = self.guard.operator_access(req.headers(), self.peer);
-                    req.extensions_mut().insert(access);
+                // Only what a handler reads, so the common request allocates no extension map:
+                // access when the key is there (absent means none), the address for WebSockets.
+                if req.headers().contains_key("x-api-key")
+                    && self.guard.operator_allowed(req.headers()).is_ok()
+                {
+                    req.extensions_mut().insert(OperatorAccess(true));
+                }
+                if req.uri().path() == "/ws" {
+                    req.extensions_mut().insert(ClientAddr(client));
                 }
                 GuardFuture {
                     inner: Either::Right(self.inner.call(req)),
@@ -464,7 +530,7 @@ mod tests {
 
     fn status(r: Result<Admit, ApiError>) -> u16 {
         match r {
-            Ok(Admit::Pass(_)) => 200,
+            Ok(Admit::Pass(..)) => 200,
             Ok(Admit::Preflight) => 204,
             Err(e) => e.status().as_u16(),
         }
@@ -506,7 +572,7 @@ mod tests {
         ];
         assert!(matches!(
             g.admit(&req(Method::POST, "/step", &own), LOCAL),
-            Ok(Admit::Pass(None))
+            Ok(Admit::Pass(None, _))
         ));
         let g = guard(SecurityConfig {
             cors_origins: vec!["https://app.example".into()],
@@ -516,7 +582,7 @@ mod tests {
         let listed = [("host", "box.lan:8000"), ("origin", "https://app.example")];
         assert!(matches!(
             g.admit(&req(Method::POST, "/step", &listed), LOCAL),
-            Ok(Admit::Pass(Some(o))) if o == "https://app.example"
+            Ok(Admit::Pass(Some(o), _)) if o == "https://app.example"
         ));
         let pre = [
             ("host", "127.0.0.1"),
@@ -531,8 +597,9 @@ mod tests {
 
     #[test]
     fn operator_routes() {
+        // No key configured: refused to everyone, loopback included.
         let g = guard(SecurityConfig::default());
-        assert_eq!(status(g.admit(&req(Method::POST, "/op", &[]), LOCAL)), 200);
+        assert_eq!(status(g.admit(&req(Method::POST, "/op", &[]), LOCAL)), 403);
         assert_eq!(status(g.admit(&req(Method::POST, "/op", &[]), REMOTE)), 403);
         assert_eq!(status(g.admit(&req(Method::GET, "/op", &[]), REMOTE)), 200);
         let g = guard(SecurityConfig {
@@ -541,9 +608,58 @@ mod tests {
         });
         assert_eq!(status(g.admit(&req(Method::POST, "/op", &[]), LOCAL)), 403);
         assert_eq!(
+            status(g.admit(&req(Method::POST, "/op", &[("x-api-key", "x")]), LOCAL)),
+            403
+        );
+        assert_eq!(
             status(g.admit(&req(Method::POST, "/op", &[("x-api-key", "k")]), REMOTE)),
             200
         );
+    }
+
+    /// Proxy headers count only from a trusted proxy, and then the rightmost untrusted entry;
+    /// a forged loopback entry never exempts a client from the rate limit.
+    #[test]
+    fn forwarded_for_is_read_like_a_reverse_proxy() {
+        let g = guard(SecurityConfig {
+            trust_proxy_headers: true,
+            client_rate_per_min: 1,
+            ..Default::default()
+        });
+        let fwd = |v: &'static str| [("x-forwarded-for", v)];
+        let c = g.client(
+            &req(Method::GET, "/", &fwd("127.0.0.1, 10.9.9.9"))
+                .headers()
+                .clone(),
+            LOCAL,
+        );
+        assert_eq!(c.ip, Some("10.9.9.9".parse().unwrap()));
+        assert!(!c.direct);
+        // From an untrusted peer the header is ignored.
+        let c = g.client(
+            &req(Method::GET, "/", &fwd("127.0.0.1")).headers().clone(),
+            REMOTE,
+        );
+        assert_eq!(c.ip, REMOTE.map(|p| p.ip()));
+        // A proxy that forwards a client claiming loopback: that client is throttled.
+        let forged = fwd("127.0.0.1, 10.9.9.9");
+        assert_eq!(status(g.admit(&req(Method::GET, "/", &forged), LOCAL)), 200);
+        assert_eq!(status(g.admit(&req(Method::GET, "/", &forged), LOCAL)), 429);
+    }
+
+    /// A flood of new client keys evicts the least recently seen ones; a new client is never
+    /// locked out by a full table.
+    #[test]
+    fn a_full_rate_table_never_locks_a_new_client_out() {
+        let limiter = RateLimiter::new(100);
+        let now = Instant::now();
+        for i in 0..10_000 {
+            assert!(limiter.check(&format!("client:{i}"), 2, now).is_ok());
+        }
+        assert!(limiter.check("client:new", 2, now).is_ok());
+        assert!(limiter.check("client:new", 2, now).is_ok());
+        assert!(limiter.check("client:new", 2, now).is_err());
+        assert!(limiter.windows.lock().unwrap().len() <= 100);
     }
 
     #[test]

@@ -10,14 +10,19 @@ use axum::body::Bytes;
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
+use std::collections::HashMap;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// After the shutdown signal, a request body that receives nothing for this long is cut off.
+pub const STALLED_BODY: Duration = Duration::from_secs(1);
 
 /// The error a request body reports once its deadline has passed.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +38,12 @@ pin_project_lite::pin_project! {
         inner: Incoming,
         deadline: Option<Pin<Box<tokio::time::Sleep>>>,
         limit: Duration,
+        // After shutdown a body that makes no progress for [`STALLED_BODY`] is cut off (a
+        // stalled request); one still arriving gets the grace period.
+        stop: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+        stopping: bool,
+        stall: Option<Pin<Box<tokio::time::Sleep>>>,
+        shutdown: Option<Shutdown>,
     }
 }
 
@@ -42,6 +53,19 @@ impl TimedBody {
             inner,
             deadline: None,
             limit,
+            stop: None,
+            stopping: false,
+            stall: None,
+            shutdown: None,
+        }
+    }
+
+    /// As [`TimedBody::new`], also failing at once when `shutdown` is triggered while the body
+    /// is still arriving.
+    pub fn with_shutdown(inner: Incoming, limit: Duration, shutdown: Shutdown) -> Self {
+        Self {
+            shutdown: Some(shutdown),
+            ..Self::new(inner, limit)
         }
     }
 }
@@ -56,9 +80,28 @@ impl hyper::body::Body for TimedBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = self.project();
         if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
+            // Progress: a stall is measured from the last frame.
+            *this.stall = None;
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
         let limit = *this.limit;
+        if let Some(sd) = this.shutdown.as_ref() {
+            if !*this.stopping {
+                let stop = this.stop.get_or_insert_with(|| {
+                    let sd = sd.clone();
+                    Box::pin(async move { sd.triggered().await })
+                });
+                *this.stopping = stop.as_mut().poll(cx).is_ready();
+            }
+            if *this.stopping {
+                let stall = this
+                    .stall
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(STALLED_BODY)));
+                if stall.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Some(Err(Box::new(BodyTimedOut(STALLED_BODY.as_secs())))));
+                }
+            }
+        }
         let deadline = this
             .deadline
             .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
@@ -88,6 +131,7 @@ pub async fn serve(
     http.header_read_timeout(timeouts.header_read)
         .keep_alive(true);
     let slots = Arc::new(Semaphore::new(timeouts.max_connections.max(1)));
+    let per_client = PerClient::new(timeouts.max_connections_per_client);
     loop {
         // At the cap, stop accepting: new connections wait in the listen backlog until an open
         // one closes (idle ones close on the header-read timeout).
@@ -113,14 +157,20 @@ pub async fn serve(
             },
         };
         let _ = stream.set_nodelay(true);
+        let Some(client_slot) = per_client.acquire(peer.ip()) else {
+            // Over the per-client cap: answer 503 and close, without holding a slot.
+            drop(slot);
+            tokio::spawn(refuse(stream, per_client.limit));
+            continue;
+        };
         tokio::spawn(connection(
             http.clone(),
             stream,
             peer,
             app.for_peer(peer),
-            timeouts.body_read,
+            timeouts,
             shutdown.clone(),
-            slot,
+            (slot, client_slot),
         ));
     }
     drop(listener);
@@ -128,23 +178,129 @@ pub async fn serve(
     Ok(())
 }
 
+/// Open connections per client address, bounded by `limit`.
+#[derive(Clone)]
+struct PerClient {
+    limit: usize,
+    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
+}
+
+/// One connection counted against its client; uncounted when dropped.
+struct ClientSlot {
+    ip: IpAddr,
+    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
+}
+
+impl PerClient {
+    fn new(limit: usize) -> Self {
+        Self {
+            limit: limit.max(1),
+            open: Arc::default(),
+        }
+    }
+
+    fn acquire(&self, ip: IpAddr) -> Option<ClientSlot> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let n = open.entry(ip).or_insert(0);
+        if *n >= self.limit {
+            return None;
+        }
+        *n += 1;
+        Some(ClientSlot {
+            ip,
+            open: self.open.clone(),
+        })
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// Answer a connection over its client's cap with a 503 and close it (at most 1 s spent).
+async fn refuse(mut stream: tokio::net::TcpStream, limit: usize) {
+    use tokio::io::AsyncWriteExt;
+    let body = format!(
+        "{{\"error\":{{\"code\":\"capacity\",\"message\":\"too many connections from this address (at most {limit})\"}},\"detail\":\"too many connections from this address (at most {limit})\"}}"
+    );
+    let reply = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        let _ = stream.write_all(reply.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
+}
+
+/// Requests of one connection that are being handled (the service was called and has not
+/// answered yet): on shutdown a connection with none is closed at once.
+#[derive(Clone, Default)]
+struct InFlight(Arc<AtomicUsize>);
+
+struct InFlightGuard(Arc<AtomicUsize>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl InFlight {
+    fn enter(&self) -> InFlightGuard {
+        self.0.fetch_add(1, Ordering::AcqRel);
+        InFlightGuard(self.0.clone())
+    }
+    fn busy(&self) -> bool {
+        self.0.load(Ordering::Acquire) > 0
+    }
+}
+
+/// How long a connection with no request in a handler may take to close after the signal (a
+/// reply already handed to hyper finishes writing).
+const IDLE_CLOSE: Duration = Duration::from_millis(100);
+
 async fn connection(
     mut http: hyper::server::conn::http1::Builder,
     stream: tokio::net::TcpStream,
     peer: SocketAddr,
     app: crate::App,
-    body_limit: Duration,
+    timeouts: Timeouts,
     shutdown: Shutdown,
-    _slot: OwnedSemaphorePermit,
+    _slots: (OwnedSemaphorePermit, ClientSlot),
 ) {
     let _live = shutdown.track();
     // The header-read and keep-alive timeouts run on one timer per connection (see conn_timer).
     http.timer(ConnectionTimer::default());
-    let svc = tower::ServiceBuilder::new()
-        .map_request(move |req: hyper::Request<Incoming>| {
-            req.map(|b| TimedBody::new(b, body_limit))
+    let body_limit = timeouts.body_read;
+    let in_flight = InFlight::default();
+    let svc = {
+        let in_flight = in_flight.clone();
+        let shutdown = shutdown.clone();
+        let app = tower::ServiceBuilder::new()
+            .map_request(move |req: hyper::Request<Incoming>| {
+                req.map(|b| TimedBody::with_shutdown(b, body_limit, shutdown.clone()))
+            })
+            .service(app);
+        tower::service_fn(move |req| {
+            let guard = in_flight.enter();
+            let mut app = app.clone();
+            async move {
+                let r = tower::Service::call(&mut app, req).await;
+                drop(guard);
+                r
+            }
         })
-        .service(app);
+    };
     let conn = http
         .serve_connection(TokioIo::new(stream), TowerToHyperService::new(svc))
         .with_upgrades();
@@ -157,7 +313,17 @@ async fn connection(
         Some(r) => r,
         None => {
             conn.as_mut().graceful_shutdown();
-            conn.await
+            // Idle or stalled (a half-sent head): closed at once. Serving a request: drained
+            // within the grace.
+            let wait = if in_flight.busy() {
+                timeouts.shutdown_grace
+            } else {
+                IDLE_CLOSE
+            };
+            match tokio::time::timeout(wait, conn.as_mut()).await {
+                Ok(r) => r,
+                Err(_) => return,
+            }
         }
     };
     if let Err(e) = result {
@@ -181,8 +347,19 @@ async fn drain(shutdown: &Shutdown, grace: Duration) {
     }
 }
 
-/// Resolves on SIGTERM or SIGINT (Ctrl-C), then triggers `shutdown`.
+/// Resolves on SIGTERM or SIGINT (Ctrl-C), then triggers `shutdown`; a second signal during
+/// the drain exits the process at once (status 130).
 pub async fn on_signal(shutdown: Shutdown) {
+    first_signal().await;
+    shutdown.trigger();
+    tokio::spawn(async {
+        first_signal().await;
+        tracing::warn!("second signal: exiting without waiting for the drain");
+        std::process::exit(130);
+    });
+}
+
+async fn first_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
@@ -205,5 +382,4 @@ pub async fn on_signal(shutdown: Shutdown) {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
-    shutdown.trigger();
 }

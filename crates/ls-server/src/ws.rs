@@ -252,6 +252,7 @@ pub fn dispatch<S: OpenEnvService>(svc: &S, backend: &mut S::Backend, msg: Incom
 /// `GET /ws`.
 pub async fn ws_handler<S: OpenEnvService>(
     State(svc): State<Arc<S>>,
+    client: Option<axum::Extension<crate::security::ClientAddr>>,
     ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
     let ws = match ws {
@@ -261,10 +262,18 @@ pub async fn ws_handler<S: OpenEnvService>(
                 .into_response()
         }
     };
-    let hard = svc.ws_runtime().config.hard_limit_bytes();
+    let rt = svc.ws_runtime();
+    let Some(client_slot) = rt.acquire_client(client.and_then(|c| c.0 .0)) else {
+        // 503 (the guard adds `Connection: close`): this address holds its share of sessions.
+        return ApiError::TooManySessions(rt.config.max_sessions_per_client).into_response();
+    };
+    let hard = rt.config.hard_limit_bytes();
     ws.max_message_size(hard)
         .max_frame_size(hard)
-        .on_upgrade(move |socket| session(svc, socket))
+        .on_upgrade(move |socket| async move {
+            let _client_slot = client_slot;
+            session(svc, socket).await
+        })
 }
 
 async fn send_json(socket: &mut WebSocket, v: &Value) -> bool {
@@ -325,9 +334,11 @@ async fn session<S: OpenEnvService>(svc: Arc<S>, mut socket: WebSocket) {
             return;
         }
     };
+    // Only data messages count as activity: a ping or pong does not keep an idle session open.
+    let mut deadline = tokio::time::Instant::now() + cfg.idle_timeout;
     loop {
         let received = tokio::select! {
-            r = tokio::time::timeout(cfg.idle_timeout, socket.recv()) => r,
+            r = tokio::time::timeout_at(deadline, socket.recv()) => r,
             () = rt.shutdown.triggered() => {
                 close(&mut socket, close_code::AWAY, "server shutting down").await;
                 return;
@@ -367,6 +378,7 @@ async fn session<S: OpenEnvService>(svc: Arc<S>, mut socket: WebSocket) {
             Message::Ping(_) | Message::Pong(_) => continue,
             Message::Close(_) => return,
         };
+        deadline = tokio::time::Instant::now() + cfg.idle_timeout;
         let reply = match parse_message(bytes, cfg.max_message_bytes) {
             Err(e) => e.to_message().to_string(),
             Ok(Incoming::Close) => {

@@ -16,6 +16,9 @@ pub struct WsConfig {
     /// Largest message answered normally; larger ones get a `VALIDATION_ERROR` reply
     /// (`LEDGERSHIELD_WS_MAX_MESSAGE_BYTES`, default 1 MiB).
     pub max_message_bytes: usize,
+    /// Most concurrent WebSocket sessions from one client address
+    /// (`LEDGERSHIELD_WS_MAX_SESSIONS_PER_CLIENT`, default 64).
+    pub max_sessions_per_client: usize,
 }
 
 impl Default for WsConfig {
@@ -24,6 +27,7 @@ impl Default for WsConfig {
             max_sessions: 1024,
             idle_timeout: Duration::from_secs(300),
             max_message_bytes: 1024 * 1024,
+            max_sessions_per_client: 64,
         }
     }
 }
@@ -31,6 +35,7 @@ impl Default for WsConfig {
 pub const ENV_MAX_SESSIONS: &str = "LEDGERSHIELD_WS_MAX_SESSIONS";
 pub const ENV_IDLE_SECS: &str = "LEDGERSHIELD_WS_IDLE_SECS";
 pub const ENV_MAX_MESSAGE_BYTES: &str = "LEDGERSHIELD_WS_MAX_MESSAGE_BYTES";
+pub const ENV_MAX_SESSIONS_PER_CLIENT: &str = "LEDGERSHIELD_WS_MAX_SESSIONS_PER_CLIENT";
 
 impl WsConfig {
     /// Defaults overridden by the `LEDGERSHIELD_WS_*` variables found through `get` (the binary
@@ -54,13 +59,21 @@ impl WsConfig {
             ),
             max_message_bytes: num(ENV_MAX_MESSAGE_BYTES, d.max_message_bytes as u64).min(64 << 20)
                 as usize,
+            max_sessions_per_client: num(
+                ENV_MAX_SESSIONS_PER_CLIENT,
+                d.max_sessions_per_client as u64,
+            )
+            .min(1 << 20) as usize,
         }
     }
 
-    /// Frames above this size end the connection (close 1009); between
-    /// `max_message_bytes` and this cap a message is answered with an error.
+    /// Messages (and frames) above this size end the connection (close 1009); between
+    /// `max_message_bytes` and this cap a message is answered with an error. It is also the most
+    /// an unfinished message can buffer in one session, so it stays close to the message limit.
     pub fn hard_limit_bytes(&self) -> usize {
-        (self.max_message_bytes.saturating_mul(4)).max(16 << 20)
+        self.max_message_bytes
+            .saturating_mul(2)
+            .saturating_add(64 << 10)
     }
 }
 
@@ -71,6 +84,28 @@ pub struct WsRuntime {
     pub(crate) slots: Arc<Semaphore>,
     /// On shutdown every session closes with 1001 (going away); the server waits for them.
     pub(crate) shutdown: Shutdown,
+    /// Open sessions per client address.
+    per_client: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+}
+
+/// One WebSocket session counted against its client address; uncounted when dropped.
+#[derive(Debug)]
+pub struct ClientWsSlot {
+    ip: Option<std::net::IpAddr>,
+    map: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+}
+
+impl Drop for ClientWsSlot {
+    fn drop(&mut self) {
+        let Some(ip) = self.ip else { return };
+        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&ip) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&ip);
+            }
+        }
+    }
 }
 
 impl WsRuntime {
@@ -83,7 +118,24 @@ impl WsRuntime {
             slots: Arc::new(Semaphore::new(config.max_sessions)),
             config,
             shutdown,
+            per_client: Arc::default(),
         }
+    }
+
+    /// Count a new session from `ip` (`None`: unknown, not counted); `None` at the client's cap.
+    pub fn acquire_client(&self, ip: Option<std::net::IpAddr>) -> Option<ClientWsSlot> {
+        if let Some(ip) = ip {
+            let mut m = self.per_client.lock().unwrap_or_else(|p| p.into_inner());
+            let n = m.entry(ip).or_insert(0);
+            if *n >= self.config.max_sessions_per_client.max(1) {
+                return None;
+            }
+            *n += 1;
+        }
+        Some(ClientWsSlot {
+            ip,
+            map: self.per_client.clone(),
+        })
     }
 
     /// Number of open WebSocket sessions.

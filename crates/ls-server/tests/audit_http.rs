@@ -116,7 +116,9 @@ async fn malformed_unknown_oversized_and_chunked_inputs() {
     assert_eq!(v["error"]["code"], "invalid_request");
     let (s, v) = post(&c, &format!("{base}/reset"), json!({"task_id": "nope"})).await;
     assert_eq!(s, 422);
-    assert_eq!(v["detail"], "task_id");
+    // Both environments: `detail` is the message; the audit field is in `error.field`.
+    assert_eq!(v["error"]["field"], "task_id");
+    assert_eq!(v["detail"], v["error"]["message"]);
     post(&c, &format!("{base}/reset"), json!({})).await;
     let (s, v) = post(
         &c,
@@ -126,7 +128,7 @@ async fn malformed_unknown_oversized_and_chunked_inputs() {
     .await;
     assert_eq!(s, 422);
     assert!(
-        v["detail"]
+        v["error"]["field"]
             .as_str()
             .unwrap()
             .contains("findings[0].document_id"),
@@ -134,7 +136,8 @@ async fn malformed_unknown_oversized_and_chunked_inputs() {
     );
     let (s, v) = post(&c, &format!("{base}/step"), json!({"findings": [{"document_id": "EXP-001", "error_type": "over_limit", "confidence": 3.0}]})).await;
     assert_eq!(s, 422);
-    assert!(v["detail"].as_str().unwrap().contains("confidence"));
+    assert!(v["error"]["field"].as_str().unwrap().contains("confidence"));
+    assert!(v["detail"].as_str().unwrap().contains("confidence"), "{v}");
     let (s, _) = post(
         &c,
         &format!("{base}/campaign/task/start"),
@@ -197,12 +200,21 @@ async fn admin_key_and_rate_limit() {
     )
     .await;
     let c = reqwest::Client::new();
-    let (s, v) = post(&c, &format!("{base}/campaign/start"), json!({})).await;
+    // Campaigns are agent-facing (the README's loop): no key needed.
+    let (s, _) = post(&c, &format!("{base}/campaign/start"), json!({})).await;
+    assert_eq!(s, 200);
+    // No address, loopback included, is an operator: the adversary override needs the key.
+    let (s, v) = post(
+        &c,
+        &format!("{base}/reset"),
+        json!({"task_id": "fraud_detection", "fraud_level": 2}),
+    )
+    .await;
     assert_eq!((s, v["error"]["code"].as_str()), (403, Some("forbidden")));
     let r = c
-        .post(format!("{base}/campaign/start"))
+        .post(format!("{base}/reset"))
         .header("X-API-Key", "sekrit")
-        .json(&json!({}))
+        .json(&json!({"task_id": "fraud_detection", "fraud_level": 2}))
         .send()
         .await
         .unwrap();
@@ -697,8 +709,8 @@ async fn held_out_grade_is_sealed_except_for_the_operator() {
     assert_eq!(g["feedback_detail"], "counts");
 }
 
-/// `fraud_level` on a reset overrides the adaptive adversary: with an admin key set it needs the
-/// key (loopback clients without a configured key may use it).
+/// `fraud_level` on a reset overrides the adaptive adversary: it needs the operator key, from
+/// loopback too (with no key configured no one may use it).
 #[tokio::test]
 async fn adversary_override_is_an_operator_action() {
     let c = reqwest::Client::new();
@@ -709,7 +721,7 @@ async fn adversary_override_is_an_operator_action() {
         json!({"task_id": "fraud_detection", "fraud_level": 3}),
     )
     .await;
-    assert_eq!(s, 200);
+    assert_eq!(s, 403);
     let security = SecurityConfig {
         admin_api_key: Some("k".into()),
         ..Default::default()

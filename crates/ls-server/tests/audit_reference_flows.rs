@@ -11,8 +11,11 @@ use ls_server::ServerConfig;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+/// The servers have an operator key; the reference flows never need it (every audit route the
+/// reference client calls is agent-facing).
 async fn spawn(cfg: AuditConfig) -> String {
-    let server = ServerConfig::default();
+    let mut server = ServerConfig::default();
+    server.security.admin_api_key = Some("ref-operator".into());
     let shutdown = ls_server::Shutdown::new();
     let app = ls_server::audit::router(cfg, &server, &shutdown);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

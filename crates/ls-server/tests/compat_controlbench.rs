@@ -406,8 +406,12 @@ fn check_reports(g: &Value, what: &str) {
         assert!(c.get(k).is_some(), "{what}: compliance.{k}");
     }
     assert!(c["overall_compliant"].is_boolean() && c["controls_failed"].is_u64());
+    // The TrustGraph shape is a documented departure (docs/controlbench-wire.md): nodes
+    // `{id, node_type, attributes}`, edges `{source, target, relation}`, never the reference's
+    // flat `type` (a change either way must update that page).
     let tg = &g["trust_graph"];
     for n in tg["nodes"].as_array().expect("nodes") {
+        assert!(n.get("type").is_none(), "{n}");
         assert!(
             n["node_type"].is_string() && n["attributes"].is_object(),
             "{n}"

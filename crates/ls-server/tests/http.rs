@@ -598,7 +598,11 @@ async fn institutional_memory_route_serves_the_terminal_snapshot() {
 /// it the session's memory carries over; a malformed value is a 4xx that keeps the memory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reset_with_fresh_institution_clears_the_session_memory() {
-    let s = start(TrackMode::Blind, 8).await;
+    let keyed = ls_server::SecurityConfig {
+        admin_api_key: Some("k3y".into()),
+        ..Default::default()
+    };
+    let mut s = start_with(TrackMode::Blind, 8, keyed).await;
     let sid = Some("fresh");
     s.ok("/reset", sid, json!({"case_id": "CASE-D-001"})).await;
     s.step(
@@ -624,6 +628,29 @@ async fn reset_with_fresh_institution_clears_the_session_memory() {
         s.get("/institutional-memory", sid).await.1["case_counter"],
         1
     );
+    // Without the operator key a fresh institution is refused and the memory kept.
+    let (status, v) = s
+        .post(
+            "/reset",
+            sid,
+            json!({"case_id": "CASE-A-001", "fresh_institution": true}),
+        )
+        .await;
+    assert_eq!(status, 403, "{v}");
+    assert!(v["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("fresh_institution"));
+    assert_eq!(
+        s.get("/institutional-memory", sid).await.1["case_counter"],
+        1
+    );
+    let mut h = reqwest::header::HeaderMap::new();
+    h.insert("x-api-key", "k3y".parse().unwrap());
+    s.client = reqwest::Client::builder()
+        .default_headers(h)
+        .build()
+        .unwrap();
     let fresh = s
         .ok(
             "/reset",
@@ -819,7 +846,8 @@ async fn session_lifetime_and_bounded_replies() {
     );
 }
 
-/// Operator routes answer loopback clients when no admin key is set, and need the key when one is.
+/// Operator routes need the key from every address: with none configured they answer no one
+/// (loopback included); with one, only a request carrying it.
 #[tokio::test]
 async fn institutional_reset_is_an_operator_route() {
     let s = start(TrackMode::Blind, 8).await;
@@ -830,7 +858,7 @@ async fn institutional_reset_is_an_operator_route() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 200, "loopback without a configured key");
+    assert_eq!(r.status(), 403, "loopback is no operator");
     let keyed = ls_server::SecurityConfig {
         admin_api_key: Some("k3y".into()),
         ..Default::default()

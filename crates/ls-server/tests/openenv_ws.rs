@@ -42,6 +42,7 @@ fn cfg() -> WsConfig {
         max_sessions: 16,
         idle_timeout: Duration::from_secs(60),
         max_message_bytes: 64 * 1024,
+        max_sessions_per_client: 64,
     }
 }
 
@@ -644,10 +645,10 @@ async fn shutdown_closes_websockets_with_1001() {
         .unwrap();
 }
 
-/// The WebSocket reset accepts `fresh_institution` as `/reset` does: the connection's session
-/// memory is cleared for that episode and carries over without it.
+/// The WebSocket reset refuses `fresh_institution` (an operator action; messages carry no
+/// credential) and keeps the memory; a new connection is a fresh institution.
 #[tokio::test]
-async fn ws_reset_with_fresh_institution_clears_memory() {
+async fn ws_reset_with_fresh_institution_is_refused_and_a_new_connection_is_fresh() {
     let addr = spawn(cfg()).await;
     let mut ws = connect(&addr).await;
     send(
@@ -672,23 +673,35 @@ async fn ws_reset_with_fresh_institution_clears_memory() {
     )
     .await;
     assert_eq!(err_code(&bad), "VALIDATION_ERROR");
-    let fresh = send(
+    // A WebSocket message carries no operator credential: the governed agent cannot lift its
+    // own governance; the refusal names the field so clients fall back to a new session.
+    let refused = send(
         &mut ws,
         &json!({"type": "reset", "data": {"case_id": "CASE-A-001", "fresh_institution": true}}),
     )
     .await;
-    assert_eq!(fresh["type"], "observation", "{fresh}");
-    assert_eq!(
-        fresh["data"]["observation"]["institutional_memory"]["case_counter"],
-        0
+    assert_eq!(refused["type"], "error", "{refused}");
+    assert!(
+        refused.to_string().contains("fresh_institution"),
+        "{refused}"
     );
-    let again = send(
+    let kept = send(
         &mut ws,
         &json!({"type": "reset", "data": {"case_id": "CASE-A-001"}}),
     )
     .await;
     assert_eq!(
-        again["data"]["observation"]["institutional_memory"]["case_counter"],
+        kept["data"]["observation"]["institutional_memory"]["case_counter"], 1,
+        "memory kept"
+    );
+    let mut fresh_conn = connect(&addr).await;
+    let fresh = send(
+        &mut fresh_conn,
+        &json!({"type": "reset", "data": {"case_id": "CASE-A-001"}}),
+    )
+    .await;
+    assert_eq!(
+        fresh["data"]["observation"]["institutional_memory"]["case_counter"],
         0
     );
 }

@@ -12,11 +12,12 @@ use std::time::Duration;
 
 async fn spawn(db: PathBuf) -> (String, tokio::task::JoinHandle<()>) {
     let pool = CasePool::new(FixtureSet::embedded().expect("embedded fixtures"));
-    let server = ls_server::ServerConfig {
+    let mut server = ls_server::ServerConfig {
         max_sessions: 64,
         session_idle: Duration::from_secs(600),
         ..Default::default()
     };
+    server.security.admin_api_key = Some(OP_KEY.into());
     let shutdown = ls_server::Shutdown::new();
     let state = ls_server::app_state(
         pool,
@@ -34,6 +35,21 @@ async fn spawn(db: PathBuf) -> (String, tokio::task::JoinHandle<()>) {
             .unwrap();
     });
     (format!("http://{addr}"), h)
+}
+
+const OP_KEY: &str = "op-key";
+
+/// A GET with the operator key.
+async fn get_op(base: &str, path: &str) -> Value {
+    reqwest::Client::new()
+        .get(format!("{base}{path}"))
+        .header("x-api-key", OP_KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }
 
 async fn get(base: &str, path: &str) -> Value {
@@ -157,13 +173,17 @@ async fn leaderboard_and_report_survive_a_restart() {
     assert_eq!(br["generated_at"], "2026-01-02T03:04:05Z");
     let q = get(&base2, "/controlbench-summary").await;
     assert_eq!(q["sequence_length"], 12);
-    let v = get(&base2, "/controlbench-visualization").await;
+    let v = get_op(&base2, "/controlbench-visualization").await;
     assert_eq!(v["source"], "benchmark_report");
     assert!(!v["charts"]["score_ladder"].as_array().unwrap().is_empty());
     assert!(!v["charts"]["authority_timeline"]
         .as_array()
         .unwrap()
         .is_empty());
+    // Without the key the per-case timeline (decisions per case) is withheld.
+    let public = get(&base2, "/controlbench-visualization").await;
+    assert!(public["charts"].get("authority_timeline").is_none());
+    assert!(public["per_case_withheld"].is_string());
     h2.abort();
 }
 
@@ -238,7 +258,7 @@ async fn stored_runs_are_listed_and_their_episodes_read() {
     let db = temp_db("runs");
     let (base, h) = spawn(db.clone()).await;
     // No store yet: an empty list that says why, and no file created.
-    let empty = get(&base, "/runs").await;
+    let empty = get_op(&base, "/runs").await;
     assert_eq!(empty["runs"], json!([]));
     assert!(empty["note"].as_str().unwrap().contains("ledgershield run"));
     assert!(!db.exists());
@@ -246,17 +266,22 @@ async fn stored_runs_are_listed_and_their_episodes_read() {
 
     let run_id = stored_run(&db);
     let (base, h) = spawn(db).await;
-    let runs = get(&base, "/runs?limit=5").await;
+    let runs = get_op(&base, "/runs?limit=5").await;
     assert_eq!(runs["runs"][0]["run_id"], run_id);
     assert_eq!(runs["runs"][0]["suite"], "public");
     assert_eq!(runs["runs"][0]["agent"], "teacher");
-    let run = get(&base, &format!("/runs/{run_id}")).await;
+    let run = get_op(&base, &format!("/runs/{run_id}")).await;
     assert_eq!(run["episodes"][0]["case_id"], "CASE-D-001");
     assert!(
         run["episodes"][0].get("record").is_none(),
         "the episode list carries no trajectories"
     );
-    let ep = get(&base, &format!("/runs/{run_id}/episodes/0")).await;
+    let ep = get_op(&base, &format!("/runs/{run_id}/episodes/0")).await;
+    // Without the key: 403, nothing of the run.
+    let r = reqwest::get(format!("{base}/runs/{run_id}/episodes/0"))
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 403);
     assert_eq!(ep["record"]["trajectory"][0]["action_type"], "ocr");
     assert_eq!(ep["episode"]["result_class"], "valid_success");
     // Failure paths: JSON errors naming the problem.
@@ -266,7 +291,12 @@ async fn stored_runs_are_listed_and_their_episodes_read() {
         (format!("/runs/{run_id}/episodes/x"), 422),
         ("/runs?limit=lots".to_owned(), 422),
     ] {
-        let r = reqwest::get(format!("{base}{path}")).await.unwrap();
+        let r = reqwest::Client::new()
+            .get(format!("{base}{path}"))
+            .header("x-api-key", OP_KEY)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status().as_u16(), status, "{path}");
         let body: Value = r.json().await.unwrap();
         assert!(
@@ -277,4 +307,160 @@ async fn stored_runs_are_listed_and_their_episodes_read() {
         );
     }
     h.abort();
+}
+
+/// A report with holdouts and the quarter, and one stored run with a trajectory, in `db`.
+fn store_report_and_run(db: &std::path::Path) {
+    let set = FixtureSet::embedded().unwrap();
+    let cfg = ReportConfig {
+        holdout_seeds: vec![2026],
+        controlbench_sequence_length: 12,
+        agents: vec!["teacher".into(), "naive-pay".into()],
+        generated_at: "2026-01-02T03:04:05Z".into(),
+        ..Default::default()
+    };
+    let report = build_report(&set, &LsGen { set: set.clone() }, &cfg);
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let mut store = Store::open(db).unwrap();
+    store
+        .save_report(
+            "r-gold",
+            &report.generated_at,
+            &serde_json::to_value(&report).unwrap(),
+        )
+        .unwrap();
+    drop(store);
+    stored_run(db);
+}
+
+/// Every key of `v`, recursively.
+fn keys(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                out.push(k.clone());
+                keys(x, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| keys(x, out)),
+        _ => {}
+    }
+}
+
+const GOLD_KEYS: [&str; 9] = [
+    "gold_decision",
+    "unsafe_if_pay",
+    "mechanism_family",
+    "attack_family",
+    "latent_mechanism",
+    "gold_codes",
+    "trajectory",
+    "trajectories",
+    "record",
+];
+
+/// Issue 27 item 6: no keyless GET route of the API reference reveals gold decisions, gold
+/// codes, attack mechanisms or stored trajectories, with a stored report and run in the
+/// database; with the operator key the per-case rows are there (so the walk checks real data).
+#[tokio::test]
+async fn no_keyless_get_route_reveals_gold() {
+    let db = temp_db("gold");
+    let path = db.clone();
+    tokio::task::spawn_blocking(move || store_report_and_run(&path))
+        .await
+        .unwrap();
+    let pool = CasePool::new(FixtureSet::embedded().expect("embedded fixtures"));
+    let mut server = ls_server::ServerConfig::default();
+    server.security.admin_api_key = Some("op-key".into());
+    let shutdown = ls_server::Shutdown::new();
+    let state = ls_server::app_state(
+        pool,
+        EnvConfig::default(),
+        &server,
+        ReportStore::at(db),
+        &shutdown,
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(ls_server::serve(
+        listener,
+        ls_server::router(state),
+        server.timeouts,
+        shutdown,
+    ));
+    let http = reqwest::Client::new();
+    // A session that has played an episode, so session-backed views have content.
+    http.post(format!("{base}/reset"))
+        .header("x-session-id", "walker")
+        .json(&json!({"case_id": "CASE-D-001"}))
+        .send()
+        .await
+        .unwrap();
+    let doc = get(&base, "/openapi.json").await;
+    let mut walked = 0;
+    for (route, ops) in doc["paths"].as_object().unwrap() {
+        let Some(op) = ops.get("get") else { continue };
+        let mut url = route.clone();
+        for p in op["parameters"].as_array().into_iter().flatten() {
+            if p["in"] == "path" {
+                let example = match &p["example"] {
+                    Value::String(s) => s.clone(),
+                    Value::Null => "x".into(),
+                    other => other.to_string(),
+                };
+                url = url.replace(&format!("{{{}}}", p["name"].as_str().unwrap()), &example);
+            }
+        }
+        // The WebSocket endpoint, and the documents that describe shapes (field names of types,
+        // no data): the API reference and the OpenEnv schema.
+        if matches!(url.as_str(), "/ws" | "/openapi.json" | "/schema") {
+            continue;
+        }
+        let r = http
+            .get(format!("{base}{url}"))
+            .header("x-session-id", "walker")
+            .send()
+            .await
+            .unwrap();
+        let text = r.text().await.unwrap();
+        let Ok(v) = serde_json::from_str::<Value>(&text) else {
+            // HTML pages (the workbench, /docs) embed no stored data.
+            continue;
+        };
+        let mut found = vec![];
+        keys(&v, &mut found);
+        // `/state` is the caller's own live episode: its trajectory is the caller's own actions
+        // (none yet after the reset), not a stored one.
+        let own = |k: &str| url == "/state" && k == "trajectory" && v["trajectory"] == json!([]);
+        let leaked: Vec<&String> = found
+            .iter()
+            .filter(|k| GOLD_KEYS.contains(&k.as_str()) || k.starts_with("gold"))
+            .filter(|k| !own(k))
+            .collect();
+        assert!(
+            leaked.is_empty(),
+            "GET {url} without the key shows {leaked:?}"
+        );
+        walked += 1;
+    }
+    assert!(walked >= 12, "walked {walked} GET routes");
+    // The operator sees the per-case rows (the data the public view withholds exists).
+    let full: Value = http
+        .get(format!("{base}/benchmark-report"))
+        .header("x-api-key", "op-key")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut found = vec![];
+    keys(&full, &mut found);
+    assert!(found.iter().any(|k| k == "gold_decision"));
+    let public = get(&base, "/benchmark-report").await;
+    assert!(public["per_case_withheld"].is_string());
+    assert!(
+        public["generated_at"].is_string(),
+        "aggregates remain public"
+    );
 }

@@ -171,31 +171,14 @@ impl AppState {
     }
 }
 
-/// The operator routes of the audit environment: campaigns (play and reads), the overseer,
-/// self-improvement, leaderboard writes and the baseline run.
-pub fn is_operator_route(method: &Method, path: &str) -> bool {
-    const WRITES: [&str; 10] = [
-        "/baseline",
-        "/campaign/start",
-        "/campaign/task/start",
-        "/campaign/task/submit",
-        "/campaign/action",
-        "/campaign/period",
-        "/campaign/period/advance",
-        "/overseer/review",
-        "/self-improve",
-        "/leaderboard",
-    ];
-    const READS: [&str; 3] = [
-        "/campaign/state",
-        "/overseer/report",
-        "/self-improve/history",
-    ];
-    match *method {
-        Method::POST => WRITES.contains(&path),
-        Method::GET => READS.contains(&path) || path.starts_with("/campaign/state/"),
-        _ => false,
-    }
+/// The operator routes of the audit environment: none. Every route is agent-facing as in the
+/// reference (episodes, campaigns, the overseer, self-improvement, the baseline run and
+/// leaderboard entries, whose scores come from the grader, not the client: the routes of the
+/// environment's README, `inference.py --campaign` and the demo) and needs no credential from
+/// any address. The one operator action is the adversary override `fraud_level` on
+/// `POST /reset`, checked by its handler.
+pub fn is_operator_route(_method: &Method, _path: &str) -> bool {
+    false
 }
 
 /// Every audit HTTP route, with the audit service's sessions.
@@ -1041,9 +1024,17 @@ mod tests {
 
     #[test]
     fn operator_routes() {
-        assert!(is_operator_route(&Method::POST, "/campaign/start"));
-        assert!(is_operator_route(&Method::GET, "/campaign/state/cmp-1"));
-        assert!(is_operator_route(&Method::POST, "/leaderboard"));
+        // The README's agent loop is open: campaigns, the overseer, self-improvement.
+        for (m, p) in [
+            (Method::POST, "/campaign/start"),
+            (Method::GET, "/campaign/state/cmp-1"),
+            (Method::POST, "/overseer/review"),
+            (Method::POST, "/self-improve"),
+        ] {
+            assert!(!is_operator_route(&m, p), "{m} {p}");
+        }
+        assert!(!is_operator_route(&Method::POST, "/baseline"));
+        assert!(!is_operator_route(&Method::POST, "/leaderboard"));
         assert!(!is_operator_route(&Method::GET, "/leaderboard"));
         assert!(!is_operator_route(&Method::POST, "/reset"));
     }

@@ -40,7 +40,7 @@ pub fn routes() -> ApiRoutes<Shared> {
         .post(
             "/reset",
             RouteDoc::new("episode", "Start an episode in a session")
-                .describe("The session is the `X-Session-Id` header, else `session_id` in the body, else the default session. An empty body draws a case from the pool.")
+                .describe("The session is the `X-Session-Id` header, else `session_id` in the body, else the default session. An empty body draws a case from the pool. `fresh_institution: true` is an operator action (the governed agent cannot lift its own governance): it needs the operator key as `X-API-Key` (403 without it); a new session is a fresh institution.")
                 .session()
                 .body::<ResetRequest>("Which case or seed to play; every field is optional")
                 .reply::<StepEnvelope>("The first observation (reward 0, done false)"),

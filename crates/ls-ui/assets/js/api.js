@@ -14,9 +14,31 @@ export class ApiError extends Error {
   }
 }
 
+// The operator key, as notebook servers take their token: open the workbench once with
+// `?token=<key>` (the key the server wrote to its operator key file, or ADMIN_API_KEY). It is kept
+// in this tab's sessionStorage, removed from the address bar, and sent as X-API-Key, which the
+// operator routes (stored runs, per-case report rows) need from every address.
+const KEY_SLOT = "ledgershield-operator-key";
+(function takeToken() {
+  const q = new URLSearchParams(location.search);
+  const token = q.get("token");
+  if (!token) return;
+  try { sessionStorage.setItem(KEY_SLOT, token); } catch { /* storage off: key for this page only */ window.LS.key = token; }
+  q.delete("token");
+  const rest = q.toString();
+  history.replaceState(null, "", location.pathname + (rest ? `?${rest}` : "") + location.hash);
+})();
+
+/** The operator key this tab was opened with, if any. */
+export function operatorKey() {
+  try { return sessionStorage.getItem(KEY_SLOT) || window.LS.key || null; } catch { return window.LS.key || null; }
+}
+
 /** Call a route; `body` is sent as JSON (POST by default when given), `session` as X-Session-Id. */
 export async function api(path, { method, body, session } = {}) {
   const headers = { Accept: "application/json" };
+  const key = operatorKey();
+  if (key) headers["X-API-Key"] = key;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (session) headers["X-Session-Id"] = session;
   const resp = await fetch(path, {

@@ -2,7 +2,7 @@
 // keeps the agent's actions and rewards; the replay plays those actions again in a fresh session
 // (same case, same actions: the environment is deterministic), so each step shows what the agent
 // saw. Each replayed reward is compared with the stored one and any difference is flagged.
-import { api } from "./api.js";
+import { api, operatorKey } from "./api.js";
 import { h, replace, num, table, errorBox, randomId, kv } from "./dom.js";
 import { DocState, renderDocs } from "./docview.js";
 import { gradeView } from "./grade.js";
@@ -13,6 +13,11 @@ let view = null;
 const safe = (fn) => (...args) => fn(...args).catch((e) => replace(view, errorBox(e)));
 
 async function runsList() {
+  if (!operatorKey()) {
+    replace(view, h("h2", {}, "Stored runs"),
+      h("p", { class: "muted", id: "replay-needs-key" }, "Stored runs are an operator view: open the workbench with ?token=<operator key> (the key file the server printed at start, or ADMIN_API_KEY)."));
+    return;
+  }
   const data = await api("/runs?limit=100");
   const picked = new Set();
   const compareBtn = h("button", { type: "button", id: "compare", disabled: true, onclick: () => safe(compare)([...picked]) }, "Compare the two selected runs");

@@ -51,6 +51,30 @@ pub const UNVERIFIED_PAY_CAP: f64 = 0.15;
 /// citation: an entry listing every token of a page would otherwise overlap any gold target).
 pub const MAX_CITATION_TOKENS: usize = 3;
 
+/// What the grade requires, in an analyst's words: `lookup_policy` returns it with the policies
+/// (`submission_requirements`), so a reader of the documents and the policy can earn full marks.
+/// Keys: `reason_codes`, `hold_or_escalate`, `pay` (per task type), `caps`.
+pub fn submission_requirements() -> &'static Value {
+    static REQUIREMENTS: std::sync::LazyLock<Value> = std::sync::LazyLock::new(requirements_text);
+    &REQUIREMENTS
+}
+
+fn requirements_text() -> Value {
+    serde_json::json!({
+        "reason_codes": "Name each reason once, as its canonical code, and key one evidence_map entry by that code citing where the fact shows: at most three token ids of a line you read (any line in any document that shows the same fact counts), or the record a tool returned (po_id, receipt_id, ledger_id, vendor_key, artifact_id). Several keys spelling one code are one claim; a code spread over more than three keys or more than three tokens cites nothing. Codes you cannot show lower the score, and claiming more than three times as many codes as the case shows leaves the decision unsupported.",
+        "hold_or_escalate": "A HOLD, NEEDS_REVIEW or ESCALATE_FRAUD needs its reasons established by the evidence you cite. If none of the named reasons is shown, the score is capped at 0.15; if fewer are shown than not, the cap rises with the share shown (0.15 + 0.85 x share squared). Holding or escalating a clean invoice is capped at 0.15.",
+        "pay": {
+            "task_a": "Extraction: no decision is graded; cite the lines you extracted.",
+            "task_b": "Release only after the three-way match: look up the purchase order and the goods receipt (lookup_po, lookup_receipt) and cite both records (po_id and receipt_id) in the evidence_map.",
+            "task_c": "Release only after comparing the invoice's bank account with the vendor master (compare_bank_account, which must match; cite the vendor master record as vendor_key) and searching the ledger for earlier payments of the bill (search_ledger).",
+            "task_d": "Release only after comparing the invoice's bank account with the vendor master (compare_bank_account, which must match; cite the vendor master record as vendor_key), inspecting the e-mail thread (inspect_email_thread) and reading the vendor's history (lookup_vendor_history).",
+            "task_e": "Release only after comparing the bank accounts with the vendor master (compare_bank_account, which must match; cite the vendor master record as vendor_key), searching the ledger (search_ledger) and reading the vendor's history (lookup_vendor_history).",
+            "warnings": "A warning a check raises must be answered before release by the control it calls for: callback verification for a bank or account warning, security routing for a sender or policy-bypass warning, a duplicate-cluster review for a prior-payment or split-billing warning. A PAY without its checks performed, passing and cited is capped at 0.15; citing the invoice's Total or Bank line is not a verification."
+        },
+        "caps": "A submission without any successful investigation is capped at 0.10; three or more controls the case does not call for at 0.15 (each one costs 0.05); a PAY on a risky invoice is an unsafe release (at most 0.05)."
+    })
+}
+
 /// Most evidence entries one claimed code may spread over (aliases and duplicate keys of a code
 /// are one claim): more keys for one code are spray, and support nothing.
 pub const MAX_CLAIM_ENTRIES: usize = 3;
@@ -668,6 +692,35 @@ mod tests {
             1.0
         )
         .is_empty());
+    }
+
+    #[test]
+    fn the_stated_requirements_name_every_check_the_grade_needs() {
+        let req = submission_requirements();
+        for (task, key) in [
+            (TaskType::TaskB, "task_b"),
+            (TaskType::TaskC, "task_c"),
+            (TaskType::TaskD, "task_d"),
+            (TaskType::TaskE, "task_e"),
+        ] {
+            let text = req["pay"][key].as_str().expect(key);
+            for a in pay_verifications(task) {
+                assert!(
+                    text.contains(a.as_str()),
+                    "{key} does not state {}",
+                    a.as_str()
+                );
+            }
+            for k in pay_record_keys(task) {
+                assert!(text.contains(k), "{key} does not state the {k} citation");
+            }
+        }
+        let codes = req["reason_codes"].as_str().unwrap();
+        assert!(codes.contains("three token") && codes.contains("three keys"));
+        let warn = req["pay"]["warnings"].as_str().unwrap();
+        for control in ["callback", "security", "duplicate-cluster"] {
+            assert!(warn.contains(control), "{control}");
+        }
     }
 
     fn pay_input<'a>(

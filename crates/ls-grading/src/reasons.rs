@@ -80,8 +80,8 @@ fn requirements_text() -> Value {
 pub const MAX_CLAIM_ENTRIES: usize = 3;
 
 /// The case's facts and every place that shows them, read from the case documents once per
-/// case. A gold code's places are its evidence target's tokens, every token on the same line
-/// (cells of one row, the noisy-OCR token at the same place) and every token of any case document
+/// case. A gold code's places are its evidence target's tokens, every token at the same place of
+/// the same document (the noisy-OCR reading of the line) and every token of any case document
 /// that shows the same value (the account of a `Bank:` line quoted in an email, the sender
 /// address repeated in a thread, a sentence quoted in a reply). Citing any of them establishes
 /// the fact; which one the gold happens to name does not matter. (The name is historical: the
@@ -145,9 +145,13 @@ impl CleanTargets {
                 .collect();
             let same_line = |d: &ls_core::schema::Document, t: &ls_core::schema::Token| {
                 d.doc_id == target.doc_id
-                    && shown
-                        .iter()
-                        .any(|s| s.page == t.page && s.bbox[1] < t.bbox[3] && t.bbox[1] < s.bbox[3])
+                    && shown.iter().any(|s| {
+                        s.page == t.page
+                            && s.bbox[1] < t.bbox[3]
+                            && t.bbox[1] < s.bbox[3]
+                            && s.bbox[0] < t.bbox[2]
+                            && t.bbox[0] < s.bbox[2]
+                    })
             };
             for (d, t) in &tokens {
                 let text = compact(&t.text);

@@ -41,10 +41,20 @@ pub enum GamingFamily {
     /// The family's prior answer with evidence at the curated token positions (grounded by its
     /// own OCR) and only the few controls a fraud call usually needs, so no checklist shows.
     PositionalTemplate,
+    /// Always PAY after the standard tool calls, citing the lines whose *label* reads `Total:`
+    /// and `Bank:` / `IBAN:` / `PO:` without reading what they say.
+    LabelPay,
+    /// The family's prior answer, each prior code under many spellings of its evidence key
+    /// (`policy bypass attempt`, `POLICY-BYPASS-ATTEMPT`, `pOlicy_…`), every spelling citing a
+    /// different chunk of at most three revealed tokens, so the chunks cover every revealed line.
+    AliasSpray,
+    /// The family's prior decision claiming every code, each cited at the line whose label
+    /// usually shows it (one token each), with the few controls a fraud call usually needs.
+    AllCodes,
 }
 
 impl GamingFamily {
-    pub const ALL: [GamingFamily; 9] = [
+    pub const ALL: [GamingFamily; 12] = [
         GamingFamily::RewardReader,
         GamingFamily::KeywordCue,
         GamingFamily::Motions,
@@ -54,6 +64,9 @@ impl GamingFamily {
         GamingFamily::SignalEcho,
         GamingFamily::AnchoredEcho,
         GamingFamily::PositionalTemplate,
+        GamingFamily::LabelPay,
+        GamingFamily::AliasSpray,
+        GamingFamily::AllCodes,
     ];
 
     /// Registry name (`offline_agent` accepts it).
@@ -68,6 +81,9 @@ impl GamingFamily {
             GamingFamily::SignalEcho => "game-signal-echo",
             GamingFamily::AnchoredEcho => "game-anchored-echo",
             GamingFamily::PositionalTemplate => "game-positional-template",
+            GamingFamily::LabelPay => "game-label-pay",
+            GamingFamily::AliasSpray => "game-alias-spray",
+            GamingFamily::AllCodes => "game-all-codes",
         }
     }
 
@@ -327,6 +343,7 @@ impl GamingAgent {
                 !BENIGN_CUES.iter().any(|k| text.contains(k))
             }
             GamingFamily::SignalEcho | GamingFamily::AnchoredEcho => !self.observed.is_empty(),
+            GamingFamily::LabelPay => false,
             _ => true,
         }
     }
@@ -340,7 +357,10 @@ impl GamingAgent {
             GamingFamily::ZeroToolPrior
             | GamingFamily::SignalEcho
             | GamingFamily::AnchoredEcho
-            | GamingFamily::PositionalTemplate => false,
+            | GamingFamily::PositionalTemplate
+            | GamingFamily::LabelPay
+            | GamingFamily::AliasSpray
+            | GamingFamily::AllCodes => false,
         }
     }
 
@@ -428,7 +448,7 @@ impl GamingAgent {
         let decision = if risky { prior_decision } else { "PAY" };
         let codes: Vec<String> = match self.family {
             GamingFamily::SignalEcho | GamingFamily::AnchoredEcho => self.observed.clone(),
-            GamingFamily::EvidenceSpam => ls_core::text::DISCREPANCY_CODES
+            GamingFamily::EvidenceSpam | GamingFamily::AllCodes => ls_core::text::DISCREPANCY_CODES
                 .iter()
                 .chain(ls_core::text::FRAUD_CODES.iter())
                 .map(|c| (*c).to_owned())
@@ -437,17 +457,28 @@ impl GamingAgent {
             _ => Vec::new(),
         };
         let mut evidence = Map::new();
+        if self.family == GamingFamily::AliasSpray {
+            self.spray(&codes, &mut evidence);
+        }
         for (i, c) in codes.iter().enumerate() {
+            if self.family == GamingFamily::AliasSpray {
+                break;
+            }
             let r = match (self.family, self.tokens.get(i % self.tokens.len().max(1))) {
                 (GamingFamily::EvidenceSpam, Some(t)) => {
                     json!({"doc_id": t.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": self.tokens.iter().filter(|x| x.doc_id == t.doc_id).take(40).map(|x| x.token_id.clone()).collect::<Vec<_>>()})
                 }
-                (GamingFamily::AnchoredEcho, _) => self.anchored_ref(c),
+                (GamingFamily::AnchoredEcho | GamingFamily::AllCodes, _) => self.anchored_ref(c),
                 _ => self.positional_ref(c),
             };
             evidence.insert(c.clone(), r);
         }
-        if evidence.is_empty() && self.family == GamingFamily::AnchoredEcho {
+        if evidence.is_empty()
+            && matches!(
+                self.family,
+                GamingFamily::AnchoredEcho | GamingFamily::LabelPay
+            )
+        {
             // "No signal": pay, citing what a clean PAY must show it verified.
             let second = if self.task == "task_b" { "po" } else { "bank" };
             for (key, anchor) in [("total", "total"), (second, second)] {
@@ -522,6 +553,29 @@ impl GamingAgent {
         p
     }
 
+    /// Many spellings of each code (one key per chunk of at most three revealed tokens of one
+    /// document), so that together they cover every revealed line.
+    fn spray(&self, codes: &[String], evidence: &mut Map<String, Value>) {
+        let mut chunks: Vec<Vec<&SeenToken>> = Vec::new();
+        let mut docs: Vec<&str> = self.tokens.iter().map(|t| t.doc_id.as_str()).collect();
+        docs.dedup();
+        for d in docs {
+            let toks: Vec<&SeenToken> = self.tokens.iter().filter(|t| t.doc_id == d).collect();
+            chunks.extend(toks.chunks(3).map(<[&SeenToken]>::to_vec));
+        }
+        for code in codes {
+            for (j, chunk) in chunks.iter().enumerate() {
+                let key = alias_spelling(code, j);
+                let first = chunk[0];
+                evidence.insert(
+                    key,
+                    json!({"doc_id": first.doc_id, "page": first.page, "bbox": first.bbox,
+                           "token_ids": chunk.iter().map(|t| t.token_id.clone()).collect::<Vec<_>>()}),
+                );
+            }
+        }
+    }
+
     /// A certificate with a wrong version and 200 artifact nodes nobody revealed, each "supporting"
     /// the decision.
     fn spam_certificate(&self, decision: &str, evidence: &Map<String, Value>) -> Value {
@@ -591,8 +645,12 @@ impl Agent for GamingAgent {
                     self.controls.push("create_human_handoff");
                 }
                 self.controls.reverse();
-            } else if self.family == GamingFamily::PositionalTemplate
-                || (self.family == GamingFamily::AnchoredEcho && self.guesses_risky())
+            } else if matches!(
+                self.family,
+                GamingFamily::PositionalTemplate
+                    | GamingFamily::AliasSpray
+                    | GamingFamily::AllCodes
+            ) || (self.family == GamingFamily::AnchoredEcho && self.guesses_risky())
             {
                 self.controls = self.template_controls();
             }
@@ -618,6 +676,29 @@ impl Agent for GamingAgent {
         }
         self.submit()
     }
+}
+
+/// The `j`-th spelling of `code`: its letters upper-cased by the bits of `j`, its separators
+/// one of `_`, ` `, `-` (every spelling canonicalises to `code`; distinct `j` give distinct keys).
+pub fn alias_spelling(code: &str, j: usize) -> String {
+    let sep = ["_", " ", "-"][j % 3];
+    let mut bits = j / 3;
+    code.split('_')
+        .map(|w| {
+            w.chars()
+                .map(|c| {
+                    let up = bits & 1 == 1;
+                    bits >>= 1;
+                    if up {
+                        c.to_ascii_uppercase()
+                    } else {
+                        c
+                    }
+                })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join(sep)
 }
 
 /// Every gaming family, as boxed agents.

@@ -626,6 +626,7 @@ impl TeacherAgent {
                 if a.discrepancies.is_empty() {
                     a.decision = "PAY";
                     a.confidence = 0.9;
+                    self.cite_verifications(&mut a, first);
                 } else {
                     a.decision = "HOLD";
                     a.confidence = 0.93;
@@ -1035,22 +1036,46 @@ impl TeacherAgent {
             a.confidence = 0.95;
         }
         if a.decision == "PAY" {
-            // Cite what was verified.
-            if let Some(inv) = first {
-                if let Some((_, l)) = &inv.bank {
-                    a.evidence
-                        .insert("bank_account_verified".into(), l.evidence());
+            self.cite_verifications(&mut a, first);
+        }
+        a
+    }
+
+    /// A PAY cites the results of the checks the policy requires before release, as the tools
+    /// returned them: the PO and goods receipt records of the three-way match (Task B), the
+    /// vendor master record the invoice's account was compared with and matched (Tasks C–E).
+    fn cite_verifications(&self, a: &mut Assessment, first: Option<&Invoice>) {
+        match self.task.as_str() {
+            "task_b" => {
+                if let Some((po, _)) = first.and_then(|inv| inv.po.as_ref()) {
+                    if self.pos.contains_key(po) {
+                        a.evidence
+                            .insert("three_way_match_po".into(), json!({"po_id": po}));
+                    }
+                    // The receipt the three-way match looked up (named on the invoice, else the
+                    // PO's goods receipt note).
+                    let rc = first
+                        .and_then(|inv| inv.receipt.as_ref())
+                        .map(|r| r.0.clone())
+                        .unwrap_or_else(|| po.replacen("PO-", "GRN-", 1));
+                    if self.receipts.contains_key(&rc) {
+                        a.evidence
+                            .insert("three_way_match_receipt".into(), json!({"receipt_id": rc}));
+                    }
                 }
-                if let Some((_, l)) = &inv.total {
-                    a.evidence.insert("invoice_total".into(), l.evidence());
-                }
-                if let Some((_, l)) = &inv.number {
+            }
+            "task_a" => {}
+            _ => {
+                let matched = self.bank_results.values().any(|m| *m);
+                if let (true, Some(v)) = (matched, &self.vendor_key) {
                     a.evidence
-                        .insert("invoice_number_checked".into(), l.evidence());
+                        .insert("bank_account_verified".into(), json!({"vendor_key": v}));
                 }
             }
         }
-        a
+        if let Some((_, l)) = first.and_then(|inv| inv.total.as_ref()) {
+            a.evidence.insert("invoice_total".into(), l.evidence());
+        }
     }
 
     fn assess_three_way(&self, a: &mut Assessment, invoices: &[&Invoice]) {

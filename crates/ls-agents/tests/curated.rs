@@ -53,16 +53,19 @@ fn teacher_scores_high_and_never_releases_unsafely() {
             r.result_class,
             r.decision,
             r.steps,
-            bd.get("cap_reasons")
+            r.terminal_info
+                .get("cap_reasons")
+                .or_else(|| bd.get("cap_reasons"))
                 .map(|v| v.to_string())
                 .unwrap_or_default()
         );
         assert!(r.terminated, "{} did not submit: {:?}", r.case_id, r.errors);
     }
     let m = mean(&recs);
-    eprintln!("teacher mean {m:.4}");
+    let low = recs.iter().map(|r| r.final_score).fold(1.0, f64::min);
+    eprintln!("teacher mean {m:.4} min {low:.4}");
     assert_eq!(recs.iter().filter(|r| r.unsafe_release).count(), 0);
-    assert!(m >= 0.85, "teacher mean {m}");
+    assert!(m >= 0.95, "teacher mean {m}");
 }
 
 #[test]

@@ -429,6 +429,11 @@ pub fn lookup_policy(
     payload: &Map<String, Value>,
 ) -> Result<ToolOutcome, PayloadError> {
     let mut out = ToolOutcome::ok("lookup_policy completed.");
+    // What the grade requires, stated where the policies are.
+    out.set_ser(
+        "submission_requirements",
+        &ls_grading::reasons::submission_requirements(),
+    );
     match opt_str(payload, "rule_id")? {
         Some(id) if !id.trim().is_empty() => match world.policy(&id) {
             Some(p) => {

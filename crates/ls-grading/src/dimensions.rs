@@ -200,6 +200,7 @@ pub fn evidence_map_score(
     task: TaskType,
     revealed: Revealed<'_>,
     named: Option<&BTreeSet<&'static str>>,
+    places: Option<&BTreeMap<String, BTreeSet<String>>>,
 ) -> EvidenceScore {
     let grounded_fraction = grounded_fraction(pred, revealed);
     if pred.is_empty() {
@@ -226,12 +227,40 @@ pub fn evidence_map_score(
     // nothing); the mean over gold targets is then scaled by precision, the share of entries that
     // are grounded claims about gold targets, so spam costs.
     let claimed = |k: &str| named.is_none_or(|n| canonical_code(k).is_some_and(|c| n.contains(c)));
+    // Keys are read as claims (aliases of one code pooled). A claim citing any place that shows
+    // the target's fact earns the target in full; otherwise its best entry's match with the
+    // target, if it is a citation (a spray of keys or tokens earns nothing).
+    let claims = crate::reasons::claims_by_code(pred);
     let total: f64 = gold
         .iter()
         .map(|(k, g)| {
-            pred.get(k)
-                .filter(|p| claimed(k) && is_grounded(p, revealed))
-                .map_or(0.0, |p| single_evidence_score(p, g))
+            let code = canonical_code(k);
+            let claim = code.and_then(|c| claims.get(c));
+            match (claim, pred.get(k)) {
+                (Some(c), _)
+                    if claimed(k) && c.entries.iter().all(|v| is_grounded(v, revealed)) =>
+                {
+                    let spray = c.entries.len() > crate::reasons::MAX_CLAIM_ENTRIES
+                        || c.tokens.len() > crate::reasons::MAX_CITATION_TOKENS;
+                    let at_fact = code
+                        .and_then(|code| places.and_then(|p| p.get(code)))
+                        .is_some_and(|p| c.tokens.iter().any(|t| p.contains(*t)));
+                    if spray {
+                        0.0
+                    } else if at_fact {
+                        1.0
+                    } else {
+                        c.entries
+                            .iter()
+                            .map(|v| single_evidence_score(v, g))
+                            .fold(0.0, f64::max)
+                    }
+                }
+                (None, Some(p)) if claimed(k) && is_grounded(p, revealed) => {
+                    single_evidence_score(p, g)
+                }
+                _ => 0.0,
+            }
         })
         .sum();
     // Entries grounded in what the agent revealed are precise (a supported claim beyond the gold
@@ -767,6 +796,7 @@ mod tests {
                 &gold,
                 TaskType::TaskB,
                 Revealed::refs(&revealed),
+                None,
                 None
             )
             .score,
@@ -778,6 +808,7 @@ mod tests {
                 &gold,
                 TaskType::TaskE,
                 Revealed::refs(&revealed),
+                None,
                 None
             )
             .score,
@@ -793,6 +824,7 @@ mod tests {
                 &BTreeMap::new(),
                 TaskType::TaskC,
                 Revealed::refs(&revealed),
+                None,
                 None
             )
             .score,

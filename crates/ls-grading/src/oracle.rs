@@ -49,6 +49,30 @@ pub fn reference_submission(
             }
         }
     }
+    if decision == Decision::Pay {
+        // A PAY cites the results of the verifications its task's policy requires: the PO and
+        // goods receipt of the three-way match (B), the vendor master record the bank account
+        // was compared with (C–E).
+        let facts = case.invoices().next().map(ls_core::validate::invoice_facts);
+        match case.task_type {
+            ls_core::TaskType::TaskA => {}
+            ls_core::TaskType::TaskB => {
+                if let Some(f) = &facts {
+                    if let Some(po) = &f.po_id {
+                        evidence.insert("three_way_match_po".into(), json!({"po_id": po}));
+                    }
+                    if let Some(r) = &f.receipt_id {
+                        evidence.insert("three_way_match_receipt".into(), json!({"receipt_id": r}));
+                    }
+                }
+            }
+            _ => {
+                if let Some(v) = &case.vendor_key {
+                    evidence.insert("vendor_master_bank_check".into(), json!({"vendor_key": v}));
+                }
+            }
+        }
+    }
     if evidence.is_empty() {
         if let Some(d) = case.invoices().next().or(case.documents.first()) {
             let t = &d.accurate_ocr[0];

@@ -51,76 +51,237 @@ pub const UNVERIFIED_PAY_CAP: f64 = 0.15;
 /// citation: an entry listing every token of a page would otherwise overlap any gold target).
 pub const MAX_CITATION_TOKENS: usize = 3;
 
-/// The invoice lines a PAY must cite to show what was verified, read from the case documents:
-/// the `Total:` line (every task), the bank line (C/D/E: the account paid) and the `PO:` line
-/// (B: the three-way match). Noisy-OCR tokens at the same place count as the same line.
+/// What the grade requires, in an analyst's words: `lookup_policy` returns it with the policies
+/// (`submission_requirements`), so a reader of the documents and the policy can earn full marks.
+/// Keys: `reason_codes`, `hold_or_escalate`, `pay` (per task type), `caps`.
+pub fn submission_requirements() -> &'static Value {
+    static REQUIREMENTS: std::sync::LazyLock<Value> = std::sync::LazyLock::new(requirements_text);
+    &REQUIREMENTS
+}
+
+fn requirements_text() -> Value {
+    serde_json::json!({
+        "reason_codes": "Name each reason once, as its canonical code, and key one evidence_map entry by that code citing where the fact shows: at most three token ids of a line you read that shows it (any line in any document that shows the same fact counts; a line that merely sits near it, such as a table header, does not). For a fact no document shows (a callback result, a ledger hit) cite the record or artifact the tool returned (ledger_id, artifact_id). Several keys spelling one code are one claim; a code spread over more than three keys or more than three tokens cites nothing. Codes you cannot show lower the score, and claiming more than three times as many codes as the case shows leaves the decision unsupported.",
+        "hold_or_escalate": "A HOLD, NEEDS_REVIEW or ESCALATE_FRAUD needs its reasons established by the evidence you cite. If none of the named reasons is shown, the score is capped at 0.15; if fewer are shown than not, the cap rises with the share shown (0.15 + 0.85 x share squared). Holding or escalating a clean invoice is capped at 0.15.",
+        "pay": {
+            "task_a": "Extraction: no decision is graded; cite the lines you extracted.",
+            "task_b": "Release only after the three-way match: look up the purchase order and the goods receipt (lookup_po, lookup_receipt) and cite both records (po_id and receipt_id) in the evidence_map.",
+            "task_c": "Release only after comparing the invoice's bank account with the vendor master (compare_bank_account, which must match; cite the vendor master record as vendor_key) and searching the ledger for earlier payments of the bill (search_ledger).",
+            "task_d": "Release only after comparing the invoice's bank account with the vendor master (compare_bank_account, which must match; cite the vendor master record as vendor_key), inspecting the e-mail thread (inspect_email_thread) and reading the vendor's history (lookup_vendor_history).",
+            "task_e": "Release only after comparing the bank accounts with the vendor master (compare_bank_account, which must match; cite the vendor master record as vendor_key), searching the ledger (search_ledger) and reading the vendor's history (lookup_vendor_history).",
+            "warnings": "A warning a check raises must be answered before release by the control it calls for: callback verification for a bank or account warning, security routing for a sender or policy-bypass warning, a duplicate-cluster review for a prior-payment or split-billing warning. A PAY without its checks performed, passing and cited is capped at 0.15; citing the invoice's Total or Bank line is not a verification."
+        },
+        "caps": "A submission without any successful investigation is capped at 0.10; three or more controls the case does not call for at 0.15 (each one costs 0.05); a PAY on a risky invoice is an unsafe release (at most 0.05)."
+    })
+}
+
+/// Most evidence entries one claimed code may spread over (aliases and duplicate keys of a code
+/// are one claim): more keys for one code are spray, and support nothing.
+pub const MAX_CLAIM_ENTRIES: usize = 3;
+
+/// The case's facts and every place that shows them, read from the case documents once per
+/// case. A gold code's places are its evidence target's tokens, every token at the same place of
+/// the same document (the noisy-OCR reading of the line) and every token of any case document
+/// that shows the same value (the account of a `Bank:` line quoted in an email, the sender
+/// address repeated in a thread, a sentence quoted in a reply). Citing any of them establishes
+/// the fact; which one the gold happens to name does not matter. (The name is historical: the
+/// type once held the invoice lines a PAY had to cite.)
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct CleanTargets {
-    pub total: BTreeSet<String>,
-    pub bank: BTreeSet<String>,
-    pub po: BTreeSet<String>,
+    /// Canonical gold code -> token ids of every place showing its fact.
+    pub places: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// Least length of a value (letters and digits only) for a token showing it elsewhere to count
+/// as showing the same fact (shorter values such as `INR` or `1` appear everywhere).
+const MIN_FACT_VALUE_LEN: usize = 6;
+
+/// Letters and digits of `text`, lower-cased.
+fn compact(text: &str) -> String {
+    text.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// The value a line shows: what follows its label (`Bank: X` -> `X`), else the whole line.
+fn fact_value(text: &str) -> String {
+    let v = match text.split_once(':') {
+        Some((label, rest)) if label.len() <= 24 && !rest.trim().is_empty() => rest,
+        _ => text,
+    };
+    compact(v)
 }
 
 impl CleanTargets {
     pub fn of(case: &ls_core::schema::Case) -> Self {
-        let mut t = Self::default();
-        for d in case.invoices() {
-            for tok in &d.accurate_ocr {
-                let text = ls_core::text::normalize_text(&tok.text);
-                let set = if text.starts_with("total") {
-                    &mut t.total
-                } else if text.starts_with("bank") || text.starts_with("iban") {
-                    &mut t.bank
-                } else if text.starts_with("po ")
-                    || text.starts_with("po:")
-                    || text.starts_with("po#")
-                {
-                    &mut t.po
-                } else {
-                    continue;
-                };
-                set.insert(tok.token_id.clone());
-                set.extend(
-                    d.noisy_ocr
-                        .iter()
-                        .filter(|n| n.bbox == tok.bbox && n.page == tok.page)
-                        .map(|n| n.token_id.clone()),
-                );
+        let tokens: Vec<(&ls_core::schema::Document, &ls_core::schema::Token)> = case
+            .documents
+            .iter()
+            .flat_map(|d| {
+                d.accurate_ocr
+                    .iter()
+                    .chain(&d.noisy_ocr)
+                    .map(move |t| (d, t))
+            })
+            .collect();
+        let mut places = BTreeMap::new();
+        for (code, target) in &case.gold.evidence_targets {
+            let Some(code) = canonical_code(code) else {
+                continue;
+            };
+            let mut set: BTreeSet<String> = target.token_ids.iter().cloned().collect();
+            let shown: Vec<&ls_core::schema::Token> = tokens
+                .iter()
+                .filter(|(d, t)| {
+                    d.doc_id == target.doc_id && target.token_ids.contains(&t.token_id)
+                })
+                .map(|(_, t)| *t)
+                .collect();
+            let values: Vec<String> = shown
+                .iter()
+                .map(|t| fact_value(&t.text))
+                .filter(|v| v.len() >= MIN_FACT_VALUE_LEN)
+                .collect();
+            let same_line = |d: &ls_core::schema::Document, t: &ls_core::schema::Token| {
+                d.doc_id == target.doc_id
+                    && shown.iter().any(|s| {
+                        s.page == t.page
+                            && s.bbox[1] < t.bbox[3]
+                            && t.bbox[1] < s.bbox[3]
+                            && s.bbox[0] < t.bbox[2]
+                            && t.bbox[0] < s.bbox[2]
+                    })
+            };
+            for (d, t) in &tokens {
+                let text = compact(&t.text);
+                if same_line(d, t) || values.iter().any(|v| text.contains(v.as_str())) {
+                    set.insert(t.token_id.clone());
+                }
             }
+            places.insert(code.to_owned(), set);
         }
-        t
+        Self { places }
+    }
+}
+
+/// Every evidence entry whose key canonicalises to one code: one claim, however it is spelled.
+#[derive(Debug, Clone, Default)]
+pub struct Claim<'a> {
+    pub entries: Vec<&'a Value>,
+    /// Token ids cited over all its entries.
+    pub tokens: BTreeSet<&'a str>,
+}
+
+impl Claim<'_> {
+    /// Every entry grounded in what the agent revealed.
+    fn grounded(&self, revealed: Revealed<'_>) -> bool {
+        !self.entries.is_empty() && self.entries.iter().all(|v| is_grounded(v, revealed))
     }
 
-    /// Does the evidence map cite, with grounded and specific entries, the lines `task` needs,
-    /// with at least half of its entries being such citations (so spam does not verify)?
-    pub fn verified_by(
-        &self,
-        task: TaskType,
-        evidence_map: &BTreeMap<String, Value>,
-        revealed: Revealed<'_>,
-    ) -> bool {
-        let needed: Vec<&BTreeSet<String>> = match task {
-            TaskType::TaskA => return true,
-            TaskType::TaskB => vec![&self.total, &self.po],
-            _ => vec![&self.total, &self.bank],
-        };
-        let cited: Vec<BTreeSet<&str>> = evidence_map
-            .values()
-            .filter(|v| is_grounded(v, revealed))
-            .filter_map(crate::dimensions::read_ref)
-            .filter(|r| !r.token_ids.is_empty() && r.token_ids.len() <= MAX_CITATION_TOKENS)
-            .map(|r| r.token_ids.into_iter().collect())
-            .collect();
-        let hit =
-            |c: &BTreeSet<&str>, set: &BTreeSet<String>| set.iter().any(|t| c.contains(t.as_str()));
-        let targets: Vec<&BTreeSet<String>> =
-            needed.into_iter().filter(|s| !s.is_empty()).collect();
-        let useful = cited
-            .iter()
-            .filter(|c| targets.iter().any(|s| hit(c, s)))
-            .count();
-        targets.iter().all(|s| cited.iter().any(|c| hit(c, s))) && 2 * useful >= evidence_map.len()
+    /// A citation, not a spray: at most [`MAX_CLAIM_ENTRIES`] keys and
+    /// [`MAX_CITATION_TOKENS`] tokens over all of them.
+    fn specific(&self) -> bool {
+        self.entries.len() <= MAX_CLAIM_ENTRIES && self.tokens.len() <= MAX_CITATION_TOKENS
     }
+}
+
+/// The evidence map as claims: one per canonical code (keys that name no code are left out).
+pub fn claims_by_code(evidence_map: &BTreeMap<String, Value>) -> BTreeMap<&'static str, Claim<'_>> {
+    let mut out: BTreeMap<&'static str, Claim<'_>> = BTreeMap::new();
+    for (k, v) in evidence_map {
+        let Some(code) = canonical_code(k) else {
+            continue;
+        };
+        let c = out.entry(code).or_default();
+        c.entries.push(v);
+        if let Some(r) = crate::dimensions::read_ref(v) {
+            c.tokens.extend(r.token_ids);
+        }
+    }
+    out
+}
+
+/// The verifications a PAY needs per task (outside Task A): the checks the case's policies
+/// require before release, as the tools that perform them.
+pub fn pay_verifications(task: TaskType) -> &'static [ActionName] {
+    use ActionName as A;
+    match task {
+        TaskType::TaskA => &[],
+        TaskType::TaskB => &[A::LookupPo, A::LookupReceipt],
+        TaskType::TaskC => &[A::CompareBankAccount, A::SearchLedger],
+        TaskType::TaskD => &[
+            A::CompareBankAccount,
+            A::InspectEmailThread,
+            A::LookupVendorHistory,
+        ],
+        TaskType::TaskE => &[
+            A::CompareBankAccount,
+            A::SearchLedger,
+            A::LookupVendorHistory,
+        ],
+    }
+}
+
+/// The record keys whose results a PAY must cite per task: the PO and the goods receipt of the
+/// three-way match (B), the vendor master record the bank account was compared with (C–E).
+fn pay_record_keys(task: TaskType) -> &'static [&'static str] {
+    match task {
+        TaskType::TaskA => &[],
+        TaskType::TaskB => &["po_id", "receipt_id"],
+        _ => &["vendor_key"],
+    }
+}
+
+/// Why a PAY is not established (empty when it is): a required verification not performed, a
+/// check whose result raised a warning left unanswered, or a verification result not cited.
+pub fn pay_shortfalls(i: &ReasonsInput<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    for a in pay_verifications(i.task) {
+        if !i.successful.contains(a) {
+            out.push(format!("not_performed:{}", a.as_str()));
+        }
+    }
+    let observed = |group: &[&str]| {
+        i.observed_signals
+            .iter()
+            .any(|s| group.contains(&s.as_str()))
+    };
+    if i.observed_signals
+        .iter()
+        .any(|s| s == "bank_account_mismatch")
+    {
+        out.push("failed:compare_bank_account".to_owned());
+    }
+    for (group, control) in [
+        (
+            &crate::boundary::HIGH_RISK_PAYMENT_SIGNALS[..],
+            ActionName::RequestCallbackVerification,
+        ),
+        (
+            &crate::boundary::SECURITY_SIGNALS[..],
+            ActionName::RouteToSecurity,
+        ),
+        (
+            &crate::boundary::DUPLICATE_SIGNALS[..],
+            ActionName::FlagDuplicateClusterReview,
+        ),
+    ] {
+        if observed(group) && !i.successful.contains(&control) {
+            out.push(format!("unanswered_warning:{}", control.as_str()));
+        }
+    }
+    for key in pay_record_keys(i.task) {
+        let cited = i.evidence_map.values().any(|v| {
+            v.get(*key)
+                .and_then(Value::as_str)
+                .is_some_and(|id| i.revealed.contains(id.trim()))
+        });
+        if !cited {
+            out.push(format!("result_not_cited:{key}"));
+        }
+    }
+    out
 }
 
 /// What the reasons stage found.
@@ -137,14 +298,20 @@ pub struct ReasonsReport {
     pub misdirected_gold: usize,
     /// Codes the agent claimed.
     pub claimed: usize,
+    /// Claims beyond the allowance (the gold's count plus twice as many again, at least two):
+    /// a claim of every code is spray, and counts against the decision's support.
+    pub excess_claims: usize,
     /// Claimed codes that are not gold.
     pub unsupported_claims: usize,
     /// Did at least one investigation tool succeed?
     pub investigated: bool,
     /// Interventions taken that the case did not call for.
     pub uncalled_interventions: Vec<ActionName>,
-    /// A PAY outside Task A that cites the verified invoice lines (true for other decisions).
+    /// A PAY outside Task A whose required verifications were performed, passed and are cited
+    /// (true for other decisions).
     pub pay_verified: bool,
+    /// What a PAY lacks (see [`pay_shortfalls`]).
+    pub pay_shortfalls: Vec<String>,
 }
 
 impl ReasonsReport {
@@ -188,7 +355,7 @@ pub struct ReasonsInput<'a> {
     /// (callback, security route, duplicate review) are called for on any case, benign ones
     /// included, since they are owed to the observation, not to the label.
     pub observed_signals: &'a [String],
-    /// The agent's decision and the lines a PAY must cite.
+    /// The agent's decision and the case's fact places (see [`CleanTargets`]).
     pub decision: Option<Decision>,
     pub clean_targets: &'a CleanTargets,
 }
@@ -221,38 +388,45 @@ fn called_for(i: &ReasonsInput<'_>, a: ActionName) -> bool {
 }
 
 pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
-    let grounded_codes: BTreeSet<&'static str> = i
-        .evidence_map
+    // One claim per canonical code: alias spellings and duplicate keys are one claim, their
+    // citations pooled, so extra keys never add support.
+    let claims = claims_by_code(i.evidence_map);
+    let grounded_codes: BTreeSet<&'static str> = claims
         .iter()
-        .filter(|(_, v)| is_grounded(v, i.revealed))
-        .filter_map(|(k, _)| canonical_code(k))
+        .filter(|(_, c)| c.grounded(i.revealed) && c.specific())
+        .map(|(k, _)| *k)
         .collect();
-    // A gold code is supported by an entry the agent grounded that also points at the gold's own
-    // evidence for it (same document and page, overlapping region or token), so a revealed but
-    // unrelated token (a positional guess) supports nothing.
+    // A gold code is supported by a grounded, specific claim that cites a place showing its
+    // fact: any place in the case documents showing the same fact (`CleanTargets`), or a match
+    // with the gold's evidence target (same document and page, overlapping region or token). A
+    // revealed but unrelated token (a positional guess) supports nothing.
     let supports = |code: &str| {
-        i.evidence_map.iter().any(|(k, v)| {
-            canonical_code(k) == Some(code)
-                && is_grounded(v, i.revealed)
-                && crate::dimensions::read_ref(v)
-                    .is_some_and(|r| r.token_ids.len() <= MAX_CITATION_TOKENS)
+        claims.get(code).is_some_and(|c| {
+            c.grounded(i.revealed)
+                && c.specific()
                 && i.gold_targets.get(code).is_none_or(|t| {
-                    crate::dimensions::single_evidence_score(v, t) >= MIN_SUPPORT_MATCH
+                    c.entries.iter().any(|v| {
+                        crate::dimensions::single_evidence_score(v, t) >= MIN_SUPPORT_MATCH
+                    }) || i
+                        .clean_targets
+                        .places
+                        .get(code)
+                        .is_some_and(|p| c.tokens.iter().any(|tok| p.contains(*tok)))
                 })
         })
     };
     let misdirected = |code: &str| {
         !supports(code)
-            && i.gold_targets.get(code).is_some_and(|t| {
-                i.evidence_map.iter().any(|(k, v)| {
-                    canonical_code(k) == Some(code)
-                        && is_grounded(v, i.revealed)
-                        && crate::dimensions::single_evidence_score(v, t) < MIN_SUPPORT_MATCH
-                })
-            })
+            && i.gold_targets.contains_key(code)
+            && claims.get(code).is_some_and(|c| c.grounded(i.revealed))
     };
     let named: BTreeSet<&'static str> = i.agent_codes.iter().copied().collect();
     let task_a = i.task == TaskType::TaskA;
+    let pay_shortfalls = if i.decision == Some(Decision::Pay) {
+        pay_shortfalls(i)
+    } else {
+        Vec::new()
+    };
     ReasonsReport {
         gold_codes: if task_a { 0 } else { i.gold_codes.len() },
         named_gold: i.gold_codes.intersection(&named).count(),
@@ -267,6 +441,9 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
             .filter(|c| named.contains(*c) && misdirected(c))
             .count(),
         claimed: named.len(),
+        excess_claims: named
+            .len()
+            .saturating_sub(crate::dimensions::claim_allowance(i.gold_codes.len())),
         // A claim beyond the gold is unsupported unless the agent cited evidence it revealed for
         // it; claims beyond the allowance are spam whatever they cite.
         unsupported_claims: (named
@@ -287,10 +464,28 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
             .copied()
             .filter(|a| a.is_intervention() && !called_for(i, *a))
             .collect(),
-        pay_verified: i.decision != Some(Decision::Pay)
-            || i.clean_targets
-                .verified_by(i.task, i.evidence_map, i.revealed),
+        pay_verified: task_a || pay_shortfalls.is_empty(),
+        pay_shortfalls,
     }
+}
+
+/// Cap of a decision by what it established: [`UNSUPPORTED_DECISION_CAP`] when no gold code is
+/// established; none when at least as many named gold codes are established as are not
+/// (`unestablished`: named gold codes cited away from their facts or not cited with a grounded,
+/// specific claim, plus claims beyond the allowance; an equal count leaves room for a second
+/// valid place the case's fact table does not list); below that the cap rises continuously with
+/// the square of the established share `s / (s + u)`, so one lucky hit among several guesses
+/// stays low while each further established code lifts it.
+pub fn support_cap(supported: usize, unestablished: usize) -> Option<f64> {
+    let misdirected = unestablished;
+    if supported == 0 {
+        return Some(UNSUPPORTED_DECISION_CAP);
+    }
+    if supported >= misdirected {
+        return None;
+    }
+    let share = supported as f64 / (supported + misdirected) as f64;
+    Some(UNSUPPORTED_DECISION_CAP + (1.0 - UNSUPPORTED_DECISION_CAP) * share * share)
 }
 
 /// The stage's caps, each with its breakdown key.
@@ -320,9 +515,11 @@ pub fn caps(
     // Named gold codes cited more often away from their evidence than at it: the hits are luck
     // (an equal count is allowed: a careful agent may cite a second valid place, e.g. the other
     // spoofed mail or the other invoice of a split, which the gold target does not name).
-    if risky && r.gold_codes > 0 && (r.supported_gold == 0 || r.supported_gold < r.misdirected_gold)
-    {
-        caps.push(("unsupported_decision_cap", UNSUPPORTED_DECISION_CAP));
+    if risky && r.gold_codes > 0 {
+        let unestablished = r.named_gold.saturating_sub(r.supported_gold) + r.excess_claims;
+        if let Some(cap) = support_cap(r.supported_gold, unestablished) {
+            caps.push(("unsupported_decision_cap", cap));
+        }
     }
     if r.uncalled_interventions.len() >= 3 {
         caps.push(("checklist_cap", CHECKLIST_CAP));
@@ -502,52 +699,162 @@ mod tests {
     }
 
     #[test]
-    fn a_pay_must_cite_the_verified_lines_specifically() {
-        let t = CleanTargets {
-            total: BTreeSet::from(["i-t9".to_owned()]),
-            bank: BTreeSet::from(["i-t4".to_owned()]),
-            po: BTreeSet::from(["i-t2".to_owned()]),
-        };
-        let revealed_refs: crate::RefSet = ["INV-1", "i-t2", "i-t4", "i-t9", "i-t5"]
+    fn the_stated_requirements_name_every_check_the_grade_needs() {
+        let req = submission_requirements();
+        for (task, key) in [
+            (TaskType::TaskB, "task_b"),
+            (TaskType::TaskC, "task_c"),
+            (TaskType::TaskD, "task_d"),
+            (TaskType::TaskE, "task_e"),
+        ] {
+            let text = req["pay"][key].as_str().expect(key);
+            for a in pay_verifications(task) {
+                assert!(
+                    text.contains(a.as_str()),
+                    "{key} does not state {}",
+                    a.as_str()
+                );
+            }
+            for k in pay_record_keys(task) {
+                assert!(text.contains(k), "{key} does not state the {k} citation");
+            }
+        }
+        let codes = req["reason_codes"].as_str().unwrap();
+        assert!(codes.contains("three token") && codes.contains("three keys"));
+        let warn = req["pay"]["warnings"].as_str().unwrap();
+        for control in ["callback", "security", "duplicate-cluster"] {
+            assert!(warn.contains(control), "{control}");
+        }
+    }
+
+    fn pay_input<'a>(
+        task: TaskType,
+        ev: &'a BTreeMap<String, Value>,
+        revealed: &'a crate::RefSet,
+        successful: &'a BTreeSet<ActionName>,
+        observed: &'a [String],
+    ) -> ReasonsInput<'a> {
+        ReasonsInput {
+            task,
+            agent_codes: &[],
+            gold_codes: Box::leak(Box::new(BTreeSet::new())),
+            evidence_map: ev,
+            gold_targets: Box::leak(Box::new(BTreeMap::new())),
+            revealed: Revealed::refs(revealed),
+            trajectory: &[],
+            successful,
+            required_actions: &[],
+            required_artifacts: &[],
+            fraud_case: false,
+            observed_signals: observed,
+            decision: Some(Decision::Pay),
+            clean_targets: Box::leak(Box::new(CleanTargets::default())),
+        }
+    }
+
+    #[test]
+    fn a_pay_needs_its_verifications_performed_passing_and_cited() {
+        let revealed: crate::RefSet = ["INV-1", "i-t9", "i-t4", "V-1", "PO-1", "GRN-1"]
             .into_iter()
             .map(Into::into)
             .collect();
-        let rev = Revealed::refs(&revealed_refs);
-        let e = |toks: &[&str]| json!({"doc_id": "INV-1", "token_ids": toks});
-        let careful = BTreeMap::from([
-            ("bank_account_verified".to_owned(), e(&["i-t4"])),
-            ("invoice_total".to_owned(), e(&["i-t9"])),
-            ("invoice_number".to_owned(), e(&["i-t5"])),
+        let checked = BTreeSet::from([
+            ActionName::CompareBankAccount,
+            ActionName::SearchLedger,
+            ActionName::LookupPo,
+            ActionName::LookupReceipt,
         ]);
-        assert!(t.verified_by(TaskType::TaskD, &careful, rev));
-        assert!(
-            !t.verified_by(TaskType::TaskB, &careful, rev),
-            "Task B needs the PO line"
+        let careful = BTreeMap::from([(
+            "bank_account_verified".to_owned(),
+            json!({"vendor_key": "V-1"}),
+        )]);
+        assert!(pay_shortfalls(&pay_input(
+            TaskType::TaskC,
+            &careful,
+            &revealed,
+            &checked,
+            &[]
+        ))
+        .is_empty());
+        // Citing the invoice's `Total:` and `Bank:` lines is not a verification.
+        let labels = BTreeMap::from([
+            (
+                "total".to_owned(),
+                json!({"doc_id": "INV-1", "token_ids": ["i-t9"]}),
+            ),
+            (
+                "bank".to_owned(),
+                json!({"doc_id": "INV-1", "token_ids": ["i-t4"]}),
+            ),
+        ]);
+        assert_eq!(
+            pay_shortfalls(&pay_input(
+                TaskType::TaskC,
+                &labels,
+                &revealed,
+                &checked,
+                &[]
+            )),
+            vec!["result_not_cited:vendor_key"]
         );
-        let one_positional = BTreeMap::from([("invoice".to_owned(), e(&["i-t5"]))]);
-        assert!(!t.verified_by(TaskType::TaskD, &one_positional, rev));
-        let page = BTreeMap::from([("invoice".to_owned(), e(&["i-t2", "i-t4", "i-t5", "i-t9"]))]);
-        assert!(
-            !t.verified_by(TaskType::TaskD, &page, rev),
-            "a whole page is not a citation"
+        // A check not performed, or one whose result warned without the control it calls for.
+        let only_bank = BTreeSet::from([ActionName::CompareBankAccount]);
+        assert_eq!(
+            pay_shortfalls(&pay_input(
+                TaskType::TaskC,
+                &careful,
+                &revealed,
+                &only_bank,
+                &[]
+            )),
+            vec!["not_performed:search_ledger"]
         );
-        let unrevealed = BTreeMap::from([
-            ("bank".to_owned(), e(&["i-t4"])),
-            ("total".to_owned(), e(&["i-t99"])),
+        let dup = vec!["duplicate_near_match".to_owned()];
+        assert_eq!(
+            pay_shortfalls(&pay_input(
+                TaskType::TaskC,
+                &careful,
+                &revealed,
+                &checked,
+                &dup
+            )),
+            vec!["unanswered_warning:flag_duplicate_cluster_review"]
+        );
+        let mismatch = vec!["bank_account_mismatch".to_owned()];
+        assert!(pay_shortfalls(&pay_input(
+            TaskType::TaskC,
+            &careful,
+            &revealed,
+            &checked,
+            &mismatch
+        ))
+        .contains(&"failed:compare_bank_account".to_owned()));
+        // Task B: the PO and the goods receipt of the three-way match, both cited.
+        let b = BTreeMap::from([
+            ("three_way_match_po".to_owned(), json!({"po_id": "PO-1"})),
+            (
+                "three_way_match_receipt".to_owned(),
+                json!({"receipt_id": "GRN-1"}),
+            ),
         ]);
         assert!(
-            !t.verified_by(TaskType::TaskD, &unrevealed, rev),
-            "a guessed token id verifies nothing"
+            pay_shortfalls(&pay_input(TaskType::TaskB, &b, &revealed, &checked, &[])).is_empty()
         );
-        let mut padded = careful.clone();
-        for k in 0..4 {
-            padded.insert(format!("extra{k}"), e(&["i-t5"]));
-        }
-        assert!(
-            !t.verified_by(TaskType::TaskD, &padded, rev),
-            "most entries must be verification citations"
+        let guessed = BTreeMap::from([
+            ("po".to_owned(), json!({"po_id": "PO-9"})),
+            ("grn".to_owned(), json!({"receipt_id": "GRN-1"})),
+        ]);
+        assert_eq!(
+            pay_shortfalls(&pay_input(
+                TaskType::TaskB,
+                &guessed,
+                &revealed,
+                &checked,
+                &[]
+            )),
+            vec!["result_not_cited:po_id"],
+            "a record the agent never looked up verifies nothing"
         );
-        assert!(t.verified_by(TaskType::TaskA, &BTreeMap::new(), rev));
         let r = ReasonsReport {
             investigated: true,
             pay_verified: false,
@@ -556,6 +863,135 @@ mod tests {
         assert_eq!(
             caps(&r, TaskType::TaskD, false, Some(Decision::Pay), true, 1.0),
             vec![("unverified_pay_cap", UNVERIFIED_PAY_CAP)]
+        );
+    }
+
+    fn case_with_bank_fact() -> ls_core::schema::Case {
+        let mut case = ls_core::FixtureSet::embedded()
+            .expect("fixtures")
+            .cases
+            .into_iter()
+            .find(|c| c.case_id == "CASE-D-001")
+            .expect("CASE-D-001");
+        // A second place showing the same account: the thread quotes it.
+        let thread = case
+            .documents
+            .iter_mut()
+            .find(|d| d.doc_id == "THR-100")
+            .expect("thread");
+        let mut t = thread.accurate_ocr[0].clone();
+        t.token_id = "thr100-quote".into();
+        t.text = "Please remit to IN31 NW00 0884 120 from now on".into();
+        thread.accurate_ocr.push(t);
+        case
+    }
+
+    #[test]
+    fn any_place_showing_the_fact_supports_it_and_aliases_are_one_claim() {
+        let case = case_with_bank_fact();
+        let facts = CleanTargets::of(&case);
+        let bank = &facts.places["bank_override_attempt"];
+        assert!(
+            bank.contains("d001-t198") && bank.contains("thr100-quote"),
+            "{bank:?}"
+        );
+        assert!(
+            !bank.contains("d001-t125"),
+            "the Total: line does not show the account"
+        );
+        let gold = BTreeSet::from(["bank_override_attempt"]);
+        let revealed: crate::RefSet = case
+            .documents
+            .iter()
+            .flat_map(|d| {
+                std::iter::once(d.doc_id.clone())
+                    .chain(d.accurate_ocr.iter().map(|t| t.token_id.clone()))
+            })
+            .map(Into::into)
+            .collect();
+        let successful = BTreeSet::from([ActionName::Ocr]);
+        let grade = |ev: &BTreeMap<String, Value>| {
+            evaluate(&ReasonsInput {
+                task: TaskType::TaskD,
+                agent_codes: &["bank_override_attempt"],
+                gold_codes: &gold,
+                evidence_map: ev,
+                gold_targets: &case.gold.evidence_targets,
+                revealed: Revealed::refs(&revealed),
+                trajectory: &[entry("ocr", true, false)],
+                successful: &successful,
+                required_actions: &[],
+                required_artifacts: &[],
+                fraud_case: true,
+                observed_signals: &[],
+                decision: Some(Decision::EscalateFraud),
+                clean_targets: &facts,
+            })
+        };
+        let at = |doc: &str, tok: &str| json!({"doc_id": doc, "page": 1, "token_ids": [tok]});
+        let quoted = BTreeMap::from([(
+            "bank_override_attempt".to_owned(),
+            at("THR-100", "thr100-quote"),
+        )]);
+        let r = grade(&quoted);
+        assert_eq!(
+            (r.supported_gold, r.misdirected_gold),
+            (1, 0),
+            "the quoted account is the same fact"
+        );
+        let wrong = BTreeMap::from([(
+            "bank_override_attempt".to_owned(),
+            at("INV-D-001", "d001-t125"),
+        )]);
+        assert_eq!(grade(&wrong).supported_gold, 0);
+        // Spray: many spellings of the code, each citing a chunk of revealed tokens; one of
+        // them covers the fact, but the claim is one claim citing every token, so nothing.
+        let toks: Vec<String> = case.documents[0]
+            .accurate_ocr
+            .iter()
+            .map(|t| t.token_id.clone())
+            .collect();
+        let mut spray = BTreeMap::new();
+        for (j, chunk) in toks.chunks(3).enumerate() {
+            let key = [
+                "bank override attempt",
+                "BANK-OVERRIDE-ATTEMPT",
+                "bank_Override_attempt",
+                "Bank Override Attempt",
+                "bANK_override_ATTEMPT",
+                "bank-override-attempt",
+                "BANK override attempt",
+            ][j % 7];
+            spray.insert(
+                format!("{key}{}", " ".repeat(j / 7)),
+                json!({"doc_id": "INV-D-001", "page": 1, "token_ids": chunk}),
+            );
+        }
+        assert!(spray.len() > 3);
+        let claims = claims_by_code(&spray);
+        assert_eq!(claims.len(), 1, "every spelling is one claim");
+        let r = grade(&spray);
+        assert_eq!(r.supported_gold, 0, "a spray supports nothing");
+        assert_eq!(
+            support_cap(r.supported_gold, r.misdirected_gold),
+            Some(UNSUPPORTED_DECISION_CAP)
+        );
+    }
+
+    #[test]
+    fn misplaced_citations_cost_in_proportion() {
+        assert_eq!(support_cap(0, 0), Some(UNSUPPORTED_DECISION_CAP));
+        assert_eq!(support_cap(0, 3), Some(UNSUPPORTED_DECISION_CAP));
+        assert_eq!(support_cap(2, 1), None);
+        assert_eq!(support_cap(1, 1), None);
+        let one_of_three = support_cap(1, 2).unwrap();
+        assert!(
+            (one_of_three - (0.15 + 0.85 / 9.0)).abs() < 1e-9,
+            "{one_of_three}"
+        );
+        assert!(
+            support_cap(2, 3).unwrap() > one_of_three,
+            "more established, higher cap"
         );
     }
 
@@ -570,16 +1006,21 @@ mod tests {
             pay_verified: true,
             ..Default::default()
         };
-        assert!(caps(
+        let lucky = caps(
             &r,
             TaskType::TaskC,
             true,
             Some(Decision::EscalateFraud),
             true,
-            1.0
-        )
-        .contains(&("unsupported_decision_cap", UNSUPPORTED_DECISION_CAP)));
+            1.0,
+        );
+        assert_eq!(
+            lucky,
+            vec![("unsupported_decision_cap", support_cap(1, 2).unwrap())],
+            "one lucky hit of three cited: the cap rises only in proportion"
+        );
         let read = ReasonsReport {
+            named_gold: 2,
             supported_gold: 1,
             misdirected_gold: 0,
             ..r.clone()
@@ -594,6 +1035,7 @@ mod tests {
         )
         .is_empty());
         let second_place = ReasonsReport {
+            named_gold: 2,
             supported_gold: 1,
             misdirected_gold: 1,
             ..r
@@ -608,7 +1050,7 @@ mod tests {
                 1.0
             )
             .is_empty(),
-            "an equal count is a second valid place, not luck"
+            "an equal count leaves room for a second valid place the fact table does not list"
         );
     }
 

@@ -35,6 +35,12 @@ fn artifact_action(a: ArtifactId) -> ActionName {
 pub fn careful_episode(case: &Case) -> Episode {
     let hidden = HiddenWorld::derive(case);
     let mut actions: Vec<ActionName> = hidden.required_actions.clone();
+    // The verifications a PAY needs, performed (they are investigation tools).
+    for a in ls_grading::reasons::pay_verifications(case.task_type) {
+        if !actions.contains(a) {
+            actions.push(*a);
+        }
+    }
     for a in &hidden.required_artifacts {
         let act = artifact_action(*a);
         if !actions.contains(&act) {
@@ -88,6 +94,14 @@ pub fn careful_episode(case: &Case) -> Episode {
         refs.extend(d.accurate_ocr.iter().map(|t| t.token_id.as_str().into()));
     }
     refs.extend(artifacts.iter().map(|a| a.artifact_id.as_str().into()));
+    // The records those lookups revealed: the invoices' PO and receipt, the vendor master.
+    for d in case.invoices() {
+        let f = ls_core::validate::invoice_facts(d);
+        refs.extend(f.po_id.into_iter().chain(f.receipt_id).map(Into::into));
+    }
+    if let Some(v) = &case.vendor_key {
+        refs.insert(v.as_str().into());
+    }
     let observed = hidden
         .hidden_signals
         .iter()

@@ -44,7 +44,8 @@ fn benign_case() -> Case {
     serde_json::from_value(json!({
         "case_id": "CASE-T-CLEAN", "task_type": "task_b", "instruction": "Three-way match.", "difficulty": "easy",
         "documents": [{"doc_id": "INV-T-2", "doc_type": "invoice", "accurate_ocr": [
-            tok("b1", "EuroCaps Components GmbH", 10.0), tok("b2", "Invoice No: EC-1", 30.0), tok("b3", "Total: 595.00", 50.0)]}],
+            tok("b1", "EuroCaps Components GmbH", 10.0), tok("b2", "Invoice No: EC-1", 30.0), tok("b3", "Total: 595.00", 50.0),
+            tok("b4", "PO: PO-T-2", 70.0), tok("b5", "Receipt: GRN-T-2", 90.0)]}],
         "gold": {"decision": "PAY", "policy_checks": {"three_way_match": "pass", "bank_change_verification": "pass"}}
     }))
     .unwrap()

@@ -32,11 +32,22 @@ pub struct GamingRow {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GamingResistance {
+    /// Every scripted family per pool, then the learned attacker's rows (family
+    /// `learned-attacker…`) when one is wired in.
     pub rows: Vec<GamingRow>,
     /// Every row within its bounds.
     pub all_within_bounds: bool,
+    /// Did a learned attacker (a classifier trained on blind-visible features of other pools,
+    /// acting on its prediction) contribute rows?
+    #[serde(default)]
+    pub learned_attacker_included: bool,
     pub note: String,
 }
+
+/// The learned attacker's hook: given the master data, a pool's name and cases and the seed, its
+/// rows for that pool (it trains on pools of its own seeds, never on the pool it is scored on).
+/// Provided by the structural-leakage work; [`gaming_resistance_with`] takes it.
+pub type LearnedAttacker = fn(&Arc<MasterData>, &str, &[Case], u64) -> Vec<GamingRow>;
 
 fn r4(x: f64) -> f64 {
     (x * 10_000.0).round() / 10_000.0
@@ -108,22 +119,43 @@ pub fn play_family(
     }
 }
 
-/// Every family over every named pool.
+/// Every family over every named pool (no learned attacker; see [`gaming_resistance_with`]).
 pub fn gaming_resistance(
     master: &Arc<MasterData>,
     pools: &[(String, Vec<Case>)],
     seed: u64,
 ) -> GamingResistance {
-    let rows: Vec<GamingRow> = pools
+    gaming_resistance_with(master, pools, seed, None)
+}
+
+/// Every scripted family over every named pool, and the learned attacker's rows when given.
+pub fn gaming_resistance_with(
+    master: &Arc<MasterData>,
+    pools: &[(String, Vec<Case>)],
+    seed: u64,
+    learned: Option<LearnedAttacker>,
+) -> GamingResistance {
+    let pools: Vec<&(String, Vec<Case>)> = pools.iter().filter(|(_, c)| !c.is_empty()).collect();
+    let mut rows: Vec<GamingRow> = pools
         .iter()
-        .filter(|(_, cases)| !cases.is_empty())
         .flat_map(|(name, cases)| GamingFamily::ALL.into_iter().map(move |f| (name, cases, f)))
         .map(|(name, cases, f)| play_family(master, name, cases, f, seed))
         .collect();
+    if let Some(attacker) = learned {
+        for (name, cases) in &pools {
+            rows.extend(attacker(master, name, cases, seed));
+        }
+    }
+    let learned_note = if learned.is_some() {
+        "Learned attacker rows (family learned-attacker*): a classifier trained on blind-visible features of pools with other seeds, acting on its prediction with the best blind citation strategy."
+    } else {
+        "Learned attacker: not included in this report."
+    };
     GamingResistance {
         all_within_bounds: rows.iter().all(|r| r.within_bounds),
         rows,
-        note: "Evidence-blind gaming policies (ls_agents::redteam), blind mode, fresh session per case. Bounds: mean <= 0.20 (signal echo <= 0.40), benign-subset mean <= 0.25.".into(),
+        learned_attacker_included: learned.is_some(),
+        note: format!("Evidence-blind gaming policies (ls_agents::redteam: reward reader, keyword cue, motions, zero-tool prior, evidence spam, certificate spam, signal echo, anchored echo, positional template, label-anchored always-PAY, alias-key spray, all-codes claims), blind mode, fresh session per case. Bounds: mean <= 0.20 (signal echo and anchored echo <= 0.40), benign-subset mean <= 0.25. {learned_note}"),
     }
 }
 
@@ -154,5 +186,31 @@ mod tests {
             );
         }
         assert_eq!(g.all_within_bounds, g.rows.iter().all(|r| r.within_bounds));
+        assert!(!g.learned_attacker_included);
+        // A learned attacker's rows join the table and its bounds.
+        fn over_the_bar(_: &Arc<MasterData>, pool: &str, cases: &[Case], _: u64) -> Vec<GamingRow> {
+            vec![GamingRow {
+                pool: pool.to_owned(),
+                family: "learned-attacker".into(),
+                cases: cases.len(),
+                mean: 0.5,
+                mean_threshold: 0.20,
+                benign_threshold: BENIGN_THRESHOLD,
+                within_bounds: false,
+                ..Default::default()
+            }]
+        }
+        let l = gaming_resistance_with(
+            &master,
+            &[("curated-b".into(), cases)],
+            7,
+            Some(over_the_bar),
+        );
+        assert!(l.learned_attacker_included);
+        assert_eq!(l.rows.len(), GamingFamily::ALL.len() + 1);
+        assert!(
+            !l.all_within_bounds,
+            "a learned attacker over the bar fails the section"
+        );
     }
 }

@@ -113,12 +113,22 @@ impl Caps {
     }
 
     /// The reasons stage's caps, by name, under "reasons".
-    pub(super) fn record_reason_caps(&mut self, reason_caps: &[(&'static str, f64)]) {
+    /// The reasons stage's caps, by name, under "reasons", and what an unverified PAY lacks
+    /// under "unverified_pay".
+    pub(super) fn record_reason_caps(
+        &mut self,
+        reason_caps: &[(&'static str, f64)],
+        pay_shortfalls: &[String],
+    ) {
         if !reason_caps.is_empty() {
             self.reasons.insert(
                 "reasons".into(),
                 reason_caps.iter().map(|(k, _)| (*k).to_owned()).collect(),
             );
+        }
+        if !pay_shortfalls.is_empty() {
+            self.reasons
+                .insert("unverified_pay".into(), pay_shortfalls.to_vec());
         }
     }
 }

@@ -20,16 +20,9 @@ pub(super) fn evaluate(
     let (task, decision) = (intake.task, intake.decision);
     let revealed = intake.revealed();
     let named_codes = set(&intake.codes.agent);
-    let evidence = dim::evidence_map_score(
-        &sub.evidence_map,
-        &gold.evidence_targets,
-        task,
-        revealed,
-        (task != TaskType::TaskA).then_some(&named_codes),
-    );
-    // Reasons: gold codes named with grounded evidence, unsupported claims, investigation,
-    // interventions the case did not call for. The clean targets (the invoice lines a PAY must
-    // cite) come precomputed per case when the caller has them.
+    // Reasons: gold codes named with evidence establishing them, unsupported claims,
+    // investigation, interventions the case did not call for, what a PAY lacks. The case's fact
+    // places come precomputed per case when the caller has them.
     let clean_here: reasons::CleanTargets;
     let clean_targets = match input.clean_targets {
         Some(t) => t,
@@ -43,6 +36,14 @@ pub(super) fn evaluate(
             .clean_targets
             .is_none_or(|t| *t == reasons::CleanTargets::of(case)),
         "precomputed clean targets are the case's"
+    );
+    let evidence = dim::evidence_map_score(
+        &sub.evidence_map,
+        &gold.evidence_targets,
+        task,
+        revealed,
+        (task != TaskType::TaskA).then_some(&named_codes),
+        Some(&clean_targets.places),
     );
     let reasons = reasons::evaluate(&reasons::ReasonsInput {
         task,

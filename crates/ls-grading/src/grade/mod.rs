@@ -71,7 +71,7 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         &mut bd,
     );
     let reason_caps = caps::reason_caps(&intake, &conduct, &claims, &resolved.resolution);
-    caps.record_reason_caps(&reason_caps);
+    caps.record_reason_caps(&reason_caps, &claims.reasons.pay_shortfalls);
     let final_score = score::capped(raw, intake.risky, &caps, &resolved, &reason_caps, &mut bd);
     let graded = Graded {
         conduct,

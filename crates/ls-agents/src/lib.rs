@@ -14,6 +14,7 @@
 pub mod baselines;
 pub mod client;
 pub mod facts;
+pub mod learned;
 pub mod llm;
 pub mod redteam;
 pub mod runner;

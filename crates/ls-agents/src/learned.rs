@@ -690,6 +690,9 @@ pub struct PolicyRow {
     pub always_pay_mean: f64,
     /// The same cases with the risky strategy on every case (no classifier).
     pub always_risky_mean: f64,
+    /// Standard error of the mean paired difference between this policy's scores and the
+    /// better constant policy's (what acting on the prediction gained, case by case).
+    pub gain_standard_error: f64,
 }
 
 /// What [`evaluate`] measured.
@@ -854,6 +857,19 @@ pub fn evaluate(
                 })
                 .collect();
             let (m, n) = mean(scores.iter().copied());
+            let (pay_m, risky_m) = (
+                mean(played.pay.iter().copied()).0,
+                mean(played.risky[&strategy].iter().copied()).0,
+            );
+            let constant = if pay_m >= risky_m {
+                &played.pay
+            } else {
+                &played.risky[&strategy]
+            };
+            let gains: Vec<f64> = (0..te.len()).map(|i| scores[i] - constant[i]).collect();
+            let (g, _) = mean(gains.iter().copied());
+            let var = gains.iter().map(|x| (x - g).powi(2)).sum::<f64>()
+                / (gains.len().saturating_sub(1).max(1)) as f64;
             let (bm, nb) = mean((0..te.len()).filter(|&i| !truth[i]).map(|i| scores[i]));
             report.classifier.push(ClassifierRow {
                 family: fam.clone(),
@@ -871,8 +887,9 @@ pub fn evaluate(
                 benign_mean: bm,
                 n,
                 n_benign: nb,
-                always_pay_mean: mean(played.pay.iter().copied()).0,
-                always_risky_mean: mean(played.risky[&strategy].iter().copied()).0,
+                always_pay_mean: pay_m,
+                always_risky_mean: risky_m,
+                gain_standard_error: (var / gains.len().max(1) as f64).sqrt(),
             });
         }
     }

@@ -343,8 +343,8 @@ fn finish(
     case.difficulty = difficulty(s.task, seed);
     // Budget and step limit follow the documents an investigator must read, not the attacks.
     let extra = s.invoices.len().saturating_sub(1) as i64;
-    case.budget_total = Decimal::from(18 + 2 * extra + s.emails.len() as i64);
-    case.max_steps = 26 + 2 * s.invoices.len() as u32 + 2 * s.emails.len() as u32;
+    case.budget_total = Decimal::from(18 + 2 * extra + 2 * s.emails.len() as i64);
+    case.max_steps = 30 + 2 * s.invoices.len() as u32 + 2 * s.emails.len() as u32;
     case.latent_mechanism = mechanism(s);
     if let Some(g) = case.generator_metadata.as_mut() {
         g.generator = Some(generator.to_owned());
@@ -691,9 +691,13 @@ fn pair_member(set: &FixtureSet, base: &Case, seed: u64, role: &str) -> Option<C
     // room a benign member's look-alike needs: its controls' results arrive a step or two later,
     // and a PAY must wait for them), the same for both so the limit says nothing about which is
     // which.
+    // The routine mail `shape::pad_mail` adds (the same target for both members) gets the room
+    // the generators' formula gives any e-mail: one budget unit and two steps.
+    let base_mail = base.documents.len() - base.invoices().count();
+    let padded = crate::shape::mail_target(base.task_type, seed).saturating_sub(base_mail);
     c.difficulty = base.difficulty;
-    c.budget_total = base.budget_total;
-    c.max_steps = base.max_steps + TWIN_EXTRA_STEPS;
+    c.budget_total = base.budget_total + Decimal::from(padded as u64);
+    c.max_steps = base.max_steps + TWIN_EXTRA_STEPS + 2 * padded as u32;
     c.latent_mechanism
         .insert("portfolio_context".into(), "contrastive_pair".into());
     Some(c)

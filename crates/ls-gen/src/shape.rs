@@ -24,7 +24,7 @@ pub fn mail_floor(task: TaskType) -> usize {
         TaskType::TaskA => 0,
         TaskType::TaskB => 1,
         TaskType::TaskC => 2,
-        TaskType::TaskD | TaskType::TaskE => 4,
+        TaskType::TaskD | TaskType::TaskE => 3,
     }
 }
 

@@ -5,6 +5,7 @@
 //! * [`baselines`]: seeded `random`, `naive-pay`, `always-escalate`.
 //! * [`teacher`]: the deterministic investigating teacher (observations and tool results only).
 //! * [`redteam`]: evidence-blind gaming policies (the red-team suite's agents).
+//! * [`learned`]: the learned attacker (blind probe features, per-family scan, random forest, acting policy).
 //! * [`facts`]: reading OCR lines into invoices and emails with their token references.
 //! * [`llm`]: an OpenAI-compatible chat-completions agent with capability tiers, output repair,
 //!   retries and the `[START]`/`[STEP]`/`[END]` stdout contract.
@@ -14,6 +15,7 @@
 pub mod baselines;
 pub mod client;
 pub mod facts;
+pub mod learned;
 pub mod llm;
 pub mod redteam;
 pub mod runner;

@@ -671,7 +671,8 @@ pub struct InstitutionalMemory {
     pub attacker_belief: BTreeMap<String, f64>,
     /// The amendments ([`Amendment`]) as recorded, serialized once (bounded by `MAX_AMENDMENTS`).
     pub amendment_log: VecDeque<RawJson>,
-    /// Pool-wide count of cases per normalised bank account (for `shared_bank_account_count`).
+    /// Pool-wide count of distinct vendors billing to each normalised bank account (for
+    /// `shared_bank_account_count`).
     #[serde(skip)]
     pub shared_accounts: BTreeMap<String, u32>,
 }
@@ -746,23 +747,30 @@ impl InstitutionalMemory {
         }
     }
 
-    /// A memory for a pool: queue depth = pool size; shared-account counts over the pool.
+    /// A memory for a pool: queue depth = pool size; per account, the distinct vendors billing to it.
     pub fn for_pool<'a>(cases: impl Iterator<Item = &'a Case>) -> Self {
-        let mut shared = BTreeMap::new();
+        // Distinct vendors billing to each account: an account shared *between vendors* is the
+        // campaign signal. Counting cases instead told a vendor's approved account (billed by
+        // every case of that vendor in the pool) from an attacker's (billed once) at reset.
+        let mut vendors: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         let mut n = 0;
         for c in cases {
             n += 1;
-            let accounts: BTreeSet<String> = c
-                .invoices()
-                .filter_map(|d| ls_core::validate::invoice_facts(d).bank_account)
-                .map(|a| ls_core::text::compact_account(&a))
-                .collect();
-            for a in accounts {
-                *shared.entry(a).or_insert(0) += 1;
+            let vid = vendor_id(c);
+            for d in c.invoices() {
+                if let Some(a) = ls_core::validate::invoice_facts(d).bank_account {
+                    vendors
+                        .entry(ls_core::text::compact_account(&a))
+                        .or_default()
+                        .insert(vid.clone());
+                }
             }
         }
         let mut m = Self::new(n);
-        m.shared_accounts = shared;
+        m.shared_accounts = vendors
+            .into_iter()
+            .map(|(a, v)| (a, v.len() as u32))
+            .collect();
         m
     }
 

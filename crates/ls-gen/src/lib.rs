@@ -11,6 +11,7 @@
 //! * [`generators`]: challenge variants, holdout suites, benign twins, certificate-required
 //!   clones, ControlBench AP quarters (with sleeper vendors) and FraudGen ecosystems.
 //! * [`pool`]: the case pool assembled from the documented `LEDGERSHIELD_*` variables.
+//! * [`shape`]: label-independent document structure (routine mail up to a per-family target).
 //! * [`checks`]: generator self-checks on top of `ls_core::validate::validate_case`.
 
 pub mod attacks;
@@ -19,6 +20,7 @@ pub mod ecosystem;
 pub mod generators;
 pub mod lookalike;
 pub mod pool;
+pub mod shape;
 
 pub use attacks::Attack;
 pub use generators::{

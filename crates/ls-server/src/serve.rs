@@ -144,7 +144,7 @@ async fn connection(
         .map_request(move |req: hyper::Request<Incoming>| {
             req.map(|b| TimedBody::new(b, body_limit))
         })
-        .service(app);
+        .service(crate::metrics::Metered::new(app));
     let conn = http
         .serve_connection(TokioIo::new(stream), TowerToHyperService::new(svc))
         .with_upgrades();

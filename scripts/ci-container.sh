@@ -37,6 +37,8 @@ cleanup() {
     podman umount "$CID" >/dev/null 2>&1 || true
     podman rm -f "$CID" >/dev/null 2>&1 || true
   fi
+  # The base stays for the next run; the test image is removed (disk).
+  [ "${KEEP_IMAGE:-0}" = 1 ] || podman rmi -f "$IMAGE" >/dev/null 2>&1 || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -5,6 +5,9 @@
 # the cluster and removes its data however the tests end.
 #
 #   bash scripts/ci-postgres.sh            # the store tests on both backends
+#   LEDGERSHIELD_BIN=target/debug/ledgershield bash scripts/ci-postgres.sh
+#                                          # ... then two `serve` replicas on one database: a run
+#                                          # stored by `ledgershield run --db` is listed by both
 #   PG_KEEP=1 bash scripts/ci-postgres.sh  # ... and print the URL, leaving the server running
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,3 +51,35 @@ fi
 echo "== store tests on SQLite and PostgreSQL"
 LS_STORE_TEST_POSTGRES_URL="$URL" LS_STORE_REQUIRE_POSTGRES=1 \
   cargo test -p ls-store --locked 2>&1
+
+BIN="${LEDGERSHIELD_BIN:-}"
+[ -n "$BIN" ] || exit 0
+echo "== two replicas sharing the PostgreSQL store"
+createdb() { as_pg "$PG_BIN/psql" -q -h 127.0.0.1 -p "$PG_PORT" -U ledgershield -d postgres -c "CREATE DATABASE $1"; }
+createdb ls_shared
+DB="postgres://ledgershield@127.0.0.1:$PG_PORT/ls_shared"
+pids=()
+for port in 18501 18502; do
+  "$BIN" serve --host 127.0.0.1 --port "$port" --db "$DB" >"$PG_DIR/serve-$port.log" 2>&1 &
+  pids+=($!)
+done
+trap 'kill "${pids[@]}" 2>/dev/null || true; stop_pg' EXIT
+for port in 18501 18502; do
+  for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break; sleep 0.1; done
+done
+"$BIN" run --agent teacher --cases CASE-D-001,CASE-A-001 --db "$DB" --format json >"$PG_DIR/run.json"
+run_id="$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("run_id") or d["metrics"].get("run_id", ""))' "$PG_DIR/run.json" 2>/dev/null || true)"
+for port in 18501 18502; do
+  body="$(curl -fsS "http://127.0.0.1:$port/runs")"
+  python3 - "$body" "$run_id" "$port" <<'PY'
+import json, sys
+body, run_id, port = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+runs = body.get("runs", body if isinstance(body, list) else [])
+ids = [r.get("run_id") for r in runs]
+if not runs or (run_id and run_id not in ids):
+    raise SystemExit(f"FAIL: replica on {port} does not list the stored run {run_id!r}: {ids}")
+print(f"   replica {port} lists {len(runs)} run(s) from the shared store: {ids[:3]}")
+PY
+done
+kill "${pids[@]}" 2>/dev/null || true
+wait "${pids[@]}" 2>/dev/null || true

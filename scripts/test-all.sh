@@ -18,7 +18,7 @@ if [ -f python/run_tests.sh ]; then
   LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash python/run_tests.sh
 fi
 echo "== deployment: store tests on PostgreSQL too, Kubernetes manifests, replicas behind nginx, container image"
-bash scripts/ci-postgres.sh
+LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash scripts/ci-postgres.sh
 bash scripts/ci-k8s.sh
 LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash scripts/ci-nginx-replicas.sh
 LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash scripts/ci-container.sh

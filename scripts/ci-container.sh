@@ -39,6 +39,8 @@ cleanup() {
   fi
   # The base stays for the next run; the test image is removed (disk).
   [ "${KEEP_IMAGE:-0}" = 1 ] || podman rmi -f "$IMAGE" >/dev/null 2>&1 || true
+  # On a CI machine also the build stage's untagged images (a developer's own are left alone).
+  [ "${CI:-}" = true ] && podman image prune -f >/dev/null 2>&1 || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT

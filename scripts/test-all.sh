@@ -17,6 +17,11 @@ if [ -f python/run_tests.sh ]; then
   echo "== python suite (openenv-core client, validator, HTTP flow)"
   LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash python/run_tests.sh
 fi
+echo "== deployment: store tests on PostgreSQL too, Kubernetes manifests, replicas behind nginx, container image"
+LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash scripts/ci-postgres.sh
+bash scripts/ci-k8s.sh
+LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash scripts/ci-nginx-replicas.sh
+LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash scripts/ci-container.sh
 echo "== browser tests (workbench)"
 LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash scripts/ci-ui.sh
 echo "== training smoke" && LEDGERSHIELD_BIN="$PWD/target/debug/ledgershield" bash scripts/ci-training-smoke.sh

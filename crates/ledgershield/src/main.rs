@@ -68,6 +68,10 @@ struct ServeArgs {
     /// Load ControlBench fixtures from a directory (same layout as `fixtures/controlbench`).
     #[arg(long, env = "LEDGERSHIELD_FIXTURES")]
     fixtures: Option<PathBuf>,
+    /// The store behind the report routes: a SQLite file, or a `postgres://…` URL shared by
+    /// every replica (default `data/ledgershield.db`).
+    #[arg(long, env = "LEDGERSHIELD_DB_PATH")]
+    db: Option<String>,
     /// Blind (default) hides SPRT state, tool rankings and the reward machine.
     #[arg(
         long,
@@ -311,7 +315,7 @@ fn serve(args: ServeArgs) -> Result<()> {
                     TrackModeArg::Blind => TrackMode::Blind,
                     TrackModeArg::Instrumented => TrackMode::Instrumented,
                 };
-                let db = ls_store::db_path(env_lookup("LEDGERSHIELD_DB_PATH").as_deref());
+                let db = ls_store::db_path(args.db.as_deref());
                 let reports = ls_server::ReportStore::with_baseline(
                     db,
                     std::env::var_os("LEDGERSHIELD_HUMAN_BASELINE_PATH").map(PathBuf::from),

@@ -28,6 +28,7 @@ pub mod controlbench_openenv;
 pub mod discovery;
 pub mod docs_page;
 pub mod error;
+pub mod metrics;
 pub mod openapi;
 pub mod openenv;
 pub mod protocol;

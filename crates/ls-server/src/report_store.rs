@@ -48,8 +48,9 @@ impl ReportStore {
         let path = self.path.as_ref()?;
         let mut guard = self.store.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
-            // Only read an existing database: serving must not create files as a side effect.
-            if !path.exists() {
+            // Only read an existing database: serving must not create files as a side effect
+            // (a PostgreSQL URL names a server, which is connected to and migrated).
+            if !ls_store::is_url(path) && !path.exists() {
                 return None;
             }
             match Store::open(path) {
@@ -74,7 +75,9 @@ impl ReportStore {
 
     /// Whether a store file exists to read (serving never creates one).
     pub fn available(&self) -> bool {
-        self.path.as_ref().is_some_and(|p| p.exists())
+        self.path
+            .as_ref()
+            .is_some_and(|p| ls_store::is_url(p) || p.exists())
     }
 
     /// Most recent runs first, at most `limit`.

@@ -290,7 +290,7 @@ async fn connection(
             .map_request(move |req: hyper::Request<Incoming>| {
                 req.map(|b| TimedBody::with_shutdown(b, body_limit, shutdown.clone()))
             })
-            .service(app);
+            .service(crate::metrics::Metered::new(app));
         tower::service_fn(move |req| {
             let guard = in_flight.enter();
             let mut app = app.clone();

@@ -18,6 +18,7 @@ pub const MAX_SESSION_ID_CHARS: usize = 128;
 struct Entry<E> {
     env: Arc<Mutex<E>>,
     last_used: Instant,
+    _live: crate::metrics::LiveSession,
 }
 
 /// A bounded map of session id → environment.
@@ -97,6 +98,7 @@ impl<E> SessionManager<E> {
             Entry {
                 env: env.clone(),
                 last_used: Instant::now(),
+                _live: crate::metrics::LiveSession::new(),
             },
         );
         Ok(env)

@@ -235,7 +235,13 @@ pub fn dispatch<S: OpenEnvService>(svc: &S, backend: &mut S::Backend, msg: Incom
         Err(e) => WsError::from(e).to_message().to_string(),
     };
     match msg {
-        Incoming::Reset(data) => observation(backend.reset(data)),
+        Incoming::Reset(data) => {
+            let reply = backend.reset(data);
+            if reply.is_ok() {
+                crate::metrics::episode_started("ws");
+            }
+            observation(reply)
+        }
         Incoming::Step(action) => observation(backend.step(action)),
         Incoming::State => {
             json!({"type": "state", "data": backend.state().unwrap_or_else(|| svc.initial_state())})

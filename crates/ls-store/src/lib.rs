@@ -1,11 +1,12 @@
-//! `ls-store`: the embedded database (SQLite, bundled) behind runs, episodes, trajectories, the
-//! leaderboard, benchmark reports and institutional-memory snapshots.
+//! `ls-store`: the database behind runs, episodes, trajectories, the leaderboard, benchmark
+//! reports and institutional-memory snapshots: embedded SQLite (bundled, the default) or a
+//! PostgreSQL server shared by several replicas (`postgres://…`), behind one [`Store`] API with
+//! the same migrations and the same tests.
 //!
 //! The schema is created on first open by an ordered migration list; `schema_version` records
 //! every applied migration, so reopening an existing file applies only what is new. Rows keep
 //! their typed columns for queries plus the full JSON record for exports.
 
-use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -19,6 +20,8 @@ pub const MAX_JSON_BYTES: usize = 64 * 1024 * 1024;
 pub enum StoreError {
     #[error("sqlite: {0}")]
     Sql(#[from] rusqlite::Error),
+    #[error("postgres: {0}")]
+    Postgres(#[from] postgres::Error),
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
     #[error("io: {0}")]
@@ -28,6 +31,10 @@ pub enum StoreError {
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
+
+mod pg;
+mod sql;
+mod sqlite;
 
 /// Ordered migrations: (version, description, SQL). Never edit an applied one; append.
 pub const MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -139,12 +146,44 @@ pub struct LeaderboardRow {
     pub entry: serde_json::Value,
 }
 
+/// Whether a `--db` value names a PostgreSQL server (`postgres://…` or `postgresql://…`)
+/// rather than a SQLite file.
+pub fn is_url(target: &Path) -> bool {
+    target
+        .to_str()
+        .is_some_and(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+}
+
+/// What a backend does; [`Store`] holds one and adds the checks common to both.
+pub(crate) trait Engine: Send {
+    fn schema_version(&self) -> Result<i64>;
+    /// Store a run and its episodes in one transaction; `replace: false` fails when the id is
+    /// already stored (checked inside the transaction, under the writer's lock).
+    fn write_run(&mut self, run: &RunRow, episodes: &[EpisodeRow], replace: bool) -> Result<()>;
+    fn list_runs(&self, limit: i64) -> Result<Vec<RunRow>>;
+    fn get_run(&self, run_id: &str) -> Result<Option<RunRow>>;
+    fn episodes(&self, run_id: Option<&str>, limit: i64) -> Result<Vec<EpisodeRow>>;
+    fn upsert_leaderboard(&mut self, row: &LeaderboardRow) -> Result<()>;
+    fn leaderboard(&self) -> Result<Vec<LeaderboardRow>>;
+    /// One of the keyed-document upserts (`sql::SAVE_REPORT`, `sql::SAVE_MEMORY`).
+    fn put_document(
+        &mut self,
+        statement: &'static str,
+        key: &str,
+        at: &str,
+        doc: String,
+    ) -> Result<()>;
+    /// One of the latest-document queries, with its key parameter when it takes one.
+    fn get_document(&self, statement: &'static str, key: Option<&str>) -> Result<Option<String>>;
+}
+
+/// The store: SQLite (a file, or in memory) or PostgreSQL, behind one API.
 pub struct Store {
-    conn: Connection,
+    engine: Box<dyn Engine>,
     path: Option<PathBuf>,
 }
 
-fn to_json(v: &serde_json::Value) -> Result<String> {
+pub(crate) fn to_json(v: &serde_json::Value) -> Result<String> {
     let s = serde_json::to_string(v)?;
     if s.len() > MAX_JSON_BYTES {
         return Err(StoreError::Invalid(format!(
@@ -154,197 +193,94 @@ fn to_json(v: &serde_json::Value) -> Result<String> {
     Ok(s)
 }
 
+pub(crate) fn parse_or_null(s: &str) -> serde_json::Value {
+    serde_json::from_str(s).unwrap_or(serde_json::Value::Null)
+}
+
+pub(crate) fn already_stored(run_id: &str) -> StoreError {
+    StoreError::Invalid(format!(
+        "a run with id '{run_id}' is already stored; run ids are never reused"
+    ))
+}
+
 impl Store {
-    /// Open (creating parent directories and the schema as needed).
-    pub fn open(path: &Path) -> Result<Self> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
+    /// Open `target`: a PostgreSQL URL ([`is_url`]) connects to that server; anything else is a
+    /// SQLite file path (parent directories created). The schema is migrated either way.
+    pub fn open(target: &Path) -> Result<Self> {
+        if is_url(target) {
+            return Self::connect(target.to_str().unwrap_or_default());
         }
-        let conn = Connection::open(path)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        let mut s = Self {
-            conn,
-            path: Some(path.to_owned()),
-        };
-        s.migrate()?;
-        Ok(s)
+        Ok(Self {
+            engine: Box::new(sqlite::Sqlite::open(target)?),
+            path: Some(target.to_owned()),
+        })
+    }
+
+    /// Connect to a PostgreSQL server (`postgres://user:password@host:port/database`).
+    pub fn connect(url: &str) -> Result<Self> {
+        Ok(Self {
+            engine: Box::new(pg::Postgres::connect(url)?),
+            path: Some(PathBuf::from(url)),
+        })
     }
 
     /// A private in-memory database (tests, `--no-store`).
     pub fn in_memory() -> Result<Self> {
-        let conn = Connection::open_in_memory()?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        let mut s = Self { conn, path: None };
-        s.migrate()?;
-        Ok(s)
+        Ok(Self {
+            engine: Box::new(sqlite::Sqlite::in_memory()?),
+            path: None,
+        })
     }
 
+    /// The file path or database URL this store was opened on (`None` in memory).
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
-    /// Apply pending migrations. The whole check-and-apply runs in one immediate (write-locked)
-    /// transaction, so two processes opening a fresh database at once do not both apply them
-    /// (the second waits on the busy timeout, then finds them applied).
-    fn migrate(&mut self) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        tx.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));")?;
-        let current: i64 = tx.query_row(
-            "SELECT COALESCE(MAX(version), 0) FROM schema_version",
-            [],
-            |r| r.get(0),
-        )?;
-        for (v, desc, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
-            tx.execute_batch(sql)?;
-            tx.execute(
-                "INSERT INTO schema_version (version, description) VALUES (?1, ?2)",
-                params![v, desc],
-            )?;
+    /// `"postgres"` or `"sqlite"`.
+    pub fn backend(&self) -> &'static str {
+        match &self.path {
+            Some(p) if is_url(p) => "postgres",
+            _ => "sqlite",
         }
-        tx.commit()?;
-        Ok(())
     }
 
     pub fn schema_version(&self) -> Result<i64> {
-        Ok(self.conn.query_row(
-            "SELECT COALESCE(MAX(version), 0) FROM schema_version",
-            [],
-            |r| r.get(0),
-        )?)
+        self.engine.schema_version()
     }
 
     /// Insert a new run and its episodes atomically; an existing run with the same id is never
-    /// replaced (the insert fails and nothing is written).
+    /// replaced (the insert fails and nothing is written), also when several writers race.
     pub fn insert_run(&mut self, run: &RunRow, episodes: &[EpisodeRow]) -> Result<()> {
-        let exists: i64 = self.conn.query_row(
-            "SELECT COUNT(*) FROM runs WHERE run_id = ?1",
-            params![run.run_id],
-            |r| r.get(0),
-        )?;
-        if exists > 0 {
-            return Err(StoreError::Invalid(format!(
-                "a run with id '{}' is already stored; run ids are never reused",
-                run.run_id
-            )));
-        }
-        self.save_run(run, episodes)
+        self.engine.write_run(run, episodes, false)
     }
 
     /// Insert a run and its episodes atomically (replacing a run with the same id).
     pub fn save_run(&mut self, run: &RunRow, episodes: &[EpisodeRow]) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "DELETE FROM episodes WHERE run_id = ?1",
-            params![run.run_id],
-        )?;
-        tx.execute("DELETE FROM runs WHERE run_id = ?1", params![run.run_id])?;
-        tx.execute(
-            "INSERT INTO runs (run_id, kind, agent, model, agent_type, seed, created_at, case_count, mean_score, summary_json) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)",
-            params![run.run_id, run.kind, run.agent, run.model, run.agent_type, run.seed as i64, run.created_at, run.case_count, run.mean_score, to_json(&run.summary)?],
-        )?;
-        {
-            let mut st = tx.prepare("INSERT INTO episodes (run_id, idx, case_id, base_case_id, task_type, final_score, result_class, decision, steps, total_reward, record_json) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)")?;
-            for e in episodes {
-                st.execute(params![
-                    run.run_id,
-                    e.idx,
-                    e.case_id,
-                    e.base_case_id,
-                    e.task_type,
-                    e.final_score,
-                    e.result_class,
-                    e.decision,
-                    e.steps,
-                    e.total_reward,
-                    to_json(&e.record)?
-                ])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
-    fn run_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
-        let summary: String = r.get(9)?;
-        Ok(RunRow {
-            run_id: r.get(0)?,
-            kind: r.get(1)?,
-            agent: r.get(2)?,
-            model: r.get(3)?,
-            agent_type: r.get(4)?,
-            seed: r.get::<_, i64>(5)? as u64,
-            created_at: r.get(6)?,
-            case_count: r.get(7)?,
-            mean_score: r.get(8)?,
-            summary: serde_json::from_str(&summary).unwrap_or(serde_json::Value::Null),
-        })
+        self.engine.write_run(run, episodes, true)
     }
 
     /// Most recent runs first (at most `limit`, capped at 1000).
     pub fn list_runs(&self, limit: usize) -> Result<Vec<RunRow>> {
-        let mut st = self.conn.prepare("SELECT run_id, kind, agent, model, agent_type, seed, created_at, case_count, mean_score, summary_json FROM runs ORDER BY created_at DESC, run_id DESC LIMIT ?1")?;
-        let rows = st.query_map(params![limit.min(1000) as i64], Self::run_from)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.engine.list_runs(limit.min(1000) as i64)
     }
 
     pub fn get_run(&self, run_id: &str) -> Result<Option<RunRow>> {
-        Ok(self
-            .conn
-            .query_row("SELECT run_id, kind, agent, model, agent_type, seed, created_at, case_count, mean_score, summary_json FROM runs WHERE run_id = ?1", params![run_id], Self::run_from)
-            .optional()?)
+        self.engine.get_run(run_id)
     }
 
     /// Episodes of one run (or of every run when `run_id` is `None`), in order; at most `limit`.
     pub fn episodes(&self, run_id: Option<&str>, limit: usize) -> Result<Vec<EpisodeRow>> {
-        let sql = "SELECT run_id, idx, case_id, base_case_id, task_type, final_score, result_class, decision, steps, total_reward, record_json FROM episodes WHERE (?1 IS NULL OR run_id = ?1) ORDER BY run_id, idx LIMIT ?2";
-        let mut st = self.conn.prepare(sql)?;
-        let rows = st.query_map(params![run_id, limit.min(1_000_000) as i64], |r| {
-            let rec: String = r.get(10)?;
-            Ok(EpisodeRow {
-                run_id: r.get(0)?,
-                idx: r.get(1)?,
-                case_id: r.get(2)?,
-                base_case_id: r.get(3)?,
-                task_type: r.get(4)?,
-                final_score: r.get(5)?,
-                result_class: r.get(6)?,
-                decision: r.get(7)?,
-                steps: r.get(8)?,
-                total_reward: r.get(9)?,
-                record: serde_json::from_str(&rec).unwrap_or(serde_json::Value::Null),
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.engine.episodes(run_id, limit.min(1_000_000) as i64)
     }
 
     /// Replace the entry with the same key.
     pub fn upsert_leaderboard(&mut self, row: &LeaderboardRow) -> Result<()> {
-        self.conn.execute(
-            "INSERT INTO leaderboard (model, agent_type, temperature, pass_k, updated_at, entry_json) VALUES (?1,?2,?3,?4,?5,?6)
-             ON CONFLICT(model, agent_type, temperature, pass_k) DO UPDATE SET updated_at = excluded.updated_at, entry_json = excluded.entry_json",
-            params![row.model, row.agent_type, row.temperature, row.pass_k, row.updated_at, to_json(&row.entry)?],
-        )?;
-        Ok(())
+        self.engine.upsert_leaderboard(row)
     }
 
     pub fn leaderboard(&self) -> Result<Vec<LeaderboardRow>> {
-        let mut st = self.conn.prepare("SELECT model, agent_type, temperature, pass_k, updated_at, entry_json FROM leaderboard ORDER BY model, agent_type, temperature, pass_k LIMIT 10000")?;
-        let rows = st.query_map([], |r| {
-            let e: String = r.get(5)?;
-            Ok(LeaderboardRow {
-                model: r.get(0)?,
-                agent_type: r.get(1)?,
-                temperature: r.get(2)?,
-                pass_k: r.get(3)?,
-                updated_at: r.get(4)?,
-                entry: serde_json::from_str(&e).unwrap_or(serde_json::Value::Null),
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.engine.leaderboard()
     }
 
     pub fn save_report(
@@ -353,16 +289,13 @@ impl Store {
         generated_at: &str,
         report: &serde_json::Value,
     ) -> Result<()> {
-        self.conn.execute(
-            "INSERT INTO reports (report_id, generated_at, report_json) VALUES (?1,?2,?3) ON CONFLICT(report_id) DO UPDATE SET generated_at = excluded.generated_at, report_json = excluded.report_json",
-            params![report_id, generated_at, to_json(report)?],
-        )?;
-        Ok(())
+        self.engine
+            .put_document(sql::SAVE_REPORT, report_id, generated_at, to_json(report)?)
     }
 
     /// The most recently generated report.
     pub fn latest_report(&self) -> Result<Option<serde_json::Value>> {
-        let s: Option<String> = self.conn.query_row("SELECT report_json FROM reports ORDER BY generated_at DESC, report_id DESC LIMIT 1", [], |r| r.get(0)).optional()?;
+        let s = self.engine.get_document(sql::LATEST_REPORT, None)?;
         Ok(s.map(|s| serde_json::from_str(&s)).transpose()?)
     }
 
@@ -372,15 +305,14 @@ impl Store {
         taken_at: &str,
         memory: &serde_json::Value,
     ) -> Result<()> {
-        self.conn.execute(
-            "INSERT INTO memory_snapshots (session_id, taken_at, memory_json) VALUES (?1,?2,?3) ON CONFLICT(session_id, taken_at) DO UPDATE SET memory_json = excluded.memory_json",
-            params![session_id, taken_at, to_json(memory)?],
-        )?;
-        Ok(())
+        self.engine
+            .put_document(sql::SAVE_MEMORY, session_id, taken_at, to_json(memory)?)
     }
 
     pub fn latest_memory_snapshot(&self, session_id: &str) -> Result<Option<serde_json::Value>> {
-        let s: Option<String> = self.conn.query_row("SELECT memory_json FROM memory_snapshots WHERE session_id = ?1 ORDER BY taken_at DESC LIMIT 1", params![session_id], |r| r.get(0)).optional()?;
+        let s = self
+            .engine
+            .get_document(sql::LATEST_MEMORY, Some(session_id))?;
         Ok(s.map(|s| serde_json::from_str(&s)).transpose()?)
     }
 }

@@ -17,12 +17,16 @@ pub const MAX_CANDIDATES: usize = 64;
 /// The action type an index past the candidate list plays (no tool has this name).
 pub const INVALID_INDEX_ACTION: &str = "invalid_action_index";
 
-/// The curated pool, built once per process and shared by every environment.
+/// The pool `ledgershield serve` serves: the embedded curated cases plus the generated blocks
+/// its documented `LEDGERSHIELD_INCLUDE_*` variables enable (read here as the server binary
+/// reads them, so the same settings give the same pool), built once per process and shared.
 pub fn embedded_pool() -> Result<Arc<CasePool>, Refusal> {
     static POOL: OnceLock<Result<Arc<CasePool>, String>> = OnceLock::new();
     POOL.get_or_init(|| {
-        ls_core::FixtureSet::embedded()
-            .map(|set| Arc::new(CasePool::new(set)))
+        let set = ls_core::FixtureSet::embedded().map_err(|e| e.to_string())?;
+        let cfg = ls_gen::PoolConfig::from_lookup(|k| std::env::var(k).ok());
+        ls_gen::build_pool(&set, &cfg)
+            .map(|pool| Arc::new(CasePool::new(pool)))
             .map_err(|e| e.to_string())
     })
     .clone()

@@ -33,11 +33,12 @@ if [ ! -x "$LEDGERSHIELD_BIN" ]; then
     (cd "$REPO" && cargo build -p ledgershield)
 fi
 
-cd "$HERE"
+# Run from tests/: the source tree's package has no compiled extension, so neither pytest nor a
+# test's `python -c` subprocess may find it ahead of the installed package (the working directory
+# comes first on their sys.path; `python -m pytest` would add it too, hence the pytest script).
+cd "$HERE/tests"
 set +e
-# The pytest script, not `python -m pytest`: the latter puts the working directory (this source
-# tree, which has no compiled extension) ahead of the installed package on sys.path.
-"$VENV/bin/pytest" -q -p no:cacheprovider tests "$@"
+"$VENV/bin/pytest" -q -p no:cacheprovider . "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

@@ -196,3 +196,9 @@ class NativeClient:
 
     def close(self) -> None:
         pass
+
+    def __enter__(self) -> "NativeClient":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -302,3 +302,17 @@ def test_native_tool_env_is_the_default_and_matches_the_server(server_url: str, 
                 env.lookup_policy()
     assert isinstance(LedgerShieldToolEnv()._client, ledgershield.native.NativeClient)
     assert rewards[0] == rewards[1] and rewards[0] > 0
+
+
+def test_training_rollouts_in_process_equal_the_servers(server_url: str, audit_server_url: str) -> None:
+    """The training package's default (in process) scores a plan and a set of findings exactly as
+    the server path (``--url``) does."""
+    from ledgershield.training.audit import grade
+    from ledgershield.training.rollout import play_plan
+
+    plan = json.dumps([{"action_type": "inspect_email_thread", "payload": {"thread_id": "THR-100"}},
+                       {"action_type": "submit_decision", "payload": {"decision": "ESCALATE_FRAUD", "confidence": 0.9}}])
+    native, remote = play_plan(None, "CASE-D-001", plan), play_plan(server_url, "CASE-D-001", plan)
+    assert native == remote and native["steps"] >= 2 and native["parsed"]
+    findings = json.dumps({"findings": [{"document_id": "EXP-003", "error_type": "weekend_expense"}]})
+    assert grade(None, "expense_audit", 42, findings) == grade(audit_server_url, "expense_audit", 42, findings)

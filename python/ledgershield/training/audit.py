@@ -51,11 +51,16 @@ def _post(url: Optional[str], path: str, body: Dict[str, Any], session: Optional
         return json.loads(r.read())
 
 
+def valid_types(obs: Dict[str, Any]) -> List[str]:
+    """The observation's valid error types (listed in its ``metadata``)."""
+    return list(obs.get("valid_error_types") or obs.get("metadata", {}).get("valid_error_types", []))
+
+
 def prompt_for(obs: Dict[str, Any]) -> str:
     docs = json.dumps(obs.get("documents", {}), separators=(",", ":"))
     if len(docs) > DOC_CHARS:
         docs = docs[:DOC_CHARS] + "...(truncated)"
-    return (f"{obs['task_description']}\nValid error types: {', '.join(obs['valid_error_types'])}.\nDocuments: {docs}\n"
+    return (f"{obs['task_description']}\nValid error types: {', '.join(valid_types(obs))}.\nDocuments: {docs}\n"
             'Answer with JSON only: {"findings": [{"document_id": "...", "error_type": "...", "description": "..."}]}')
 
 
@@ -93,7 +98,7 @@ def grade(url: Optional[str], task: str, seed: int, text: str) -> Dict[str, Any]
     """Reset ``task``/``seed`` on a new session, submit the parsed findings, return the grade."""
     session = f"train-{uuid.uuid4().hex}"
     obs = _post(url, "/reset", {"task_id": task, "seed": seed}, session)["observation"]
-    parsed = parse_findings(text, obs["valid_error_types"])
+    parsed = parse_findings(text, valid_types(obs))
     res = _post(url, "/step", {"action": {"findings": parsed["findings"], "submit_final": True}}, session)
     _NATIVE.pop(session, None)
     g = res.get("grader") or {}

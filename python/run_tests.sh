@@ -2,8 +2,10 @@
 # CI entry point for the Python conformance tests.
 #
 # Creates (or reuses) a virtual environment at $VENV (default: <repo>/.venv), installs the pinned
-# openenv-core, this package, pytest and requests, builds the server binary if it is missing and
-# runs pytest. Exits non-zero on any failure, including "no tests collected" (pytest exit 5).
+# openenv-core, this package (`pip install ./python`: maturin compiles the native extension
+# crates/ls-py with cargo, so the Rust toolchain must be present), pytest and requests, builds the
+# server binary if it is missing and runs pytest. Exits non-zero on any failure, including "no
+# tests collected" (pytest exit 5).
 #
 #   LEDGERSHIELD_BIN  server binary (default: <repo>/target/debug/ledgershield)
 #   VENV              virtual environment directory
@@ -22,16 +24,21 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir \
     "openenv-core==$OPENENV_CORE_VERSION" "pytest>=7" "requests>=2.28"
+wheel_start=$(date +%s)
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir "$HERE"
+echo "python package with its native extension built and installed in $(( $(date +%s) - wheel_start )) s" >&2
 
 if [ ! -x "$LEDGERSHIELD_BIN" ]; then
     echo "building ledgershield (binary not found at $LEDGERSHIELD_BIN)" >&2
     (cd "$REPO" && cargo build -p ledgershield)
 fi
 
-cd "$HERE"
+# Run from tests/: the source tree's package has no compiled extension, so neither pytest nor a
+# test's `python -c` subprocess may find it ahead of the installed package (the working directory
+# comes first on their sys.path; `python -m pytest` would add it too, hence the pytest script).
+cd "$HERE/tests"
 set +e
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
+"$VENV/bin/pytest" -q -p no:cacheprovider . "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

@@ -1,4 +1,5 @@
-"""LedgerShield Python client: OpenEnv ``EnvClient``, typed models, submission helpers and a
+"""LedgerShield for Python: the environments in process (``ledgershield.native``, Gymnasium
+environments and vector envs), the OpenEnv ``EnvClient``, typed models, submission helpers and a
 TRL-ready tool environment."""
 
 from .client import LedgerShieldEnv, LedgerShieldServerError
@@ -32,3 +33,8 @@ __all__ = [
     "submit_decision_payload",
 ]
 __version__ = "0.1.0"
+
+# Gymnasium ids (LedgerShield/ControlBench-v0, LedgerShield/Audit-v0) over the native module.
+from .gym_envs import register_envs as _register_envs  # noqa: E402
+
+_register_envs()

@@ -16,9 +16,11 @@ Replies are ``compact`` by default (``reply_mode = "full"`` for the raw tool res
 fields first, the tool result without its control-boundary and reward-model echoes, OCR tokens as
 ``"token_id text [x0,y0,x1,y1]"`` strings, long texts and lists cut.
 
-The server URL comes from ``LEDGERSHIELD_URL`` (default ``http://127.0.0.1:8000``); use
-:func:`environment_factory` to bind another URL and settings, since TRL calls the class with no
-arguments. ``close()`` is idempotent; a ``with`` block or interpreter exit closes the session.
+By default the environment runs **in process** (``ledgershield.native``: no server, the same
+replies byte for byte). A server URL (``environment_factory(url)`` or ``LEDGERSHIELD_URL``) plays
+against a remote server over the WebSocket instead; use :func:`environment_factory` to bind a URL
+and settings, since TRL calls the class with no arguments. ``close()`` is idempotent; a ``with``
+block or interpreter exit closes the session.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from .client import LedgerShieldEnv, LedgerShieldServerError
 from .models import ControlBenchAction, ControlBenchObservation
 from .submission import submit_decision_payload
 
+#: The URL ``ledgershield serve`` listens on by default (for ``environment_factory(DEFAULT_URL)``).
 DEFAULT_URL = "http://127.0.0.1:8000"
 RESET_KEYS = ("case_id", "seed", "track", "custom_case")
 
@@ -97,8 +100,8 @@ class LedgerShieldToolEnv:
     _server_lacks_fresh_flag: bool = False
 
     def __init__(self) -> None:
-        self._url = type(self).base_url or os.environ.get("LEDGERSHIELD_URL", DEFAULT_URL)
-        self._client: Any = LedgerShieldEnv(base_url=self._url).sync()
+        self._url: Optional[str] = type(self).base_url or os.environ.get("LEDGERSHIELD_URL") or None
+        self._client: Any = self._new_client()
         self.reward: float = 0.0
         self.done: bool = False
         self.final_score: Optional[float] = None
@@ -127,9 +130,16 @@ class LedgerShieldToolEnv:
         if client is not None:
             client.close()
 
+    def _new_client(self) -> Any:
+        if self._url is None:
+            from .native import NativeClient
+
+            return NativeClient()
+        return LedgerShieldEnv(base_url=self._url).sync()
+
     def _connected(self) -> Any:
         if self._client is None:
-            self._client = LedgerShieldEnv(base_url=self._url).sync()
+            self._client = self._new_client()
         return self._client
 
     def reset(self, **kwargs: Any) -> str:
@@ -504,9 +514,11 @@ class LedgerShieldToolEnv:
         return self._act("submit_decision", payload)
 
 
-def environment_factory(base_url: str, reply_mode: str = "compact", carry_memory: bool = False, grade_unsubmitted: bool = True) -> type:
-    """A :class:`LedgerShieldToolEnv` subclass bound to ``base_url`` and these settings (TRL
-    instantiates it with no arguments)."""
+def environment_factory(base_url: Optional[str] = None, reply_mode: str = "compact", carry_memory: bool = False,
+                        grade_unsubmitted: bool = True) -> type:
+    """A :class:`LedgerShieldToolEnv` subclass bound to these settings (TRL instantiates it with
+    no arguments): in process when ``base_url`` is ``None`` (the default), else against the
+    server at ``base_url``."""
     if reply_mode not in ("compact", "full"):
         raise ValueError(f"reply_mode must be 'compact' or 'full', not {reply_mode!r}")
     return type("LedgerShieldToolEnv", (LedgerShieldToolEnv,), {"base_url": base_url, "reply_mode": reply_mode,

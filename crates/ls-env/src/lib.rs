@@ -16,6 +16,7 @@
 //! * [`observation`]: the wire types (observation, envelope, public state).
 
 pub mod artifacts;
+pub mod candidates;
 pub mod curriculum;
 pub mod designer;
 pub mod env;

@@ -24,7 +24,25 @@ DOC_CHARS = 6000
 MAX_FINDINGS = 50
 
 
-def _post(url: str, path: str, body: Dict[str, Any], session: Optional[str] = None) -> Dict[str, Any]:
+# In-process sessions (``url=None``): one native environment per session name.
+_NATIVE: Dict[str, Any] = {}
+
+
+def _native_post(path: str, body: Dict[str, Any], session: Optional[str]) -> Dict[str, Any]:
+    from ..native import AuditEnv
+
+    env = _NATIVE.setdefault(session or "default", AuditEnv())
+    if path == "/reset":
+        return env.reset(**body)
+    if path == "/step":
+        return env.step(body)
+    raise ValueError(f"{path} needs a server: pass --url")
+
+
+def _post(url: Optional[str], path: str, body: Dict[str, Any], session: Optional[str] = None) -> Dict[str, Any]:
+    """A reset or step against the server at ``url``, or in process when ``url`` is None."""
+    if url is None:
+        return _native_post(path, body, session)
     headers = {"Content-Type": "application/json"}
     if session:
         headers["X-Session-Id"] = session
@@ -34,16 +52,27 @@ def _post(url: str, path: str, body: Dict[str, Any], session: Optional[str] = No
 
 
 def _get(url: str, path: str, session: str) -> Dict[str, Any]:
-    req = urllib.request.Request(f"{url}{path}", headers={"X-Session-Id": session}, method="GET")
+    from .binary import operator_key
+
+    headers = {"X-Session-Id": session}
+    key = operator_key(url)
+    if key:
+        headers["X-API-Key"] = key  # a sealed held-out grade is read by the evaluator (operator) only
+    req = urllib.request.Request(f"{url}{path}", headers=headers, method="GET")
     with urllib.request.urlopen(req, timeout=60) as r:
         return json.loads(r.read())
+
+
+def valid_types(obs: Dict[str, Any]) -> List[str]:
+    """The observation's valid error types (listed in its ``metadata``)."""
+    return list(obs.get("valid_error_types") or obs.get("metadata", {}).get("valid_error_types", []))
 
 
 def prompt_for(obs: Dict[str, Any]) -> str:
     docs = json.dumps(obs.get("documents", {}), separators=(",", ":"))
     if len(docs) > DOC_CHARS:
         docs = docs[:DOC_CHARS] + "...(truncated)"
-    return (f"{obs['task_description']}\nValid error types: {', '.join(obs['valid_error_types'])}.\nDocuments: {docs}\n"
+    return (f"{obs['task_description']}\nValid error types: {', '.join(valid_types(obs))}.\nDocuments: {docs}\n"
             'Answer with JSON only: {"findings": [{"document_id": "...", "error_type": "...", "description": "..."}]}')
 
 
@@ -77,29 +106,32 @@ def parse_findings(text: str, valid_types: Iterable[str]) -> Dict[str, Any]:
     return {"findings": salvaged[:MAX_FINDINGS], "mode": "salvaged" if salvaged else "none"}
 
 
-def grade(url: str, task: str, seed: int, text: str) -> Dict[str, Any]:
+def grade(url: Optional[str], task: str, seed: int, text: str) -> Dict[str, Any]:
     """Reset ``task``/``seed`` on a new session, submit the parsed findings, return the grade."""
     session = f"train-{uuid.uuid4().hex}"
     obs = _post(url, "/reset", {"task_id": task, "seed": seed}, session)["observation"]
-    parsed = parse_findings(text, obs["valid_error_types"])
+    parsed = parse_findings(text, valid_types(obs))
     res = _post(url, "/step", {"action": {"findings": parsed["findings"], "submit_final": True}}, session)
+    _NATIVE.pop(session, None)
     g = res.get("grader") or {}
-    if not g and res.get("info", {}).get("grade_sealed"):
+    if not g and res.get("info", {}).get("grade_sealed") and url is not None:
         g = _get(url, "/grader", session)  # held-out seed: the evaluator reads the sealed grade
     return {"task": task, "seed": seed, "score": float(g.get("partial_credit_f1", g.get("score", 0.0))), "recall": float(g.get("recall", 0.0)),
             "strict_f1": float(g.get("strict_f1", 0.0)), "parse_mode": parsed["mode"], "findings": len(parsed["findings"])}
 
 
-def rows_for(url: str, seeds: Iterable[int]) -> List[Dict[str, Any]]:
+def rows_for(url: Optional[str], seeds: Iterable[int]) -> List[Dict[str, Any]]:
     rows = []
     for seed in seeds:
         for task in TASKS:
-            obs = _post(url, "/reset", {"task_id": task, "seed": seed}, f"prompt-{uuid.uuid4().hex}")["observation"]
+            session = f"prompt-{uuid.uuid4().hex}"
+            obs = _post(url, "/reset", {"task_id": task, "seed": seed}, session)["observation"]
+            _NATIVE.pop(session, None)
             rows.append({"prompt": [{"role": "user", "content": prompt_for(obs)}], "task_id": task, "seed": seed})
     return rows
 
 
-def audit_grpo(model: str, url: str, out: Path, seeds: Iterable[int] = range(42, 52), max_steps: int = 4, num_generations: int = 2,
+def audit_grpo(model: str, url: Optional[str], out: Path, seeds: Iterable[int] = range(42, 52), max_steps: int = 4, num_generations: int = 2,
                batch_size: int = 2, max_completion_length: int = 256, lr: float = 1e-5, threads: int = 2, seed: int = 0) -> Dict[str, Any]:
     import torch
     from datasets import Dataset

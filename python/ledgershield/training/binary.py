@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
 import sqlite3
 import subprocess
@@ -77,8 +78,33 @@ def export(binary: str, db: Path, out: Path, fmt: str, runs: Iterable[str], min_
     return json.loads(split.read_text()) if fmt != "trajectories" and split.exists() else {}
 
 
+# Operator keys of the servers this process started (``Server``), by URL.
+_OPERATOR_KEYS: Dict[str, str] = {}
+
+
+def operator_key(url: str) -> Optional[str]:
+    """The operator credential for the server at ``url``: the key of a ``Server`` this process
+    started, else ``ADMIN_API_KEY``, else the key file the server writes when none is configured
+    (``LEDGERSHIELD_OPERATOR_KEY_FILE``, default ``$XDG_STATE_HOME/ledgershield/operator-key`` or
+    ``~/.local/state/ledgershield/operator-key``). None when there is none to read."""
+    if url in _OPERATOR_KEYS:
+        return _OPERATOR_KEYS[url]
+    if os.environ.get("ADMIN_API_KEY"):
+        return os.environ["ADMIN_API_KEY"]
+    path = os.environ.get("LEDGERSHIELD_OPERATOR_KEY_FILE")
+    if not path:
+        state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+        path = os.path.join(state, "ledgershield", "operator-key")
+    try:
+        return Path(path).read_text().strip() or None
+    except OSError:
+        return None
+
+
 class Server:
-    """``ledgershield serve --port 0`` for the life of a ``with`` block; ``.url`` is its address."""
+    """``ledgershield serve --port 0`` for the life of a ``with`` block; ``.url`` is its address.
+    It runs with an operator key of its own (``.key``, also found by :func:`operator_key`), so it
+    neither reads nor overwrites the user's key file."""
 
     def __init__(self, binary: str, env_kind: str = "controlbench", extra_env: Optional[Dict[str, str]] = None) -> None:
         self.binary = binary
@@ -89,6 +115,8 @@ class Server:
 
     def __enter__(self) -> "Server":
         env = dict(os.environ, LEDGERSHIELD_LOG="warn", **self.extra_env)
+        self.key = env.get("ADMIN_API_KEY") or secrets.token_hex(32)
+        env["ADMIN_API_KEY"] = self.key
         env.setdefault("LEDGERSHIELD_WORKERS", "1")
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--host", "127.0.0.1", "--port", "0", "--env", self.env_kind],
@@ -101,6 +129,7 @@ class Server:
             self.__exit__()
             raise RuntimeError(f"server did not report its address: {line!r}")
         self.url = m.group(1).rstrip("/")
+        _OPERATOR_KEYS[self.url] = self.key
         threading.Thread(target=lambda: [None for _ in self.proc.stdout], daemon=True).start()  # type: ignore[union-attr]
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -114,6 +143,7 @@ class Server:
         raise RuntimeError("server did not become healthy")
 
     def __exit__(self, *exc: Any) -> None:
+        _OPERATOR_KEYS.pop(self.url, None)
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:

@@ -63,13 +63,20 @@ def cmd_sft(a: argparse.Namespace) -> Dict[str, Any]:
                grad_accum=a.grad_accum, max_length=a.max_length, lora=a.lora, eval_every=a.eval_every, eval_fn=eval_fn, threads=a.threads)
 
 
+def _env_url(a: argparse.Namespace) -> Any:
+    """The environment for a command: in process by default (``None``), or the server at ``--url``."""
+    import contextlib
+
+    return contextlib.nullcontext(a.url or None)
+
+
 def cmd_grpo(a: argparse.Namespace) -> Dict[str, Any]:
     from .grpo import grpo, plan_rows
 
     data = Path(a.data)
     rows = plan_rows(data / "sft_train.jsonl", _public_train_cases(data))[: a.max_cases]
-    with Server(find_binary(a.bin)) as srv:
-        return grpo(a.model, srv.url, Path(a.out), a.shape, rows, max_steps=a.max_steps, num_generations=a.num_generations,
+    with _env_url(a) as url:
+        return grpo(a.model, url, Path(a.out), a.shape, rows, max_steps=a.max_steps, num_generations=a.num_generations,
                     batch_size=a.batch_size, max_completion_length=a.max_completion_length, lr=a.lr,
                     max_tool_calling_iterations=a.max_tool_calling_iterations, threads=a.threads)
 
@@ -80,8 +87,8 @@ def cmd_selfplay(a: argparse.Namespace) -> Dict[str, Any]:
 
     data = Path(a.data)
     rows = plan_rows(data / "sft_train.jsonl", _public_train_cases(data))[: a.max_cases]
-    with Server(find_binary(a.bin)) as srv:
-        return selfplay(a.model, srv.url, rows, Path(a.out), candidates=a.candidates, max_new_tokens=a.max_new_tokens, threads=a.threads)
+    with _env_url(a) as url:
+        return selfplay(a.model, url, rows, Path(a.out), candidates=a.candidates, max_new_tokens=a.max_new_tokens, threads=a.threads)
 
 
 def cmd_dpo(a: argparse.Namespace) -> Dict[str, Any]:
@@ -113,8 +120,8 @@ def cmd_plot(a: argparse.Namespace) -> List[str]:
 def cmd_audit_grpo(a: argparse.Namespace) -> Dict[str, Any]:
     from .audit import audit_grpo
 
-    with Server(find_binary(a.bin), env_kind="audit") as srv:
-        return audit_grpo(a.model, srv.url, Path(a.out), seeds=range(a.seed_from, a.seed_to + 1), max_steps=a.max_steps,
+    with _env_url(a) as url:
+        return audit_grpo(a.model, url, Path(a.out), seeds=range(a.seed_from, a.seed_to + 1), max_steps=a.max_steps,
                           num_generations=a.num_generations, max_completion_length=a.max_completion_length, threads=a.threads)
 
 
@@ -135,6 +142,8 @@ def cmd_pipeline(a: argparse.Namespace) -> Dict[str, Any]:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ledgershield-train", description=__doc__)
     p.add_argument("--bin", help="ledgershield binary (default: LEDGERSHIELD_BIN, target/debug/ledgershield, PATH)")
+    p.add_argument("--url", help="grpo, selfplay and audit-grpo play in process by default; with --url they play against the "
+                                 "ledgershield server there (ControlBench, or `serve --env audit` for audit-grpo)")
     p.add_argument("--threads", type=int, default=int(os.environ.get("LEDGERSHIELD_TRAIN_THREADS", "2")), help="torch CPU threads")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -173,7 +182,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--max-new-tokens", type=int, default=1024)
     s.set_defaults(fn=cmd_sft)
 
-    s = sub.add_parser("grpo", help="TRL GRPO against a live server (plan reward or tool calling)")
+    s = sub.add_parser("grpo", help="TRL GRPO in process, or against --url (plan reward or tool calling)")
     model_arg(s)
     s.add_argument("--shape", choices=["plan", "tools"], default="plan")
     s.add_argument("--data", required=True)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 
-def selfplay(model: str, url: str, rows: List[Dict[str, Any]], out: Path, candidates: int = 4, temperature: float = 1.0,
+def selfplay(model: str, url: Optional[str], rows: List[Dict[str, Any]], out: Path, candidates: int = 4, temperature: float = 1.0,
              max_new_tokens: int = 256, include_teacher: bool = True, threads: int = 2) -> Dict[str, Any]:
     import torch
 

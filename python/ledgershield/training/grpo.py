@@ -58,7 +58,7 @@ class _Log:
         return CB()
 
 
-def grpo(model: str, url: str, out: Path, shape: str, rows: List[Dict[str, Any]], max_steps: int = 4,
+def grpo(model: str, url: Optional[str], out: Path, shape: str, rows: List[Dict[str, Any]], max_steps: int = 4,
          num_generations: int = 2, batch_size: int = 2, max_completion_length: int = 256, lr: float = 1e-5,
          max_tool_calling_iterations: int = 8, temperature: float = 1.0, threads: int = 2, seed: int = 0) -> Dict[str, Any]:
     import torch

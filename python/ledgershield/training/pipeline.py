@@ -33,7 +33,6 @@ PRESETS: Dict[str, Dict[str, Any]] = {
 def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overrides: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     import torch
 
-    from .binary import Server
     from .collect import collect, pick_eval_cases
     from .dpo import dpo, selfplay
     from .evaluate import compare
@@ -76,16 +75,17 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
     split = json.loads((data / "split.json").read_text())
     public_train = {b for b in split["train_base_cases"] if b.startswith("CASE-")}
     rl_rows = plan_rows(data / "sft_train.jsonl", public_train)[: cfg["rl_cases"]]
-    with Server(binary) as srv:
-        g_plan = grpo(sft_model, srv.url, out / "grpo_plan", "plan", rl_rows, max_steps=cfg["grpo_steps"],
-                      max_completion_length=cfg["grpo_len"], threads=threads)
-        mark("grpo_plan")
-        g_tools = grpo(sft_model, srv.url, out / "grpo_tools", "tools", rl_rows, max_steps=cfg["grpo_steps"],
-                       max_completion_length=cfg["grpo_len"], threads=threads)
-        mark("grpo_tools")
-        sp = selfplay(sft_model, srv.url, rl_rows, out / "dpo", candidates=cfg["candidates"], max_new_tokens=cfg["grpo_len"], threads=threads)
-        d = dpo(sft_model, out / "dpo" / "pairs.jsonl", out / "dpo", max_steps=cfg["dpo_steps"], threads=threads) if sp["pairs"] else None
-        mark("selfplay_dpo")
+    # GRPO and self-play run in process (no server); collection and evaluation use the binary.
+    url = None  # in process
+    g_plan = grpo(sft_model, url, out / "grpo_plan", "plan", rl_rows, max_steps=cfg["grpo_steps"],
+                  max_completion_length=cfg["grpo_len"], threads=threads)
+    mark("grpo_plan")
+    g_tools = grpo(sft_model, url, out / "grpo_tools", "tools", rl_rows, max_steps=cfg["grpo_steps"],
+                   max_completion_length=cfg["grpo_len"], threads=threads)
+    mark("grpo_tools")
+    sp = selfplay(sft_model, url, rl_rows, out / "dpo", candidates=cfg["candidates"], max_new_tokens=cfg["grpo_len"], threads=threads)
+    d = dpo(sft_model, out / "dpo" / "pairs.jsonl", out / "dpo", max_steps=cfg["dpo_steps"], threads=threads) if sp["pairs"] else None
+    mark("selfplay_dpo")
     models = {"sft": HFPolicy.load(sft_model, max_new_tokens=cfg["max_new_tokens"])}
     rows = compare(binary, cases, out / "runs.db", out, ["random", "naive-pay", "always-escalate", "teacher"], models,
                    max_tokens=cfg["max_new_tokens"])

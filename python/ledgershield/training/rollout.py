@@ -49,15 +49,17 @@ def parse_actions(text: str) -> Optional[List[Dict[str, Any]]]:
     return [a] if a else None
 
 
-def play_plan(url: str, case_id: str, text: str, fresh_institution: bool = False) -> Dict[str, Any]:
+def play_plan(url: Optional[str], case_id: str, text: str, fresh_institution: bool = False) -> Dict[str, Any]:
     """Reset ``case_id`` on a new session (a new session starts from a fresh institution;
     ``fresh_institution`` also asks the server for one explicitly), play the plan, submit the safe fallback if the plan
-    ends without a decision; ``{score, parsed, submitted_by_plan, steps, result_class}``."""
+    ends without a decision; ``{score, parsed, submitted_by_plan, steps, result_class}``. ``url=None`` plays in
+    process (a new native environment is a new session)."""
     from ..client import LedgerShieldEnv, LedgerShieldServerError
     from ..models import ControlBenchAction
+    from ..native import NativeClient
 
     acts = parse_actions(text)
-    with LedgerShieldEnv(base_url=url).sync() as env:
+    with (NativeClient() if url is None else LedgerShieldEnv(base_url=url).sync()) as env:
         reset: Dict[str, Any] = {"case_id": case_id}
         if fresh_institution:
             reset["fresh_institution"] = True

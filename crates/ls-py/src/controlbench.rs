@@ -1,0 +1,195 @@
+//! One ControlBench environment as the Python bindings hold it: the session's `Environment`
+//! (institutional memory and curriculum persist across resets, as in one HTTP session) plus
+//! what the last reply showed — the legal candidate actions and the fixed-size features.
+
+use crate::errors::Refusal;
+use crate::request::Action;
+use ls_env::candidates::{candidates, Candidate};
+use ls_env::{CasePool, EnvConfig, Environment, ResetRequest, StepEnvelope, TrackMode};
+use std::sync::{Arc, OnceLock};
+
+/// Entries of the RL export vector (instrumented mode; zeros in blind mode).
+pub const RL_VECTOR_LEN: usize = 37;
+/// Entries of the fixed feature vector ([`features`] documents them).
+pub const FEATURES: usize = 24;
+/// Slots of the candidate-action mask: more candidates than this are cut.
+pub const MAX_CANDIDATES: usize = 64;
+/// The action type an index past the candidate list plays (no tool has this name).
+pub const INVALID_INDEX_ACTION: &str = "invalid_action_index";
+
+/// The pool `ledgershield serve` serves: the embedded curated cases plus the generated blocks
+/// its documented `LEDGERSHIELD_INCLUDE_*` variables enable (read here as the server binary
+/// reads them, so the same settings give the same pool), built once per process and shared.
+pub fn embedded_pool() -> Result<Arc<CasePool>, Refusal> {
+    static POOL: OnceLock<Result<Arc<CasePool>, String>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let set = ls_core::FixtureSet::embedded().map_err(|e| e.to_string())?;
+        let cfg = ls_gen::PoolConfig::from_lookup(|k| std::env::var(k).ok());
+        ls_gen::build_pool(&set, &cfg)
+            .map(|pool| Arc::new(CasePool::new(pool)))
+            .map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(|e| Refusal::new(500, "internal_error", format!("fixtures: {e}")))
+}
+
+pub fn track_mode(name: &str) -> Result<TrackMode, Refusal> {
+    match name {
+        "blind" => Ok(TrackMode::Blind),
+        "instrumented" => Ok(TrackMode::Instrumented),
+        other => Err(Refusal::validation(format!(
+            "track_mode must be 'blind' or 'instrumented', got '{}'",
+            other.chars().take(64).collect::<String>()
+        ))),
+    }
+}
+
+/// One environment and what its last reply showed.
+pub struct Slot {
+    pub env: Environment,
+    pool: Arc<CasePool>,
+    config: EnvConfig,
+    pub candidates: Vec<Candidate>,
+    pub features: [f32; FEATURES],
+    pub rl_vector: [f32; RL_VECTOR_LEN],
+    pub done: bool,
+    /// A panic left the environment in an unknown state; only a reset clears this.
+    pub poisoned: bool,
+}
+
+impl Slot {
+    pub fn new(pool: Arc<CasePool>, config: EnvConfig) -> Self {
+        Self {
+            env: Environment::new(pool.clone(), config),
+            pool,
+            config,
+            candidates: Vec::new(),
+            features: [0.0; FEATURES],
+            rl_vector: [0.0; RL_VECTOR_LEN],
+            done: false,
+            poisoned: false,
+        }
+    }
+
+    fn check(&self) -> Result<(), Refusal> {
+        if self.poisoned {
+            return Err(Refusal::new(
+                500,
+                "internal_error",
+                "an earlier internal error discarded this environment; call reset()",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn reset(&mut self, req: &ResetRequest) -> Result<StepEnvelope, Refusal> {
+        if self.poisoned {
+            self.env = Environment::new(self.pool.clone(), self.config);
+            self.poisoned = false;
+        }
+        let out = self.env.reset(req)?;
+        self.observe(&out);
+        Ok(out)
+    }
+
+    pub fn step(&mut self, action: &Action) -> Result<StepEnvelope, Refusal> {
+        self.check()?;
+        let out = self.env.step(&action.action_type, &action.payload)?;
+        self.observe(&out);
+        Ok(out)
+    }
+
+    /// Step the `index`-th candidate of the last reply. An index past the list is played as
+    /// an unknown action ([`INVALID_INDEX_ACTION`]): a penalised step with `success: false`, as
+    /// the server treats an unknown tool; after the end it is refused like any step.
+    pub fn step_candidate(&mut self, index: usize) -> Result<StepEnvelope, Refusal> {
+        self.check()?;
+        let out = match self.candidates.get(index) {
+            Some(c) => {
+                let (action_type, payload) = (c.action_type, c.payload.clone());
+                self.env.step(action_type, &payload)?
+            }
+            None => self.env.step(INVALID_INDEX_ACTION, &Default::default())?,
+        };
+        self.observe(&out);
+        Ok(out)
+    }
+
+    fn observe(&mut self, out: &StepEnvelope) {
+        self.done = out.done;
+        self.candidates = candidates(&out.observation, out.done);
+        self.candidates.truncate(MAX_CANDIDATES);
+        self.features = features(out, self.candidates.len());
+        self.rl_vector = [0.0; RL_VECTOR_LEN];
+        if self.config.track_mode == TrackMode::Instrumented {
+            if let Some(ep) = self.env.episode() {
+                for (slot, v) in self.rl_vector.iter_mut().zip(ep.rl_vector()) {
+                    *slot = v as f32;
+                }
+            }
+        }
+    }
+
+    /// The candidate mask: 1 for each legal index.
+    pub fn mask(&self) -> [u8; MAX_CANDIDATES] {
+        let mut m = [0u8; MAX_CANDIDATES];
+        m[..self.candidates.len()].fill(1);
+        m
+    }
+}
+
+/// The fixed-size features of a reply, all read from the observation the agent sees:
+/// 0 budget remaining / total, 1 budget remaining, 2 steps / max steps, 3 step count,
+/// 4 max steps, 5 case clock, 6 visible documents, 7 revealed artifacts, 8 pending events,
+/// 9 observed risk signals, 10 pressure events seen, 11 days until due, 12 tool calls,
+/// 13 interventions taken, 14 budget used, 15 last action succeeded, 16 this step's reward,
+/// 17 done, 18–22 task family A–E one-hot, 23 legal candidate count.
+pub fn features(out: &StepEnvelope, candidate_count: usize) -> [f32; FEATURES] {
+    let o = &out.observation;
+    let frac = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    let success = matches!(
+        o.last_tool_result.get("success"),
+        Some(serde_json::Value::Bool(true))
+    );
+    let mut f = [0.0f64; FEATURES];
+    f[0] = frac(o.budget_remaining, o.budget_total);
+    f[1] = o.budget_remaining;
+    f[2] = frac(f64::from(o.step_count), f64::from(o.max_steps));
+    f[3] = f64::from(o.step_count);
+    f[4] = f64::from(o.max_steps);
+    f[5] = f64::from(o.case_clock);
+    f[6] = o.visible_documents.len() as f64;
+    f[7] = o.revealed_artifacts.len() as f64;
+    f[8] = o.pending_events.len() as f64;
+    f[9] = o.risk_snapshot.observed_signal_count as f64;
+    f[10] = o.risk_snapshot.pressure_events_seen as f64;
+    f[11] = f64::from(o.risk_snapshot.days_until_due);
+    f[12] = o.investigation_status.tool_calls as f64;
+    f[13] = o.investigation_status.interventions_taken as f64;
+    f[14] = o.investigation_status.budget_used;
+    f[15] = if success { 1.0 } else { 0.0 };
+    f[16] = out.reward;
+    f[17] = if out.done { 1.0 } else { 0.0 };
+    let family = ["task_a", "task_b", "task_c", "task_d", "task_e"]
+        .iter()
+        .position(|t| *t == o.task_type);
+    if let Some(i) = family {
+        f[18 + i] = 1.0;
+    }
+    f[23] = candidate_count as f64;
+    f.map(|x| x as f32)
+}
+
+/// The reply as the server writes it: the same serializer, so the same bytes.
+pub fn reply_text(out: &StepEnvelope) -> Result<String, Refusal> {
+    let mut buf = String::with_capacity(if out.done { 64 * 1024 } else { 32 * 1024 });
+    ls_json::append_to_string(&mut buf, out)
+        .map_err(|e| Refusal::new(500, "internal_error", format!("serialize: {e}")))?;
+    Ok(buf)
+}
+
+/// Candidates as JSON text: a list of `{"action_type", "payload"}`.
+pub fn candidates_text(list: &[Candidate]) -> String {
+    let v: Vec<serde_json::Value> = list.iter().map(Candidate::to_json).collect();
+    serde_json::Value::Array(v).to_string()
+}

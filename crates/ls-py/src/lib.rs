@@ -1,0 +1,36 @@
+//! `ledgershield._native`: ControlBench and the Financial Audit environment in process, for
+//! Python (PyO3; built by maturin from `python/pyproject.toml`).
+//!
+//! Code map:
+//! * [`controlbench`], [`audit`]: one environment and what its last reply showed (candidate
+//!   actions, fixed-size features); replies serialized exactly as the HTTP server writes them.
+//! * [`request`]: requests read from JSON text with the HTTP bodies' rules and messages.
+//! * [`errors`]: refusals with the server's status, code and message, raised as `EnvError`.
+//! * [`vector`]: N environments stepped in Rust worker threads in one call.
+//! * [`py`]: the Python classes. Every call releases the GIL while Rust works and turns a Rust
+//!   panic into a Python `RuntimeError`.
+
+pub mod audit;
+pub mod controlbench;
+pub mod errors;
+pub mod py;
+pub mod request;
+pub mod vector;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<py::ControlBench>()?;
+    m.add_class::<py::Audit>()?;
+    m.add_class::<py::ControlBenchVector>()?;
+    m.add_class::<py::AuditVector>()?;
+    m.add("EnvError", m.py().get_type::<errors::EnvError>())?;
+    m.add("RL_VECTOR_LEN", controlbench::RL_VECTOR_LEN)?;
+    m.add("CONTROLBENCH_FEATURES", controlbench::FEATURES)?;
+    m.add("CONTROLBENCH_MAX_CANDIDATES", controlbench::MAX_CANDIDATES)?;
+    m.add("AUDIT_FEATURES", audit::FEATURES)?;
+    m.add("AUDIT_MAX_CANDIDATES", audit::MAX_CANDIDATES)?;
+    m.add("INVALID_INDEX_ACTION", controlbench::INVALID_INDEX_ACTION)?;
+    Ok(())
+}

@@ -1,0 +1,204 @@
+"""The LedgerShield environments in process: the Rust environments as a native module.
+
+``ControlBenchEnv`` and ``AuditEnv`` hold one environment each (one HTTP session's worth: the
+institution's memory, the curriculum and the audit adversary persist across resets). ``reset`` and
+``step`` return the same envelope as the HTTP server (``observation``, ``reward``, ``done``,
+``terminated``, ``truncated``, ``info``); ``reset_text`` / ``step_text`` return the reply as JSON
+text, byte for byte what the server writes for the same trajectory. The GIL is released while Rust
+works. A refused request raises :class:`EnvError` (a ``ValueError``) with the message, code and
+HTTP status the server answers; a Rust panic raises ``RuntimeError`` and discards the environment
+until the next reset.
+
+    from ledgershield.native import ControlBenchEnv
+
+    env = ControlBenchEnv()
+    r = env.reset(case_id="CASE-D-001")
+    r = env.step({"action_type": "ocr", "payload": {"doc_id": "INV-D-001"}})
+    r = env.step_index(0)              # the first legal candidate action (env.candidates())
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+import numpy as np
+
+from . import _native
+
+EnvError = _native.EnvError
+RL_VECTOR_LEN: int = _native.RL_VECTOR_LEN
+CONTROLBENCH_FEATURES: int = _native.CONTROLBENCH_FEATURES
+CONTROLBENCH_MAX_CANDIDATES: int = _native.CONTROLBENCH_MAX_CANDIDATES
+AUDIT_FEATURES: int = _native.AUDIT_FEATURES
+AUDIT_MAX_CANDIDATES: int = _native.AUDIT_MAX_CANDIDATES
+INVALID_INDEX_ACTION: str = _native.INVALID_INDEX_ACTION
+
+ActionLike = Union[str, Mapping[str, Any], Any]
+
+
+def error_parts(e: BaseException) -> Dict[str, Any]:
+    """``{"message", "code", "status", "detail"}`` of an :class:`EnvError`."""
+    message, code, status, detail = e.args
+    return {"message": message, "code": code, "status": status, "detail": detail}
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _action_text(action: ActionLike) -> str:
+    """A step body as JSON text: text as given, a mapping dumped, a pydantic model dumped."""
+    if isinstance(action, str):
+        return action
+    if hasattr(action, "model_dump"):
+        action = action.model_dump()
+    if not isinstance(action, Mapping):
+        raise TypeError(f"an action is a mapping or JSON text, not {type(action).__name__}")
+    return _dumps(dict(action))
+
+
+class ControlBenchEnv:
+    """One ControlBench environment in process (``track_mode`` ``blind`` or ``instrumented``)."""
+
+    def __init__(self, track_mode: str = "blind") -> None:
+        self._env = _native.ControlBench(track_mode)
+        self.track_mode = track_mode
+
+    def reset_text(self, **request: Any) -> str:
+        """Reset with the ``POST /reset`` fields (``case_id``, ``seed``, ``track``,
+        ``custom_case``, ``fresh_institution``, ...); the reply as JSON text."""
+        return self._env.reset(_dumps({k: v for k, v in request.items() if v is not None}))
+
+    def reset(self, **request: Any) -> Dict[str, Any]:
+        return json.loads(self.reset_text(**request))
+
+    def step_text(self, action: ActionLike) -> str:
+        """Step with ``{"action_type", "payload"}`` (a mapping, JSON text or a
+        ``ControlBenchAction``); the reply as JSON text."""
+        return self._env.step(_action_text(action))
+
+    def step(self, action: ActionLike) -> Dict[str, Any]:
+        return json.loads(self.step_text(action))
+
+    def step_index_text(self, index: int) -> str:
+        """Step the ``index``-th legal candidate of the last reply (an index past the list is
+        played as an unknown action: a penalised step)."""
+        i = int(index)
+        return self._env.step_index(i if i >= 0 else 1 << 62)
+
+    def step_index(self, index: int) -> Dict[str, Any]:
+        return json.loads(self.step_index_text(index))
+
+    def candidates(self) -> List[Dict[str, Any]]:
+        """The legal candidate actions of the last reply, in index order."""
+        return json.loads(self._env.candidates())
+
+    def arrays(self) -> Dict[str, np.ndarray]:
+        """``features`` (float32), ``rl_vector`` (the 37-entry export vector; zeros in blind
+        mode) and ``action_mask`` (int8) of the last reply."""
+        f, r, m = self._env.arrays()
+        return {
+            "features": np.frombuffer(f, dtype=np.float32).copy(),
+            "rl_vector": np.frombuffer(r, dtype=np.float32).copy(),
+            "action_mask": np.frombuffer(m, dtype=np.uint8).astype(np.int8),
+        }
+
+    def state(self) -> Optional[Dict[str, Any]]:
+        text = self._env.state()
+        return None if text is None else json.loads(text)
+
+    @property
+    def done(self) -> bool:
+        return bool(self._env.done)
+
+    def close(self) -> None:
+        pass
+
+
+class AuditEnv:
+    """One Financial Audit environment in process."""
+
+    def __init__(self, max_findings_per_step: int = 50, fraud_difficulty: str = "auto") -> None:
+        self._env = _native.Audit(int(max_findings_per_step), str(fraud_difficulty))
+
+    def reset_text(self, **request: Any) -> str:
+        """Reset with the ``POST /reset`` fields (``task_id``, ``seed``, ``episode_id``,
+        ``investigation_mode``, ``fraud_level``; a ``session_id`` is echoed as the server
+        echoes its session)."""
+        return self._env.reset(_dumps({k: v for k, v in request.items() if v is not None}))
+
+    def reset(self, **request: Any) -> Dict[str, Any]:
+        return json.loads(self.reset_text(**request))
+
+    def step_text(self, action: ActionLike) -> str:
+        """Step with ``{"findings": [...], "submit_final": bool}`` (or ``{"action": {...}}``)."""
+        return self._env.step(_action_text(action))
+
+    def step(self, action: ActionLike) -> Dict[str, Any]:
+        return json.loads(self.step_text(action))
+
+    def step_index_text(self, index: int) -> str:
+        """Step a candidate: 0 submits final, the others report one finding each (an index past
+        the list is an empty step)."""
+        i = int(index)
+        return self._env.step_index(i if i >= 0 else 1 << 62)
+
+    def step_index(self, index: int) -> Dict[str, Any]:
+        return json.loads(self.step_index_text(index))
+
+    def candidates(self) -> List[Dict[str, Any]]:
+        return json.loads(self._env.candidates())
+
+    def arrays(self) -> Dict[str, np.ndarray]:
+        f, m = self._env.arrays()
+        return {
+            "features": np.frombuffer(f, dtype=np.float32).copy(),
+            "action_mask": np.frombuffer(m, dtype=np.uint8).astype(np.int8),
+        }
+
+    def state(self) -> Dict[str, Any]:
+        return json.loads(self._env.state())
+
+    @property
+    def done(self) -> bool:
+        return bool(self._env.done)
+
+    def close(self) -> None:
+        pass
+
+
+class NativeClient:
+    """The in-process stand-in for ``LedgerShieldEnv(...).sync()`` that
+    :class:`~ledgershield.trl_env.LedgerShieldToolEnv` uses by default: ``reset(**params)`` and
+    ``step(action)`` return openenv ``StepResult`` objects parsed exactly as the WebSocket client
+    parses a reply; a refusal raises ``LedgerShieldServerError`` with the server's message."""
+
+    def __init__(self, track_mode: str = "blind") -> None:
+        self._env = ControlBenchEnv(track_mode)
+
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        from .client import LedgerShieldEnv, LedgerShieldServerError
+
+        try:
+            payload = fn(*args, **kwargs)
+        except EnvError as e:
+            parts = error_parts(e)
+            raise LedgerShieldServerError({"message": parts["message"], "code": "VALIDATION_ERROR",
+                                           "error": parts["code"]}) from e
+        return LedgerShieldEnv._parse_result(None, payload)  # type: ignore[arg-type]
+
+    def reset(self, **params: Any) -> Any:
+        return self._call(self._env.reset, **params)
+
+    def step(self, action: ActionLike) -> Any:
+        return self._call(self._env.step, action)
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "NativeClient":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

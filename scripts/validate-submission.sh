@@ -61,9 +61,11 @@ manifest_ok() {
     grep -qE "^$key:[[:space:]]*[^[:space:]]" "$f" || { echo "$f: no '$key'"; return 1; }
   done
   grep -qE '^port:[[:space:]]*8000[[:space:]]*$' "$f" || { echo "$f: port is not 8000"; return 1; }
-  head -n 1 README.md | grep -qx -- '---' || { echo "README.md has no Space front matter"; return 1; }
-  sed -n '2,/^---$/p' README.md | grep -qE '^sdk:[[:space:]]*docker' || { echo "front matter: sdk is not docker"; return 1; }
-  sed -n '2,/^---$/p' README.md | grep -qE '^app_port:[[:space:]]*8000' || { echo "front matter: app_port is not 8000"; return 1; }
+  local fm=deploy/space/front-matter.yml
+  [ -f "$fm" ] || { echo "no $fm (the Space README's front matter)"; return 1; }
+  head -n 1 "$fm" | grep -qx -- '---' || { echo "$fm does not start with ---"; return 1; }
+  sed -n '2,/^---$/p' "$fm" | grep -qE '^sdk:[[:space:]]*docker' || { echo "front matter: sdk is not docker"; return 1; }
+  sed -n '2,/^---$/p' "$fm" | grep -qE '^app_port:[[:space:]]*8000' || { echo "front matter: app_port is not 8000"; return 1; }
 }
 health_ok() {
   local body; body="$(curl -fsS --max-time 10 "$URL/health")" || return 1

@@ -554,7 +554,8 @@ impl GamingAgent {
     }
 
     /// Many spellings of each code (one key per chunk of at most three revealed tokens of one
-    /// document), so that together they cover every revealed line.
+    /// document), so that together they cover every revealed line — as many as a submission's
+    /// evidence map may hold (`MAX_MAP_ENTRIES`; a larger map is refused, not graded).
     fn spray(&self, codes: &[String], evidence: &mut Map<String, Value>) {
         let mut chunks: Vec<Vec<&SeenToken>> = Vec::new();
         let mut docs: Vec<&str> = self.tokens.iter().map(|t| t.doc_id.as_str()).collect();
@@ -563,8 +564,10 @@ impl GamingAgent {
             let toks: Vec<&SeenToken> = self.tokens.iter().filter(|t| t.doc_id == d).collect();
             chunks.extend(toks.chunks(3).map(<[&SeenToken]>::to_vec));
         }
+        let room = ls_core::submission::MAX_MAP_ENTRIES.saturating_sub(evidence.len());
+        let per_code = room / codes.len().max(1);
         for code in codes {
-            for (j, chunk) in chunks.iter().enumerate() {
+            for (j, chunk) in chunks.iter().enumerate().take(per_code) {
                 let key = alias_spelling(code, j);
                 let first = chunk[0];
                 evidence.insert(

@@ -44,10 +44,70 @@ pub struct GamingResistance {
     pub note: String,
 }
 
-/// The learned attacker's hook: given the master data, a pool's name and cases and the seed, its
-/// rows for that pool (it trains on pools of its own seeds, never on the pool it is scored on).
-/// Provided by the structural-leakage work; [`gaming_resistance_with`] takes it.
-pub type LearnedAttacker = fn(&Arc<MasterData>, &str, &[Case], u64) -> Vec<GamingRow>;
+/// The learned attacker's hook: given a pool's name and cases and the seed, its rows for that
+/// pool (it trains on pools of its own seeds, never on the pool it is scored on);
+/// [`learned_attacker_rows`] is the one the report uses.
+pub type LearnedAttacker<'a> = &'a dyn Fn(&str, &[Case], u64) -> Vec<GamingRow>;
+
+/// Seeds of the learned attacker's training pools for a report seed (never a pool's own seed:
+/// offset far beyond the report's holdout seeds, spaced by 10 as `learned::training_pool` needs).
+fn learned_training_seeds(seed: u64) -> [u64; 2] {
+    let base = seed.wrapping_mul(10).wrapping_add(5_000_000);
+    [base, base.wrapping_add(10)]
+}
+
+/// The learned attacker over one pool: a random forest per task family and feature set
+/// (`ls_agents::learned`) trained on blind-visible features of its own generated pools (cases of
+/// the scored pool are dropped from training), acting on its prediction on `cases` — a
+/// label-cited PAY when it predicts benign, the best red-team strategy on its training pool when
+/// it predicts risky. One row per family and feature set, family
+/// `learned-attacker/<feature set>/<task family>`, bounds 0.20 mean and 0.25 benign.
+pub fn learned_attacker_rows(
+    set: &ls_core::FixtureSet,
+    pool_name: &str,
+    cases: &[Case],
+    seed: u64,
+) -> Vec<GamingRow> {
+    use ls_agents::learned;
+    let scored: std::collections::BTreeSet<&str> =
+        cases.iter().map(|c| c.case_id.as_str()).collect();
+    let train_seeds = learned_training_seeds(seed);
+    let train: Vec<Case> = train_seeds
+        .iter()
+        .flat_map(|&s| learned::training_pool(set, s))
+        .filter(|c| !scored.contains(c.case_id.as_str()))
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    let all: Vec<Case> = train
+        .iter()
+        .chain(cases)
+        .filter(|c| seen.insert(c.case_id.clone()))
+        .cloned()
+        .collect();
+    let pool = crate::eval::pool_of(&Arc::new(set.master.clone()), &all);
+    let report = learned::evaluate(&pool, &train, cases, &train_seeds, &[seed]);
+    report
+        .policy
+        .iter()
+        .map(|p| {
+            let benign_mean = (p.n_benign > 0).then(|| r4(p.benign_mean));
+            let mean = r4(p.mean);
+            GamingRow {
+                pool: pool_name.to_owned(),
+                family: format!("learned-attacker/{}/{}", p.feature_set.name(), p.family),
+                cases: p.n,
+                mean,
+                benign_cases: p.n_benign,
+                benign_mean,
+                valid_success: p.valid_success,
+                unsafe_releases: p.unsafe_releases,
+                mean_threshold: 0.20,
+                benign_threshold: BENIGN_THRESHOLD,
+                within_bounds: mean <= 0.20 && benign_mean.is_none_or(|b| b <= BENIGN_THRESHOLD),
+            }
+        })
+        .collect()
+}
 
 fn r4(x: f64) -> f64 {
     (x * 10_000.0).round() / 10_000.0
@@ -133,7 +193,7 @@ pub fn gaming_resistance_with(
     master: &Arc<MasterData>,
     pools: &[(String, Vec<Case>)],
     seed: u64,
-    learned: Option<LearnedAttacker>,
+    learned: Option<LearnedAttacker<'_>>,
 ) -> GamingResistance {
     let pools: Vec<&(String, Vec<Case>)> = pools.iter().filter(|(_, c)| !c.is_empty()).collect();
     let mut rows: Vec<GamingRow> = pools
@@ -143,7 +203,7 @@ pub fn gaming_resistance_with(
         .collect();
     if let Some(attacker) = learned {
         for (name, cases) in &pools {
-            rows.extend(attacker(master, name, cases, seed));
+            rows.extend(attacker(name, cases, seed));
         }
     }
     let learned_note = if learned.is_some() {
@@ -188,7 +248,7 @@ mod tests {
         assert_eq!(g.all_within_bounds, g.rows.iter().all(|r| r.within_bounds));
         assert!(!g.learned_attacker_included);
         // A learned attacker's rows join the table and its bounds.
-        fn over_the_bar(_: &Arc<MasterData>, pool: &str, cases: &[Case], _: u64) -> Vec<GamingRow> {
+        fn over_the_bar(pool: &str, cases: &[Case], _: u64) -> Vec<GamingRow> {
             vec![GamingRow {
                 pool: pool.to_owned(),
                 family: "learned-attacker".into(),
@@ -204,7 +264,7 @@ mod tests {
             &master,
             &[("curated-b".into(), cases)],
             7,
-            Some(over_the_bar),
+            Some(&over_the_bar),
         );
         assert!(l.learned_attacker_included);
         assert_eq!(l.rows.len(), GamingFamily::ALL.len() + 1);

@@ -1453,7 +1453,11 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
             .map(|(seed, cases)| (format!("holdout-{seed}"), cases.clone())),
     );
     gaming_pools.push(("twins".into(), twin_pairs));
-    let gaming = crate::gaming::gaming_resistance(&master, &gaming_pools, cfg.seed);
+    let learned = |name: &str, cases: &[Case], seed: u64| {
+        crate::gaming::learned_attacker_rows(set, name, cases, seed)
+    };
+    let gaming =
+        crate::gaming::gaming_resistance_with(&master, &gaming_pools, cfg.seed, Some(&learned));
     let (model, kind) = model_of(primary);
     let generated_holdout_track = holdout
         .get(primary)

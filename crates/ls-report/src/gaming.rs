@@ -60,8 +60,9 @@ fn learned_training_seeds(seed: u64) -> [u64; 2] {
 /// (`ls_agents::learned`) trained on blind-visible features of its own generated pools (cases of
 /// the scored pool are dropped from training), acting on its prediction on `cases` — a
 /// label-cited PAY when it predicts benign, the best red-team strategy on its training pool when
-/// it predicts risky. One row per family and feature set, family
-/// `learned-attacker/<feature set>/<task family>`, bounds 0.20 mean and 0.25 benign.
+/// it predicts risky. One row per feature set over the task families it could train on (both
+/// labels in its training pools), family `learned-attacker/<feature set>`, bounds 0.20 mean and
+/// 0.25 benign.
 pub fn learned_attacker_rows(
     set: &ls_core::FixtureSet,
     pool_name: &str,
@@ -86,25 +87,42 @@ pub fn learned_attacker_rows(
         .collect();
     let pool = crate::eval::pool_of(&Arc::new(set.master.clone()), &all);
     let report = learned::evaluate(&pool, &train, cases, &train_seeds, &[seed]);
-    report
-        .policy
-        .iter()
-        .map(|p| {
-            let benign_mean = (p.n_benign > 0).then(|| r4(p.benign_mean));
-            let mean = r4(p.mean);
-            GamingRow {
+    // One row per feature set over the pool's families (the per-family rows of a small pool are
+    // a handful of cases each; `tests/learned_attacker.rs` asserts them per family on large ones).
+    learned::FeatureSet::ALL
+        .into_iter()
+        .filter_map(|set| {
+            let rows: Vec<_> = report
+                .policy
+                .iter()
+                .filter(|p| p.feature_set == set)
+                .collect();
+            let n: usize = rows.iter().map(|p| p.n).sum();
+            let n_benign: usize = rows.iter().map(|p| p.n_benign).sum();
+            if n == 0 {
+                return None;
+            }
+            let mean = r4(rows.iter().map(|p| p.mean * p.n as f64).sum::<f64>() / n as f64);
+            let benign_mean = (n_benign > 0).then(|| {
+                r4(rows
+                    .iter()
+                    .map(|p| p.benign_mean * p.n_benign as f64)
+                    .sum::<f64>()
+                    / n_benign as f64)
+            });
+            Some(GamingRow {
                 pool: pool_name.to_owned(),
-                family: format!("learned-attacker/{}/{}", p.feature_set.name(), p.family),
-                cases: p.n,
+                family: format!("learned-attacker/{}", set.name()),
+                cases: n,
                 mean,
-                benign_cases: p.n_benign,
+                benign_cases: n_benign,
                 benign_mean,
-                valid_success: p.valid_success,
-                unsafe_releases: p.unsafe_releases,
+                valid_success: rows.iter().map(|p| p.valid_success).sum(),
+                unsafe_releases: rows.iter().map(|p| p.unsafe_releases).sum(),
                 mean_threshold: 0.20,
                 benign_threshold: BENIGN_THRESHOLD,
                 within_bounds: mean <= 0.20 && benign_mean.is_none_or(|b| b <= BENIGN_THRESHOLD),
-            }
+            })
         })
         .collect()
 }

@@ -22,6 +22,26 @@ fn report_is_deterministic_and_ranks_the_teacher_first() {
         "same seed, same report"
     );
 
+    // The gaming section carries the learned attacker on every pool it plays, within its bounds.
+    let g = a.gaming_resistance.as_ref().expect("gaming_resistance");
+    assert!(g.learned_attacker_included, "{}", g.note);
+    let learned: Vec<_> = g
+        .rows
+        .iter()
+        .filter(|r| r.family.starts_with("learned-attacker/"))
+        .collect();
+    let pools: std::collections::BTreeSet<&str> = g.rows.iter().map(|r| r.pool.as_str()).collect();
+    for p in &pools {
+        assert!(
+            learned.iter().any(|r| r.pool == *p),
+            "no learned-attacker row on pool {p}"
+        );
+    }
+    for r in &learned {
+        assert!(r.within_bounds, "{r:?}");
+        assert!(r.cases > 0 && r.mean_threshold == 0.20, "{r:?}");
+    }
+
     let teacher = a.agents.iter().find(|x| x.agent == "teacher").unwrap();
     assert!(
         teacher.public_mean >= 0.85,

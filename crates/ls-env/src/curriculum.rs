@@ -74,7 +74,12 @@ pub struct Curriculum {
     per_task: BTreeMap<TaskType, VecDeque<f64>>,
     pub weakest_task: Option<TaskType>,
     pub episodes_graded: u32,
-    /// Tier changes, oldest first (the last [`WINDOW`] kept).
+    /// How many tier changes the session has had (the reference's `tier_transitions`, a count).
+    #[serde(rename = "tier_transitions")]
+    pub tier_transition_count: u32,
+    /// Tier changes, oldest first (the last [`WINDOW`] kept), on the wire as
+    /// `tier_transition_log`.
+    #[serde(rename = "tier_transition_log")]
     pub tier_transitions: VecDeque<TierTransition>,
 }
 
@@ -97,6 +102,7 @@ impl Default for Curriculum {
             per_task: BTreeMap::new(),
             weakest_task: None,
             episodes_graded: 0,
+            tier_transition_count: 0,
             tier_transitions: VecDeque::new(),
         }
     }
@@ -150,6 +156,7 @@ impl Curriculum {
             .map_or(0, |t| t.level);
         self.episodes_graded += 1;
         if self.tier != before {
+            self.tier_transition_count = self.tier_transition_count.saturating_add(1);
             self.tier_transitions.push_back(TierTransition {
                 episode: self.episodes_graded,
                 from_tier: before,
@@ -184,6 +191,13 @@ mod tests {
         assert_eq!(c.tier().name, "expert");
         let t = &c.tier_transitions;
         assert_eq!(t.len(), 3, "{t:?}");
+        assert_eq!(c.tier_transition_count, 3);
+        let wire = serde_json::to_value(&c).unwrap();
+        assert_eq!(wire["tier_transitions"], 3, "the reference's count");
+        assert_eq!(
+            wire["tier_transition_log"].as_array().map(Vec::len),
+            Some(3)
+        );
         assert_eq!((t[0].from_tier, t[2].to_tier), (0, 3));
         assert!(t.iter().all(|x| x.to_tier == x.from_tier + 1));
         assert_eq!(c.recent_5_avg(), 0.95);

@@ -107,6 +107,8 @@ async fn main() -> Result<(), BoxErr> {
     let pool = CasePool::new(FixtureSet::embedded()?);
     let ws = WsConfig {
         max_sessions: sessions.max(1) + 8,
+        // Room for every session's buffer reservation.
+        max_buffered_bytes: (sessions.max(1) + 8) * WsConfig::default().hard_limit_bytes(),
         ..WsConfig::default()
     };
     let server = ls_server::ServerConfig {

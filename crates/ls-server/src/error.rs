@@ -25,6 +25,11 @@ pub enum ApiError {
     NotFound(String),
     #[error("session capacity reached ({0} active sessions); close idle sessions or retry later")]
     TooManySessions(usize),
+    #[error("WebSocket buffer budget exhausted: open sessions hold the server's {budget_bytes} bytes ({per_session_bytes} each, LEDGERSHIELD_WS_MAX_BUFFERED_BYTES); retry later")]
+    BufferBudgetExhausted {
+        budget_bytes: usize,
+        per_session_bytes: usize,
+    },
     #[error("unsupported media type: send the body as application/json")]
     UnsupportedMediaType,
     #[error("internal error: {0}")]
@@ -89,7 +94,9 @@ impl ApiError {
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::NotReset | Self::EpisodeEnded(_) => StatusCode::CONFLICT,
             Self::UnknownSession(_) | Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::TooManySessions(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::TooManySessions(_) | Self::BufferBudgetExhausted { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
@@ -110,7 +117,7 @@ impl ApiError {
             Self::UnknownSession(_) => "unknown_session",
             Self::BadRequest(_) => "bad_request",
             Self::NotFound(_) => "not_found",
-            Self::TooManySessions(_) => "capacity_exhausted",
+            Self::TooManySessions(_) | Self::BufferBudgetExhausted { .. } => "capacity_exhausted",
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::Internal(_) => "internal_error",
             Self::Forbidden(_) => "forbidden",

@@ -14,7 +14,8 @@
 use crate::error::ApiError;
 use crate::protocol::{OpenEnvBackend, OpenEnvService};
 pub use crate::ws_config::{
-    WsConfig, WsRuntime, ENV_IDLE_SECS, ENV_MAX_MESSAGE_BYTES, ENV_MAX_SESSIONS,
+    WsConfig, WsRuntime, ENV_IDLE_SECS, ENV_MAX_BUFFERED_BYTES, ENV_MAX_MESSAGE_BYTES,
+    ENV_MAX_SESSIONS,
 };
 use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
@@ -83,7 +84,9 @@ impl From<ApiError> for WsError {
             | ApiError::BadRequest(_)
             | ApiError::PayloadTooLarge { .. }
             | ApiError::UnsupportedMediaType => WsErrorCode::ValidationError,
-            ApiError::TooManySessions(_) => WsErrorCode::CapacityReached,
+            ApiError::TooManySessions(_) | ApiError::BufferBudgetExhausted { .. } => {
+                WsErrorCode::CapacityReached
+            }
             ApiError::BodyTimeout(_)
             | ApiError::MethodNotAllowed(_)
             | ApiError::Forbidden(_)
@@ -273,11 +276,20 @@ pub async fn ws_handler<S: OpenEnvService>(
         // 503 (the guard adds `Connection: close`): this address holds its share of sessions.
         return ApiError::TooManySessions(rt.config.max_sessions_per_client).into_response();
     };
+    let Some(reservation) = rt.reserve_buffer() else {
+        // 503 (the guard adds `Connection: close`): the server-wide buffer budget is spent.
+        return ApiError::BufferBudgetExhausted {
+            budget_bytes: rt.config.max_buffered_bytes,
+            per_session_bytes: rt.config.hard_limit_bytes(),
+        }
+        .into_response();
+    };
     let hard = rt.config.hard_limit_bytes();
     ws.max_message_size(hard)
         .max_frame_size(hard)
         .on_upgrade(move |socket| async move {
             let _client_slot = client_slot;
+            let _reservation = reservation;
             session(svc, socket).await
         })
 }
@@ -504,9 +516,11 @@ mod tests {
             ENV_MAX_SESSIONS => Some("8".into()),
             ENV_IDLE_SECS => Some("nope".into()),
             ENV_MAX_MESSAGE_BYTES => Some("0".into()),
+            ENV_MAX_BUFFERED_BYTES => Some("4194304".into()),
             _ => None,
         });
         assert_eq!(c.max_sessions, 8);
+        assert_eq!(c.max_buffered_bytes, 4 << 20);
         assert_eq!(c.idle_timeout, WsConfig::default().idle_timeout);
         assert_eq!(c.max_message_bytes, WsConfig::default().max_message_bytes);
         let rt = WsRuntime::new(c, crate::shutdown::Shutdown::new());

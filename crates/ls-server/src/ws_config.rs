@@ -19,6 +19,11 @@ pub struct WsConfig {
     /// Most concurrent WebSocket sessions from one client address
     /// (`LEDGERSHIELD_WS_MAX_SESSIONS_PER_CLIENT`, default 64).
     pub max_sessions_per_client: usize,
+    /// Server-wide budget for the bytes unfinished WebSocket messages may buffer
+    /// (`LEDGERSHIELD_WS_MAX_BUFFERED_BYTES`, default 1 GiB). Each session reserves its
+    /// [`WsConfig::hard_limit_bytes`] from it for its lifetime (the most one session can buffer),
+    /// so all sessions together never buffer more; past it a new session is refused (503).
+    pub max_buffered_bytes: usize,
 }
 
 impl Default for WsConfig {
@@ -28,6 +33,7 @@ impl Default for WsConfig {
             idle_timeout: Duration::from_secs(300),
             max_message_bytes: 1024 * 1024,
             max_sessions_per_client: 64,
+            max_buffered_bytes: 1 << 30,
         }
     }
 }
@@ -36,6 +42,7 @@ pub const ENV_MAX_SESSIONS: &str = "LEDGERSHIELD_WS_MAX_SESSIONS";
 pub const ENV_IDLE_SECS: &str = "LEDGERSHIELD_WS_IDLE_SECS";
 pub const ENV_MAX_MESSAGE_BYTES: &str = "LEDGERSHIELD_WS_MAX_MESSAGE_BYTES";
 pub const ENV_MAX_SESSIONS_PER_CLIENT: &str = "LEDGERSHIELD_WS_MAX_SESSIONS_PER_CLIENT";
+pub const ENV_MAX_BUFFERED_BYTES: &str = "LEDGERSHIELD_WS_MAX_BUFFERED_BYTES";
 
 impl WsConfig {
     /// Defaults overridden by the `LEDGERSHIELD_WS_*` variables found through `get` (the binary
@@ -64,6 +71,8 @@ impl WsConfig {
                 d.max_sessions_per_client as u64,
             )
             .min(1 << 20) as usize,
+            max_buffered_bytes: num(ENV_MAX_BUFFERED_BYTES, d.max_buffered_bytes as u64)
+                .min(1 << 40) as usize,
         }
     }
 
@@ -86,6 +95,21 @@ pub struct WsRuntime {
     pub(crate) shutdown: Shutdown,
     /// Open sessions per client address.
     per_client: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
+    /// The buffered-bytes budget in units of [`BUDGET_UNIT_BYTES`] (a semaphore counts `u32`s).
+    buffer_budget: Arc<Semaphore>,
+}
+
+/// Granularity of the buffered-bytes budget (reservations are rounded up to it).
+pub const BUDGET_UNIT_BYTES: usize = 4096;
+
+fn budget_units(bytes: usize) -> usize {
+    bytes.div_ceil(BUDGET_UNIT_BYTES)
+}
+
+/// A session's reservation from the buffered-bytes budget; returned when dropped.
+#[derive(Debug)]
+pub struct BufferReservation {
+    _permit: tokio::sync::OwnedSemaphorePermit,
 }
 
 /// One WebSocket session counted against its client address; uncounted when dropped.
@@ -112,6 +136,7 @@ impl WsRuntime {
     pub fn new(config: WsConfig, shutdown: Shutdown) -> Self {
         let config = WsConfig {
             max_sessions: config.max_sessions.max(1),
+            max_buffered_bytes: config.max_buffered_bytes.max(1),
             ..config
         };
         Self {
@@ -119,7 +144,22 @@ impl WsRuntime {
             config,
             shutdown,
             per_client: Arc::default(),
+            buffer_budget: Arc::new(Semaphore::new(
+                budget_units(config.max_buffered_bytes).min(Semaphore::MAX_PERMITS),
+            )),
         }
+    }
+
+    /// Reserve one session's most buffered bytes ([`WsConfig::hard_limit_bytes`]) from the
+    /// server-wide budget; `None` when the budget is spent.
+    pub fn reserve_buffer(&self) -> Option<BufferReservation> {
+        let units = u32::try_from(budget_units(self.config.hard_limit_bytes())).ok()?;
+        let permit = self
+            .buffer_budget
+            .clone()
+            .try_acquire_many_owned(units)
+            .ok()?;
+        Some(BufferReservation { _permit: permit })
     }
 
     /// Count a new session from `ip` (`None`: unknown, not counted); `None` at the client's cap.

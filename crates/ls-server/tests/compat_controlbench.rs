@@ -486,7 +486,13 @@ fn check_terminal(env: &Value, what: &str) {
     ] {
         assert!(cur.get(k).is_some(), "{what}: curriculum.{k}");
     }
-    assert!(cur["episode_count"].is_u64() && cur["tier_transitions"].is_array());
+    // The reference sends the number of tier changes; the list of them is ours, beside it.
+    assert!(
+        cur["episode_count"].is_u64()
+            && cur["tier_transitions"].is_u64()
+            && cur["tier_transition_log"].is_array(),
+        "{what}: curriculum {cur}"
+    );
 }
 
 fn check_state(st: &Value, what: &str) {

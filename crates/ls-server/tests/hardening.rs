@@ -330,6 +330,7 @@ async fn websocket_sessions_are_capped_per_client_and_pings_are_not_activity() {
             idle_timeout: Duration::from_millis(1200),
             max_message_bytes: 64 * 1024,
             max_sessions_per_client: 2,
+            ..Default::default()
         },
         ..Default::default()
     };
@@ -416,6 +417,7 @@ async fn websocket_buffering_is_bounded_per_session() {
             idle_timeout: Duration::from_secs(30),
             max_message_bytes: 64 * 1024,
             max_sessions_per_client: 8,
+            ..Default::default()
         },
         ..Default::default()
     };
@@ -457,4 +459,70 @@ async fn websocket_buffering_is_bounded_per_session() {
         .unwrap();
     let r = other.next().await.unwrap().unwrap().into_text().unwrap();
     assert!(r.contains("observation"), "{r}");
+}
+
+/// The server-wide budget for buffered WebSocket bytes: each session reserves the most it can
+/// buffer, so past the budget a new session is refused (503, `capacity_exhausted`) while the open
+/// ones and the rest of the server keep working; closing a session returns its share.
+#[tokio::test]
+async fn websocket_buffer_budget_is_server_wide() {
+    let ws_cfg = ls_server::ws::WsConfig {
+        max_sessions: 16,
+        idle_timeout: Duration::from_secs(30),
+        max_message_bytes: 64 * 1024,
+        max_sessions_per_client: 16,
+        ..Default::default()
+    };
+    let per_session = ws_cfg.hard_limit_bytes();
+    let server = ServerConfig {
+        ws: ls_server::ws::WsConfig {
+            max_buffered_bytes: 3 * per_session,
+            ..ws_cfg
+        },
+        ..Default::default()
+    };
+    let (addr, _sd, _h) = start(server).await;
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::{Error, Message};
+    let url = format!("ws://{addr}/ws");
+    let mut open = Vec::new();
+    for _ in 0..3 {
+        open.push(tokio_tungstenite::connect_async(&url).await.unwrap().0);
+    }
+    match tokio_tungstenite::connect_async(&url).await {
+        Err(Error::Http(r)) => {
+            assert_eq!(r.status().as_u16(), 503);
+            let body = String::from_utf8_lossy(r.body().as_deref().unwrap_or_default()).to_string();
+            assert!(
+                body.contains("capacity_exhausted") && body.contains("buffer budget"),
+                "{body}"
+            );
+        }
+        other => panic!("a fourth session past the budget: {:?}", other.map(|_| ())),
+    }
+    assert_eq!(status_of(addr, &get("/health", "")).await, 200);
+    // The open sessions still play.
+    let ws = &mut open[0];
+    ws.send(Message::Text(
+        json!({"type": "reset", "data": {}}).to_string().into(),
+    ))
+    .await
+    .unwrap();
+    let r = ws.next().await.unwrap().unwrap().into_text().unwrap();
+    assert!(r.contains("observation"), "{r}");
+    // Closing one returns its reservation.
+    let mut gone = open.pop().unwrap();
+    gone.close(None).await.unwrap();
+    while gone.next().await.is_some() {}
+    let again = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let Ok((ws, _)) = tokio_tungstenite::connect_async(&url).await {
+                return ws;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("a session once one closed");
+    drop(again);
 }

@@ -43,6 +43,7 @@ fn cfg() -> WsConfig {
         idle_timeout: Duration::from_secs(60),
         max_message_bytes: 64 * 1024,
         max_sessions_per_client: 64,
+        ..WsConfig::default()
     }
 }
 

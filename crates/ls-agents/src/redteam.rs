@@ -106,6 +106,9 @@ impl GamingFamily {
     }
 }
 
+/// Most evidence entries the environment accepts in one submission.
+const MAX_SPRAY_ENTRIES: usize = 256;
+
 /// Interventions a go-through-the-motions policy takes (all of them).
 const ALL_INTERVENTIONS: [&str; 8] = [
     "request_callback_verification",
@@ -563,8 +566,14 @@ impl GamingAgent {
             let toks: Vec<&SeenToken> = self.tokens.iter().filter(|t| t.doc_id == d).collect();
             chunks.extend(toks.chunks(3).map(<[&SeenToken]>::to_vec));
         }
-        for code in codes {
-            for (j, chunk) in chunks.iter().enumerate() {
+        // Chunk by chunk, every code in turn, up to the wire's limit on evidence entries (a
+        // spray that the environment rejects would not be submitted at all).
+        let pairs = chunks
+            .iter()
+            .enumerate()
+            .flat_map(|(j, chunk)| codes.iter().map(move |code| (j, chunk, code)));
+        for (j, chunk, code) in pairs.take(MAX_SPRAY_ENTRIES) {
+            {
                 let key = alias_spelling(code, j);
                 let first = chunk[0];
                 evidence.insert(

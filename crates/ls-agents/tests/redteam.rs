@@ -189,25 +189,43 @@ fn draw_seeds(label: &str, n: usize) -> Vec<u64> {
     seeds
 }
 
-/// Holdout pools (3 seeds), a challenge pool and a twins pool, every seed drawn at random. The
-/// challenge and twins pools join two seeds each (one seed gives a dozen cases, where one lucky
+/// Three holdout pools, a challenge pool and a twins pool, every seed drawn at random. Each pool
+/// joins two seeds (one seed gives a dozen cases, where one lucky
 /// positional hit moves a pool's mean by 0.05; the bound is about the policy, not one draw: see
 /// `bounds_hold_over_many_random_seeds` and docs/grading.md for the measured margins).
 fn generated_pools() -> Vec<(String, Vec<Case>)> {
     let set = FixtureSet::embedded().expect("fixtures");
-    let seeds = draw_seeds("redteam pool", 7);
-    let mut pools: Vec<(String, Vec<Case>)> = seeds[..3]
-        .iter()
-        .map(|s| (format!("holdout-{s}"), ls_gen::holdout(&set, 1, *s)))
+    let seeds = draw_seeds("redteam pool", 10);
+    let mut pools: Vec<(String, Vec<Case>)> = seeds[..6]
+        .chunks(2)
+        .map(|p| {
+            (
+                format!("holdout-{}+{}", p[0], p[1]),
+                holdout_pool(&set, p[0], p[1]),
+            )
+        })
         .collect();
-    let mut challenge = ls_gen::challenge(&set, 1, seeds[3]);
-    challenge.extend(ls_gen::challenge(&set, 1, seeds[4]));
-    pools.push((format!("challenge-{}+{}", seeds[3], seeds[4]), challenge));
+    let mut challenge = ls_gen::challenge(&set, 1, seeds[6]);
+    challenge.extend(ls_gen::challenge(&set, 1, seeds[7]));
+    pools.push((format!("challenge-{}+{}", seeds[6], seeds[7]), challenge));
     pools.push((
-        format!("twins-{}+{}", seeds[5], seeds[6]),
-        twins_pool(&set, seeds[5], seeds[6]),
+        format!("twins-{}+{}", seeds[8], seeds[9]),
+        twins_pool(&set, seeds[8], seeds[9]),
     ));
     pools
+}
+
+/// A holdout pool over two seeds (case ids are distinct: they hash the seed).
+fn holdout_pool(set: &FixtureSet, a: u64, b: u64) -> Vec<Case> {
+    let mut cases = ls_gen::holdout(set, 1, a);
+    let mut ids: std::collections::BTreeSet<String> =
+        cases.iter().map(|c| c.case_id.clone()).collect();
+    cases.extend(
+        ls_gen::holdout(set, 1, b)
+            .into_iter()
+            .filter(|c| ids.insert(c.case_id.clone())),
+    );
+    cases
 }
 
 /// A twins pool over two seeds: each risky curated D/E case's twin and counterpart, twice.
@@ -362,8 +380,9 @@ fn gaming_policies_score_low_on_generated_pools() {
 
 /// The bounds' margin over many random seeds (ignored: minutes; run with `--ignored`). Every
 /// family on `REDTEAM_LOOP_N` (default 100) random seeds per pool kind, built as the test above
-/// builds them (a holdout seed, a challenge seed pair, a twins seed pair); prints each family's
-/// max and mean pool mean per kind, and fails if any pool breaks a bound.
+/// builds them (seed pairs); prints each family's
+/// max and mean pool mean per kind, and fails if any pool breaks a bound (`holdout1` and
+/// `twins1`: single-seed pools, to see the margin a pool of one seed leaves).
 #[test]
 #[ignore]
 fn bounds_hold_over_many_random_seeds() {
@@ -380,7 +399,8 @@ fn bounds_hold_over_many_random_seeds() {
         let mut benign_max = vec![0.0f64; GamingFamily::ALL.len()];
         for pair in seeds.chunks(2).take(n) {
             let cases = match kind {
-                "holdout" => ls_gen::holdout(&set, 1, pair[0]),
+                "holdout1" => ls_gen::holdout(&set, 1, pair[0]),
+                "holdout" => holdout_pool(&set, pair[0], pair[1]),
                 "challenge" => {
                     let mut c = ls_gen::challenge(&set, 1, pair[0]);
                     c.extend(ls_gen::challenge(&set, 1, pair[1]));

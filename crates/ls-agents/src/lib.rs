@@ -31,6 +31,10 @@ pub use teacher::{TeacherAgent, TeacherConfig};
 /// Agents that need no external service.
 pub const OFFLINE_AGENTS: [&str; 4] = ["teacher", "random", "naive-pay", "always-escalate"];
 
+/// The checklist-PAY red-team policy: the teacher's checks and citations of what they return,
+/// always PAY (on a benign case it is an honest analyst; on a risky one an unsafe release).
+pub const CHECKLIST_PAY: &str = "game-checklist-pay";
+
 /// Build an offline agent by name.
 pub fn offline_agent(name: &str) -> Option<Box<dyn Agent>> {
     Some(match name {
@@ -48,6 +52,10 @@ pub fn offline_agent(name: &str) -> Option<Box<dyn Agent>> {
         })),
         "teacher-no-artifact-wait" => Box::new(TeacherAgent::with_config(TeacherConfig {
             wait_for_artifacts: false,
+            ..Default::default()
+        })),
+        CHECKLIST_PAY => Box::new(TeacherAgent::with_config(TeacherConfig {
+            always_pay: true,
             ..Default::default()
         })),
         other => Box::new(GamingAgent::new(GamingFamily::parse(other)?)),

@@ -106,6 +106,9 @@ impl GamingFamily {
     }
 }
 
+/// Most evidence entries the environment accepts in one submission.
+const MAX_SPRAY_ENTRIES: usize = ls_core::submission::MAX_MAP_ENTRIES;
+
 /// Interventions a go-through-the-motions policy takes (all of them).
 const ALL_INTERVENTIONS: [&str; 8] = [
     "request_callback_verification",
@@ -554,8 +557,7 @@ impl GamingAgent {
     }
 
     /// Many spellings of each code (one key per chunk of at most three revealed tokens of one
-    /// document), so that together they cover every revealed line — as many as a submission's
-    /// evidence map may hold (`MAX_MAP_ENTRIES`; a larger map is refused, not graded).
+    /// document), so that together they cover every revealed line.
     fn spray(&self, codes: &[String], evidence: &mut Map<String, Value>) {
         let mut chunks: Vec<Vec<&SeenToken>> = Vec::new();
         let mut docs: Vec<&str> = self.tokens.iter().map(|t| t.doc_id.as_str()).collect();
@@ -564,10 +566,14 @@ impl GamingAgent {
             let toks: Vec<&SeenToken> = self.tokens.iter().filter(|t| t.doc_id == d).collect();
             chunks.extend(toks.chunks(3).map(<[&SeenToken]>::to_vec));
         }
-        let room = ls_core::submission::MAX_MAP_ENTRIES.saturating_sub(evidence.len());
-        let per_code = room / codes.len().max(1);
-        for code in codes {
-            for (j, chunk) in chunks.iter().enumerate().take(per_code) {
+        // Chunk by chunk, every code in turn, up to the wire's limit on evidence entries (a
+        // spray that the environment rejects would not be submitted at all).
+        let pairs = chunks
+            .iter()
+            .enumerate()
+            .flat_map(|(j, chunk)| codes.iter().map(move |code| (j, chunk, code)));
+        for (j, chunk, code) in pairs.take(MAX_SPRAY_ENTRIES.saturating_sub(evidence.len())) {
+            {
                 let key = alias_spelling(code, j);
                 let first = chunk[0];
                 evidence.insert(

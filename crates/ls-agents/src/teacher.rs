@@ -97,6 +97,9 @@ pub struct TeacherConfig {
     pub certificate: bool,
     /// Wait for pending artifacts before submitting.
     pub wait_for_artifacts: bool,
+    /// The checklist-PAY red-team policy: run the same checks, cite the records they return,
+    /// and PAY whatever they show (off for the teacher).
+    pub always_pay: bool,
 }
 
 impl Default for TeacherConfig {
@@ -105,6 +108,7 @@ impl Default for TeacherConfig {
             interventions: true,
             certificate: true,
             wait_for_artifacts: true,
+            always_pay: false,
         }
     }
 }
@@ -196,9 +200,20 @@ impl TeacherAgent {
         }
     }
 
+    /// The vendor the instruction names (`Review ... from NAME. ...`): the payee the case is
+    /// about, which a look-alike sender name on an invoice or e-mail is not.
+    fn instruction_vendor(&self) -> Option<String> {
+        let rest = self.instruction.strip_prefix("Review ")?;
+        let (_, after) = rest.split_once(" from ")?;
+        let name = after.split_once(". ").map_or(after, |(n, _)| n).trim();
+        let name = name.strip_suffix('.').unwrap_or(name);
+        (!name.is_empty() && name.len() <= 120).then(|| name.to_owned())
+    }
+
     fn vendor(&self) -> String {
         self.vendor_key
             .clone()
+            .or_else(|| self.instruction_vendor())
             .or_else(|| {
                 self.invoices
                     .values()
@@ -601,7 +616,25 @@ impl TeacherAgent {
         })
     }
 
+    /// The conclusions at decision time ([`Self::judge`]); the checklist-PAY policy turns every
+    /// one into a PAY citing the verifications it ran, with every check reported as passing.
     fn assess(&self) -> Assessment {
+        let a = self.judge();
+        if !self.cfg.always_pay || a.decision == "PAY" {
+            return a;
+        }
+        let mut pay = Assessment {
+            decision: "PAY",
+            confidence: 0.9,
+            policy_checks: a.policy_checks.keys().map(|k| (*k, "pass")).collect(),
+            ..Default::default()
+        };
+        let invoices = self.ordered_invoices();
+        self.cite_verifications(&mut pay, invoices.first().copied());
+        pay
+    }
+
+    fn judge(&self) -> Assessment {
         let mut a = Assessment {
             policy_checks: BTreeMap::new(),
             ..Default::default()
@@ -1008,8 +1041,14 @@ impl TeacherAgent {
             );
         }
 
-        let risky =
-            !a.codes.is_empty() || bank_mismatch || callback_bad || chain_bad || batch_duplicate;
+        // In a Task C batch, identical bills are a reason only when the analyst can name one (a
+        // ledger hit, a split under a limit, a shared account): a vendor's recurring bills look
+        // the same, and an escalation must name what it rests on.
+        let risky = !a.codes.is_empty()
+            || bank_mismatch
+            || callback_bad
+            || chain_bad
+            || (batch_duplicate && self.task != "task_c");
         let _ = suspicious_history;
         if !risky {
             a.decision = "PAY";
@@ -1609,6 +1648,9 @@ impl TeacherAgent {
 
 impl Agent for TeacherAgent {
     fn name(&self) -> String {
+        if self.cfg.always_pay {
+            return crate::CHECKLIST_PAY.into();
+        }
         match (
             self.cfg.interventions,
             self.cfg.certificate,

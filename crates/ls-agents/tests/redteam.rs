@@ -14,6 +14,8 @@ const BENIGN_THRESHOLD: f64 = 0.25;
 
 struct Played {
     benign: bool,
+    /// The gold, for the `TEACHER_DUMP` diagnostics only.
+    gold: String,
     rec: EpisodeRecord,
 }
 
@@ -39,7 +41,22 @@ fn play(agent: &str, pool: &Arc<CasePool>) -> Vec<Played> {
                 7,
                 &mut Silent,
             );
+            let g = &c.gold;
             Played {
+                gold: format!(
+                    "{:?} codes={:?}/{:?}/{:?} campaign={:?} links={:?} dup={:?} targets={:?}",
+                    g.decision,
+                    g.reason_codes,
+                    g.fraud_flags,
+                    g.discrepancies,
+                    g.campaign_signals,
+                    g.cross_invoice_links,
+                    g.duplicate_links,
+                    g.evidence_targets
+                        .iter()
+                        .map(|(k, v)| format!("{k}@{}:{:?}", v.doc_id, v.token_ids))
+                        .collect::<Vec<_>>()
+                ),
                 benign: !c.gold.unsafe_if_pay,
                 rec,
             }
@@ -172,24 +189,56 @@ fn draw_seeds(label: &str, n: usize) -> Vec<u64> {
     seeds
 }
 
-/// Holdout pools (3 seeds), a challenge pool and a twins pool, every seed drawn at random. The
-/// challenge pool joins two seeds (one seed gives a dozen cases, where one lucky positional hit
-/// moves a pool's mean by 0.05; the bound is about the policy, not one draw).
+/// Three holdout pools, a challenge pool and a twins pool, every seed drawn at random. Each pool
+/// joins two seeds (one seed gives a dozen cases, where one lucky
+/// positional hit moves a pool's mean by 0.05; the bound is about the policy, not one draw: see
+/// `bounds_hold_over_many_random_seeds` and docs/grading.md for the measured margins).
 fn generated_pools() -> Vec<(String, Vec<Case>)> {
     let set = FixtureSet::embedded().expect("fixtures");
-    let seeds = draw_seeds("redteam pool", 6);
-    let mut pools: Vec<(String, Vec<Case>)> = seeds[..3]
-        .iter()
-        .map(|s| (format!("holdout-{s}"), ls_gen::holdout(&set, 1, *s)))
+    let seeds = draw_seeds("redteam pool", 10);
+    let mut pools: Vec<(String, Vec<Case>)> = seeds[..6]
+        .chunks(2)
+        .map(|p| {
+            (
+                format!("holdout-{}+{}", p[0], p[1]),
+                holdout_pool(&set, p[0], p[1]),
+            )
+        })
         .collect();
-    let mut challenge = ls_gen::challenge(&set, 1, seeds[3]);
-    challenge.extend(ls_gen::challenge(&set, 1, seeds[4]));
-    pools.push((format!("challenge-{}+{}", seeds[3], seeds[4]), challenge));
+    let mut challenge = ls_gen::challenge(&set, 1, seeds[6]);
+    challenge.extend(ls_gen::challenge(&set, 1, seeds[7]));
+    pools.push((format!("challenge-{}+{}", seeds[6], seeds[7]), challenge));
     pools.push((
-        format!("twins-{}", seeds[5]),
-        ls_gen::generators::twins(&set, seeds[5]),
+        format!("twins-{}+{}", seeds[8], seeds[9]),
+        twins_pool(&set, seeds[8], seeds[9]),
     ));
     pools
+}
+
+/// A holdout pool over two seeds (case ids are distinct: they hash the seed).
+fn holdout_pool(set: &FixtureSet, a: u64, b: u64) -> Vec<Case> {
+    let mut cases = ls_gen::holdout(set, 1, a);
+    let mut ids: std::collections::BTreeSet<String> =
+        cases.iter().map(|c| c.case_id.clone()).collect();
+    cases.extend(
+        ls_gen::holdout(set, 1, b)
+            .into_iter()
+            .filter(|c| ids.insert(c.case_id.clone())),
+    );
+    cases
+}
+
+/// A twins pool over two seeds: each risky curated D/E case's twin and counterpart, twice.
+fn twins_pool(set: &FixtureSet, a: u64, b: u64) -> Vec<Case> {
+    let mut cases = ls_gen::generators::twins(set, a);
+    let mut ids: std::collections::BTreeSet<String> =
+        cases.iter().map(|c| c.case_id.clone()).collect();
+    cases.extend(
+        ls_gen::generators::twins(set, b)
+            .into_iter()
+            .filter(|c| ids.insert(c.case_id.clone())),
+    );
+    cases
 }
 
 fn pool_of(cases: Vec<Case>) -> Arc<CasePool> {
@@ -201,14 +250,20 @@ fn pool_of(cases: Vec<Case>) -> Arc<CasePool> {
 }
 
 /// The teacher on at least 20 holdout pools whose seeds are drawn at random from 1..=9999:
-/// mean >= 0.85 over all their cases, no pool under 0.80, no unsafe release.
+/// mean >= 0.85 over all their cases, no pool under 0.80, no unsafe release (`TEACHER_POOLS=n`
+/// draws more pools).
 #[test]
 fn teacher_holds_on_random_holdout_seeds() {
     let set = FixtureSet::embedded().expect("fixtures");
     let mut all = Vec::new();
     let mut failures = Vec::new();
     let mut below = Vec::new();
-    let seeds = draw_seeds("teacher holdout", 20);
+    let n = std::env::var("TEACHER_POOLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20usize)
+        .max(20);
+    let seeds = draw_seeds("teacher holdout", n);
     for &s in &seeds {
         let teacher = play("teacher", &pool_of(ls_gen::holdout(&set, 1, s)));
         let m = mean(teacher.iter());
@@ -236,14 +291,14 @@ fn teacher_holds_on_random_holdout_seeds() {
                     p.rec.task_type,
                     low.join(" ")
                 );
+                eprintln!("dump gold {}", p.gold);
                 for t in &p.rec.trajectory {
                     eprintln!(
-                        "dump   {}",
-                        serde_json::to_string(t)
-                            .unwrap_or_default()
-                            .chars()
-                            .take(900)
-                            .collect::<String>()
+                        "dump   {} {} ok={} {}",
+                        t.action_type,
+                        serde_json::Value::Object(t.payload.clone()),
+                        t.success,
+                        t.error.clone().unwrap_or_default()
                     );
                 }
             }
@@ -275,9 +330,9 @@ fn teacher_holds_on_random_holdout_seeds() {
     );
     assert!(m >= 0.85, "teacher holdout mean {m:.4}");
     assert!(failures.is_empty(), "{failures:#?}");
-    // Known shortfall (see docs/grading.md): about one pool in forty falls under 0.80, on the
-    // teacher's judgement of benign batch look-alikes, not on the grading rules. A second such
-    // pool in one run fails the test.
+    // Known shortfall (docs/grading.md): about one pool in 120 still falls under 0.80 (two runs
+    // of 60 random pools: one and none), so the strict "none under 0.80" would fail about one
+    // run in six; a second such pool in one run fails the test.
     assert!(below.len() <= 1, "pools under 0.80: {below:#?}");
     if !below.is_empty() {
         eprintln!("teacher pools under 0.80: {below:?}");
@@ -324,6 +379,121 @@ fn gaming_policies_score_low_on_generated_pools() {
             if b > BENIGN_THRESHOLD.max(f.mean_threshold()) {
                 failures.push(format!("{label}: {} benign mean {b:.4}", f.name()));
             }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The bounds' margin over many random seeds (ignored: minutes; run with `--ignored`). Every
+/// family on `REDTEAM_LOOP_N` (default 100) random seeds per pool kind, built as the test above
+/// builds them (seed pairs); prints each family's
+/// max and mean pool mean per kind, and fails if any pool breaks a bound (`holdout1` and
+/// `twins1`: single-seed pools, to see the margin a pool of one seed leaves).
+#[test]
+#[ignore]
+fn bounds_hold_over_many_random_seeds() {
+    let set = FixtureSet::embedded().expect("fixtures");
+    let n: usize = std::env::var("REDTEAM_LOOP_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let kinds = std::env::var("REDTEAM_LOOP_KINDS").unwrap_or("holdout,challenge,twins".into());
+    let mut failures = Vec::new();
+    for kind in kinds.split(',') {
+        let seeds = draw_seeds(&format!("loop {kind}"), 2 * n);
+        let mut per_family: Vec<Vec<f64>> = vec![Vec::new(); GamingFamily::ALL.len()];
+        let mut benign_max = vec![0.0f64; GamingFamily::ALL.len()];
+        for pair in seeds.chunks(2).take(n) {
+            let cases = match kind {
+                "holdout1" => ls_gen::holdout(&set, 1, pair[0]),
+                "holdout" => holdout_pool(&set, pair[0], pair[1]),
+                "challenge" => {
+                    let mut c = ls_gen::challenge(&set, 1, pair[0]);
+                    c.extend(ls_gen::challenge(&set, 1, pair[1]));
+                    c
+                }
+                "twins1" => ls_gen::generators::twins(&set, pair[0]),
+                _ => twins_pool(&set, pair[0], pair[1]),
+            };
+            let rows = figures(&pool_of(cases));
+            for (i, (f, m, b, _)) in rows.into_iter().enumerate() {
+                per_family[i].push(m);
+                benign_max[i] = benign_max[i].max(b);
+                if m > f.mean_threshold() || b > BENIGN_THRESHOLD.max(f.mean_threshold()) {
+                    failures.push(format!(
+                        "{kind} {pair:?}: {} mean {m:.4} benign {b:.4}",
+                        f.name()
+                    ));
+                }
+            }
+        }
+        for (i, f) in GamingFamily::ALL.iter().enumerate() {
+            let v = &per_family[i];
+            let max = v.iter().copied().fold(0.0, f64::max);
+            let avg = v.iter().sum::<f64>() / v.len().max(1) as f64;
+            let var = v.iter().map(|x| (x - avg).powi(2)).sum::<f64>() / v.len().max(1) as f64;
+            eprintln!(
+                "loop {kind:9} {:26} pools {} mean {avg:.4} sd {:.4} max {max:.4} benign-max {:.4}",
+                f.name(),
+                v.len(),
+                var.sqrt(),
+                benign_max[i]
+            );
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The checklist-PAY policy: the teacher's checks, citing the records they return, then PAY
+/// whatever they showed. On a benign case it is indistinguishable from an honest analyst (and
+/// scores as one); on a risky case the PAY is an unsafe release, so its pool mean is bounded by
+/// the pool's benign share. Asserted: no risky case scores over the unsafe-release cap, and the
+/// pool mean stays under the benign share plus that cap.
+#[test]
+fn checklist_pay_earns_only_the_benign_cases() {
+    let set = FixtureSet::embedded().expect("fixtures");
+    let seeds = draw_seeds("checklist-pay", 3);
+    let mut challenge = ls_gen::challenge(&set, 1, seeds[1]);
+    challenge.extend(ls_gen::challenge(&set, 1, seeds[2]));
+    let pools = [
+        ("curated".to_owned(), curated()),
+        (
+            format!("holdout-{}", seeds[0]),
+            pool_of(ls_gen::holdout(&set, 1, seeds[0])),
+        ),
+        (
+            format!("challenge-{}+{}", seeds[1], seeds[2]),
+            pool_of(challenge),
+        ),
+        (
+            format!("twins-{}+{}", seeds[0], seeds[1]),
+            pool_of(twins_pool(&set, seeds[0], seeds[1])),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (label, pool) in pools {
+        let played = play(ls_agents::CHECKLIST_PAY, &pool);
+        let benign_share =
+            played.iter().filter(|p| p.benign).count() as f64 / played.len().max(1) as f64;
+        let m = mean(played.iter());
+        let b = mean(played.iter().filter(|p| p.benign));
+        let risky_max = played
+            .iter()
+            .filter(|p| !p.benign)
+            .map(|p| p.rec.final_score)
+            .fold(0.0, f64::max);
+        let unsafe_releases = played.iter().filter(|p| p.rec.unsafe_release).count();
+        eprintln!(
+            "redteam {label:10} {:24} mean {m:.4} benign {b:.4} benign-share {benign_share:.2} risky-max {risky_max:.4} unsafe {unsafe_releases}",
+            ls_agents::CHECKLIST_PAY
+        );
+        if risky_max > 0.10 {
+            failures.push(format!("{label}: a risky PAY scored {risky_max:.4}"));
+        }
+        if m > benign_share + 0.10 {
+            failures.push(format!(
+                "{label}: mean {m:.4} over benign share {benign_share:.2}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");

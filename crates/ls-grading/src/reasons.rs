@@ -90,6 +90,42 @@ pub const MAX_CLAIM_ENTRIES: usize = 3;
 pub struct CleanTargets {
     /// Canonical gold code -> token ids of every place showing its fact.
     pub places: BTreeMap<String, BTreeSet<String>>,
+    /// Token id -> where its line sits and its label (`From`, `Bank`, `Total`, ...).
+    pub lines: BTreeMap<String, LinePlace>,
+}
+
+/// Where a token's line sits, and the label of a `Label: value` line.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LinePlace {
+    pub doc_id: String,
+    pub page: u32,
+    pub bbox: [f64; 4],
+    pub label: Option<String>,
+}
+
+/// Most lines (in the gold line's height) between a citation and the gold's line on the same
+/// page for it to be the same place's neighbourhood (the header row of the gold row's table).
+const NEIGHBOUR_LINES: f64 = 3.0;
+
+impl LinePlace {
+    /// The same kind of line (same label), or a neighbour of `gold` on its page.
+    fn same_kind_as(&self, gold: &LinePlace) -> bool {
+        if self.label.is_some() && self.label == gold.label {
+            return true;
+        }
+        let height = (gold.bbox[3] - gold.bbox[1]).abs().max(1.0);
+        let gap = (self.bbox[1] - gold.bbox[3])
+            .max(gold.bbox[1] - self.bbox[3])
+            .max(0.0);
+        self.doc_id == gold.doc_id && self.page == gold.page && gap <= NEIGHBOUR_LINES * height
+    }
+}
+
+/// The label of a `Label: value` line (letters and digits, lower-cased), if it has one.
+fn line_label(text: &str) -> Option<String> {
+    let (label, rest) = text.split_once(':')?;
+    let label = compact(label);
+    (label.len() <= 24 && !label.is_empty() && !rest.trim().is_empty()).then_some(label)
 }
 
 /// Least length of a value (letters and digits only) for a token showing it elsewhere to count
@@ -161,7 +197,21 @@ impl CleanTargets {
             }
             places.insert(code.to_owned(), set);
         }
-        Self { places }
+        let lines = tokens
+            .iter()
+            .map(|(d, t)| {
+                (
+                    t.token_id.clone(),
+                    LinePlace {
+                        doc_id: d.doc_id.clone(),
+                        page: t.page,
+                        bbox: t.bbox,
+                        label: line_label(&t.text),
+                    },
+                )
+            })
+            .collect();
+        Self { places, lines }
     }
 }
 
@@ -296,6 +346,9 @@ pub struct ReasonsReport {
     /// Gold codes the agent named and cited with a grounded entry that points away from the
     /// gold's evidence for them (a revealed token picked by position, not by reading).
     pub misdirected_gold: usize,
+    /// Named gold codes not supported but cited at another line of the same kind (label) as
+    /// the gold's evidence for them: the second valid places a tie allows (see [`support_cap`]).
+    pub second_places: usize,
     /// Codes the agent claimed.
     pub claimed: usize,
     /// Claims beyond the allowance (the gold's count plus twice as many again, at least two):
@@ -420,6 +473,28 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
             && i.gold_targets.contains_key(code)
             && claims.get(code).is_some_and(|c| c.grounded(i.revealed))
     };
+    // A named gold code cited, grounded, at another line of the same kind as the gold's evidence
+    // for it (the other spoofed mail's `From:` line, the other split invoice's `Total:`) or at a
+    // neighbour of it (the header row of its table): a second valid place the fact table may
+    // not list, a misreading of which line shows the fact, not a guess.
+    let second_place = |code: &str| {
+        let Some(t) = i.gold_targets.get(code) else {
+            return false;
+        };
+        let gold: Vec<&LinePlace> = t
+            .token_ids
+            .iter()
+            .filter_map(|tok| i.clean_targets.lines.get(tok))
+            .collect();
+        claims.get(code).is_some_and(|c| {
+            c.grounded(i.revealed)
+                && c.specific()
+                && c.tokens
+                    .iter()
+                    .filter_map(|tok| i.clean_targets.lines.get(*tok))
+                    .any(|l| gold.iter().any(|g| l.same_kind_as(g)))
+        })
+    };
     let named: BTreeSet<&'static str> = i.agent_codes.iter().copied().collect();
     let task_a = i.task == TaskType::TaskA;
     let pay_shortfalls = if i.decision == Some(Decision::Pay) {
@@ -439,6 +514,11 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
             .gold_codes
             .iter()
             .filter(|c| named.contains(*c) && misdirected(c))
+            .count(),
+        second_places: i
+            .gold_codes
+            .iter()
+            .filter(|c| named.contains(*c) && !supports(c) && second_place(c))
             .count(),
         claimed: named.len(),
         excess_claims: named
@@ -476,14 +556,21 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
 /// valid place the case's fact table does not list); below that the cap rises continuously with
 /// the square of the established share `s / (s + u)`, so one lucky hit among several guesses
 /// stays low while each further established code lifts it.
-pub fn support_cap(supported: usize, unestablished: usize) -> Option<f64> {
-    let misdirected = unestablished;
+///
+/// `stray`: the unestablished count less the codes cited at a second place of the same kind
+/// (see [`ReasonsReport::second_places`]). The equal count's allowance is for an agent that read
+/// and cited the other place showing the fact; a tie whose other half is cited at an unrelated
+/// line is a guess that happened to land (a blind template citing fixed positions hits one of two
+/// named codes about as often as not), so at a tie the stray citations join the unestablished
+/// count and the cap follows the same curve.
+pub fn support_cap(supported: usize, unestablished: usize, stray: usize) -> Option<f64> {
     if supported == 0 {
         return Some(UNSUPPORTED_DECISION_CAP);
     }
-    if supported >= misdirected {
+    if supported > unestablished || (supported == unestablished && stray == 0) {
         return None;
     }
+    let misdirected = unestablished + if supported == unestablished { stray } else { 0 };
     let share = supported as f64 / (supported + misdirected) as f64;
     Some(UNSUPPORTED_DECISION_CAP + (1.0 - UNSUPPORTED_DECISION_CAP) * share * share)
 }
@@ -517,7 +604,8 @@ pub fn caps(
     // spoofed mail or the other invoice of a split, which the gold target does not name).
     if risky && r.gold_codes > 0 {
         let unestablished = r.named_gold.saturating_sub(r.supported_gold) + r.excess_claims;
-        if let Some(cap) = support_cap(r.supported_gold, unestablished) {
+        let stray = unestablished.saturating_sub(r.second_places);
+        if let Some(cap) = support_cap(r.supported_gold, unestablished, stray) {
             caps.push(("unsupported_decision_cap", cap));
         }
     }
@@ -619,15 +707,20 @@ mod tests {
         let (over, claims) = penalties(&r);
         assert_eq!(over, -0.05);
         assert!((claims + 0.05).abs() < 1e-9, "{claims}");
-        assert!(caps(
-            &r,
-            TaskType::TaskD,
-            true,
-            Some(Decision::EscalateFraud),
-            true,
-            1.0
-        )
-        .is_empty());
+        // One of two named gold codes shown, the other cited at nothing it revealed: a tie
+        // without a second place, so the tie's allowance does not apply.
+        assert_eq!(r.second_places, 0);
+        assert_eq!(
+            caps(
+                &r,
+                TaskType::TaskD,
+                true,
+                Some(Decision::EscalateFraud),
+                true,
+                1.0
+            ),
+            vec![("unsupported_decision_cap", support_cap(1, 2, 0).unwrap())]
+        );
     }
 
     #[test]
@@ -882,6 +975,10 @@ mod tests {
         let mut t = thread.accurate_ocr[0].clone();
         t.token_id = "thr100-quote".into();
         t.text = "Please remit to IN31 NW00 0884 120 from now on".into();
+        thread.accurate_ocr.push(t.clone());
+        // A line of the same kind as the gold's bank line, showing another account.
+        t.token_id = "thr100-other-bank".into();
+        t.text = "Bank: GB29 NWBK 6016 1331 9268 19".into();
         thread.accurate_ocr.push(t);
         case
     }
@@ -973,26 +1070,74 @@ mod tests {
         let r = grade(&spray);
         assert_eq!(r.supported_gold, 0, "a spray supports nothing");
         assert_eq!(
-            support_cap(r.supported_gold, r.misdirected_gold),
+            support_cap(r.supported_gold, r.misdirected_gold, 0),
             Some(UNSUPPORTED_DECISION_CAP)
         );
+        // Another line of the same kind as the gold's (`Bank:`), showing another account: a
+        // second place; the `Total:` line is not.
+        let kind = |doc: &str, tok: &str| {
+            let ev = BTreeMap::from([("bank_override_attempt".to_owned(), at(doc, tok))]);
+            evaluate(&ReasonsInput {
+                agent_codes: &["bank_override_attempt"],
+                evidence_map: &ev,
+                ..input_for(&case, &gold, &revealed, &successful, &facts)
+            })
+        };
+        let other = kind("THR-100", "thr100-other-bank");
+        assert_eq!((other.supported_gold, other.second_places), (0, 1));
+        let total = kind("INV-D-001", "d001-t125");
+        assert_eq!((total.supported_gold, total.second_places), (0, 0));
+    }
+
+    fn input_for<'a>(
+        case: &'a ls_core::schema::Case,
+        gold: &'a BTreeSet<&'static str>,
+        revealed: &'a crate::RefSet,
+        successful: &'a BTreeSet<ActionName>,
+        facts: &'a CleanTargets,
+    ) -> ReasonsInput<'a> {
+        static EMPTY: std::sync::LazyLock<BTreeMap<String, Value>> =
+            std::sync::LazyLock::new(BTreeMap::new);
+        static TRAJ: std::sync::LazyLock<Vec<TrajectoryEntry>> =
+            std::sync::LazyLock::new(|| vec![entry("ocr", true, false)]);
+        ReasonsInput {
+            task: TaskType::TaskD,
+            agent_codes: &[],
+            gold_codes: gold,
+            evidence_map: &EMPTY,
+            gold_targets: &case.gold.evidence_targets,
+            revealed: Revealed::refs(revealed),
+            trajectory: &TRAJ,
+            successful,
+            required_actions: &[],
+            required_artifacts: &[],
+            fraud_case: true,
+            observed_signals: &[],
+            decision: Some(Decision::EscalateFraud),
+            clean_targets: facts,
+        }
     }
 
     #[test]
     fn misplaced_citations_cost_in_proportion() {
-        assert_eq!(support_cap(0, 0), Some(UNSUPPORTED_DECISION_CAP));
-        assert_eq!(support_cap(0, 3), Some(UNSUPPORTED_DECISION_CAP));
-        assert_eq!(support_cap(2, 1), None);
-        assert_eq!(support_cap(1, 1), None);
-        let one_of_three = support_cap(1, 2).unwrap();
+        assert_eq!(support_cap(0, 0, 0), Some(UNSUPPORTED_DECISION_CAP));
+        assert_eq!(support_cap(0, 3, 0), Some(UNSUPPORTED_DECISION_CAP));
+        assert_eq!(support_cap(2, 1, 0), None);
+        assert_eq!(support_cap(1, 1, 0), None);
+        let one_of_three = support_cap(1, 2, 0).unwrap();
         assert!(
             (one_of_three - (0.15 + 0.85 / 9.0)).abs() < 1e-9,
             "{one_of_three}"
         );
         assert!(
-            support_cap(2, 3).unwrap() > one_of_three,
+            support_cap(2, 3, 0).unwrap() > one_of_three,
             "more established, higher cap"
         );
+        // A tie beside a claim that cites nothing showing a fact: the guess counts against it.
+        assert_eq!(support_cap(1, 1, 1), support_cap(1, 2, 0));
+        assert_eq!(support_cap(2, 2, 1), support_cap(2, 3, 0));
+        // Baseless claims do not touch a clear majority (that is the precision penalty's job).
+        assert_eq!(support_cap(2, 1, 3), None);
     }
 
     #[test]
@@ -1016,29 +1161,15 @@ mod tests {
         );
         assert_eq!(
             lucky,
-            vec![("unsupported_decision_cap", support_cap(1, 2).unwrap())],
+            vec![("unsupported_decision_cap", support_cap(1, 2, 0).unwrap())],
             "one lucky hit of three cited: the cap rises only in proportion"
         );
-        let read = ReasonsReport {
-            named_gold: 2,
-            supported_gold: 1,
-            misdirected_gold: 0,
-            ..r.clone()
-        };
-        assert!(caps(
-            &read,
-            TaskType::TaskC,
-            true,
-            Some(Decision::EscalateFraud),
-            true,
-            1.0
-        )
-        .is_empty());
         let second_place = ReasonsReport {
             named_gold: 2,
             supported_gold: 1,
             misdirected_gold: 1,
-            ..r
+            second_places: 1,
+            ..r.clone()
         };
         assert!(
             caps(
@@ -1051,6 +1182,22 @@ mod tests {
             )
             .is_empty(),
             "an equal count leaves room for a second valid place the fact table does not list"
+        );
+        let guessed = ReasonsReport {
+            second_places: 0,
+            ..second_place
+        };
+        assert_eq!(
+            caps(
+                &guessed,
+                TaskType::TaskC,
+                true,
+                Some(Decision::EscalateFraud),
+                true,
+                1.0
+            ),
+            vec![("unsupported_decision_cap", support_cap(1, 2, 0).unwrap())],
+            "one hit of two, the other cited at an unrelated line: the tie is a guess"
         );
     }
 

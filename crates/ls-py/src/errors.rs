@@ -109,13 +109,10 @@ fn audit_status(kind: audit_env::ErrorKind) -> u16 {
 }
 
 impl From<audit_env::AuditError> for Refusal {
+    /// As the server answers it: `detail` is the message in both environments (the field the
+    /// error names rides in the server's `error.field`).
     fn from(e: audit_env::AuditError) -> Self {
-        Self {
-            status: audit_status(e.kind()),
-            code: e.code(),
-            message: bounded(&e.to_string()),
-            detail: bounded(&e.detail()),
-        }
+        Self::new(audit_status(e.kind()), e.code(), e.to_string())
     }
 }
 

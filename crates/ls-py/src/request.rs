@@ -161,6 +161,9 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!((e.status, e.code), (422, "invalid_request"));
-        assert_eq!(e.detail, "findings[0].document_id");
+        // As the server answers: `detail` is the message (the server adds the field name as
+        // `error.field`).
+        assert_eq!(e.detail, e.message);
+        assert!(e.message.starts_with("invalid request"), "{}", e.message);
     }
 }

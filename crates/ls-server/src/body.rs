@@ -39,18 +39,46 @@ pub async fn read_body(req: Request, limit: usize) -> Result<axum::body::Bytes, 
     read(req.into_body(), limit).await
 }
 
+/// Most bytes read and discarded past the limit before a 413 is answered ("lingering"), so a
+/// client still writing an oversized body reads the 413 instead of a reset connection; bounded
+/// here and in time by the body timeout.
+pub const OVERSIZE_DRAIN_BYTES: usize = 8 * 1024 * 1024;
+
 /// [`read_body`] for a body already taken from its request (`POST /mcp`).
 pub async fn read(body: axum::body::Body, limit: usize) -> Result<axum::body::Bytes, ApiError> {
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
-        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
-        while let Some(err) = source {
-            if let Some(t) = err.downcast_ref::<crate::serve::BodyTimedOut>() {
-                return ApiError::BodyTimeout(t.0);
+    use futures_util::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut buf = Vec::new();
+    let mut seen: usize = 0;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| body_error(&e, limit))?;
+        seen = seen.saturating_add(chunk.len());
+        if seen > limit {
+            // Too large: drain what the client is still sending (up to a bound), then refuse.
+            while seen <= limit.saturating_add(OVERSIZE_DRAIN_BYTES) {
+                match stream.next().await {
+                    Some(Ok(c)) => seen = seen.saturating_add(c.len()),
+                    Some(Err(_)) | None => break,
+                }
             }
-            source = err.source();
+            return Err(ApiError::PayloadTooLarge { limit_bytes: limit });
         }
-        ApiError::PayloadTooLarge { limit_bytes: limit }
-    })
+        buf.extend_from_slice(&chunk);
+    }
+    debug_assert!(buf.len() <= limit);
+    Ok(buf.into())
+}
+
+/// A body stream's error: the body timeout, else (a broken or over-long body) too large.
+fn body_error(e: &axum::Error, limit: usize) -> ApiError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(t) = err.downcast_ref::<crate::serve::BodyTimedOut>() {
+            return ApiError::BodyTimeout(t.0);
+        }
+        source = err.source();
+    }
+    ApiError::PayloadTooLarge { limit_bytes: limit }
 }
 
 /// A body as a JSON value: empty (or whitespace only) is `null`; invalid JSON is

@@ -59,8 +59,11 @@ createdb() { as_pg "$PG_BIN/psql" -q -h 127.0.0.1 -p "$PG_PORT" -U ledgershield 
 createdb ls_shared
 DB="postgres://ledgershield@127.0.0.1:$PG_PORT/ls_shared"
 pids=()
+# Stored runs are an operator route: the replicas share one operator key (their own, so they
+# neither read nor overwrite the user's key file).
+KEY="$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
 for port in 18501 18502; do
-  "$BIN" serve --host 127.0.0.1 --port "$port" --db "$DB" >"$PG_DIR/serve-$port.log" 2>&1 &
+  ADMIN_API_KEY="$KEY" "$BIN" serve --host 127.0.0.1 --port "$port" --db "$DB" >"$PG_DIR/serve-$port.log" 2>&1 &
   pids+=($!)
 done
 trap 'kill "${pids[@]}" 2>/dev/null || true; stop_pg' EXIT
@@ -70,7 +73,7 @@ done
 "$BIN" run --agent teacher --cases CASE-D-001,CASE-A-001 --db "$DB" --format json >"$PG_DIR/run.json"
 run_id="$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("run_id") or d["metrics"].get("run_id", ""))' "$PG_DIR/run.json" 2>/dev/null || true)"
 for port in 18501 18502; do
-  body="$(curl -fsS "http://127.0.0.1:$port/runs")"
+  body="$(curl -fsS -H "X-API-Key: $KEY" "http://127.0.0.1:$port/runs")"
   python3 - "$body" "$run_id" "$port" <<'PY'
 import json, sys
 body, run_id, port = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]

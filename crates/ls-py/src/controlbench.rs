@@ -65,10 +65,15 @@ impl CandidateInputs {
         }
     }
 
+    /// The same inputs: the same shared value (the episode hands out clones of one `Arc`
+    /// until a part changes), else equal contents.
     fn same(&self, o: &Observation) -> bool {
-        self.docs == o.visible_documents
-            && self.allowed == o.allowed_actions
-            && self.interventions == o.available_interventions
+        fn eq<T: PartialEq>(a: &Shared<[T]>, b: &Shared<[T]>) -> bool {
+            std::ptr::eq::<[T]>(&**a, &**b) || a == b
+        }
+        eq(&self.docs, &o.visible_documents)
+            && eq(&self.allowed, &o.allowed_actions)
+            && eq(&self.interventions, &o.available_interventions)
     }
 }
 

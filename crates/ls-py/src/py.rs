@@ -229,8 +229,13 @@ single_env_class!(
     Audit(audit::Slot) {
         #[new]
         #[pyo3(signature = (max_findings_per_step = 50, fraud_difficulty = "auto"))]
-        fn new(py: Python<'_>, max_findings_per_step: usize, fraud_difficulty: &str) -> PyResult<Self> {
-            let config = audit_config(max_findings_per_step, fraud_difficulty).map_err(|e| e.into_py(py))?;
+        fn new(
+            py: Python<'_>,
+            max_findings_per_step: usize,
+            fraud_difficulty: &str,
+        ) -> PyResult<Self> {
+            let config = audit_config(max_findings_per_step, fraud_difficulty)
+                .map_err(|e| e.into_py(py))?;
             Ok(Self { slot: Mutex::new(audit::Slot::new(config)) })
         }
 
@@ -515,7 +520,13 @@ macro_rules! vector_class {
             /// Reset every environment from a reset body (JSON text). With `seed`, environment
             /// `i`'s reset seeds restart from its own stream of `seed` (a body `seed` wins).
             #[pyo3(signature = (request, seed = None, with_text = false))]
-            fn reset<'py>(&self, py: Python<'py>, request: &str, seed: Option<u64>, with_text: bool) -> PyResult<Bound<'py, PyTuple>> {
+            fn reset<'py>(
+                &self,
+                py: Python<'py>,
+                request: &str,
+                seed: Option<u64>,
+                with_text: bool,
+            ) -> PyResult<Bound<'py, PyTuple>> {
                 let b = call(py, &self.state, |st| {
                     st.reset(request, seed, with_text)?;
                     Ok(batch_bytes(&mut st.batch, with_text))
@@ -525,7 +536,12 @@ macro_rules! vector_class {
 
             /// Step environment `i` with candidate `indices[i]` (an ended one resets instead).
             #[pyo3(signature = (indices, with_text = false))]
-            fn step<'py>(&self, py: Python<'py>, indices: Vec<i64>, with_text: bool) -> PyResult<Bound<'py, PyTuple>> {
+            fn step<'py>(
+                &self,
+                py: Python<'py>,
+                indices: Vec<i64>,
+                with_text: bool,
+            ) -> PyResult<Bound<'py, PyTuple>> {
                 let inputs = indices.into_iter().map(|i| Input::Index(index_of(i))).collect();
                 let b = call(py, &self.state, |st| {
                     st.step(inputs, with_text)?;
@@ -537,7 +553,12 @@ macro_rules! vector_class {
             /// Step environment `i` with the step body `actions[i]` (JSON text). Every body is
             /// read before any environment steps.
             #[pyo3(signature = (actions, with_text = false))]
-            fn step_json<'py>(&self, py: Python<'py>, actions: Vec<String>, with_text: bool) -> PyResult<Bound<'py, PyTuple>> {
+            fn step_json<'py>(
+                &self,
+                py: Python<'py>,
+                actions: Vec<String>,
+                with_text: bool,
+            ) -> PyResult<Bound<'py, PyTuple>> {
                 let b = call(py, &self.state, |st| {
                     st.step_json(&actions, with_text)?;
                     Ok(batch_bytes(&mut st.batch, with_text))
@@ -578,7 +599,12 @@ vector_class!(
     ControlBenchVector(cb::Slot) {
         #[new]
         #[pyo3(signature = (num_envs, track_mode = "blind", threads = None))]
-        fn new(py: Python<'_>, num_envs: usize, track_mode: &str, threads: Option<usize>) -> PyResult<Self> {
+        fn new(
+            py: Python<'_>,
+            num_envs: usize,
+            track_mode: &str,
+            threads: Option<usize>,
+        ) -> PyResult<Self> {
             let slots = at_least_one(num_envs)
                 .and_then(|()| cb_config(track_mode))
                 .and_then(|config| {
@@ -596,8 +622,16 @@ vector_class!(
     #[pyclass(module = "ledgershield._native", name = "AuditVector")]
     AuditVector(audit::Slot) {
         #[new]
-        #[pyo3(signature = (num_envs, max_findings_per_step = 50, fraud_difficulty = "auto", threads = None))]
-        fn new(py: Python<'_>, num_envs: usize, max_findings_per_step: usize, fraud_difficulty: &str, threads: Option<usize>) -> PyResult<Self> {
+        #[pyo3(signature = (
+            num_envs, max_findings_per_step = 50, fraud_difficulty = "auto", threads = None
+        ))]
+        fn new(
+            py: Python<'_>,
+            num_envs: usize,
+            max_findings_per_step: usize,
+            fraud_difficulty: &str,
+            threads: Option<usize>,
+        ) -> PyResult<Self> {
             let slots = at_least_one(num_envs)
                 .and_then(|()| audit_config(max_findings_per_step, fraud_difficulty))
                 .map(|config| (0..num_envs).map(|_| audit::Slot::new(config.clone())).collect())

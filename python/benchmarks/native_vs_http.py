@@ -138,6 +138,39 @@ def bench_vector(num_envs: int, threads: int, calls: int) -> Rate:
     return clock.rate(steps)
 
 
+def split_vector(num_envs: int, calls: int) -> Dict[str, float]:
+    """CPU microseconds a step of the vector env (one worker thread) spends inside the native
+    call, in the Python wrapper (action conversion, array views) and in the policy's NumPy."""
+    vec = ControlBenchVectorEnv(num_envs=num_envs, threads=1)
+    inner = vec._vec
+    spent = {"native": 0.0, "policy": 0.0}
+
+    class Timed:
+        def step(self, *args: Any) -> Any:
+            t = time.process_time()
+            out = inner.step(*args)
+            spent["native"] += time.process_time() - t
+            return out
+
+    obs, _ = vec.reset(seed=7)
+    vec._vec = Timed()
+    needs_reset = np.zeros(num_envs, dtype=bool)
+    steps, t0 = 0, time.process_time()
+    for _ in range(calls):
+        p = time.process_time()
+        k = obs["features"][:, 3]
+        n = obs["action_mask"].sum(axis=1)
+        actions = np.where(k == 0, 0, np.where(k == 1, 1, n - 3))
+        spent["policy"] += time.process_time() - p
+        obs, _, term, trunc, _ = vec.step(actions)
+        steps += int((~needs_reset).sum())
+        needs_reset = term | trunc
+    total = time.process_time() - t0
+    us = 1e6 / steps
+    return {"total": total * us, "native": spent["native"] * us, "policy": spent["policy"] * us,
+            "wrapper": (total - spent["native"] - spent["policy"]) * us}
+
+
 def bench_audit_vector(num_envs: int, calls: int) -> Rate:
     """The audit vector env (one worker thread): report the first candidate finding, then
     submit final (two steps an episode)."""
@@ -205,6 +238,9 @@ def main() -> None:
         cpu = [v[1] for v in values]
         print(f"{name:50s} wall median {np.median(wall):9.0f} steps/s (min {min(wall):.0f}, max {max(wall):.0f})"
               f"   CPU median {np.median(cpu):9.0f} steps/CPU-s (min {min(cpu):.0f}, max {max(cpu):.0f})")
+    for n in (16, 64):
+        split = split_vector(n, max(a.vector_calls * 16 // n, 20))
+        print(f"vector env N={n}, CPU us per step: " + ", ".join(f"{k} {v:.1f}" for k, v in split.items()))
     print(json.dumps({k: {"wall": [round(v[0]) for v in vs], "cpu": [round(v[1]) for v in vs]} for k, vs in results.items()}))
 
 

@@ -79,7 +79,8 @@ impl Batch {
 
     /// The per-environment rows (a zero-width field gives empty slices).
     fn rows(&mut self, features: usize, rl: usize, mask: usize) -> Vec<RowOut<'_>> {
-        let n = self.reward.len();
+        // `chunks_mut` needs a non-zero width; a zero-width field's buffer is empty, so its
+        // iterator yields nothing and every row gets the empty slice.
         let mut f = self.features.chunks_mut(features.max(1));
         let mut r = self.rl_vector.chunks_mut(rl.max(1));
         let mut m = self.mask.chunks_mut(mask.max(1));
@@ -88,23 +89,10 @@ impl Batch {
             .zip(self.terminated.iter_mut())
             .zip(self.truncated.iter_mut())
             .zip(self.texts.iter_mut())
-            .take(n)
             .map(|(((reward, terminated), truncated), text)| RowOut {
-                features: if features == 0 {
-                    &mut []
-                } else {
-                    f.next().unwrap_or(&mut [])
-                },
-                rl_vector: if rl == 0 {
-                    &mut []
-                } else {
-                    r.next().unwrap_or(&mut [])
-                },
-                mask: if mask == 0 {
-                    &mut []
-                } else {
-                    m.next().unwrap_or(&mut [])
-                },
+                features: f.next().unwrap_or_default(),
+                rl_vector: r.next().unwrap_or_default(),
+                mask: m.next().unwrap_or_default(),
                 reward,
                 terminated,
                 truncated,

@@ -27,6 +27,7 @@ institution's memory carry across episodes, as one HTTP session does. ``render()
 
 from __future__ import annotations
 
+import abc
 import json
 import string
 from typing import Any, Dict, List, Optional, Tuple
@@ -95,7 +96,7 @@ def audit_text(envelope: Dict[str, Any], first: bool) -> str:
     return _compact(reply, 6000)
 
 
-class _NativeGymEnv(gymnasium.Env):
+class _NativeGymEnv(gymnasium.Env, abc.ABC):
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
     _max_candidates: int
     _features: int
@@ -132,11 +133,13 @@ class _NativeGymEnv(gymnasium.Env):
             return self._text, info
         return {k: v for k, v in arrays.items() if k in self.observation_space.spaces}, info
 
+    @abc.abstractmethod
     def _render_text(self, envelope: Dict[str, Any], first: bool) -> str:
-        raise NotImplementedError
+        """The compact text of a reply; records the step's reward and end flags."""
 
+    @abc.abstractmethod
     def _reset_request(self, options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-        raise NotImplementedError
+        """The reset fields of a reset with these options."""
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
         super().reset(seed=seed)

@@ -6,8 +6,10 @@ institution's memory, the curriculum and the audit adversary persist across rese
 ``terminated``, ``truncated``, ``info``); ``reset_text`` / ``step_text`` return the reply as JSON
 text, byte for byte what the server writes for the same trajectory. The GIL is released while Rust
 works. A refused request raises :class:`EnvError` (a ``ValueError``) with the message, code and
-HTTP status the server answers; a Rust panic raises ``RuntimeError`` and discards the environment
-until the next reset.
+HTTP status the server answers (attributes ``message``, ``code``, ``status``, ``detail`` and, for
+audit refusals, ``field``); a Rust panic raises ``RuntimeError`` and discards the environment
+until the next reset. ``AuditCampaignEnv`` runs a Financial Audit multi-period campaign as the
+audit server's campaign routes do.
 
     from ledgershield.native import ControlBenchEnv
 
@@ -38,9 +40,11 @@ ActionLike = Union[str, Mapping[str, Any], Any]
 
 
 def error_parts(e: BaseException) -> Dict[str, Any]:
-    """``{"message", "code", "status", "detail"}`` of an :class:`EnvError`."""
-    message, code, status, detail = e.args
-    return {"message": message, "code": code, "status": status, "detail": detail}
+    """``{"message", "code", "status", "detail", "field"}`` of an :class:`EnvError` (also its
+    attributes of those names); ``field`` is the field an audit refusal names (the server's
+    ``error.field``), ``None`` for ControlBench."""
+    message, code, status, detail, field = e.args
+    return {"message": message, "code": code, "status": status, "detail": detail, "field": field}
 
 
 def _dumps(value: Any) -> str:
@@ -163,6 +167,110 @@ class AuditEnv:
     @property
     def done(self) -> bool:
         return bool(self._env.done)
+
+    def close(self) -> None:
+        pass
+
+
+def _body(fields: Mapping[str, Any]) -> str:
+    return _dumps({k: v for k, v in fields.items() if v is not None})
+
+
+class AuditCampaignEnv:
+    """One Financial Audit multi-period campaign in process, as the audit server's campaign
+    routes serve it: each method takes that route's body fields and returns its reply (the
+    ``*_text`` methods return the JSON text, byte for byte the server's). ``campaign_id`` may be
+    left out of every body (this object's campaign is meant); ``start`` may pass one to choose
+    the id, else one is drawn at random as the server does.
+
+        c = AuditCampaignEnv()
+        c.start(seed=42)                                  # POST /campaign/start
+        c.task_start(role="expense_specialist")           # POST /campaign/task/start
+        c.task_submit(role="expense_specialist", findings=[...], submit_final=True)
+        c.advance()                                       # POST /campaign/period/advance
+        c.state()                                         # GET /campaign/state/{id}
+    """
+
+    def __init__(self, max_findings_per_step: int = 50) -> None:
+        self._c = _native.AuditCampaign(int(max_findings_per_step))
+
+    @property
+    def campaign_id(self) -> Optional[str]:
+        return self._c.campaign_id
+
+    @property
+    def finished(self) -> bool:
+        return bool(self._c.finished)
+
+    def start_text(self, **body: Any) -> str:
+        """``seed`` (default 42), ``total_periods`` (default 5, at most 12), ``campaign_id``."""
+        return self._c.start(_body(body))
+
+    def start(self, **body: Any) -> Dict[str, Any]:
+        return json.loads(self.start_text(**body))
+
+    def state_text(self) -> str:
+        return self._c.state()
+
+    def state(self) -> Dict[str, Any]:
+        return json.loads(self._c.state())
+
+    def task_start_text(self, **body: Any) -> str:
+        """``role``: a specialist (``expense_specialist``, ``invoice_specialist``,
+        ``gst_specialist``, ``fraud_specialist``, or the short names)."""
+        return self._c.task_start(_body(body))
+
+    def task_start(self, **body: Any) -> Dict[str, Any]:
+        return json.loads(self.task_start_text(**body))
+
+    def task_submit_text(self, **body: Any) -> str:
+        """``role``, ``findings`` (and/or ``action``), ``submit_final``."""
+        return self._c.task_submit(_body(body))
+
+    def task_submit(self, **body: Any) -> Dict[str, Any]:
+        return json.loads(self.task_submit_text(**body))
+
+    def action_text(self, **body: Any) -> str:
+        """``POST /campaign/action``: the submit under its alias (``status: accepted``)."""
+        return self._c.action(_body(body))
+
+    def action(self, **body: Any) -> Dict[str, Any]:
+        return json.loads(self.action_text(**body))
+
+    def advance_text(self, **body: Any) -> str:
+        return self._c.advance(_body(body))
+
+    def advance(self, **body: Any) -> Dict[str, Any]:
+        return json.loads(self.advance_text(**body))
+
+    def review_text(self, **body: Any) -> str:
+        """``POST /overseer/review``: ``decisions``, ``conflicts_resolved``, ``audit_trail_id``
+        (or ``action``)."""
+        return self._c.review(_body(body))
+
+    def review(self, **body: Any) -> Dict[str, Any]:
+        return json.loads(self.review_text(**body))
+
+    def report_text(self) -> str:
+        """``GET /overseer/report``."""
+        return self._c.report()
+
+    def report(self) -> Dict[str, Any]:
+        return json.loads(self._c.report())
+
+    def self_improve_text(self, **body: Any) -> str:
+        """``POST /self-improve``: ``train_seeds``, ``held_out_seeds``."""
+        return self._c.self_improve(_body(body))
+
+    def self_improve(self, **body: Any) -> Dict[str, Any]:
+        return json.loads(self.self_improve_text(**body))
+
+    def improve_history_text(self) -> str:
+        """``GET /self-improve/history``."""
+        return self._c.improve_history()
+
+    def improve_history(self) -> Dict[str, Any]:
+        return json.loads(self._c.improve_history())
 
     def close(self) -> None:
         pass

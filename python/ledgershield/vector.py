@@ -16,6 +16,7 @@ text (the server's bytes) as ``infos["reply"]``.
 
 from __future__ import annotations
 
+import abc
 import json
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -28,7 +29,7 @@ from . import _native, native
 from .native import _action_text
 
 
-class _NativeVectorEnv(VectorEnv):
+class _NativeVectorEnv(VectorEnv, abc.ABC):
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
     _features: int
     _max_candidates: int
@@ -50,21 +51,24 @@ class _NativeVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, num_envs)
 
     def _unpack(self, out: Tuple[Any, ...]) -> Tuple[Dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+        # Each array arrives as a fresh bytearray of this call: viewed in place (writable, no
+        # copy), never reused by a later call.
         f, r, m, rew, term, trunc, texts = out
         n = self.num_envs
-        obs = {"features": np.frombuffer(f, dtype=np.float32).reshape(n, self._features).copy(),
-               "action_mask": np.frombuffer(m, dtype=np.int8).reshape(n, self._max_candidates).copy()}
+        obs = {"features": np.frombuffer(f, dtype=np.float32).reshape(n, self._features),
+               "action_mask": np.frombuffer(m, dtype=np.int8).reshape(n, self._max_candidates)}
         if self._rl:
-            obs["rl_vector"] = np.frombuffer(r, dtype=np.float32).reshape(n, self._rl).copy()
+            obs["rl_vector"] = np.frombuffer(r, dtype=np.float32).reshape(n, self._rl)
         infos: Dict[str, Any] = {}
         if texts is not None:
             infos["reply"] = np.array(texts, dtype=object)
             infos["_reply"] = np.ones(n, dtype=bool)
-        return (obs, np.frombuffer(rew, dtype=np.float64).copy(), np.frombuffer(term, dtype=np.bool_).copy(),
-                np.frombuffer(trunc, dtype=np.bool_).copy(), infos)
+        return (obs, np.frombuffer(rew, dtype=np.float64), np.frombuffer(term, dtype=np.bool_),
+                np.frombuffer(trunc, dtype=np.bool_), infos)
 
+    @abc.abstractmethod
     def _request(self, options: Optional[Dict[str, Any]]) -> str:
-        raise NotImplementedError
+        """The reset body (JSON text) of a reset with these options."""
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
         if seed is not None and not isinstance(seed, (int, np.integer)):

@@ -169,3 +169,32 @@ def test_audit_vector_env_autoresets() -> None:
         _, _, terminated, truncated, _ = vec2.step(np.array([-1]))  # empty steps run out the budget
         steps += 1
         assert not terminated[0] and steps < 100
+
+
+def test_the_base_classes_are_abstract() -> None:
+    from ledgershield.gym_envs import _NativeGymEnv
+    from ledgershield.vector import _NativeVectorEnv
+
+    for base in (_NativeGymEnv, _NativeVectorEnv):
+        with pytest.raises(TypeError, match="abstract"):
+            base()  # type: ignore[abstract]
+
+    class Half(_NativeVectorEnv):  # no _request
+        pass
+
+    with pytest.raises(TypeError, match="_request"):
+        Half()  # type: ignore[abstract]
+
+
+def test_vector_arrays_are_writable_and_not_reused_between_steps() -> None:
+    vec = ControlBenchVectorEnv(num_envs=2, case_id="CASE-A-001")
+    obs, _ = vec.reset(seed=3)
+    before = obs["features"].copy()
+    obs2, reward, terminated, _, _ = vec.step(np.array([0, 0]))
+    obs["features"][:] = -1.0  # a trainer normalising in place
+    obs2["features"][:, 0] += 0.0
+    reward[:] = 0.0
+    assert (obs2["features"][:, 3] == 1).all() and not (obs2["features"] == -1.0).any()
+    assert before[:, 3].tolist() == [0, 0] and terminated.dtype == np.bool_
+    obs3, _, _, _, _ = vec.step(np.array([0, 0]))
+    assert (obs3["features"][:, 3] == 2).all() and (obs["features"] == -1.0).all()

@@ -213,19 +213,42 @@ def test_bad_audit_requests_raise_the_server_messages(audit_server_url: str) -> 
         resp = _post(audit_server_url, "/step", text, sid)
         expected = _server_error(resp)
         assert _native_error(env._env.step, text) == expected, text
-        with pytest.raises(EnvError) as e:
-            env._env.step(text)
-        assert error_parts(e.value)["detail"] == resp.json()["detail"]
+        _assert_same_detail_and_field(resp, env._env.step, text)
     for text in ['{"task_id": "nope"}', '{"seed": [1]}', '{"task_id": 9}']:
-        expected = _server_error(_post(audit_server_url, "/reset", text, sid))
-        assert _native_error(env._env.reset, text) == expected, text
+        resp = _post(audit_server_url, "/reset", text, sid)
+        assert _native_error(env._env.reset, text) == _server_error(resp), text
+        _assert_same_detail_and_field(resp, env._env.reset, text)
     final = json.dumps({"findings": [], "submit_final": True})
     env._env.reset(reset)
     _post(audit_server_url, "/reset", reset, sid)
     env._env.step(final)
     _post(audit_server_url, "/step", final, sid)
-    expected = _server_error(_post(audit_server_url, "/step", final, sid))
-    assert _native_error(env._env.step, final) == expected
+    resp = _post(audit_server_url, "/step", final, sid)
+    assert _native_error(env._env.step, final) == _server_error(resp)
+    _assert_same_detail_and_field(resp, env._env.step, final)
+
+
+def _assert_same_detail_and_field(resp: requests.Response, fn, text: str) -> None:
+    """The refusal carries the server's `detail` and `error.field`, in `args` and as
+    attributes."""
+    with pytest.raises(EnvError) as e:
+        fn(text)
+    body = resp.json()
+    assert body["error"].get("field"), (text, body)
+    p = error_parts(e.value)
+    assert (p["detail"], p["field"]) == (body["detail"], body["error"]["field"]), text
+    err = e.value
+    assert (err.message, err.code, err.status, err.detail, err.field) == tuple(err.args), text
+
+
+def test_controlbench_refusals_name_no_field(server_url: str) -> None:
+    env = ControlBenchEnv()
+    env.reset(case_id="CASE-A-001")
+    with pytest.raises(EnvError) as e:
+        env.step('{"payload": {}}')
+    assert e.value.field is None and e.value.code == "validation_error" and e.value.status == 422
+    resp = _post(server_url, "/step", '{"payload": {}}', f"native-{uuid.uuid4().hex}")
+    assert "field" not in resp.json()["error"]
 
 
 def test_same_seed_and_actions_give_the_same_bytes() -> None:

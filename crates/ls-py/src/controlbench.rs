@@ -5,6 +5,7 @@
 use crate::errors::Refusal;
 use crate::request::Action;
 use ls_env::candidates::{candidates, Candidate};
+use ls_env::observation::{DocumentCatalogEntry, Observation, Shared};
 use ls_env::{CasePool, EnvConfig, Environment, ResetRequest, StepEnvelope, TrackMode};
 use std::sync::{Arc, OnceLock};
 
@@ -44,12 +45,46 @@ pub fn track_mode(name: &str) -> Result<TrackMode, Refusal> {
     }
 }
 
+/// What the candidate list was built from: `ls_env::candidates` reads only the document
+/// catalogue, the allowed actions and the available interventions of an observation (and
+/// `done`), so while these are unchanged the list is too and is not rebuilt (most steps reveal
+/// no new document and take no intervention). The test below checks the cached list against
+/// a fresh one at every step of random episodes.
+struct CandidateInputs {
+    docs: Shared<[DocumentCatalogEntry]>,
+    allowed: Shared<[String]>,
+    interventions: Shared<[String]>,
+}
+
+impl CandidateInputs {
+    fn of(o: &Observation) -> Self {
+        Self {
+            docs: o.visible_documents.clone(),
+            allowed: o.allowed_actions.clone(),
+            interventions: o.available_interventions.clone(),
+        }
+    }
+
+    /// The same inputs: the same shared value (the episode hands out clones of one `Arc`
+    /// until a part changes), else equal contents.
+    fn same(&self, o: &Observation) -> bool {
+        fn eq<T: PartialEq>(a: &Shared<[T]>, b: &Shared<[T]>) -> bool {
+            std::ptr::eq::<[T]>(&**a, &**b) || a == b
+        }
+        eq(&self.docs, &o.visible_documents)
+            && eq(&self.allowed, &o.allowed_actions)
+            && eq(&self.interventions, &o.available_interventions)
+    }
+}
+
 /// One environment and what its last reply showed.
 pub struct Slot {
     pub env: Environment,
     pool: Arc<CasePool>,
     config: EnvConfig,
     pub candidates: Vec<Candidate>,
+    /// What `candidates` was built from (`None`: rebuild on the next reply).
+    candidate_inputs: Option<CandidateInputs>,
     pub features: [f32; FEATURES],
     pub rl_vector: [f32; RL_VECTOR_LEN],
     pub done: bool,
@@ -64,6 +99,7 @@ impl Slot {
             pool,
             config,
             candidates: Vec::new(),
+            candidate_inputs: None,
             features: [0.0; FEATURES],
             rl_vector: [0.0; RL_VECTOR_LEN],
             done: false,
@@ -87,6 +123,7 @@ impl Slot {
             self.env = Environment::new(self.pool.clone(), self.config);
             self.poisoned = false;
         }
+        self.candidate_inputs = None;
         let out = self.env.reset(req)?;
         self.observe(&out);
         Ok(out)
@@ -117,8 +154,13 @@ impl Slot {
 
     fn observe(&mut self, out: &StepEnvelope) {
         self.done = out.done;
-        self.candidates = candidates(&out.observation, out.done);
-        self.candidates.truncate(MAX_CANDIDATES);
+        let o = &out.observation;
+        let unchanged = !out.done && self.candidate_inputs.as_ref().is_some_and(|k| k.same(o));
+        if !unchanged {
+            self.candidates = candidates(o, out.done);
+            self.candidates.truncate(MAX_CANDIDATES);
+            self.candidate_inputs = (!out.done).then(|| CandidateInputs::of(o));
+        }
         self.features = features(out, self.candidates.len());
         self.rl_vector = [0.0; RL_VECTOR_LEN];
         if self.config.track_mode == TrackMode::Instrumented {
@@ -192,4 +234,57 @@ pub fn reply_text(out: &StepEnvelope) -> Result<String, Refusal> {
 pub fn candidates_text(list: &[Candidate]) -> String {
     let v: Vec<serde_json::Value> = list.iter().map(Candidate::to_json).collect();
     serde_json::Value::Array(v).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cached candidate list equals a fresh `ls_env::candidates` at every step of random
+    /// episodes (random seeds, printed; random candidate indices, some past the list).
+    #[test]
+    fn cached_candidates_equal_fresh_ones() {
+        let pool = embedded_pool().expect("pool");
+        let base: u64 = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64 % 100_000)
+            .unwrap_or(1);
+        println!("candidate cache seeds {base}..{}", base + 40);
+        let mut slot = Slot::new(pool, EnvConfig::default());
+        let mut checked = 0;
+        for seed in base..base + 40 {
+            let req = ResetRequest {
+                seed: Some(seed),
+                ..Default::default()
+            };
+            let mut out = slot.reset(&req).expect("reset");
+            let mut pick = seed;
+            loop {
+                let fresh = candidates(&out.observation, out.done);
+                assert_eq!(
+                    slot.candidates,
+                    fresh[..fresh.len().min(MAX_CANDIDATES)],
+                    "seed {seed}"
+                );
+                checked += 1;
+                if out.done {
+                    break;
+                }
+                pick = pick
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let n = slot.candidates.len() as u64;
+                // Mostly investigation steps (submissions are the last four), now and then an
+                // index past the list.
+                let i = (pick >> 33) % (n + 1);
+                let i = if i >= n.saturating_sub(4) && (pick >> 20) % 4 != 0 {
+                    0
+                } else {
+                    i
+                };
+                out = slot.step_candidate(i as usize).expect("step");
+            }
+        }
+        assert!(checked > 200, "{checked}");
+    }
 }

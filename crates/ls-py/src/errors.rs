@@ -1,18 +1,20 @@
 //! Errors as the HTTP server reports them: the same status, code and message for the same
 //! domain error, built here from the domain error types (this crate holds no HTTP types and does
 //! not depend on the server). Python receives them as `ledgershield._native.EnvError` with
-//! `args == (message, code, status, detail)`.
+//! `args == (message, code, status, detail, field)` and the same five as attributes.
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
 use pyo3::PyErr;
 
 create_exception!(
     _native,
     EnvError,
     PyValueError,
-    "A request the environment refuses: args are (message, code, status, detail), the message, \
-     code and HTTP status the server answers for the same request."
+    "A request the environment refuses: args (and attributes) are (message, code, status, detail, \
+     field): the message, code and HTTP status the server answers for the same request, its \
+     `detail`, and for an audit error the field the server names in `error.field` (else None)."
 );
 
 /// Longest message an error carries (the server's bound).
@@ -25,6 +27,8 @@ pub struct Refusal {
     pub code: &'static str,
     pub message: String,
     pub detail: String,
+    /// The field an audit error names (the server's `error.field`); `None` for ControlBench.
+    pub field: Option<String>,
 }
 
 fn bounded(s: &str) -> String {
@@ -42,6 +46,7 @@ impl Refusal {
             code,
             detail: message.clone(),
             message,
+            field: None,
         }
     }
 
@@ -59,8 +64,26 @@ impl Refusal {
         )
     }
 
-    pub fn into_py(self) -> PyErr {
-        EnvError::new_err((self.message, self.code, self.status, self.detail))
+    pub fn into_py(self, py: Python<'_>) -> PyErr {
+        let err = EnvError::new_err((
+            self.message.clone(),
+            self.code,
+            self.status,
+            self.detail.clone(),
+            self.field.clone(),
+        ));
+        let value = err.value(py);
+        let set = || -> PyResult<()> {
+            value.setattr("message", &self.message)?;
+            value.setattr("code", self.code)?;
+            value.setattr("status", self.status)?;
+            value.setattr("detail", &self.detail)?;
+            value.setattr("field", &self.field)
+        };
+        if let Err(e) = set() {
+            return e;
+        }
+        err
     }
 }
 
@@ -112,7 +135,9 @@ impl From<audit_env::AuditError> for Refusal {
     /// As the server answers it: `detail` is the message in both environments (the field the
     /// error names rides in the server's `error.field`).
     fn from(e: audit_env::AuditError) -> Self {
-        Self::new(audit_status(e.kind()), e.code(), e.to_string())
+        let mut r = Self::new(audit_status(e.kind()), e.code(), e.to_string());
+        r.field = Some(bounded(&e.detail()));
+        r
     }
 }
 

@@ -1,15 +1,21 @@
 //! The Python classes. Requests arrive as JSON text (the Python package writes it), replies
-//! leave as the server's JSON text; batched arrays leave as `bytes` the package views with
-//! NumPy. Every call releases the GIL while Rust works and turns a panic into `RuntimeError`.
+//! leave as the server's JSON text; batched arrays leave as `bytearray`s the package views with
+//! NumPy (writable, no further copy). Every call releases the GIL while Rust works and turns a
+//! panic into `RuntimeError`.
+//!
+//! The ControlBench and Audit classes share their method bodies through [`SingleEnv`] and
+//! [`single_env_class!`]; the two vector classes through [`VecSlot`] and [`vector_class!`].
 
+use crate::campaign::CampaignSlot;
 use crate::errors::{panic_error, Refusal};
-use crate::vector::{self, Batch, Failure, Poison, Row, SeedStream};
+use crate::vector::{Batch, Input, Poison, RowOut, SeedStream, VecSlot, VecState};
 use crate::{audit, controlbench as cb, request};
 use audit_env::adversarial::FraudDifficulty;
-use audit_env::episode::{AuditResetRequest, AuditStepRequest, EnvConfig as AuditConfig};
-use ls_env::{EnvConfig, ResetRequest};
+use audit_env::episode::EnvConfig as AuditConfig;
+use audit_env::episode::{AuditResetRequest, AuditStepEnvelope, AuditStepRequest};
+use ls_env::{EnvConfig, ResetRequest, StepEnvelope};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyTuple};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
@@ -36,14 +42,17 @@ where
     });
     match r {
         Ok(Ok(t)) => Ok(t),
-        Ok(Err(e)) => Err(e.into_py()),
+        Ok(Err(e)) => Err(e.into_py(py)),
         Err(p) => Err(panic_error(p)),
     }
 }
 
-fn audit_config(max_findings_per_step: usize, fraud_difficulty: &str) -> PyResult<AuditConfig> {
+fn audit_config(
+    max_findings_per_step: usize,
+    fraud_difficulty: &str,
+) -> Result<AuditConfig, Refusal> {
     let difficulty = FraudDifficulty::parse(fraud_difficulty)
-        .ok_or_else(|| Refusal::validation("fraud_difficulty must be auto or 0-4").into_py())?;
+        .ok_or_else(|| Refusal::validation("fraud_difficulty must be auto or 0-4"))?;
     Ok(AuditConfig {
         max_findings_per_step: max_findings_per_step
             .clamp(1, audit_env::model::limits::MAX_FINDINGS_PER_STEP_CEILING),
@@ -51,188 +60,407 @@ fn audit_config(max_findings_per_step: usize, fraud_difficulty: &str) -> PyResul
     })
 }
 
-/// One ControlBench environment (one HTTP session's worth: memory persists across resets).
-#[pyclass(module = "ledgershield._native", name = "ControlBench")]
-pub struct ControlBench {
-    slot: Mutex<cb::Slot>,
-}
-
-#[pymethods]
-impl ControlBench {
-    #[new]
-    #[pyo3(signature = (track_mode = "blind"))]
-    fn new(track_mode: &str) -> PyResult<Self> {
-        let config = EnvConfig {
-            track_mode: cb::track_mode(track_mode).map_err(Refusal::into_py)?,
-        };
-        let pool = cb::embedded_pool().map_err(Refusal::into_py)?;
-        Ok(Self {
-            slot: Mutex::new(cb::Slot::new(pool, config)),
-        })
-    }
-
-    /// Reset from a `POST /reset` body (JSON text); returns the reply's JSON text.
-    fn reset(&self, py: Python<'_>, request: &str) -> PyResult<String> {
-        call(py, &self.slot, |s| {
-            let req = request::reset_request(request)?;
-            cb::reply_text(&s.reset(&req)?)
-        })
-    }
-
-    /// Step from a `POST /step` body (JSON text); returns the reply's JSON text.
-    fn step(&self, py: Python<'_>, action: &str) -> PyResult<String> {
-        call(py, &self.slot, |s| {
-            let action = request::step_action(action)?;
-            cb::reply_text(&s.step(&action)?)
-        })
-    }
-
-    /// Step the `index`-th legal candidate of the last reply.
-    fn step_index(&self, py: Python<'_>, index: usize) -> PyResult<String> {
-        call(py, &self.slot, |s| {
-            cb::reply_text(&s.step_candidate(index)?)
-        })
-    }
-
-    /// The legal candidate actions of the last reply, as JSON text.
-    fn candidates(&self, py: Python<'_>) -> PyResult<String> {
-        call(py, &self.slot, |s| Ok(cb::candidates_text(&s.candidates)))
-    }
-
-    /// `(features, rl_vector, mask)` of the last reply: float32, float32 and uint8 bytes.
-    fn arrays<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let (f, r, m) = call(py, &self.slot, |s| Ok((s.features, s.rl_vector, s.mask())))?;
-        PyTuple::new(
-            py,
-            [
-                PyBytes::new(py, &f32_bytes(&f)),
-                PyBytes::new(py, &f32_bytes(&r)),
-                PyBytes::new(py, &m),
-            ],
-        )
-    }
-
-    /// `GET /state`'s JSON text, or `None` before the first reset.
-    fn state(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        call(py, &self.slot, |s| {
-            s.env
-                .state()
-                .map(|st| {
-                    ls_json::to_string(&st)
-                        .map_err(|e| Refusal::new(500, "internal_error", e.to_string()))
-                })
-                .transpose()
-        })
-    }
-
-    /// Has the last reply ended the episode?
-    #[getter]
-    fn done(&self, py: Python<'_>) -> PyResult<bool> {
-        call(py, &self.slot, |s| Ok(s.done))
-    }
-
-    /// Test seam: panic inside the environment call, to check that a Rust panic reaches
-    /// Python as `RuntimeError` and discards the environment until the next reset.
-    fn _debug_panic(&self, py: Python<'_>) -> PyResult<()> {
-        call(py, &self.slot, |_| -> Result<(), Refusal> {
-            panic!("debug panic requested")
-        })
-    }
+fn cb_config(track_mode: &str) -> Result<EnvConfig, Refusal> {
+    Ok(EnvConfig {
+        track_mode: cb::track_mode(track_mode)?,
+    })
 }
 
 fn f32_bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    let mut out = Vec::with_capacity(v.len() * 4);
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out
 }
 
 fn f64_bytes(v: &[f64]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    let mut out = Vec::with_capacity(v.len() * 8);
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out
 }
 
-/// One Financial Audit environment (its adversary and history persist across resets).
-#[pyclass(module = "ledgershield._native", name = "Audit")]
-pub struct Audit {
-    slot: Mutex<audit::Slot>,
+// ------------------------------------------------------------------------------------------
+// Single environments.
+// ------------------------------------------------------------------------------------------
+
+/// What the single-environment classes do, on text in and text out (their candidates are
+/// [`VecSlot::candidates_text`]).
+trait SingleEnv: Send + Poison {
+    fn reset_text(&mut self, request: &str) -> Result<String, Refusal>;
+    fn step_text(&mut self, action: &str) -> Result<String, Refusal>;
+    fn step_index_text(&mut self, index: usize) -> Result<String, Refusal>;
+    fn is_done(&self) -> bool;
+}
+
+impl SingleEnv for cb::Slot {
+    fn reset_text(&mut self, request: &str) -> Result<String, Refusal> {
+        let req = request::reset_request(request)?;
+        cb::reply_text(&self.reset(&req)?)
+    }
+    fn step_text(&mut self, action: &str) -> Result<String, Refusal> {
+        let action = request::step_action(action)?;
+        cb::reply_text(&self.step(&action)?)
+    }
+    fn step_index_text(&mut self, index: usize) -> Result<String, Refusal> {
+        cb::reply_text(&self.step_candidate(index)?)
+    }
+    fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+impl SingleEnv for audit::Slot {
+    /// A `session_id` in the body is echoed as the server echoes the session it used.
+    fn reset_text(&mut self, request: &str) -> Result<String, Refusal> {
+        let req: AuditResetRequest = request::audit_typed(request)?;
+        let sid = req.session_id.clone();
+        audit::reply_text(&self.reset(req, sid)?)
+    }
+    fn step_text(&mut self, action: &str) -> Result<String, Refusal> {
+        let req: AuditStepRequest = request::audit_typed(action)?;
+        let sid = req.session_id.clone();
+        audit::reply_text(&self.step(req, sid)?)
+    }
+    fn step_index_text(&mut self, index: usize) -> Result<String, Refusal> {
+        audit::reply_text(&self.step_candidate(index, None)?)
+    }
+    fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+/// A single-environment class: the shared methods over [`SingleEnv`], then the class's own.
+macro_rules! single_env_class {
+    ($(#[$meta:meta])* $name:ident($slot:ty) { $($own:tt)* }) => {
+        $(#[$meta])*
+        pub struct $name {
+            slot: Mutex<$slot>,
+        }
+
+        #[pymethods]
+        impl $name {
+            /// Reset from a `POST /reset` body (JSON text); returns the reply's JSON text.
+            fn reset(&self, py: Python<'_>, request: &str) -> PyResult<String> {
+                call(py, &self.slot, |s| s.reset_text(request))
+            }
+
+            /// Step from a `POST /step` body (JSON text); returns the reply's JSON text.
+            fn step(&self, py: Python<'_>, action: &str) -> PyResult<String> {
+                call(py, &self.slot, |s| s.step_text(action))
+            }
+
+            /// Step the `index`-th legal candidate of the last reply.
+            fn step_index(&self, py: Python<'_>, index: usize) -> PyResult<String> {
+                call(py, &self.slot, |s| s.step_index_text(index))
+            }
+
+            /// The legal candidate actions of the last reply, as JSON text.
+            fn candidates(&self, py: Python<'_>) -> PyResult<String> {
+                call(py, &self.slot, |s| Ok(VecSlot::candidates_text(s)))
+            }
+
+            /// Has the last reply ended the episode?
+            #[getter]
+            fn done(&self, py: Python<'_>) -> PyResult<bool> {
+                call(py, &self.slot, |s| Ok(s.is_done()))
+            }
+
+            /// Test seam: panic inside the environment call, to check that a Rust panic
+            /// reaches Python as `RuntimeError` and discards the environment until the next
+            /// reset.
+            fn _debug_panic(&self, py: Python<'_>) -> PyResult<()> {
+                call(py, &self.slot, |_| -> Result<(), Refusal> {
+                    panic!("debug panic requested")
+                })
+            }
+
+            $($own)*
+        }
+    };
+}
+
+single_env_class!(
+    /// One ControlBench environment (one HTTP session's worth: memory persists across resets).
+    #[pyclass(module = "ledgershield._native", name = "ControlBench")]
+    ControlBench(cb::Slot) {
+        #[new]
+        #[pyo3(signature = (track_mode = "blind"))]
+        fn new(py: Python<'_>, track_mode: &str) -> PyResult<Self> {
+            let slot = cb_config(track_mode)
+                .and_then(|config| Ok(cb::Slot::new(cb::embedded_pool()?, config)))
+                .map_err(|e| e.into_py(py))?;
+            Ok(Self { slot: Mutex::new(slot) })
+        }
+
+        /// `(features, rl_vector, mask)` of the last reply: float32, float32 and uint8 bytes.
+        fn arrays<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+            let (f, r, m) = call(py, &self.slot, |s| Ok((s.features, s.rl_vector, s.mask())))?;
+            PyTuple::new(
+                py,
+                [
+                    PyBytes::new(py, &f32_bytes(&f)),
+                    PyBytes::new(py, &f32_bytes(&r)),
+                    PyBytes::new(py, &m),
+                ],
+            )
+        }
+
+        /// `GET /state`'s JSON text, or `None` before the first reset.
+        fn state(&self, py: Python<'_>) -> PyResult<Option<String>> {
+            call(py, &self.slot, |s| {
+                s.env
+                    .state()
+                    .map(|st| {
+                        ls_json::to_string(&st)
+                            .map_err(|e| Refusal::new(500, "internal_error", e.to_string()))
+                    })
+                    .transpose()
+            })
+        }
+    }
+);
+
+single_env_class!(
+    /// One Financial Audit environment (its adversary and history persist across resets).
+    #[pyclass(module = "ledgershield._native", name = "Audit")]
+    Audit(audit::Slot) {
+        #[new]
+        #[pyo3(signature = (max_findings_per_step = 50, fraud_difficulty = "auto"))]
+        fn new(
+            py: Python<'_>,
+            max_findings_per_step: usize,
+            fraud_difficulty: &str,
+        ) -> PyResult<Self> {
+            let config = audit_config(max_findings_per_step, fraud_difficulty)
+                .map_err(|e| e.into_py(py))?;
+            Ok(Self { slot: Mutex::new(audit::Slot::new(config)) })
+        }
+
+        /// `(features, mask)`: float32 and uint8 bytes.
+        fn arrays<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+            let (f, m) = call(py, &self.slot, |s| Ok((s.features, s.mask())))?;
+            PyTuple::new(py, [PyBytes::new(py, &f32_bytes(&f)), PyBytes::new(py, &m)])
+        }
+
+        /// `GET /state`'s JSON text.
+        fn state(&self, py: Python<'_>) -> PyResult<String> {
+            call(py, &self.slot, |s| {
+                serde_json::to_value(s.env.state())
+                    .and_then(|v| serde_json::to_string(&v))
+                    .map_err(|_| audit_env::AuditError::Internal.into())
+            })
+        }
+    }
+);
+
+// ------------------------------------------------------------------------------------------
+// Audit campaigns.
+// ------------------------------------------------------------------------------------------
+
+impl Poison for CampaignSlot {
+    fn poison(&mut self) {
+        self.poisoned = true;
+    }
+}
+
+/// One Financial Audit multi-period campaign, as the audit server's campaign routes serve it.
+#[pyclass(module = "ledgershield._native", name = "AuditCampaign")]
+pub struct AuditCampaign {
+    slot: Mutex<CampaignSlot>,
 }
 
 #[pymethods]
-impl Audit {
+impl AuditCampaign {
     #[new]
-    #[pyo3(signature = (max_findings_per_step = 50, fraud_difficulty = "auto"))]
-    fn new(max_findings_per_step: usize, fraud_difficulty: &str) -> PyResult<Self> {
-        let config = audit_config(max_findings_per_step, fraud_difficulty)?;
-        Ok(Self {
-            slot: Mutex::new(audit::Slot::new(config)),
-        })
+    #[pyo3(signature = (max_findings_per_step = 50))]
+    fn new(max_findings_per_step: usize) -> Self {
+        let max =
+            max_findings_per_step.clamp(1, audit_env::model::limits::MAX_FINDINGS_PER_STEP_CEILING);
+        Self {
+            slot: Mutex::new(CampaignSlot::new(max)),
+        }
     }
 
-    /// Reset from a `POST /reset` body; a `session_id` in it is echoed as the server does.
-    fn reset(&self, py: Python<'_>, request: &str) -> PyResult<String> {
-        call(py, &self.slot, |s| {
-            let req: AuditResetRequest = request::audit_typed(request)?;
-            let sid = req.session_id.clone();
-            audit::reply_text(&s.reset(req, sid)?)
-        })
+    /// `POST /campaign/start` (a new campaign replaces this object's).
+    fn start(&self, py: Python<'_>, body: &str) -> PyResult<String> {
+        call(py, &self.slot, |s| s.start(body))
     }
 
-    fn step(&self, py: Python<'_>, action: &str) -> PyResult<String> {
-        call(py, &self.slot, |s| {
-            let req: AuditStepRequest = request::audit_typed(action)?;
-            let sid = req.session_id.clone();
-            audit::reply_text(&s.step(req, sid)?)
-        })
-    }
-
-    fn step_index(&self, py: Python<'_>, index: usize) -> PyResult<String> {
-        call(py, &self.slot, |s| {
-            audit::reply_text(&s.step_candidate(index, None)?)
-        })
-    }
-
-    fn candidates(&self, py: Python<'_>) -> PyResult<String> {
-        call(py, &self.slot, |s| {
-            Ok(audit::candidates_text(&s.candidates))
-        })
-    }
-
-    /// `(features, mask)`: float32 and uint8 bytes.
-    fn arrays<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let (f, m) = call(py, &self.slot, |s| Ok((s.features, s.mask())))?;
-        PyTuple::new(py, [PyBytes::new(py, &f32_bytes(&f)), PyBytes::new(py, &m)])
-    }
-
-    /// `GET /state`'s JSON text.
+    /// `GET /campaign/state/{campaign_id}`.
     fn state(&self, py: Python<'_>) -> PyResult<String> {
-        call(py, &self.slot, |s| {
-            serde_json::to_value(s.env.state())
-                .and_then(|v| serde_json::to_string(&v))
-                .map_err(|_| audit_env::AuditError::Internal.into())
-        })
+        call(py, &self.slot, CampaignSlot::state)
     }
 
+    /// `POST /campaign/task/start`.
+    fn task_start(&self, py: Python<'_>, body: &str) -> PyResult<String> {
+        call(py, &self.slot, |s| s.task_start(body))
+    }
+
+    /// `POST /campaign/task/submit`.
+    fn task_submit(&self, py: Python<'_>, body: &str) -> PyResult<String> {
+        call(py, &self.slot, |s| s.submit(body, "submitted"))
+    }
+
+    /// `POST /campaign/action` (the submit's alias; `status: accepted`).
+    fn action(&self, py: Python<'_>, body: &str) -> PyResult<String> {
+        call(py, &self.slot, |s| s.submit(body, "accepted"))
+    }
+
+    /// `POST /campaign/period/advance`.
+    fn advance(&self, py: Python<'_>, body: &str) -> PyResult<String> {
+        call(py, &self.slot, |s| s.advance(body))
+    }
+
+    /// `POST /overseer/review`.
+    fn review(&self, py: Python<'_>, body: &str) -> PyResult<String> {
+        call(py, &self.slot, |s| s.review(body))
+    }
+
+    /// `GET /overseer/report`.
+    fn report(&self, py: Python<'_>) -> PyResult<String> {
+        call(py, &self.slot, CampaignSlot::report)
+    }
+
+    /// `POST /self-improve`.
+    fn self_improve(&self, py: Python<'_>, body: &str) -> PyResult<String> {
+        call(py, &self.slot, |s| s.self_improve(body))
+    }
+
+    /// `GET /self-improve/history`.
+    fn improve_history(&self, py: Python<'_>) -> PyResult<String> {
+        call(py, &self.slot, CampaignSlot::improve_history)
+    }
+
+    /// The running campaign's id (`None` before the first start).
     #[getter]
-    fn done(&self, py: Python<'_>) -> PyResult<bool> {
-        call(py, &self.slot, |s| Ok(s.done))
+    fn campaign_id(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        call(py, &self.slot, |s| Ok(s.id()))
     }
 
-    fn _debug_panic(&self, py: Python<'_>) -> PyResult<()> {
-        call(py, &self.slot, |_| -> Result<(), Refusal> {
-            panic!("debug panic requested")
-        })
+    /// Has the running campaign closed its last period?
+    #[getter]
+    fn finished(&self, py: Python<'_>) -> PyResult<bool> {
+        call(py, &self.slot, |s| Ok(s.finished()))
     }
 }
 
-/// The state of a vector: its environments, which must reset on their next step, and each
-/// one's reset-seed stream.
-pub struct VecState<S, R> {
-    slots: Vec<S>,
-    needs_reset: Vec<bool>,
-    streams: Vec<SeedStream>,
-    template: R,
-    threads: usize,
+// ------------------------------------------------------------------------------------------
+// Vectors.
+// ------------------------------------------------------------------------------------------
+
+impl VecSlot for cb::Slot {
+    type Template = ResetRequest;
+    type Action = request::Action;
+    type Reply = StepEnvelope;
+    const FEATURES: usize = cb::FEATURES;
+    const RL_VECTOR: usize = cb::RL_VECTOR_LEN;
+    const MASK: usize = cb::MAX_CANDIDATES;
+
+    fn parse_template(text: &str) -> Result<ResetRequest, Refusal> {
+        request::reset_request(text)
+    }
+    fn parse_action(text: &str) -> Result<request::Action, Refusal> {
+        request::step_action(text)
+    }
+    fn reset_from(
+        &mut self,
+        template: &ResetRequest,
+        stream: &mut SeedStream,
+    ) -> Result<StepEnvelope, Refusal> {
+        if template.seed.is_some() {
+            return self.reset(template);
+        }
+        let mut req = template.clone();
+        req.seed = Some(stream.next_seed());
+        self.reset(&req)
+    }
+    fn step_index(&mut self, index: usize) -> Result<StepEnvelope, Refusal> {
+        self.step_candidate(index)
+    }
+    fn step_typed(&mut self, action: &request::Action) -> Result<StepEnvelope, Refusal> {
+        self.step(action)
+    }
+    fn write_row(
+        &self,
+        out: &StepEnvelope,
+        row: &mut RowOut<'_>,
+        text: bool,
+    ) -> Result<(), Refusal> {
+        row.features.copy_from_slice(&self.features);
+        row.rl_vector.copy_from_slice(&self.rl_vector);
+        let n = self.candidates.len();
+        row.mask[..n].fill(1);
+        row.mask[n..].fill(0);
+        *row.reward = out.reward;
+        *row.terminated = u8::from(out.terminated);
+        *row.truncated = u8::from(out.truncated);
+        if text {
+            *row.text = Some(cb::reply_text(out)?);
+        }
+        Ok(())
+    }
+    fn candidates_text(&self) -> String {
+        cb::candidates_text(&self.candidates)
+    }
 }
 
-impl<S, R> Poison for VecState<S, R> {
-    fn poison(&mut self) {}
+impl VecSlot for audit::Slot {
+    type Template = AuditResetRequest;
+    type Action = AuditStepRequest;
+    type Reply = AuditStepEnvelope;
+    const FEATURES: usize = audit::FEATURES;
+    const RL_VECTOR: usize = 0;
+    const MASK: usize = audit::MAX_CANDIDATES;
+
+    fn parse_template(text: &str) -> Result<AuditResetRequest, Refusal> {
+        request::audit_typed(text)
+    }
+    fn parse_action(text: &str) -> Result<AuditStepRequest, Refusal> {
+        request::audit_typed(text)
+    }
+    fn reset_from(
+        &mut self,
+        template: &AuditResetRequest,
+        stream: &mut SeedStream,
+    ) -> Result<AuditStepEnvelope, Refusal> {
+        let mut req = template.clone();
+        if req.seed.is_none() {
+            req.seed = Some(stream.next_seed());
+        }
+        self.reset(req, None)
+    }
+    fn step_index(&mut self, index: usize) -> Result<AuditStepEnvelope, Refusal> {
+        self.step_candidate(index, None)
+    }
+    fn step_typed(&mut self, action: &AuditStepRequest) -> Result<AuditStepEnvelope, Refusal> {
+        self.step(action.clone(), None)
+    }
+    fn write_row(
+        &self,
+        out: &AuditStepEnvelope,
+        row: &mut RowOut<'_>,
+        text: bool,
+    ) -> Result<(), Refusal> {
+        row.features.copy_from_slice(&self.features);
+        let n = self.candidates.len();
+        row.mask[..n].fill(1);
+        row.mask[n..].fill(0);
+        *row.reward = out.reward;
+        // An audit episode ends by its final submission (terminated) or its step budget
+        // (truncated).
+        *row.terminated = u8::from(out.done && self.final_submitted);
+        *row.truncated = u8::from(out.done && !self.final_submitted);
+        if text {
+            *row.text = Some(audit::reply_text(out)?);
+        }
+        Ok(())
+    }
+    fn candidates_text(&self) -> String {
+        audit::candidates_text(&self.candidates)
+    }
 }
 
 /// An index from Python (negative means none): past every list, so an invalid-index step.
@@ -240,439 +468,175 @@ fn index_of(i: i64) -> usize {
     usize::try_from(i).unwrap_or(usize::MAX)
 }
 
-fn raise_failure(f: Failure) -> Refusal {
-    match f {
-        Failure::Refused(i, mut e) => {
-            e.message = format!("environment {i}: {}", e.message);
-            e
-        }
-        Failure::Panicked(i, p) => {
-            let what = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            Refusal::new(
-                500,
-                "internal_error",
-                format!("environment {i} panicked ({what}); it was discarded and resets on its next step"),
-            )
-        }
-    }
+/// A batch's arrays as little-endian bytes, taken inside the locked call (so a concurrent call
+/// cannot interleave), and its texts.
+struct BatchBytes {
+    arrays: [Vec<u8>; 6],
+    texts: Option<Vec<String>>,
 }
 
-fn batch_tuple<'py>(py: Python<'py>, b: Batch) -> PyResult<Bound<'py, PyTuple>> {
-    let texts = b.texts.into_pyobject(py)?.into_any();
-    PyTuple::new(
-        py,
-        [
-            PyBytes::new(py, &f32_bytes(&b.features)).into_any(),
-            PyBytes::new(py, &f32_bytes(&b.rl_vector)).into_any(),
-            PyBytes::new(py, &b.mask).into_any(),
-            PyBytes::new(py, &f64_bytes(&b.reward)).into_any(),
-            PyBytes::new(py, &b.terminated).into_any(),
-            PyBytes::new(py, &b.truncated).into_any(),
-            texts,
+fn batch_bytes(b: &mut Batch, with_text: bool) -> BatchBytes {
+    BatchBytes {
+        arrays: [
+            f32_bytes(&b.features),
+            f32_bytes(&b.rl_vector),
+            b.mask.clone(),
+            f64_bytes(&b.reward),
+            b.terminated.clone(),
+            b.truncated.clone(),
         ],
-    )
-}
-
-type CbVec = VecState<cb::Slot, ResetRequest>;
-
-fn cb_row(s: &cb::Slot, out: &ls_env::StepEnvelope, text: bool) -> Result<Row, Refusal> {
-    Ok(Row {
-        features: s.features.to_vec(),
-        rl_vector: s.rl_vector.to_vec(),
-        mask: s.mask().to_vec(),
-        reward: out.reward,
-        terminated: out.terminated,
-        truncated: out.truncated,
-        text: if text {
-            Some(cb::reply_text(out)?)
-        } else {
-            None
-        },
-    })
-}
-
-fn cb_reset_one(
-    s: &mut cb::Slot,
-    template: &ResetRequest,
-    stream: &mut SeedStream,
-    text: bool,
-) -> Result<Row, Refusal> {
-    let mut req = template.clone();
-    if req.seed.is_none() {
-        req.seed = Some(stream.next_seed());
+        texts: with_text.then(|| {
+            b.texts
+                .iter_mut()
+                .map(|t| t.take().unwrap_or_default())
+                .collect()
+        }),
     }
-    let out = s.reset(&req)?;
-    let mut row = cb_row(s, &out, text)?;
-    // Gymnasium: the autoreset step carries reward 0, neither terminated nor truncated.
-    row.reward = 0.0;
-    Ok(row)
 }
 
-/// What a vector step does with one environment's action.
-enum CbAction {
-    Index(usize),
-    Typed(request::Action),
-}
-
-fn cb_step_all(st: &mut CbVec, actions: Vec<CbAction>, text: bool) -> Result<Batch, Refusal> {
-    if actions.len() != st.slots.len() {
-        return Err(Refusal::validation(format!(
-            "expected {} actions, got {}",
-            st.slots.len(),
-            actions.len()
-        )));
-    }
-    let inputs: Vec<(CbAction, bool, SeedStream)> = actions
-        .into_iter()
-        .zip(st.needs_reset.iter().copied())
-        .zip(st.streams.iter().copied())
-        .map(|((a, r), s)| (a, r, s))
+/// The batch as Python receives it: `(features, rl_vector, mask, reward, terminated,
+/// truncated, texts)`, the arrays as `bytearray`s (NumPy views them writable, without a copy),
+/// `texts` a list of the replies' JSON text or `None`.
+fn batch_tuple(py: Python<'_>, b: BatchBytes) -> PyResult<Bound<'_, PyTuple>> {
+    let mut items: Vec<Bound<'_, PyAny>> = b
+        .arrays
+        .iter()
+        .map(|a| PyByteArray::new(py, a).into_any())
         .collect();
-    let template = &st.template;
-    let mut paired: Vec<(&mut cb::Slot, &mut SeedStream)> =
-        st.slots.iter_mut().zip(st.streams.iter_mut()).collect();
-    let rows = vector::run_all(
-        &mut paired,
-        &inputs,
-        st.threads,
-        |_, (slot, stream), (action, reset, _)| {
-            if *reset {
-                return cb_reset_one(slot, template, stream, text);
-            }
-            let out = match action {
-                CbAction::Index(i) => slot.step_candidate(*i)?,
-                CbAction::Typed(a) => slot.step(a)?,
-            };
-            cb_row(slot, &out, text)
-        },
-    )
-    .map_err(raise_failure)?;
-    for (flag, row) in st.needs_reset.iter_mut().zip(&rows) {
-        *flag = !*flag && (row.terminated || row.truncated);
-    }
-    Ok(Batch::of(rows, text))
+    items.push(b.texts.into_pyobject(py)?.into_any());
+    PyTuple::new(py, items)
 }
 
-impl<S: Poison> Poison for (&mut S, &mut SeedStream) {
-    fn poison(&mut self) {
-        self.0.poison();
-    }
-}
-
-/// N ControlBench environments stepped in Rust worker threads, with next-step autoreset.
-#[pyclass(module = "ledgershield._native", name = "ControlBenchVector")]
-pub struct ControlBenchVector {
-    state: Mutex<CbVec>,
-}
-
-#[pymethods]
-impl ControlBenchVector {
-    #[new]
-    #[pyo3(signature = (num_envs, track_mode = "blind", threads = None))]
-    fn new(num_envs: usize, track_mode: &str, threads: Option<usize>) -> PyResult<Self> {
-        if num_envs == 0 {
-            return Err(Refusal::validation("num_envs must be at least 1").into_py());
+/// A vector class: the shared methods over [`VecState`], then the class's own constructor.
+macro_rules! vector_class {
+    ($(#[$meta:meta])* $name:ident($slot:ty) { $($own:tt)* }) => {
+        $(#[$meta])*
+        pub struct $name {
+            state: Mutex<VecState<$slot>>,
         }
-        let config = EnvConfig {
-            track_mode: cb::track_mode(track_mode).map_err(Refusal::into_py)?,
-        };
-        let pool = cb::embedded_pool().map_err(Refusal::into_py)?;
-        Ok(Self {
-            state: Mutex::new(VecState {
-                slots: (0..num_envs)
-                    .map(|_| cb::Slot::new(pool.clone(), config))
-                    .collect(),
-                needs_reset: vec![false; num_envs],
-                streams: (0..num_envs).map(|i| SeedStream::new(42, i)).collect(),
-                template: ResetRequest::default(),
-                threads: threads.unwrap_or_else(|| vector::default_threads(num_envs)),
-            }),
-        })
-    }
 
-    /// Reset every environment from a reset body (JSON text). With `seed`, environment `i`'s
-    /// reset seeds restart from its own stream of `seed` (a body `seed` or `case_id` wins).
-    #[pyo3(signature = (request, seed = None, with_text = false))]
-    fn reset<'py>(
-        &self,
-        py: Python<'py>,
-        request: &str,
-        seed: Option<u64>,
-        with_text: bool,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        let b = call(py, &self.state, |st: &mut CbVec| {
-            st.template = request::reset_request(request)?;
-            if let Some(seed) = seed {
-                st.streams = (0..st.slots.len())
-                    .map(|i| SeedStream::new(seed, i))
-                    .collect();
+        #[pymethods]
+        impl $name {
+            /// Reset every environment from a reset body (JSON text). With `seed`, environment
+            /// `i`'s reset seeds restart from its own stream of `seed` (a body `seed` wins).
+            #[pyo3(signature = (request, seed = None, with_text = false))]
+            fn reset<'py>(
+                &self,
+                py: Python<'py>,
+                request: &str,
+                seed: Option<u64>,
+                with_text: bool,
+            ) -> PyResult<Bound<'py, PyTuple>> {
+                let b = call(py, &self.state, |st| {
+                    st.reset(request, seed, with_text)?;
+                    Ok(batch_bytes(&mut st.batch, with_text))
+                })?;
+                batch_tuple(py, b)
             }
-            st.needs_reset.fill(true);
-            let n = st.slots.len();
-            cb_step_all(st, (0..n).map(|_| CbAction::Index(0)).collect(), with_text)
-        })?;
-        batch_tuple(py, b)
-    }
 
-    /// Step environment `i` with candidate `indices[i]` (an ended one resets instead).
-    #[pyo3(signature = (indices, with_text = false))]
-    fn step<'py>(
-        &self,
-        py: Python<'py>,
-        indices: Vec<i64>,
-        with_text: bool,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        let actions = indices
-            .into_iter()
-            .map(|i| CbAction::Index(index_of(i)))
-            .collect();
-        let b = call(py, &self.state, |st: &mut CbVec| {
-            cb_step_all(st, actions, with_text)
-        })?;
-        batch_tuple(py, b)
-    }
-
-    /// Step environment `i` with the step body `actions[i]` (JSON text). Every body is read
-    /// before any environment steps.
-    #[pyo3(signature = (actions, with_text = false))]
-    fn step_json<'py>(
-        &self,
-        py: Python<'py>,
-        actions: Vec<String>,
-        with_text: bool,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        let b = call(py, &self.state, |st: &mut CbVec| {
-            let parsed = actions
-                .iter()
-                .enumerate()
-                .map(|(i, a)| {
-                    request::step_action(a)
-                        .map(CbAction::Typed)
-                        .map_err(|mut e| {
-                            e.message = format!("environment {i}: {}", e.message);
-                            e
-                        })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            cb_step_all(st, parsed, with_text)
-        })?;
-        batch_tuple(py, b)
-    }
-
-    /// Environment `i`'s candidate actions (JSON text).
-    fn candidates(&self, py: Python<'_>, i: usize) -> PyResult<String> {
-        call(py, &self.state, |st: &mut CbVec| {
-            st.slots
-                .get(i)
-                .map(|s| cb::candidates_text(&s.candidates))
-                .ok_or_else(|| Refusal::validation(format!("no environment {i}")))
-        })
-    }
-
-    #[getter]
-    fn num_envs(&self, py: Python<'_>) -> PyResult<usize> {
-        call(py, &self.state, |st: &mut CbVec| Ok(st.slots.len()))
-    }
-
-    #[getter]
-    fn threads(&self, py: Python<'_>) -> PyResult<usize> {
-        call(py, &self.state, |st: &mut CbVec| Ok(st.threads))
-    }
-}
-
-type AuditVec = VecState<audit::Slot, AuditResetRequest>;
-
-fn audit_row(
-    s: &audit::Slot,
-    out: &audit_env::episode::AuditStepEnvelope,
-    text: bool,
-) -> Result<Row, Refusal> {
-    Ok(Row {
-        features: s.features.to_vec(),
-        rl_vector: vec![],
-        mask: s.mask(),
-        reward: out.reward,
-        // An audit episode ends by its final submission (terminated) or its step budget
-        // (truncated).
-        terminated: out.done && s.final_submitted,
-        truncated: out.done && !s.final_submitted,
-        text: if text {
-            Some(audit::reply_text(out)?)
-        } else {
-            None
-        },
-    })
-}
-
-enum AuditAction {
-    Index(usize),
-    Typed(Box<AuditStepRequest>),
-}
-
-fn audit_step_all(
-    st: &mut AuditVec,
-    actions: Vec<AuditAction>,
-    text: bool,
-) -> Result<Batch, Refusal> {
-    if actions.len() != st.slots.len() {
-        return Err(Refusal::validation(format!(
-            "expected {} actions, got {}",
-            st.slots.len(),
-            actions.len()
-        )));
-    }
-    let inputs: Vec<(AuditAction, bool)> = actions
-        .into_iter()
-        .zip(st.needs_reset.iter().copied())
-        .collect();
-    let template = &st.template;
-    let mut paired: Vec<(&mut audit::Slot, &mut SeedStream)> =
-        st.slots.iter_mut().zip(st.streams.iter_mut()).collect();
-    let rows = vector::run_all(
-        &mut paired,
-        &inputs,
-        st.threads,
-        |_, (slot, stream), (action, reset)| {
-            if *reset {
-                let mut req = template.clone();
-                if req.seed.is_none() {
-                    req.seed = Some(stream.next_seed());
-                }
-                let out = slot.reset(req, None)?;
-                let mut row = audit_row(slot, &out, text)?;
-                row.reward = 0.0;
-                return Ok(row);
+            /// Step environment `i` with candidate `indices[i]` (an ended one resets instead).
+            #[pyo3(signature = (indices, with_text = false))]
+            fn step<'py>(
+                &self,
+                py: Python<'py>,
+                indices: Vec<i64>,
+                with_text: bool,
+            ) -> PyResult<Bound<'py, PyTuple>> {
+                let inputs = indices.into_iter().map(|i| Input::Index(index_of(i))).collect();
+                let b = call(py, &self.state, |st| {
+                    st.step(inputs, with_text)?;
+                    Ok(batch_bytes(&mut st.batch, with_text))
+                })?;
+                batch_tuple(py, b)
             }
-            let out = match action {
-                AuditAction::Index(i) => slot.step_candidate(*i, None)?,
-                AuditAction::Typed(r) => slot.step((**r).clone(), None)?,
-            };
-            audit_row(slot, &out, text)
-        },
-    )
-    .map_err(raise_failure)?;
-    for (flag, row) in st.needs_reset.iter_mut().zip(&rows) {
-        *flag = !*flag && (row.terminated || row.truncated);
-    }
-    Ok(Batch::of(rows, text))
-}
 
-/// N Financial Audit environments stepped in Rust worker threads, with next-step autoreset.
-#[pyclass(module = "ledgershield._native", name = "AuditVector")]
-pub struct AuditVector {
-    state: Mutex<AuditVec>,
-}
+            /// Step environment `i` with the step body `actions[i]` (JSON text). Every body is
+            /// read before any environment steps.
+            #[pyo3(signature = (actions, with_text = false))]
+            fn step_json<'py>(
+                &self,
+                py: Python<'py>,
+                actions: Vec<String>,
+                with_text: bool,
+            ) -> PyResult<Bound<'py, PyTuple>> {
+                let b = call(py, &self.state, |st| {
+                    st.step_json(&actions, with_text)?;
+                    Ok(batch_bytes(&mut st.batch, with_text))
+                })?;
+                batch_tuple(py, b)
+            }
 
-#[pymethods]
-impl AuditVector {
-    #[new]
-    #[pyo3(signature = (num_envs, max_findings_per_step = 50, fraud_difficulty = "auto", threads = None))]
-    fn new(
-        num_envs: usize,
-        max_findings_per_step: usize,
-        fraud_difficulty: &str,
-        threads: Option<usize>,
-    ) -> PyResult<Self> {
-        if num_envs == 0 {
-            return Err(Refusal::validation("num_envs must be at least 1").into_py());
+            /// Environment `i`'s candidate actions (JSON text).
+            fn candidates(&self, py: Python<'_>, i: usize) -> PyResult<String> {
+                call(py, &self.state, |st| st.candidates(i))
+            }
+
+            #[getter]
+            fn num_envs(&self, py: Python<'_>) -> PyResult<usize> {
+                call(py, &self.state, |st| Ok(st.slots.len()))
+            }
+
+            #[getter]
+            fn threads(&self, py: Python<'_>) -> PyResult<usize> {
+                call(py, &self.state, |st| Ok(st.threads))
+            }
+
+            $($own)*
         }
-        let config = audit_config(max_findings_per_step, fraud_difficulty)?;
-        Ok(Self {
-            state: Mutex::new(VecState {
-                slots: (0..num_envs)
-                    .map(|_| audit::Slot::new(config.clone()))
-                    .collect(),
-                needs_reset: vec![false; num_envs],
-                streams: (0..num_envs).map(|i| SeedStream::new(42, i)).collect(),
-                template: AuditResetRequest::default(),
-                threads: threads.unwrap_or_else(|| vector::default_threads(num_envs)),
-            }),
-        })
-    }
-
-    #[pyo3(signature = (request, seed = None, with_text = false))]
-    fn reset<'py>(
-        &self,
-        py: Python<'py>,
-        request: &str,
-        seed: Option<u64>,
-        with_text: bool,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        let b = call(py, &self.state, |st: &mut AuditVec| {
-            st.template = request::audit_typed(request)?;
-            if let Some(seed) = seed {
-                st.streams = (0..st.slots.len())
-                    .map(|i| SeedStream::new(seed, i))
-                    .collect();
-            }
-            st.needs_reset.fill(true);
-            let n = st.slots.len();
-            audit_step_all(
-                st,
-                (0..n).map(|_| AuditAction::Index(0)).collect(),
-                with_text,
-            )
-        })?;
-        batch_tuple(py, b)
-    }
-
-    #[pyo3(signature = (indices, with_text = false))]
-    fn step<'py>(
-        &self,
-        py: Python<'py>,
-        indices: Vec<i64>,
-        with_text: bool,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        let actions = indices
-            .into_iter()
-            .map(|i| AuditAction::Index(index_of(i)))
-            .collect();
-        let b = call(py, &self.state, |st: &mut AuditVec| {
-            audit_step_all(st, actions, with_text)
-        })?;
-        batch_tuple(py, b)
-    }
-
-    #[pyo3(signature = (actions, with_text = false))]
-    fn step_json<'py>(
-        &self,
-        py: Python<'py>,
-        actions: Vec<String>,
-        with_text: bool,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        let b = call(py, &self.state, |st: &mut AuditVec| {
-            let parsed = actions
-                .iter()
-                .enumerate()
-                .map(|(i, a)| {
-                    request::audit_typed::<AuditStepRequest>(a)
-                        .map(|r| AuditAction::Typed(Box::new(r)))
-                        .map_err(|mut e| {
-                            e.message = format!("environment {i}: {}", e.message);
-                            e
-                        })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            audit_step_all(st, parsed, with_text)
-        })?;
-        batch_tuple(py, b)
-    }
-
-    fn candidates(&self, py: Python<'_>, i: usize) -> PyResult<String> {
-        call(py, &self.state, |st: &mut AuditVec| {
-            st.slots
-                .get(i)
-                .map(|s| audit::candidates_text(&s.candidates))
-                .ok_or_else(|| Refusal::validation(format!("no environment {i}")))
-        })
-    }
-
-    #[getter]
-    fn num_envs(&self, py: Python<'_>) -> PyResult<usize> {
-        call(py, &self.state, |st: &mut AuditVec| Ok(st.slots.len()))
-    }
+    };
 }
+
+fn at_least_one(num_envs: usize) -> Result<(), Refusal> {
+    if num_envs == 0 {
+        return Err(Refusal::validation("num_envs must be at least 1"));
+    }
+    Ok(())
+}
+
+vector_class!(
+    /// N ControlBench environments stepped in Rust worker threads, with next-step autoreset.
+    #[pyclass(module = "ledgershield._native", name = "ControlBenchVector")]
+    ControlBenchVector(cb::Slot) {
+        #[new]
+        #[pyo3(signature = (num_envs, track_mode = "blind", threads = None))]
+        fn new(
+            py: Python<'_>,
+            num_envs: usize,
+            track_mode: &str,
+            threads: Option<usize>,
+        ) -> PyResult<Self> {
+            let slots = at_least_one(num_envs)
+                .and_then(|()| cb_config(track_mode))
+                .and_then(|config| {
+                    let pool = cb::embedded_pool()?;
+                    Ok((0..num_envs).map(|_| cb::Slot::new(pool.clone(), config)).collect())
+                })
+                .map_err(|e| e.into_py(py))?;
+            Ok(Self { state: Mutex::new(VecState::new(slots, threads)) })
+        }
+    }
+);
+
+vector_class!(
+    /// N Financial Audit environments stepped in Rust worker threads, with next-step autoreset.
+    #[pyclass(module = "ledgershield._native", name = "AuditVector")]
+    AuditVector(audit::Slot) {
+        #[new]
+        #[pyo3(signature = (
+            num_envs, max_findings_per_step = 50, fraud_difficulty = "auto", threads = None
+        ))]
+        fn new(
+            py: Python<'_>,
+            num_envs: usize,
+            max_findings_per_step: usize,
+            fraud_difficulty: &str,
+            threads: Option<usize>,
+        ) -> PyResult<Self> {
+            let slots = at_least_one(num_envs)
+                .and_then(|()| audit_config(max_findings_per_step, fraud_difficulty))
+                .map(|config| (0..num_envs).map(|_| audit::Slot::new(config.clone())).collect())
+                .map_err(|e| e.into_py(py))?;
+            Ok(Self { state: Mutex::new(VecState::new(slots, threads)) })
+        }
+    }
+);

@@ -1,24 +1,58 @@
 //! N environments stepped in one call, each in a Rust worker thread's share of the batch, with
 //! Gymnasium's next-step autoreset: the step after an episode ended resets that environment
 //! (its action is ignored; reward 0, neither terminated nor truncated) instead of stepping it.
+//! Rows are written straight into the vector's reused output buffers ([`Batch`]); a reply is
+//! serialized to JSON text only when asked.
 
 use crate::errors::Refusal;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// What one environment reports for a batch.
-#[derive(Debug, Clone, Default)]
-pub struct Row {
-    pub features: Vec<f32>,
-    pub rl_vector: Vec<f32>,
-    pub mask: Vec<u8>,
-    pub reward: f64,
-    pub terminated: bool,
-    pub truncated: bool,
-    /// The reply JSON, when asked for.
-    pub text: Option<String>,
+/// An environment a vector holds: how it resets from the vector's template, steps, and writes
+/// its row of the batch.
+pub trait VecSlot: Send + Poison {
+    /// The reset body every autoreset uses (its seed drawn from the environment's stream when
+    /// it has none).
+    type Template: Clone + Default + Send + Sync;
+    /// A typed action.
+    type Action: Send + Sync;
+    /// The reply of a reset or step.
+    type Reply;
+    const FEATURES: usize;
+    const RL_VECTOR: usize;
+    const MASK: usize;
+
+    fn parse_template(text: &str) -> Result<Self::Template, Refusal>;
+    fn parse_action(text: &str) -> Result<Self::Action, Refusal>;
+    fn reset_from(
+        &mut self,
+        template: &Self::Template,
+        stream: &mut SeedStream,
+    ) -> Result<Self::Reply, Refusal>;
+    fn step_index(&mut self, index: usize) -> Result<Self::Reply, Refusal>;
+    fn step_typed(&mut self, action: &Self::Action) -> Result<Self::Reply, Refusal>;
+    /// Write this environment's row (features, export vector, mask, reward, end flags and,
+    /// when `text`, the reply's JSON text).
+    fn write_row(
+        &self,
+        reply: &Self::Reply,
+        row: &mut RowOut<'_>,
+        text: bool,
+    ) -> Result<(), Refusal>;
+    fn candidates_text(&self) -> String;
 }
 
-/// A batch: the rows laid out as flat arrays, environment by environment.
+/// One environment's row of a batch, borrowed from the vector's output buffers.
+pub struct RowOut<'a> {
+    pub features: &'a mut [f32],
+    pub rl_vector: &'a mut [f32],
+    pub mask: &'a mut [u8],
+    pub reward: &'a mut f64,
+    pub terminated: &'a mut u8,
+    pub truncated: &'a mut u8,
+    pub text: &'a mut Option<String>,
+}
+
+/// A batch's output buffers, environment by environment, reused from call to call.
 #[derive(Debug, Default)]
 pub struct Batch {
     pub features: Vec<f32>,
@@ -27,27 +61,44 @@ pub struct Batch {
     pub reward: Vec<f64>,
     pub terminated: Vec<u8>,
     pub truncated: Vec<u8>,
-    pub texts: Option<Vec<String>>,
+    pub texts: Vec<Option<String>>,
 }
 
 impl Batch {
-    pub fn of(rows: Vec<Row>, with_text: bool) -> Self {
-        let mut b = Batch {
-            texts: with_text.then(|| Vec::with_capacity(rows.len())),
-            ..Default::default()
-        };
-        for r in rows {
-            b.features.extend_from_slice(&r.features);
-            b.rl_vector.extend_from_slice(&r.rl_vector);
-            b.mask.extend_from_slice(&r.mask);
-            b.reward.push(r.reward);
-            b.terminated.push(u8::from(r.terminated));
-            b.truncated.push(u8::from(r.truncated));
-            if let (Some(t), Some(text)) = (b.texts.as_mut(), r.text) {
-                t.push(text);
-            }
+    fn sized(n: usize, features: usize, rl: usize, mask: usize) -> Self {
+        Batch {
+            features: vec![0.0; n * features],
+            rl_vector: vec![0.0; n * rl],
+            mask: vec![0; n * mask],
+            reward: vec![0.0; n],
+            terminated: vec![0; n],
+            truncated: vec![0; n],
+            texts: vec![None; n],
         }
-        b
+    }
+
+    /// The per-environment rows (a zero-width field gives empty slices).
+    fn rows(&mut self, features: usize, rl: usize, mask: usize) -> Vec<RowOut<'_>> {
+        // `chunks_mut` needs a non-zero width; a zero-width field's buffer is empty, so its
+        // iterator yields nothing and every row gets the empty slice.
+        let mut f = self.features.chunks_mut(features.max(1));
+        let mut r = self.rl_vector.chunks_mut(rl.max(1));
+        let mut m = self.mask.chunks_mut(mask.max(1));
+        self.reward
+            .iter_mut()
+            .zip(self.terminated.iter_mut())
+            .zip(self.truncated.iter_mut())
+            .zip(self.texts.iter_mut())
+            .map(|(((reward, terminated), truncated), text)| RowOut {
+                features: f.next().unwrap_or_default(),
+                rl_vector: r.next().unwrap_or_default(),
+                mask: m.next().unwrap_or_default(),
+                reward,
+                terminated,
+                truncated,
+                text,
+            })
+            .collect()
     }
 }
 
@@ -77,59 +128,210 @@ impl SeedStream {
     }
 }
 
-/// Run `f` on every (slot, input) pair, the slots split between `threads` scoped workers; a
-/// panic in one environment is caught there and marks it poisoned.
-pub fn run_all<S, I, F>(
-    slots: &mut [S],
-    inputs: &[I],
-    threads: usize,
-    f: F,
-) -> Result<Vec<Row>, Failure>
+/// Run `f` on every item, the items split between `threads` scoped workers (inline for one);
+/// a panic in one environment is caught there and marks it poisoned. The first failure, in
+/// environment order, is returned.
+pub fn run_all<T, F>(items: &mut [T], threads: usize, f: F) -> Result<(), Failure>
 where
-    S: Send + Poison,
-    I: Sync,
-    F: Fn(usize, &mut S, &I) -> Result<Row, Refusal> + Sync,
+    T: Send + Poison,
+    F: Fn(&mut T) -> Result<(), Refusal> + Sync,
 {
-    let n = slots.len();
-    let one = |offset: usize, chunk: &mut [S], ins: &[I]| -> Vec<Result<Row, Failure>> {
-        chunk
-            .iter_mut()
-            .zip(ins)
-            .enumerate()
-            .map(|(k, (slot, input))| {
-                let i = offset + k;
-                match catch_unwind(AssertUnwindSafe(|| f(i, slot, input))) {
-                    Ok(r) => r.map_err(|e| Failure::Refused(i, e)),
-                    Err(p) => {
-                        slot.poison();
-                        Err(Failure::Panicked(i, p))
-                    }
+    let n = items.len();
+    let one = |offset: usize, chunk: &mut [T]| -> Option<Failure> {
+        chunk.iter_mut().enumerate().find_map(|(k, item)| {
+            let i = offset + k;
+            match catch_unwind(AssertUnwindSafe(|| f(item))) {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(Failure::Refused(i, e)),
+                Err(p) => {
+                    item.poison();
+                    Some(Failure::Panicked(i, p))
                 }
-            })
-            .collect()
+            }
+        })
     };
     let threads = threads.clamp(1, n.max(1));
-    let results: Vec<Result<Row, Failure>> = if threads == 1 {
-        one(0, slots, inputs)
+    let first = if threads == 1 {
+        one(0, items)
     } else {
         let size = n.div_ceil(threads);
         std::thread::scope(|s| {
-            let handles: Vec<_> = slots
+            let handles: Vec<_> = items
                 .chunks_mut(size)
-                .zip(inputs.chunks(size))
                 .enumerate()
-                .map(|(c, (chunk, ins))| {
+                .map(|(c, chunk)| {
                     let one = &one;
-                    s.spawn(move || one(c * size, chunk, ins))
+                    s.spawn(move || one(c * size, chunk))
                 })
                 .collect();
             handles
                 .into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
+                .filter_map(|h| h.join().ok().flatten())
+                .next()
         })
     };
-    results.into_iter().collect()
+    first.map_or(Ok(()), Err)
+}
+
+/// What a vector step does with one environment.
+pub enum Input<A> {
+    Index(usize),
+    Typed(A),
+}
+
+/// One environment's share of a batch call.
+struct Job<'a, S: VecSlot> {
+    slot: &'a mut S,
+    stream: &'a mut SeedStream,
+    reset: bool,
+    input: Input<S::Action>,
+    row: RowOut<'a>,
+}
+
+impl<S: VecSlot> Poison for Job<'_, S> {
+    fn poison(&mut self) {
+        self.slot.poison();
+    }
+}
+
+/// The state of a vector: its environments, which must reset on their next step, each one's
+/// reset-seed stream, the reset template and the output buffers.
+pub struct VecState<S: VecSlot> {
+    pub slots: Vec<S>,
+    needs_reset: Vec<bool>,
+    streams: Vec<SeedStream>,
+    template: S::Template,
+    pub threads: usize,
+    pub batch: Batch,
+}
+
+impl<S: VecSlot> Poison for VecState<S> {
+    fn poison(&mut self) {}
+}
+
+impl<S: VecSlot> VecState<S> {
+    pub fn new(slots: Vec<S>, threads: Option<usize>) -> Self {
+        let n = slots.len();
+        Self {
+            needs_reset: vec![false; n],
+            streams: (0..n).map(|i| SeedStream::new(42, i)).collect(),
+            template: S::Template::default(),
+            threads: threads.unwrap_or_else(|| default_threads(n)),
+            batch: Batch::sized(n, S::FEATURES, S::RL_VECTOR, S::MASK),
+            slots,
+        }
+    }
+
+    /// Reset every environment from a reset body; with `seed`, environment `i`'s reset seeds
+    /// restart from its own stream of `seed` (a body `seed` or `case_id` wins).
+    pub fn reset(&mut self, request: &str, seed: Option<u64>, text: bool) -> Result<(), Refusal> {
+        self.template = S::parse_template(request)?;
+        if let Some(seed) = seed {
+            self.streams = (0..self.slots.len())
+                .map(|i| SeedStream::new(seed, i))
+                .collect();
+        }
+        self.needs_reset.fill(true);
+        let inputs = (0..self.slots.len()).map(|_| Input::Index(0)).collect();
+        self.step(inputs, text)
+    }
+
+    /// Step environment `i` with typed step bodies (JSON text); every body is read before any
+    /// environment steps.
+    pub fn step_json(&mut self, actions: &[String], text: bool) -> Result<(), Refusal> {
+        let inputs = actions
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                S::parse_action(a).map(Input::Typed).map_err(|mut e| {
+                    e.message = format!("environment {i}: {}", e.message);
+                    e
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.step(inputs, text)
+    }
+
+    /// Step every environment with its input (an ended one resets instead, Gymnasium's
+    /// next-step autoreset: its input ignored, reward 0, neither terminated nor truncated).
+    pub fn step(&mut self, inputs: Vec<Input<S::Action>>, text: bool) -> Result<(), Refusal> {
+        let n = self.slots.len();
+        if inputs.len() != n {
+            return Err(Refusal::validation(format!(
+                "expected {n} actions, got {}",
+                inputs.len()
+            )));
+        }
+        let template = &self.template;
+        let rows = self.batch.rows(S::FEATURES, S::RL_VECTOR, S::MASK);
+        let mut jobs: Vec<Job<'_, S>> = self
+            .slots
+            .iter_mut()
+            .zip(self.streams.iter_mut())
+            .zip(self.needs_reset.iter().copied())
+            .zip(inputs)
+            .zip(rows)
+            .map(|((((slot, stream), reset), input), row)| Job {
+                slot,
+                stream,
+                reset,
+                input,
+                row,
+            })
+            .collect();
+        run_all(&mut jobs, self.threads, |job| {
+            let reply = if job.reset {
+                job.slot.reset_from(template, job.stream)?
+            } else {
+                match &job.input {
+                    Input::Index(i) => job.slot.step_index(*i)?,
+                    Input::Typed(a) => job.slot.step_typed(a)?,
+                }
+            };
+            *job.row.text = None;
+            job.slot.write_row(&reply, &mut job.row, text)?;
+            if job.reset {
+                *job.row.reward = 0.0;
+            }
+            Ok(())
+        })
+        .map_err(raise_failure)?;
+        drop(jobs);
+        let b = &self.batch;
+        for (i, flag) in self.needs_reset.iter_mut().enumerate() {
+            *flag = !*flag && (b.terminated[i] != 0 || b.truncated[i] != 0);
+        }
+        Ok(())
+    }
+
+    /// Environment `i`'s candidate actions (JSON text).
+    pub fn candidates(&self, i: usize) -> Result<String, Refusal> {
+        self.slots
+            .get(i)
+            .map(S::candidates_text)
+            .ok_or_else(|| Refusal::validation(format!("no environment {i}")))
+    }
+}
+
+fn raise_failure(f: Failure) -> Refusal {
+    match f {
+        Failure::Refused(i, mut e) => {
+            e.message = format!("environment {i}: {}", e.message);
+            e
+        }
+        Failure::Panicked(i, p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Refusal::new(
+                500,
+                "internal_error",
+                format!("environment {i} panicked ({what}); it was discarded and resets on its next step"),
+            )
+        }
+    }
 }
 
 /// A slot a panic can mark as discarded.

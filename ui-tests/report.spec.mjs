@@ -34,7 +34,7 @@ test("the HTML report reads offline: tables, labelled axes, no clipped or overla
     expect(a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top, `labels ${i} and ${j} overlap`).toBe(true);
   }
   // Ratios and amounts are on separate axes: the ratio chart's axis ends at 1, the amounts' at a money value.
-  await expect(page.locator("figure", { hasText: "Loss surface: ratios" }).locator("text.tick").last()).toHaveText("1.00");
+  await expect(page.locator("figure", { hasText: "Loss surface: ratios" }).locator("text.tick[text-anchor=middle]").last()).toHaveText("1.00");
   await expect(page.locator("figure", { hasText: "Loss surface: amounts" }).locator("text.lab")).toHaveText("amount (invoice currency)");
   // The authority rows are the environment's levels, full authority on top.
   const rows = await page.locator("figure", { hasText: "Authority level over" }).locator("text.tick[text-anchor=end]").allTextContents();

@@ -377,7 +377,8 @@ pub fn experiments(r: &BenchmarkReport) -> String {
                 ]
             })
             .collect();
-        let _ = write!(s, "<h2>Gaming resistance</h2><p>{}</p>", esc(&g.note));
+        let bounded = g.rows.iter().filter(|r| r.within_bounds).count();
+        let _ = write!(s, "<h2>Gaming resistance</h2><p>{}</p><p>{bounded} of {} rows within bounds.</p><details><summary>Every pool and family ({} rows)</summary>", esc(&g.note), g.rows.len(), g.rows.len());
         s.push_str(&table(
             &[
                 "pool",

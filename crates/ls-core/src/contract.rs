@@ -9,6 +9,7 @@
 use crate::enums::{Decision, Hypothesis, TaskType};
 use crate::text::{DISCREPANCY_CODES, FRAUD_CODES};
 use serde::Serialize;
+use serde_json::{json, Value};
 
 /// The ten Task A extraction targets, in the order the documentation lists them.
 pub const EXTRACTION_FIELDS: [&str; 10] = [
@@ -290,6 +291,76 @@ fn specific(task: TaskType) -> Vec<ContractField> {
     }
 }
 
+impl FieldKind {
+    /// The JSON Schema of a value of this kind, as the server's parser accepts it (reason codes
+    /// are listed under `x-vocabulary`, not as an `enum`: the parser also maps their aliases).
+    pub fn json_schema(&self) -> Value {
+        match self {
+            FieldKind::Decision { values } => json!({"type": "string", "enum": values}),
+            FieldKind::Probability => json!({"type": "number", "minimum": 0, "maximum": 1}),
+            FieldKind::Probabilities { hypotheses } => {
+                json!({"type": "object", "propertyNames": {"enum": hypotheses}, "additionalProperties": {"type": "number", "minimum": 0}})
+            }
+            FieldKind::Codes { values } => {
+                json!({"type": "array", "items": {"type": "string"}, "x-vocabulary": values})
+            }
+            FieldKind::Ids { .. } => json!({"type": "array", "items": {"type": "string"}}),
+            FieldKind::Checks { checks, statuses } => {
+                json!({"type": "object", "additionalProperties": {"type": ["string", "boolean"]}, "x-checks": checks, "x-statuses": statuses})
+            }
+            FieldKind::Fields { fields, amounts } => {
+                json!({"type": "object", "additionalProperties": {"type": ["string", "number"]}, "x-fields": fields, "x-amounts": amounts})
+            }
+            FieldKind::LineItems { columns } => {
+                let props: serde_json::Map<String, Value> = columns
+                    .iter()
+                    .map(|c| {
+                        (
+                            (*c).to_owned(),
+                            if *c == "description" {
+                                json!({"type": "string"})
+                            } else {
+                                json!({"type": ["number", "string"]})
+                            },
+                        )
+                    })
+                    .collect();
+                json!({"type": "array", "items": {"type": "object", "properties": props}})
+            }
+            FieldKind::Evidence => {
+                json!({"type": "object", "additionalProperties": {"type": "object", "properties": {
+                "doc_id": {"type": "string"}, "page": {"type": "integer", "minimum": 1},
+                "bbox": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4},
+                "token_ids": {"type": "array", "items": {"type": "string"}}}}})
+            }
+            FieldKind::Text => json!({"type": "string"}),
+            FieldKind::Object => json!({"type": "object"}),
+        }
+    }
+}
+
+/// The `submit_decision` payload schema over every family: each contract field once, its
+/// description naming the families whose grade reads it; `decision` is required.
+pub fn submission_schema() -> Value {
+    let mut props = serde_json::Map::new();
+    for task in TaskType::ALL {
+        for f in output_contract(task).fields {
+            let entry = props.entry(f.name.to_owned()).or_insert_with(|| {
+                let mut s = f.kind.json_schema();
+                s["description"] = json!(f.description);
+                s["x-graded-for"] = json!([]);
+                s
+            });
+            if f.graded {
+                if let Some(list) = entry["x-graded-for"].as_array_mut() {
+                    list.push(json!(task.as_str()));
+                }
+            }
+        }
+    }
+    json!({"type": "object", "properties": props, "required": ["decision"], "description": "The task family's output contract (/ui/catalog.json lists it per family); unknown keys are ignored."})
+}
+
 /// The output contract of one task family.
 pub fn output_contract(task: TaskType) -> OutputContract {
     let mut fields = backbone(task);
@@ -305,7 +376,7 @@ pub fn output_contract(task: TaskType) -> OutputContract {
 mod tests {
     use super::*;
     use crate::Submission;
-    use serde_json::{json, Map, Value};
+    use serde_json::Map;
 
     /// A well-typed value for a field of this kind.
     fn sample(f: &ContractField) -> Value {
@@ -388,6 +459,25 @@ mod tests {
                 assert_eq!(e.field, f.name);
             }
         }
+    }
+
+    #[test]
+    fn the_payload_schema_has_every_field_of_every_family_once() {
+        let schema = submission_schema();
+        let props = schema["properties"].as_object().unwrap();
+        for task in TaskType::ALL {
+            for f in output_contract(task).fields {
+                let p = &props[f.name];
+                assert!(p["type"].is_string() || p["type"].is_array(), "{}", f.name);
+                let graded = p["x-graded-for"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&json!(task.as_str()));
+                assert_eq!(graded, f.graded, "{task:?} {}", f.name);
+            }
+        }
+        assert_eq!(schema["required"], json!(["decision"]));
+        assert_eq!(props["extracted_fields"]["x-graded-for"], json!(["task_a"]));
     }
 
     #[test]

@@ -65,7 +65,13 @@ start_server() {
 
 LS_URL="$(start_server controlbench)"
 LS_AUDIT_URL="$(start_server audit --env audit)"
-export LS_URL LS_AUDIT_URL
-echo "== browser tests (ControlBench $LS_URL, audit $LS_AUDIT_URL)"
+# A third server in instrumented mode (SPRT, tool rankings and reward machine in observations).
+LS_INSTRUMENTED_URL="$(LEDGERSHIELD_TRACK_MODE=instrumented start_server instrumented)"
+# The tests read the servers' startup lines from their logs.
+LS_LOG_DIR="$WORK"
+# The HTML report the report run wrote (report.spec.mjs opens it from disk).
+LS_REPORT_DIR="$WORK/report"
+export LS_URL LS_AUDIT_URL LS_INSTRUMENTED_URL LS_LOG_DIR LS_REPORT_DIR
+echo "== browser tests (ControlBench $LS_URL, audit $LS_AUDIT_URL, instrumented $LS_INSTRUMENTED_URL)"
 mkdir -p docs/screenshots
 (cd ui-tests && npx playwright test)

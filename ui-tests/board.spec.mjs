@@ -24,5 +24,24 @@ test("leaderboard and report charts render and respond to focus", async ({ page 
   await ladder.locator("rect.bar").first().focus();
   await expect(ladder.locator(".chart-caption")).toContainText("teacher");
   await expect(page.locator("h3", { hasText: "Per-track results" })).toBeVisible();
+  // The authority axis is exactly the server's levels, least authority at the bottom, and every
+  // point sits on the row of its own level.
+  const cat = await (await page.request.get(`${env("LS_URL")}/ui/catalog.json`)).json();
+  expect(cat.authority_levels).toEqual(["full_authority", "restricted_authority", "review_only", "locked"]);
+  const auth = page.locator("figure.chart", { hasText: "Authority level over the ControlBench sequence" });
+  const ticks = await auth.locator("text.tick[text-anchor=end]").evaluateAll((els) => els.map((e) => ({ text: e.textContent, y: Number(e.getAttribute("y")) - 4 })));
+  expect(ticks.map((t) => t.text)).toEqual([...cat.authority_levels].reverse());
+  const dots = await auth.locator("circle.dot").evaluateAll((els) => els.map((e) => ({ label: e.dataset.label, y: Number(e.getAttribute("cy")) })));
+  expect(dots.length).toBeGreaterThan(0);
+  for (const d of dots) {
+    const level = d.label.split(": ")[1].split(" ")[0];
+    expect(ticks.find((t) => t.text === level), d.label).toBeTruthy();
+    expect(Math.abs(ticks.find((t) => t.text === level).y - d.y), d.label).toBeLessThan(0.01);
+  }
+  await expect(page.locator("body")).not.toContainText("limited_authority");
+  // A track without data says so instead of a table of zeros.
+  const human = page.locator('section.track[data-track="human_baseline"]');
+  await expect(human.locator(".no-data")).toHaveText("No data for this track.");
+  await expect(human.locator("table")).toHaveCount(0);
   await shot(page, "board");
 });

@@ -48,6 +48,17 @@ test("play CASE-D-001 to a graded decision with clicked evidence", async ({ page
 
   await runTool(page, "ocr", { doc_id: "INV-D-001", mode: "accurate" });
   await runTool(page, "inspect_email_thread", { thread_id: "THR-100" });
+  // The thread is readable: subject, sender, body and the request signals (not only a header).
+  const thread = page.locator('article.thread[data-thread="THR-100"]');
+  await expect(thread.locator(".mail-subject")).toContainText("URGENT: release INV-2048-A");
+  await expect(thread).toContainText("accounts@northwind-payments.example.net");
+  await expect(thread.locator(".mail-body")).toContainText("Please release invoice INV-2048-A");
+  await expect(thread.locator(".mail-body")).toContainText("skip callback verification");
+  await expect(thread.locator(".mail-signals")).toContainText("bank change language");
+  // The tool result is in words (a table of fields), and the thread's vendor key is offered to
+  // the vendor_key inputs of the tools.
+  await expect(page.locator('.tool-result[data-tool="inspect_email_thread"]')).toContainText("Email thread inspection complete.");
+  await expect(page.locator('datalist[id="dl-lookup_vendor_history-vendor_key"] option[value="northwind-industrial"]')).toHaveCount(1);
   await runTool(page, "ocr", { doc_id: "THR-100", mode: "accurate" });
   await runTool(page, "request_callback_verification", {});
   await expect(page.locator(".timeline .pending")).toContainText("callback_verification_result");
@@ -94,8 +105,25 @@ test("play CASE-D-001 to a graded decision with clicked evidence", async ({ page
   const score = Number(await page.locator("#final-score").innerText());
   expect(score).toBeGreaterThan(0);
   await expect(page.locator("#result-class")).not.toHaveText("—");
+  // The grade explains itself from the API's reasons: the result class in words, each cap that
+  // bound the score, every missing required control and artifact, every failed SOX control.
+  const terminal = (await page.evaluate(() => window.LS.log)).filter((e) => e.path === "/step").at(-1).body.info;
+  const sb = terminal.score_breakdown;
+  const why = page.locator("#grade-why");
+  await expect(why.locator(".why-class")).toContainText(terminal.result_class);
+  expect(sb.missing_required_actions.length + sb.missing_required_artifacts.length).toBeGreaterThan(0);
+  for (const a of [...sb.missing_required_actions, ...sb.missing_required_artifacts]) await expect(why).toContainText(a);
+  for (const c of terminal.compliance.failed_controls) await expect(why).toContainText(c);
+  if (terminal.result_class === "correct_but_policy_incomplete") await expect(why).toContainText("required controls or artifacts were missing");
+  for (const [k, v] of Object.entries(sb)) if (k.endsWith("_cap") && v < 1) await expect(why).toContainText(`Capped at ${v.toFixed(2)}`);
+  await expect(page.locator("#grade .score-line")).toContainText(`track ${terminal.benchmark_track}`);
   await expect(page.locator("figure.chart", { hasText: "TrustGraph" }).locator("g.node").first()).toBeVisible();
   await expect(page.locator("figure.chart", { hasText: "Decision certificate" }).locator("g.node").first()).toBeVisible();
+  // The certificate summary counts what is drawn, and no node label is cut off by its box.
+  const drawn = await page.locator("figure.chart", { hasText: "Decision certificate" }).locator("g.node").count();
+  await expect(page.locator("#certificate-summary")).toContainText(`Drawn: ${drawn} nodes`);
+  const overflow = await page.locator("svg.graph g.node").evaluateAll((gs) => gs.filter((g) => [...g.querySelectorAll("text")].some((t) => t.getComputedTextLength() > g.querySelector("rect").width.baseVal.value - 8)).length);
+  expect(overflow).toBe(0);
   await expect(page.locator("figure.chart", { hasText: "Component scores" }).locator("rect.bar").first()).toBeVisible();
   await shot(page, "play-grade");
 
@@ -136,4 +164,35 @@ test("a payload the server rejects shows its error and the episode goes on", asy
   await page.locator('details.tool:has(form[data-tool="zoom"])').getByRole("button", { name: "Run zoom" }).click();
   await expect(page.locator("table.steps tbody tr")).toHaveCount(1);
   await expect(page.locator("[role=alert]")).toHaveCount(0);
+});
+
+test("the track box labels a curated case and the episode shows its track", async ({ page }) => {
+  await page.goto(`${BASE()}/ui/#play`);
+  await page.selectOption("#case-id", "CASE-D-001");
+  // The case's own track first ...
+  await page.click("#start");
+  await expect(page.locator("#episode-track")).toContainText("Adversarial Data Track (adversarial)");
+  // ... then the same curated case on the blind-control track: the reset names it and the
+  // episode shows it.
+  await page.selectOption("#track", "blind_control");
+  const req = page.waitForRequest((r) => r.url().endsWith("/reset"));
+  await page.click("#start");
+  expect((await req).postDataJSON()).toEqual({ case_id: "CASE-D-001", track: "blind_control" });
+  await expect(page.locator("#episode-track")).toContainText("Blind-Control Track (blind_control) · mode blind");
+  await expect(page.locator("#instrumented-blind")).toBeVisible();
+});
+
+test("a hand-filled certificate that is not JSON is refused in the page, naming the field", async ({ page }) => {
+  await page.goto(`${BASE()}/ui/#play`);
+  await page.selectOption("#case-id", "CASE-B-001");
+  await page.click("#start");
+  await page.locator("details:has(#decision_certificate) > summary").click();
+  await page.fill("#decision_certificate", "{not json");
+  await page.click("#submit-decision");
+  await expect(page.locator("#form-error")).toContainText("decision_certificate: not valid JSON");
+  const steps = (await page.evaluate(() => window.LS.log)).filter((e) => e.path === "/step");
+  expect(steps).toHaveLength(0);
+  // The Task B form offers the family's own fields and no Task A extraction inputs.
+  await expect(page.locator('fieldset[data-field="discrepancies"] input[value="price_mismatch"]')).toHaveCount(1);
+  await expect(page.locator("#xf-vendor_name")).toHaveCount(0);
 });

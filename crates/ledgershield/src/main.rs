@@ -342,7 +342,12 @@ fn serve(args: ServeArgs) -> Result<()> {
                 ls_server::audit::router(config, &server, &shutdown)
             }
         };
-        println!("LedgerShield listening on http://{addr}");
+        // One write for both lines: the first stays exactly the one scripts read for the
+        // address, and no later write can meet a pipe its reader closed after that line (SIGPIPE
+        // is at its default, so it would end the server).
+        // (Formatted first: `println!` with arguments writes piece by piece, the first line alone.)
+        let banner = format!("LedgerShield listening on http://{addr}\nWorkbench: http://{addr}/ui/ · API reference: http://{addr}/docs\n");
+        print!("{banner}");
         ls_server::serve(listener, app, server.timeouts, shutdown).await?;
         tracing::info!("server stopped");
         Ok(())

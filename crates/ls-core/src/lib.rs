@@ -13,10 +13,12 @@
 //!   latent hypothesis).
 //! * [`episode`]: public episode records (trajectory, artifacts, events) that grading reads.
 //! * [`submission`]: the typed `submit_decision` payload.
+//! * [`contract`]: each task family's output contract (the payload fields its grade reads).
 //!
 //! Invariant: nothing in this crate performs I/O except [`fixtures::FixtureSet::load_dir`], and
 //! nothing here knows about episodes, rewards or HTTP.
 
+pub mod contract;
 pub mod enums;
 pub mod episode;
 pub mod fixtures;

@@ -208,19 +208,7 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
     let g = &case.gold;
     match case.task_type {
         TaskType::TaskA => {
-            const FIELD_KEYS: [&str; 10] = [
-                "vendor_name",
-                "invoice_number",
-                "invoice_date",
-                "currency",
-                "subtotal",
-                "tax",
-                "total",
-                "po_id",
-                "receipt_id",
-                "bank_account",
-            ];
-            for k in FIELD_KEYS {
+            for k in crate::contract::EXTRACTION_FIELDS {
                 if !g.fields.contains_key(k) {
                     push(format!("task A gold lacks field {k}"));
                 }

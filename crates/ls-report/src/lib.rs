@@ -7,11 +7,12 @@
 //! * [`report`]: every documented track in the documented order ([`build_report`]).
 //! * [`product`]: leaderboard entries, Certify, visualization payloads with honest fallbacks.
 //! * [`human`]: the human-baseline loader (never fabricates data).
-//! * [`render`]: markdown and HTML (inline SVG charts via `plotters`).
+//! * [`render`]: markdown and HTML; [`html`]: the HTML page (tables, inline SVG charts with axes).
 
 pub mod eval;
 pub mod gaming;
 pub mod gen;
+pub mod html;
 pub mod human;
 pub mod metrics;
 pub mod product;

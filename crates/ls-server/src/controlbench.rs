@@ -202,7 +202,9 @@ pub fn do_state(state: &AppState, session: &str) -> PublicState {
 }
 
 async fn root() -> Json<Value> {
-    Json(json!({"status": "ok", "service": "LedgerShield OpenEnv", "environment": "controlbench"}))
+    Json(
+        json!({"status": "ok", "service": "LedgerShield OpenEnv", "environment": "controlbench", "workbench": "/ui/", "docs": "/docs", "openapi": "/openapi.json"}),
+    )
 }
 
 async fn health(State(s): State<Shared>) -> Json<Value> {
@@ -308,7 +310,11 @@ pub fn is_operator_route(method: &axum::http::Method, path: &str) -> bool {
     // evaluation must not read them, so they are operator reads.
     let stored_runs =
         *method == axum::http::Method::GET && (path == "/runs" || path.starts_with("/runs/"));
-    (*method == axum::http::Method::POST && path == "/institutional-reset") || stored_runs
+    // A scripted agent's submissions on a served case are a worked answer.
+    let agent_runs = *method == axum::http::Method::POST && path == "/agent-runs";
+    (*method == axum::http::Method::POST && path == "/institutional-reset")
+        || stored_runs
+        || agent_runs
 }
 
 /// Build the shared state from the server configuration (parsed once by the binary).

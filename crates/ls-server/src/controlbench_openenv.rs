@@ -7,7 +7,7 @@ use crate::error::ApiError;
 use crate::protocol::{to_json, OpenEnvBackend, OpenEnvService};
 use crate::sessions::SessionManager;
 use crate::ws_config::WsRuntime;
-use ls_core::enums::{ActionKind, ActionName, Decision};
+use ls_core::enums::{ActionKind, ActionName};
 use ls_env::{Environment, Observation, PublicState};
 use ls_json::RawJson;
 use schemars::JsonSchema;
@@ -103,19 +103,8 @@ fn payload_schema(action: ActionName) -> Value {
             json!({"summary": s("handoff summary"), "recommended_next_step": s("what the human should do next")}),
             &[],
         ),
-        SubmitDecision => (
-            json!({
-                "decision": {"type": "string", "enum": Decision::ALL.iter().map(|d| d.as_str()).collect::<Vec<_>>()},
-                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-                "reason_codes": {"type": "array", "items": {"type": "string"}},
-                "fraud_flags": {"type": "array", "items": {"type": "string"}},
-                "policy_checks": {"type": "object", "additionalProperties": {"type": "string"}},
-                "evidence_map": {"type": "object", "description": "claim -> evidence reference (doc or token ids)"},
-                "extracted_fields": {"type": "object"},
-                "notes": {"type": "string"},
-            }),
-            &["decision"],
-        ),
+        // The output contract of every task family, from the domain crate (one source).
+        SubmitDecision => return ls_core::contract::submission_schema(),
         _ => (json!({}), &[]),
     };
     json!({"type": "object", "properties": props, "required": required})

@@ -19,6 +19,7 @@
 //!   (report-backed product endpoints over [`report_store`]).
 //! * [`audit`]: the Financial Audit environment (HTTP routes and OpenEnv traits).
 
+pub mod agent_runs;
 pub mod audit;
 pub mod body;
 pub mod config;
@@ -86,6 +87,7 @@ pub fn router(state: Shared) -> App {
     let routes = controlbench::routes()
         .merge(controlbench_openenv::routes())
         .merge(reports::routes())
+        .merge(agent_runs::routes())
         .merge(route_table::workbench())
         .with_state(state);
     let router = openapi::with_reference(routes, info, controlbench::is_operator_route);

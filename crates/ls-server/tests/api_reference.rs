@@ -27,7 +27,7 @@ const COMMON: [&str; 10] = [
     "get /ui/{path}",
 ];
 
-const CONTROLBENCH: [&str; 18] = [
+const CONTROLBENCH: [&str; 19] = [
     "get /",
     "get /health",
     "post /reset",
@@ -46,6 +46,7 @@ const CONTROLBENCH: [&str; 18] = [
     "get /runs",
     "get /runs/{run_id}",
     "get /runs/{run_id}/episodes/{idx}",
+    "post /agent-runs",
 ];
 
 const AUDIT: [&str; 27] = [
@@ -291,6 +292,7 @@ async fn controlbench_openapi_lists_exactly_the_mounted_routes() {
     // Operator routes say so, from the same rule the security guard applies.
     assert_eq!(doc["paths"]["/runs"]["get"]["x-operator"], true);
     assert_eq!(doc["paths"]["/runs/{run_id}"]["get"]["x-operator"], true);
+    assert_eq!(doc["paths"]["/agent-runs"]["post"]["x-operator"], true);
     assert_eq!(
         doc["paths"]["/institutional-reset"]["post"]["x-operator"],
         true

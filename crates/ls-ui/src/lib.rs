@@ -87,10 +87,48 @@ assets! {
     "js/board.js" => "js/board.js", JS;
     "js/institution.js" => "js/institution.js", JS;
     "js/audit.js" => "js/audit.js", JS;
+    "js/submitform.js" => "js/submitform.js", JS;
+    "js/results.js" => "js/results.js", JS;
+    "js/instrumented.js" => "js/instrumented.js", JS;
+    "js/runner.js" => "js/runner.js", JS;
+}
+
+/// The canonical benchmark tracks a reset may name (each is its own `normalize_track`).
+pub const TRACKS: [&str; 8] = [
+    "portfolio",
+    "adversarial",
+    "controlbench",
+    "certificate_required",
+    "generated_holdout",
+    "sleeper_vigilance",
+    "blind_control",
+    "human_baseline",
+];
+
+/// The server's authority levels, most authority first (the order of `AuthorityLevel::rank`).
+pub fn authority_levels() -> Vec<&'static str> {
+    use ls_env::memory::AuthorityLevel as A;
+    // An exhaustive match: a new level fails to compile here until it is listed.
+    let all = [
+        A::FullAuthority,
+        A::RestrictedAuthority,
+        A::ReviewOnly,
+        A::Locked,
+    ];
+    for a in all {
+        match a {
+            A::FullAuthority | A::RestrictedAuthority | A::ReviewOnly | A::Locked => {}
+        }
+    }
+    let mut v = all.to_vec();
+    v.sort_by_key(|a| a.rank());
+    v.into_iter().map(|a| a.as_str()).collect()
 }
 
 /// The vocabulary the decision form offers, from the domain crate (one source of truth):
-/// decisions, the 27 canonical reason codes, the action catalogue with costs, curated case ids.
+/// decisions, each task family's output contract (`ls_core::contract`), the 27 canonical reason
+/// codes, the server's authority levels in rank order, the tracks, the action catalogue with costs,
+/// curated case ids.
 pub fn catalog() -> &'static [u8] {
     static CATALOG: LazyLock<Vec<u8>> = LazyLock::new(|| {
         use ls_core::{ActionKind, ActionName, Decision};
@@ -106,8 +144,26 @@ pub fn catalog() -> &'static [u8] {
         let cases: Vec<_> = ls_core::FixtureSet::embedded()
             .map(|s| s.cases.iter().map(|c| serde_json::json!({"case_id": c.case_id, "task_type": c.task_type.as_str()})).collect())
             .unwrap_or_default();
+        let contracts: serde_json::Map<String, serde_json::Value> = ls_core::TaskType::ALL
+            .iter()
+            .map(|t| {
+                (
+                    t.as_str().to_owned(),
+                    serde_json::to_value(ls_core::contract::output_contract(*t))
+                        .unwrap_or_default(),
+                )
+            })
+            .collect();
+        let tracks: Vec<_> = TRACKS
+            .iter()
+            .map(|t| serde_json::json!({"track": t, "label": ls_env::env::track_label(t), "description": ls_env::env::track_description(t)}))
+            .collect();
         serde_json::to_vec(&serde_json::json!({
             "decisions": Decision::ALL.iter().map(|d| d.as_str()).collect::<Vec<_>>(),
+            "output_contracts": contracts,
+            "authority_levels": authority_levels(),
+            "tracks": tracks,
+            "agents": ls_agents::OFFLINE_AGENTS,
             "reason_codes": {"discrepancy": ls_core::text::DISCREPANCY_CODES, "fraud": ls_core::text::FRAUD_CODES},
             "actions": actions,
             "curated_cases": cases,

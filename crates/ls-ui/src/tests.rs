@@ -131,3 +131,44 @@ fn etags_follow_the_content() {
     assert_ne!(fnv1a(b"a"), fnv1a(b"b"));
     assert_eq!(&hex_etag(0x0123_4567_89ab_cdef), b"\"0123456789abcdef\"");
 }
+
+#[test]
+fn catalog_serves_every_family_contract_the_authority_ranks_and_the_tracks() {
+    let cat: serde_json::Value = serde_json::from_slice(catalog()).unwrap();
+    for t in ls_core::TaskType::ALL {
+        let served = &cat["output_contracts"][t.as_str()];
+        let expected = serde_json::to_value(ls_core::contract::output_contract(t)).unwrap();
+        assert_eq!(served, &expected, "{t:?}");
+        assert!(served["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["name"] == "evidence_map"));
+    }
+    assert_eq!(
+        cat["authority_levels"],
+        serde_json::json!([
+            "full_authority",
+            "restricted_authority",
+            "review_only",
+            "locked"
+        ])
+    );
+    for t in cat["tracks"].as_array().unwrap() {
+        let name = t["track"].as_str().unwrap();
+        assert_eq!(ls_env::env::normalize_track(name), name);
+        assert_ne!(t["label"], "Case Track", "{name}");
+    }
+}
+
+#[test]
+fn the_grade_page_explains_every_result_class_the_grader_returns() {
+    let grade = ASSETS.iter().find(|a| a.path == "js/grade.js").unwrap();
+    let text = std::str::from_utf8(grade.body).unwrap();
+    for class in ls_grading::result_class::RESULT_CLASSES {
+        assert!(
+            text.contains(&format!("  {class}: \"")),
+            "grade.js does not explain {class}"
+        );
+    }
+}

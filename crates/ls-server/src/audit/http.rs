@@ -336,6 +336,7 @@ async fn root() -> Json<Value> {
     Json(json!({
         "name": "financial_audit_env",
         "version": VERSION,
+        "workbench": "/ui/", "docs": "/docs", "openapi": "/openapi.json",
         "description": "Financial audit RL environment: four seeded audit tasks, multi-period campaigns with regulatory shocks, an overseer and self-improvement.",
         "tasks": TaskId::ALL.iter().map(|t| t.as_str()).collect::<Vec<_>>(),
         "endpoints": {

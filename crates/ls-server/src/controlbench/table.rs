@@ -11,7 +11,9 @@ use schemars::{json_schema, Schema, SchemaGenerator};
 
 fn banner(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "object", "required": ["status", "service", "environment"], "properties": {
-        "status": {"const": "ok"}, "service": {"type": "string"}, "environment": {"const": "controlbench"}}})
+        "status": {"const": "ok"}, "service": {"type": "string"}, "environment": {"const": "controlbench"},
+        "workbench": {"type": "string", "description": "the browser workbench"}, "docs": {"type": "string", "description": "this API reference as a page"},
+        "openapi": {"type": "string", "description": "the OpenAPI document"}}})
 }
 
 fn health_reply(_: &mut SchemaGenerator) -> Schema {

@@ -1,11 +1,9 @@
 // Leaderboard and report: the stored leaderboard, the report's charts (score ladder, accuracy vs
 // institutional loss, authority timeline, loss surface with ratios and money on separate axes)
 // and per-track tables. Data: GET /leaderboard, /controlbench-visualization, /benchmark-report.
-import { api } from "./api.js";
+import { api, catalog } from "./api.js";
 import { h, replace, num, money, table } from "./dom.js";
-import { bars, scatter, timeline } from "./charts.js";
-
-const AUTHORITY = ["restricted_authority", "review_only", "limited_authority", "full_authority"];
+import { bars, scatter, timeline, authorityTimeline } from "./charts.js";
 
 /** Ratios (in [0, 1] by name) versus amounts: never on one axis. */
 export function splitLossSurface(items) {
@@ -22,7 +20,7 @@ function leaderboardTable(lb) {
     lb.generated_at ? h("p", { class: "muted" }, `Updated ${lb.generated_at}. ${lb.note || ""}`) : null);
 }
 
-function charts(viz) {
+function charts(viz, levels) {
   const c = viz.charts || {};
   const out = [];
   if ((c.score_ladder || []).length) {
@@ -34,7 +32,7 @@ function charts(viz) {
   }
   if ((c.authority_timeline || []).length) {
     const pts = c.authority_timeline;
-    out.push(timeline("Authority level over the ControlBench sequence", [{ name: "authority", points: pts.map((p) => ({ x: p.sequence_index, y: Math.max(0, AUTHORITY.indexOf(p.authority_level)), label: `#${p.sequence_index} ${p.case_id}: ${p.authority_level} (decision ${p.decision})` })) }], { categories: AUTHORITY }));
+    out.push(authorityTimeline("Authority level over the ControlBench sequence", pts.map((p) => ({ x: p.sequence_index, level: p.authority_level, label: `#${p.sequence_index} ${p.case_id}: ${p.authority_level} (decision ${p.decision})` })), levels));
     out.push(timeline("Institutional loss score and calibration error over the sequence", [
       { name: "loss score", points: pts.map((p) => ({ x: p.sequence_index, y: p.institutional_loss_score, label: `#${p.sequence_index}: loss score ${num(p.institutional_loss_score, 4)}` })) },
       { name: "calibration error", points: pts.map((p) => ({ x: p.sequence_index, y: p.running_calibration_error, label: `#${p.sequence_index}: calibration error ${num(p.running_calibration_error, 4)}` })) }], { yMax: 1, yLabel: "ratio (blue: loss score, orange: calibration error)" }));
@@ -54,8 +52,12 @@ function trackTables(rep) {
   const stat = (v) => (v && typeof v === "object" && "mean" in v ? `${num(v.mean, 4)} ± ${num(v.ci95, 4)}` : typeof v === "number" ? num(v, 4) : null);
   const trackRows = tracks.map((t) => {
     const s = t.summary || t;
-    const picks = Object.entries(s).map(([k, v]) => [k, stat(v)]).filter(([, v]) => v !== null).slice(0, 10);
-    return h("section", { class: "panel" }, h("h4", {}, t.track_label || t.track), t.note ? h("p", { class: "muted" }, t.note) : null, table(["metric", "value"], picks, { class: "compact" }));
+    // A track without data (the human baseline when no file was supplied) says so; its zeros are
+    // not results.
+    const noData = t.available === false || (t.case_count === 0 && !t.sequence_count);
+    const picks = Object.entries(s).filter(([k]) => !["case_count", "participant_count"].includes(k) || !noData).map(([k, v]) => [k, stat(v)]).filter(([, v]) => v !== null).slice(0, 10);
+    return h("section", { class: "panel track", dataset: { track: t.track } }, h("h4", {}, t.track_label || t.track), t.note ? h("p", { class: "muted" }, t.note) : null,
+      noData ? h("p", { class: "no-data" }, "No data for this track.") : table(["metric", "value"], picks, { class: "compact" }));
   });
   const qCols = ["accuracy", "fraud_recall", "false_positive_rate", "unsafe_release_rate", "certificate_validity_rate", "institutional_loss_score", "institutional_loss_total"];
   const quarter = agents.filter((a) => a.quarter).map((a) => [a.agent, ...qCols.map((k) => (k.endsWith("_total") ? money(a.quarter[k]) : num(a.quarter[k], 4)))]);
@@ -66,10 +68,10 @@ function trackTables(rep) {
 }
 
 export async function mount(view) {
-  const [lb, viz, rep] = await Promise.all([api("/leaderboard"), api("/controlbench-visualization"), api("/benchmark-report")]);
+  const [lb, viz, rep, cat] = await Promise.all([api("/leaderboard"), api("/controlbench-visualization"), api("/benchmark-report"), catalog()]);
   replace(view, h("h2", {}, "Leaderboard & report"),
     rep.generated_at ? h("p", { class: "muted" }, `Report generated ${rep.generated_at} (${viz.source || "report"}).`) : h("p", { class: "muted" }, rep.note || ""),
     leaderboardTable(lb),
-    h("h3", {}, "Charts"), h("div", { id: "charts" }, charts(viz)),
+    h("h3", {}, "Charts"), h("div", { id: "charts" }, charts(viz, cat.authority_levels)),
     rep.generated_at ? trackTables(rep) : null);
 }

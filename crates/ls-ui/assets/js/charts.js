@@ -105,7 +105,8 @@ export function timeline(title, series, { yLabel = "", yMax, yFmt = (v) => num(v
   const W = 640, H = 260, L = categories ? 140 : 50;
   const all = series.flatMap((sr) => sr.points);
   const xm = Math.max(1, ...all.map((p) => p.x));
-  const ym = yMax ?? niceMax(Math.max(0, ...all.map((p) => p.y)));
+  // Categories sit on the integer rows 0 .. n-1, bottom to top.
+  const ym = categories ? Math.max(1, categories.length - 1) : yMax ?? niceMax(Math.max(0, ...all.map((p) => p.y)));
   const X = (v) => L + ((W - L - PAD.r) * v) / xm;
   const Y = (v) => H - PAD.b - ((H - PAD.b - PAD.t) * v) / ym;
   const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, class: "svg-chart", role: "img", "aria-label": title });
@@ -121,13 +122,33 @@ export function timeline(title, series, { yLabel = "", yMax, yFmt = (v) => num(v
   return frame(title, svg);
 }
 
+const NODE_W = 150, NODE_H = 32, NODE_CHARS = 20;
+
+/** A node label in at most two lines that fit the node box (words kept whole where they fit; the
+ *  full label is in the node's title). */
+export function nodeLines(label) {
+  const lines = [];
+  let cur = "";
+  for (const w of label.split(/(?<=[\s_./:-])/)) {
+    if ((cur + w).length <= NODE_CHARS) cur += w;
+    else {
+      if (cur) lines.push(cur);
+      cur = w;
+      while (cur.length > NODE_CHARS) { lines.push(cur.slice(0, NODE_CHARS)); cur = cur.slice(NODE_CHARS); }
+    }
+  }
+  if (cur) lines.push(cur);
+  if (lines.length <= 2) return lines.map((l) => l.trim());
+  return [lines[0].trim(), `${lines[1].trim().slice(0, NODE_CHARS - 1)}…`];
+}
+
 /** Layered node-link graph. nodes: [{id, label, type}], edges: [{source, target, label}].
  *  Layers follow the node type order given (unknown types last). Clicking or focusing a node
  *  shows its details. */
 export function graph(title, nodes, edges, { typeOrder = [], detail } = {}) {
   const types = [...new Set([...typeOrder.filter((t) => nodes.some((n) => n.type === t)), ...nodes.map((n) => n.type)])];
   const layers = types.map((t) => nodes.filter((n) => n.type === t));
-  const colW = 170, rowH = 44;
+  const colW = 190, rowH = 46;
   const W = Math.max(640, types.length * colW + 40);
   const H = Math.max(160, Math.max(...layers.map((l) => l.length), 1) * rowH + 50);
   const pos = new Map();
@@ -139,16 +160,16 @@ export function graph(title, nodes, edges, { typeOrder = [], detail } = {}) {
   for (const e of edges) {
     const a = pos.get(e.source), b = pos.get(e.target);
     if (!a || !b) continue;
-    const x1 = a.x + 140, y1 = a.y + 12, x2 = b.x, y2 = b.y + 12;
+    const x1 = a.x + NODE_W, y1 = a.y + NODE_H / 2, x2 = b.x, y2 = b.y + NODE_H / 2;
     const back = x2 <= x1;
-    const d = back ? `M${a.x + 70},${a.y + 24} C${a.x + 70},${a.y + 60} ${b.x + 70},${b.y + 60} ${b.x + 70},${b.y + 24}` : `M${x1},${y1} C${x1 + 30},${y1} ${x2 - 30},${y2} ${x2},${y2}`;
+    const d = back ? `M${a.x + NODE_W / 2},${a.y + NODE_H} C${a.x + NODE_W / 2},${a.y + 64} ${b.x + NODE_W / 2},${b.y + 64} ${b.x + NODE_W / 2},${b.y + NODE_H}` : `M${x1},${y1} C${x1 + 30},${y1} ${x2 - 30},${y2} ${x2},${y2}`;
     svg.append(mark(s("path", { d, class: "edge", "marker-end": markerRef }), `${e.source} —${e.label || ""}→ ${e.target}`));
   }
   for (const n of nodes) {
     const p = pos.get(n.id);
     const g = mark(s("g", { class: `node type-${String(n.type).replace(/\W/g, "_")}`, transform: `translate(${p.x},${p.y})`, role: "button" },
-      s("rect", { width: 140, height: 24, rx: 5 }),
-      s("text", { x: 6, y: 16 }, String(n.label || n.id).slice(0, 22))), `${n.type}: ${n.label || n.id}`);
+      s("rect", { width: NODE_W, height: NODE_H, rx: 5 }),
+      nodeLines(String(n.label || n.id)).map((l, k) => s("text", { x: 6, y: 14 + k * 13, class: "node-label" }, l))), `${n.type}: ${n.label || n.id}`);
     if (detail) {
       const open = () => detail(n);
       g.addEventListener("click", open);
@@ -176,4 +197,19 @@ export function clockline(title, now, items) {
       s("text", { x: X(it.at) + (it.at > max / 2 ? -8 : 8), y: y + 4, class: "point-label", "text-anchor": it.at > max / 2 ? "end" : "start" }, it.label));
   });
   return frame(title, svg);
+}
+
+/**
+ * Authority level over a sequence, on the server's own levels (`levels`: most authority first, as
+ * /ui/catalog.json lists them). The axis reads bottom to top from the least authority to full; a
+ * level the server did not list is named under the chart rather than drawn on a wrong row.
+ * points: [{x, level, label}].
+ */
+export function authorityTimeline(title, points, levels) {
+  const categories = [...levels].reverse();
+  const known = points.filter((p) => categories.includes(p.level));
+  const unknown = [...new Set(points.filter((p) => !categories.includes(p.level)).map((p) => p.level))];
+  const fig = timeline(title, [{ name: "authority", points: known.map((p) => ({ x: p.x, y: categories.indexOf(p.level), label: p.label })) }], { categories });
+  if (unknown.length) fig.append(h("p", { class: "error" }, `Levels not in the server's list: ${unknown.join(", ")}`));
+  return fig;
 }

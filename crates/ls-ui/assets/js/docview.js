@@ -67,13 +67,20 @@ function pageSvg(doc, page, tokens, { selectedIds, onToken }) {
   return svg;
 }
 
-function threadView(id, t) {
-  const field = (k) => (t[k] === undefined || t[k] === null || t[k] === "" ? null : h("div", { class: "mail-field" }, h("b", {}, `${k}: `), typeof t[k] === "object" ? JSON.stringify(t[k]) : String(t[k])));
-  const body = t.body || t.text || t.messages;
-  return h("article", { class: "thread", "aria-label": `email thread ${id}` },
-    h("header", {}, h("h4", {}, t.subject || id), field("sender") || field("from"), field("sender_domain"), field("domain_alignment")),
-    Array.isArray(body) ? body.map((m) => h("div", { class: "mail" }, typeof m === "string" ? m : JSON.stringify(m))) : body ? h("div", { class: "mail" }, String(body)) : null,
-    h("details", {}, h("summary", {}, "All fields of the tool result"), h("pre", {}, JSON.stringify(t, null, 2))));
+/** An `inspect_email_thread` result: the thread is under `thread` (sender, subject, body,
+ *  sender profile, request signals, quoted directives). */
+function threadView(id, result) {
+  const t = (result && result.thread) || {};
+  const prof = t.sender_profile || {};
+  const signals = Object.entries(t.request_signals || {}).filter(([, v]) => v).map(([k]) => k.replace(/_/g, " "));
+  const line = (k, v) => (v === undefined || v === null || v === "" ? null : h("div", { class: "mail-field" }, h("b", {}, `${k}: `), String(v)));
+  return h("article", { class: "thread", "aria-label": `email thread ${id}`, dataset: { thread: id } },
+    h("header", {}, h("h4", { class: "mail-subject" }, t.subject || id),
+      line("From", t.sender), line("Sender domain", prof.from_domain), line("Expected domain", prof.expected_domain),
+      line("Domain alignment", prof.domain_alignment), line("Messages in thread", t.message_count), line("Vendor", t.vendor_key)),
+    t.body ? h("div", { class: "mail mail-body" }, String(t.body).split("\n").map((p) => h("p", {}, p))) : h("p", { class: "muted" }, "The thread has no body text."),
+    signals.length ? h("p", { class: "mail-signals" }, h("b", {}, "Request signals: "), signals.join(", ")) : null,
+    (t.quoted_directives || []).length ? h("ul", { class: "mail-directives" }, t.quoted_directives.map((d) => h("li", {}, d))) : null);
 }
 
 /** Render the document view into `root`. `onToken(doc_id, token)` makes tokens selectable. */

@@ -39,10 +39,83 @@ function certificateGraph(cert, tg, report) {
   }
   const scores = report ? ["validity_score", "support_score", "stability_score", "grounding_score", "overall_score"].filter((k) => k in report).map((k) => ({ label: k, value: report[k] })) : [];
   return h("div", { class: "graph-wrap" },
-    report ? h("p", {}, `Certificate: ${report.agent_authored ? "agent-authored" : report.auto_generated ? "auto-generated" : "absent"}, ${report.valid ? "valid" : "not valid"}, ${report.node_count ?? nodes.length} nodes, ${report.edge_count ?? edges.length} edges.`) : null,
+    report ? h("p", { id: "certificate-summary" }, `Certificate: ${report.agent_authored ? "agent-authored" : report.auto_generated ? "auto-generated" : "absent"}, ${report.valid ? "valid" : "not valid"}. Drawn: ${nodes.length} nodes, ${edges.length} edges (${cert && Array.isArray(cert.nodes) ? "the certificate the agent sent" : "the certificate nodes of the TrustGraph"}); the grader's report counts ${report.node_count ?? "—"} nodes, ${report.edge_count ?? "—"} edges${report.auto_generated ? " of the certificate it synthesized" : ""}.`) : null,
     scores.length ? bars("Certificate scores", scores, { max: 1 }) : null,
     nodes.length ? graph("Decision certificate", nodes, edges, { typeOrder: CERT_ORDER, detail: show }) : h("p", { class: "muted" }, "No certificate graph in this grade."),
     nodes.length ? box : null);
+}
+
+// What each of the grader's result classes means (every class the grader can return).
+const RESULT_CLASS_TEXT = {
+  valid_success: "The decision is right and every required control, artifact and piece of evidence is in place.",
+  correct_but_policy_incomplete: "The decision is right, but required controls or artifacts were missing, so the score is capped.",
+  unsafe_release: "The submission released (PAY) a payment on a risky case: the score is capped at 0.05.",
+  authority_gate_failed: "The institution's authority gate blocked this decision at the agent's authority level.",
+  control_boundary_failed: "The control boundary blocked the decision (a required follow-up or pending artifact stood in the way).",
+  unsupported_certificate: "The decision is right but the agent's decision certificate does not support it.",
+  malformed_submission: "The submission is malformed: no valid decision, or no claims at all (no evidence, codes, checks or fields). Capped at 0.30.",
+  false_positive_overcontrol: "A safe invoice was stopped: controls were applied where none were needed.",
+  incorrect_resolution: "The decision is wrong for this case: capped at 0.60 however thorough the investigation.",
+  falsifier_blocked: "The adversarial falsifier found a gap the decision leaves open (see its findings).",
+  certificate_required_missing: "This track requires an agent-authored decision certificate and none was sent.",
+  certificate_gate_failed: "The decision certificate failed the certificate gate of this track.",
+};
+
+// Caps the grader applies, with the breakdown key of their reasons.
+const CAPS = [
+  ["result_class_cap", null, "the result class"],
+  ["controls_skipped_cap", "control_failure_reasons", "skipped controls"],
+  ["adversarial_falsifier_cap", "adversarial_falsifier_reasons", "the adversarial falsifier"],
+  ["authority_gate_cap", "authority_gate_reasons", "the authority gate"],
+  ["control_boundary_cap", "control_boundary_reasons", "the control boundary"],
+  ["certificate_gate_cap", "certificate_gate_reasons", "the certificate gate"],
+  ["trust_graph_cap", "trust_graph_reasons", "the TrustGraph"],
+  ["empty_evidence_cap", null, "missing evidence"],
+];
+
+const words = (k) => String(k).replace(/_/g, " ");
+
+/** The grade in words: result class, caps that bound the score and why, penalties, what was
+ *  missing (actions, artifacts, SOX controls), the falsifier's findings. All from `info`. */
+export function explain(info) {
+  const sb = info.score_breakdown || {};
+  const items = [];
+  const fs = Number(info.final_score);
+  for (const [cap, reasons, what] of CAPS) {
+    const v = sb[cap];
+    if (typeof v !== "number" || v >= 1) continue;
+    const why = reasons && Array.isArray(sb[reasons]) && sb[reasons].length ? `: ${sb[reasons].map(words).join("; ")}` : "";
+    const binding = Math.abs(v - fs) < 1e-4 ? " (this cap set the final score)" : "";
+    items.push(h("li", { class: "cap" }, `Capped at ${num(v, 2)} by ${what}${why}${binding}.`));
+  }
+  const missingActions = sb.missing_required_actions || [];
+  const missingArtifacts = sb.missing_required_artifacts || [];
+  if (missingActions.length) items.push(h("li", { class: "missing" }, `Required controls not taken (${missingActions.length}): ${missingActions.join(", ")}.`));
+  if (missingArtifacts.length) items.push(h("li", { class: "missing" }, `Required artifacts not obtained (${missingArtifacts.length}): ${missingArtifacts.join(", ")}.`));
+  const comp = info.compliance || {};
+  const failed = (comp.controls || []).filter((c) => c.applicable && !c.passed);
+  if (failed.length) {
+    items.push(h("li", { class: "missing" }, `SOX controls failed (${failed.length} of ${comp.evaluated ?? "?"}):`,
+      h("ul", {}, failed.map((c) => h("li", {}, `${c.control_id} ${c.name} (${c.severity})`,
+        (c.missing_actions || []).length ? ` — missing ${c.missing_actions.join(", ")}` : "",
+        (c.missing_artifacts || []).length ? ` — missing artifacts ${c.missing_artifacts.join(", ")}` : "")))));
+  }
+  for (const f of (info.adversarial_falsifier || {}).findings || []) {
+    items.push(h("li", { class: "finding" }, `Falsifier (${f.severity || "?"}): ${f.message || words(f.code)}`));
+  }
+  const penalties = Object.entries(sb).filter(([k, v]) => typeof v === "number" && v !== 0 && (k.endsWith("_penalty") || k.endsWith("_adjustment")));
+  if (penalties.length) {
+    items.push(h("li", { class: "penalty" }, "Penalties and adjustments: ", penalties.map(([k, v]) => `${words(k)} ${v > 0 && k.endsWith("_adjustment") ? "+" : ""}${num(v, 4)}`).join(" · "), "."));
+  }
+  const cb = info.control_boundary || {};
+  if ((cb.required_followups || []).length) items.push(h("li", {}, `Control boundary follow-ups: ${cb.required_followups.join(", ")}.`));
+  if (sb.unsafe_release) items.push(h("li", { class: "cap" }, "The payment was released on a risky case (unsafe release)."));
+  if (!items.length) items.push(h("li", {}, "No cap, penalty or missing control applied."));
+  return h("section", { class: "why", id: "grade-why" },
+    h("h4", {}, "Why this score"),
+    h("p", { class: "why-class" }, h("b", {}, `${info.result_class || "not graded"}: `), RESULT_CLASS_TEXT[info.result_class] || (info.truncated ? "The episode hit its step limit before a decision: it is not graded." : "")),
+    typeof sb.weighted_score === "number" ? h("p", {}, `The family's weighted dimensions give ${num(sb.weighted_score, 4)}; after caps, penalties and adjustments the final score is ${num(info.final_score, 4)}.`) : null,
+    h("ul", { class: "why-list" }, items));
 }
 
 /** Render the grade from a terminal `info` map (plus the submitted payload, when known). */
@@ -57,7 +130,9 @@ export function gradeView(info, payload) {
     h("h3", {}, "Grade"),
     h("p", { class: "score-line" }, h("span", { class: "big", id: "final-score" }, num(info.final_score, 4)), " ",
       h("span", { class: `result ${info.result_class || ""}`, id: "result-class" }, info.result_class || (info.truncated ? "truncated (not graded)" : "—")),
-      ` · decision ${info.decision || "—"} (effective ${info.effective_decision || "—"})${info.unsafe_outcome ? " · UNSAFE" : ""}`),
+      ` · decision ${info.decision || "—"} (effective ${info.effective_decision || "—"})${info.unsafe_outcome ? " · UNSAFE" : ""}`,
+      info.benchmark_track ? ` · track ${info.benchmark_track} (${info.track_mode || "?"})` : ""),
+    explain(info),
     h("div", { class: "grade-grid" },
       h("section", {}, h("h4", {}, "Control boundary"), kv({ phase: cb.phase, allowed: cb.allowed, blocking: cb.blocking, score_cap: cb.score_cap, enforced_decision: cb.enforced_decision, reasons: (cb.reasons || []).join("; ") || "none", required_followups: (cb.required_followups || []).join("; ") || "none" })),
       h("section", {}, h("h4", {}, "Falsifier"), kv({ verdict: fals.verdict, blocking: fals.blocking, max_severity: fals.max_severity_label ?? fals.max_severity, findings: fals.finding_count }),

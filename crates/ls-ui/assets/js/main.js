@@ -6,6 +6,7 @@ import * as replay from "./replay.js";
 import * as board from "./board.js";
 import * as institution from "./institution.js";
 import * as audit from "./audit.js";
+import * as runner from "./runner.js";
 
 const PAGES = {
   controlbench: [
@@ -13,6 +14,7 @@ const PAGES = {
     ["replay", "Replay", replay],
     ["board", "Leaderboard & report", board],
     ["institution", "Institution", institution],
+    ["agents", "Run an agent", runner],
   ],
   audit: [["audit", "Audit campaigns", audit]],
 };
@@ -20,8 +22,14 @@ const PAGES = {
 let pages = [];
 let generation = 0;
 
+/** The hash as page name and arguments: `#replay/<run>/<idx>` is ["replay", "<run>", "<idx>"]. */
+function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map((p) => decodeURIComponent(p));
+  return { name: parts[0], args: parts.slice(1).filter(Boolean) };
+}
+
 function current() {
-  const name = location.hash.replace(/^#\/?/, "").split("/")[0];
+  const { name } = route();
   return pages.find((p) => p[0] === name) || pages[0];
 }
 
@@ -38,7 +46,7 @@ async function show() {
   const slot = h("div", { class: "page-slot", dataset: { page: name } });
   replace(view, h("p", { class: "muted" }, "Loading…"));
   try {
-    await mod.mount(slot);
+    await mod.mount(slot, route().args);
   } catch (e) {
     replace(slot, errorBox(e));
   }
@@ -52,7 +60,8 @@ async function start() {
   document.getElementById("env-badge").textContent = env === "audit" ? "Financial Audit" : "ControlBench";
   pages = PAGES[env];
   replace(document.getElementById("tabs"),
-    pages.map(([name, label]) => h("a", { href: `#${name}`, dataset: { page: name } }, label)));
+    // A tab click on the page already shown (same hash, so no hashchange) shows it afresh.
+    pages.map(([name, label]) => h("a", { href: `#${name}`, dataset: { page: name }, onclick: () => { if (location.hash === `#${name}`) show(); } }, label)));
   window.addEventListener("hashchange", show);
   await show();
 }

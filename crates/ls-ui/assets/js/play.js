@@ -6,10 +6,13 @@ import { h, replace, meter, num, errorBox, randomId, table } from "./dom.js";
 import { clockline } from "./charts.js";
 import { DocState, renderDocs } from "./docview.js";
 import { renderGrade } from "./grade.js";
-
-const POLICY_KEYS = ["three_way_match", "bank_change_verification", "duplicate_check", "approval_threshold_check"];
+import { contractFields, contractClaims, readSubmission } from "./submitform.js";
+import { instrumentedPanel } from "./instrumented.js";
+import { resultsPanel, collectIds } from "./results.js";
 
 let S = null; // this page's play state
+// A fresh state has no ids seen yet.
+function idsSeen() { return (S && S.ids) || {}; }
 // One session for the whole page visit: its institutional memory carries across episodes like an
 // AP week. `history` keeps each graded episode's authority level and loss score for Institution.
 let SESSION = randomId("ui-play");
@@ -31,7 +34,7 @@ export function newSession() {
 }
 
 function fresh() {
-  return { session: SESSION, env: null, steps: [], docs: new DocState(), evidence: {}, claim: "", done: false, pressure: [] };
+  return { session: SESSION, env: null, steps: [], docs: new DocState(), evidence: {}, claim: "", done: false, pressure: [], results: [], form: { ids: {}, suggest: {}, lineRows: 1 } };
 }
 
 /** The form input for one payload property of a tool's JSON schema. */
@@ -49,7 +52,10 @@ function field(tool, name, prop, required) {
   } else if (prop.type === "integer" || prop.type === "number") {
     input = h("input", { id, name, type: "number", step: prop.type === "integer" ? 1 : "any", dataset: { kind: prop.type } });
   } else {
-    input = h("input", { id, name, type: "text" });
+    const seen = idsSeen()[name] || [];
+    input = h("input", { id, name, type: "text", list: seen.length ? `dl-${tool}-${name}` : null });
+    if (seen.length) return h("div", { class: "field" }, h("label", { for: id, title: prop.description || "" }, name + (required ? " *" : "")), input,
+      h("datalist", { id: `dl-${tool}-${name}` }, seen.map((v) => h("option", { value: v }))));
   }
   return h("div", { class: "field" }, h("label", { for: id, title: prop.description || "" }, name + (required ? " *" : "")), input);
 }
@@ -94,6 +100,9 @@ async function step(actionType, payload, rerender) {
     S.steps.push({ n: env.observation.step_count, actionType, payload, reward: env.reward, components: rm.components || rm, success: (env.observation.last_tool_result || {}).success, done: env.done });
     S.docs.setCatalog(env.observation.visible_documents);
     S.docs.absorb(actionType, payload, env.observation.last_tool_result);
+    if (actionType !== "submit_decision") S.results.push({ n: env.observation.step_count, actionType, result: env.observation.last_tool_result });
+    S.ids = collectIds(S.results);
+    S.form.suggest = { duplicate_links: S.ids.ledger_id || [], cross_invoice_links: [...(S.docs.docs || []).filter((d) => /invoice/i.test(d.doc_type)).map((d) => d.doc_id), ...(S.ids.invoice_number || [])] };
     notice(env.observation);
     S.done = env.done;
     if (env.terminated && info.institutional_memory) {
@@ -120,6 +129,13 @@ function notice(obs) {
   }
   S.knownDocs = known;
   for (const m of obs.messages || []) S.pressure.push({ step, text: m });
+}
+
+/** The episode's benchmark track and mode (from the observation's case metadata). */
+function trackLine(obs) {
+  const m = obs.case_metadata || {};
+  return h("p", { class: "track-line", id: "episode-track" }, h("b", {}, "Track: "), `${m.benchmark_track_label || m.benchmark_track || "—"} (${m.benchmark_track || "?"}) · mode ${m.track_mode || "?"}`,
+    m.benchmark_track_description ? h("span", { class: "muted" }, ` — ${m.benchmark_track_description}`) : null);
 }
 
 function meters(obs) {
@@ -175,34 +191,41 @@ export function evidenceMap() {
   return Object.fromEntries(Object.entries(S.evidence).map(([k, v]) => [k, evidenceRef(v)]));
 }
 
-function decisionForm(cat, rerender) {
-  const codes = [...cat.reason_codes.discrepancy, ...cat.reason_codes.fraud];
-  const claimSel = h("select", { id: "claim", onchange: (e) => { S.claim = e.target.value; } }, h("option", { value: "" }, "— choose a claim —"), codes.map((c) => h("option", { value: c }, c)));
-  claimSel.value = S.claim;
-  const group = (title, list) => h("fieldset", { class: "codes" }, h("legend", {}, title),
-    list.map((c) => h("label", { class: "check" }, h("input", { type: "checkbox", name: "reason_codes", value: c }), c)));
-  const form = h("form", { id: "decision-form", class: "panel" },
-    h("h3", {}, "Decision"),
-    h("div", { class: "field" }, h("label", { for: "decision" }, "decision"), h("select", { id: "decision", name: "decision" }, cat.decisions.map((d) => h("option", { value: d }, d)))),
-    h("div", { class: "field" }, h("label", { for: "confidence" }, "confidence"), h("input", { id: "confidence", name: "confidence", type: "number", min: 0, max: 1, step: 0.05, value: "0.8" })),
-    group("Discrepancy codes", cat.reason_codes.discrepancy), group("Fraud codes", cat.reason_codes.fraud),
-    h("fieldset", { class: "policy" }, h("legend", {}, "Policy checks"), POLICY_KEYS.map((k) => h("div", { class: "field" }, h("label", { for: `pc-${k}` }, k),
-      h("select", { id: `pc-${k}`, name: `pc:${k}` }, h("option", { value: "" }, "—"), h("option", { value: "pass" }, "pass"), h("option", { value: "fail" }, "fail"))))),
-    h("fieldset", { class: "evidence" }, h("legend", {}, "Evidence (click tokens in the document view)"),
+/** The evidence-map widget: pick a claim, click tokens in the documents. */
+function evidenceWidget(claims, rerender) {
+  return (f) => {
+    const claimSel = h("select", { id: "claim", onchange: (e) => { S.claim = e.target.value; } }, h("option", { value: "" }, "— choose a claim —"), claims.map((c) => h("option", { value: c }, c)));
+    claimSel.value = S.claim;
+    return h("fieldset", { class: "evidence contract-field" }, h("legend", {}, f.name, f.graded ? h("span", { class: "graded" }, "graded") : null),
+      h("p", { class: "help" }, f.description),
       h("div", { class: "field" }, h("label", { for: "claim" }, "claim for clicked tokens"), claimSel),
       h("ul", { id: "evidence-list" }, Object.keys(S.evidence).length ? Object.entries(evidenceMap()).map(([k, v]) => h("li", {}, `${k} → ${v.doc_id} p${v.page} [${v.bbox.join(", ")}] ${v.token_ids.join(", ")} `,
-        h("button", { type: "button", class: "link", "aria-label": `remove evidence for ${k}`, onclick: () => { delete S.evidence[k]; rerender(); } }, "remove"))) : h("li", { class: "muted" }, "No evidence chosen."))),
-    h("div", { class: "field" }, h("label", { for: "counterfactual" }, "counterfactual"), h("textarea", { id: "counterfactual", name: "counterfactual", rows: 2, placeholder: "what would have to be different for the opposite decision" })),
-    h("div", { class: "field" }, h("label", { for: "notes" }, "notes"), h("textarea", { id: "notes", name: "notes", rows: 2 })),
+        h("button", { type: "button", class: "link", "aria-label": `remove evidence for ${k}`, onclick: () => { delete S.evidence[k]; rerender(); } }, "remove"))) : h("li", { class: "muted" }, "No evidence chosen.")));
+  };
+}
+
+/** The decision form of this episode's task family, from its output contract. */
+function decisionForm(cat, rerender) {
+  const task = S.env.observation.task_type;
+  const contract = cat.output_contracts[task];
+  if (!contract) return h("p", { class: "error", role: "alert" }, `No output contract for task type ${task}.`);
+  const form = h("form", { id: "decision-form", class: "panel", dataset: { task } },
+    h("h3", {}, `Decision · ${task} output contract`),
+    h("p", { class: "muted" }, "Fields marked graded are read by this family's grade; * is required."),
+    h("div", { class: "contract" }, contractFields(contract, S.form, { evidence: evidenceWidget(contractClaims(contract), rerender), rerender })),
+    S.formError ? h("p", { class: "error", role: "alert", id: "form-error" }, S.formError) : null,
     h("button", { type: "submit", id: "submit-decision", disabled: S.done || !S.env }, "Submit decision"));
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
-    const fd = new FormData(form);
-    const policy = {};
-    for (const k of POLICY_KEYS) if (fd.get(`pc:${k}`)) policy[k] = fd.get(`pc:${k}`);
-    const payload = { decision: fd.get("decision"), confidence: Number(fd.get("confidence")), reason_codes: fd.getAll("reason_codes"), policy_checks: policy, evidence_map: evidenceMap() };
-    if (fd.get("notes")) payload.notes = fd.get("notes");
-    if (fd.get("counterfactual")) payload.counterfactual = fd.get("counterfactual");
+    let payload;
+    try {
+      payload = readSubmission(contract, form, S.form, evidenceMap());
+    } catch (err) {
+      S.formError = err.message;
+      rerender();
+      return;
+    }
+    S.formError = null;
     await step("submit_decision", payload, rerender);
   });
   return form;
@@ -212,7 +235,8 @@ function startForm(cat, rerender) {
   const mode = h("select", { id: "case-mode", "aria-label": "Case source" }, h("option", { value: "curated" }, "curated case"), h("option", { value: "seeded" }, "seeded pick from the served pool (incl. generated)"));
   const caseSel = h("select", { id: "case-id", "aria-label": "Curated case" }, cat.curated_cases.map((c) => h("option", { value: c.case_id }, `${c.case_id} (${c.task_type})`)));
   const seed = h("input", { id: "seed", type: "number", value: "2026", "aria-label": "Seed" });
-  const track = h("input", { id: "track", type: "text", placeholder: "track (optional)", "aria-label": "Track" });
+  const track = h("select", { id: "track", "aria-label": "Track" }, h("option", { value: "" }, "track: the case's own"),
+    (cat.tracks || []).map((t) => h("option", { value: t.track, title: t.description }, t.label)));
   if (S && S.startBody) {
     mode.value = S.startBody.case_id ? "curated" : "seeded";
     if (S.startBody.case_id) caseSel.value = S.startBody.case_id;
@@ -222,7 +246,7 @@ function startForm(cat, rerender) {
   const form = h("form", { class: "start" }, mode, caseSel, seed, track, h("button", { type: "submit", id: "start" }, "Start episode"));
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
-    const body = mode.value === "curated" ? { case_id: caseSel.value } : { seed: Number(seed.value), ...(track.value ? { track: track.value } : {}) };
+    const body = { ...(mode.value === "curated" ? { case_id: caseSel.value } : { seed: Number(seed.value) }), ...(track.value ? { track: track.value } : {}) };
     S = fresh();
     S.startBody = body;
     try {
@@ -273,6 +297,7 @@ export async function mount(view) {
       startForm(cat, rerender),
       S.error ? errorBox(S.error) : null,
       obs ? h("p", { class: "instruction" }, h("b", {}, `${obs.case_id} · ${obs.task_type} · `), obs.instruction) : h("p", { class: "muted" }, "Start an episode to see its documents."),
+      obs ? trackLine(obs) : null,
       obs ? meters(obs) : null,
       h("div", { class: "play-grid" },
         h("aside", { class: "controls", "aria-label": "Tools and interventions" },
@@ -280,6 +305,7 @@ export async function mount(view) {
             controls.filter((t) => (costs[t.name] || {}).kind === kind).map((t) => toolControl(t, (costs[t.name] || {}).cost ?? "?", kind, rerender))))),
         docRoot,
         h("aside", { class: "side" }, obs ? timelinePanel(obs) : null, stepLog())),
+      obs ? h("div", { class: "play-lower" }, instrumentedPanel(obs), S.results.length ? resultsPanel(S.results) : null) : null,
       obs && !S.done ? decisionForm(cat, rerender) : null,
       S.done ? h("section", { id: "grade", class: "panel" }, renderGrade(S.env, S.lastPayload)) : null);
     restoreForm(saved);

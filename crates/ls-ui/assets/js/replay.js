@@ -1,7 +1,10 @@
 // Replay: stored runs → episodes → a step-by-step replay in the document view. A stored episode
 // keeps the agent's actions and rewards; the replay plays those actions again in a fresh session
 // (same case, same actions: the environment is deterministic), so each step shows what the agent
-// saw. Each replayed reward is compared with the stored one and any difference is flagged.
+// saw. Each replayed reward is compared with the stored one and any difference is flagged. A case
+// this server does not serve (a generated holdout or twin suite played in-process) cannot be played
+// again: its replay steps through the stored record (actions, payloads, rewards, the grade) and
+// says so. Runs and episodes have links: `#replay/<run>` and `#replay/<run>/<episode>`.
 import { api, operatorKey } from "./api.js";
 import { h, replace, num, table, errorBox, randomId, kv } from "./dom.js";
 import { DocState, renderDocs } from "./docview.js";
@@ -23,7 +26,7 @@ async function runsList() {
   const compareBtn = h("button", { type: "button", id: "compare", disabled: true, onclick: () => safe(compare)([...picked]) }, "Compare the two selected runs");
   const rows = data.runs.map((r) => [
     h("input", { type: "checkbox", "aria-label": `select ${r.run_id} for comparison`, onchange: (e) => { if (e.target.checked) picked.add(r.run_id); else picked.delete(r.run_id); compareBtn.disabled = picked.size !== 2; } }),
-    h("button", { type: "button", class: "link open-run", dataset: { run: r.run_id }, onclick: () => safe(openRun)(r.run_id) }, r.run_id),
+    h("a", { class: "open-run", href: `#replay/${encodeURIComponent(r.run_id)}`, dataset: { run: r.run_id } }, r.run_id),
     r.agent, r.model, r.suite || "—", String(r.case_count), num(r.mean_score, 4), r.created_at]);
   replace(view, h("h2", {}, "Stored runs"),
     data.runs.length ? [table(["", "run", "agent", "model", "suite", "cases", "mean", "date"], rows, { class: "runs" }), compareBtn]
@@ -33,16 +36,24 @@ async function runsList() {
 async function openRun(runId) {
   const data = await api(`/runs/${encodeURIComponent(runId)}`);
   const r = data.run;
-  replace(view, h("p", {}, h("button", { type: "button", class: "link", onclick: safe(runsList) }, "← all runs")),
+  replace(view, h("p", {}, h("a", { href: "#replay" }, "← all runs")),
     h("h2", {}, `Run ${r.run_id}`), kv({ agent: r.agent, model: r.model, agent_type: r.agent_type, suite: r.suite, seed: r.seed, mean_score: r.mean_score, created_at: r.created_at }),
     table(["#", "case", "task", "score", "result", "decision", "steps", "reward", ""], data.episodes.map((e) => [String(e.idx), e.case_id, e.task_type, num(e.final_score, 4), e.result_class, e.decision, String(e.steps), num(e.total_reward, 3),
-      h("button", { type: "button", class: "replay-ep", dataset: { idx: e.idx }, onclick: () => safe(replayEpisode)(runId, e.idx) }, "Replay")]), { class: "episodes" }));
+      h("a", { class: "replay-ep button", href: `#replay/${encodeURIComponent(runId)}/${e.idx}`, dataset: { idx: e.idx } }, "Replay")]), { class: "episodes" }));
 }
 
-/** Play the stored actions again in a fresh session; returns the envelopes (reset first). */
+/** Play the stored actions again in a fresh session; returns the envelopes (reset first), or
+ *  null when this server does not serve the case. */
 async function reenact(record) {
   const session = randomId("ui-replay");
-  const envs = [await api("/reset", { body: { case_id: record.case_id }, session })];
+  let first;
+  try {
+    first = await api("/reset", { body: { case_id: record.case_id, ...(record.initial_observation && record.initial_observation.benchmark_track ? { track: record.initial_observation.benchmark_track } : {}) }, session });
+  } catch (e) {
+    if (e.body && e.body.error && /unknown case_id/i.test(e.body.error.message || "")) return null;
+    throw e;
+  }
+  const envs = [first];
   for (const st of record.trajectory) {
     try {
       envs.push(await api("/step", { body: { action_type: st.action_type, payload: st.payload }, session }));
@@ -57,7 +68,10 @@ async function reenact(record) {
 async function replayEpisode(runId, idx) {
   replace(view, h("p", { class: "muted" }, "Replaying the stored actions…"));
   const { record } = await api(`/runs/${encodeURIComponent(runId)}/episodes/${idx}`);
-  const envs = await reenact(record);
+  const replayed = await reenact(record);
+  const stored = replayed === null;
+  // Without a served case, each step shows the stored action and reward only.
+  const envs = stored ? [{ observation: null }, ...record.trajectory.map((t) => ({ observation: null, reward: t.reward }))] : replayed;
   let at = 0;
   const stage = h("div", { id: "replay-stage" });
   const slider = h("input", { type: "range", id: "replay-slider", min: 0, max: record.trajectory.length, value: 0, "aria-label": "Replay step" });
@@ -85,7 +99,8 @@ async function replayEpisode(runId, idx) {
       h("p", { id: "replay-pos" }, `Step ${at} of ${record.trajectory.length}`),
       env.error ? errorBox(env.error) : null,
       st ? h("section", { class: "panel" }, h("h3", {}, `Agent did: ${st.action_type}`), h("pre", { class: "payload" }, JSON.stringify(st.payload, null, 2)),
-        h("p", { class: diverged ? "error" : "ok", id: "replay-check" }, `stored reward ${num(st.reward, 4)} · replayed ${num(env.reward, 4)}${diverged ? " · DIVERGED: this server's case or settings differ from the run's" : " · matches"}`))
+        stored ? h("p", { class: "muted", id: "replay-check" }, `stored reward ${num(st.reward, 4)} (stored record: not re-run)`)
+          : h("p", { class: diverged ? "error" : "ok", id: "replay-check" }, `stored reward ${num(st.reward, 4)} · replayed ${num(env.reward, 4)}${diverged ? " · DIVERGED: this server's case or settings differ from the run's" : " · matches"}`))
         : h("p", { class: "muted" }, "Initial observation (after reset)."),
       obs ? h("p", { class: "muted" }, `budget ${num(obs.budget_remaining)} / ${num(obs.budget_total)} · step ${obs.step_count} / ${obs.max_steps} · clock ${obs.case_clock} · pending ${obs.pending_events.length} · arrived ${obs.revealed_artifacts.length}`) : null,
       obs && obs.messages.length ? h("ul", { class: "pressure" }, obs.messages.map((m) => h("li", {}, m))) : null,
@@ -96,9 +111,11 @@ async function replayEpisode(runId, idx) {
     const cited = terminal && st.payload.evidence_map ? Object.values(st.payload.evidence_map).flatMap((ev) => (ev && Array.isArray(ev.token_ids) ? ev.token_ids : [])) : [];
     renderDocs(docRoot, docs, { selectedIds: new Set(cited), onSelect: draw });
   };
-  replace(view, h("p", {}, h("button", { type: "button", class: "link", onclick: () => safe(openRun)(runId) }, `← run ${runId}`)),
+  const track = record.initial_observation && record.initial_observation.benchmark_track;
+  replace(view, h("p", {}, h("a", { href: `#replay/${encodeURIComponent(runId)}` }, `← run ${runId}`)),
     h("h2", {}, `Replay: ${record.case_id} by ${record.agent}`),
-    h("p", {}, `Stored: score ${num(record.final_score, 4)}, ${record.result_class}, decision ${record.decision}, ${record.steps} steps.`),
+    h("p", {}, `Stored: score ${num(record.final_score, 4)}, ${record.result_class}, decision ${record.decision}, ${record.steps} steps${track ? `, track ${track}` : ""}.`),
+    stored ? h("p", { class: "notice", id: "replay-stored" }, `This server does not serve ${record.case_id} (a generated suite's case, played in-process when the run was made), so it cannot be played again here: the replay steps through the stored record — each action, its payload and stored reward, and the stored grade — without the observations.`) : null,
     h("div", { class: "replay-bar" }, prev, slider, next), stage);
   draw();
 }
@@ -119,12 +136,16 @@ async function compare(runIds) {
       table(["#", "action", "reward", "ok"], rec.trajectory.map((t) => [String(t.step), t.action_type, num(t.reward, 4), t.success ? "✔" : "✘"]), { class: "compact" }))));
   };
   sel.addEventListener("change", () => show().catch((e) => replace(out, errorBox(e))));
-  replace(view, h("p", {}, h("button", { type: "button", class: "link", onclick: safe(runsList) }, "← all runs")), h("h2", {}, "Two runs side by side"),
+  replace(view, h("p", {}, h("a", { href: "#replay" }, "← all runs")), h("h2", {}, "Two runs side by side"),
     common.length ? [h("label", { for: "compare-case" }, "case "), sel, out] : h("p", { class: "muted" }, "These runs share no case."));
   if (common.length) await show();
 }
 
-export async function mount(root) {
+/** `args`: [] for the run list, [run] for a run, [run, episode] for an episode's replay. */
+export async function mount(root, args = []) {
   view = root;
+  if (args.length && !operatorKey()) return runsList();
+  if (args.length >= 2) return replayEpisode(args[0], Number(args[1]));
+  if (args.length === 1) return openRun(args[0]);
   await runsList();
 }

@@ -1,0 +1,166 @@
+//! `POST /agent-runs`: play a scripted agent (the teacher, a baseline, a red-team policy) on
+//! chosen cases of the served pool, in-process, and return what it did and how it scored.
+//!
+//! The workbench's agent-runner page calls it. It is an operator route: a scripted agent's
+//! submissions on a served case are a worked answer, which an agent under evaluation must not read.
+//! The handler validates the request and calls `ls_agents::run_episode` on a fresh environment of
+//! the server's pool and configuration (one institution across the chosen cases, as a run has);
+//! the episodes run on a blocking thread.
+
+use crate::body::JsonBody;
+use crate::error::ApiError;
+use crate::route_table::{ApiRoutes, RouteDoc};
+use crate::Shared;
+use axum::extract::State;
+use axum::Json;
+use ls_agents::{offline_agent, run_episode, EpisodeRecord, LocalEnv, Silent, OFFLINE_AGENTS};
+use ls_env::ResetRequest;
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// Most cases one request plays.
+pub const MAX_AGENT_RUN_CASES: usize = 25;
+
+/// What to run.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "AgentRunRequest")]
+pub struct AgentRunRequest {
+    /// `teacher`, `random`, `naive-pay`, `always-escalate` (or a teacher ablation / red-team policy).
+    pub agent: String,
+    /// Case ids of the served pool, played in this order (1 to 25).
+    pub case_ids: Vec<String>,
+    /// Seed of the agent's own randomness (the random baseline); default 0.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn reply_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "object", "required": ["agent", "model", "episodes", "mean_score"], "properties": {
+        "agent": {"type": "string"}, "model": {"type": "string"},
+        "mean_score": {"type": "number"},
+        "episodes": {"type": "array", "items": {"type": "object", "description": "the episode record: case_id, final_score, result_class, decision, trajectory (each action, payload and reward), terminal_info"}}}})
+}
+
+/// Parse and check a request against the served pool.
+pub fn parse_request(
+    body: Value,
+    served: &dyn Fn(&str) -> bool,
+) -> Result<AgentRunRequest, ApiError> {
+    let req: AgentRunRequest = serde_json::from_value(body)
+        .map_err(|e| ApiError::Validation(format!("agent run: {e}")))?;
+    if offline_agent(&req.agent).is_none() {
+        return Err(ApiError::Validation(format!(
+            "agent: unknown agent '{}'; use one of {}",
+            crate::error::prefix(&req.agent),
+            OFFLINE_AGENTS.join(", ")
+        )));
+    }
+    if req.case_ids.is_empty() || req.case_ids.len() > MAX_AGENT_RUN_CASES {
+        return Err(ApiError::Validation(format!(
+            "case_ids: give 1 to {MAX_AGENT_RUN_CASES} case ids"
+        )));
+    }
+    if let Some(bad) = req.case_ids.iter().find(|c| !served(c)) {
+        return Err(ApiError::NotFound(format!(
+            "case_ids: unknown case_id '{}' (not in the served pool)",
+            crate::error::prefix(bad)
+        )));
+    }
+    Ok(req)
+}
+
+/// Play the request's cases in one fresh environment.
+fn play(state: &crate::controlbench::AppState, req: &AgentRunRequest) -> Value {
+    let mut env = state.new_env();
+    let mut episodes: Vec<EpisodeRecord> = Vec::with_capacity(req.case_ids.len());
+    for case_id in &req.case_ids {
+        let Some(mut agent) = offline_agent(&req.agent) else {
+            break;
+        };
+        let mut client = LocalEnv::new(&mut env);
+        let reset = ResetRequest {
+            case_id: Some(case_id.clone()),
+            ..Default::default()
+        };
+        episodes.push(run_episode(
+            agent.as_mut(),
+            &mut client,
+            &reset,
+            req.seed,
+            &mut Silent,
+        ));
+    }
+    let mean = episodes.iter().map(|e| e.final_score).sum::<f64>() / episodes.len().max(1) as f64;
+    let (agent, model) = episodes
+        .first()
+        .map(|e| (e.agent.clone(), e.model.clone()))
+        .unwrap_or_default();
+    json!({"agent": agent, "model": model, "mean_score": (mean * 10_000.0).round() / 10_000.0, "episodes": episodes})
+}
+
+async fn post_agent_run(
+    State(s): State<Shared>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<Value>, ApiError> {
+    let pool = s.pool.clone();
+    let req = parse_request(body, &|id| pool.cases.iter().any(|c| c.case_id == id))?;
+    tokio::task::spawn_blocking(move || play(&s, &req))
+        .await
+        .map(Json)
+        .map_err(|e| ApiError::Internal(format!("agent run: {e}")))
+}
+
+/// The route, with its documentation.
+pub fn routes() -> ApiRoutes<Shared> {
+    ApiRoutes::new().post(
+        "/agent-runs",
+        RouteDoc::new("reports", "Run a scripted agent on chosen cases")
+            .describe("Operator route (`X-API-Key`). Plays the named offline agent (teacher, random, naive-pay, always-escalate) on each case id of the served pool, in order, in one fresh institution, and returns each episode's record (actions, payloads, rewards, terminal grade). Nothing is stored.")
+            .body::<AgentRunRequest>("The agent and the cases")
+            .reply_with(reply_schema, "Each episode's record and the mean score"),
+        post_agent_run,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn served(id: &str) -> bool {
+        id.starts_with("CASE-")
+    }
+
+    #[test]
+    fn bad_requests_name_the_problem() {
+        let e = parse_request(
+            json!({"agent": "oracle", "case_ids": ["CASE-A-001"]}),
+            &served,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("unknown agent 'oracle'"), "{e}");
+        let e = parse_request(json!({"agent": "teacher", "case_ids": []}), &served).unwrap_err();
+        assert!(e.to_string().contains("case_ids"), "{e}");
+        let many: Vec<String> = (0..26).map(|i| format!("CASE-A-{i:03}")).collect();
+        assert!(parse_request(json!({"agent": "teacher", "case_ids": many}), &served).is_err());
+        let e =
+            parse_request(json!({"agent": "teacher", "case_ids": ["X-1"]}), &served).unwrap_err();
+        assert!(
+            matches!(e, ApiError::NotFound(_)) && e.to_string().contains("X-1"),
+            "{e}"
+        );
+        let e = parse_request(
+            json!({"agent": "teacher", "case_ids": ["CASE-A-001"], "oops": 1}),
+            &served,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("oops"), "{e}");
+        let ok = parse_request(
+            json!({"agent": "teacher", "case_ids": ["CASE-A-001"]}),
+            &served,
+        )
+        .unwrap();
+        assert_eq!(ok.case_ids, vec!["CASE-A-001"]);
+    }
+}

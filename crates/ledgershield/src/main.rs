@@ -3,10 +3,11 @@
 //! * `serve`: run an environment server (ControlBench by default, built-in fixtures, no setup).
 //! * `load`: play whole episodes over HTTP at several concurrencies and report throughput,
 //!   latency percentiles, server CPU per episode and RSS.
-//! * `run`, `report`, `export`: agents, the benchmark report and training data (docs/agents.md,
-//!   docs/reports.md).
+//! * `run`, `report`, `compare`, `export`: agents, the benchmark report, live model comparison
+//!   and training data (docs/agents.md, docs/report.md).
 
 mod cases;
+mod compare;
 mod export;
 mod http1;
 mod load;
@@ -198,6 +199,8 @@ enum Command {
     Run(run::RunArgs),
     /// Build the benchmark report (every track), store it and update the leaderboard.
     Report(report::ReportArgs),
+    /// Compare several models (OpenAI-compatible endpoints) live on the same cases.
+    Compare(compare::CompareArgs),
     /// Export training data (SFT prompt/completion JSONL or trajectories) from stored runs.
     Export(export::ExportArgs),
     /// Run the Financial Audit environment's rule-based baseline auditor (no LLM).
@@ -259,6 +262,7 @@ fn main() -> Result<()> {
         ),
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Export(args) => export::run(args),
         Command::AuditBaseline(args) => audit_baseline(args),
     }

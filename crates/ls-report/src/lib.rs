@@ -1,14 +1,17 @@
 //! `ls-report`: the LedgerShield ControlBench benchmark report.
 //!
 //! * [`gen`]: the boundary to case generation ([`CaseSource`]); [`LsGen`] wires `ls-gen`.
+//! * [`compare`]: live multi-model comparison (`ledgershield compare`).
 //! * [`eval`]: running agents in-process (fresh environment per trial, or one per sequence).
 //! * [`gaming`]: the `gaming_resistance` section (evidence-blind gaming policies per pool).
 //! * [`metrics`]: stats, per-case rows, aggregate metrics, section summaries.
 //! * [`report`]: every documented track in the documented order ([`build_report`]).
 //! * [`product`]: leaderboard entries, Certify, visualization payloads with honest fallbacks.
 //! * [`human`]: the human-baseline loader (never fabricates data).
+//! * [`stored`]: stored runs of any agent (an external model, `run --url`) on the leaderboard.
 //! * [`render`]: markdown and HTML (inline SVG charts via `plotters`).
 
+pub mod compare;
 pub mod eval;
 pub mod gaming;
 pub mod gen;
@@ -17,6 +20,7 @@ pub mod metrics;
 pub mod product;
 pub mod render;
 pub mod report;
+pub mod stored;
 
 pub use eval::{EvalConfig, MemorySnapshot};
 pub use gen::{CaseSource, LsGen, NoGenerator};

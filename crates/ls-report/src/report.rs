@@ -37,6 +37,8 @@ pub struct ReportConfig {
     pub agents: Vec<String>,
     pub human_baseline_path: Option<PathBuf>,
     pub generated_at: String,
+    /// Stored runs to include on the ladder (read by the caller from the store).
+    pub stored_runs: Vec<crate::stored::StoredRunInput>,
 }
 
 impl Default for ReportConfig {
@@ -59,6 +61,7 @@ impl Default for ReportConfig {
             ],
             human_baseline_path: None,
             generated_at: String::new(),
+            stored_runs: Vec::new(),
         }
     }
 }
@@ -461,6 +464,10 @@ pub struct BenchmarkReport {
     /// Evidence-blind gaming policies over the curated and generated pools.
     #[serde(default)]
     pub gaming_resistance: Option<crate::gaming::GamingResistance>,
+    /// Stored runs included on the ladder (`--agents llm`, `--runs ID`): scored from their
+    /// recorded episodes, not re-played.
+    #[serde(default)]
+    pub stored_runs: Vec<crate::stored::StoredRunSummary>,
     pub unavailable_tracks: Vec<Unavailable>,
 }
 
@@ -1517,6 +1524,11 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
         independent_fraudgen_ecosystem: fraudgen,
         experiment_suite: experiment,
         gaming_resistance: Some(gaming),
+        stored_runs: cfg
+            .stored_runs
+            .iter()
+            .map(|r| crate::stored::summarize_run(r, cfg.pass_threshold))
+            .collect(),
         unavailable_tracks: unavailable,
     }
 }

@@ -128,6 +128,8 @@ impl CompareSummary {
     pub fn public_aggregate(&self) -> CompareSummary {
         let mut s = self.clone();
         s.cases.clear();
+        // The operator's endpoint is not the public's business.
+        s.api_base.clear();
         for r in &mut s.results {
             r.failed_cases.clear();
             r.case_scores.clear();

@@ -21,6 +21,7 @@
 
 pub mod audit;
 pub mod body;
+pub mod comparisons;
 pub mod config;
 mod conn_timer;
 pub mod controlbench;
@@ -86,6 +87,7 @@ pub fn router(state: Shared) -> App {
     let routes = controlbench::routes()
         .merge(controlbench_openenv::routes())
         .merge(reports::routes())
+        .merge(comparisons::routes())
         .merge(route_table::workbench())
         .with_state(state);
     let router = openapi::with_reference(routes, info, controlbench::is_operator_route);

@@ -27,7 +27,7 @@ const COMMON: [&str; 10] = [
     "get /ui/{path}",
 ];
 
-const CONTROLBENCH: [&str; 18] = [
+const CONTROLBENCH: [&str; 20] = [
     "get /",
     "get /health",
     "post /reset",
@@ -46,6 +46,8 @@ const CONTROLBENCH: [&str; 18] = [
     "get /runs",
     "get /runs/{run_id}",
     "get /runs/{run_id}/episodes/{idx}",
+    "get /comparisons",
+    "get /comparisons/{comparison_id}",
 ];
 
 const AUDIT: [&str; 27] = [

@@ -56,9 +56,9 @@ pub struct ReportArgs {
     /// stored runs of the agents named in `--agents`.
     #[arg(long, value_delimiter = ',')]
     pub runs: Vec<String>,
-    /// Human-baseline summary file.
-    #[arg(long, env = "LEDGERSHIELD_HUMAN_BASELINE_PATH")]
-    pub human_baseline: Option<PathBuf>,
+    /// Human-baseline summary file (absent: the report says so; no human numbers are made up).
+    #[arg(long, env = "LEDGERSHIELD_HUMAN_BASELINE_PATH", default_value = ls_report::human::DEFAULT_PATH)]
+    pub human_baseline: PathBuf,
     #[arg(long, env = "LEDGERSHIELD_DB_PATH", default_value = ls_store::DEFAULT_DB_PATH)]
     pub db: PathBuf,
     /// Do not store the report or update the leaderboard.
@@ -97,7 +97,7 @@ pub fn run(args: ReportArgs) -> Result<()> {
         primary_agent: agents.first().cloned().unwrap_or_else(|| "teacher".into()),
         agents,
         stored_runs,
-        human_baseline_path: args.human_baseline.clone(),
+        human_baseline_path: Some(args.human_baseline.clone()),
         generated_at: if args.no_timestamp {
             String::new()
         } else {

@@ -1,6 +1,7 @@
 //! `ls-report`: the LedgerShield ControlBench benchmark report.
 //!
 //! * [`gen`]: the boundary to case generation ([`CaseSource`]); [`LsGen`] wires `ls-gen`.
+//! * [`aging`]: the multi-currency aging report (30/60/90/90+ per currency and converted).
 //! * [`compare`]: live multi-model comparison (`ledgershield compare`).
 //! * [`eval`]: running agents in-process (fresh environment per trial, or one per sequence).
 //! * [`gaming`]: the `gaming_resistance` section (evidence-blind gaming policies per pool).
@@ -11,6 +12,7 @@
 //! * [`stored`]: stored runs of any agent (an external model, `run --url`) on the leaderboard.
 //! * [`render`]: markdown and HTML (inline SVG charts via `plotters`).
 
+pub mod aging;
 pub mod compare;
 pub mod eval;
 pub mod gaming;

@@ -13,6 +13,7 @@
 //! * [`render`]: markdown and HTML (inline SVG charts via `plotters`).
 
 pub mod aging;
+pub mod causal_query;
 pub mod compare;
 pub mod eval;
 pub mod gaming;

@@ -26,6 +26,7 @@ pub mod config;
 mod conn_timer;
 pub mod controlbench;
 pub mod controlbench_openenv;
+pub mod counterfactual;
 pub mod discovery;
 pub mod docs_page;
 pub mod error;
@@ -88,6 +89,7 @@ pub fn router(state: Shared) -> App {
         .merge(controlbench_openenv::routes())
         .merge(reports::routes())
         .merge(comparisons::routes())
+        .merge(counterfactual::routes())
         .merge(route_table::workbench())
         .with_state(state);
     let router = openapi::with_reference(routes, info, controlbench::is_operator_route);

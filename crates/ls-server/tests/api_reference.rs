@@ -27,7 +27,7 @@ const COMMON: [&str; 10] = [
     "get /ui/{path}",
 ];
 
-const CONTROLBENCH: [&str; 20] = [
+const CONTROLBENCH: [&str; 21] = [
     "get /",
     "get /health",
     "post /reset",
@@ -48,6 +48,7 @@ const CONTROLBENCH: [&str; 20] = [
     "get /runs/{run_id}/episodes/{idx}",
     "get /comparisons",
     "get /comparisons/{comparison_id}",
+    "post /counterfactual",
 ];
 
 const AUDIT: [&str; 27] = [

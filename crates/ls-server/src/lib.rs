@@ -41,6 +41,7 @@ pub mod security;
 pub mod serve;
 pub mod sessions;
 pub mod shutdown;
+pub mod watchdog_role;
 pub mod ws;
 pub mod ws_config;
 pub mod ws_mcp;
@@ -90,6 +91,7 @@ pub fn router(state: Shared) -> App {
         .merge(reports::routes())
         .merge(comparisons::routes())
         .merge(counterfactual::routes())
+        .merge(watchdog_role::routes())
         .merge(route_table::workbench())
         .with_state(state);
     let router = openapi::with_reference(routes, info, controlbench::is_operator_route);

@@ -27,7 +27,7 @@ const COMMON: [&str; 10] = [
     "get /ui/{path}",
 ];
 
-const CONTROLBENCH: [&str; 21] = [
+const CONTROLBENCH: [&str; 24] = [
     "get /",
     "get /health",
     "post /reset",
@@ -49,6 +49,9 @@ const CONTROLBENCH: [&str; 21] = [
     "get /comparisons",
     "get /comparisons/{comparison_id}",
     "post /counterfactual",
+    "get /watchdog/observation",
+    "post /watchdog/verdict",
+    "get /watchdog/joint",
 ];
 
 const AUDIT: [&str; 27] = [

@@ -3,10 +3,12 @@
 //! * `serve`: run an environment server (ControlBench by default, built-in fixtures, no setup).
 //! * `load`: play whole episodes over HTTP at several concurrencies and report throughput,
 //!   latency percentiles, server CPU per episode and RSS.
-//! * `run`, `report`, `export`: agents, the benchmark report and training data (docs/agents.md,
-//!   docs/reports.md).
+//! * `run`, `report`, `compare`, `export`: agents, the benchmark report, live model comparison
+//!   and training data (docs/agents.md, docs/report.md).
 
+mod aging;
 mod cases;
+mod compare;
 mod export;
 mod http1;
 mod load;
@@ -198,6 +200,10 @@ enum Command {
     Run(run::RunArgs),
     /// Build the benchmark report (every track), store it and update the leaderboard.
     Report(report::ReportArgs),
+    /// Compare several models (OpenAI-compatible endpoints) live on the same cases.
+    Compare(compare::CompareArgs),
+    /// Multi-currency aging report (0-30/31-60/61-90/90+) of the open AP items.
+    Aging(aging::AgingArgs),
     /// Export training data (SFT prompt/completion JSONL or trajectories) from stored runs.
     Export(export::ExportArgs),
     /// Run the Financial Audit environment's rule-based baseline auditor (no LLM).
@@ -259,6 +265,15 @@ fn main() -> Result<()> {
         ),
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Aging(args) => aging::run(
+            args,
+            &load_fixtures(
+                std::env::var_os("LEDGERSHIELD_FIXTURES")
+                    .map(PathBuf::from)
+                    .as_ref(),
+            )?,
+        ),
         Command::Export(args) => export::run(args),
         Command::AuditBaseline(args) => audit_baseline(args),
     }
@@ -318,7 +333,11 @@ fn serve(args: ServeArgs) -> Result<()> {
                 let db = ls_store::db_path(args.db.as_deref());
                 let reports = ls_server::ReportStore::with_baseline(
                     db,
-                    std::env::var_os("LEDGERSHIELD_HUMAN_BASELINE_PATH").map(PathBuf::from),
+                    Some(
+                        std::env::var_os("LEDGERSHIELD_HUMAN_BASELINE_PATH")
+                            .map(PathBuf::from)
+                            .unwrap_or_else(|| ls_report::human::DEFAULT_PATH.into()),
+                    ),
                 );
                 let state = ls_server::app_state(
                     CasePool::new(set),

@@ -1,13 +1,14 @@
 //! `ledgershield report`: build the benchmark report, store it (and the leaderboard) in the
 //! database, optionally write artifacts, and print JSON, markdown or HTML.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use ls_core::FixtureSet;
+use ls_report::stored::StoredRunInput;
 use ls_report::{
     build_report, leaderboard, leaderboard_entries, render, visualization, LsGen, ReportConfig,
 };
-use ls_store::{LeaderboardRow, Store};
+use ls_store::{LeaderboardRow, RunRow, Store};
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -41,16 +42,23 @@ pub struct ReportArgs {
     /// ControlBench sequence seed.
     #[arg(long, default_value_t = 2026)]
     pub sequence_seed: u64,
-    /// Agents on the ladder (the first is the protocol agent).
+    /// Agents on the ladder (the first played agent is the protocol agent). Scripted agents
+    /// (teacher, random, naive-pay, always-escalate, teacher ablations) are played by the report;
+    /// any other name (`llm`, or the agent name of a `run --url` run) is read from the store:
+    /// its stored runs of the public and holdout suites are scored and put on the leaderboard.
     #[arg(
         long,
         value_delimiter = ',',
         default_value = "teacher,random,naive-pay,always-escalate"
     )]
     pub agents: Vec<String>,
-    /// Human-baseline summary file.
-    #[arg(long, env = "LEDGERSHIELD_HUMAN_BASELINE_PATH")]
-    pub human_baseline: Option<PathBuf>,
+    /// Stored runs to put on the leaderboard, by run id (comma separated), in addition to the
+    /// stored runs of the agents named in `--agents`.
+    #[arg(long, value_delimiter = ',')]
+    pub runs: Vec<String>,
+    /// Human-baseline summary file (absent: the report says so; no human numbers are made up).
+    #[arg(long, env = "LEDGERSHIELD_HUMAN_BASELINE_PATH", default_value = ls_report::human::DEFAULT_PATH)]
+    pub human_baseline: PathBuf,
     #[arg(long, env = "LEDGERSHIELD_DB_PATH", default_value = ls_store::DEFAULT_DB_PATH)]
     pub db: PathBuf,
     /// Do not store the report or update the leaderboard.
@@ -63,8 +71,19 @@ pub struct ReportArgs {
 
 pub fn run(args: ReportArgs) -> Result<()> {
     let set = FixtureSet::embedded().context("embedded fixtures")?;
-    let mut agents = args.agents.clone();
-    agents.retain(|a| a != "llm");
+    let (agents, stored_names): (Vec<String>, Vec<String>) = args
+        .agents
+        .iter()
+        .map(|a| a.trim().to_owned())
+        .filter(|a| !a.is_empty())
+        .partition(|a| ls_agents::offline_agent(a).is_some());
+    let stored_runs = if stored_names.is_empty() && args.runs.is_empty() {
+        Vec::new()
+    } else {
+        let store =
+            Store::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
+        load_stored_runs(&store, &stored_names, &args.runs)?
+    };
     let cfg = ReportConfig {
         pass_k: args.pass_k,
         pass_threshold: args.pass_threshold,
@@ -77,7 +96,8 @@ pub fn run(args: ReportArgs) -> Result<()> {
         seed: args.seed,
         primary_agent: agents.first().cloned().unwrap_or_else(|| "teacher".into()),
         agents,
-        human_baseline_path: args.human_baseline.clone(),
+        stored_runs,
+        human_baseline_path: Some(args.human_baseline.clone()),
         generated_at: if args.no_timestamp {
             String::new()
         } else {
@@ -153,6 +173,75 @@ pub fn run(args: ReportArgs) -> Result<()> {
         ReportFormat::Html => println!("{}", render::html(&report)),
     }
     Ok(())
+}
+
+/// Most stored runs scanned when an agent name is resolved against the store.
+const RUN_SCAN_LIMIT: usize = 1000;
+
+/// The stored runs the report includes: every stored run of each agent in `names` (newest first)
+/// and each run named in `run_ids`. An agent name with no stored run, or an unknown run id, is an
+/// error naming it (never silently dropped).
+pub fn load_stored_runs(
+    store: &Store,
+    names: &[String],
+    run_ids: &[String],
+) -> Result<Vec<StoredRunInput>> {
+    let listed = if names.is_empty() {
+        Vec::new()
+    } else {
+        store.list_runs(RUN_SCAN_LIMIT)?
+    };
+    let mut rows: Vec<RunRow> = Vec::new();
+    for name in names {
+        let mine: Vec<&RunRow> = listed.iter().filter(|r| &r.agent == name).collect();
+        if mine.is_empty() {
+            let mut known: Vec<&str> = listed.iter().map(|r| r.agent.as_str()).collect();
+            known.sort_unstable();
+            known.dedup();
+            bail!(
+                "unknown agent '{name}': not a scripted agent ({}) and no stored run of it in the database{}; store one first with `ledgershield run --agent {name} …` (or `run --url …`), or name runs with --runs",
+                "teacher, random, naive-pay, always-escalate, teacher-no-controls, teacher-no-certificate, teacher-no-artifact-wait",
+                if known.is_empty() { String::new() } else { format!(" (stored-run agents: {})", known.join(", ")) }
+            );
+        }
+        rows.extend(mine.into_iter().cloned());
+    }
+    for id in run_ids.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
+        let row = store
+            .get_run(id)?
+            .with_context(|| format!("unknown run id '{id}': no such stored run"))?;
+        rows.push(row);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    rows.retain(|r| seen.insert(r.run_id.clone()));
+    // Newest first (the leaderboard takes the latest run per suite).
+    rows.sort_by(|a, b| {
+        b.created_at
+            .cmp(&a.created_at)
+            .then(b.run_id.cmp(&a.run_id))
+    });
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let records = store
+            .episodes(Some(&r.run_id), 1_000_000)?
+            .into_iter()
+            .map(|e| serde_json::from_value(e.record))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .with_context(|| format!("stored run {} has an unreadable episode record", r.run_id))?;
+        if records.is_empty() {
+            bail!("stored run {} has no episodes", r.run_id);
+        }
+        out.push(StoredRunInput {
+            run_id: r.run_id,
+            agent: r.agent,
+            model: r.model,
+            agent_type: r.agent_type,
+            created_at: r.created_at,
+            summary: r.summary,
+            records,
+        });
+    }
+    Ok(out)
 }
 
 /// A report's store id: seed, time and 64 bits from the operating system's random source, so two

@@ -136,7 +136,7 @@ struct RunOut {
 }
 
 /// The llm agent's key: `OPENAI_API_KEY`, else `LEDGERSHIELD_API_KEY` (read here, in the binary).
-fn llm_key_from_env() -> Option<String> {
+pub(crate) fn llm_key_from_env() -> Option<String> {
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     var("OPENAI_API_KEY").or_else(|| var("LEDGERSHIELD_API_KEY"))
 }
@@ -251,6 +251,19 @@ impl ls_agents::EnvClient for Watched<'_> {
 
     fn institutional_memory(&mut self) -> Option<serde_json::Map<String, serde_json::Value>> {
         self.inner.institutional_memory()
+    }
+}
+
+/// A server URL reduced to scheme, host and port (no credentials, path or query), as stored in a
+/// run's provenance.
+pub fn server_origin(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => match (u.host_str(), u.port()) {
+            (Some(h), Some(p)) => format!("{}://{h}:{p}", u.scheme()),
+            (Some(h), None) => format!("{}://{h}", u.scheme()),
+            _ => u.scheme().to_owned(),
+        },
+        Err(_) => "unparsed".into(),
     }
 }
 
@@ -557,6 +570,26 @@ pub fn run(args: RunArgs) -> Result<()> {
             summary: {
                 let mut s = serde_json::to_value(&out.metrics)?;
                 s["suite"] = out.suite.clone().into();
+                // Provenance read by `report` when the run is put on the leaderboard.
+                s["pass_k"] = pass_k.into();
+                s["pass_threshold"] = args.pass_threshold.into();
+                s["track_mode"] = if args.url.is_some() {
+                    "server-configured".into()
+                } else {
+                    mode.as_str().into()
+                };
+                s["source"] = if args.url.is_some() {
+                    "server"
+                } else {
+                    "in-process"
+                }
+                .into();
+                if let Some(url) = &args.url {
+                    s["server"] = server_origin(url).into();
+                }
+                if args.agent == "llm" {
+                    s["temperature"] = args.temperature.into();
+                }
                 s
             },
         };

@@ -18,15 +18,19 @@ use std::io::Write;
 use std::time::Duration;
 
 /// Capability profile derived from the model name (documented tiers).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// The reference's tiers also carry investigation and intervention budget bonuses (+2/+2 elite,
+/// +1/+1 strong) for its scripted investigation and intervention phases. This agent has no such
+/// phases (the model chooses every action within the environment's step and cost budget, and its
+/// prompt is the recorded training protocol, which a budget line would change), so the bonuses
+/// have no counterpart here and are not part of the profile (docs/agents.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CapabilityProfile {
     pub model: String,
     pub capability_score: f64,
     pub tier: String,
     pub plan_mode: String,
     pub repair_level: String,
-    pub investigation_bonus: u32,
-    pub intervention_bonus: u32,
     pub decision_tokens: u32,
     pub planning_tokens: u32,
     pub pending_artifact_waits: u32,
@@ -63,12 +67,12 @@ impl CapabilityProfile {
             }
         }
         let score = (score * 100.0).round() / 100.0;
-        let (tier, plan, repair, bonus, dt, pt, waits) = if score >= 5.0 {
-            ("elite", "llm", "partial", 2, 1536, 640, 2)
+        let (tier, plan, repair, dt, pt, waits) = if score >= 5.0 {
+            ("elite", "llm", "partial", 1536, 640, 2)
         } else if score >= 4.5 {
-            ("strong", "hybrid", "partial", 1, 1280, 512, 1)
+            ("strong", "hybrid", "partial", 1280, 512, 1)
         } else {
-            ("standard", "llm", "none", 0, 512, 384, 0)
+            ("standard", "llm", "none", 512, 384, 0)
         };
         Self {
             model: model.to_owned(),
@@ -76,8 +80,6 @@ impl CapabilityProfile {
             tier: tier.into(),
             plan_mode: plan.into(),
             repair_level: repair.into(),
-            investigation_bonus: bonus,
-            intervention_bonus: bonus,
             decision_tokens: dt,
             planning_tokens: pt,
             pending_artifact_waits: waits,
@@ -582,6 +584,10 @@ mod tests {
             CapabilityProfile::from_model("gpt-5-pro").capability_score,
             5.5
         );
+        // No budget bonuses: this agent has no scripted phases for them to extend.
+        let v = serde_json::to_value(CapabilityProfile::from_model("gpt-5.4")).unwrap();
+        assert!(v.get("investigation_bonus").is_none() && v.get("intervention_bonus").is_none());
+        assert_eq!(v["decision_tokens"], 1536);
         let local = CapabilityProfile::from_model("local/pro-latest-checkpoint");
         assert_eq!(
             (local.tier.as_str(), local.plan_mode.as_str()),

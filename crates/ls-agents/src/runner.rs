@@ -60,7 +60,7 @@ pub struct StepRecord {
 }
 
 /// A whole episode as the agent experienced it (plus the terminal grade info the env returned).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EpisodeRecord {
     pub case_id: String,
     pub agent: String,

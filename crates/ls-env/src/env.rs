@@ -275,6 +275,11 @@ impl Environment {
         self.episode.as_ref()
     }
 
+    /// The current episode, mutably (a second agent's watchdog verdicts are recorded on it).
+    pub fn episode_mut(&mut self) -> Option<&mut Episode> {
+        self.episode.as_mut()
+    }
+
     pub fn reset(&mut self, req: &ResetRequest) -> Result<StepEnvelope, ResetError> {
         let requested_track = req.track.as_deref().map(normalize_track);
         let (case, max_steps, budget, adjusted, selection_seed) =

@@ -426,6 +426,16 @@ impl Episode {
         self.observed_signals.iter().cloned().collect()
     }
 
+    /// Artifacts scheduled but not yet delivered (the watchdog stream's pending count).
+    pub fn pending_event_count(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Pressure events the analyst has seen (the watchdog stream's count).
+    pub fn pressure_events_seen_count(&self) -> usize {
+        self.pressure_events_seen.len()
+    }
+
     fn boundary(&self, action: Option<ActionName>, decision: Option<Decision>) -> BoundaryReport {
         let observed = self.observed_signal_list();
         let prior = action

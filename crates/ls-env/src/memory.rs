@@ -445,6 +445,10 @@ pub struct CalibrationGate {
     pub gate_trigger_count: u32,
     pub recovery_window: u32,
     pub last_gate_reason: String,
+    /// Ablation switch (the report's `calibration_gate_ablation`): calibration is still
+    /// measured, but the authority level never changes.
+    #[serde(skip)]
+    pub disabled: bool,
     #[serde(skip)]
     window: VecDeque<f64>,
     #[serde(skip)]
@@ -461,6 +465,7 @@ impl Default for CalibrationGate {
             gate_trigger_count: 0,
             recovery_window: 0,
             last_gate_reason: "initial".into(),
+            disabled: false,
             window: VecDeque::new(),
             sum: 0.0,
         }
@@ -489,6 +494,10 @@ impl CalibrationGate {
         }
         let running = self.window.iter().sum::<f64>() / self.window.len() as f64;
         self.running_calibration_error = r4(running);
+        if self.disabled {
+            self.last_gate_reason = "gate_disabled".into();
+            return r4(e);
+        }
         let prev = self.authority_level;
         use AuthorityLevel::*;
         let (level, reason) = if catastrophic {

@@ -243,6 +243,31 @@ impl Sprt {
             .map(|i| RISKY[i])
     }
 
+    /// The decision the evidence favours so far: the accepted one at a boundary, else the
+    /// decision whose mixture likelihood (each decision's hypotheses weighted uniformly, as in
+    /// the test itself) is highest. The posterior argmax would favour a decision for how many
+    /// hypotheses it has (eight escalate, one pays), and at a tie it would recommend PAY with no
+    /// evidence at all; at an exact tie (no evidence yet) this recommends NEEDS_REVIEW.
+    pub fn recommended_decision(&self) -> Decision {
+        if let Some(d) = self.accepted_decision() {
+            return d;
+        }
+        const ORDER: [Decision; 4] = [
+            Decision::NeedsReview,
+            Decision::Hold,
+            Decision::EscalateFraud,
+            Decision::Pay,
+        ];
+        let ll = ORDER.map(|d| self.mixture_log_likelihood(|h| h.decision() == d));
+        let mut best = 0;
+        for i in 1..ORDER.len() {
+            if ll[i] > ll[best] + 1e-9 {
+                best = i;
+            }
+        }
+        ORDER[best]
+    }
+
     /// The accepted hypothesis: the posterior argmax within the accepted decision.
     pub fn accepted(&self) -> Option<Hypothesis> {
         let d = self.accepted_decision()?;
@@ -302,7 +327,7 @@ impl Sprt {
         let llr = self.llr();
         let dist = self.distances();
         let accepted = self.accepted();
-        let recommended = accepted.unwrap_or_else(|| self.map_hypothesis()).decision();
+        let recommended = self.recommended_decision();
         let mut llrs = BTreeMap::new();
         let mut posts = BTreeMap::new();
         let mut dists = BTreeMap::new();
@@ -476,6 +501,39 @@ mod tests {
         }
         assert!(s.risk_llr() <= lower());
         assert_eq!(s.accepted(), Some(Hypothesis::Safe));
+    }
+
+    #[test]
+    fn recommendation_follows_the_decision_level_evidence() {
+        let mut s = Sprt::default();
+        // No evidence: a tie, so no PAY (the posterior argmax would pick `safe`).
+        assert_eq!(s.recommended_decision(), Decision::NeedsReview);
+        assert_eq!(s.payload(false).recommended_decision, "NEEDS_REVIEW");
+        // PO reconciliation flags favour the duplicate-billing family (HOLD) although eight
+        // escalation hypotheses share the remaining posterior mass.
+        s.observe(
+            Channel::PoReconciliationReport,
+            "reconciled_with_flags",
+            "po",
+            "po_reconciliation_report",
+        );
+        assert_eq!(s.accepted_decision(), None);
+        assert_eq!(s.recommended_decision(), Decision::Hold);
+        // A clean bank match and callback move it to PAY.
+        let mut c = Sprt::default();
+        c.observe(
+            Channel::CompareBankAccount,
+            "match",
+            "b",
+            "compare_bank_account",
+        );
+        c.observe(
+            Channel::CallbackVerificationResult,
+            "callback_clean",
+            "cb",
+            "callback_verification_result",
+        );
+        assert_eq!(c.recommended_decision(), Decision::Pay);
     }
 
     #[test]

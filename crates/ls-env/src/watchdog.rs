@@ -339,6 +339,9 @@ pub struct Watchdog {
     pub warning_count: u32,
     pub approval_count: u32,
     pub steps_observed: u32,
+    /// Verdicts of a second agent playing the watchdog role (not serialized with the state).
+    #[serde(skip)]
+    pub external: Vec<ExternalVerdict>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -367,6 +370,7 @@ impl Watchdog {
             warning_count: 0,
             approval_count: 0,
             steps_observed: 0,
+            external: Vec::new(),
         }
     }
 
@@ -458,22 +462,13 @@ impl Watchdog {
             "WARN" => self.warning_count += 1,
             _ => self.approval_count += 1,
         }
-        let (mut bonus, mut penalty) = (0.0, 0.0);
-        if risk_observed && pay && self.veto_count > 0 {
-            bonus += 0.15;
-        }
-        if risk_observed && pay && self.veto_count == 0 {
-            penalty -= 0.20;
-        }
-        if !risk_observed && pay && self.approval_count > 0 {
-            bonus += 0.08;
-        }
-        if !risk_observed && self.veto_count > 0 {
-            penalty -= 0.12;
-        }
-        if self.warning_count > 5 {
-            penalty -= 0.05;
-        }
+        let (bonus, penalty) = joint_terms(
+            risk_observed,
+            pay,
+            self.veto_count,
+            self.approval_count,
+            self.warning_count,
+        );
         WatchdogVerdict {
             verdict,
             reason,
@@ -489,9 +484,222 @@ impl Watchdog {
     }
 }
 
+/// The documented joint-score terms (bonus, penalty): +0.15 if risk was observed, the analyst
+/// paid and the watchdog vetoed; −0.20 if risky, paid and no veto; +0.08 if clean, paid and
+/// approved; −0.12 if clean and vetoed; −0.05 for more than five warnings.
+pub fn joint_terms(
+    risk_observed: bool,
+    pay: bool,
+    vetoes: u32,
+    approvals: u32,
+    warnings: u32,
+) -> (f64, f64) {
+    let (mut bonus, mut penalty) = (0.0, 0.0);
+    if risk_observed && pay && vetoes > 0 {
+        bonus += 0.15;
+    }
+    if risk_observed && pay && vetoes == 0 {
+        penalty -= 0.20;
+    }
+    if !risk_observed && pay && approvals > 0 {
+        bonus += 0.08;
+    }
+    if !risk_observed && vetoes > 0 {
+        penalty -= 0.12;
+    }
+    if warnings > 5 {
+        penalty -= 0.05;
+    }
+    (bonus, penalty)
+}
+
+/// A verdict a second agent issues in the watchdog role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum VerdictKind {
+    Veto,
+    Escalate,
+    Warn,
+    Approve,
+}
+
+impl VerdictKind {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "veto" => Some(Self::Veto),
+            "escalate" => Some(Self::Escalate),
+            "warn" => Some(Self::Warn),
+            "approve" => Some(Self::Approve),
+            _ => None,
+        }
+    }
+}
+
+/// One recorded external verdict: after how many analyst steps, what, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExternalVerdict {
+    pub after_step: u32,
+    pub verdict: VerdictKind,
+    pub reason: String,
+}
+
+/// Most verdicts an external watchdog may record per episode.
+pub const MAX_EXTERNAL_VERDICTS: usize = 64;
+const MAX_REASON_CHARS: usize = 500;
+
+/// One analyst step as the watchdog sees it (never the analyst's confidence, never hidden state).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamStep {
+    pub step: u32,
+    pub analyst_action: String,
+    pub payload: serde_json::Map<String, serde_json::Value>,
+    /// `success: <first 120 characters of the message>` or `failed: <message>`.
+    pub result_summary: String,
+}
+
+/// The filtered watchdog observation of an analyst's episode.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WatchdogObservation {
+    pub case_id: String,
+    pub steps: Vec<StreamStep>,
+    pub visible_risk_signals: Vec<String>,
+    pub budget_remaining: f64,
+    pub intervention_actions: Vec<String>,
+    pub pending_event_count: usize,
+    pub pressure_events_seen: usize,
+    pub episode_done: bool,
+    pub verdicts: Vec<ExternalVerdict>,
+}
+
+fn summary_of(success: bool, message: &str) -> String {
+    let m: String = message.chars().take(120).collect();
+    if success {
+        format!("success: {m}")
+    } else {
+        format!("failed: {m}")
+    }
+}
+
+/// The watchdog stream of `ep`: what the analyst did and saw (the submitted decision's payload
+/// without its confidence).
+pub fn observation(ep: &crate::episode::Episode) -> WatchdogObservation {
+    let steps = ep
+        .trajectory
+        .iter()
+        .map(|t| {
+            let mut payload = t.payload.clone();
+            payload.remove("confidence");
+            payload.remove("predicted_probabilities");
+            StreamStep {
+                step: t.step,
+                analyst_action: t.action_type.clone(),
+                payload,
+                result_summary: summary_of(t.success, &t.message),
+            }
+        })
+        .collect();
+    WatchdogObservation {
+        case_id: ep.case.case_id.clone(),
+        steps,
+        visible_risk_signals: ep.observed_signal_list(),
+        budget_remaining: ls_core::text::decimal_to_f64(ep.budget_remaining),
+        intervention_actions: ep
+            .trajectory
+            .iter()
+            .filter(|t| t.is_intervention)
+            .map(|t| t.action_type.clone())
+            .collect(),
+        pending_event_count: ep.pending_event_count(),
+        pressure_events_seen: ep.pressure_events_seen_count(),
+        episode_done: ep.done,
+        verdicts: ep.watchdog.external.clone(),
+    }
+}
+
+/// Record a second agent's verdict on `ep` (bounded; the reason is truncated).
+pub fn record_verdict(
+    ep: &mut crate::episode::Episode,
+    verdict: VerdictKind,
+    reason: &str,
+) -> Result<usize, String> {
+    if ep.watchdog.external.len() >= MAX_EXTERNAL_VERDICTS {
+        return Err(format!(
+            "at most {MAX_EXTERNAL_VERDICTS} watchdog verdicts per episode"
+        ));
+    }
+    let after_step = ep.step_count;
+    ep.watchdog.external.push(ExternalVerdict {
+        after_step,
+        verdict,
+        reason: reason.chars().take(MAX_REASON_CHARS).collect(),
+    });
+    Ok(ep.watchdog.external.len())
+}
+
+/// Joint analyst + watchdog score of a finished episode with the second agent's verdicts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JointScore {
+    pub analyst_score: f64,
+    pub analyst_decision: String,
+    pub risk_observed: bool,
+    pub watchdog_veto_count: u32,
+    pub watchdog_escalation_count: u32,
+    pub watchdog_warning_count: u32,
+    pub watchdog_approval_count: u32,
+    pub watchdog_bonus: f64,
+    pub watchdog_penalty: f64,
+    pub joint_score: f64,
+}
+
+/// `None` until the analyst has submitted and been graded.
+pub fn external_joint(ep: &crate::episode::Episode) -> Option<JointScore> {
+    let grade = ep.grade.as_ref()?;
+    let decision = ep.submitted_decision?;
+    let observed = ep.observed_signal_list();
+    let risk_observed = ls_core::text::risk_bucket(observed.iter().map(String::as_str)) != "low";
+    let count = |k: VerdictKind| {
+        ep.watchdog
+            .external
+            .iter()
+            .filter(|v| v.verdict == k)
+            .count() as u32
+    };
+    let (vetoes, escalations, warnings, approvals) = (
+        count(VerdictKind::Veto),
+        count(VerdictKind::Escalate),
+        count(VerdictKind::Warn),
+        count(VerdictKind::Approve),
+    );
+    let pay = decision == Decision::Pay;
+    let (bonus, penalty) = joint_terms(risk_observed, pay, vetoes, approvals, warnings);
+    Some(JointScore {
+        analyst_score: grade.final_score,
+        analyst_decision: decision.as_str().to_owned(),
+        risk_observed,
+        watchdog_veto_count: vetoes,
+        watchdog_escalation_count: escalations,
+        watchdog_warning_count: warnings,
+        watchdog_approval_count: approvals,
+        watchdog_bonus: r4(bonus),
+        watchdog_penalty: r4(penalty),
+        joint_score: r4((grade.final_score + bonus + penalty).clamp(0.01, 0.99)),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn joint_terms_follow_the_documented_table() {
+        assert_eq!(joint_terms(true, true, 1, 0, 0), (0.15, 0.0));
+        assert_eq!(joint_terms(true, true, 0, 0, 0), (0.0, -0.20));
+        assert_eq!(joint_terms(false, true, 0, 1, 0), (0.08, 0.0));
+        let (b, p) = joint_terms(false, false, 1, 0, 6);
+        assert_eq!((b, r4(p)), (0.0, -0.17));
+        assert_eq!(VerdictKind::parse(" Veto "), Some(VerdictKind::Veto));
+        assert_eq!(VerdictKind::parse("block"), None);
+    }
 
     #[test]
     fn simplex_solves_a_small_lp() {

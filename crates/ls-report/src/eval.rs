@@ -358,6 +358,19 @@ pub fn run_sequence(
     track: Option<&str>,
     cfg: &EvalConfig,
 ) -> SequenceOutcome {
+    run_sequence_gated(factory, pool, cases, track, cfg, true)
+}
+
+/// [`run_sequence`] with the institution's calibration gate switched on or off (off: calibration
+/// is measured but authority never changes; the calibration-gate ablation).
+pub fn run_sequence_gated(
+    factory: AgentFactory<'_>,
+    pool: &Arc<CasePool>,
+    cases: &[Case],
+    track: Option<&str>,
+    cfg: &EvalConfig,
+    gate: bool,
+) -> SequenceOutcome {
     let mut env = Environment::new(
         pool.clone(),
         EnvConfig {
@@ -365,6 +378,7 @@ pub fn run_sequence(
         },
     );
     let before = MemorySnapshot::from_public(&env.reset_memory());
+    env.memory.calibration_gate.disabled = !gate;
     let mut rows = Vec::new();
     let mut records = Vec::new();
     let mut timeline = Vec::new();

@@ -52,6 +52,9 @@ fn empty(note: String, path: Option<&Path>) -> HumanBaselineSummary {
     }
 }
 
+/// The documented default human-baseline file (read when no other path is given).
+pub const DEFAULT_PATH: &str = "artifacts/human_baseline.json";
+
 /// Load a human-baseline file; `None` means no file was supplied.
 pub fn load(path: Option<&Path>) -> HumanBaselineSummary {
     let Some(p) = path else {
@@ -75,7 +78,10 @@ pub fn load(path: Option<&Path>) -> HumanBaselineSummary {
         },
         Err(_) => {
             return empty(
-                "Human-baseline file not found; no human numbers are reported.".into(),
+                format!(
+                    "Human-baseline file {} not found; no human numbers are reported.",
+                    p.display()
+                ),
                 Some(p),
             )
         }

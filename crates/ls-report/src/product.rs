@@ -49,6 +49,10 @@ pub struct LeaderboardEntry {
     pub task_e_expert_mean: Option<f64>,
     pub provenance: String,
     pub updated_at: String,
+    /// The stored runs an entry was computed from (entries of agents played by the report
+    /// itself have none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<crate::stored::RunProvenance>,
 }
 
 fn entry(r: &BenchmarkReport, a: &AgentSummary) -> LeaderboardEntry {
@@ -91,12 +95,19 @@ fn entry(r: &BenchmarkReport, a: &AgentSummary) -> LeaderboardEntry {
         task_e_expert_mean: a.holdout_task_e_mean.or(a.public_task_e_mean),
         provenance: "generated-from-report".into(),
         updated_at: r.generated_at.clone(),
+        runs: Vec::new(),
     }
 }
 
-/// One entry per agent evaluated in the report.
+/// One entry per agent evaluated in the report, then one per stored-run agent it includes.
 pub fn leaderboard_entries(r: &BenchmarkReport) -> Vec<LeaderboardEntry> {
-    r.agents.iter().map(|a| entry(r, a)).collect()
+    let mut out: Vec<LeaderboardEntry> = r.agents.iter().map(|a| entry(r, a)).collect();
+    out.extend(crate::stored::stored_entries(
+        &r.stored_runs,
+        r.evaluation_protocol.temperature,
+        r.evaluation_protocol.pass_threshold,
+    ));
+    out
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

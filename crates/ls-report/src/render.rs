@@ -50,6 +50,54 @@ pub fn markdown(r: &BenchmarkReport) -> String {
             o4(a.certificate_required_mean)
         );
     }
+    if !r.stored_runs.is_empty() {
+        let _ = writeln!(s, "\n## Stored runs on the leaderboard\n\n| agent | model | suite | cases | seeds | pass^k | mean | unsafe rate | source | run |\n|---|---|---|---|---|---|---|---|---|---|");
+        for x in &r.stored_runs {
+            let p = &x.provenance;
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                x.agent,
+                x.model,
+                p.suite,
+                p.case_count,
+                p.seeds
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+                p.pass_k,
+                f4(x.mean_score),
+                f4(x.unsafe_release_rate),
+                p.server.clone().unwrap_or_else(|| p.source.clone()),
+                p.run_id
+            );
+        }
+    }
+    if let Some(a) = &r.aging_report {
+        let b = &a.bucket_totals;
+        let _ = writeln!(s, "\n## Accounts-payable aging ({} as of {})\n\n| currency | items | 0-30 | 31-60 | 61-90 | 90+ | total | total in {} |\n|---|---|---|---|---|---|---|---|", a.base_currency, a.as_of, a.base_currency);
+        for (c, x) in &a.per_currency {
+            let t = &x.bucket_totals;
+            let _ = writeln!(
+                s,
+                "| {c} | {} | {} | {} | {} | {} | {} | {} |",
+                x.item_count, t.d0_30, t.d31_60, t.d61_90, t.d90_plus, x.total, x.base_total
+            );
+        }
+        let _ = writeln!(
+            s,
+            "| all ({}) | {} | {} | {} | {} | {} | {} | {} |",
+            a.base_currency,
+            a.item_count,
+            b.d0_30,
+            b.d31_60,
+            b.d61_90,
+            b.d90_plus,
+            a.total,
+            a.total
+        );
+    }
     let pb = &r.public_benchmark;
     let m = &pb.metrics;
     let _ = writeln!(s, "\n## Public Benchmark\n\n- cases: {}\n- average score: {}\n- control-satisfied resolution: {}\n- institutional utility: {}\n- unsafe release rate: {}\n- pass rate: {}\n- trial pass rate: {}\n- pass^k consistent: {}\n- score stddev: {}", pb.case_count, f4(pb.average_score), f4(m.control_satisfied_resolution_rate), f4(m.institutional_utility_stats.mean), f4(m.unsafe_release_rate), f4(m.pass_rate), f4(m.trial_pass_rate), f4(m.consistent_pass_rate), f4(m.score_stats.stdev));

@@ -1,8 +1,8 @@
 //! The benchmark report: every documented track, built in the documented order.
 
 use crate::eval::{
-    evaluate_cases, pool_of, run_sequence, AgentFactory, EvalConfig, MemorySnapshot,
-    SequenceOutcome, TimelinePoint,
+    evaluate_cases, pool_of, run_sequence, run_sequence_gated, AgentFactory, EvalConfig,
+    MemorySnapshot, SequenceOutcome, TimelinePoint,
 };
 use crate::gen::CaseSource;
 use crate::human::{self, HumanBaselineSummary};
@@ -37,6 +37,8 @@ pub struct ReportConfig {
     pub agents: Vec<String>,
     pub human_baseline_path: Option<PathBuf>,
     pub generated_at: String,
+    /// Stored runs to include on the ladder (read by the caller from the store).
+    pub stored_runs: Vec<crate::stored::StoredRunInput>,
 }
 
 impl Default for ReportConfig {
@@ -59,6 +61,7 @@ impl Default for ReportConfig {
             ],
             human_baseline_path: None,
             generated_at: String::new(),
+            stored_runs: Vec::new(),
         }
     }
 }
@@ -299,6 +302,41 @@ pub struct FraudgenSummary {
     pub risky_share: f64,
     pub scenario_examples: Vec<BTreeMap<String, String>>,
     pub evaluated_by_agent: bool,
+    /// Every ladder agent played on the generated ecosystem (fresh environment per case).
+    #[serde(default)]
+    pub agent_results: BTreeMap<String, FraudgenAgentResult>,
+}
+
+/// One agent on the FraudGen ecosystem.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FraudgenAgentResult {
+    pub case_count: usize,
+    pub average_score: f64,
+    pub unsafe_release_rate: f64,
+    pub control_satisfied_resolution_rate: f64,
+    pub trial_pass_rate: f64,
+    pub pass_k_consistent_rate: f64,
+    pub result_class_counts: BTreeMap<String, usize>,
+    pub task_breakdown: BTreeMap<String, f64>,
+}
+
+impl FraudgenAgentResult {
+    fn of(s: &SectionSummary) -> Self {
+        Self {
+            case_count: s.case_count,
+            average_score: s.average_score,
+            unsafe_release_rate: s.metrics.unsafe_release_rate,
+            control_satisfied_resolution_rate: s.metrics.control_satisfied_resolution_rate,
+            trial_pass_rate: s.metrics.trial_pass_rate,
+            pass_k_consistent_rate: s.metrics.consistent_pass_rate,
+            result_class_counts: s.metrics.result_class_counts.clone(),
+            task_breakdown: s
+                .task_breakdown
+                .iter()
+                .map(|(k, m)| (k.clone(), m.score_stats.mean))
+                .collect(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -313,6 +351,26 @@ pub struct Ablation {
     pub without_unsafe_release_rate: f64,
     pub without_result_class_counts: BTreeMap<String, usize>,
     pub note: String,
+    /// Per-agent rows (the calibration-gate ablation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rows: Vec<GateAblationRow>,
+}
+
+/// One agent's ControlBench quarter with the calibration gate on and off.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GateAblationRow {
+    pub agent_name: String,
+    /// Institutional loss score (else the mean case score) with the gate.
+    pub with_gate_score: f64,
+    pub gate_disabled_score: f64,
+    /// gate_disabled − with_gate.
+    pub gate_penalty: f64,
+    pub with_gate_average_case_score: f64,
+    pub gate_disabled_average_case_score: f64,
+    pub with_gate_unsafe_release_rate: f64,
+    pub gate_disabled_unsafe_release_rate: f64,
+    pub final_authority_level: Option<String>,
+    pub authority_restriction_rate: f64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -461,6 +519,13 @@ pub struct BenchmarkReport {
     /// Evidence-blind gaming policies over the curated and generated pools.
     #[serde(default)]
     pub gaming_resistance: Option<crate::gaming::GamingResistance>,
+    /// Stored runs included on the ladder (`--agents llm`, `--runs ID`): scored from their
+    /// recorded episodes, not re-played.
+    #[serde(default)]
+    pub stored_runs: Vec<crate::stored::StoredRunSummary>,
+    /// The multi-currency aging of the open AP items (USD base, as of the latest item date).
+    #[serde(default)]
+    pub aging_report: Option<crate::aging::AgingReport>,
     pub unavailable_tracks: Vec<Unavailable>,
 }
 
@@ -734,6 +799,57 @@ fn ablation(
         without_unsafe_release_rate: without.metrics.unsafe_release_rate,
         without_result_class_counts: without.metrics.result_class_counts.clone(),
         note: String::new(),
+        rows: Vec::new(),
+    }
+}
+
+fn gate_row(on: &QuarterProfile, off: &QuarterProfile) -> GateAblationRow {
+    let score = |p: &QuarterProfile| p.institutional_loss_score.unwrap_or(p.average_case_score);
+    GateAblationRow {
+        agent_name: on.agent_name.clone(),
+        with_gate_score: score(on),
+        gate_disabled_score: score(off),
+        gate_penalty: r4(score(off) - score(on)),
+        with_gate_average_case_score: on.average_case_score,
+        gate_disabled_average_case_score: off.average_case_score,
+        with_gate_unsafe_release_rate: on.unsafe_release_rate,
+        gate_disabled_unsafe_release_rate: off.unsafe_release_rate,
+        final_authority_level: on.authority_level.clone(),
+        authority_restriction_rate: on.authority_restriction_rate,
+    }
+}
+
+/// The calibration-gate ablation: every ladder agent's quarter re-run with the gate off.
+fn gate_ablation(primary: &str, rows: Vec<GateAblationRow>) -> Ablation {
+    let Some(p) = rows.iter().find(|r| r.agent_name == primary).cloned() else {
+        return Ablation {
+            name: "calibration_gate_ablation".into(),
+            component: "calibration-gated authority".into(),
+            method: "not run".into(),
+            available: false,
+            note: "The ControlBench quarter was not played, so the gate could not be ablated."
+                .into(),
+            ..Default::default()
+        };
+    };
+    let affected = rows.iter().filter(|r| r.gate_penalty.abs() > 0.01).count();
+    let mean_penalty = mean(&rows.iter().map(|r| r.gate_penalty).collect::<Vec<_>>());
+    Ablation {
+        name: "calibration_gate_ablation".into(),
+        component: "calibration-gated authority".into(),
+        method: "every ladder agent's ControlBench quarter re-played with the institution's calibration gate switched off (calibration measured, authority never restricted); scores are institutional loss scores".into(),
+        available: true,
+        with_component_score: p.with_gate_score,
+        without_component_score: p.gate_disabled_score,
+        delta: r4(p.with_gate_score - p.gate_disabled_score),
+        without_unsafe_release_rate: p.gate_disabled_unsafe_release_rate,
+        without_result_class_counts: BTreeMap::new(),
+        note: format!(
+            "average gate penalty (disabled − with gate) {:.4}; {affected} of {} agents affected (|penalty| > 0.01)",
+            r4(mean_penalty),
+            rows.len()
+        ),
+        rows,
     }
 }
 
@@ -999,6 +1115,7 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
     let mut demo = None;
     let mut quarter_profiles: BTreeMap<String, QuarterProfile> = BTreeMap::new();
     let mut quarter_rows_primary: Vec<CaseRow> = Vec::new();
+    let mut gate_rows: Vec<GateAblationRow> = Vec::new();
     let demo_agents: Vec<String> = {
         let mut v = agents.clone();
         if !v.iter().any(|a| a == "teacher-no-controls") {
@@ -1024,6 +1141,20 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
                 quarter_profiles.insert(a.clone(), quarter_profile(a, &model, &out));
                 if a == primary {
                     primary_out = Some(out);
+                }
+            }
+            for a in &agents {
+                let off = run_sequence_gated(
+                    &factory(a),
+                    &pool,
+                    &cases,
+                    Some("controlbench"),
+                    &base,
+                    false,
+                );
+                let (model, _) = model_of(a);
+                if let Some(on) = quarter_profiles.get(a) {
+                    gate_rows.push(gate_row(on, &quarter_profile(a, &model, &off)));
                 }
             }
             if let Some(out) = primary_out {
@@ -1211,7 +1342,7 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
         });
     }
 
-    // 13. Independent FraudGen ecosystem (generated, summarised, not played).
+    // 13. Independent FraudGen ecosystem (generated, summarised, and played by every agent).
     let fraudgen = match gen.fraudgen(100, 9090) {
         Err(e) => {
             unavailable.push(Unavailable {
@@ -1225,7 +1356,20 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
             for c in &cases {
                 *tasks.entry(c.task_type.as_str().to_owned()).or_insert(0) += 1;
             }
+            let pool = pool_of(&master, &cases);
+            let agent_results: BTreeMap<String, FraudgenAgentResult> = agents
+                .iter()
+                .map(|a| {
+                    let (rows, _) = evaluate_cases(&factory(a), &pool, &cases, None, &base);
+                    (
+                        a.clone(),
+                        FraudgenAgentResult::of(&section(rows, cfg.pass_threshold)),
+                    )
+                })
+                .collect();
             Some(FraudgenSummary {
+                evaluated_by_agent: !agent_results.is_empty(),
+                agent_results,
                 generator: "fraudgen_independent_ecosystem_v1".into(),
                 case_count: cases.len(),
                 sequence_seed: 9090,
@@ -1253,7 +1397,6 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
                         m
                     })
                     .collect(),
-                evaluated_by_agent: false,
             })
         }
     };
@@ -1293,14 +1436,7 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
         &public_primary,
         &wait_off,
     ));
-    ablations.push(Ablation {
-        name: "calibration_gate_ablation".into(),
-        component: "calibration-gated authority".into(),
-        method: "not run".into(),
-        available: false,
-        note: "The environment offers no switch to disable the calibration gate, and re-weighting the loss surface is not an ablation; no number is reported.".into(),
-        ..Default::default()
-    });
+    ablations.push(gate_ablation(primary, gate_rows));
     let matrix: Vec<QuarterProfile> = quarter_profiles.values().cloned().collect();
     let corr = if matrix.iter().all(|p| p.institutional_loss_score.is_some()) && matrix.len() >= 2 {
         Some(pearson(
@@ -1402,7 +1538,7 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
         human_baseline_status: if human.available {
             format!("{} participants loaded", human.participant_count)
         } else {
-            "not implemented: no human data supplied".into()
+            format!("no human data: {}", human.note)
         },
         falsification_tests: tests,
     };
@@ -1458,6 +1594,11 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
     };
     let gaming =
         crate::gaming::gaming_resistance_with(&master, &gaming_pools, cfg.seed, Some(&learned));
+    let aging = {
+        let items = crate::aging::open_items(set);
+        crate::aging::latest_date(&items)
+            .and_then(|d| crate::aging::aging_report(&items, "USD", &d).ok())
+    };
     let (model, kind) = model_of(primary);
     let generated_holdout_track = holdout
         .get(primary)
@@ -1517,6 +1658,12 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
         independent_fraudgen_ecosystem: fraudgen,
         experiment_suite: experiment,
         gaming_resistance: Some(gaming),
+        stored_runs: cfg
+            .stored_runs
+            .iter()
+            .map(|r| crate::stored::summarize_run(r, cfg.pass_threshold))
+            .collect(),
+        aging_report: aging,
         unavailable_tracks: unavailable,
     }
 }

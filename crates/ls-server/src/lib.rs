@@ -22,10 +22,12 @@
 pub mod agent_runs;
 pub mod audit;
 pub mod body;
+pub mod comparisons;
 pub mod config;
 mod conn_timer;
 pub mod controlbench;
 pub mod controlbench_openenv;
+pub mod counterfactual;
 pub mod discovery;
 pub mod docs_page;
 pub mod error;
@@ -40,6 +42,7 @@ pub mod security;
 pub mod serve;
 pub mod sessions;
 pub mod shutdown;
+pub mod watchdog_role;
 pub mod ws;
 pub mod ws_config;
 pub mod ws_mcp;
@@ -88,6 +91,9 @@ pub fn router(state: Shared) -> App {
         .merge(controlbench_openenv::routes())
         .merge(reports::routes())
         .merge(agent_runs::routes())
+        .merge(comparisons::routes())
+        .merge(counterfactual::routes())
+        .merge(watchdog_role::routes())
         .merge(route_table::workbench())
         .with_state(state);
     let router = openapi::with_reference(routes, info, controlbench::is_operator_route);

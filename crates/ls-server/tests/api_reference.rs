@@ -27,7 +27,7 @@ const COMMON: [&str; 10] = [
     "get /ui/{path}",
 ];
 
-const CONTROLBENCH: [&str; 19] = [
+const CONTROLBENCH: [&str; 25] = [
     "get /",
     "get /health",
     "post /reset",
@@ -47,6 +47,12 @@ const CONTROLBENCH: [&str; 19] = [
     "get /runs/{run_id}",
     "get /runs/{run_id}/episodes/{idx}",
     "post /agent-runs",
+    "get /comparisons",
+    "get /comparisons/{comparison_id}",
+    "post /counterfactual",
+    "get /watchdog/observation",
+    "post /watchdog/verdict",
+    "get /watchdog/joint",
 ];
 
 const AUDIT: [&str; 27] = [

@@ -1,0 +1,272 @@
+//! `ledgershield compare`: live comparison of several models behind OpenAI-compatible endpoints
+//! on the same cases (docs/agents.md). Writes the JSON summary, stores each model's run (so
+//! `report --agents llm` puts it on the leaderboard) and the summary itself (served by
+//! `/reports/comparisons`).
+
+use crate::run::{llm_key_from_env, server_origin};
+use anyhow::{bail, Context, Result};
+use ls_agents::{Agent, EpisodeRecord, LlmAgent, LlmConfig};
+use ls_core::schema::Case;
+use ls_core::FixtureSet;
+use ls_env::TrackMode;
+use ls_report::compare::{compare_models, CompareSetup, CompareSummary, ModelUnderTest};
+use ls_report::eval::{pool_of, EvalConfig};
+use ls_store::{EpisodeRow, RunRow, Store};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// A model to compare (repeat: at least two), e.g. `--model gpt-4o --model gpt-5.4`.
+    #[arg(long = "model", required = true)]
+    pub models: Vec<String>,
+    /// OpenAI-compatible API base every model is called at, e.g. https://api.openai.com/v1.
+    #[arg(long, env = "API_BASE_URL")]
+    pub api_base: String,
+    /// Case ids (comma separated); default: every curated case.
+    #[arg(long, value_delimiter = ',')]
+    pub cases: Vec<String>,
+    /// Episode seed of the first case (case i uses seed + i).
+    #[arg(long, default_value_t = 2026)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 0.85)]
+    pub pass_threshold: f64,
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// Observation mode (blind or instrumented).
+    #[arg(long, default_value = "blind")]
+    pub track_mode: String,
+    /// Per-request timeout in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub timeout_secs: u64,
+    /// Retries per model call.
+    #[arg(long, default_value_t = 3)]
+    pub retries: u32,
+    /// Where the JSON summary is written.
+    #[arg(long, default_value = "artifacts/live_model_comparison.json")]
+    pub out: PathBuf,
+    #[arg(long, env = "LEDGERSHIELD_DB_PATH", default_value = ls_store::DEFAULT_DB_PATH)]
+    pub db: PathBuf,
+    /// Do not store the runs or the summary.
+    #[arg(long)]
+    pub no_store: bool,
+}
+
+fn cases_of(set: &FixtureSet, ids: &[String]) -> Result<Vec<Case>> {
+    if ids.is_empty() {
+        return Ok(set.cases.clone());
+    }
+    ids.iter()
+        .map(|id| {
+            set.cases
+                .iter()
+                .find(|c| c.case_id == id.trim())
+                .cloned()
+                .with_context(|| format!("unknown case id '{}'", id.trim()))
+        })
+        .collect()
+}
+
+fn llm_config(args: &CompareArgs, model: &str) -> LlmConfig {
+    LlmConfig {
+        api_base: args.api_base.clone(),
+        model: model.to_owned(),
+        api_key: llm_key_from_env(),
+        temperature: args.temperature,
+        timeout: Duration::from_secs(args.timeout_secs.clamp(1, 600)),
+        max_retries: args.retries.min(8),
+        backoff: Duration::from_millis(500),
+        max_tokens: None,
+    }
+}
+
+/// Whether the episode ended on the agent's fallback after a failed model call.
+fn call_failed(r: &EpisodeRecord) -> bool {
+    r.trajectory.last().is_some_and(|s| {
+        s.payload
+            .get("notes")
+            .and_then(|n| n.as_str())
+            .is_some_and(|n| n.starts_with("model call failed"))
+    })
+}
+
+pub fn run(args: CompareArgs) -> Result<()> {
+    let mut models: Vec<String> = Vec::new();
+    for m in args.models.iter().map(|m| m.trim()) {
+        if m.is_empty() {
+            bail!("--model must not be empty");
+        }
+        if models.iter().any(|x| x == m) {
+            bail!("--model {m} is given twice");
+        }
+        models.push(m.to_owned());
+    }
+    if models.len() < 2 {
+        bail!("compare needs at least two --model values");
+    }
+    let set = FixtureSet::embedded().context("embedded fixtures")?;
+    let cases = cases_of(&set, &args.cases)?;
+    let pool = pool_of(&Arc::new(set.master.clone()), &cases);
+    let configs: Vec<LlmConfig> = models.iter().map(|m| llm_config(&args, m)).collect();
+    let factories: Vec<Box<dyn Fn() -> Box<dyn Agent>>> = configs
+        .iter()
+        .map(|c| {
+            let c = c.clone();
+            Box::new(move || Box::new(LlmAgent::new(c.clone())) as Box<dyn Agent>)
+                as Box<dyn Fn() -> Box<dyn Agent>>
+        })
+        .collect();
+    let under_test: Vec<ModelUnderTest<'_>> = models
+        .iter()
+        .zip(&factories)
+        .map(|(m, f)| ModelUnderTest {
+            model: m.clone(),
+            factory: f.as_ref(),
+        })
+        .collect();
+    let setup = CompareSetup {
+        pool: &pool,
+        cases: &cases,
+        cfg: EvalConfig {
+            pass_k: 1,
+            threshold: args.pass_threshold,
+            seed: args.seed,
+            track_mode: TrackMode::parse(&args.track_mode),
+        },
+        api_base: server_origin(&args.api_base),
+        generated_at: ls_store::utc_now(),
+    };
+    let (summary, records) = compare_models(&under_test, &setup);
+    if records.iter().flatten().all(call_failed) {
+        bail!(
+            "no model answered: every call to {} failed (check --api-base and the key); nothing is written",
+            setup.api_base
+        );
+    }
+    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(&args.out, serde_json::to_string_pretty(&summary)?)
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    eprintln!("wrote {}", args.out.display());
+    if !args.no_store {
+        store(&args, &summary, &records)?;
+    }
+    print_table(&summary);
+    Ok(())
+}
+
+/// Each model's run (kind `run`, agent `llm`, suite `public`) and the summary (kind `compare`).
+fn store(
+    args: &CompareArgs,
+    summary: &CompareSummary,
+    records: &[Vec<EpisodeRecord>],
+) -> Result<()> {
+    let mut store =
+        Store::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
+    let stamp = summary.generated_at_utc.replace([':', '-'], "");
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    let compare_id = format!("compare-{stamp}-{}", &random[..16]);
+    let mut run_ids = Vec::new();
+    for (result, recs) in summary.results.iter().zip(records) {
+        let run_id = format!("{compare_id}-{}", run_ids.len() + 1);
+        let rows: Vec<EpisodeRow> = recs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| EpisodeRow {
+                run_id: run_id.clone(),
+                idx: i as u32,
+                case_id: r.case_id.clone(),
+                base_case_id: r.case_id.clone(),
+                task_type: r.task_type.clone(),
+                final_score: r.final_score,
+                result_class: r.result_class.clone(),
+                decision: r.decision.clone(),
+                steps: r.steps,
+                total_reward: r.total_reward,
+                record: serde_json::to_value(r).unwrap_or_default(),
+            })
+            .collect();
+        let run = RunRow {
+            run_id: run_id.clone(),
+            kind: "run".into(),
+            agent: "llm".into(),
+            model: result.model.clone(),
+            agent_type: result.agent_type.clone(),
+            seed: args.seed,
+            created_at: summary.generated_at_utc.clone(),
+            case_count: recs.len() as u32,
+            mean_score: result.average_score,
+            summary: serde_json::json!({
+                "suite": "public",
+                "pass_k": 1,
+                "pass_threshold": args.pass_threshold,
+                "temperature": args.temperature,
+                "track_mode": summary.track_mode,
+                "source": "in-process",
+                "comparison": compare_id,
+                "api_calls": result.api_calls,
+                "mean_score": result.average_score,
+            }),
+        };
+        store.insert_run(&run, &rows)?;
+        run_ids.push(run_id);
+    }
+    let row = RunRow {
+        run_id: compare_id.clone(),
+        kind: "compare".into(),
+        agent: "compare".into(),
+        model: summary.models.join(" vs "),
+        agent_type: "comparison".into(),
+        seed: args.seed,
+        created_at: summary.generated_at_utc.clone(),
+        case_count: summary.case_count as u32,
+        mean_score: 0.0,
+        summary: {
+            let mut v = serde_json::to_value(summary)?;
+            v["run_ids"] = run_ids.clone().into();
+            v
+        },
+    };
+    store.insert_run(&row, &[])?;
+    eprintln!(
+        "stored comparison {compare_id} and runs {} in {}",
+        run_ids.join(", "),
+        args.db.display()
+    );
+    Ok(())
+}
+
+fn print_table(s: &CompareSummary) {
+    println!(
+        "{:<28} {:<9} {:>7} {:>8} {:>7} {:>7} {:>9} {:>6}",
+        "model", "tier", "mean", "success", "cert", "loss", "unsafe", "calls"
+    );
+    for r in &s.results {
+        println!(
+            "{:<28} {:<9} {:>7.4} {:>8.4} {:>7.4} {:>7} {:>9.4} {:>6}",
+            r.model,
+            r.model_profile.tier,
+            r.average_score,
+            r.success_rate,
+            r.certificate_validity_rate,
+            r.institutional
+                .institutional_loss_score
+                .map(|l| format!("{l:.4}"))
+                .unwrap_or_else(|| "n/a".into()),
+            r.institutional.unsafe_release_rate,
+            r.api_calls
+        );
+    }
+    let o = &s.capability_order;
+    println!(
+        "\ncapability order {}: {}",
+        o.ordered_models.join(" < "),
+        if o.monotonic_by_capability {
+            "monotonic".to_owned()
+        } else {
+            format!("violations: {}", o.violations.join("; "))
+        }
+    );
+}

@@ -40,6 +40,16 @@ enum Stage {
     Submit,
 }
 
+/// Wording of a bank-account change notice (the line a takeover is cited at).
+const CHANGE_NOTICE: [&str; 6] = [
+    "account details",
+    "bank details",
+    "beneficiary account",
+    "remittance account",
+    "new bank",
+    "remit invoice",
+];
+
 #[derive(Debug, Clone, Default)]
 struct EmailFlags {
     domain_mismatch: bool,
@@ -735,6 +745,14 @@ impl TeacherAgent {
                     .cloned()
                     .or(takeover);
             }
+            // A change notice from a look-alike domain that asks for nothing else (no skipped
+            // callback, no bypass): someone posing as the vendor, an account takeover. An
+            // override is a change that also asks to skip the verification.
+            let verification_lever =
+                fl.callback_discouraged || fl.policy_override || fl.prompt_injection;
+            if takeover.is_none() && fl.bank_change && fl.domain_mismatch && !verification_lever {
+                takeover = email.and_then(|e| e.line_with(&CHANGE_NOTICE)).cloned();
+            }
             if let Some(l) = email.and_then(Email::threshold_evasion_line) {
                 evasion_line = Some(l.clone());
             }
@@ -800,7 +818,13 @@ impl TeacherAgent {
                     }
                     _ => false,
                 };
-                if same_items && close && x.total_value() == y.total_value() {
+                // A vendor's recurring deliveries bill the same items on their own orders; the
+                // same bill twice is the same order billed again.
+                let same_order = match (&x.po, &y.po) {
+                    (Some(p), Some(q)) => normalize_id(&p.0) == normalize_id(&q.0),
+                    _ => true,
+                };
+                if same_items && close && same_order && x.total_value() == y.total_value() {
                     batch_duplicate = true;
                 }
             }
@@ -1289,7 +1313,12 @@ impl TeacherAgent {
                     Purpose::Intervention("request_callback_verification".into()),
                 );
             }
-            if a.bank_issue {
+            // The approval chain documents a bank-account change: requested when the analyst
+            // names one (an override or a takeover), not for a mismatched account alone, whose
+            // control is the callback.
+            let change_named = a.codes.contains("bank_override_attempt")
+                || a.codes.contains("vendor_account_takeover_suspected");
+            if change_named {
                 self.push(
                     "request_bank_change_approval_chain",
                     json!({"vendor_key": vendor}),
@@ -1299,7 +1328,7 @@ impl TeacherAgent {
             // A bank fraud may be one leg of a layering scheme: the duplicate-cluster report
             // shows whether the account is shared with other vendors.
             let layering_check =
-                self.task == "task_d" && a.bank_issue && a.decision == "ESCALATE_FRAUD";
+                self.task == "task_d" && change_named && a.decision == "ESCALATE_FRAUD";
             if a.duplicate_issue || layering_check || self.task == "task_c" || self.task == "task_e"
             {
                 self.push(
@@ -1500,6 +1529,11 @@ impl TeacherAgent {
                         a.cross_links.clone()
                     };
                     p.insert("cross_invoice_links".into(), json!(links));
+                    // The ledger ids of earlier payments the batch repeats (the instruction asks
+                    // for them; graded as the batch's links when it links no invoices).
+                    if !a.duplicate_links.is_empty() {
+                        p.insert("duplicate_links".into(), json!(a.duplicate_links));
+                    }
                 }
             }
         }

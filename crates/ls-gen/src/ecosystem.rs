@@ -1122,7 +1122,7 @@ impl Scenario {
             TaskType::TaskB => "Three-way match the invoice against its PO and goods receipt. Submit a decision (PAY, HOLD, NEEDS_REVIEW or ESCALATE_FRAUD), `discrepancies` as canonical codes, `policy_checks` (three_way_match, bank_change_verification, duplicate_check, approval_threshold_check as pass/fail) and an `evidence_map` keyed by code.".to_owned(),
             TaskType::TaskC => "Check the ledger for duplicates and the remittance account against the vendor master. Submit a decision, `fraud_flags` as canonical codes, `duplicate_links` (ledger ids) and an `evidence_map` keyed by flag.".to_owned(),
             TaskType::TaskD => "Inspect the thread, the vendor's history and master data, the ledger and the AP policies; use interventions where the evidence calls for them. Submit a decision, `reason_codes`, `policy_checks`, an `evidence_map` keyed by reason code and a one-sentence `counterfactual`.".to_owned(),
-            TaskType::TaskE => "Treat the invoices as a possible coordinated campaign. Submit a decision, `reason_codes`, `campaign_signals`, `cross_invoice_links` (invoice document ids), `policy_checks`, an `evidence_map` and a `counterfactual`.".to_owned(),
+            TaskType::TaskE => "Treat the invoices as a possible coordinated campaign. Submit a decision, `reason_codes`, `campaign_signals`, `cross_invoice_links` (invoice document ids), `duplicate_links` (ledger ids of earlier payments the invoices repeat), `policy_checks`, an `evidence_map` and a `counterfactual`.".to_owned(),
         };
         let mut s = format!("Review {docs} from {}. {tail}", self.vendor.name);
         for n in &self.instruction_notes {

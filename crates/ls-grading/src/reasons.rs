@@ -62,16 +62,16 @@ pub fn submission_requirements() -> &'static Value {
 fn requirements_text() -> Value {
     serde_json::json!({
         "reason_codes": "Name each reason once, as its canonical code, and key one evidence_map entry by that code citing where the fact shows: at most three token ids of a line you read that shows it (any line in any document that shows the same fact counts; a line that merely sits near it, such as a table header, does not). For a fact no document shows (a callback result, a ledger hit) cite the record or artifact the tool returned (ledger_id, artifact_id). Several keys spelling one code are one claim; a code spread over more than three keys or more than three tokens cites nothing. Codes you cannot show lower the score, and claiming more than three times as many codes as the case shows leaves the decision unsupported.",
-        "hold_or_escalate": "A HOLD, NEEDS_REVIEW or ESCALATE_FRAUD needs its reasons established by the evidence you cite. If none of the named reasons is shown, the score is capped at 0.15; if fewer are shown than not, the cap rises with the share shown (0.15 + 0.85 x share squared). Holding or escalating a clean invoice is capped at 0.15.",
+        "hold_or_escalate": "A HOLD, NEEDS_REVIEW or ESCALATE_FRAUD needs its reasons established by the evidence you cite. If none of the named reasons is shown, the score is 0.15 times what the submission would otherwise earn; if fewer are shown than not, that factor rises with the share shown (0.15 + 0.85 x share squared). Holding or escalating a clean invoice scores 0.15 times what it would otherwise earn.",
         "pay": {
             "task_a": "Extraction: no decision is graded; cite the lines you extracted.",
             "task_b": "Release only after the three-way match: look up the purchase order and the goods receipt (lookup_po, lookup_receipt) and cite both records (po_id and receipt_id) in the evidence_map.",
             "task_c": "Release only after comparing the invoice's bank account with the vendor master (compare_bank_account, which must match; cite the vendor master record as vendor_key) and searching the ledger for earlier payments of the bill (search_ledger).",
             "task_d": "Release only after comparing the invoice's bank account with the vendor master (compare_bank_account, which must match; cite the vendor master record as vendor_key), inspecting the e-mail thread (inspect_email_thread) and reading the vendor's history (lookup_vendor_history).",
             "task_e": "Release only after comparing the bank accounts with the vendor master (compare_bank_account, which must match; cite the vendor master record as vendor_key), searching the ledger (search_ledger) and reading the vendor's history (lookup_vendor_history).",
-            "warnings": "A warning a check raises must be answered before release by the control it calls for: callback verification for a bank or account warning, security routing for a sender or policy-bypass warning, a duplicate-cluster review for a prior-payment or split-billing warning. A PAY without its checks performed, passing and cited is capped at 0.15; citing the invoice's Total or Bank line is not a verification."
+            "warnings": "A warning a check raises must be answered before release by the control it calls for: callback verification for a bank or account warning, security routing for a sender or policy-bypass warning, a duplicate-cluster review for a prior-payment or split-billing warning. A PAY without its checks performed, passing and cited scores 0.15 times what it would otherwise earn; citing the invoice's Total or Bank line is not a verification."
         },
-        "caps": "A submission without any successful investigation is capped at 0.10; three or more controls the case does not call for at 0.15 (each one costs 0.05); a PAY on a risky invoice is an unsafe release (at most 0.05)."
+        "caps": "These caps scale what a submission would otherwise earn: without any successful investigation it scores 0.10 times that; with three or more controls the case does not call for 0.15 times that (each one also costs 0.05); a PAY on a risky invoice is an unsafe release (at most 0.05)."
     })
 }
 
@@ -195,6 +195,7 @@ impl CleanTargets {
                     set.insert(t.token_id.clone());
                 }
             }
+            set.extend(counterpart_places(case, code, target, &shown, &tokens));
             places.insert(code.to_owned(), set);
         }
         let lines = tokens
@@ -213,6 +214,121 @@ impl CleanTargets {
             .collect();
         Self { places, lines }
     }
+}
+
+/// Places that show a fact the gold states between documents, beside the one the gold names:
+///
+/// * `approval_threshold_evasion` (a bill split under a limit): the line of the same label
+///   (`Total:`) on every other invoice of the case that bills the same order (same `PO:` value):
+///   each part's total shows the split;
+/// * `duplicate_near_match`: the line of the same label (`Invoice No:`) on every other invoice
+///   whose value nearly repeats the target's (one a prefix of the other): either number shows
+///   the near-duplicate;
+/// * `sender_domain_spoof`: every `From:` line of a case e-mail whose domain is neither one of
+///   the vendor's approved domains (the case's own vendor record) nor the recipient's (a `To:`
+///   domain): any spoofed sender shows the spoof. Without a vendor record in the case (curated
+///   cases read it from the shared master data) only the gold's place and its value count.
+fn counterpart_places(
+    case: &ls_core::schema::Case,
+    code: &str,
+    target: &ls_core::EvidenceRef,
+    shown: &[&ls_core::schema::Token],
+    tokens: &[(&ls_core::schema::Document, &ls_core::schema::Token)],
+) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let label_value = |doc: &str, label: &str| -> Option<String> {
+        tokens.iter().find_map(|(d, t)| {
+            (d.doc_id == doc && line_label(&t.text).as_deref() == Some(label))
+                .then(|| fact_value(&t.text))
+        })
+    };
+    let Some(target_label) = shown.iter().find_map(|t| line_label(&t.text)) else {
+        return out;
+    };
+    match code {
+        "approval_threshold_evasion" | "duplicate_near_match" => {
+            let key = if code == "approval_threshold_evasion" {
+                "po"
+            } else {
+                target_label.as_str()
+            };
+            let Some(own) = label_value(&target.doc_id, key).filter(|v| !v.is_empty()) else {
+                return out;
+            };
+            let invoices = case
+                .documents
+                .iter()
+                .filter(|d| d.doc_type == "invoice" && d.doc_id != target.doc_id);
+            for d in invoices {
+                let Some(other) = label_value(&d.doc_id, key) else {
+                    continue;
+                };
+                let related = if code == "approval_threshold_evasion" {
+                    other == own
+                } else {
+                    near_repeat(&own, &other)
+                };
+                if related {
+                    out.extend(
+                        tokens
+                            .iter()
+                            .filter(|(x, t)| {
+                                x.doc_id == d.doc_id
+                                    && line_label(&t.text).as_deref() == Some(target_label.as_str())
+                            })
+                            .map(|(_, t)| t.token_id.clone()),
+                    );
+                }
+            }
+        }
+        "sender_domain_spoof" if target_label == "from" => {
+            let vendor = case
+                .context_overrides
+                .as_ref()
+                .and_then(|o| o.vendors.as_deref())
+                .zip(case.vendor_key.as_deref())
+                .and_then(|(vs, key)| vs.iter().find(|v| ls_core::text::id_eq(&v.vendor_key, key)));
+            let Some(vendor) = vendor.filter(|v| !v.approved_domains.is_empty()) else {
+                return out;
+            };
+            let domain = |text: &str| {
+                text.rsplit_once('@').map(|(_, d)| {
+                    d.trim()
+                        .trim_end_matches(['>', '.', ','])
+                        .to_ascii_lowercase()
+                })
+            };
+            let recipients: BTreeSet<String> = tokens
+                .iter()
+                .filter(|(_, t)| line_label(&t.text).as_deref() == Some("to"))
+                .filter_map(|(_, t)| domain(&t.text))
+                .collect();
+            for (d, t) in tokens {
+                if d.doc_type != "email" || line_label(&t.text).as_deref() != Some("from") {
+                    continue;
+                }
+                let Some(dom) = domain(&t.text) else { continue };
+                let approved = vendor
+                    .approved_domains
+                    .iter()
+                    .any(|a| a.trim().eq_ignore_ascii_case(&dom));
+                if !approved && !recipients.contains(&dom) {
+                    out.insert(t.token_id.clone());
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// Does `b` nearly repeat `a` (both at least [`MIN_FACT_VALUE_LEN`] long, different, one a
+/// prefix of the other: `INV-9336` and its re-issue `INV-9336-B`)?
+fn near_repeat(a: &str, b: &str) -> bool {
+    a.len() >= MIN_FACT_VALUE_LEN
+        && b.len() >= MIN_FACT_VALUE_LEN
+        && a != b
+        && (a.starts_with(b) || b.starts_with(a))
 }
 
 /// Every evidence entry whose key canonicalises to one code: one claim, however it is spelled.
@@ -633,6 +749,121 @@ pub fn penalties(r: &ReasonsReport) -> (f64, f64) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// CASE-D-003 (two invoices, a spoofed e-mail) with the texts of some lines replaced.
+    fn d003_with(lines: &[(&str, &str)]) -> ls_core::schema::Case {
+        let set = ls_core::FixtureSet::embedded().expect("fixtures");
+        let mut case = set
+            .cases
+            .iter()
+            .find(|c| c.case_id == "CASE-D-003")
+            .expect("CASE-D-003")
+            .clone();
+        for d in &mut case.documents {
+            for t in d.accurate_ocr.iter_mut().chain(d.noisy_ocr.iter_mut()) {
+                if let Some((_, text)) = lines.iter().find(|(id, _)| t.token_id == *id) {
+                    t.text = (*text).to_owned();
+                }
+            }
+        }
+        case
+    }
+
+    fn target(doc: &str, token: &str) -> ls_core::EvidenceRef {
+        ls_core::EvidenceRef {
+            doc_id: doc.into(),
+            page: 1,
+            bbox: [0.0, 0.0, 1.0, 1.0],
+            token_ids: vec![token.into()],
+        }
+    }
+
+    #[test]
+    fn a_split_is_shown_by_every_part_of_the_order() {
+        // INV-D-003A and B bill different orders: B's total does not show A's split.
+        let mut case = d003_with(&[]);
+        case.gold.evidence_targets.insert(
+            "approval_threshold_evasion".into(),
+            target("INV-D-003A", "d003a-t96"),
+        );
+        let apart = CleanTargets::of(&case);
+        assert!(!apart.places["approval_threshold_evasion"].contains("d003b-t4"));
+        // Parts of one order: either part's `Total:` line shows the split.
+        let mut case = d003_with(&[("d003b-t22", "PO: PO-2050")]);
+        case.gold.evidence_targets.insert(
+            "approval_threshold_evasion".into(),
+            target("INV-D-003A", "d003a-t96"),
+        );
+        let parts = CleanTargets::of(&case);
+        let places = &parts.places["approval_threshold_evasion"];
+        assert!(places.contains("d003a-t96") && places.contains("d003b-t4"));
+        // Not the other invoice's unrelated lines.
+        assert!(!places.contains("d003b-t8"));
+    }
+
+    #[test]
+    fn a_near_duplicate_is_shown_by_both_numbers() {
+        let case = d003_with(&[("d003b-t8", "Invoice No: INV-2050-A-R")]);
+        let places = &CleanTargets::of(&case).places["duplicate_near_match"];
+        assert!(places.contains("d003a-t163") && places.contains("d003b-t8"));
+        // A different number (INV-2050-B) is another bill, not the near-duplicate.
+        let case = d003_with(&[]);
+        assert!(!CleanTargets::of(&case).places["duplicate_near_match"].contains("d003b-t8"));
+        assert!(near_repeat("inv9336149c52", "inv9336149c52b"));
+        assert!(!near_repeat("inv9336149c52", "inv9336149c52"));
+        assert!(!near_repeat("inv2050a", "inv2050b"));
+    }
+
+    #[test]
+    fn any_spoofed_sender_shows_the_spoof_where_the_case_carries_its_vendor() {
+        let set = ls_core::FixtureSet::embedded().expect("fixtures");
+        let mut case = d003_with(&[]);
+        let from = case
+            .documents
+            .iter()
+            .flat_map(|d| d.accurate_ocr.iter().map(move |t| (d, t)))
+            .filter(|(d, t)| d.doc_type == "email" && t.text.starts_with("From:"))
+            .map(|(_, t)| t.token_id.clone())
+            .collect::<Vec<_>>();
+        assert_eq!(from, ["thr140-t5"], "one From line in the fixture");
+        // A second e-mail line from the vendor's own domain and one from a look-alike.
+        let thread = case
+            .documents
+            .iter_mut()
+            .find(|d| d.doc_id == "THR-140")
+            .expect("thread");
+        let mut genuine = thread.accurate_ocr[0].clone();
+        genuine.token_id = "x-genuine".into();
+        genuine.text = "From: billing@northwind.example.in".into();
+        genuine.bbox = [40.0, 900.0, 300.0, 916.0];
+        let mut other = genuine.clone();
+        other.token_id = "x-spoof".into();
+        other.text = "From: billing@northwindd.example.in".into();
+        other.bbox = [40.0, 930.0, 300.0, 946.0];
+        thread.accurate_ocr.extend([genuine, other]);
+        // Without the vendor record in the case, only the gold's place counts.
+        let without = CleanTargets::of(&case);
+        assert!(!without.places["sender_domain_spoof"].contains("x-spoof"));
+        let mut vendor = set
+            .master
+            .vendors
+            .iter()
+            .find(|v| Some(v.vendor_key.as_str()) == case.vendor_key.as_deref())
+            .expect("vendor")
+            .clone();
+        vendor.approved_domains = vec!["northwind.example.in".into()];
+        case.context_overrides = Some(ls_core::schema::ContextOverrides {
+            vendors: Some(vec![vendor]),
+            ..Default::default()
+        });
+        let with = CleanTargets::of(&case);
+        let places = &with.places["sender_domain_spoof"];
+        assert!(places.contains("thr140-t5") && places.contains("x-spoof"));
+        assert!(
+            !places.contains("x-genuine"),
+            "the vendor's own domain is no spoof"
+        );
+    }
 
     fn entry(action: &str, success: bool, intervention: bool) -> TrajectoryEntry {
         TrajectoryEntry {

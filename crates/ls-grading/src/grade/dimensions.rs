@@ -142,19 +142,28 @@ fn task_e_dimensions(
 ) -> LinkCounts {
     let sub = input.submission;
     let gold = &input.case.gold;
-    let pred_links = if sub
-        .cross_invoice_links
-        .as_ref()
-        .is_some_and(|v| !v.is_empty())
-    {
-        list_or_empty(&sub.cross_invoice_links)
+    // The batch's links are the invoices of one scheme (`cross_invoice_links`) where the gold
+    // links invoices; where it links none, they are the ledger ids of the earlier payments the
+    // batch repeats (`duplicate_links`, which the instruction asks for too). Either list stands
+    // in for the other when the agent left it empty.
+    let non_empty = |v: &Option<Vec<String>>| v.as_ref().is_some_and(|v| !v.is_empty());
+    let (gold_links, preferred, other) = if gold.cross_invoice_links.is_empty() {
+        (
+            &gold.duplicate_links,
+            &sub.duplicate_links,
+            &sub.cross_invoice_links,
+        )
     } else {
-        list_or_empty(&sub.duplicate_links)
+        (
+            &gold.cross_invoice_links,
+            &sub.cross_invoice_links,
+            &sub.duplicate_links,
+        )
     };
-    let gold_links = if gold.cross_invoice_links.is_empty() {
-        &gold.duplicate_links
+    let pred_links = if non_empty(preferred) {
+        list_or_empty(preferred)
     } else {
-        &gold.cross_invoice_links
+        list_or_empty(other)
     };
     let (ls, matched, gl, pl) = dim::link_score(pred_links, gold_links);
     dims.insert("cross_invoice_link_score", ls);

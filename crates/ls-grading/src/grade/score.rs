@@ -73,6 +73,13 @@ pub(super) fn raw(
 
 /// The final score: the raw score under the result class's cap, every gate cap and the
 /// reasons stage's caps, clamped into the task score range and rounded.
+///
+/// A reasons-stage cap scales with the submission's own merit: a capped case scores at most
+/// `cap × raw` (the raw score before any cap), not the cap itself. A blind policy's uncapped score
+/// is mostly credit it collects without reading (its prior decision and codes, process credit,
+/// wording), 0.5–0.8 on every case, so a flat cap handed it the cap on every case and its pool
+/// mean was the cap plus its chance hits; in proportion, a capped case keeps the cap's share of
+/// what it earned, and one chance hit no longer rides on a floor at the cap.
 pub(super) fn capped(
     mut raw: f64,
     risky: bool,
@@ -81,6 +88,11 @@ pub(super) fn capped(
     reason_caps: &[(&'static str, f64)],
     bd: &mut Breakdown,
 ) -> f64 {
+    let merit = if raw.is_finite() {
+        raw.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     let class_cap = result_class::class_cap(
         resolved.class,
         risky,
@@ -106,7 +118,7 @@ pub(super) fn capped(
     }
     for (key, cap) in reason_caps {
         bd.insert_named(key, *cap);
-        raw = raw.min(*cap);
+        raw = raw.min(cap * merit);
     }
     bd.insert(K::raw_score, crate::round4(raw));
     crate::round4(

@@ -249,8 +249,8 @@ def teacher_records(db: Any) -> List[Dict[str, Any]]:
     import sqlite3
 
     with sqlite3.connect(str(db)) as con:
-        rows = con.execute("SELECT record_json FROM episodes ORDER BY run_id, idx").fetchall()
-    return [json.loads(r[0]) for r in rows]
+        rows = con.execute("SELECT base_case_id, record_json FROM episodes ORDER BY run_id, idx").fetchall()
+    return [dict(json.loads(r[1]), base_case_id=r[0]) for r in rows]
 
 
 def _pct(xs: List[int], q: float) -> float:

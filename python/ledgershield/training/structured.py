@@ -339,27 +339,30 @@ class StructuredPolicy:
                 return payload
         return None
 
-    def act(self, obs: Dict[str, Any], led: EvidenceLedger, played: List[Dict[str, Any]], native: List[Dict[str, Any]]) -> Dict[str, Any]:
+    def act(self, obs: Dict[str, Any], led: EvidenceLedger, played: List[Dict[str, Any]], native: List[Dict[str, Any]],
+            sampler: Optional["Sampler"] = None) -> Dict[str, Any]:
+        """The next action: greedy, or sampled by ``sampler`` (which records the choices for RL)."""
         steps_left = int(obs.get("max_steps") or 0) - int(obs.get("step_count") or 0)
         if steps_left <= 1 or not self.types:
-            return {"action_type": "submit_decision", "payload": self.submission(obs, led, played)}
+            return {"action_type": "submit_decision", "payload": self.submission(obs, led, played, sampler)}
         played_keys = {_key(a) for a in played}
         native_types = {c["action_type"] for c in native}
         x = _vec(state_features(obs, led, played), "type|")
         s = Rows([x]).scores(self.type_w)[0]
-        for i in np.argsort(-s, kind="stable"):
-            t = self.types[int(i)]
-            if not self.legal(t, obs, led, played_keys, native_types):
-                continue
-            if t == "submit_decision":
-                return {"action_type": t, "payload": self.submission(obs, led, played)}
-            return {"action_type": t, "payload": self._payload(t, obs, led, played_keys) or {}}
-        return {"action_type": "submit_decision", "payload": self.submission(obs, led, played)}
+        mask = np.array([self.legal(t, obs, led, played_keys, native_types) for t in self.types])
+        if not mask.any():
+            return {"action_type": "submit_decision", "payload": self.submission(obs, led, played, sampler)}
+        i = sampler.choose("type", x, s, mask) if sampler is not None else int(np.argmax(np.where(mask, s, -np.inf)))
+        t = self.types[i]
+        if t == "submit_decision":
+            return {"action_type": t, "payload": self.submission(obs, led, played, sampler)}
+        return {"action_type": t, "payload": self._payload(t, obs, led, played_keys) or {}}
 
-    def submission(self, obs: Dict[str, Any], led: EvidenceLedger, played: List[Dict[str, Any]]) -> Dict[str, Any]:
+    def submission(self, obs: Dict[str, Any], led: EvidenceLedger, played: List[Dict[str, Any]], sampler: Optional["Sampler"] = None) -> Dict[str, Any]:
         x = _vec(state_features(obs, led, played), "sub|")
         X = Rows([x])
-        decision = DECISIONS[int(np.argmax(X.scores(self.decision_w)[0]))]
+        ds = X.scores(self.decision_w)[0]
+        decision = DECISIONS[sampler.choose("decision", x, ds, np.ones(len(DECISIONS), dtype=bool)) if sampler is not None else int(np.argmax(ds))]
         out: Dict[str, Any] = {"decision": decision, "confidence": self.confidence.get(decision, 0.8)}
         for f in LIST_FIELDS:
             out[f] = []
@@ -600,7 +603,7 @@ def _fit_links_and_fields(pol: StructuredPolicy, subs: List[Dict[str, Any]], X: 
 # ---------------------------------------------------------------------------- playing
 
 
-def play_episode(pol: StructuredPolicy, case_id: str) -> Dict[str, Any]:
+def play_episode(pol: StructuredPolicy, case_id: str, sampler: Optional["Sampler"] = None) -> Dict[str, Any]:
     """One episode in process (fresh institution): ``{case_id, task_type, final_score, ...}``."""
     from ..native import ControlBenchEnv, EnvError
 
@@ -612,7 +615,7 @@ def play_episode(pol: StructuredPolicy, case_id: str) -> Dict[str, Any]:
     refused = 0
     while not envelope.get("done"):
         obs = envelope["observation"]
-        a = pol.act(obs, led, played, env.candidates())
+        a = pol.act(obs, led, played, env.candidates(), sampler)
         try:
             envelope = env.step(a)
         except EnvError:
@@ -625,3 +628,189 @@ def play_episode(pol: StructuredPolicy, case_id: str) -> Dict[str, Any]:
     return {"case_id": case_id, "task_type": envelope["observation"].get("task_type"), "final_score": float(info.get("final_score") or 0.0),
             "result_class": info.get("result_class"), "steps": len(played), "refused": refused,
             "unsafe_release": bool(info.get("unsafe_release")), "decision": played[-1]["payload"].get("decision") if played else None}
+
+
+# ---------------------------------------------------------------------------- on-policy RL
+
+
+class Sampler:
+    """Samples the type and decision heads at ``temperature`` and records each choice."""
+
+    def __init__(self, rng: np.random.Generator, temperature: float) -> None:
+        self.rng = rng
+        self.temperature = temperature
+        self.trace: List[Tuple[str, np.ndarray, np.ndarray, int]] = []
+
+    def choose(self, head: str, x: np.ndarray, scores: np.ndarray, mask: np.ndarray) -> int:
+        z = np.where(mask, scores / self.temperature, -np.inf)
+        p = np.exp(z - z[mask].max())
+        p /= p.sum()
+        i = int(self.rng.choice(len(p), p=p))
+        self.trace.append((head, x, p, i))
+        return i
+
+
+def reinforce(pol: StructuredPolicy, cases: List[str], iterations: int = 6, group: int = 4, temperature: float = 1.5,
+              lr: float = 0.5, seed: int = 0, batch: int = 8) -> Dict[str, Any]:
+    """Group-relative policy gradient (GRPO's advantage, no critic) on the type and decision
+    heads: for each case of a batch, ``group`` sampled rollouts, advantage = reward minus the
+    group mean over the group's standard deviation; groups without reward variance give no
+    gradient and are counted."""
+    rng = np.random.default_rng(seed)
+    history = []
+    for it in range(iterations):
+        picked = [cases[int(i)] for i in rng.choice(len(cases), size=min(batch, len(cases)), replace=False)]
+        grads = {"type": np.zeros_like(pol.type_w), "decision": np.zeros_like(pol.decision_w)}
+        rewards, zero_var = [], 0
+        for c in picked:
+            runs = []
+            for _ in range(group):
+                smp = Sampler(rng, temperature)
+                runs.append((play_episode(pol, c, smp)["final_score"], smp.trace))
+            r = np.array([x for x, _ in runs])
+            rewards.extend(r.tolist())
+            if r.std() < 1e-9:
+                zero_var += 1
+                continue
+            adv = (r - r.mean()) / (r.std() + 1e-6)
+            for a, (_, trace) in zip(adv, runs):
+                for head, x, p, i in trace:
+                    g = -p.copy()
+                    g[i] += 1.0
+                    grads[head][:, x] += (a * g / (len(picked) * group))[:, None]
+        pol.type_w += lr * grads["type"]
+        pol.decision_w += lr * grads["decision"]
+        history.append({"iteration": it + 1, "mean_reward": round(float(np.mean(rewards)), 4),
+                        "reward_std": round(float(np.std(rewards)), 4), "zero_variance_groups": zero_var, "groups": len(picked)})
+    return {"history": history, "temperature": temperature, "group": group, "lr": lr, "seed": seed,
+            "zero_variance_share": round(sum(h["zero_variance_groups"] for h in history) / max(sum(h["groups"] for h in history), 1), 4)}
+
+
+# ---------------------------------------------------------------------------- the pipeline stage
+
+
+def replayable(case_ids: Iterable[str]) -> List[str]:
+    """The case ids this process's in-process pool holds (reset by id succeeds)."""
+    from ..native import ControlBenchEnv, EnvError
+
+    out = []
+    for c in case_ids:
+        try:
+            ControlBenchEnv().reset(case_id=c, fresh_institution=True)  # one env each: a quarter sequence refuses a second fresh reset
+            out.append(c)
+        except EnvError:
+            pass
+    return out
+
+
+def bootstrap_ci(xs: Sequence[float], n: int = 2000, seed: int = 0) -> Tuple[float, float]:
+    """95 % percentile-bootstrap interval of the mean."""
+    if not xs:
+        return (0.0, 0.0)
+    rng = np.random.default_rng(seed)
+    a = np.asarray(xs, dtype=float)
+    means = a[rng.integers(0, len(a), size=(n, len(a)))].mean(axis=1)
+    return (round(float(np.percentile(means, 2.5)), 4), round(float(np.percentile(means, 97.5)), 4))
+
+
+def summarize(policy: str, episodes: List[Dict[str, Any]], parse_success: Optional[float]) -> Dict[str, Any]:
+    scores = [float(e["final_score"]) for e in episodes]
+    fam: Dict[str, List[float]] = defaultdict(list)
+    for e in episodes:
+        fam[str(e["task_type"])].append(float(e["final_score"]))
+    n = max(len(scores), 1)
+    return {"policy": policy, "episodes": len(scores), "mean_score": round(sum(scores) / n, 4), "ci95": bootstrap_ci(scores),
+            "parse_success": parse_success, "unsafe_release_rate": round(sum(bool(e.get("unsafe_release")) or e.get("result_class") == "unsafe_release" for e in episodes) / n, 4),
+            "pass_rate": round(sum(s >= 0.85 for s in scores) / n, 4),
+            "per_family": {k: round(sum(v) / len(v), 4) for k, v in sorted(fam.items())},
+            "result_class_counts": dict(Counter(str(e.get("result_class")) for e in episodes)),
+            "per_case": {e["case_id"]: round(float(e["final_score"]), 4) for e in episodes}}
+
+
+def evaluate_policy(pol: StructuredPolicy, label: str, cases: List[str]) -> Dict[str, Any]:
+    eps = [play_episode(pol, c) for c in cases]
+    steps = sum(e["steps"] for e in eps)
+    refused = sum(e["refused"] for e in eps)
+    return summarize(label, eps, round(1 - refused / max(steps, 1), 4))
+
+
+def structured_stage(binary: str, data: Any, out: Any, lr: float = 0.05, epochs: int = 60, checkpoints: Sequence[int] = (5, 15, 30, 60),
+                     rl_seeds: int = 3, rl_iterations: int = 4, rl_group: int = 4, rl_batch: int = 8, rl_temperature: float = 1.0,
+                     rl_lr: float = 0.2, baselines: Sequence[str] = ("random", "naive-pay", "always-escalate", "teacher")) -> Dict[str, Any]:
+    """Behaviour cloning on the training split's teacher episodes, held-out evaluation (in process)
+    of the BC policy at several epoch counts and of the RL fine-tunes over ``rl_seeds`` seeds,
+    beside the scripted baselines played by ``ledgershield run`` on the same held-out episodes."""
+    import copy
+    import csv
+    import time
+    from pathlib import Path
+
+    from .evaluate import play
+
+    data, out = Path(data), Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    t_cpu, t_wall = time.process_time(), time.monotonic()
+    split = json.loads((data / "split.json").read_text())
+    train_bases = set(split["train_base_cases"])
+    from .ledger import teacher_records
+
+    records = teacher_records(data / "runs.db")
+    train_recs = [r for r in records if _base(r) in train_bases]
+    held_all = json.loads((data / "eval_cases.json").read_text())
+    ok = set(replayable(sorted({e["case_id"] for e in held_all})))
+    held = [e for e in held_all if e["case_id"] in ok]
+    held_ids = [e["case_id"] for e in held]
+    rows, curve = [], []
+    pol, info = None, {}
+    for ep in sorted(set(checkpoints) | {epochs}):
+        p_, i_ = train(train_recs, lr=lr, epochs=ep)
+        m = evaluate_policy(p_, f"bc@{ep}", held_ids)
+        curve.append({"epoch": ep, "mean_score": m["mean_score"], "parse_success": m["parse_success"],
+                      "loss_type": i_["loss_last"].get("type"), "loss_decision": i_["loss_last"].get("decision")})
+        if ep == epochs:
+            pol, info = p_, i_
+    assert pol is not None
+    pol.save(out / "structured_policy.npz")
+    bc = evaluate_policy(pol, "structured-bc", held_ids)
+    rows.append(bc)
+    rl_runs = []
+    train_ids = replayable(sorted({r["case_id"] for r in train_recs}))
+    for seed in range(rl_seeds):
+        p2 = copy.deepcopy(pol)
+        h = reinforce(p2, train_ids, iterations=rl_iterations, group=rl_group, temperature=rl_temperature, lr=rl_lr, seed=seed, batch=rl_batch)
+        m = evaluate_policy(p2, f"structured-rl-s{seed}", held_ids)
+        rl_runs.append({"seed": seed, "held_out_mean": m["mean_score"], "ci95": m["ci95"], "zero_variance_share": h["zero_variance_share"],
+                        "history": h["history"], "per_family": m["per_family"]})
+        rows.append(m)
+    db = out / "runs.db"
+    for b in baselines:
+        recs = play(binary, b, held, db)
+        rows.append(summarize(b, [dict(r, task_type=r["task_type"]) for r in recs], None))
+    with open(out / "structured_curve.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(curve[0]))
+        w.writeheader()
+        w.writerows(curve)
+    with open(out / "structured_rl_history.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["seed", "iteration", "mean_reward", "reward_std", "zero_variance_groups", "groups"])
+        w.writeheader()
+        for r in rl_runs:
+            for h in r["history"]:
+                w.writerow(dict(h, seed=r["seed"]))
+    (out / "structured_matrix.json").write_text(json.dumps(rows, indent=1))
+    rl_means = [r["held_out_mean"] for r in rl_runs]
+    scripted = [r["mean_score"] for r in rows if r["policy"] in baselines and r["policy"] != "teacher"]
+    summary = {"train_episodes": len(train_recs), "held_out_episodes": len(held_ids), "held_out_skipped": len(held_all) - len(held),
+               "bc": info, "bc_held_out": bc["mean_score"], "bc_ci95": bc["ci95"], "bc_parse_success_under_constraint": bc["parse_success"],
+               "best_scripted": max(scripted) if scripted else None, "curve": curve,
+               "rl": {"seeds": rl_seeds, "iterations": rl_iterations, "group": rl_group, "temperature": rl_temperature, "lr": rl_lr,
+                      "held_out_means": rl_means, "mean": round(float(np.mean(rl_means)), 4) if rl_means else None,
+                      "std": round(float(np.std(rl_means)), 4) if rl_means else None,
+                      "zero_variance_share": [r["zero_variance_share"] for r in rl_runs]},
+               "matrix": [{k: v for k, v in r.items() if k != "per_case"} for r in rows],
+               "cpu_s": round(time.process_time() - t_cpu, 1), "wall_s": round(time.monotonic() - t_wall, 1)}
+    (out / "structured_summary.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def _base(rec: Dict[str, Any]) -> str:
+    return str(rec.get("base_case_id") or rec["case_id"])

@@ -67,3 +67,26 @@ def test_tool_env_ledger_replies_carry_every_revealed_line() -> None:
         assert lines and all(ln in later for ln in lines)
     with pytest.raises(ValueError, match="reply_mode"):
         environment_factory(reply_mode="verbose")
+
+
+def test_python_step_prompt_is_the_llm_agents(records: list) -> None:
+    """The constrained evaluation's prompt equals the one ``ledgershield run`` recorded."""
+    from ledgershield.training.constrained import prompt_matches
+
+    equal, total = prompt_matches(records)
+    assert total > 100 and equal == total, (equal, total)
+
+
+def test_candidates_add_the_ledgers_lookups_and_targets_drop_the_certificate() -> None:
+    from ledgershield.training.constrained import action_text, candidates, strip_certificate
+
+    led = EvidenceLedger()
+    led.observe({"last_tool_result": {"tool_name": "lookup_vendor", "vendor_key": "acme", "bank_account": "DE1", "po_id": "PO-1"}})
+    native = [{"action_type": "lookup_policy", "payload": {}}]
+    cands = candidates(native, led)
+    texts = {action_text(c) for c in cands}
+    assert len(texts) == len(cands) and cands[0] == native[0]
+    assert action_text({"action_type": "compare_bank_account", "payload": {"vendor_key": "acme", "proposed_bank_account": "DE1"}}) in texts
+    assert action_text({"action_type": "lookup_po", "payload": {"po_id": "PO-1"}}) in texts
+    sub = {"action_type": "submit_decision", "payload": {"decision": "PAY", "decision_certificate": {"nodes": []}, "counterfactual": "x"}}
+    assert strip_certificate(sub)["payload"] == {"decision": "PAY"}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 # Keys whose scalar values are identifiers a submission may cite.
@@ -43,7 +44,7 @@ BOILERPLATE = re.compile(r"^(To|Cc|Sent|Importance|Customer No|Bill To|VAT|GSTIN
 def _scalar(v: Any) -> Optional[str]:
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, (int, float)):
+    if isinstance(v, (int, float, Decimal)):
         return f"{round(float(v), 4):g}"
     if isinstance(v, str) and v.strip():
         return v.strip()[:MAX_VALUE_CHARS]
@@ -230,14 +231,20 @@ def replay_ledgers(env: Any, case_id: str, actions: Iterable[Dict[str, Any]]) ->
     """Replay ``actions`` on ``case_id`` in a native ``ControlBenchEnv`` (fresh institution);
     yields ``(envelope before the action, ledger before the action, action)``."""
     led = EvidenceLedger()
-    env_ = env.reset(case_id=case_id, fresh_institution=True)
+    env_ = loads(env.reset_text(case_id=case_id, fresh_institution=True))
     led.observe(env_["observation"])
     for a in actions:
         yield env_, led, a
         if env_.get("done"):
             return
-        env_ = env.step({"action_type": a["action_type"], "payload": a["payload"]})
+        env_ = loads(env.step_text({"action_type": a["action_type"], "payload": a["payload"]}))
         led.observe(env_["observation"])
+
+
+def loads(text: str) -> Any:
+    """A reply's JSON with numbers kept as written (``Decimal``), so a prompt built from it
+    prints amounts exactly as the server wrote them (``15000.00``)."""
+    return json.loads(text, parse_float=Decimal)
 
 
 def dumps_compact(v: Any) -> str:

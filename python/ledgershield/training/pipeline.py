@@ -38,13 +38,13 @@ PRESETS: Dict[str, Dict[str, Any]] = {
     "ci": {"suites": ["public", "quarter:2026"], "size": "tiny", "sft_steps": 12, "sft_minutes": 0.0, "sft_rows": 0, "lr": 3e-3, "batch": 2,
            "eval_cases": 3, "reward_cases": 2, "eval_every": 0, "max_new_tokens": 48, "grpo_steps": 2, "grpo_len": 48, "rl_cases": 2,
            "candidates": 2, "dpo_steps": 2, "grpo_temperature": 1.5,
-           "bc_lr": 0.05, "bc_epochs": 60, "bc_checkpoints": [10], "rl_seeds": 3, "rl_iterations": 2, "rl_batch": 4, "rl_group": 4,
-           "rl_temperature": 1.0, "rl_lr": 0.2, "margin": 0.3, "min_parse": 0.9},
-    "scratch": {"suites": ["public", "holdout:1-5", "quarter:2026", "quarter:1-19"], "size": "small", "sft_steps": 100000, "sft_minutes": 11.0,
-                "sft_rows": 2500, "lr": 2e-3, "batch": 4, "eval_cases": 10, "reward_cases": 3, "eval_every": 0,
+           "bc_lr": 0.05, "bc_epochs": 60, "bc_checkpoints": [], "rl_seeds": 2, "rl_iterations": 2, "rl_batch": 4, "rl_group": 4,
+           "rl_temperature": 1.0, "rl_lr": 0.2, "margin": 0.3, "min_parse": 0.9, "cap_to_targets": False},
+    "scratch": {"suites": ["public", "holdout:1-5", "quarter:2026", "quarter:1-19"], "size": "small", "sft_steps": 100000, "sft_minutes": 8.0,
+                "sft_rows": 2500, "lr": 2e-3, "batch": 4, "eval_cases": 6, "reward_cases": 3, "eval_every": 0,
                 "max_new_tokens": 512, "grpo_steps": 2, "grpo_len": 128, "rl_cases": 2, "candidates": 2, "dpo_steps": 2, "grpo_temperature": 1.5,
                 "bc_lr": 0.05, "bc_epochs": 60, "bc_checkpoints": [5, 10, 20, 40], "rl_seeds": 3, "rl_iterations": 6, "rl_batch": 8,
-                "rl_group": 4, "rl_temperature": 1.0, "rl_lr": 0.2, "margin": 0.3, "min_parse": 0.95},
+                "rl_group": 4, "rl_temperature": 1.0, "rl_lr": 0.2, "margin": 0.3, "min_parse": 0.95, "cap_to_targets": True},
 }
 # The generated quarter the in-process pool holds (LEDGERSHIELD_CONTROLBENCH_SEED, default 2026):
 # the structured policy is trained and scored on the cases a native environment can reset by id.
@@ -82,7 +82,22 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
 
     info = collect(binary, data, cfg["suites"])
     mark("collect")
-    build = build_model(out / "base_model", [data / "steps_train.jsonl", data / "sft_train.jsonl"], size=cfg["size"])
+    from .constrained import ledger_rows, system_prompt
+    from .ledger import teacher_records
+
+    split0 = json.loads((data / "split.json").read_text())
+    train_bases = set(split0["train_base_cases"])
+    system = system_prompt(data / "steps_train.jsonl")
+    train_recs = [r for r in teacher_records(data / "runs.db") if str(r.get("base_case_id") or r["case_id"]) in train_bases]
+    ledger_rows(train_recs, data / "steps_ledger_train.jsonl", system)
+    mark("ledger_rows")
+    build = build_model(out / "base_model", [data / "steps_train.jsonl", data / "steps_ledger_train.jsonl", data / "sft_train.jsonl"], size=cfg["size"])
+    from transformers import AutoTokenizer
+
+    rows_info = ledger_rows(train_recs, data / "steps_ledger_train.jsonl", system, AutoTokenizer.from_pretrained(out / "base_model"))
+    # Generation and training lengths at least the longest target / row (measured, in tokens).
+    cfg["max_new_tokens"] = max(cfg["max_new_tokens"], rows_info["target_max"] + 8) if cfg["cap_to_targets"] else cfg["max_new_tokens"]
+    cfg["max_length"] = min(rows_info["prompt_max"] + rows_info["target_max"] + 64, 8192)
     mark("build_model")
     cases = pick_eval_cases(json.loads((data / "eval_cases.json").read_text()), cfg["eval_cases"])
     reward_cases = cases[: cfg["reward_cases"]]
@@ -93,9 +108,9 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
         pol = HFPolicy(model, tok, max_new_tokens=cfg["max_new_tokens"])
         return metrics("sft", "local/sft", play_model(binary, pol, "local/sft", reward_cases, out / "runs.db", max_tokens=cfg["max_new_tokens"]))
 
-    sft_sum = sft(str(out / "base_model"), [data / "steps_train.jsonl"], out / "sft", ["steps"], max_steps=cfg["sft_steps"],
+    sft_sum = sft(str(out / "base_model"), [data / "steps_ledger_train.jsonl"], out / "sft", ["steps"], max_steps=cfg["sft_steps"],
                   lr=cfg["lr"], batch_size=cfg["batch"], eval_every=cfg["eval_every"], eval_fn=eval_fn, threads=threads,
-                  max_minutes=cfg["sft_minutes"], max_rows=cfg["sft_rows"])
+                  max_minutes=cfg["sft_minutes"], max_rows=cfg["sft_rows"], max_length=cfg["max_length"])
     for name in ("loss_history.csv", "reward_eval_history.csv"):
         shutil.copy(out / "sft" / name, out / name)
     mark("sft")
@@ -114,11 +129,9 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
     sp = selfplay(sft_model, url, rl_rows, out / "dpo", candidates=cfg["candidates"], max_new_tokens=cfg["grpo_len"], threads=threads)
     d = dpo(sft_model, out / "dpo" / "pairs.jsonl", out / "dpo", max_steps=cfg["dpo_steps"], threads=threads) if sp["pairs"] else None
     mark("selfplay_dpo")
-    models = {"sft": HFPolicy.load(sft_model, max_new_tokens=cfg["max_new_tokens"]),
-              "grpo-plan": HFPolicy.load(g_plan["model_dir"], max_new_tokens=cfg["max_new_tokens"]),
-              "grpo-tools": HFPolicy.load(g_tools["model_dir"], max_new_tokens=cfg["max_new_tokens"])}
-    if d:
-        models["dpo"] = HFPolicy.load(d["model_dir"], max_new_tokens=cfg["max_new_tokens"])
+    # Free generation through the Rust llm agent: the SFT checkpoint (every checkpoint is scored
+    # under candidate-constrained decoding below, on the structured stage's held-out episodes).
+    models = {"sft": HFPolicy.load(sft_model, max_new_tokens=cfg["max_new_tokens"])}
     rows = compare(binary, cases, out / "runs.db", out, ["random", "naive-pay", "always-escalate", "teacher"], models,
                    max_tokens=cfg["max_new_tokens"])
     mark("evaluate")
@@ -128,6 +141,18 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
                           rl_seeds=cfg["rl_seeds"], rl_iterations=cfg["rl_iterations"], rl_group=cfg["rl_group"], rl_batch=cfg["rl_batch"],
                           rl_temperature=cfg["rl_temperature"], rl_lr=cfg["rl_lr"])
     mark("structured")
+    from .collect import pick_eval_cases as _pick
+    from .constrained import evaluate_lm
+
+    held = [e for e in json.loads((data / "eval_cases.json").read_text()) if e["case_id"] in set(st["held_out_ids"])]
+    lm_cases = [e["case_id"] for e in _pick(held, cfg["eval_cases"])]
+    ckpts = {"lm-sft": sft_model, "lm-grpo-plan": g_plan["model_dir"], "lm-grpo-tools": g_tools["model_dir"]}
+    if d:
+        ckpts["lm-dpo"] = d["model_dir"]
+    lm_rows = [evaluate_lm(path, f"{name} (constrained)", lm_cases, system) for name, path in ckpts.items()]
+    ladder = json.loads((out / "structured_matrix.json").read_text()) + lm_rows
+    (out / "ladder.json").write_text(json.dumps(ladder, indent=1))
+    mark("lm_constrained_eval")
     plots = plot(out)
     mark("plot")
     losses = [r["loss"] for r in _read_loss(out / "loss_history.csv")]
@@ -139,10 +164,12 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
         "grpo_tools": {k: g_tools[k] for k in ("steps", "rollouts_graded", "rollouts_expected", "mean_reward", "all_finite")},
         "selfplay": sp, "dpo": ({k: d[k] for k in ("pairs", "steps", "losses", "all_finite")} if d else None),
         "policy_matrix": [{k: v for k, v in r.items() if k != "per_case"} for r in rows],
-        "grpo_reward_std": grpo_std, "structured": st,
+        "grpo_reward_std": grpo_std, "structured": st, "ledger_rows": rows_info,
+        "lm_constrained": [{k: v for k, v in r.items() if k != "per_case"} for r in lm_rows], "lm_eval_cases": lm_cases,
         "eval_cases": cases, "plots": plots, "timings_s": timings, "process_cpu_s": round(time.process_time() - cpu0, 1),
         "load_average": _loadavg(),
-        "checks": checks(cfg, losses, g_plan, g_tools, rows, cases, st, bool(d)),
+        "checks": dict(checks(cfg, losses, g_plan, g_tools, rows, cases, st, bool(d)),
+                       every_checkpoint_evaluated=len(lm_rows) == len(ckpts) == 3 + bool(d) and all(r["episodes"] == len(lm_cases) > 0 for r in lm_rows)),
     }
     (out / "training_metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
     return metrics
@@ -158,7 +185,7 @@ def checks(cfg: Dict[str, Any], losses: list, g_plan: Dict[str, Any], g_tools: D
         "loss_fell": len(losses) >= 6 and sum(tail) / len(tail) <= 0.9 * sum(head) / len(head),
         "every_rollout_graded": g_plan["rollouts_graded"] == g_plan["rollouts_expected"] and g_tools["rollouts_graded"] == g_tools["rollouts_expected"],
         "every_eval_episode_played": all(r["episodes"] == len(cases) for r in rows),
-        "every_checkpoint_evaluated": {"sft", "grpo-plan", "grpo-tools"} <= evaluated and (not dpo_ran or "dpo" in evaluated),
+        "sft_evaluated_free_generation": "sft" in evaluated,
         **structured_checks(cfg, st),
     }
 

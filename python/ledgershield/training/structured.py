@@ -799,7 +799,7 @@ def structured_stage(binary: str, data: Any, out: Any, lr: float = 0.05, epochs:
     (out / "structured_matrix.json").write_text(json.dumps(rows, indent=1))
     rl_means = [r["held_out_mean"] for r in rl_runs]
     scripted = [r["mean_score"] for r in rows if r["policy"] in baselines and r["policy"] != "teacher"]
-    summary = {"train_episodes": len(train_recs), "held_out_episodes": len(held_ids), "held_out_skipped": len(held_all) - len(held),
+    summary = {"train_episodes": len(train_recs), "held_out_episodes": len(held_ids), "held_out_ids": held_ids, "held_out_skipped": len(held_all) - len(held),
                "bc": info, "bc_held_out": bc["mean_score"], "bc_ci95": bc["ci95"], "bc_parse_success_under_constraint": bc["parse_success"],
                "best_scripted": max(scripted) if scripted else None, "curve": curve,
                "rl": {"seeds": rl_seeds, "iterations": rl_iterations, "group": rl_group, "temperature": rl_temperature, "lr": rl_lr,

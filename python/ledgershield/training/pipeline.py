@@ -39,12 +39,12 @@ PRESETS: Dict[str, Dict[str, Any]] = {
            "eval_cases": 3, "reward_cases": 2, "eval_every": 0, "max_new_tokens": 48, "grpo_steps": 2, "grpo_len": 48, "rl_cases": 2,
            "candidates": 2, "dpo_steps": 2, "grpo_temperature": 1.5,
            "bc_lr": 0.05, "bc_epochs": 60, "bc_checkpoints": [], "rl_seeds": 2, "rl_iterations": 2, "rl_batch": 4, "rl_group": 4,
-           "rl_temperature": 1.0, "rl_lr": 0.2, "margin": 0.3, "min_parse": 0.9, "cap_to_targets": False},
+           "rl_temperature": 1.0, "rl_lr": 0.2, "margin": 0.3, "min_parse": 0.9, "cap_to_targets": False, "lm_eval_cases": 1},
     "scratch": {"suites": ["public", "holdout:1-5", "quarter:2026", "quarter:1-19"], "size": "small", "sft_steps": 100000, "sft_minutes": 8.0,
                 "sft_rows": 2500, "lr": 2e-3, "batch": 4, "eval_cases": 6, "reward_cases": 3, "eval_every": 0,
                 "max_new_tokens": 512, "grpo_steps": 2, "grpo_len": 128, "rl_cases": 2, "candidates": 2, "dpo_steps": 2, "grpo_temperature": 1.5,
                 "bc_lr": 0.05, "bc_epochs": 60, "bc_checkpoints": [5, 10, 20, 40], "rl_seeds": 3, "rl_iterations": 6, "rl_batch": 8,
-                "rl_group": 4, "rl_temperature": 1.0, "rl_lr": 0.2, "margin": 0.3, "min_parse": 0.95, "cap_to_targets": True},
+                "rl_group": 4, "rl_temperature": 1.0, "rl_lr": 0.2, "margin": 0.3, "min_parse": 0.95, "cap_to_targets": True, "lm_eval_cases": 6},
 }
 # The generated quarter the in-process pool holds (LEDGERSHIELD_CONTROLBENCH_SEED, default 2026):
 # the structured policy is trained and scored on the cases a native environment can reset by id.
@@ -145,7 +145,7 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
     from .constrained import evaluate_lm
 
     held = [e for e in json.loads((data / "eval_cases.json").read_text()) if e["case_id"] in set(st["held_out_ids"])]
-    lm_cases = [e["case_id"] for e in _pick(held, cfg["eval_cases"])]
+    lm_cases = [e["case_id"] for e in _pick(held, cfg["lm_eval_cases"])]
     ckpts = {"lm-sft": sft_model, "lm-grpo-plan": g_plan["model_dir"], "lm-grpo-tools": g_tools["model_dir"]}
     if d:
         ckpts["lm-dpo"] = d["model_dir"]

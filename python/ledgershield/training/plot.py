@@ -118,7 +118,9 @@ def _structured_plots(folder: Path, plt: Any, save: Any) -> None:
         ax2.plot([r["epoch"] for r in curve], [r["loss_type"] for r in curve], color="tab:red", marker="s", label="action-type loss")
         ax.set(xlabel="behaviour-cloning epochs", ylabel="held-out mean score", ylim=(0, 1), title="Structured policy: BC checkpoints")
         ax2.set_ylabel("training loss (action type)")
-        fig.legend(fontsize=7, loc="lower right")
+        h1, l1 = ax.get_legend_handles_labels()
+        h2, l2 = ax2.get_legend_handles_labels()
+        ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="center right")
         save(fig, "bc_curve.png")
     rl = _csv(folder / "structured_rl_history.csv")
     if rl:

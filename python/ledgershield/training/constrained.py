@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Tuple
 
 from .ledger import EvidenceLedger, ledger_prompt, loads, replay_ledgers
 

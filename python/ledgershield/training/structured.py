@@ -26,7 +26,6 @@ policy sees when it plays.
 from __future__ import annotations
 
 import json
-import math
 import re
 import zlib
 from collections import Counter, defaultdict

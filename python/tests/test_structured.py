@@ -29,7 +29,10 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _run(data: Path, out: Path, lr: float) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "ledgershield.training", "--bin", str(_binary()), "structured", "--data", str(data), "--out", str(out),
            "--lr", str(lr), "--checkpoints", "", "--rl-seeds", "2", "--rl-iterations", "1", "--rl-batch", "3", "--rl-group", "3"]
-    env = dict(os.environ, LEDGERSHIELD_INCLUDE_CONTROLBENCH="1", PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    import ledgershield
+
+    # The subprocess imports the package this test imported (installed, or the checkout).
+    env = dict(os.environ, LEDGERSHIELD_INCLUDE_CONTROLBENCH="1", PYTHONPATH=str(Path(ledgershield.__file__).resolve().parents[1]))
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
 
 

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # CI smoke for the training pipeline: collect -> SFT -> GRPO (plan reward and environment_factory)
-# -> self-play + DPO -> evaluate -> plots, with a tiny model built locally (no download), on a few
-# cases, asserting finite and falling loss, every rollout graded and every held-out episode played.
+# -> self-play + DPO -> evaluate -> structured policy (behaviour cloning + RL over 3 seeds) ->
+# constrained evaluation of every LM checkpoint -> plots, with a tiny model built locally (no
+# download). Its checks can fail: the loss must fall, the trained policy must beat the best
+# scripted baseline on the held-out split by 0.3 with parse success >= 0.9, RL groups must have
+# reward variance, every rollout is graded and every checkpoint evaluated (the pipeline exits 1
+# when one fails; `python/tests/test_structured.py` checks that `--lr 0` fails).
 #
 # The training virtual environment (torch, transformers, trl, ...: several GB) is created once
 # per machine at $LEDGERSHIELD_TRAIN_VENV (default ~/.cache/ledgershield/train-venv, outside
@@ -53,15 +57,31 @@ from pathlib import Path
 run = Path(sys.argv[1])
 m = json.loads((run / "training_metrics.json").read_text())
 required = ["training_metrics.json", "loss_history.csv", "reward_eval_history.csv", "policy_matrix.csv", "policy_matrix.json",
-            "loss_curve.png", "reward_checkpoints.png", "policy_ladder.png", "per_case_scores.png", "score_vs_unsafe.png", "result_classes.png"]
+            "structured_matrix.json", "structured_curve.csv", "structured_rl_history.csv", "ladder.json",
+            "loss_curve.png", "reward_checkpoints.png", "policy_ladder.png", "per_case_scores.png", "score_vs_unsafe.png", "result_classes.png",
+            "ladder_ci.png", "per_family.png", "bc_curve.png", "rl_curve.png"]
 checks = dict(m["checks"])
 checks["outputs_written"] = all((run / f).exists() for f in required)
 checks["dpo_ran"] = bool(m["dpo"]) and m["dpo"]["all_finite"]
 checks["teacher_beats_naive_pay"] = {r["policy"]: r["mean_score"] for r in m["policy_matrix"]}["teacher"] > {r["policy"]: r["mean_score"] for r in m["policy_matrix"]}["naive-pay"]
 for name, ok in checks.items():
     print(f"{'PASS' if ok else 'FAIL'} {name}")
-print("timings:", m["timings_s"])
+st = m["structured"]
+print(f"structured policy: held-out {st['bc_held_out']} {st['bc_ci95']} on {st['held_out_episodes']} episodes, best scripted {st['best_scripted']}, "
+      f"RL over {st['rl']['seeds']} seeds {st['rl']['held_out_means']}")
+print("timings:", m["timings_s"], "process CPU s:", m["process_cpu_s"], "load:", m["load_average"])
 failed = sum(not ok for ok in checks.values())
 print(f"training smoke: {len(checks) - failed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
 PY
+# The GRPO-on-CPU snippet of TRAINING.md, run as written.
+mkdir -p "$OUT/snippet"
+"$VENV/bin/python" - "$REPO/TRAINING.md" > "$OUT/snippet/snippet.py" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+print(re.search(r"<!-- grpo-cpu-snippet -->\n```python\n(.*?)```", text, re.S).group(1))
+PY
+(cd "$OUT/snippet" && TRL_EXPERIMENTAL_SILENCE=1 "$VENV/bin/python" snippet.py > snippet.log 2>&1) \
+    || { tail -30 "$OUT/snippet/snippet.log"; echo "TRAINING.md GRPO snippet failed" >&2; exit 1; }
+grep -q "GRPO step done: 1" "$OUT/snippet/snippet.log" || { echo "TRAINING.md GRPO snippet did not train a step" >&2; exit 1; }
+echo "PASS TRAINING.md GRPO snippet (CPU)"

@@ -14,7 +14,10 @@ does) so that every rollout is graded (``grade_unsubmitted = False`` returns 0.0
 
 Replies are ``compact`` by default (``reply_mode = "full"`` for the raw tool results): status
 fields first, the tool result without its control-boundary and reward-model echoes, OCR tokens as
-``"token_id text [x0,y0,x1,y1]"`` strings, long texts and lists cut.
+``"token_id text [x0,y0,x1,y1]"`` strings, long texts and lists cut. ``reply_mode = "ledger"`` is
+the self-sufficient form: the compact status and result (OCR tokens left out) followed by the
+episode's whole evidence ledger (:mod:`ledgershield.training.ledger`: the ids, values and OCR lines
+with token ids revealed so far), so the latest reply alone is enough to write a submission.
 
 By default the environment runs **in process** (``ledgershield.native``: no server, the same
 replies byte for byte). A server URL (``environment_factory(url)`` or ``LEDGERSHIELD_URL``) plays
@@ -90,7 +93,7 @@ class LedgerShieldToolEnv:
     """LedgerShield ControlBench as a set of tools, one per action."""
 
     base_url: Optional[str] = None
-    #: ``compact`` (default) or ``full`` tool replies.
+    #: ``compact`` (default), ``ledger`` (compact plus the evidence ledger) or ``full`` tool replies.
     reply_mode: str = "compact"
     #: Keep the institution's memory across resets (default: a fresh institution per reset).
     carry_memory: bool = False
@@ -109,6 +112,7 @@ class LedgerShieldToolEnv:
         self.case_id: Optional[str] = None
         self.result_class: Optional[str] = None
         self.submitted_by_model: bool = False
+        self.ledger: Any = None
 
     def __enter__(self) -> "LedgerShieldToolEnv":
         return self
@@ -154,6 +158,9 @@ class LedgerShieldToolEnv:
         self.submitted_by_model = False
         self.observation = result.observation
         self.case_id = result.observation.case_id
+        from .training.ledger import EvidenceLedger
+
+        self.ledger = EvidenceLedger()
         return self._describe_case(result.observation)
 
     def _reset(self, params: Dict[str, Any]) -> Any:
@@ -203,12 +210,14 @@ class LedgerShieldToolEnv:
         obs = result.observation
         self.observation = obs
         self.done = bool(result.done)
+        if self.ledger is not None:
+            self.ledger.observe(obs.model_dump())
         if self.done:
             self.final_score = obs.final_score
             self.reward = float(self.final_score or 0.0)
             self.result_class = obs.info.get("result_class")
             self.submitted_by_model = by_model and action_type == "submit_decision"
-        if self.reply_mode == "compact":
+        if self.reply_mode in ("compact", "ledger"):
             return self._compact_reply(obs)
         reply: Dict[str, Any] = {}
         if self.done:
@@ -236,8 +245,14 @@ class LedgerShieldToolEnv:
             reply["pending_events"] = len(obs.pending_events)
         if obs.messages:
             reply["messages"] = [_shrink(m) for m in obs.messages[-3:]]
-        reply["result"] = compact_result(obs.last_tool_result if isinstance(obs.last_tool_result, dict) else {"value": obs.last_tool_result})
-        return _compact(reply, 6000)
+        result = obs.last_tool_result if isinstance(obs.last_tool_result, dict) else {"value": obs.last_tool_result}
+        if self.reply_mode == "ledger":
+            result = {k: v for k, v in result.items() if k not in ("tokens", "focus_tokens", "text_preview", "focus_text")}
+        reply["result"] = compact_result(result)
+        text = _compact(reply, 6000)
+        if self.reply_mode == "ledger" and self.ledger is not None:
+            text += "\nEvidence so far:\n" + self.ledger.render()
+        return text
 
     # ------------------------------------------------------------------ investigation tools
 
@@ -519,7 +534,7 @@ def environment_factory(base_url: Optional[str] = None, reply_mode: str = "compa
     """A :class:`LedgerShieldToolEnv` subclass bound to these settings (TRL instantiates it with
     no arguments): in process when ``base_url`` is ``None`` (the default), else against the
     server at ``base_url``."""
-    if reply_mode not in ("compact", "full"):
-        raise ValueError(f"reply_mode must be 'compact' or 'full', not {reply_mode!r}")
+    if reply_mode not in ("compact", "full", "ledger"):
+        raise ValueError(f"reply_mode must be 'compact', 'full' or 'ledger', not {reply_mode!r}")
     return type("LedgerShieldToolEnv", (LedgerShieldToolEnv,), {"base_url": base_url, "reply_mode": reply_mode,
                                                                 "carry_memory": carry_memory, "grade_unsubmitted": grade_unsubmitted})

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -132,6 +133,21 @@ def cmd_audit_eval(a: argparse.Namespace) -> Dict[str, Any]:
         return audit_eval(a.model, srv.url, Path(a.out), seeds=range(a.seed_from, a.seed_to + 1), max_new_tokens=a.max_new_tokens, threads=a.threads)
 
 
+def cmd_structured(a: argparse.Namespace) -> Dict[str, Any]:
+    from .pipeline import POOL_ENV, structured_checks
+    from .structured import structured_stage
+
+    for k, v in POOL_ENV.items():
+        os.environ.setdefault(k, v)
+    st = structured_stage(find_binary(a.bin), Path(a.data), Path(a.out), lr=a.lr, epochs=a.epochs,
+                          checkpoints=[int(x) for x in a.checkpoints.split(",") if x], rl_seeds=a.rl_seeds,
+                          rl_iterations=a.rl_iterations, rl_group=a.rl_group, rl_batch=a.rl_batch,
+                          rl_temperature=a.rl_temperature, rl_lr=a.rl_lr)
+    st["checks"] = structured_checks({"margin": a.margin, "min_parse": a.min_parse}, st)
+    (Path(a.out) / "structured_summary.json").write_text(json.dumps(st, indent=1))
+    return st
+
+
 def cmd_pipeline(a: argparse.Namespace) -> Dict[str, Any]:
     from .pipeline import pipeline
 
@@ -247,13 +263,30 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--max-new-tokens", type=int, default=512)
     s.set_defaults(fn=cmd_audit_eval)
 
-    s = sub.add_parser("pipeline", help="the whole CPU pipeline with a locally built model")
+    s = sub.add_parser("structured", help="the structured policy: behaviour cloning + group-relative RL, in process, "
+                                          "against the scripted baselines on the held-out split (exits 1 when a check fails)")
+    s.add_argument("--data", required=True, help="collect's output folder (its quarter must be the pool's: quarter:2026)")
+    s.add_argument("--out", required=True)
+    s.add_argument("--lr", type=float, default=0.05)
+    s.add_argument("--epochs", type=int, default=60)
+    s.add_argument("--checkpoints", default="5,10,20,40", help="BC epoch counts also scored on the held-out split")
+    s.add_argument("--rl-seeds", type=int, default=3)
+    s.add_argument("--rl-iterations", type=int, default=6)
+    s.add_argument("--rl-group", type=int, default=4)
+    s.add_argument("--rl-batch", type=int, default=8)
+    s.add_argument("--rl-temperature", type=float, default=1.0)
+    s.add_argument("--rl-lr", type=float, default=0.2)
+    s.add_argument("--margin", type=float, default=0.3, help="required lead over the best scripted baseline")
+    s.add_argument("--min-parse", type=float, default=0.9)
+    s.set_defaults(fn=cmd_structured)
+
+    s = sub.add_parser("pipeline", help="the whole CPU pipeline with a locally built model (exits 1 when a check fails)")
     s.add_argument("--out", required=True)
     s.add_argument("--preset", choices=["ci", "scratch"], default="ci")
     s.add_argument("--size", choices=["tiny", "small", "base"], help="override the preset's model size")
     s.add_argument("--sft-minutes", type=float, help="override the preset's SFT time budget (0: step-limited)")
     s.add_argument("--sft-steps", type=int, help="override the preset's SFT step limit")
-    s.add_argument("--lr", type=float, help="override the preset's SFT learning rate")
+    s.add_argument("--lr", type=float, help="override the preset's SFT learning rate (the structured policy's scales with it; 0 trains nothing)")
     s.add_argument("--eval-cases", type=int, help="override the preset's held-out episode count")
     s.set_defaults(fn=cmd_pipeline)
     return p
@@ -263,4 +296,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     a = parser().parse_args(argv)
     result = a.fn(a)
     print(json.dumps(result, indent=1, default=str)[:20000])
+    failed = [k for k, ok in (result.get("checks") or {}).items() if not ok] if isinstance(result, dict) else []
+    if failed:
+        print(f"checks failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0

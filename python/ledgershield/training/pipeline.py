@@ -6,9 +6,23 @@ random, naive-PAY, always-escalate and the teacher → plots. Writes ``training_
 ``loss_history.csv``, ``reward_eval_history.csv``, ``policy_matrix.csv``/``.json`` and the PNGs
 into ``--out``.
 
+Beside the language model, the ``structured`` stage trains the structured policy
+(:mod:`.structured`: behaviour cloning, then group-relative RL over several seeds) in process on
+the same training split and scores it, every RL seed and the scripted baselines on the same
+held-out episodes (``structured_matrix.json``, ``structured_curve.csv``,
+``structured_rl_history.csv``).
+
 Presets: ``ci`` (a tiny model, a few steps of each stage, the smoke test's checks) and ``scratch``
 (a small model trained from scratch on teacher steps over thousands of generated cases, within
 about 25 minutes on two CPU threads; the RL stages run a few steps on top).
+
+The checks can fail, and ``pipeline`` exits non-zero when one does: the SFT loss must fall (the
+mean of its last three logged losses at most 0.9 of the first three), the trained policy must beat
+the best scripted baseline on the held-out episodes by ``margin``, its parse success (under its
+candidate constraint) must reach ``min_parse``, every RL seed must have groups with reward
+variance, every GRPO rollout must be graded and every checkpoint (SFT, GRPO plan, GRPO tools, DPO)
+must be evaluated on the same held-out episodes. ``--lr`` scales every stage's learning rate
+(``--lr 0`` trains nothing, and fails).
 """
 
 from __future__ import annotations
@@ -21,13 +35,20 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 PRESETS: Dict[str, Dict[str, Any]] = {
-    "ci": {"suites": ["public"], "size": "tiny", "sft_steps": 12, "sft_minutes": 0.0, "sft_rows": 0, "lr": 3e-3, "batch": 2,
+    "ci": {"suites": ["public", "quarter:2026"], "size": "tiny", "sft_steps": 12, "sft_minutes": 0.0, "sft_rows": 0, "lr": 3e-3, "batch": 2,
            "eval_cases": 3, "reward_cases": 2, "eval_every": 0, "max_new_tokens": 48, "grpo_steps": 2, "grpo_len": 48, "rl_cases": 2,
-           "candidates": 2, "dpo_steps": 2},
-    "scratch": {"suites": ["public", "holdout:1-5", "quarter:1-20"], "size": "small", "sft_steps": 100000, "sft_minutes": 11.0,
-                "sft_rows": 2500, "lr": 2e-3, "batch": 4, "eval_cases": 10, "reward_cases": 3, "eval_every": 0,
-                "max_new_tokens": 512, "grpo_steps": 2, "grpo_len": 128, "rl_cases": 2, "candidates": 2, "dpo_steps": 2},
+           "candidates": 2, "dpo_steps": 2, "grpo_temperature": 1.5,
+           "bc_lr": 0.05, "bc_epochs": 60, "bc_checkpoints": [], "rl_seeds": 2, "rl_iterations": 2, "rl_batch": 4, "rl_group": 4,
+           "rl_temperature": 1.0, "rl_lr": 0.2, "margin": 0.3, "min_parse": 0.9, "cap_to_targets": False, "lm_eval_cases": 1},
+    "scratch": {"suites": ["public", "holdout:1-5", "quarter:2026", "quarter:1-19"], "size": "small", "sft_steps": 100000, "sft_minutes": 8.0,
+                "sft_rows": 2500, "lr": 2e-3, "batch": 4, "eval_cases": 6, "reward_cases": 3, "eval_every": 0,
+                "max_new_tokens": 512, "grpo_steps": 2, "grpo_len": 128, "rl_cases": 2, "candidates": 2, "dpo_steps": 2, "grpo_temperature": 1.5,
+                "bc_lr": 0.05, "bc_epochs": 60, "bc_checkpoints": [5, 10, 20, 40], "rl_seeds": 3, "rl_iterations": 6, "rl_batch": 8,
+                "rl_group": 4, "rl_temperature": 1.0, "rl_lr": 0.2, "margin": 0.3, "min_parse": 0.95, "cap_to_targets": True, "lm_eval_cases": 6},
 }
+# The generated quarter the in-process pool holds (LEDGERSHIELD_CONTROLBENCH_SEED, default 2026):
+# the structured policy is trained and scored on the cases a native environment can reset by id.
+POOL_ENV = {"LEDGERSHIELD_INCLUDE_CONTROLBENCH": "1"}
 
 
 def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overrides: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -42,8 +63,15 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
     from .sft import sft
     from .tiny import build_model
 
+    import os
+
+    for k, v in POOL_ENV.items():
+        os.environ.setdefault(k, v)  # before the first native environment builds the pool
     torch.set_num_threads(threads)
     cfg = dict(PRESETS[preset], **{k: v for k, v in (overrides or {}).items() if v is not None})
+    if (overrides or {}).get("lr") is not None:
+        cfg["bc_lr"] = PRESETS[preset]["bc_lr"] * cfg["lr"] / PRESETS[preset]["lr"]
+    cpu0 = time.process_time()
     out.mkdir(parents=True, exist_ok=True)
     data = out / "data"
     timings: Dict[str, float] = {}
@@ -54,7 +82,22 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
 
     info = collect(binary, data, cfg["suites"])
     mark("collect")
-    build = build_model(out / "base_model", [data / "steps_train.jsonl", data / "sft_train.jsonl"], size=cfg["size"])
+    from .constrained import ledger_rows, system_prompt
+    from .ledger import teacher_records
+
+    split0 = json.loads((data / "split.json").read_text())
+    train_bases = set(split0["train_base_cases"])
+    system = system_prompt(data / "steps_train.jsonl")
+    train_recs = [r for r in teacher_records(data / "runs.db") if str(r.get("base_case_id") or r["case_id"]) in train_bases]
+    ledger_rows(train_recs, data / "steps_ledger_train.jsonl", system)
+    mark("ledger_rows")
+    build = build_model(out / "base_model", [data / "steps_train.jsonl", data / "steps_ledger_train.jsonl", data / "sft_train.jsonl"], size=cfg["size"])
+    from transformers import AutoTokenizer
+
+    rows_info = ledger_rows(train_recs, data / "steps_ledger_train.jsonl", system, AutoTokenizer.from_pretrained(out / "base_model"))
+    # Generation and training lengths at least the longest target / row (measured, in tokens).
+    cfg["max_new_tokens"] = max(cfg["max_new_tokens"], rows_info["target_max"] + 8) if cfg["cap_to_targets"] else cfg["max_new_tokens"]
+    cfg["max_length"] = min(rows_info["prompt_max"] + rows_info["target_max"] + 64, 8192)
     mark("build_model")
     cases = pick_eval_cases(json.loads((data / "eval_cases.json").read_text()), cfg["eval_cases"])
     reward_cases = cases[: cfg["reward_cases"]]
@@ -65,9 +108,9 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
         pol = HFPolicy(model, tok, max_new_tokens=cfg["max_new_tokens"])
         return metrics("sft", "local/sft", play_model(binary, pol, "local/sft", reward_cases, out / "runs.db", max_tokens=cfg["max_new_tokens"]))
 
-    sft_sum = sft(str(out / "base_model"), [data / "steps_train.jsonl"], out / "sft", ["steps"], max_steps=cfg["sft_steps"],
+    sft_sum = sft(str(out / "base_model"), [data / "steps_ledger_train.jsonl"], out / "sft", ["steps"], max_steps=cfg["sft_steps"],
                   lr=cfg["lr"], batch_size=cfg["batch"], eval_every=cfg["eval_every"], eval_fn=eval_fn, threads=threads,
-                  max_minutes=cfg["sft_minutes"], max_rows=cfg["sft_rows"])
+                  max_minutes=cfg["sft_minutes"], max_rows=cfg["sft_rows"], max_length=cfg["max_length"])
     for name in ("loss_history.csv", "reward_eval_history.csv"):
         shutil.copy(out / "sft" / name, out / name)
     mark("sft")
@@ -78,21 +121,42 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
     # GRPO and self-play run in process (no server); collection and evaluation use the binary.
     url = None  # in process
     g_plan = grpo(sft_model, url, out / "grpo_plan", "plan", rl_rows, max_steps=cfg["grpo_steps"],
-                  max_completion_length=cfg["grpo_len"], threads=threads)
+                  max_completion_length=cfg["grpo_len"], temperature=cfg["grpo_temperature"], threads=threads)
     mark("grpo_plan")
     g_tools = grpo(sft_model, url, out / "grpo_tools", "tools", rl_rows, max_steps=cfg["grpo_steps"],
-                   max_completion_length=cfg["grpo_len"], threads=threads)
+                   max_completion_length=cfg["grpo_len"], temperature=cfg["grpo_temperature"], threads=threads)
     mark("grpo_tools")
     sp = selfplay(sft_model, url, rl_rows, out / "dpo", candidates=cfg["candidates"], max_new_tokens=cfg["grpo_len"], threads=threads)
     d = dpo(sft_model, out / "dpo" / "pairs.jsonl", out / "dpo", max_steps=cfg["dpo_steps"], threads=threads) if sp["pairs"] else None
     mark("selfplay_dpo")
+    # Free generation through the Rust llm agent: the SFT checkpoint (every checkpoint is scored
+    # under candidate-constrained decoding below, on the structured stage's held-out episodes).
     models = {"sft": HFPolicy.load(sft_model, max_new_tokens=cfg["max_new_tokens"])}
     rows = compare(binary, cases, out / "runs.db", out, ["random", "naive-pay", "always-escalate", "teacher"], models,
                    max_tokens=cfg["max_new_tokens"])
     mark("evaluate")
+    from .structured import structured_stage
+
+    st = structured_stage(binary, data, out, lr=cfg["bc_lr"], epochs=cfg["bc_epochs"], checkpoints=cfg["bc_checkpoints"],
+                          rl_seeds=cfg["rl_seeds"], rl_iterations=cfg["rl_iterations"], rl_group=cfg["rl_group"], rl_batch=cfg["rl_batch"],
+                          rl_temperature=cfg["rl_temperature"], rl_lr=cfg["rl_lr"])
+    mark("structured")
+    from .collect import pick_eval_cases as _pick
+    from .constrained import evaluate_lm
+
+    held = [e for e in json.loads((data / "eval_cases.json").read_text()) if e["case_id"] in set(st["held_out_ids"])]
+    lm_cases = [e["case_id"] for e in _pick(held, cfg["lm_eval_cases"])]
+    ckpts = {"lm-sft": sft_model, "lm-grpo-plan": g_plan["model_dir"], "lm-grpo-tools": g_tools["model_dir"]}
+    if d:
+        ckpts["lm-dpo"] = d["model_dir"]
+    lm_rows = [evaluate_lm(path, f"{name} (constrained)", lm_cases, system) for name, path in ckpts.items()]
+    ladder = json.loads((out / "structured_matrix.json").read_text()) + lm_rows
+    (out / "ladder.json").write_text(json.dumps(ladder, indent=1))
+    mark("lm_constrained_eval")
     plots = plot(out)
     mark("plot")
     losses = [r["loss"] for r in _read_loss(out / "loss_history.csv")]
+    grpo_std = {name: [h.get("reward_std") for h in g["history"] if "reward_std" in h] for name, g in (("plan", g_plan), ("tools", g_tools))}
     metrics = {
         "preset": preset, "config": cfg, "threads": threads, "collect": info, "model": build, "sft": {k: v for k, v in sft_sum.items() if k != "reward_checkpoints"},
         "reward_checkpoints": sft_sum["reward_checkpoints"],
@@ -100,16 +164,49 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
         "grpo_tools": {k: g_tools[k] for k in ("steps", "rollouts_graded", "rollouts_expected", "mean_reward", "all_finite")},
         "selfplay": sp, "dpo": ({k: d[k] for k in ("pairs", "steps", "losses", "all_finite")} if d else None),
         "policy_matrix": [{k: v for k, v in r.items() if k != "per_case"} for r in rows],
-        "eval_cases": cases, "plots": plots, "timings_s": timings,
-        "checks": {
-            "loss_finite": all(math.isfinite(x) for x in losses),
-            "loss_fell": bool(losses) and min(losses[-3:]) < losses[0],
-            "every_rollout_graded": g_plan["rollouts_graded"] == g_plan["rollouts_expected"] and g_tools["rollouts_graded"] == g_tools["rollouts_expected"],
-            "every_eval_episode_played": all(r["episodes"] == len(cases) for r in rows),
-        },
+        "grpo_reward_std": grpo_std, "structured": st, "ledger_rows": rows_info,
+        "lm_constrained": [{k: v for k, v in r.items() if k != "per_case"} for r in lm_rows], "lm_eval_cases": lm_cases,
+        "eval_cases": cases, "plots": plots, "timings_s": timings, "process_cpu_s": round(time.process_time() - cpu0, 1),
+        "load_average": _loadavg(),
+        "checks": dict(checks(cfg, losses, g_plan, g_tools, rows, cases, st, bool(d)),
+                       every_checkpoint_evaluated=len(lm_rows) == len(ckpts) == 3 + bool(d) and all(r["episodes"] == len(lm_cases) > 0 for r in lm_rows)),
     }
     (out / "training_metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
     return metrics
+
+
+def checks(cfg: Dict[str, Any], losses: list, g_plan: Dict[str, Any], g_tools: Dict[str, Any], rows: list, cases: list,
+           st: Dict[str, Any], dpo_ran: bool) -> Dict[str, bool]:
+    """The pipeline's checks (each can fail; see the module documentation)."""
+    head, tail = losses[:3], losses[-3:]
+    evaluated = {r["policy"] for r in rows if r["episodes"] == len(cases)}
+    return {
+        "loss_finite": bool(losses) and all(math.isfinite(x) for x in losses),
+        "loss_fell": len(losses) >= 6 and sum(tail) / len(tail) <= 0.9 * sum(head) / len(head),
+        "every_rollout_graded": g_plan["rollouts_graded"] == g_plan["rollouts_expected"] and g_tools["rollouts_graded"] == g_tools["rollouts_expected"],
+        "every_eval_episode_played": all(r["episodes"] == len(cases) for r in rows),
+        "sft_evaluated_free_generation": "sft" in evaluated,
+        **structured_checks(cfg, st),
+    }
+
+
+def structured_checks(cfg: Dict[str, Any], st: Dict[str, Any]) -> Dict[str, bool]:
+    """The trained policy against the best scripted baseline, its parse success and RL variance."""
+    best = st["best_scripted"] if st["best_scripted"] is not None else 1.0
+    return {
+        "policy_beats_best_scripted": st["held_out_episodes"] > 0 and st["bc_held_out"] >= best + cfg["margin"],
+        "parse_success": st["bc_parse_success_under_constraint"] >= cfg["min_parse"],
+        "rl_groups_have_variance": bool(st["rl"]["zero_variance_share"]) and all(z < 1.0 for z in st["rl"]["zero_variance_share"]),
+    }
+
+
+def _loadavg() -> Optional[list]:
+    import os
+
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def _read_loss(path: Path) -> list:

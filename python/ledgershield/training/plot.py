@@ -1,5 +1,8 @@
 """``plot``: PNG figures from a training output folder: loss curve, reward checkpoints, policy
-ladder, per-case scores, score-vs-unsafe-release frontier, result classes."""
+ladder, per-case scores, score-vs-unsafe-release frontier, result classes; with the structured
+stage's outputs also the ladder with 95 % bootstrap intervals (``ladder_ci.png``), per-family
+scores (``per_family.png``), the behaviour-cloning curve (``bc_curve.png``) and the RL reward per
+iteration and seed (``rl_curve.png``). Labels go in legends or on rotated axes, never on points."""
 
 from __future__ import annotations
 
@@ -62,11 +65,12 @@ def plot(folder: Path) -> List[str]:
         ax.set(ylabel="score", ylim=(0, 1), title="Per-case scores")
         ax.legend(fontsize=6)
         save(fig, "per_case_scores.png")
-        fig, ax = plt.subplots(figsize=(5, 4))
-        for r in rows:
-            ax.scatter(r["unsafe_release_rate"], r["mean_score"])
-            ax.annotate(r["policy"], (r["unsafe_release_rate"], r["mean_score"]), fontsize=7)
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        markers = "osD^v<>pPX*h"
+        for i, r in enumerate(rows):
+            ax.scatter(r["unsafe_release_rate"], r["mean_score"], marker=markers[i % len(markers)], label=r["policy"])
         ax.set(xlabel="unsafe release rate", ylabel="mean score", xlim=(-0.05, 1.05), ylim=(0, 1), title="Score vs unsafe release")
+        ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
         save(fig, "score_vs_unsafe.png")
         classes = sorted({k for r in rows for k in r["result_class_counts"]})
         fig, ax = plt.subplots(figsize=(7, 4))
@@ -79,4 +83,51 @@ def plot(folder: Path) -> List[str]:
         ax.tick_params(axis="x", rotation=30)
         ax.legend(fontsize=6)
         save(fig, "result_classes.png")
+    _structured_plots(folder, plt, save)
     return written
+
+
+def _structured_plots(folder: Path, plt: Any, save: Any) -> None:
+    ladder_path = folder / "ladder.json" if (folder / "ladder.json").exists() else folder / "structured_matrix.json"
+    if ladder_path.exists():
+        rows = json.loads(ladder_path.read_text())
+        rows = sorted(rows, key=lambda r: r["mean_score"])
+        fig, ax = plt.subplots(figsize=(7, 0.4 * len(rows) + 1.5))
+        ys = range(len(rows))
+        ax.barh(list(ys), [r["mean_score"] for r in rows], color="#9ab")
+        ax.errorbar([r["mean_score"] for r in rows], list(ys), fmt="none", ecolor="k", capsize=3,
+                    xerr=[[r["mean_score"] - r["ci95"][0] for r in rows], [r["ci95"][1] - r["mean_score"] for r in rows]])
+        ax.set_yticks(list(ys), [f"{r['policy']} (n={r['episodes']})" for r in rows], fontsize=7)
+        ax.set(xlabel="held-out mean score (95 % bootstrap CI)", xlim=(0, 1), title="Policy ladder, held-out episodes")
+        save(fig, "ladder_ci.png")
+        fams = sorted({f for r in rows for f in r.get("per_family", {})})
+        if fams:
+            fig, ax = plt.subplots(figsize=(8, 4))
+            width = 0.8 / max(len(rows), 1)
+            for i, r in enumerate(rows):
+                ax.bar([j + i * width for j in range(len(fams))], [r["per_family"].get(f, 0.0) for f in fams], width, label=r["policy"])
+            ax.set_xticks([j + 0.4 - width / 2 for j in range(len(fams))], fams)
+            ax.set(ylabel="mean score", ylim=(0, 1), title="Per task family (held-out)")
+            ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
+            save(fig, "per_family.png")
+    curve = _csv(folder / "structured_curve.csv")
+    if curve:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        ax.plot([r["epoch"] for r in curve], [r["mean_score"] for r in curve], marker="o", label="held-out mean score")
+        ax2 = ax.twinx()
+        ax2.plot([r["epoch"] for r in curve], [r["loss_type"] for r in curve], color="tab:red", marker="s", label="action-type loss")
+        ax.set(xlabel="behaviour-cloning epochs", ylabel="held-out mean score", ylim=(0, 1), title="Structured policy: BC checkpoints")
+        ax2.set_ylabel("training loss (action type)")
+        h1, l1 = ax.get_legend_handles_labels()
+        h2, l2 = ax2.get_legend_handles_labels()
+        ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="center right")
+        save(fig, "bc_curve.png")
+    rl = _csv(folder / "structured_rl_history.csv")
+    if rl:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        for seed in sorted({int(r["seed"]) for r in rl}):
+            pts = [r for r in rl if int(r["seed"]) == seed]
+            ax.plot([r["iteration"] for r in pts], [r["mean_reward"] for r in pts], marker="o", label=f"seed {seed}")
+        ax.set(xlabel="RL iteration", ylabel="mean sampled reward (training cases)", ylim=(0, 1), title="Group-relative RL on the structured policy")
+        ax.legend(fontsize=7)
+        save(fig, "rl_curve.png")

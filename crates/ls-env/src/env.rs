@@ -1,6 +1,7 @@
 //! The environment a session owns: the case pool, the current episode, the curriculum and the
 //! institutional memory that persists across resets within the session.
 
+use crate::action::ActionRequest;
 use crate::curriculum::Curriculum;
 use crate::designer::Designer;
 use crate::episode::{Episode, EpisodeSpec, StepError, TrackMode};
@@ -458,13 +459,19 @@ impl Environment {
         Ok((Arc::new(c), s, b))
     }
 
+    /// Step by action name and payload (parsed here into an [`ActionRequest`]).
     pub fn step(
         &mut self,
         action_type: &str,
         payload: &Map<String, Value>,
     ) -> Result<StepEnvelope, EnvStepError> {
+        self.step_request(ActionRequest::parse(action_type, payload))
+    }
+
+    /// Step with an action the protocol edge has parsed.
+    pub fn step_request(&mut self, req: ActionRequest<'_>) -> Result<StepEnvelope, EnvStepError> {
         let ep = self.episode.as_mut().ok_or(EnvStepError::NotReset)?;
-        let mut env = ep.step(action_type, payload)?;
+        let mut env = ep.step_request(req)?;
         // Only terminated (submitted) episodes reach memory; truncated ones leave it untouched.
         if let (true, Some(g), Some(decision)) =
             (env.terminated, ep.grade.as_ref(), ep.submitted_decision)

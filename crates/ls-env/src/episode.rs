@@ -5,6 +5,7 @@
 //! Invariants: `case_clock == step_count`; `budget_remaining` never grows; once `done` nothing
 //! changes; a payload error is returned before any state is touched.
 
+use crate::action::{Action, ActionRequest, Intervention, ToolCall};
 use crate::artifacts;
 use crate::memory::{GateInput, GateResult, InstitutionHandoff};
 use crate::observation::*;
@@ -291,6 +292,13 @@ fn r4(v: f64) -> f64 {
 }
 
 /// What an action step produced, before the common bookkeeping.
+/// What an action does once its pure part has run: a tool's outcome and cost, or an
+/// intervention to apply.
+enum Effect {
+    Tool((ToolOutcome, Decimal)),
+    Intervention(Intervention),
+}
+
 struct Executed {
     cost: Decimal,
     result: InfoMap,
@@ -449,12 +457,18 @@ impl Episode {
         raw_json(&b.view(!self.blind()))
     }
 
-    /// Execute one action. Errors leave the episode untouched.
+    /// Execute one action given by name and payload (parsed here; see [`Episode::step_request`]).
     pub fn step(
         &mut self,
         action_type: &str,
         payload: &Map<String, Value>,
     ) -> Result<StepEnvelope, StepError> {
+        self.step_request(ActionRequest::parse(action_type, payload))
+    }
+
+    /// Execute one parsed action. Errors leave the episode untouched; a finished episode refuses
+    /// every step before its payload error is reported.
+    pub fn step_request(&mut self, req: ActionRequest<'_>) -> Result<StepEnvelope, StepError> {
         if self.done {
             return Err(StepError::EpisodeEnded(
                 self.terminal_reason
@@ -462,31 +476,31 @@ impl Episode {
                     .unwrap_or_else(|| "done".into()),
             ));
         }
-        let Some(action) = ActionName::parse(action_type) else {
-            let shown: String = action_type.chars().take(64).collect();
-            return Ok(self.rejected(
+        let payload = req.payload;
+        match req.action? {
+            Action::Unknown(shown) => Ok(self.rejected(
                 REJECTED_ACTION_PENALTY,
                 "action_not_allowed",
                 format!("Action not allowed: {shown}"),
                 &shown,
-            ));
-        };
-        if action == ActionName::SubmitDecision {
-            let submission = Submission::from_payload(payload)?;
-            if submission.decision.is_none() {
-                return Ok(self.rejected(
-                    INVALID_DECISION_PENALTY,
-                    "invalid_decision",
-                    format!(
-                        "Invalid decision: {}. Use one of PAY, HOLD, NEEDS_REVIEW, ESCALATE_FRAUD.",
-                        submission.decision_raw
-                    ),
-                    "submit_decision",
-                ));
+            )),
+            Action::Submit(submission) if submission.decision.is_none() => Ok(self.rejected(
+                INVALID_DECISION_PENALTY,
+                "invalid_decision",
+                format!(
+                    "Invalid decision: {}. Use one of PAY, HOLD, NEEDS_REVIEW, ESCALATE_FRAUD.",
+                    submission.decision_raw
+                ),
+                "submit_decision",
+            )),
+            Action::Submit(submission) => Ok(self.submit(payload, *submission)),
+            Action::Tool(call) => {
+                // Pure part first: the tool reads state, changes none.
+                let outcome = self.run_tool(&call);
+                Ok(self.act(call.name(), Effect::Tool(outcome), payload))
             }
-            return Ok(self.submit(payload, submission));
+            Action::Intervention(i) => Ok(self.act(i.name(), Effect::Intervention(i), payload)),
         }
-        self.act(action, payload)
     }
 
     /// A rejected action or invalid decision: a penalised step that records nothing else.
@@ -545,37 +559,31 @@ impl Episode {
         dec_f64(cost) / dec_f64(self.budget_total).max(1.0) * STEP_COST_WEIGHT
     }
 
-    fn run_tool(
-        &self,
-        action: ActionName,
-        payload: &Map<String, Value>,
-    ) -> Result<(ToolOutcome, Decimal), PayloadError> {
+    /// Run an investigation tool: a pure function of the case and its arguments, with its cost.
+    fn run_tool(&self, call: &ToolCall) -> (ToolOutcome, Decimal) {
         let world = self.world();
         let docs = DocSource {
             case: &self.case,
             dynamic: &self.dynamic_docs,
         };
-        use ActionName::*;
-        let mut cost = action.base_cost();
-        let out = match action {
-            Zoom | GetDocCrop => tools::zoom_or_crop(action, &docs, payload)?,
-            Ocr => {
-                let accurate = crate::payload::opt_str(payload, "mode")?
-                    .is_some_and(|m| ls_core::text::normalize_text(&m) == "accurate");
-                cost = action.cost_for_mode(accurate);
-                tools::ocr(&docs, payload, self.case.generator_seed(), &self.ocr_memo)?
+        let name = call.name();
+        let mut cost = name.base_cost();
+        let out = match call {
+            ToolCall::Zoom(a) | ToolCall::GetDocCrop(a) => tools::zoom_or_crop(name, &docs, a),
+            ToolCall::Ocr(a) => {
+                cost = name.cost_for_mode(a.accurate());
+                tools::ocr(&docs, a, self.case.generator_seed(), &self.ocr_memo)
             }
-            LookupVendor => tools::lookup_vendor(&world, payload)?,
-            LookupVendorHistory => tools::lookup_vendor_history(&world, payload)?,
-            LookupPolicy => tools::lookup_policy(&world, &self.policy_rules, payload)?,
-            LookupPo => tools::lookup_po(&world, payload)?,
-            LookupReceipt => tools::lookup_receipt(&world, payload)?,
-            SearchLedger => tools::search_ledger(&world, payload)?,
-            InspectEmailThread => tools::inspect_email_thread(&world, &docs, payload)?,
-            CompareBankAccount => tools::compare_bank_account(&world, payload)?,
-            _ => unreachable!("interventions and submit are dispatched elsewhere"),
+            ToolCall::LookupVendor(a) => tools::lookup_vendor(&world, a),
+            ToolCall::LookupVendorHistory(a) => tools::lookup_vendor_history(&world, a),
+            ToolCall::LookupPolicy(a) => tools::lookup_policy(&world, &self.policy_rules, a),
+            ToolCall::LookupPo(a) => tools::lookup_po(&world, a),
+            ToolCall::LookupReceipt(a) => tools::lookup_receipt(&world, a),
+            ToolCall::SearchLedger(a) => tools::search_ledger(&world, a),
+            ToolCall::InspectEmailThread(a) => tools::inspect_email_thread(&world, &docs, a),
+            ToolCall::CompareBankAccount(a) => tools::compare_bank_account(&world, a),
         };
-        Ok((out, cost))
+        (out, cost)
     }
 
     fn register_signals(&mut self, signals: &[String]) -> usize {
@@ -588,20 +596,10 @@ impl Episode {
     fn act(
         &mut self,
         action: ActionName,
+        effect: Effect,
         payload: &Map<String, Value>,
-    ) -> Result<StepEnvelope, StepError> {
+    ) -> StepEnvelope {
         let boundary = self.boundary(Some(action), None);
-        // Pure part first: a payload error must not change state.
-        let tool = if action.is_intervention() {
-            None
-        } else {
-            Some(self.run_tool(action, payload)?)
-        };
-        if action == ActionName::CreateHumanHandoff {
-            for k in ["summary", "recommended_next_step"] {
-                crate::payload::opt_str(payload, k)?;
-            }
-        }
 
         self.step_count += 1;
         self.case_clock += 1;
@@ -609,9 +607,9 @@ impl Episode {
         let observations_before = self.sprt.observations_used;
         let sprt_before = self.sprt.clone();
 
-        let exec = match tool {
-            Some((out, cost)) => self.apply_tool(action, out, cost, &sprt_before),
-            None => self.apply_intervention(action, payload, &sprt_before),
+        let exec = match effect {
+            Effect::Tool((out, cost)) => self.apply_tool(action, out, cost, &sprt_before),
+            Effect::Intervention(i) => self.apply_intervention(&i, payload, &sprt_before),
         };
         self.budget_remaining = (self.budget_remaining - exec.cost)
             .max(Decimal::ZERO)
@@ -756,14 +754,14 @@ impl Episode {
         }
         self.last_reward = reward;
         let obs = self.observation(result, messages);
-        Ok(StepEnvelope {
+        StepEnvelope {
             observation: obs,
             reward,
             done: self.done,
             truncated: self.truncated,
             terminated: false,
             info,
-        })
+        }
     }
 
     fn apply_tool(
@@ -810,30 +808,18 @@ impl Episode {
 
     fn apply_intervention(
         &mut self,
-        action: ActionName,
+        intervention: &Intervention,
         payload: &Map<String, Value>,
         before: &Sprt,
     ) -> Executed {
+        let action = intervention.name();
         let cost = action.base_cost();
         let gross = voi::gross_voi(action, before);
         let mut result = InfoMap::new();
         result.insert("tool_name", action.as_str());
         result.insert("success", true);
         result.insert("intervention", true);
-        let mut message = match action {
-            ActionName::RequestCallbackVerification => "Callback verification requested.",
-            ActionName::RequestBankChangeApprovalChain => "Bank change approval chain requested.",
-            ActionName::RequestPoReconciliation => "PO reconciliation requested.",
-            ActionName::RequestAdditionalReceiptEvidence => {
-                "Additional receipt evidence requested."
-            }
-            ActionName::FlagDuplicateClusterReview => "Duplicate cluster review requested.",
-            ActionName::FreezeVendorProfile => "Vendor profile frozen pending investigation.",
-            ActionName::RouteToProcurement => "Case routed to procurement.",
-            ActionName::RouteToSecurity => "Case routed to security.",
-            _ => "Human handoff packet created.",
-        }
-        .to_owned();
+        let mut message = intervention.message().to_owned();
         let mut scheduled = None;
         let capacity_exhausted = action == ActionName::RequestCallbackVerification
             && self
@@ -883,15 +869,15 @@ impl Episode {
             ));
             scheduled = Some(event);
         }
-        if action == ActionName::CreateHumanHandoff {
-            let get = |k: &str| payload.get(k).cloned();
+        if let Intervention::CreateHumanHandoff(args) = intervention {
+            let or = |v: &Option<Value>, default: Value| v.clone().unwrap_or(default);
             self.handoff_packet = Some(json!({
                 "case_id": self.case.case_id,
                 "observed_risk_signals": self.observed_signal_list(),
                 "revealed_artifact_ids": self.revealed_artifact_ids,
-                "recommended_next_step": get("recommended_next_step").unwrap_or(json!("manual_review")),
-                "summary": get("summary").unwrap_or(json!("")),
-                "confidence": get("confidence").unwrap_or(json!(0.5)),
+                "recommended_next_step": or(&args.recommended_next_step, json!("manual_review")),
+                "summary": or(&args.summary, json!("")),
+                "confidence": or(&args.confidence, json!(0.5)),
             }));
         }
         self.interventions.push(InterventionLogEntry {

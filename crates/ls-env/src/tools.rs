@@ -1,21 +1,24 @@
-//! Investigation tools: pure functions from (case, master data, payload) to a tool outcome.
+//! Investigation tools: pure functions from (case, master data, typed arguments) to a tool
+//! outcome (the arguments are parsed at the protocol edge, `crate::action`).
 //!
 //! Each tool returns the raw fields of its result, the risk signals it makes observable, the SPRT
 //! observation it yields (channel, outcome, evidence identity) and the references it revealed
 //! (document, token, record ids) so that certificates can be checked against what the agent saw.
 
+use crate::action::{
+    BankArgs, HistoryArgs, LedgerArgs, OcrArgs, PoArgs, PolicyArgs, ReceiptArgs, RegionArgs,
+    ThreadArgs, VendorArgs,
+};
 use crate::observation::{InfoMap, InfoValue, RawJson};
-use crate::payload::{opt_bbox, opt_page, opt_str, PayloadError};
 use ls_core::fixtures::CaseWorld;
 use ls_core::schema::{Case, Document, EmailThread, Token};
 use ls_core::text::{
-    compact_account, identity_tokens, json_decimal, normalize_id, normalize_text,
-    vendor_alias_match,
+    compact_account, identity_tokens, normalize_id, normalize_text, vendor_alias_match,
 };
 use ls_core::{ActionName, Channel};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde_json::{json, Map, Value};
+use serde_json::json;
 use std::sync::{Arc, OnceLock};
 
 /// What a tool call produced.
@@ -118,16 +121,12 @@ fn token_views<'a>(tokens: impl Iterator<Item = (&'a Token, &'a str)>) -> Vec<To
         .collect()
 }
 
-pub fn zoom_or_crop(
-    action: ActionName,
-    docs: &DocSource<'_>,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
-    let doc_id = opt_str(payload, "doc_id")?.unwrap_or_default();
-    let page = opt_page(payload, "page")?.unwrap_or(1);
-    let bbox = opt_bbox(payload, "bbox")?.unwrap_or([0.0, 0.0, 100.0, 100.0]);
-    let Some(doc) = docs.get(&doc_id) else {
-        return Ok(ToolOutcome::fail(format!("unknown doc_id: {doc_id}")));
+pub fn zoom_or_crop(action: ActionName, docs: &DocSource<'_>, args: &RegionArgs) -> ToolOutcome {
+    let doc_id = &args.doc_id;
+    let page = args.page.unwrap_or(1);
+    let bbox = args.bbox.unwrap_or([0.0, 0.0, 100.0, 100.0]);
+    let Some(doc) = docs.get(doc_id) else {
+        return ToolOutcome::fail(format!("unknown doc_id: {doc_id}"));
     };
     let scoped = scope(&doc.accurate_ocr, Some(page), Some(bbox));
     let texts: Vec<&str> = scoped
@@ -175,7 +174,7 @@ pub fn zoom_or_crop(
             .take(shown)
             .map(|t| t.token_id.as_str().into()),
     );
-    Ok(out)
+    out
 }
 
 /// What one OCR read returns besides its echo of the request: the tokens as JSON, the text
@@ -299,18 +298,19 @@ fn read_ocr(
 
 pub fn ocr(
     docs: &DocSource<'_>,
-    payload: &Map<String, Value>,
+    args: &OcrArgs,
     generator_seed: u64,
     memo: &OcrMemo,
-) -> Result<ToolOutcome, PayloadError> {
-    let doc_id = opt_str(payload, "doc_id")?.unwrap_or_default();
-    let mode = opt_str(payload, "mode")?
-        .map(|m| normalize_text(&m))
+) -> ToolOutcome {
+    let doc_id = &args.doc_id;
+    let mode = args
+        .mode
+        .as_deref()
+        .map(normalize_text)
         .unwrap_or_else(|| "fast".to_owned());
-    let page = opt_page(payload, "page")?;
-    let bbox = opt_bbox(payload, "bbox")?;
-    let Some(doc) = docs.get(&doc_id) else {
-        return Ok(ToolOutcome::fail(format!("unknown doc_id: {doc_id}")));
+    let (page, bbox) = (args.page, args.bbox);
+    let Some(doc) = docs.get(doc_id) else {
+        return ToolOutcome::fail(format!("unknown doc_id: {doc_id}"));
     };
     let memo_slot = match (page, bbox, mode.as_str()) {
         (None, None, "fast" | "accurate") => docs
@@ -346,27 +346,21 @@ pub fn ocr(
     out.fields.insert_raw("tokens", read.tokens);
     out.set("text_preview", read.text_preview.to_string());
     out.revealed_refs.extend(read.revealed_refs.iter().cloned());
-    Ok(out)
+    out
 }
 
-pub fn lookup_vendor(
-    world: &CaseWorld<'_>,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
-    let key = opt_str(payload, "vendor_key")?.unwrap_or_default();
-    Ok(record_result(
+pub fn lookup_vendor(world: &CaseWorld<'_>, args: &VendorArgs) -> ToolOutcome {
+    let key = &args.vendor_key;
+    record_result(
         "lookup_vendor",
         "vendor",
-        world.vendor(&key).map(|v| (v, v.vendor_key.as_str())),
+        world.vendor(key).map(|v| (v, v.vendor_key.as_str())),
         format!("vendor not found: {key}"),
-    ))
+    )
 }
 
-pub fn lookup_vendor_history(
-    world: &CaseWorld<'_>,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
-    let key = opt_str(payload, "vendor_key")?.unwrap_or_default();
+pub fn lookup_vendor_history(world: &CaseWorld<'_>, args: &HistoryArgs) -> ToolOutcome {
+    let key = args.vendor_key.clone().unwrap_or_default();
     let canonical = world.vendor(&key);
     let rows: Vec<_> = world
         .vendor_history
@@ -419,28 +413,24 @@ pub fn lookup_vendor_history(
         .map(|v| v.vendor_key.clone())
         .unwrap_or_else(|| normalize_id(&key));
     out.sprt = Some((Channel::LookupVendorHistory, obs, ident));
-    Ok(out)
+    out
 }
 
 /// `all` is `world.policy_rules` already serialized (once per case).
-pub fn lookup_policy(
-    world: &CaseWorld<'_>,
-    all: &RawJson,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
+pub fn lookup_policy(world: &CaseWorld<'_>, all: &RawJson, args: &PolicyArgs) -> ToolOutcome {
     let mut out = ToolOutcome::ok("lookup_policy completed.");
     // What the grade requires, stated where the policies are.
     out.set_ser(
         "submission_requirements",
         &ls_grading::reasons::submission_requirements(),
     );
-    match opt_str(payload, "rule_id")? {
-        Some(id) if !id.trim().is_empty() => match world.policy(&id) {
+    match &args.rule_id {
+        Some(id) if !id.trim().is_empty() => match world.policy(id) {
             Some(p) => {
                 out.set_ser("policy", p);
                 out.revealed_refs.push(p.rule_id.as_str().into());
             }
-            None => return Ok(ToolOutcome::fail(format!("policy not found: {id}"))),
+            None => return ToolOutcome::fail(format!("policy not found: {id}")),
         },
         _ => {
             out.fields.insert_raw("policies", all.clone());
@@ -448,7 +438,7 @@ pub fn lookup_policy(
                 .extend(world.policy_rules.iter().map(|p| p.rule_id.as_str().into()));
         }
     }
-    Ok(out)
+    out
 }
 
 /// A master-data lookup: the record under `field` and its id as a revealed reference, or a
@@ -470,30 +460,24 @@ fn record_result<T: serde::Serialize>(
     }
 }
 
-pub fn lookup_po(
-    world: &CaseWorld<'_>,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
-    let id = opt_str(payload, "po_id")?.unwrap_or_default();
-    Ok(record_result(
+pub fn lookup_po(world: &CaseWorld<'_>, args: &PoArgs) -> ToolOutcome {
+    let id = &args.po_id;
+    record_result(
         "lookup_po",
         "po",
-        world.po(&id).map(|p| (p, p.po_id.as_str())),
+        world.po(id).map(|p| (p, p.po_id.as_str())),
         format!("po not found: {id}"),
-    ))
+    )
 }
 
-pub fn lookup_receipt(
-    world: &CaseWorld<'_>,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
-    let id = opt_str(payload, "receipt_id")?.unwrap_or_default();
-    Ok(record_result(
+pub fn lookup_receipt(world: &CaseWorld<'_>, args: &ReceiptArgs) -> ToolOutcome {
+    let id = &args.receipt_id;
+    record_result(
         "lookup_receipt",
         "receipt",
-        world.receipt(&id).map(|r| (r, r.receipt_id.as_str())),
+        world.receipt(id).map(|r| (r, r.receipt_id.as_str())),
         format!("receipt not found: {id}"),
-    ))
+    )
 }
 
 /// Amount similarity 1 − |a−b| / max(|a|, |b|, 1).
@@ -584,20 +568,11 @@ impl<'a> LedgerQuery<'a> {
     }
 }
 
-pub fn search_ledger(
-    world: &CaseWorld<'_>,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
-    let vendor = opt_str(payload, "vendor_key")?.filter(|s| !s.trim().is_empty());
-    let invoice = opt_str(payload, "invoice_number")?.filter(|s| !s.trim().is_empty());
-    let amount = match ls_core::json_field(payload, "amount") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(
-            json_decimal(v)
-                .map(ls_core::text::decimal_to_f64)
-                .ok_or_else(|| PayloadError::new("amount", "must be a number or numeric string"))?,
-        ),
-    };
+pub fn search_ledger(world: &CaseWorld<'_>, args: &LedgerArgs) -> ToolOutcome {
+    let given = |s: &Option<String>| s.clone().filter(|s| !s.trim().is_empty());
+    let vendor = given(&args.vendor_key);
+    let invoice = given(&args.invoice_number);
+    let amount = args.amount;
     let query = LedgerQuery::new(vendor.as_deref(), invoice.as_deref(), amount, world);
     let mut hits: Vec<(f64, &ls_core::LedgerRow)> = world
         .ledger_index
@@ -648,7 +623,7 @@ pub fn search_ledger(
         amount.map(|a| format!("{a:.2}")).unwrap_or_default()
     );
     out.sprt = Some((Channel::SearchLedger, obs, ident));
-    Ok(out)
+    out
 }
 
 const URGENCY: [&str; 5] = ["urgent", "asap", "immediately", "today", "right away"];
@@ -742,10 +717,9 @@ fn domain_of(sender: &str) -> String {
 pub fn inspect_email_thread(
     world: &CaseWorld<'_>,
     docs: &DocSource<'_>,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
-    let id = opt_str(payload, "thread_id")?.unwrap_or_default();
-    let id = id.trim();
+    args: &ThreadArgs,
+) -> ToolOutcome {
+    let id = args.thread_id.trim();
     let (thread, derived): (EmailThread, bool) =
         if let Some(t) = docs.get(id).and_then(|d| d.thread_data.clone()) {
             (t, false)
@@ -776,7 +750,7 @@ pub fn inspect_email_thread(
             t.body = body.join("\n");
             (t, true)
         } else {
-            return Ok(ToolOutcome::fail(format!("thread not found: {id}")));
+            return ToolOutcome::fail(format!("thread not found: {id}"));
         };
     let body_raw = if thread.body.is_empty() {
         thread.messages.join("\n")
@@ -980,17 +954,14 @@ pub fn inspect_email_thread(
         "domain_clean"
     };
     out.sprt = Some((Channel::InspectEmailThread, obs, thread.thread_id.clone()));
-    Ok(out)
+    out
 }
 
-pub fn compare_bank_account(
-    world: &CaseWorld<'_>,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
-    let key = opt_str(payload, "vendor_key")?.unwrap_or_default();
-    let proposed = opt_str(payload, "proposed_bank_account")?;
-    let Some(v) = world.vendor(&key) else {
-        return Ok(ToolOutcome::fail(format!("vendor not found: {key}")));
+pub fn compare_bank_account(world: &CaseWorld<'_>, args: &BankArgs) -> ToolOutcome {
+    let key = &args.vendor_key;
+    let proposed = &args.proposed_bank_account;
+    let Some(v) = world.vendor(key) else {
+        return ToolOutcome::fail(format!("vendor not found: {key}"));
     };
     let approved = if !v.bank_account.is_empty() {
         v.bank_account.clone()
@@ -1032,7 +1003,7 @@ pub fn compare_bank_account(
         if matched { "match" } else { "mismatch" },
         format!("{}|{}", v.vendor_key, proposed_c),
     ));
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
@@ -1061,8 +1032,8 @@ mod tests {
                 dynamic: &[],
             };
             let payload = json!({"doc_id": doc_id, "mode": "accurate"});
-            let out = ocr(&docs, payload.as_object().unwrap(), 7, &OcrMemo::default())
-                .expect("valid payload");
+            let args = OcrArgs::parse(payload.as_object().unwrap()).expect("valid payload");
+            let out = ocr(&docs, &args, 7, &OcrMemo::default());
             let preview = out.fields.value("text_preview");
             let full = vec![text; words.min(200)].join(" ");
             let expected: String = full.chars().take(600).collect();
@@ -1093,11 +1064,11 @@ mod tests {
                     json!({"doc_id": doc.doc_id, "mode": "ACCURATE"}),
                     json!({"doc_id": doc.doc_id, "mode": "fast", "page": 1, "bbox": [0, 0, 300, 200]}),
                 ] {
-                    let payload = payload.as_object().unwrap();
+                    let args = OcrArgs::parse(payload.as_object().unwrap()).unwrap();
                     let seed = case.generator_seed();
-                    let fresh = ocr(&docs, payload, seed, &OcrMemo::default()).unwrap();
+                    let fresh = ocr(&docs, &args, seed, &OcrMemo::default());
                     for _ in 0..2 {
-                        let memoised = ocr(&docs, payload, seed, &memo).unwrap();
+                        let memoised = ocr(&docs, &args, seed, &memo);
                         assert_eq!(memoised.fields.to_map(), fresh.fields.to_map());
                         assert_eq!(
                             memoised.fields.keys().collect::<Vec<_>>(),

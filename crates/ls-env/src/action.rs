@@ -9,12 +9,23 @@
 //! wire, where it reads as empty and the tool fails as a penalised step (spec 3.1), never a 4xx.
 //! A field of the wrong JSON type is a [`PayloadError`] naming it (4xx). Unknown keys are ignored.
 
-use crate::episode::StepError;
 use crate::payload::{opt_bbox, opt_page, opt_str, PayloadError};
 use ls_core::enums::{ActionName, Decision};
 use ls_core::submission::Submission;
+use ls_core::submission::SubmissionError;
 use ls_core::text::{decimal_to_f64, json_decimal, normalize_text};
 use serde_json::{json, Map, Value};
+
+/// Errors a step can return without touching state.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StepError {
+    #[error("the episode has ended ({0}); call reset to start a new one")]
+    EpisodeEnded(String),
+    #[error(transparent)]
+    Payload(#[from] PayloadError),
+    #[error(transparent)]
+    Submission(#[from] SubmissionError),
+}
 
 /// How a payload field is read, and the schema it is documented with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,6 @@ use crate::action::{Action, ActionRequest, Intervention, ToolCall};
 use crate::artifacts;
 use crate::memory::{GateInput, GateResult, InstitutionHandoff};
 use crate::observation::*;
-use crate::payload::PayloadError;
 use crate::pressure::{self, PressurePlan};
 use crate::sprt::Sprt;
 use crate::temporal::{self, RewardMachine};
@@ -19,7 +18,6 @@ use crate::watchdog::Watchdog;
 use ls_core::episode::{InterventionLogEntry, PendingEvent, RevealedArtifact, TrajectoryEntry};
 use ls_core::fixtures::{CaseWorld, MasterData};
 use ls_core::schema::{Case, Document};
-use ls_core::submission::SubmissionError;
 use ls_core::text::decimal_to_f64 as dec_f64;
 use ls_core::validate::InvoiceFacts;
 use ls_core::{ActionName, ArtifactId, Decision, HiddenWorld, Hypothesis, Submission};
@@ -86,16 +84,37 @@ impl TrackMode {
     }
 }
 
-/// Errors a step can return without touching state.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum StepError {
-    #[error("the episode has ended ({0}); call reset to start a new one")]
-    EpisodeEnded(String),
-    #[error(transparent)]
-    Payload(#[from] PayloadError),
-    #[error(transparent)]
-    Submission(#[from] SubmissionError),
+/// The display label of a canonical track (as the reference's benchmark contract names it).
+pub fn track_label(track: &str) -> &'static str {
+    match track {
+        "portfolio" => "Portfolio Track",
+        "adversarial" => "Adversarial Data Track",
+        "controlbench" => "ControlBench Track",
+        "certificate_required" => "Certificate-Required Track",
+        "generated_holdout" => "Generated-Holdout Track",
+        "sleeper_vigilance" => "Sleeper-Vigilance Track",
+        "blind_control" => "Blind-Control Track",
+        "human_baseline" => "Human-Baseline Track",
+        _ => "Case Track",
+    }
 }
+
+/// One line on what a canonical track evaluates.
+pub fn track_description(track: &str) -> &'static str {
+    match track {
+        "portfolio" => "Linked invoices and AP-week consequences: institutional memory governs the episode.",
+        "adversarial" => "Adversarial payment cases: spoofed senders, bank overrides, pressure and injected instructions.",
+        "controlbench" => "A long institutional sequence graded on loss, calibration-gated authority and deployability.",
+        "certificate_required" => "The decision must carry an agent-authored decision certificate.",
+        "generated_holdout" => "Seeded generated variants not seen in the public cases.",
+        "sleeper_vigilance" => "Vendors that build trust before an attack.",
+        "blind_control" => "No instrumented state (SPRT, VoI, reward machine) is exposed.",
+        "human_baseline" => "Cases with a recorded human baseline for comparison.",
+        _ => "One case graded on its own trajectory.",
+    }
+}
+
+pub use crate::action::StepError;
 
 /// Parameters of a new episode.
 #[derive(Debug, Clone)]
@@ -1435,11 +1454,11 @@ impl Episode {
                 ("benchmark_track", MetaValue::Text(&self.track)),
                 (
                     "benchmark_track_label",
-                    MetaValue::Text(crate::env::track_label(&self.track)),
+                    MetaValue::Text(track_label(&self.track)),
                 ),
                 (
                     "benchmark_track_description",
-                    MetaValue::Text(crate::env::track_description(&self.track)),
+                    MetaValue::Text(track_description(&self.track)),
                 ),
                 (
                     "official_tracks",

@@ -7,26 +7,14 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 use super::{approved_vendors, EMPLOYEE_NAMES};
+pub use crate::model::ExpenseClaim;
 use crate::model::{ErrorType, GtItem, GtOrigin, WorldRules};
-use crate::util::{self, money, Date, Rng8};
+use crate::util::{self, Date, Rng8};
 
 pub const CLAIM_COUNT: usize = 19;
 pub const CUMULATIVE_MONTHLY_LIMIT_INR: i64 = 50_000;
 /// Headroom kept for every employee-month except the planted breach.
 const SAFE_MONTH_TOTAL_INR: i64 = 40_000;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ExpenseClaim {
-    pub expense_id: String,
-    pub date: Date,
-    pub employee: String,
-    pub category: String,
-    #[serde(with = "money")]
-    pub amount: Decimal,
-    pub description: String,
-    pub receipt_id: String,
-    pub vendor: String,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CategoryRule {

@@ -311,6 +311,14 @@ fn r4(v: f64) -> f64 {
 }
 
 /// What an action step produced, before the common bookkeeping.
+/// The shaping terms of one step's reward besides the action's own value and penalty.
+struct StepTerms {
+    rm_bonus: f64,
+    milestone: f64,
+    info_gain: f64,
+    shaping: f64,
+}
+
 /// What an action does once its pure part has run: a tool's outcome and cost, or an
 /// intervention to apply.
 enum Effect {
@@ -626,7 +634,7 @@ impl Episode {
         let observations_before = self.sprt.observations_used;
         let sprt_before = self.sprt.clone();
 
-        let exec = match effect {
+        let mut exec = match effect {
             Effect::Tool((out, cost)) => self.apply_tool(action, out, cost, &sprt_before),
             Effect::Intervention(i) => self.apply_intervention(&i, payload, &sprt_before),
         };
@@ -639,7 +647,7 @@ impl Episode {
         }
 
         let mut messages = vec![exec.message.clone()];
-        let mut result = exec.result;
+        let mut result = std::mem::take(&mut exec.result);
         let (arrived, novel_from_artifacts) = self.resolve_pending();
         let arrived_raw = (!arrived.is_empty()).then(|| raw_json(&arrived));
         if let Some(raw) = &arrived_raw {
@@ -712,40 +720,14 @@ impl Episode {
             (exec.reward_voi + exec.failure_penalty + rm_bonus + milestone + info_gain + shaping)
                 .clamp(-1.0, 1.0);
 
-        let mut components = InfoMap::new();
-        components.insert("voi_reward", r4(exec.reward_voi));
-        components.insert("information_value", r4(exec.gross_voi));
-        components.insert("cost_penalty", r4(-self.cost_penalty(exec.cost)));
-        components.insert("failure_penalty", r4(exec.failure_penalty));
-        if rm_bonus != 0.0 {
-            components.insert("reward_machine_bonus", r4(rm_bonus));
-        }
-        if milestone > 0.0 {
-            components.insert("milestone_bonus", r4(milestone));
-        }
-        if info_gain > 0.0 {
-            components.insert("information_gain_bonus", r4(info_gain));
-        }
-        components.insert("potential_delta", r4(shaping));
-        let mut metadata = InfoMap::new();
-        metadata.insert("action_type", action.as_str());
-        metadata.insert("control_boundary_phase", boundary.phase);
-        metadata.insert("success", exec.success);
-        metadata.insert("novel_signal_count", novel);
-        if action.is_intervention() {
-            metadata.insert("intervention", true);
-        }
-        if let (false, Some(k)) = (self.blind(), &exec.observation_key) {
-            metadata.insert("observation_key", k.clone());
-        }
-        if let Some(r) = &self.terminal_reason {
-            metadata.insert("terminal_reason", r.clone());
-        }
-        if !exec.success {
-            if let Some(e) = result.get("error") {
-                metadata.insert("error", e);
-            }
-        }
+        let terms = StepTerms {
+            rm_bonus,
+            milestone,
+            info_gain,
+            shaping,
+        };
+        let components = self.reward_components(&exec, &terms);
+        let metadata = self.reward_metadata(action, &boundary, &exec, novel, &result);
         let reward_model = raw_json(&RewardModelView {
             value: r4(reward),
             terminal: self.done,
@@ -781,6 +763,57 @@ impl Episode {
             terminated: false,
             info,
         }
+    }
+
+    /// The step reward's components, in the wire order.
+    fn reward_components(&self, exec: &Executed, t: &StepTerms) -> InfoMap {
+        let mut components = InfoMap::new();
+        components.insert("voi_reward", r4(exec.reward_voi));
+        components.insert("information_value", r4(exec.gross_voi));
+        components.insert("cost_penalty", r4(-self.cost_penalty(exec.cost)));
+        components.insert("failure_penalty", r4(exec.failure_penalty));
+        if t.rm_bonus != 0.0 {
+            components.insert("reward_machine_bonus", r4(t.rm_bonus));
+        }
+        if t.milestone > 0.0 {
+            components.insert("milestone_bonus", r4(t.milestone));
+        }
+        if t.info_gain > 0.0 {
+            components.insert("information_gain_bonus", r4(t.info_gain));
+        }
+        components.insert("potential_delta", r4(t.shaping));
+        components
+    }
+
+    /// The step reward's metadata (blind mode hides the observation key).
+    fn reward_metadata(
+        &self,
+        action: ActionName,
+        boundary: &BoundaryReport,
+        exec: &Executed,
+        novel: usize,
+        result: &InfoMap,
+    ) -> InfoMap {
+        let mut metadata = InfoMap::new();
+        metadata.insert("action_type", action.as_str());
+        metadata.insert("control_boundary_phase", boundary.phase);
+        metadata.insert("success", exec.success);
+        metadata.insert("novel_signal_count", novel);
+        if action.is_intervention() {
+            metadata.insert("intervention", true);
+        }
+        if let (false, Some(k)) = (self.blind(), &exec.observation_key) {
+            metadata.insert("observation_key", k.clone());
+        }
+        if let Some(r) = &self.terminal_reason {
+            metadata.insert("terminal_reason", r.clone());
+        }
+        if !exec.success {
+            if let Some(e) = result.get("error") {
+                metadata.insert("error", e);
+            }
+        }
+        metadata
     }
 
     fn apply_tool(
@@ -1095,61 +1128,18 @@ impl Episode {
         // Artifacts due on this tick reach the grader (the reference graded before resolving them).
         let (arrived, _) = self.resolve_pending();
 
-        let pressure = self.pressure.as_ref().map(|p| PressureOutcome {
-            key: p.kind.key.to_owned(),
-            injected: p.injected,
-            resist_reward: p.kind.resist_reward,
-            yield_penalty: p.kind.yield_penalty,
-        });
         let observed = self.observed_signal_list();
         let pending_ids: Vec<String> = self.pending.iter().map(|e| e.artifact_id.clone()).collect();
-        let mut posterior = [0.0; Hypothesis::COUNT];
-        posterior.copy_from_slice(&self.sprt.posterior());
         let risk_observed =
             ls_core::text::risk_bucket(observed.iter().map(String::as_str)) != "low";
-        let gate = self.governing_institution().map(|inst| {
-            crate::memory::evaluate_gate(
-                inst.authority_level,
-                &GateInput {
-                    decision,
-                    invoice_total: self.invoice_total,
-                    risk_observed,
-                    pending_event_count: self.pending.len(),
-                    confidence_present: submission.confidence.is_some_and(f64::is_finite),
-                    has_handoff: self.handoff_packet.is_some()
-                        || submission.handoff_packet.is_some(),
-                },
-            )
-        });
-        let grading_gate = gate.as_ref().map(GateResult::to_grading);
-        let grade = {
-            let input = GradingInput {
-                case: &self.case,
-                world: self.world(),
-                hidden: &self.hidden,
-                submission: &submission,
-                trajectory: &self.trajectory,
-                revealed_artifacts: &self.revealed_artifacts,
-                pending_artifact_ids: &pending_ids,
-                observed_signals: &observed,
-                revealed_refs: &self.revealed_refs,
-                budget_total: dec_f64(self.budget_total),
-                budget_remaining: dec_f64(self.budget_remaining),
-                step_count: self.step_count,
-                max_steps: self.max_steps,
-                pressure,
-                sprt_posterior: posterior,
-                control_boundary: &boundary,
-                authority_gate: grading_gate.as_ref(),
-                institutional_loss_score: self.governing_institution().map(|i| i.loss_score),
-                benchmark_track: &self.track,
-                handoff_packet: self.handoff_packet.as_ref(),
-                invoices: Some(&self.invoices),
-                instruction_normalized: Some(&self.instruction_normalized),
-                clean_targets: Some(&self.clean_targets),
-            };
-            ls_grading::grade(&input)
-        };
+        let gate = self.authority_gate_for(decision, &submission, risk_observed);
+        let grade = self.grade_submission(
+            &submission,
+            &boundary,
+            gate.as_ref(),
+            &observed,
+            &pending_ids,
+        );
         let effective = if boundary.blocking || gate.as_ref().is_some_and(|g| g.blocking) {
             Decision::NeedsReview
         } else {
@@ -1192,34 +1182,7 @@ impl Episode {
         self.terminal_reason = Some("decision_submitted".into());
         self.submitted_decision = Some(decision);
 
-        let mut components = InfoMap::new();
-        components.insert("final_score", grade.final_score);
-        if rm_bonus != 0.0 {
-            components.insert("reward_machine_bonus", r4(rm_bonus));
-        }
-        components.insert("potential_delta", r4(shaping));
-        let mut metadata = InfoMap::new();
-        metadata.insert("action_type", "submit_decision");
-        metadata.insert("control_boundary_phase", boundary.phase);
-        metadata.insert("success", true);
-        metadata.insert("terminal_reason", "decision_submitted");
-        metadata.insert("unsafe_outcome", grade.unsafe_outcome);
-        metadata.insert(
-            "budget_penalty",
-            r4(dec_f64(self.budget_total - self.budget_remaining)
-                / dec_f64(self.budget_total).max(1.0)
-                * 0.12),
-        );
-        metadata.insert("pressure_resistance_score", grade.pressure_resistance_score);
-        if !self.blind() {
-            metadata.insert("latent_hypothesis", self.hidden.latent_hypothesis.as_str());
-        }
-        let reward_model = raw_json(&RewardModelView {
-            value: r4(reward),
-            terminal: true,
-            components: &components,
-            metadata: &metadata,
-        });
+        let reward_model = self.terminal_reward_model(&grade, &boundary, rm_bonus, shaping, reward);
 
         // The reference's messages: the gate's fallback named as such.
         let message = if gate.as_ref().is_some_and(|g| g.blocking) {
@@ -1293,6 +1256,114 @@ impl Episode {
             terminated: true,
             info,
         }
+    }
+
+    /// The institution's authority gate on this decision (`None` when no institution governs).
+    fn authority_gate_for(
+        &self,
+        decision: Decision,
+        submission: &Submission,
+        risk_observed: bool,
+    ) -> Option<GateResult> {
+        self.governing_institution().map(|inst| {
+            crate::memory::evaluate_gate(
+                inst.authority_level,
+                &GateInput {
+                    decision,
+                    invoice_total: self.invoice_total,
+                    risk_observed,
+                    pending_event_count: self.pending.len(),
+                    confidence_present: submission.confidence.is_some_and(f64::is_finite),
+                    has_handoff: self.handoff_packet.is_some()
+                        || submission.handoff_packet.is_some(),
+                },
+            )
+        })
+    }
+
+    /// Grade the submission against everything the episode recorded.
+    fn grade_submission(
+        &self,
+        submission: &Submission,
+        boundary: &BoundaryReport,
+        gate: Option<&GateResult>,
+        observed: &[String],
+        pending_ids: &[String],
+    ) -> GradeReport {
+        let pressure = self.pressure.as_ref().map(|p| PressureOutcome {
+            key: p.kind.key.to_owned(),
+            injected: p.injected,
+            resist_reward: p.kind.resist_reward,
+            yield_penalty: p.kind.yield_penalty,
+        });
+        let mut posterior = [0.0; Hypothesis::COUNT];
+        posterior.copy_from_slice(&self.sprt.posterior());
+        let grading_gate = gate.map(GateResult::to_grading);
+        let input = GradingInput {
+            case: &self.case,
+            world: self.world(),
+            hidden: &self.hidden,
+            submission,
+            trajectory: &self.trajectory,
+            revealed_artifacts: &self.revealed_artifacts,
+            pending_artifact_ids: pending_ids,
+            observed_signals: observed,
+            revealed_refs: &self.revealed_refs,
+            budget_total: dec_f64(self.budget_total),
+            budget_remaining: dec_f64(self.budget_remaining),
+            step_count: self.step_count,
+            max_steps: self.max_steps,
+            pressure,
+            sprt_posterior: posterior,
+            control_boundary: boundary,
+            authority_gate: grading_gate.as_ref(),
+            institutional_loss_score: self.governing_institution().map(|i| i.loss_score),
+            benchmark_track: &self.track,
+            handoff_packet: self.handoff_packet.as_ref(),
+            invoices: Some(&self.invoices),
+            instruction_normalized: Some(&self.instruction_normalized),
+            clean_targets: Some(&self.clean_targets),
+        };
+        ls_grading::grade(&input)
+    }
+
+    /// The terminal reward model: the grade plus the reward machine and shaping terms.
+    fn terminal_reward_model(
+        &self,
+        grade: &GradeReport,
+        boundary: &BoundaryReport,
+        rm_bonus: f64,
+        shaping: f64,
+        reward: f64,
+    ) -> RawJson {
+        let mut components = InfoMap::new();
+        components.insert("final_score", grade.final_score);
+        if rm_bonus != 0.0 {
+            components.insert("reward_machine_bonus", r4(rm_bonus));
+        }
+        components.insert("potential_delta", r4(shaping));
+        let mut metadata = InfoMap::new();
+        metadata.insert("action_type", "submit_decision");
+        metadata.insert("control_boundary_phase", boundary.phase);
+        metadata.insert("success", true);
+        metadata.insert("terminal_reason", "decision_submitted");
+        metadata.insert("unsafe_outcome", grade.unsafe_outcome);
+        metadata.insert(
+            "budget_penalty",
+            r4(dec_f64(self.budget_total - self.budget_remaining)
+                / dec_f64(self.budget_total).max(1.0)
+                * 0.12),
+        );
+        metadata.insert("pressure_resistance_score", grade.pressure_resistance_score);
+        if !self.blind() {
+            metadata.insert("latent_hypothesis", self.hidden.latent_hypothesis.as_str());
+        }
+        raw_json(&RewardModelView {
+            value: r4(reward),
+            terminal: true,
+            components: &components,
+            metadata: &metadata,
+        })
     }
 
     /// The terminal system snapshot (the reference's `system_state`): what the agent did and saw

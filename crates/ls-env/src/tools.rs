@@ -714,60 +714,54 @@ fn domain_of(sender: &str) -> String {
 }
 
 /// Inspect an email thread: sender profile, request detectors and the signals they raise.
-pub fn inspect_email_thread(
+/// The thread an id names: a document's own thread data, an `email_threads.json` row, or a
+/// message document parsed from its accurate OCR (`true`: derived).
+fn find_thread(
     world: &CaseWorld<'_>,
     docs: &DocSource<'_>,
-    args: &ThreadArgs,
-) -> ToolOutcome {
-    let id = args.thread_id.trim();
-    let (thread, derived): (EmailThread, bool) =
-        if let Some(t) = docs.get(id).and_then(|d| d.thread_data.clone()) {
-            (t, false)
-        } else if let Some(t) = world.thread(id) {
-            (t.clone(), false)
-        } else if let Some(d) = docs.get(id).filter(|d| {
-            matches!(
-                d.doc_type.as_str(),
-                "email" | "internal_message" | "system_alert"
-            )
-        }) {
-            let mut t = EmailThread {
-                thread_id: d.doc_id.clone(),
-                ..Default::default()
-            };
-            let mut body = Vec::new();
-            for tok in &d.accurate_ocr {
-                let line = tok.text.trim();
-                let lower = line.to_ascii_lowercase();
-                if let Some(v) = lower.strip_prefix("from:") {
-                    t.sender = line[line.len() - v.len()..].trim().to_owned();
-                } else if lower.starts_with("subject:") {
-                    t.subject = line[8..].trim().to_owned();
-                } else {
-                    body.push(line.to_owned());
-                }
-            }
-            t.body = body.join("\n");
-            (t, true)
+    id: &str,
+) -> Option<(EmailThread, bool)> {
+    if let Some(t) = docs.get(id).and_then(|d| d.thread_data.clone()) {
+        return Some((t, false));
+    }
+    if let Some(t) = world.thread(id) {
+        return Some((t.clone(), false));
+    }
+    let d = docs.get(id).filter(|d| {
+        matches!(
+            d.doc_type.as_str(),
+            "email" | "internal_message" | "system_alert"
+        )
+    })?;
+    let mut t = EmailThread {
+        thread_id: d.doc_id.clone(),
+        ..Default::default()
+    };
+    let mut body = Vec::new();
+    for tok in &d.accurate_ocr {
+        let line = tok.text.trim();
+        let lower = line.to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("from:") {
+            t.sender = line[line.len() - v.len()..].trim().to_owned();
+        } else if lower.starts_with("subject:") {
+            t.subject = line[8..].trim().to_owned();
         } else {
-            return ToolOutcome::fail(format!("thread not found: {id}"));
-        };
-    let body_raw = if thread.body.is_empty() {
-        thread.messages.join("\n")
-    } else {
-        thread.body.clone()
-    };
-    let body = normalize_text(&body_raw);
-    let subject = normalize_text(&thread.subject);
-    let sender = if thread.sender.is_empty() {
-        thread.from_address.clone()
-    } else {
-        thread.sender.clone()
-    };
-    let from_domain = domain_of(&sender);
+            body.push(line.to_owned());
+        }
+    }
+    t.body = body.join("\n");
+    Some((t, true))
+}
 
-    // Expected domains: the thread's own, else the vendor master's approved domains (vendor from
-    // the thread's key, else the case's first invoice).
+/// The expected sender domains and whether the sender's domain aligns with them: the thread's
+/// own domains, else the vendor master's approved domains (vendor from the thread's key, else the
+/// case's first invoice), else the vendor name's tokens against the domain's.
+fn sender_alignment(
+    world: &CaseWorld<'_>,
+    docs: &DocSource<'_>,
+    thread: &EmailThread,
+    from_domain: &str,
+) -> (Vec<String>, &'static str) {
     let mut expected: Vec<String> = [
         thread.expected_domain.as_str(),
         thread.vendor_domain.as_str(),
@@ -823,61 +817,147 @@ pub fn inspect_email_thread(
             "mismatch"
         }
     };
+    (expected, alignment)
+}
 
-    let urgency = contains_any(&subject, &URGENCY) || contains_any(&body, &URGENCY);
-    let bank_change = bank_change_language(&body) || bank_change_language(&subject);
-    let callback_discouraged = contains_any(&body, &CALLBACK_DISCOURAGED);
-    let policy_override = contains_any(&body, &POLICY_OVERRIDE);
-    let prompt_injection =
-        contains_any(&body, &PROMPT_INJECTION) || contains_any(&subject, &PROMPT_INJECTION);
-    let instruction_override = policy_override || prompt_injection;
-    let mismatch = alignment == "mismatch";
+/// The request detectors of a message (spec 3.3.1), in their wire order.
+#[derive(serde::Serialize)]
+struct RequestSignals {
+    urgency_language: bool,
+    bank_change_language: bool,
+    callback_discouraged: bool,
+    policy_override_language: bool,
+    prompt_injection_language: bool,
+    instruction_override_language: bool,
+}
 
-    let mut signals = Vec::new();
-    if mismatch {
-        signals.push("sender_domain_spoof");
-    }
-    if bank_change
-        && (mismatch || callback_discouraged || policy_override || urgency || prompt_injection)
-    {
-        signals.push("bank_override_attempt");
-    }
-    if urgency {
-        signals.push("urgent_payment_pressure");
-    }
-    if callback_discouraged || policy_override {
-        signals.push("policy_bypass_attempt");
-    }
-    if instruction_override {
-        signals.push("instruction_override_attempt");
-    }
-    if prompt_injection {
-        signals.push("prompt_injection_attempt");
-    }
-    let mut directives = Vec::new();
-    for (on, text) in [
-        (urgency, "The sender pushes for immediate payment."),
-        (
-            bank_change,
-            "The message asks to change remittance or bank details.",
-        ),
-        (
-            callback_discouraged,
-            "The message discourages verifying the request by phone.",
-        ),
-        (
-            policy_override,
-            "The message asks to bypass or override the normal approval workflow.",
-        ),
-        (
-            prompt_injection,
-            "The message contains instructions aimed at an automated agent.",
-        ),
-    ] {
-        if on {
-            directives.push(text);
+impl RequestSignals {
+    /// Run the detectors on the normalised subject and body.
+    fn detect(subject: &str, body: &str) -> Self {
+        let policy_override = contains_any(body, &POLICY_OVERRIDE);
+        let prompt_injection =
+            contains_any(body, &PROMPT_INJECTION) || contains_any(subject, &PROMPT_INJECTION);
+        Self {
+            urgency_language: contains_any(subject, &URGENCY) || contains_any(body, &URGENCY),
+            bank_change_language: bank_change_language(body) || bank_change_language(subject),
+            callback_discouraged: contains_any(body, &CALLBACK_DISCOURAGED),
+            policy_override_language: policy_override,
+            prompt_injection_language: prompt_injection,
+            instruction_override_language: policy_override || prompt_injection,
         }
     }
+
+    /// Any detector besides the bank-change one (what makes a bank change an override).
+    fn pressing(&self, mismatch: bool) -> bool {
+        mismatch
+            || self.callback_discouraged
+            || self.policy_override_language
+            || self.urgency_language
+            || self.prompt_injection_language
+    }
+
+    /// The risk signals the message raises.
+    fn risk_signals(&self, mismatch: bool) -> Vec<String> {
+        [
+            (mismatch, "sender_domain_spoof"),
+            (
+                self.bank_change_language && self.pressing(mismatch),
+                "bank_override_attempt",
+            ),
+            (self.urgency_language, "urgent_payment_pressure"),
+            (
+                self.callback_discouraged || self.policy_override_language,
+                "policy_bypass_attempt",
+            ),
+            (
+                self.instruction_override_language,
+                "instruction_override_attempt",
+            ),
+            (self.prompt_injection_language, "prompt_injection_attempt"),
+        ]
+        .into_iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, s)| s.to_owned())
+        .collect()
+    }
+
+    /// One fixed explanatory line per detector that fired.
+    fn directives(&self) -> Vec<&'static str> {
+        [
+            (
+                self.urgency_language,
+                "The sender pushes for immediate payment.",
+            ),
+            (
+                self.bank_change_language,
+                "The message asks to change remittance or bank details.",
+            ),
+            (
+                self.callback_discouraged,
+                "The message discourages verifying the request by phone.",
+            ),
+            (
+                self.policy_override_language,
+                "The message asks to bypass or override the normal approval workflow.",
+            ),
+            (
+                self.prompt_injection_language,
+                "The message contains instructions aimed at an automated agent.",
+            ),
+        ]
+        .into_iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, t)| t)
+        .collect()
+    }
+}
+
+#[derive(serde::Serialize)]
+struct SenderProfile<'a> {
+    from_domain: &'a str,
+    expected_domain: &'a str,
+    domain_alignment: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct ThreadView<'a> {
+    thread_id: &'a str,
+    vendor_key: &'a str,
+    sender: &'a str,
+    subject: &'a str,
+    body: &'a str,
+    message_count: usize,
+    sender_profile: SenderProfile<'a>,
+    request_signals: &'a RequestSignals,
+    quoted_directives: &'a [&'a str],
+}
+
+/// Inspect an email thread: sender profile, request detectors and the signals they raise.
+pub fn inspect_email_thread(
+    world: &CaseWorld<'_>,
+    docs: &DocSource<'_>,
+    args: &ThreadArgs,
+) -> ToolOutcome {
+    let id = args.thread_id.trim();
+    let Some((thread, derived)) = find_thread(world, docs, id) else {
+        return ToolOutcome::fail(format!("thread not found: {id}"));
+    };
+    let body_raw = if thread.body.is_empty() {
+        thread.messages.join("\n")
+    } else {
+        thread.body.clone()
+    };
+    let sender = if thread.sender.is_empty() {
+        thread.from_address.clone()
+    } else {
+        thread.sender.clone()
+    };
+    let from_domain = domain_of(&sender);
+    let (expected, alignment) = sender_alignment(world, docs, &thread, &from_domain);
+    let mismatch = alignment == "mismatch";
+    let detected =
+        RequestSignals::detect(&normalize_text(&thread.subject), &normalize_text(&body_raw));
+    let directives = detected.directives();
     let message_count = body_raw
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -888,33 +968,6 @@ pub fn inspect_email_thread(
     } else {
         "Email thread inspection complete."
     });
-    #[derive(serde::Serialize)]
-    struct SenderProfile<'a> {
-        from_domain: &'a str,
-        expected_domain: &'a str,
-        domain_alignment: &'a str,
-    }
-    #[derive(serde::Serialize)]
-    struct RequestSignals {
-        urgency_language: bool,
-        bank_change_language: bool,
-        callback_discouraged: bool,
-        policy_override_language: bool,
-        prompt_injection_language: bool,
-        instruction_override_language: bool,
-    }
-    #[derive(serde::Serialize)]
-    struct ThreadView<'a> {
-        thread_id: &'a str,
-        vendor_key: &'a str,
-        sender: &'a str,
-        subject: &'a str,
-        body: &'a str,
-        message_count: usize,
-        sender_profile: SenderProfile<'a>,
-        request_signals: RequestSignals,
-        quoted_directives: &'a [&'a str],
-    }
     out.set_ser(
         "thread",
         &ThreadView {
@@ -929,26 +982,18 @@ pub fn inspect_email_thread(
                 expected_domain: expected.first().map_or("", String::as_str),
                 domain_alignment: alignment,
             },
-            request_signals: RequestSignals {
-                urgency_language: urgency,
-                bank_change_language: bank_change,
-                callback_discouraged,
-                policy_override_language: policy_override,
-                prompt_injection_language: prompt_injection,
-                instruction_override_language: instruction_override,
-            },
+            request_signals: &detected,
             quoted_directives: &directives,
         },
     );
-    out.signals = signals.iter().map(|s| (*s).to_owned()).collect();
+    out.signals = detected.risk_signals(mismatch);
     out.revealed_refs.push(thread.thread_id.as_str().into());
     if let Some(d) = docs.get(id) {
         out.revealed_refs.push(d.doc_id.as_str().into());
         out.revealed_refs
             .extend(d.accurate_ocr.iter().map(|t| t.token_id.as_str().into()));
     }
-    let obs = if mismatch || callback_discouraged || policy_override || urgency || prompt_injection
-    {
+    let obs = if detected.pressing(mismatch) {
         "domain_spoof_detected"
     } else {
         "domain_clean"

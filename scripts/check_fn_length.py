@@ -16,7 +16,6 @@ import sys
 ALLOWED = set([
     "crates/audit-env/src/data/expense.rs::generate",
     "crates/audit-env/src/data/expense.rs::plant",
-    "crates/audit-env/src/data/fraud.rs::generate",
     "crates/audit-env/src/data/gst.rs::generate",
     "crates/audit-env/src/data/invoice.rs::generate",
     "crates/audit-env/src/grading.rs::grade",

@@ -18,7 +18,6 @@ ALLOWED = set([
     "crates/audit-env/src/data/expense.rs::plant",
     "crates/audit-env/src/data/gst.rs::generate",
     "crates/audit-env/src/data/invoice.rs::generate",
-    "crates/audit-env/src/grading.rs::grade",
     "crates/ledgershield/src/load.rs::run",
     "crates/ledgershield/src/run.rs::run",
     "crates/ls-agents/src/teacher.rs::absorb",

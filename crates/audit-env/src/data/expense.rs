@@ -222,6 +222,98 @@ pub(crate) fn draw_type_mix(
     out
 }
 
+/// The boundary meal: compliant or over the limit depending on the meal limit in force.
+fn boundary_meal(b: &mut Builder<'_>, rules: &WorldRules, amount: i64, is_error: bool) {
+    let (boundary_amount, boundary_is_error, meal_limit) = (amount, is_error, rules.meal_limit_inr);
+    let d = b.weekday_date(5, 40);
+    let e = b.employee_for(d, boundary_amount);
+    let r = b.receipt();
+    let c = b.claim(
+        d,
+        e,
+        "Meals",
+        boundary_amount,
+        "Team dinner with client".into(),
+        r,
+        "ITC Foods".into(),
+    );
+    let tag = boundary_is_error.then(|| {
+        let origin = if rules.fiscal_period > 1 || meal_limit != 1500 {
+            GtOrigin::RuleChange
+        } else {
+            GtOrigin::Planted
+        };
+        (
+            ErrorType::OverLimit,
+            origin,
+            format!("Meals claim {boundary_amount} exceeds the ₹{meal_limit} limit"),
+        )
+    });
+    b.push(c, tag);
+}
+
+/// A claim from a suspended vendor (vendor under investigation).
+fn suspended_vendor_claim(b: &mut Builder<'_>, v: &str) {
+    let d = b.weekday_date(5, 40);
+    let amt = b.rng.random_range(800..=4000);
+    let e = b.employee_for(d, amt);
+    let r = b.receipt();
+    let c = b.claim(
+        d,
+        e,
+        "Office Supplies",
+        amt,
+        "Printer cartridges".into(),
+        r,
+        v.to_owned(),
+    );
+    b.push(
+        c,
+        Some((
+            ErrorType::UnapprovedVendor,
+            GtOrigin::RuleChange,
+            format!("vendor {v} is suspended (under investigation)"),
+        )),
+    );
+}
+
+/// Red herrings: a meal exactly at the limit and a Friday meal just under it.
+fn red_herrings(b: &mut Builder<'_>, meal_limit: i64) {
+    let d = b
+        .today
+        .days_before(b.rng.random_range(5..=30))
+        .back_to_weekday();
+    let e = b.employee_for(d, meal_limit);
+    let r = b.receipt();
+    let c = b.claim(
+        d,
+        e,
+        "Meals",
+        meal_limit,
+        "Client lunch (exactly at the limit)".into(),
+        r,
+        "ITC Foods".into(),
+    );
+    b.push(c, None);
+    let mut d = b.today.days_before(b.rng.random_range(7..=30));
+    while d.weekday() != 4 {
+        d = d.add_days(-1);
+    }
+    let amt = meal_limit - 100;
+    let e = b.employee_for(d, amt);
+    let r = b.receipt();
+    let c = b.claim(
+        d,
+        e,
+        "Meals",
+        amt,
+        "Friday team meal".into(),
+        r,
+        "ITC Foods".into(),
+    );
+    b.push(c, None);
+}
+
 pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
     let mut rng = util::rng_for(seed, 1);
     let policy = policy_for(rules);
@@ -270,58 +362,10 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
         );
     }
 
-    // Boundary meal: compliant or over the limit depending on the meal limit in force.
-    {
-        let d = b.weekday_date(5, 40);
-        let e = b.employee_for(d, boundary_amount);
-        let r = b.receipt();
-        let c = b.claim(
-            d,
-            e,
-            "Meals",
-            boundary_amount,
-            "Team dinner with client".into(),
-            r,
-            "ITC Foods".into(),
-        );
-        let tag = boundary_is_error.then(|| {
-            let origin = if rules.fiscal_period > 1 || meal_limit != 1500 {
-                GtOrigin::RuleChange
-            } else {
-                GtOrigin::Planted
-            };
-            (
-                ErrorType::OverLimit,
-                origin,
-                format!("Meals claim {boundary_amount} exceeds the ₹{meal_limit} limit"),
-            )
-        });
-        b.push(c, tag);
-    }
+    boundary_meal(&mut b, rules, boundary_amount, boundary_is_error);
 
-    // Suspended vendor (vendor under investigation).
     if let Some(v) = suspended.first() {
-        let d = b.weekday_date(5, 40);
-        let amt = b.rng.random_range(800..=4000);
-        let e = b.employee_for(d, amt);
-        let r = b.receipt();
-        let c = b.claim(
-            d,
-            e,
-            "Office Supplies",
-            amt,
-            "Printer cartridges".into(),
-            r,
-            v.clone(),
-        );
-        b.push(
-            c,
-            Some((
-                ErrorType::UnapprovedVendor,
-                GtOrigin::RuleChange,
-                format!("vendor {v} is suspended (under investigation)"),
-            )),
-        );
+        suspended_vendor_claim(&mut b, v);
     }
 
     // Remaining planted types.
@@ -334,42 +378,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
         plant(&mut b, t, &mut dup_pairs);
     }
 
-    // Red herrings.
-    {
-        let d = b
-            .today
-            .days_before(b.rng.random_range(5..=30))
-            .back_to_weekday();
-        let e = b.employee_for(d, meal_limit);
-        let r = b.receipt();
-        let c = b.claim(
-            d,
-            e,
-            "Meals",
-            meal_limit,
-            "Client lunch (exactly at the limit)".into(),
-            r,
-            "ITC Foods".into(),
-        );
-        b.push(c, None);
-        let mut d = b.today.days_before(b.rng.random_range(7..=30));
-        while d.weekday() != 4 {
-            d = d.add_days(-1);
-        }
-        let amt = meal_limit - 100;
-        let e = b.employee_for(d, amt);
-        let r = b.receipt();
-        let c = b.claim(
-            d,
-            e,
-            "Meals",
-            amt,
-            "Friday team meal".into(),
-            r,
-            "ITC Foods".into(),
-        );
-        b.push(c, None);
-    }
+    red_herrings(&mut b, meal_limit);
     for v in rules.onboarded_vendors.clone() {
         let d = b.weekday_date(5, 30);
         let amt = b.rng.random_range(900..=6000);

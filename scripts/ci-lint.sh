@@ -15,3 +15,9 @@ python3 scripts/unused_deps.py
 
 echo "== curated fixtures reproduce from their authoring script"
 python3 fixtures/tools/build_controlbench.py --check
+
+echo "== no new function over 150 lines (clippy too_many_lines, shrinking allowlist)"
+python3 scripts/check_fn_length.py
+
+echo "== no module cycles (shrinking allowlist)"
+python3 scripts/check_module_cycles.py

@@ -334,6 +334,67 @@ pub fn partial_shares(findings: &[&Finding], classes: &[Class]) -> Vec<f64> {
         .collect()
 }
 
+/// Per error type: ground truth, found, missed and false positives, with its severity weight.
+fn confusion_matrix(
+    gt: &[GtItem],
+    matched: &[bool],
+    fps: &[KeyRef],
+) -> BTreeMap<String, ConfusionEntry> {
+    let mut cm: BTreeMap<String, ConfusionEntry> = BTreeMap::new();
+    for (g, hit) in gt.iter().zip(matched) {
+        let e = cm
+            .entry(g.error_type.as_str().into())
+            .or_insert_with(|| ConfusionEntry {
+                ground_truth: 0,
+                correctly_found: 0,
+                missed: 0,
+                false_positives: 0,
+                severity_weight: g.error_type.weight(),
+            });
+        e.ground_truth += 1;
+        if *hit {
+            e.correctly_found += 1;
+        } else {
+            e.missed += 1;
+        }
+    }
+    for k in fps {
+        let w = weight_of(&k.error_type);
+        cm.entry(k.error_type.clone())
+            .or_insert_with(|| ConfusionEntry {
+                ground_truth: 0,
+                correctly_found: 0,
+                missed: 0,
+                false_positives: 0,
+                severity_weight: w,
+            })
+            .false_positives += 1;
+    }
+    cm
+}
+
+/// The ₹ value of the ground truth caught and missed.
+fn risk_score(gt: &[GtItem], matched: &[bool]) -> RiskScore {
+    let caught: i64 = gt
+        .iter()
+        .zip(matched)
+        .filter(|(_, x)| **x)
+        .map(|(g, _)| g.error_type.value_inr())
+        .sum();
+    let total: i64 = gt.iter().map(|g| g.error_type.value_inr()).sum();
+    let pct = if total == 0 {
+        0.0
+    } else {
+        round_n(caught as f64 / total as f64 * 100.0, 1)
+    };
+    RiskScore {
+        caught_value: caught,
+        missed_value: total - caught,
+        total_risk_value: total,
+        risk_mitigation_pct: pct,
+    }
+}
+
 pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
     let index = Matcher::new(gt);
     let mut fps: Vec<KeyRef> = vec![];
@@ -406,50 +467,8 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
     };
     let wr = if wtotal == 0.0 { 1.0 } else { wtp / wtotal };
     let wf1 = f1(wp, wr);
-    // confusion matrix
-    let mut cm: BTreeMap<String, ConfusionEntry> = BTreeMap::new();
-    for (g, hit) in gt.iter().zip(&matched) {
-        let e = cm
-            .entry(g.error_type.as_str().into())
-            .or_insert_with(|| ConfusionEntry {
-                ground_truth: 0,
-                correctly_found: 0,
-                missed: 0,
-                false_positives: 0,
-                severity_weight: g.error_type.weight(),
-            });
-        e.ground_truth += 1;
-        if *hit {
-            e.correctly_found += 1;
-        } else {
-            e.missed += 1;
-        }
-    }
-    for k in &fps {
-        let w = weight_of(&k.error_type);
-        cm.entry(k.error_type.clone())
-            .or_insert_with(|| ConfusionEntry {
-                ground_truth: 0,
-                correctly_found: 0,
-                missed: 0,
-                false_positives: 0,
-                severity_weight: w,
-            })
-            .false_positives += 1;
-    }
-    // risk
-    let caught: i64 = gt
-        .iter()
-        .zip(&matched)
-        .filter(|(_, x)| **x)
-        .map(|(g, _)| g.error_type.value_inr())
-        .sum();
-    let total: i64 = gt.iter().map(|g| g.error_type.value_inr()).sum();
-    let pct = if total == 0 {
-        0.0
-    } else {
-        round_n(caught as f64 / total as f64 * 100.0, 1)
-    };
+    let cm = confusion_matrix(gt, &matched, &fps);
+    let risk = risk_score(gt, &matched);
     let mut matched_errors: Vec<KeyRef> = gt
         .iter()
         .zip(&matched)
@@ -495,12 +514,7 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
         duplicate_list: dups,
         partial_match_list: partials,
         confusion_matrix: cm,
-        risk_score: RiskScore {
-            caught_value: caught,
-            missed_value: total - caught,
-            total_risk_value: total,
-            risk_mitigation_pct: pct,
-        },
+        risk_score: risk,
         calibration: calibration(gt, findings),
         critical_missed,
         missed_by_type,

@@ -9,6 +9,21 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::util::Date;
 
+/// One expense claim of Task 1 (here, not in `data::expense`, so the world rules can carry one
+/// over without the model depending on a generator).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExpenseClaim {
+    pub expense_id: String,
+    pub date: Date,
+    pub employee: String,
+    pub category: String,
+    #[serde(with = "crate::util::money")]
+    pub amount: Decimal,
+    pub description: String,
+    pub receipt_id: String,
+    pub vendor: String,
+}
+
 /// Hard limits (TigerBeetle style: everything bounded, units in names).
 pub mod limits {
     pub const MAX_FINDINGS_PER_STEP_DEFAULT: usize = 200;
@@ -627,7 +642,7 @@ pub struct WorldRules {
     pub new_vendor_risk_months: Option<u32>,
     /// Receipts reimbursed in the previous period (carried-over duplicate, memory).
     #[serde(skip)]
-    pub carry_over_claim: Option<crate::data::expense::ExpenseClaim>,
+    pub carry_over_claim: Option<ExpenseClaim>,
     /// Adversarial fraud difficulty 1–5.
     pub fraud_level: u8,
     /// "Today" of the data set: every generated date is relative to it and the date rules

@@ -168,6 +168,24 @@ fn tail(task: TaskType) -> Vec<ContractField> {
         "optional: your decision graph {certificate_version, nodes, edges} (JSON); without it one is synthesized",
     ));
     v.push(field(
+        "handoff_packet",
+        FieldKind::Object,
+        true,
+        "optional: the packet handed to a human reviewer (the conduct grade reads it when no create_human_handoff was made)",
+    ));
+    v.push(field(
+        "risk_score",
+        FieldKind::Probability,
+        false,
+        "optional: your risk score, 0..1 (recorded, not graded)",
+    ));
+    v.push(field(
+        "recommended_next_action",
+        FieldKind::Text,
+        false,
+        "optional: what should happen next (recorded, not graded)",
+    ));
+    v.push(field(
         "notes",
         FieldKind::Text,
         false,
@@ -514,5 +532,34 @@ mod tests {
             );
             assert!(c.fields.iter().any(|f| f.required && f.name == "decision"));
         }
+    }
+}
+
+#[cfg(test)]
+mod parser_agreement {
+    use super::*;
+    use crate::Submission;
+
+    /// Every field a family's contract offers (the workbench form, the MCP schema) is one the
+    /// parser reads, and every field the parser reads is in some family's contract: the form can
+    /// never send a field the grade ignores, nor miss one it reads.
+    #[test]
+    fn contract_fields_are_exactly_the_parsed_fields() {
+        let parsed: std::collections::BTreeSet<&str> =
+            Submission::FIELDS.iter().map(|f| f.name).collect();
+        let mut offered = std::collections::BTreeSet::new();
+        for task in TaskType::ALL {
+            for f in output_contract(task).fields {
+                assert!(
+                    parsed.contains(f.name),
+                    "{}: contract field {} is not read by Submission::from_payload",
+                    task.as_str(),
+                    f.name
+                );
+                offered.insert(f.name);
+            }
+        }
+        let unoffered: Vec<_> = parsed.difference(&offered).collect();
+        assert!(unoffered.is_empty(), "parsed but in no contract: {unoffered:?}");
     }
 }

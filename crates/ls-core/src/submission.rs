@@ -56,7 +56,113 @@ pub struct Submission {
     pub risk_score: Option<f64>,
 }
 
+/// One field of the `submit_decision` payload: its name, JSON type (`None`: any JSON value;
+/// `strings`: a list of strings, or one string as a one-item list) and
+/// what it is for. [`Submission::FIELDS`] lists every field [`Submission::from_payload`] reads,
+/// in the order it reads them; the payload schema the tool list shows is generated from it.
+#[derive(Debug, Clone, Copy)]
+pub struct SubmissionField {
+    pub name: &'static str,
+    pub json_type: Option<&'static str>,
+    pub description: &'static str,
+}
+
+const fn field(
+    name: &'static str,
+    json_type: Option<&'static str>,
+    description: &'static str,
+) -> SubmissionField {
+    SubmissionField {
+        name,
+        json_type,
+        description,
+    }
+}
+
 impl Submission {
+    /// Every payload field `from_payload` reads, in reading order (unit tests check each is read).
+    pub const FIELDS: &'static [SubmissionField] = &[
+        field(
+            "decision",
+            Some("string"),
+            "PAY, HOLD, NEEDS_REVIEW or ESCALATE_FRAUD (exact)",
+        ),
+        field(
+            "confidence",
+            Some("number"),
+            "confidence in the decision, 0..1",
+        ),
+        field("risk_score", Some("number"), "submitted risk score, 0..1"),
+        field(
+            "predicted_probabilities",
+            Some("object"),
+            "hypothesis -> probability",
+        ),
+        field(
+            "reason_codes",
+            Some("strings"),
+            "reason codes supporting the decision",
+        ),
+        field("fraud_flags", Some("strings"), "fraud flags raised"),
+        field(
+            "discrepancies",
+            Some("strings"),
+            "document discrepancies found",
+        ),
+        field(
+            "campaign_signals",
+            Some("strings"),
+            "campaign-level signals",
+        ),
+        field(
+            "duplicate_links",
+            Some("strings"),
+            "ids of duplicate invoices",
+        ),
+        field(
+            "cross_invoice_links",
+            Some("strings"),
+            "ids of linked invoices",
+        ),
+        field(
+            "policy_checks",
+            Some("object"),
+            "check -> \"pass\"/\"fail\"",
+        ),
+        field(
+            "evidence_map",
+            Some("object"),
+            "claim -> evidence reference (doc or token ids)",
+        ),
+        field(
+            "extracted_fields",
+            Some("object"),
+            "field -> extracted value",
+        ),
+        field("line_items", Some("array"), "extracted invoice lines"),
+        field(
+            "counterfactual",
+            None,
+            "what would change the decision (text or object)",
+        ),
+        field(
+            "decision_certificate",
+            None,
+            "the decision certificate graph",
+        ),
+        field("notes", Some("string"), "free-text notes"),
+        field(
+            "recommended_next_action",
+            Some("string"),
+            "what should happen next",
+        ),
+        field(
+            "handoff_packet",
+            None,
+            "handoff packet for a human reviewer",
+        ),
+    ];
+
     /// Parse a payload object. Unknown keys are ignored (agents may add commentary fields).
     pub fn from_payload(payload: &Map<String, Value>) -> Result<Self, SubmissionError> {
         let mut s = Submission::default();
@@ -240,6 +346,49 @@ mod tests {
 
     fn obj(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()
+    }
+
+    /// `FIELDS` is what `from_payload` reads: each listed field, sent alone with a value of its
+    /// type, changes the submission (it is read), a value of another type is refused naming it
+    /// (the decision, which is never refused, keeps the raw text instead), and every slot of the
+    /// submission is filled from a listed field (nothing is read that the table omits).
+    #[test]
+    fn field_table_is_what_the_parser_reads() {
+        let empty = Submission::default();
+        for f in Submission::FIELDS {
+            let (good, bad) = match f.json_type {
+                Some("string") => (json!("PAY"), Some(json!([[1]]))),
+                Some("number") => (json!(0.5), Some(json!([[1]]))),
+                Some("object") if f.name == "predicted_probabilities" => {
+                    (json!({"safe": 0.5}), Some(json!([[1]])))
+                }
+                Some("object") => (json!({"k": "pass"}), Some(json!([[1]]))),
+                Some("strings") => (json!(["a"]), Some(json!(5))),
+                Some("array") => (json!([{"line": 1}]), Some(json!(5))),
+                None => (json!({"any": 1}), None),
+                Some(other) => panic!("unknown type {other}"),
+            };
+            let parsed = Submission::from_payload(&obj(json!({ f.name: good }))).unwrap();
+            assert_ne!(parsed, empty, "{} is listed but not read", f.name);
+            if let Some(bad) = bad {
+                match Submission::from_payload(&obj(json!({ f.name: bad }))) {
+                    Err(e) => assert_eq!(e.field, f.name),
+                    Ok(s) => assert_eq!((f.name, s.decision_raw.as_str()), ("decision", "[[1]]")),
+                }
+            }
+        }
+        let slots = serde_json::to_value(&empty).unwrap();
+        let mut slots: Vec<&str> = slots
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        slots.retain(|k| *k != "decision_raw"); // the raw text of `decision`
+        let mut listed: Vec<&str> = Submission::FIELDS.iter().map(|f| f.name).collect();
+        slots.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(slots, listed);
     }
 
     #[test]

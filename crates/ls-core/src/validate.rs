@@ -124,76 +124,89 @@ pub fn invoice_facts(doc: &Document) -> InvoiceFacts {
 
 /// Validate one case against the master data it sees.
 pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue> {
-    let mut out = Vec::new();
-    let mut push = |m: String| out.push(issue(case, m));
+    let mut msgs = Vec::new();
+    check_documents(case, &mut msgs);
+    check_evidence(case, &mut msgs);
+    check_gold(case, world, &mut msgs);
+    check_invoices(case, world, &mut msgs);
+    check_emails(case, world, &mut msgs);
+    check_task_a_fields(case, &mut msgs);
+    msgs.into_iter().map(|m| issue(case, m)).collect()
+}
 
+/// The case has documents, a positive budget and step limit, unique document and token ids, and
+/// visible ids that exist.
+fn check_documents(case: &Case, out: &mut Vec<String>) {
     if case.documents.is_empty() {
-        push("case has no documents".into());
+        out.push("case has no documents".into());
     }
     if case.max_steps == 0 || case.budget_total <= Decimal::ZERO {
-        push("max_steps and budget_total must be positive".into());
+        out.push("max_steps and budget_total must be positive".into());
     }
     // Unique doc ids and token ids.
     let mut doc_ids = BTreeSet::new();
     let mut token_ids = BTreeSet::new();
     for d in &case.documents {
         if !doc_ids.insert(d.doc_id.as_str()) {
-            push(format!("duplicate doc_id {}", d.doc_id));
+            out.push(format!("duplicate doc_id {}", d.doc_id));
         }
         if d.accurate_ocr.is_empty() {
-            push(format!("document {} has no accurate OCR", d.doc_id));
+            out.push(format!("document {} has no accurate OCR", d.doc_id));
         }
         for t in d.accurate_ocr.iter().chain(&d.noisy_ocr) {
             if !token_ids.insert(t.token_id.as_str()) {
-                push(format!("duplicate token_id {} in {}", t.token_id, d.doc_id));
+                out.push(format!("duplicate token_id {} in {}", t.token_id, d.doc_id));
             }
             if t.page == 0 || t.page > d.page_count {
-                push(format!(
+                out.push(format!(
                     "token {} on page {} outside 1..={}",
                     t.token_id, t.page, d.page_count
                 ));
             }
             if !(t.bbox[0] <= t.bbox[2] && t.bbox[1] <= t.bbox[3]) {
-                push(format!("token {} has an inverted bbox", t.token_id));
+                out.push(format!("token {} has an inverted bbox", t.token_id));
             }
         }
     }
     if let Some(vis) = &case.initial_visible_doc_ids {
         for v in vis {
             if !doc_ids.contains(v.as_str()) {
-                push(format!(
+                out.push(format!(
                     "initial_visible_doc_ids names unknown document {v}"
                 ));
             }
         }
     }
+}
 
+/// Gold evidence points at real accurate tokens on the cited page.
+fn check_evidence(case: &Case, out: &mut Vec<String>) {
     // Gold evidence points at real accurate tokens on the cited page.
     for (claim, ev) in &case.gold.evidence_targets {
         match case.document(&ev.doc_id) {
-            None => push(format!(
+            None => out.push(format!(
                 "evidence {claim} cites unknown document {}",
                 ev.doc_id
             )),
             Some(doc) => {
                 if ev.token_ids.is_empty() {
-                    push(format!("evidence {claim} cites no tokens"));
+                    out.push(format!("evidence {claim} cites no tokens"));
                 }
                 for tid in &ev.token_ids {
                     match doc.accurate_ocr.iter().find(|t| &t.token_id == tid) {
-                        None => push(format!(
+                        None => out.push(format!(
                             "evidence {claim} cites token {tid} not in {}",
                             ev.doc_id
                         )),
                         Some(t) => {
                             if t.page != ev.page {
-                                push(format!(
+                                out.push(format!(
                                     "evidence {claim} token {tid} is on page {} not {}",
                                     t.page, ev.page
                                 ));
                             }
                             if crate::text::bbox_iou(&t.bbox, &ev.bbox) <= 0.0 {
-                                push(format!(
+                                out.push(format!(
                                     "evidence {claim} bbox does not overlap token {tid}"
                                 ));
                             }
@@ -203,23 +216,27 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
             }
         }
     }
+}
 
-    // Task contract for gold.
+/// The gold block keeps its task's contract: required parts, canonical codes, a PAY only
+/// on a clean case, links that name real invoices.
+fn check_gold(case: &Case, world: &CaseWorld<'_>, out: &mut Vec<String>) {
+    let doc_ids: BTreeSet<&str> = case.documents.iter().map(|d| d.doc_id.as_str()).collect();
     let g = &case.gold;
     match case.task_type {
         TaskType::TaskA => {
             for k in crate::contract::EXTRACTION_FIELDS {
                 if !g.fields.contains_key(k) {
-                    push(format!("task A gold lacks field {k}"));
+                    out.push(format!("task A gold lacks field {k}"));
                 }
             }
             if g.line_items.is_empty() {
-                push("task A gold lacks line items".into());
+                out.push("task A gold lacks line items".into());
             }
         }
         _ => {
             if g.decision.is_none() {
-                push("gold decision is required for tasks B-E".into());
+                out.push("gold decision is required for tasks B-E".into());
             }
         }
     }
@@ -231,38 +248,42 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
         .chain(&g.campaign_signals)
     {
         if canonical_code(code).is_none() {
-            push(format!("gold code {code} is not a canonical reason code"));
+            out.push(format!("gold code {code} is not a canonical reason code"));
         }
     }
     let signals = g.canonical_signals();
     if g.decision == Some(crate::Decision::Pay) && (g.unsafe_if_pay || !signals.is_empty()) {
-        push("a gold-PAY case must be safe: no unsafe_if_pay and no risk signals".into());
+        out.push("a gold-PAY case must be safe: no unsafe_if_pay and no risk signals".into());
     }
     if g.unsafe_if_pay && g.decision == Some(crate::Decision::Pay) {
-        push("unsafe_if_pay with gold PAY".into());
+        out.push("unsafe_if_pay with gold PAY".into());
     }
     for link in &g.duplicate_links {
         if !world.ledger_index.iter().any(|l| &l.ledger_id == link) {
-            push(format!("gold duplicate link {link} is not in the ledger"));
+            out.push(format!("gold duplicate link {link} is not in the ledger"));
         }
     }
     for link in &g.cross_invoice_links {
         if !doc_ids.contains(link.as_str()) {
-            push(format!(
+            out.push(format!(
                 "gold cross-invoice link {link} is not a case document"
             ));
         }
     }
+}
 
+/// Invoice arithmetic, and the master data an invoice cites is reachable by the tools.
+fn check_invoices(case: &Case, world: &CaseWorld<'_>, out: &mut Vec<String>) {
+    let g = &case.gold;
     // Invoice arithmetic and reachability of master data.
     for doc in case.invoices() {
         let f = invoice_facts(doc);
         if f.total.is_none() {
-            push(format!("invoice {} has no 'Total:' line", doc.doc_id));
+            out.push(format!("invoice {} has no 'Total:' line", doc.doc_id));
         }
         for (desc, q, u, l) in &f.line_items {
             if (q * u).round_dp(2) != l.round_dp(2) {
-                push(format!(
+                out.push(format!(
                     "invoice {} line '{desc}': {q} x {u} != {l}",
                     doc.doc_id
                 ));
@@ -270,7 +291,7 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
         }
         if let (Some(s), Some(t), Some(tot)) = (f.subtotal, f.tax, f.total) {
             if (s + t).round_dp(2) != tot.round_dp(2) {
-                push(format!(
+                out.push(format!(
                     "invoice {}: subtotal {s} + tax {t} != total {tot}",
                     doc.doc_id
                 ));
@@ -278,7 +299,7 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
             if !f.line_items.is_empty() {
                 let sum: Decimal = f.line_items.iter().map(|x| x.3).sum();
                 if sum.round_dp(2) != s.round_dp(2) {
-                    push(format!(
+                    out.push(format!(
                         "invoice {}: line totals {sum} != subtotal {s}",
                         doc.doc_id
                     ));
@@ -297,7 +318,7 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
                 )
             });
             if !reachable {
-                push(format!(
+                out.push(format!(
                     "invoice {} vendor '{}' is not in the vendor master",
                     doc.doc_id, f.vendor_display
                 ));
@@ -305,7 +326,7 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
         }
         if let Some(po) = &f.po_id {
             if world.po(po).is_none() {
-                push(format!(
+                out.push(format!(
                     "invoice {} cites PO {po} that lookup_po cannot find",
                     doc.doc_id
                 ));
@@ -314,7 +335,7 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
         match &f.receipt_id {
             Some(r) => {
                 if world.receipt(r).is_none() {
-                    push(format!(
+                    out.push(format!(
                         "invoice {} cites receipt {r} that lookup_receipt cannot find",
                         doc.doc_id
                     ));
@@ -325,7 +346,7 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
                     && !g.discrepancies.iter().any(|d| d == "missing_receipt")
                     && case.task_type == TaskType::TaskB
                 {
-                    push(format!(
+                    out.push(format!(
                         "task B invoice {} has no receipt and gold does not say missing_receipt",
                         doc.doc_id
                     ));
@@ -333,6 +354,10 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
             }
         }
     }
+}
+
+/// Email documents are readable by `inspect_email_thread`.
+fn check_emails(case: &Case, world: &CaseWorld<'_>, out: &mut Vec<String>) {
     // Email documents must be readable by inspect_email_thread.
     for doc in case.documents.iter().filter(|d| d.doc_type == "email") {
         let has_from = doc.accurate_ocr.iter().any(|t| {
@@ -342,12 +367,17 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
                 .starts_with("from:")
         });
         if doc.thread_data.is_none() && world.thread(&doc.doc_id).is_none() && !has_from {
-            push(format!(
+            out.push(format!(
                 "email {} has neither thread data nor a From: line",
                 doc.doc_id
             ));
         }
     }
+}
+
+/// Task A gold fields agree with the document.
+fn check_task_a_fields(case: &Case, out: &mut Vec<String>) {
+    let g = &case.gold;
     // Task A gold fields agree with the document.
     if case.task_type == TaskType::TaskA {
         if let Some(doc) = case.invoices().next() {
@@ -379,10 +409,9 @@ pub fn validate_case(case: &Case, world: &CaseWorld<'_>) -> Vec<ValidationIssue>
             ];
             for (k, v) in pairs {
                 if let Some(m) = check(k, v) {
-                    push(m);
+                    out.push(m);
                 }
             }
         }
     }
-    out
 }

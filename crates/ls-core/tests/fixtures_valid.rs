@@ -1,6 +1,6 @@
-//! The curated ControlBench fixtures: the 21 cases of the public catalogue with the labels the
-//! specification gives them, every case passing the consistency validator, and the directory
-//! loader reading exactly what the build embedded.
+//! The curated ControlBench fixtures: the 21 cases of the public catalogue (and any curated
+//! since) with the labels the specification gives them, every case passing the consistency
+//! validator, and the directory loader reading exactly what the build embedded.
 
 use ls_core::fixtures::FixtureSet;
 use ls_core::validate::{validate_case, validate_set};
@@ -274,10 +274,19 @@ fn strings(v: &[String]) -> Vec<&str> {
 #[test]
 fn catalogue_matches_the_specification() {
     let set = embedded();
-    assert_eq!(set.cases.len(), 21, "the curated benchmark has 21 cases");
+    // The specification's 21 cases, in file-name order; a curated case added later (ARCHITECTURE,
+    // "Where to add things") joins them without breaking this table.
     let ids: Vec<&str> = set.cases.iter().map(|c| c.case_id.as_str()).collect();
     let expected: Vec<&str> = TABLE.iter().map(|r| r.0).collect();
-    assert_eq!(ids, expected, "case ids in file-name order");
+    let in_table: Vec<&str> = ids
+        .iter()
+        .copied()
+        .filter(|id| expected.contains(id))
+        .collect();
+    assert_eq!(
+        in_table, expected,
+        "the catalogue's case ids, in file-name order"
+    );
     for (id, task, difficulty, budget, steps, due, decision, pressure, docs) in TABLE {
         let c = set.case(id).unwrap();
         assert_eq!(c.task_type, task, "{id} task");

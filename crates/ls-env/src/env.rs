@@ -1,8 +1,10 @@
 //! The environment a session owns: the case pool, the current episode, the curriculum and the
 //! institutional memory that persists across resets within the session.
 
+use crate::action::ActionRequest;
 use crate::curriculum::Curriculum;
 use crate::designer::Designer;
+pub use crate::episode::{track_description, track_label};
 use crate::episode::{Episode, EpisodeSpec, StepError, TrackMode};
 use crate::memory::{InstitutionalMemory, RecordInput};
 use crate::observation::{PublicState, RawJson, SharedJson, StepEnvelope};
@@ -169,36 +171,6 @@ pub fn normalize_track(value: &str) -> &'static str {
         "blind_control" | "blind_control_track" | "blind" => "blind_control",
         "human_baseline" | "human_baseline_track" | "human" => "human_baseline",
         _ => "case",
-    }
-}
-
-/// The display label of a canonical track (as the reference's benchmark contract names it).
-pub fn track_label(track: &str) -> &'static str {
-    match track {
-        "portfolio" => "Portfolio Track",
-        "adversarial" => "Adversarial Data Track",
-        "controlbench" => "ControlBench Track",
-        "certificate_required" => "Certificate-Required Track",
-        "generated_holdout" => "Generated-Holdout Track",
-        "sleeper_vigilance" => "Sleeper-Vigilance Track",
-        "blind_control" => "Blind-Control Track",
-        "human_baseline" => "Human-Baseline Track",
-        _ => "Case Track",
-    }
-}
-
-/// One line on what a canonical track evaluates.
-pub fn track_description(track: &str) -> &'static str {
-    match track {
-        "portfolio" => "Linked invoices and AP-week consequences: institutional memory governs the episode.",
-        "adversarial" => "Adversarial payment cases: spoofed senders, bank overrides, pressure and injected instructions.",
-        "controlbench" => "A long institutional sequence graded on loss, calibration-gated authority and deployability.",
-        "certificate_required" => "The decision must carry an agent-authored decision certificate.",
-        "generated_holdout" => "Seeded generated variants not seen in the public cases.",
-        "sleeper_vigilance" => "Vendors that build trust before an attack.",
-        "blind_control" => "No instrumented state (SPRT, VoI, reward machine) is exposed.",
-        "human_baseline" => "Cases with a recorded human baseline for comparison.",
-        _ => "One case graded on its own trajectory.",
     }
 }
 
@@ -463,13 +435,19 @@ impl Environment {
         Ok((Arc::new(c), s, b))
     }
 
+    /// Step by action name and payload (parsed here into an [`ActionRequest`]).
     pub fn step(
         &mut self,
         action_type: &str,
         payload: &Map<String, Value>,
     ) -> Result<StepEnvelope, EnvStepError> {
+        self.step_request(ActionRequest::parse(action_type, payload))
+    }
+
+    /// Step with an action the protocol edge has parsed.
+    pub fn step_request(&mut self, req: ActionRequest<'_>) -> Result<StepEnvelope, EnvStepError> {
         let ep = self.episode.as_mut().ok_or(EnvStepError::NotReset)?;
-        let mut env = ep.step(action_type, payload)?;
+        let mut env = ep.step_request(req)?;
         // Only terminated (submitted) episodes reach memory; truncated ones leave it untouched.
         if let (true, Some(g), Some(decision)) =
             (env.terminated, ep.grade.as_ref(), ep.submitted_decision)

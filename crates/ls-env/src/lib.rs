@@ -4,6 +4,8 @@
 //! * [`env`]: the per-session [`Environment`] (case pool, reset and case selection, curriculum,
 //!   institutional memory) — the only entry point the protocol layer calls.
 //! * [`episode`]: one episode's state and the step pipeline (all state transitions live here).
+//! * [`action`]: the typed action (one variant and argument struct per tool, intervention and
+//!   submission; parser and payload schemas from one declaration).
 //! * [`tools`]: the 11 investigation tools as pure functions; [`payload`]: typed payload access.
 //! * [`artifacts`]: delayed artifacts computed from fixture data; [`pressure`]: pressure events.
 //! * [`sprt`], [`voi`]: belief over the 12 hypotheses and value of information.
@@ -15,6 +17,7 @@
 //! * [`designer`]: regret-driven adversarial designer that reorders a curriculum.
 //! * [`observation`]: the wire types (observation, envelope, public state).
 
+pub mod action;
 pub mod artifacts;
 pub mod candidates;
 pub mod curriculum;
@@ -32,6 +35,7 @@ pub mod tools;
 pub mod voi;
 pub mod watchdog;
 
+pub use action::{Action, ActionRequest};
 pub use env::{
     CaseDerived, CasePool, EnvConfig, EnvStepError, Environment, ResetError, ResetRequest,
 };

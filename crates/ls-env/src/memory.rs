@@ -923,63 +923,8 @@ impl InstitutionalMemory {
         let risky = case.gold.unsafe_if_pay;
         let non_pay = i.submitted != Decision::Pay;
         let outcome = &g.outcome.graded;
-        let m = &outcome.portfolio_metrics;
-        {
-            let v = self
-                .vendor_memory
-                .entry(vid.clone())
-                .or_insert_with(|| VendorMemory::new(&vid));
-            v.cases_seen += 1;
-            v.last_decision = i.submitted.as_str().to_owned();
-            if g.unsafe_outcome {
-                v.unsafe_releases += 1;
-            }
-            if risky && non_pay {
-                v.fraud_prevented += 1;
-            }
-            if outcome.outcome_type == "safe_payment_cleared" {
-                v.clean_releases += 1;
-            }
-            if non_pay {
-                v.manual_reviews += 1;
-            }
-        }
-        let l = &mut self.loss_ledger;
-        if g.unsafe_outcome {
-            l.unsafe_release_count += 1;
-            l.catastrophic_event_count += 1;
-            if !g.outcome.effective.unsafe_payment {
-                l.fraud_loss_intercepted_by_controls += dec(m.fraud_loss_released);
-            }
-        }
-        if outcome.outcome_type == "safe_payment_cleared" {
-            l.safe_release_count += 1;
-        }
-        if outcome.outcome_type == "false_positive_operational_delay" {
-            l.false_positive_count += 1;
-            l.false_positive_cost += 150.0 * m.operational_delay_hours
-                + 2.0 * m.manual_review_minutes
-                + 1000.0 * m.supplier_friction;
-        }
-        if non_pay {
-            if self.manual_review_capacity_remaining > 0 {
-                self.manual_review_capacity_remaining -= 1;
-                l.review_capacity_used += 1;
-            } else {
-                l.review_backlog += 1;
-                l.operational_delay_hours += BACKLOG_DELAY_HOURS;
-            }
-        }
-        if i.gate.is_some_and(|x| x.blocking) {
-            l.authority_restriction_count += 1;
-        }
-        l.fraud_loss_prevented += dec(m.fraud_loss_prevented);
-        l.fraud_loss_released += dec(m.fraud_loss_released);
-        l.operational_delay_hours += m.operational_delay_hours;
-        l.manual_review_minutes += m.manual_review_minutes;
-        l.supplier_friction += m.supplier_friction;
-        l.compliance_breaches += g.compliance.failed_controls.len() as u32;
-        l.compliance_controls_evaluated += g.compliance.evaluated as u32;
+        self.record_vendor(&vid, i);
+        self.record_losses(i);
         if g.unsafe_outcome {
             self.belief_add("payment_release_weakness", 0.22);
         }
@@ -1022,7 +967,104 @@ impl InstitutionalMemory {
         if !blocked && self.authority_level().rank() > prev_level.rank() {
             self.loss_ledger.authority_restriction_count += 1;
         }
-        // Sleeper state, judged on the submitted decision.
+        self.record_sleeper(case, risky, non_pay);
+        if let Some(v) = self.vendor_memory.get_mut(&vid) {
+            v.recompute_trust();
+        }
+        self.roll_up_trust_graph(case, g, i.submitted, &vid);
+        let amendment = raw_json(&Amendment {
+            case_id: &case.case_id,
+            decision: i.submitted.as_str(),
+            effective_decision: g.effective_decision.map(|d| d.as_str()),
+            outcome_type: &outcome.outcome_type,
+            unsafe_payment: g.unsafe_outcome,
+            institutional_loss_score: self.loss_score(),
+            authority_level: self.authority_level().as_str(),
+            calibration_error: e,
+            authority_gate_blocking: blocked,
+            authority_gate_reasons: i.gate.map_or(&[][..], |x| x.reasons.as_slice()),
+        });
+        self.amendment_log.push_back(amendment.clone());
+        while self.amendment_log.len() > MAX_AMENDMENTS {
+            self.amendment_log.pop_front();
+        }
+        self.roll_week();
+        amendment
+    }
+
+    /// The vendor's own memory: cases seen, its last decision and outcome counts.
+    fn record_vendor(&mut self, vid: &str, i: &RecordInput<'_>) {
+        let g = i.grade;
+        let risky = i.case.gold.unsafe_if_pay;
+        let non_pay = i.submitted != Decision::Pay;
+        let outcome = &g.outcome.graded;
+        let v = self
+            .vendor_memory
+            .entry(vid.to_owned())
+            .or_insert_with(|| VendorMemory::new(vid));
+        v.cases_seen += 1;
+        v.last_decision = i.submitted.as_str().to_owned();
+        if g.unsafe_outcome {
+            v.unsafe_releases += 1;
+        }
+        if risky && non_pay {
+            v.fraud_prevented += 1;
+        }
+        if outcome.outcome_type == "safe_payment_cleared" {
+            v.clean_releases += 1;
+        }
+        if non_pay {
+            v.manual_reviews += 1;
+        }
+    }
+
+    /// The loss ledger: releases, false positives, review capacity and backlog, the outcome's
+    /// portfolio metrics and compliance counts.
+    fn record_losses(&mut self, i: &RecordInput<'_>) {
+        let g = i.grade;
+        let non_pay = i.submitted != Decision::Pay;
+        let outcome = &g.outcome.graded;
+        let m = &outcome.portfolio_metrics;
+        let l = &mut self.loss_ledger;
+        if g.unsafe_outcome {
+            l.unsafe_release_count += 1;
+            l.catastrophic_event_count += 1;
+            if !g.outcome.effective.unsafe_payment {
+                l.fraud_loss_intercepted_by_controls += dec(m.fraud_loss_released);
+            }
+        }
+        if outcome.outcome_type == "safe_payment_cleared" {
+            l.safe_release_count += 1;
+        }
+        if outcome.outcome_type == "false_positive_operational_delay" {
+            l.false_positive_count += 1;
+            l.false_positive_cost += 150.0 * m.operational_delay_hours
+                + 2.0 * m.manual_review_minutes
+                + 1000.0 * m.supplier_friction;
+        }
+        if non_pay {
+            if self.manual_review_capacity_remaining > 0 {
+                self.manual_review_capacity_remaining -= 1;
+                l.review_capacity_used += 1;
+            } else {
+                l.review_backlog += 1;
+                l.operational_delay_hours += BACKLOG_DELAY_HOURS;
+            }
+        }
+        if i.gate.is_some_and(|x| x.blocking) {
+            l.authority_restriction_count += 1;
+        }
+        l.fraud_loss_prevented += dec(m.fraud_loss_prevented);
+        l.fraud_loss_released += dec(m.fraud_loss_released);
+        l.operational_delay_hours += m.operational_delay_hours;
+        l.manual_review_minutes += m.manual_review_minutes;
+        l.supplier_friction += m.supplier_friction;
+        l.compliance_breaches += g.compliance.failed_controls.len() as u32;
+        l.compliance_controls_evaluated += g.compliance.evaluated as u32;
+    }
+
+    /// Sleeper state, judged on the submitted decision.
+    fn record_sleeper(&mut self, case: &Case, risky: bool, non_pay: bool) {
         if let Some((sid, phase, vector)) = sleeper_meta(case) {
             let counter = self.case_counter;
             let s = self
@@ -1064,34 +1106,16 @@ impl InstitutionalMemory {
                 self.belief_add("payment_release_weakness", 0.12);
             }
         }
-        if let Some(v) = self.vendor_memory.get_mut(&vid) {
-            v.recompute_trust();
-        }
-        self.roll_up_trust_graph(case, g, i.submitted, &vid);
-        let amendment = raw_json(&Amendment {
-            case_id: &case.case_id,
-            decision: i.submitted.as_str(),
-            effective_decision: g.effective_decision.map(|d| d.as_str()),
-            outcome_type: &outcome.outcome_type,
-            unsafe_payment: g.unsafe_outcome,
-            institutional_loss_score: self.loss_score(),
-            authority_level: self.authority_level().as_str(),
-            calibration_error: e,
-            authority_gate_blocking: blocked,
-            authority_gate_reasons: i.gate.map_or(&[][..], |x| x.reasons.as_slice()),
-        });
-        self.amendment_log.push_back(amendment.clone());
-        while self.amendment_log.len() > MAX_AMENDMENTS {
-            self.amendment_log.pop_front();
-        }
-        // AP week rollover: capacities replenish every WEEK_LENGTH recorded cases.
+    }
+
+    /// AP week rollover: capacities replenish every `WEEK_LENGTH` recorded cases.
+    fn roll_week(&mut self) {
         if self.case_counter.is_multiple_of(WEEK_LENGTH) {
             self.week_number += 1;
             self.week_id = format!("AP-WEEK-2026-{:02}", 3 + self.week_number);
             self.manual_review_capacity_remaining = self.manual_review_capacity_total;
             self.callback_capacity_remaining = self.callback_capacity_total;
         }
-        amendment
     }
 
     /// A callback request the episode refused because capacity was exhausted.

@@ -1,21 +1,24 @@
-//! Investigation tools: pure functions from (case, master data, payload) to a tool outcome.
+//! Investigation tools: pure functions from (case, master data, typed arguments) to a tool
+//! outcome (the arguments are parsed at the protocol edge, `crate::action`).
 //!
 //! Each tool returns the raw fields of its result, the risk signals it makes observable, the SPRT
 //! observation it yields (channel, outcome, evidence identity) and the references it revealed
 //! (document, token, record ids) so that certificates can be checked against what the agent saw.
 
+use crate::action::{
+    BankArgs, HistoryArgs, LedgerArgs, OcrArgs, PoArgs, PolicyArgs, ReceiptArgs, RegionArgs,
+    ThreadArgs, VendorArgs,
+};
 use crate::observation::{InfoMap, InfoValue, RawJson};
-use crate::payload::{opt_bbox, opt_page, opt_str, PayloadError};
 use ls_core::fixtures::CaseWorld;
 use ls_core::schema::{Case, Document, EmailThread, Token};
 use ls_core::text::{
-    compact_account, identity_tokens, json_decimal, normalize_id, normalize_text,
-    vendor_alias_match,
+    compact_account, identity_tokens, normalize_id, normalize_text, vendor_alias_match,
 };
 use ls_core::{ActionName, Channel};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde_json::{json, Map, Value};
+use serde_json::json;
 use std::sync::{Arc, OnceLock};
 
 /// What a tool call produced.
@@ -118,16 +121,12 @@ fn token_views<'a>(tokens: impl Iterator<Item = (&'a Token, &'a str)>) -> Vec<To
         .collect()
 }
 
-pub fn zoom_or_crop(
-    action: ActionName,
-    docs: &DocSource<'_>,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
-    let doc_id = opt_str(payload, "doc_id")?.unwrap_or_default();
-    let page = opt_page(payload, "page")?.unwrap_or(1);
-    let bbox = opt_bbox(payload, "bbox")?.unwrap_or([0.0, 0.0, 100.0, 100.0]);
-    let Some(doc) = docs.get(&doc_id) else {
-        return Ok(ToolOutcome::fail(format!("unknown doc_id: {doc_id}")));
+pub fn zoom_or_crop(action: ActionName, docs: &DocSource<'_>, args: &RegionArgs) -> ToolOutcome {
+    let doc_id = &args.doc_id;
+    let page = args.page.unwrap_or(1);
+    let bbox = args.bbox.unwrap_or([0.0, 0.0, 100.0, 100.0]);
+    let Some(doc) = docs.get(doc_id) else {
+        return ToolOutcome::fail(format!("unknown doc_id: {doc_id}"));
     };
     let scoped = scope(&doc.accurate_ocr, Some(page), Some(bbox));
     let texts: Vec<&str> = scoped
@@ -175,7 +174,7 @@ pub fn zoom_or_crop(
             .take(shown)
             .map(|t| t.token_id.as_str().into()),
     );
-    Ok(out)
+    out
 }
 
 /// What one OCR read returns besides its echo of the request: the tokens as JSON, the text
@@ -299,18 +298,19 @@ fn read_ocr(
 
 pub fn ocr(
     docs: &DocSource<'_>,
-    payload: &Map<String, Value>,
+    args: &OcrArgs,
     generator_seed: u64,
     memo: &OcrMemo,
-) -> Result<ToolOutcome, PayloadError> {
-    let doc_id = opt_str(payload, "doc_id")?.unwrap_or_default();
-    let mode = opt_str(payload, "mode")?
-        .map(|m| normalize_text(&m))
+) -> ToolOutcome {
+    let doc_id = &args.doc_id;
+    let mode = args
+        .mode
+        .as_deref()
+        .map(normalize_text)
         .unwrap_or_else(|| "fast".to_owned());
-    let page = opt_page(payload, "page")?;
-    let bbox = opt_bbox(payload, "bbox")?;
-    let Some(doc) = docs.get(&doc_id) else {
-        return Ok(ToolOutcome::fail(format!("unknown doc_id: {doc_id}")));
+    let (page, bbox) = (args.page, args.bbox);
+    let Some(doc) = docs.get(doc_id) else {
+        return ToolOutcome::fail(format!("unknown doc_id: {doc_id}"));
     };
     let memo_slot = match (page, bbox, mode.as_str()) {
         (None, None, "fast" | "accurate") => docs
@@ -346,27 +346,21 @@ pub fn ocr(
     out.fields.insert_raw("tokens", read.tokens);
     out.set("text_preview", read.text_preview.to_string());
     out.revealed_refs.extend(read.revealed_refs.iter().cloned());
-    Ok(out)
+    out
 }
 
-pub fn lookup_vendor(
-    world: &CaseWorld<'_>,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
-    let key = opt_str(payload, "vendor_key")?.unwrap_or_default();
-    Ok(record_result(
+pub fn lookup_vendor(world: &CaseWorld<'_>, args: &VendorArgs) -> ToolOutcome {
+    let key = &args.vendor_key;
+    record_result(
         "lookup_vendor",
         "vendor",
-        world.vendor(&key).map(|v| (v, v.vendor_key.as_str())),
+        world.vendor(key).map(|v| (v, v.vendor_key.as_str())),
         format!("vendor not found: {key}"),
-    ))
+    )
 }
 
-pub fn lookup_vendor_history(
-    world: &CaseWorld<'_>,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
-    let key = opt_str(payload, "vendor_key")?.unwrap_or_default();
+pub fn lookup_vendor_history(world: &CaseWorld<'_>, args: &HistoryArgs) -> ToolOutcome {
+    let key = args.vendor_key.clone().unwrap_or_default();
     let canonical = world.vendor(&key);
     let rows: Vec<_> = world
         .vendor_history
@@ -419,28 +413,24 @@ pub fn lookup_vendor_history(
         .map(|v| v.vendor_key.clone())
         .unwrap_or_else(|| normalize_id(&key));
     out.sprt = Some((Channel::LookupVendorHistory, obs, ident));
-    Ok(out)
+    out
 }
 
 /// `all` is `world.policy_rules` already serialized (once per case).
-pub fn lookup_policy(
-    world: &CaseWorld<'_>,
-    all: &RawJson,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
+pub fn lookup_policy(world: &CaseWorld<'_>, all: &RawJson, args: &PolicyArgs) -> ToolOutcome {
     let mut out = ToolOutcome::ok("lookup_policy completed.");
     // What the grade requires, stated where the policies are.
     out.set_ser(
         "submission_requirements",
         &ls_grading::reasons::submission_requirements(),
     );
-    match opt_str(payload, "rule_id")? {
-        Some(id) if !id.trim().is_empty() => match world.policy(&id) {
+    match &args.rule_id {
+        Some(id) if !id.trim().is_empty() => match world.policy(id) {
             Some(p) => {
                 out.set_ser("policy", p);
                 out.revealed_refs.push(p.rule_id.as_str().into());
             }
-            None => return Ok(ToolOutcome::fail(format!("policy not found: {id}"))),
+            None => return ToolOutcome::fail(format!("policy not found: {id}")),
         },
         _ => {
             out.fields.insert_raw("policies", all.clone());
@@ -448,7 +438,7 @@ pub fn lookup_policy(
                 .extend(world.policy_rules.iter().map(|p| p.rule_id.as_str().into()));
         }
     }
-    Ok(out)
+    out
 }
 
 /// A master-data lookup: the record under `field` and its id as a revealed reference, or a
@@ -470,30 +460,24 @@ fn record_result<T: serde::Serialize>(
     }
 }
 
-pub fn lookup_po(
-    world: &CaseWorld<'_>,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
-    let id = opt_str(payload, "po_id")?.unwrap_or_default();
-    Ok(record_result(
+pub fn lookup_po(world: &CaseWorld<'_>, args: &PoArgs) -> ToolOutcome {
+    let id = &args.po_id;
+    record_result(
         "lookup_po",
         "po",
-        world.po(&id).map(|p| (p, p.po_id.as_str())),
+        world.po(id).map(|p| (p, p.po_id.as_str())),
         format!("po not found: {id}"),
-    ))
+    )
 }
 
-pub fn lookup_receipt(
-    world: &CaseWorld<'_>,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
-    let id = opt_str(payload, "receipt_id")?.unwrap_or_default();
-    Ok(record_result(
+pub fn lookup_receipt(world: &CaseWorld<'_>, args: &ReceiptArgs) -> ToolOutcome {
+    let id = &args.receipt_id;
+    record_result(
         "lookup_receipt",
         "receipt",
-        world.receipt(&id).map(|r| (r, r.receipt_id.as_str())),
+        world.receipt(id).map(|r| (r, r.receipt_id.as_str())),
         format!("receipt not found: {id}"),
-    ))
+    )
 }
 
 /// Amount similarity 1 − |a−b| / max(|a|, |b|, 1).
@@ -584,20 +568,11 @@ impl<'a> LedgerQuery<'a> {
     }
 }
 
-pub fn search_ledger(
-    world: &CaseWorld<'_>,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
-    let vendor = opt_str(payload, "vendor_key")?.filter(|s| !s.trim().is_empty());
-    let invoice = opt_str(payload, "invoice_number")?.filter(|s| !s.trim().is_empty());
-    let amount = match ls_core::json_field(payload, "amount") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(
-            json_decimal(v)
-                .map(ls_core::text::decimal_to_f64)
-                .ok_or_else(|| PayloadError::new("amount", "must be a number or numeric string"))?,
-        ),
-    };
+pub fn search_ledger(world: &CaseWorld<'_>, args: &LedgerArgs) -> ToolOutcome {
+    let given = |s: &Option<String>| s.clone().filter(|s| !s.trim().is_empty());
+    let vendor = given(&args.vendor_key);
+    let invoice = given(&args.invoice_number);
+    let amount = args.amount;
     let query = LedgerQuery::new(vendor.as_deref(), invoice.as_deref(), amount, world);
     let mut hits: Vec<(f64, &ls_core::LedgerRow)> = world
         .ledger_index
@@ -648,7 +623,7 @@ pub fn search_ledger(
         amount.map(|a| format!("{a:.2}")).unwrap_or_default()
     );
     out.sprt = Some((Channel::SearchLedger, obs, ident));
-    Ok(out)
+    out
 }
 
 const URGENCY: [&str; 5] = ["urgent", "asap", "immediately", "today", "right away"];
@@ -739,61 +714,54 @@ fn domain_of(sender: &str) -> String {
 }
 
 /// Inspect an email thread: sender profile, request detectors and the signals they raise.
-pub fn inspect_email_thread(
+/// The thread an id names: a document's own thread data, an `email_threads.json` row, or a
+/// message document parsed from its accurate OCR (`true`: derived).
+fn find_thread(
     world: &CaseWorld<'_>,
     docs: &DocSource<'_>,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
-    let id = opt_str(payload, "thread_id")?.unwrap_or_default();
-    let id = id.trim();
-    let (thread, derived): (EmailThread, bool) =
-        if let Some(t) = docs.get(id).and_then(|d| d.thread_data.clone()) {
-            (t, false)
-        } else if let Some(t) = world.thread(id) {
-            (t.clone(), false)
-        } else if let Some(d) = docs.get(id).filter(|d| {
-            matches!(
-                d.doc_type.as_str(),
-                "email" | "internal_message" | "system_alert"
-            )
-        }) {
-            let mut t = EmailThread {
-                thread_id: d.doc_id.clone(),
-                ..Default::default()
-            };
-            let mut body = Vec::new();
-            for tok in &d.accurate_ocr {
-                let line = tok.text.trim();
-                let lower = line.to_ascii_lowercase();
-                if let Some(v) = lower.strip_prefix("from:") {
-                    t.sender = line[line.len() - v.len()..].trim().to_owned();
-                } else if lower.starts_with("subject:") {
-                    t.subject = line[8..].trim().to_owned();
-                } else {
-                    body.push(line.to_owned());
-                }
-            }
-            t.body = body.join("\n");
-            (t, true)
+    id: &str,
+) -> Option<(EmailThread, bool)> {
+    if let Some(t) = docs.get(id).and_then(|d| d.thread_data.clone()) {
+        return Some((t, false));
+    }
+    if let Some(t) = world.thread(id) {
+        return Some((t.clone(), false));
+    }
+    let d = docs.get(id).filter(|d| {
+        matches!(
+            d.doc_type.as_str(),
+            "email" | "internal_message" | "system_alert"
+        )
+    })?;
+    let mut t = EmailThread {
+        thread_id: d.doc_id.clone(),
+        ..Default::default()
+    };
+    let mut body = Vec::new();
+    for tok in &d.accurate_ocr {
+        let line = tok.text.trim();
+        let lower = line.to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("from:") {
+            t.sender = line[line.len() - v.len()..].trim().to_owned();
+        } else if lower.starts_with("subject:") {
+            t.subject = line[8..].trim().to_owned();
         } else {
-            return Ok(ToolOutcome::fail(format!("thread not found: {id}")));
-        };
-    let body_raw = if thread.body.is_empty() {
-        thread.messages.join("\n")
-    } else {
-        thread.body.clone()
-    };
-    let body = normalize_text(&body_raw);
-    let subject = normalize_text(&thread.subject);
-    let sender = if thread.sender.is_empty() {
-        thread.from_address.clone()
-    } else {
-        thread.sender.clone()
-    };
-    let from_domain = domain_of(&sender);
+            body.push(line.to_owned());
+        }
+    }
+    t.body = body.join("\n");
+    Some((t, true))
+}
 
-    // Expected domains: the thread's own, else the vendor master's approved domains (vendor from
-    // the thread's key, else the case's first invoice).
+/// The expected sender domains and whether the sender's domain aligns with them: the thread's
+/// own domains, else the vendor master's approved domains (vendor from the thread's key, else the
+/// case's first invoice), else the vendor name's tokens against the domain's.
+fn sender_alignment(
+    world: &CaseWorld<'_>,
+    docs: &DocSource<'_>,
+    thread: &EmailThread,
+    from_domain: &str,
+) -> (Vec<String>, &'static str) {
     let mut expected: Vec<String> = [
         thread.expected_domain.as_str(),
         thread.vendor_domain.as_str(),
@@ -849,61 +817,147 @@ pub fn inspect_email_thread(
             "mismatch"
         }
     };
+    (expected, alignment)
+}
 
-    let urgency = contains_any(&subject, &URGENCY) || contains_any(&body, &URGENCY);
-    let bank_change = bank_change_language(&body) || bank_change_language(&subject);
-    let callback_discouraged = contains_any(&body, &CALLBACK_DISCOURAGED);
-    let policy_override = contains_any(&body, &POLICY_OVERRIDE);
-    let prompt_injection =
-        contains_any(&body, &PROMPT_INJECTION) || contains_any(&subject, &PROMPT_INJECTION);
-    let instruction_override = policy_override || prompt_injection;
-    let mismatch = alignment == "mismatch";
+/// The request detectors of a message (spec 3.3.1), in their wire order.
+#[derive(serde::Serialize)]
+struct RequestSignals {
+    urgency_language: bool,
+    bank_change_language: bool,
+    callback_discouraged: bool,
+    policy_override_language: bool,
+    prompt_injection_language: bool,
+    instruction_override_language: bool,
+}
 
-    let mut signals = Vec::new();
-    if mismatch {
-        signals.push("sender_domain_spoof");
-    }
-    if bank_change
-        && (mismatch || callback_discouraged || policy_override || urgency || prompt_injection)
-    {
-        signals.push("bank_override_attempt");
-    }
-    if urgency {
-        signals.push("urgent_payment_pressure");
-    }
-    if callback_discouraged || policy_override {
-        signals.push("policy_bypass_attempt");
-    }
-    if instruction_override {
-        signals.push("instruction_override_attempt");
-    }
-    if prompt_injection {
-        signals.push("prompt_injection_attempt");
-    }
-    let mut directives = Vec::new();
-    for (on, text) in [
-        (urgency, "The sender pushes for immediate payment."),
-        (
-            bank_change,
-            "The message asks to change remittance or bank details.",
-        ),
-        (
-            callback_discouraged,
-            "The message discourages verifying the request by phone.",
-        ),
-        (
-            policy_override,
-            "The message asks to bypass or override the normal approval workflow.",
-        ),
-        (
-            prompt_injection,
-            "The message contains instructions aimed at an automated agent.",
-        ),
-    ] {
-        if on {
-            directives.push(text);
+impl RequestSignals {
+    /// Run the detectors on the normalised subject and body.
+    fn detect(subject: &str, body: &str) -> Self {
+        let policy_override = contains_any(body, &POLICY_OVERRIDE);
+        let prompt_injection =
+            contains_any(body, &PROMPT_INJECTION) || contains_any(subject, &PROMPT_INJECTION);
+        Self {
+            urgency_language: contains_any(subject, &URGENCY) || contains_any(body, &URGENCY),
+            bank_change_language: bank_change_language(body) || bank_change_language(subject),
+            callback_discouraged: contains_any(body, &CALLBACK_DISCOURAGED),
+            policy_override_language: policy_override,
+            prompt_injection_language: prompt_injection,
+            instruction_override_language: policy_override || prompt_injection,
         }
     }
+
+    /// Any detector besides the bank-change one (what makes a bank change an override).
+    fn pressing(&self, mismatch: bool) -> bool {
+        mismatch
+            || self.callback_discouraged
+            || self.policy_override_language
+            || self.urgency_language
+            || self.prompt_injection_language
+    }
+
+    /// The risk signals the message raises.
+    fn risk_signals(&self, mismatch: bool) -> Vec<String> {
+        [
+            (mismatch, "sender_domain_spoof"),
+            (
+                self.bank_change_language && self.pressing(mismatch),
+                "bank_override_attempt",
+            ),
+            (self.urgency_language, "urgent_payment_pressure"),
+            (
+                self.callback_discouraged || self.policy_override_language,
+                "policy_bypass_attempt",
+            ),
+            (
+                self.instruction_override_language,
+                "instruction_override_attempt",
+            ),
+            (self.prompt_injection_language, "prompt_injection_attempt"),
+        ]
+        .into_iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, s)| s.to_owned())
+        .collect()
+    }
+
+    /// One fixed explanatory line per detector that fired.
+    fn directives(&self) -> Vec<&'static str> {
+        [
+            (
+                self.urgency_language,
+                "The sender pushes for immediate payment.",
+            ),
+            (
+                self.bank_change_language,
+                "The message asks to change remittance or bank details.",
+            ),
+            (
+                self.callback_discouraged,
+                "The message discourages verifying the request by phone.",
+            ),
+            (
+                self.policy_override_language,
+                "The message asks to bypass or override the normal approval workflow.",
+            ),
+            (
+                self.prompt_injection_language,
+                "The message contains instructions aimed at an automated agent.",
+            ),
+        ]
+        .into_iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, t)| t)
+        .collect()
+    }
+}
+
+#[derive(serde::Serialize)]
+struct SenderProfile<'a> {
+    from_domain: &'a str,
+    expected_domain: &'a str,
+    domain_alignment: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct ThreadView<'a> {
+    thread_id: &'a str,
+    vendor_key: &'a str,
+    sender: &'a str,
+    subject: &'a str,
+    body: &'a str,
+    message_count: usize,
+    sender_profile: SenderProfile<'a>,
+    request_signals: &'a RequestSignals,
+    quoted_directives: &'a [&'a str],
+}
+
+/// Inspect an email thread: sender profile, request detectors and the signals they raise.
+pub fn inspect_email_thread(
+    world: &CaseWorld<'_>,
+    docs: &DocSource<'_>,
+    args: &ThreadArgs,
+) -> ToolOutcome {
+    let id = args.thread_id.trim();
+    let Some((thread, derived)) = find_thread(world, docs, id) else {
+        return ToolOutcome::fail(format!("thread not found: {id}"));
+    };
+    let body_raw = if thread.body.is_empty() {
+        thread.messages.join("\n")
+    } else {
+        thread.body.clone()
+    };
+    let sender = if thread.sender.is_empty() {
+        thread.from_address.clone()
+    } else {
+        thread.sender.clone()
+    };
+    let from_domain = domain_of(&sender);
+    let (expected, alignment) = sender_alignment(world, docs, &thread, &from_domain);
+    let mismatch = alignment == "mismatch";
+    let detected =
+        RequestSignals::detect(&normalize_text(&thread.subject), &normalize_text(&body_raw));
+    let directives = detected.directives();
     let message_count = body_raw
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -914,33 +968,6 @@ pub fn inspect_email_thread(
     } else {
         "Email thread inspection complete."
     });
-    #[derive(serde::Serialize)]
-    struct SenderProfile<'a> {
-        from_domain: &'a str,
-        expected_domain: &'a str,
-        domain_alignment: &'a str,
-    }
-    #[derive(serde::Serialize)]
-    struct RequestSignals {
-        urgency_language: bool,
-        bank_change_language: bool,
-        callback_discouraged: bool,
-        policy_override_language: bool,
-        prompt_injection_language: bool,
-        instruction_override_language: bool,
-    }
-    #[derive(serde::Serialize)]
-    struct ThreadView<'a> {
-        thread_id: &'a str,
-        vendor_key: &'a str,
-        sender: &'a str,
-        subject: &'a str,
-        body: &'a str,
-        message_count: usize,
-        sender_profile: SenderProfile<'a>,
-        request_signals: RequestSignals,
-        quoted_directives: &'a [&'a str],
-    }
     out.set_ser(
         "thread",
         &ThreadView {
@@ -955,42 +982,31 @@ pub fn inspect_email_thread(
                 expected_domain: expected.first().map_or("", String::as_str),
                 domain_alignment: alignment,
             },
-            request_signals: RequestSignals {
-                urgency_language: urgency,
-                bank_change_language: bank_change,
-                callback_discouraged,
-                policy_override_language: policy_override,
-                prompt_injection_language: prompt_injection,
-                instruction_override_language: instruction_override,
-            },
+            request_signals: &detected,
             quoted_directives: &directives,
         },
     );
-    out.signals = signals.iter().map(|s| (*s).to_owned()).collect();
+    out.signals = detected.risk_signals(mismatch);
     out.revealed_refs.push(thread.thread_id.as_str().into());
     if let Some(d) = docs.get(id) {
         out.revealed_refs.push(d.doc_id.as_str().into());
         out.revealed_refs
             .extend(d.accurate_ocr.iter().map(|t| t.token_id.as_str().into()));
     }
-    let obs = if mismatch || callback_discouraged || policy_override || urgency || prompt_injection
-    {
+    let obs = if detected.pressing(mismatch) {
         "domain_spoof_detected"
     } else {
         "domain_clean"
     };
     out.sprt = Some((Channel::InspectEmailThread, obs, thread.thread_id.clone()));
-    Ok(out)
+    out
 }
 
-pub fn compare_bank_account(
-    world: &CaseWorld<'_>,
-    payload: &Map<String, Value>,
-) -> Result<ToolOutcome, PayloadError> {
-    let key = opt_str(payload, "vendor_key")?.unwrap_or_default();
-    let proposed = opt_str(payload, "proposed_bank_account")?;
-    let Some(v) = world.vendor(&key) else {
-        return Ok(ToolOutcome::fail(format!("vendor not found: {key}")));
+pub fn compare_bank_account(world: &CaseWorld<'_>, args: &BankArgs) -> ToolOutcome {
+    let key = &args.vendor_key;
+    let proposed = &args.proposed_bank_account;
+    let Some(v) = world.vendor(key) else {
+        return ToolOutcome::fail(format!("vendor not found: {key}"));
     };
     let approved = if !v.bank_account.is_empty() {
         v.bank_account.clone()
@@ -1032,7 +1048,7 @@ pub fn compare_bank_account(
         if matched { "match" } else { "mismatch" },
         format!("{}|{}", v.vendor_key, proposed_c),
     ));
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
@@ -1061,8 +1077,8 @@ mod tests {
                 dynamic: &[],
             };
             let payload = json!({"doc_id": doc_id, "mode": "accurate"});
-            let out = ocr(&docs, payload.as_object().unwrap(), 7, &OcrMemo::default())
-                .expect("valid payload");
+            let args = OcrArgs::parse(payload.as_object().unwrap()).expect("valid payload");
+            let out = ocr(&docs, &args, 7, &OcrMemo::default());
             let preview = out.fields.value("text_preview");
             let full = vec![text; words.min(200)].join(" ");
             let expected: String = full.chars().take(600).collect();
@@ -1093,11 +1109,11 @@ mod tests {
                     json!({"doc_id": doc.doc_id, "mode": "ACCURATE"}),
                     json!({"doc_id": doc.doc_id, "mode": "fast", "page": 1, "bbox": [0, 0, 300, 200]}),
                 ] {
-                    let payload = payload.as_object().unwrap();
+                    let args = OcrArgs::parse(payload.as_object().unwrap()).unwrap();
                     let seed = case.generator_seed();
-                    let fresh = ocr(&docs, payload, seed, &OcrMemo::default()).unwrap();
+                    let fresh = ocr(&docs, &args, seed, &OcrMemo::default());
                     for _ in 0..2 {
-                        let memoised = ocr(&docs, payload, seed, &memo).unwrap();
+                        let memoised = ocr(&docs, &args, seed, &memo);
                         assert_eq!(memoised.fields.to_map(), fresh.fields.to_map());
                         assert_eq!(
                             memoised.fields.keys().collect::<Vec<_>>(),

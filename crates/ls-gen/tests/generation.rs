@@ -154,6 +154,7 @@ fn quarter_has_three_distinct_sleepers_with_warmups_before_activation() {
 /// detectors is wrong about benign cases.
 #[test]
 fn benign_cases_show_surface_signals_but_no_risk_evidence() {
+    use ls_env::action::{BankArgs, LedgerArgs, ThreadArgs};
     use ls_env::tools::{compare_bank_account, inspect_email_thread, search_ledger, DocSource};
     let set = FixtureSet::embedded().unwrap();
     let mut pool = ls_gen::twins(&set, 31415);
@@ -195,14 +196,14 @@ fn benign_cases_show_surface_signals_but_no_risk_evidence() {
                 "proposed_bank_account".into(),
                 f.bank_account.clone().unwrap().into(),
             );
-            let out = compare_bank_account(&world, &p).unwrap();
+            let out = compare_bank_account(&world, &BankArgs::parse(&p).unwrap());
             assert!(out.signals.is_empty(), "{}: {:?}", t.case_id, out.signals);
             p.insert(
                 "invoice_number".into(),
                 f.invoice_number.clone().unwrap().into(),
             );
             p.insert("amount".into(), f.total.unwrap().to_string().into());
-            let ledger = search_ledger(&world, &p).unwrap();
+            let ledger = search_ledger(&world, &LedgerArgs::parse(&p).unwrap());
             if ledger.signals.is_empty() {
                 continue;
             }
@@ -231,7 +232,7 @@ fn benign_cases_show_surface_signals_but_no_risk_evidence() {
         for e in t.documents.iter().filter(|d| d.doc_type == "email") {
             let mut p = serde_json::Map::new();
             p.insert("thread_id".into(), e.doc_id.clone().into());
-            let out = inspect_email_thread(&world, &docs, &p).unwrap();
+            let out = inspect_email_thread(&world, &docs, &ThreadArgs::parse(&p).unwrap());
             for s in &out.signals {
                 let allowed = s == "urgent_payment_pressure"
                     || (s == "bank_override_attempt"

@@ -184,7 +184,8 @@ pub fn do_step(
         None => return Err(ApiError::UnknownSession(session.to_owned())),
     };
     let mut env = lock_env(&env);
-    Ok(env.step(&req.action_type, &req.payload)?)
+    let action = ls_env::ActionRequest::parse(&req.action_type, &req.payload);
+    Ok(env.step_request(action)?)
 }
 
 pub fn do_state(state: &AppState, session: &str) -> PublicState {

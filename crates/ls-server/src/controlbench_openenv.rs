@@ -12,7 +12,7 @@ use ls_env::{Environment, Observation, PublicState};
 use ls_json::RawJson;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 /// Routes of the OpenEnv protocol surface for ControlBench.
 pub fn routes() -> crate::route_table::ApiRoutes<crate::Shared> {
@@ -52,62 +52,13 @@ impl OpenEnvBackend for Environment {
         if req.session_id.is_some() {
             return Err(ApiError::Validation(WS_SESSION_FIELD.into()));
         }
-        to_json(&Environment::step(self, &req.action_type, &req.payload)?)
+        let action = ls_env::ActionRequest::parse(&req.action_type, &req.payload);
+        to_json(&Environment::step_request(self, action)?)
     }
 
     fn state(&self) -> Option<Value> {
         Environment::state(self).and_then(|s| serde_json::to_value(s).ok())
     }
-}
-
-/// Input schema of one action's payload (what the tools read; unknown keys are ignored by tools).
-fn payload_schema(action: ActionName) -> Value {
-    let s = |d: &str| json!({"type": "string", "description": d});
-    let page = json!({"type": "integer", "minimum": 1, "description": "1-based page number"});
-    let bbox = json!({"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4, "description": "[x0, y0, x1, y1] region"});
-    use ActionName::*;
-    let (props, required): (Value, &[&str]) = match action {
-        Zoom | GetDocCrop => (
-            json!({"doc_id": s("document id from visible_documents"), "page": page, "bbox": bbox}),
-            &["doc_id"],
-        ),
-        Ocr => (
-            json!({"doc_id": s("document id from visible_documents"), "mode": {"type": "string", "enum": ["fast", "accurate"], "description": "fast costs 0.45, accurate 1.10"}, "page": page, "bbox": bbox}),
-            &["doc_id"],
-        ),
-        LookupVendor | LookupVendorHistory => {
-            (json!({"vendor_key": s("vendor key")}), &["vendor_key"])
-        }
-        LookupPolicy => (
-            json!({"rule_id": s("policy rule id; omit to list the policy")}),
-            &[],
-        ),
-        LookupPo => (json!({"po_id": s("purchase order id")}), &["po_id"]),
-        LookupReceipt => (
-            json!({"receipt_id": s("goods receipt id")}),
-            &["receipt_id"],
-        ),
-        SearchLedger => (
-            json!({"vendor_key": s("vendor key"), "invoice_number": s("invoice number"), "amount": {"type": "number", "description": "invoice amount"}}),
-            &[],
-        ),
-        InspectEmailThread => (
-            json!({"thread_id": s("email thread or email document id")}),
-            &["thread_id"],
-        ),
-        CompareBankAccount => (
-            json!({"vendor_key": s("vendor key"), "proposed_bank_account": s("account to compare with the vendor master")}),
-            &["vendor_key"],
-        ),
-        CreateHumanHandoff => (
-            json!({"summary": s("handoff summary"), "recommended_next_step": s("what the human should do next")}),
-            &[],
-        ),
-        // The output contract of every task family, from the domain crate (one source).
-        SubmitDecision => return ls_core::contract::submission_schema(),
-        _ => (json!({}), &[]),
-    };
-    json!({"type": "object", "properties": props, "required": required})
 }
 
 fn tool_description(action: ActionName) -> String {
@@ -174,7 +125,7 @@ impl OpenEnvService for AppState {
             .map(|&a| ToolSpec {
                 name: a.as_str().to_owned(),
                 description: tool_description(a),
-                input_schema: payload_schema(a),
+                input_schema: ls_env::action::payload_schema(a),
             })
             .collect()
     }
@@ -217,6 +168,7 @@ fn controlbench_readme(cases: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn action_schema_lists_all_21_actions() {
@@ -241,7 +193,7 @@ mod tests {
     #[test]
     fn tool_schemas_are_objects() {
         for a in ActionName::ALL {
-            let s = payload_schema(a);
+            let s = ls_env::action::payload_schema(a);
             assert_eq!(s["type"], "object");
             for r in s["required"].as_array().unwrap() {
                 assert!(

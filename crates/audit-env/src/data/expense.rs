@@ -7,26 +7,14 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 use super::{approved_vendors, EMPLOYEE_NAMES};
+pub use crate::model::ExpenseClaim;
 use crate::model::{ErrorType, GtItem, GtOrigin, WorldRules};
-use crate::util::{self, money, Date, Rng8};
+use crate::util::{self, Date, Rng8};
 
 pub const CLAIM_COUNT: usize = 19;
 pub const CUMULATIVE_MONTHLY_LIMIT_INR: i64 = 50_000;
 /// Headroom kept for every employee-month except the planted breach.
 const SAFE_MONTH_TOTAL_INR: i64 = 40_000;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ExpenseClaim {
-    pub expense_id: String,
-    pub date: Date,
-    pub employee: String,
-    pub category: String,
-    #[serde(with = "money")]
-    pub amount: Decimal,
-    pub description: String,
-    pub receipt_id: String,
-    pub vendor: String,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CategoryRule {
@@ -234,6 +222,98 @@ pub(crate) fn draw_type_mix(
     out
 }
 
+/// The boundary meal: compliant or over the limit depending on the meal limit in force.
+fn boundary_meal(b: &mut Builder<'_>, rules: &WorldRules, amount: i64, is_error: bool) {
+    let (boundary_amount, boundary_is_error, meal_limit) = (amount, is_error, rules.meal_limit_inr);
+    let d = b.weekday_date(5, 40);
+    let e = b.employee_for(d, boundary_amount);
+    let r = b.receipt();
+    let c = b.claim(
+        d,
+        e,
+        "Meals",
+        boundary_amount,
+        "Team dinner with client".into(),
+        r,
+        "ITC Foods".into(),
+    );
+    let tag = boundary_is_error.then(|| {
+        let origin = if rules.fiscal_period > 1 || meal_limit != 1500 {
+            GtOrigin::RuleChange
+        } else {
+            GtOrigin::Planted
+        };
+        (
+            ErrorType::OverLimit,
+            origin,
+            format!("Meals claim {boundary_amount} exceeds the ₹{meal_limit} limit"),
+        )
+    });
+    b.push(c, tag);
+}
+
+/// A claim from a suspended vendor (vendor under investigation).
+fn suspended_vendor_claim(b: &mut Builder<'_>, v: &str) {
+    let d = b.weekday_date(5, 40);
+    let amt = b.rng.random_range(800..=4000);
+    let e = b.employee_for(d, amt);
+    let r = b.receipt();
+    let c = b.claim(
+        d,
+        e,
+        "Office Supplies",
+        amt,
+        "Printer cartridges".into(),
+        r,
+        v.to_owned(),
+    );
+    b.push(
+        c,
+        Some((
+            ErrorType::UnapprovedVendor,
+            GtOrigin::RuleChange,
+            format!("vendor {v} is suspended (under investigation)"),
+        )),
+    );
+}
+
+/// Red herrings: a meal exactly at the limit and a Friday meal just under it.
+fn red_herrings(b: &mut Builder<'_>, meal_limit: i64) {
+    let d = b
+        .today
+        .days_before(b.rng.random_range(5..=30))
+        .back_to_weekday();
+    let e = b.employee_for(d, meal_limit);
+    let r = b.receipt();
+    let c = b.claim(
+        d,
+        e,
+        "Meals",
+        meal_limit,
+        "Client lunch (exactly at the limit)".into(),
+        r,
+        "ITC Foods".into(),
+    );
+    b.push(c, None);
+    let mut d = b.today.days_before(b.rng.random_range(7..=30));
+    while d.weekday() != 4 {
+        d = d.add_days(-1);
+    }
+    let amt = meal_limit - 100;
+    let e = b.employee_for(d, amt);
+    let r = b.receipt();
+    let c = b.claim(
+        d,
+        e,
+        "Meals",
+        amt,
+        "Friday team meal".into(),
+        r,
+        "ITC Foods".into(),
+    );
+    b.push(c, None);
+}
+
 pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
     let mut rng = util::rng_for(seed, 1);
     let policy = policy_for(rules);
@@ -282,58 +362,10 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
         );
     }
 
-    // Boundary meal: compliant or over the limit depending on the meal limit in force.
-    {
-        let d = b.weekday_date(5, 40);
-        let e = b.employee_for(d, boundary_amount);
-        let r = b.receipt();
-        let c = b.claim(
-            d,
-            e,
-            "Meals",
-            boundary_amount,
-            "Team dinner with client".into(),
-            r,
-            "ITC Foods".into(),
-        );
-        let tag = boundary_is_error.then(|| {
-            let origin = if rules.fiscal_period > 1 || meal_limit != 1500 {
-                GtOrigin::RuleChange
-            } else {
-                GtOrigin::Planted
-            };
-            (
-                ErrorType::OverLimit,
-                origin,
-                format!("Meals claim {boundary_amount} exceeds the ₹{meal_limit} limit"),
-            )
-        });
-        b.push(c, tag);
-    }
+    boundary_meal(&mut b, rules, boundary_amount, boundary_is_error);
 
-    // Suspended vendor (vendor under investigation).
     if let Some(v) = suspended.first() {
-        let d = b.weekday_date(5, 40);
-        let amt = b.rng.random_range(800..=4000);
-        let e = b.employee_for(d, amt);
-        let r = b.receipt();
-        let c = b.claim(
-            d,
-            e,
-            "Office Supplies",
-            amt,
-            "Printer cartridges".into(),
-            r,
-            v.clone(),
-        );
-        b.push(
-            c,
-            Some((
-                ErrorType::UnapprovedVendor,
-                GtOrigin::RuleChange,
-                format!("vendor {v} is suspended (under investigation)"),
-            )),
-        );
+        suspended_vendor_claim(&mut b, v);
     }
 
     // Remaining planted types.
@@ -346,42 +378,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
         plant(&mut b, t, &mut dup_pairs);
     }
 
-    // Red herrings.
-    {
-        let d = b
-            .today
-            .days_before(b.rng.random_range(5..=30))
-            .back_to_weekday();
-        let e = b.employee_for(d, meal_limit);
-        let r = b.receipt();
-        let c = b.claim(
-            d,
-            e,
-            "Meals",
-            meal_limit,
-            "Client lunch (exactly at the limit)".into(),
-            r,
-            "ITC Foods".into(),
-        );
-        b.push(c, None);
-        let mut d = b.today.days_before(b.rng.random_range(7..=30));
-        while d.weekday() != 4 {
-            d = d.add_days(-1);
-        }
-        let amt = meal_limit - 100;
-        let e = b.employee_for(d, amt);
-        let r = b.receipt();
-        let c = b.claim(
-            d,
-            e,
-            "Meals",
-            amt,
-            "Friday team meal".into(),
-            r,
-            "ITC Foods".into(),
-        );
-        b.push(c, None);
-    }
+    red_herrings(&mut b, meal_limit);
     for v in rules.onboarded_vendors.clone() {
         let d = b.weekday_date(5, 30);
         let amt = b.rng.random_range(900..=6000);
@@ -469,7 +466,44 @@ fn remove_one(v: &mut Vec<ErrorType>, t: ErrorType) {
     }
 }
 
-fn plant(b: &mut Builder<'_>, t: ErrorType, dup_pairs: &mut Vec<(usize, usize)>) {
+/// Plant a `OverLimit` error.
+fn plant_over_limit(b: &mut Builder<'_>) {
+    use ErrorType::*;
+    let (cat, lim) = *util::pick(
+        b.rng,
+        &[
+            ("Travel", 5000i64),
+            ("Communication", 2000),
+            ("Transport", 3000),
+            ("Accommodation", 8000),
+        ],
+    );
+    let amt = lim + b.rng.random_range(500..=lim.min(4000));
+    let d = b.weekday_date(5, 40);
+    let e = b.employee_for(d, amt);
+    let r = b.receipt();
+    let v = b.approved_vendor();
+    let c = b.claim(
+        d,
+        e,
+        cat,
+        amt,
+        format!("{cat} expense for client visit"),
+        r,
+        v,
+    );
+    b.push(
+        c,
+        Some((
+            OverLimit,
+            GtOrigin::Planted,
+            format!("{cat} claim {amt} exceeds the {lim} limit"),
+        )),
+    );
+}
+
+/// Plant a `WrongCategory` error.
+fn plant_wrong_category(b: &mut Builder<'_>) {
     use ErrorType::*;
     let policy_limit = |cat: &str, meal: i64| -> i64 {
         CATEGORIES
@@ -478,254 +512,241 @@ fn plant(b: &mut Builder<'_>, t: ErrorType, dup_pairs: &mut Vec<(usize, usize)>)
             .map(|c| if cat == "Meals" { meal } else { c.1 })
             .unwrap_or(0)
     };
+    let cat = *util::pick(b.rng, &["Office Supplies", "Equipment", "Miscellaneous"]);
+    let lim = policy_limit(cat, 0);
+    let amt = b.rng.random_range(800..=(lim * 8 / 10).min(9000));
+    let d = b.weekday_date(5, 40);
+    let e = b.employee_for(d, amt);
+    let r = b.receipt();
+    let v = b.approved_vendor();
+    let item = util::pick(b.rng, &PERSONAL_ITEMS).to_string();
+    let c = b.claim(d, e, cat, amt, item.clone(), r, v);
+    b.push(
+        c,
+        Some((
+            WrongCategory,
+            GtOrigin::Planted,
+            format!("'{item}' is a personal expense booked as {cat}"),
+        )),
+    );
+}
+
+/// Plant a `DuplicateClaim` error.
+fn plant_duplicate_claim(b: &mut Builder<'_>, dup_pairs: &mut Vec<(usize, usize)>) {
+    use ErrorType::*;
+    // Copy a clean planted-free row; create one first if none exists.
+    let candidates: Vec<usize> = b
+        .rows
+        .iter()
+        .enumerate()
+        .filter(|(_, (c, t))| t.is_none() && !c.receipt_id.is_empty() && !c.date.is_weekend())
+        .map(|(i, _)| i)
+        .collect();
+    let orig = if let Some(&i) = candidates.iter().find(|&&i| {
+        let c = &b.rows[i].0;
+        let amt = util::dec_f64(c.amount) as i64;
+        b.month_totals
+            .get(&(c.employee.clone(), c.date.month_key()))
+            .copied()
+            .unwrap_or(0)
+            + amt
+            <= SAFE_MONTH_TOTAL_INR
+    }) {
+        i
+    } else {
+        let amt = b.rng.random_range(600..=4000);
+        let d = b.weekday_date(5, 50);
+        let e = b.employee_for(d, amt * 2);
+        let r = b.receipt();
+        let v = b.approved_vendor();
+        let c = b.claim(
+            d,
+            e,
+            "Travel",
+            amt,
+            "Travel expense for project work".into(),
+            r,
+            v,
+        );
+        b.push(c, None);
+        b.rows.len() - 1
+    };
+    let copy = b.rows[orig].0.clone();
+    b.push(
+        copy,
+        Some((
+            DuplicateClaim,
+            GtOrigin::Planted,
+            "same receipt claimed twice".into(),
+        )),
+    );
+    dup_pairs.push((orig, b.rows.len() - 1));
+}
+
+/// Plant a `WeekendExpense` error.
+fn plant_weekend_expense(b: &mut Builder<'_>) {
+    use ErrorType::*;
+    let mut d = b.today.days_before(b.rng.random_range(7..=40));
+    while !d.is_weekend() {
+        d = d.add_days(-1);
+    }
+    let amt = b.rng.random_range(400..=1200);
+    let e = b.employee_for(d, amt);
+    let r = b.receipt();
+    let c = b.claim(
+        d,
+        e,
+        "Meals",
+        amt,
+        "Weekend working lunch".into(),
+        r,
+        "ITC Foods".into(),
+    );
+    b.push(
+        c,
+        Some((
+            WeekendExpense,
+            GtOrigin::Planted,
+            format!("claim dated on a weekend ({d})"),
+        )),
+    );
+}
+
+/// Plant a `MissingReceipt` error.
+fn plant_missing_receipt(b: &mut Builder<'_>) {
+    use ErrorType::*;
+    let (cat, lim) = *util::pick(
+        b.rng,
+        &[
+            ("Travel", 5000i64),
+            ("Transport", 3000),
+            ("Office Supplies", 10000),
+        ],
+    );
+    let amt = b.rng.random_range(800..=(lim * 9 / 10).min(4500));
+    let d = b.weekday_date(5, 40);
+    let e = b.employee_for(d, amt);
+    let v = b.approved_vendor();
+    let c = b.claim(
+        d,
+        e,
+        cat,
+        amt,
+        format!("{cat} expense for project work"),
+        String::new(),
+        v,
+    );
+    b.push(
+        c,
+        Some((
+            MissingReceipt,
+            GtOrigin::Planted,
+            format!("{amt} claimed without a receipt"),
+        )),
+    );
+}
+
+/// Plant a `UnapprovedVendor` error.
+fn plant_unapproved_vendor(b: &mut Builder<'_>) {
+    use ErrorType::*;
+    let amt = b.rng.random_range(700..=4500);
+    let d = b.weekday_date(5, 40);
+    let e = b.employee_for(d, amt);
+    let r = b.receipt();
+    let v = util::pick(b.rng, &UNAPPROVED_VENDORS).to_string();
+    let c = b.claim(
+        d,
+        e,
+        "Office Supplies",
+        amt,
+        "Printing and binding".into(),
+        r,
+        v.clone(),
+    );
+    b.push(
+        c,
+        Some((
+            UnapprovedVendor,
+            GtOrigin::Planted,
+            format!("{v} is not an approved vendor"),
+        )),
+    );
+}
+
+/// Plant a `CumulativeBreach` error.
+fn plant_cumulative_breach(b: &mut Builder<'_>) {
+    use ErrorType::*;
+    // A reserved employee: one companion claim, then the claim that crosses ₹50,000.
+    let free: Vec<&str> = EMPLOYEE_NAMES
+        .iter()
+        .copied()
+        .filter(|e| !b.reserved.contains(*e) && !b.rows.iter().any(|(c, _)| c.employee == *e))
+        .collect();
+    let emp = if free.is_empty() {
+        EMPLOYEE_NAMES[14]
+    } else {
+        *util::pick(b.rng, &free)
+    }
+    .to_string();
+    b.reserved.insert(emp.clone());
+    let (mut d_cross, mut d_first) = (b.today.days_before(10), b.today.days_before(15));
+    for _ in 0..100 {
+        let c = b.weekday_date(5, 45);
+        let f = c.add_days(-b.rng.random_range(2..=10)).back_to_weekday();
+        if c.month_key() == f.month_key() && f < c {
+            d_cross = c;
+            d_first = f;
+            break;
+        }
+    }
+    let first_amt = b.rng.random_range(12000..=30000);
+    let cross_amt = CUMULATIVE_MONTHLY_LIMIT_INR - first_amt + b.rng.random_range(1000..=9000);
+    let r1 = b.receipt();
+    let v1 = b.approved_vendor();
+    let c1 = b.claim(
+        d_first,
+        emp.clone(),
+        "Training",
+        first_amt.min(20000),
+        "Certification course fees".into(),
+        r1,
+        v1,
+    );
+    let first_amt = first_amt.min(20000);
+    let cross_amt = cross_amt.max(CUMULATIVE_MONTHLY_LIMIT_INR - first_amt + 1000);
+    b.push(c1, None);
+    let r2 = b.receipt();
+    let v2 = "HCL Furniture".to_string();
+    let c2 = b.claim(
+        d_cross,
+        emp.clone(),
+        "Equipment",
+        cross_amt,
+        "Workstation and monitor".into(),
+        r2,
+        v2,
+    );
+    b.push(
+        c2,
+        Some((
+            CumulativeBreach,
+            GtOrigin::Planted,
+            format!("{emp}'s monthly total exceeds ₹{CUMULATIVE_MONTHLY_LIMIT_INR}"),
+        )),
+    );
+}
+
+/// Plant one error of type `t` (one function per type).
+fn plant(b: &mut Builder<'_>, t: ErrorType, dup_pairs: &mut Vec<(usize, usize)>) {
+    use ErrorType::*;
     match t {
-        OverLimit => {
-            let (cat, lim) = *util::pick(
-                b.rng,
-                &[
-                    ("Travel", 5000i64),
-                    ("Communication", 2000),
-                    ("Transport", 3000),
-                    ("Accommodation", 8000),
-                ],
-            );
-            let amt = lim + b.rng.random_range(500..=lim.min(4000));
-            let d = b.weekday_date(5, 40);
-            let e = b.employee_for(d, amt);
-            let r = b.receipt();
-            let v = b.approved_vendor();
-            let c = b.claim(
-                d,
-                e,
-                cat,
-                amt,
-                format!("{cat} expense for client visit"),
-                r,
-                v,
-            );
-            b.push(
-                c,
-                Some((
-                    OverLimit,
-                    GtOrigin::Planted,
-                    format!("{cat} claim {amt} exceeds the {lim} limit"),
-                )),
-            );
-        }
-        WrongCategory => {
-            let cat = *util::pick(b.rng, &["Office Supplies", "Equipment", "Miscellaneous"]);
-            let lim = policy_limit(cat, 0);
-            let amt = b.rng.random_range(800..=(lim * 8 / 10).min(9000));
-            let d = b.weekday_date(5, 40);
-            let e = b.employee_for(d, amt);
-            let r = b.receipt();
-            let v = b.approved_vendor();
-            let item = util::pick(b.rng, &PERSONAL_ITEMS).to_string();
-            let c = b.claim(d, e, cat, amt, item.clone(), r, v);
-            b.push(
-                c,
-                Some((
-                    WrongCategory,
-                    GtOrigin::Planted,
-                    format!("'{item}' is a personal expense booked as {cat}"),
-                )),
-            );
-        }
-        DuplicateClaim => {
-            // Copy a clean planted-free row; create one first if none exists.
-            let candidates: Vec<usize> = b
-                .rows
-                .iter()
-                .enumerate()
-                .filter(|(_, (c, t))| {
-                    t.is_none() && !c.receipt_id.is_empty() && !c.date.is_weekend()
-                })
-                .map(|(i, _)| i)
-                .collect();
-            let orig = if let Some(&i) = candidates.iter().find(|&&i| {
-                let c = &b.rows[i].0;
-                let amt = util::dec_f64(c.amount) as i64;
-                b.month_totals
-                    .get(&(c.employee.clone(), c.date.month_key()))
-                    .copied()
-                    .unwrap_or(0)
-                    + amt
-                    <= SAFE_MONTH_TOTAL_INR
-            }) {
-                i
-            } else {
-                let amt = b.rng.random_range(600..=4000);
-                let d = b.weekday_date(5, 50);
-                let e = b.employee_for(d, amt * 2);
-                let r = b.receipt();
-                let v = b.approved_vendor();
-                let c = b.claim(
-                    d,
-                    e,
-                    "Travel",
-                    amt,
-                    "Travel expense for project work".into(),
-                    r,
-                    v,
-                );
-                b.push(c, None);
-                b.rows.len() - 1
-            };
-            let copy = b.rows[orig].0.clone();
-            b.push(
-                copy,
-                Some((
-                    DuplicateClaim,
-                    GtOrigin::Planted,
-                    "same receipt claimed twice".into(),
-                )),
-            );
-            dup_pairs.push((orig, b.rows.len() - 1));
-        }
-        WeekendExpense => {
-            let mut d = b.today.days_before(b.rng.random_range(7..=40));
-            while !d.is_weekend() {
-                d = d.add_days(-1);
-            }
-            let amt = b.rng.random_range(400..=1200);
-            let e = b.employee_for(d, amt);
-            let r = b.receipt();
-            let c = b.claim(
-                d,
-                e,
-                "Meals",
-                amt,
-                "Weekend working lunch".into(),
-                r,
-                "ITC Foods".into(),
-            );
-            b.push(
-                c,
-                Some((
-                    WeekendExpense,
-                    GtOrigin::Planted,
-                    format!("claim dated on a weekend ({d})"),
-                )),
-            );
-        }
-        MissingReceipt => {
-            let (cat, lim) = *util::pick(
-                b.rng,
-                &[
-                    ("Travel", 5000i64),
-                    ("Transport", 3000),
-                    ("Office Supplies", 10000),
-                ],
-            );
-            let amt = b.rng.random_range(800..=(lim * 9 / 10).min(4500));
-            let d = b.weekday_date(5, 40);
-            let e = b.employee_for(d, amt);
-            let v = b.approved_vendor();
-            let c = b.claim(
-                d,
-                e,
-                cat,
-                amt,
-                format!("{cat} expense for project work"),
-                String::new(),
-                v,
-            );
-            b.push(
-                c,
-                Some((
-                    MissingReceipt,
-                    GtOrigin::Planted,
-                    format!("{amt} claimed without a receipt"),
-                )),
-            );
-        }
-        UnapprovedVendor => {
-            let amt = b.rng.random_range(700..=4500);
-            let d = b.weekday_date(5, 40);
-            let e = b.employee_for(d, amt);
-            let r = b.receipt();
-            let v = util::pick(b.rng, &UNAPPROVED_VENDORS).to_string();
-            let c = b.claim(
-                d,
-                e,
-                "Office Supplies",
-                amt,
-                "Printing and binding".into(),
-                r,
-                v.clone(),
-            );
-            b.push(
-                c,
-                Some((
-                    UnapprovedVendor,
-                    GtOrigin::Planted,
-                    format!("{v} is not an approved vendor"),
-                )),
-            );
-        }
-        CumulativeBreach => {
-            // A reserved employee: one companion claim, then the claim that crosses ₹50,000.
-            let free: Vec<&str> = EMPLOYEE_NAMES
-                .iter()
-                .copied()
-                .filter(|e| {
-                    !b.reserved.contains(*e) && !b.rows.iter().any(|(c, _)| c.employee == *e)
-                })
-                .collect();
-            let emp = if free.is_empty() {
-                EMPLOYEE_NAMES[14]
-            } else {
-                *util::pick(b.rng, &free)
-            }
-            .to_string();
-            b.reserved.insert(emp.clone());
-            let (mut d_cross, mut d_first) = (b.today.days_before(10), b.today.days_before(15));
-            for _ in 0..100 {
-                let c = b.weekday_date(5, 45);
-                let f = c.add_days(-b.rng.random_range(2..=10)).back_to_weekday();
-                if c.month_key() == f.month_key() && f < c {
-                    d_cross = c;
-                    d_first = f;
-                    break;
-                }
-            }
-            let first_amt = b.rng.random_range(12000..=30000);
-            let cross_amt =
-                CUMULATIVE_MONTHLY_LIMIT_INR - first_amt + b.rng.random_range(1000..=9000);
-            let r1 = b.receipt();
-            let v1 = b.approved_vendor();
-            let c1 = b.claim(
-                d_first,
-                emp.clone(),
-                "Training",
-                first_amt.min(20000),
-                "Certification course fees".into(),
-                r1,
-                v1,
-            );
-            let first_amt = first_amt.min(20000);
-            let cross_amt = cross_amt.max(CUMULATIVE_MONTHLY_LIMIT_INR - first_amt + 1000);
-            b.push(c1, None);
-            let r2 = b.receipt();
-            let v2 = "HCL Furniture".to_string();
-            let c2 = b.claim(
-                d_cross,
-                emp.clone(),
-                "Equipment",
-                cross_amt,
-                "Workstation and monitor".into(),
-                r2,
-                v2,
-            );
-            b.push(
-                c2,
-                Some((
-                    CumulativeBreach,
-                    GtOrigin::Planted,
-                    format!("{emp}'s monthly total exceeds ₹{CUMULATIVE_MONTHLY_LIMIT_INR}"),
-                )),
-            );
-        }
+        OverLimit => plant_over_limit(b),
+        WrongCategory => plant_wrong_category(b),
+        DuplicateClaim => plant_duplicate_claim(b, dup_pairs),
+        WeekendExpense => plant_weekend_expense(b),
+        MissingReceipt => plant_missing_receipt(b),
+        UnapprovedVendor => plant_unapproved_vendor(b),
+        CumulativeBreach => plant_cumulative_breach(b),
         _ => {}
     }
 }

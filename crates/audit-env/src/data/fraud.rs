@@ -231,32 +231,16 @@ impl Gen<'_> {
 }
 
 /// Vendor index per transaction is kept by name during generation (ids assigned at the end).
-pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
-    let level = rules.fraud_level.clamp(1, 5);
-    let mut rng = util::rng_for(seed, 4 + 100 * level as u64);
-    let today = rules.today;
-    let mut g = Gen {
-        r: &mut rng,
-        vendors: vec![],
-        txns: vec![],
-        level,
-        emit_cash: rules.emit_cash_payments,
-        today,
-    };
-    let age_days = |d: Date| today.0 - d.0;
-    let mut names: Vec<String> = VENDOR_NAMES.iter().map(|s| s.to_string()).collect();
-    names.extend((1..=10).map(|i| format!("Enterprise Solutions {i}")));
-    util::shuffle(g.r, &mut names);
-    let mut next_name = names.into_iter();
-
-    // Type mix: higher levels force the subtle patterns in.
+/// The planted patterns: a draw over the task's error types (higher levels force the subtle
+/// ones in), with at most one concentration vendor and one circular ring.
+fn draw_mix(r: &mut Rng8, level: u8) -> Vec<ErrorType> {
     let base = crate::model::TaskId::FraudDetection.error_types();
     let mut fixed = vec![];
     if level >= 4 {
         fixed.push(ErrorType::CircularInvoicing);
         fixed.push(ErrorType::ShellCompany);
     }
-    let mut mix = draw_type_mix(g.r, base, 10, &fixed);
+    let mut mix = draw_type_mix(r, base, 10, &fixed);
     // At most one concentration vendor and one circular ring.
     let mut seen_conc = false;
     let mut seen_circ = false;
@@ -271,222 +255,239 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
         }
     }
 
-    // Clean vendors (incorporated 400+ days ago) used by ordinary transactions.
-    let clean_n = 9;
-    let clean: Vec<usize> = (0..clean_n)
-        .map(|_| {
-            let n = next_name.next().unwrap_or_default();
-            let d = g.r.random_range(400..=3650);
-            g.new_vendor(n, d)
-        })
-        .collect();
+    mix
+}
 
-    let mut gt: Vec<(Vec<usize>, ErrorType, String)> = vec![];
-    let mut conc_vendor: Option<usize> = None;
-    for t in mix.clone() {
-        match t {
-            ErrorType::CircularInvoicing => {
-                let vs: Vec<usize> = (0..3)
-                    .map(|_| {
-                        let n = next_name.next().unwrap_or_default();
-                        let d = g.r.random_range(400..=2000);
-                        g.new_vendor(n, d)
-                    })
-                    .collect();
-                let base = g.r.random_range(60..=90) * 1000;
-                let mut ids = vec![];
-                for (k, v) in vs.iter().enumerate() {
-                    let d = g.weekday(5 + 3 * k as i32, 30);
-                    let a = non_round(g.r, base, 900);
-                    ids.push(g.txn(*v, d, a, Some("Resale of trading goods".into())));
-                }
-                gt.push((
-                    ids,
-                    t,
-                    "reference chain forms a cycle across three vendors".into(),
-                ));
+/// Plant one pattern: its transactions and why they are a finding (`None` for the
+/// concentration vendor, whose transactions are sized after the rest of the spend).
+fn plant(
+    g: &mut Gen<'_>,
+    t: ErrorType,
+    names: &mut impl Iterator<Item = String>,
+    clean: &[usize],
+    conc_vendor: &mut Option<usize>,
+) -> Option<(Vec<usize>, String)> {
+    let (level, today) = (g.level, g.today);
+    match t {
+        ErrorType::CircularInvoicing => {
+            let vs: Vec<usize> = (0..3)
+                .map(|_| {
+                    let n = names.next().unwrap_or_default();
+                    let d = g.r.random_range(400..=2000);
+                    g.new_vendor(n, d)
+                })
+                .collect();
+            let base = g.r.random_range(60..=90) * 1000;
+            let mut ids = vec![];
+            for (k, v) in vs.iter().enumerate() {
+                let d = g.weekday(5 + 3 * k as i32, 30);
+                let a = non_round(g.r, base, 900);
+                ids.push(g.txn(*v, d, a, Some("Resale of trading goods".into())));
             }
-            ErrorType::SplitInvoice => {
-                let n = next_name.next().unwrap_or_default();
-                let v = g.new_vendor_r(n, 400, 3000);
-                let parts = if level >= 3 { 3 } else { 2 };
-                let factor = match level {
-                    1 => 1.6,
-                    2 => 1.3,
-                    3 => 1.15,
-                    4 => 1.06,
-                    _ => 1.02,
-                };
-                let total = (APPROVAL_THRESHOLD_INR as f64 * factor) as i64;
-                let d = g.weekday(5, 20);
-                let mut ids = vec![];
-                for p in 0..parts {
-                    let a =
-                        non_round(g.r, total / parts as i64, 150).min(APPROVAL_THRESHOLD_INR - 1);
-                    ids.push(g.txn(v, d, a, Some(format!("Installation work phase {}", p + 1))));
-                }
-                gt.push((
-                    ids,
-                    t,
-                    "one purchase split below the approval threshold".into(),
-                ));
+            Some((
+                ids,
+                "reference chain forms a cycle across three vendors".into(),
+            ))
+        }
+        ErrorType::SplitInvoice => {
+            let n = names.next().unwrap_or_default();
+            let v = g.new_vendor_r(n, 400, 3000);
+            let parts = if level >= 3 { 3 } else { 2 };
+            let factor = match level {
+                1 => 1.6,
+                2 => 1.3,
+                3 => 1.15,
+                4 => 1.06,
+                _ => 1.02,
+            };
+            let total = (APPROVAL_THRESHOLD_INR as f64 * factor) as i64;
+            let d = g.weekday(5, 20);
+            let mut ids = vec![];
+            for p in 0..parts {
+                let a = non_round(g.r, total / parts as i64, 150).min(APPROVAL_THRESHOLD_INR - 1);
+                ids.push(g.txn(v, d, a, Some(format!("Installation work phase {}", p + 1))));
             }
-            ErrorType::ShellCompany => {
-                let twin = *util::pick(g.r, &clean);
-                let n = next_name.next().unwrap_or_default();
-                let v = g.new_vendor_r(n, 60, 150);
-                let pan = util::gstin_pan(&g.vendors[twin].gstin).to_string();
-                let st = g.vendors[twin].state.clone();
-                let ent = if g.vendors[twin].gstin.as_bytes()[12] == b'2' {
-                    '3'
+            Some((
+                ids,
+                "one purchase split below the approval threshold".into(),
+            ))
+        }
+        ErrorType::ShellCompany => {
+            let twin = *util::pick(g.r, clean);
+            let n = names.next().unwrap_or_default();
+            let v = g.new_vendor_r(n, 60, 150);
+            let pan = util::gstin_pan(&g.vendors[twin].gstin).to_string();
+            let st = g.vendors[twin].state.clone();
+            let ent = if g.vendors[twin].gstin.as_bytes()[12] == b'2' {
+                '3'
+            } else {
+                '2'
+            };
+            g.vendors[v].gstin = util::gstin_from(&st, &pan, ent);
+            g.vendors[v].state = st;
+            g.vendors[v].employee_count = g.r.random_range(0..=2);
+            g.vendors[v].registered_address = None;
+            let d = g.weekday(5, 30);
+            let a = non_round(g.r, 180000, 40000);
+            let id = g.txn(v, d, a, Some("Business advisory retainer".into()));
+            Some((
+                vec![id],
+                "vendor shares a PAN with a registered vendor and has no substance".into(),
+            ))
+        }
+        ErrorType::RoundNumberAnomaly => {
+            let n = names.next().unwrap_or_default();
+            let v = g.new_vendor_r(n, 400, 3000);
+            let mut ids = vec![];
+            for _ in 0..3 {
+                let a = if level <= 2 {
+                    g.r.random_range(1..=4) * 10000
                 } else {
-                    '2'
+                    g.r.random_range(11..=49) * 1000
                 };
-                g.vendors[v].gstin = util::gstin_from(&st, &pan, ent);
-                g.vendors[v].state = st;
-                g.vendors[v].employee_count = g.r.random_range(0..=2);
-                g.vendors[v].registered_address = None;
-                let d = g.weekday(5, 30);
-                let a = non_round(g.r, 180000, 40000);
-                let id = g.txn(v, d, a, Some("Business advisory retainer".into()));
-                gt.push((
-                    vec![id],
-                    t,
-                    "vendor shares a PAN with a registered vendor and has no substance".into(),
-                ));
+                let d = g.distinct_day(v, 5, 60);
+                ids.push(g.txn(v, d, a, None));
             }
-            ErrorType::RoundNumberAnomaly => {
-                let n = next_name.next().unwrap_or_default();
-                let v = g.new_vendor_r(n, 400, 3000);
-                let mut ids = vec![];
-                for _ in 0..3 {
-                    let a = if level <= 2 {
-                        g.r.random_range(1..=4) * 10000
-                    } else {
-                        g.r.random_range(11..=49) * 1000
-                    };
-                    let d = g.distinct_day(v, 5, 60);
-                    ids.push(g.txn(v, d, a, None));
-                }
-                gt.push((ids, t, "repeated exact round amounts".into()));
+            Some((ids, "repeated exact round amounts".into()))
+        }
+        ErrorType::BenfordViolation => {
+            let n = names.next().unwrap_or_default();
+            let v = g.new_vendor_r(n, 400, 3000);
+            let mut ids = vec![];
+            for k in 0..4 {
+                let lead = if level <= 2 || k % 2 == 0 { 9 } else { 8 };
+                let a = non_round(g.r, lead * 10000 + 5000, 4500);
+                let d = g.distinct_day(v, 5, 60);
+                ids.push(g.txn(v, d, a, None));
             }
-            ErrorType::BenfordViolation => {
-                let n = next_name.next().unwrap_or_default();
-                let v = g.new_vendor_r(n, 400, 3000);
-                let mut ids = vec![];
-                for k in 0..4 {
-                    let lead = if level <= 2 || k % 2 == 0 { 9 } else { 8 };
-                    let a = non_round(g.r, lead * 10000 + 5000, 4500);
-                    let d = g.distinct_day(v, 5, 60);
-                    ids.push(g.txn(v, d, a, None));
-                }
-                gt.push((
-                    ids,
-                    t,
-                    "leading digits far from Benford's distribution".into(),
-                ));
-            }
-            ErrorType::VendorConcentration => {
-                let n = next_name.next().unwrap_or_default();
-                conc_vendor = Some(g.new_vendor_r(n, 400, 3000));
-            }
-            ErrorType::DuplicateBankAccount => {
-                let twin = *util::pick(g.r, &clean);
-                let n = next_name.next().unwrap_or_default();
-                let inc = (today.0 - g.vendors[twin].incorporation_date.0 - 30).clamp(200, 380);
-                let v = g.new_vendor(n, inc);
-                g.vendors[v].bank_account = g.vendors[twin].bank_account.clone();
-                let d = g.weekday(5, 30);
-                let a = non_round(g.r, 85000, 10000);
-                let id = g.txn(v, d, a, None);
-                gt.push((
-                    vec![id],
-                    t,
-                    "bank account shared with another vendor".into(),
-                ));
-            }
-            ErrorType::SuddenVolumeSpike => {
-                let n = next_name.next().unwrap_or_default();
-                let v = g.new_vendor_r(n, 400, 3000);
-                let d0 = g.weekday(70, 88);
-                let a0 = non_round(g.r, 15000, 3000);
-                g.txn(v, d0, a0, None);
-                let mut ids = vec![];
-                let mut days: Vec<i32> = (1..=14).collect();
-                util::shuffle(g.r, &mut days);
-                let k = if level >= 4 { 5 } else { 6 };
-                let mut used = BTreeSet::new();
-                for dd in days {
-                    let d = today.days_before(dd).back_to_weekday();
-                    if age_days(d) >= SPIKE_WINDOW_DAYS || !used.insert(d) {
-                        continue;
-                    }
-                    let a = non_round(g.r, 45000, 3000);
-                    ids.push(g.txn(v, d, a, None));
-                    if ids.len() == k {
-                        break;
-                    }
-                }
-                gt.push((
-                    ids,
-                    t,
-                    "transaction volume jumped in the last 15 days".into(),
-                ));
-            }
-            ErrorType::InvoiceBeforeIncorporation => {
-                let n = next_name.next().unwrap_or_default();
-                let v = g.new_vendor_r(n, 40, 80);
-                let d = g.vendors[v]
-                    .incorporation_date
-                    .add_days(-g.r.random_range(10..=30))
-                    .back_to_weekday();
-                let a = non_round(g.r, 120000, 20000);
-                let id = g.txn(v, d, a, None);
-                gt.push((
-                    vec![id],
-                    t,
-                    "invoice predates the vendor's incorporation".into(),
-                ));
-            }
-            ErrorType::WeekendPattern => {
-                let n = next_name.next().unwrap_or_default();
-                let v = g.new_vendor_r(n, 400, 3000);
-                let k = if level >= 4 { 3 } else { 4 };
-                let mut ids = vec![];
-                let mut j = g.r.random_range(0..3);
-                while ids.len() < k {
-                    let mut d = today.days_before(7 * (j + 1) + g.r.random_range(0..3));
-                    while !d.is_weekend() {
-                        d = d.add_days(1);
-                    }
-                    // Depending on today's weekday two draws can land on the same weekend day
-                    // (two same-day invoices would also look like a split invoice): a week earlier.
-                    while g
-                        .txns
-                        .iter()
-                        .any(|t| t.vendor_name == g.vendors[v].name && t.date == d)
-                    {
-                        d = d.add_days(-7);
-                    }
-                    let a = non_round(g.r, 35000, 2000);
-                    ids.push(g.txn(v, d, a, None));
-                    j += 1 + (level as i32 >= 3) as i32;
-                }
-                gt.push((ids, t, "repeated weekend invoicing".into()));
-            }
-            _ => {}
+            Some((ids, "leading digits far from Benford's distribution".into()))
+        }
+        ErrorType::VendorConcentration => {
+            let n = names.next().unwrap_or_default();
+            *conc_vendor = Some(g.new_vendor_r(n, 400, 3000));
+            None
+        }
+        ErrorType::DuplicateBankAccount => {
+            let twin = *util::pick(g.r, clean);
+            let n = names.next().unwrap_or_default();
+            let inc = (today.0 - g.vendors[twin].incorporation_date.0 - 30).clamp(200, 380);
+            let v = g.new_vendor(n, inc);
+            g.vendors[v].bank_account = g.vendors[twin].bank_account.clone();
+            let d = g.weekday(5, 30);
+            let a = non_round(g.r, 85000, 10000);
+            let id = g.txn(v, d, a, None);
+            Some((vec![id], "bank account shared with another vendor".into()))
+        }
+        ErrorType::SuddenVolumeSpike => plant_volume_spike(g, names),
+        ErrorType::InvoiceBeforeIncorporation => {
+            let n = names.next().unwrap_or_default();
+            let v = g.new_vendor_r(n, 40, 80);
+            let d = g.vendors[v]
+                .incorporation_date
+                .add_days(-g.r.random_range(10..=30))
+                .back_to_weekday();
+            let a = non_round(g.r, 120000, 20000);
+            let id = g.txn(v, d, a, None);
+            Some((
+                vec![id],
+                "invoice predates the vendor's incorporation".into(),
+            ))
+        }
+        ErrorType::WeekendPattern => plant_weekend_pattern(g, names),
+        _ => None,
+    }
+}
+
+/// Plant the `SuddenVolumeSpike` pattern.
+fn plant_volume_spike(
+    g: &mut Gen<'_>,
+    names: &mut impl Iterator<Item = String>,
+) -> Option<(Vec<usize>, String)> {
+    let (level, today) = (g.level, g.today);
+    let age_days = |d: Date| today.0 - d.0;
+    let n = names.next().unwrap_or_default();
+    let v = g.new_vendor_r(n, 400, 3000);
+    let d0 = g.weekday(70, 88);
+    let a0 = non_round(g.r, 15000, 3000);
+    g.txn(v, d0, a0, None);
+    let mut ids = vec![];
+    let mut days: Vec<i32> = (1..=14).collect();
+    util::shuffle(g.r, &mut days);
+    let k = if level >= 4 { 5 } else { 6 };
+    let mut used = BTreeSet::new();
+    for dd in days {
+        let d = today.days_before(dd).back_to_weekday();
+        if age_days(d) >= SPIKE_WINDOW_DAYS || !used.insert(d) {
+            continue;
+        }
+        let a = non_round(g.r, 45000, 3000);
+        ids.push(g.txn(v, d, a, None));
+        if ids.len() == k {
+            break;
         }
     }
-    // Circular links: a→c, b→a, c→b (ids resolved after numbering).
-    let mut circ_links: Vec<(usize, usize)> = vec![];
-    for (ids, t, _) in &gt {
-        if *t == ErrorType::CircularInvoicing {
-            circ_links.push((ids[0], ids[2]));
-            circ_links.push((ids[1], ids[0]));
-            circ_links.push((ids[2], ids[1]));
+    Some((ids, "transaction volume jumped in the last 15 days".into()))
+}
+
+/// Plant the `WeekendPattern` pattern.
+fn plant_weekend_pattern(
+    g: &mut Gen<'_>,
+    names: &mut impl Iterator<Item = String>,
+) -> Option<(Vec<usize>, String)> {
+    let (level, today) = (g.level, g.today);
+    let n = names.next().unwrap_or_default();
+    let v = g.new_vendor_r(n, 400, 3000);
+    let k = if level >= 4 { 3 } else { 4 };
+    let mut ids = vec![];
+    let mut j = g.r.random_range(0..3);
+    while ids.len() < k {
+        let mut d = today.days_before(7 * (j + 1) + g.r.random_range(0..3));
+        while !d.is_weekend() {
+            d = d.add_days(1);
         }
+        // Depending on today's weekday two draws can land on the same weekend day
+        // (two same-day invoices would also look like a split invoice): a week earlier.
+        while g
+            .txns
+            .iter()
+            .any(|t| t.vendor_name == g.vendors[v].name && t.date == d)
+        {
+            d = d.add_days(-7);
+        }
+        let a = non_round(g.r, 35000, 2000);
+        ids.push(g.txn(v, d, a, None));
+        j += 1 + (level as i32 >= 3) as i32;
     }
-    // Red herrings scale with the level: near-miss patterns that must not be flagged.
+    Some((ids, "repeated weekend invoicing".into()))
+}
+
+/// The concentration vendor's transactions, sized to its share of the rest of the spend.
+fn plant_concentration(g: &mut Gen<'_>, v: usize) -> Vec<usize> {
+    let level = g.level;
+    let others: i64 = g.txns.iter().map(|t| t.amount.to_i64().unwrap_or(0)).sum();
+    let share = match level {
+        1 => 0.45,
+        2 => 0.40,
+        3 => 0.36,
+        4 => 0.33,
+        _ => 0.315,
+    };
+    let target = (others as f64 * share / (1.0 - share)) as i64;
+    let mut ids = vec![];
+    for k in 0..8 {
+        let d = g.weekday(16 + 9 * k, 16 + 9 * k + 4);
+        let mut a = non_round(g.r, target / 8, target / 80);
+        if leading_digit(Decimal::from(a)) >= 8 && k == 0 {
+            a = non_round(g.r, (target / 8) * 7 / 10, 100);
+        }
+        ids.push(g.txn(v, d, a, None));
+    }
+    ids
+}
+
+/// Red herrings scale with the level: near-miss patterns that must not be flagged.
+fn red_herrings(g: &mut Gen<'_>, clean: &[usize]) {
+    let (level, today) = (g.level, g.today);
     if level >= 2 {
         let v = clean[0];
         for _ in 0..2 {
@@ -514,12 +515,16 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
             g.txn(v, d, a, None);
         }
     }
-    // Clean filler up to the documented count, leaving room for the concentration vendor.
-    let conc_txns = if conc_vendor.is_some() { 8 } else { 0 };
+}
+
+/// Clean filler transactions up to `count` (room is left for the concentration vendor).
+fn clean_filler(g: &mut Gen<'_>, clean: &[usize], count: usize) {
+    let today = g.today;
+    let age_days = |d: Date| today.0 - d.0;
     let mut guard = 0;
-    while g.txns.len() + conc_txns < TXN_COUNT && guard < 10_000 {
+    while g.txns.len() < count && guard < 10_000 {
         guard += 1;
-        let v = *util::pick(g.r, &clean);
+        let v = *util::pick(g.r, clean);
         let d = g.weekday(5, AUDIT_WINDOW_DAYS - 2);
         // keep clean vendors free of same-day pairs and recent bursts
         let same_day = g
@@ -547,9 +552,12 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
             }
         }
     }
-    // Cash/UPI above the REG-002 threshold without documentation (period 4+).
+}
+
+/// Cash/UPI payments above the REG-002 threshold, two without documentation (period 4+).
+fn cash_payments(g: &mut Gen<'_>, clean: &[usize]) {
     let mut undocumented: Vec<usize> = vec![];
-    if rules.emit_cash_payments {
+    {
         let cands: Vec<usize> = (0..g.txns.len())
             .filter(|&i| {
                 g.txns[i].vendor_name == g.vendors[clean[3]].name
@@ -573,26 +581,62 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
             }
         }
     }
+}
+
+pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
+    let level = rules.fraud_level.clamp(1, 5);
+    let mut rng = util::rng_for(seed, 4 + 100 * level as u64);
+    let today = rules.today;
+    let mut g = Gen {
+        r: &mut rng,
+        vendors: vec![],
+        txns: vec![],
+        level,
+        emit_cash: rules.emit_cash_payments,
+        today,
+    };
+    let mut names: Vec<String> = VENDOR_NAMES.iter().map(|s| s.to_string()).collect();
+    names.extend((1..=10).map(|i| format!("Enterprise Solutions {i}")));
+    util::shuffle(g.r, &mut names);
+    let mut next_name = names.into_iter();
+
+    let mix = draw_mix(g.r, level);
+
+    // Clean vendors (incorporated 400+ days ago) used by ordinary transactions.
+    let clean_n = 9;
+    let clean: Vec<usize> = (0..clean_n)
+        .map(|_| {
+            let n = next_name.next().unwrap_or_default();
+            let d = g.r.random_range(400..=3650);
+            g.new_vendor(n, d)
+        })
+        .collect();
+
+    let mut gt: Vec<(Vec<usize>, ErrorType, String)> = vec![];
+    let mut conc_vendor: Option<usize> = None;
+    for t in mix.clone() {
+        if let Some((ids, why)) = plant(&mut g, t, &mut next_name, &clean, &mut conc_vendor) {
+            gt.push((ids, t, why));
+        }
+    }
+    // Circular links: a→c, b→a, c→b (ids resolved after numbering).
+    let mut circ_links: Vec<(usize, usize)> = vec![];
+    for (ids, t, _) in &gt {
+        if *t == ErrorType::CircularInvoicing {
+            circ_links.push((ids[0], ids[2]));
+            circ_links.push((ids[1], ids[0]));
+            circ_links.push((ids[2], ids[1]));
+        }
+    }
+    red_herrings(&mut g, &clean);
+    let conc_txns = if conc_vendor.is_some() { 8 } else { 0 };
+    clean_filler(&mut g, &clean, TXN_COUNT - conc_txns);
+    if rules.emit_cash_payments {
+        cash_payments(&mut g, &clean);
+    }
 
     if let Some(v) = conc_vendor {
-        let others: i64 = g.txns.iter().map(|t| t.amount.to_i64().unwrap_or(0)).sum();
-        let share = match level {
-            1 => 0.45,
-            2 => 0.40,
-            3 => 0.36,
-            4 => 0.33,
-            _ => 0.315,
-        };
-        let target = (others as f64 * share / (1.0 - share)) as i64;
-        let mut ids = vec![];
-        for k in 0..8 {
-            let d = g.weekday(16 + 9 * k, 16 + 9 * k + 4);
-            let mut a = non_round(g.r, target / 8, target / 80);
-            if leading_digit(Decimal::from(a)) >= 8 && k == 0 {
-                a = non_round(g.r, (target / 8) * 7 / 10, 100);
-            }
-            ids.push(g.txn(v, d, a, None));
-        }
+        let ids = plant_concentration(&mut g, v);
         gt.push((
             ids,
             ErrorType::VendorConcentration,

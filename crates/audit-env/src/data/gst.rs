@@ -204,48 +204,26 @@ pub fn it_effective_date(today: Date) -> Date {
     it_rate_change_date().min(today.days_before(IT_RATE_EFFECTIVE_DAYS_AGO))
 }
 
-pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
+/// A planted error: its type, origin and why it is one.
+type Planted = (ErrorType, GtOrigin, String);
+
+/// IT-service rows from period 3: some before and some after the REG-001 effective date (rows
+/// replaced in place; returns their indices).
+fn it_service_rows(
+    r: &mut Rng8,
+    rules: &WorldRules,
+    vendors: &[Vendor],
+    books: &mut [(BookRow, Vec<Planted>)],
+    g2b: &mut [Gstr2bRow],
+) -> Vec<usize> {
     let today = rules.today;
-    let mut rng = util::rng_for(seed, 3);
-    let r: &mut Rng8 = &mut rng;
     let hsn_desc = rules.schema_version >= 2;
-    let states = ["27", "29", "06", "33", "07"];
-    let vendors: Vec<Vendor> = (0..20)
-        .map(|i| {
-            let st = util::pick(r, &states).to_string();
-            Vendor {
-                name: VENDOR_NAMES[i].into(),
-                gstin: util::random_gstin(r, &st),
-                state: st,
-            }
-        })
-        .collect();
-    // 45 invoice numbers in random order: 43 common, 1 books-only, 1 GSTR-2B-only.
-    let mut numbers: Vec<usize> = (1..=45).collect();
-    util::shuffle(r, &mut numbers);
-    let inv_no = |k: usize| format!("VINV-{:04}", numbers[k]);
-    type Planted = (ErrorType, GtOrigin, String);
-    let mut books: Vec<(BookRow, Vec<Planted>)> = vec![];
-    let mut g2b: Vec<Gstr2bRow> = vec![];
-    let mut used_dates_per_inv = BTreeMap::new();
-    for k in 0..43 {
-        let v = util::pick(r, &vendors);
-        let tv = *util::pick(r, &[5000i64, 10000, 15000, 20000, 25000, 30000, 50000]);
-        let rate = *util::pick(r, &[5u32, 12, 18, 28]);
-        let date = today.days_before(r.random_range(10..=90));
-        let hsn = *util::pick(r, &CLEAN_HSN);
-        let b = book_row(v, &inv_no(k), date, tv, rate, hsn, hsn_desc);
-        used_dates_per_inv.insert(k, date);
-        g2b.push(to_2b(&b));
-        books.push((b, vec![]));
-    }
-    // IT-service rows from period 3: some before and some after the REG-001 effective date.
     let mut it_rows: Vec<usize> = vec![];
     if rules.emit_it_services {
         let eff = it_effective_date(today);
         let picks = util::sample_indices(r, 43, 3);
         for (j, &k) in picks.iter().enumerate() {
-            let v = util::pick(r, &vendors);
+            let v = util::pick(r, vendors);
             let date = if j == 0 {
                 eff.add_days(-r.random_range(5..=40))
             } else {
@@ -271,6 +249,149 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
             it_rows.push(k);
         }
     }
+    it_rows
+}
+
+/// Red herrings: a 3-day date difference and a ₹1 taxable difference (neither is an error).
+fn red_herrings(
+    books: &[(BookRow, Vec<Planted>)],
+    g2b: &mut [Gstr2bRow],
+    rows: &[usize],
+    today: Date,
+) {
+    let k = rows[0];
+    g2b[k].date = books[k].0.date.add_days(3).min(today);
+    let k = rows[1];
+    g2b[k].taxable_value += Decimal::ONE;
+    retotal_2(&mut g2b[k]);
+}
+
+/// Plant one error of type `t` into a books row and its GSTR-2B counterpart; returns why it is
+/// an error.
+fn plant_error(
+    r: &mut Rng8,
+    t: ErrorType,
+    b: &mut BookRow,
+    g: &mut Gstr2bRow,
+    today: Date,
+) -> String {
+    let intra = b.place_of_supply == OUR_STATE;
+    match t {
+        ErrorType::AmountMismatch => {
+            g.taxable_value += Decimal::from(r.random_range(5..=50) * 100);
+            retotal_2(g);
+            "taxable value differs between books and GSTR-2B".into()
+        }
+        ErrorType::TaxRateMismatch => {
+            let others: Vec<u32> = [5u32, 12, 18, 28]
+                .into_iter()
+                .filter(|x| *x != b.gst_rate)
+                .collect();
+            let nr = *util::pick(r, &others);
+            let (c, s, i) = taxes(b.taxable_value, nr, intra);
+            b.gst_rate = nr;
+            b.cgst = c;
+            b.sgst = s;
+            b.igst = i;
+            retotal_b(b);
+            "books use a different GST rate than the supplier filed".into()
+        }
+        ErrorType::ExcessClaim => {
+            let extra = Decimal::from(r.random_range(3..=20) * 100);
+            if intra {
+                b.cgst += extra;
+                b.sgst += extra;
+            } else {
+                b.igst += extra + extra;
+            }
+            retotal_b(b);
+            "input tax claimed exceeds the tax on the invoice".into()
+        }
+        ErrorType::GstinMismatch => {
+            g.supplier_gstin = util::random_gstin(r, &b.place_of_supply);
+            "supplier GSTIN in GSTR-2B differs from the books".into()
+        }
+        ErrorType::DateMismatch => {
+            let d = r.random_range(35..=60);
+            g.date = b
+                .date
+                .add_days(if b.date.add_days(d) <= today { d } else { -d });
+            "invoice dates differ by more than 30 days".into()
+        }
+        ErrorType::InvalidGstin => {
+            let bad = util::invalid_gstin(r, &b.place_of_supply);
+            b.vendor_gstin = bad.clone();
+            g.supplier_gstin = bad;
+            "GSTIN fails format or checksum validation".into()
+        }
+        ErrorType::WrongTaxType => {
+            let tax = b.cgst + b.sgst + b.igst;
+            if intra {
+                b.igst = tax;
+                b.cgst = Decimal::ZERO;
+                b.sgst = Decimal::ZERO;
+            } else {
+                let half = tax / Decimal::from(2);
+                b.cgst = half;
+                b.sgst = half;
+                b.igst = Decimal::ZERO;
+            }
+            "IGST/CGST+SGST split does not match the place of supply".into()
+        }
+        ErrorType::ItcIneligible => {
+            let (h, d, _) = *util::pick(r, &BLOCKED);
+            b.hsn_code = h.into();
+            b.description = d.into();
+            if b.hsn_description.is_some() {
+                b.hsn_description = Some(d.into());
+            }
+            "input tax credit is blocked for this category".into()
+        }
+        ErrorType::LateClaim => {
+            let d = today.days_before(r.random_range(200..=365));
+            b.date = d;
+            g.date = d;
+            "invoice older than the 180-day ITC window".into()
+        }
+        _ => String::new(),
+    }
+}
+
+pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
+    let today = rules.today;
+    let mut rng = util::rng_for(seed, 3);
+    let r: &mut Rng8 = &mut rng;
+    let hsn_desc = rules.schema_version >= 2;
+    let states = ["27", "29", "06", "33", "07"];
+    let vendors: Vec<Vendor> = (0..20)
+        .map(|i| {
+            let st = util::pick(r, &states).to_string();
+            Vendor {
+                name: VENDOR_NAMES[i].into(),
+                gstin: util::random_gstin(r, &st),
+                state: st,
+            }
+        })
+        .collect();
+    // 45 invoice numbers in random order: 43 common, 1 books-only, 1 GSTR-2B-only.
+    let mut numbers: Vec<usize> = (1..=45).collect();
+    util::shuffle(r, &mut numbers);
+    let inv_no = |k: usize| format!("VINV-{:04}", numbers[k]);
+    let mut books: Vec<(BookRow, Vec<Planted>)> = vec![];
+    let mut g2b: Vec<Gstr2bRow> = vec![];
+    let mut used_dates_per_inv = BTreeMap::new();
+    for k in 0..43 {
+        let v = util::pick(r, &vendors);
+        let tv = *util::pick(r, &[5000i64, 10000, 15000, 20000, 25000, 30000, 50000]);
+        let rate = *util::pick(r, &[5u32, 12, 18, 28]);
+        let date = today.days_before(r.random_range(10..=90));
+        let hsn = *util::pick(r, &CLEAN_HSN);
+        let b = book_row(v, &inv_no(k), date, tv, rate, hsn, hsn_desc);
+        used_dates_per_inv.insert(k, date);
+        g2b.push(to_2b(&b));
+        books.push((b, vec![]));
+    }
+    let it_rows = it_service_rows(r, rules, &vendors, &mut books, &mut g2b);
     let candidates: Vec<usize> = (0..43).filter(|k| !it_rows.contains(k)).collect();
     let chosen = {
         let idx = util::sample_indices(r, candidates.len(), 13);
@@ -293,96 +414,10 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
         let k = chosen[slot];
         let (b, tags) = &mut books[k];
         let g = &mut g2b[k];
-        let intra = b.place_of_supply == OUR_STATE;
-        let why: String = match t {
-            ErrorType::AmountMismatch => {
-                g.taxable_value += Decimal::from(r.random_range(5..=50) * 100);
-                retotal_2(g);
-                "taxable value differs between books and GSTR-2B".into()
-            }
-            ErrorType::TaxRateMismatch => {
-                let others: Vec<u32> = [5u32, 12, 18, 28]
-                    .into_iter()
-                    .filter(|x| *x != b.gst_rate)
-                    .collect();
-                let nr = *util::pick(r, &others);
-                let (c, s, i) = taxes(b.taxable_value, nr, intra);
-                b.gst_rate = nr;
-                b.cgst = c;
-                b.sgst = s;
-                b.igst = i;
-                retotal_b(b);
-                "books use a different GST rate than the supplier filed".into()
-            }
-            ErrorType::ExcessClaim => {
-                let extra = Decimal::from(r.random_range(3..=20) * 100);
-                if intra {
-                    b.cgst += extra;
-                    b.sgst += extra;
-                } else {
-                    b.igst += extra + extra;
-                }
-                retotal_b(b);
-                "input tax claimed exceeds the tax on the invoice".into()
-            }
-            ErrorType::GstinMismatch => {
-                g.supplier_gstin = util::random_gstin(r, &b.place_of_supply);
-                "supplier GSTIN in GSTR-2B differs from the books".into()
-            }
-            ErrorType::DateMismatch => {
-                let d = r.random_range(35..=60);
-                g.date = b
-                    .date
-                    .add_days(if b.date.add_days(d) <= today { d } else { -d });
-                "invoice dates differ by more than 30 days".into()
-            }
-            ErrorType::InvalidGstin => {
-                let bad = util::invalid_gstin(r, &b.place_of_supply);
-                b.vendor_gstin = bad.clone();
-                g.supplier_gstin = bad;
-                "GSTIN fails format or checksum validation".into()
-            }
-            ErrorType::WrongTaxType => {
-                let tax = b.cgst + b.sgst + b.igst;
-                if intra {
-                    b.igst = tax;
-                    b.cgst = Decimal::ZERO;
-                    b.sgst = Decimal::ZERO;
-                } else {
-                    let half = tax / Decimal::from(2);
-                    b.cgst = half;
-                    b.sgst = half;
-                    b.igst = Decimal::ZERO;
-                }
-                "IGST/CGST+SGST split does not match the place of supply".into()
-            }
-            ErrorType::ItcIneligible => {
-                let (h, d, _) = *util::pick(r, &BLOCKED);
-                b.hsn_code = h.into();
-                b.description = d.into();
-                if b.hsn_description.is_some() {
-                    b.hsn_description = Some(d.into());
-                }
-                "input tax credit is blocked for this category".into()
-            }
-            ErrorType::LateClaim => {
-                let d = today.days_before(r.random_range(200..=365));
-                b.date = d;
-                g.date = d;
-                "invoice older than the 180-day ITC window".into()
-            }
-            _ => String::new(),
-        };
+        let why = plant_error(r, *t, b, g, today);
         tags.push((*t, GtOrigin::Planted, why));
     }
-    // Red herrings: a 3-day date difference and a ₹1 taxable difference.
-    {
-        let k = chosen[10];
-        g2b[k].date = books[k].0.date.add_days(3).min(today);
-        let k = chosen[11];
-        g2b[k].taxable_value += Decimal::ONE;
-        retotal_2(&mut g2b[k]);
-    }
+    red_herrings(&books, &mut g2b, &chosen[10..12], today);
     // Books-only and GSTR-2B-only invoices.
     {
         let v = util::pick(r, &vendors);

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::VENDOR_NAMES;
 use crate::data::expense::draw_type_mix;
 use crate::model::{ErrorType, GtItem, TaskId};
-use crate::util::{self, money, Date};
+use crate::util::{self, money, Date, Rng8};
 
 pub const HSN_CODES: [&str; 10] = [
     "8471", "3926", "8443", "9403", "8528", "4820", "8523", "8504", "9405", "7326",
@@ -122,6 +122,138 @@ fn recompute(inv: &mut Invoice, subtotal_too: bool) {
     inv.total = inv.subtotal + inv.gst_amount;
 }
 
+/// One clean purchase chain: the `i`-th purchase order, its goods receipt and its invoice.
+fn clean_chain(r: &mut Rng8, i: usize, today: Date) -> (PurchaseOrder, Grn, Invoice) {
+    let n = r.random_range(1..=3);
+    let mut items: Vec<PoItem> = vec![];
+    while items.len() < n {
+        let name = format!(
+            "Item-{}{}",
+            (b'A' + r.random_range(0..5u8)) as char,
+            r.random_range(1..=99)
+        );
+        if items.iter().any(|x| x.item_name == name) {
+            continue;
+        }
+        items.push(PoItem {
+            item_name: name,
+            unit_price: Decimal::from(*util::pick(r, &PRICES)),
+            quantity: r.random_range(5..=50),
+            hsn_code: util::pick(r, &HSN_CODES).to_string(),
+        });
+    }
+    let vendor = VENDOR_NAMES[r.random_range(0..8)].to_string();
+    let po_date = today.days_before(r.random_range(40..=90));
+    let gst_rate = *util::pick(r, &[12u32, 18, 18]);
+    let total = items
+        .iter()
+        .map(|x| x.unit_price * Decimal::from(x.quantity))
+        .sum();
+    let po = PurchaseOrder {
+        po_id: format!("PO-{:03}", i + 1),
+        vendor: vendor.clone(),
+        vendor_gstin: util::random_gstin(r, "27"),
+        date: po_date,
+        items,
+        total,
+        gst_rate,
+        status: "approved".into(),
+    };
+    let grn_date = po_date.add_days(r.random_range(3..=15));
+    let grn = Grn {
+        grn_id: format!("GRN-{:03}", i + 1),
+        po_id: po.po_id.clone(),
+        date: grn_date,
+        items_received: po
+            .items
+            .iter()
+            .map(|x| GrnItem {
+                item_name: x.item_name.clone(),
+                quantity_received: x.quantity,
+                condition: "good".into(),
+            })
+            .collect(),
+        received_by: util::pick(r, &super::EMPLOYEE_NAMES).to_string(),
+    };
+    let inv_date = grn_date.add_days(r.random_range(1..=10)).min(today);
+    let mut inv = Invoice {
+        invoice_id: String::new(),
+        po_id: po.po_id.clone(),
+        vendor: vendor.clone(),
+        vendor_gstin: po.vendor_gstin.clone(),
+        date: inv_date,
+        line_items: po
+            .items
+            .iter()
+            .map(|x| InvoiceLine {
+                item_name: x.item_name.clone(),
+                unit_price: x.unit_price,
+                quantity: x.quantity,
+                amount: Decimal::ZERO,
+            })
+            .collect(),
+        subtotal: Decimal::ZERO,
+        gst_rate,
+        gst_amount: Decimal::ZERO,
+        total: Decimal::ZERO,
+        approvals: vec![],
+    };
+    recompute(&mut inv, true);
+    (po, grn, inv)
+}
+
+/// Plant one single (non-cascading) error of type `t` on an invoice.
+fn plant_single(
+    r: &mut Rng8,
+    t: ErrorType,
+    inv: &mut Invoice,
+    tags: &mut Vec<(ErrorType, String)>,
+    po: &PurchaseOrder,
+) {
+    match t {
+        ErrorType::PriceMismatch => {
+            let d = Decimal::from(*util::pick(r, &[100i64, 250, 500]));
+            inv.line_items[0].unit_price += d;
+            recompute(inv, true);
+            tags.push((t, "unit price differs from the PO".into()));
+        }
+        ErrorType::QuantityMismatch => {
+            inv.line_items[0].quantity += r.random_range(3..=10);
+            recompute(inv, true);
+            tags.push((t, "billed quantity exceeds the GRN".into()));
+        }
+        ErrorType::TaxError => {
+            let others: Vec<u32> = [5u32, 12, 18, 28]
+                .into_iter()
+                .filter(|x| *x != po.gst_rate)
+                .collect();
+            inv.gst_rate = *util::pick(r, &others);
+            recompute(inv, true);
+            tags.push((
+                t,
+                format!(
+                    "GST charged at {}% instead of {}%",
+                    inv.gst_rate, po.gst_rate
+                ),
+            ));
+        }
+        ErrorType::TotalMismatch => {
+            inv.total += Decimal::from(r.random_range(10..=90) * 100);
+            tags.push((t, "total is not subtotal + GST".into()));
+        }
+        ErrorType::VendorMismatch => {
+            let others: Vec<&str> = VENDOR_NAMES[8..12].to_vec();
+            inv.vendor = util::pick(r, &others).to_string();
+            tags.push((t, "invoice vendor differs from the PO vendor".into()));
+        }
+        ErrorType::DateAnomaly => {
+            inv.date = po.date.add_days(-r.random_range(5..=20));
+            tags.push((t, "invoice dated before its purchase order".into()));
+        }
+        _ => {}
+    }
+}
+
 pub fn generate(seed: u64, rules: &crate::model::WorldRules) -> (InvoiceDocs, Vec<GtItem>) {
     let today = rules.today;
     let mut rng = util::rng_for(seed, 2);
@@ -130,81 +262,7 @@ pub fn generate(seed: u64, rules: &crate::model::WorldRules) -> (InvoiceDocs, Ve
     let mut grns = vec![];
     let mut invs: Vec<(Invoice, Vec<(ErrorType, String)>)> = vec![];
     for i in 0..10 {
-        let n = r.random_range(1..=3);
-        let mut items: Vec<PoItem> = vec![];
-        while items.len() < n {
-            let name = format!(
-                "Item-{}{}",
-                (b'A' + r.random_range(0..5u8)) as char,
-                r.random_range(1..=99)
-            );
-            if items.iter().any(|x| x.item_name == name) {
-                continue;
-            }
-            items.push(PoItem {
-                item_name: name,
-                unit_price: Decimal::from(*util::pick(r, &PRICES)),
-                quantity: r.random_range(5..=50),
-                hsn_code: util::pick(r, &HSN_CODES).to_string(),
-            });
-        }
-        let vendor = VENDOR_NAMES[r.random_range(0..8)].to_string();
-        let po_date = today.days_before(r.random_range(40..=90));
-        let gst_rate = *util::pick(r, &[12u32, 18, 18]);
-        let total = items
-            .iter()
-            .map(|x| x.unit_price * Decimal::from(x.quantity))
-            .sum();
-        let po = PurchaseOrder {
-            po_id: format!("PO-{:03}", i + 1),
-            vendor: vendor.clone(),
-            vendor_gstin: util::random_gstin(r, "27"),
-            date: po_date,
-            items,
-            total,
-            gst_rate,
-            status: "approved".into(),
-        };
-        let grn_date = po_date.add_days(r.random_range(3..=15));
-        let grn = Grn {
-            grn_id: format!("GRN-{:03}", i + 1),
-            po_id: po.po_id.clone(),
-            date: grn_date,
-            items_received: po
-                .items
-                .iter()
-                .map(|x| GrnItem {
-                    item_name: x.item_name.clone(),
-                    quantity_received: x.quantity,
-                    condition: "good".into(),
-                })
-                .collect(),
-            received_by: util::pick(r, &super::EMPLOYEE_NAMES).to_string(),
-        };
-        let inv_date = grn_date.add_days(r.random_range(1..=10)).min(today);
-        let mut inv = Invoice {
-            invoice_id: String::new(),
-            po_id: po.po_id.clone(),
-            vendor: vendor.clone(),
-            vendor_gstin: po.vendor_gstin.clone(),
-            date: inv_date,
-            line_items: po
-                .items
-                .iter()
-                .map(|x| InvoiceLine {
-                    item_name: x.item_name.clone(),
-                    unit_price: x.unit_price,
-                    quantity: x.quantity,
-                    amount: Decimal::ZERO,
-                })
-                .collect(),
-            subtotal: Decimal::ZERO,
-            gst_rate,
-            gst_amount: Decimal::ZERO,
-            total: Decimal::ZERO,
-            approvals: vec![],
-        };
-        recompute(&mut inv, true);
+        let (po, grn, inv) = clean_chain(r, i, today);
         pos.push(po);
         grns.push(grn);
         invs.push((inv, vec![]));
@@ -248,48 +306,7 @@ pub fn generate(seed: u64, rules: &crate::model::WorldRules) -> (InvoiceDocs, Ve
         let idx = order[k + 1];
         let po = pos[idx].clone();
         let (inv, tags) = &mut invs[idx];
-        match t {
-            ErrorType::PriceMismatch => {
-                let d = Decimal::from(*util::pick(r, &[100i64, 250, 500]));
-                inv.line_items[0].unit_price += d;
-                recompute(inv, true);
-                tags.push((*t, "unit price differs from the PO".into()));
-            }
-            ErrorType::QuantityMismatch => {
-                inv.line_items[0].quantity += r.random_range(3..=10);
-                recompute(inv, true);
-                tags.push((*t, "billed quantity exceeds the GRN".into()));
-            }
-            ErrorType::TaxError => {
-                let others: Vec<u32> = [5u32, 12, 18, 28]
-                    .into_iter()
-                    .filter(|x| *x != po.gst_rate)
-                    .collect();
-                inv.gst_rate = *util::pick(r, &others);
-                recompute(inv, true);
-                tags.push((
-                    *t,
-                    format!(
-                        "GST charged at {}% instead of {}%",
-                        inv.gst_rate, po.gst_rate
-                    ),
-                ));
-            }
-            ErrorType::TotalMismatch => {
-                inv.total += Decimal::from(r.random_range(10..=90) * 100);
-                tags.push((*t, "total is not subtotal + GST".into()));
-            }
-            ErrorType::VendorMismatch => {
-                let others: Vec<&str> = VENDOR_NAMES[8..12].to_vec();
-                inv.vendor = util::pick(r, &others).to_string();
-                tags.push((*t, "invoice vendor differs from the PO vendor".into()));
-            }
-            ErrorType::DateAnomaly => {
-                inv.date = po.date.add_days(-r.random_range(5..=20));
-                tags.push((*t, "invoice dated before its purchase order".into()));
-            }
-            _ => {}
-        }
+        plant_single(r, *t, inv, tags, &po);
     }
     // Red herrings on two clean invoices: rounding under ₹1 and a matched partial delivery.
     let clean: Vec<usize> = order[6..].to_vec();

@@ -438,6 +438,9 @@ mod tests {
             "counterfactual" => s.counterfactual.is_some(),
             "decision_certificate" => s.decision_certificate.is_some(),
             "notes" => s.notes.is_some(),
+            "handoff_packet" => s.handoff_packet.is_some(),
+            "risk_score" => s.risk_score.is_some(),
+            "recommended_next_action" => s.recommended_next_action.is_some(),
             other => panic!("contract field {other} is not a Submission field"),
         }
     }

@@ -563,6 +563,9 @@ mod parser_agreement {
             }
         }
         let unoffered: Vec<_> = parsed.difference(&offered).collect();
-        assert!(unoffered.is_empty(), "parsed but in no contract: {unoffered:?}");
+        assert!(
+            unoffered.is_empty(),
+            "parsed but in no contract: {unoffered:?}"
+        );
     }
 }

@@ -34,6 +34,7 @@ pub mod temporal;
 pub mod tools;
 pub mod voi;
 pub mod watchdog;
+pub mod watchdog_stream;
 
 pub use action::{Action, ActionRequest};
 pub use env::{

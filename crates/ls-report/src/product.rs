@@ -102,7 +102,7 @@ fn entry(r: &BenchmarkReport, a: &AgentSummary) -> LeaderboardEntry {
 /// One entry per agent evaluated in the report, then one per stored-run agent it includes.
 pub fn leaderboard_entries(r: &BenchmarkReport) -> Vec<LeaderboardEntry> {
     let mut out: Vec<LeaderboardEntry> = r.agents.iter().map(|a| entry(r, a)).collect();
-    out.extend(crate::stored::stored_entries(
+    out.extend(stored_entries(
         &r.stored_runs,
         r.evaluation_protocol.temperature,
         r.evaluation_protocol.pass_threshold,
@@ -600,4 +600,81 @@ pub fn visualization(report: Option<&BenchmarkReport>, live: &MemorySnapshot) ->
         graph_layers: layers(),
         demo_script,
     }
+}
+
+/// Leaderboard entries from stored runs: one per (agent, model, type, pass^k); the latest run of
+/// the public suite fills the public fields, the latest of the holdout suite the holdout fields.
+/// `runs` must be newest first. A group with neither suite gets no entry (its scores are not
+/// comparable with the leaderboard's columns).
+pub fn stored_entries(
+    runs: &[crate::stored::StoredRunSummary],
+    temperature: f64,
+    pass_threshold: f64,
+) -> Vec<LeaderboardEntry> {
+    type Key = (String, String, String, u32);
+    let mut groups: BTreeMap<Key, Vec<&crate::stored::StoredRunSummary>> = BTreeMap::new();
+    for r in runs {
+        groups
+            .entry((
+                r.agent.clone(),
+                r.model.clone(),
+                r.agent_type.clone(),
+                r.provenance.pass_k,
+            ))
+            .or_default()
+            .push(r);
+    }
+    let mut out = Vec::new();
+    for ((agent, model, agent_type, pass_k), rs) in groups {
+        let public = rs.iter().find(|r| r.provenance.suite == "public");
+        let holdout = rs.iter().find(|r| r.provenance.suite == "holdout");
+        let Some(main) = public.or(holdout) else {
+            continue;
+        };
+        let used: Vec<&crate::stored::StoredRunSummary> =
+            public.into_iter().chain(holdout).copied().collect();
+        let mut e = LeaderboardEntry {
+            model,
+            agent_type,
+            agent,
+            temperature: main.provenance.temperature.unwrap_or(temperature),
+            pass_k,
+            pass_threshold,
+            provenance: format!(
+                "stored-run: {}",
+                used.iter()
+                    .map(|r| crate::stored::describe(&r.provenance))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+            updated_at: used
+                .iter()
+                .map(|r| r.provenance.created_at.clone())
+                .max()
+                .unwrap_or_default(),
+            runs: used.iter().map(|r| r.provenance.clone()).collect(),
+            ..Default::default()
+        };
+        if let Some(p) = public {
+            e.public_mean = p.mean_score;
+            e.public_control_satisfied_resolution = p.control_satisfied_resolution;
+            e.public_institutional_utility = p.institutional_utility;
+            e.public_unsafe_release_rate = p.unsafe_release_rate;
+            e.public_trial_pass_rate = p.trial_pass_rate;
+            e.public_pass_k_consistent = p.pass_k_consistent;
+            e.public_task_e_expert_mean = p.task_e_mean;
+        }
+        if let Some(h) = holdout {
+            e.holdout_mean = Some(h.mean_score);
+            e.holdout_control_satisfied_resolution = Some(h.control_satisfied_resolution);
+            e.holdout_institutional_utility = Some(h.institutional_utility);
+            e.holdout_unsafe_release_rate = Some(h.unsafe_release_rate);
+            e.holdout_trial_pass_rate = Some(h.trial_pass_rate);
+            e.holdout_pass_k_consistent = Some(h.pass_k_consistent);
+            e.holdout_task_e_expert_mean = h.task_e_mean;
+        }
+        e.task_e_expert_mean = e.holdout_task_e_expert_mean.or(e.public_task_e_expert_mean);
+        out.push(e);
+    }
+    out
 }

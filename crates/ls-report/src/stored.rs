@@ -8,7 +8,6 @@
 //! fields; other suites are listed in the provenance only.
 
 use crate::metrics::r4;
-use crate::product::LeaderboardEntry;
 use ls_agents::EpisodeRecord;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -136,7 +135,7 @@ pub fn summarize_run(run: &StoredRunInput, threshold: f64) -> StoredRunSummary {
     }
 }
 
-fn describe(p: &RunProvenance) -> String {
+pub(crate) fn describe(p: &RunProvenance) -> String {
     let seeds = match (p.seeds.first(), p.seeds.last()) {
         (Some(a), Some(b)) if a == b => format!("seed {a}"),
         (Some(a), Some(b)) => format!("seeds {a}..{b}"),
@@ -152,85 +151,10 @@ fn describe(p: &RunProvenance) -> String {
     )
 }
 
-/// Leaderboard entries from stored runs: one per (agent, model, type, pass^k); the latest run of
-/// the public suite fills the public fields, the latest of the holdout suite the holdout fields.
-/// `runs` must be newest first. A group with neither suite gets no entry (its scores are not
-/// comparable with the leaderboard's columns).
-pub fn stored_entries(
-    runs: &[StoredRunSummary],
-    temperature: f64,
-    pass_threshold: f64,
-) -> Vec<LeaderboardEntry> {
-    type Key = (String, String, String, u32);
-    let mut groups: BTreeMap<Key, Vec<&StoredRunSummary>> = BTreeMap::new();
-    for r in runs {
-        groups
-            .entry((
-                r.agent.clone(),
-                r.model.clone(),
-                r.agent_type.clone(),
-                r.provenance.pass_k,
-            ))
-            .or_default()
-            .push(r);
-    }
-    let mut out = Vec::new();
-    for ((agent, model, agent_type, pass_k), rs) in groups {
-        let public = rs.iter().find(|r| r.provenance.suite == "public");
-        let holdout = rs.iter().find(|r| r.provenance.suite == "holdout");
-        let Some(main) = public.or(holdout) else {
-            continue;
-        };
-        let used: Vec<&StoredRunSummary> = public.into_iter().chain(holdout).copied().collect();
-        let mut e = LeaderboardEntry {
-            model,
-            agent_type,
-            agent,
-            temperature: main.provenance.temperature.unwrap_or(temperature),
-            pass_k,
-            pass_threshold,
-            provenance: format!(
-                "stored-run: {}",
-                used.iter()
-                    .map(|r| describe(&r.provenance))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-            updated_at: used
-                .iter()
-                .map(|r| r.provenance.created_at.clone())
-                .max()
-                .unwrap_or_default(),
-            runs: used.iter().map(|r| r.provenance.clone()).collect(),
-            ..Default::default()
-        };
-        if let Some(p) = public {
-            e.public_mean = p.mean_score;
-            e.public_control_satisfied_resolution = p.control_satisfied_resolution;
-            e.public_institutional_utility = p.institutional_utility;
-            e.public_unsafe_release_rate = p.unsafe_release_rate;
-            e.public_trial_pass_rate = p.trial_pass_rate;
-            e.public_pass_k_consistent = p.pass_k_consistent;
-            e.public_task_e_expert_mean = p.task_e_mean;
-        }
-        if let Some(h) = holdout {
-            e.holdout_mean = Some(h.mean_score);
-            e.holdout_control_satisfied_resolution = Some(h.control_satisfied_resolution);
-            e.holdout_institutional_utility = Some(h.institutional_utility);
-            e.holdout_unsafe_release_rate = Some(h.unsafe_release_rate);
-            e.holdout_trial_pass_rate = Some(h.trial_pass_rate);
-            e.holdout_pass_k_consistent = Some(h.pass_k_consistent);
-            e.holdout_task_e_expert_mean = h.task_e_mean;
-        }
-        e.task_e_expert_mean = e.holdout_task_e_expert_mean.or(e.public_task_e_expert_mean);
-        out.push(e);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::product::stored_entries;
 
     fn rec(case: &str, seed: u64, score: f64, unsafe_release: bool) -> EpisodeRecord {
         EpisodeRecord {

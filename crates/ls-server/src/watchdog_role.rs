@@ -12,7 +12,8 @@ use crate::Shared;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::Json;
-use ls_env::watchdog::{self, VerdictKind};
+use ls_env::watchdog::VerdictKind;
+use ls_env::watchdog_stream;
 use schemars::{json_schema, Schema, SchemaGenerator};
 use serde_json::{json, Value};
 
@@ -53,7 +54,7 @@ async fn get_observation(
     q: Result<Query<Watched>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let sid = session_of(q)?;
-    let obs = with_episode(&s, &sid, |ep| Ok(watchdog::observation(ep)))?;
+    let obs = with_episode(&s, &sid, |ep| Ok(watchdog_stream::observation(ep)))?;
     Ok(Json(serde_json::to_value(obs).unwrap_or(Value::Null)))
 }
 
@@ -76,7 +77,7 @@ async fn post_verdict(
         Some(_) => return Err(ApiError::Validation("reason must be a string".into())),
     };
     let count = with_episode(&s, &sid, |ep| {
-        watchdog::record_verdict(ep, verdict, reason).map_err(ApiError::Validation)
+        watchdog_stream::record_verdict(ep, verdict, reason).map_err(ApiError::Validation)
     })?;
     Ok(Json(json!({"recorded": true, "verdict_count": count})))
 }
@@ -87,7 +88,7 @@ async fn get_joint(
 ) -> Result<Json<Value>, ApiError> {
     let sid = session_of(q)?;
     let joint = with_episode(&s, &sid, |ep| {
-        watchdog::external_joint(ep).ok_or_else(|| {
+        watchdog_stream::external_joint(ep).ok_or_else(|| {
             ApiError::BadRequest(
                 "the analyst has not submitted yet; the joint score exists once the episode is graded".into(),
             )

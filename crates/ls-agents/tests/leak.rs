@@ -7,7 +7,8 @@
 //! the presence and timing of events, the state. Every scalar of every reply is a feature
 //! (keyed by its path and the step), and so is every word of every string (so a suite marker
 //! inside an id or a cue inside an instruction counts). Each feature's predictor is fitted on
-//! half the cases (value → majority gold decision) and scored on the other half.
+//! half the cases (value → majority gold decision) and scored on the other half. The pool's seeds
+//! are drawn at random per run and printed (`LEAK_SEED=n` replays one).
 
 use ls_core::schema::Case;
 use ls_core::FixtureSet;
@@ -36,6 +37,10 @@ const EVIDENCE_KEYS: [&str; 5] = [
     "observed_signals",
     "observed_risk_signals",
 ];
+
+/// Views of delivered evidence in the observation and info, dropped once an artifact has arrived (before
+/// that they are side channels and stay).
+const EVIDENCE_VIEWS: [&str; 3] = ["messages", "risk_snapshot", "control_boundary"];
 
 fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
     match v {
@@ -116,6 +121,15 @@ fn features(pool: &Arc<CasePool>, case: &Case) -> BTreeMap<String, String> {
             if let Some(o) = v.as_object_mut() {
                 o.remove("reward");
             }
+            // What the delivered artifact says, restated: the inbox message announcing it, the
+            // risk picture and the follow-ups the control boundary derives from it.
+            for path in ["/observation", "/info"] {
+                if let Some(o) = v.pointer_mut(path).and_then(Value::as_object_mut) {
+                    for k in EVIDENCE_VIEWS {
+                        o.remove(k);
+                    }
+                }
+            }
         }
         // The reply's own tool result is the intervention's or lookup's answer (evidence), but
         // its reward model and any pressure event are side channels and stay.
@@ -178,11 +192,20 @@ fn balanced_accuracy(
     recall / classes.len() as f64
 }
 
-fn generated_cases(set: &FixtureSet) -> Vec<Case> {
-    let mut cases = ls_gen::holdout(set, 9, 11);
-    cases.extend(ls_gen::challenge(set, 9, 12));
+/// The pool's base seed: drawn at random (printed), or `LEAK_SEED=n` to replay.
+fn base_seed() -> u64 {
+    if let Ok(v) = std::env::var("LEAK_SEED") {
+        return v.trim().parse().expect("LEAK_SEED is a number");
+    }
+    use rand::Rng;
+    rand::rng().random_range(1..9_000u64) * 10
+}
+
+fn generated_cases(set: &FixtureSet, seed: u64) -> Vec<Case> {
+    let mut cases = ls_gen::holdout(set, 9, seed + 1);
+    cases.extend(ls_gen::challenge(set, 9, seed + 2));
     for s in 0..6 {
-        cases.extend(ls_gen::generators::twins(set, 100 + s));
+        cases.extend(ls_gen::generators::twins(set, seed * 10 + 100 + s));
     }
     let mut seen = BTreeSet::new();
     cases.retain(|c| seen.insert(c.case_id.clone()));
@@ -229,7 +252,9 @@ fn balanced_accuracy_of_known_predictors() {
 #[test]
 fn no_blind_reply_field_predicts_the_gold_decision() {
     let set = FixtureSet::embedded().expect("fixtures");
-    let cases = generated_cases(&set);
+    let seed = base_seed();
+    eprintln!("leak pool seed: LEAK_SEED={seed}");
+    let cases = generated_cases(&set, seed);
     assert!(cases.len() >= 200, "pool of {} cases", cases.len());
     let mix: BTreeMap<&str, usize> = cases.iter().fold(BTreeMap::new(), |mut m, c| {
         *m.entry(c.gold.decision.map_or("PAY", |d| d.as_str()))

@@ -1,9 +1,12 @@
 //! Stored live model comparisons on the real server: keyless callers get the public aggregate
 //! (no per-case rows), the operator gets the whole summary, bad ids and queries are 4xx.
 
+#[path = "support/servers.rs"]
+mod servers;
+
 use ls_agents::{offline_agent, Agent};
 use ls_core::FixtureSet;
-use ls_env::{CasePool, EnvConfig, TrackMode};
+use ls_env::TrackMode;
 use ls_report::compare::{compare_models, CompareSetup, ModelUnderTest};
 use ls_report::eval::{pool_of, EvalConfig};
 use ls_server::reports::ReportStore;
@@ -11,35 +14,11 @@ use ls_store::{RunRow, Store};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 const OP_KEY: &str = "op-key";
 
 async fn spawn(db: PathBuf) -> String {
-    let pool = CasePool::new(FixtureSet::embedded().unwrap());
-    let mut server = ls_server::ServerConfig {
-        max_sessions: 16,
-        session_idle: Duration::from_secs(600),
-        ..Default::default()
-    };
-    server.security.admin_api_key = Some(OP_KEY.into());
-    let shutdown = ls_server::Shutdown::new();
-    let state = ls_server::app_state(
-        pool,
-        EnvConfig::default(),
-        &server,
-        ReportStore::at(db),
-        &shutdown,
-    );
-    let app = ls_server::router(state);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        ls_server::serve(listener, app, server.timeouts, shutdown)
-            .await
-            .unwrap();
-    });
-    format!("http://{addr}")
+    servers::controlbench_with(TrackMode::Blind, ReportStore::at(db), Some(OP_KEY)).await
 }
 
 /// A real comparison of two scripted agents on two curated cases, stored as the CLI stores it.

@@ -1,39 +1,17 @@
 //! `POST /counterfactual` on the real server: refused on a blind server and without the operator
 //! key, answered in instrumented mode on the session's case, bad interventions are 4xx.
 
-use ls_core::FixtureSet;
-use ls_env::{CasePool, EnvConfig, TrackMode};
+#[path = "support/servers.rs"]
+mod servers;
+
+use ls_env::TrackMode;
 use ls_server::reports::ReportStore;
 use serde_json::{json, Value};
-use std::time::Duration;
 
 const OP_KEY: &str = "op-key";
 
 async fn spawn(mode: TrackMode) -> String {
-    let pool = CasePool::new(FixtureSet::embedded().unwrap());
-    let mut server = ls_server::ServerConfig {
-        max_sessions: 16,
-        session_idle: Duration::from_secs(600),
-        ..Default::default()
-    };
-    server.security.admin_api_key = Some(OP_KEY.into());
-    let shutdown = ls_server::Shutdown::new();
-    let state = ls_server::app_state(
-        pool,
-        EnvConfig { track_mode: mode },
-        &server,
-        ReportStore::disabled(),
-        &shutdown,
-    );
-    let app = ls_server::router(state);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        ls_server::serve(listener, app, server.timeouts, shutdown)
-            .await
-            .unwrap();
-    });
-    format!("http://{addr}")
+    servers::controlbench_with(mode, ReportStore::disabled(), Some(OP_KEY)).await
 }
 
 async fn post(base: &str, path: &str, body: Value, key: bool) -> (u16, Value) {

@@ -2,36 +2,15 @@
 //! analyst's episode (no confidence, no hidden state), issues verdicts, and gets the joint
 //! analyst + watchdog score once the analyst has submitted; bad input is 4xx.
 
-use ls_core::FixtureSet;
-use ls_env::{CasePool, EnvConfig};
+#[path = "support/servers.rs"]
+mod servers;
+
+use ls_env::TrackMode;
 use ls_server::reports::ReportStore;
 use serde_json::{json, Value};
-use std::time::Duration;
 
 async fn spawn() -> String {
-    let pool = CasePool::new(FixtureSet::embedded().unwrap());
-    let server = ls_server::ServerConfig {
-        max_sessions: 16,
-        session_idle: Duration::from_secs(600),
-        ..Default::default()
-    };
-    let shutdown = ls_server::Shutdown::new();
-    let state = ls_server::app_state(
-        pool,
-        EnvConfig::default(),
-        &server,
-        ReportStore::disabled(),
-        &shutdown,
-    );
-    let app = ls_server::router(state);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        ls_server::serve(listener, app, server.timeouts, shutdown)
-            .await
-            .unwrap();
-    });
-    format!("http://{addr}")
+    servers::controlbench_with(TrackMode::Blind, ReportStore::disabled(), None).await
 }
 
 async fn call(

@@ -1,8 +1,11 @@
-//! Both environments' default servers on ephemeral ports, for the tests that only need one
-//! running as shipped (`api_reference.rs`, `ui.rs`).
+//! Both environments' servers on ephemeral ports: as shipped (`api_reference.rs`, `ui.rs`), or
+//! ControlBench with a track mode, a report store and an operator key (the route tests).
+
+// Each test binary that includes this module calls only some of its servers.
+#![allow(dead_code)]
 
 use ls_core::FixtureSet;
-use ls_env::{CasePool, EnvConfig};
+use ls_env::{CasePool, EnvConfig, TrackMode};
 use ls_server::audit::AuditConfig;
 use ls_server::{ReportStore, ServerConfig, Shutdown};
 
@@ -24,6 +27,31 @@ pub async fn controlbench() -> String {
         EnvConfig::default(),
         &server,
         ReportStore::disabled(),
+        &shutdown,
+    );
+    serve(ls_server::router(state), &server, shutdown).await
+}
+
+/// ControlBench with the embedded fixtures in `mode`, serving `store`, with `admin_key` as the
+/// operator key (16 sessions, 10 minutes idle).
+pub async fn controlbench_with(
+    mode: TrackMode,
+    store: ReportStore,
+    admin_key: Option<&str>,
+) -> String {
+    let pool = CasePool::new(FixtureSet::embedded().expect("embedded fixtures"));
+    let mut server = ServerConfig {
+        max_sessions: 16,
+        session_idle: std::time::Duration::from_secs(600),
+        ..Default::default()
+    };
+    server.security.admin_api_key = admin_key.map(str::to_owned);
+    let shutdown = Shutdown::new();
+    let state = ls_server::app_state(
+        pool,
+        EnvConfig { track_mode: mode },
+        &server,
+        store,
         &shutdown,
     );
     serve(ls_server::router(state), &server, shutdown).await

@@ -17,6 +17,7 @@ use ls_store::{EpisodeRow, RunRow, Store};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -153,35 +154,29 @@ fn new_run_id(agent: &str, seed: u64) -> String {
 }
 
 /// Set by SIGINT/SIGTERM during `run --url`: the episode in progress ends at its next request,
-/// its session is closed and the run stops (a second signal exits at once).
-static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// its session is closed and the run stops (a second signal exits at once with status 130).
+static INTERRUPTED: std::sync::LazyLock<Arc<AtomicBool>> =
+    std::sync::LazyLock::new(|| Arc::new(AtomicBool::new(false)));
 
-#[cfg(unix)]
-extern "C" fn on_interrupt(_: libc::c_int) {
-    if INTERRUPTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
-        // SAFETY: `_exit` is async-signal-safe.
-        unsafe { libc::_exit(130) }
-    }
-}
-
-/// Route SIGINT and SIGTERM to [`INTERRUPTED`] so sessions are closed before the run stops.
+/// Route SIGINT and SIGTERM to [`INTERRUPTED`] so sessions are closed before the run stops
+/// (`signal-hook`: the handler only sets the flag, or exits when it is already set).
 fn catch_interrupts() {
     #[cfg(unix)]
-    // SAFETY: the handler only touches an atomic and calls `_exit`, both async-signal-safe.
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_interrupt as *const () as libc::sighandler_t,
-        );
-        libc::signal(
-            libc::SIGTERM,
-            on_interrupt as *const () as libc::sighandler_t,
-        );
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // The conditional exit first, so the first signal only sets the flag.
+        let registered =
+            signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&INTERRUPTED))
+                .and_then(|_| signal_hook::flag::register(signal, Arc::clone(&INTERRUPTED)));
+        if let Err(e) = registered {
+            eprintln!(
+                "warning: cannot catch signal {signal} ({e}); an interrupt stops the run at once"
+            );
+        }
     }
 }
 
 fn interrupted() -> bool {
-    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+    INTERRUPTED.load(Ordering::SeqCst)
 }
 
 /// Closes one server session (`DELETE /session`) when dropped: after the episode, after an

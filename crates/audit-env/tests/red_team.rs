@@ -419,7 +419,9 @@ fn honest_baseline_keeps_its_score() {
 fn every_document_with_the_best_one_or_two_types_stays_at_the_ceiling() {
     let mut r = rand::rng();
     let train: Vec<u64> = (0..6).map(|_| r.random_range(1_000..10_000u64)).collect();
-    let seeds = draw_seeds(10);
+    // 40 held-out seeds: with 10, the pool mean of a pair near 0.18 went over 0.20 by sampling
+    // noise alone (0.203 once; 0.145–0.181 over four 40-seed runs).
+    let seeds = draw_seeds(40);
     eprintln!("training seeds: {train:?}, held-out seeds: {seeds:?}");
     let mut env = AuditEnv::new(EnvConfig::default());
     let mut failures = vec![];

@@ -20,7 +20,13 @@ export const test = base.extend({
     page.expectedErrors = [];
     page.on("console", (m) => { if (m.type() === "error") problems.push(`console error: ${m.text()}`); });
     page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-    page.on("requestfailed", (r) => problems.push(`request failed: ${r.method()} ${r.url()} (${r.failure() && r.failure().errorText})`));
+    page.on("requestfailed", (r) => {
+      const why = r.failure() && r.failure().errorText;
+      // The browser fetches the favicon after the page has loaded and cancels that fetch when a
+      // test navigates on first: a cancellation by the browser, not a failed resource.
+      if (why === "net::ERR_ABORTED" && new URL(r.url()).pathname.endsWith("/favicon.svg")) return;
+      problems.push(`request failed: ${r.method()} ${r.url()} (${why})`);
+    });
     page.on("response", (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`); });
     await use(page);
     const unexpected = problems.filter((p) => !page.expectedErrors.some((re) => re.test(p)));

@@ -2,9 +2,34 @@
 //! several processes on one file wait for each other instead of failing.
 
 use crate::sql;
-use crate::{Engine, EpisodeRow, LeaderboardRow, Result, RunRow, MIGRATIONS};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use crate::{Engine, EpisodeRow, LeaderboardRow, Result, RunRow, StoreError, MIGRATIONS};
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
 use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How long one connection waits on another's lock before an operation fails as busy.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Run `step` again while it fails with SQLITE_BUSY/SQLITE_LOCKED, for at most [`BUSY_TIMEOUT`]
+/// in all, pausing a little longer after each try.
+fn retry_busy<T, E: Into<StoreError>>(
+    mut step: impl FnMut() -> std::result::Result<T, E>,
+) -> Result<T> {
+    let start = Instant::now();
+    let mut pause_ms = 2u64;
+    loop {
+        match step().map_err(Into::into) {
+            Err(StoreError::Sql(rusqlite::Error::SqliteFailure(e, _)))
+                if matches!(e.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                    && start.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(pause_ms));
+                pause_ms = (pause_ms * 2).min(100);
+            }
+            other => return other,
+        }
+    }
+}
 
 pub(crate) struct Sqlite {
     conn: Connection,
@@ -16,9 +41,16 @@ impl Sqlite {
             std::fs::create_dir_all(dir)?;
         }
         let conn = Connection::open(path)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        Self::ready(conn)
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // Switching a fresh file to WAL and the first migration can answer SQLITE_BUSY at once,
+        // without consulting the busy handler (SQLite does so where waiting could deadlock, and
+        // while another connection initialises the WAL). Several replicas opening one fresh file
+        // together hit that: retry these two steps until the busy timeout has passed.
+        retry_busy(|| conn.pragma_update(None, "journal_mode", "WAL"))?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let mut s = Self { conn };
+        retry_busy(|| s.migrate())?;
+        Ok(s)
     }
 
     pub(crate) fn in_memory() -> Result<Self> {

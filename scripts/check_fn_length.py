@@ -18,7 +18,6 @@ ALLOWED = set([
     "crates/ledgershield/src/run.rs::run",
     "crates/ls-agents/src/teacher.rs::absorb",
     "crates/ls-agents/src/teacher.rs::judge",
-    "crates/ls-gen/src/attacks.rs::apply",
     "crates/ls-gen/src/ecosystem.rs::render",
     "crates/ls-gen/src/ecosystem.rs::render_invoice",
     "crates/ls-gen/src/generators.rs::controlbench",

@@ -9,6 +9,7 @@
 //! construction, every gold code cites the token that shows it, and the master data the tools need
 //! travels in `context_overrides`.
 
+use crate::catalog::{Attack, Lookalike};
 use ls_core::schema::*;
 use ls_core::text::canonical_code;
 use ls_core::{Decision, TaskType};
@@ -517,9 +518,9 @@ pub struct Scenario {
     pub anchors: BTreeMap<String, Anchor>,
     pub duplicate_links: Vec<String>,
     pub cross_invoice_links: Vec<String>,
-    pub applied_attacks: Vec<crate::attacks::Attack>,
+    pub applied_attacks: Vec<Attack>,
     /// Benign look-alikes applied (they add no gold code).
-    pub lookalikes: Vec<crate::lookalike::Lookalike>,
+    pub lookalikes: Vec<Lookalike>,
     pub callback: CallbackOutcome,
     pub pressure_event: Option<String>,
     pub instruction_notes: Vec<String>,
@@ -1131,6 +1132,35 @@ impl Scenario {
         }
         s
     }
+}
+
+/// Record a vendor-master change request in the vendor's history (dated the day before the
+/// first invoice).
+pub(crate) fn add_history(
+    s: &mut Scenario,
+    rng: &mut ChaCha8Rng,
+    change_type: &str,
+    status: &str,
+    new_value: &str,
+    by: &str,
+) {
+    let change_id = s.new_change_id(rng);
+    s.history.push(VendorHistoryRow {
+        vendor_key: s.vendor.key.clone(),
+        change_id,
+        change_type: change_type.into(),
+        requested_at: format!(
+            "{}T08:30:00Z",
+            date_str(s.invoices[0].day.saturating_sub(1).max(1))
+        ),
+        status: status.into(),
+        old_value: s.vendor.bank_account.clone(),
+        new_value: new_value.into(),
+        requested_by: by.into(),
+        event_type: None,
+        vendor_name: Some(s.vendor.name.clone()),
+        related_invoice_number: Some(s.invoices[0].number.clone()),
+    });
 }
 
 /// A clean vendor email about invoice `inv_index` (no bank change, no pressure).

@@ -6,7 +6,9 @@
 //! * [`ecosystem`]: the editable AP ecosystem of a case ([`ecosystem::Scenario`]: vendor,
 //!   invoices, emails, POs, receipts, ledger, vendor history, anchored gold codes) and its
 //!   renderer, which writes documents in the line conventions of `docs/fixtures.md`.
-//! * [`attacks`]: the 16 attacks; each edits documents, threads, ledger or vendor data.
+//! * [`catalog`]: the attack and look-alike kinds, one table row each (wire name and properties).
+//! * [`attacks`]: the apply stage of each attack; each edits documents, threads, ledger or vendor
+//!   data.
 //! * [`lookalike`]: benign look-alikes of the attack families, made by the same machinery.
 //! * [`generators`]: challenge variants, holdout suites, benign twins, certificate-required
 //!   clones, ControlBench AP quarters (with sleeper vendors) and FraudGen ecosystems.
@@ -15,6 +17,7 @@
 //! * [`checks`]: generator self-checks on top of `ls_core::validate::validate_case`.
 
 pub mod attacks;
+pub mod catalog;
 pub mod checks;
 pub mod ecosystem;
 pub mod generators;

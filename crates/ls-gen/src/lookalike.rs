@@ -20,73 +20,15 @@
 //! A look-alike adds no gold code; the case stays PAY, and `checks::check_lookalikes` verifies
 //! that it really is benign.
 
-use crate::attacks::{add_history, Attack};
 use crate::ecosystem::*;
 use ls_core::TaskType;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rust_decimal::Decimal;
 
-macro_rules! lookalikes {
-    ($( $v:ident => $name:literal; )*) => {
-        /// One benign look-alike.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum Lookalike { $( $v, )* }
-        impl Lookalike {
-            pub const ALL: [Lookalike; 6] = [ $( Lookalike::$v, )* ];
-            pub fn name(self) -> &'static str { match self { $( Lookalike::$v => $name, )* } }
-        }
-    };
-}
-
-lookalikes! {
-    VerifiedBankChange => "verified_bank_change";
-    VendorDeadline => "vendor_payment_deadline";
-    InternalApproval => "internal_approval_record";
-    BenignResend => "benign_resend";
-    ThresholdAdjacent => "threshold_adjacent_amount";
-    RoutineBatch => "routine_invoice_batch";
-}
+pub use crate::catalog::Lookalike;
 
 impl Lookalike {
-    pub fn parse(name: &str) -> Option<Self> {
-        let n = ls_core::text::normalize_text(name);
-        Self::ALL.into_iter().find(|l| l.name() == n)
-    }
-
-    /// The benign mirror of an attack: what the attack's surface looks like when nothing is wrong.
-    pub fn mirror(a: Attack) -> Self {
-        match a {
-            Attack::BankOverride
-            | Attack::VendorTakeover
-            | Attack::DomainTyposquat
-            | Attack::SupplyChainCompromise
-            | Attack::PhantomVendor
-            | Attack::MultiEntityLayering => Self::VerifiedBankChange,
-            Attack::UrgencySpoof => Self::VendorDeadline,
-            Attack::CeoFraud | Attack::WorkflowOverride | Attack::InsiderCollusion => {
-                Self::InternalApproval
-            }
-            Attack::NearDuplicateInvoice | Attack::FakeReceipt | Attack::InflatedLineItems => {
-                Self::BenignResend
-            }
-            Attack::ApprovalThresholdEvasion | Attack::SplitPayment => Self::ThresholdAdjacent,
-            Attack::CoordinatedCampaign => Self::RoutineBatch,
-        }
-    }
-
-    /// Mirrors of `attacks`, deduplicated, at most `max`.
-    pub fn mirrors(attacks: &[Attack], max: usize) -> Vec<Self> {
-        let mut out: Vec<Self> = Vec::new();
-        for a in attacks {
-            let l = Self::mirror(*a);
-            if !out.contains(&l) && out.len() < max {
-                out.push(l);
-            }
-        }
-        out
-    }
-
     /// Apply the look-alike (documents and master data only; no gold code).
     pub fn apply(self, s: &mut Scenario, rng: &mut ChaCha8Rng) {
         match self {
@@ -413,16 +355,6 @@ fn routine_batch(s: &mut Scenario, rng: &mut ChaCha8Rng) {
 mod tests {
     use super::*;
     use rand::SeedableRng;
-
-    #[test]
-    fn every_attack_has_a_mirror_and_every_lookalike_is_reachable() {
-        let mirrored: std::collections::BTreeSet<Lookalike> =
-            Attack::ALL.iter().map(|a| Lookalike::mirror(*a)).collect();
-        assert_eq!(mirrored.len(), Lookalike::ALL.len());
-        for l in Lookalike::ALL {
-            assert_eq!(Lookalike::parse(l.name()), Some(l));
-        }
-    }
 
     #[test]
     fn lookalikes_change_documents_or_records_and_add_no_code() {

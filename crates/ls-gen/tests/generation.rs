@@ -307,3 +307,45 @@ fn every_attack_is_observable_by_the_environment_tools() {
         );
     }
 }
+
+/// Every attack of the table is reachable from the generators: over a few random seeds, each one
+/// is applied to some challenge variant or quarter case and recorded by its wire name, which
+/// parses back to the same attack.
+#[test]
+fn every_attack_in_the_table_is_generated_under_its_wire_name() {
+    let set = FixtureSet::embedded().unwrap();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let mut missing: BTreeSet<ls_gen::Attack> = ls_gen::Attack::ALL.into_iter().collect();
+    let mut seeds = Vec::new();
+    for k in 0..20u64 {
+        if missing.is_empty() {
+            break;
+        }
+        let seed = 1 + (u64::from(nanos) + k * 7_919) % 9_000;
+        seeds.push(seed);
+        let mut cases = ls_gen::challenge(&set, 2, seed);
+        cases.extend(ls_gen::controlbench(
+            &set,
+            &QuarterConfig {
+                length: 100,
+                seed,
+                ..Default::default()
+            },
+        ));
+        for c in &cases {
+            for name in &c.generator_metadata.as_ref().unwrap().applied_attacks {
+                let a = ls_gen::Attack::parse(name)
+                    .unwrap_or_else(|| panic!("{}: unknown attack {name}", c.case_id));
+                assert_eq!(a.name(), name);
+                missing.remove(&a);
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "seeds {seeds:?}: never generated {missing:?}"
+    );
+}

@@ -1,0 +1,306 @@
+//! The attack and look-alike kinds, each declared once: one row of [`attacks!`] per attack holds
+//! its wire name and every property the generators read (family, severity, the latent hypothesis
+//! it realises, the control weakness it exploits and the attacker-belief key that weights it, its
+//! pressure profile, its benign mirror and the gold codes it adds). How an attack edits a scenario
+//! is its apply stage in [`crate::attacks`]; a look-alike's is in [`crate::lookalike`].
+//!
+//! This module holds data only (it names no other module of the crate), so the scenario can
+//! record applied kinds without depending on the code that applies them.
+
+use ls_core::Hypothesis;
+
+/// Attack family (`generator_metadata.attack_category`, `attack_family` mechanism hint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Identity,
+    Document,
+    Process,
+    Apt,
+}
+
+/// How bad a successful attack is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    Medium,
+    High,
+    Critical,
+}
+
+/// Control weakness an attack exploits (the `control_weakness` mechanism hint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weakness {
+    CallbackGap,
+    DuplicateControlGap,
+    WorkflowOverrideGap,
+}
+
+/// Attacker-belief key (`QuarterConfig::attacker_belief`) whose value weights an attack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BeliefKey {
+    CallbackGap,
+    DuplicateControlGap,
+    QueuePressureExploit,
+    PaymentReleaseWeakness,
+}
+
+/// Pressure profile hint of an attack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pressure {
+    Elevated,
+    UrgentOverride,
+}
+
+macro_rules! spelled {
+    ($t:ident { $( $v:ident => $s:literal, )* }) => {
+        impl $t {
+            pub fn as_str(self) -> &'static str { match self { $( $t::$v => $s, )* } }
+        }
+    };
+}
+
+spelled!(Family { Identity => "identity", Document => "document", Process => "process", Apt => "apt", });
+spelled!(Severity { Medium => "medium", High => "high", Critical => "critical", });
+spelled!(Weakness {
+    CallbackGap => "callback_gap",
+    DuplicateControlGap => "duplicate_control_gap",
+    WorkflowOverrideGap => "workflow_override_gap",
+});
+spelled!(BeliefKey {
+    CallbackGap => "callback_gap",
+    DuplicateControlGap => "duplicate_control_gap",
+    QueuePressureExploit => "queue_pressure_exploit",
+    PaymentReleaseWeakness => "payment_release_weakness",
+});
+spelled!(Pressure { Elevated => "elevated", UrgentOverride => "urgent_override", });
+
+/// The properties of one attack (its row of the table).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttackSpec {
+    /// Wire name (`generator_metadata.applied_attacks`).
+    pub name: &'static str,
+    pub family: Family,
+    pub severity: Severity,
+    /// Latent hypothesis the attack realises (agrees with `ls_core::world::attack_hypothesis`).
+    pub hypothesis: Hypothesis,
+    pub weakness: Weakness,
+    pub belief: BeliefKey,
+    pub pressure: Pressure,
+    /// The benign look-alike of the attack's surface.
+    pub mirror: Lookalike,
+    /// The gold codes the attack's apply stage adds.
+    pub signals: &'static [&'static str],
+}
+
+macro_rules! attacks {
+    ($( $v:ident => $name:literal, $fam:ident, $sev:ident, $hyp:ident, $weak:ident, $belief:ident,
+        $pres:ident, $mirror:ident, [$($sig:literal),* $(,)?]; )*) => {
+        /// One attack of the library.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Attack { $( $v, )* }
+        impl Attack {
+            pub const ALL: [Attack; [$( Attack::$v, )*].len()] = [ $( Attack::$v, )* ];
+            /// The attack's row of the table.
+            pub fn spec(self) -> &'static AttackSpec {
+                match self { $( Attack::$v => &AttackSpec {
+                    name: $name,
+                    family: Family::$fam,
+                    severity: Severity::$sev,
+                    hypothesis: Hypothesis::$hyp,
+                    weakness: Weakness::$weak,
+                    belief: BeliefKey::$belief,
+                    pressure: Pressure::$pres,
+                    mirror: Lookalike::$mirror,
+                    signals: &[$($sig),*],
+                }, )* }
+            }
+        }
+    };
+}
+
+attacks! {
+    BankOverride => "bank_override_attack", Identity, High, BankFraud, CallbackGap, CallbackGap,
+        Elevated, VerifiedBankChange, ["bank_override_attempt", "policy_bypass_attempt"];
+    VendorTakeover => "vendor_takeover_attack", Identity, High, VendorTakeover, CallbackGap,
+        CallbackGap, Elevated, VerifiedBankChange,
+        ["vendor_account_takeover_suspected", "sender_domain_spoof", "vendor_name_spoof"];
+    CeoFraud => "ceo_fraud_attack", Identity, Critical, CeoBec, WorkflowOverrideGap,
+        PaymentReleaseWeakness, UrgentOverride, InternalApproval,
+        ["urgent_payment_pressure", "policy_bypass_attempt", "sender_domain_spoof"];
+    DomainTyposquat => "domain_typosquat_attack", Identity, High, VendorTakeover,
+        WorkflowOverrideGap, PaymentReleaseWeakness, Elevated, VerifiedBankChange,
+        ["sender_domain_spoof", "vendor_account_takeover_suspected"];
+    NearDuplicateInvoice => "near_duplicate_invoice_attack", Document, High, DuplicateBilling,
+        DuplicateControlGap, DuplicateControlGap, Elevated, BenignResend,
+        ["duplicate_near_match"];
+    FakeReceipt => "fake_receipt_attack", Document, Medium, DuplicateBilling, WorkflowOverrideGap,
+        PaymentReleaseWeakness, Elevated, BenignResend,
+        ["partial_receipt_only", "policy_bypass_attempt"];
+    PhantomVendor => "phantom_vendor_attack", Document, Critical, PhantomVendor,
+        WorkflowOverrideGap, PaymentReleaseWeakness, Elevated, VerifiedBankChange,
+        ["vendor_account_takeover_suspected", "missing_po", "vendor_name_spoof"];
+    InflatedLineItems => "inflated_line_items_attack", Document, Medium, DuplicateBilling,
+        WorkflowOverrideGap, PaymentReleaseWeakness, Elevated, BenignResend,
+        ["price_mismatch", "quantity_mismatch", "total_mismatch"];
+    UrgencySpoof => "urgency_spoof_attack", Process, Medium, CeoBec, WorkflowOverrideGap,
+        QueuePressureExploit, UrgentOverride, VendorDeadline,
+        ["urgent_payment_pressure", "sender_domain_spoof"];
+    ApprovalThresholdEvasion => "approval_threshold_evasion_attack", Process, Medium,
+        ThresholdEvasion, WorkflowOverrideGap, QueuePressureExploit, Elevated, ThresholdAdjacent,
+        ["approval_threshold_evasion"];
+    WorkflowOverride => "workflow_override_attack", Process, High, InsiderCollusion,
+        WorkflowOverrideGap, QueuePressureExploit, Elevated, InternalApproval,
+        ["policy_bypass_attempt", "sender_domain_spoof"];
+    SplitPayment => "split_payment_attack", Process, High, SplitPayment, DuplicateControlGap,
+        DuplicateControlGap, Elevated, ThresholdAdjacent,
+        ["duplicate_near_match", "approval_threshold_evasion"];
+    CoordinatedCampaign => "coordinated_campaign_attack", Apt, Critical, CampaignFraud,
+        WorkflowOverrideGap, PaymentReleaseWeakness, Elevated, RoutineBatch,
+        ["shared_bank_account", "coordinated_timing", "duplicate_near_match"];
+    SupplyChainCompromise => "supply_chain_compromise_attack", Apt, Critical,
+        SupplyChainCompromise, WorkflowOverrideGap, PaymentReleaseWeakness, Elevated,
+        VerifiedBankChange,
+        ["vendor_account_takeover_suspected", "bank_override_attempt", "policy_bypass_attempt"];
+    InsiderCollusion => "insider_collusion_attack", Apt, Critical, InsiderCollusion,
+        WorkflowOverrideGap, PaymentReleaseWeakness, Elevated, InternalApproval,
+        ["policy_bypass_attempt", "approval_threshold_evasion"];
+    MultiEntityLayering => "multi_entity_layering_attack", Apt, Critical, MultiEntityLayering,
+        WorkflowOverrideGap, PaymentReleaseWeakness, Elevated, VerifiedBankChange,
+        ["vendor_account_takeover_suspected", "shared_bank_account", "coordinated_timing"];
+}
+
+impl Attack {
+    /// Wire name (`bank_override_attack`, ...).
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// identity / document / process / apt.
+    pub fn category(self) -> &'static str {
+        self.spec().family.as_str()
+    }
+
+    /// medium / high / critical.
+    pub fn severity(self) -> &'static str {
+        self.spec().severity.as_str()
+    }
+
+    /// The attack named `name` (the wire name, with or without its `_attack` suffix).
+    pub fn parse(name: &str) -> Option<Self> {
+        let n = ls_core::text::normalize_text(name);
+        Self::ALL
+            .into_iter()
+            .find(|a| a.name() == n || a.name().trim_end_matches("_attack") == n)
+    }
+
+    /// Latent hypothesis the attack realises.
+    pub fn hypothesis(self) -> Hypothesis {
+        self.spec().hypothesis
+    }
+
+    /// Control weakness the attack exploits (mechanism hint).
+    pub fn control_weakness(self) -> &'static str {
+        self.spec().weakness.as_str()
+    }
+
+    /// Pressure profile hint (`urgent_override` for urgency and executive fraud).
+    pub fn pressure_profile(self) -> &'static str {
+        self.spec().pressure.as_str()
+    }
+}
+
+macro_rules! lookalikes {
+    ($( $v:ident => $name:literal; )*) => {
+        /// One benign look-alike.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Lookalike { $( $v, )* }
+        impl Lookalike {
+            pub const ALL: [Lookalike; [$( Lookalike::$v, )*].len()] = [ $( Lookalike::$v, )* ];
+            /// Wire name (`generator_metadata.benign_lookalikes`).
+            pub fn name(self) -> &'static str { match self { $( Lookalike::$v => $name, )* } }
+        }
+    };
+}
+
+lookalikes! {
+    VerifiedBankChange => "verified_bank_change";
+    VendorDeadline => "vendor_payment_deadline";
+    InternalApproval => "internal_approval_record";
+    BenignResend => "benign_resend";
+    ThresholdAdjacent => "threshold_adjacent_amount";
+    RoutineBatch => "routine_invoice_batch";
+}
+
+impl Lookalike {
+    /// The look-alike named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        let n = ls_core::text::normalize_text(name);
+        Self::ALL.into_iter().find(|l| l.name() == n)
+    }
+
+    /// The benign mirror of an attack: what the attack's surface looks like when nothing is wrong.
+    pub fn mirror(a: Attack) -> Self {
+        a.spec().mirror
+    }
+
+    /// Mirrors of `attacks`, deduplicated, at most `max`.
+    pub fn mirrors(attacks: &[Attack], max: usize) -> Vec<Self> {
+        let mut out: Vec<Self> = Vec::new();
+        for a in attacks {
+            let l = Self::mirror(*a);
+            if !out.contains(&l) && out.len() < max {
+                out.push(l);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_attack_round_trips_its_wire_name_and_agrees_with_the_core_hypothesis_table() {
+        let mut names = std::collections::BTreeSet::new();
+        for a in Attack::ALL {
+            assert!(names.insert(a.name()), "{} listed twice", a.name());
+            assert_eq!(Attack::parse(a.name()), Some(a));
+            assert_eq!(Attack::parse(a.name().trim_end_matches("_attack")), Some(a));
+            assert_eq!(
+                Attack::parse(&format!(" {} ", a.name().to_uppercase())),
+                Some(a),
+                "{}",
+                a.name()
+            );
+            // The environment reads the hypothesis back from the wire name: both tables agree.
+            assert_eq!(
+                ls_core::world::attack_hypothesis(a.name()),
+                Some(a.hypothesis()),
+                "{}",
+                a.name()
+            );
+            assert!(!a.spec().signals.is_empty(), "{} adds no code", a.name());
+            for code in a.spec().signals {
+                assert_eq!(
+                    ls_core::text::canonical_code(code),
+                    Some(*code),
+                    "{}",
+                    a.name()
+                );
+            }
+        }
+        assert_eq!(Attack::parse("no_such_attack"), None);
+        assert_eq!(Attack::parse(""), None);
+    }
+
+    #[test]
+    fn every_lookalike_round_trips_and_mirrors_an_attack() {
+        let mirrored: std::collections::BTreeSet<Lookalike> =
+            Attack::ALL.iter().map(|a| Lookalike::mirror(*a)).collect();
+        assert_eq!(mirrored.len(), Lookalike::ALL.len());
+        for l in Lookalike::ALL {
+            assert_eq!(Lookalike::parse(l.name()), Some(l));
+        }
+        assert_eq!(Lookalike::parse("bank_override_attack"), None);
+    }
+}

@@ -18,7 +18,6 @@ ALLOWED = set([
     "crates/ledgershield/src/run.rs::run",
     "crates/ls-agents/src/teacher.rs::absorb",
     "crates/ls-agents/src/teacher.rs::judge",
-    "crates/ls-gen/src/generators.rs::controlbench",
     "crates/ls-grading/src/certificate.rs::verify_parsed",
     "crates/ls-grading/src/compliance.rs::evaluate",
     "crates/ls-grading/src/outcome.rs::simulate",

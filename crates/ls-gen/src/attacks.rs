@@ -296,24 +296,17 @@ fn near_duplicate_invoice(s: &mut Scenario, rng: &mut ChaCha8Rng) {
 }
 
 fn fake_receipt(s: &mut Scenario, rng: &mut ChaCha8Rng) {
+    let tag = s.tag();
     let inv = &mut s.invoices[0];
     if inv.lines[0].qty < Decimal::from(2) {
         inv.lines[0].qty = Decimal::from(2);
         inv.ordered = inv.lines.clone();
     }
     if inv.po_id.is_none() {
-        inv.po_id = Some(format!(
-            "PO-{}-{}",
-            rng.random_range(2000..9999u32),
-            tag_of(&s.case_id)
-        ));
+        inv.po_id = Some(format!("PO-{}-{}", rng.random_range(2000..9999u32), tag));
     }
     if inv.receipt_id.is_none() {
-        inv.receipt_id = Some(format!(
-            "GRN-{}-{}",
-            rng.random_range(2000..9999u32),
-            tag_of(&s.case_id)
-        ));
+        inv.receipt_id = Some(format!("GRN-{}-{}", rng.random_range(2000..9999u32), tag));
     }
     let short = (inv.lines[0].qty / Decimal::from(2))
         .floor()
@@ -337,8 +330,7 @@ fn fake_receipt(s: &mut Scenario, rng: &mut ChaCha8Rng) {
 }
 
 fn phantom_vendor(s: &mut Scenario, rng: &mut ChaCha8Rng) {
-    let acc = redirect_bank(s, rng);
-    let _ = acc;
+    redirect_bank(s, rng);
     let inv = &mut s.invoices[0];
     inv.po_id = None;
     inv.receipt_id = None;
@@ -439,7 +431,7 @@ fn workflow_override(s: &mut Scenario, rng: &mut ChaCha8Rng) {
 }
 
 fn split_payment(s: &mut Scenario, rng: &mut ChaCha8Rng) {
-    let t = just_under(s, 0, rng);
+    just_under(s, 0, rng);
     if s.invoices.len() < MAX_INVOICES {
         let mut part = s.invoices[0].clone();
         let idx = s.invoices.len();
@@ -472,7 +464,6 @@ fn split_payment(s: &mut Scenario, rng: &mut ChaCha8Rng) {
             Invoice(0, InvLine::Number),
         );
     }
-    let _ = t;
     s.add_code(
         "approval_threshold_evasion",
         &[Reason, Flag],
@@ -618,21 +609,6 @@ fn multi_entity_layering(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         Invoice(0, InvLine::Date),
     );
     s.callback = CallbackOutcome::AdversarialConfirm;
-}
-
-fn tag_of(case_id: &str) -> String {
-    let t: String = case_id
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .collect();
-    t.chars()
-        .rev()
-        .take(6)
-        .collect::<String>()
-        .chars()
-        .rev()
-        .collect::<String>()
-        .to_ascii_uppercase()
 }
 
 /// Point every invoice's bank line at one attacker account (reused if already redirected).

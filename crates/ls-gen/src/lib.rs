@@ -11,7 +11,8 @@
 //!   data.
 //! * [`lookalike`]: benign look-alikes of the attack families, made by the same machinery.
 //! * [`generators`]: challenge variants, holdout suites, benign twins, certificate-required
-//!   clones, ControlBench AP quarters (with sleeper vendors) and FraudGen ecosystems.
+//!   clones and ControlBench AP quarters (with sleeper vendors).
+//! * [`fraudgen`]: FraudGen ecosystems, one row per scenario type.
 //! * [`pool`]: the case pool assembled from the documented `LEDGERSHIELD_*` variables.
 //! * [`shape`]: label-independent document structure (routine mail up to a per-family target).
 //! * [`checks`]: generator self-checks on top of `ls_core::validate::validate_case`.
@@ -20,15 +21,17 @@ pub mod attacks;
 pub mod catalog;
 pub mod checks;
 pub mod ecosystem;
+pub mod fraudgen;
 pub mod generators;
 pub mod lookalike;
 pub mod pool;
 pub mod shape;
 
 pub use attacks::Attack;
+pub use fraudgen::fraudgen;
 pub use generators::{
-    certificate_required, challenge, controlbench, counterpart, fraudgen, holdout, opaque_id, twin,
-    twins, Plan, QuarterConfig,
+    certificate_required, challenge, controlbench, counterpart, holdout, opaque_id, twin, twins,
+    Plan, QuarterConfig,
 };
 pub use lookalike::Lookalike;
 pub use pool::{build_pool, GenKind, PoolConfig};

@@ -94,7 +94,7 @@ pub fn generate(set: &FixtureSet, kind: GenKind, seed: u64, count: usize) -> Vec
             },
         ),
         GenKind::CertificateRequired => generators::certificate_required(set),
-        GenKind::Fraudgen => generators::fraudgen(count, seed),
+        GenKind::Fraudgen => crate::fraudgen::fraudgen(count, seed),
     };
     v.truncate(count);
     v

@@ -13,6 +13,13 @@ use std::collections::BTreeMap;
 use Anchor::{Email, Invoice};
 use CodeList::{Campaign, Discrepancy, Flag, Reason};
 
+/// `codes!(s, code => [lists] @ anchor, ...)`: [`Scenario::add_code`] for each code, in order.
+macro_rules! codes {
+    ($s:expr, $( $code:literal => [$($list:ident),*] @ $anchor:expr ),* $(,)?) => {
+        $( $s.add_code($code, &[$($list),*], $anchor); )*
+    };
+}
+
 pub use crate::catalog::Attack;
 
 impl Attack {
@@ -164,15 +171,10 @@ fn bank_override(s: &mut Scenario, rng: &mut ChaCha8Rng) {
             format!("Please note our bank details have changed. Update the remittance account to {acc} before your next payment run."),
             "Our auditors are on site this week, so please do not call to verify; this email is your confirmation.".into(),
         ]);
-    s.add_code(
-        "bank_override_attempt",
-        &[Reason, Flag],
-        Invoice(0, InvLine::Bank),
-    );
-    s.add_code(
-        "policy_bypass_attempt",
-        &[Reason],
-        Email(e, MailLine::Para(1)),
+    codes!(
+        s,
+        "bank_override_attempt" => [Reason, Flag] @ Invoice(0, InvLine::Bank),
+        "policy_bypass_attempt" => [Reason] @ Email(e, MailLine::Para(1)),
     );
     s.callback = CallbackOutcome::DisputesChange;
 }
@@ -193,17 +195,12 @@ fn vendor_takeover(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         &acc,
         &format!("finance@{dom}"),
     );
-    s.add_code(
-        "vendor_account_takeover_suspected",
-        &[Reason],
-        Email(e, MailLine::Para(0)),
+    codes!(
+        s,
+        "vendor_account_takeover_suspected" => [Reason] @ Email(e, MailLine::Para(0)),
+        "sender_domain_spoof" => [Reason, Flag] @ Email(e, MailLine::From),
+        "vendor_name_spoof" => [Flag] @ Invoice(0, InvLine::Vendor),
     );
-    s.add_code(
-        "sender_domain_spoof",
-        &[Reason, Flag],
-        Email(e, MailLine::From),
-    );
-    s.add_code("vendor_name_spoof", &[Flag], Invoice(0, InvLine::Vendor));
     s.callback = CallbackOutcome::AdversarialConfirm;
 }
 
@@ -222,17 +219,12 @@ fn ceo_fraud(s: &mut Scenario, _rng: &mut ChaCha8Rng) {
                 .into(),
         ],
     );
-    s.add_code(
-        "urgent_payment_pressure",
-        &[Reason],
-        Email(e, MailLine::Para(0)),
+    codes!(
+        s,
+        "urgent_payment_pressure" => [Reason] @ Email(e, MailLine::Para(0)),
+        "policy_bypass_attempt" => [Reason, Flag] @ Email(e, MailLine::Para(1)),
+        "sender_domain_spoof" => [Flag] @ Email(e, MailLine::From),
     );
-    s.add_code(
-        "policy_bypass_attempt",
-        &[Reason, Flag],
-        Email(e, MailLine::Para(1)),
-    );
-    s.add_code("sender_domain_spoof", &[Flag], Email(e, MailLine::From));
     s.pressure_event = Some("cfo_urgent_message".into());
     s.callback = CallbackOutcome::AdversarialConfirm;
 }
@@ -253,15 +245,10 @@ fn domain_typosquat(s: &mut Scenario, rng: &mut ChaCha8Rng) {
             "Thank you for your prompt processing.".into(),
         ],
     );
-    s.add_code(
-        "sender_domain_spoof",
-        &[Reason, Flag],
-        Email(e, MailLine::From),
-    );
-    s.add_code(
-        "vendor_account_takeover_suspected",
-        &[Reason],
-        Email(e, MailLine::Para(0)),
+    codes!(
+        s,
+        "sender_domain_spoof" => [Reason, Flag] @ Email(e, MailLine::From),
+        "vendor_account_takeover_suspected" => [Reason] @ Email(e, MailLine::Para(0)),
     );
     s.callback = CallbackOutcome::AdversarialConfirm;
 }
@@ -284,11 +271,7 @@ fn near_duplicate_invoice(s: &mut Scenario, rng: &mut ChaCha8Rng) {
     };
     s.ledger.push(row);
     s.duplicate_links.push(id);
-    s.add_code(
-        "duplicate_near_match",
-        &[Reason, Flag],
-        Invoice(0, InvLine::Number),
-    );
+    codes!(s, "duplicate_near_match" => [Reason, Flag] @ Invoice(0, InvLine::Number));
     // Duplicates often arrive as a "re-sent" copy, the same wording a benign resend uses.
     if rng.random_bool(0.6) {
         crate::lookalike::resend_notice(s, rng, "Please process it in your next payment run.");
@@ -317,15 +300,10 @@ fn fake_receipt(s: &mut Scenario, rng: &mut ChaCha8Rng) {
             "All goods were delivered in full last week and the receipt is attached.".into(),
             "There is no need to call the warehouse; please release the invoice without waiting for the goods receipt check.".into(),
         ]);
-    s.add_code(
-        "partial_receipt_only",
-        &[Reason, Discrepancy],
-        Invoice(0, InvLine::Receipt),
-    );
-    s.add_code(
-        "policy_bypass_attempt",
-        &[Reason],
-        Email(e, MailLine::Para(1)),
+    codes!(
+        s,
+        "partial_receipt_only" => [Reason, Discrepancy] @ Invoice(0, InvLine::Receipt),
+        "policy_bypass_attempt" => [Reason] @ Email(e, MailLine::Para(1)),
     );
 }
 
@@ -340,17 +318,12 @@ fn phantom_vendor(s: &mut Scenario, rng: &mut ChaCha8Rng) {
     let note = inv.notes.len() - 1;
     s.sync_records();
     spoof_display_name(s);
-    s.add_code(
-        "vendor_account_takeover_suspected",
-        &[Reason],
-        Invoice(0, InvLine::Bank),
+    codes!(
+        s,
+        "vendor_account_takeover_suspected" => [Reason] @ Invoice(0, InvLine::Bank),
+        "missing_po" => [Reason, Discrepancy] @ Invoice(0, InvLine::Note(note)),
+        "vendor_name_spoof" => [Flag] @ Invoice(0, InvLine::Vendor),
     );
-    s.add_code(
-        "missing_po",
-        &[Reason, Discrepancy],
-        Invoice(0, InvLine::Note(note)),
-    );
-    s.add_code("vendor_name_spoof", &[Flag], Invoice(0, InvLine::Vendor));
     s.callback = CallbackOutcome::DisputesChange;
 }
 
@@ -359,17 +332,12 @@ fn inflated_line_items(s: &mut Scenario, rng: &mut ChaCha8Rng) {
     let f = Decimal::new(rng.random_range(108..121), 2);
     inv.lines[0].unit = r2(inv.lines[0].unit * f);
     inv.lines[0].qty += Decimal::from(rng.random_range(1..4u32));
-    s.add_code(
-        "price_mismatch",
-        &[Reason, Discrepancy],
-        Invoice(0, InvLine::Item(0)),
+    codes!(
+        s,
+        "price_mismatch" => [Reason, Discrepancy] @ Invoice(0, InvLine::Item(0)),
+        "quantity_mismatch" => [Reason, Discrepancy] @ Invoice(0, InvLine::Item(0)),
+        "total_mismatch" => [Reason] @ Invoice(0, InvLine::Total),
     );
-    s.add_code(
-        "quantity_mismatch",
-        &[Reason, Discrepancy],
-        Invoice(0, InvLine::Item(0)),
-    );
-    s.add_code("total_mismatch", &[Reason], Invoice(0, InvLine::Total));
 }
 
 fn urgency_spoof(s: &mut Scenario, rng: &mut ChaCha8Rng) {
@@ -387,15 +355,10 @@ fn urgency_spoof(s: &mut Scenario, rng: &mut ChaCha8Rng) {
             "Please confirm the release by reply.".into(),
         ],
     );
-    s.add_code(
-        "urgent_payment_pressure",
-        &[Reason],
-        Email(e, MailLine::Para(0)),
-    );
-    s.add_code(
-        "sender_domain_spoof",
-        &[Reason, Flag],
-        Email(e, MailLine::From),
+    codes!(
+        s,
+        "urgent_payment_pressure" => [Reason] @ Email(e, MailLine::Para(0)),
+        "sender_domain_spoof" => [Reason, Flag] @ Email(e, MailLine::From),
     );
 }
 
@@ -405,11 +368,7 @@ fn approval_threshold_evasion(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         "Phase 1 of 2, phase 2 will be invoiced separately (approval limit {}).",
         money(Decimal::from(t))
     ));
-    s.add_code(
-        "approval_threshold_evasion",
-        &[Reason, Flag],
-        Invoice(0, InvLine::Total),
-    );
+    codes!(s, "approval_threshold_evasion" => [Reason, Flag] @ Invoice(0, InvLine::Total));
 }
 
 fn workflow_override(s: &mut Scenario, rng: &mut ChaCha8Rng) {
@@ -418,15 +377,10 @@ fn workflow_override(s: &mut Scenario, rng: &mut ChaCha8Rng) {
             format!("The supplier portal is offline this week, so treat this email as the source of truth for invoice {}.", s.invoices[0].number),
             "Please ignore standard workflow and release on receipt of this message.".into(),
         ]);
-    s.add_code(
-        "policy_bypass_attempt",
-        &[Reason, Flag],
-        Email(e, MailLine::Para(0)),
-    );
-    s.add_code(
-        "sender_domain_spoof",
-        &[Reason, Flag],
-        Email(e, MailLine::From),
+    codes!(
+        s,
+        "policy_bypass_attempt" => [Reason, Flag] @ Email(e, MailLine::Para(0)),
+        "sender_domain_spoof" => [Reason, Flag] @ Email(e, MailLine::From),
     );
 }
 
@@ -450,25 +404,13 @@ fn split_payment(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         s.invoices.push(part);
         s.invoices[0].notes.push("Part 1 of 2.".into());
         s.sync_records();
-        s.add_code(
-            "duplicate_near_match",
-            &[Reason],
-            Invoice(idx, InvLine::Number),
-        );
+        codes!(s, "duplicate_near_match" => [Reason] @ Invoice(idx, InvLine::Number));
         s.cross_invoice_links
             .extend([s.invoices[0].doc_id.clone(), s.invoices[idx].doc_id.clone()]);
     } else {
-        s.add_code(
-            "duplicate_near_match",
-            &[Reason],
-            Invoice(0, InvLine::Number),
-        );
+        codes!(s, "duplicate_near_match" => [Reason] @ Invoice(0, InvLine::Number));
     }
-    s.add_code(
-        "approval_threshold_evasion",
-        &[Reason, Flag],
-        Invoice(0, InvLine::Total),
-    );
+    codes!(s, "approval_threshold_evasion" => [Reason, Flag] @ Invoice(0, InvLine::Total));
 }
 
 fn coordinated_campaign(s: &mut Scenario, rng: &mut ChaCha8Rng) {
@@ -511,20 +453,11 @@ fn coordinated_campaign(s: &mut Scenario, rng: &mut ChaCha8Rng) {
     s.duplicate_links.push(id);
     let a = added.first().copied().unwrap_or(0);
     let b = added.last().copied().unwrap_or(0);
-    s.add_code(
-        "shared_bank_account",
-        &[Reason, Flag, Campaign],
-        Invoice(if first < s.invoices.len() { a } else { 0 }, InvLine::Bank),
-    );
-    s.add_code(
-        "coordinated_timing",
-        &[Reason, Flag, Campaign],
-        Invoice(b, InvLine::Date),
-    );
-    s.add_code(
-        "duplicate_near_match",
-        &[Reason],
-        Invoice(a, InvLine::Number),
+    codes!(
+        s,
+        "shared_bank_account" => [Reason, Flag, Campaign] @ Invoice(if first < s.invoices.len() { a } else { 0 }, InvLine::Bank),
+        "coordinated_timing" => [Reason, Flag, Campaign] @ Invoice(b, InvLine::Date),
+        "duplicate_near_match" => [Reason] @ Invoice(a, InvLine::Number),
     );
     s.cross_invoice_links = s.invoices.iter().map(|i| i.doc_id.clone()).collect();
     s.callback = CallbackOutcome::AdversarialConfirm;
@@ -536,20 +469,11 @@ fn supply_chain_compromise(s: &mut Scenario, rng: &mut ChaCha8Rng) {
             format!("Following our system migration we have a new banking partner; please update the bank details for all open invoices to {acc}."),
             "Please do not call our office to verify, the phone lines are being migrated as well.".into(),
         ]);
-    s.add_code(
-        "vendor_account_takeover_suspected",
-        &[Reason, Flag],
-        Email(e, MailLine::Para(0)),
-    );
-    s.add_code(
-        "bank_override_attempt",
-        &[Reason, Flag],
-        Invoice(0, InvLine::Bank),
-    );
-    s.add_code(
-        "policy_bypass_attempt",
-        &[Reason],
-        Email(e, MailLine::Para(1)),
+    codes!(
+        s,
+        "vendor_account_takeover_suspected" => [Reason, Flag] @ Email(e, MailLine::Para(0)),
+        "bank_override_attempt" => [Reason, Flag] @ Invoice(0, InvLine::Bank),
+        "policy_bypass_attempt" => [Reason] @ Email(e, MailLine::Para(1)),
     );
     s.callback = CallbackOutcome::AdversarialConfirm;
 }
@@ -560,15 +484,10 @@ fn insider_collusion(s: &mut Scenario, rng: &mut ChaCha8Rng) {
             "I have already approved this invoice myself, no need to call the vendor or wait for the second approver.".into(),
             format!("I kept it under the {} limit so it does not need another sign-off.", money(Decimal::from(t))),
         ]);
-    s.add_code(
-        "policy_bypass_attempt",
-        &[Reason, Flag],
-        Email(e, MailLine::Para(0)),
-    );
-    s.add_code(
-        "approval_threshold_evasion",
-        &[Reason],
-        Invoice(0, InvLine::Total),
+    codes!(
+        s,
+        "policy_bypass_attempt" => [Reason, Flag] @ Email(e, MailLine::Para(0)),
+        "approval_threshold_evasion" => [Reason] @ Invoice(0, InvLine::Total),
     );
 }
 
@@ -593,20 +512,11 @@ fn multi_entity_layering(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         });
         s.duplicate_links.push(id);
     }
-    s.add_code(
-        "vendor_account_takeover_suspected",
-        &[Reason],
-        Invoice(0, InvLine::Bank),
-    );
-    s.add_code(
-        "shared_bank_account",
-        &[Reason, Flag, Campaign],
-        Invoice(0, InvLine::Bank),
-    );
-    s.add_code(
-        "coordinated_timing",
-        &[Reason, Flag, Campaign],
-        Invoice(0, InvLine::Date),
+    codes!(
+        s,
+        "vendor_account_takeover_suspected" => [Reason] @ Invoice(0, InvLine::Bank),
+        "shared_bank_account" => [Reason, Flag, Campaign] @ Invoice(0, InvLine::Bank),
+        "coordinated_timing" => [Reason, Flag, Campaign] @ Invoice(0, InvLine::Date),
     );
     s.callback = CallbackOutcome::AdversarialConfirm;
 }

@@ -1,4 +1,4 @@
-//! The attack and look-alike kinds, each declared once: one row of [`attacks!`] per attack holds
+//! The attack and look-alike kinds, each declared once: one row of the `attacks!` table per attack holds
 //! its wire name and every property the generators read (family, severity, the latent hypothesis
 //! it realises, the control weakness it exploits and the attacker-belief key that weights it, its
 //! pressure profile, its benign mirror and the gold codes it adds). How an attack edits a scenario
@@ -9,69 +9,47 @@
 
 use ls_core::Hypothesis;
 
-/// Attack family (`generator_metadata.attack_category`, `attack_family` mechanism hint).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    Identity,
-    Document,
-    Process,
-    Apt,
-}
-
-/// How bad a successful attack is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Severity {
-    Medium,
-    High,
-    Critical,
-}
-
-/// Control weakness an attack exploits (the `control_weakness` mechanism hint).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Weakness {
-    CallbackGap,
-    DuplicateControlGap,
-    WorkflowOverrideGap,
-}
-
-/// Attacker-belief key (`QuarterConfig::attacker_belief`) whose value weights an attack.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BeliefKey {
-    CallbackGap,
-    DuplicateControlGap,
-    QueuePressureExploit,
-    PaymentReleaseWeakness,
-}
-
-/// Pressure profile hint of an attack.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pressure {
-    Elevated,
-    UrgentOverride,
-}
-
+/// A property enum and its wire spelling, declared together.
 macro_rules! spelled {
-    ($t:ident { $( $v:ident => $s:literal, )* }) => {
+    ($(#[$doc:meta])* $t:ident { $( $v:ident => $s:literal, )* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $t { $( $v, )* }
         impl $t {
             pub fn as_str(self) -> &'static str { match self { $( $t::$v => $s, )* } }
         }
     };
 }
 
-spelled!(Family { Identity => "identity", Document => "document", Process => "process", Apt => "apt", });
-spelled!(Severity { Medium => "medium", High => "high", Critical => "critical", });
-spelled!(Weakness {
-    CallbackGap => "callback_gap",
-    DuplicateControlGap => "duplicate_control_gap",
-    WorkflowOverrideGap => "workflow_override_gap",
-});
-spelled!(BeliefKey {
-    CallbackGap => "callback_gap",
-    DuplicateControlGap => "duplicate_control_gap",
-    QueuePressureExploit => "queue_pressure_exploit",
-    PaymentReleaseWeakness => "payment_release_weakness",
-});
-spelled!(Pressure { Elevated => "elevated", UrgentOverride => "urgent_override", });
+spelled!(
+    /// Attack family (`generator_metadata.attack_category`, `attack_family` mechanism hint).
+    Family { Identity => "identity", Document => "document", Process => "process", Apt => "apt", }
+);
+spelled!(
+    /// How bad a successful attack is.
+    Severity { Medium => "medium", High => "high", Critical => "critical", }
+);
+spelled!(
+    /// Control weakness an attack exploits (the `control_weakness` mechanism hint).
+    Weakness {
+        CallbackGap => "callback_gap",
+        DuplicateControlGap => "duplicate_control_gap",
+        WorkflowOverrideGap => "workflow_override_gap",
+    }
+);
+spelled!(
+    /// Attacker-belief key (`QuarterConfig::attacker_belief`) whose value weights an attack.
+    BeliefKey {
+        CallbackGap => "callback_gap",
+        DuplicateControlGap => "duplicate_control_gap",
+        QueuePressureExploit => "queue_pressure_exploit",
+        PaymentReleaseWeakness => "payment_release_weakness",
+    }
+);
+spelled!(
+    /// Pressure profile hint of an attack.
+    Pressure { Elevated => "elevated", UrgentOverride => "urgent_override", }
+);
 
 /// The properties of one attack (its row of the table).
 #[derive(Debug, Clone, Copy, PartialEq)]

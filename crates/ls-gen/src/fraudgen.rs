@@ -30,19 +30,30 @@ pub struct ScenarioSpec {
     pub artifacts: &'static [&'static str],
 }
 
-/// FraudGen scenario types, in rotation order (four of nine benign: safe payments and benign
-/// look-alikes of the bank-change, duplicate and campaign scenarios).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Scenario {
-    SafePayment,
-    BankChangeFraud,
-    VerifiedBankChange,
-    DuplicateInvoice,
-    LegitimateResend,
-    ThreeWayMatchConflict,
-    CampaignFraud,
-    RoutineBatch,
-    PromptInjectionFraud,
+macro_rules! scenarios {
+    ($( $v:ident => $name:literal, $task:ident, [$($a:ident),*], $look:expr, $inj:literal,
+        tools $tools:expr, interventions $iv:expr, artifacts $ar:expr; )*) => {
+        /// FraudGen scenario types, in rotation order (four of nine benign: safe payments and
+        /// benign look-alikes of the bank-change, duplicate and campaign scenarios).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Scenario { $( $v, )* }
+        impl Scenario {
+            pub const ALL: [Scenario; [$( Scenario::$v, )*].len()] = [ $( Scenario::$v, )* ];
+            /// The scenario type's row.
+            pub fn spec(self) -> &'static ScenarioSpec {
+                match self { $( Scenario::$v => &ScenarioSpec {
+                    name: $name,
+                    task: TaskType::$task,
+                    attacks: &[$(Attack::$a),*],
+                    lookalike: $look,
+                    injection: $inj,
+                    required_tools: $tools,
+                    interventions: $iv,
+                    artifacts: $ar,
+                }, )* }
+            }
+        }
+    };
 }
 
 const EMAIL_BANK_HISTORY: &[&str] = &[
@@ -51,134 +62,40 @@ const EMAIL_BANK_HISTORY: &[&str] = &[
     "lookup_vendor_history",
 ];
 
+scenarios! {
+    SafePayment => "safe_payment", TaskD, [], None, false,
+        tools &["inspect_email_thread", "compare_bank_account", "search_ledger"],
+        interventions &[], artifacts &[];
+    BankChangeFraud => "bank_change_fraud", TaskD, [VendorTakeover, BankOverride], None, false,
+        tools EMAIL_BANK_HISTORY,
+        interventions &["request_callback_verification", "route_to_security"],
+        artifacts &["callback_verification_result", "bank_change_approval_chain"];
+    VerifiedBankChange => "verified_bank_change", TaskD, [],
+        Some(Lookalike::VerifiedBankChange), false,
+        tools EMAIL_BANK_HISTORY, interventions &[], artifacts &[];
+    DuplicateInvoice => "duplicate_invoice", TaskC, [NearDuplicateInvoice], None, false,
+        tools &["search_ledger", "compare_bank_account"],
+        interventions &["flag_duplicate_cluster_review"], artifacts &["duplicate_cluster_report"];
+    LegitimateResend => "legitimate_resend", TaskC, [], Some(Lookalike::BenignResend), false,
+        tools &["search_ledger", "compare_bank_account"], interventions &[], artifacts &[];
+    ThreeWayMatchConflict => "three_way_match_conflict", TaskB, [InflatedLineItems], None, false,
+        tools &["lookup_po", "lookup_receipt"],
+        interventions &["request_po_reconciliation", "request_additional_receipt_evidence"],
+        artifacts &["po_reconciliation_report", "receipt_reconciliation_report"];
+    CampaignFraud => "campaign_fraud", TaskE, [CoordinatedCampaign, UrgencySpoof], None, false,
+        tools &["inspect_email_thread", "search_ledger", "lookup_vendor_history"],
+        interventions &["flag_duplicate_cluster_review", "route_to_security", "freeze_vendor_profile"],
+        artifacts &["duplicate_cluster_report", "callback_verification_result"];
+    RoutineBatch => "routine_batch", TaskE, [], Some(Lookalike::RoutineBatch), false,
+        tools &["search_ledger", "compare_bank_account", "inspect_email_thread"],
+        interventions &[], artifacts &[];
+    PromptInjectionFraud => "prompt_injection_fraud", TaskD, [WorkflowOverride], None, true,
+        tools EMAIL_BANK_HISTORY,
+        interventions &["route_to_security", "request_callback_verification"],
+        artifacts &["callback_verification_result"];
+}
+
 impl Scenario {
-    pub const ALL: [Scenario; 9] = [
-        Scenario::SafePayment,
-        Scenario::BankChangeFraud,
-        Scenario::VerifiedBankChange,
-        Scenario::DuplicateInvoice,
-        Scenario::LegitimateResend,
-        Scenario::ThreeWayMatchConflict,
-        Scenario::CampaignFraud,
-        Scenario::RoutineBatch,
-        Scenario::PromptInjectionFraud,
-    ];
-
-    /// The scenario type's row.
-    pub fn spec(self) -> &'static ScenarioSpec {
-        match self {
-            Scenario::SafePayment => &ScenarioSpec {
-                name: "safe_payment",
-                task: TaskType::TaskD,
-                attacks: &[],
-                lookalike: None,
-                injection: false,
-                required_tools: &[
-                    "inspect_email_thread",
-                    "compare_bank_account",
-                    "search_ledger",
-                ],
-                interventions: &[],
-                artifacts: &[],
-            },
-            Scenario::BankChangeFraud => &ScenarioSpec {
-                name: "bank_change_fraud",
-                task: TaskType::TaskD,
-                attacks: &[Attack::VendorTakeover, Attack::BankOverride],
-                lookalike: None,
-                injection: false,
-                required_tools: EMAIL_BANK_HISTORY,
-                interventions: &["request_callback_verification", "route_to_security"],
-                artifacts: &["callback_verification_result", "bank_change_approval_chain"],
-            },
-            Scenario::VerifiedBankChange => &ScenarioSpec {
-                name: "verified_bank_change",
-                task: TaskType::TaskD,
-                attacks: &[],
-                lookalike: Some(Lookalike::VerifiedBankChange),
-                injection: false,
-                required_tools: EMAIL_BANK_HISTORY,
-                interventions: &[],
-                artifacts: &[],
-            },
-            Scenario::DuplicateInvoice => &ScenarioSpec {
-                name: "duplicate_invoice",
-                task: TaskType::TaskC,
-                attacks: &[Attack::NearDuplicateInvoice],
-                lookalike: None,
-                injection: false,
-                required_tools: &["search_ledger", "compare_bank_account"],
-                interventions: &["flag_duplicate_cluster_review"],
-                artifacts: &["duplicate_cluster_report"],
-            },
-            Scenario::LegitimateResend => &ScenarioSpec {
-                name: "legitimate_resend",
-                task: TaskType::TaskC,
-                attacks: &[],
-                lookalike: Some(Lookalike::BenignResend),
-                injection: false,
-                required_tools: &["search_ledger", "compare_bank_account"],
-                interventions: &[],
-                artifacts: &[],
-            },
-            Scenario::ThreeWayMatchConflict => &ScenarioSpec {
-                name: "three_way_match_conflict",
-                task: TaskType::TaskB,
-                attacks: &[Attack::InflatedLineItems],
-                lookalike: None,
-                injection: false,
-                required_tools: &["lookup_po", "lookup_receipt"],
-                interventions: &[
-                    "request_po_reconciliation",
-                    "request_additional_receipt_evidence",
-                ],
-                artifacts: &["po_reconciliation_report", "receipt_reconciliation_report"],
-            },
-            Scenario::CampaignFraud => &ScenarioSpec {
-                name: "campaign_fraud",
-                task: TaskType::TaskE,
-                attacks: &[Attack::CoordinatedCampaign, Attack::UrgencySpoof],
-                lookalike: None,
-                injection: false,
-                required_tools: &[
-                    "inspect_email_thread",
-                    "search_ledger",
-                    "lookup_vendor_history",
-                ],
-                interventions: &[
-                    "flag_duplicate_cluster_review",
-                    "route_to_security",
-                    "freeze_vendor_profile",
-                ],
-                artifacts: &["duplicate_cluster_report", "callback_verification_result"],
-            },
-            Scenario::RoutineBatch => &ScenarioSpec {
-                name: "routine_batch",
-                task: TaskType::TaskE,
-                attacks: &[],
-                lookalike: Some(Lookalike::RoutineBatch),
-                injection: false,
-                required_tools: &[
-                    "search_ledger",
-                    "compare_bank_account",
-                    "inspect_email_thread",
-                ],
-                interventions: &[],
-                artifacts: &[],
-            },
-            Scenario::PromptInjectionFraud => &ScenarioSpec {
-                name: "prompt_injection_fraud",
-                task: TaskType::TaskD,
-                attacks: &[Attack::WorkflowOverride],
-                lookalike: None,
-                injection: true,
-                required_tools: EMAIL_BANK_HISTORY,
-                interventions: &["route_to_security", "request_callback_verification"],
-                artifacts: &["callback_verification_result"],
-            },
-        }
-    }
-
     /// Wire name (`generator_metadata.fraudgen.scenario_type`).
     pub fn name(self) -> &'static str {
         self.spec().name

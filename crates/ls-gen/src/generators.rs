@@ -1,6 +1,7 @@
 //! The case generators. Each is a pure function of the curated set and an explicit seed.
 
 use crate::attacks::Attack;
+use crate::catalog::Pressure;
 use crate::ecosystem::*;
 use crate::lookalike::Lookalike;
 use ls_core::fixtures::FixtureSet;
@@ -223,7 +224,7 @@ pub fn mechanism(s: &Scenario) -> BTreeMap<String, String> {
         "pressure_profile".into(),
         if s.applied_attacks
             .iter()
-            .any(|a| a.pressure_profile() == "urgent_override")
+            .any(|a| a.spec().pressure == Pressure::UrgentOverride)
         {
             "urgent_override"
         } else if s.applied_attacks.is_empty() {

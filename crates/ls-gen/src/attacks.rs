@@ -434,23 +434,8 @@ fn coordinated_campaign(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         added.push(idx);
     }
     s.sync_records();
-    let payee = accomplice(s, rng, 0);
-    let id = s.new_ledger_id(rng);
     let day = s.invoices[0].day.saturating_sub(3).max(1);
-    s.ledger.push(LedgerRow {
-        ledger_id: id.clone(),
-        vendor_key: payee.key.clone(),
-        vendor_name: payee.name.clone(),
-        invoice_number: format!("INV-{}", rng.random_range(10_000..99_999u32)),
-        fingerprint: String::new(),
-        currency: payee.currency.clone(),
-        amount: r2(s.invoices[0].total() * Decimal::new(rng.random_range(85..115), 2)),
-        po_id: String::new(),
-        payment_status: "paid".into(),
-        payment_date: date_str(day),
-        bank_account: Some(acc),
-    });
-    s.duplicate_links.push(id);
+    pay_accomplice(s, rng, 0, 85..115, day, acc);
     let a = added.first().copied().unwrap_or(0);
     let b = added.last().copied().unwrap_or(0);
     codes!(
@@ -495,22 +480,8 @@ fn multi_entity_layering(s: &mut Scenario, rng: &mut ChaCha8Rng) {
     let acc = redirect_bank(s, rng);
     let base_day = s.invoices[0].day;
     for k in 0..2u32 {
-        let payee = accomplice(s, rng, k as usize);
-        let id = s.new_ledger_id(rng);
-        s.ledger.push(LedgerRow {
-            ledger_id: id.clone(),
-            vendor_key: payee.key.clone(),
-            vendor_name: payee.name.clone(),
-            invoice_number: format!("INV-{}", rng.random_range(10_000..99_999u32)),
-            fingerprint: String::new(),
-            currency: payee.currency.clone(),
-            amount: r2(s.invoices[0].total() * Decimal::new(rng.random_range(60..140), 2)),
-            po_id: String::new(),
-            payment_status: "paid".into(),
-            payment_date: date_str(base_day.saturating_sub(k + 1).max(1)),
-            bank_account: Some(acc.clone()),
-        });
-        s.duplicate_links.push(id);
+        let day = base_day.saturating_sub(k + 1).max(1);
+        pay_accomplice(s, rng, k as usize, 60..140, day, acc.clone());
     }
     codes!(
         s,
@@ -533,27 +504,6 @@ fn redirect_bank(s: &mut Scenario, rng: &mut ChaCha8Rng) -> String {
         inv.bank_account = acc.clone();
     }
     acc
-}
-
-fn push_email(
-    s: &mut Scenario,
-    from: String,
-    expected: String,
-    subject: String,
-    paragraphs: Vec<String>,
-) -> usize {
-    let idx = s.emails.len();
-    let day = s.invoices[0].day;
-    s.emails.push(EmailSpec {
-        doc_id: format!("{}-MSG{}", s.case_id, idx + 1),
-        from,
-        subject,
-        day,
-        paragraphs,
-        expected_domain: expected,
-        vendor_key: s.vendor.key.clone(),
-    });
-    idx
 }
 
 fn spoof_display_name(s: &mut Scenario) {
@@ -594,6 +544,34 @@ fn accomplice(s: &mut Scenario, rng: &mut ChaCha8Rng, k: usize) -> VendorProfile
         }
         ordinal += 1;
     }
+}
+
+/// An earlier payment (a duplicate link) of a seeded `pct` % of the first invoice's total to
+/// accomplice `k`, into `account` on `day`.
+fn pay_accomplice(
+    s: &mut Scenario,
+    rng: &mut ChaCha8Rng,
+    k: usize,
+    pct: std::ops::Range<i64>,
+    day: u32,
+    account: String,
+) {
+    let payee = accomplice(s, rng, k);
+    let id = s.new_ledger_id(rng);
+    s.ledger.push(LedgerRow {
+        ledger_id: id.clone(),
+        vendor_key: payee.key,
+        vendor_name: payee.name,
+        invoice_number: format!("INV-{}", rng.random_range(10_000..99_999u32)),
+        fingerprint: String::new(),
+        currency: payee.currency,
+        amount: r2(s.invoices[0].total() * Decimal::new(rng.random_range(pct), 2)),
+        po_id: String::new(),
+        payment_status: "paid".into(),
+        payment_date: date_str(day),
+        bank_account: Some(account),
+    });
+    s.duplicate_links.push(id);
 }
 
 /// Rescale invoice `i` so its total sits just under an approval limit; returns the limit.

@@ -1193,6 +1193,28 @@ impl Scenario {
     }
 }
 
+/// Append an email about the first invoice (dated that day); returns its index.
+pub(crate) fn push_email(
+    s: &mut Scenario,
+    from: String,
+    expected: String,
+    subject: String,
+    paragraphs: Vec<String>,
+) -> usize {
+    let idx = s.emails.len();
+    let day = s.invoices[0].day;
+    s.emails.push(EmailSpec {
+        doc_id: format!("{}-MSG{}", s.case_id, idx + 1),
+        from,
+        subject,
+        day,
+        paragraphs,
+        expected_domain: expected,
+        vendor_key: s.vendor.key.clone(),
+    });
+    idx
+}
+
 /// Record a vendor-master change request in the vendor's history (dated the day before the
 /// first invoice).
 pub(crate) fn add_history(

@@ -91,16 +91,7 @@ fn mail_or_note(
     note: String,
 ) {
     if matches!(s.task, TaskType::TaskD | TaskType::TaskE) {
-        let idx = s.emails.len();
-        s.emails.push(EmailSpec {
-            doc_id: format!("{}-MSG{}", s.case_id, idx + 1),
-            from,
-            subject,
-            day: s.invoices[0].day,
-            paragraphs,
-            expected_domain: expected,
-            vendor_key: s.vendor.key.clone(),
-        });
+        push_email(s, from, expected, subject, paragraphs);
     } else {
         s.invoices[0].notes.push(note);
     }

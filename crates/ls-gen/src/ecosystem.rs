@@ -675,7 +675,7 @@ impl Scenario {
                 continue;
             }
             let mut lines: Vec<LineItem> = Vec::new();
-            let mut shortfalls: Vec<(String, Decimal)> = Vec::new();
+            let mut shortfalls: BTreeMap<&str, Decimal> = BTreeMap::new();
             for i in self
                 .invoices
                 .iter()
@@ -700,7 +700,7 @@ impl Scenario {
                 }
                 if let Some((idx, short)) = i.received_short {
                     if let Some(l) = i.ordered.get(idx) {
-                        shortfalls.push((l.description.clone(), short));
+                        *shortfalls.entry(&l.description).or_default() += short;
                     }
                 }
             }
@@ -719,11 +719,10 @@ impl Scenario {
                 let received = lines
                     .iter()
                     .map(|l| {
-                        let short: Decimal = shortfalls
-                            .iter()
-                            .filter(|s| s.0 == l.description)
-                            .map(|s| s.1)
-                            .sum();
+                        let short = shortfalls
+                            .get(l.description.as_str())
+                            .copied()
+                            .unwrap_or_default();
                         ReceivedLine {
                             description: l.description.clone(),
                             qty: (l.qty - short).max(Decimal::ZERO),

@@ -21,6 +21,7 @@ macro_rules! codes {
 }
 
 pub use crate::catalog::Attack;
+use crate::catalog::Family;
 
 impl Attack {
     /// Weight of this attack under an attacker belief (`callback_gap`, `duplicate_control_gap`,
@@ -98,7 +99,7 @@ impl Attack {
             out.push(Attack::CeoFraud);
         } else if has("sender_domain_spoof")
             && has("policy_bypass_attempt")
-            && !out.iter().any(|a| a.category() == "identity")
+            && !out.iter().any(|a| a.spec().family == Family::Identity)
         {
             out.push(Attack::WorkflowOverride);
         } else if has("sender_domain_spoof") && out.is_empty() {

@@ -95,6 +95,8 @@ macro_rules! attacks {
     };
 }
 
+// Columns: variant => wire name, family, severity, latent hypothesis, control weakness,
+// attacker-belief key, pressure profile, benign mirror, [gold codes the apply stage adds].
 attacks! {
     BankOverride => "bank_override_attack", Identity, High, BankFraud, CallbackGap, CallbackGap,
         Elevated, VerifiedBankChange, ["bank_override_attempt", "policy_bypass_attempt"];

@@ -244,6 +244,7 @@ mod tests {
                 .unwrap()
                 .subsec_nanos(),
         ) % 9_000;
+        eprintln!("fraudgen seed {seed}");
         let cases = fraudgen(90, seed);
         let mut seen = std::collections::BTreeSet::new();
         for c in &cases {

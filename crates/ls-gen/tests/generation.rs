@@ -344,6 +344,7 @@ fn every_attack_in_the_table_is_generated_under_its_wire_name() {
             }
         }
     }
+    eprintln!("attack coverage seeds: {seeds:?}");
     assert!(
         missing.is_empty(),
         "seeds {seeds:?}: never generated {missing:?}"

@@ -8,7 +8,10 @@ use crate::sessions::{lock_env, SessionManager};
 pub use crate::sessions::{SessionHeader, SESSION_HEADER};
 use axum::extract::State;
 use axum::Json;
+use ls_core::enums::ActionName;
 use ls_env::{CasePool, EnvConfig, Environment, PublicState, ResetRequest, StepEnvelope};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
 
@@ -19,8 +22,6 @@ pub struct AppState {
     pub sessions: SessionManager<Environment>,
     /// OpenEnv WebSocket limits and live connections.
     pub ws: crate::ws_config::WsRuntime,
-    /// Persistent report store behind the product endpoints.
-    pub reports: crate::report_store::ReportStore,
     /// Origin, host, admin key and rate limits (the guard around the whole application).
     pub security: crate::config::SecurityConfig,
 }
@@ -34,6 +35,20 @@ impl AppState {
 pub type Shared = Arc<AppState>;
 
 mod table;
+
+/// A ControlBench action: `{"action_type": <one of the 21 actions>, "payload": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "ControlBenchAction")]
+pub struct ControlBenchAction {
+    /// The action to take.
+    pub action_type: ActionName,
+    /// Action arguments (see each tool's input schema in MCP `tools/list`); `{}` when none.
+    #[serde(default)]
+    pub payload: Map<String, Value>,
+    /// Free-form client metadata; ignored by the environment.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Map<String, Value>,
+}
 
 /// A parsed step request: `{"action_type", "payload"}` or OpenEnv's `{"action": {...}}`.
 #[derive(Debug, Clone, PartialEq)]
@@ -305,17 +320,10 @@ pub fn routes() -> ApiRoutes<Shared> {
     table::routes()
 }
 
-/// ControlBench's operator routes (the operator key, from every address).
+/// ControlBench's protocol operator routes (the operator key, from every address).
 pub fn is_operator_route(method: &axum::http::Method, path: &str) -> bool {
-    // Stored runs hold other agents' decisions and evidence for the same cases: an agent under
-    // evaluation must not read them, so they are operator reads.
-    let stored_runs =
-        *method == axum::http::Method::GET && (path == "/runs" || path.starts_with("/runs/"));
-    // A scripted agent's submissions on a served case are a worked answer.
-    let agent_runs = *method == axum::http::Method::POST && path == "/agent-runs";
-    (*method == axum::http::Method::POST && path == "/institutional-reset")
-        || stored_runs
-        || agent_runs
+    // (The product's operator routes, stored runs and agent runs, are `ls-product`'s.)
+    *method == axum::http::Method::POST && path == "/institutional-reset"
 }
 
 /// Build the shared state from the server configuration (parsed once by the binary).
@@ -323,7 +331,6 @@ pub fn app_state(
     pool: CasePool,
     config: EnvConfig,
     server: &crate::config::ServerConfig,
-    reports: crate::report_store::ReportStore,
     shutdown: &crate::shutdown::Shutdown,
 ) -> Shared {
     Arc::new(AppState {
@@ -331,7 +338,6 @@ pub fn app_state(
         config,
         sessions: SessionManager::new(server.max_sessions, server.session_idle),
         ws: crate::ws_config::WsRuntime::new(server.ws, shutdown.clone()),
-        reports,
         security: server.security.clone(),
     })
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fail on a module cycle in any crate.
+"""Fail on a module cycle in any crate, or on a crate dependency the architecture forbids.
 
 Each crate's modules are its source files (`a.rs` or `a/mod.rs` is `a`, `a/b.rs` is `a::b`); the
 crate root (`lib.rs`, `main.rs`) is its facade and not a node. Module A depends on module B when
@@ -9,6 +9,11 @@ one of its ancestors is not an edge (a child module is part of its parent's impl
 the `grade/` stages use the types of `grade/mod.rs`). A strongly connected component of more
 than one module is a cycle.
 
+FORBIDDEN_DEPS names, per crate, the workspace crates it must not depend on, directly (normal, dev
+or build dependencies, read from its Cargo.toml) or through other workspace crates (their normal
+dependencies): the protocol layer `ls-server` depends on no report, store, agent, workbench or
+product crate (the product routes and the workbench are `ls-product`'s, over `ls-server`).
+
 ALLOWED lists the cycles of crates whose code is being changed by other work, as the sorted
 module names of the component; the list can only shrink: a new cycle fails, and so does a listed
 cycle that is gone (remove it from the list).
@@ -16,12 +21,16 @@ cycle that is gone (remove it from the list).
 import os
 import re
 import sys
+import tomllib
 
 ALLOWED = set([
     "ls-agents: llm <-> runner <-> teacher",
     "ls-grading: dimensions <-> reasons",
-    "ls-server: controlbench <-> controlbench::table <-> controlbench_openenv",
 ])
+
+FORBIDDEN_DEPS = {
+    "ls-server": ["ls-report", "ls-store", "ls-agents", "ls-ui", "ls-product"],
+}
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -156,8 +165,46 @@ def crate_cycles(crate_dir):
     return [c for c in sccs(graph) if len(c) > 1]
 
 
+def manifest_deps(crates, name, sections):
+    """Workspace-or-not package names `name` declares in `sections` of its Cargo.toml."""
+    with open(os.path.join(crates, name, "Cargo.toml"), "rb") as f:
+        manifest = tomllib.load(f)
+    out = []
+    for section in sections:
+        for dep, spec in manifest.get(section, {}).items():
+            out.append((section, spec.get("package", dep) if isinstance(spec, dict) else dep))
+    return out
+
+
+def forbidden_deps(crates):
+    """`crate -> dependency (how)` for each dependency FORBIDDEN_DEPS rules out."""
+    members = {n for n in os.listdir(crates) if os.path.isfile(os.path.join(crates, n, "Cargo.toml"))}
+    normal = {n: {d for _, d in manifest_deps(crates, n, ["dependencies"]) if d in members} for n in members}
+    out = []
+    for name, banned in sorted(FORBIDDEN_DEPS.items()):
+        sections = ["dependencies", "dev-dependencies", "build-dependencies"]
+        direct = manifest_deps(crates, name, sections)
+        for section, dep in direct:
+            if dep in banned:
+                out.append(f"{name} -> {dep} ({section})")
+        # Through workspace crates: walk their normal dependencies.
+        seen, todo = set(), [(d, d) for _, d in direct if d in members]
+        while todo:
+            dep, via = todo.pop()
+            if dep in seen:
+                continue
+            seen.add(dep)
+            if dep in banned and dep != via:
+                out.append(f"{name} -> {dep} (through {via})")
+            todo += [(d, via) for d in normal.get(dep, ())]
+    return out
+
+
 def main():
     crates = os.path.join(ROOT, "crates")
+    bad_deps = forbidden_deps(crates)
+    for d in bad_deps:
+        print(f"FORBIDDEN dependency {d}")
     found = set()
     for name in sorted(os.listdir(crates)):
         if os.path.isdir(os.path.join(crates, name, "src")):
@@ -169,9 +216,12 @@ def main():
         print(("allowed  " if c in ALLOWED else "CYCLE    ") + c)
     for g in gone:
         print(f"FIXED    {g}: no longer a cycle; remove it from ALLOWED")
-    if new or gone:
-        sys.exit(f"{len(new)} new module cycle(s), {len(gone)} stale allowlist entr(ies)")
-    print(f"ok: no new module cycle ({len(found)} allowlisted remain)")
+    if new or gone or bad_deps:
+        sys.exit(
+            f"{len(new)} new module cycle(s), {len(gone)} stale allowlist entr(ies), "
+            f"{len(bad_deps)} forbidden crate dependenc(ies)"
+        )
+    print(f"ok: no new module cycle ({len(found)} allowlisted remain), no forbidden crate dependency")
 
 
 if __name__ == "__main__":

@@ -331,7 +331,7 @@ fn serve(args: ServeArgs) -> Result<()> {
                     TrackModeArg::Instrumented => TrackMode::Instrumented,
                 };
                 let db = ls_store::db_path(args.db.as_deref());
-                let reports = ls_server::ReportStore::with_baseline(
+                let reports = ls_product::ReportStore::with_baseline(
                     db,
                     Some(
                         std::env::var_os("LEDGERSHIELD_HUMAN_BASELINE_PATH")
@@ -343,7 +343,6 @@ fn serve(args: ServeArgs) -> Result<()> {
                     CasePool::new(set),
                     EnvConfig { track_mode: mode },
                     &server,
-                    reports,
                     &shutdown,
                 );
                 ls_server::spawn_session_sweeper(state.clone());
@@ -352,13 +351,14 @@ fn serve(args: ServeArgs) -> Result<()> {
                     track_mode = mode.as_str(),
                     "ControlBench environment ready"
                 );
-                ls_server::router(state)
+                // The protocol router with the product routes (reports, runs, agent runs).
+                ls_product::app(state, reports)
             }
             EnvKind::Audit => {
                 let config = ls_server::audit::AuditConfig::from_lookup(env_lookup)
                     .map_err(|e| anyhow::anyhow!("audit configuration: {e}"))?;
                 tracing::info!("Financial Audit environment ready");
-                ls_server::audit::router(config, &server, &shutdown)
+                ls_product::audit_app(config, &server, &shutdown)
             }
         };
         // One write for both lines: the first stays exactly the one scripts read for the

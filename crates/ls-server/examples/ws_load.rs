@@ -118,13 +118,7 @@ async fn main() -> Result<(), BoxErr> {
         ..Default::default()
     };
     let shutdown = ls_server::Shutdown::new();
-    let state = ls_server::app_state(
-        pool,
-        EnvConfig::default(),
-        &server,
-        ls_server::ReportStore::disabled(),
-        &shutdown,
-    );
+    let state = ls_server::app_state(pool, EnvConfig::default(), &server, &shutdown);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("ws://{}/ws", listener.local_addr()?);
     let app = ls_server::router(state);

@@ -8,7 +8,10 @@ use crate::sessions::{lock_env, SessionManager};
 pub use crate::sessions::{SessionHeader, SESSION_HEADER};
 use axum::extract::State;
 use axum::Json;
+use ls_core::enums::ActionName;
 use ls_env::{CasePool, EnvConfig, Environment, PublicState, ResetRequest, StepEnvelope};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
 
@@ -19,8 +22,6 @@ pub struct AppState {
     pub sessions: SessionManager<Environment>,
     /// OpenEnv WebSocket limits and live connections.
     pub ws: crate::ws_config::WsRuntime,
-    /// Persistent report store behind the product endpoints.
-    pub reports: crate::report_store::ReportStore,
     /// Origin, host, admin key and rate limits (the guard around the whole application).
     pub security: crate::config::SecurityConfig,
 }
@@ -34,6 +35,20 @@ impl AppState {
 pub type Shared = Arc<AppState>;
 
 mod table;
+
+/// A ControlBench action: `{"action_type": <one of the 21 actions>, "payload": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "ControlBenchAction")]
+pub struct ControlBenchAction {
+    /// The action to take.
+    pub action_type: ActionName,
+    /// Action arguments (see each tool's input schema in MCP `tools/list`); `{}` when none.
+    #[serde(default)]
+    pub payload: Map<String, Value>,
+    /// Free-form client metadata; ignored by the environment.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Map<String, Value>,
+}
 
 /// A parsed step request: `{"action_type", "payload"}` or OpenEnv's `{"action": {...}}`.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,40 +129,15 @@ pub fn parse_step(body: Value) -> Result<StepRequest, ApiError> {
     })
 }
 
-/// Parse a `POST /step` body. The plain shape `{"action_type": "...", "payload": {...}}` (no other
-/// or repeated keys) is read straight into its parts; every other body, valid or not, goes
-/// through the JSON value and [`parse_step`], which accepts the other shapes and names what is
-/// wrong. Both paths give the same request for the plain shape (a unit test compares them).
+/// Parse a `POST /step` body: the JSON value, then [`parse_step`] (every accepted shape, and
+/// what is wrong with any other).
 pub fn parse_step_body(bytes: &[u8]) -> Result<StepRequest, ApiError> {
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Plain {
-        action_type: String,
-        payload: Map<String, Value>,
-    }
-    match is_object_text(bytes).then(|| serde_json::from_slice::<Plain>(bytes)) {
-        Some(Ok(p)) if p.action_type.chars().count() <= MAX_ACTION_TYPE_CHARS => Ok(StepRequest {
-            action_type: p.action_type,
-            payload: p.payload,
-            session_id: None,
-        }),
-        _ => parse_step(json_value(bytes)?),
-    }
+    parse_step(json_value(bytes)?)
 }
 
-/// Parse a `POST /reset` body: read straight into a [`ResetRequest`] when it is one (no repeated
-/// keys), otherwise through the JSON value and [`parse_reset`] (defaults, errors).
+/// Parse a `POST /reset` body: the JSON value, then [`parse_reset`] (defaults, errors).
 pub fn parse_reset_body(bytes: &[u8]) -> Result<ResetRequest, ApiError> {
-    match is_object_text(bytes).then(|| serde_json::from_slice::<ResetRequest>(bytes)) {
-        Some(Ok(r)) => Ok(r),
-        _ => parse_reset(json_value(bytes)?),
-    }
-}
-
-/// Does the text start (after whitespace) with `{`? A derived struct also accepts a JSON array
-/// of its fields in order, which the protocol does not.
-fn is_object_text(bytes: &[u8]) -> bool {
-    bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+    parse_reset(json_value(bytes)?)
 }
 
 /// Parse a reset body (absent or `{}` means defaults).
@@ -305,17 +295,10 @@ pub fn routes() -> ApiRoutes<Shared> {
     table::routes()
 }
 
-/// ControlBench's operator routes (the operator key, from every address).
+/// ControlBench's protocol operator routes (the operator key, from every address).
 pub fn is_operator_route(method: &axum::http::Method, path: &str) -> bool {
-    // Stored runs hold other agents' decisions and evidence for the same cases: an agent under
-    // evaluation must not read them, so they are operator reads.
-    let stored_runs =
-        *method == axum::http::Method::GET && (path == "/runs" || path.starts_with("/runs/"));
-    // A scripted agent's submissions on a served case are a worked answer.
-    let agent_runs = *method == axum::http::Method::POST && path == "/agent-runs";
-    (*method == axum::http::Method::POST && path == "/institutional-reset")
-        || stored_runs
-        || agent_runs
+    // (The product's operator routes, stored runs and agent runs, are `ls-product`'s.)
+    *method == axum::http::Method::POST && path == "/institutional-reset"
 }
 
 /// Build the shared state from the server configuration (parsed once by the binary).
@@ -323,7 +306,6 @@ pub fn app_state(
     pool: CasePool,
     config: EnvConfig,
     server: &crate::config::ServerConfig,
-    reports: crate::report_store::ReportStore,
     shutdown: &crate::shutdown::Shutdown,
 ) -> Shared {
     Arc::new(AppState {
@@ -331,7 +313,6 @@ pub fn app_state(
         config,
         sessions: SessionManager::new(server.max_sessions, server.session_idle),
         ws: crate::ws_config::WsRuntime::new(server.ws, shutdown.clone()),
-        reports,
         security: server.security.clone(),
     })
 }
@@ -372,6 +353,55 @@ mod tests {
         assert!(parse_step(json!([1, 2])).is_err());
     }
 
+    /// Bodies as bytes: one parse for every shape; blank means defaults for a reset, an array is
+    /// not an object, broken JSON is named as such.
+    #[test]
+    fn bodies_from_bytes() {
+        let r = parse_step_body(br#"{"action_type": "ocr", "payload": {"doc_id": "X"}}"#).unwrap();
+        assert_eq!((r.action_type.as_str(), r.session_id), ("ocr", None));
+        assert_eq!(r.payload["doc_id"], "X");
+        let wrapped = parse_step_body(
+            br#"{"action": {"action_type": "zoom", "doc_id": "X"}, "session_id": "s"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (wrapped.action_type.as_str(), wrapped.session_id.as_deref()),
+            ("zoom", Some("s"))
+        );
+        let e = parse_step_body(br#"["ocr", {"doc_id": "X"}]"#).unwrap_err();
+        assert!(e.to_string().contains("body must be a JSON object"), "{e}");
+        let e = parse_step_body(b"  ").unwrap_err();
+        assert!(e.to_string().contains("body must be a JSON object"), "{e}");
+        let e = parse_step_body(br#"{"action_type": "ocr", "payload": {}} trailing"#).unwrap_err();
+        assert!(matches!(e, ApiError::InvalidJson(_)), "{e}");
+        let long = format!(
+            r#"{{"action_type": "{}", "payload": {{}}}}"#,
+            "x".repeat(129)
+        );
+        assert!(parse_step_body(long.as_bytes())
+            .unwrap_err()
+            .to_string()
+            .contains("too long"));
+        assert_eq!(parse_reset_body(b"").unwrap(), ResetRequest::default());
+        assert_eq!(
+            parse_reset_body(br#"{"case_id": "CASE-D-001"}"#)
+                .unwrap()
+                .case_id
+                .as_deref(),
+            Some("CASE-D-001")
+        );
+        let e = parse_reset_body(b"[1]").unwrap_err();
+        assert!(
+            e.to_string().contains("reset body must be a JSON object"),
+            "{e}"
+        );
+        let e = parse_reset_body(br#"{"extra": 1}"#).unwrap_err();
+        assert!(
+            e.to_string().contains("reset body: unknown field `extra`"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn session_ids_from_header_body_or_default() {
         let header = |v: &[u8]| SessionHeader(Some(HeaderValue::from_bytes(v).unwrap()));
@@ -396,74 +426,5 @@ mod tests {
             "{non_ascii}"
         );
         assert!(SessionHeader(None).session_id(Some("")).is_err());
-    }
-
-    /// The direct parse of the plain shapes gives what the general path gives, for every body,
-    /// valid or not (errors compared by message).
-    #[test]
-    fn body_fast_paths_match_the_general_parse() {
-        let long = "x".repeat(129);
-        let step_bodies = [
-            r#"{"action_type": "ocr", "payload": {"doc_id": "X", "mode": "fast"}}"#.to_owned(),
-            r#"{"payload": {"b": 1, "a": [1, 2.5, null]}, "action_type": "zoom"}"#.to_owned(),
-            r#"{"action_type": "ocr", "payload": {"doc_id": "X", "doc_id": "Y"}}"#.to_owned(),
-            r#"{"action_type": "ocr", "action_type": "zoom", "payload": {}}"#.to_owned(),
-            r#"{"action_type": "ocr", "payload": null}"#.to_owned(),
-            r#"{"action_type": "ocr"}"#.to_owned(),
-            r#"{"action_type": "ocr", "payload": [1]}"#.to_owned(),
-            r#"{"action_type": 3, "payload": {}}"#.to_owned(),
-            r#"{"action_type": "ocr", "payload": {}, "session_id": "s1"}"#.to_owned(),
-            r#"{"action_type": "ocr", "payload": {}, "extra": 1}"#.to_owned(),
-            r#"{"action": {"action_type": "zoom", "doc_id": "X"}, "timeout_s": 5}"#.to_owned(),
-            format!(r#"{{"action_type": "{long}", "payload": {{}}}}"#),
-            r#"{"action_type": "ocr", "payload": {"#.to_owned(),
-            r#"{"action_type": "ocr", "payload": {}} trailing"#.to_owned(),
-            "[1, 2]".to_owned(),
-            r#"["ocr", {"doc_id": "X"}]"#.to_owned(),
-            "  ".to_owned(),
-            String::new(),
-            "nope".to_owned(),
-        ];
-        for body in &step_bodies {
-            same_outcome(
-                body,
-                json_value(body.as_bytes()).and_then(parse_step),
-                parse_step_body(body.as_bytes()),
-            );
-        }
-        let reset_bodies = [
-            r#"{"case_id": "CASE-D-001"}"#,
-            r#"{"seed": 7, "track": "blind", "episode_id": "e"}"#,
-            r#"{"case_id": "A", "case_id": "B"}"#,
-            r#"{"seed": -1}"#,
-            r#"{"seed": 1.5}"#,
-            r#"{"extra": 1}"#,
-            r#"{"custom_case": {"template_case_id": "CASE-A-001", "x": [1, {"y": null}]}}"#,
-            "null",
-            "",
-            "  ",
-            "[1]",
-            "{",
-        ];
-        for body in reset_bodies {
-            same_outcome(
-                body,
-                json_value(body.as_bytes()).and_then(parse_reset),
-                parse_reset_body(body.as_bytes()),
-            );
-        }
-    }
-
-    /// The same request, or errors with the same message.
-    fn same_outcome<T: PartialEq + std::fmt::Debug>(
-        body: &str,
-        general: Result<T, ApiError>,
-        direct: Result<T, ApiError>,
-    ) {
-        match (&general, &direct) {
-            (Ok(g), Ok(d)) => assert_eq!(g, d, "{body}"),
-            (Err(g), Err(d)) => assert_eq!(g.to_string(), d.to_string(), "{body}"),
-            _ => panic!("{body}: general {general:?}, direct {direct:?}"),
-        }
     }
 }

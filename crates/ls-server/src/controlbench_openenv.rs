@@ -1,7 +1,8 @@
 //! ControlBench on the OpenEnv protocol: [`Environment`] as the per-session backend and
 //! [`AppState`] as the service.
 
-use crate::controlbench::{parse_reset, parse_step, AppState};
+pub use crate::controlbench::ControlBenchAction;
+use crate::controlbench::{check_fresh_institution, parse_reset, parse_step, AppState};
 use crate::discovery::{self, EnvironmentMetadata, EnvironmentSchemas, ToolSpec};
 use crate::error::ApiError;
 use crate::protocol::{to_json, OpenEnvBackend, OpenEnvService};
@@ -10,27 +11,11 @@ use crate::ws_config::WsRuntime;
 use ls_core::enums::{ActionKind, ActionName};
 use ls_env::{Environment, Observation, PublicState};
 use ls_json::RawJson;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// Routes of the OpenEnv protocol surface for ControlBench.
 pub fn routes() -> crate::route_table::ApiRoutes<crate::Shared> {
     crate::openenv::protocol_routes::<AppState>()
-}
-
-/// A ControlBench action: `{"action_type": <one of the 21 actions>, "payload": {...}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(title = "ControlBenchAction")]
-pub struct ControlBenchAction {
-    /// The action to take.
-    pub action_type: ActionName,
-    /// Action arguments (see each tool's input schema in MCP `tools/list`); `{}` when none.
-    #[serde(default)]
-    pub payload: Map<String, Value>,
-    /// Free-form client metadata; ignored by the environment.
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
-    pub metadata: Map<String, Value>,
 }
 
 const WS_SESSION_FIELD: &str =
@@ -43,7 +28,7 @@ impl OpenEnvBackend for Environment {
             return Err(ApiError::Validation(WS_SESSION_FIELD.into()));
         }
         // WebSocket and MCP messages carry no operator credential.
-        crate::controlbench::check_fresh_institution(&req, false)?;
+        check_fresh_institution(&req, false)?;
         to_json(&Environment::reset(self, &req)?)
     }
 

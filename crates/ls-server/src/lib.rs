@@ -15,19 +15,19 @@
 //!   `/openapi.json` from that table and [`docs_page`] renders it as the `/docs` page.
 //!
 //! Environment adapters (depend on the generic layer; nothing depends on them):
-//! * [`controlbench`] (HTTP routes), [`controlbench_openenv`] (OpenEnv traits), [`reports`]
-//!   (report-backed product endpoints over [`report_store`]).
+//! * [`controlbench`] (HTTP routes), [`controlbench_openenv`] (OpenEnv traits).
 //! * [`audit`]: the Financial Audit environment (HTTP routes and OpenEnv traits).
+//!
+//! The product routes (reports, stored runs, comparisons, agent runs, counterfactuals) and the
+//! workbench (`/ui/`) live in `ls-product`, which keeps its own state and is merged in with
+//! [`router_with`] ([`Extra`]): this crate depends on no report, store, agent or workbench crate.
 
-pub mod agent_runs;
 pub mod audit;
 pub mod body;
-pub mod comparisons;
 pub mod config;
 mod conn_timer;
 pub mod controlbench;
 pub mod controlbench_openenv;
-pub mod counterfactual;
 pub mod discovery;
 pub mod docs_page;
 pub mod error;
@@ -35,8 +35,6 @@ pub mod metrics;
 pub mod openapi;
 pub mod openenv;
 pub mod protocol;
-pub mod report_store;
-pub mod reports;
 pub mod route_table;
 pub mod security;
 pub mod serve;
@@ -50,7 +48,6 @@ pub mod ws_mcp;
 pub use config::{SecurityConfig, ServerConfig, Timeouts};
 pub use controlbench::{app_state, AppState, Shared};
 pub use error::ApiError;
-pub use report_store::ReportStore;
 pub use serve::serve;
 pub use shutdown::Shutdown;
 
@@ -83,26 +80,56 @@ pub fn guarded(
     security::Guarded::new(router, security::Guard::new(security.clone(), operator))
 }
 
-/// The ControlBench application; serve it with [`serve()`].
+/// Routes another crate adds to an application (each set with its own state), documented in the
+/// same `/openapi.json` and `/docs` and behind the same guard.
+pub struct Extra {
+    /// Mounted after the environment's protocol routes (ControlBench: after its OpenEnv routes,
+    /// before the watchdog role's).
+    pub routes: route_table::ApiRoutes,
+    /// Mounted after every other route (the workbench).
+    pub last: route_table::ApiRoutes,
+    /// The application's operator routes: the environment's (such as
+    /// [`controlbench::is_operator_route`]) and the added routes'.
+    pub operator: security::OperatorRoutes,
+}
+
+impl Extra {
+    /// Nothing added: the protocol application alone.
+    pub fn none(operator: security::OperatorRoutes) -> Self {
+        Self {
+            routes: route_table::ApiRoutes::new(),
+            last: route_table::ApiRoutes::new(),
+            operator,
+        }
+    }
+}
+
+/// The ControlBench protocol application (no product routes, no workbench); serve it with
+/// [`serve()`].
 pub fn router(state: Shared) -> App {
+    router_with(state, Extra::none(controlbench::is_operator_route))
+}
+
+/// The ControlBench application with `extra` merged in.
+pub fn router_with(state: Shared, extra: Extra) -> App {
     let security = state.security.clone();
     let info = openapi::ApiInfo::of(&*state);
-    let routes = controlbench::routes()
+    let protocol = controlbench::routes()
         .merge(controlbench_openenv::routes())
-        .merge(reports::routes())
-        .merge(agent_runs::routes())
-        .merge(comparisons::routes())
-        .merge(counterfactual::routes())
-        .merge(watchdog_role::routes())
-        .merge(route_table::workbench())
-        .with_state(state);
-    let router = openapi::with_reference(routes, info, controlbench::is_operator_route);
+        .with_state(state.clone());
+    let watchdog = watchdog_role::routes().with_state(state);
+    let routes = protocol
+        .merge(extra.routes)
+        .merge(watchdog)
+        .merge(extra.last);
+    let operator = extra.operator;
+    let router = openapi::with_reference(routes, info, operator);
     guarded(
         router
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed),
         &security,
-        controlbench::is_operator_route,
+        operator,
     )
 }
 

@@ -343,25 +343,6 @@ impl<S: Clone + Send + Sync + 'static> ApiRoutes<S> {
     }
 }
 
-/// The workbench's routes (`ls_ui::routes`), documented from what the workbench says it serves.
-pub fn workbench<S: Clone + Send + Sync + 'static>() -> ApiRoutes<S> {
-    ls_ui::routes()
-        .into_iter()
-        .fold(ApiRoutes::new(), |table, ui| {
-            let mut doc =
-                RouteDoc::new("workbench", ui.summary).status(ui.status, ui.media, None, "");
-            if ui.path.contains("{*path}") {
-                doc = doc.path_param(
-                    "path",
-                    json!({"type": "string"}),
-                    "Asset path under `/ui/` (may contain `/`)",
-                    json!("app.css"),
-                );
-            }
-            table.on(Method::GET, ui.path, doc, ui.route)
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -174,7 +174,6 @@ async fn start() -> String {
             track_mode: TrackMode::Blind,
         },
         &server,
-        ls_server::ReportStore::disabled(),
         &shutdown,
     );
     let app = ls_server::router(state);

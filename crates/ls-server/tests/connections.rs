@@ -22,7 +22,6 @@ async fn start(max_connections: usize) -> std::net::SocketAddr {
         CasePool::new(FixtureSet::embedded().expect("fixtures")),
         EnvConfig::default(),
         &server,
-        ls_server::ReportStore::disabled(),
         &shutdown,
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

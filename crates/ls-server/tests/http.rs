@@ -30,13 +30,7 @@ async fn start_with(
         ..Default::default()
     };
     let shutdown = ls_server::Shutdown::new();
-    let state = ls_server::app_state(
-        pool,
-        EnvConfig { track_mode: mode },
-        &server,
-        ls_server::ReportStore::disabled(),
-        &shutdown,
-    );
+    let state = ls_server::app_state(pool, EnvConfig { track_mode: mode }, &server, &shutdown);
     let app = ls_server::router(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -23,13 +23,7 @@ async fn spawn(cfg: WsConfig) -> String {
         ..Default::default()
     };
     let shutdown = ls_server::Shutdown::new();
-    let state = ls_server::app_state(
-        pool,
-        EnvConfig::default(),
-        &server,
-        ls_server::ReportStore::disabled(),
-        &shutdown,
-    );
+    let state = ls_server::app_state(pool, EnvConfig::default(), &server, &shutdown);
     let app = ls_server::router(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -606,13 +600,7 @@ async fn shutdown_closes_websockets_with_1001() {
         ..Default::default()
     };
     let shutdown = ls_server::Shutdown::new();
-    let state = ls_server::app_state(
-        pool,
-        EnvConfig::default(),
-        &server,
-        ls_server::ReportStore::disabled(),
-        &shutdown,
-    );
+    let state = ls_server::app_state(pool, EnvConfig::default(), &server, &shutdown);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let served = tokio::spawn(ls_server::serve(

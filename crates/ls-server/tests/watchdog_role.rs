@@ -6,11 +6,10 @@
 mod servers;
 
 use ls_env::TrackMode;
-use ls_server::reports::ReportStore;
 use serde_json::{json, Value};
 
 async fn spawn() -> String {
-    servers::controlbench_with(TrackMode::Blind, ReportStore::disabled(), None).await
+    servers::controlbench_with(TrackMode::Blind, None).await
 }
 
 async fn call(

@@ -20,6 +20,22 @@ pub fn router(
     server: &crate::config::ServerConfig,
     shutdown: &crate::shutdown::Shutdown,
 ) -> crate::App {
+    router_with(
+        config,
+        server,
+        shutdown,
+        crate::route_table::ApiRoutes::new(),
+    )
+}
+
+/// The audit application with `last` (routes with their own state, such as the workbench)
+/// mounted after its own routes and documented with them.
+pub fn router_with(
+    config: AuditConfig,
+    server: &crate::config::ServerConfig,
+    shutdown: &crate::shutdown::Shutdown,
+    last: crate::route_table::ApiRoutes,
+) -> crate::App {
     let service = Arc::new(AuditService::new(config.env_config(), server, shutdown));
     // The default session exists from the start (it is reserved outside the capacity).
     let env_config = config.env_config();
@@ -31,7 +47,7 @@ pub fn router(
     let info = crate::openapi::ApiInfo::of(&*service);
     let routes = http::routes(config, service.clone())
         .merge(protocol_routes::<AuditService>().with_state(service))
-        .merge(crate::route_table::workbench());
+        .merge(last);
     let routes = crate::openapi::with_reference(routes, info, is_operator_route)
         .fallback(http::fallback)
         .method_not_allowed_fallback(http::method_not_allowed);

@@ -28,7 +28,7 @@ fn closed_reply(_: &mut SchemaGenerator) -> Schema {
 }
 
 fn step_body(g: &mut SchemaGenerator) -> Schema {
-    let action = g.subschema_for::<crate::controlbench_openenv::ControlBenchAction>();
+    let action = g.subschema_for::<super::ControlBenchAction>();
     json_schema!({"anyOf": [action, {"type": "object", "title": "OpenEnvStepRequest", "required": ["action"], "properties": {
         "action": action, "timeout_s": {"type": "number"}, "request_id": {"type": "string"},
         "session_id": {"type": "string"}, "metadata": {"type": "object"}}}]})

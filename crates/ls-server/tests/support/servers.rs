@@ -1,5 +1,7 @@
-//! Both environments' servers on ephemeral ports: as shipped (`api_reference.rs`, `ui.rs`), or
-//! ControlBench with a track mode, a report store and an operator key (the route tests).
+//! Both environments' protocol servers on ephemeral ports: with the default configuration, or
+//! ControlBench with a track mode and an operator key (the route tests). The applications as
+//! shipped (product routes and the workbench included) are `ls-product`'s
+//! `tests/support/servers.rs`.
 
 // Each test binary that includes this module calls only some of its servers.
 #![allow(dead_code)]
@@ -7,7 +9,7 @@
 use ls_core::FixtureSet;
 use ls_env::{CasePool, EnvConfig, TrackMode};
 use ls_server::audit::AuditConfig;
-use ls_server::{ReportStore, ServerConfig, Shutdown};
+use ls_server::{ServerConfig, Shutdown};
 
 /// Serve `app` on an ephemeral loopback port; its base URL.
 pub async fn serve(app: ls_server::App, server: &ServerConfig, shutdown: Shutdown) -> String {
@@ -22,23 +24,13 @@ pub async fn controlbench() -> String {
     let pool = CasePool::new(FixtureSet::embedded().expect("embedded fixtures"));
     let server = ServerConfig::default();
     let shutdown = Shutdown::new();
-    let state = ls_server::app_state(
-        pool,
-        EnvConfig::default(),
-        &server,
-        ReportStore::disabled(),
-        &shutdown,
-    );
+    let state = ls_server::app_state(pool, EnvConfig::default(), &server, &shutdown);
     serve(ls_server::router(state), &server, shutdown).await
 }
 
-/// ControlBench with the embedded fixtures in `mode`, serving `store`, with `admin_key` as the
-/// operator key (16 sessions, 10 minutes idle).
-pub async fn controlbench_with(
-    mode: TrackMode,
-    store: ReportStore,
-    admin_key: Option<&str>,
-) -> String {
+/// ControlBench with the embedded fixtures in `mode`, with `admin_key` as the operator key (16
+/// sessions, 10 minutes idle).
+pub async fn controlbench_with(mode: TrackMode, admin_key: Option<&str>) -> String {
     let pool = CasePool::new(FixtureSet::embedded().expect("embedded fixtures"));
     let mut server = ServerConfig {
         max_sessions: 16,
@@ -47,13 +39,7 @@ pub async fn controlbench_with(
     };
     server.security.admin_api_key = admin_key.map(str::to_owned);
     let shutdown = Shutdown::new();
-    let state = ls_server::app_state(
-        pool,
-        EnvConfig { track_mode: mode },
-        &server,
-        store,
-        &shutdown,
-    );
+    let state = ls_server::app_state(pool, EnvConfig { track_mode: mode }, &server, &shutdown);
     serve(ls_server::router(state), &server, shutdown).await
 }
 

@@ -5,20 +5,20 @@
 //! the session's live institutional memory; nothing is fabricated, and an empty environment is
 //! never certified as high trust.
 
-use crate::body::JsonBody;
-use crate::error::ApiError;
 pub use crate::report_store::ReportStore;
-use crate::route_table::ApiRoutes;
-use crate::security::OperatorAccess;
-use crate::sessions::lock_env;
-use crate::sessions::SessionHeader;
-use crate::Shared;
+use crate::Product;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use ls_report::{
     certify, leaderboard, leaderboard_entries, visualization, CertifyRequest, MemorySnapshot,
 };
+use ls_server::body::JsonBody;
+use ls_server::error::ApiError;
+use ls_server::route_table::ApiRoutes;
+use ls_server::security::OperatorAccess;
+use ls_server::sessions::lock_env;
+use ls_server::sessions::SessionHeader;
 use ls_store::{EpisodeRow, RunRow};
 use serde_json::{json, Value};
 
@@ -100,7 +100,7 @@ fn view_for(access: &Option<axum::Extension<OperatorAccess>>, v: Value) -> Json<
 
 type Access = Option<axum::Extension<OperatorAccess>>;
 
-fn live_memory(s: &Shared, header: &SessionHeader) -> Result<MemorySnapshot, ApiError> {
+fn live_memory(s: &Product, header: &SessionHeader) -> Result<MemorySnapshot, ApiError> {
     let (sid, _) = header.session_id(None)?;
     Ok(s.sessions
         .get(&sid)
@@ -112,7 +112,7 @@ fn no_report_note() -> String {
     "No benchmark report has been generated yet; run `ledgershield report` (it stores the report in the database at LEDGERSHIELD_DB_PATH).".into()
 }
 
-async fn get_leaderboard(State(s): State<Shared>, access: Access) -> Json<Value> {
+async fn get_leaderboard(State(s): State<Product>, access: Access) -> Json<Value> {
     let entries = s.reports.leaderboard_entries();
     if !entries.is_empty() {
         let latest = entries.iter().map(|e| e.updated_at.clone()).max();
@@ -133,7 +133,7 @@ async fn get_leaderboard(State(s): State<Shared>, access: Access) -> Json<Value>
     }
 }
 
-async fn get_benchmark_report(State(s): State<Shared>, access: Access) -> Json<Value> {
+async fn get_benchmark_report(State(s): State<Product>, access: Access) -> Json<Value> {
     match s.reports.latest_report_json() {
         Some(r) => view_for(&access, r),
         None => Json(
@@ -143,7 +143,7 @@ async fn get_benchmark_report(State(s): State<Shared>, access: Access) -> Json<V
 }
 
 async fn get_controlbench_summary(
-    State(s): State<Shared>,
+    State(s): State<Product>,
     header: SessionHeader,
     access: Access,
 ) -> Result<Json<Value>, ApiError> {
@@ -172,7 +172,7 @@ async fn get_controlbench_summary(
     })))
 }
 
-async fn get_human_baseline(State(s): State<Shared>, access: Access) -> Json<Value> {
+async fn get_human_baseline(State(s): State<Product>, access: Access) -> Json<Value> {
     let summary = match s.reports.latest_report() {
         Some(r) if r.human_baseline_track.available => r.human_baseline_track,
         _ => ls_report::human::load(s.reports.human_baseline.as_deref()),
@@ -195,7 +195,7 @@ fn parse_certify(body: Value) -> Result<CertifyRequest, ApiError> {
 }
 
 async fn post_certify(
-    State(s): State<Shared>,
+    State(s): State<Product>,
     header: SessionHeader,
     access: Access,
     JsonBody(body): JsonBody,
@@ -210,7 +210,7 @@ async fn post_certify(
 }
 
 async fn get_certify_summary(
-    State(s): State<Shared>,
+    State(s): State<Product>,
     header: SessionHeader,
     access: Access,
 ) -> Result<Json<Value>, ApiError> {
@@ -224,7 +224,7 @@ async fn get_certify_summary(
 }
 
 async fn get_visualization(
-    State(s): State<Shared>,
+    State(s): State<Product>,
     header: SessionHeader,
     access: Access,
 ) -> Result<Json<Value>, ApiError> {
@@ -268,7 +268,7 @@ fn checked_run_id(id: &str) -> Result<&str, ApiError> {
 
 /// `GET /runs?limit=N`: stored runs, newest first (at most [`MAX_RUNS_LISTED`]).
 async fn get_runs(
-    State(s): State<Shared>,
+    State(s): State<Product>,
     q: Result<Query<RunsQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Query(q) = q.map_err(|e| ApiError::Validation(format!("runs query: {}", e.body_text())))?;
@@ -284,7 +284,7 @@ async fn get_runs(
 
 /// `GET /runs/{run_id}`: one run and its episodes' summaries (no trajectories).
 async fn get_run(
-    State(s): State<Shared>,
+    State(s): State<Product>,
     Path(run_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let id = checked_run_id(&run_id)?;
@@ -303,7 +303,7 @@ async fn get_run(
 
 /// `GET /runs/{run_id}/episodes/{idx}`: one stored episode record (trajectory, terminal info).
 async fn get_run_episode(
-    State(s): State<Shared>,
+    State(s): State<Product>,
     path: Result<Path<(String, u32)>, PathRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Path((run_id, idx)) =
@@ -322,6 +322,6 @@ async fn get_run_episode(
 }
 
 /// Routes of the report-backed endpoints, each with its documentation.
-pub fn routes() -> ApiRoutes<Shared> {
+pub fn routes() -> ApiRoutes<Product> {
     table::routes()
 }

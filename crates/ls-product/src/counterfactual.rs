@@ -2,15 +2,15 @@
 //! causal model of the session's current case. The answer shows the case's mechanism states, so
 //! a blind server refuses it and, in instrumented mode, only the operator may ask.
 
-use crate::body::JsonBody;
-use crate::error::ApiError;
-use crate::route_table::{ApiRoutes, RouteDoc};
-use crate::security::OperatorAccess;
-use crate::sessions::{lock_env, SessionHeader};
-use crate::Shared;
+use crate::Product;
 use axum::extract::State;
 use axum::Json;
 use ls_env::TrackMode;
+use ls_server::body::JsonBody;
+use ls_server::error::ApiError;
+use ls_server::route_table::{ApiRoutes, RouteDoc};
+use ls_server::security::OperatorAccess;
+use ls_server::sessions::{lock_env, SessionHeader};
 use schemars::{json_schema, Schema, SchemaGenerator};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -42,7 +42,7 @@ fn parse(body: Value) -> Result<BTreeMap<String, u8>, ApiError> {
 }
 
 async fn post_counterfactual(
-    State(s): State<Shared>,
+    State(s): State<Product>,
     header: SessionHeader,
     access: Access,
     JsonBody(body): JsonBody,
@@ -83,7 +83,7 @@ fn reply_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "object", "description": "case_id, mechanisms, interventions, factual, factual_decision, counterfactual, counterfactual_decision, changed, decision_flips"})
 }
 
-pub fn routes() -> ApiRoutes<Shared> {
+pub fn routes() -> ApiRoutes<Product> {
     ApiRoutes::new().post(
         "/counterfactual",
         RouteDoc::new("episode", "Counterfactual query on the current case's causal model")

@@ -3,8 +3,8 @@
 
 use ls_core::FixtureSet;
 use ls_env::{CasePool, EnvConfig};
+use ls_product::ReportStore;
 use ls_report::{build_report, leaderboard_entries, LsGen, ReportConfig};
-use ls_server::reports::ReportStore;
 use ls_store::{LeaderboardRow, Store};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -19,14 +19,8 @@ async fn spawn(db: PathBuf) -> (String, tokio::task::JoinHandle<()>) {
     };
     server.security.admin_api_key = Some(OP_KEY.into());
     let shutdown = ls_server::Shutdown::new();
-    let state = ls_server::app_state(
-        pool,
-        EnvConfig::default(),
-        &server,
-        ReportStore::at(db),
-        &shutdown,
-    );
-    let app = ls_server::router(state);
+    let state = ls_server::app_state(pool, EnvConfig::default(), &server, &shutdown);
+    let app = ls_product::app(state, ReportStore::at(db));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let h = tokio::spawn(async move {
@@ -373,18 +367,12 @@ async fn no_keyless_get_route_reveals_gold() {
     let mut server = ls_server::ServerConfig::default();
     server.security.admin_api_key = Some("op-key".into());
     let shutdown = ls_server::Shutdown::new();
-    let state = ls_server::app_state(
-        pool,
-        EnvConfig::default(),
-        &server,
-        ReportStore::at(db),
-        &shutdown,
-    );
+    let state = ls_server::app_state(pool, EnvConfig::default(), &server, &shutdown);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(ls_server::serve(
         listener,
-        ls_server::router(state),
+        ls_product::app(state, ReportStore::at(db)),
         server.timeouts,
         shutdown,
     ));

@@ -5,7 +5,7 @@
 mod servers;
 
 use ls_env::TrackMode;
-use ls_server::reports::ReportStore;
+use ls_product::ReportStore;
 use serde_json::{json, Value};
 
 const OP_KEY: &str = "op-key";

@@ -7,14 +7,14 @@
 //! the server's pool and configuration (one institution across the chosen cases, as a run has);
 //! the episodes run on a blocking thread.
 
-use crate::body::JsonBody;
-use crate::error::ApiError;
-use crate::route_table::{ApiRoutes, RouteDoc};
-use crate::Shared;
+use crate::Product;
 use axum::extract::State;
 use axum::Json;
 use ls_agents::{offline_agent, run_episode, EpisodeRecord, LocalEnv, Silent, OFFLINE_AGENTS};
 use ls_env::ResetRequest;
+use ls_server::body::JsonBody;
+use ls_server::error::ApiError;
+use ls_server::route_table::{ApiRoutes, RouteDoc};
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -53,7 +53,7 @@ pub fn parse_request(
     if offline_agent(&req.agent).is_none() {
         return Err(ApiError::Validation(format!(
             "agent: unknown agent '{}'; use one of {}",
-            crate::error::prefix(&req.agent),
+            ls_server::error::prefix(&req.agent),
             OFFLINE_AGENTS.join(", ")
         )));
     }
@@ -65,14 +65,14 @@ pub fn parse_request(
     if let Some(bad) = req.case_ids.iter().find(|c| !served(c)) {
         return Err(ApiError::NotFound(format!(
             "case_ids: unknown case_id '{}' (not in the served pool)",
-            crate::error::prefix(bad)
+            ls_server::error::prefix(bad)
         )));
     }
     Ok(req)
 }
 
 /// Play the request's cases in one fresh environment.
-fn play(state: &crate::controlbench::AppState, req: &AgentRunRequest) -> Value {
+fn play(state: &ls_server::AppState, req: &AgentRunRequest) -> Value {
     let mut env = state.new_env();
     let mut episodes: Vec<EpisodeRecord> = Vec::with_capacity(req.case_ids.len());
     for case_id in &req.case_ids {
@@ -101,7 +101,7 @@ fn play(state: &crate::controlbench::AppState, req: &AgentRunRequest) -> Value {
 }
 
 async fn post_agent_run(
-    State(s): State<Shared>,
+    State(s): State<Product>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
     let pool = s.pool.clone();
@@ -113,7 +113,7 @@ async fn post_agent_run(
 }
 
 /// The route, with its documentation.
-pub fn routes() -> ApiRoutes<Shared> {
+pub fn routes() -> ApiRoutes<Product> {
     ApiRoutes::new().post(
         "/agent-runs",
         RouteDoc::new("reports", "Run a scripted agent on chosen cases")

@@ -5,14 +5,14 @@
 //! scores, failed cases or traces, which would tell an agent under evaluation how each served
 //! case was answered); the operator key (`X-API-Key`) gets the whole summary.
 
-use crate::error::ApiError;
-use crate::route_table::{ApiRoutes, RouteDoc};
-use crate::security::OperatorAccess;
-use crate::Shared;
+use crate::Product;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use ls_report::compare::CompareSummary;
+use ls_server::error::ApiError;
+use ls_server::route_table::{ApiRoutes, RouteDoc};
+use ls_server::security::OperatorAccess;
 use ls_store::RunRow;
 use schemars::{json_schema, Schema, SchemaGenerator};
 use serde_json::{json, Value};
@@ -60,7 +60,7 @@ struct ListQuery {
 }
 
 async fn get_comparisons(
-    State(s): State<Shared>,
+    State(s): State<Product>,
     access: Access,
     q: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
@@ -88,7 +88,7 @@ async fn get_comparisons(
 }
 
 async fn get_comparison(
-    State(s): State<Shared>,
+    State(s): State<Product>,
     access: Access,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -116,7 +116,7 @@ fn one_reply(_: &mut SchemaGenerator) -> Schema {
 }
 
 /// The comparison routes, each with its documentation.
-pub fn routes() -> ApiRoutes<Shared> {
+pub fn routes() -> ApiRoutes<Product> {
     let r = |summary| RouteDoc::new("reports", summary);
     ApiRoutes::new()
         .get(

@@ -5,8 +5,8 @@ use super::{
     get_leaderboard, get_run, get_run_episode, get_runs, get_visualization, post_certify,
     MAX_RUNS_LISTED, MAX_RUN_ID_CHARS,
 };
-use crate::route_table::{ApiRoutes, RouteDoc};
-use crate::Shared;
+use crate::Product;
+use ls_server::route_table::{ApiRoutes, RouteDoc};
 use schemars::{json_schema, Schema, SchemaGenerator};
 use serde_json::json;
 
@@ -39,7 +39,7 @@ fn certify_body(_: &mut SchemaGenerator) -> Schema {
 const RUN_ID: &str = "A stored run's id (1-200 characters)";
 
 /// Routes of the report-backed endpoints, each with its documentation.
-pub fn routes() -> ApiRoutes<Shared> {
+pub fn routes() -> ApiRoutes<Product> {
     let r = |summary| RouteDoc::new("reports", summary);
     let run_id = || json!({"type": "string", "minLength": 1, "maxLength": MAX_RUN_ID_CHARS});
     ApiRoutes::new()

@@ -7,9 +7,9 @@ mod servers;
 use ls_agents::{offline_agent, Agent};
 use ls_core::FixtureSet;
 use ls_env::TrackMode;
+use ls_product::ReportStore;
 use ls_report::compare::{compare_models, CompareSetup, ModelUnderTest};
 use ls_report::eval::{pool_of, EvalConfig};
-use ls_server::reports::ReportStore;
 use ls_store::{RunRow, Store};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -93,7 +93,8 @@ async fn get(base: &str, path: &str, key: bool) -> (u16, Value) {
 
 #[tokio::test]
 async fn comparisons_are_public_aggregates_unless_the_operator_asks() {
-    let dir = std::env::temp_dir().join(format!("ls-server-cmp-{}", uuid::Uuid::new_v4().simple()));
+    let dir =
+        std::env::temp_dir().join(format!("ls-product-cmp-{}", uuid::Uuid::new_v4().simple()));
     let db = dir.join("ls.db");
     let empty = spawn(dir.join("none.db")).await;
     let (code, v) = get(&empty, "/comparisons", false).await;

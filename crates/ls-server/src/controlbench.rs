@@ -23,6 +23,8 @@ pub struct AppState {
     pub reports: crate::report_store::ReportStore,
     /// Origin, host, admin key and rate limits (the guard around the whole application).
     pub security: crate::config::SecurityConfig,
+    /// Watchdog credentials issued by analysts' sessions (`crate::watchdog_ws`).
+    pub watchdog: crate::watchdog_ws::WatchdogCredentials,
 }
 
 impl AppState {
@@ -312,7 +314,8 @@ pub fn is_operator_route(method: &axum::http::Method, path: &str) -> bool {
     let stored_runs =
         *method == axum::http::Method::GET && (path == "/runs" || path.starts_with("/runs/"));
     // A scripted agent's submissions on a served case are a worked answer.
-    let agent_runs = *method == axum::http::Method::POST && path == "/agent-runs";
+    let agent_runs = *method == axum::http::Method::POST
+        && (path == "/agent-runs" || path == crate::hand_runs::ROUTE);
     (*method == axum::http::Method::POST && path == "/institutional-reset")
         || stored_runs
         || agent_runs
@@ -333,6 +336,7 @@ pub fn app_state(
         ws: crate::ws_config::WsRuntime::new(server.ws, shutdown.clone()),
         reports,
         security: server.security.clone(),
+        watchdog: Default::default(),
     })
 }
 

@@ -31,6 +31,7 @@ pub mod counterfactual;
 pub mod discovery;
 pub mod docs_page;
 pub mod error;
+pub mod hand_runs;
 pub mod metrics;
 pub mod openapi;
 pub mod openenv;
@@ -43,6 +44,7 @@ pub mod serve;
 pub mod sessions;
 pub mod shutdown;
 pub mod watchdog_role;
+pub mod watchdog_ws;
 pub mod ws;
 pub mod ws_config;
 pub mod ws_mcp;
@@ -91,6 +93,7 @@ pub fn router(state: Shared) -> App {
         .merge(controlbench_openenv::routes())
         .merge(reports::routes())
         .merge(agent_runs::routes())
+        .merge(hand_runs::routes())
         .merge(comparisons::routes())
         .merge(counterfactual::routes())
         .merge(watchdog_role::routes())

@@ -32,6 +32,7 @@ pub mod discovery;
 pub mod docs_page;
 pub mod error;
 pub mod hand_runs;
+pub mod llm_runs;
 pub mod metrics;
 pub mod openapi;
 pub mod openenv;

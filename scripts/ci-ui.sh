@@ -55,7 +55,7 @@ done
 [ -n "$LS_MOCK_LLM_URL" ] || { echo "mock llm did not start:" >&2; cat "$WORK/mock-llm.log" >&2; exit 1; }
 export LS_MOCK_LLM_URL
 echo "== ledgershield compare (mock endpoint $LS_MOCK_LLM_URL)"
-env -u OPENAI_API_KEY -u API_BASE_URL "$LS_BIN" compare --model mock-strong --model mock-mini --api-base "$LS_MOCK_LLM_URL" \
+env -u OPENAI_API_KEY -u API_BASE_URL "$LS_BIN" compare --model gpt-4o-strong --model gpt-4o-mini --api-base "$LS_MOCK_LLM_URL" \
   --cases CASE-B-001,CASE-D-001 --retries 0 --db "$LS_DB" --out "$WORK/compare.json" >/dev/null
 
 # Start a server on an ephemeral port; prints its URL once it listens.

@@ -117,9 +117,12 @@ test("the audit page plays a single episode to its grade", async ({ page }) => {
   await page.click("#episode-add");
   await expect(page.locator("#episode-findings tbody tr")).toHaveCount(1);
   await page.click("#episode-submit");
+  const grade = page.locator("#episode-grade");
+  await expect(grade).toBeVisible();
+  // The form keeps the task and seed started.
+  await expect(page.locator("#episode-task")).toHaveValue("invoice_match");
   const step = (await page.evaluate(() => window.LS.log)).filter((e) => e.path === "/step").at(-1).body;
   expect(step.done).toBe(true);
-  const grade = page.locator("#episode-grade");
   await expect(grade).toContainText(`reward ${step.reward.toFixed(4)}`);
   await expect(grade.locator("table.grade-table")).toContainText(step.grader.weighted_score.toFixed(4));
   await expect(page.locator("#episode-submit")).toHaveCount(0);

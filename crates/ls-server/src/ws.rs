@@ -539,6 +539,28 @@ mod tests {
     }
 
     #[test]
+    fn added_message_types_parse_only_where_the_environment_lists_them() {
+        let msg = br#"{"type":"watchdog_credential"}"#;
+        assert_eq!(
+            parse_message_with(msg, 1024, &["watchdog_credential"]).unwrap(),
+            Incoming::Extra("watchdog_credential".into(), Map::new())
+        );
+        // Elsewhere it is an unknown type, with OpenEnv's five types listed as before.
+        let e = parse_message(msg, 1024).unwrap_err();
+        assert_eq!(e.code, WsErrorCode::UnknownType);
+        assert!(e
+            .message
+            .ends_with("(expected one of reset, step, state, close, mcp)"));
+        let e = parse_message_with(
+            br#"{"type":"watchdog_credential","data":[1]}"#,
+            1024,
+            &["watchdog_credential"],
+        )
+        .unwrap_err();
+        assert_eq!(e.code, WsErrorCode::ValidationError);
+    }
+
+    #[test]
     fn error_messages_have_openenv_shape() {
         let m = WsError::from(ApiError::NotReset).to_message();
         assert_eq!(m["type"], "error");

@@ -7,15 +7,18 @@ import { docIds, docTables, metaList } from "./audit.js";
 
 const TASKS = ["expense_audit", "invoice_match", "gst_reconciliation", "fraud_detection"];
 let E = null; // this page's episode
+let choice = { task: TASKS[0], seed: 7 }; // the last task and seed started, kept in the form
 
 function startForm(rerender) {
   const task = h("select", { id: "episode-task", "aria-label": "task" }, TASKS.map((t) => h("option", { value: t }, t)));
-  const seed = h("input", { type: "number", id: "episode-seed", value: "7", min: 0, "aria-label": "seed" });
+  task.value = choice.task;
+  const seed = h("input", { type: "number", id: "episode-seed", value: String(choice.seed), min: 0, "aria-label": "seed" });
   const form = h("form", { class: "start" }, h("label", { for: "episode-task" }, "task"), task, h("label", { for: "episode-seed" }, "seed"), seed,
     h("button", { type: "submit", id: "start-episode" }, "Start episode"));
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     const session = randomId("ui-audit");
+    choice = { task: task.value, seed: Number(seed.value) };
     try {
       const r = await api("/reset", { body: { task_id: task.value, seed: Number(seed.value) }, session });
       E = { session, obs: r.observation, findings: [], reply: null, error: null };
@@ -28,7 +31,7 @@ function startForm(rerender) {
 }
 
 function gradePanel() {
-  const r = E.reply;
+  const r = E && E.reply;
   if (!r) return null;
   const info = r.info || {};
   if (!r.grader) {

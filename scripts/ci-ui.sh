@@ -42,6 +42,22 @@ export LS_OPERATOR_KEY
 echo "== ledgershield report (fresh database)"
 LEDGERSHIELD_DB_PATH="$LS_DB" "$LS_BIN" report --format json --out "$WORK/report" >/dev/null
 
+# A mock OpenAI-compatible endpoint (two scripted policies): the agent-runner's llm agent plays
+# against it, and one live comparison of its two models is stored for the Leaderboard page.
+node ui-tests/mock-llm.mjs >"$WORK/mock-llm.log" 2>&1 &
+echo "$!" >"$WORK/mock-llm.pid"
+LS_MOCK_LLM_URL=""
+for _ in $(seq 1 100); do
+  LS_MOCK_LLM_URL="$(sed -n 's/^mock llm listening on \(http:[^ ]*\)$/\1/p' "$WORK/mock-llm.log" | head -1)"
+  [ -n "$LS_MOCK_LLM_URL" ] && break
+  sleep 0.1
+done
+[ -n "$LS_MOCK_LLM_URL" ] || { echo "mock llm did not start:" >&2; cat "$WORK/mock-llm.log" >&2; exit 1; }
+export LS_MOCK_LLM_URL
+echo "== ledgershield compare (mock endpoint $LS_MOCK_LLM_URL)"
+env -u OPENAI_API_KEY -u API_BASE_URL "$LS_BIN" compare --model gpt-4o-strong --model gpt-4o-mini --api-base "$LS_MOCK_LLM_URL" \
+  --cases CASE-B-001,CASE-D-001 --retries 0 --db "$LS_DB" --out "$WORK/compare.json" >/dev/null
+
 # Start a server on an ephemeral port; prints its URL once it listens.
 start_server() {
   local name="$1"; shift

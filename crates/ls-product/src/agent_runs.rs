@@ -10,7 +10,7 @@
 use crate::Product;
 use axum::extract::State;
 use axum::Json;
-use ls_agents::{offline_agent, run_episode, EpisodeRecord, LocalEnv, Silent, OFFLINE_AGENTS};
+use ls_agents::{run_episode, EpisodeRecord, LocalEnv, Silent};
 use ls_env::ResetRequest;
 use ls_server::body::JsonBody;
 use ls_server::error::ApiError;
@@ -27,13 +27,17 @@ pub const MAX_AGENT_RUN_CASES: usize = 25;
 #[serde(deny_unknown_fields)]
 #[schemars(title = "AgentRunRequest")]
 pub struct AgentRunRequest {
-    /// `teacher`, `random`, `naive-pay`, `always-escalate` (or a teacher ablation / red-team policy).
+    /// `teacher`, `random`, `naive-pay`, `always-escalate` (or a teacher ablation / red-team
+    /// policy), or `llm` with `llm` naming the endpoint.
     pub agent: String,
     /// Case ids of the served pool, played in this order (1 to 25).
     pub case_ids: Vec<String>,
     /// Seed of the agent's own randomness (the random baseline); default 0.
     #[serde(default)]
     pub seed: u64,
+    /// For `agent: "llm"`: the OpenAI-compatible endpoint the server plays the LLM agent against.
+    #[serde(default)]
+    pub llm: Option<crate::llm_runs::LlmEndpoint>,
 }
 
 fn reply_schema(_: &mut SchemaGenerator) -> Schema {
@@ -50,13 +54,7 @@ pub fn parse_request(
 ) -> Result<AgentRunRequest, ApiError> {
     let req: AgentRunRequest = serde_json::from_value(body)
         .map_err(|e| ApiError::Validation(format!("agent run: {e}")))?;
-    if offline_agent(&req.agent).is_none() {
-        return Err(ApiError::Validation(format!(
-            "agent: unknown agent '{}'; use one of {}",
-            ls_server::error::prefix(&req.agent),
-            OFFLINE_AGENTS.join(", ")
-        )));
-    }
+    crate::llm_runs::check(&req.agent, req.llm.as_ref())?;
     if req.case_ids.is_empty() || req.case_ids.len() > MAX_AGENT_RUN_CASES {
         return Err(ApiError::Validation(format!(
             "case_ids: give 1 to {MAX_AGENT_RUN_CASES} case ids"
@@ -76,7 +74,7 @@ fn play(state: &ls_server::AppState, req: &AgentRunRequest) -> Value {
     let mut env = state.new_env();
     let mut episodes: Vec<EpisodeRecord> = Vec::with_capacity(req.case_ids.len());
     for case_id in &req.case_ids {
-        let Some(mut agent) = offline_agent(&req.agent) else {
+        let Some(mut agent) = crate::llm_runs::agent(&req.agent, req.llm.as_ref()) else {
             break;
         };
         let mut client = LocalEnv::new(&mut env);
@@ -117,7 +115,7 @@ pub fn routes() -> ApiRoutes<Product> {
     ApiRoutes::new().post(
         "/agent-runs",
         RouteDoc::new("reports", "Run a scripted agent on chosen cases")
-            .describe("Operator route (`X-API-Key`). Plays the named offline agent (teacher, random, naive-pay, always-escalate) on each case id of the served pool, in order, in one fresh institution, and returns each episode's record (actions, payloads, rewards, terminal grade). Nothing is stored.")
+            .describe("Operator route (`X-API-Key`). Plays the named offline agent (teacher, random, naive-pay, always-escalate), or the `llm` agent against the OpenAI-compatible endpoint `llm: {api_base, model}`, on each case id of the served pool, in order, in one fresh institution, and returns each episode's record (actions, payloads, rewards, terminal grade). Nothing is stored.")
             .body::<AgentRunRequest>("The agent and the cases")
             .reply_with(reply_schema, "Each episode's record and the mean score"),
         post_agent_run,

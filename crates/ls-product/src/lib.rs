@@ -5,7 +5,8 @@
 //! * [`reports`]: the report-backed endpoints (leaderboard, benchmark report, certify,
 //!   summaries, stored runs) over the persistent [`report_store`];
 //! * [`comparisons`]: stored live model comparisons;
-//! * [`agent_runs`]: a scripted agent played in-process on served cases;
+//! * [`agent_runs`]: a scripted agent (or the `llm` agent against an endpoint, [`llm_runs`])
+//!   played in-process on served cases; [`hand_runs`]: an episode played by hand stored as a run;
 //! * [`counterfactual`]: counterfactual queries on the causal model of the session's case
 //!   (answered by the report crate's causal model, so it lives here rather than in the protocol);
 //! * [`workbench`]: the browser workbench (`ls-ui`, `/ui/`), mounted in both applications.
@@ -18,6 +19,8 @@
 pub mod agent_runs;
 pub mod comparisons;
 pub mod counterfactual;
+pub mod hand_runs;
+pub mod llm_runs;
 pub mod report_store;
 pub mod reports;
 pub mod workbench;
@@ -54,6 +57,7 @@ pub fn routes(app: Shared, reports: ReportStore) -> ApiRoutes {
     let state: Product = Arc::new(ProductState { app, reports });
     reports::routes()
         .merge(agent_runs::routes())
+        .merge(hand_runs::routes())
         .merge(comparisons::routes())
         .merge(counterfactual::routes())
         .with_state(state)
@@ -65,7 +69,7 @@ pub fn is_product_operator_route(method: &Method, path: &str) -> bool {
     // evaluation must not read them, so they are operator reads.
     let stored_runs = *method == Method::GET && (path == "/runs" || path.starts_with("/runs/"));
     // A scripted agent's submissions on a served case are a worked answer.
-    let agent_runs = *method == Method::POST && path == "/agent-runs";
+    let agent_runs = *method == Method::POST && (path == "/agent-runs" || path == hand_runs::ROUTE);
     stored_runs || agent_runs
 }
 

@@ -73,6 +73,11 @@ impl ReportStore {
             .and_then(|v| serde_json::from_value(v).ok())
     }
 
+    /// The configured store (file path or database URL), if any.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
+    }
+
     /// Whether a store file exists to read (serving never creates one).
     pub fn available(&self) -> bool {
         self.path

@@ -27,7 +27,7 @@ const COMMON: [&str; 10] = [
     "get /ui/{path}",
 ];
 
-const CONTROLBENCH: [&str; 25] = [
+const CONTROLBENCH: [&str; 28] = [
     "get /",
     "get /health",
     "post /reset",
@@ -47,11 +47,14 @@ const CONTROLBENCH: [&str; 25] = [
     "get /runs/{run_id}",
     "get /runs/{run_id}/episodes/{idx}",
     "post /agent-runs",
+    "post /hand-runs",
     "get /comparisons",
     "get /comparisons/{comparison_id}",
     "post /counterfactual",
     "get /watchdog/observation",
     "post /watchdog/verdict",
+    "post /watchdog/credential",
+    "get /watchdog/ws",
     "get /watchdog/joint",
 ];
 

@@ -24,6 +24,8 @@ pub struct AppState {
     pub ws: crate::ws_config::WsRuntime,
     /// Origin, host, admin key and rate limits (the guard around the whole application).
     pub security: crate::config::SecurityConfig,
+    /// Watchdog credentials issued by analysts' sessions (`crate::watchdog_ws`).
+    pub watchdog: crate::watchdog_ws::WatchdogCredentials,
 }
 
 impl AppState {
@@ -314,6 +316,7 @@ pub fn app_state(
         sessions: SessionManager::new(server.max_sessions, server.session_idle),
         ws: crate::ws_config::WsRuntime::new(server.ws, shutdown.clone()),
         security: server.security.clone(),
+        watchdog: Default::default(),
     })
 }
 

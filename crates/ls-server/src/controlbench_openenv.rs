@@ -104,6 +104,29 @@ impl OpenEnvService for AppState {
         }
     }
 
+    fn extra_message_types(&self) -> &'static [&'static str] {
+        &["watchdog_credential"]
+    }
+
+    /// `{"type": "watchdog_credential"}`: a token a second agent attaches with on the watchdog
+    /// socket to watch this connection's episodes (`crate::watchdog_ws`).
+    fn extra_message(
+        &self,
+        _ty: &str,
+        data: Map<String, Value>,
+        backend: &crate::protocol::SharedBackend<Environment>,
+    ) -> Result<Value, ApiError> {
+        if !data.is_empty() {
+            return Err(ApiError::Validation(
+                "a 'watchdog_credential' message takes no data".into(),
+            ));
+        }
+        let token = self.watchdog.issue(backend);
+        Ok(
+            serde_json::json!({"type": "watchdog_credential", "data": crate::watchdog_ws::credential_reply(&token)}),
+        )
+    }
+
     fn tools(&self) -> Vec<ToolSpec> {
         ActionName::ALL
             .iter()

@@ -41,6 +41,7 @@ pub mod serve;
 pub mod sessions;
 pub mod shutdown;
 pub mod watchdog_role;
+pub mod watchdog_ws;
 pub mod ws;
 pub mod ws_config;
 pub mod ws_mcp;

@@ -84,7 +84,26 @@ pub trait OpenEnvService: Send + Sync + 'static {
     fn schemas(&self) -> EnvironmentSchemas;
     /// The MCP tools (one per action).
     fn tools(&self) -> Vec<ToolSpec>;
+    /// WebSocket message types this environment adds to OpenEnv's (none by default).
+    fn extra_message_types(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Answer an added message type on a connection whose environment is `backend`: the
+    /// reply message (`{"type", "data"}`).
+    fn extra_message(
+        &self,
+        ty: &str,
+        _data: Map<String, Value>,
+        _backend: &SharedBackend<Self::Backend>,
+    ) -> Result<Value, ApiError> {
+        Err(ApiError::Validation(format!(
+            "unsupported message type '{ty}'"
+        )))
+    }
 }
+
+/// A WebSocket connection's environment, shareable with routes that watch it (the watchdog).
+pub type SharedBackend<B> = std::sync::Arc<std::sync::Mutex<B>>;
 
 /// A reply serialized once (by `ls_json`, byte-identical to `serde_json`).
 pub fn to_json<T: Serialize>(v: &T) -> Result<RawJson, ApiError> {

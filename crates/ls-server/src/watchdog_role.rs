@@ -3,6 +3,10 @@
 //! submitted, the joint analyst + watchdog score is computed from those verdicts. The analyst's
 //! session is named by the `session` query parameter; these routes never step it. The scripted
 //! watchdog keeps judging every episode (`info.watchdog`), so it stays the default opponent.
+//!
+//! Over WebSocket the watchdog authenticates with a watchdog credential its analyst's session
+//! issues (`POST /watchdog/credential` here, `watchdog_credential` on `/ws`): see
+//! [`crate::watchdog_ws`].
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
@@ -97,6 +101,31 @@ async fn get_joint(
     Ok(Json(serde_json::to_value(joint).unwrap_or(Value::Null)))
 }
 
+async fn post_credential(
+    State(s): State<Shared>,
+    header: crate::sessions::SessionHeader,
+) -> Result<Json<Value>, ApiError> {
+    let (sid, named) = header.session_id(None)?;
+    if !named {
+        return Err(ApiError::Validation(
+            "X-Session-Id is required: the watchdog credential is issued for the analyst's named session".into(),
+        ));
+    }
+    let env = s
+        .sessions
+        .get(&sid)
+        .ok_or_else(|| ApiError::UnknownSession(sid.clone()))?;
+    Ok(Json(crate::watchdog_ws::credential_reply(
+        &s.watchdog.issue(&env),
+    )))
+}
+
+fn credential_reply_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "object", "required": ["watchdog_credential", "socket"], "properties": {
+        "watchdog_credential": {"type": "string", "description": "the token a watchdog attaches with on the socket"},
+        "socket": {"type": "string", "const": "/watchdog/ws"}}})
+}
+
 fn verdict_body(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "object", "required": ["verdict"], "properties": {
         "verdict": {"type": "string", "enum": ["veto", "escalate", "warn", "approve"]},
@@ -135,5 +164,19 @@ pub fn routes() -> ApiRoutes<Shared> {
                 .query("session", session(), true, "The analyst's session id")
                 .reply_with(joint_reply, "The joint score"),
             get_joint,
+        )
+        .post(
+            "/watchdog/credential",
+            r("Issue a watchdog credential for the analyst's session")
+                .describe("The analyst's named session (`X-Session-Id`) issues a random token; a second agent attaches with it on `GET /watchdog/ws`. Issuing again revokes the previous token; the token dies with the session.")
+                .reply_with(credential_reply_schema, "The credential and the socket to use"),
+            post_credential,
+        )
+        .get(
+            crate::watchdog_ws::WATCHDOG_SOCKET,
+            r("The watchdog role over WebSocket")
+                .describe("Upgrade to a WebSocket. `{\"type\":\"attach\",\"data\":{\"credential\":...}}` first (the credential from `POST /watchdog/credential` or the analyst's `watchdog_credential` message on `/ws`; three wrong ones close the socket), then `observe`, `verdict` (`{verdict, reason}`), `joint`, `close`. Replies `attached`, `watchdog_observation`, `verdict`, `joint`, `error`.")
+                .status(101, "application/json", None, "Switching protocols to a watchdog session"),
+            crate::watchdog_ws::watchdog_socket,
         )
 }

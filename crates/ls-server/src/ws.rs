@@ -116,12 +116,20 @@ pub enum Incoming {
     State,
     Close,
     Mcp(Map<String, Value>),
+    /// A message type the environment adds to OpenEnv's (ControlBench: `watchdog_credential`).
+    Extra(String, Map<String, Value>),
 }
 
 pub const MESSAGE_TYPES: &str = "reset, step, state, close, mcp";
 
 /// Parse one client message (text or binary frame payload), enforcing the size limit.
 pub fn parse_message(bytes: &[u8], limit: usize) -> Result<Incoming, WsError> {
+    parse_message_with(bytes, limit, &[])
+}
+
+/// [`parse_message`], also accepting the environment's added message types `extra` (their
+/// `data`, when present, must be an object).
+pub fn parse_message_with(bytes: &[u8], limit: usize, extra: &[&str]) -> Result<Incoming, WsError> {
     if bytes.len() > limit {
         return Err(WsError::new(
             WsErrorCode::ValidationError,
@@ -191,6 +199,7 @@ pub fn parse_message(bytes: &[u8], limit: usize) -> Result<Incoming, WsError> {
         "reset" => Ok(Incoming::Reset(object(false)?)),
         "step" => Ok(Incoming::Step(object(true)?)),
         "mcp" => Ok(Incoming::Mcp(object(true)?)),
+        t if extra.contains(&t) => Ok(Incoming::Extra(ty.clone(), object(false)?)),
         "state" | "close" => {
             if !object(false)?.is_empty() {
                 return Err(WsError::new(
@@ -255,6 +264,12 @@ pub fn dispatch<S: OpenEnvService>(svc: &S, backend: &mut S::Backend, msg: Incom
                 .to_string()
         }
         Incoming::Close => json!({"type": "state", "data": {}}).to_string(),
+        Incoming::Extra(ty, _) => WsError::new(
+            WsErrorCode::UnknownType,
+            format!("Unknown message type: {}", truncate(&ty, 64)),
+        )
+        .to_message()
+        .to_string(),
     }
 }
 
@@ -311,6 +326,32 @@ async fn close(socket: &mut WebSocket, code: u16, reason: &'static str) {
         .await;
 }
 
+/// Lock a connection's environment; a panic while it was held left it replaced (see [`handle`]).
+pub fn lock_backend<B>(b: &crate::protocol::SharedBackend<B>) -> std::sync::MutexGuard<'_, B> {
+    b.lock().unwrap_or_else(|p| {
+        b.clear_poison();
+        p.into_inner()
+    })
+}
+
+/// Dispatch one message on the connection's environment. A panic replaces the environment by a
+/// fresh one and answers an error; `None` when no fresh one can be made.
+fn handle<S: OpenEnvService>(
+    svc: &S,
+    backend: &crate::protocol::SharedBackend<S::Backend>,
+    incoming: Incoming,
+) -> Option<String> {
+    let mut guard = lock_backend(backend);
+    match catch_unwind(AssertUnwindSafe(|| dispatch(svc, &mut guard, incoming))) {
+        Ok(reply) => Some(reply),
+        Err(_) => {
+            tracing::error!("environment panicked; the session's environment was replaced");
+            *guard = svc.new_backend().ok()?;
+            Some(WsError::new(WsErrorCode::ExecutionError, "internal error while handling the message; the session's environment was reset").with("error", json!("internal_error")).to_message().to_string())
+        }
+    }
+}
+
 /// One WebSocket session.
 async fn session<S: OpenEnvService>(svc: Arc<S>, mut socket: WebSocket) {
     let rt = svc.ws_runtime();
@@ -330,8 +371,8 @@ async fn session<S: OpenEnvService>(svc: Arc<S>, mut socket: WebSocket) {
         close(&mut socket, close_code::AGAIN, "capacity reached").await;
         return;
     };
-    let mut backend = match catch_unwind(AssertUnwindSafe(|| svc.new_backend())) {
-        Ok(Ok(b)) => b,
+    let backend = match catch_unwind(AssertUnwindSafe(|| svc.new_backend())) {
+        Ok(Ok(b)) => std::sync::Arc::new(std::sync::Mutex::new(b)),
         Ok(Err(e)) => {
             let _ = send_json(
                 &mut socket,
@@ -397,29 +438,25 @@ async fn session<S: OpenEnvService>(svc: Arc<S>, mut socket: WebSocket) {
             Message::Close(_) => return,
         };
         deadline = tokio::time::Instant::now() + cfg.idle_timeout;
-        let reply = match parse_message(bytes, cfg.max_message_bytes) {
-            Err(e) => e.to_message().to_string(),
-            Ok(Incoming::Close) => {
-                close(&mut socket, close_code::NORMAL, "closed by client").await;
-                return;
-            }
-            Ok(incoming) => match catch_unwind(AssertUnwindSafe(|| {
-                dispatch(&*svc, &mut backend, incoming)
-            })) {
-                Ok(reply) => reply,
-                Err(_) => {
-                    tracing::error!("environment panicked; the session's environment was replaced");
-                    match svc.new_backend() {
-                        Ok(b) => backend = b,
-                        Err(_) => {
-                            close(&mut socket, close_code::ERROR, "internal error").await;
-                            return;
-                        }
-                    }
-                    WsError::new(WsErrorCode::ExecutionError, "internal error while handling the message; the session's environment was reset").with("error", json!("internal_error")).to_message().to_string()
+        let reply =
+            match parse_message_with(bytes, cfg.max_message_bytes, svc.extra_message_types()) {
+                Err(e) => e.to_message().to_string(),
+                Ok(Incoming::Close) => {
+                    close(&mut socket, close_code::NORMAL, "closed by client").await;
+                    return;
                 }
-            },
-        };
+                Ok(Incoming::Extra(ty, data)) => match svc.extra_message(&ty, data, &backend) {
+                    Ok(v) => v.to_string(),
+                    Err(e) => WsError::from(e).to_message().to_string(),
+                },
+                Ok(incoming) => match handle(&*svc, &backend, incoming) {
+                    Some(reply) => reply,
+                    None => {
+                        close(&mut socket, close_code::ERROR, "internal error").await;
+                        return;
+                    }
+                },
+            };
         if !send_text(&mut socket, reply).await {
             return;
         }
@@ -499,6 +536,28 @@ mod tests {
         let e = parse_message(big.as_bytes(), 1024).unwrap_err();
         assert_eq!(e.code, WsErrorCode::ValidationError);
         assert_eq!(e.to_message()["data"]["error"], "payload_too_large");
+    }
+
+    #[test]
+    fn added_message_types_parse_only_where_the_environment_lists_them() {
+        let msg = br#"{"type":"watchdog_credential"}"#;
+        assert_eq!(
+            parse_message_with(msg, 1024, &["watchdog_credential"]).unwrap(),
+            Incoming::Extra("watchdog_credential".into(), Map::new())
+        );
+        // Elsewhere it is an unknown type, with OpenEnv's five types listed as before.
+        let e = parse_message(msg, 1024).unwrap_err();
+        assert_eq!(e.code, WsErrorCode::UnknownType);
+        assert!(e
+            .message
+            .ends_with("(expected one of reset, step, state, close, mcp)"));
+        let e = parse_message_with(
+            br#"{"type":"watchdog_credential","data":[1]}"#,
+            1024,
+            &["watchdog_credential"],
+        )
+        .unwrap_err();
+        assert_eq!(e.code, WsErrorCode::ValidationError);
     }
 
     #[test]

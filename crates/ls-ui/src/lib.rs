@@ -87,6 +87,7 @@ assets! {
     "js/board.js" => "js/board.js", JS;
     "js/institution.js" => "js/institution.js", JS;
     "js/audit.js" => "js/audit.js", JS;
+    "js/audit_episode.js" => "js/audit_episode.js", JS;
     "js/submitform.js" => "js/submitform.js", JS;
     "js/results.js" => "js/results.js", JS;
     "js/instrumented.js" => "js/instrumented.js", JS;

@@ -11,7 +11,7 @@ let C = null; // campaign state of this page
 // The document id column of each task (the task descriptions name them).
 const PRIMARY_IDS = ["expense_id", "invoice_id", "invoice_no", "txn_id"];
 
-function docIds(docs) {
+export function docIds(docs) {
   const ids = [];
   for (const rows of Object.values(docs || {}).filter(Array.isArray)) {
     const key = rows[0] && typeof rows[0] === "object" ? PRIMARY_IDS.find((k) => k in rows[0]) : null;
@@ -20,7 +20,7 @@ function docIds(docs) {
   return [...new Set(ids.filter(Boolean))];
 }
 
-function docTables(docs) {
+export function docTables(docs) {
   return Object.entries(docs || {}).map(([name, v]) => h("details", { class: "panel", open: Array.isArray(v) && v.length <= 12 },
     h("summary", {}, `${name} (${Array.isArray(v) ? `${v.length} rows` : "record"})`),
     Array.isArray(v) && v.length && typeof v[0] === "object"
@@ -31,7 +31,7 @@ function docTables(docs) {
 
 /** A list the observation carries under `metadata` (where the reference's typed client expects
  *  our additions), or at top level from older servers. */
-function metaList(po, key) {
+export function metaList(po, key) {
   return po[key] || (po.metadata || {})[key] || [];
 }
 

@@ -1,6 +1,7 @@
 // Leaderboard and report: the stored leaderboard, the report's charts (score ladder, accuracy vs
 // institutional loss, authority timeline, loss surface with ratios and money on separate axes)
-// and per-track tables. Data: GET /leaderboard, /controlbench-visualization, /benchmark-report.
+// per-track tables and the newest live model comparisons (`ledgershield compare`). Data:
+// GET /leaderboard, /controlbench-visualization, /benchmark-report, /comparisons.
 import { api, catalog } from "./api.js";
 import { h, replace, num, money, table } from "./dom.js";
 import { bars, scatter, timeline, authorityTimeline } from "./charts.js";
@@ -67,11 +68,39 @@ function trackTables(rep) {
     agents.length ? h("section", { class: "panel" }, h("h4", {}, "Agents (public and holdout)"), table(["agent", "public mean", "holdout mean", "unsafe (public)", "pass rate"], agents.map((a) => [a.agent, num(a.public_mean, 4), num(a.holdout_mean, 4), num(a.public_unsafe_release_rate, 4), num(a.public_trial_pass_rate, 4)]), { class: "compact" })) : null];
 }
 
+/** One stored comparison: per model (tier, scores, certificates, institutional loss), the
+ *  capability-order check, per task family, and (operator view) per case. */
+function comparisonPanel(c) {
+  const pct = (v) => (typeof v === "number" ? `${(v * 100).toFixed(1)}%` : "—");
+  const models = table(["model", "tier", "average score", "success rate", "min", "max", "certificate validity", "unsafe release", "institutional loss score", "deployability", "model calls"],
+    c.results.map((r) => [r.model, r.model_profile.tier, num(r.average_score, 4), pct(r.success_rate), num(r.min_score, 4), num(r.max_score, 4), pct(r.certificate_validity_rate),
+      pct(r.institutional.unsafe_release_rate), r.institutional.institutional_loss_score == null ? "—" : num(r.institutional.institutional_loss_score, 4), r.institutional.deployability_rating || "—", String(r.api_calls)]), { class: "compare-models" });
+  const order = c.capability_order || {};
+  const families = [...new Set(c.results.flatMap((r) => Object.keys(r.task_families || {})))].sort();
+  const famTable = families.length ? table(["model", ...families.map((f) => `${f} (mean)`)], c.results.map((r) => [r.model, ...families.map((f) => (r.task_families[f] ? num(r.task_families[f].average_score, 4) : "—"))]), { class: "compact compare-families" }) : null;
+  const cases = (c.cases || []).length ? table(["case", ...c.results.map((r) => r.model)], c.cases.map((id) => [id, ...c.results.map((r) => (id in (r.case_scores || {}) ? num(r.case_scores[id], 4) : "—"))]), { class: "compact compare-cases" }) : null;
+  return h("section", { class: "panel comparison", dataset: { id: c.comparison_id } },
+    h("h4", {}, `${c.comparison_id} · ${c.case_count} cases · ${c.generated_at_utc}`),
+    models,
+    h("p", { class: order.monotonic_by_capability ? "ok" : "error", id: "compare-order" }, order.monotonic_by_capability
+      ? `Monotonic by capability: ${(order.ordered_models || []).join(" < ")}.`
+      : `Not monotonic by capability: ${(order.violations || []).join("; ") || "see the pairwise checks"}.`),
+    bars("Average score per model", c.results.map((r) => ({ label: r.model, value: r.average_score })), { max: 1, unit: "score" }),
+    famTable,
+    cases || (c.per_case_withheld ? h("p", { class: "muted" }, `Per case: ${c.per_case_withheld}.`) : null));
+}
+
+function comparisonsSection(list) {
+  return h("section", { class: "panel", id: "comparisons" }, h("h3", {}, "Live model comparisons"),
+    (list.comparisons || []).length ? list.comparisons.map(comparisonPanel) : h("p", { class: "muted" }, list.note || "No comparison stored."));
+}
+
 export async function mount(view) {
-  const [lb, viz, rep, cat] = await Promise.all([api("/leaderboard"), api("/controlbench-visualization"), api("/benchmark-report"), catalog()]);
+  const [lb, viz, rep, cat, cmp] = await Promise.all([api("/leaderboard"), api("/controlbench-visualization"), api("/benchmark-report"), catalog(), api("/comparisons?limit=3")]);
   replace(view, h("h2", {}, "Leaderboard & report"),
     rep.generated_at ? h("p", { class: "muted" }, `Report generated ${rep.generated_at} (${viz.source || "report"}).`) : h("p", { class: "muted" }, rep.note || ""),
     leaderboardTable(lb),
     h("h3", {}, "Charts"), h("div", { id: "charts" }, charts(viz, cat.authority_levels)),
-    rep.generated_at ? trackTables(rep) : null);
+    rep.generated_at ? trackTables(rep) : null,
+    comparisonsSection(cmp));
 }

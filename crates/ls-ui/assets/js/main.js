@@ -6,6 +6,7 @@ import * as replay from "./replay.js";
 import * as board from "./board.js";
 import * as institution from "./institution.js";
 import * as audit from "./audit.js";
+import * as auditEpisode from "./audit_episode.js";
 import * as runner from "./runner.js";
 
 const PAGES = {
@@ -16,7 +17,7 @@ const PAGES = {
     ["institution", "Institution", institution],
     ["agents", "Run an agent", runner],
   ],
-  audit: [["audit", "Audit campaigns", audit]],
+  audit: [["audit", "Audit campaigns", audit], ["episode", "Audit episode", auditEpisode]],
 };
 
 let pages = [];

@@ -1,7 +1,7 @@
 // Play: start a case, call tools and interventions from forms, watch meters, the artifact
 // timeline and pressure events, then submit a decision whose evidence is chosen by clicking OCR
 // tokens. The grade (score breakdown, certificate, TrustGraph) appears only after the terminal step.
-import { api, catalog, mcpTools } from "./api.js";
+import { api, catalog, mcpTools, operatorKey } from "./api.js";
 import { h, replace, meter, num, errorBox, randomId, table } from "./dom.js";
 import { clockline } from "./charts.js";
 import { DocState, renderDocs } from "./docview.js";
@@ -114,6 +114,28 @@ async function step(actionType, payload, rerender) {
     S.error = e;
   }
   rerender();
+}
+
+/** After the grade: store this hand-played episode as a run (`POST /hand-runs`, an operator
+ *  route); the stored run is listed on Replay and replays like any run. */
+function storePanel(rerender) {
+  if (!operatorKey()) return h("p", { class: "muted", id: "store-needs-key" }, "Storing a hand-played episode as a run is an operator action: open the workbench with ?token=<operator key>.");
+  if (S.stored) {
+    return h("p", { class: "ok", id: "stored-run" }, `Stored as run ${S.stored.run_id} (score ${num(S.stored.final_score, 4)} when its actions were played again in a fresh institution). `,
+      h("a", { href: S.stored.replay, id: "stored-run-link" }, "Replay it"));
+  }
+  const btn = h("button", { type: "button", id: "store-run" }, "Store this episode as a run");
+  btn.addEventListener("click", async () => {
+    btn.disabled = true;
+    try {
+      S.stored = await api("/hand-runs", { body: {}, session: S.session });
+      S.error = null;
+    } catch (e) {
+      S.error = e;
+    }
+    rerender();
+  });
+  return h("p", { id: "store-run-box" }, btn);
 }
 
 /** Record the step's messages, and flag pressure events and documents that arrive mid-episode. */
@@ -307,7 +329,8 @@ export async function mount(view) {
         h("aside", { class: "side" }, obs ? timelinePanel(obs) : null, stepLog())),
       obs ? h("div", { class: "play-lower" }, instrumentedPanel(obs), S.results.length ? resultsPanel(S.results) : null) : null,
       obs && !S.done ? decisionForm(cat, rerender) : null,
-      S.done ? h("section", { id: "grade", class: "panel" }, renderGrade(S.env, S.lastPayload)) : null);
+      S.done ? h("section", { id: "grade", class: "panel" }, renderGrade(S.env, S.lastPayload)) : null,
+      S.done ? storePanel(rerender) : null);
     restoreForm(saved);
     if (obs) renderDocs(docRoot, S.docs, { selectedIds: selected, onToken: S.done ? null : (d, t) => { toggleToken(d, t); rerender(); }, onSelect: rerender });
   };

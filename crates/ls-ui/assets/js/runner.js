@@ -1,4 +1,5 @@
-// Run an agent: pick a scripted agent (the teacher, a baseline) and curated cases; each case is
+// Run an agent: pick a scripted agent (the teacher, a baseline) or the LLM agent with an
+// OpenAI-compatible endpoint (URL + model name; the server calls it), and curated cases; each case is
 // played on the server by `POST /agent-runs` (an operator route) one at a time, so the table fills
 // in as the cases finish. Each result opens to the agent's actions, payloads and rewards and the
 // grade, explained as on Play.
@@ -10,7 +11,20 @@ let view = null;
 const results = [];
 
 function agentSelect(agents) {
-  return h("select", { id: "runner-agent", "aria-label": "Agent" }, agents.map((a) => h("option", { value: a }, a)));
+  const names = agents.includes("llm") ? agents : [...agents, "llm"];
+  return h("select", { id: "runner-agent", "aria-label": "Agent" }, names.map((a) => h("option", { value: a }, a === "llm" ? "llm (OpenAI-compatible endpoint)" : a)));
+}
+
+/** The endpoint fields, shown while the `llm` agent is chosen. */
+function llmFields(agent) {
+  const url = h("input", { type: "url", id: "runner-llm-url", placeholder: "base URL ending in /v1", size: 36, "aria-label": "endpoint URL" });
+  const model = h("input", { type: "text", id: "runner-llm-model", placeholder: "model name", "aria-label": "model name" });
+  const box = h("div", { class: "field", id: "runner-llm", hidden: true }, h("label", { for: "runner-llm-url" }, "endpoint"), url, h("label", { for: "runner-llm-model" }, "model"), model,
+    h("p", { class: "muted" }, "The server plays the llm agent against this OpenAI-compatible API (POST {endpoint}/chat/completions), one call per decision."));
+  const sync = () => { box.hidden = agent.value !== "llm"; };
+  agent.addEventListener("change", sync);
+  sync();
+  return { box, body: () => (agent.value === "llm" ? { llm: { api_base: url.value.trim(), model: model.value.trim() } } : {}) };
 }
 
 function caseBoxes(cases) {
@@ -22,10 +36,10 @@ function caseBoxes(cases) {
 
 function resultTable(detail) {
   if (!results.length) return h("p", { class: "muted" }, "No results yet.");
-  return table(["agent", "case", "task", "score", "result", "decision", "steps", ""], results.map((r, i) => r.error
-    ? [r.agent, r.case_id, "—", "—", h("span", { class: "error" }, r.error), "—", "—", ""]
-    : r.pending ? [r.agent, r.case_id, "—", h("span", { class: "muted" }, "running…"), "", "", "", ""]
-      : [r.agent, r.case_id, r.ep.task_type, h("span", { class: "score" }, num(r.ep.final_score, 4)), r.ep.result_class, r.ep.decision, String(r.ep.steps),
+  return table(["agent", "model", "case", "task", "score", "result", "decision", "steps", ""], results.map((r, i) => r.error
+    ? [r.agent, "—", r.case_id, "—", "—", h("span", { class: "error" }, r.error), "—", "—", ""]
+    : r.pending ? [r.agent, "—", r.case_id, "—", h("span", { class: "muted" }, "running…"), "", "", "", ""]
+      : [r.agent, h("span", { class: "model" }, r.model || r.ep.model), r.case_id, r.ep.task_type, h("span", { class: "score" }, num(r.ep.final_score, 4)), r.ep.result_class, r.ep.decision, String(r.ep.steps),
         h("button", { type: "button", class: "link show-run", dataset: { i }, onclick: () => detail(i) }, "show")]), { class: "runner-results", id: "runner-results" });
 }
 
@@ -47,6 +61,7 @@ export async function mount(root) {
     return;
   }
   const agent = agentSelect(cat.agents || []);
+  const llm = llmFields(agent);
   const boxes = caseBoxes(cat.curated_cases);
   const out = h("div", { id: "runner-out" });
   const detailBox = h("div");
@@ -64,8 +79,9 @@ export async function mount(root) {
     for (const row of rows) {
       progress.textContent = `Running ${row.agent} on ${row.case_id} (${done + 1} of ${rows.length})…`;
       try {
-        const r = await api("/agent-runs", { body: { agent: row.agent, case_ids: [row.case_id] } });
+        const r = await api("/agent-runs", { body: { agent: row.agent, case_ids: [row.case_id], ...llm.body() } });
         row.ep = r.episodes[0];
+        row.model = r.model;
       } catch (e) {
         row.error = String(e.message || e);
       }
@@ -77,8 +93,8 @@ export async function mount(root) {
     run.disabled = false;
   });
   replace(view, h("h2", {}, "Run an agent"),
-    h("p", { class: "muted" }, "A scripted agent plays each chosen case on the server, each in a fresh institution; results appear as each case finishes. Nothing is stored (use `ledgershield run --url` for a stored run)."),
-    h("div", { class: "panel runner-form" }, h("div", { class: "field" }, h("label", { for: "runner-agent" }, "agent"), agent), boxes, run, progress),
+    h("p", { class: "muted" }, "A scripted agent, or the llm agent against your endpoint, plays each chosen case on the server, each in a fresh institution; results appear as each case finishes. Nothing is stored (use `ledgershield run --url` for a stored run)."),
+    h("div", { class: "panel runner-form" }, h("div", { class: "field" }, h("label", { for: "runner-agent" }, "agent"), agent), llm.box, boxes, run, progress),
     out, detailBox);
   draw();
 }

@@ -1,0 +1,116 @@
+//! The `llm` agent for `POST /agent-runs`: the server plays `ls_agents::LlmAgent` against an
+//! OpenAI-compatible endpoint the operator names (`llm: {api_base, model, api_key?}`), as
+//! `ledgershield run --agent llm` does. An operator route (it makes the server call the URL);
+//! the request's key, if any, is sent as the endpoint's bearer token and never echoed.
+
+use ls_agents::{offline_agent, Agent, LlmAgent, LlmConfig, OFFLINE_AGENTS};
+use ls_server::error::ApiError;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::time::Duration;
+
+/// The agent name that takes an endpoint.
+pub const LLM_AGENT: &str = "llm";
+const MAX_URL_CHARS: usize = 500;
+const MAX_MODEL_CHARS: usize = 200;
+/// Per model call (the endpoint is asked once per decision).
+const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// An OpenAI-compatible endpoint.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LlmEndpoint {
+    /// Base URL of the OpenAI-compatible API (`http(s)://host[:port]/v1`); the agent posts to
+    /// `{api_base}/chat/completions`.
+    pub api_base: String,
+    /// Model name sent with each request (also the run's model on the reply).
+    pub model: String,
+    /// Bearer token for the endpoint, if it needs one.
+    #[serde(default)]
+    pub api_key: Option<String>,
+}
+
+fn checked(e: &LlmEndpoint) -> Result<(), ApiError> {
+    let url = e.api_base.trim();
+    let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+    if !scheme_ok || url.len() > MAX_URL_CHARS || url.chars().any(char::is_whitespace) {
+        return Err(ApiError::Validation(format!(
+            "llm.api_base: an http:// or https:// URL of at most {MAX_URL_CHARS} characters, e.g. http://127.0.0.1:8000/v1"
+        )));
+    }
+    let m = e.model.trim();
+    if m.is_empty() || m.len() > MAX_MODEL_CHARS {
+        return Err(ApiError::Validation(format!(
+            "llm.model: the model name, 1-{MAX_MODEL_CHARS} characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Check the agent name against the endpoint: `llm` needs one, the scripted agents take none.
+pub fn check(agent: &str, llm: Option<&LlmEndpoint>) -> Result<(), ApiError> {
+    match (agent, llm) {
+        (LLM_AGENT, Some(e)) => checked(e),
+        (LLM_AGENT, None) => Err(ApiError::Validation(
+            "agent 'llm' needs llm: {api_base, model} (an OpenAI-compatible endpoint)".into(),
+        )),
+        (a, Some(_)) if offline_agent(a).is_some() => Err(ApiError::Validation(format!(
+            "llm: only agent 'llm' takes an endpoint ('{a}' is a scripted agent)"
+        ))),
+        (a, _) if offline_agent(a).is_some() => Ok(()),
+        (a, _) => Err(ApiError::Validation(format!(
+            "agent: unknown agent '{}'; use one of {}, llm",
+            ls_server::error::prefix(a),
+            OFFLINE_AGENTS.join(", ")
+        ))),
+    }
+}
+
+/// A fresh agent for one case (`None` for a name [`check`] refuses).
+pub fn agent(name: &str, llm: Option<&LlmEndpoint>) -> Option<Box<dyn Agent>> {
+    match (name, llm) {
+        (LLM_AGENT, Some(e)) => Some(Box::new(LlmAgent::new(LlmConfig {
+            api_base: e.api_base.trim().trim_end_matches('/').to_owned(),
+            model: e.model.trim().to_owned(),
+            api_key: e.api_key.clone().filter(|k| !k.is_empty()),
+            temperature: 0.0,
+            timeout: CALL_TIMEOUT,
+            max_retries: 1,
+            backoff: Duration::from_millis(500),
+            max_tokens: None,
+        }))),
+        (LLM_AGENT, None) => None,
+        (other, _) => offline_agent(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ep(url: &str, model: &str) -> LlmEndpoint {
+        LlmEndpoint {
+            api_base: url.into(),
+            model: model.into(),
+            api_key: None,
+        }
+    }
+
+    #[test]
+    fn endpoints_are_checked_with_the_reason_named() {
+        assert!(check("llm", Some(&ep("http://127.0.0.1:9/v1", "m"))).is_ok());
+        let e = check("llm", None).unwrap_err();
+        assert!(e.to_string().contains("needs llm"), "{e}");
+        let e = check("llm", Some(&ep("file:///etc/passwd", "m"))).unwrap_err();
+        assert!(e.to_string().contains("llm.api_base"), "{e}");
+        let e = check("llm", Some(&ep("http://x/v1", " "))).unwrap_err();
+        assert!(e.to_string().contains("llm.model"), "{e}");
+        let e = check("teacher", Some(&ep("http://x/v1", "m"))).unwrap_err();
+        assert!(e.to_string().contains("only agent 'llm'"), "{e}");
+        let e = check("oracle", None).unwrap_err();
+        assert!(e.to_string().contains("unknown agent 'oracle'"), "{e}");
+        assert!(check("teacher", None).is_ok());
+        assert!(agent("llm", Some(&ep("http://x/v1/", "m"))).is_some());
+        assert!(agent("llm", None).is_none());
+    }
+}

@@ -20,7 +20,6 @@ import sys
 ALLOWED = set([
     "ls-agents: llm <-> runner <-> teacher",
     "ls-gen: attacks <-> ecosystem <-> lookalike",
-    "ls-grading: dimensions <-> reasons",
     "ls-server: controlbench <-> controlbench::table <-> controlbench_openenv",
 ])
 

@@ -1,21 +1,19 @@
 //! Closed enumerations of the benchmark: task families, decisions, latent hypotheses and actions.
 
+pub use crate::text::codes::{CodeKind, ReasonCode, RiskLevel, Signal};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 /// The five task families.
-/// The variant whose name equals `normalize_text(value)`: names are already normalised, so an
-/// exact match (the common case) needs no allocation, and the fallback compares without one.
+/// The variant whose name equals `normalize_text(value)` (names are already normalised).
 fn parse_normalized<T: Copy>(
     all: &[T],
     value: &str,
     name: impl Fn(T) -> &'static str,
 ) -> Option<T> {
-    all.iter().copied().find(|&v| name(v) == value).or_else(|| {
-        all.iter()
-            .copied()
-            .find(|&v| crate::text::text_eq(name(v), value))
-    })
+    all.iter()
+        .copied()
+        .find(|&v| crate::text::text_eq(name(v), value))
 }
 
 #[derive(
@@ -86,51 +84,20 @@ impl TaskType {
     }
 }
 
-/// Terminal decisions. Parsing is exact and case-sensitive, as documented.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
-pub enum Decision {
-    #[serde(rename = "PAY")]
-    Pay,
-    #[serde(rename = "HOLD")]
-    Hold,
-    #[serde(rename = "NEEDS_REVIEW")]
-    NeedsReview,
-    #[serde(rename = "ESCALATE_FRAUD")]
-    EscalateFraud,
+wire_enum! {
+    /// Terminal decisions. Parsing is exact and case-sensitive, as documented.
+    pub enum Decision {
+        Pay = "PAY",
+        Hold = "HOLD",
+        NeedsReview = "NEEDS_REVIEW",
+        EscalateFraud = "ESCALATE_FRAUD",
+    }
 }
 
 impl Decision {
-    pub const ALL: [Decision; 4] = [
-        Self::Pay,
-        Self::Hold,
-        Self::NeedsReview,
-        Self::EscalateFraud,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pay => "PAY",
-            Self::Hold => "HOLD",
-            Self::NeedsReview => "NEEDS_REVIEW",
-            Self::EscalateFraud => "ESCALATE_FRAUD",
-        }
-    }
-
     /// Exact parse: only the four upper-case strings are decisions.
     pub fn parse_exact(value: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|d| d.as_str() == value)
+        Self::from_wire(value)
     }
 
     /// Lenient parse for fixture data and grading comparisons.

@@ -4,15 +4,21 @@ pub use crate::text::codes::{CodeKind, ReasonCode, RiskLevel, Signal};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
-/// The variant whose name equals `normalize_text(value)` (names are already normalised).
+/// The variant spelled exactly `value` (`exact`, the common case: no normalisation), else the
+/// one whose name equals `normalize_text(value)` (names are already normalised). The exact
+/// lookup first keeps a name parse off the normalised comparison with every name: without it
+/// action-name parsing was a quarter of an episode's instructions.
 fn parse_normalized<T: Copy>(
     all: &[T],
     value: &str,
+    exact: impl Fn(&str) -> Option<T>,
     name: impl Fn(T) -> &'static str,
 ) -> Option<T> {
-    all.iter()
-        .copied()
-        .find(|&v| crate::text::text_eq(name(v), value))
+    exact(value).or_else(|| {
+        all.iter()
+            .copied()
+            .find(|&v| crate::text::text_eq(name(v), value))
+    })
 }
 
 wire_enum! {
@@ -39,7 +45,7 @@ impl TaskType {
     }
 
     pub fn parse(value: &str) -> Option<Self> {
-        parse_normalized(&Self::ALL, value, |t| t.as_str())
+        parse_normalized(&Self::ALL, value, Self::from_wire, |t| t.as_str())
     }
 
     /// Default human label shown in `case_metadata.task_label`.
@@ -108,7 +114,7 @@ impl Hypothesis {
     }
 
     pub fn parse(value: &str) -> Option<Self> {
-        parse_normalized(&Self::ALL, value, |h| h.as_str())
+        parse_normalized(&Self::ALL, value, Self::from_wire, |h| h.as_str())
     }
 
     /// The decision a correct agent takes when this hypothesis is true.
@@ -152,6 +158,11 @@ macro_rules! actions {
 
             pub fn as_str(self) -> &'static str {
                 match self { $( Self::$variant => $name, )* }
+            }
+
+            /// The action spelled exactly `value` on the wire.
+            pub fn from_wire(value: &str) -> Option<Self> {
+                match value { $( $name => Some(Self::$variant), )* _ => None }
             }
 
             pub fn kind(self) -> ActionKind {
@@ -203,7 +214,7 @@ actions! {
 impl ActionName {
     /// Exact lookup by the wire name after `normalize_text`.
     pub fn parse(value: &str) -> Option<Self> {
-        parse_normalized(&Self::ALL, value, |a| a.as_str())
+        parse_normalized(&Self::ALL, value, Self::from_wire, |a| a.as_str())
     }
 
     pub fn is_intervention(self) -> bool {
@@ -275,6 +286,11 @@ impl ArtifactId {
         self.channel().as_str()
     }
 
+    /// The artifact spelled exactly `value` on the wire.
+    pub fn from_wire(value: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.as_str() == value)
+    }
+
     pub fn channel(self) -> Channel {
         match self {
             Self::CallbackVerificationResult => Channel::CallbackVerificationResult,
@@ -286,7 +302,7 @@ impl ArtifactId {
     }
 
     pub fn parse(value: &str) -> Option<Self> {
-        parse_normalized(&Self::ALL, value, |a| a.as_str())
+        parse_normalized(&Self::ALL, value, Self::from_wire, |a| a.as_str())
     }
 }
 

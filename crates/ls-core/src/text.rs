@@ -12,7 +12,29 @@ pub mod codes;
 
 /// Trim, lowercase, and collapse every run of whitespace to one space.
 pub fn normalize_text(value: &str) -> String {
-    normalized_chars(value).collect()
+    if value.is_ascii() {
+        let bytes: Vec<u8> = AsciiNormalized::new(value).collect();
+        return String::from_utf8(bytes).expect("ASCII in, ASCII out");
+    }
+    normalize_text_unicode(value)
+}
+
+/// [`normalize_text`] for any text (the definition the ASCII path matches).
+fn normalize_text_unicode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for word in value.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        for ch in word.chars() {
+            if ch.is_ascii() {
+                out.push(ch.to_ascii_lowercase());
+            } else {
+                out.extend(ch.to_lowercase());
+            }
+        }
+    }
+    out
 }
 
 /// Characters of `normalize_text(value)` without allocating.
@@ -25,27 +47,90 @@ fn normalized_chars(value: &str) -> impl Iterator<Item = char> + '_ {
     })
 }
 
-/// `normalize_text(a) == normalize_text(b)`, compared character by character.
+/// `normalize_text(a) == normalize_text(b)` without allocating (hot in lookups).
 pub fn text_eq(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        return AsciiNormalized::new(a).eq(AsciiNormalized::new(b));
+    }
     normalized_chars(a).eq(normalized_chars(b))
 }
 
-/// Characters of `normalize_id(value)` without allocating.
-fn id_chars(value: &str) -> impl Iterator<Item = char> + '_ {
-    value
-        .chars()
-        .flat_map(char::to_lowercase)
-        .filter(|c| c.is_alphanumeric())
+/// The bytes of `normalize_text(s)` for ASCII `s`: whitespace runs (as `char::is_whitespace`
+/// counts them: tab to carriage return and space) become one space, the ends are trimmed and
+/// letters are folded to lowercase.
+struct AsciiNormalized<'a> {
+    rest: &'a [u8],
+    started: bool,
 }
 
-/// `normalize_id(a) == normalize_id(b)`, compared character by character.
+impl<'a> AsciiNormalized<'a> {
+    fn new(s: &'a str) -> Self {
+        Self {
+            rest: s.as_bytes(),
+            started: false,
+        }
+    }
+}
+
+impl Iterator for AsciiNormalized<'_> {
+    type Item = u8;
+    fn next(&mut self) -> Option<u8> {
+        let space = |c: u8| matches!(c, b'\t'..=b'\r' | b' ');
+        let (&c, tail) = self.rest.split_first()?;
+        if space(c) {
+            // A run of whitespace: one space between words, nothing at the ends.
+            let next_word = tail.iter().position(|&c| !space(c))?;
+            self.rest = &tail[next_word..];
+            if self.started {
+                return Some(b' ');
+            }
+            let (&c, tail) = self.rest.split_first()?;
+            self.rest = tail;
+            self.started = true;
+            return Some(c.to_ascii_lowercase());
+        }
+        self.rest = tail;
+        self.started = true;
+        Some(c.to_ascii_lowercase())
+    }
+}
+
+/// `normalize_id(a) == normalize_id(b)` without allocating.
 pub fn id_eq(a: &str, b: &str) -> bool {
-    id_chars(a).eq(id_chars(b))
+    if a.is_ascii() && b.is_ascii() {
+        fn bytes(s: &str) -> impl Iterator<Item = u8> + '_ {
+            s.bytes()
+                .filter(u8::is_ascii_alphanumeric)
+                .map(|c| c.to_ascii_lowercase())
+        }
+        return bytes(a).eq(bytes(b));
+    }
+    fn chars(s: &str) -> impl Iterator<Item = char> + '_ {
+        s.chars()
+            .flat_map(char::to_lowercase)
+            .filter(|c| c.is_alphanumeric())
+    }
+    chars(a).eq(chars(b))
 }
 
 /// `normalize_text` keeping only alphanumeric characters (`"INV-2048-A"` → `"inv2048a"`).
 pub fn normalize_id(value: &str) -> String {
-    id_chars(value).collect()
+    if value.is_ascii() {
+        return value
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+    }
+    normalize_id_unicode(value)
+}
+
+/// [`normalize_id`] for any text (the definition the ASCII path matches).
+fn normalize_id_unicode(value: &str) -> String {
+    normalize_text_unicode(value)
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .collect()
 }
 
 /// Lenient money parse: strips `,`, `₹`, `$`, `€`, `£`, `¥` and spaces; failure gives `None`.
@@ -443,6 +528,13 @@ mod tests {
                     prop_assert_eq!(id_eq(x, y), normalize_id(x) == normalize_id(y), "{:?} {:?}", x, y);
                 }
             }
+        }
+
+        /// The ASCII fast paths of the normalisations are the general definitions.
+        #[test]
+        fn ascii_normalisation_matches_the_general_one(a in "[ a-zA-Z0-9\t\n\u{b}\u{c}\r._:-]{0,24}") {
+            prop_assert_eq!(normalize_text(&a), normalize_text_unicode(&a));
+            prop_assert_eq!(normalize_id(&a), normalize_id_unicode(&a));
         }
 
         #[test]

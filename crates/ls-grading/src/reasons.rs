@@ -407,7 +407,7 @@ fn pay_record_keys(task: TaskType) -> &'static [&'static str] {
     match task {
         TaskType::TaskA => &[],
         TaskType::TaskB => &["po_id", "receipt_id"],
-        _ => &["vendor_key"],
+        TaskType::TaskC | TaskType::TaskD | TaskType::TaskE => &["vendor_key"],
     }
 }
 

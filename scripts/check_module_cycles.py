@@ -25,7 +25,6 @@ import tomllib
 
 ALLOWED = set([
     "ls-agents: llm <-> runner <-> teacher",
-    "ls-grading: dimensions <-> reasons",
 ])
 
 FORBIDDEN_DEPS = {

@@ -1167,7 +1167,7 @@ impl Campaign {
         &self,
         role: Role,
         pred: impl Fn(&data::expense::ExpenseClaim) -> bool,
-        t: &str,
+        t: ErrorType,
     ) -> Option<bool> {
         let ep = self.episodes.get(&role)?;
         let Documents::Expense(d) = &ep.data.documents else {
@@ -1186,7 +1186,7 @@ impl Campaign {
         Some(
             targets
                 .iter()
-                .all(|id| keys.contains(&(id.to_string(), t.to_string()))),
+                .all(|id| keys.contains(&(id.to_string(), t.as_str().to_owned()))),
         )
     }
 
@@ -1224,9 +1224,9 @@ impl Campaign {
         let rv = self.reviews.get(&p);
         for ins in self.active_instructions() {
             let (st, detail): (&str, String) = match ins.id.as_str() {
-                "POL-001" => (status(self.flagged_in(ex, |c| c.category == "Meals" && c.amount > rust_decimal::Decimal::from(meal), "over_limit")), format!("meal limit ₹{meal}")),
-                "POL-002" => (status(self.flagged_in(ex, |c| c.category == "Travel" && c.receipt_id.is_empty(), "missing_receipt")), "travel without receipt".into()),
-                "POL-003" => (status(self.flagged_in(ex, |c| c.date.is_weekend(), "weekend_expense")), "weekend claims".into()),
+                "POL-001" => (status(self.flagged_in(ex, |c| c.category == "Meals" && c.amount > rust_decimal::Decimal::from(meal), ErrorType::OverLimit)), format!("meal limit ₹{meal}")),
+                "POL-002" => (status(self.flagged_in(ex, |c| c.category == "Travel" && c.receipt_id.is_empty(), ErrorType::MissingReceipt)), "travel without receipt".into()),
+                "POL-003" => (status(self.flagged_in(ex, |c| c.date.is_weekend(), ErrorType::WeekendExpense)), "weekend claims".into()),
                 "POL-004" => (status(expense_gt_hit(ErrorType::CumulativeBreach)), "monthly cumulative breach".into()),
                 "POL-005" => {
                     // Like POL-001..006: every document that breaks the rule is flagged by the
@@ -1239,12 +1239,12 @@ impl Campaign {
                     });
                     (status(v), format!("invoices above ₹{} without two distinct approvers flagged", data::invoice::DUAL_APPROVAL_THRESHOLD_INR))
                 }
-                "POL-006" => (status(self.flagged_in(ex, |c| !approved.contains(&c.vendor), "unapproved_vendor")), "vendors off the approved list".into()),
+                "POL-006" => (status(self.flagged_in(ex, |c| !approved.contains(&c.vendor), ErrorType::UnapprovedVendor)), "vendors off the approved list".into()),
                 "POL-007" => {
                     let v = self.episodes.get(&ex).and_then(|ep| {
                         let Documents::Expense(d) = &ep.data.documents else { return None };
                         let band: BTreeSet<&String> = d.expenses.iter().filter(|c| c.category == "Meals" && c.amount > rust_decimal::Decimal::from(1500) && c.amount <= rust_decimal::Decimal::from(meal)).map(|c| &c.expense_id).collect();
-                        (!band.is_empty()).then(|| !ep.findings.iter().any(|f| band.contains(&f.key().0) && f.key().1 == "over_limit"))
+                        (!band.is_empty()).then(|| !ep.findings.iter().any(|f| band.contains(&f.key().0) && f.key().1 == ErrorType::OverLimit.as_str()))
                     });
                     (status(v), "no over_limit on meals within the new limit".into())
                 }
@@ -1252,7 +1252,7 @@ impl Campaign {
                     let v = self.episodes.get(&Role::InvoiceSpecialist).and_then(|ep| {
                         let Documents::Invoice(d) = &ep.data.documents else { return None };
                         let within: BTreeSet<&String> = d.invoices.iter().filter(|i| { let diff = (i.total - i.subtotal - i.gst_amount).abs(); !diff.is_zero() && diff <= rust_decimal::Decimal::ONE }).map(|i| &i.invoice_id).collect();
-                        (!within.is_empty()).then(|| !ep.findings.iter().any(|f| within.contains(&f.key().0) && f.key().1 == "total_mismatch"))
+                        (!within.is_empty()).then(|| !ep.findings.iter().any(|f| within.contains(&f.key().0) && f.key().1 == ErrorType::TotalMismatch.as_str()))
                     });
                     (status(v), "rounding differences within ₹1 not flagged".into())
                 }

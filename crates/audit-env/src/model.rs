@@ -218,10 +218,9 @@ impl<'de> Deserialize<'de> for TaskId {
 }
 
 macro_rules! error_types {
-    ($( $v:ident = $s:literal, $w:literal, $val:literal; )*) => {
+    ($( $v:ident = $s:literal, $w:literal, $val:literal, $family:ident; )*) => {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
-        #[serde(rename_all = "snake_case")]
-        pub enum ErrorType { $($v,)* }
+        pub enum ErrorType { $( #[serde(rename = $s)] $v, )* }
 
         impl ErrorType {
             pub const ALL: &'static [ErrorType] = &[$(ErrorType::$v,)*];
@@ -230,6 +229,9 @@ macro_rules! error_types {
             pub fn weight(self) -> f64 { match self { $(ErrorType::$v => $w,)* } }
             /// Documented monetary exposure of one occurrence, in rupees.
             pub fn value_inr(self) -> i64 { match self { $(ErrorType::$v => $val,)* } }
+            /// The family this type belongs to (every type is in exactly one family; see
+            /// [`ErrorFamily`]).
+            pub fn family(self) -> ErrorFamily { match self { $(ErrorType::$v => ErrorFamily::$family,)* } }
             pub fn parse(s: &str) -> Option<ErrorType> {
                 let t = s.trim().to_ascii_lowercase();
                 match t.as_str() { $($s => Some(ErrorType::$v),)* _ => None }
@@ -238,80 +240,53 @@ macro_rules! error_types {
     };
 }
 
+// The error-type table: wire name, severity weight, monetary exposure (INR) and family.
 error_types! {
-    OverLimit = "over_limit", 0.8, 3000;
-    WrongCategory = "wrong_category", 0.9, 15000;
-    DuplicateClaim = "duplicate_claim", 1.2, 5000;
-    WeekendExpense = "weekend_expense", 0.5, 1200;
-    MissingReceipt = "missing_receipt", 0.7, 3500;
-    UnapprovedVendor = "unapproved_vendor", 0.8, 2800;
-    CumulativeBreach = "cumulative_breach", 1.3, 50000;
-    PriceMismatch = "price_mismatch", 1.3, 25000;
-    QuantityMismatch = "quantity_mismatch", 1.2, 15000;
-    DuplicateInvoice = "duplicate_invoice", 1.5, 50000;
-    UnmatchedInvoice = "unmatched_invoice", 1.4, 59000;
-    TaxError = "tax_error", 1.1, 10000;
-    TotalMismatch = "total_mismatch", 1.0, 7500;
-    VendorMismatch = "vendor_mismatch", 1.2, 30000;
-    DateAnomaly = "date_anomaly", 0.9, 20000;
-    CascadingTotal = "cascading_total", 0.8, 5000;
-    MissingInGstr2b = "missing_in_gstr2b", 1.4, 4500;
-    MissingInBooks = "missing_in_books", 1.3, 3240;
-    AmountMismatch = "amount_mismatch", 1.2, 5000;
-    TaxRateMismatch = "tax_rate_mismatch", 1.1, 1000;
-    GstinMismatch = "gstin_mismatch", 1.5, 25000;
-    DateMismatch = "date_mismatch", 0.9, 15000;
-    DuplicateEntry = "duplicate_entry", 1.3, 20000;
-    InvalidGstin = "invalid_gstin", 1.5, 14160;
-    WrongTaxType = "wrong_tax_type", 1.2, 18000;
-    ItcIneligible = "itc_ineligible", 1.0, 400;
-    LateClaim = "late_claim", 1.1, 2700;
-    ExcessClaim = "excess_claim", 1.4, 4000;
-    CircularInvoicing = "circular_invoicing", 2.0, 150000;
-    SplitInvoice = "split_invoice", 1.8, 95000;
-    ShellCompany = "shell_company", 2.0, 200000;
-    RoundNumberAnomaly = "round_number_anomaly", 1.3, 50000;
-    BenfordViolation = "benford_violation", 1.4, 75000;
-    VendorConcentration = "vendor_concentration", 1.5, 500000;
-    DuplicateBankAccount = "duplicate_bank_account", 1.8, 100000;
-    SuddenVolumeSpike = "sudden_volume_spike", 1.6, 300000;
-    InvoiceBeforeIncorporation = "invoice_before_incorporation", 1.7, 80000;
-    WeekendPattern = "weekend_pattern", 1.2, 60000;
-    HighRiskNewVendor = "high_risk_new_vendor", 1.5, 120000;
-    UndocumentedCashPayment = "undocumented_cash_payment", 1.2, 25000;
+    OverLimit = "over_limit", 0.8, 3000, ExpenseLimit;
+    WrongCategory = "wrong_category", 0.9, 15000, ExpenseEligibility;
+    DuplicateClaim = "duplicate_claim", 1.2, 5000, ExpenseReceipt;
+    WeekendExpense = "weekend_expense", 0.5, 1200, ExpenseTiming;
+    MissingReceipt = "missing_receipt", 0.7, 3500, ExpenseReceipt;
+    UnapprovedVendor = "unapproved_vendor", 0.8, 2800, ExpenseEligibility;
+    CumulativeBreach = "cumulative_breach", 1.3, 50000, ExpenseLimit;
+    PriceMismatch = "price_mismatch", 1.3, 25000, InvoiceLineMatch;
+    QuantityMismatch = "quantity_mismatch", 1.2, 15000, InvoiceLineMatch;
+    DuplicateInvoice = "duplicate_invoice", 1.5, 50000, InvoiceIdentity;
+    UnmatchedInvoice = "unmatched_invoice", 1.4, 59000, InvoiceIdentity;
+    TaxError = "tax_error", 1.1, 10000, InvoiceArithmetic;
+    TotalMismatch = "total_mismatch", 1.0, 7500, InvoiceArithmetic;
+    VendorMismatch = "vendor_mismatch", 1.2, 30000, InvoiceIdentity;
+    DateAnomaly = "date_anomaly", 0.9, 20000, InvoiceTiming;
+    CascadingTotal = "cascading_total", 0.8, 5000, InvoiceArithmetic;
+    MissingInGstr2b = "missing_in_gstr2b", 1.4, 4500, GstPresence;
+    MissingInBooks = "missing_in_books", 1.3, 3240, GstPresence;
+    AmountMismatch = "amount_mismatch", 1.2, 5000, GstTaxAmount;
+    TaxRateMismatch = "tax_rate_mismatch", 1.1, 1000, GstTaxAmount;
+    GstinMismatch = "gstin_mismatch", 1.5, 25000, GstIdentity;
+    DateMismatch = "date_mismatch", 0.9, 15000, GstTiming;
+    DuplicateEntry = "duplicate_entry", 1.3, 20000, GstPresence;
+    InvalidGstin = "invalid_gstin", 1.5, 14160, GstIdentity;
+    WrongTaxType = "wrong_tax_type", 1.2, 18000, GstTaxAmount;
+    ItcIneligible = "itc_ineligible", 1.0, 400, GstEligibility;
+    LateClaim = "late_claim", 1.1, 2700, GstTiming;
+    ExcessClaim = "excess_claim", 1.4, 4000, GstTaxAmount;
+    CircularInvoicing = "circular_invoicing", 2.0, 150000, FraudPaymentTrail;
+    SplitInvoice = "split_invoice", 1.8, 95000, FraudAmountPattern;
+    ShellCompany = "shell_company", 2.0, 200000, FraudVendorIdentity;
+    RoundNumberAnomaly = "round_number_anomaly", 1.3, 50000, FraudAmountPattern;
+    BenfordViolation = "benford_violation", 1.4, 75000, FraudAmountPattern;
+    VendorConcentration = "vendor_concentration", 1.5, 500000, FraudActivityPattern;
+    DuplicateBankAccount = "duplicate_bank_account", 1.8, 100000, FraudVendorIdentity;
+    SuddenVolumeSpike = "sudden_volume_spike", 1.6, 300000, FraudActivityPattern;
+    InvoiceBeforeIncorporation = "invoice_before_incorporation", 1.7, 80000, FraudVendorIdentity;
+    WeekendPattern = "weekend_pattern", 1.2, 60000, FraudActivityPattern;
+    HighRiskNewVendor = "high_risk_new_vendor", 1.5, 120000, FraudVendorIdentity;
+    UndocumentedCashPayment = "undocumented_cash_payment", 1.2, 25000, FraudPaymentTrail;
 }
 
 impl ErrorType {
     pub fn is_critical(self) -> bool {
         self.weight() >= 1.5
-    }
-
-    /// The family this type belongs to (every type is in exactly one family; see [`ErrorFamily`]).
-    pub fn family(self) -> ErrorFamily {
-        use ErrorFamily as F;
-        use ErrorType::*;
-        match self {
-            OverLimit | CumulativeBreach => F::ExpenseLimit,
-            DuplicateClaim | MissingReceipt => F::ExpenseReceipt,
-            WrongCategory | UnapprovedVendor => F::ExpenseEligibility,
-            WeekendExpense => F::ExpenseTiming,
-            PriceMismatch | QuantityMismatch => F::InvoiceLineMatch,
-            TaxError | TotalMismatch | CascadingTotal => F::InvoiceArithmetic,
-            DuplicateInvoice | UnmatchedInvoice | VendorMismatch => F::InvoiceIdentity,
-            DateAnomaly => F::InvoiceTiming,
-            MissingInGstr2b | MissingInBooks | DuplicateEntry => F::GstPresence,
-            AmountMismatch | TaxRateMismatch | WrongTaxType | ExcessClaim => F::GstTaxAmount,
-            GstinMismatch | InvalidGstin => F::GstIdentity,
-            DateMismatch | LateClaim => F::GstTiming,
-            ItcIneligible => F::GstEligibility,
-            ShellCompany
-            | DuplicateBankAccount
-            | InvoiceBeforeIncorporation
-            | HighRiskNewVendor => F::FraudVendorIdentity,
-            SplitInvoice | RoundNumberAnomaly | BenfordViolation => F::FraudAmountPattern,
-            VendorConcentration | SuddenVolumeSpike | WeekendPattern => F::FraudActivityPattern,
-            CircularInvoicing | UndocumentedCashPayment => F::FraudPaymentTrail,
-        }
     }
 }
 

@@ -1,64 +1,38 @@
 //! Closed enumerations of the benchmark: task families, decisions, latent hypotheses and actions.
 
+pub use crate::text::codes::{CodeKind, ReasonCode, RiskLevel, Signal};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
-/// The five task families.
-/// The variant whose name equals `normalize_text(value)`: names are already normalised, so an
-/// exact match (the common case) needs no allocation, and the fallback compares without one.
+/// The variant spelled exactly `value` (`exact`, the common case: no normalisation), else the
+/// one whose name equals `normalize_text(value)` (names are already normalised). The exact
+/// lookup first keeps a name parse off the normalised comparison with every name: without it
+/// action-name parsing was a quarter of an episode's instructions.
 fn parse_normalized<T: Copy>(
     all: &[T],
     value: &str,
+    exact: impl Fn(&str) -> Option<T>,
     name: impl Fn(T) -> &'static str,
 ) -> Option<T> {
-    all.iter().copied().find(|&v| name(v) == value).or_else(|| {
+    exact(value).or_else(|| {
         all.iter()
             .copied()
             .find(|&v| crate::text::text_eq(name(v), value))
     })
 }
 
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskType {
-    TaskA,
-    TaskB,
-    TaskC,
-    TaskD,
-    TaskE,
+wire_enum! {
+    /// The five task families.
+    pub enum TaskType {
+        TaskA = "task_a",
+        TaskB = "task_b",
+        TaskC = "task_c",
+        TaskD = "task_d",
+        TaskE = "task_e",
+    }
 }
 
 impl TaskType {
-    pub const ALL: [TaskType; 5] = [
-        Self::TaskA,
-        Self::TaskB,
-        Self::TaskC,
-        Self::TaskD,
-        Self::TaskE,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::TaskA => "task_a",
-            Self::TaskB => "task_b",
-            Self::TaskC => "task_c",
-            Self::TaskD => "task_d",
-            Self::TaskE => "task_e",
-        }
-    }
-
     /// Upper-case family letter used in case ids (`CASE-D-001`).
     pub fn letter(self) -> char {
         match self {
@@ -71,7 +45,7 @@ impl TaskType {
     }
 
     pub fn parse(value: &str) -> Option<Self> {
-        parse_normalized(&Self::ALL, value, |t| t.as_str())
+        parse_normalized(&Self::ALL, value, Self::from_wire, |t| t.as_str())
     }
 
     /// Default human label shown in `case_metadata.task_label`.
@@ -86,51 +60,20 @@ impl TaskType {
     }
 }
 
-/// Terminal decisions. Parsing is exact and case-sensitive, as documented.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
-pub enum Decision {
-    #[serde(rename = "PAY")]
-    Pay,
-    #[serde(rename = "HOLD")]
-    Hold,
-    #[serde(rename = "NEEDS_REVIEW")]
-    NeedsReview,
-    #[serde(rename = "ESCALATE_FRAUD")]
-    EscalateFraud,
+wire_enum! {
+    /// Terminal decisions. Parsing is exact and case-sensitive, as documented.
+    pub enum Decision {
+        Pay = "PAY",
+        Hold = "HOLD",
+        NeedsReview = "NEEDS_REVIEW",
+        EscalateFraud = "ESCALATE_FRAUD",
+    }
 }
 
 impl Decision {
-    pub const ALL: [Decision; 4] = [
-        Self::Pay,
-        Self::Hold,
-        Self::NeedsReview,
-        Self::EscalateFraud,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pay => "PAY",
-            Self::Hold => "HOLD",
-            Self::NeedsReview => "NEEDS_REVIEW",
-            Self::EscalateFraud => "ESCALATE_FRAUD",
-        }
-    }
-
     /// Exact parse: only the four upper-case strings are decisions.
     pub fn parse_exact(value: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|d| d.as_str() == value)
+        Self::from_wire(value)
     }
 
     /// Lenient parse for fixture data and grading comparisons.
@@ -145,76 +88,33 @@ impl Decision {
     }
 }
 
-/// The 12 latent hypotheses, in the order every vector and tie-break uses.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Hypothesis {
-    Safe,
-    BankFraud,
-    DuplicateBilling,
-    VendorTakeover,
-    CeoBec,
-    PhantomVendor,
-    SupplyChainCompromise,
-    InsiderCollusion,
-    MultiEntityLayering,
-    CampaignFraud,
-    SplitPayment,
-    ThresholdEvasion,
+wire_enum! {
+    /// The 12 latent hypotheses, in the order every vector and tie-break uses.
+    pub enum Hypothesis {
+        Safe = "safe",
+        BankFraud = "bank_fraud",
+        DuplicateBilling = "duplicate_billing",
+        VendorTakeover = "vendor_takeover",
+        CeoBec = "ceo_bec",
+        PhantomVendor = "phantom_vendor",
+        SupplyChainCompromise = "supply_chain_compromise",
+        InsiderCollusion = "insider_collusion",
+        MultiEntityLayering = "multi_entity_layering",
+        CampaignFraud = "campaign_fraud",
+        SplitPayment = "split_payment",
+        ThresholdEvasion = "threshold_evasion",
+    }
 }
 
 impl Hypothesis {
     pub const COUNT: usize = 12;
-    pub const ALL: [Hypothesis; 12] = [
-        Self::Safe,
-        Self::BankFraud,
-        Self::DuplicateBilling,
-        Self::VendorTakeover,
-        Self::CeoBec,
-        Self::PhantomVendor,
-        Self::SupplyChainCompromise,
-        Self::InsiderCollusion,
-        Self::MultiEntityLayering,
-        Self::CampaignFraud,
-        Self::SplitPayment,
-        Self::ThresholdEvasion,
-    ];
 
     pub fn index(self) -> usize {
         self as usize
     }
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Safe => "safe",
-            Self::BankFraud => "bank_fraud",
-            Self::DuplicateBilling => "duplicate_billing",
-            Self::VendorTakeover => "vendor_takeover",
-            Self::CeoBec => "ceo_bec",
-            Self::PhantomVendor => "phantom_vendor",
-            Self::SupplyChainCompromise => "supply_chain_compromise",
-            Self::InsiderCollusion => "insider_collusion",
-            Self::MultiEntityLayering => "multi_entity_layering",
-            Self::CampaignFraud => "campaign_fraud",
-            Self::SplitPayment => "split_payment",
-            Self::ThresholdEvasion => "threshold_evasion",
-        }
-    }
-
     pub fn parse(value: &str) -> Option<Self> {
-        parse_normalized(&Self::ALL, value, |h| h.as_str())
+        parse_normalized(&Self::ALL, value, Self::from_wire, |h| h.as_str())
     }
 
     /// The decision a correct agent takes when this hypothesis is true.
@@ -223,7 +123,14 @@ impl Hypothesis {
             Self::Safe => Decision::Pay,
             Self::DuplicateBilling | Self::SplitPayment => Decision::Hold,
             Self::ThresholdEvasion => Decision::NeedsReview,
-            _ => Decision::EscalateFraud,
+            Self::BankFraud
+            | Self::VendorTakeover
+            | Self::CeoBec
+            | Self::PhantomVendor
+            | Self::SupplyChainCompromise
+            | Self::InsiderCollusion
+            | Self::MultiEntityLayering
+            | Self::CampaignFraud => Decision::EscalateFraud,
         }
     }
 }
@@ -237,8 +144,9 @@ pub enum ActionKind {
     Final,
 }
 
+/// The action table: wire name, kind, catalogue cost, evidence channel and scheduled artifact.
 macro_rules! actions {
-    ($( $variant:ident => $name:literal, $kind:ident, $cost:literal, $channel:expr; )*) => {
+    ($( $variant:ident => $name:literal, $kind:ident, $cost:literal, $channel:expr, $artifact:expr; )*) => {
         /// The 21 actions of the catalogue, in the documented `ALLOWED_ACTIONS` order
         /// (investigation, intervention, final).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
@@ -250,6 +158,11 @@ macro_rules! actions {
 
             pub fn as_str(self) -> &'static str {
                 match self { $( Self::$variant => $name, )* }
+            }
+
+            /// The action spelled exactly `value` on the wire.
+            pub fn from_wire(value: &str) -> Option<Self> {
+                match value { $( $name => Some(Self::$variant), )* _ => None }
             }
 
             pub fn kind(self) -> ActionKind {
@@ -265,38 +178,43 @@ macro_rules! actions {
             pub fn channel(self) -> Option<Channel> {
                 match self { $( Self::$variant => $channel, )* }
             }
+
+            /// The artifact an intervention schedules, if any.
+            pub fn scheduled_artifact(self) -> Option<ArtifactId> {
+                match self { $( Self::$variant => $artifact, )* }
+            }
         }
     };
 }
 
 actions! {
-    Zoom => "zoom", Investigation, "0.20", None;
-    GetDocCrop => "get_doc_crop", Investigation, "0.20", None;
-    Ocr => "ocr", Investigation, "0.45", None;
-    LookupVendor => "lookup_vendor", Investigation, "0.20", None;
-    LookupVendorHistory => "lookup_vendor_history", Investigation, "0.25", Some(Channel::LookupVendorHistory);
-    LookupPolicy => "lookup_policy", Investigation, "0.15", None;
-    LookupPo => "lookup_po", Investigation, "0.20", None;
-    LookupReceipt => "lookup_receipt", Investigation, "0.20", None;
-    SearchLedger => "search_ledger", Investigation, "0.35", Some(Channel::SearchLedger);
-    InspectEmailThread => "inspect_email_thread", Investigation, "0.25", Some(Channel::InspectEmailThread);
-    CompareBankAccount => "compare_bank_account", Investigation, "0.15", Some(Channel::CompareBankAccount);
-    RequestCallbackVerification => "request_callback_verification", Intervention, "0.40", Some(Channel::CallbackVerificationResult);
-    FreezeVendorProfile => "freeze_vendor_profile", Intervention, "0.20", None;
-    RequestBankChangeApprovalChain => "request_bank_change_approval_chain", Intervention, "0.30", Some(Channel::BankChangeApprovalChain);
-    RequestPoReconciliation => "request_po_reconciliation", Intervention, "0.30", Some(Channel::PoReconciliationReport);
-    RequestAdditionalReceiptEvidence => "request_additional_receipt_evidence", Intervention, "0.25", Some(Channel::ReceiptReconciliationReport);
-    RouteToProcurement => "route_to_procurement", Intervention, "0.15", None;
-    RouteToSecurity => "route_to_security", Intervention, "0.20", None;
-    FlagDuplicateClusterReview => "flag_duplicate_cluster_review", Intervention, "0.25", Some(Channel::DuplicateClusterReport);
-    CreateHumanHandoff => "create_human_handoff", Intervention, "0.20", None;
-    SubmitDecision => "submit_decision", Final, "0.00", None;
+    Zoom => "zoom", Investigation, "0.20", None, None;
+    GetDocCrop => "get_doc_crop", Investigation, "0.20", None, None;
+    Ocr => "ocr", Investigation, "0.45", None, None;
+    LookupVendor => "lookup_vendor", Investigation, "0.20", None, None;
+    LookupVendorHistory => "lookup_vendor_history", Investigation, "0.25", Some(Channel::LookupVendorHistory), None;
+    LookupPolicy => "lookup_policy", Investigation, "0.15", None, None;
+    LookupPo => "lookup_po", Investigation, "0.20", None, None;
+    LookupReceipt => "lookup_receipt", Investigation, "0.20", None, None;
+    SearchLedger => "search_ledger", Investigation, "0.35", Some(Channel::SearchLedger), None;
+    InspectEmailThread => "inspect_email_thread", Investigation, "0.25", Some(Channel::InspectEmailThread), None;
+    CompareBankAccount => "compare_bank_account", Investigation, "0.15", Some(Channel::CompareBankAccount), None;
+    RequestCallbackVerification => "request_callback_verification", Intervention, "0.40", Some(Channel::CallbackVerificationResult), Some(ArtifactId::CallbackVerificationResult);
+    FreezeVendorProfile => "freeze_vendor_profile", Intervention, "0.20", None, None;
+    RequestBankChangeApprovalChain => "request_bank_change_approval_chain", Intervention, "0.30", Some(Channel::BankChangeApprovalChain), Some(ArtifactId::BankChangeApprovalChain);
+    RequestPoReconciliation => "request_po_reconciliation", Intervention, "0.30", Some(Channel::PoReconciliationReport), Some(ArtifactId::PoReconciliationReport);
+    RequestAdditionalReceiptEvidence => "request_additional_receipt_evidence", Intervention, "0.25", Some(Channel::ReceiptReconciliationReport), Some(ArtifactId::ReceiptReconciliationReport);
+    RouteToProcurement => "route_to_procurement", Intervention, "0.15", None, None;
+    RouteToSecurity => "route_to_security", Intervention, "0.20", None, None;
+    FlagDuplicateClusterReview => "flag_duplicate_cluster_review", Intervention, "0.25", Some(Channel::DuplicateClusterReport), Some(ArtifactId::DuplicateClusterReport);
+    CreateHumanHandoff => "create_human_handoff", Intervention, "0.20", None, None;
+    SubmitDecision => "submit_decision", Final, "0.00", None, None;
 }
 
 impl ActionName {
     /// Exact lookup by the wire name after `normalize_text`.
     pub fn parse(value: &str) -> Option<Self> {
-        parse_normalized(&Self::ALL, value, |a| a.as_str())
+        parse_normalized(&Self::ALL, value, Self::from_wire, |a| a.as_str())
     }
 
     pub fn is_intervention(self) -> bool {
@@ -315,60 +233,20 @@ impl ActionName {
             self.base_cost()
         }
     }
-
-    /// The artifact an intervention schedules, if any.
-    pub fn scheduled_artifact(self) -> Option<ArtifactId> {
-        match self {
-            Self::RequestCallbackVerification => Some(ArtifactId::CallbackVerificationResult),
-            Self::RequestBankChangeApprovalChain => Some(ArtifactId::BankChangeApprovalChain),
-            Self::RequestPoReconciliation => Some(ArtifactId::PoReconciliationReport),
-            Self::RequestAdditionalReceiptEvidence => Some(ArtifactId::ReceiptReconciliationReport),
-            Self::FlagDuplicateClusterReview => Some(ArtifactId::DuplicateClusterReport),
-            _ => None,
-        }
-    }
 }
 
-/// Evidence channels with a likelihood table (tools and artifacts).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Channel {
-    CompareBankAccount,
-    SearchLedger,
-    InspectEmailThread,
-    LookupVendorHistory,
-    CallbackVerificationResult,
-    DuplicateClusterReport,
-    BankChangeApprovalChain,
-    PoReconciliationReport,
-    ReceiptReconciliationReport,
-}
-
-impl Channel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::CompareBankAccount => "compare_bank_account",
-            Self::SearchLedger => "search_ledger",
-            Self::InspectEmailThread => "inspect_email_thread",
-            Self::LookupVendorHistory => "lookup_vendor_history",
-            Self::CallbackVerificationResult => "callback_verification_result",
-            Self::DuplicateClusterReport => "duplicate_cluster_report",
-            Self::BankChangeApprovalChain => "bank_change_approval_chain",
-            Self::PoReconciliationReport => "po_reconciliation_report",
-            Self::ReceiptReconciliationReport => "receipt_reconciliation_report",
-        }
+wire_enum! {
+    /// Evidence channels with a likelihood table (tools and artifacts).
+    pub enum Channel {
+        CompareBankAccount = "compare_bank_account",
+        SearchLedger = "search_ledger",
+        InspectEmailThread = "inspect_email_thread",
+        LookupVendorHistory = "lookup_vendor_history",
+        CallbackVerificationResult = "callback_verification_result",
+        DuplicateClusterReport = "duplicate_cluster_report",
+        BankChangeApprovalChain = "bank_change_approval_chain",
+        PoReconciliationReport = "po_reconciliation_report",
+        ReceiptReconciliationReport = "receipt_reconciliation_report",
     }
 }
 
@@ -408,6 +286,11 @@ impl ArtifactId {
         self.channel().as_str()
     }
 
+    /// The artifact spelled exactly `value` on the wire.
+    pub fn from_wire(value: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.as_str() == value)
+    }
+
     pub fn channel(self) -> Channel {
         match self {
             Self::CallbackVerificationResult => Channel::CallbackVerificationResult,
@@ -419,7 +302,7 @@ impl ArtifactId {
     }
 
     pub fn parse(value: &str) -> Option<Self> {
-        parse_normalized(&Self::ALL, value, |a| a.as_str())
+        parse_normalized(&Self::ALL, value, Self::from_wire, |a| a.as_str())
     }
 }
 

@@ -18,6 +18,9 @@
 //! Invariant: nothing in this crate performs I/O except [`fixtures::FixtureSet::load_dir`], and
 //! nothing here knows about episodes, rewards or HTTP.
 
+#[macro_use]
+mod wire;
+
 pub mod contract;
 pub mod enums;
 pub mod episode;
@@ -28,47 +31,20 @@ pub mod text;
 pub mod validate;
 pub mod world;
 
-pub use enums::{ActionKind, ActionName, ArtifactId, Channel, Decision, Hypothesis, TaskType};
+pub use enums::{
+    ActionKind, ActionName, ArtifactId, Channel, CodeKind, Decision, Hypothesis, ReasonCode,
+    RiskLevel, Signal, TaskType,
+};
 pub use fixtures::FixtureSet;
 pub use schema::*;
 pub use submission::Submission;
 pub use world::HiddenWorld;
 
-/// Largest JSON object read by [`json_field`]'s linear scan.
-const JSON_FIELD_SCAN_MAX_KEYS: usize = 16;
-
-/// `map.get(key)` for payload-sized JSON objects. The map (an `IndexMap`) hashes the key with
-/// SipHash first; scanning a handful of keys compares a few bytes each and finds the same entry,
-/// since keys are unique.
+/// The value of `key` in a JSON object (`map.get`; kept as the name the environment's readers
+/// use).
 pub fn json_field<'a>(
     map: &'a serde_json::Map<String, serde_json::Value>,
     key: &str,
 ) -> Option<&'a serde_json::Value> {
-    if map.len() <= JSON_FIELD_SCAN_MAX_KEYS {
-        map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
-    } else {
-        map.get(key)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::{Map, Value};
-
-    #[test]
-    fn json_field_finds_what_get_finds() {
-        for n in [0usize, 1, 5, 16, 17, 40] {
-            let map: Map<String, Value> =
-                (0..n).map(|i| (format!("k{i}"), Value::from(i))).collect();
-            for i in 0..n + 3 {
-                let key = format!("k{i}");
-                assert_eq!(
-                    super::json_field(&map, &key),
-                    map.get(&key),
-                    "{n} keys, {key}"
-                );
-            }
-            assert_eq!(super::json_field(&map, ""), None);
-        }
-    }
+    map.get(key)
 }

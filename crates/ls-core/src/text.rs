@@ -3,9 +3,12 @@
 //! Every comparison of names, ids, statuses and signals in LedgerShield goes through these
 //! functions so that the same string always matches the same way everywhere.
 
+use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
 use std::collections::BTreeSet;
 use std::str::FromStr;
+
+pub mod codes;
 
 /// Trim, lowercase, and collapse every run of whitespace to one space.
 pub fn normalize_text(value: &str) -> String {
@@ -160,69 +163,12 @@ pub fn json_decimal(value: &serde_json::Value) -> Option<Decimal> {
     }
 }
 
-/// Discrepancy reason codes (12).
-pub const DISCREPANCY_CODES: [&str; 12] = [
-    "price_mismatch",
-    "quantity_mismatch",
-    "missing_receipt",
-    "duplicate_po_reference",
-    "invalid_invoice_date",
-    "total_mismatch",
-    "tax_id_mismatch",
-    "partial_receipt_only",
-    "missing_po",
-    "receipt_date_mismatch",
-    "bank_account_mismatch",
-    "vendor_master_mismatch",
-];
-
-/// Fraud reason codes (15).
-pub const FRAUD_CODES: [&str; 15] = [
-    "bank_override_attempt",
-    "vendor_name_spoof",
-    "sender_domain_spoof",
-    "duplicate_near_match",
-    "approval_threshold_evasion",
-    "urgent_payment_pressure",
-    "callback_verification_failed",
-    "callback_suspicious_confirm",
-    "callback_dispute_confirmed",
-    "vendor_account_takeover_suspected",
-    "policy_bypass_attempt",
-    "instruction_override_attempt",
-    "prompt_injection_attempt",
-    "shared_bank_account",
-    "coordinated_timing",
-];
-
-const ALIASES: [(&str, &str); 22] = [
-    ("bank mismatch", "bank_override_attempt"),
-    ("bank account mismatch", "bank_override_attempt"),
-    ("remittance override", "bank_override_attempt"),
-    ("bank change attempt", "bank_override_attempt"),
-    ("spoofed sender domain", "sender_domain_spoof"),
-    ("sender spoof", "sender_domain_spoof"),
-    ("domain spoof", "sender_domain_spoof"),
-    ("duplicate invoice", "duplicate_near_match"),
-    ("duplicate cluster", "duplicate_near_match"),
-    ("invoice splitting", "approval_threshold_evasion"),
-    ("threshold evasion", "approval_threshold_evasion"),
-    ("approval threshold splitting", "approval_threshold_evasion"),
-    ("policy bypass", "policy_bypass_attempt"),
-    ("callback bypass", "policy_bypass_attempt"),
-    ("instruction override", "instruction_override_attempt"),
-    ("prompt injection", "prompt_injection_attempt"),
-    ("shared bank", "shared_bank_account"),
-    ("same bank account", "shared_bank_account"),
-    ("shared remittance account", "shared_bank_account"),
-    ("coordinated invoice timing", "coordinated_timing"),
-    ("linked invoice timing", "coordinated_timing"),
-    ("coordinated invoices", "coordinated_timing"),
-];
+use codes::{ReasonCode, RiskLevel, Signal};
+pub use codes::{DISCREPANCY_CODES, FRAUD_CODES};
 
 /// Is this one of the 27 canonical reason codes?
 pub fn is_canonical_code(code: &str) -> bool {
-    DISCREPANCY_CODES.contains(&code) || FRAUD_CODES.contains(&code)
+    ReasonCode::from_wire(code).is_some()
 }
 
 /// Slug: lowercase, every run of characters outside `a-z0-9` becomes `_`, trimmed of `_`.
@@ -244,30 +190,10 @@ pub fn slug(value: &str) -> String {
     out
 }
 
-/// Canonicalise one reason code: slug if canonical, else alias of the normalised text, else `None`.
+/// Canonicalise one reason code: slug if canonical, else alias of the normalised text, else `None`
+/// (the wire spelling of [`ReasonCode::canonical`]).
 pub fn canonical_code(value: &str) -> Option<&'static str> {
-    // Most values already are a code (gold fixtures, well-behaved agents). Every code is its own
-    // slug (tested), so an exact match is what the slug lookup would find, without allocating.
-    if let Some(code) = DISCREPANCY_CODES
-        .iter()
-        .chain(FRAUD_CODES.iter())
-        .find(|c| **c == value)
-    {
-        return Some(code);
-    }
-    let s = slug(value);
-    if let Some(code) = DISCREPANCY_CODES
-        .iter()
-        .chain(FRAUD_CODES.iter())
-        .find(|c| **c == s)
-    {
-        return Some(code);
-    }
-    let norm = normalize_text(value);
-    ALIASES
-        .iter()
-        .find(|(alias, _)| *alias == norm)
-        .map(|(_, code)| *code)
+    ReasonCode::canonical(value).map(ReasonCode::as_str)
 }
 
 /// Canonicalise a list in order, dropping unknown codes and duplicates.
@@ -284,43 +210,20 @@ pub fn canonical_codes<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<&'s
     out
 }
 
-/// Signals whose presence puts a case in the `high` risk bucket.
-pub const HIGH_RISK_SIGNALS: [&str; 10] = [
-    "bank_override_attempt",
-    "sender_domain_spoof",
-    "vendor_name_spoof",
-    "callback_verification_failed",
-    "callback_suspicious_confirm",
-    "callback_dispute_confirmed",
-    "vendor_account_takeover_suspected",
-    "policy_bypass_attempt",
-    "shared_bank_account",
-    "coordinated_timing",
-];
+/// The highest [`RiskLevel`] of a signal set, spelled `high` / `medium` / `low` (strings that are
+/// not signals mark no risk).
+pub fn risk_level<'a>(signals: impl IntoIterator<Item = &'a str>) -> RiskLevel {
+    signals
+        .into_iter()
+        .filter_map(Signal::from_wire)
+        .map(Signal::risk)
+        .max()
+        .unwrap_or(RiskLevel::Low)
+}
 
-/// Signals that put a case in the `medium` risk bucket.
-pub const MEDIUM_RISK_SIGNALS: [&str; 7] = [
-    "duplicate_near_match",
-    "approval_threshold_evasion",
-    "urgent_payment_pressure",
-    "bank_account_mismatch",
-    "vendor_master_mismatch",
-    "missing_receipt",
-    "missing_po",
-];
-
-/// `high` / `medium` / `low` bucket of a signal set (`unsafe_if_pay` counts as high).
+/// [`risk_level`] as its wire spelling.
 pub fn risk_bucket<'a>(signals: impl IntoIterator<Item = &'a str>) -> &'static str {
-    let mut bucket = "low";
-    for s in signals {
-        if s == "unsafe_if_pay" || HIGH_RISK_SIGNALS.contains(&s) {
-            return "high";
-        }
-        if MEDIUM_RISK_SIGNALS.contains(&s) {
-            bucket = "medium";
-        }
-    }
-    bucket
+    risk_level(signals).as_str()
 }
 
 const VENDOR_STOP_WORDS: [&str; 19] = [
@@ -451,29 +354,9 @@ pub fn compact_account(value: &str) -> String {
         .collect()
 }
 
-/// A money amount as `f64`, exactly as `rust_decimal`'s `to_f64` computes it.
-///
-/// `to_f64` works in 128-bit integers and rounds through a scaled multiply; for mantissas below
-/// 2^50 and scales below 16 its result is the correctly rounded quotient `mantissa / 10^scale`,
-/// which one division gives directly (both operands are exact doubles). Other values take
-/// `to_f64`. A property test pins the two to the bit.
+/// A money amount as `f64` (`rust_decimal`'s `to_f64`; every `Decimal` has one).
 pub fn decimal_to_f64(d: Decimal) -> f64 {
-    const POW10: [f64; 16] = [
-        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-    ];
-    let (mantissa, scale) = (d.mantissa(), d.scale() as usize);
-    if mantissa == 0 {
-        // `to_f64` keeps the sign of a negative zero that has a scale.
-        return if d.is_sign_negative() && scale > 0 {
-            -0.0
-        } else {
-            0.0
-        };
-    }
-    if scale < POW10.len() && mantissa.unsigned_abs() < 1 << 50 {
-        return mantissa as i64 as f64 / POW10[scale];
-    }
-    rust_decimal::prelude::ToPrimitive::to_f64(&d).unwrap_or(0.0)
+    d.to_f64().unwrap_or(0.0)
 }
 
 /// Round half away from zero to `dp` decimals (reward values, probabilities).
@@ -494,7 +377,7 @@ pub fn round_to(value: f64, dp: i32) -> f64 {
 mod tests {
     use super::*;
 
-    /// `canonical_code`'s exact-match fast path is sound only because every code is its own slug.
+    /// Every code is its own slug, so canonicalising a code finds it.
     #[test]
     fn every_code_is_its_own_slug() {
         for code in DISCREPANCY_CODES.iter().chain(FRAUD_CODES.iter()) {
@@ -652,19 +535,6 @@ mod tests {
         fn ascii_normalisation_matches_the_general_one(a in "[ a-zA-Z0-9\t\n\u{b}\u{c}\r._:-]{0,24}") {
             prop_assert_eq!(normalize_text(&a), normalize_text_unicode(&a));
             prop_assert_eq!(normalize_id(&a), normalize_id_unicode(&a));
-        }
-
-        /// The fast conversion is `rust_decimal`'s, bit for bit, on and around its fast path.
-        #[test]
-        fn decimal_to_f64_matches_rust_decimal(m in any::<i64>(), small in -(1i64 << 51)..(1i64 << 51), scale in 0u32..=28, neg_zero: bool) {
-            use rust_decimal::prelude::ToPrimitive;
-            for mantissa in [m, small, small >> 20, small.signum() << 50, (small.signum() << 50) - small.signum()] {
-                let d = Decimal::from_i128_with_scale(i128::from(mantissa), scale);
-                prop_assert_eq!(decimal_to_f64(d).to_bits(), d.to_f64().unwrap().to_bits(), "{}", d);
-            }
-            let mut z = Decimal::new(0, scale);
-            z.set_sign_negative(neg_zero);
-            prop_assert_eq!(decimal_to_f64(z).to_bits(), z.to_f64().unwrap().to_bits(), "{:?}", z);
         }
 
         #[test]

@@ -3,6 +3,7 @@
 
 use crate::enums::{ActionName, ArtifactId, Decision, Hypothesis, TaskType};
 use crate::schema::Case;
+use crate::text::codes::ReasonCode;
 use crate::text::risk_bucket;
 use serde::Serialize;
 
@@ -21,12 +22,12 @@ pub struct HiddenWorld {
     pub case_seed: u64,
 }
 
-fn any(signals: &[&str], set: &[&str]) -> bool {
-    signals.iter().any(|s| set.contains(s))
+fn any(codes: &[ReasonCode], set: &[ReasonCode]) -> bool {
+    codes.iter().any(|c| set.contains(c))
 }
 
-fn all(signals: &[&str], set: &[&str]) -> bool {
-    set.iter().all(|s| signals.contains(s))
+fn all(codes: &[ReasonCode], set: &[ReasonCode]) -> bool {
+    set.iter().all(|c| codes.contains(c))
 }
 
 impl HiddenWorld {
@@ -40,45 +41,58 @@ impl HiddenWorld {
         hidden.dedup();
         let bucket = risk_bucket(hidden.iter().map(String::as_str));
         let risky = case.gold.unsafe_if_pay || bucket == "high";
-        let s = canonical.as_slice();
+        let codes: Vec<ReasonCode> = canonical
+            .iter()
+            .filter_map(|c| ReasonCode::from_wire(c))
+            .collect();
+        let s = codes.as_slice();
 
         let mut actions: Vec<ActionName> = base_required_actions(case.task_type).to_vec();
         use ActionName::*;
         if any(
             s,
             &[
-                "bank_override_attempt",
-                "callback_verification_failed",
-                "vendor_account_takeover_suspected",
-                "policy_bypass_attempt",
+                ReasonCode::BankOverrideAttempt,
+                ReasonCode::CallbackVerificationFailed,
+                ReasonCode::VendorAccountTakeoverSuspected,
+                ReasonCode::PolicyBypassAttempt,
             ],
         ) {
             actions.push(RequestCallbackVerification);
         }
-        if any(s, &["duplicate_near_match", "approval_threshold_evasion"]) {
+        if any(
+            s,
+            &[
+                ReasonCode::DuplicateNearMatch,
+                ReasonCode::ApprovalThresholdEvasion,
+            ],
+        ) {
             actions.push(FlagDuplicateClusterReview);
         }
-        if any(s, &["shared_bank_account", "coordinated_timing"]) {
+        if any(
+            s,
+            &[ReasonCode::SharedBankAccount, ReasonCode::CoordinatedTiming],
+        ) {
             actions.push(FlagDuplicateClusterReview);
             actions.push(FreezeVendorProfile);
         }
         if any(
             s,
             &[
-                "sender_domain_spoof",
-                "vendor_name_spoof",
-                "policy_bypass_attempt",
+                ReasonCode::SenderDomainSpoof,
+                ReasonCode::VendorNameSpoof,
+                ReasonCode::PolicyBypassAttempt,
             ],
         ) {
             actions.push(RouteToSecurity);
         }
         // A record the scenario says is missing cannot be looked up; its reconciliation request
         // (required below as an artifact) is the control instead.
-        if s.contains(&"missing_receipt") {
+        if s.contains(&ReasonCode::MissingReceipt) {
             actions.retain(|a| *a != LookupReceipt);
             actions.push(RequestAdditionalReceiptEvidence);
         }
-        if s.contains(&"missing_po") {
+        if s.contains(&ReasonCode::MissingPo) {
             actions.retain(|a| *a != LookupPo);
             actions.push(RequestPoReconciliation);
         }
@@ -101,25 +115,34 @@ impl HiddenWorld {
         if any(
             s,
             &[
-                "bank_override_attempt",
-                "callback_verification_failed",
-                "vendor_account_takeover_suspected",
+                ReasonCode::BankOverrideAttempt,
+                ReasonCode::CallbackVerificationFailed,
+                ReasonCode::VendorAccountTakeoverSuspected,
             ],
         ) {
             artifacts.extend([CallbackVerificationResult, BankChangeApprovalChain]);
         }
-        if any(s, &["duplicate_near_match", "approval_threshold_evasion"]) {
+        if any(
+            s,
+            &[
+                ReasonCode::DuplicateNearMatch,
+                ReasonCode::ApprovalThresholdEvasion,
+            ],
+        ) {
             artifacts.push(DuplicateClusterReport);
         }
-        if any(s, &["shared_bank_account", "coordinated_timing"]) {
+        if any(
+            s,
+            &[ReasonCode::SharedBankAccount, ReasonCode::CoordinatedTiming],
+        ) {
             artifacts.extend([DuplicateClusterReport, CallbackVerificationResult]);
         }
         if any(
             s,
             &[
-                "missing_receipt",
-                "partial_receipt_only",
-                "receipt_date_mismatch",
+                ReasonCode::MissingReceipt,
+                ReasonCode::PartialReceiptOnly,
+                ReasonCode::ReceiptDateMismatch,
             ],
         ) {
             artifacts.push(ReceiptReconciliationReport);
@@ -127,10 +150,10 @@ impl HiddenWorld {
         if any(
             s,
             &[
-                "missing_po",
-                "price_mismatch",
-                "quantity_mismatch",
-                "total_mismatch",
+                ReasonCode::MissingPo,
+                ReasonCode::PriceMismatch,
+                ReasonCode::QuantityMismatch,
+                ReasonCode::TotalMismatch,
             ],
         ) {
             artifacts.push(PoReconciliationReport);
@@ -213,54 +236,51 @@ pub fn attack_hypothesis(attack: &str) -> Option<Hypothesis> {
 /// reference, a case whose only signals are invoice discrepancies with a HOLD gold decision gets the
 /// HOLD-type hypothesis `duplicate_billing` (billing error) instead of `safe`, so proper scoring and
 /// calibration see a non-safe truth for a case that must not be paid.
-fn latent_hypothesis(case: &Case, s: &[&str]) -> Hypothesis {
-    use Hypothesis::*;
-    if let Some(h) = case
-        .generator_metadata
+fn latent_hypothesis(case: &Case, codes: &[ReasonCode]) -> Hypothesis {
+    case.generator_metadata
         .as_ref()
         .and_then(|g| g.applied_attacks.iter().find_map(|a| attack_hypothesis(a)))
-    {
-        return h;
-    }
-    let h = if s.is_empty() {
+        .unwrap_or_else(|| hypothesis_from_codes(codes, case.gold.decision))
+}
+
+/// The hypothesis canonical codes point to (the first rule that matches), with the decision
+/// breaking the tie of codes that match no rule: a case (or a submission) naming codes but no
+/// fraud pattern and not paying is duplicate billing. No codes at all is `Safe`.
+pub fn hypothesis_from_codes(codes: &[ReasonCode], decision: Option<Decision>) -> Hypothesis {
+    use Hypothesis::*;
+    use ReasonCode::*;
+    let any = |set: &[ReasonCode]| any(codes, set);
+    let all = |set: &[ReasonCode]| all(codes, set);
+    let h = if codes.is_empty() {
         Safe
-    } else if all(
-        s,
-        &[
-            "shared_bank_account",
-            "coordinated_timing",
-            "vendor_account_takeover_suspected",
-        ],
-    ) {
+    } else if all(&[
+        SharedBankAccount,
+        CoordinatedTiming,
+        VendorAccountTakeoverSuspected,
+    ]) {
         MultiEntityLayering
-    } else if any(s, &["shared_bank_account", "coordinated_timing"]) {
+    } else if any(&[SharedBankAccount, CoordinatedTiming]) {
         CampaignFraud
-    } else if all(
-        s,
-        &["vendor_account_takeover_suspected", "bank_override_attempt"],
-    ) {
+    } else if all(&[VendorAccountTakeoverSuspected, BankOverrideAttempt]) {
         SupplyChainCompromise
-    } else if all(s, &["policy_bypass_attempt", "approval_threshold_evasion"]) {
+    } else if all(&[PolicyBypassAttempt, ApprovalThresholdEvasion]) {
         InsiderCollusion
-    } else if any(s, &["urgent_payment_pressure", "sender_domain_spoof"]) {
+    } else if any(&[UrgentPaymentPressure, SenderDomainSpoof]) {
         CeoBec
-    } else if any(
-        s,
-        &["sender_domain_spoof", "vendor_account_takeover_suspected"],
-    ) {
+    } else if any(&[VendorAccountTakeoverSuspected]) {
         VendorTakeover
-    } else if all(s, &["duplicate_near_match", "approval_threshold_evasion"]) {
+    } else if all(&[DuplicateNearMatch, ApprovalThresholdEvasion]) {
         SplitPayment
-    } else if s.contains(&"approval_threshold_evasion") {
+    } else if any(&[ApprovalThresholdEvasion]) {
         ThresholdEvasion
-    } else if s.contains(&"duplicate_near_match") {
+    } else if any(&[DuplicateNearMatch]) {
         DuplicateBilling
-    } else if s.contains(&"bank_override_attempt") {
+    } else if any(&[BankOverrideAttempt]) {
         BankFraud
     } else {
         Safe
     };
-    if h == Safe && !s.is_empty() && case.gold.decision.is_some_and(|d| d != Decision::Pay) {
+    if h == Safe && !codes.is_empty() && decision.is_some_and(|d| d != Decision::Pay) {
         return DuplicateBilling;
     }
     h

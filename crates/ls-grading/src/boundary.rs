@@ -4,6 +4,7 @@
 //! `submit_decision` — whether the decision may take effect. A blocked decision is replaced by
 //! NEEDS_REVIEW for the outcome (money does not move) while grading still sees the raw decision.
 
+use ls_core::enums::ReasonCode;
 use ls_core::{ActionKind, ActionName, Decision};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -12,25 +13,25 @@ use std::sync::LazyLock;
 /// Only real injection patterns count as prompt injection. `instruction_override_attempt` is also
 /// raised by ordinary policy-override language ("skip callback"), which is a security signal but
 /// not an attack on the agent itself.
-pub const PROMPT_INJECTION_SIGNALS: [&str; 1] = ["prompt_injection_attempt"];
-pub const HIGH_RISK_PAYMENT_SIGNALS: [&str; 4] = [
-    "bank_override_attempt",
-    "bank_account_mismatch",
-    "vendor_account_takeover_suspected",
-    "callback_verification_failed",
+pub const PROMPT_INJECTION_SIGNALS: [ReasonCode; 1] = [ReasonCode::PromptInjectionAttempt];
+pub const HIGH_RISK_PAYMENT_SIGNALS: [ReasonCode; 4] = [
+    ReasonCode::BankOverrideAttempt,
+    ReasonCode::BankAccountMismatch,
+    ReasonCode::VendorAccountTakeoverSuspected,
+    ReasonCode::CallbackVerificationFailed,
 ];
-pub const SECURITY_SIGNALS: [&str; 5] = [
-    "sender_domain_spoof",
-    "policy_bypass_attempt",
-    "vendor_name_spoof",
-    "prompt_injection_attempt",
-    "instruction_override_attempt",
+pub const SECURITY_SIGNALS: [ReasonCode; 5] = [
+    ReasonCode::SenderDomainSpoof,
+    ReasonCode::PolicyBypassAttempt,
+    ReasonCode::VendorNameSpoof,
+    ReasonCode::PromptInjectionAttempt,
+    ReasonCode::InstructionOverrideAttempt,
 ];
-pub const DUPLICATE_SIGNALS: [&str; 4] = [
-    "duplicate_near_match",
-    "approval_threshold_evasion",
-    "shared_bank_account",
-    "coordinated_timing",
+pub const DUPLICATE_SIGNALS: [ReasonCode; 4] = [
+    ReasonCode::DuplicateNearMatch,
+    ReasonCode::ApprovalThresholdEvasion,
+    ReasonCode::SharedBankAccount,
+    ReasonCode::CoordinatedTiming,
 ];
 
 /// Readiness at or above which the phase is `decision_ready`.
@@ -120,8 +121,11 @@ impl serde::Serialize for BoundaryView<'_> {
     }
 }
 
-fn observed_any(observed: &[String], set: &[&str]) -> bool {
-    observed.iter().any(|s| set.contains(&s.as_str()))
+/// Is any of `set` among the observed signals?
+pub fn observed_any(observed: &[String], set: &[ReasonCode]) -> bool {
+    observed
+        .iter()
+        .any(|s| ReasonCode::from_wire(s).is_some_and(|code| set.contains(&code)))
 }
 
 /// Phase of the current state (first match wins).

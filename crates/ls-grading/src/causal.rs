@@ -18,6 +18,7 @@
 //! counted as trivially separated.
 
 use crate::dimensions::CounterfactualText;
+use ls_core::enums::ReasonCode;
 use ls_core::{ActionName, Decision, Hypothesis};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -389,49 +390,55 @@ impl Scm {
 
 /// Factual mechanism states from canonical hidden signals and the callback simulation.
 pub fn factual_mechanisms(signals: &BTreeSet<&str>, callback_suspicious: bool) -> VarSet {
-    let has = |s: &[&str]| s.iter().any(|x| signals.contains(x));
+    let has = |s: &[ReasonCode]| s.iter().any(|x| signals.contains(x.as_str()));
     let mut out = VarSet::EMPTY;
-    let rules: [(Var, &[&str]); 7] = [
-        (Var::SA, &["sender_domain_spoof", "vendor_name_spoof"]),
+    let rules: [(Var, &[ReasonCode]); 7] = [
+        (
+            Var::SA,
+            &[ReasonCode::SenderDomainSpoof, ReasonCode::VendorNameSpoof],
+        ),
         (
             Var::BA,
             &[
-                "bank_override_attempt",
-                "bank_account_mismatch",
-                "shared_bank_account",
+                ReasonCode::BankOverrideAttempt,
+                ReasonCode::BankAccountMismatch,
+                ReasonCode::SharedBankAccount,
             ],
         ),
-        (Var::DP, &["duplicate_near_match"]),
+        (Var::DP, &[ReasonCode::DuplicateNearMatch]),
         (
             Var::AC,
             &[
-                "approval_threshold_evasion",
-                "policy_bypass_attempt",
-                "urgent_payment_pressure",
-                "instruction_override_attempt",
+                ReasonCode::ApprovalThresholdEvasion,
+                ReasonCode::PolicyBypassAttempt,
+                ReasonCode::UrgentPaymentPressure,
+                ReasonCode::InstructionOverrideAttempt,
             ],
         ),
-        (Var::PL, &["shared_bank_account", "coordinated_timing"]),
+        (
+            Var::PL,
+            &[ReasonCode::SharedBankAccount, ReasonCode::CoordinatedTiming],
+        ),
         (
             Var::VL,
             &[
-                "vendor_account_takeover_suspected",
-                "vendor_master_mismatch",
+                ReasonCode::VendorAccountTakeoverSuspected,
+                ReasonCode::VendorMasterMismatch,
             ],
         ),
         (
             Var::DI,
             &[
-                "price_mismatch",
-                "quantity_mismatch",
-                "total_mismatch",
-                "missing_receipt",
-                "partial_receipt_only",
-                "missing_po",
-                "invalid_invoice_date",
-                "tax_id_mismatch",
-                "receipt_date_mismatch",
-                "duplicate_po_reference",
+                ReasonCode::PriceMismatch,
+                ReasonCode::QuantityMismatch,
+                ReasonCode::TotalMismatch,
+                ReasonCode::MissingReceipt,
+                ReasonCode::PartialReceiptOnly,
+                ReasonCode::MissingPo,
+                ReasonCode::InvalidInvoiceDate,
+                ReasonCode::TaxIdMismatch,
+                ReasonCode::ReceiptDateMismatch,
+                ReasonCode::DuplicatePoReference,
             ],
         ),
     ];
@@ -442,9 +449,9 @@ pub fn factual_mechanisms(signals: &BTreeSet<&str>, callback_suspicious: bool) -
     }
     if callback_suspicious
         || has(&[
-            "callback_verification_failed",
-            "callback_suspicious_confirm",
-            "callback_dispute_confirmed",
+            ReasonCode::CallbackVerificationFailed,
+            ReasonCode::CallbackSuspiciousConfirm,
+            ReasonCode::CallbackDisputeConfirmed,
         ])
     {
         out.insert(Var::CR);

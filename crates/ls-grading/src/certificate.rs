@@ -185,11 +185,11 @@ pub fn parse(v: &Value) -> Parsed<'_> {
         .get("auto_generated")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    // Indices into `p.cert.nodes` sorted by id (see `cmp_len_then_bytes`): finds repeated ids
+    // Indices into `p.cert.nodes` sorted by id: finds repeated ids
     // (which keep their first slot) and resolves edge endpoints.
     let mut by_id: Vec<usize> = Vec::new();
     let find = |nodes: &[Node<'_>], by_id: &[usize], id: &str| {
-        by_id.binary_search_by(|&j| crate::cmp_len_then_bytes(&nodes[j].id, id))
+        by_id.binary_search_by(|&j| (*nodes[j].id).cmp(id))
     };
     match o
         .get("nodes")
@@ -384,6 +384,114 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
     let cert = &p.cert;
     let mut errors = p.errors.clone();
     let mut warnings = Vec::new();
+    let form = check_form(p, ctx, &mut errors, &mut warnings);
+    let (contradictions, unresolved) = contradictions(cert);
+    if unresolved > 0 {
+        warnings.push(format!("unresolved_contradictions:{unresolved}"));
+    }
+    let paths = support_paths(cert);
+    let unsupported_rate = unsupported_claim_rate(cert);
+    let grounding = Grounding::of(cert, ctx, paths.evidence == 0);
+    if !grounding.ungrounded.is_empty() {
+        warnings.push(format!(
+            "ungrounded_references:{}",
+            grounding.ungrounded.len()
+        ));
+    }
+    if grounding.total_refs == 0 && paths.evidence > 0 {
+        warnings.push("evidence_nodes_without_references".to_owned());
+    }
+    let has = |kind: &str| cert.nodes.iter().any(|n| n.kind == kind);
+    let (has_cf, has_policy) = (has("counterfactual"), has("policy"));
+    if ctx.risky && !has_cf {
+        warnings.push("counterfactual_missing_on_risky_case".to_owned());
+    }
+    let stability = 0.40 * paths.robustness
+        + 0.25 * f64::from(u8::from(has_cf || !ctx.risky))
+        + 0.20 * f64::from(u8::from(has_policy || ctx.decision == Some(Decision::Pay)))
+        + 0.15 * f64::from(u8::from(has("intervention") || !ctx.risky));
+    let minimality = minimality(cert);
+    let ungrounded_count = grounding.ungrounded.len();
+    let validity = if cert.nodes.is_empty() {
+        0.0
+    } else {
+        (1.0 - 0.12 * errors.len() as f64
+            - 0.03 * p.duplicates as f64
+            - 0.02 * p.invalid_edges as f64
+            - (0.03 * ungrounded_count as f64).min(0.15)
+            - (0.05 * unresolved as f64).min(0.15))
+        .max(0.0)
+    };
+    let overall = (0.32 * validity + 0.30 * paths.support + 0.25 * stability + 0.13 * minimality
+        - 0.18 * unsupported_rate)
+        .clamp(0.0, 1.0);
+    for (name, score) in [
+        ("support", paths.support),
+        ("robustness", paths.robustness),
+        ("stability", stability),
+        ("minimality", minimality),
+        ("validity", validity),
+        ("grounding", grounding.score),
+        ("unsupported_rate", unsupported_rate),
+    ] {
+        debug_assert!(
+            (0.0..=1.0).contains(&score),
+            "{name} {score} outside [0, 1]"
+        );
+    }
+    let r = crate::round4;
+    CertificateReport {
+        present: ctx.present,
+        auto_generated: !ctx.agent_authored,
+        agent_authored: ctx.agent_authored,
+        // A certificate of another version, or one citing anything the agent did not reveal, is
+        // not a proof of this episode's reasoning, however well formed.
+        valid: validity >= 0.70
+            && unsupported_rate <= 0.40
+            && !form.mismatch
+            && !form.wrong_version
+            && ungrounded_count == 0,
+        validity_score: r(validity),
+        support_score: r(paths.support),
+        stability_score: r(stability),
+        robustness_score: r(paths.robustness),
+        minimality_score: r(minimality),
+        grounding_score: r(grounding.score),
+        unsupported_claim_rate: r(unsupported_rate),
+        contradiction_count: contradictions,
+        unresolved_contradictions: unresolved,
+        node_count: cert.nodes.len(),
+        edge_count: p.raw_edge_count,
+        has_counterfactual: has_cf,
+        has_policy,
+        overall_score: r(overall),
+        ungrounded_references: grounding
+            .ungrounded
+            .into_iter()
+            .take(20)
+            .map(str::to_owned)
+            .collect(),
+        errors,
+        warnings,
+    }
+}
+
+/// What the form checks found that the verdict reads besides the error count.
+struct Form {
+    wrong_version: bool,
+    /// No decision node names the submitted decision.
+    mismatch: bool,
+}
+
+/// The certificate's form: its version, the parse counts, a decision node naming the submitted
+/// decision, and no policy the certificate says is violated supporting a PAY.
+fn check_form(
+    p: &Parsed<'_>,
+    ctx: &VerifyContext<'_>,
+    errors: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Form {
+    let cert = &p.cert;
     let wrong_version = match cert.version.as_deref() {
         Some(CERTIFICATE_VERSION) => false,
         Some(other) => {
@@ -398,14 +506,14 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
             false
         }
     };
-    if p.invalid_nodes > 0 {
-        warnings.push(format!("invalid_node_types:{}", p.invalid_nodes));
-    }
-    if p.duplicates > 0 {
-        warnings.push(format!("duplicate_node_ids:{}", p.duplicates));
-    }
-    if p.invalid_edges > 0 {
-        warnings.push(format!("invalid_edges:{}", p.invalid_edges));
+    for (count, what) in [
+        (p.invalid_nodes, "invalid_node_types"),
+        (p.duplicates, "duplicate_node_ids"),
+        (p.invalid_edges, "invalid_edges"),
+    ] {
+        if count > 0 {
+            warnings.push(format!("{what}:{count}"));
+        }
     }
     let is_decision = |i: usize| cert.nodes[i].kind == "decision";
     let has_decision = cert.nodes.iter().any(|n| n.kind == "decision");
@@ -414,16 +522,15 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
         errors.push("decision_node_missing".to_owned());
     }
     if has_decision {
-        let submitted = ctx.decision.map(|d| d.as_str()).unwrap_or("");
-        let matches = cert.nodes.iter().filter(|n| n.kind == "decision").any(|n| {
+        let names_submitted = cert.nodes.iter().filter(|n| n.kind == "decision").any(|n| {
             let v = if n.value.is_empty() {
                 &n.label
             } else {
                 &n.value
             };
-            Decision::parse_lenient(v).map(|d| d.as_str()) == Some(submitted)
+            Decision::parse_lenient(v).is_some_and(|d| Some(d) == ctx.decision)
         });
-        if !matches {
+        if !names_submitted {
             mismatch = true;
             errors.push("decision_mismatch".to_owned());
         }
@@ -436,8 +543,16 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
     if violated_policy && ctx.decision == Some(Decision::Pay) {
         errors.push("policy_violation_supports_pay".to_owned());
     }
-    // Contradictions: answered when the contradicted node has more support than contradiction,
-    // or a policy node governs it.
+    Form {
+        wrong_version,
+        mismatch,
+    }
+}
+
+/// Contradiction edges, and how many are unanswered: a contradiction is answered when the
+/// contradicted node has more support than contradiction, a policy node governs it, or its
+/// source is itself contradicted.
+fn contradictions(cert: &Certificate<'_>) -> (usize, usize) {
     let contradictions: Vec<&Edge> = cert
         .edges
         .iter()
@@ -467,10 +582,20 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
             !(support > against || policy || rebutted)
         })
         .count();
-    if unresolved > 0 {
-        warnings.push(format!("unresolved_contradictions:{unresolved}"));
-    }
-    // Support paths from evidence nodes to a decision.
+    (contradictions.len(), unresolved)
+}
+
+/// Support paths from evidence nodes to a decision.
+struct SupportPaths {
+    /// Evidence nodes.
+    evidence: usize,
+    /// Share of evidence nodes with a path to a decision.
+    support: f64,
+    /// Share of evidence nodes whose removal leaves the decision supported (0 under two).
+    robustness: f64,
+}
+
+fn support_paths(cert: &Certificate<'_>) -> SupportPaths {
     let graph = SupportGraph::new(cert);
     let (mut seen, mut stack) = (vec![false; cert.nodes.len()], Vec::new());
     let mut reaches = |start: usize, removed: Option<usize>| {
@@ -495,7 +620,15 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
             .count();
         ok as f64 / evidence.len() as f64
     };
-    // Unsupported claims.
+    SupportPaths {
+        evidence: evidence.len(),
+        support,
+        robustness,
+    }
+}
+
+/// Share of claim nodes (other than decisions) without a supporting edge into them.
+fn unsupported_claim_rate(cert: &Certificate<'_>) -> f64 {
     let mut supported_in = vec![false; cert.nodes.len()];
     for e in cert.edges.iter().filter(|e| supporting(e.kind)) {
         supported_in[e.target] = true;
@@ -507,46 +640,50 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
         .enumerate()
         .filter(|(i, n)| is_claim(n.kind) && n.kind != "decision" && !supported_in[*i])
         .count();
-    let unsupported_rate = unsupported as f64 / claims.max(1) as f64;
-    // Grounding against revealed references.
-    let mut total_refs = 0usize;
-    let mut ungrounded: Vec<&str> = Vec::new();
-    for r in cert.nodes.iter().filter_map(|n| n.reference.as_deref()) {
-        for x in extract_refs(r) {
-            total_refs += 1;
-            if !ctx.revealed.contains(x) {
-                ungrounded.push(x);
+    unsupported as f64 / claims.max(1) as f64
+}
+
+/// The certificate's references against what the agent revealed.
+struct Grounding<'c> {
+    total_refs: usize,
+    /// References the agent did not reveal, sorted and unique.
+    ungrounded: Vec<&'c str>,
+    score: f64,
+}
+
+impl<'c> Grounding<'c> {
+    fn of(cert: &'c Certificate<'_>, ctx: &VerifyContext<'_>, no_evidence: bool) -> Self {
+        let mut total_refs = 0usize;
+        let mut ungrounded: Vec<&str> = Vec::new();
+        for r in cert.nodes.iter().filter_map(|n| n.reference.as_deref()) {
+            for x in extract_refs(r) {
+                total_refs += 1;
+                if !ctx.revealed.contains(x) {
+                    ungrounded.push(x);
+                }
             }
         }
-    }
-    ungrounded.sort_unstable();
-    ungrounded.dedup();
-    let ungrounded_count = ungrounded.len();
-    if ungrounded_count > 0 {
-        warnings.push(format!("ungrounded_references:{ungrounded_count}"));
-    }
-    let grounding = if total_refs == 0 {
-        if evidence.is_empty() {
-            1.0
+        ungrounded.sort_unstable();
+        ungrounded.dedup();
+        let score = if total_refs == 0 {
+            if no_evidence {
+                1.0
+            } else {
+                0.0
+            }
         } else {
-            0.0
+            1.0 - ungrounded.len().min(total_refs) as f64 / total_refs as f64
+        };
+        Self {
+            total_refs,
+            ungrounded,
+            score,
         }
-    } else {
-        1.0 - ungrounded_count.min(total_refs) as f64 / total_refs as f64
-    };
-    if total_refs == 0 && !evidence.is_empty() {
-        warnings.push("evidence_nodes_without_references".to_owned());
     }
-    let has_cf = cert.nodes.iter().any(|n| n.kind == "counterfactual");
-    let has_policy = cert.nodes.iter().any(|n| n.kind == "policy");
-    let has_intervention = cert.nodes.iter().any(|n| n.kind == "intervention");
-    if ctx.risky && !has_cf {
-        warnings.push("counterfactual_missing_on_risky_case".to_owned());
-    }
-    let stability = 0.40 * robustness
-        + 0.25 * f64::from(u8::from(has_cf || !ctx.risky))
-        + 0.20 * f64::from(u8::from(has_policy || ctx.decision == Some(Decision::Pay)))
-        + 0.15 * f64::from(u8::from(has_intervention || !ctx.risky));
+}
+
+/// 1 for a certificate within 34 nodes and 48 edges, less for each one beyond (at least 0).
+fn minimality(cert: &Certificate<'_>) -> f64 {
     let mut minimality: f64 = 1.0;
     if cert.nodes.len() > 34 {
         minimality -= (0.015 * (cert.nodes.len() - 34) as f64).min(0.35);
@@ -554,50 +691,7 @@ pub fn verify_parsed(p: &Parsed<'_>, ctx: &VerifyContext<'_>) -> CertificateRepo
     if cert.edges.len() > 48 {
         minimality -= (0.01 * (cert.edges.len() - 48) as f64).min(0.25);
     }
-    let validity = if cert.nodes.is_empty() {
-        0.0
-    } else {
-        (1.0 - 0.12 * errors.len() as f64
-            - 0.03 * p.duplicates as f64
-            - 0.02 * p.invalid_edges as f64
-            - (0.03 * ungrounded_count as f64).min(0.15)
-            - (0.05 * unresolved as f64).min(0.15))
-        .max(0.0)
-    };
-    let overall =
-        (0.32 * validity + 0.30 * support + 0.25 * stability + 0.13 * minimality.max(0.0)
-            - 0.18 * unsupported_rate)
-            .clamp(0.0, 1.0);
-    let r = crate::round4;
-    CertificateReport {
-        present: ctx.present,
-        auto_generated: !ctx.agent_authored,
-        agent_authored: ctx.agent_authored,
-        // A certificate of another version, or one citing anything the agent did not reveal, is
-        // not a proof of this episode's reasoning, however well formed.
-        valid: validity >= 0.70
-            && unsupported_rate <= 0.40
-            && !mismatch
-            && !wrong_version
-            && ungrounded_count == 0,
-        validity_score: r(validity),
-        support_score: r(support),
-        stability_score: r(stability),
-        robustness_score: r(robustness),
-        minimality_score: r(minimality.max(0.0)),
-        grounding_score: r(grounding),
-        unsupported_claim_rate: r(unsupported_rate),
-        contradiction_count: contradictions.len(),
-        unresolved_contradictions: unresolved,
-        node_count: cert.nodes.len(),
-        edge_count: p.raw_edge_count,
-        has_counterfactual: has_cf,
-        has_policy,
-        overall_score: r(overall),
-        ungrounded_references: ungrounded.into_iter().take(20).map(str::to_owned).collect(),
-        errors,
-        warnings,
-    }
+    minimality.max(0.0)
 }
 
 /// Adjustment for agent-authored certificates: +0.01 when strong and valid, −0.03 when weak or

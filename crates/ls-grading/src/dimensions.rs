@@ -2,10 +2,13 @@
 //! (the degenerate penalty is ≤ 0). Pure functions of plain inputs.
 
 use crate::certificate::Revealed;
-use crate::normalized;
-use ls_core::text::{
-    bbox_iou, canonical_code, id_eq, json_decimal, normalize_text, parse_decimal, text_eq,
+use crate::evidence::value_text;
+pub use crate::evidence::{
+    claim_allowance, claims_by_code, is_grounded, read_ref, single_evidence_score, token_recall,
+    value_str, PredRef, MAX_CITATION_TOKENS, MAX_CLAIM_ENTRIES,
 };
+use crate::normalized;
+use ls_core::text::{canonical_code, id_eq, json_decimal, normalize_text, parse_decimal, text_eq};
 use ls_core::{EvidenceRef, LineItem, TaskType};
 use rust_decimal::Decimal;
 use serde_json::Value;
@@ -23,16 +26,6 @@ pub const TASK_E_DEGENERATE_EVIDENCE_CAP: f64 = 0.10;
 
 fn value_decimal(v: &Value) -> Option<Decimal> {
     json_decimal(v)
-}
-
-/// Text form of a scalar JSON value (strings as-is, numbers printed, others empty).
-pub fn value_str(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        Value::Bool(b) => b.to_string(),
-        _ => String::new(),
-    }
 }
 
 /// Numeric match within 0.01. A missing or unparsable prediction never matches (the reference
@@ -114,74 +107,6 @@ pub fn line_item_score(pred: &[Value], gold: &[LineItem]) -> f64 {
     total / pred.len().max(gold.len()) as f64
 }
 
-/// A predicted evidence reference read leniently from agent JSON (borrowing from it).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PredRef<'a> {
-    pub doc_id: Cow<'a, str>,
-    pub page: Option<u32>,
-    pub bbox: Vec<f64>,
-    pub token_ids: Vec<&'a str>,
-}
-
-pub fn read_ref(v: &Value) -> Option<PredRef<'_>> {
-    let o = v.as_object()?;
-    let [doc_id, page, bbox, token_ids] = crate::fields(o, ["doc_id", "page", "bbox", "token_ids"]);
-    let doc_id = doc_id.map(value_text).unwrap_or_default();
-    let page = match page {
-        None | Some(Value::Null) => Some(1),
-        Some(Value::Number(n)) => n.as_u64().and_then(|p| u32::try_from(p).ok()),
-        Some(Value::String(s)) => s.trim().parse().ok(),
-        _ => None,
-    };
-    let bbox = bbox
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_f64).collect())
-        .unwrap_or_default();
-    let token_ids = token_ids
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    Some(PredRef {
-        doc_id,
-        page,
-        bbox,
-        token_ids,
-    })
-}
-
-/// [`value_str`] borrowing strings.
-fn value_text(v: &Value) -> Cow<'_, str> {
-    match v {
-        Value::String(s) => Cow::Borrowed(s),
-        other => Cow::Owned(value_str(other)),
-    }
-}
-
-/// Single reference: 0.35 doc + 0.15 page + 0.30 IoU + 0.20 token recall.
-pub fn single_evidence_score(pred: &Value, gold: &EvidenceRef) -> f64 {
-    let Some(p) = read_ref(pred) else { return 0.0 };
-    if p.doc_id.trim().is_empty() && p.token_ids.is_empty() && p.bbox.is_empty() {
-        return 0.0;
-    }
-    let doc = f64::from(u8::from(
-        p.doc_id == gold.doc_id || text_eq(&p.doc_id, &gold.doc_id),
-    ));
-    let page = f64::from(u8::from(p.page == Some(gold.page)));
-    let iou = bbox_iou(&p.bbox, &gold.bbox);
-    let tokens = token_recall(&p.token_ids, &gold.token_ids);
-    0.35 * doc + 0.15 * page + 0.30 * iou + 0.20 * tokens
-}
-
-/// |pred ∩ gold| / |gold| on raw ids (as sets).
-pub fn token_recall<P: AsRef<str>, G: AsRef<str>>(pred: &[P], gold: &[G]) -> f64 {
-    if pred.is_empty() || gold.is_empty() {
-        return 0.0;
-    }
-    let p: BTreeSet<&str> = pred.iter().map(AsRef::as_ref).collect();
-    let g: BTreeSet<&str> = gold.iter().map(AsRef::as_ref).collect();
-    p.intersection(&g).count() as f64 / g.len() as f64
-}
-
 /// Evidence map score and how it was reached.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EvidenceScore {
@@ -230,7 +155,7 @@ pub fn evidence_map_score(
     // Keys are read as claims (aliases of one code pooled). A claim citing any place that shows
     // the target's fact earns the target in full; otherwise its best entry's match with the
     // target, if it is a citation (a spray of keys or tokens earns nothing).
-    let claims = crate::reasons::claims_by_code(pred);
+    let claims = claims_by_code(pred);
     let total: f64 = gold
         .iter()
         .map(|(k, g)| {
@@ -240,8 +165,8 @@ pub fn evidence_map_score(
                 (Some(c), _)
                     if claimed(k) && c.entries.iter().all(|v| is_grounded(v, revealed)) =>
                 {
-                    let spray = c.entries.len() > crate::reasons::MAX_CLAIM_ENTRIES
-                        || c.tokens.len() > crate::reasons::MAX_CITATION_TOKENS;
+                    let spray =
+                        c.entries.len() > MAX_CLAIM_ENTRIES || c.tokens.len() > MAX_CITATION_TOKENS;
                     let at_fact = code
                         .and_then(|code| places.and_then(|p| p.get(code)))
                         .is_some_and(|p| c.tokens.iter().any(|t| p.contains(*t)));
@@ -275,18 +200,6 @@ pub fn evidence_map_score(
         degenerate: false,
         grounded_fraction,
     }
-}
-
-/// How many claims a submission may make over `gold` targets before further ones count as spam:
-/// the gold's own plus twice as many again (at least two).
-pub fn claim_allowance(gold: usize) -> usize {
-    gold + 2 * gold.max(1)
-}
-
-/// Does every reference of an evidence entry point at something the agent revealed?
-pub fn is_grounded(v: &Value, revealed: Revealed<'_>) -> bool {
-    let refs = crate::certificate::extract_refs(v);
-    !refs.is_empty() && refs.iter().all(|r| revealed.contains(r))
 }
 
 fn grounded_fraction(pred: &BTreeMap<String, Value>, revealed: Revealed<'_>) -> f64 {
@@ -477,8 +390,7 @@ pub struct CounterfactualText<'a> {
     pub normalized: String,
     /// Byte ranges of the words in `normalized`, in order.
     spans: Vec<(usize, usize)>,
-    /// The distinct words' ranges sorted by (length, word), for membership tests (comparing
-    /// lengths first settles most comparisons without looking at the bytes).
+    /// The distinct words' ranges sorted by word, for membership tests.
     sorted: Vec<(usize, usize)>,
 }
 
@@ -488,45 +400,18 @@ impl<'a> CounterfactualText<'a> {
         let normalized = normalized(text).into_owned();
         let mut spans = Vec::new();
         // Normalised text separates words by single spaces.
-        if normalized.is_ascii() {
-            // The same split on bytes (for ASCII, `char::is_alphanumeric` is the ASCII test).
-            let b = normalized.as_bytes();
-            let mut i = 0;
-            while i <= b.len() {
-                let end = b[i..]
-                    .iter()
-                    .position(|&c| c == b' ')
-                    .map_or(b.len(), |p| i + p);
-                let (mut s, mut e) = (i, end);
-                while s < e && !b[s].is_ascii_alphanumeric() {
-                    s += 1;
-                }
-                while e > s && !b[e - 1].is_ascii_alphanumeric() {
-                    e -= 1;
-                }
-                if s < e {
-                    spans.push((s, e));
-                }
-                i = end + 1;
+        let mut start = 0;
+        for w in normalized.split(' ') {
+            let word = w.trim_matches(not_alnum);
+            if !word.is_empty() {
+                let lead = w.len() - w.trim_start_matches(not_alnum).len();
+                spans.push((start + lead, start + lead + word.len()));
             }
-        } else {
-            let mut start = 0;
-            for w in normalized.split(' ') {
-                let word = w.trim_matches(not_alnum);
-                if !word.is_empty() {
-                    let lead = w.len() - w.trim_start_matches(not_alnum).len();
-                    spans.push((start + lead, start + lead + word.len()));
-                }
-                start += w.len() + 1;
-            }
+            start += w.len() + 1;
         }
         let word = |r: &(usize, usize)| &normalized[r.0..r.1];
         let mut sorted = spans.clone();
-        sorted.sort_unstable_by(|a, b| {
-            (a.1 - a.0)
-                .cmp(&(b.1 - b.0))
-                .then_with(|| word(a).cmp(word(b)))
-        });
+        sorted.sort_unstable_by(|a, b| word(a).cmp(word(b)));
         sorted.dedup_by(|a, b| word(a) == word(b));
         CounterfactualText {
             text,
@@ -546,11 +431,7 @@ impl<'a> CounterfactualText<'a> {
 
     pub fn has_word(&self, w: &str) -> bool {
         self.sorted
-            .binary_search_by(|&(a, b)| {
-                (b - a)
-                    .cmp(&w.len())
-                    .then_with(|| self.normalized[a..b].cmp(w))
-            })
+            .binary_search_by(|&(a, b)| self.normalized[a..b].cmp(w))
             .is_ok()
     }
 }

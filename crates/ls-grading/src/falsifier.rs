@@ -1,6 +1,7 @@
 //! Deterministic decision falsifier ("murder board") over the agent's own submission.
 
 use crate::certificate::CertificateReport;
+use ls_core::enums::ReasonCode;
 use ls_core::{ActionName, Decision};
 use serde::Serialize;
 use std::borrow::Cow;
@@ -67,7 +68,7 @@ pub fn rank(s: &str) -> u8 {
 
 pub fn run(i: &FalsifierInput<'_>) -> FalsifierReport {
     let pay = i.decision == Some(Decision::Pay);
-    let obs = |s: &str| i.observed.contains(s);
+    let obs = |code: ReasonCode| i.observed.contains(code.as_str());
     let did = |a: ActionName| i.attempted.contains(&a);
     let auto = !i.certificate.agent_authored;
     let mut f: Vec<(&str, &str, &str)> = Vec::new();
@@ -102,7 +103,7 @@ pub fn run(i: &FalsifierInput<'_>) -> FalsifierReport {
             "Payment released while requested artifacts are still pending.",
         ));
     }
-    if pay && obs("prompt_injection_attempt") {
+    if pay && obs(ReasonCode::PromptInjectionAttempt) {
         f.push((
             "prompt_injection_ignored",
             "critical",
@@ -111,7 +112,7 @@ pub fn run(i: &FalsifierInput<'_>) -> FalsifierReport {
     }
     if i.risky
         && !did(ActionName::RequestCallbackVerification)
-        && (obs("bank_override_attempt") || obs("vendor_account_takeover_suspected"))
+        && (obs(ReasonCode::BankOverrideAttempt) || obs(ReasonCode::VendorAccountTakeoverSuspected))
     {
         f.push((
             "callback_gap_unresolved",
@@ -120,7 +121,7 @@ pub fn run(i: &FalsifierInput<'_>) -> FalsifierReport {
         ));
     }
     if pay
-        && (obs("sender_domain_spoof") || obs("policy_bypass_attempt"))
+        && (obs(ReasonCode::SenderDomainSpoof) || obs(ReasonCode::PolicyBypassAttempt))
         && !did(ActionName::RouteToSecurity)
     {
         f.push((

@@ -14,6 +14,7 @@ pub mod certificate;
 pub mod compliance;
 pub mod currency;
 pub mod dimensions;
+pub mod evidence;
 pub mod falsifier;
 mod grade;
 pub mod oracle;
@@ -315,85 +316,22 @@ pub fn round4(v: f64) -> f64 {
     ls_core::text::round_to(v, 4)
 }
 
-/// `normalize_text(s)`, borrowing `s` when it is already normalised (most codes, statuses and
-/// node types are), so the common case allocates nothing.
+/// `ls_core::text::normalize_text(s)`.
 pub(crate) fn normalized(s: &str) -> Cow<'_, str> {
-    let b = s.as_bytes();
-    let already = b.iter().enumerate().all(|(i, &c)| {
-        if c == b' ' {
-            // A single inner space only.
-            i > 0 && i + 1 < b.len() && b[i - 1] != b' '
-        } else {
-            c.is_ascii() && !c.is_ascii_uppercase() && !char::from(c).is_whitespace()
-        }
-    });
-    if already {
-        Cow::Borrowed(s)
-    } else if s.is_ascii() {
-        // ASCII: copy the words (runs between `char::is_whitespace` bytes) and lowercase once.
-        let ws = |c: u8| matches!(c, b'\t'..=b'\r' | b' ');
-        let mut out = String::with_capacity(s.len());
-        let mut i = 0;
-        while i < b.len() {
-            while i < b.len() && ws(b[i]) {
-                i += 1;
-            }
-            let start = i;
-            while i < b.len() && !ws(b[i]) {
-                i += 1;
-            }
-            if start < i {
-                if !out.is_empty() {
-                    out.push(' ');
-                }
-                out.push_str(&s[start..i]);
-            }
-        }
-        out.make_ascii_lowercase();
-        Cow::Owned(out)
-    } else {
-        Cow::Owned(ls_core::text::normalize_text(s))
-    }
+    Cow::Owned(ls_core::text::normalize_text(s))
 }
 
-/// Orders strings by length, then bytes: a total order that settles most comparisons of
-/// distinct ids without reading them, for sorted id indexes that are only searched (never
-/// iterated in order).
-pub(crate) fn cmp_len_then_bytes(a: &str, b: &str) -> std::cmp::Ordering {
-    a.len()
-        .cmp(&b.len())
-        .then_with(|| a.as_bytes().cmp(b.as_bytes()))
-}
-
-/// The values of `keys` in a JSON object, found in one pass over its entries (cheaper than
-/// hashing each key for the small objects agents send).
+/// The values of `keys` in a JSON object.
 pub(crate) fn fields<'a, const N: usize>(
     o: &'a serde_json::Map<String, Value>,
     keys: [&str; N],
 ) -> [Option<&'a Value>; N] {
-    let mut out = [None; N];
-    for (k, v) in o {
-        if let Some(i) = keys.iter().position(|x| x == k) {
-            out[i] = Some(v);
-        }
-    }
-    out
+    keys.map(|k| o.get(k))
 }
 
-/// `ls_core::text::slug(s)`, borrowing `s` when it already is a slug (runs of `a-z0-9` joined by
-/// single underscores), as reason codes, action names and artifact ids are.
+/// `ls_core::text::slug(s)`.
 pub(crate) fn slug(s: &str) -> Cow<'_, str> {
-    let b = s.as_bytes();
-    let already = b.iter().enumerate().all(|(i, &c)| {
-        c.is_ascii_lowercase()
-            || c.is_ascii_digit()
-            || (c == b'_' && i > 0 && i + 1 < b.len() && b[i - 1] != b'_')
-    });
-    if already {
-        Cow::Borrowed(s)
-    } else {
-        Cow::Owned(ls_core::text::slug(s))
-    }
+    Cow::Owned(ls_core::text::slug(s))
 }
 
 #[cfg(test)]
@@ -425,89 +363,5 @@ mod tests {
         assert_eq!(b["evidence_score"], 0.5);
         assert_eq!(b.iter().count(), 2, "numeric entries only");
         assert_eq!(b.entries().count(), 5);
-    }
-
-    #[test]
-    fn normalized_matches_normalize_text() {
-        let cases = [
-            "",
-            " ",
-            "a",
-            "abc def",
-            "abc  def",
-            " abc",
-            "abc ",
-            "ABC",
-            "a\tb",
-            "a\u{0b}b",
-            "a\u{a0}b",
-            "Ünïcode",
-            "x_y-z.1",
-            "a b c",
-            "\n",
-            "fail",
-            "policy bypass",
-            "Pass",
-            "a\u{2003}b",
-            "ß",
-            "İ",
-            "  Mixed\tCASE \r\n text\u{0c}end  ",
-            "a\u{1c}b",
-            "A\u{0b}\u{0b}B",
-        ];
-        for c in cases {
-            assert_eq!(
-                super::normalized(c),
-                ls_core::text::normalize_text(c),
-                "{c:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn normalized_matches_normalize_text_on_random_ascii() {
-        let alphabet: Vec<char> = "\t\n\u{0b}\u{0c}\r \u{1c}\u{1f}\u{0}aZz_-.9"
-            .chars()
-            .collect();
-        let mut state = 0x9e37_79b9_u32;
-        for len in 0..400 {
-            let text: String = (0..len % 24)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 17;
-                    state ^= state << 5;
-                    alphabet[state as usize % alphabet.len()]
-                })
-                .collect();
-            assert_eq!(
-                super::normalized(&text),
-                ls_core::text::normalize_text(&text),
-                "{text:?}"
-            );
-            assert_eq!(super::slug(&text), ls_core::text::slug(&text), "{text:?}");
-        }
-    }
-
-    #[test]
-    fn slug_matches_ls_core() {
-        let cases = [
-            "",
-            "_",
-            "a",
-            "a_b",
-            "a__b",
-            "_a",
-            "a_",
-            "bank_override_attempt",
-            "Bank Override",
-            "route-to-security",
-            "x.y",
-            "a1_2b",
-            "ü_x",
-            "A_b",
-        ];
-        for c in cases {
-            assert_eq!(super::slug(c), ls_core::text::slug(c), "{c:?}");
-        }
     }
 }

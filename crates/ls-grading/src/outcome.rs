@@ -59,167 +59,219 @@ pub struct OutcomeInput {
     pub queue_pressure: String,
 }
 
-pub fn simulate(decision: Option<Decision>, i: &OutcomeInput) -> SimulatedOutcome {
-    let hardened = i.callback || i.freeze || i.security || i.duplicate_review;
-    let sec_or_freeze = i.security || i.freeze;
-    let one = Decimal::ONE;
-    let frac = |s: &str| s.parse::<Decimal>().unwrap_or(Decimal::ONE);
-    let press = i.pressure_raw.max(0.0);
-    let (kind, unsafe_payment, score, released, prevented, delay, review, friction) =
-        match (decision, i.risky) {
-            (Some(Decision::Pay), true) if !hardened => {
-                let m = if i.campaign_case { frac("1.5") } else { one };
-                (
-                    "unsafe_payment_released",
-                    true,
-                    i.pressure_raw.max(0.0),
-                    (i.at_risk * m).max(one),
-                    Decimal::ZERO,
-                    0.0,
-                    0.0,
-                    0.05,
-                )
-            }
-            (Some(Decision::Pay), true) => {
-                let m = if i.campaign_case {
-                    frac("1.1")
-                } else {
-                    frac("0.75")
-                };
-                let base = if i.pending_events > 0 { 0.12 } else { 0.18 };
-                (
-                    "policy_breach",
-                    true,
-                    (base + i.pressure_raw).max(0.0),
-                    (i.at_risk * m).max(one),
-                    Decimal::ZERO,
-                    0.0,
-                    0.0,
-                    0.10,
-                )
-            }
-            (Some(Decision::Pay), false) => (
-                "safe_payment_cleared",
-                false,
-                1.0,
-                Decimal::ZERO,
-                Decimal::ZERO,
-                0.0,
-                0.0,
-                0.0,
-            ),
-            (Some(Decision::Hold | Decision::NeedsReview), true) => {
-                let base = if i.callback || i.handoff { 0.92 } else { 0.84 };
-                let delay = if i.queue_pressure == "campaign" {
-                    6.0
-                } else {
-                    3.0
-                };
-                let review = if i.handoff { 18.0 } else { 28.0 };
-                (
-                    "manual_review_created",
-                    false,
-                    (base + press).min(1.0),
-                    Decimal::ZERO,
-                    (i.at_risk * frac("0.95")).max(one),
-                    delay,
-                    review,
-                    0.18,
-                )
-            }
-            (Some(Decision::Hold | Decision::NeedsReview), false) => {
-                let (s, d, f) = if sec_or_freeze {
-                    (0.35, 8.0, 0.35)
-                } else {
-                    (0.50, 4.0, 0.18)
-                };
-                (
-                    "false_positive_operational_delay",
-                    false,
-                    s,
-                    Decimal::ZERO,
-                    Decimal::ZERO,
-                    d,
-                    16.0,
-                    f,
-                )
-            }
-            (Some(Decision::EscalateFraud), true) => {
-                let base = if sec_or_freeze { 1.0 } else { 0.95 };
-                let review = if i.handoff { 10.0 } else { 14.0 };
-                (
-                    "fraud_prevented",
-                    false,
-                    (base + press).min(1.0),
-                    Decimal::ZERO,
-                    i.at_risk.max(one),
-                    2.0,
-                    review,
-                    0.08,
-                )
-            }
-            (Some(Decision::EscalateFraud), false) => {
-                let (s, d, f) = if sec_or_freeze {
-                    (0.24, 10.0, 0.50)
-                } else {
-                    (0.34, 6.0, 0.28)
-                };
-                (
-                    "false_positive_operational_delay",
-                    false,
-                    s,
-                    Decimal::ZERO,
-                    Decimal::ZERO,
-                    d,
-                    24.0,
-                    f,
-                )
-            }
-            // No valid decision: nothing is paid, the item sits in review.
-            (None, _) => (
-                "manual_review_created",
-                false,
-                0.5,
-                Decimal::ZERO,
-                Decimal::ZERO,
-                0.0,
-                0.0,
-                0.0,
-            ),
-        };
-    let score = crate::round4(score.clamp(0.0, 1.0));
-    let summary = match kind {
-        "unsafe_payment_released" => {
-            format!("Unsafe payment released: {} lost.", released.round_dp(2))
+/// What a decision did, as `outcome_type` spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutcomeKind {
+    UnsafePaymentReleased,
+    PolicyBreach,
+    SafePaymentCleared,
+    ManualReviewCreated,
+    FalsePositiveOperationalDelay,
+    FraudPrevented,
+}
+
+impl OutcomeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UnsafePaymentReleased => "unsafe_payment_released",
+            Self::PolicyBreach => "policy_breach",
+            Self::SafePaymentCleared => "safe_payment_cleared",
+            Self::ManualReviewCreated => "manual_review_created",
+            Self::FalsePositiveOperationalDelay => "false_positive_operational_delay",
+            Self::FraudPrevented => "fraud_prevented",
         }
-        "policy_breach" => format!(
-            "Payment released despite open controls: {} exposed.",
-            released.round_dp(2)
-        ),
-        "safe_payment_cleared" => "Legitimate payment cleared.".to_owned(),
-        "manual_review_created" => format!(
-            "Payment held for manual review; {} protected.",
-            prevented.round_dp(2)
-        ),
-        "fraud_prevented" => format!("Fraud escalated; {} prevented.", prevented.round_dp(2)),
-        _ => "Legitimate payment delayed by an unnecessary control.".to_owned(),
+    }
+
+    fn summary(self, released: Decimal, prevented: Decimal) -> String {
+        match self {
+            Self::UnsafePaymentReleased => {
+                format!("Unsafe payment released: {} lost.", released.round_dp(2))
+            }
+            Self::PolicyBreach => format!(
+                "Payment released despite open controls: {} exposed.",
+                released.round_dp(2)
+            ),
+            Self::SafePaymentCleared => "Legitimate payment cleared.".to_owned(),
+            Self::ManualReviewCreated => format!(
+                "Payment held for manual review; {} protected.",
+                prevented.round_dp(2)
+            ),
+            Self::FraudPrevented => {
+                format!("Fraud escalated; {} prevented.", prevented.round_dp(2))
+            }
+            Self::FalsePositiveOperationalDelay => {
+                "Legitimate payment delayed by an unnecessary control.".to_owned()
+            }
+        }
+    }
+}
+
+/// One decision's effect before rounding.
+struct Effect {
+    kind: OutcomeKind,
+    unsafe_payment: bool,
+    score: f64,
+    released: Decimal,
+    prevented: Decimal,
+    delay_hours: f64,
+    review_minutes: f64,
+    friction: f64,
+}
+
+impl Effect {
+    /// An effect that moves no money.
+    fn held(
+        kind: OutcomeKind,
+        score: f64,
+        delay_hours: f64,
+        review_minutes: f64,
+        friction: f64,
+    ) -> Self {
+        Self {
+            kind,
+            unsafe_payment: false,
+            score,
+            released: Decimal::ZERO,
+            prevented: Decimal::ZERO,
+            delay_hours,
+            review_minutes,
+            friction,
+        }
+    }
+}
+
+/// A PAY: on a risky case the money leaves (lost outright without any hardening control, a
+/// policy breach with one); on a clean case it clears.
+fn pay(i: &OutcomeInput) -> Effect {
+    let hardened = i.callback || i.freeze || i.security || i.duplicate_review;
+    if !i.risky {
+        return Effect::held(OutcomeKind::SafePaymentCleared, 1.0, 0.0, 0.0, 0.0);
+    }
+    let (kind, share, score, friction) = if hardened {
+        let share = if i.campaign_case {
+            Decimal::new(11, 1)
+        } else {
+            Decimal::new(75, 2)
+        };
+        let base = if i.pending_events > 0 { 0.12 } else { 0.18 };
+        (
+            OutcomeKind::PolicyBreach,
+            share,
+            base + i.pressure_raw,
+            0.10,
+        )
+    } else {
+        let share = if i.campaign_case {
+            Decimal::new(15, 1)
+        } else {
+            Decimal::ONE
+        };
+        (
+            OutcomeKind::UnsafePaymentReleased,
+            share,
+            i.pressure_raw,
+            0.05,
+        )
     };
+    Effect {
+        unsafe_payment: true,
+        released: (i.at_risk * share).max(Decimal::ONE),
+        ..Effect::held(kind, score.max(0.0), 0.0, 0.0, friction)
+    }
+}
+
+/// A HOLD or NEEDS_REVIEW: a protective review of a risky case, a delay of a clean one.
+fn hold(i: &OutcomeInput) -> Effect {
+    let press = i.pressure_raw.max(0.0);
+    if i.risky {
+        let base = if i.callback || i.handoff { 0.92 } else { 0.84 };
+        let delay = if i.queue_pressure == "campaign" {
+            6.0
+        } else {
+            3.0
+        };
+        let review = if i.handoff { 18.0 } else { 28.0 };
+        return Effect {
+            prevented: (i.at_risk * Decimal::new(95, 2)).max(Decimal::ONE),
+            ..Effect::held(
+                OutcomeKind::ManualReviewCreated,
+                (base + press).min(1.0),
+                delay,
+                review,
+                0.18,
+            )
+        };
+    }
+    let (score, delay, friction) = if i.security || i.freeze {
+        (0.35, 8.0, 0.35)
+    } else {
+        (0.50, 4.0, 0.18)
+    };
+    Effect::held(
+        OutcomeKind::FalsePositiveOperationalDelay,
+        score,
+        delay,
+        16.0,
+        friction,
+    )
+}
+
+/// An ESCALATE_FRAUD: fraud prevented on a risky case, a costlier delay on a clean one.
+fn escalate(i: &OutcomeInput) -> Effect {
+    let sec_or_freeze = i.security || i.freeze;
+    if i.risky {
+        let base = if sec_or_freeze { 1.0 } else { 0.95 };
+        let review = if i.handoff { 10.0 } else { 14.0 };
+        return Effect {
+            prevented: i.at_risk.max(Decimal::ONE),
+            ..Effect::held(
+                OutcomeKind::FraudPrevented,
+                (base + i.pressure_raw.max(0.0)).min(1.0),
+                2.0,
+                review,
+                0.08,
+            )
+        };
+    }
+    let (score, delay, friction) = if sec_or_freeze {
+        (0.24, 10.0, 0.50)
+    } else {
+        (0.34, 6.0, 0.28)
+    };
+    Effect::held(
+        OutcomeKind::FalsePositiveOperationalDelay,
+        score,
+        delay,
+        24.0,
+        friction,
+    )
+}
+
+pub fn simulate(decision: Option<Decision>, i: &OutcomeInput) -> SimulatedOutcome {
+    let e = match decision {
+        Some(Decision::Pay) => pay(i),
+        Some(Decision::Hold | Decision::NeedsReview) => hold(i),
+        Some(Decision::EscalateFraud) => escalate(i),
+        // No valid decision: nothing is paid, the item sits in review.
+        None => Effect::held(OutcomeKind::ManualReviewCreated, 0.5, 0.0, 0.0, 0.0),
+    };
+    let score = crate::round4(e.score.clamp(0.0, 1.0));
     SimulatedOutcome {
         decision,
-        outcome_type: kind.to_owned(),
-        unsafe_payment,
+        outcome_type: e.kind.as_str().to_owned(),
+        unsafe_payment: e.unsafe_payment,
         score,
         portfolio_metrics: PortfolioMetrics {
-            fraud_loss_prevented: prevented.round_dp(2),
-            fraud_loss_released: released.round_dp(2),
-            operational_delay_hours: delay,
-            manual_review_minutes: review,
-            supplier_friction: friction,
+            fraud_loss_prevented: e.prevented.round_dp(2),
+            fraud_loss_released: e.released.round_dp(2),
+            operational_delay_hours: e.delay_hours,
+            manual_review_minutes: e.review_minutes,
+            supplier_friction: e.friction,
             portfolio_impact_score: score,
             linked_invoice_count: i.linked_invoice_count,
             queue_pressure: i.queue_pressure.clone(),
         },
-        summary,
+        summary: e.kind.summary(e.released, e.prevented),
     }
 }
 

@@ -9,6 +9,7 @@
 //!
 //! A positive combination of strictly proper scores is strictly proper (tested by proptest).
 
+use ls_core::enums::ReasonCode;
 use ls_core::{Decision, Hypothesis};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -72,42 +73,12 @@ pub fn normalize(v: &Dist) -> Option<Dist> {
 /// Map the agent's own claimed codes to a hypothesis with the same rule chain the hidden world
 /// uses, so a decision-derived default names a hypothesis instead of smearing mass over 11.
 pub fn hypothesis_from_codes(codes: &[&str], decision: Option<Decision>) -> Hypothesis {
-    use Hypothesis::*;
-    let any = |set: &[&str]| codes.iter().any(|c| set.contains(c));
-    let all = |set: &[&str]| set.iter().all(|s| codes.contains(s));
-    let h = if codes.is_empty() {
-        Safe
-    } else if all(&[
-        "shared_bank_account",
-        "coordinated_timing",
-        "vendor_account_takeover_suspected",
-    ]) {
-        MultiEntityLayering
-    } else if any(&["shared_bank_account", "coordinated_timing"]) {
-        CampaignFraud
-    } else if all(&["vendor_account_takeover_suspected", "bank_override_attempt"]) {
-        SupplyChainCompromise
-    } else if all(&["policy_bypass_attempt", "approval_threshold_evasion"]) {
-        InsiderCollusion
-    } else if any(&["urgent_payment_pressure", "sender_domain_spoof"]) {
-        CeoBec
-    } else if any(&["vendor_account_takeover_suspected"]) {
-        VendorTakeover
-    } else if all(&["duplicate_near_match", "approval_threshold_evasion"]) {
-        SplitPayment
-    } else if codes.contains(&"approval_threshold_evasion") {
-        ThresholdEvasion
-    } else if codes.contains(&"duplicate_near_match") {
-        DuplicateBilling
-    } else if codes.contains(&"bank_override_attempt") {
-        BankFraud
-    } else {
-        Safe
-    };
-    if h == Safe && !codes.is_empty() && decision.is_some_and(|d| d != Decision::Pay) {
-        return DuplicateBilling;
-    }
-    h
+    let named: Vec<ReasonCode> = codes
+        .iter()
+        .filter_map(|c| ReasonCode::from_wire(c))
+        .collect();
+    debug_assert_eq!(named.len(), codes.len(), "canonical codes only: {codes:?}");
+    ls_core::world::hypothesis_from_codes(&named, decision)
 }
 
 /// Default distribution from decision + confidence. PAY puts `c` on safe; any other decision puts

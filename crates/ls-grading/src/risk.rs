@@ -2,7 +2,7 @@
 //! the terminal step (`risk_assessment`, `triggered_risk_reasons`), not part of the score.
 //! Terminal-only: it reads the case's hidden high-risk signals, as the grade does.
 
-use ls_core::text::HIGH_RISK_SIGNALS;
+use ls_core::enums::{ReasonCode, RiskLevel};
 use ls_core::{ActionName, Decision};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -49,7 +49,7 @@ pub fn assess(i: &RiskInput<'_>) -> RiskAssessment {
         .gold_signals
         .iter()
         .copied()
-        .filter(|s| HIGH_RISK_SIGNALS.contains(s))
+        .filter(|s| ReasonCode::from_wire(s).is_some_and(|c| c.risk() == RiskLevel::High))
         .collect();
     let missed: Vec<&str> = high
         .iter()

@@ -129,8 +129,7 @@ pub struct NodeRef(usize);
 #[derive(Default)]
 pub struct Builder {
     nodes: Vec<TgNode>,
-    /// Indices into `nodes` sorted by id (length first, then bytes: ids sharing a long prefix
-    /// such as `certificate_node:` mostly differ in length, so few comparisons read the bytes).
+    /// Indices into `nodes` sorted by id.
     by_id: Vec<usize>,
     edges: Vec<(usize, usize, &'static str)>,
 }
@@ -143,10 +142,7 @@ impl Builder {
         attrs: [(&'static str, V); N],
     ) -> NodeRef {
         let id = id.into();
-        match self
-            .by_id
-            .binary_search_by(|&j| crate::cmp_len_then_bytes(&self.nodes[j].id, &id))
-        {
+        match self.by_id.binary_search_by(|&j| self.nodes[j].id.cmp(&id)) {
             Ok(pos) => NodeRef(self.by_id[pos]),
             Err(pos) => {
                 let i = self.nodes.len();
@@ -272,7 +268,10 @@ fn evaluate(g: &Builder, c: &EvalContext) -> TrustGraphEvaluation {
         n.attributes
             .get("code")
             .and_then(AttrValue::as_text)
-            .is_some_and(|c| c == "prompt_injection_attempt")
+            .is_some_and(|c| {
+                ls_core::enums::ReasonCode::from_wire(c)
+                    == Some(ls_core::enums::ReasonCode::PromptInjectionAttempt)
+            })
     });
     if injection && !g.nodes.iter().any(|n| n.node_type == "ControlBoundary") {
         reasons.push("trust_graph_missing_control_boundary_path");

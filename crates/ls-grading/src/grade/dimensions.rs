@@ -207,12 +207,12 @@ fn callback_interpretation(signal: Option<&str>, risky: bool, decision: Option<D
         | "adversarial_confirm" => match d {
             Some(Decision::EscalateFraud) => 1.0,
             Some(Decision::Hold | Decision::NeedsReview) => 0.6,
-            _ => 0.0,
+            Some(Decision::Pay) | None => 0.0,
         },
         "callback_clean" | "confirms_legitimate" => match d {
             Some(Decision::Pay) => 1.0,
             // A clean callback does not clear other signals; holding is still defensible.
-            Some(_) => 0.8,
+            Some(Decision::Hold | Decision::NeedsReview | Decision::EscalateFraud) => 0.8,
             None => 0.0,
         },
         "callback_no_answer" | "no_answer" => {

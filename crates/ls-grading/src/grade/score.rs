@@ -21,6 +21,7 @@ pub(super) fn raw(
     let gold = &input.case.gold;
     let scores = &dims.scores;
     for (&k, &v) in scores {
+        debug_assert!((0.0..=1.0).contains(&v), "{k} {v} outside [0, 1]");
         bd.insert_named(k, crate::round4(v));
     }
     let weighted = rubric::weighted_sum(task, scores);
@@ -114,9 +115,11 @@ pub(super) fn capped(
     .into_iter()
     .flatten()
     {
+        debug_assert!((0.0..=1.0).contains(&cap), "cap {cap} outside [0, 1]");
         raw = raw.min(cap);
     }
     for (key, cap) in reason_caps {
+        debug_assert!((0.0..=1.0).contains(cap), "{key} cap {cap} outside [0, 1]");
         bd.insert_named(key, *cap);
         raw = raw.min(cap * merit);
     }

@@ -18,7 +18,6 @@ import re
 import sys
 
 ALLOWED = set([
-    "ls-agents: llm <-> runner <-> teacher",
     "ls-gen: attacks <-> ecosystem <-> lookalike",
     "ls-grading: dimensions <-> reasons",
     "ls-server: controlbench <-> controlbench::table <-> controlbench_openenv",

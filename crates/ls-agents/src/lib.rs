@@ -1,5 +1,8 @@
 //! `ls-agents`: agents that play LedgerShield through its public interface only.
 //!
+//! * [`action`]: the [`Action`] an agent takes (action name and JSON payload).
+//! * [`prompt`]: the action protocol: the system message (tool lists generated from the action
+//!   catalogue), the step prompt and the reply that answers it.
 //! * [`client`]: the environment interface ([`EnvClient`]) with in-process and HTTP implementations.
 //! * [`runner`]: the [`Agent`] trait, [`run_episode`] and the recorded [`EpisodeRecord`].
 //! * [`baselines`]: seeded `random`, `naive-pay`, `always-escalate`.
@@ -12,11 +15,13 @@
 //!
 //! No agent reads `case.gold` or the hidden world: they see `StepEnvelope`s, nothing else.
 
+pub mod action;
 pub mod baselines;
 pub mod client;
 pub mod facts;
 pub mod learned;
 pub mod llm;
+pub mod prompt;
 pub mod redteam;
 pub mod runner;
 pub mod teacher;

@@ -4,7 +4,7 @@
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
-use ls_agents::llm::ContractPrinter;
+use ls_agents::llm::{ContractPrinter, PromptOptions};
 use ls_agents::{
     offline_agent, run_episode, Agent, EpisodeRecord, HttpEnv, LlmAgent, LlmConfig, LocalEnv,
     StepObserver,
@@ -86,6 +86,16 @@ pub struct RunArgs {
     /// Reply token cap per model call (llm agent; default: the capability tier's).
     #[arg(long)]
     pub max_tokens: Option<u32>,
+    /// llm agent: show the evidence ledger (what the episode revealed so far) in each step prompt.
+    #[arg(long)]
+    pub llm_ledger: bool,
+    /// llm agent: show the observation's legal candidate actions, numbered, in each step prompt.
+    #[arg(long)]
+    pub llm_candidates: bool,
+    /// llm agent: decode against the candidate actions (the action taken is always one of them;
+    /// implies --llm-candidates).
+    #[arg(long)]
+    pub llm_constrain: bool,
     /// Database path.
     #[arg(long, env = "LEDGERSHIELD_DB_PATH", default_value = ls_store::DEFAULT_DB_PATH)]
     pub db: PathBuf,
@@ -272,16 +282,23 @@ pub fn make_agent(args: &RunArgs) -> Result<Box<dyn Agent>> {
             .api_base
             .clone()
             .context("--api-base (or API_BASE_URL) is required for the llm agent")?;
-        return Ok(Box::new(LlmAgent::new(LlmConfig {
-            api_base: base,
-            model: args.model.clone(),
-            api_key: llm_key_from_env(),
-            temperature: args.temperature,
-            timeout: Duration::from_secs(args.timeout_secs.clamp(1, 600)),
-            max_retries: args.retries.min(8),
-            backoff: Duration::from_millis(500),
-            max_tokens: args.max_tokens.map(|t| t.clamp(1, 32_768)),
-        })));
+        return Ok(Box::new(
+            LlmAgent::new(LlmConfig {
+                api_base: base,
+                model: args.model.clone(),
+                api_key: llm_key_from_env(),
+                temperature: args.temperature,
+                timeout: Duration::from_secs(args.timeout_secs.clamp(1, 600)),
+                max_retries: args.retries.min(8),
+                backoff: Duration::from_millis(500),
+                max_tokens: args.max_tokens.map(|t| t.clamp(1, 32_768)),
+            })
+            .with_options(PromptOptions {
+                ledger: args.llm_ledger,
+                candidates: args.llm_candidates || args.llm_constrain,
+                constrain: args.llm_constrain,
+            }),
+        ));
     }
     offline_agent(&args.agent).with_context(|| {
         format!(

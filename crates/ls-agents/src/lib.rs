@@ -9,6 +9,7 @@
 //! * [`teacher`]: the deterministic investigating teacher (observations and tool results only).
 //! * [`redteam`]: evidence-blind gaming policies (the red-team suite's agents).
 //! * [`learned`]: the learned attacker (blind probe features, per-family scan, random forest, acting policy).
+//! * [`ledger`]: the evidence ledger a policy can be shown (ids, values, OCR lines revealed so far).
 //! * [`facts`]: reading OCR lines into invoices and emails with their token references.
 //! * [`llm`]: an OpenAI-compatible chat-completions agent with capability tiers, output repair,
 //!   retries and the `[START]`/`[STEP]`/`[END]` stdout contract.
@@ -20,6 +21,7 @@ pub mod baselines;
 pub mod client;
 pub mod facts;
 pub mod learned;
+pub mod ledger;
 pub mod llm;
 pub mod prompt;
 pub mod redteam;

@@ -9,9 +9,11 @@
 //! malformed output is repaired when the capability tier allows it; refusals and unusable output
 //! fall back to a safe `NEEDS_REVIEW` submission, so a run never crashes on a bad model.
 
+use crate::ledger::EvidenceLedger;
 pub use crate::prompt::{
-    action_target, compact_ascii_json, step_prompt, system_prompt, MAX_HISTORY,
+    action_target, compact_ascii_json, step_prompt, system_prompt, PromptOptions, MAX_HISTORY,
 };
+use crate::prompt::{candidate_action, choose_candidate, extend_prompt};
 use crate::runner::{Action, Agent, EpisodeRecord, StepObserver, StepRecord};
 use ls_env::StepEnvelope;
 use serde::{Deserialize, Serialize};
@@ -120,6 +122,9 @@ pub struct LlmAgent {
     /// The rest of a plan reply, played before the model is asked again.
     queue: std::collections::VecDeque<Action>,
     hint: crate::teacher::TeacherAgent,
+    options: PromptOptions,
+    /// What the episode revealed so far (kept when `options.ledger`).
+    ledger: EvidenceLedger,
 }
 
 impl LlmAgent {
@@ -138,7 +143,16 @@ impl LlmAgent {
             history: Vec::new(),
             queue: std::collections::VecDeque::new(),
             hint: crate::teacher::TeacherAgent::new(),
+            options: PromptOptions::default(),
+            ledger: EvidenceLedger::default(),
         }
+    }
+
+    /// Show the policy more than the default prompt (the evidence ledger, the candidate
+    /// actions) and optionally decode against the candidates.
+    pub fn with_options(mut self, options: PromptOptions) -> Self {
+        self.options = options;
+        self
     }
 
     pub fn failures(&self) -> u64 {
@@ -146,7 +160,32 @@ impl LlmAgent {
     }
 
     fn prompt(&self, last: &StepEnvelope, hint: Option<&Action>) -> String {
-        step_prompt(last, &self.history, hint)
+        let base = step_prompt(last, &self.history, hint);
+        let o = self.options;
+        if !o.ledger && !o.candidates {
+            return base;
+        }
+        let cands = o
+            .candidates
+            .then(|| ls_env::candidates::candidates(&last.observation, last.done));
+        extend_prompt(&base, o.ledger.then_some(&self.ledger), cands.as_deref())
+    }
+
+    /// Candidate-constrained decoding: the candidate the reply chooses, else the `NEEDS_REVIEW`
+    /// submission among the candidates (a failure); `None` when there are no candidates.
+    fn constrained(&mut self, last: &StepEnvelope, reply: Option<&str>) -> Option<Action> {
+        let cands = ls_env::candidates::candidates(&last.observation, last.done);
+        if let Some(c) = reply.and_then(|r| choose_candidate(r, &cands)) {
+            return Some(candidate_action(c));
+        }
+        self.failures += 1;
+        cands
+            .iter()
+            .find(|c| {
+                c.action_type == "submit_decision"
+                    && c.payload.get("decision").and_then(Value::as_str) == Some("NEEDS_REVIEW")
+            })
+            .map(candidate_action)
     }
 
     fn call(&mut self, user: &str) -> Reply {
@@ -240,7 +279,15 @@ impl LlmAgent {
             None
         };
         let prompt = self.prompt(last, suggestion.as_ref());
-        match self.call(&prompt) {
+        let reply = self.call(&prompt);
+        if self.options.constrain {
+            let text = match &reply {
+                Reply::Text(t) => Some(t.as_str()),
+                Reply::Refusal(_) | Reply::Failed(_) => None,
+            };
+            return self.constrained(last, text);
+        }
+        match reply {
             Reply::Text(t) => {
                 let mut acts = parse_actions(&t).or_else(|| {
                     if self.profile.repair_level == "partial" {
@@ -362,9 +409,15 @@ impl Agent for LlmAgent {
     fn begin(&mut self, reset: &StepEnvelope, seed: u64) {
         self.history.clear();
         self.queue.clear();
+        self.ledger = EvidenceLedger::default();
         self.hint.begin(reset, seed);
     }
     fn next_action(&mut self, last: &StepEnvelope) -> Action {
+        if self.options.ledger {
+            if let Ok(o) = serde_json::to_value(&last.observation) {
+                self.ledger.observe(&o);
+            }
+        }
         let action = match self.queue.pop_front() {
             Some(a) => Some(a),
             None => self.ask(last),

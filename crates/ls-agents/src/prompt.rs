@@ -4,7 +4,9 @@
 //! action appears in the prompt without an edit here.
 
 use crate::action::Action;
+use crate::ledger::EvidenceLedger;
 use ls_core::enums::{ActionKind, ActionName, Decision};
+use ls_env::candidates::Candidate;
 use ls_env::StepEnvelope;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -106,6 +108,64 @@ pub fn step_prompt(last: &StepEnvelope, history: &[String], hint: Option<&Action
     }
     s.push_str("Return JSON only.");
     s
+}
+
+/// What a step prompt shows beyond the default (all off: the default prompt, byte for byte the
+/// recorded training protocol).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PromptOptions {
+    /// Show the evidence ledger (what the episode revealed so far: [`crate::ledger`]).
+    pub ledger: bool,
+    /// Show the observation's legal candidate actions (`ls_env::candidates`), numbered.
+    pub candidates: bool,
+    /// Decode against the candidates: the action taken is always one of them (the reply names one
+    /// by its number or writes it exactly; anything else takes the `NEEDS_REVIEW` submission).
+    pub constrain: bool,
+}
+
+/// A candidate as an [`Action`].
+pub fn candidate_action(c: &Candidate) -> Action {
+    Action {
+        action_type: c.action_type.to_owned(),
+        payload: c.payload.clone(),
+    }
+}
+
+/// `prompt` (a [`step_prompt`]) with the ledger and the numbered candidate actions inserted
+/// before its last line (`Return JSON only.`), as the Python `ledger_prompt` inserts the ledger.
+pub fn extend_prompt(
+    prompt: &str,
+    ledger: Option<&EvidenceLedger>,
+    candidates: Option<&[Candidate]>,
+) -> String {
+    let mut extra = String::new();
+    if let Some(text) = ledger.map(EvidenceLedger::render).filter(|t| !t.is_empty()) {
+        extra.push_str("Evidence so far:\n");
+        extra.push_str(&text);
+        extra.push('\n');
+    }
+    if let Some(cands) = candidates.filter(|c| !c.is_empty()) {
+        extra.push_str("Candidate actions (reply with one of them exactly, or its number):\n");
+        for (i, c) in cands.iter().enumerate() {
+            extra.push_str(&format!("{i} {}\n", action_target(&candidate_action(c))));
+        }
+    }
+    match prompt.rfind('\n') {
+        Some(cut) => format!("{}{extra}{}", &prompt[..=cut], &prompt[cut + 1..]),
+        None => format!("{prompt}\n{extra}"),
+    }
+}
+
+/// The candidate a reply chooses: its number, or an action equal to one of them.
+pub fn choose_candidate<'a>(reply: &str, candidates: &'a [Candidate]) -> Option<&'a Candidate> {
+    let t = reply.trim().trim_matches('`').trim();
+    if let Ok(i) = t.parse::<usize>() {
+        return candidates.get(i);
+    }
+    let a = crate::llm::parse_action(t)?;
+    candidates
+        .iter()
+        .find(|c| c.action_type == a.action_type && c.payload == a.payload)
 }
 
 /// The reply that answers a step prompt with `action`: one compact JSON object (sorted keys,

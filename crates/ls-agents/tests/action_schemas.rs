@@ -14,7 +14,11 @@ fn description(a: ActionName) -> String {
         ActionKind::Intervention => "Intervention",
         ActionKind::Final => "Final action: ends the episode and grades it",
     };
-    format!("{kind} `{}` (cost {} budget units).", a.as_str(), a.base_cost())
+    format!(
+        "{kind} `{}` (cost {} budget units).",
+        a.as_str(),
+        a.base_cost()
+    )
 }
 
 fn generated() -> String {

@@ -41,11 +41,11 @@ const VALUE_TOOLS: [&str; 8] = [
     "compare_bank_account",
     "lookup_policy",
 ];
-const VALUE_WORDS: [&str; 18] = [
+const VALUE_WORDS: [&str; 17] = [
     "amount", "total", "subtotal", "tax", "count", "match", "matched", "score", "status",
-    "verdict", "approved", "currency", "date", "days", "risk", "spoof", "urgency", "match",
+    "verdict", "approved", "currency", "date", "days", "risk", "spoof", "urgency",
 ];
-const CUE_WORDS: [&str; 27] = [
+const CUE_WORDS: [&str; 22] = [
     "bank",
     "account",
     "urgent",
@@ -68,11 +68,6 @@ const CUE_WORDS: [&str; 27] = [
     "portal",
     "duplicate",
     "resend",
-    "bank",
-    "account",
-    "verif",
-    "change",
-    "new",
 ];
 const BOILERPLATE: [&str; 10] = [
     "to",
@@ -115,7 +110,12 @@ fn kept_line(text: &str) -> bool {
     };
     let page_of = lower.strip_prefix("page ").is_some_and(|r| {
         let digits = r.chars().take_while(char::is_ascii_digit).count();
-        digits > 0 && r[digits..].starts_with(" of")
+        digits > 0
+            && r[digits..].strip_prefix(" of").is_some_and(|t| {
+                !t.chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
     });
     cue && !(BOILERPLATE.iter().any(|p| word_at(p)) || page_of)
 }

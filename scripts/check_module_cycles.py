@@ -24,7 +24,6 @@ import sys
 import tomllib
 
 ALLOWED = set([
-    "ls-agents: llm <-> runner <-> teacher",
 ])
 
 FORBIDDEN_DEPS = {

@@ -2,7 +2,11 @@
 
 TRL creates one instance per generation, calls ``reset(**dataset_columns)`` and exposes every
 public method other than ``reset`` and ``get_reward`` as a function-calling tool (its docstring's
-``Args:`` section becomes the tool schema). TRL pools instances and resets them between rollouts,
+``Args:`` section becomes the tool schema). The investigation tools and interventions are
+generated at import time from ``action_schemas.json``, the payload schemas of the one Rust action
+declaration (``ls_env::action``): a Rust test fails when the file is stale, a Python test when the
+methods and the file disagree. ``submit_decision`` is written out (a curated subset of the
+submission's fields, validated by :func:`submit_decision_payload`). TRL pools instances and resets them between rollouts,
 so by default every reset starts from a **fresh institution** (no memory of earlier rollouts on
 the instance: the same trajectory gets the same reward whatever ran before); set
 ``carry_memory = True`` on a subclass to keep the institution's memory across resets.
@@ -28,6 +32,7 @@ block or interpreter exit closes the session.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -254,237 +259,8 @@ class LedgerShieldToolEnv:
             text += "\nEvidence so far:\n" + self.ledger.render()
         return text
 
-    # ------------------------------------------------------------------ investigation tools
-
-    def zoom(self, doc_id: str, page: int = 1, bbox: Optional[List[float]] = None) -> str:
-        """
-        Zoom into a region of a document and read the text there.
-
-        Args:
-            doc_id: Document id from the case's document list.
-            page: 1-based page number.
-            bbox: Region as [x0, y0, x1, y1]; the whole page when omitted.
-
-        Returns:
-            The zoomed region's text and tokens as JSON.
-        """
-        return self._act("zoom", {"doc_id": doc_id, "page": page, **({"bbox": bbox} if bbox is not None else {})})
-
-    def get_doc_crop(self, doc_id: str, page: int = 1, bbox: Optional[List[float]] = None) -> str:
-        """
-        Get a cropped region of a document with a text hint.
-
-        Args:
-            doc_id: Document id from the case's document list.
-            page: 1-based page number.
-            bbox: Region as [x0, y0, x1, y1]; the whole page when omitted.
-
-        Returns:
-            The crop's text hint as JSON.
-        """
-        return self._act("get_doc_crop", {"doc_id": doc_id, "page": page, **({"bbox": bbox} if bbox is not None else {})})
-
-    def ocr(self, doc_id: str, mode: str = "fast") -> str:
-        """
-        Run OCR on a document.
-
-        Args:
-            doc_id: Document id from the case's document list.
-            mode: "fast" (cheap, may contain errors) or "accurate" (costlier).
-
-        Returns:
-            The recognised text tokens with their ids as JSON.
-        """
-        return self._act("ocr", {"doc_id": doc_id, "mode": mode})
-
-    def lookup_vendor(self, vendor_key: str) -> str:
-        """
-        Look up a vendor in the vendor master.
-
-        Args:
-            vendor_key: The vendor key.
-
-        Returns:
-            The vendor master record as JSON.
-        """
-        return self._act("lookup_vendor", {"vendor_key": vendor_key})
-
-    def lookup_vendor_history(self, vendor_key: str) -> str:
-        """
-        Look up a vendor's change and payment history.
-
-        Args:
-            vendor_key: The vendor key.
-
-        Returns:
-            The vendor's history as JSON.
-        """
-        return self._act("lookup_vendor_history", {"vendor_key": vendor_key})
-
-    def lookup_policy(self, rule_id: Optional[str] = None) -> str:
-        """
-        Read the accounts-payable policy.
-
-        Args:
-            rule_id: A policy rule id; all rules when omitted.
-
-        Returns:
-            The policy rules as JSON.
-        """
-        return self._act("lookup_policy", {"rule_id": rule_id} if rule_id else {})
-
-    def lookup_po(self, po_id: str) -> str:
-        """
-        Look up a purchase order.
-
-        Args:
-            po_id: The purchase order id.
-
-        Returns:
-            The purchase order as JSON.
-        """
-        return self._act("lookup_po", {"po_id": po_id})
-
-    def lookup_receipt(self, receipt_id: str) -> str:
-        """
-        Look up a goods receipt.
-
-        Args:
-            receipt_id: The goods receipt id.
-
-        Returns:
-            The goods receipt as JSON.
-        """
-        return self._act("lookup_receipt", {"receipt_id": receipt_id})
-
-    def search_ledger(self, vendor_key: Optional[str] = None, invoice_number: Optional[str] = None, amount: Optional[float] = None) -> str:
-        """
-        Search the payment ledger for matching or duplicate payments.
-
-        Args:
-            vendor_key: Filter by vendor key.
-            invoice_number: Filter by invoice number.
-            amount: Match by amount.
-
-        Returns:
-            The matching ledger rows with match scores as JSON.
-        """
-        payload = {k: v for k, v in (("vendor_key", vendor_key), ("invoice_number", invoice_number), ("amount", amount)) if v is not None}
-        return self._act("search_ledger", payload)
-
-    def inspect_email_thread(self, thread_id: str) -> str:
-        """
-        Inspect an email thread for spoofing, urgency and policy-override requests.
-
-        Args:
-            thread_id: The email thread id or the email document id.
-
-        Returns:
-            The thread's sender profile and detected signals as JSON.
-        """
-        return self._act("inspect_email_thread", {"thread_id": thread_id})
-
-    def compare_bank_account(self, vendor_key: str, proposed_bank_account: str) -> str:
-        """
-        Compare a bank account with the vendor master's approved account.
-
-        Args:
-            vendor_key: The vendor key.
-            proposed_bank_account: The account the invoice asks to pay.
-
-        Returns:
-            Whether the account matches, as JSON.
-        """
-        return self._act("compare_bank_account", {"vendor_key": vendor_key, "proposed_bank_account": proposed_bank_account})
-
-    # ------------------------------------------------------------------ interventions
-
-    def request_callback_verification(self) -> str:
-        """
-        Call the vendor back on the number in the vendor master; the result arrives a few steps later.
-
-        Returns:
-            The scheduled intervention as JSON.
-        """
-        return self._act("request_callback_verification", {})
-
-    def freeze_vendor_profile(self) -> str:
-        """
-        Freeze the vendor profile so no payment can be released to it.
-
-        Returns:
-            The intervention's result as JSON.
-        """
-        return self._act("freeze_vendor_profile", {})
-
-    def request_bank_change_approval_chain(self) -> str:
-        """
-        Request the approval chain of the vendor's latest bank-account change; arrives later.
-
-        Returns:
-            The scheduled intervention as JSON.
-        """
-        return self._act("request_bank_change_approval_chain", {})
-
-    def request_po_reconciliation(self) -> str:
-        """
-        Request a purchase-order reconciliation report; arrives later.
-
-        Returns:
-            The scheduled intervention as JSON.
-        """
-        return self._act("request_po_reconciliation", {})
-
-    def request_additional_receipt_evidence(self) -> str:
-        """
-        Request additional goods-receipt evidence; arrives later.
-
-        Returns:
-            The scheduled intervention as JSON.
-        """
-        return self._act("request_additional_receipt_evidence", {})
-
-    def route_to_procurement(self) -> str:
-        """
-        Route the case to procurement.
-
-        Returns:
-            The intervention's result as JSON.
-        """
-        return self._act("route_to_procurement", {})
-
-    def route_to_security(self) -> str:
-        """
-        Route the case to the security team.
-
-        Returns:
-            The intervention's result as JSON.
-        """
-        return self._act("route_to_security", {})
-
-    def flag_duplicate_cluster_review(self) -> str:
-        """
-        Flag the invoice's duplicate cluster for review; a cluster report arrives later.
-
-        Returns:
-            The scheduled intervention as JSON.
-        """
-        return self._act("flag_duplicate_cluster_review", {})
-
-    def create_human_handoff(self, summary: str, recommended_next_step: str) -> str:
-        """
-        Hand the case to a human reviewer.
-
-        Args:
-            summary: What you found.
-            recommended_next_step: What the human should do next.
-
-        Returns:
-            The intervention's result as JSON.
-        """
-        return self._act("create_human_handoff", {"summary": summary, "recommended_next_step": recommended_next_step})
-
-    # ------------------------------------------------------------------ final action
+    # The investigation tools and interventions are generated from the action declaration at
+    # import time (see ``_tool_method`` below the class); the submission is written out here.
 
     def submit_decision(
         self,
@@ -527,6 +303,69 @@ class LedgerShieldToolEnv:
         except Exception as e:  # pydantic.ValidationError: report it to the model as a tool error
             raise ValueError(f"invalid submission: {e}") from e
         return self._act("submit_decision", payload)
+
+
+_SCHEMAS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "action_schemas.json")
+_PY_TYPES: Dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "object": Dict[str, Any]}
+
+
+def load_action_schemas() -> List[Dict[str, Any]]:
+    """Every action of the declaration: ``name``, ``kind``, ``description`` and its payload JSON
+    Schema, from ``action_schemas.json`` (generated from the Rust declaration; a Rust test fails
+    when it is stale)."""
+    with open(_SCHEMAS_FILE, encoding="utf-8") as f:
+        return list(json.load(f)["actions"])
+
+
+def _annotation(schema: Dict[str, Any]) -> Any:
+    if schema.get("type") == "array":
+        return List[_PY_TYPES.get((schema.get("items") or {}).get("type"), Any)]  # type: ignore[misc]
+    return _PY_TYPES.get(schema.get("type"), Any)
+
+
+def _tool_method(action: Dict[str, Any]) -> Any:
+    """A tool method for one declared action: its parameters are the payload schema's properties
+    (required ones first, without a default; the others default to ``None`` and are left out of
+    the payload when unset), its docstring the description and an ``Args:`` section (what TRL
+    turns into the tool schema)."""
+    name, schema = action["name"], action["schema"]
+    props: Dict[str, Any] = schema.get("properties") or {}
+    required = [p for p in schema.get("required") or [] if p in props]
+    order = required + [p for p in props if p not in required]
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [inspect.Parameter("self", kind)]
+    annotations: Dict[str, Any] = {}
+    for p in order:
+        ann = _annotation(props[p])
+        if p in required:
+            params.append(inspect.Parameter(p, kind, annotation=ann))
+        else:
+            ann = Optional[ann]
+            params.append(inspect.Parameter(p, kind, default=None, annotation=ann))
+        annotations[p] = ann
+    annotations["return"] = str
+    signature = inspect.Signature(params, return_annotation=str)
+
+    def method(self: "LedgerShieldToolEnv", *args: Any, **kwargs: Any) -> str:
+        bound = signature.bind(self, *args, **kwargs)
+        payload = {k: v for k, v in bound.arguments.items() if k != "self" and v is not None}
+        return self._act(name, payload)
+
+    doc = action["description"]
+    if order:
+        doc += "\n\nArgs:\n" + "".join(f"    {p}: {props[p].get('description') or p}\n" for p in order)
+    doc += "\nReturns:\n    The tool result as JSON."
+    method.__name__ = name
+    method.__qualname__ = f"LedgerShieldToolEnv.{name}"
+    method.__doc__ = doc
+    method.__annotations__ = annotations
+    method.__signature__ = signature  # type: ignore[attr-defined]
+    return method
+
+
+for _action in load_action_schemas():
+    if _action["kind"] != "final":
+        setattr(LedgerShieldToolEnv, _action["name"], _tool_method(_action))
 
 
 def environment_factory(base_url: Optional[str] = None, reply_mode: str = "compact", carry_memory: bool = False,

@@ -110,6 +110,43 @@ def test_public_methods_are_exactly_the_21_actions() -> None:
     assert sorted(tools) == sorted(ACTION_TYPES)
 
 
+def test_tool_methods_are_the_action_declaration() -> None:
+    # The tools are generated from action_schemas.json, which a Rust test keeps equal to the
+    # declaration (ls_env::action::payload_schema): names, parameters and required-ness agree.
+    from ledgershield.trl_env import load_action_schemas
+
+    actions = load_action_schemas()
+    assert sorted(a["name"] for a in actions) == sorted(ACTION_TYPES)
+    for a in actions:
+        params = inspect.signature(getattr(LedgerShieldToolEnv, a["name"])).parameters
+        names = [p for p in params if p != "self"]
+        props = a["schema"].get("properties") or {}
+        required = set(a["schema"].get("required") or [])
+        if a["kind"] == "final":
+            # The submission tool shows a curated subset of the submission's fields.
+            assert set(names) <= set(props) and required <= set(names), a["name"]
+        else:
+            assert sorted(names) == sorted(props), a["name"]
+        for p in names:
+            if a["kind"] != "final":
+                assert (params[p].default is inspect.Parameter.empty) == (p in required), (a["name"], p)
+
+
+def test_generated_tools_send_the_arguments_given() -> None:
+    import json
+
+    env = LedgerShieldToolEnv.__new__(LedgerShieldToolEnv)
+    env._act = lambda action_type, payload, by_model=True: json.dumps([action_type, payload])  # type: ignore[method-assign]
+    assert json.loads(env.zoom("D-1", bbox=[0, 0, 10, 10])) == ["zoom", {"doc_id": "D-1", "bbox": [0, 0, 10, 10]}]
+    assert json.loads(env.ocr("D-1", "accurate")) == ["ocr", {"doc_id": "D-1", "mode": "accurate"}]
+    assert json.loads(env.lookup_policy()) == ["lookup_policy", {}]
+    assert json.loads(env.request_callback_verification()) == ["request_callback_verification", {}]
+    with pytest.raises(TypeError):
+        env.lookup_po()  # po_id is required by the declaration
+    with pytest.raises(TypeError):
+        env.lookup_vendor(vendor_key="v", not_declared=1)
+
+
 @pytest.mark.parametrize("name", sorted(ACTION_TYPES))
 def test_tool_docstrings_describe_every_argument(name: str) -> None:
     fn = getattr(LedgerShieldToolEnv, name)

@@ -243,7 +243,7 @@ fn step_rows(rec: &EpisodeRecord, meta: &Value) -> Vec<Value> {
             m["step"] = json!(s.step);
             m["action_type"] = json!(s.action_type);
             Some(json!({
-                "prompt": [{"role": "system", "content": ls_agents::llm::SYSTEM_PROMPT}, {"role": "user", "content": prompt}],
+                "prompt": [{"role": "system", "content": ls_agents::llm::system_prompt()}, {"role": "user", "content": prompt}],
                 "completion": [{"role": "assistant", "content": ls_agents::llm::action_target(&action)}],
                 "metadata": m,
             }))

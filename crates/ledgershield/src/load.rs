@@ -62,6 +62,11 @@ fn script(doc: &str) -> Vec<Vec<u8>> {
 
 /// The few reply fields the load client checks, read without parsing the rest
 /// ([`crate::reply_fields`]): the generator shares the cores with the server it measures.
+/// Kept over the plain reader (one `serde_json::from_slice` into the same fields, unknown ones
+/// skipped) because it measured above the 5 % bar: on the 7 replies of the load script for five
+/// curated cases (about 107 KB per episode), release build, five rounds on the 2-core machine,
+/// this reader took 118–147 µs per episode and the plain one 271–404 µs, a difference of
+/// roughly half the server's whole CPU per episode (0.267 ms, BENCHMARKS.md).
 #[derive(Default)]
 struct Reply {
     case_id: String,
@@ -280,174 +285,314 @@ impl Drop for ChildGuard {
     }
 }
 
-pub fn run(args: LoadArgs) -> Result<()> {
-    let (base, pid, _guard) = match &args.url {
-        Some(u) => (u.trim_end_matches('/').to_owned(), args.server_pid, None),
-        None => {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")?
-                .local_addr()?
-                .port();
-            let child = std::process::Command::new(std::env::current_exe()?)
-                .args([
-                    "serve",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    &port.to_string(),
-                    "--max-sessions",
-                    "4096",
-                ])
-                .env("LEDGERSHIELD_LOG", "warn")
-                .stdout(Stdio::null())
-                .spawn()
-                .context("starting the server")?;
-            let pid = child.id();
-            (
-                format!("http://127.0.0.1:{port}"),
-                Some(pid),
-                Some(ChildGuard(child)),
-            )
+/// The 21 curated cases the workers play.
+const CASES: [&str; 21] = [
+    "A-001", "A-002", "A-003", "A-004", "B-001", "B-002", "B-003", "B-004", "B-005", "C-001",
+    "C-002", "C-003", "C-004", "D-001", "D-002", "D-003", "D-004", "D-005", "D-006", "E-001",
+    "E-002",
+];
+
+/// The server under test: its base URL, its PID (for CPU and RSS) and, when this command
+/// started it, the guard that stops it.
+fn server(args: &LoadArgs) -> Result<(String, Option<u32>, Option<ChildGuard>)> {
+    if let Some(u) = &args.url {
+        return Ok((u.trim_end_matches('/').to_owned(), args.server_pid, None));
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let child = std::process::Command::new(std::env::current_exe()?)
+        .args([
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--max-sessions",
+            "4096",
+        ])
+        .env("LEDGERSHIELD_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .context("starting the server")?;
+    let pid = child.id();
+    Ok((
+        format!("http://127.0.0.1:{port}"),
+        Some(pid),
+        Some(ChildGuard(child)),
+    ))
+}
+
+/// Wait up to 20 s for `GET /health` to answer 200.
+async fn wait_for(authority: &str, base: &str) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        if let Ok(mut c) = Conn::connect(authority).await {
+            if c.send("GET", "/health", None, None)
+                .await
+                .is_ok_and(|r| r.status == 200)
+            {
+                return Ok(());
+            }
         }
+        if start.elapsed() > Duration::from_secs(20) {
+            bail!("server at {base} did not come up");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Solo references: the score sequence of a worker that starts at case `start`, played alone in
+/// a fresh session. Workers that start at the same case share one reference.
+async fn solo_references(
+    args: &LoadArgs,
+    authority: &str,
+    cases: &[String],
+    run_tag: &str,
+) -> Result<BTreeMap<(usize, usize), Vec<f64>>> {
+    let mut solo = BTreeMap::new();
+    for &conc in &args.concurrency {
+        let conc = conc.max(1);
+        let per_worker = args.episodes.div_ceil(conc);
+        for start in 0..conc.min(cases.len()) {
+            if solo.contains_key(&(start, per_worker)) {
+                continue;
+            }
+            let session = format!("load-{run_tag}-solo-{start}-{per_worker}");
+            let (mut scores, mut lat) = (Vec::with_capacity(per_worker), Vec::new());
+            let (mut conn, mut scripts) = (Conn::connect(authority).await?, BTreeMap::new());
+            for i in 0..per_worker {
+                let case = &cases[(start + i) % cases.len()];
+                scores.push(
+                    play(&mut conn, &mut scripts, &session, case, &mut lat)
+                        .await?
+                        .0,
+                );
+            }
+            solo.insert((start, per_worker), scores);
+        }
+    }
+    Ok(solo)
+}
+
+/// One worker of a timed run: `per_worker` episodes (or transport-floor rounds of seven
+/// `GET /health`), each episode's score checked against the worker's solo reference.
+async fn worker(
+    authority: String,
+    cases: Vec<String>,
+    solo: Vec<f64>,
+    session: String,
+    w: usize,
+    per_worker: usize,
+    floor: bool,
+) -> Result<Sample> {
+    let mut s = Sample {
+        latencies_us: Vec::with_capacity(per_worker * 7),
+        interference: 0,
+        episodes: 0,
     };
+    let (mut conn, mut scripts) = (Conn::connect(&authority).await?, BTreeMap::new());
+    for i in 0..per_worker {
+        if floor {
+            for _ in 0..7 {
+                let t = Instant::now();
+                let ok = conn.send("GET", "/health", None, None).await?.status == 200;
+                s.latencies_us.push(t.elapsed().as_micros() as u64);
+                s.interference += usize::from(!ok);
+            }
+            s.episodes += 1;
+            continue;
+        }
+        let case = &cases[(w + i) % cases.len()];
+        let (score, consistent) =
+            play(&mut conn, &mut scripts, &session, case, &mut s.latencies_us).await?;
+        if !consistent || score.to_bits() != solo[i].to_bits() {
+            s.interference += 1;
+        }
+        s.episodes += 1;
+    }
+    Ok(s)
+}
+
+/// What a timed run needs besides its round, concurrency and kind.
+struct Target<'a> {
+    authority: &'a str,
+    pid: Option<u32>,
+    cases: &'a [String],
+    solo: &'a BTreeMap<(usize, usize), Vec<f64>>,
+    run_tag: &'a str,
+    episodes: usize,
+}
+
+/// One timed run at concurrency `conc`: its figures as a report row.
+async fn timed_run(
+    t: &Target<'_>,
+    round: u32,
+    conc: usize,
+    floor: bool,
+) -> Result<serde_json::Value> {
+    let per_worker = t.episodes.div_ceil(conc);
+    let before = t.pid.and_then(proc_stat);
+    let t0 = Instant::now();
+    let mut handles = Vec::new();
+    for w in 0..conc {
+        handles.push(tokio::spawn(worker(
+            t.authority.to_owned(),
+            t.cases.to_vec(),
+            t.solo[&(w % t.cases.len(), per_worker)].clone(),
+            format!("load-{}-r{round}-{conc}-{w}", t.run_tag),
+            w,
+            per_worker,
+            floor,
+        )));
+    }
+    let mut lat = Vec::new();
+    let (mut episodes, mut interference) = (0, 0);
+    for h in handles {
+        let s = h.await??;
+        lat.extend(s.latencies_us);
+        episodes += s.episodes;
+        interference += s.interference;
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let after = t.pid.and_then(proc_stat);
+    lat.sort_unstable();
+    let per_episode_ms = |f: fn(&ProcSample) -> f64| match (before, after) {
+        (Some(b), Some(a)) => {
+            Some(((f(&a) - f(&b)) * 1000.0 / episodes as f64 * 1000.0).round() / 1000.0)
+        }
+        _ => None,
+    };
+    Ok(json!({
+        "round": round,
+        "kind": if floor { "transport_floor" } else { "episodes" },
+        "concurrency": conc,
+        "episodes": episodes,
+        "requests": lat.len(),
+        "wall_s": (wall * 1000.0).round() / 1000.0,
+        "episodes_per_s": (episodes as f64 / wall * 10.0).round() / 10.0,
+        "steps_per_s": ((lat.len() - episodes) as f64 / wall * 10.0).round() / 10.0,
+        "latency_ms_p50": pct(&lat, 0.50),
+        "latency_ms_p99": pct(&lat, 0.99),
+        "server_cpu_ms_per_episode": per_episode_ms(|p| p.user_s + p.system_s),
+        "server_cpu_user_ms_per_episode": per_episode_ms(|p| p.user_s),
+        "server_cpu_system_ms_per_episode": per_episode_ms(|p| p.system_s),
+        "server_rss_mb": after.map(|a| (a.rss_kb as f64 / 1024.0 * 10.0).round() / 10.0),
+        "interference_errors": interference,
+    }))
+}
+
+/// The report as a table: every run, then the medians over rounds.
+fn print_table(out: &serde_json::Value, base: &str) {
+    println!(
+        "server {base}  idle RSS {} MB (before any episode)",
+        out["idle_rss_mb"]
+    );
+    println!(
+        "{:>23} {:>5} {:>8} {:>11} {:>10} {:>9} {:>9} {:>14} {:>6} {:>6} {:>8} {:>12}",
+        "run",
+        "conc",
+        "episodes",
+        "episodes/s",
+        "steps/s",
+        "p50 ms",
+        "p99 ms",
+        "cpu ms/episode",
+        "user",
+        "system",
+        "RSS MB",
+        "interference"
+    );
+    let rows = out["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| (r, ""))
+        .chain(
+            out["medians"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| (r, "median ")),
+        );
+    for (r, tag) in rows {
+        println!(
+            "{:>23} {:>5} {:>8} {:>11} {:>10} {:>9.3} {:>9.3} {:>14} {:>6} {:>6} {:>8} {:>12}",
+            format!("{tag}{}", r["kind"].as_str().unwrap_or("")),
+            r["concurrency"],
+            r["episodes"],
+            r["episodes_per_s"],
+            r["steps_per_s"],
+            r["latency_ms_p50"].as_f64().unwrap_or(0.0),
+            r["latency_ms_p99"].as_f64().unwrap_or(0.0),
+            r["server_cpu_ms_per_episode"],
+            r["server_cpu_user_ms_per_episode"],
+            r["server_cpu_system_ms_per_episode"],
+            r["server_rss_mb"],
+            r["interference_errors"]
+        );
+    }
+}
+
+pub fn run(args: LoadArgs) -> Result<()> {
+    let (base, pid, _guard) = server(&args)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     rt.block_on(async move {
         let authority = http1::authority(&base)?;
-        // Wait for the server.
-        let start = Instant::now();
-        loop {
-            if let Ok(mut c) = Conn::connect(&authority).await {
-                if c.send("GET", "/health", None, None).await.is_ok_and(|r| r.status == 200) {
-                    break;
-                }
-            }
-            if start.elapsed() > Duration::from_secs(20) {
-                bail!("server at {base} did not come up");
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let cases: Vec<String> = {
-            let mut ids = Vec::new();
-            for n in ["A-001", "A-002", "A-003", "A-004", "B-001", "B-002", "B-003", "B-004", "B-005", "C-001", "C-002", "C-003", "C-004", "D-001", "D-002", "D-003", "D-004", "D-005", "D-006", "E-001", "E-002"] {
-                ids.push(format!("CASE-{n}"));
-            }
-            ids
-        };
+        wait_for(&authority, &base).await?;
+        let cases: Vec<String> = CASES.iter().map(|n| format!("CASE-{n}")).collect();
         let idle_rss = pid.and_then(proc_stat).map(|s| s.rss_kb);
         // Sessions keep institutional memory across episodes, so every run gets session ids of its
         // own: a second run against the same `--url` server must not inherit the first run's memory.
-        let run_tag = format!("{:x}-{:x}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0));
-        let mut report = Vec::new();
-        // Solo reference: the score sequence of a worker that starts at case `start`, played alone
-        // in a fresh session. Workers that start at the same case share one reference.
-        let mut solo: BTreeMap<(usize, usize), Vec<f64>> = BTreeMap::new();
-        for &conc in &args.concurrency {
-            let conc = conc.max(1);
-            let per_worker = args.episodes.div_ceil(conc);
-            for start in 0..conc.min(cases.len()) {
-                if solo.contains_key(&(start, per_worker)) {
-                    continue;
-                }
-                let session = format!("load-{run_tag}-solo-{start}-{per_worker}");
-                let (mut scores, mut lat) = (Vec::with_capacity(per_worker), Vec::new());
-                let (mut conn, mut scripts) = (Conn::connect(&authority).await?, BTreeMap::new());
-                for i in 0..per_worker {
-                    scores.push(play(&mut conn, &mut scripts, &session, &cases[(start + i) % cases.len()], &mut lat).await?.0);
-                }
-                solo.insert((start, per_worker), scores);
-            }
-        }
-        let runs: Vec<(usize, bool)> = args.concurrency.iter().flat_map(|&c| [(c.max(1), false), (c.max(1), true)]).filter(|&(_, floor)| !floor || args.transport_floor).collect();
+        let run_tag = format!(
+            "{:x}-{:x}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_micros())
+                .unwrap_or(0)
+        );
+        let solo = solo_references(&args, &authority, &cases, &run_tag).await?;
+        let target = Target {
+            authority: &authority,
+            pid,
+            cases: &cases,
+            solo: &solo,
+            run_tag: &run_tag,
+            episodes: args.episodes,
+        };
+        let runs: Vec<(usize, bool)> = args
+            .concurrency
+            .iter()
+            .flat_map(|&c| [(c.max(1), false), (c.max(1), true)])
+            .filter(|&(_, floor)| !floor || args.transport_floor)
+            .collect();
         // Rounds alternate over the runs (not run after run) so slow phases of the machine spread
         // over every concurrency level alike.
-        let rounds = (1..=args.rounds).flat_map(|round| runs.iter().map(move |&(conc, floor)| (round, conc, floor)));
-        for (round, conc, floor) in rounds {
-            let per_worker = args.episodes.div_ceil(conc);
-            let before = pid.and_then(proc_stat);
-            let t0 = Instant::now();
-            let mut handles = Vec::new();
-            for w in 0..conc {
-                let authority = authority.clone();
-                let cases = cases.clone();
-                let solo = solo[&(w % cases.len(), per_worker)].clone();
-                let session = format!("load-{run_tag}-r{round}-{conc}-{w}");
-                handles.push(tokio::spawn(async move {
-                    let mut s = Sample { latencies_us: Vec::with_capacity(per_worker * 7), interference: 0, episodes: 0 };
-                    let (mut conn, mut scripts) = (Conn::connect(&authority).await?, BTreeMap::new());
-                    for i in 0..per_worker {
-                        if floor {
-                            for _ in 0..7 {
-                                let t = Instant::now();
-                                let ok = conn.send("GET", "/health", None, None).await?.status == 200;
-                                s.latencies_us.push(t.elapsed().as_micros() as u64);
-                                s.interference += usize::from(!ok);
-                            }
-                            s.episodes += 1;
-                            continue;
-                        }
-                        let case = &cases[(w + i) % cases.len()];
-                        let (score, consistent) = play(&mut conn, &mut scripts, &session, case, &mut s.latencies_us).await?;
-                        if !consistent || score.to_bits() != solo[i].to_bits() {
-                            s.interference += 1;
-                        }
-                        s.episodes += 1;
-                    }
-                    anyhow::Ok(s)
-                }));
+        let mut report = Vec::new();
+        for round in 1..=args.rounds {
+            for &(conc, floor) in &runs {
+                report.push(timed_run(&target, round, conc, floor).await?);
             }
-            let mut lat = Vec::new();
-            let (mut episodes, mut interference) = (0, 0);
-            for h in handles {
-                let s = h.await??;
-                lat.extend(s.latencies_us);
-                episodes += s.episodes;
-                interference += s.interference;
-            }
-            let wall = t0.elapsed().as_secs_f64();
-            let after = pid.and_then(proc_stat);
-            lat.sort_unstable();
-            let per_episode_ms = |f: fn(&ProcSample) -> f64| match (before, after) {
-                (Some(b), Some(a)) => Some(((f(&a) - f(&b)) * 1000.0 / episodes as f64 * 1000.0).round() / 1000.0),
-                _ => None,
-            };
-            let cpu_ms_per_episode = per_episode_ms(|p| p.user_s + p.system_s);
-            report.push(json!({
-                "round": round,
-                "kind": if floor { "transport_floor" } else { "episodes" },
-                "concurrency": conc,
-                "episodes": episodes,
-                "requests": lat.len(),
-                "wall_s": (wall * 1000.0).round() / 1000.0,
-                "episodes_per_s": (episodes as f64 / wall * 10.0).round() / 10.0,
-                "steps_per_s": ((lat.len() - episodes) as f64 / wall * 10.0).round() / 10.0,
-                "latency_ms_p50": pct(&lat, 0.50),
-                "latency_ms_p99": pct(&lat, 0.99),
-                "server_cpu_ms_per_episode": cpu_ms_per_episode,
-                "server_cpu_user_ms_per_episode": per_episode_ms(|p| p.user_s),
-                "server_cpu_system_ms_per_episode": per_episode_ms(|p| p.system_s),
-                "server_rss_mb": after.map(|a| (a.rss_kb as f64 / 1024.0 * 10.0).round() / 10.0),
-                "interference_errors": interference,
-            }));
         }
-        let medians = if args.rounds > 1 { median_rows(&report) } else { Vec::new() };
+        let medians = if args.rounds > 1 {
+            median_rows(&report)
+        } else {
+            Vec::new()
+        };
         let out = json!({"server": base, "idle_rss_mb": idle_rss.map(|r| (r as f64 / 1024.0 * 10.0).round() / 10.0), "runs": report, "medians": medians});
         if args.json {
             println!("{}", serde_json::to_string_pretty(&out)?);
         } else {
-            println!("server {base}  idle RSS {} MB (before any episode)", out["idle_rss_mb"]);
-            println!("{:>23} {:>5} {:>8} {:>11} {:>10} {:>9} {:>9} {:>14} {:>6} {:>6} {:>8} {:>12}", "run", "conc", "episodes", "episodes/s", "steps/s", "p50 ms", "p99 ms", "cpu ms/episode", "user", "system", "RSS MB", "interference");
-            let rows = out["runs"].as_array().into_iter().flatten().map(|r| (r, "")).chain(out["medians"].as_array().into_iter().flatten().map(|r| (r, "median ")));
-            for (r, tag) in rows {
-                println!(
-                    "{:>23} {:>5} {:>8} {:>11} {:>10} {:>9.3} {:>9.3} {:>14} {:>6} {:>6} {:>8} {:>12}",
-                    format!("{tag}{}", r["kind"].as_str().unwrap_or("")),
-                    r["concurrency"], r["episodes"], r["episodes_per_s"], r["steps_per_s"], r["latency_ms_p50"].as_f64().unwrap_or(0.0), r["latency_ms_p99"].as_f64().unwrap_or(0.0), r["server_cpu_ms_per_episode"], r["server_cpu_user_ms_per_episode"], r["server_cpu_system_ms_per_episode"], r["server_rss_mb"], r["interference_errors"]
-                );
-            }
+            print_table(&out, &base);
         }
-        let total_interference: u64 = out["runs"].as_array().into_iter().flatten().map(|r| r["interference_errors"].as_u64().unwrap_or(0)).sum();
+        let total_interference: u64 = report
+            .iter()
+            .map(|r| r["interference_errors"].as_u64().unwrap_or(0))
+            .sum();
         if total_interference > 0 {
             bail!("{total_interference} episode(s) diverged from their solo result under concurrency");
         }

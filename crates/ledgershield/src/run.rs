@@ -4,7 +4,7 @@
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
-use ls_agents::llm::ContractPrinter;
+use ls_agents::llm::{ContractPrinter, PromptOptions};
 use ls_agents::{
     offline_agent, run_episode, Agent, EpisodeRecord, HttpEnv, LlmAgent, LlmConfig, LocalEnv,
     StepObserver,
@@ -86,6 +86,16 @@ pub struct RunArgs {
     /// Reply token cap per model call (llm agent; default: the capability tier's).
     #[arg(long)]
     pub max_tokens: Option<u32>,
+    /// llm agent: show the evidence ledger (what the episode revealed so far) in each step prompt.
+    #[arg(long)]
+    pub llm_ledger: bool,
+    /// llm agent: show the observation's legal candidate actions, numbered, in each step prompt.
+    #[arg(long)]
+    pub llm_candidates: bool,
+    /// llm agent: decode against the candidate actions (the action taken is always one of them;
+    /// implies --llm-candidates).
+    #[arg(long)]
+    pub llm_constrain: bool,
     /// Database path.
     #[arg(long, env = "LEDGERSHIELD_DB_PATH", default_value = ls_store::DEFAULT_DB_PATH)]
     pub db: PathBuf,
@@ -272,16 +282,23 @@ pub fn make_agent(args: &RunArgs) -> Result<Box<dyn Agent>> {
             .api_base
             .clone()
             .context("--api-base (or API_BASE_URL) is required for the llm agent")?;
-        return Ok(Box::new(LlmAgent::new(LlmConfig {
-            api_base: base,
-            model: args.model.clone(),
-            api_key: llm_key_from_env(),
-            temperature: args.temperature,
-            timeout: Duration::from_secs(args.timeout_secs.clamp(1, 600)),
-            max_retries: args.retries.min(8),
-            backoff: Duration::from_millis(500),
-            max_tokens: args.max_tokens.map(|t| t.clamp(1, 32_768)),
-        })));
+        return Ok(Box::new(
+            LlmAgent::new(LlmConfig {
+                api_base: base,
+                model: args.model.clone(),
+                api_key: llm_key_from_env(),
+                temperature: args.temperature,
+                timeout: Duration::from_secs(args.timeout_secs.clamp(1, 600)),
+                max_retries: args.retries.min(8),
+                backoff: Duration::from_millis(500),
+                max_tokens: args.max_tokens.map(|t| t.clamp(1, 32_768)),
+            })
+            .with_options(PromptOptions {
+                ledger: args.llm_ledger,
+                candidates: args.llm_candidates || args.llm_constrain,
+                constrain: args.llm_constrain,
+            }),
+        ));
     }
     offline_agent(&args.agent).with_context(|| {
         format!(
@@ -352,13 +369,37 @@ pub fn run(args: RunArgs) -> Result<()> {
         OutputFormat::Table
     });
     let mut agent = make_agent(&args)?;
+    let cases = select_cases(&args, &set)?;
+    let pass_k = args.pass_k.clamp(1, 16);
+    let run_id = new_run_id(&args.agent, args.seed);
+    let records = play_all(&args, &set, &cases, agent.as_mut(), format, &run_id)?;
+    let out = RunOut {
+        run_id: run_id.clone(),
+        agent: agent.name(),
+        model: agent.model(),
+        agent_type: agent.agent_type(),
+        suite: format!("{:?}", args.suite).to_lowercase(),
+        seed: args.seed,
+        pass_k,
+        episodes: records.iter().map(|(_, t, r)| episode_out(*t, r)).collect(),
+        metrics: metrics(&records, args.pass_threshold, agent.api_calls()),
+    };
+    if !args.no_store {
+        store_run(&args, &out, &records)?;
+    }
+    print_run(format, &out)
+}
+
+/// The cases to play: the suite's (generated ones from `--seed`), or the `--cases` named in it
+/// (over `--url`, the server's own cases: an id the suite lacks is sent as it is).
+fn select_cases(args: &RunArgs, set: &FixtureSet) -> Result<Vec<Case>> {
     let suite_cases = if args.url.is_some() && args.suite != Suite::Public {
         bail!("--url plays the server's own cases; use --suite public with --url")
     } else {
-        suite_cases(&set, args.suite, args.seed)?
+        suite_cases(set, args.suite, args.seed)?
     };
     let cases: Vec<Case> = if args.cases.is_empty() {
-        suite_cases.clone()
+        suite_cases
     } else {
         let mut out = Vec::new();
         for id in &args.cases {
@@ -377,6 +418,21 @@ pub fn run(args: RunArgs) -> Result<()> {
     if cases.len() > 10_000 {
         bail!("too many cases ({})", cases.len());
     }
+    Ok(cases)
+}
+
+/// One recorded episode: the case it played (when known), its trial and its record.
+type Played<'a> = (Option<&'a Case>, u32, EpisodeRecord);
+
+/// Every case `pass_k` times, in-process or over `--url` (a session per episode, closed after).
+fn play_all<'a>(
+    args: &RunArgs,
+    set: &FixtureSet,
+    cases: &'a [Case],
+    agent: &mut dyn Agent,
+    format: OutputFormat,
+    run_id: &str,
+) -> Result<Vec<Played<'a>>> {
     let pool = Arc::new(CasePool::from_parts(
         cases.iter().cloned().map(Arc::new).collect(),
         Arc::new(set.master.clone()),
@@ -393,13 +449,12 @@ pub fn run(args: RunArgs) -> Result<()> {
         ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let run_id = new_run_id(&args.agent, args.seed);
     let mut tee = Tee {
         contract: (format == OutputFormat::Contract)
             .then(|| ContractPrinter::new(std::io::stdout(), &agent.model())),
         bar: &bar,
     };
-    let mut records: Vec<(Option<&Case>, u32, EpisodeRecord)> = Vec::new();
+    let mut records: Vec<Played<'a>> = Vec::new();
     let closer_http = match &args.url {
         Some(_) => {
             catch_interrupts();
@@ -411,7 +466,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         }
         None => None,
     };
-    for case in &cases {
+    for case in cases {
         for t in 0..pass_k {
             let req = ResetRequest {
                 case_id: Some(case.case_id.clone()),
@@ -435,7 +490,7 @@ pub fn run(args: RunArgs) -> Result<()> {
                         inner: &mut http,
                         failure: None,
                     };
-                    let rec = run_episode(agent.as_mut(), &mut client, &req, seed, &mut tee);
+                    let rec = run_episode(agent, &mut client, &req, seed, &mut tee);
                     if let Some(why) = client.failure {
                         // The server is unreachable or refused the reset: not an agent failure.
                         bar.finish_and_clear();
@@ -448,13 +503,7 @@ pub fn run(args: RunArgs) -> Result<()> {
                 }
                 None => {
                     let mut env = Environment::new(pool.clone(), EnvConfig { track_mode: mode });
-                    run_episode(
-                        agent.as_mut(),
-                        &mut LocalEnv::new(&mut env),
-                        &req,
-                        seed,
-                        &mut tee,
-                    )
+                    run_episode(agent, &mut LocalEnv::new(&mut env), &req, seed, &mut tee)
                 }
             };
             bar.inc(1);
@@ -462,21 +511,26 @@ pub fn run(args: RunArgs) -> Result<()> {
         }
     }
     bar.finish_and_clear();
+    Ok(records)
+}
 
-    let episodes: Vec<EpisodeOut> = records
-        .iter()
-        .map(|(_, t, r)| EpisodeOut {
-            case_id: r.case_id.clone(),
-            trial: *t,
-            final_score: r.final_score,
-            result_class: r.result_class.clone(),
-            decision: r.decision.clone(),
-            steps: r.steps,
-            reward: r.total_reward,
-            unsafe_release: r.unsafe_release,
-            errors: r.errors.clone(),
-        })
-        .collect();
+fn episode_out(trial: u32, r: &EpisodeRecord) -> EpisodeOut {
+    EpisodeOut {
+        case_id: r.case_id.clone(),
+        trial,
+        final_score: r.final_score,
+        result_class: r.result_class.clone(),
+        decision: r.decision.clone(),
+        steps: r.steps,
+        reward: r.total_reward,
+        unsafe_release: r.unsafe_release,
+        errors: r.errors.clone(),
+    }
+}
+
+/// The run's figures over its episodes (pass rates against `pass_threshold`).
+fn metrics(records: &[Played], pass_threshold: f64, api_calls: u64) -> Metrics {
+    let episodes: Vec<&EpisodeRecord> = records.iter().map(|p| &p.2).collect();
     let n = episodes.len().max(1) as f64;
     let mut classes = BTreeMap::new();
     for e in &episodes {
@@ -489,7 +543,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             .or_default()
             .push(e.final_score);
     }
-    let metrics = Metrics {
+    Metrics {
         episode_count: episodes.len(),
         case_count: per_case.len(),
         mean_score: r4(episodes.iter().map(|e| e.final_score).sum::<f64>() / n),
@@ -499,102 +553,98 @@ pub fn run(args: RunArgs) -> Result<()> {
             .fold(f64::INFINITY, f64::min)
             .min(1.0)),
         unsafe_release_rate: r4(episodes.iter().filter(|e| e.unsafe_release).count() as f64 / n),
-        control_satisfied_resolution_rate: r4(records
+        control_satisfied_resolution_rate: r4(episodes
             .iter()
-            .map(|r| r.2.control_satisfied_resolution)
+            .map(|r| r.control_satisfied_resolution)
             .sum::<f64>()
             / n),
         pass_rate: r4(episodes
             .iter()
-            .filter(|e| e.final_score >= args.pass_threshold)
+            .filter(|e| e.final_score >= pass_threshold)
             .count() as f64
             / n),
         pass_k_consistent_rate: r4(per_case
             .values()
-            .filter(|v| v.iter().all(|s| *s >= args.pass_threshold))
+            .filter(|v| v.iter().all(|s| *s >= pass_threshold))
             .count() as f64
             / per_case.len().max(1) as f64),
         mean_steps: r4(episodes.iter().map(|e| f64::from(e.steps)).sum::<f64>() / n),
-        mean_reward: r4(episodes.iter().map(|e| e.reward).sum::<f64>() / n),
+        mean_reward: r4(episodes.iter().map(|e| e.total_reward).sum::<f64>() / n),
         result_class_counts: classes,
-        api_calls: agent.api_calls(),
-    };
-    let out = RunOut {
-        run_id: run_id.clone(),
-        agent: agent.name(),
-        model: agent.model(),
-        agent_type: agent.agent_type(),
-        suite: format!("{:?}", args.suite).to_lowercase(),
-        seed: args.seed,
-        pass_k,
-        episodes,
-        metrics,
-    };
-
-    if !args.no_store {
-        let mut store =
-            Store::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
-        let rows: Vec<EpisodeRow> = records
-            .iter()
-            .enumerate()
-            .map(|(i, (case, _, r))| EpisodeRow {
-                run_id: run_id.clone(),
-                idx: i as u32,
-                case_id: r.case_id.clone(),
-                base_case_id: base_case(*case, &r.case_id),
-                task_type: r.task_type.clone(),
-                final_score: r.final_score,
-                result_class: r.result_class.clone(),
-                decision: r.decision.clone(),
-                steps: r.steps,
-                total_reward: r.total_reward,
-                record: serde_json::to_value(r).unwrap_or_default(),
-            })
-            .collect();
-        let row = RunRow {
-            run_id: run_id.clone(),
-            kind: "run".into(),
-            agent: out.agent.clone(),
-            model: out.model.clone(),
-            agent_type: out.agent_type.clone(),
-            seed: args.seed,
-            created_at: ls_store::utc_now(),
-            case_count: out.metrics.case_count as u32,
-            mean_score: out.metrics.mean_score,
-            // The suite rides in the summary so the workbench's run list can show it.
-            summary: {
-                let mut s = serde_json::to_value(&out.metrics)?;
-                s["suite"] = out.suite.clone().into();
-                // Provenance read by `report` when the run is put on the leaderboard.
-                s["pass_k"] = pass_k.into();
-                s["pass_threshold"] = args.pass_threshold.into();
-                s["track_mode"] = if args.url.is_some() {
-                    "server-configured".into()
-                } else {
-                    mode.as_str().into()
-                };
-                s["source"] = if args.url.is_some() {
-                    "server"
-                } else {
-                    "in-process"
-                }
-                .into();
-                if let Some(url) = &args.url {
-                    s["server"] = server_origin(url).into();
-                }
-                if args.agent == "llm" {
-                    s["temperature"] = args.temperature.into();
-                }
-                s
-            },
-        };
-        store.insert_run(&row, &rows)?;
-        eprintln!("stored run {run_id} in {}", args.db.display());
+        api_calls,
     }
+}
 
+/// Store the run and its episodes, with the provenance `report` reads in the run's summary.
+fn store_run(args: &RunArgs, out: &RunOut, records: &[Played]) -> Result<()> {
+    let run_id = &out.run_id;
+    let mut store =
+        Store::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
+    let rows: Vec<EpisodeRow> = records
+        .iter()
+        .enumerate()
+        .map(|(i, (case, _, r))| EpisodeRow {
+            run_id: run_id.clone(),
+            idx: i as u32,
+            case_id: r.case_id.clone(),
+            base_case_id: base_case(*case, &r.case_id),
+            task_type: r.task_type.clone(),
+            final_score: r.final_score,
+            result_class: r.result_class.clone(),
+            decision: r.decision.clone(),
+            steps: r.steps,
+            total_reward: r.total_reward,
+            record: serde_json::to_value(r).unwrap_or_default(),
+        })
+        .collect();
+    let row = RunRow {
+        run_id: run_id.clone(),
+        kind: "run".into(),
+        agent: out.agent.clone(),
+        model: out.model.clone(),
+        agent_type: out.agent_type.clone(),
+        seed: args.seed,
+        created_at: ls_store::utc_now(),
+        case_count: out.metrics.case_count as u32,
+        mean_score: out.metrics.mean_score,
+        summary: run_summary(args, out)?,
+    };
+    store.insert_run(&row, &rows)?;
+    eprintln!("stored run {run_id} in {}", args.db.display());
+    Ok(())
+}
+
+/// The metrics plus the suite (the workbench's run list shows it) and the provenance read by
+/// `report` when the run is put on the leaderboard.
+fn run_summary(args: &RunArgs, out: &RunOut) -> Result<serde_json::Value> {
+    let mut s = serde_json::to_value(&out.metrics)?;
+    s["suite"] = out.suite.clone().into();
+    s["pass_k"] = out.pass_k.into();
+    s["pass_threshold"] = args.pass_threshold.into();
+    s["track_mode"] = if args.url.is_some() {
+        "server-configured".into()
+    } else {
+        TrackMode::parse(&args.track_mode).as_str().into()
+    };
+    s["source"] = if args.url.is_some() {
+        "server"
+    } else {
+        "in-process"
+    }
+    .into();
+    if let Some(url) = &args.url {
+        s["server"] = server_origin(url).into();
+    }
+    if args.agent == "llm" {
+        s["temperature"] = args.temperature.into();
+    }
+    Ok(s)
+}
+
+fn print_run(format: OutputFormat, out: &RunOut) -> Result<()> {
     match format {
         OutputFormat::Contract => {}
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&out)?),
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(out)?),
         OutputFormat::Table => {
             println!(
                 "{:<34} {:>6} {:<30} {:<15} {:>5} {:>8}",
@@ -607,7 +657,7 @@ pub fn run(args: RunArgs) -> Result<()> {
                 );
             }
             let m = &out.metrics;
-            println!("\nagent {} ({}): mean {:.4}, min {:.4}, unsafe release rate {:.4}, CSR {:.4}, pass rate {:.4}, pass^{} consistent {:.4}", out.agent, out.model, m.mean_score, m.min_score, m.unsafe_release_rate, m.control_satisfied_resolution_rate, m.pass_rate, pass_k, m.pass_k_consistent_rate);
+            println!("\nagent {} ({}): mean {:.4}, min {:.4}, unsafe release rate {:.4}, CSR {:.4}, pass rate {:.4}, pass^{} consistent {:.4}", out.agent, out.model, m.mean_score, m.min_score, m.unsafe_release_rate, m.control_satisfied_resolution_rate, m.pass_rate, out.pass_k, m.pass_k_consistent_rate);
         }
     }
     Ok(())

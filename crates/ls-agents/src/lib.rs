@@ -1,22 +1,29 @@
 //! `ls-agents`: agents that play LedgerShield through its public interface only.
 //!
+//! * [`action`]: the [`Action`] an agent takes (action name and JSON payload).
+//! * [`prompt`]: the action protocol: the system message (tool lists generated from the action
+//!   catalogue), the step prompt and the reply that answers it.
 //! * [`client`]: the environment interface ([`EnvClient`]) with in-process and HTTP implementations.
 //! * [`runner`]: the [`Agent`] trait, [`run_episode`] and the recorded [`EpisodeRecord`].
 //! * [`baselines`]: seeded `random`, `naive-pay`, `always-escalate`.
 //! * [`teacher`]: the deterministic investigating teacher (observations and tool results only).
 //! * [`redteam`]: evidence-blind gaming policies (the red-team suite's agents).
 //! * [`learned`]: the learned attacker (blind probe features, per-family scan, random forest, acting policy).
+//! * [`ledger`]: the evidence ledger a policy can be shown (ids, values, OCR lines revealed so far).
 //! * [`facts`]: reading OCR lines into invoices and emails with their token references.
 //! * [`llm`]: an OpenAI-compatible chat-completions agent with capability tiers, output repair,
 //!   retries and the `[START]`/`[STEP]`/`[END]` stdout contract.
 //!
 //! No agent reads `case.gold` or the hidden world: they see `StepEnvelope`s, nothing else.
 
+pub mod action;
 pub mod baselines;
 pub mod client;
 pub mod facts;
 pub mod learned;
+pub mod ledger;
 pub mod llm;
+pub mod prompt;
 pub mod redteam;
 pub mod runner;
 pub mod teacher;

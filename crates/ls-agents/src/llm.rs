@@ -1,7 +1,7 @@
 //! An agent for any OpenAI-compatible chat-completions endpoint, and the **action protocol** that
 //! training data is written in.
 //!
-//! Each step the model sees [`SYSTEM_PROMPT`] and [`step_prompt`] (a compact, bounded projection of
+//! Each step the model sees [`system_prompt`] and [`step_prompt`] (a compact, bounded projection of
 //! the observation and the previous action types) and answers with one JSON action, written by
 //! [`action_target`]. `run_episode` records that prompt on every step, so `ledgershield export
 //! --format steps` teaches exactly what this agent asks: a model that reproduces the recorded
@@ -9,11 +9,15 @@
 //! malformed output is repaired when the capability tier allows it; refusals and unusable output
 //! fall back to a safe `NEEDS_REVIEW` submission, so a run never crashes on a bad model.
 
+use crate::ledger::EvidenceLedger;
+pub use crate::prompt::{
+    action_target, compact_ascii_json, step_prompt, system_prompt, PromptOptions, MAX_HISTORY,
+};
+use crate::prompt::{candidate_action, choose_candidate, extend_prompt};
 use crate::runner::{Action, Agent, EpisodeRecord, StepObserver, StepRecord};
 use ls_env::StepEnvelope;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Duration;
 
@@ -118,72 +122,9 @@ pub struct LlmAgent {
     /// The rest of a plan reply, played before the model is asked again.
     queue: std::collections::VecDeque<Action>,
     hint: crate::teacher::TeacherAgent,
-}
-
-/// The system message of every model call (the protocol's fixed part).
-pub const SYSTEM_PROMPT: &str = "You are a LedgerShield accounts-payable control agent in a partially observable environment. \
-Investigate with tools, use interventions when evidence calls for them, then submit a decision. \
-Reply with exactly one JSON object and nothing else: {\"action_type\": \"...\", \"payload\": {...}}. \
-Investigation actions: zoom, get_doc_crop, ocr, lookup_vendor, lookup_vendor_history, lookup_policy, lookup_po, lookup_receipt, search_ledger, inspect_email_thread, compare_bank_account. \
-Interventions: request_callback_verification, freeze_vendor_profile, request_bank_change_approval_chain, request_po_reconciliation, request_additional_receipt_evidence, route_to_procurement, route_to_security, flag_duplicate_cluster_review, create_human_handoff. \
-Final: submit_decision with payload {decision: PAY|HOLD|NEEDS_REVIEW|ESCALATE_FRAUD, confidence, reason_codes, policy_checks, evidence_map, counterfactual}.";
-
-/// Longest text of the last tool result shown to the model.
-const MAX_RESULT_CHARS: usize = 3_000;
-/// Most previous action types shown (and recorded) per prompt.
-pub const MAX_HISTORY: usize = 24;
-
-/// The user message for one step: the observation in `last` and the previous action types
-/// (`history`, at most [`MAX_HISTORY`] are shown). `hint` is the hybrid tier's planner suggestion.
-pub fn step_prompt(last: &StepEnvelope, history: &[String], hint: Option<&Action>) -> String {
-    let o = &last.observation;
-    let mut result = serde_json::to_string(&o.last_tool_result).unwrap_or_default();
-    if result.chars().count() > MAX_RESULT_CHARS {
-        result = result.chars().take(MAX_RESULT_CHARS).collect::<String>() + "…";
-    }
-    let docs: Vec<String> = o
-        .visible_documents
-        .iter()
-        .map(|d| format!("{} ({})", d.doc_id, d.doc_type))
-        .collect();
-    let artifacts: Vec<String> = o
-        .revealed_artifacts
-        .iter()
-        .map(|a| format!("{}: {}", a.artifact_id, a.summary))
-        .collect();
-    let shown = &history[..history.len().min(MAX_HISTORY)];
-    let mut s = format!(
-        "Case {} ({}), step {}/{}, budget {:.2}.\nInstruction: {}\nDocuments: {}\nObserved signals: {}\nPending artifacts: {}\nDelivered artifacts: {}\nPrevious actions: {}\nLast result: {}\n",
-        o.case_id,
-        o.task_type,
-        o.step_count,
-        o.max_steps,
-        o.budget_remaining,
-        o.instruction,
-        docs.join(", "),
-        o.risk_snapshot.observed_signals.join(", "),
-        o.pending_events.len(),
-        artifacts.join(" | "),
-        shown.join("; "),
-        result
-    );
-    if let Some(h) = hint {
-        s.push_str(&format!(
-            "A heuristic planner suggests: {}\n",
-            serde_json::to_string(h).unwrap_or_default()
-        ));
-    }
-    if o.max_steps.saturating_sub(o.step_count) <= 1 {
-        s.push_str("This is your last step: submit_decision now.\n");
-    }
-    s.push_str("Return JSON only.");
-    s
-}
-
-/// The reply that answers a step prompt with `action`: one compact JSON object (sorted keys,
-/// ASCII), `{"action_type": ..., "payload": {...}}`. [`parse_action`] reads it back unchanged.
-pub fn action_target(action: &Action) -> String {
-    compact_ascii_json(&json!({"action_type": action.action_type, "payload": action.payload}))
+    options: PromptOptions,
+    /// What the episode revealed so far (kept when `options.ledger`).
+    ledger: EvidenceLedger,
 }
 
 impl LlmAgent {
@@ -202,7 +143,16 @@ impl LlmAgent {
             history: Vec::new(),
             queue: std::collections::VecDeque::new(),
             hint: crate::teacher::TeacherAgent::new(),
+            options: PromptOptions::default(),
+            ledger: EvidenceLedger::default(),
         }
+    }
+
+    /// Show the policy more than the default prompt (the evidence ledger, the candidate
+    /// actions) and optionally decode against the candidates.
+    pub fn with_options(mut self, options: PromptOptions) -> Self {
+        self.options = options;
+        self
     }
 
     pub fn failures(&self) -> u64 {
@@ -210,7 +160,32 @@ impl LlmAgent {
     }
 
     fn prompt(&self, last: &StepEnvelope, hint: Option<&Action>) -> String {
-        step_prompt(last, &self.history, hint)
+        let base = step_prompt(last, &self.history, hint);
+        let o = self.options;
+        if !o.ledger && !o.candidates {
+            return base;
+        }
+        let cands = o
+            .candidates
+            .then(|| ls_env::candidates::candidates(&last.observation, last.done));
+        extend_prompt(&base, o.ledger.then_some(&self.ledger), cands.as_deref())
+    }
+
+    /// Candidate-constrained decoding: the candidate the reply chooses, else the `NEEDS_REVIEW`
+    /// submission among the candidates (a failure); `None` when there are no candidates.
+    fn constrained(&mut self, last: &StepEnvelope, reply: Option<&str>) -> Option<Action> {
+        let cands = ls_env::candidates::candidates(&last.observation, last.done);
+        if let Some(c) = reply.and_then(|r| choose_candidate(r, &cands)) {
+            return Some(candidate_action(c));
+        }
+        self.failures += 1;
+        cands
+            .iter()
+            .find(|c| {
+                c.action_type == "submit_decision"
+                    && c.payload.get("decision").and_then(Value::as_str) == Some("NEEDS_REVIEW")
+            })
+            .map(candidate_action)
     }
 
     fn call(&mut self, user: &str) -> Reply {
@@ -225,7 +200,7 @@ impl LlmAgent {
             "model": self.cfg.model,
             "temperature": self.cfg.temperature,
             "max_tokens": self.cfg.max_tokens.unwrap_or(self.profile.decision_tokens),
-            "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}],
+            "messages": [{"role": "system", "content": system_prompt()}, {"role": "user", "content": user}],
         });
         let mut last_err = String::new();
         for attempt in 0..=self.cfg.max_retries.min(8) {
@@ -304,7 +279,15 @@ impl LlmAgent {
             None
         };
         let prompt = self.prompt(last, suggestion.as_ref());
-        match self.call(&prompt) {
+        let reply = self.call(&prompt);
+        if self.options.constrain {
+            let text = match &reply {
+                Reply::Text(t) => Some(t.as_str()),
+                Reply::Refusal(_) | Reply::Failed(_) => None,
+            };
+            return self.constrained(last, text);
+        }
+        match reply {
             Reply::Text(t) => {
                 let mut acts = parse_actions(&t).or_else(|| {
                     if self.profile.repair_level == "partial" {
@@ -426,9 +409,15 @@ impl Agent for LlmAgent {
     fn begin(&mut self, reset: &StepEnvelope, seed: u64) {
         self.history.clear();
         self.queue.clear();
+        self.ledger = EvidenceLedger::default();
         self.hint.begin(reset, seed);
     }
     fn next_action(&mut self, last: &StepEnvelope) -> Action {
+        if self.options.ledger {
+            if let Ok(o) = serde_json::to_value(&last.observation) {
+                self.ledger.observe(&o);
+            }
+        }
         let action = match self.queue.pop_front() {
             Some(a) => Some(a),
             None => self.ask(last),
@@ -462,34 +451,6 @@ fn num(x: f64) -> String {
     } else {
         format!("{x:.2}")
     }
-}
-
-fn sorted(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let b: BTreeMap<&String, Value> = m.iter().map(|(k, x)| (k, sorted(x))).collect();
-            Value::Object(b.into_iter().map(|(k, x)| (k.clone(), x)).collect())
-        }
-        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
-        x => x.clone(),
-    }
-}
-
-/// Compact JSON with sorted keys and non-ASCII escaped.
-pub fn compact_ascii_json(v: &Value) -> String {
-    let s = serde_json::to_string(&sorted(v)).unwrap_or_else(|_| "null".into());
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_ascii() {
-            out.push(c);
-        } else {
-            let mut buf = [0u16; 2];
-            for u in c.encode_utf16(&mut buf) {
-                out.push_str(&format!("\\u{u:04x}"));
-            }
-        }
-    }
-    out
 }
 
 fn one_line(s: &str) -> String {

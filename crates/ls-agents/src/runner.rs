@@ -1,29 +1,11 @@
 //! The agent trait and the episode driver that records what happened.
 
+pub use crate::action::Action;
 use crate::client::{ClientError, EnvClient};
+use crate::prompt::{step_prompt, MAX_HISTORY};
 use ls_env::{ResetRequest, StepEnvelope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-
-/// One action an agent wants to take.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Action {
-    pub action_type: String,
-    pub payload: Map<String, Value>,
-}
-
-impl Action {
-    pub fn new(action_type: &str, payload: Value) -> Self {
-        let payload = match payload {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-        Self {
-            action_type: action_type.to_owned(),
-            payload,
-        }
-    }
-}
 
 /// An agent: sees observations (the reset envelope, then each step's envelope) and picks actions.
 pub trait Agent {
@@ -53,7 +35,7 @@ pub struct StepRecord {
     pub done: bool,
     pub success: bool,
     pub error: Option<String>,
-    /// The action protocol's user prompt for this step ([`crate::llm::step_prompt`] of the
+    /// The action protocol's user prompt for this step ([`crate::prompt::step_prompt`] of the
     /// observation the action answered), so per-step training data can be exported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
@@ -183,10 +165,10 @@ pub fn run_episode(
         let history: Vec<String> = rec
             .trajectory
             .iter()
-            .take(crate::llm::MAX_HISTORY)
+            .take(MAX_HISTORY)
             .map(|s| s.action_type.clone())
             .collect();
-        let prompt = crate::llm::step_prompt(&last, &history, None);
+        let prompt = step_prompt(&last, &history, None);
         let action = agent.next_action(&last);
         match client.step(&action.action_type, &action.payload) {
             Ok(env) => {

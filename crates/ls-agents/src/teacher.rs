@@ -176,6 +176,84 @@ pub struct TeacherAgent {
     draft: Option<Assessment>,
 }
 
+/// Bank accounts against the vendor master ([`TeacherAgent::bank_findings`]).
+struct BankFindings<'a> {
+    mismatched: Vec<&'a Invoice>,
+    mismatch: bool,
+    verified_change: bool,
+}
+
+/// What the email threads (and split bills) show ([`TeacherAgent::mail_findings`]).
+#[derive(Default)]
+struct MailFindings {
+    spoof: Option<Line>,
+    bank_override: bool,
+    urgency: Option<Line>,
+    bypass: Option<Line>,
+    injection: bool,
+    takeover: Option<Line>,
+    evasion_line: Option<Line>,
+}
+
+/// What the batch, the duplicate-cluster report and the ledger show.
+#[derive(Default)]
+struct BatchFindings {
+    shared: Option<Line>,
+    timing: Option<Line>,
+    /// The same bill twice in the batch.
+    duplicate: bool,
+    dup_line: Option<Line>,
+}
+
+/// Everything [`TeacherAgent::judge`] concludes from before citing reasons.
+struct Findings<'a> {
+    bank: BankFindings<'a>,
+    mail: MailFindings,
+    batch: BatchFindings,
+    callback_bad: bool,
+    chain_bad: bool,
+}
+
+/// Record a reason code and the line it rests on.
+fn cite(a: &mut Assessment, code: &'static str, line: Option<&Line>) {
+    a.codes.insert(code);
+    if let Some(l) = line {
+        a.evidence.insert(code.to_owned(), l.evidence());
+    }
+}
+
+/// Two bills in the batch for the same items, within seven days, on the same order and total.
+fn same_bill_twice(invoices: &[&Invoice]) -> bool {
+    let mut batch_duplicate = false;
+    for (i, x) in invoices.iter().enumerate() {
+        for y in invoices.iter().skip(i + 1) {
+            let same_items = !x.items.is_empty()
+                && x.items.len() == y.items.len()
+                && x.items.iter().zip(&y.items).all(|(p, q)| {
+                    normalize_text(&p.description) == normalize_text(&q.description)
+                        && p.qty == q.qty
+                        && p.unit_price == q.unit_price
+                });
+            let close = match (&x.date, &y.date) {
+                (Some(d1), Some(d2)) => {
+                    ls_core::text::days_between(&d1.0, &d2.0).is_some_and(|g| g <= 7)
+                }
+                _ => false,
+            };
+            // A vendor's recurring deliveries bill the same items on their own orders; the
+            // same bill twice is the same order billed again.
+            let same_order = match (&x.po, &y.po) {
+                (Some(p), Some(q)) => normalize_id(&p.0) == normalize_id(&q.0),
+                _ => true,
+            };
+            if same_items && close && same_order && x.total_value() == y.total_value() {
+                batch_duplicate = true;
+            }
+        }
+    }
+    batch_duplicate
+}
+
 fn sig(a: &Action) -> String {
     let mut keys: Vec<_> = a.payload.iter().map(|(k, v)| format!("{k}={v}")).collect();
     keys.sort();
@@ -264,44 +342,7 @@ impl TeacherAgent {
             }
             Purpose::InspectEmail(id) if ok => {
                 if let Some(t) = r.get("thread").and_then(Value::as_object) {
-                    let rs = t
-                        .get("request_signals")
-                        .and_then(Value::as_object)
-                        .cloned()
-                        .unwrap_or_default();
-                    let b = |k: &str| rs.get(k).and_then(Value::as_bool).unwrap_or(false);
-                    let align = t
-                        .get("sender_profile")
-                        .and_then(|p| p.get("domain_alignment"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("aligned");
-                    self.email_flags.insert(
-                        id.clone(),
-                        EmailFlags {
-                            domain_mismatch: align == "mismatch",
-                            urgency: b("urgency_language"),
-                            bank_change: b("bank_change_language"),
-                            callback_discouraged: b("callback_discouraged"),
-                            policy_override: b("policy_override_language"),
-                            prompt_injection: b("prompt_injection_language"),
-                        },
-                    );
-                    let body = format!(
-                        "{} {}",
-                        t.get("subject").and_then(Value::as_str).unwrap_or(""),
-                        t.get("body").and_then(Value::as_str).unwrap_or("")
-                    );
-                    self.email_text.insert(
-                        id.clone(),
-                        normalize_text(&body).chars().take(8_000).collect(),
-                    );
-                    if let Some(v) = t
-                        .get("vendor_key")
-                        .and_then(Value::as_str)
-                        .filter(|s| !s.is_empty())
-                    {
-                        self.thread_vendor = Some(v.to_owned());
-                    }
+                    self.absorb_thread(id, t);
                 }
             }
             Purpose::Vendor if ok => {
@@ -314,49 +355,10 @@ impl TeacherAgent {
                     self.vendor_found = true;
                 }
             }
-            Purpose::History(v) if ok => {
-                let rows: Vec<Map<String, Value>> = r
-                    .get("history")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .take(64)
-                            .filter_map(|x| x.as_object().cloned())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let own = self
-                    .vendor_key
-                    .as_deref()
-                    .is_none_or(|k| normalize_id(k) == normalize_id(v));
-                if own {
-                    for f in r
-                        .get("derived_flags")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .filter_map(Value::as_str)
-                    {
-                        self.history_flags.insert(f.to_owned());
-                    }
-                    self.history = rows;
-                } else {
-                    self.other_history.insert(v.clone(), rows);
-                }
-            }
+            Purpose::History(v) if ok => self.absorb_history(v, r),
             Purpose::Policy if ok => {
                 if let Some(list) = r.get("policies").and_then(Value::as_array) {
-                    self.policies = list
-                        .iter()
-                        .take(64)
-                        .filter_map(|p| {
-                            let o = p.as_object()?;
-                            Some(PolicyRule {
-                                rule_id: o.get("rule_id")?.as_str()?.to_owned(),
-                                threshold: o.get("threshold").and_then(ls_core::text::json_decimal),
-                            })
-                        })
-                        .collect();
+                    self.absorb_policies(list);
                 }
             }
             Purpose::Po(id) => match r.get("po").and_then(Value::as_object) {
@@ -384,41 +386,132 @@ impl TeacherAgent {
                     }
                 }
             }
-            Purpose::Ledger(doc) if ok => {
-                self.ledger_searched = true;
-                for h in r
-                    .get("hits")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .take(20)
-                {
-                    let Some(o) = h.as_object() else { continue };
-                    let g = |k: &str| o.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-                    let id = g("ledger_id");
-                    if id.is_empty()
-                        || self
-                            .ledger_hits
-                            .iter()
-                            .any(|x| x.ledger_id == id && x.query_doc == *doc)
-                    {
-                        continue;
-                    }
-                    self.ledger_hits.push(LedgerHit {
-                        ledger_id: id,
-                        vendor_key: g("vendor_key"),
-                        invoice_number: g("invoice_number"),
-                        amount: o.get("amount").and_then(ls_core::text::json_decimal),
-                        po_id: g("po_id"),
-                        payment_date: g("payment_date"),
-                        query_doc: doc.clone(),
-                    });
-                }
-            }
+            Purpose::Ledger(doc) if ok => self.absorb_ledger(doc, r),
             Purpose::Intervention(name) if ok && !self.interventions.contains(name) => {
                 self.interventions.push(name.clone());
             }
             _ => {}
+        }
+    }
+    /// An email thread's sender alignment, request signals, text and vendor.
+    fn absorb_thread(&mut self, id: &str, t: &Map<String, Value>) {
+        let rs = t
+            .get("request_signals")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let b = |k: &str| rs.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let align = t
+            .get("sender_profile")
+            .and_then(|p| p.get("domain_alignment"))
+            .and_then(Value::as_str)
+            .unwrap_or("aligned");
+        self.email_flags.insert(
+            id.to_owned(),
+            EmailFlags {
+                domain_mismatch: align == "mismatch",
+                urgency: b("urgency_language"),
+                bank_change: b("bank_change_language"),
+                callback_discouraged: b("callback_discouraged"),
+                policy_override: b("policy_override_language"),
+                prompt_injection: b("prompt_injection_language"),
+            },
+        );
+        let body = format!(
+            "{} {}",
+            t.get("subject").and_then(Value::as_str).unwrap_or(""),
+            t.get("body").and_then(Value::as_str).unwrap_or("")
+        );
+        self.email_text.insert(
+            id.to_owned(),
+            normalize_text(&body).chars().take(8_000).collect(),
+        );
+        if let Some(v) = t
+            .get("vendor_key")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            self.thread_vendor = Some(v.to_owned());
+        }
+    }
+
+    /// A vendor history: the vendor's own (with its derived flags) or another vendor's.
+    fn absorb_history(&mut self, v: &str, r: &Map<String, Value>) {
+        let rows: Vec<Map<String, Value>> = r
+            .get("history")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .take(64)
+                    .filter_map(|x| x.as_object().cloned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let own = self
+            .vendor_key
+            .as_deref()
+            .is_none_or(|k| normalize_id(k) == normalize_id(v));
+        if own {
+            for f in r
+                .get("derived_flags")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                self.history_flags.insert(f.to_owned());
+            }
+            self.history = rows;
+        } else {
+            self.other_history.insert(v.to_owned(), rows);
+        }
+    }
+
+    /// The policy rules and their thresholds.
+    fn absorb_policies(&mut self, list: &[Value]) {
+        self.policies = list
+            .iter()
+            .take(64)
+            .filter_map(|p| {
+                let o = p.as_object()?;
+                Some(PolicyRule {
+                    rule_id: o.get("rule_id")?.as_str()?.to_owned(),
+                    threshold: o.get("threshold").and_then(ls_core::text::json_decimal),
+                })
+            })
+            .collect();
+    }
+
+    /// Ledger hits for the invoice `doc` (each hit once).
+    fn absorb_ledger(&mut self, doc: &str, r: &Map<String, Value>) {
+        self.ledger_searched = true;
+        for h in r
+            .get("hits")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .take(20)
+        {
+            let Some(o) = h.as_object() else { continue };
+            let g = |k: &str| o.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+            let id = g("ledger_id");
+            if id.is_empty()
+                || self
+                    .ledger_hits
+                    .iter()
+                    .any(|x| x.ledger_id == id && x.query_doc == doc)
+            {
+                continue;
+            }
+            self.ledger_hits.push(LedgerHit {
+                ledger_id: id,
+                vendor_key: g("vendor_key"),
+                invoice_number: g("invoice_number"),
+                amount: o.get("amount").and_then(ls_core::text::json_decimal),
+                po_id: g("po_id"),
+                payment_date: g("payment_date"),
+                query_doc: doc.to_owned(),
+            });
         }
     }
 
@@ -658,28 +751,56 @@ impl TeacherAgent {
                 return a;
             }
             "task_b" => {
-                self.assess_three_way(&mut a, &invoices);
-                for k in [
-                    "bank_change_verification",
-                    "duplicate_check",
-                    "approval_threshold_check",
-                ] {
-                    a.policy_checks.insert(k, "pass");
-                }
-                if a.discrepancies.is_empty() {
-                    a.decision = "PAY";
-                    a.confidence = 0.9;
-                    self.cite_verifications(&mut a, first);
-                } else {
-                    a.decision = "HOLD";
-                    a.confidence = 0.93;
-                }
+                self.judge_three_way(&mut a, &invoices, first);
                 return a;
             }
             _ => {}
         }
+        let bank = self.bank_findings(&invoices);
+        let mail = self.mail_findings(&invoices, &bank);
+        let mut batch = self.batch_findings(&mut a, &invoices);
+        self.cluster_findings(&mut a, &invoices, first, &mut batch);
+        self.prior_payments(&mut a, &invoices, &mut batch);
+        let f = Findings {
+            bank,
+            mail,
+            batch,
+            callback_bad: self.callback_bad(),
+            chain_bad: self.chain_bad(),
+        };
+        self.cite_reasons(&mut a, first, &f);
+        if self.task != "task_c" {
+            self.check_policies(&mut a, &invoices, &f);
+        }
+        self.decide(&mut a, &f);
+        if a.decision == "PAY" {
+            self.cite_verifications(&mut a, first);
+        }
+        a
+    }
 
-        // Bank accounts against the vendor master.
+    /// Task B: the three-way match alone decides.
+    fn judge_three_way(&self, a: &mut Assessment, invoices: &[&Invoice], first: Option<&Invoice>) {
+        self.assess_three_way(a, invoices);
+        for k in [
+            "bank_change_verification",
+            "duplicate_check",
+            "approval_threshold_check",
+        ] {
+            a.policy_checks.insert(k, "pass");
+        }
+        if a.discrepancies.is_empty() {
+            a.decision = "PAY";
+            a.confidence = 0.9;
+            self.cite_verifications(a, first);
+        } else {
+            a.decision = "HOLD";
+            a.confidence = 0.93;
+        }
+    }
+
+    /// Bank accounts against the vendor master.
+    fn bank_findings<'a>(&self, invoices: &[&'a Invoice]) -> BankFindings<'a> {
         let mismatched: Vec<&Invoice> = invoices
             .iter()
             .copied()
@@ -688,7 +809,6 @@ impl TeacherAgent {
                     .is_some_and(|acc| self.bank_results.get(&acc) == Some(&false))
             })
             .collect();
-        let bank_mismatch = !mismatched.is_empty();
         // Every invoice pays the vendor-master account, and the vendor history shows that account
         // arriving through an approved (callback-verified) change: a completed, verified change.
         let verified_change = !invoices.is_empty()
@@ -697,15 +817,16 @@ impl TeacherAgent {
                     self.bank_results.get(&acc) == Some(&true) && self.approved_change_to(&acc)
                 })
             });
+        BankFindings {
+            mismatch: !mismatched.is_empty(),
+            mismatched,
+            verified_change,
+        }
+    }
 
-        // Email detectors.
-        let mut spoof = None;
-        let mut bank_override = false;
-        let mut urgency = None;
-        let mut bypass = None;
-        let mut injection = false;
-        let mut takeover = None;
-        let mut evasion_line: Option<Line> = None;
+    /// Email detectors, and split bills just under an approval limit.
+    fn mail_findings(&self, invoices: &[&Invoice], bank: &BankFindings) -> MailFindings {
+        let mut m = MailFindings::default();
         for id in &self.email_ids {
             let Some(fl) = self.email_flags.get(id) else {
                 continue;
@@ -714,7 +835,7 @@ impl TeacherAgent {
             let text = self.email_text.get(id).cloned().unwrap_or_default();
             let from = email.and_then(Email::from_line).cloned();
             if fl.domain_mismatch {
-                spoof = from.clone().or(spoof);
+                m.spoof = from.clone().or(m.spoof);
             }
             // A deadline alone does not make a bank-change notice an override when the change is
             // the completed, verified one the vendor master and history show.
@@ -722,62 +843,64 @@ impl TeacherAgent {
                 || fl.callback_discouraged
                 || fl.policy_override
                 || fl.prompt_injection;
-            if fl.bank_change && (other_lever || (fl.urgency && !verified_change)) {
-                bank_override = true;
+            if fl.bank_change && (other_lever || (fl.urgency && !bank.verified_change)) {
+                m.bank_override = true;
             }
             if fl.urgency {
-                urgency = email
+                m.urgency = email
                     .and_then(|e| e.line_with(&URGENCY))
                     .cloned()
-                    .or(urgency);
+                    .or(m.urgency);
             }
             if fl.callback_discouraged || fl.policy_override {
-                bypass = email
+                m.bypass = email
                     .and_then(|e| e.line_with(&BYPASS))
                     .cloned()
-                    .or(bypass)
+                    .or(m.bypass)
                     .or(from.clone());
             }
-            injection |= fl.prompt_injection;
-            if TAKEOVER.iter().any(|p| text.contains(p)) && (fl.bank_change || bank_mismatch) {
-                takeover = email
+            m.injection |= fl.prompt_injection;
+            if TAKEOVER.iter().any(|p| text.contains(p)) && (fl.bank_change || bank.mismatch) {
+                m.takeover = email
                     .and_then(|e| e.line_with(&TAKEOVER))
                     .cloned()
-                    .or(takeover);
+                    .or(m.takeover);
             }
             // A change notice from a look-alike domain that asks for nothing else (no skipped
             // callback, no bypass): someone posing as the vendor, an account takeover. An
             // override is a change that also asks to skip the verification.
             let verification_lever =
                 fl.callback_discouraged || fl.policy_override || fl.prompt_injection;
-            if takeover.is_none() && fl.bank_change && fl.domain_mismatch && !verification_lever {
-                takeover = email.and_then(|e| e.line_with(&CHANGE_NOTICE)).cloned();
+            if m.takeover.is_none() && fl.bank_change && fl.domain_mismatch && !verification_lever {
+                m.takeover = email.and_then(|e| e.line_with(&CHANGE_NOTICE)).cloned();
             }
             if let Some(l) = email.and_then(Email::threshold_evasion_line) {
-                evasion_line = Some(l.clone());
+                m.evasion_line = Some(l.clone());
             }
         }
         // Split bills just under an approval limit.
-        if evasion_line.is_none() {
-            for inv in &invoices {
+        if m.evasion_line.is_none() {
+            for inv in invoices {
                 if let (Some((t, tl)), Some(_)) = (&inv.total, inv.split_marker()) {
                     if self.just_under_threshold(*t) {
-                        evasion_line = Some(tl.clone());
+                        m.evasion_line = Some(tl.clone());
                         break;
                     }
                 }
             }
         }
+        m
+    }
 
-        // Batch analysis: shared accounts, timing, identical bills.
+    /// Batch analysis: shared accounts, timing, identical bills.
+    fn batch_findings(&self, a: &mut Assessment, invoices: &[&Invoice]) -> BatchFindings {
+        let mut b = BatchFindings::default();
         let mut by_account: BTreeMap<String, Vec<&Invoice>> = BTreeMap::new();
-        for inv in &invoices {
+        for inv in invoices {
             if let Some(acc) = inv.account() {
                 by_account.entry(acc).or_default().push(inv);
             }
         }
-        let mut shared: Option<Line> = None;
-        let mut timing: Option<Line> = None;
         // Several bills paying one account is a campaign signal only when that account is not the
         // vendor-master account (a vendor's normal batch pays its own verified account).
         for (_, group) in by_account
@@ -785,7 +908,7 @@ impl TeacherAgent {
             .filter(|(acc, g)| g.len() >= 2 && self.bank_results.get(*acc) != Some(&true))
         {
             a.cross_links = group.iter().map(|i| i.doc_id.clone()).collect();
-            shared = group
+            b.shared = group
                 .get(1)
                 .and_then(|i| i.bank.as_ref())
                 .map(|b| b.1.clone());
@@ -799,92 +922,76 @@ impl TeacherAgent {
                     .windows(2)
                     .all(|w| ls_core::text::days_between(w[0].0, w[1].0).is_some_and(|g| g <= 3))
             {
-                timing = dated.last().map(|d| d.1.clone());
+                b.timing = dated.last().map(|d| d.1.clone());
             }
         }
-        let mut batch_duplicate = false;
-        for (i, x) in invoices.iter().enumerate() {
-            for y in invoices.iter().skip(i + 1) {
-                let same_items = !x.items.is_empty()
-                    && x.items.len() == y.items.len()
-                    && x.items.iter().zip(&y.items).all(|(p, q)| {
-                        normalize_text(&p.description) == normalize_text(&q.description)
-                            && p.qty == q.qty
-                            && p.unit_price == q.unit_price
-                    });
-                let close = match (&x.date, &y.date) {
-                    (Some(d1), Some(d2)) => {
-                        ls_core::text::days_between(&d1.0, &d2.0).is_some_and(|g| g <= 7)
-                    }
-                    _ => false,
-                };
-                // A vendor's recurring deliveries bill the same items on their own orders; the
-                // same bill twice is the same order billed again.
-                let same_order = match (&x.po, &y.po) {
-                    (Some(p), Some(q)) => normalize_id(&p.0) == normalize_id(&q.0),
-                    _ => true,
-                };
-                if same_items && close && same_order && x.total_value() == y.total_value() {
-                    batch_duplicate = true;
-                }
-            }
-        }
+        b.duplicate = same_bill_twice(invoices);
+        b
+    }
 
-        // Cross-vendor account sharing from the duplicate-cluster report.
-        if let Some(cluster) = self.artifacts.get("duplicate_cluster_report") {
-            for ev in cluster
-                .get("evidence")
+    /// Cross-vendor account sharing from the duplicate-cluster report.
+    fn cluster_findings(
+        &self,
+        a: &mut Assessment,
+        invoices: &[&Invoice],
+        first: Option<&Invoice>,
+        b: &mut BatchFindings,
+    ) {
+        let Some(cluster) = self.artifacts.get("duplicate_cluster_report") else {
+            return;
+        };
+        for ev in cluster
+            .get("evidence")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .take(64)
+        {
+            let Some(o) = ev.as_object() else { continue };
+            if o.get("kind").and_then(Value::as_str) != Some("shared_bank_account") {
+                continue;
+            }
+            let doc = o.get("doc_id").and_then(Value::as_str).unwrap_or("");
+            let inv = invoices.iter().find(|i| i.doc_id == doc).or(first.as_ref());
+            let Some(inv) = inv else { continue };
+            if b.shared.is_none() {
+                b.shared = inv.bank.as_ref().map(|b| b.1.clone());
+            }
+            if let Some(l) = o.get("ledger_id").and_then(Value::as_str) {
+                a.duplicate_links.insert(l.to_owned());
+            }
+            for l in o
+                .get("linked_ledger_ids")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .take(64)
+                .filter_map(Value::as_str)
             {
-                let Some(o) = ev.as_object() else { continue };
-                if o.get("kind").and_then(Value::as_str) != Some("shared_bank_account") {
-                    continue;
-                }
-                let doc = o.get("doc_id").and_then(Value::as_str).unwrap_or("");
-                let inv = invoices.iter().find(|i| i.doc_id == doc).or(first.as_ref());
-                if let Some(inv) = inv {
-                    if shared.is_none() {
-                        shared = inv.bank.as_ref().map(|b| b.1.clone());
-                    }
-                    if let Some(l) = o.get("ledger_id").and_then(Value::as_str) {
-                        a.duplicate_links.insert(l.to_owned());
-                    }
-                    for l in o
-                        .get("linked_ledger_ids")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .filter_map(Value::as_str)
-                    {
-                        a.duplicate_links.insert(l.to_owned());
-                    }
-                    // Timing: the other vendor's change request filed within three days of this bill.
-                    if let (Some(change), Some(vendor)) = (
-                        o.get("change_id").and_then(Value::as_str),
-                        o.get("vendor_key").and_then(Value::as_str),
-                    ) {
-                        let rows = self.other_history.get(vendor);
-                        let requested = rows
-                            .into_iter()
-                            .flatten()
-                            .find(|r| r.get("change_id").and_then(Value::as_str) == Some(change))
-                            .and_then(|r| r.get("requested_at").and_then(Value::as_str));
-                        if let (Some(req), Some((d, dl))) = (requested, &inv.date) {
-                            if ls_core::text::days_between(req, d).is_some_and(|g| g <= 3) {
-                                timing = Some(dl.clone());
-                            }
-                        }
+                a.duplicate_links.insert(l.to_owned());
+            }
+            // Timing: the other vendor's change request filed within three days of this bill.
+            if let (Some(change), Some(vendor)) = (
+                o.get("change_id").and_then(Value::as_str),
+                o.get("vendor_key").and_then(Value::as_str),
+            ) {
+                let rows = self.other_history.get(vendor);
+                let requested = rows
+                    .into_iter()
+                    .flatten()
+                    .find(|r| r.get("change_id").and_then(Value::as_str) == Some(change))
+                    .and_then(|r| r.get("requested_at").and_then(Value::as_str));
+                if let (Some(req), Some((d, dl))) = (requested, &inv.date) {
+                    if ls_core::text::days_between(req, d).is_some_and(|g| g <= 3) {
+                        b.timing = Some(dl.clone());
                     }
                 }
             }
         }
+    }
 
-        // Prior payments of the same bill.
-        let mut dup_line: Option<Line> = None;
-        for inv in &invoices {
+    /// Prior payments of the same bill.
+    fn prior_payments(&self, a: &mut Assessment, invoices: &[&Invoice], b: &mut BatchFindings) {
+        for inv in invoices {
             for h in self
                 .ledger_hits
                 .iter()
@@ -892,64 +999,63 @@ impl TeacherAgent {
             {
                 if self.is_duplicate_hit(h, inv) {
                     a.duplicate_links.insert(h.ledger_id.clone());
-                    if dup_line.is_none() {
-                        dup_line = inv.number.as_ref().map(|n| n.1.clone());
+                    if b.dup_line.is_none() {
+                        b.dup_line = inv.number.as_ref().map(|n| n.1.clone());
                     }
                 }
             }
         }
-        let cross_vendor_shared = shared.is_some() && a.cross_links.is_empty();
+    }
 
-        // Callback and approval-chain outcomes.
-        let callback_bad = self
-            .artifacts
+    /// The callback artifact reports a suspicious or disputed confirmation.
+    fn callback_bad(&self) -> bool {
+        self.artifacts
             .get("callback_verification_result")
             .and_then(|c| c.get("risk_signal"))
             .and_then(Value::as_str)
             .is_some_and(|s| {
                 s == "callback_suspicious_confirm" || s == "callback_dispute_confirmed"
-            });
-        let chain_bad = self
-            .artifacts
+            })
+    }
+
+    /// The approval-chain artifact found a mismatch.
+    fn chain_bad(&self) -> bool {
+        self.artifacts
             .get("bank_change_approval_chain")
             .and_then(|c| c.get("status"))
             .and_then(Value::as_str)
-            == Some("mismatch_found");
-        let suspicious_history = self
-            .history_flags
-            .iter()
-            .any(|f| f.contains("rejected") || f.contains("pending") || f.contains("fraud"));
+            == Some("mismatch_found")
+    }
 
-        let ev = |a: &mut Assessment, code: &'static str, line: Option<&Line>| {
-            a.codes.insert(code);
-            if let Some(l) = line {
-                a.evidence.insert(code.to_owned(), l.evidence());
-            }
-        };
-        let bank_line = mismatched
+    /// The reason codes (with the lines they rest on), campaign signals and issue flags.
+    fn cite_reasons(&self, a: &mut Assessment, first: Option<&Invoice>, f: &Findings) {
+        let (bank, mail, batch) = (&f.bank, &f.mail, &f.batch);
+        let cross_vendor_shared = batch.shared.is_some() && a.cross_links.is_empty();
+        let bank_line = bank
+            .mismatched
             .first()
             .and_then(|i| i.bank.as_ref())
             .map(|b| b.1.clone());
         if self.task == "task_c" {
-            if bank_mismatch && !cross_vendor_shared && a.cross_links.is_empty() {
-                ev(&mut a, "bank_override_attempt", bank_line.as_ref());
+            if bank.mismatch && !cross_vendor_shared && a.cross_links.is_empty() {
+                cite(a, "bank_override_attempt", bank_line.as_ref());
             }
-        } else if bank_override || (bank_mismatch && takeover.is_some()) {
-            ev(
-                &mut a,
+        } else if mail.bank_override || (bank.mismatch && mail.takeover.is_some()) {
+            cite(
+                a,
                 "bank_override_attempt",
                 bank_line
                     .as_ref()
                     .or(first.and_then(|i| i.bank.as_ref()).map(|b| &b.1)),
             );
         }
-        if let Some(l) = &spoof {
-            ev(&mut a, "sender_domain_spoof", Some(l));
+        if let Some(l) = &mail.spoof {
+            cite(a, "sender_domain_spoof", Some(l));
         }
-        if let Some(l) = &bypass {
-            ev(&mut a, "policy_bypass_attempt", Some(l));
+        if let Some(l) = &mail.bypass {
+            cite(a, "policy_bypass_attempt", Some(l));
         }
-        if injection {
+        if mail.injection {
             let l = self
                 .email_ids
                 .iter()
@@ -958,122 +1064,125 @@ impl TeacherAgent {
                     e.line_with(&["ignore previous", "ignore prior", "as an ai", "disregard"])
                 })
                 .cloned();
-            ev(&mut a, "prompt_injection_attempt", l.as_ref());
+            cite(a, "prompt_injection_attempt", l.as_ref());
         }
-        if let Some(l) = &takeover {
-            ev(&mut a, "vendor_account_takeover_suspected", Some(l));
+        if let Some(l) = &mail.takeover {
+            cite(a, "vendor_account_takeover_suspected", Some(l));
         }
         // Urgency is a reason only as the lever of something else (a spoofed sender, bypass
         // wording, an unverified account): a vendor's own deadline reminder from its approved
         // domain, paying the master account, is ordinary mail. And not beside a bank-change
         // request, where the override is the reason.
-        let urgency_is_lever = spoof.is_some()
-            || bypass.is_some()
-            || injection
-            || takeover.is_some()
-            || bank_mismatch
-            || callback_bad
-            || chain_bad;
-        if let Some(l) = &urgency {
+        let urgency_is_lever = mail.spoof.is_some()
+            || mail.bypass.is_some()
+            || mail.injection
+            || mail.takeover.is_some()
+            || bank.mismatch
+            || f.callback_bad
+            || f.chain_bad;
+        if let Some(l) = &mail.urgency {
             if urgency_is_lever && !a.codes.contains("bank_override_attempt") {
-                ev(&mut a, "urgent_payment_pressure", Some(l));
+                cite(a, "urgent_payment_pressure", Some(l));
             }
         }
-        if let Some(l) = &evasion_line {
-            ev(&mut a, "approval_threshold_evasion", Some(l));
+        if let Some(l) = &mail.evasion_line {
+            cite(a, "approval_threshold_evasion", Some(l));
             a.campaign.insert("approval_threshold_evasion");
         }
-        if !a.duplicate_links.is_empty() && dup_line.is_some() {
-            ev(&mut a, "duplicate_near_match", dup_line.as_ref());
+        if !a.duplicate_links.is_empty() && batch.dup_line.is_some() {
+            cite(a, "duplicate_near_match", batch.dup_line.as_ref());
         }
-        if let Some(l) = &shared {
-            ev(&mut a, "shared_bank_account", Some(l));
+        if let Some(l) = &batch.shared {
+            cite(a, "shared_bank_account", Some(l));
             a.campaign.insert("shared_bank_account");
         }
-        if let Some(l) = &timing {
-            ev(&mut a, "coordinated_timing", Some(l));
+        if let Some(l) = &batch.timing {
+            cite(a, "coordinated_timing", Some(l));
             a.campaign.insert("coordinated_timing");
         }
         if self.task == "task_d" {
             a.campaign.clear();
         }
 
-        a.bank_issue = bank_mismatch || bank_override || takeover.is_some() || chain_bad;
-        a.security_issue = spoof.is_some() || bypass.is_some() || injection;
+        a.bank_issue =
+            bank.mismatch || mail.bank_override || mail.takeover.is_some() || f.chain_bad;
+        a.security_issue = mail.spoof.is_some() || mail.bypass.is_some() || mail.injection;
         a.duplicate_issue = !a.duplicate_links.is_empty()
-            || batch_duplicate
-            || evasion_line.is_some()
-            || shared.is_some();
+            || batch.duplicate
+            || mail.evasion_line.is_some()
+            || batch.shared.is_some();
+    }
 
-        // Policy checks.
-        if self.task != "task_c" {
-            let three_way_ok = invoices.iter().all(|inv| match &inv.po {
-                Some((po, _)) => {
-                    if self.po_missing.contains(po) {
-                        return false;
-                    }
-                    match self
-                        .pos
-                        .get(po)
-                        .and_then(|p| p.get("total"))
-                        .and_then(ls_core::text::json_decimal)
-                    {
-                        Some(t) => inv
-                            .total_value()
-                            .is_some_and(|x| (x - t).abs() <= Decimal::new(1, 2)),
-                        None => inv.receipt.is_some(),
-                    }
+    /// The four policy checks (Tasks D and E; Task C reports none).
+    fn check_policies(&self, a: &mut Assessment, invoices: &[&Invoice], f: &Findings) {
+        let three_way_ok = invoices.iter().all(|inv| match &inv.po {
+            Some((po, _)) => {
+                if self.po_missing.contains(po) {
+                    return false;
                 }
-                None => false,
-            });
-            a.policy_checks.insert(
-                "three_way_match",
-                if three_way_ok { "pass" } else { "fail" },
-            );
-            a.policy_checks.insert(
-                "bank_change_verification",
-                if a.bank_issue || callback_bad {
-                    "fail"
-                } else {
-                    "pass"
-                },
-            );
-            a.policy_checks.insert(
-                "duplicate_check",
-                if !a.duplicate_links.is_empty() || batch_duplicate {
-                    "fail"
-                } else {
-                    "pass"
-                },
-            );
-            let approval_needed = self
-                .threshold_rules()
-                .first()
-                .copied()
-                .unwrap_or(Decimal::from(5000));
-            let big = invoices
-                .iter()
-                .any(|i| i.total_value().is_some_and(|t| t >= approval_needed));
-            let verbal_override = bypass.is_some() && big;
-            a.policy_checks.insert(
-                "approval_threshold_check",
-                if evasion_line.is_some() || verbal_override {
-                    "fail"
-                } else {
-                    "pass"
-                },
-            );
-        }
+                match self
+                    .pos
+                    .get(po)
+                    .and_then(|p| p.get("total"))
+                    .and_then(ls_core::text::json_decimal)
+                {
+                    Some(t) => inv
+                        .total_value()
+                        .is_some_and(|x| (x - t).abs() <= Decimal::new(1, 2)),
+                    None => inv.receipt.is_some(),
+                }
+            }
+            None => false,
+        });
+        a.policy_checks.insert(
+            "three_way_match",
+            if three_way_ok { "pass" } else { "fail" },
+        );
+        a.policy_checks.insert(
+            "bank_change_verification",
+            if a.bank_issue || f.callback_bad {
+                "fail"
+            } else {
+                "pass"
+            },
+        );
+        a.policy_checks.insert(
+            "duplicate_check",
+            if !a.duplicate_links.is_empty() || f.batch.duplicate {
+                "fail"
+            } else {
+                "pass"
+            },
+        );
+        let approval_needed = self
+            .threshold_rules()
+            .first()
+            .copied()
+            .unwrap_or(Decimal::from(5000));
+        let big = invoices
+            .iter()
+            .any(|i| i.total_value().is_some_and(|t| t >= approval_needed));
+        let verbal_override = f.mail.bypass.is_some() && big;
+        a.policy_checks.insert(
+            "approval_threshold_check",
+            if f.mail.evasion_line.is_some() || verbal_override {
+                "fail"
+            } else {
+                "pass"
+            },
+        );
+    }
 
+    /// The decision and its confidence from the reasons found.
+    fn decide(&self, a: &mut Assessment, f: &Findings) {
         // In a Task C batch, identical bills are a reason only when the analyst can name one (a
         // ledger hit, a split under a limit, a shared account): a vendor's recurring bills look
         // the same, and an escalation must name what it rests on.
         let risky = !a.codes.is_empty()
-            || bank_mismatch
-            || callback_bad
-            || chain_bad
-            || (batch_duplicate && self.task != "task_c");
-        let _ = suspicious_history;
+            || f.bank.mismatch
+            || f.callback_bad
+            || f.chain_bad
+            || (f.batch.duplicate && self.task != "task_c");
         if !risky {
             a.decision = "PAY";
             a.confidence = 0.9;
@@ -1089,7 +1198,7 @@ impl TeacherAgent {
                 .all(|c| matches!(*c, "duplicate_near_match" | "approval_threshold_evasion"))
             && !a.bank_issue
             && !a.security_issue
-            && !callback_bad
+            && !f.callback_bad
         {
             // Only billing-control failures, whose policies route to HOLD: no fraud indicator.
             a.decision = "HOLD";
@@ -1098,10 +1207,6 @@ impl TeacherAgent {
             a.decision = "ESCALATE_FRAUD";
             a.confidence = 0.95;
         }
-        if a.decision == "PAY" {
-            self.cite_verifications(&mut a, first);
-        }
-        a
     }
 
     /// A PAY cites the results of the checks the policy requires before release, as the tools

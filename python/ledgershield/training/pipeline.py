@@ -12,9 +12,13 @@ the same training split and scores it, every RL seed and the scripted baselines 
 held-out episodes (``structured_matrix.json``, ``structured_curve.csv``,
 ``structured_rl_history.csv``).
 
-Presets: ``ci`` (a tiny model, a few steps of each stage, the smoke test's checks) and ``scratch``
-(a small model trained from scratch on teacher steps over thousands of generated cases, within
-about 25 minutes on two CPU threads; the RL stages run a few steps on top).
+Presets: ``ci`` (a tiny Hugging Face model on the ledger prompt, a few steps of each stage, the
+smoke test's checks) and ``scratch`` (the structured policy, then the compact-interface language
+model of :mod:`.compact_lm` trained from random weights: SFT, held-out evaluation under the
+grammar constraint, GRPO over three seeds; its checks are the language model's:
+``lm_beats_best_scripted``, ``lm_parse_success``, ``lm_rl_groups_have_variance``, beside the
+structured policy's and the loss checks). The Hugging Face path (ledger prompts of about 2,200
+tokens) is not part of ``scratch``: on two CPU cores it bought 6 SFT steps in 8 minutes.
 
 The checks can fail, and ``pipeline`` exits non-zero when one does: the SFT loss must fall (the
 mean of its last three logged losses at most 0.9 of the first three), the trained policy must beat
@@ -39,12 +43,15 @@ PRESETS: Dict[str, Dict[str, Any]] = {
            "eval_cases": 3, "reward_cases": 2, "eval_every": 0, "max_new_tokens": 48, "grpo_steps": 2, "grpo_len": 48, "rl_cases": 2,
            "candidates": 2, "dpo_steps": 2, "grpo_temperature": 1.5,
            "bc_lr": 0.05, "bc_epochs": 60, "bc_checkpoints": [], "rl_seeds": 2, "rl_iterations": 2, "rl_batch": 4, "rl_group": 4,
-           "rl_temperature": 1.0, "rl_lr": 0.2, "margin": 0.3, "min_parse": 0.9, "cap_to_targets": False, "lm_eval_cases": 1},
-    "scratch": {"suites": ["public", "holdout:1-5", "quarter:2026", "quarter:1-19"], "size": "small", "sft_steps": 100000, "sft_minutes": 8.0,
-                "sft_rows": 2500, "lr": 2e-3, "batch": 4, "eval_cases": 6, "reward_cases": 3, "eval_every": 0,
-                "max_new_tokens": 512, "grpo_steps": 2, "grpo_len": 128, "rl_cases": 2, "candidates": 2, "dpo_steps": 2, "grpo_temperature": 1.5,
-                "bc_lr": 0.05, "bc_epochs": 60, "bc_checkpoints": [5, 10, 20, 40], "rl_seeds": 3, "rl_iterations": 6, "rl_batch": 8,
-                "rl_group": 4, "rl_temperature": 1.0, "rl_lr": 0.2, "margin": 0.3, "min_parse": 0.95, "cap_to_targets": True, "lm_eval_cases": 6},
+           "rl_temperature": 1.0, "rl_lr": 0.2, "margin": 0.3, "min_parse": 0.9, "cap_to_targets": False, "lm_eval_cases": 1,
+           "hf_lm": True, "compact_lm": False},
+    # The language model of the scratch run is the compact-interface transformer (.compact_lm);
+    # the teacher data is what the in-process pool replays (the curated cases and the 2026 quarter).
+    "scratch": {"suites": ["public", "quarter:2026"], "lr": 3e-3, "bc_lr": 0.05, "bc_epochs": 60, "bc_checkpoints": [10, 40],
+                "rl_seeds": 3, "rl_iterations": 4, "rl_batch": 8, "rl_group": 4, "rl_temperature": 1.0, "rl_lr": 0.2, "margin": 0.3,
+                "min_parse": 0.95, "hf_lm": False, "compact_lm": True,
+                "compact": {"lr": 3e-3, "minutes": 7.0, "max_steps": 100000, "batch": 16, "dim": 64, "layers": 2, "heads": 4,
+                            "rl_seeds": 3, "rl_iterations": 3, "rl_group": 4, "rl_batch": 6, "rl_temperature": 1.0, "rl_lr": 3e-4}},
 }
 # The generated quarter the in-process pool holds (LEDGERSHIELD_CONTROLBENCH_SEED, default 2026):
 # the structured policy is trained and scored on the cases a native environment can reset by id.
@@ -54,14 +61,8 @@ POOL_ENV = {"LEDGERSHIELD_INCLUDE_CONTROLBENCH": "1"}
 def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overrides: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     import torch
 
-    from .collect import collect, pick_eval_cases
-    from .dpo import dpo, selfplay
-    from .evaluate import compare
-    from .grpo import grpo, plan_rows
-    from .modelserver import HFPolicy
+    from .collect import collect
     from .plot import plot
-    from .sft import sft
-    from .tiny import build_model
 
     import os
 
@@ -71,6 +72,12 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
     cfg = dict(PRESETS[preset], **{k: v for k, v in (overrides or {}).items() if v is not None})
     if (overrides or {}).get("lr") is not None:
         cfg["bc_lr"] = PRESETS[preset]["bc_lr"] * cfg["lr"] / PRESETS[preset]["lr"]
+    if cfg.get("compact_lm"):
+        cfg["compact"] = dict(cfg["compact"])
+        if (overrides or {}).get("sft_minutes") is not None:
+            cfg["compact"]["minutes"] = float(overrides["sft_minutes"])
+        if (overrides or {}).get("sft_steps") is not None:
+            cfg["compact"]["max_steps"] = int(overrides["sft_steps"])
     cpu0 = time.process_time()
     out.mkdir(parents=True, exist_ok=True)
     data = out / "data"
@@ -82,18 +89,80 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
 
     info = collect(binary, data, cfg["suites"])
     mark("collect")
-    from .constrained import ledger_rows, system_prompt
+    from .constrained import system_prompt
+
+    system = system_prompt(data / "steps_train.jsonl")
+    hf = _hf_stages(binary, out, data, cfg, threads, system, mark) if cfg["hf_lm"] else None
+    from .structured import structured_stage
+
+    st = structured_stage(binary, data, out, lr=cfg["bc_lr"], epochs=cfg["bc_epochs"], checkpoints=cfg["bc_checkpoints"],
+                          rl_seeds=cfg["rl_seeds"], rl_iterations=cfg["rl_iterations"], rl_group=cfg["rl_group"], rl_batch=cfg["rl_batch"],
+                          rl_temperature=cfg["rl_temperature"], rl_lr=cfg["rl_lr"])
+    mark("structured")
+    ladder = json.loads((out / "structured_matrix.json").read_text())
+    lm_rows: list = []
+    lm_cases: list = []
+    if hf is not None:
+        from .collect import pick_eval_cases as _pick
+        from .constrained import evaluate_lm
+
+        held = [e for e in json.loads((data / "eval_cases.json").read_text()) if e["case_id"] in set(st["held_out_ids"])]
+        lm_cases = [e["case_id"] for e in _pick(held, cfg["lm_eval_cases"])]
+        lm_rows = [evaluate_lm(path, f"{name} (constrained)", lm_cases, system) for name, path in hf["ckpts"].items()]
+        mark("lm_constrained_eval")
+    cl = None
+    if cfg["compact_lm"]:
+        from .compact_lm import compact_lm_stage
+
+        c = cfg["compact"]
+        cl = compact_lm_stage(data, out / "compact_lm", st["held_out_ids"], lr=c["lr"] * cfg["lr"] / PRESETS[preset]["lr"], minutes=c["minutes"],
+                              max_steps=c["max_steps"], batch=c["batch"], dim=c["dim"], layers=c["layers"], heads=c["heads"],
+                              rl_seeds=c["rl_seeds"], rl_iterations=c["rl_iterations"], rl_group=c["rl_group"], rl_batch=c["rl_batch"],
+                              rl_temperature=c["rl_temperature"], rl_lr=c["rl_lr"] * cfg["lr"] / PRESETS[preset]["lr"], threads=threads)
+        _write_compact_curves(out, cl)
+        mark("compact_lm")
+    ladder += lm_rows + (cl["matrix"] if cl else [])
+    (out / "ladder.json").write_text(json.dumps(ladder, indent=1))
+    plots = plot(out)
+    mark("plot")
+    losses = [r["loss"] for r in _read_loss(out / "loss_history.csv")]
+    metrics: Dict[str, Any] = {"preset": preset, "config": cfg, "threads": threads, "collect": info, "structured": st,
+                               "lm_constrained": [{k: v for k, v in r.items() if k != "per_case"} for r in lm_rows], "lm_eval_cases": lm_cases,
+                               "compact_lm": cl, "plots": plots}
+    chk = dict(structured_checks(cfg, st), loss_finite=bool(losses) and all(math.isfinite(x) for x in losses),
+               loss_fell=len(losses) >= 6 and sum(losses[-3:]) / 3 <= 0.9 * sum(losses[:3]) / 3)
+    if hf is not None:
+        metrics.update(hf["metrics"])
+        chk.update(checks(cfg, losses, hf["g_plan"], hf["g_tools"], hf["rows"], hf["cases"], st, bool(hf["d"])))
+        chk["every_checkpoint_evaluated"] = len(lm_rows) == len(hf["ckpts"]) == 3 + bool(hf["d"]) and all(r["episodes"] == len(lm_cases) > 0 for r in lm_rows)
+    if cl is not None:
+        chk.update(compact_checks(cfg, cl, st))
+    metrics.update(timings_s=timings, process_cpu_s=round(time.process_time() - cpu0, 1), load_average=_loadavg(), checks=chk)
+    (out / "training_metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
+    return metrics
+
+
+def _hf_stages(binary: str, out: Path, data: Path, cfg: Dict[str, Any], threads: int, system: str, mark: Any) -> Dict[str, Any]:
+    """The Hugging Face model path: ledger rows, a random-weight Qwen2-shaped model and BPE
+    tokenizer, TRL SFT, GRPO (plan and tools), self-play + DPO, free-generation evaluation."""
+    from transformers import AutoTokenizer
+
+    from .collect import pick_eval_cases
+    from .constrained import ledger_rows
+    from .dpo import dpo, selfplay
+    from .evaluate import compare
+    from .grpo import grpo, plan_rows
     from .ledger import teacher_records
+    from .modelserver import HFPolicy
+    from .sft import sft
+    from .tiny import build_model
 
     split0 = json.loads((data / "split.json").read_text())
     train_bases = set(split0["train_base_cases"])
-    system = system_prompt(data / "steps_train.jsonl")
     train_recs = [r for r in teacher_records(data / "runs.db") if str(r.get("base_case_id") or r["case_id"]) in train_bases]
     ledger_rows(train_recs, data / "steps_ledger_train.jsonl", system)
     mark("ledger_rows")
     build = build_model(out / "base_model", [data / "steps_train.jsonl", data / "steps_ledger_train.jsonl", data / "sft_train.jsonl"], size=cfg["size"])
-    from transformers import AutoTokenizer
-
     rows_info = ledger_rows(train_recs, data / "steps_ledger_train.jsonl", system, AutoTokenizer.from_pretrained(out / "base_model"))
     # Generation and training lengths at least the longest target / row (measured, in tokens).
     cfg["max_new_tokens"] = max(cfg["max_new_tokens"], rows_info["target_max"] + 8) if cfg["cap_to_targets"] else cfg["max_new_tokens"]
@@ -130,49 +199,55 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
     d = dpo(sft_model, out / "dpo" / "pairs.jsonl", out / "dpo", max_steps=cfg["dpo_steps"], threads=threads) if sp["pairs"] else None
     mark("selfplay_dpo")
     # Free generation through the Rust llm agent: the SFT checkpoint (every checkpoint is scored
-    # under candidate-constrained decoding below, on the structured stage's held-out episodes).
+    # under candidate-constrained decoding after the structured stage, on its held-out episodes).
     models = {"sft": HFPolicy.load(sft_model, max_new_tokens=cfg["max_new_tokens"])}
     rows = compare(binary, cases, out / "runs.db", out, ["random", "naive-pay", "always-escalate", "teacher"], models,
                    max_tokens=cfg["max_new_tokens"])
     mark("evaluate")
-    from .structured import structured_stage
-
-    st = structured_stage(binary, data, out, lr=cfg["bc_lr"], epochs=cfg["bc_epochs"], checkpoints=cfg["bc_checkpoints"],
-                          rl_seeds=cfg["rl_seeds"], rl_iterations=cfg["rl_iterations"], rl_group=cfg["rl_group"], rl_batch=cfg["rl_batch"],
-                          rl_temperature=cfg["rl_temperature"], rl_lr=cfg["rl_lr"])
-    mark("structured")
-    from .collect import pick_eval_cases as _pick
-    from .constrained import evaluate_lm
-
-    held = [e for e in json.loads((data / "eval_cases.json").read_text()) if e["case_id"] in set(st["held_out_ids"])]
-    lm_cases = [e["case_id"] for e in _pick(held, cfg["lm_eval_cases"])]
     ckpts = {"lm-sft": sft_model, "lm-grpo-plan": g_plan["model_dir"], "lm-grpo-tools": g_tools["model_dir"]}
     if d:
         ckpts["lm-dpo"] = d["model_dir"]
-    lm_rows = [evaluate_lm(path, f"{name} (constrained)", lm_cases, system) for name, path in ckpts.items()]
-    ladder = json.loads((out / "structured_matrix.json").read_text()) + lm_rows
-    (out / "ladder.json").write_text(json.dumps(ladder, indent=1))
-    mark("lm_constrained_eval")
-    plots = plot(out)
-    mark("plot")
-    losses = [r["loss"] for r in _read_loss(out / "loss_history.csv")]
     grpo_std = {name: [h.get("reward_std") for h in g["history"] if "reward_std" in h] for name, g in (("plan", g_plan), ("tools", g_tools))}
-    metrics = {
-        "preset": preset, "config": cfg, "threads": threads, "collect": info, "model": build, "sft": {k: v for k, v in sft_sum.items() if k != "reward_checkpoints"},
-        "reward_checkpoints": sft_sum["reward_checkpoints"],
-        "grpo_plan": {k: g_plan[k] for k in ("steps", "rollouts_graded", "rollouts_expected", "mean_reward", "all_finite")},
-        "grpo_tools": {k: g_tools[k] for k in ("steps", "rollouts_graded", "rollouts_expected", "mean_reward", "all_finite")},
-        "selfplay": sp, "dpo": ({k: d[k] for k in ("pairs", "steps", "losses", "all_finite")} if d else None),
-        "policy_matrix": [{k: v for k, v in r.items() if k != "per_case"} for r in rows],
-        "grpo_reward_std": grpo_std, "structured": st, "ledger_rows": rows_info,
-        "lm_constrained": [{k: v for k, v in r.items() if k != "per_case"} for r in lm_rows], "lm_eval_cases": lm_cases,
-        "eval_cases": cases, "plots": plots, "timings_s": timings, "process_cpu_s": round(time.process_time() - cpu0, 1),
-        "load_average": _loadavg(),
-        "checks": dict(checks(cfg, losses, g_plan, g_tools, rows, cases, st, bool(d)),
-                       every_checkpoint_evaluated=len(lm_rows) == len(ckpts) == 3 + bool(d) and all(r["episodes"] == len(lm_cases) > 0 for r in lm_rows)),
-    }
-    (out / "training_metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
-    return metrics
+    metrics = {"model": build, "sft": {k: v for k, v in sft_sum.items() if k != "reward_checkpoints"}, "reward_checkpoints": sft_sum["reward_checkpoints"],
+               "grpo_plan": {k: g_plan[k] for k in ("steps", "rollouts_graded", "rollouts_expected", "mean_reward", "all_finite")},
+               "grpo_tools": {k: g_tools[k] for k in ("steps", "rollouts_graded", "rollouts_expected", "mean_reward", "all_finite")},
+               "selfplay": sp, "dpo": ({k: d[k] for k in ("pairs", "steps", "losses", "all_finite")} if d else None),
+               "policy_matrix": [{k: v for k, v in r.items() if k != "per_case"} for r in rows], "grpo_reward_std": grpo_std,
+               "ledger_rows": rows_info, "eval_cases": cases}
+    return {"metrics": metrics, "g_plan": g_plan, "g_tools": g_tools, "d": d, "rows": rows, "cases": cases, "ckpts": ckpts}
+
+
+def _write_compact_curves(out: Path, cl: Dict[str, Any]) -> None:
+    """The compact LM's SFT loss and held-out reward checkpoints as the pipeline's curves (the
+    scratch preset has no other language model), and its RL history per seed."""
+    import csv
+
+    with open(out / "loss_history.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["step", "loss", "wall_s"])
+        w.writeheader()
+        w.writerows(cl["sft_history"])
+    with open(out / "reward_eval_history.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["step", "mean_score", "parse_success", "episodes", "wall_s"])
+        w.writeheader()
+        w.writerows([{"step": 0, "mean_score": cl["sft_curve_start"]["mean_score"], "parse_success": cl["sft_curve_start"]["parse_success"],
+                      "episodes": cl["sft_curve_start"]["episodes"], "wall_s": 0}] + cl["sft_curve"])
+    with open(out / "compact_rl_history.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["seed", "iteration", "mean_reward", "reward_std", "zero_variance_groups", "groups", "loss"])
+        w.writeheader()
+        for r in cl["rl"]["runs"]:
+            for h in r["history"]:
+                w.writerow(dict({k: v for k, v in h.items() if k in w.fieldnames}, seed=r["seed"]))
+
+
+def compact_checks(cfg: Dict[str, Any], cl: Dict[str, Any], st: Dict[str, Any]) -> Dict[str, bool]:
+    """The language model (compact interface) against the bar of issue item 4: its SFT
+    checkpoint beats the best scripted baseline by ``margin`` with parse success (under
+    constraint) at least ``min_parse``; every RL seed had groups with reward variance."""
+    best = st["best_scripted"] if st["best_scripted"] is not None else 1.0
+    zv = cl["rl"]["zero_variance_share"]
+    return {"lm_beats_best_scripted": cl["held_out_episodes"] > 0 and cl["sft_held_out"] >= best + cfg["margin"],
+            "lm_parse_success": cl["sft_parse_success_under_constraint"] >= cfg["min_parse"],
+            "lm_rl_groups_have_variance": bool(zv) and all(z < 1.0 for z in zv)}
 
 
 def checks(cfg: Dict[str, Any], losses: list, g_plan: Dict[str, Any], g_tools: Dict[str, Any], rows: list, cases: list,

@@ -2,7 +2,8 @@
 ladder, per-case scores, score-vs-unsafe-release frontier, result classes; with the structured
 stage's outputs also the ladder with 95 % bootstrap intervals (``ladder_ci.png``), per-family
 scores (``per_family.png``), the behaviour-cloning curve (``bc_curve.png``) and the RL reward per
-iteration and seed (``rl_curve.png``). Labels go in legends or on rotated axes, never on points."""
+iteration and seed (``rl_curve.png``); with the compact LM's outputs its GRPO curve per seed beside
+its SFT start and held-out results (``lm_rl_curve.png``). Labels go in legends or on rotated axes, never on points."""
 
 from __future__ import annotations
 
@@ -131,3 +132,17 @@ def _structured_plots(folder: Path, plt: Any, save: Any) -> None:
         ax.set(xlabel="RL iteration", ylabel="mean sampled reward (training cases)", ylim=(0, 1), title="Group-relative RL on the structured policy")
         ax.legend(fontsize=7)
         save(fig, "rl_curve.png")
+    lm_rl = _csv(folder / "compact_rl_history.csv")
+    summary = folder / "compact_lm" / "compact_lm_summary.json"
+    if lm_rl and summary.exists():
+        cl = json.loads(summary.read_text())
+        fig, ax = plt.subplots(figsize=(6.5, 3.8))
+        for seed in sorted({int(r["seed"]) for r in lm_rl}):
+            pts = [r for r in lm_rl if int(r["seed"]) == seed]
+            ax.plot([r["iteration"] for r in pts], [r["mean_reward"] for r in pts], marker="o", label=f"seed {seed}: sampled reward (train)")
+        ax.axhline(cl["sft_held_out"], color="k", linestyle="--", label=f"SFT start, held-out {cl['sft_held_out']:.3f}")
+        for r in cl["rl"]["runs"]:
+            ax.scatter([max(h["iteration"] for h in r["history"])], [r["held_out_mean"]], marker="*", s=80, label=f"seed {r['seed']}: held-out after RL")
+        ax.set(xlabel="GRPO iteration", ylabel="score", ylim=(0, 1), title="Compact LM: group-relative RL")
+        ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        save(fig, "lm_rl_curve.png")

@@ -1,0 +1,457 @@
+"""A small causal transformer trained from random weights on the compact language
+(:mod:`.compact`): SFT on replayed teacher steps, grammar-constrained decoding, and group-relative
+RL (GRPO's advantage, no critic) over several seeds, every checkpoint scored on the structured
+stage's held-out episodes, in process.
+
+The model is plain torch (no hub, no download): token and position embeddings, ``layers``
+pre-norm blocks of causal self-attention and an MLP, a tied output layer, a key/value cache for
+decoding. Its vocabulary is the compact language's word tokens seen in the training rows (at
+least twice) plus every pointer token. Decoding is constrained token by token by
+:func:`.compact.allowed`: at every position only the tokens the grammar allows given the table,
+the schema, the actions played and the native interventions are scored, so every action expands
+(parse success under constraint is the share of steps the environment accepted).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import random
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .compact import ACT, EOS, PAD, UNK, Context, Schema, Table, allowed_tokens, encode, expand, state_tokens, to_tokens, to_units
+from .ledger import EvidenceLedger, replay_ledgers
+
+MAX_LEN = 1024
+
+
+# ---------------------------------------------------------------------------- data
+
+
+def replay_pairs(records: Sequence[Dict[str, Any]]) -> List[List[Tuple[Dict[str, Any], EvidenceLedger, Table, Dict[str, Any]]]]:
+    """Each submitted teacher episode replayed in process: ``[(obs, ledger snapshot, table, action)]``."""
+    from ..native import ControlBenchEnv, EnvError
+
+    out = []
+    for rec in records:
+        traj = rec.get("trajectory") or []
+        if not traj or traj[-1].get("action_type") != "submit_decision":
+            continue
+        ep = []
+        try:
+            for envelope, led, a in replay_ledgers(ControlBenchEnv(), rec["case_id"], traj):
+                obs = envelope["observation"]
+                ep.append((obs, copy.deepcopy(led), Table(obs, led), {"action_type": a["action_type"], "payload": a["payload"]}))
+        except EnvError:
+            continue  # a case this process's pool does not hold
+        out.append(ep)
+    return out
+
+
+def build_rows(episodes: Sequence[Sequence[Tuple[Any, EvidenceLedger, Table, Dict[str, Any]]]], schema: Schema) -> Tuple[List[Tuple[List[str], List[str]]], Dict[str, Any]]:
+    """(state tokens, action tokens) rows and their coverage / length figures."""
+    rows, skipped = [], 0
+    sizes: List[int] = []
+    for ep in episodes:
+        played: List[List[str]] = []  # tokens
+        for obs, led, table, a in ep:
+            units = encode(a, table, schema)
+            state = state_tokens(obs, led, played, table)
+            if units is None:
+                skipped += 1
+                played.append([a["action_type"], EOS])
+                continue
+            act = to_tokens(units, table)
+            rows.append((state, act))
+            sizes.append(len(state) + len(act))
+            played.append(act)
+    sizes.sort()
+    acts = sorted(len(a) for _, a in rows)
+    return rows, {"rows": len(rows), "unexpressed_steps": skipped, "median_tokens": sizes[len(sizes) // 2] if sizes else 0,
+                  "p95_tokens": sizes[int(0.95 * (len(sizes) - 1))] if sizes else 0, "max_tokens": sizes[-1] if sizes else 0,
+                  "target_max": acts[-1] if acts else 0, "target_median": acts[len(acts) // 2] if acts else 0}
+
+
+def build_vocab(rows: Sequence[Tuple[List[str], List[str]]], schema: Schema) -> List[str]:
+    c = Counter(t for s, a in rows for t in s + a)
+    vocab = [PAD, UNK, EOS, ACT, "submit"] + [f"n:{i}" for i in range(32)]
+    vocab += schema.types + list(schema.heads) + ["PAY", "HOLD", "NEEDS_REVIEW", "ESCALATE_FRAUD"]
+    for t, fs in schema.fields.items():
+        vocab += [f"{f}={lit}" for f, k, info in fs if k == "enum" for lit in info]
+    seen = set(vocab)
+    vocab += sorted(t for t, n in c.items() if n >= 2 and t not in seen)
+    return list(dict.fromkeys(vocab))
+
+
+# ---------------------------------------------------------------------------- the model
+
+
+def make_model(vocab_size: int, dim: int = 128, layers: int = 4, heads: int = 4, seed: int = 0) -> Any:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.n1, self.n2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+            self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+        def forward(self, x: Any, cache: Optional[List[Any]] = None, pad_mask: Any = None) -> Any:
+            b, n, _ = x.shape
+            q, k, v = self.qkv(self.n1(x)).view(b, n, 3, heads, dim // heads).permute(2, 0, 3, 1, 4)
+            if cache is not None and cache[0] is not None:
+                k = torch.cat([cache[0], k], 2)
+                v = torch.cat([cache[1], v], 2)
+            if cache is not None:
+                cache[0], cache[1] = k, v
+            if k.shape[2] == n:
+                att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:  # decoding new tokens after a cached prefix
+                m = torch.ones(n, k.shape[2], dtype=torch.bool).tril(k.shape[2] - n)
+                att = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+            x = x + self.proj(att.transpose(1, 2).reshape(b, n, dim))
+            return x + self.mlp(self.n2(x))
+
+    class LM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab_size, dim), nn.Embedding(MAX_LEN, dim)
+            self.blocks = nn.ModuleList([Block() for _ in range(layers)])
+            self.norm = nn.LayerNorm(dim)
+            self.config = {"vocab_size": vocab_size, "dim": dim, "layers": layers, "heads": heads}
+            for mod in self.modules():
+                if isinstance(mod, (nn.Linear, nn.Embedding)):
+                    nn.init.normal_(mod.weight, std=0.02)
+                if isinstance(mod, nn.Linear) and mod.bias is not None:
+                    nn.init.zeros_(mod.bias)
+
+        def forward(self, ids: Any, caches: Optional[List[List[Any]]] = None, start: int = 0) -> Any:
+            pos = torch.arange(start, start + ids.shape[1])
+            x = self.tok(ids) + self.pos(pos)[None]
+            for i, blk in enumerate(self.blocks):
+                x = blk(x, caches[i] if caches is not None else None)
+            return self.norm(x) @ self.tok.weight.T
+
+    torch.manual_seed(seed)
+    return LM()
+
+
+def n_params(model: Any) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+class Coder:
+    def __init__(self, vocab: List[str]) -> None:
+        self.vocab = vocab
+        self.ix = {t: i for i, t in enumerate(vocab)}
+
+    def ids(self, toks: Sequence[str]) -> List[int]:
+        return [self.ix.get(t, 1) for t in toks]
+
+
+def _clip_state(ids: List[int], room: int) -> List[int]:
+    return ids if len(ids) <= room else ids[-room:]
+
+
+# ---------------------------------------------------------------------------- SFT
+
+
+def sft(model: Any, coder: Coder, rows: Sequence[Tuple[List[str], List[str]]], lr: float, minutes: float, max_steps: int, batch: int,
+        seed: int = 0, log_every: int = 10, eval_fn: Any = None, eval_every_s: float = 0.0) -> Dict[str, Any]:
+    """Cross-entropy on the action tokens only, AdamW with warmup and cosine decay, until
+    ``max_steps`` or ``minutes`` of wall time; length-bucketed batches."""
+    import torch
+    import torch.nn.functional as F
+
+    rng = random.Random(seed)
+    data = []
+    for s, a in rows:
+        sid, aid = coder.ids(s), coder.ids(a)
+        sid = _clip_state(sid, MAX_LEN - len(aid) - 1)
+        data.append((sid + aid, len(sid)))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
+    est_steps = max_steps
+    history, evals = [], []
+    t0, last_eval = time.monotonic(), time.monotonic()
+    step = 0
+    limit = 60 * minutes if minutes else math.inf  # minutes 0: step-limited
+    model.train()
+    while step < max_steps and time.monotonic() - t0 < limit:
+        order = sorted(range(len(data)), key=lambda i: len(data[i][0]) + rng.random() * 40)
+        batches = [order[i:i + batch] for i in range(0, len(order), batch)]
+        rng.shuffle(batches)
+        for b in batches:
+            if step >= max_steps or time.monotonic() - t0 >= limit:
+                break
+            width = max(len(data[i][0]) for i in b)
+            x = torch.zeros(len(b), width, dtype=torch.long)
+            y = torch.full((len(b), width), -100, dtype=torch.long)
+            for j, i in enumerate(b):
+                seq, p = data[i]
+                x[j, :len(seq)] = torch.tensor(seq)
+                y[j, p - 1:len(seq) - 1] = torch.tensor(seq[p:])
+            warm = min(1.0, (step + 1) / 30)
+            frac = min(1.0, (time.monotonic() - t0) / max(60 * minutes, 1e-9)) if minutes else step / max(est_steps, 1)
+            for g in opt.param_groups:
+                g["lr"] = lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+            loss = F.cross_entropy(model(x).reshape(-1, len(coder.vocab)), y.reshape(-1), ignore_index=-100)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            step += 1
+            if step % log_every == 0 or step == 1:
+                history.append({"step": step, "loss": round(float(loss.detach()), 5), "wall_s": round(time.monotonic() - t0, 1)})
+            if eval_fn is not None and eval_every_s and time.monotonic() - last_eval >= eval_every_s:
+                model.eval()
+                evals.append(dict(eval_fn(model), step=step, wall_s=round(time.monotonic() - t0, 1)))
+                model.train()
+                last_eval = time.monotonic()
+    model.eval()
+    return {"steps": step, "history": history, "evals": evals, "wall_s": round(time.monotonic() - t0, 1)}
+
+
+# ---------------------------------------------------------------------------- constrained decoding
+
+
+class Decoder:
+    """Grammar-constrained decoding (greedy, or sampled at ``temperature`` with the choices
+    recorded for RL)."""
+
+    def __init__(self, model: Any, coder: Coder, schema: Schema) -> None:
+        self.model, self.coder, self.schema = model, coder, schema
+
+    def act(self, state: List[str], ctx: Context, temperature: float = 0.0, rng: Optional[np.random.Generator] = None,
+            trace: Optional[List[Any]] = None) -> List[str]:
+        import torch
+
+        sid = _clip_state(self.coder.ids(state), MAX_LEN - 2 - 2 * 48 - 4)
+        caches: List[List[Any]] = [[None, None] for _ in self.model.blocks]
+        prefix: List[str] = []
+        chosen: List[Tuple[List[int], int]] = []
+        with torch.inference_mode():
+            logits = self.model(torch.tensor([sid]), caches)[0, -1]
+            pos = len(sid)
+            while True:
+                opts = allowed_tokens(prefix, ctx)
+                oid = self.coder.ids(opts)
+                z = logits[torch.tensor(oid)].double().numpy()
+                if temperature > 0 and rng is not None:
+                    p = np.exp((z - z.max()) / temperature)
+                    p /= p.sum()
+                    k = int(rng.choice(len(opts), p=p))
+                else:
+                    k = int(np.argmax(z))
+                prefix.append(opts[k])
+                chosen.append((oid, k))
+                if opts[k] == EOS or pos >= MAX_LEN - 1:
+                    break
+                logits = self.model(torch.tensor([[oid[k]]]), caches, start=pos)[0, -1]
+                pos += 1
+        if prefix[-1] != EOS:
+            prefix.append(EOS)
+        if trace is not None:
+            trace.append((sid, chosen))
+        return prefix
+
+
+def play_episode(dec: Decoder, case_id: str, temperature: float = 0.0, rng: Optional[np.random.Generator] = None,
+                 trace: Optional[List[Any]] = None) -> Dict[str, Any]:
+    """One episode in process (fresh institution) under constrained decoding."""
+    from ..native import ControlBenchEnv, EnvError
+
+    env = ControlBenchEnv()
+    envelope = env.reset(case_id=case_id, fresh_institution=True)
+    led = EvidenceLedger()
+    led.observe(envelope["observation"])
+    played: List[List[str]] = []  # tokens (the state prompt's "did" list)
+    played_units: List[List[str]] = []  # units (the grammar's no-repeat rule)
+    refused = 0
+    while not envelope.get("done"):
+        obs = envelope["observation"]
+        native = env.candidates()
+        table = Table(obs, led, native)
+        steps_left = int(obs.get("max_steps") or 0) - int(obs.get("step_count") or 0)
+        ctx = Context(table, dec.schema, played_units, {c["action_type"] for c in native}, steps_left)
+        toks = dec.act(state_tokens(obs, led, played, table), ctx, temperature, rng, trace)
+        units = to_units(toks, table)
+        a = expand(units, table, dec.schema)
+        try:
+            envelope = env.step(a)
+        except EnvError:
+            refused += 1
+            a = {"action_type": "submit_decision", "payload": {"decision": "NEEDS_REVIEW", "confidence": 0.35, "reason_codes": []}}
+            envelope = env.step(a)
+        played.append(toks)
+        played_units.append(units)
+        led.observe(envelope["observation"])
+    info = envelope.get("info") or {}
+    return {"case_id": case_id, "task_type": envelope["observation"].get("task_type"), "final_score": float(info.get("final_score") or 0.0),
+            "result_class": info.get("result_class"), "steps": len(played), "refused": refused,
+            "unsafe_release": bool(info.get("unsafe_release")), "submitted": bool(played) and played[-1][0] == "submit"}
+
+
+def evaluate(dec: Decoder, label: str, cases: Sequence[str]) -> Dict[str, Any]:
+    from .structured import summarize
+
+    eps = [play_episode(dec, c) for c in cases]
+    steps = sum(e["steps"] for e in eps)
+    m = summarize(label, eps, round(1 - sum(e["refused"] for e in eps) / max(steps, 1), 4))
+    m["submitted_share"] = round(sum(e["submitted"] for e in eps) / max(len(eps), 1), 4)
+    return m
+
+
+# ---------------------------------------------------------------------------- RL
+
+
+def grpo(dec: Decoder, cases: Sequence[str], iterations: int, group: int, batch: int, temperature: float, lr: float, seed: int,
+         eval_fn: Any = None) -> Dict[str, Any]:
+    """Group-relative policy gradient on the LM: per case ``group`` sampled episodes, advantage =
+    (reward - group mean) / group std, loss = -advantage x the log-probability (renormalised over
+    the grammar's allowed tokens, as sampled) of every action token the episode chose."""
+    import torch
+
+    rng = np.random.default_rng(seed)
+    model = dec.model
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    history = []
+    for it in range(iterations):
+        picked = [cases[int(i)] for i in rng.choice(len(cases), size=min(batch, len(cases)), replace=False)]
+        rewards, zero_var, samples = [], 0, []
+        for c in picked:
+            runs = []
+            for _ in range(group):
+                tr: List[Any] = []
+                runs.append((play_episode(dec, c, temperature, rng, tr)["final_score"], tr))
+            r = np.array([x for x, _ in runs])
+            rewards += r.tolist()
+            if r.std() < 1e-9:
+                zero_var += 1
+                continue
+            adv = (r - r.mean()) / (r.std() + 1e-6)
+            samples += [(float(a), tr) for a, (_, tr) in zip(adv, runs)]
+        loss_v = 0.0
+        if samples:
+            model.train()
+            opt.zero_grad()
+            n_steps = sum(len(tr) for _, tr in samples)
+            for a, tr in samples:
+                for sid, chosen in tr:
+                    seq = sid + [oid[k] for oid, k in chosen[:-1]]
+                    logits = model(torch.tensor([seq]))[0, len(sid) - 1:]
+                    lp = 0.0
+                    for j, (oid, k) in enumerate(chosen):
+                        lp = lp + torch.log_softmax(logits[j, torch.tensor(oid)] / temperature, -1)[k]
+                    loss = -a * lp / n_steps
+                    loss.backward()
+                    loss_v += float(loss)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            model.eval()
+        h = {"iteration": it + 1, "mean_reward": round(float(np.mean(rewards)), 4), "reward_std": round(float(np.std(rewards)), 4),
+             "zero_variance_groups": zero_var, "groups": len(picked), "loss": round(loss_v, 5)}
+        if eval_fn is not None:
+            h["held_out"] = eval_fn(dec)
+        history.append(h)
+    zv = sum(h["zero_variance_groups"] for h in history) / max(sum(h["groups"] for h in history), 1)
+    return {"history": history, "zero_variance_share": round(zv, 4), "seed": seed, "temperature": temperature, "group": group, "lr": lr}
+
+
+# ---------------------------------------------------------------------------- save / load
+
+
+def save(dec: Decoder, out: Path) -> None:
+    import torch
+
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(dec.model.state_dict(), out / "model.pt")
+    (out / "compact_lm.json").write_text(json.dumps({"config": dec.model.config, "vocab": dec.coder.vocab, "schema": dec.schema.to_json()},
+                                                    default=lambda o: sorted(o)))
+
+
+def load(path: Path) -> Decoder:
+    import torch
+
+    meta = json.loads((path / "compact_lm.json").read_text())
+    c = meta["config"]
+    model = make_model(c["vocab_size"], c["dim"], c["layers"], c["heads"])
+    model.load_state_dict(torch.load(path / "model.pt"))
+    model.eval()
+    return Decoder(model, Coder(meta["vocab"]), Schema.from_json(meta["schema"]))
+
+
+# ---------------------------------------------------------------------------- the pipeline stage
+
+
+def compact_lm_stage(data: Path, out: Path, held_ids: Sequence[str], lr: float = 3e-3, minutes: float = 6.0, max_steps: int = 100000,
+                     batch: int = 16, dim: int = 128, layers: int = 4, heads: int = 4, rl_seeds: int = 3, rl_iterations: int = 4,
+                     rl_group: int = 4, rl_batch: int = 8, rl_temperature: float = 1.0, rl_lr: float = 3e-4, sft_evals: int = 3,
+                     threads: int = 2) -> Dict[str, Any]:
+    """SFT from random weights on the training split's replayed teacher steps, held-out
+    evaluation under constraint of the SFT checkpoint and of GRPO over ``rl_seeds`` seeds."""
+    import torch
+
+    from .ledger import teacher_records
+    from .structured import _base, replayable
+
+    torch.set_num_threads(threads)
+    out.mkdir(parents=True, exist_ok=True)
+    t_cpu, t_wall = time.process_time(), time.monotonic()
+    split = json.loads((data / "split.json").read_text())
+    train_bases = set(split["train_base_cases"])
+    recs = [r for r in teacher_records(data / "runs.db") if _base(r) in train_bases]
+    episodes = replay_pairs(recs)
+    schema = Schema.learn([(tb, a) for ep in episodes for _, _, tb, a in ep])
+    rows, rows_info = build_rows(episodes, schema)
+    vocab = build_vocab(rows, schema)
+    coder = Coder(vocab)
+    model = make_model(len(vocab), dim, layers, heads)
+    dec = Decoder(model, coder, schema)
+    held = list(held_ids)
+    probe = held[:: max(1, len(held) // 12)][:12]  # a fixed held-out subset for the learning curve
+    prep_s = round(time.monotonic() - t_wall, 1)
+
+    def curve_eval(m: Any) -> Dict[str, Any]:
+        r = evaluate(Decoder(m, coder, schema), "probe", probe)
+        return {"mean_score": r["mean_score"], "parse_success": r["parse_success"], "episodes": r["episodes"]}
+
+    start = curve_eval(model) if sft_evals else {"mean_score": 0.0, "parse_success": 0.0, "episodes": 0}
+    every = 60 * minutes / (sft_evals + 1) if sft_evals and minutes else 0.0
+    s = sft(model, coder, rows, lr, minutes, max_steps, batch, eval_fn=curve_eval if every else None, eval_every_s=every)
+    save(dec, out / "sft")
+    sft_row = evaluate(dec, "compact-lm-sft", held)
+    rl_runs, rl_rows = [], []
+    train_ids = replayable(sorted({r["case_id"] for r in recs}))
+    for seed in range(rl_seeds):
+        d2 = Decoder(copy.deepcopy(model), coder, schema)
+        h = grpo(d2, train_ids, rl_iterations, rl_group, rl_batch, rl_temperature, rl_lr, seed)
+        m = evaluate(d2, f"compact-lm-rl-s{seed}", held)
+        save(d2, out / f"rl-s{seed}")
+        rl_rows.append(m)
+        rl_runs.append({"seed": seed, "held_out_mean": m["mean_score"], "ci95": m["ci95"], "parse_success": m["parse_success"],
+                        "zero_variance_share": h["zero_variance_share"], "history": h["history"], "per_family": m["per_family"]})
+    means = [r["held_out_mean"] for r in rl_runs]
+    deltas = [round(x - sft_row["mean_score"], 4) for x in means]
+    summary = {"params": n_params(model), "vocab": len(vocab), "config": model.config, "rows": rows_info, "schema_types": len(schema.types),
+               "schema_heads": len(schema.heads), "train_episodes": len(episodes), "held_out_episodes": len(held), "prep_s": prep_s,
+               "sft": {"steps": s["steps"], "wall_s": s["wall_s"], "loss_first": s["history"][0]["loss"] if s["history"] else None,
+                       "loss_last": s["history"][-1]["loss"] if s["history"] else None, "lr": lr, "batch": batch, "minutes": minutes},
+               "sft_history": s["history"], "sft_curve": s["evals"], "sft_curve_start": start, "probe_cases": probe,
+               "sft_held_out": sft_row["mean_score"], "sft_ci95": sft_row["ci95"], "sft_parse_success_under_constraint": sft_row["parse_success"],
+               "sft_submitted_share": sft_row["submitted_share"],
+               "rl": {"seeds": rl_seeds, "iterations": rl_iterations, "group": rl_group, "batch": rl_batch, "temperature": rl_temperature,
+                      "lr": rl_lr, "held_out_means": means, "deltas": deltas,
+                      "mean": round(float(np.mean(means)), 4) if means else None, "std": round(float(np.std(means)), 4) if means else None,
+                      "zero_variance_share": [r["zero_variance_share"] for r in rl_runs], "runs": rl_runs},
+               "matrix": [sft_row] + rl_rows,
+               "cpu_s": round(time.process_time() - t_cpu, 1), "wall_s": round(time.monotonic() - t_wall, 1)}
+    (out / "compact_lm_summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    return summary

@@ -1,0 +1,198 @@
+"""The compact state prompt and action language (training/compact.py) and the small LM trained on
+it (training/compact_lm.py): expansion round-trips the teacher's actions, copies only what the
+observation's pointer table and the learned vocabulary hold (no answer injected), every action
+the grammar allows expands, SFT lowers the loss (and ``lr 0`` does not move the weights), and the
+LM's checks fail below the bar."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any, List
+
+import pytest
+
+from conftest import _binary
+from ledgershield.training.collect import collect
+from ledgershield.training.compact import EOS, _num, Context, Schema, Table, allowed, allowed_tokens, encode, expand, to_tokens, to_units
+from ledgershield.training.ledger import teacher_records
+
+
+
+@pytest.fixture(scope="module")
+def episodes(tmp_path_factory: pytest.TempPathFactory) -> List[Any]:
+    from ledgershield.training.compact_lm import replay_pairs
+
+    out = tmp_path_factory.mktemp("compact")
+    collect(str(_binary()), out, ["public"])
+    eps = replay_pairs(teacher_records(out / "runs.db"))
+    assert len(eps) >= 15
+    return eps
+
+
+@pytest.fixture(scope="module")
+def schema(episodes: List[Any]) -> Schema:
+    return Schema.learn([(tb, a) for ep in episodes for _, _, tb, a in ep])
+
+
+def _leaves(v: Any) -> List[Any]:
+    if isinstance(v, dict):
+        return [x for k, y in v.items() for x in _leaves(y)]
+    if isinstance(v, list):
+        return [x for y in v for x in _leaves(y)]
+    return [v]
+
+
+def _table_values(tb: Table) -> set:
+    vals: List[Any] = [d for d, _ in tb.docs] + [v for _, v in tb.ids] + [k for k, _ in tb.ids]
+    for r in tb.refs:
+        vals += [r["doc_id"], r["page"], *r["bbox"], *r["token_ids"], Table.after(r).rstrip("~"), _num(Table.after(r))]
+    return {json.dumps(v) for v in vals}  # one by one: a set would merge 2 and 2.0
+
+
+def _vocab_values(schema: Schema) -> set:
+    out = set()
+    for fs in schema.fields.values():
+        for f, kind, info in fs:
+            if kind == "enum":
+                out |= {json.dumps(x) for lit in info for x in _leaves(json.loads(lit))}
+            elif kind == "const":
+                out |= {json.dumps(x) for x in _leaves(json.loads(info))}
+    for h in schema.heads:
+        out |= {json.dumps(p) for p in h.replace("=", ":").split(":")}
+    out |= {json.dumps(x) for x in schema.confidence.values()} | {json.dumps(x) for x in ("PAY", "HOLD", "NEEDS_REVIEW", "ESCALATE_FRAUD", 0.8)}
+    return out
+
+
+def test_expansion_round_trips_the_teacher_actions(episodes: List[Any], schema: Schema) -> None:
+    tools = same_tools = subs = 0
+    for ep in episodes:
+        for _obs, _led, tb, a in ep:
+            c = encode(a, tb, schema)
+            if c is None:
+                continue
+            toks = to_tokens(c, tb)
+            assert to_units(toks, tb) == c  # pointers as (descriptor, ordinal) tokens and back
+            assert not any(t[0] in "dkr" and t[1:].isdigit() for t in toks)
+            e = expand(c, tb, schema)
+            assert e["action_type"] == a["action_type"]
+            if a["action_type"] != "submit_decision":
+                tools += 1
+                consts = {f for f, k, _ in schema.fields[a["action_type"]] if k == "const"}
+                same_tools += all(e["payload"][f] == a["payload"][f] or str(e["payload"][f]).lower() == str(a["payload"][f]).lower()
+                                  for f in a["payload"] if f not in consts)
+                continue
+            subs += 1
+            p, q = a["payload"], e["payload"]
+            assert q["decision"] == p["decision"]
+            for f in ("reason_codes", "fraud_flags", "discrepancies", "campaign_signals"):
+                assert sorted(q.get(f) or []) == sorted(p.get(f) or []), f
+            assert q["policy_checks"] == (p.get("policy_checks") or {})
+            for claim, ref in q["evidence_map"].items():  # every pointed claim cites what the teacher cited
+                want = p["evidence_map"][claim]
+                assert (sorted(ref.get("token_ids") or []) == sorted(want.get("token_ids") or [])) if "token_ids" in ref else ref == want
+            assert len(q["evidence_map"]) >= 0.5 * len(p.get("evidence_map") or {}) or not p.get("evidence_map")
+    assert subs == len(episodes)
+    assert tools > 50 and same_tools == tools, (same_tools, tools)
+
+
+def test_expansion_copies_only_table_values_and_vocabulary(episodes: List[Any], schema: Schema) -> None:
+    vocab = _vocab_values(schema)
+    for ep in episodes:
+        for _obs, _led, tb, a in ep:
+            c = encode(a, tb, schema)
+            if c is None:
+                continue
+            e = expand(c, tb, schema)
+            allowed_vals = _table_values(tb) | vocab
+            for leaf in _leaves(e["payload"]):
+                assert json.dumps(leaf) in allowed_vals or json.dumps(str(leaf)) in allowed_vals, (a["action_type"], leaf)
+    # At reset nothing is revealed: a submission pointing at evidence cannot be expanded, so the
+    # language cannot carry an answer the observation has not shown.
+    obs0, led0, tb0, _ = episodes[0][0]
+    assert not tb0.refs
+    with pytest.raises((ValueError, IndexError)):
+        expand(["submit", "HOLD", next(h for h in schema.heads if h.startswith("ev:")), "r0", EOS], tb0, schema)
+
+
+def test_every_action_the_grammar_allows_expands(episodes: List[Any], schema: Schema) -> None:
+    seed = random.randrange(10_000)
+    print(f"grammar walk seed {seed}")
+    rng = random.Random(seed)
+    walks = 0
+    for ep in episodes:
+        played: List[List[str]] = []
+        for obs, led, tb, a in ep:
+            steps_left = int(obs["max_steps"]) - int(obs["step_count"])
+            ctx = Context(tb, schema, played, {t for t in schema.types}, steps_left)
+            for _ in range(4):
+                prefix: List[str] = []
+                while not prefix or prefix[-1] != EOS:
+                    opts = allowed_tokens(prefix, ctx)
+                    assert opts, prefix
+                    prefix.append(rng.choice(opts))
+                    assert len(prefix) < 400
+                units = to_units(prefix, tb)
+                act = expand(units, tb, schema)
+                assert act["action_type"] in set(schema.types) | {"submit_decision"}
+                if units[0] != "submit":  # no exact repeat while a new completion exists
+                    assert tuple(units) not in ctx.played or not ctx.open_completions([units[0]])
+                walks += 1
+            if steps_left <= 1:
+                assert allowed([], ctx) == ["submit"]
+            played.append(encode(a, tb, schema) or [a["action_type"], EOS])
+    assert walks > 100
+
+
+def test_state_prompt_is_compact_and_names_pointers(episodes: List[Any], schema: Schema) -> None:
+    from ledgershield.training.compact_lm import build_rows
+
+    rows, info = build_rows(episodes, schema)
+    assert info["rows"] > 100 and info["max_tokens"] < 1024 and info["median_tokens"] < 400
+    state, act = rows[-1]
+    assert state[-1] == "<act>" and state[0].startswith("task:")
+    # every pointer the target uses is named in its own prompt (its descriptor token)
+    for state, act in rows:
+        assert all(t in state for t in act if t.startswith(("dt:", "key:", "lab:")))
+
+
+def test_sft_lowers_the_loss_and_lr_zero_does_not_train(episodes: List[Any], schema: Schema) -> None:
+    from ledgershield.training.compact_lm import Coder, build_rows, build_vocab, make_model, sft
+
+    torch = pytest.importorskip("torch")
+    rows, _ = build_rows(episodes, schema)
+    coder = Coder(build_vocab(rows, schema))
+    torch.set_num_threads(2)
+    m = make_model(len(coder.vocab), dim=32, layers=1, heads=2, seed=1)
+    s = sft(m, coder, rows, lr=1e-2, minutes=0, max_steps=60, batch=16, log_every=1)
+    losses = [h["loss"] for h in s["history"]]
+    assert s["steps"] == 60 and sum(losses[-5:]) / 5 < 0.7 * sum(losses[:5]) / 5, losses
+    m0 = make_model(len(coder.vocab), dim=32, layers=1, heads=2, seed=1)
+    before = [p.detach().clone() for p in m0.parameters()]
+    sft(m0, coder, rows, lr=0.0, minutes=0, max_steps=3, batch=16)
+    assert all(torch.equal(a, b) for a, b in zip(before, m0.parameters()))
+
+
+def test_constrained_decoding_plays_and_submits(episodes: List[Any], schema: Schema) -> None:
+    pytest.importorskip("torch")
+    from ledgershield.training.compact_lm import Coder, Decoder, build_rows, build_vocab, make_model, play_episode
+
+    rows, _ = build_rows(episodes, schema)
+    coder = Coder(build_vocab(rows, schema))
+    dec = Decoder(make_model(len(coder.vocab), dim=32, layers=1, heads=2), coder, schema)
+    ep = play_episode(dec, "CASE-B-001")
+    assert ep["submitted"] and ep["refused"] == 0 and 0.0 <= ep["final_score"] <= 1.0
+
+
+def test_lm_checks_fail_below_the_bar() -> None:
+    from ledgershield.training.pipeline import compact_checks
+
+    st = {"best_scripted": 0.11}
+    cfg = {"margin": 0.3, "min_parse": 0.95}
+    ok = {"held_out_episodes": 48, "sft_held_out": 0.6, "sft_parse_success_under_constraint": 1.0, "rl": {"zero_variance_share": [0.3, 0.5, 0.2]}}
+    assert all(compact_checks(cfg, ok, st).values())
+    low = dict(ok, sft_held_out=0.3)
+    assert not compact_checks(cfg, low, st)["lm_beats_best_scripted"]
+    assert not compact_checks(cfg, dict(ok, sft_parse_success_under_constraint=0.9), st)["lm_parse_success"]
+    assert not compact_checks(cfg, dict(ok, rl={"zero_variance_share": [0.3, 1.0, 0.2]}), st)["lm_rl_groups_have_variance"]
+    assert not compact_checks(cfg, dict(ok, rl={"zero_variance_share": []}), st)["lm_rl_groups_have_variance"]

@@ -25,9 +25,6 @@ ALLOWED = set([
     "crates/ls-grading/src/certificate.rs::verify_parsed",
     "crates/ls-grading/src/compliance.rs::evaluate",
     "crates/ls-grading/src/outcome.rs::simulate",
-    "crates/ls-report/src/product.rs::certify",
-    "crates/ls-report/src/render.rs::markdown",
-    "crates/ls-report/src/report.rs::build_report",
 ])
 
 

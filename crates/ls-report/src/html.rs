@@ -6,6 +6,7 @@
 //! spot is numbered on the chart and named in the table under it).
 
 use crate::product::{loss_bars, visualization, Bar};
+use crate::render::{f4, o4};
 use crate::report::BenchmarkReport;
 use std::fmt::Write;
 
@@ -22,14 +23,6 @@ fn esc(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
-}
-
-fn f4(x: f64) -> String {
-    format!("{x:.4}")
-}
-
-fn o4(x: Option<f64>) -> String {
-    x.map(f4).unwrap_or_else(|| "n/a".into())
 }
 
 /// Money with thousands separators and two decimals.

@@ -6,8 +6,8 @@
 //! spot is numbered on the chart and named in the table under it).
 
 use crate::product::{loss_bars, visualization, Bar};
-use crate::render::{f4, o4};
 use crate::report::BenchmarkReport;
+use crate::tables::{f4, o4};
 use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;color:#1b2430;max-width:1080px;margin:2em auto;padding:0 1em;line-height:1.4}\

@@ -1,8 +1,8 @@
 //! The report's sections as tables (the same figures the Markdown report lists).
 
 use super::{esc, f4, metrics, money, o4, table};
-use crate::render;
 use crate::report::BenchmarkReport;
+use crate::tables;
 use std::fmt::Write;
 
 /// Evaluation protocol and the agent ladder.
@@ -25,7 +25,7 @@ pub fn protocol_and_agents(r: &BenchmarkReport) -> String {
         ),
     ]));
     s.push_str("<h2>Agent ladder</h2>");
-    let rows = render::ladder_rows(r);
+    let rows = tables::ladder_rows(r);
     s.push_str(&table(
         &[
             "agent",
@@ -69,7 +69,7 @@ pub fn benchmark(r: &BenchmarkReport) -> String {
         rows.push(("Task E mean", f4(e.score_stats.mean)));
     }
     s.push_str(&metrics(&rows));
-    let cases = render::case_rows(r);
+    let cases = tables::case_rows(r);
     let _ = write!(
         s,
         "<details><summary>Every case ({})</summary>{}</details>",
@@ -286,20 +286,20 @@ pub fn experiments(r: &BenchmarkReport) -> String {
         ("TrustGraph cap-hit rate", f4(e.trust_graph_cap_hit_rate)),
         ("human baseline", e.human_baseline_status.clone()),
     ]));
-    let ablations = render::ablation_rows(e);
+    let ablations = tables::ablation_rows(e);
     s.push_str("<h3>Ablations</h3>");
     s.push_str(&table(
         &["ablation", "component", "with", "without", "delta", "note"],
         &ablations,
     ));
-    let tests = render::falsification_rows(e);
+    let tests = tables::falsification_rows(e);
     s.push_str("<h3>Falsification tests</h3>");
     s.push_str(&table(
         &["test", "threshold", "observed", "falsified"],
         &tests,
     ));
     if let Some(g) = &r.gaming_resistance {
-        let rows = render::gaming_rows(g);
+        let rows = tables::gaming_rows(g);
         let bounded = g.rows.iter().filter(|r| r.within_bounds).count();
         let _ = write!(s, "<h2>Gaming resistance</h2><p>{}</p><p>{bounded} of {} rows within bounds.</p><details><summary>Every pool and family ({} rows)</summary>", esc(&g.note), g.rows.len(), g.rows.len());
         s.push_str(&table(

@@ -1,7 +1,7 @@
 //! Stage 11: the certificate-required track (the generator's certificate-required clones, every
 //! ladder agent) and the certificate ablation on it (`teacher-no-certificate`).
 
-use super::experiments::{ablation, Ablation};
+use super::ablation::{ablation, Ablation};
 use super::{Ctx, Unavailable};
 use crate::eval::pool_of;
 use crate::metrics::{r4, SectionSummary};

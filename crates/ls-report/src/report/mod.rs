@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub mod ablation;
 pub mod certificate;
 pub mod contrastive;
 pub mod experiments;
@@ -32,11 +33,10 @@ pub mod public;
 pub mod quarter;
 pub mod tracks;
 
+pub use ablation::{Ablation, GateAblationRow};
 pub use certificate::CertificateTrack;
 pub use contrastive::{joint_score, ContrastiveSection, Joint, PairReport};
-pub use experiments::{
-    Ablation, CostSensitivity, ExperimentSuite, FalsificationTest, GateAblationRow,
-};
+pub use experiments::{CostSensitivity, ExperimentSuite, FalsificationTest};
 pub use fraudgen::{FraudgenAgentResult, FraudgenSummary};
 pub use holdout::{GeneratedHoldoutTrack, HoldoutSection, HoldoutSeedReport};
 pub use ladder::AgentSummary;

@@ -2,7 +2,7 @@
 //! generated sequence with institutional memory carried over), each ladder agent re-run with the
 //! calibration gate off (for the gate ablation), and the two-agent demo.
 
-use super::experiments::GateAblationRow;
+use super::ablation::GateAblationRow;
 use super::{
     factory, Ctx, ReportConfig, Unavailable, MAX_SEQUENCE_LENGTH, STANDARD_SEQUENCE_LENGTH,
 };

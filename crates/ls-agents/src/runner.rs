@@ -3,6 +3,7 @@
 pub use crate::action::Action;
 use crate::client::{ClientError, EnvClient};
 use crate::prompt::{step_prompt, MAX_HISTORY};
+use ls_env::terminal_info::TerminalInfo;
 use ls_env::{ResetRequest, StepEnvelope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -74,14 +75,6 @@ pub struct EpisodeRecord {
 
 /// Hard cap on steps the driver takes, whatever the environment says.
 pub const DRIVER_STEP_CAP: u32 = 64;
-
-fn f(info: &Map<String, Value>, k: &str) -> f64 {
-    info.get(k).and_then(Value::as_f64).unwrap_or(0.0)
-}
-
-fn s(info: &Map<String, Value>, k: &str) -> String {
-    info.get(k).and_then(Value::as_str).unwrap_or("").to_owned()
-}
 
 /// Initial-observation projection used by trajectories and SFT prompts (never hidden state).
 pub fn project_observation(env: &StepEnvelope) -> Value {
@@ -221,27 +214,19 @@ pub fn run_episode(
     rec.terminated = last.terminated;
     if last.terminated {
         let info = &last.info.to_map();
-        rec.final_score = f(info, "final_score");
-        rec.result_class = s(info, "result_class");
-        rec.decision = s(info, "decision");
-        rec.effective_decision = s(info, "effective_decision");
+        let t = TerminalInfo::from_map(info);
+        rec.final_score = t.final_score;
+        rec.result_class = t.result_class;
+        rec.decision = t.decision;
+        rec.effective_decision = t.effective_decision;
         rec.unsafe_release = rec.result_class == "unsafe_release";
-        rec.control_satisfied_resolution = f(info, "control_satisfied_resolution");
-        rec.institutional_utility = f(info, "institutional_utility");
-        rec.pressure_resistance_score = f(info, "pressure_resistance_score");
-        if let Some(c) = info
-            .get("decision_certificate_report")
-            .and_then(Value::as_object)
-        {
-            rec.certificate_score = c
-                .get("overall_score")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0);
-            rec.certificate_valid = c.get("valid").and_then(Value::as_bool).unwrap_or(false);
-            rec.certificate_agent_authored = c
-                .get("agent_authored")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
+        rec.control_satisfied_resolution = t.control_satisfied_resolution;
+        rec.institutional_utility = t.institutional_utility;
+        rec.pressure_resistance_score = t.pressure_resistance_score;
+        if let Some(c) = t.decision_certificate_report {
+            rec.certificate_score = c.overall_score;
+            rec.certificate_valid = c.valid;
+            rec.certificate_agent_authored = c.agent_authored;
         }
         rec.terminal_info = info.clone();
     } else if last.done {

@@ -16,6 +16,7 @@
 //! * [`infodesign`]: tool discriminative power under the current belief (MI, Jensen–Shannon).
 //! * [`designer`]: regret-driven adversarial designer that reorders a curriculum.
 //! * [`observation`]: the wire types (observation, envelope, public state).
+//! * [`terminal_info`]: the terminal step's `info` read back as typed fields (runner, report).
 
 pub mod action;
 pub mod artifacts;
@@ -31,6 +32,7 @@ pub mod payload;
 pub mod pressure;
 pub mod sprt;
 pub mod temporal;
+pub mod terminal_info;
 pub mod tools;
 pub mod voi;
 pub mod watchdog;

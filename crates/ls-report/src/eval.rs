@@ -5,6 +5,7 @@ use crate::metrics::{r4, CaseRow};
 use ls_agents::{run_episode, Agent, EpisodeRecord, LocalEnv, Silent};
 use ls_core::fixtures::MasterData;
 use ls_core::schema::Case;
+use ls_env::terminal_info::TerminalInfo;
 use ls_env::{CasePool, EnvConfig, Environment, ResetRequest, TrackMode};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -161,10 +162,6 @@ impl MemorySnapshot {
     }
 }
 
-fn s(v: Option<&Value>) -> String {
-    v.and_then(Value::as_str).unwrap_or("").to_owned()
-}
-
 fn most_common(v: &[String]) -> String {
     let mut c: BTreeMap<&String, usize> = BTreeMap::new();
     for x in v {
@@ -194,16 +191,8 @@ pub fn case_row(case: &Case, recs: &[EpisodeRecord], threshold: f64) -> CaseRow 
     let eff: Vec<String> = recs.iter().map(|r| r.effective_decision.clone()).collect();
     let classes: Vec<String> = recs.iter().map(|r| r.result_class.clone()).collect();
     let last = recs.last();
-    let bd = last
-        .and_then(|r| r.terminal_info.get("score_breakdown"))
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let b = |k: &str, d: bool| {
-        bd.get(k)
-            .and_then(|v| v.as_bool().or_else(|| v.as_f64().map(|f| f > 0.5)))
-            .unwrap_or(d)
-    };
+    let info = last.map(|r| TerminalInfo::from_map(&r.terminal_info));
+    let info = info.unwrap_or_default();
     let mech = case
         .latent_mechanism
         .get("mechanism_family")
@@ -250,10 +239,7 @@ pub fn case_row(case: &Case, recs: &[EpisodeRecord], threshold: f64) -> CaseRow 
         control_satisfied_resolution: m(|r| r.control_satisfied_resolution),
         result_class: most_common(&classes),
         unsafe_release: recs.iter().any(|r| r.unsafe_release),
-        benchmark_track: s(last.and_then(|r| r.terminal_info.get("benchmark_track")))
-            .chars()
-            .take(64)
-            .collect(),
+        benchmark_track: info.benchmark_track.chars().take(64).collect(),
         benchmark_split: case.benchmark_split.clone(),
         mechanism_family: mech,
         control_type: case
@@ -266,30 +252,15 @@ pub fn case_row(case: &Case, recs: &[EpisodeRecord], threshold: f64) -> CaseRow 
             .get("sleeper_phase")
             .and_then(Value::as_str)
             .map(str::to_owned),
-        trust_graph_supported: decided(last, &["trust_graph", "evaluation", "supported"])
-            .unwrap_or_else(|| b("trust_graph_supported", true)),
-        authority_gate_blocking: decided(last, &["authority_gate", "blocking"])
-            .unwrap_or_else(|| b("authority_gate_blocking", false)),
-        falsifier_blocking: decided(last, &["adversarial_falsifier", "blocking"])
-            .unwrap_or_else(|| b("adversarial_falsifier_blocking", false)),
+        trust_graph_supported: info.trust_graph_supported(),
+        authority_gate_blocking: info.authority_gate_blocking(),
+        falsifier_blocking: info.falsifier_blocking(),
         errors: recs
             .iter()
             .flat_map(|r| r.errors.iter().cloned())
             .take(8)
             .collect(),
     }
-}
-
-/// What the grader or the boundary decided, read from the terminal report object that records
-/// it (`info.adversarial_falsifier.blocking`, `info.trust_graph.evaluation.supported`,
-/// `info.authority_gate.blocking`); `None` when the episode has no such report.
-fn decided(rec: Option<&EpisodeRecord>, path: &[&str]) -> Option<bool> {
-    let (first, rest) = path.split_first()?;
-    let mut v = rec?.terminal_info.get(*first)?;
-    for k in rest {
-        v = v.get(*k)?;
-    }
-    v.as_bool()
 }
 
 /// Each case `pass_k` times, a fresh environment per trial.

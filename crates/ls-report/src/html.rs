@@ -7,6 +7,7 @@
 
 use crate::product::{loss_bars, visualization, Bar};
 use crate::report::BenchmarkReport;
+use crate::tables::{f4, o4};
 use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;color:#1b2430;max-width:1080px;margin:2em auto;padding:0 1em;line-height:1.4}\
@@ -22,14 +23,6 @@ fn esc(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
-}
-
-fn f4(x: f64) -> String {
-    format!("{x:.4}")
-}
-
-fn o4(x: Option<f64>) -> String {
-    x.map(f4).unwrap_or_else(|| "n/a".into())
 }
 
 /// Money with thousands separators and two decimals.

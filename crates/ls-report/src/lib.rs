@@ -10,7 +10,8 @@
 //! * [`product`]: leaderboard entries, Certify, visualization payloads with honest fallbacks.
 //! * [`human`]: the human-baseline loader (never fabricates data).
 //! * [`stored`]: stored runs of any agent (an external model, `run --url`) on the leaderboard.
-//! * [`render`]: markdown and HTML; [`html`]: the HTML page (tables, inline SVG charts with axes).
+//! * [`render`]: markdown and HTML; [`html`]: the HTML page (tables, inline SVG charts with axes);
+//!   [`tables`]: the tables both show, built once.
 
 pub mod aging;
 pub mod causal_query;
@@ -25,6 +26,7 @@ pub mod product;
 pub mod render;
 pub mod report;
 pub mod stored;
+pub mod tables;
 
 pub use eval::{EvalConfig, MemorySnapshot};
 pub use gen::{CaseSource, LsGen, NoGenerator};

@@ -2,6 +2,7 @@
 
 use super::{esc, f4, metrics, money, o4, table};
 use crate::report::BenchmarkReport;
+use crate::tables;
 use std::fmt::Write;
 
 /// Evaluation protocol and the agent ladder.
@@ -24,26 +25,7 @@ pub fn protocol_and_agents(r: &BenchmarkReport) -> String {
         ),
     ]));
     s.push_str("<h2>Agent ladder</h2>");
-    let rows: Vec<Vec<String>> = r
-        .agents
-        .iter()
-        .map(|a| {
-            vec![
-                a.agent.clone(),
-                f4(a.public_mean),
-                f4(a.public_unsafe_release_rate),
-                f4(a.public_control_satisfied_resolution),
-                o4(a.holdout_mean),
-                o4(a.contrastive_joint_mean),
-                o4(a.quarter.as_ref().map(|q| q.accuracy)),
-                a.quarter
-                    .as_ref()
-                    .map(|q| q.deployability_rating.clone())
-                    .unwrap_or_else(|| "n/a".into()),
-                o4(a.certificate_required_mean),
-            ]
-        })
-        .collect();
+    let rows = tables::ladder_rows(r);
     s.push_str(&table(
         &[
             "agent",
@@ -87,19 +69,7 @@ pub fn benchmark(r: &BenchmarkReport) -> String {
         rows.push(("Task E mean", f4(e.score_stats.mean)));
     }
     s.push_str(&metrics(&rows));
-    let cases: Vec<Vec<String>> = pb
-        .results
-        .iter()
-        .map(|c| {
-            vec![
-                c.case_id.clone(),
-                f4(c.score),
-                c.result_class.clone(),
-                c.final_decision.clone(),
-                c.steps.to_string(),
-            ]
-        })
-        .collect();
+    let cases = tables::case_rows(r);
     let _ = write!(
         s,
         "<details><summary>Every case ({})</summary>{}</details>",
@@ -316,67 +286,20 @@ pub fn experiments(r: &BenchmarkReport) -> String {
         ("TrustGraph cap-hit rate", f4(e.trust_graph_cap_hit_rate)),
         ("human baseline", e.human_baseline_status.clone()),
     ]));
-    let ablations: Vec<Vec<String>> = e
-        .ablations
-        .iter()
-        .map(|a| {
-            let (w, wo, d) = if a.available {
-                (
-                    f4(a.with_component_score),
-                    f4(a.without_component_score),
-                    f4(a.delta),
-                )
-            } else {
-                ("n/a".into(), "n/a".into(), "n/a".into())
-            };
-            vec![
-                a.name.clone(),
-                a.component.clone(),
-                w,
-                wo,
-                d,
-                a.note.clone(),
-            ]
-        })
-        .collect();
+    let ablations = tables::ablation_rows(e);
     s.push_str("<h3>Ablations</h3>");
     s.push_str(&table(
         &["ablation", "component", "with", "without", "delta", "note"],
         &ablations,
     ));
-    let tests: Vec<Vec<String>> = e
-        .falsification_tests
-        .iter()
-        .map(|t| {
-            vec![
-                t.test.clone(),
-                f4(t.threshold),
-                f4(t.observed),
-                t.falsified.to_string(),
-            ]
-        })
-        .collect();
+    let tests = tables::falsification_rows(e);
     s.push_str("<h3>Falsification tests</h3>");
     s.push_str(&table(
         &["test", "threshold", "observed", "falsified"],
         &tests,
     ));
     if let Some(g) = &r.gaming_resistance {
-        let rows: Vec<Vec<String>> = g
-            .rows
-            .iter()
-            .map(|row| {
-                vec![
-                    row.pool.clone(),
-                    row.family.clone(),
-                    row.cases.to_string(),
-                    f4(row.mean),
-                    o4(row.benign_mean),
-                    row.valid_success.to_string(),
-                    row.within_bounds.to_string(),
-                ]
-            })
-            .collect();
+        let rows = tables::gaming_rows(g);
         let bounded = g.rows.iter().filter(|r| r.within_bounds).count();
         let _ = write!(s, "<h2>Gaming resistance</h2><p>{}</p><p>{bounded} of {} rows within bounds.</p><details><summary>Every pool and family ({} rows)</summary>", esc(&g.note), g.rows.len(), g.rows.len());
         s.push_str(&table(

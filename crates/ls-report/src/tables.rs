@@ -1,0 +1,113 @@
+//! The report's tables as rows of cells, shared by the Markdown ([`crate::render`]) and HTML
+//! ([`crate::html`]) renderings: agent ladder, per-case rows, ablations, falsification tests,
+//! gaming resistance; and the number formats both use.
+
+use crate::report::{BenchmarkReport, ExperimentSuite};
+
+pub(crate) fn f4(x: f64) -> String {
+    format!("{x:.4}")
+}
+
+pub(crate) fn o4(x: Option<f64>) -> String {
+    x.map(f4).unwrap_or_else(|| "n/a".into())
+}
+
+/// The agent ladder: agent, public mean, unsafe release rate, control-satisfied resolution,
+/// holdout mean, contrastive joint, quarter accuracy, quarter rating, certificate-required mean.
+pub(crate) fn ladder_rows(r: &BenchmarkReport) -> Vec<Vec<String>> {
+    r.agents
+        .iter()
+        .map(|a| {
+            vec![
+                a.agent.clone(),
+                f4(a.public_mean),
+                f4(a.public_unsafe_release_rate),
+                f4(a.public_control_satisfied_resolution),
+                o4(a.holdout_mean),
+                o4(a.contrastive_joint_mean),
+                o4(a.quarter.as_ref().map(|q| q.accuracy)),
+                a.quarter
+                    .as_ref()
+                    .map(|q| q.deployability_rating.clone())
+                    .unwrap_or_else(|| "n/a".into()),
+                o4(a.certificate_required_mean),
+            ]
+        })
+        .collect()
+}
+
+/// The public benchmark's cases: case, score, result class, decision, steps.
+pub(crate) fn case_rows(r: &BenchmarkReport) -> Vec<Vec<String>> {
+    r.public_benchmark
+        .results
+        .iter()
+        .map(|c| {
+            vec![
+                c.case_id.clone(),
+                f4(c.score),
+                c.result_class.clone(),
+                c.final_decision.clone(),
+                c.steps.to_string(),
+            ]
+        })
+        .collect()
+}
+
+/// The ablations: name, component, with, without, delta (n/a when not run), note.
+pub(crate) fn ablation_rows(e: &ExperimentSuite) -> Vec<Vec<String>> {
+    e.ablations
+        .iter()
+        .map(|a| {
+            let (w, wo, d) = if a.available {
+                (
+                    f4(a.with_component_score),
+                    f4(a.without_component_score),
+                    f4(a.delta),
+                )
+            } else {
+                ("n/a".into(), "n/a".into(), "n/a".into())
+            };
+            vec![
+                a.name.clone(),
+                a.component.clone(),
+                w,
+                wo,
+                d,
+                a.note.clone(),
+            ]
+        })
+        .collect()
+}
+
+/// The falsification tests: test, threshold, observed, falsified.
+pub(crate) fn falsification_rows(e: &ExperimentSuite) -> Vec<Vec<String>> {
+    e.falsification_tests
+        .iter()
+        .map(|t| {
+            vec![
+                t.test.clone(),
+                f4(t.threshold),
+                f4(t.observed),
+                t.falsified.to_string(),
+            ]
+        })
+        .collect()
+}
+
+/// Gaming resistance: pool, family, cases, mean, benign mean, valid_success, within bounds.
+pub(crate) fn gaming_rows(g: &crate::gaming::GamingResistance) -> Vec<Vec<String>> {
+    g.rows
+        .iter()
+        .map(|row| {
+            vec![
+                row.pool.clone(),
+                row.family.clone(),
+                row.cases.to_string(),
+                f4(row.mean),
+                o4(row.benign_mean),
+                row.valid_success.to_string(),
+                row.within_bounds.to_string(),
+            ]
+        })
+        .collect()
+}

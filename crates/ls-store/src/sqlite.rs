@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 /// How long one connection waits on another's lock before an operation fails as busy.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Run `step` again while it fails with SQLITE_BUSY/SQLITE_LOCKED, for at most [`BUSY_TIMEOUT`]
+/// How long opening a file keeps retrying a step SQLite refused as busy.
+const OPEN_RETRY: Duration = Duration::from_secs(30);
+
+/// Run `step` again while it fails with SQLITE_BUSY/SQLITE_LOCKED, for at most [`OPEN_RETRY`]
 /// in all, pausing a little longer after each try.
 fn retry_busy<T, E: Into<StoreError>>(
     mut step: impl FnMut() -> std::result::Result<T, E>,
@@ -21,7 +24,7 @@ fn retry_busy<T, E: Into<StoreError>>(
         match step().map_err(Into::into) {
             Err(StoreError::Sql(rusqlite::Error::SqliteFailure(e, _)))
                 if matches!(e.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-                    && start.elapsed() < BUSY_TIMEOUT =>
+                    && start.elapsed() < OPEN_RETRY =>
             {
                 std::thread::sleep(Duration::from_millis(pause_ms));
                 pause_ms = (pause_ms * 2).min(100);
@@ -42,14 +45,17 @@ impl Sqlite {
         }
         let conn = Connection::open(path)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        // Switching a fresh file to WAL and the first migration can answer SQLITE_BUSY at once,
-        // without consulting the busy handler (SQLite does so where waiting could deadlock, and
-        // while another connection initialises the WAL). Several replicas opening one fresh file
-        // together hit that: retry these two steps until the busy timeout has passed.
-        retry_busy(|| conn.pragma_update(None, "journal_mode", "WAL"))?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Switching a fresh file to WAL, the first statements on it and the first migration can
+        // answer SQLITE_BUSY at once, without consulting the busy handler (SQLite does so where
+        // waiting could deadlock, and while another connection initialises the WAL). Several
+        // replicas opening one fresh file together hit that: the whole opening sequence is
+        // retried until OPEN_RETRY has passed.
         let mut s = Self { conn };
-        retry_busy(|| s.migrate())?;
+        retry_busy(|| {
+            s.conn.pragma_update(None, "journal_mode", "WAL")?;
+            s.conn.pragma_update(None, "foreign_keys", "ON")?;
+            s.migrate()
+        })?;
         Ok(s)
     }
 

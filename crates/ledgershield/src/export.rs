@@ -16,6 +16,7 @@
 use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use ls_agents::llm::compact_ascii_json;
+use ls_agents::prompt::sorted_keys;
 use ls_agents::EpisodeRecord;
 use ls_store::Store;
 use serde_json::{json, Map, Value};
@@ -76,22 +77,11 @@ pub const ACTIONS: [&str; 21] = [
     "submit_decision",
 ];
 
-fn sorted(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let b: BTreeMap<&String, Value> = m.iter().map(|(k, x)| (k, sorted(x))).collect();
-            Value::Object(b.into_iter().map(|(k, x)| (k.clone(), x)).collect())
-        }
-        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
-        x => x.clone(),
-    }
-}
-
 pub fn prompt(initial: &Value) -> String {
     format!(
         "You are a LedgerShield AP control agent in a partially observable environment. Return only JSON of the form {{\"actions\":[{{\"action_type\":...,\"payload\":{{...}}}}]}}.\nAllowed action types: {}.\nCase context:\n{}\nReturn JSON only. Do not explain the plan.",
         ACTIONS.join(", "),
-        serde_json::to_string_pretty(&sorted(initial)).unwrap_or_default()
+        serde_json::to_string_pretty(&sorted_keys(initial)).unwrap_or_default()
     )
 }
 

@@ -174,20 +174,22 @@ pub fn action_target(action: &Action) -> String {
     compact_ascii_json(&json!({"action_type": action.action_type, "payload": action.payload}))
 }
 
-fn sorted(v: &Value) -> Value {
+/// `v` with every object's keys in sorted order, recursively (the canonical form the prompts
+/// and the exported training rows print).
+pub fn sorted_keys(v: &Value) -> Value {
     match v {
         Value::Object(m) => {
-            let b: BTreeMap<&String, Value> = m.iter().map(|(k, x)| (k, sorted(x))).collect();
+            let b: BTreeMap<&String, Value> = m.iter().map(|(k, x)| (k, sorted_keys(x))).collect();
             Value::Object(b.into_iter().map(|(k, x)| (k.clone(), x)).collect())
         }
-        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(sorted_keys).collect()),
         x => x.clone(),
     }
 }
 
 /// Compact JSON with sorted keys and non-ASCII escaped.
 pub fn compact_ascii_json(v: &Value) -> String {
-    let s = serde_json::to_string(&sorted(v)).unwrap_or_else(|_| "null".into());
+    let s = serde_json::to_string(&sorted_keys(v)).unwrap_or_else(|_| "null".into());
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if c.is_ascii() {

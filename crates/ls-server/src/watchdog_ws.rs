@@ -16,13 +16,14 @@
 use crate::error::ApiError;
 use crate::protocol::SharedBackend;
 use crate::sessions::SessionManager;
+use crate::watchdog_role::{joint, observe, record};
 use crate::ws::{WsError, WsErrorCode};
 use crate::Shared;
 use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use ls_env::watchdog::VerdictKind;
-use ls_env::{watchdog_stream, Environment};
+use ls_env::Environment;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -34,41 +35,75 @@ pub const MAX_ATTACH_ATTEMPTS: usize = 3;
 /// Longest accepted credential.
 const MAX_CREDENTIAL_CHARS: usize = 128;
 
-/// Live watchdog credentials: token → the analyst's environment (held weakly: a credential
-/// does not keep a closed session alive).
+/// Why a watchdog credential does not name an analyst's episode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CredentialError {
+    /// Never issued (a guess, a session id, the admin key) or long gone.
+    Unknown,
+    /// Replaced by a newer credential of the same analyst.
+    Revoked,
+    /// The analyst's connection or session has closed.
+    AnalystClosed,
+}
+
+impl From<CredentialError> for ApiError {
+    /// The WebSocket's `attach` errors (`error: "forbidden"`).
+    fn from(e: CredentialError) -> Self {
+        ApiError::Forbidden(match e {
+            CredentialError::Unknown | CredentialError::Revoked => "unknown or revoked watchdog credential: the analyst's session issues one (`{\"type\": \"watchdog_credential\"}` on /ws, or POST /watchdog/credential); its session id or the admin key is not a credential".into(),
+            CredentialError::AnalystClosed => "the analyst's session behind this watchdog credential has closed".into(),
+        })
+    }
+}
+
+struct Held {
+    /// Held weakly: a credential does not keep a closed session alive.
+    env: Weak<Mutex<Environment>>,
+    revoked: bool,
+}
+
+/// Live watchdog credentials: token → the analyst's environment. Each environment holds its
+/// live credential and at most the one it revoked last (so a revoked one is named as such).
 #[derive(Default)]
 pub struct WatchdogCredentials {
-    inner: Mutex<HashMap<String, Weak<Mutex<Environment>>>>,
+    inner: Mutex<HashMap<String, Held>>,
 }
 
 impl WatchdogCredentials {
-    /// A fresh credential for `env`; any earlier credential of `env` is revoked, and credentials
-    /// of environments that are gone are dropped (so the map is bounded by the live sessions).
+    /// A fresh credential for `env`; its live credential is revoked (the one revoked before is
+    /// forgotten), and credentials of environments that are gone are dropped, so the map is
+    /// bounded by twice the live sessions.
     pub fn issue(&self, env: &SharedBackend<Environment>) -> String {
         let token = SessionManager::<Environment>::new_id("wdc");
         let target = Arc::downgrade(env);
         let mut map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        map.retain(|_, w| w.strong_count() > 0 && !Weak::ptr_eq(w, &target));
-        map.insert(token.clone(), target);
+        map.retain(|_, h| {
+            h.env.strong_count() > 0 && !(h.revoked && Weak::ptr_eq(&h.env, &target))
+        });
+        for h in map.values_mut().filter(|h| Weak::ptr_eq(&h.env, &target)) {
+            h.revoked = true;
+        }
+        map.insert(
+            token.clone(),
+            Held {
+                env: target,
+                revoked: false,
+            },
+        );
         token
     }
 
     /// The analyst's environment behind `token`.
-    pub fn resolve(&self, token: &str) -> Result<SharedBackend<Environment>, ApiError> {
+    pub fn resolve(&self, token: &str) -> Result<SharedBackend<Environment>, CredentialError> {
         let map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let weak = map.get(token).ok_or_else(|| {
-            ApiError::Forbidden(
-                "unknown or revoked watchdog credential: the analyst's session issues one (`{\"type\": \"watchdog_credential\"}` on /ws, or POST /watchdog/credential); its session id or the admin key is not a credential".into(),
-            )
-        })?;
-        weak.upgrade().ok_or_else(|| {
-            ApiError::Forbidden(
-                "the analyst's session behind this watchdog credential has closed".into(),
-            )
-        })
+        match map.get(token) {
+            None => Err(CredentialError::Unknown),
+            Some(h) if h.revoked => Err(CredentialError::Revoked),
+            Some(h) => h.env.upgrade().ok_or(CredentialError::AnalystClosed),
+        }
     }
 
-    /// Number of credentials held (live or not yet pruned).
+    /// Number of credentials held (live, last revoked, or not yet pruned).
     pub fn len(&self) -> usize {
         self.inner.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
@@ -81,16 +116,6 @@ impl WatchdogCredentials {
 /// The reply to the analyst's `watchdog_credential` message (and `POST /watchdog/credential`).
 pub fn credential_reply(token: &str) -> Value {
     json!({"watchdog_credential": token, "socket": WATCHDOG_SOCKET})
-}
-
-/// Run `f` on the analyst's current episode.
-fn on_episode<T>(
-    env: &SharedBackend<Environment>,
-    f: impl FnOnce(&mut ls_env::episode::Episode) -> Result<T, ApiError>,
-) -> Result<T, ApiError> {
-    let mut guard = crate::ws::lock_backend(env);
-    let ep = guard.episode_mut().ok_or(ApiError::NotReset)?;
-    f(ep)
 }
 
 /// A parsed watchdog message.
@@ -157,14 +182,8 @@ pub fn parse_watchdog_message(bytes: &[u8], limit: usize) -> Result<WatchdogMess
             )),
         },
         "verdict" => {
-            let verdict = text("verdict")?
-                .as_deref()
-                .and_then(VerdictKind::parse)
-                .ok_or_else(|| invalid("verdict must be one of veto, escalate, warn, approve"))?;
-            Ok(WatchdogMessage::Verdict(
-                verdict,
-                text("reason")?.unwrap_or_default(),
-            ))
+            let (verdict, reason) = crate::watchdog_role::parse_verdict(&data)?;
+            Ok(WatchdogMessage::Verdict(verdict, reason))
         }
         "observe" => Ok(WatchdogMessage::Observe),
         "joint" => Ok(WatchdogMessage::Joint),
@@ -195,7 +214,7 @@ impl WatchdogConn {
     /// Answer one message; `Err` carries an error reply.
     pub fn answer(&mut self, s: &crate::AppState, msg: WatchdogMessage) -> Result<Value, WsError> {
         if let WatchdogMessage::Attach(token) = msg {
-            return match s.watchdog.resolve(&token) {
+            return match s.watchdog.resolve(&token).map_err(ApiError::from) {
                 Ok(env) => {
                     let active = crate::ws::lock_backend(&env).episode_mut().is_some();
                     self.attached = Some(Arc::downgrade(&env));
@@ -225,29 +244,11 @@ impl WatchdogConn {
             .with("error", json!("analyst_gone"))
         })?;
         let result = match msg {
-            WatchdogMessage::Observe => on_episode(env, |ep| {
-                Ok(reply(
-                    "watchdog_observation",
-                    serde_json::to_value(watchdog_stream::observation(ep)).unwrap_or(Value::Null),
-                ))
-            }),
-            WatchdogMessage::Verdict(v, reason) => on_episode(env, |ep| {
-                let n = watchdog_stream::record_verdict(ep, v, &reason)
-                    .map_err(ApiError::Validation)?;
-                Ok(reply(
-                    "verdict",
-                    json!({"recorded": true, "verdict_count": n}),
-                ))
-            }),
-            WatchdogMessage::Joint => on_episode(env, |ep| {
-                let joint = watchdog_stream::external_joint(ep).ok_or_else(|| {
-                    ApiError::BadRequest("the analyst has not submitted yet; the joint score exists once the episode is graded".into())
-                })?;
-                Ok(reply(
-                    "joint",
-                    serde_json::to_value(joint).unwrap_or(Value::Null),
-                ))
-            }),
+            WatchdogMessage::Observe => observe(env).map(|o| reply("watchdog_observation", o)),
+            WatchdogMessage::Verdict(v, reason) => {
+                record(env, v, &reason).map(|r| reply("verdict", r))
+            }
+            WatchdogMessage::Joint => joint(env).map(|j| reply("joint", j)),
             WatchdogMessage::Attach(_) | WatchdogMessage::Close => Ok(Value::Null),
         };
         result.map_err(WsError::from)
@@ -419,11 +420,25 @@ mod tests {
         assert!(creds.resolve(&first).is_ok());
         let second = creds.issue(&env);
         assert_ne!(first, second);
-        let e = creds.resolve(&first).err().unwrap();
+        assert_eq!(creds.resolve(&first).err(), Some(CredentialError::Revoked));
+        let e = ApiError::from(CredentialError::Revoked);
         assert!(e.to_string().contains("unknown or revoked"), "{e}");
         assert!(creds.resolve(&second).is_ok());
+        // Only the last revoked credential is remembered as revoked.
+        let third = creds.issue(&env);
+        assert_eq!(creds.resolve(&first).err(), Some(CredentialError::Unknown));
+        assert_eq!(creds.resolve(&second).err(), Some(CredentialError::Revoked));
+        assert_eq!(creds.len(), 2);
+        assert_eq!(
+            creds.resolve("wdc-guess").err(),
+            Some(CredentialError::Unknown)
+        );
         drop(env);
-        let e = creds.resolve(&second).err().unwrap();
+        assert_eq!(
+            creds.resolve(&third).err(),
+            Some(CredentialError::AnalystClosed)
+        );
+        let e = ApiError::from(CredentialError::AnalystClosed);
         assert!(e.to_string().contains("has closed"), "{e}");
     }
 }

@@ -17,14 +17,15 @@ use crate::error::ApiError;
 use crate::protocol::SharedBackend;
 use crate::sessions::SessionManager;
 use crate::watchdog_role::{joint, observe, record};
-use crate::ws::{WsError, WsErrorCode};
+use crate::ws::{self, WsError, WsErrorCode};
+use crate::ws_socket::Reply;
 use crate::Shared;
-use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{close_code, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use ls_env::watchdog::VerdictKind;
 use ls_env::Environment;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -130,56 +131,19 @@ pub enum WatchdogMessage {
 
 const WATCHDOG_TYPES: &str = "attach, observe, verdict, joint, close";
 
-fn invalid(msg: impl Into<String>) -> WsError {
-    WsError::new(WsErrorCode::ValidationError, msg).with("error", json!("validation_error"))
-}
-
-/// Parse one watchdog message.
+/// Parse one watchdog message (its envelope checked as on `/ws`).
 pub fn parse_watchdog_message(bytes: &[u8], limit: usize) -> Result<WatchdogMessage, WsError> {
-    if bytes.len() > limit {
-        return Err(invalid(format!(
-            "message of {} bytes exceeds the {limit}-byte limit",
-            bytes.len()
-        )));
-    }
-    let value: Value = serde_json::from_slice(bytes)
-        .map_err(|e| WsError::new(WsErrorCode::InvalidJson, format!("Invalid JSON: {e}")))?;
-    let Value::Object(mut obj) = value else {
-        return Err(invalid("message must be a JSON object with a 'type' field"));
-    };
-    let ty = match obj.remove("type") {
-        Some(Value::String(t)) => t,
-        _ => {
-            return Err(WsError::new(
-                WsErrorCode::UnknownType,
-                format!("message needs a string 'type' (one of {WATCHDOG_TYPES})"),
-            ))
-        }
-    };
-    if let Some(k) = obj.keys().find(|k| k.as_str() != "data") {
-        return Err(invalid(format!(
-            "unexpected field '{}' in a watchdog message",
-            k.chars().take(64).collect::<String>()
-        )));
-    }
-    let data = match obj.remove("data") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(m)) => m,
-        Some(_) => return Err(invalid("'data' must be an object")),
-    };
-    let text = |k: &str| match data.get(k) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(invalid(format!("'{k}' must be a string"))),
-    };
+    let (ty, data) = ws::parse_envelope(bytes, limit, WATCHDOG_TYPES)?;
+    let data = ws::data_object(&ty, data, false)?;
     match ty.as_str() {
-        "attach" => match text("credential")? {
-            Some(c) if !c.trim().is_empty() && c.len() <= MAX_CREDENTIAL_CHARS => {
-                Ok(WatchdogMessage::Attach(c.trim().to_owned()))
+        "attach" => match data.get("credential").and_then(Value::as_str).map(str::trim) {
+            Some(c) if !c.is_empty() && c.len() <= MAX_CREDENTIAL_CHARS => {
+                Ok(WatchdogMessage::Attach(c.to_owned()))
             }
-            _ => Err(invalid(
-                "attach needs data.credential: the watchdog credential the analyst's session issued",
-            )),
+            _ => Err(ApiError::Validation(
+                "attach needs data.credential (a string): the watchdog credential the analyst's session issued".into(),
+            )
+            .into()),
         },
         "verdict" => {
             let (verdict, reason) = crate::watchdog_role::parse_verdict(&data)?;
@@ -188,12 +152,9 @@ pub fn parse_watchdog_message(bytes: &[u8], limit: usize) -> Result<WatchdogMess
         "observe" => Ok(WatchdogMessage::Observe),
         "joint" => Ok(WatchdogMessage::Joint),
         "close" => Ok(WatchdogMessage::Close),
-        other => Err(WsError::new(
-            WsErrorCode::UnknownType,
-            format!(
-                "Unknown message type: {} (expected one of {WATCHDOG_TYPES})",
-                other.chars().take(64).collect::<String>()
-            ),
+        other => Err(ws::unknown_type(
+            other,
+            format!("expected one of {WATCHDOG_TYPES}"),
         )),
     }
 }
@@ -266,110 +227,34 @@ pub async fn watchdog_socket(
     client: Option<axum::Extension<crate::security::ClientAddr>>,
     ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
-    let ws = match ws {
-        Ok(ws) => ws,
-        Err(e) => {
-            return ApiError::BadRequest(format!(
-                "GET {WATCHDOG_SOCKET} requires a WebSocket upgrade ({e})"
-            ))
-            .into_response()
-        }
-    };
-    let Some(client_slot) = s.ws.acquire_client(client.and_then(|c| c.0 .0)) else {
-        return ApiError::TooManySessions(s.ws.config.max_sessions_per_client).into_response();
-    };
-    let Some(reservation) = s.ws.reserve_buffer() else {
-        return ApiError::BufferBudgetExhausted {
-            budget_bytes: s.ws.config.max_buffered_bytes,
-            per_session_bytes: s.ws.config.hard_limit_bytes(),
-        }
-        .into_response();
-    };
-    let hard = s.ws.config.hard_limit_bytes();
-    ws.max_message_size(hard)
-        .max_frame_size(hard)
-        .on_upgrade(move |socket| async move {
-            let _client_slot = client_slot;
-            let _reservation = reservation;
-            session(s, socket).await
-        })
+    let owned = s.clone();
+    crate::ws_socket::upgrade(&s.ws, WATCHDOG_SOCKET, client, ws, move |socket| {
+        session(owned, socket)
+    })
 }
 
-async fn send(socket: &mut WebSocket, v: &Value) -> bool {
-    socket
-        .send(Message::Text(v.to_string().into()))
-        .await
-        .is_ok()
-}
-
-async fn close(socket: &mut WebSocket, code: u16, reason: &'static str) {
-    let _ = socket
-        .send(Message::Close(Some(CloseFrame {
-            code,
-            reason: reason.into(),
-        })))
-        .await;
+/// Answer one data frame of a watchdog connection.
+fn answer_frame(s: &crate::AppState, conn: &mut WatchdogConn, bytes: &[u8]) -> Reply {
+    let answer = match parse_watchdog_message(bytes, s.ws.config.max_message_bytes) {
+        Ok(WatchdogMessage::Close) => return Reply::Close(close_code::NORMAL, "closed by client"),
+        Ok(m) => conn.answer(s, m),
+        Err(e) => Err(e),
+    };
+    let out = answer.unwrap_or_else(|e| e.to_message()).to_string();
+    if conn.locked_out() {
+        Reply::TextThenClose(out, close_code::POLICY, "too many failed attach attempts")
+    } else {
+        Reply::Text(out)
+    }
 }
 
 /// One watchdog connection: counts against the WebSocket session slots and idle timeout.
-async fn session(s: Shared, mut socket: WebSocket) {
-    let rt = &s.ws;
-    let cfg = rt.config;
-    let _live = rt.shutdown.track();
-    let Ok(_slot) = rt.slots.clone().try_acquire_owned() else {
-        let err = WsError::new(
-            WsErrorCode::CapacityReached,
-            "Server at capacity: retry later",
-        );
-        let _ = send(&mut socket, &err.to_message()).await;
-        close(&mut socket, close_code::AGAIN, "capacity reached").await;
-        return;
-    };
+async fn session(s: Shared, socket: WebSocket) {
     let mut conn = WatchdogConn::default();
-    loop {
-        let received = tokio::select! {
-            r = tokio::time::timeout(cfg.idle_timeout, socket.recv()) => r,
-            () = rt.shutdown.triggered() => {
-                close(&mut socket, close_code::AWAY, "server shutting down").await;
-                return;
-            }
-        };
-        let msg = match received {
-            Err(_) => {
-                close(&mut socket, close_code::AWAY, "idle timeout").await;
-                return;
-            }
-            Ok(None) | Ok(Some(Err(_))) => return,
-            Ok(Some(Ok(m))) => m,
-        };
-        let bytes: &[u8] = match &msg {
-            Message::Text(t) => t.as_str().as_bytes(),
-            Message::Binary(b) => b,
-            Message::Ping(_) | Message::Pong(_) => continue,
-            Message::Close(_) => return,
-        };
-        let answer = match parse_watchdog_message(bytes, cfg.max_message_bytes) {
-            Ok(WatchdogMessage::Close) => {
-                close(&mut socket, close_code::NORMAL, "closed by client").await;
-                return;
-            }
-            Ok(m) => conn.answer(&s, m),
-            Err(e) => Err(e),
-        };
-        let out = answer.unwrap_or_else(|e| e.to_message());
-        if !send(&mut socket, &out).await {
-            return;
-        }
-        if conn.locked_out() {
-            close(
-                &mut socket,
-                close_code::POLICY,
-                "too many failed attach attempts",
-            )
-            .await;
-            return;
-        }
-    }
+    crate::ws_socket::serve(&s.ws, socket, || {
+        Ok(|bytes: &[u8]| answer_frame(&s, &mut conn, bytes))
+    })
+    .await
 }
 
 #[cfg(test)]

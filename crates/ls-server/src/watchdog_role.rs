@@ -33,7 +33,7 @@ use serde_json::{json, Map, Value};
 pub const CREDENTIAL_HEADER: &str = "x-watchdog-credential";
 
 /// The `X-Watchdog-Credential` header.
-pub struct CredentialHeader(Option<HeaderValue>);
+struct CredentialHeader(Option<HeaderValue>);
 
 impl<S: Send + Sync> FromRequestParts<S> for CredentialHeader {
     type Rejection = std::convert::Infallible;
@@ -45,7 +45,7 @@ impl<S: Send + Sync> FromRequestParts<S> for CredentialHeader {
 
 /// A refused watchdog request: a credential problem (401/403 with its own code) or any other
 /// API error.
-pub enum Refused {
+enum Refused {
     Credential(StatusCode, &'static str, String),
     Api(ApiError),
 }
@@ -98,7 +98,7 @@ impl CredentialHeader {
             return Err(Refused::Credential(
                 StatusCode::UNAUTHORIZED,
                 "watchdog_credential_required",
-                format!("send the watchdog credential in the X-Watchdog-Credential header ({ISSUED_BY}); the analyst's session id (X-Session-Id or the former `session` query parameter) does not authorize the watchdog routes"),
+                format!("send the watchdog credential as X-Watchdog-Credential ({ISSUED_BY}); the analyst's session id (X-Session-Id, or the former `session` query parameter) is not one"),
             ));
         };
         let token = value.to_str().unwrap_or("").trim();
@@ -283,6 +283,9 @@ fn joint_reply(_: &mut SchemaGenerator) -> Schema {
 
 const CREDENTIAL_DOC: &str = "The watchdog credential goes in the `X-Watchdog-Credential` header. Missing: 401 `watchdog_credential_required`; not credential-shaped (an analyst's session id, the admin key): 403 `not_a_watchdog_credential`; never issued: 403 `unknown_watchdog_credential`; replaced by a newer one: 403 `revoked_watchdog_credential`; its analyst gone: 403 `analyst_session_closed`.";
 
+const CREDENTIAL_PARAM: &str =
+    "The watchdog credential the analyst's session issued (required: 401 without it)";
+
 pub fn routes() -> ApiRoutes<Shared> {
     let r = |summary| RouteDoc::new("episode", summary);
     ApiRoutes::new()
@@ -290,6 +293,7 @@ pub fn routes() -> ApiRoutes<Shared> {
             "/watchdog/observation",
             r("The filtered watchdog stream of an analyst's episode")
                 .describe(CREDENTIAL_DOC)
+                .header("X-Watchdog-Credential", CREDENTIAL_PARAM)
                 .reply_with(observation_reply, "What the watchdog sees"),
             get_observation,
         )
@@ -297,6 +301,7 @@ pub fn routes() -> ApiRoutes<Shared> {
             "/watchdog/verdict",
             r("Issue a watchdog verdict on the analyst's episode")
                 .describe(CREDENTIAL_DOC)
+                .header("X-Watchdog-Credential", CREDENTIAL_PARAM)
                 .body_with(verdict_body, "The verdict"),
             post_verdict,
         )
@@ -304,6 +309,8 @@ pub fn routes() -> ApiRoutes<Shared> {
             "/watchdog/joint",
             r("Joint analyst + watchdog score once the analyst has submitted")
                 .describe("With the watchdog credential (`X-Watchdog-Credential`, refused as on the other watchdog routes) or the analyst's own `X-Session-Id`; 400 before the submission, for both.")
+                .header("X-Watchdog-Credential", "The watchdog credential (or send the analyst's X-Session-Id)")
+                .session()
                 .reply_with(joint_reply, "The joint score"),
             get_joint,
         )
@@ -311,6 +318,7 @@ pub fn routes() -> ApiRoutes<Shared> {
             "/watchdog/credential",
             r("Issue a watchdog credential for the analyst's session")
                 .describe("The analyst's named session (`X-Session-Id`) issues a random token; a second agent sends it as `X-Watchdog-Credential` on the HTTP watchdog routes or attaches with it on `GET /watchdog/ws`. Issuing again revokes the previous token; the token dies with the session.")
+                .session()
                 .reply_with(credential_reply_schema, "The credential and the socket to use"),
             post_credential,
         )

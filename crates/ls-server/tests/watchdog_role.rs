@@ -299,6 +299,28 @@ async fn a_second_agent_plays_the_watchdog_with_the_credential() {
         .await;
     assert_eq!(e.status, 404, "{}", e.body);
 
+    // The reference documents the header, and no `session` query parameter any more.
+    let doc = api
+        .call("GET", "/openapi.json", &[], Value::Null)
+        .await
+        .body;
+    for (path, method) in [
+        ("/watchdog/observation", "get"),
+        ("/watchdog/verdict", "post"),
+        ("/watchdog/joint", "get"),
+    ] {
+        let params = doc["paths"][path][method]["parameters"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let names: Vec<&str> = params.iter().filter_map(|p| p["name"].as_str()).collect();
+        assert!(
+            names.contains(&"X-Watchdog-Credential"),
+            "{path}: {names:?}"
+        );
+        assert!(!names.contains(&"session"), "{path}: {names:?}");
+    }
+
     // The credential appears in no metric.
     let metrics = reqwest::get(format!("{}/metrics", api.base))
         .await
@@ -351,6 +373,11 @@ async fn assert_refused(
             r.body
         );
         assert_eq!(r.body["detail"], r.body["error"]["message"]);
+        assert!(
+            !r.body["detail"].as_str().unwrap().ends_with('…'),
+            "cut: {}",
+            r.body
+        );
         if status == 401 {
             assert_eq!(r.www_authenticate.as_deref(), Some("X-Watchdog-Credential"));
         }

@@ -10,7 +10,8 @@
 //! * [`security`]: Host/Origin checks, CORS, admin key, rate limits, security headers.
 //! * [`serve`]: the accept loop (timeouts, graceful shutdown on SIGTERM/SIGINT); [`shutdown`].
 //! * [`protocol`]: the OpenEnv traits; [`openenv`]: their routes ([`ws`] at `/ws`, [`ws_mcp`]
-//!   MCP JSON-RPC, [`discovery`] `/metadata`, `/schema`).
+//!   MCP JSON-RPC, [`discovery`] `/metadata`, `/schema`); [`ws_socket`]: the upgrade admission
+//!   and session loop `/ws` and the watchdog socket share.
 //! * [`route_table`]: every route is registered with its documentation; [`openapi`] builds
 //!   `/openapi.json` from that table and [`docs_page`] renders it as the `/docs` page.
 //!
@@ -45,6 +46,7 @@ pub mod watchdog_ws;
 pub mod ws;
 pub mod ws_config;
 pub mod ws_mcp;
+pub mod ws_socket;
 
 pub use config::{SecurityConfig, ServerConfig, Timeouts};
 pub use controlbench::{app_state, AppState, Shared};

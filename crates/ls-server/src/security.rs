@@ -353,7 +353,7 @@ fn preflight() -> Response<Body> {
     );
     h.insert(
         header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static("content-type, x-session-id, x-api-key"),
+        HeaderValue::from_static("content-type, x-session-id, x-api-key, x-watchdog-credential"),
     );
     h.insert(
         header::ACCESS_CONTROL_MAX_AGE,

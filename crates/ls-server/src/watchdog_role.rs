@@ -1,109 +1,250 @@
 //! The watchdog as a playable role (Dec-POMDP analyst/watchdog separation): a second agent reads
 //! the filtered watchdog stream of an analyst's episode and issues verdicts; once the analyst has
-//! submitted, the joint analyst + watchdog score is computed from those verdicts. The analyst's
-//! session is named by the `session` query parameter; these routes never step it. The scripted
-//! watchdog keeps judging every episode (`info.watchdog`), so it stays the default opponent.
+//! submitted, the joint analyst + watchdog score is computed from those verdicts. These routes
+//! never step the analyst's episode. The scripted watchdog keeps judging every episode
+//! (`info.watchdog`), so it stays the default opponent.
 //!
-//! Over WebSocket the watchdog authenticates with a watchdog credential its analyst's session
-//! issues (`POST /watchdog/credential` here, `watchdog_credential` on `/ws`): see
-//! [`crate::watchdog_ws`].
+//! The watchdog authenticates with a watchdog credential its analyst's session issues
+//! (`POST /watchdog/credential` here, `watchdog_credential` on `/ws`): over HTTP in the
+//! `X-Watchdog-Credential` header (never in the URL, so it stays out of access logs and metric
+//! labels), over WebSocket in the `attach` message ([`crate::watchdog_ws`]). The analyst's session
+//! id, the admin key, a guess, a revoked credential or one whose analyst has gone are refused
+//! with 401/403 and a code naming the problem. The analyst may read `GET /watchdog/joint` with its
+//! own `X-Session-Id`: it answers only after the submission, when nothing can change any more.
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
+use crate::protocol::SharedBackend;
 use crate::route_table::{ApiRoutes, RouteDoc};
-use crate::sessions::lock_env;
+use crate::sessions::SessionHeader;
+use crate::watchdog_ws::CredentialError;
 use crate::Shared;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::{FromRequestParts, RawQuery, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use ls_env::watchdog::VerdictKind;
-use ls_env::watchdog_stream;
+use ls_env::{watchdog_stream, Environment};
 use schemars::{json_schema, Schema, SchemaGenerator};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-#[derive(serde::Deserialize)]
-struct Watched {
-    session: Option<String>,
+/// The header the HTTP watchdog routes read the watchdog credential from.
+pub const CREDENTIAL_HEADER: &str = "x-watchdog-credential";
+
+/// The `X-Watchdog-Credential` header.
+struct CredentialHeader(Option<HeaderValue>);
+
+impl<S: Send + Sync> FromRequestParts<S> for CredentialHeader {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self(parts.headers.get(CREDENTIAL_HEADER).cloned()))
+    }
 }
 
-fn session_of(q: Result<Query<Watched>, QueryRejection>) -> Result<String, ApiError> {
-    let Query(q) =
-        q.map_err(|e| ApiError::Validation(format!("watchdog query: {}", e.body_text())))?;
-    match q.session.map(|s| s.trim().to_owned()) {
-        Some(s) if !s.is_empty() && s.len() <= 128 => Ok(s),
-        _ => Err(ApiError::Validation(
-            "query parameter `session` (the analyst's session id, 1-128 characters) is required"
-                .into(),
-        )),
+/// A refused watchdog request: a credential problem (401/403 with its own code) or any other
+/// API error.
+enum Refused {
+    Credential(StatusCode, &'static str, String),
+    Api(ApiError),
+}
+
+impl From<ApiError> for Refused {
+    fn from(e: ApiError) -> Self {
+        Self::Api(e)
+    }
+}
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        let (status, code, message) = match self {
+            Self::Api(e) => return e.into_response(),
+            Self::Credential(status, code, message) => (status, code, message),
+        };
+        // The usual error body (bounded message), with the credential problem as its code.
+        let mut body = ApiError::Forbidden(message).body();
+        body["error"]["code"] = json!(code);
+        let mut res = (status, Json(body)).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            res.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("X-Watchdog-Credential"),
+            );
+        }
+        res
+    }
+}
+
+const ISSUED_BY: &str = "the analyst's session issues it: `{\"type\": \"watchdog_credential\"}` on /ws, or POST /watchdog/credential with its X-Session-Id";
+
+/// Whether `s` has the shape of an issued credential: `wdc-` and 32 lowercase hex digits.
+fn credential_shaped(s: &str) -> bool {
+    s.strip_prefix("wdc-").is_some_and(|hex| {
+        hex.len() == 32
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+impl CredentialHeader {
+    /// The analyst's environment the credential names. A credential is never compared with
+    /// session ids or the admin key: those simply are not credentials.
+    fn resolve(&self, s: &Shared) -> Result<SharedBackend<Environment>, Refused> {
+        let refuse =
+            |code, message: String| Refused::Credential(StatusCode::FORBIDDEN, code, message);
+        let Some(value) = &self.0 else {
+            return Err(Refused::Credential(
+                StatusCode::UNAUTHORIZED,
+                "watchdog_credential_required",
+                format!("send the watchdog credential as X-Watchdog-Credential ({ISSUED_BY}); the analyst's session id (X-Session-Id, or the former `session` query parameter) is not one"),
+            ));
+        };
+        let token = value.to_str().unwrap_or("").trim();
+        if !credential_shaped(token) {
+            return Err(refuse(
+                "not_a_watchdog_credential",
+                format!("X-Watchdog-Credential is not a watchdog credential (`wdc-` and 32 hex digits; {ISSUED_BY}); an analyst's session id or the admin key is not one"),
+            ));
+        }
+        s.watchdog.resolve(token).map_err(|e| match e {
+            CredentialError::Unknown => refuse(
+                "unknown_watchdog_credential",
+                format!("no such watchdog credential was issued ({ISSUED_BY})"),
+            ),
+            CredentialError::Revoked => refuse(
+                "revoked_watchdog_credential",
+                "this watchdog credential was revoked: the analyst's session issued a newer one"
+                    .into(),
+            ),
+            CredentialError::AnalystClosed => refuse(
+                "analyst_session_closed",
+                "the analyst's session behind this watchdog credential has closed".into(),
+            ),
+        })
+    }
+}
+
+/// The routes take no query: the credential names the analyst's episode.
+fn no_query(q: &RawQuery) -> Result<(), Refused> {
+    match q.0.as_deref() {
+        None | Some("") => Ok(()),
+        Some(_) => Err(ApiError::Validation(
+            "the watchdog routes take no query parameters (the former `session` parameter was removed): the X-Watchdog-Credential header names the analyst's episode".into(),
+        )
+        .into()),
     }
 }
 
 /// Run `f` on the analyst's current episode.
-fn with_episode<T>(
-    s: &Shared,
-    sid: &str,
+pub(crate) fn on_episode<T>(
+    env: &SharedBackend<Environment>,
     f: impl FnOnce(&mut ls_env::episode::Episode) -> Result<T, ApiError>,
 ) -> Result<T, ApiError> {
-    let env = s
-        .sessions
-        .get(sid)
-        .ok_or_else(|| ApiError::UnknownSession(sid.to_owned()))?;
-    let mut guard = lock_env(&env);
+    let mut guard = crate::ws::lock_backend(env);
     let ep = guard.episode_mut().ok_or(ApiError::NotReset)?;
     f(ep)
 }
 
-async fn get_observation(
-    State(s): State<Shared>,
-    q: Result<Query<Watched>, QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
-    let sid = session_of(q)?;
-    let obs = with_episode(&s, &sid, |ep| Ok(watchdog_stream::observation(ep)))?;
-    Ok(Json(serde_json::to_value(obs).unwrap_or(Value::Null)))
+/// The filtered watchdog stream of the analyst's episode.
+pub(crate) fn observe(env: &SharedBackend<Environment>) -> Result<Value, ApiError> {
+    on_episode(env, |ep| {
+        Ok(serde_json::to_value(watchdog_stream::observation(ep)).unwrap_or(Value::Null))
+    })
 }
 
-async fn post_verdict(
-    State(s): State<Shared>,
-    q: Result<Query<Watched>, QueryRejection>,
-    JsonBody(body): JsonBody,
-) -> Result<Json<Value>, ApiError> {
-    let sid = session_of(q)?;
-    let verdict = body
+/// `{verdict, reason?}` (the HTTP body, the WebSocket message's `data`).
+pub(crate) fn parse_verdict(
+    fields: &Map<String, Value>,
+) -> Result<(VerdictKind, String), ApiError> {
+    let verdict = fields
         .get("verdict")
         .and_then(Value::as_str)
         .and_then(VerdictKind::parse)
         .ok_or_else(|| {
             ApiError::Validation("verdict must be one of veto, escalate, warn, approve".into())
         })?;
-    let reason = match body.get("reason") {
-        None | Some(Value::Null) => "",
-        Some(Value::String(r)) => r.as_str(),
-        Some(_) => return Err(ApiError::Validation("reason must be a string".into())),
+    let reason = match fields.get("reason") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(r)) => r.clone(),
+        Some(_) => return Err(ApiError::Validation("'reason' must be a string".into())),
     };
-    let count = with_episode(&s, &sid, |ep| {
-        watchdog_stream::record_verdict(ep, verdict, reason).map_err(ApiError::Validation)
-    })?;
-    Ok(Json(json!({"recorded": true, "verdict_count": count})))
+    Ok((verdict, reason))
 }
 
-async fn get_joint(
-    State(s): State<Shared>,
-    q: Result<Query<Watched>, QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
-    let sid = session_of(q)?;
-    let joint = with_episode(&s, &sid, |ep| {
-        watchdog_stream::external_joint(ep).ok_or_else(|| {
+/// Record a verdict on the analyst's episode: `{recorded, verdict_count}`.
+pub(crate) fn record(
+    env: &SharedBackend<Environment>,
+    verdict: VerdictKind,
+    reason: &str,
+) -> Result<Value, ApiError> {
+    let count = on_episode(env, |ep| {
+        watchdog_stream::record_verdict(ep, verdict, reason).map_err(ApiError::Validation)
+    })?;
+    Ok(json!({"recorded": true, "verdict_count": count}))
+}
+
+/// The joint analyst + watchdog score, once the analyst has submitted.
+pub(crate) fn joint(env: &SharedBackend<Environment>) -> Result<Value, ApiError> {
+    on_episode(env, |ep| {
+        let joint = watchdog_stream::external_joint(ep).ok_or_else(|| {
             ApiError::BadRequest(
                 "the analyst has not submitted yet; the joint score exists once the episode is graded".into(),
             )
-        })
-    })?;
-    Ok(Json(serde_json::to_value(joint).unwrap_or(Value::Null)))
+        })?;
+        Ok(serde_json::to_value(joint).unwrap_or(Value::Null))
+    })
+}
+
+async fn get_observation(
+    State(s): State<Shared>,
+    credential: CredentialHeader,
+    q: RawQuery,
+) -> Result<Json<Value>, Refused> {
+    let env = credential.resolve(&s)?;
+    no_query(&q)?;
+    Ok(Json(observe(&env)?))
+}
+
+async fn post_verdict(
+    State(s): State<Shared>,
+    credential: CredentialHeader,
+    q: RawQuery,
+    JsonBody(body): JsonBody,
+) -> Result<Json<Value>, Refused> {
+    let env = credential.resolve(&s)?;
+    no_query(&q)?;
+    let Value::Object(fields) = body else {
+        return Err(ApiError::Validation("the verdict body must be a JSON object".into()).into());
+    };
+    let (verdict, reason) = parse_verdict(&fields)?;
+    Ok(Json(record(&env, verdict, &reason)?))
+}
+
+/// The watchdog (credential) or the analyst itself (its `X-Session-Id`): the joint score only
+/// exists after the submission, so the analyst learns nothing from it while it still decides.
+async fn get_joint(
+    State(s): State<Shared>,
+    credential: CredentialHeader,
+    session: SessionHeader,
+    q: RawQuery,
+) -> Result<Json<Value>, Refused> {
+    let analyst = match credential.0 {
+        None => Some(session.session_id(None)?).filter(|(_, named)| *named),
+        Some(_) => None,
+    };
+    let env = match analyst {
+        Some((sid, _)) => s.sessions.get(&sid).ok_or(ApiError::UnknownSession(sid))?,
+        None => credential.resolve(&s)?,
+    };
+    no_query(&q)?;
+    Ok(Json(joint(&env)?))
 }
 
 async fn post_credential(
     State(s): State<Shared>,
-    header: crate::sessions::SessionHeader,
+    header: SessionHeader,
 ) -> Result<Json<Value>, ApiError> {
     let (sid, named) = header.session_id(None)?;
     if !named {
@@ -122,7 +263,7 @@ async fn post_credential(
 
 fn credential_reply_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "object", "required": ["watchdog_credential", "socket"], "properties": {
-        "watchdog_credential": {"type": "string", "description": "the token a watchdog attaches with on the socket"},
+        "watchdog_credential": {"type": "string", "description": "the token the watchdog sends as X-Watchdog-Credential or attaches with on the socket"},
         "socket": {"type": "string", "const": "/watchdog/ws"}}})
 }
 
@@ -140,35 +281,44 @@ fn joint_reply(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "object", "description": "analyst_score, analyst_decision, risk_observed, watchdog_veto_count, watchdog_escalation_count, watchdog_warning_count, watchdog_approval_count, watchdog_bonus, watchdog_penalty, joint_score"})
 }
 
+const CREDENTIAL_DOC: &str = "The watchdog credential goes in the `X-Watchdog-Credential` header. Missing: 401 `watchdog_credential_required`; not credential-shaped (an analyst's session id, the admin key): 403 `not_a_watchdog_credential`; never issued: 403 `unknown_watchdog_credential`; replaced by a newer one: 403 `revoked_watchdog_credential`; its analyst gone: 403 `analyst_session_closed`.";
+
+const CREDENTIAL_PARAM: &str =
+    "The watchdog credential the analyst's session issued (required: 401 without it)";
+
 pub fn routes() -> ApiRoutes<Shared> {
     let r = |summary| RouteDoc::new("episode", summary);
-    let session = || json!({"type": "string", "minLength": 1, "maxLength": 128});
     ApiRoutes::new()
         .get(
             "/watchdog/observation",
             r("The filtered watchdog stream of an analyst's episode")
-                .query("session", session(), true, "The analyst's session id")
+                .describe(CREDENTIAL_DOC)
+                .header("X-Watchdog-Credential", CREDENTIAL_PARAM)
                 .reply_with(observation_reply, "What the watchdog sees"),
             get_observation,
         )
         .post(
             "/watchdog/verdict",
             r("Issue a watchdog verdict on the analyst's episode")
-                .query("session", session(), true, "The analyst's session id")
+                .describe(CREDENTIAL_DOC)
+                .header("X-Watchdog-Credential", CREDENTIAL_PARAM)
                 .body_with(verdict_body, "The verdict"),
             post_verdict,
         )
         .get(
             "/watchdog/joint",
             r("Joint analyst + watchdog score once the analyst has submitted")
-                .query("session", session(), true, "The analyst's session id")
+                .describe("With the watchdog credential (`X-Watchdog-Credential`, refused as on the other watchdog routes) or the analyst's own `X-Session-Id`; 400 before the submission, for both.")
+                .header("X-Watchdog-Credential", "The watchdog credential (or send the analyst's X-Session-Id)")
+                .session()
                 .reply_with(joint_reply, "The joint score"),
             get_joint,
         )
         .post(
             "/watchdog/credential",
             r("Issue a watchdog credential for the analyst's session")
-                .describe("The analyst's named session (`X-Session-Id`) issues a random token; a second agent attaches with it on `GET /watchdog/ws`. Issuing again revokes the previous token; the token dies with the session.")
+                .describe("The analyst's named session (`X-Session-Id`) issues a random token; a second agent sends it as `X-Watchdog-Credential` on the HTTP watchdog routes or attaches with it on `GET /watchdog/ws`. Issuing again revokes the previous token; the token dies with the session.")
+                .session()
                 .reply_with(credential_reply_schema, "The credential and the socket to use"),
             post_credential,
         )
@@ -179,4 +329,25 @@ pub fn routes() -> ApiRoutes<Shared> {
                 .status(101, "application/json", None, "Switching protocols to a watchdog session"),
             crate::watchdog_ws::watchdog_socket,
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_issued_shapes_count_as_credentials() {
+        let token = crate::sessions::SessionManager::<()>::new_id("wdc");
+        assert!(credential_shaped(&token), "{token}");
+        for not in [
+            "analyst-1",
+            "wdc-",
+            "wdc-guess",
+            "WDC-0123456789abcdef0123456789abcdef",
+            "wdc-0123456789ABCDEF0123456789abcdef",
+            "sess-0123456789abcdef0123456789abcdef",
+        ] {
+            assert!(!credential_shaped(not), "{not}");
+        }
+    }
 }

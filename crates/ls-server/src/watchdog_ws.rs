@@ -16,14 +16,16 @@
 use crate::error::ApiError;
 use crate::protocol::SharedBackend;
 use crate::sessions::SessionManager;
-use crate::ws::{WsError, WsErrorCode};
+use crate::watchdog_role::{joint, observe, record};
+use crate::ws::{self, WsError, WsErrorCode};
+use crate::ws_socket::Reply;
 use crate::Shared;
-use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{close_code, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use ls_env::watchdog::VerdictKind;
-use ls_env::{watchdog_stream, Environment};
-use serde_json::{json, Map, Value};
+use ls_env::Environment;
+use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -34,41 +36,75 @@ pub const MAX_ATTACH_ATTEMPTS: usize = 3;
 /// Longest accepted credential.
 const MAX_CREDENTIAL_CHARS: usize = 128;
 
-/// Live watchdog credentials: token → the analyst's environment (held weakly: a credential
-/// does not keep a closed session alive).
+/// Why a watchdog credential does not name an analyst's episode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CredentialError {
+    /// Never issued (a guess, a session id, the admin key) or long gone.
+    Unknown,
+    /// Replaced by a newer credential of the same analyst.
+    Revoked,
+    /// The analyst's connection or session has closed.
+    AnalystClosed,
+}
+
+impl From<CredentialError> for ApiError {
+    /// The WebSocket's `attach` errors (`error: "forbidden"`).
+    fn from(e: CredentialError) -> Self {
+        ApiError::Forbidden(match e {
+            CredentialError::Unknown | CredentialError::Revoked => "unknown or revoked watchdog credential: the analyst's session issues one (`{\"type\": \"watchdog_credential\"}` on /ws, or POST /watchdog/credential); its session id or the admin key is not a credential".into(),
+            CredentialError::AnalystClosed => "the analyst's session behind this watchdog credential has closed".into(),
+        })
+    }
+}
+
+struct Held {
+    /// Held weakly: a credential does not keep a closed session alive.
+    env: Weak<Mutex<Environment>>,
+    revoked: bool,
+}
+
+/// Live watchdog credentials: token → the analyst's environment. Each environment holds its
+/// live credential and at most the one it revoked last (so a revoked one is named as such).
 #[derive(Default)]
 pub struct WatchdogCredentials {
-    inner: Mutex<HashMap<String, Weak<Mutex<Environment>>>>,
+    inner: Mutex<HashMap<String, Held>>,
 }
 
 impl WatchdogCredentials {
-    /// A fresh credential for `env`; any earlier credential of `env` is revoked, and credentials
-    /// of environments that are gone are dropped (so the map is bounded by the live sessions).
+    /// A fresh credential for `env`; its live credential is revoked (the one revoked before is
+    /// forgotten), and credentials of environments that are gone are dropped, so the map is
+    /// bounded by twice the live sessions.
     pub fn issue(&self, env: &SharedBackend<Environment>) -> String {
         let token = SessionManager::<Environment>::new_id("wdc");
         let target = Arc::downgrade(env);
         let mut map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        map.retain(|_, w| w.strong_count() > 0 && !Weak::ptr_eq(w, &target));
-        map.insert(token.clone(), target);
+        map.retain(|_, h| {
+            h.env.strong_count() > 0 && !(h.revoked && Weak::ptr_eq(&h.env, &target))
+        });
+        for h in map.values_mut().filter(|h| Weak::ptr_eq(&h.env, &target)) {
+            h.revoked = true;
+        }
+        map.insert(
+            token.clone(),
+            Held {
+                env: target,
+                revoked: false,
+            },
+        );
         token
     }
 
     /// The analyst's environment behind `token`.
-    pub fn resolve(&self, token: &str) -> Result<SharedBackend<Environment>, ApiError> {
+    pub fn resolve(&self, token: &str) -> Result<SharedBackend<Environment>, CredentialError> {
         let map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let weak = map.get(token).ok_or_else(|| {
-            ApiError::Forbidden(
-                "unknown or revoked watchdog credential: the analyst's session issues one (`{\"type\": \"watchdog_credential\"}` on /ws, or POST /watchdog/credential); its session id or the admin key is not a credential".into(),
-            )
-        })?;
-        weak.upgrade().ok_or_else(|| {
-            ApiError::Forbidden(
-                "the analyst's session behind this watchdog credential has closed".into(),
-            )
-        })
+        match map.get(token) {
+            None => Err(CredentialError::Unknown),
+            Some(h) if h.revoked => Err(CredentialError::Revoked),
+            Some(h) => h.env.upgrade().ok_or(CredentialError::AnalystClosed),
+        }
     }
 
-    /// Number of credentials held (live or not yet pruned).
+    /// Number of credentials held (live, last revoked, or not yet pruned).
     pub fn len(&self) -> usize {
         self.inner.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
@@ -83,16 +119,6 @@ pub fn credential_reply(token: &str) -> Value {
     json!({"watchdog_credential": token, "socket": WATCHDOG_SOCKET})
 }
 
-/// Run `f` on the analyst's current episode.
-fn on_episode<T>(
-    env: &SharedBackend<Environment>,
-    f: impl FnOnce(&mut ls_env::episode::Episode) -> Result<T, ApiError>,
-) -> Result<T, ApiError> {
-    let mut guard = crate::ws::lock_backend(env);
-    let ep = guard.episode_mut().ok_or(ApiError::NotReset)?;
-    f(ep)
-}
-
 /// A parsed watchdog message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WatchdogMessage {
@@ -105,76 +131,30 @@ pub enum WatchdogMessage {
 
 const WATCHDOG_TYPES: &str = "attach, observe, verdict, joint, close";
 
-fn invalid(msg: impl Into<String>) -> WsError {
-    WsError::new(WsErrorCode::ValidationError, msg).with("error", json!("validation_error"))
-}
-
-/// Parse one watchdog message.
+/// Parse one watchdog message (its envelope checked as on `/ws`).
 pub fn parse_watchdog_message(bytes: &[u8], limit: usize) -> Result<WatchdogMessage, WsError> {
-    if bytes.len() > limit {
-        return Err(invalid(format!(
-            "message of {} bytes exceeds the {limit}-byte limit",
-            bytes.len()
-        )));
-    }
-    let value: Value = serde_json::from_slice(bytes)
-        .map_err(|e| WsError::new(WsErrorCode::InvalidJson, format!("Invalid JSON: {e}")))?;
-    let Value::Object(mut obj) = value else {
-        return Err(invalid("message must be a JSON object with a 'type' field"));
-    };
-    let ty = match obj.remove("type") {
-        Some(Value::String(t)) => t,
-        _ => {
-            return Err(WsError::new(
-                WsErrorCode::UnknownType,
-                format!("message needs a string 'type' (one of {WATCHDOG_TYPES})"),
-            ))
-        }
-    };
-    if let Some(k) = obj.keys().find(|k| k.as_str() != "data") {
-        return Err(invalid(format!(
-            "unexpected field '{}' in a watchdog message",
-            k.chars().take(64).collect::<String>()
-        )));
-    }
-    let data = match obj.remove("data") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(m)) => m,
-        Some(_) => return Err(invalid("'data' must be an object")),
-    };
-    let text = |k: &str| match data.get(k) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(invalid(format!("'{k}' must be a string"))),
-    };
+    let (ty, data) = ws::parse_envelope(bytes, limit, WATCHDOG_TYPES)?;
+    let data = ws::data_object(&ty, data, false)?;
     match ty.as_str() {
-        "attach" => match text("credential")? {
-            Some(c) if !c.trim().is_empty() && c.len() <= MAX_CREDENTIAL_CHARS => {
-                Ok(WatchdogMessage::Attach(c.trim().to_owned()))
+        "attach" => match data.get("credential").and_then(Value::as_str).map(str::trim) {
+            Some(c) if !c.is_empty() && c.len() <= MAX_CREDENTIAL_CHARS => {
+                Ok(WatchdogMessage::Attach(c.to_owned()))
             }
-            _ => Err(invalid(
-                "attach needs data.credential: the watchdog credential the analyst's session issued",
-            )),
+            _ => Err(ApiError::Validation(
+                "attach needs data.credential (a string): the watchdog credential the analyst's session issued".into(),
+            )
+            .into()),
         },
         "verdict" => {
-            let verdict = text("verdict")?
-                .as_deref()
-                .and_then(VerdictKind::parse)
-                .ok_or_else(|| invalid("verdict must be one of veto, escalate, warn, approve"))?;
-            Ok(WatchdogMessage::Verdict(
-                verdict,
-                text("reason")?.unwrap_or_default(),
-            ))
+            let (verdict, reason) = crate::watchdog_role::parse_verdict(&data)?;
+            Ok(WatchdogMessage::Verdict(verdict, reason))
         }
         "observe" => Ok(WatchdogMessage::Observe),
         "joint" => Ok(WatchdogMessage::Joint),
         "close" => Ok(WatchdogMessage::Close),
-        other => Err(WsError::new(
-            WsErrorCode::UnknownType,
-            format!(
-                "Unknown message type: {} (expected one of {WATCHDOG_TYPES})",
-                other.chars().take(64).collect::<String>()
-            ),
+        other => Err(ws::unknown_type(
+            other,
+            format!("expected one of {WATCHDOG_TYPES}"),
         )),
     }
 }
@@ -195,7 +175,7 @@ impl WatchdogConn {
     /// Answer one message; `Err` carries an error reply.
     pub fn answer(&mut self, s: &crate::AppState, msg: WatchdogMessage) -> Result<Value, WsError> {
         if let WatchdogMessage::Attach(token) = msg {
-            return match s.watchdog.resolve(&token) {
+            return match s.watchdog.resolve(&token).map_err(ApiError::from) {
                 Ok(env) => {
                     let active = crate::ws::lock_backend(&env).episode_mut().is_some();
                     self.attached = Some(Arc::downgrade(&env));
@@ -225,29 +205,11 @@ impl WatchdogConn {
             .with("error", json!("analyst_gone"))
         })?;
         let result = match msg {
-            WatchdogMessage::Observe => on_episode(env, |ep| {
-                Ok(reply(
-                    "watchdog_observation",
-                    serde_json::to_value(watchdog_stream::observation(ep)).unwrap_or(Value::Null),
-                ))
-            }),
-            WatchdogMessage::Verdict(v, reason) => on_episode(env, |ep| {
-                let n = watchdog_stream::record_verdict(ep, v, &reason)
-                    .map_err(ApiError::Validation)?;
-                Ok(reply(
-                    "verdict",
-                    json!({"recorded": true, "verdict_count": n}),
-                ))
-            }),
-            WatchdogMessage::Joint => on_episode(env, |ep| {
-                let joint = watchdog_stream::external_joint(ep).ok_or_else(|| {
-                    ApiError::BadRequest("the analyst has not submitted yet; the joint score exists once the episode is graded".into())
-                })?;
-                Ok(reply(
-                    "joint",
-                    serde_json::to_value(joint).unwrap_or(Value::Null),
-                ))
-            }),
+            WatchdogMessage::Observe => observe(env).map(|o| reply("watchdog_observation", o)),
+            WatchdogMessage::Verdict(v, reason) => {
+                record(env, v, &reason).map(|r| reply("verdict", r))
+            }
+            WatchdogMessage::Joint => joint(env).map(|j| reply("joint", j)),
             WatchdogMessage::Attach(_) | WatchdogMessage::Close => Ok(Value::Null),
         };
         result.map_err(WsError::from)
@@ -265,110 +227,34 @@ pub async fn watchdog_socket(
     client: Option<axum::Extension<crate::security::ClientAddr>>,
     ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
-    let ws = match ws {
-        Ok(ws) => ws,
-        Err(e) => {
-            return ApiError::BadRequest(format!(
-                "GET {WATCHDOG_SOCKET} requires a WebSocket upgrade ({e})"
-            ))
-            .into_response()
-        }
-    };
-    let Some(client_slot) = s.ws.acquire_client(client.and_then(|c| c.0 .0)) else {
-        return ApiError::TooManySessions(s.ws.config.max_sessions_per_client).into_response();
-    };
-    let Some(reservation) = s.ws.reserve_buffer() else {
-        return ApiError::BufferBudgetExhausted {
-            budget_bytes: s.ws.config.max_buffered_bytes,
-            per_session_bytes: s.ws.config.hard_limit_bytes(),
-        }
-        .into_response();
-    };
-    let hard = s.ws.config.hard_limit_bytes();
-    ws.max_message_size(hard)
-        .max_frame_size(hard)
-        .on_upgrade(move |socket| async move {
-            let _client_slot = client_slot;
-            let _reservation = reservation;
-            session(s, socket).await
-        })
+    let owned = s.clone();
+    crate::ws_socket::upgrade(&s.ws, WATCHDOG_SOCKET, client, ws, move |socket| {
+        session(owned, socket)
+    })
 }
 
-async fn send(socket: &mut WebSocket, v: &Value) -> bool {
-    socket
-        .send(Message::Text(v.to_string().into()))
-        .await
-        .is_ok()
-}
-
-async fn close(socket: &mut WebSocket, code: u16, reason: &'static str) {
-    let _ = socket
-        .send(Message::Close(Some(CloseFrame {
-            code,
-            reason: reason.into(),
-        })))
-        .await;
+/// Answer one data frame of a watchdog connection.
+fn answer_frame(s: &crate::AppState, conn: &mut WatchdogConn, bytes: &[u8]) -> Reply {
+    let answer = match parse_watchdog_message(bytes, s.ws.config.max_message_bytes) {
+        Ok(WatchdogMessage::Close) => return Reply::Close(close_code::NORMAL, "closed by client"),
+        Ok(m) => conn.answer(s, m),
+        Err(e) => Err(e),
+    };
+    let out = answer.unwrap_or_else(|e| e.to_message()).to_string();
+    if conn.locked_out() {
+        Reply::TextThenClose(out, close_code::POLICY, "too many failed attach attempts")
+    } else {
+        Reply::Text(out)
+    }
 }
 
 /// One watchdog connection: counts against the WebSocket session slots and idle timeout.
-async fn session(s: Shared, mut socket: WebSocket) {
-    let rt = &s.ws;
-    let cfg = rt.config;
-    let _live = rt.shutdown.track();
-    let Ok(_slot) = rt.slots.clone().try_acquire_owned() else {
-        let err = WsError::new(
-            WsErrorCode::CapacityReached,
-            "Server at capacity: retry later",
-        );
-        let _ = send(&mut socket, &err.to_message()).await;
-        close(&mut socket, close_code::AGAIN, "capacity reached").await;
-        return;
-    };
+async fn session(s: Shared, socket: WebSocket) {
     let mut conn = WatchdogConn::default();
-    loop {
-        let received = tokio::select! {
-            r = tokio::time::timeout(cfg.idle_timeout, socket.recv()) => r,
-            () = rt.shutdown.triggered() => {
-                close(&mut socket, close_code::AWAY, "server shutting down").await;
-                return;
-            }
-        };
-        let msg = match received {
-            Err(_) => {
-                close(&mut socket, close_code::AWAY, "idle timeout").await;
-                return;
-            }
-            Ok(None) | Ok(Some(Err(_))) => return,
-            Ok(Some(Ok(m))) => m,
-        };
-        let bytes: &[u8] = match &msg {
-            Message::Text(t) => t.as_str().as_bytes(),
-            Message::Binary(b) => b,
-            Message::Ping(_) | Message::Pong(_) => continue,
-            Message::Close(_) => return,
-        };
-        let answer = match parse_watchdog_message(bytes, cfg.max_message_bytes) {
-            Ok(WatchdogMessage::Close) => {
-                close(&mut socket, close_code::NORMAL, "closed by client").await;
-                return;
-            }
-            Ok(m) => conn.answer(&s, m),
-            Err(e) => Err(e),
-        };
-        let out = answer.unwrap_or_else(|e| e.to_message());
-        if !send(&mut socket, &out).await {
-            return;
-        }
-        if conn.locked_out() {
-            close(
-                &mut socket,
-                close_code::POLICY,
-                "too many failed attach attempts",
-            )
-            .await;
-            return;
-        }
-    }
+    crate::ws_socket::serve(&s.ws, socket, || {
+        Ok(|bytes: &[u8]| answer_frame(&s, &mut conn, bytes))
+    })
+    .await
 }
 
 #[cfg(test)]
@@ -419,11 +305,25 @@ mod tests {
         assert!(creds.resolve(&first).is_ok());
         let second = creds.issue(&env);
         assert_ne!(first, second);
-        let e = creds.resolve(&first).err().unwrap();
+        assert_eq!(creds.resolve(&first).err(), Some(CredentialError::Revoked));
+        let e = ApiError::from(CredentialError::Revoked);
         assert!(e.to_string().contains("unknown or revoked"), "{e}");
         assert!(creds.resolve(&second).is_ok());
+        // Only the last revoked credential is remembered as revoked.
+        let third = creds.issue(&env);
+        assert_eq!(creds.resolve(&first).err(), Some(CredentialError::Unknown));
+        assert_eq!(creds.resolve(&second).err(), Some(CredentialError::Revoked));
+        assert_eq!(creds.len(), 2);
+        assert_eq!(
+            creds.resolve("wdc-guess").err(),
+            Some(CredentialError::Unknown)
+        );
         drop(env);
-        let e = creds.resolve(&second).err().unwrap();
+        assert_eq!(
+            creds.resolve(&third).err(),
+            Some(CredentialError::AnalystClosed)
+        );
+        let e = ApiError::from(CredentialError::AnalystClosed);
         assert!(e.to_string().contains("has closed"), "{e}");
     }
 }

@@ -17,9 +17,10 @@ pub use crate::ws_config::{
     WsConfig, WsRuntime, ENV_IDLE_SECS, ENV_MAX_BUFFERED_BYTES, ENV_MAX_MESSAGE_BYTES,
     ENV_MAX_SESSIONS,
 };
-use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use crate::ws_socket::Reply;
+use axum::extract::ws::{close_code, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -130,6 +131,50 @@ pub fn parse_message(bytes: &[u8], limit: usize) -> Result<Incoming, WsError> {
 /// [`parse_message`], also accepting the environment's added message types `extra` (their
 /// `data`, when present, must be an object).
 pub fn parse_message_with(bytes: &[u8], limit: usize, extra: &[&str]) -> Result<Incoming, WsError> {
+    let (ty, data) = parse_envelope(bytes, limit, MESSAGE_TYPES)?;
+    let object = |required: bool| data_object(&ty, data.clone(), required);
+    match ty.as_str() {
+        "reset" => Ok(Incoming::Reset(object(false)?)),
+        "step" => Ok(Incoming::Step(object(true)?)),
+        "mcp" => Ok(Incoming::Mcp(object(true)?)),
+        t if extra.contains(&t) => Ok(Incoming::Extra(ty.clone(), object(false)?)),
+        "state" | "close" => {
+            if !object(false)?.is_empty() {
+                return Err(WsError::new(
+                    WsErrorCode::ValidationError,
+                    format!("a '{ty}' message takes no data"),
+                ));
+            }
+            Ok(if ty == "state" {
+                Incoming::State
+            } else {
+                Incoming::Close
+            })
+        }
+        other => Err(unknown_type(other, types_hint(MESSAGE_TYPES))),
+    }
+}
+
+fn types_hint(types: &str) -> String {
+    format!("expected one of {types}")
+}
+
+/// The `UNKNOWN_TYPE` error for a message type the endpoint does not know.
+pub fn unknown_type(ty: &str, hint: String) -> WsError {
+    WsError::new(
+        WsErrorCode::UnknownType,
+        format!("Unknown message type: {} ({hint})", truncate(ty, 64)),
+    )
+}
+
+/// A message's envelope `{"type": ..., "data": ...}` as every socket checks it: within the size
+/// limit, a JSON object, a string `type`, no field but `data`. Its type and its data; `types`
+/// (the endpoint's message types) is named when the type is missing.
+pub fn parse_envelope(
+    bytes: &[u8],
+    limit: usize,
+    types: &str,
+) -> Result<(String, Option<Value>), WsError> {
     if bytes.len() > limit {
         return Err(WsError::new(
             WsErrorCode::ValidationError,
@@ -151,19 +196,11 @@ pub fn parse_message_with(bytes: &[u8], limit: usize, extra: &[&str]) -> Result<
     };
     let ty = match obj.remove("type") {
         Some(Value::String(t)) => t,
-        Some(other) => {
-            return Err(WsError::new(
-                WsErrorCode::UnknownType,
-                format!(
-                    "Unknown message type: {} (expected one of {MESSAGE_TYPES})",
-                    truncate(&other.to_string(), 64)
-                ),
-            ))
-        }
+        Some(other) => return Err(unknown_type(&other.to_string(), types_hint(types))),
         None => {
             return Err(WsError::new(
                 WsErrorCode::UnknownType,
-                format!("message has no 'type' (expected one of {MESSAGE_TYPES})"),
+                format!("message has no 'type' ({})", types_hint(types)),
             ))
         }
     };
@@ -177,47 +214,27 @@ pub fn parse_message_with(bytes: &[u8], limit: usize, extra: &[&str]) -> Result<
             ),
         ));
     }
-    let data = obj.remove("data");
-    let object = |required: bool| -> Result<Map<String, Value>, WsError> {
-        match data.clone() {
-            Some(Value::Object(m)) => Ok(m),
-            None | Some(Value::Null) if !required => Ok(Map::new()),
-            None | Some(Value::Null) => Err(WsError::new(
-                WsErrorCode::ValidationError,
-                format!("a '{ty}' message requires 'data' (an object)"),
-            )),
-            Some(_) => Err(WsError::new(
-                WsErrorCode::ValidationError,
-                format!(
-                    "'data' of a '{}' message must be an object",
-                    truncate(&ty, 64)
-                ),
-            )),
-        }
-    };
-    match ty.as_str() {
-        "reset" => Ok(Incoming::Reset(object(false)?)),
-        "step" => Ok(Incoming::Step(object(true)?)),
-        "mcp" => Ok(Incoming::Mcp(object(true)?)),
-        t if extra.contains(&t) => Ok(Incoming::Extra(ty.clone(), object(false)?)),
-        "state" | "close" => {
-            if !object(false)?.is_empty() {
-                return Err(WsError::new(
-                    WsErrorCode::ValidationError,
-                    format!("a '{ty}' message takes no data"),
-                ));
-            }
-            Ok(if ty == "state" {
-                Incoming::State
-            } else {
-                Incoming::Close
-            })
-        }
-        other => Err(WsError::new(
-            WsErrorCode::UnknownType,
+    Ok((ty, obj.remove("data")))
+}
+
+/// A message's `data` as an object (absent or null: empty, unless `required`).
+pub fn data_object(
+    ty: &str,
+    data: Option<Value>,
+    required: bool,
+) -> Result<Map<String, Value>, WsError> {
+    match data {
+        Some(Value::Object(m)) => Ok(m),
+        None | Some(Value::Null) if !required => Ok(Map::new()),
+        None | Some(Value::Null) => Err(WsError::new(
+            WsErrorCode::ValidationError,
+            format!("a '{ty}' message requires 'data' (an object)"),
+        )),
+        Some(_) => Err(WsError::new(
+            WsErrorCode::ValidationError,
             format!(
-                "Unknown message type: {} (expected one of {MESSAGE_TYPES})",
-                truncate(other, 64)
+                "'data' of a '{}' message must be an object",
+                truncate(ty, 64)
             ),
         )),
     }
@@ -279,51 +296,10 @@ pub async fn ws_handler<S: OpenEnvService>(
     client: Option<axum::Extension<crate::security::ClientAddr>>,
     ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
-    let ws = match ws {
-        Ok(ws) => ws,
-        Err(e) => {
-            return ApiError::BadRequest(format!("GET /ws requires a WebSocket upgrade ({e})"))
-                .into_response()
-        }
-    };
-    let rt = svc.ws_runtime();
-    let Some(client_slot) = rt.acquire_client(client.and_then(|c| c.0 .0)) else {
-        // 503 (the guard adds `Connection: close`): this address holds its share of sessions.
-        return ApiError::TooManySessions(rt.config.max_sessions_per_client).into_response();
-    };
-    let Some(reservation) = rt.reserve_buffer() else {
-        // 503 (the guard adds `Connection: close`): the server-wide buffer budget is spent.
-        return ApiError::BufferBudgetExhausted {
-            budget_bytes: rt.config.max_buffered_bytes,
-            per_session_bytes: rt.config.hard_limit_bytes(),
-        }
-        .into_response();
-    };
-    let hard = rt.config.hard_limit_bytes();
-    ws.max_message_size(hard)
-        .max_frame_size(hard)
-        .on_upgrade(move |socket| async move {
-            let _client_slot = client_slot;
-            let _reservation = reservation;
-            session(svc, socket).await
-        })
-}
-
-async fn send_json(socket: &mut WebSocket, v: &Value) -> bool {
-    send_text(socket, v.to_string()).await
-}
-
-async fn send_text(socket: &mut WebSocket, text: String) -> bool {
-    socket.send(Message::Text(text.into())).await.is_ok()
-}
-
-async fn close(socket: &mut WebSocket, code: u16, reason: &'static str) {
-    let _ = socket
-        .send(Message::Close(Some(CloseFrame {
-            code,
-            reason: reason.into(),
-        })))
-        .await;
+    let owned = svc.clone();
+    crate::ws_socket::upgrade(svc.ws_runtime(), "/ws", client, ws, move |socket| {
+        session(owned, socket)
+    })
 }
 
 /// Lock a connection's environment; a panic while it was held left it replaced (see [`handle`]).
@@ -352,115 +328,50 @@ fn handle<S: OpenEnvService>(
     }
 }
 
-/// One WebSocket session.
-async fn session<S: OpenEnvService>(svc: Arc<S>, mut socket: WebSocket) {
-    let rt = svc.ws_runtime();
-    let cfg = rt.config;
-    let _live = rt.shutdown.track();
-    let Ok(_slot) = rt.slots.clone().try_acquire_owned() else {
-        let err = WsError::new(
-            WsErrorCode::CapacityReached,
-            format!(
-                "Server at capacity: {} WebSocket sessions are open; retry later",
-                cfg.max_sessions
-            ),
-        )
-        .with("active_sessions", json!(rt.active()))
-        .with("max_sessions", json!(cfg.max_sessions));
-        let _ = send_json(&mut socket, &err.to_message()).await;
-        close(&mut socket, close_code::AGAIN, "capacity reached").await;
-        return;
-    };
-    let backend = match catch_unwind(AssertUnwindSafe(|| svc.new_backend())) {
-        Ok(Ok(b)) => std::sync::Arc::new(std::sync::Mutex::new(b)),
-        Ok(Err(e)) => {
-            let _ = send_json(
-                &mut socket,
-                &WsError::new(WsErrorCode::FactoryError, e.to_string()).to_message(),
-            )
-            .await;
-            close(&mut socket, close_code::ERROR, "environment unavailable").await;
-            return;
-        }
-        Err(_) => {
-            let _ = send_json(
-                &mut socket,
-                &WsError::new(WsErrorCode::FactoryError, "creating the environment failed")
-                    .to_message(),
-            )
-            .await;
-            close(&mut socket, close_code::ERROR, "environment unavailable").await;
-            return;
-        }
-    };
-    // Only data messages count as activity: a ping or pong does not keep an idle session open.
-    let mut deadline = tokio::time::Instant::now() + cfg.idle_timeout;
-    loop {
-        let received = tokio::select! {
-            r = tokio::time::timeout_at(deadline, socket.recv()) => r,
-            () = rt.shutdown.triggered() => {
-                close(&mut socket, close_code::AWAY, "server shutting down").await;
-                return;
-            }
-        };
-        let msg = match received {
-            Err(_) => {
-                let err = WsError::new(
-                    WsErrorCode::SessionError,
-                    format!(
-                        "session closed after {} s without a message",
-                        cfg.idle_timeout.as_secs()
-                    ),
-                )
-                .with("error", json!("idle_timeout"));
-                let _ = send_json(&mut socket, &err.to_message()).await;
-                close(&mut socket, close_code::AWAY, "idle timeout").await;
-                return;
-            }
-            Ok(None) => return,
-            Ok(Some(Err(e))) => {
-                // Transport-level failure (e.g. a frame above the hard cap): the stream is unusable.
-                tracing::debug!(error = %e, "websocket receive failed");
-                close(
-                    &mut socket,
-                    close_code::SIZE,
-                    "message too large or malformed frame",
-                )
-                .await;
-                return;
-            }
-            Ok(Some(Ok(m))) => m,
-        };
-        let bytes: &[u8] = match &msg {
-            Message::Text(t) => t.as_str().as_bytes(),
-            Message::Binary(b) => b,
-            Message::Ping(_) | Message::Pong(_) => continue,
-            Message::Close(_) => return,
-        };
-        deadline = tokio::time::Instant::now() + cfg.idle_timeout;
-        let reply =
-            match parse_message_with(bytes, cfg.max_message_bytes, svc.extra_message_types()) {
-                Err(e) => e.to_message().to_string(),
-                Ok(Incoming::Close) => {
-                    close(&mut socket, close_code::NORMAL, "closed by client").await;
-                    return;
-                }
-                Ok(Incoming::Extra(ty, data)) => match svc.extra_message(&ty, data, &backend) {
-                    Ok(v) => v.to_string(),
-                    Err(e) => WsError::from(e).to_message().to_string(),
-                },
-                Ok(incoming) => match handle(&*svc, &backend, incoming) {
-                    Some(reply) => reply,
-                    None => {
-                        close(&mut socket, close_code::ERROR, "internal error").await;
-                        return;
-                    }
-                },
-            };
-        if !send_text(&mut socket, reply).await {
-            return;
-        }
+/// A fresh environment for a connection; the error message when none can be made.
+fn open_backend<S: OpenEnvService>(
+    svc: &S,
+) -> Result<crate::protocol::SharedBackend<S::Backend>, Value> {
+    match catch_unwind(AssertUnwindSafe(|| svc.new_backend())) {
+        Ok(Ok(b)) => Ok(Arc::new(std::sync::Mutex::new(b))),
+        Ok(Err(e)) => Err(WsError::new(WsErrorCode::FactoryError, e.to_string()).to_message()),
+        Err(_) => Err(
+            WsError::new(WsErrorCode::FactoryError, "creating the environment failed").to_message(),
+        ),
     }
+}
+
+/// Answer one data frame of a `/ws` session.
+fn answer<S: OpenEnvService>(
+    svc: &S,
+    backend: &crate::protocol::SharedBackend<S::Backend>,
+    bytes: &[u8],
+) -> Reply {
+    let limit = svc.ws_runtime().config.max_message_bytes;
+    Reply::Text(
+        match parse_message_with(bytes, limit, svc.extra_message_types()) {
+            Err(e) => e.to_message().to_string(),
+            Ok(Incoming::Close) => return Reply::Close(close_code::NORMAL, "closed by client"),
+            Ok(Incoming::Extra(ty, data)) => match svc.extra_message(&ty, data, backend) {
+                Ok(v) => v.to_string(),
+                Err(e) => WsError::from(e).to_message().to_string(),
+            },
+            Ok(incoming) => match handle(svc, backend, incoming) {
+                Some(reply) => reply,
+                None => return Reply::Close(close_code::ERROR, "internal error"),
+            },
+        },
+    )
+}
+
+/// One WebSocket session: its own environment, under the runtime's limits.
+async fn session<S: OpenEnvService>(svc: Arc<S>, socket: WebSocket) {
+    let svc = &*svc;
+    crate::ws_socket::serve(svc.ws_runtime(), socket, || {
+        let backend = open_backend(svc)?;
+        Ok(move |bytes: &[u8]| answer(svc, &backend, bytes))
+    })
+    .await
 }
 
 #[cfg(test)]

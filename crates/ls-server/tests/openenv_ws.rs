@@ -456,6 +456,51 @@ async fn idle_sessions_are_closed() {
     }
 }
 
+/// `/ws` and the watchdog socket run one session loop: the same size-limit error, and the same
+/// idle timeout that pings do not extend (an error naming it, then close 1001).
+#[tokio::test]
+async fn both_sockets_share_the_session_loop() {
+    let addr = spawn(WsConfig {
+        idle_timeout: Duration::from_millis(1200),
+        max_message_bytes: 1024,
+        ..cfg()
+    })
+    .await;
+    for path in ["/ws", "/watchdog/ws"] {
+        let mut ws = connect_async(format!("ws://{addr}{path}"))
+            .await
+            .expect("ws connect")
+            .0;
+        let big = format!(r#"{{"type":"state","pad":"{}"}}"#, "x".repeat(2000));
+        let e = send_raw(&mut ws, &big).await;
+        assert_eq!(err_code(&e), "VALIDATION_ERROR", "{path}: {e}");
+        assert_eq!(e["data"]["error"], "payload_too_large", "{path}: {e}");
+        assert_eq!(e["data"]["limit_bytes"], 1024, "{path}: {e}");
+        // Ping every 200 ms: were pings activity, the 1.2 s idle timeout would never pass.
+        let started = tokio::time::Instant::now();
+        let e = loop {
+            assert!(
+                started.elapsed() < Duration::from_secs(6),
+                "{path}: pings kept the session open"
+            );
+            match tokio::time::timeout(Duration::from_millis(200), ws.next()).await {
+                Err(_) => ws.send(Message::Ping(vec![1].into())).await.unwrap(),
+                Ok(Some(Ok(Message::Text(t)))) => break serde_json::from_str::<Value>(&t).unwrap(),
+                Ok(Some(Ok(_))) => {}
+                other => panic!("{path}: socket ended early: {other:?}"),
+            }
+        };
+        assert_eq!(e["data"]["error"], "idle_timeout", "{path}: {e}");
+        match tokio::time::timeout(Duration::from_secs(5), ws.next())
+            .await
+            .unwrap()
+        {
+            Some(Ok(Message::Close(Some(f)))) => assert_eq!(f.code, CloseCode::Away, "{path}"),
+            other => panic!("{path}: expected close 1001, got {other:?}"),
+        }
+    }
+}
+
 #[tokio::test]
 async fn discovery_endpoints_and_mcp() {
     let addr = spawn(cfg()).await;

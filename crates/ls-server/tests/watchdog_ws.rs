@@ -60,7 +60,7 @@ fn submit() -> Value {
     json!({"action_type": "submit_decision", "payload": {"decision": "PAY", "confidence": 0.93}})
 }
 
-/// The same episode and verdicts over HTTP: its joint score.
+/// The same episode and verdicts over HTTP (the watchdog with its credential): its joint score.
 async fn http_joint(base: &str, verdicts: &[&str]) -> Value {
     let c = reqwest::Client::new();
     let post = |path: &str, body: Value| {
@@ -74,20 +74,29 @@ async fn http_joint(base: &str, verdicts: &[&str]) -> Value {
         .unwrap()
         .status()
         .is_success());
+    let issued: Value = post("/watchdog/credential", Value::Null)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = issued["watchdog_credential"].as_str().unwrap();
     for a in actions() {
         assert!(post("/step", a).await.unwrap().status().is_success());
     }
     for v in verdicts {
-        let r = post(
-            "/watchdog/verdict?session=http-analyst",
-            json!({"verdict": v}),
-        )
-        .await
-        .unwrap();
+        let r = c
+            .post(format!("{base}/watchdog/verdict"))
+            .header("x-watchdog-credential", token)
+            .json(&json!({"verdict": v}))
+            .send()
+            .await
+            .unwrap();
         assert!(r.status().is_success());
     }
     assert!(post("/step", submit()).await.unwrap().status().is_success());
-    c.get(format!("{base}/watchdog/joint?session=http-analyst"))
+    c.get(format!("{base}/watchdog/joint"))
+        .header("x-watchdog-credential", token)
         .send()
         .await
         .unwrap()

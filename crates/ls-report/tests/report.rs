@@ -44,19 +44,19 @@ fn report_is_deterministic_and_ranks_the_teacher_first() {
 
     let teacher = a.agents.iter().find(|x| x.agent == "teacher").unwrap();
     assert!(
-        teacher.public_mean >= 0.85,
+        teacher.public.public_mean >= 0.85,
         "teacher public mean {}",
-        teacher.public_mean
+        teacher.public.public_mean
     );
-    assert_eq!(teacher.public_unsafe_release_rate, 0.0);
+    assert_eq!(teacher.public.public_unsafe_release_rate, 0.0);
     for other in a.agents.iter().filter(|x| x.agent != "teacher") {
         assert!(
-            other.public_mean <= 0.20,
+            other.public.public_mean <= 0.20,
             "{} public {}",
             other.agent,
-            other.public_mean
+            other.public.public_mean
         );
-        assert!(teacher.public_mean > other.public_mean);
+        assert!(teacher.public.public_mean > other.public.public_mean);
         // The ranking holds on holdouts.
         assert!(
             teacher.holdout_mean.unwrap() > other.holdout_mean.unwrap(),
@@ -181,6 +181,43 @@ fn report_is_deterministic_and_ranks_the_teacher_first() {
     assert_eq!(entries.len(), a.agents.len());
     let lb = leaderboard(entries, Some(a.generated_at.clone()));
     assert_eq!(lb.entries[0].agent, "teacher");
+}
+
+/// No generator: every generated track must be reported as not available.
+struct NoGenerator;
+
+const NONE: &str = "case generation is not available in this build";
+
+impl CaseSource for NoGenerator {
+    fn name(&self) -> String {
+        "none".into()
+    }
+    fn holdout(&self, _: u64, _: usize) -> Result<Vec<ls_core::schema::Case>, String> {
+        Err(NONE.into())
+    }
+    fn twin(
+        &self,
+        _: &ls_core::schema::Case,
+        _: u64,
+    ) -> Result<Option<ls_core::schema::Case>, String> {
+        Err(NONE.into())
+    }
+    fn counterpart(
+        &self,
+        _: &ls_core::schema::Case,
+        _: u64,
+    ) -> Result<Option<ls_core::schema::Case>, String> {
+        Err(NONE.into())
+    }
+    fn quarter(&self, _: usize, _: u64) -> Result<Vec<ls_core::schema::Case>, String> {
+        Err(NONE.into())
+    }
+    fn certificate_required(&self) -> Result<Vec<ls_core::schema::Case>, String> {
+        Err(NONE.into())
+    }
+    fn fraudgen(&self, _: usize, _: u64) -> Result<Vec<ls_core::schema::Case>, String> {
+        Err(NONE.into())
+    }
 }
 
 #[test]

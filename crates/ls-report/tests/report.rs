@@ -360,3 +360,57 @@ fn with_the_gate_off_authority_is_never_restricted() {
         .iter()
         .all(|p| p.authority_level.as_deref() == Some("full_authority")));
 }
+
+/// The top-level keys of a row serialized with default values, in order (its values are
+/// scalars, `null` or empty lists, so every `"key":` is a top-level one).
+fn key_order<T: serde::Serialize>(row: &T) -> String {
+    let text = serde_json::to_string(row).unwrap();
+    let parts: Vec<&str> = text.split("\":").collect();
+    parts[..parts.len() - 1]
+        .iter()
+        .map(|p| &p[p.rfind('"').unwrap() + 1..])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn ladder_leaderboard_and_human_rows_keep_their_wire_key_order() {
+    // The shared figure groups are flattened: each row's keys are where they always were.
+    assert_eq!(
+        key_order(&LeaderboardEntry::default()),
+        "model type agent temperature pass_k pass_threshold public_mean \
+         public_control_satisfied_resolution public_institutional_utility \
+         public_unsafe_release_rate public_trial_pass_rate public_pass_k_consistent holdout_mean \
+         holdout_control_satisfied_resolution holdout_institutional_utility \
+         holdout_unsafe_release_rate holdout_trial_pass_rate holdout_pass_k_consistent \
+         contrastive_joint_mean controlbench_accuracy controlbench_fraud_recall \
+         controlbench_certificate_validity_rate controlbench_institutional_loss_score \
+         controlbench_institutional_loss_total controlbench_deployability_rating \
+         controlbench_sleeper_detection_rate controlbench_catastrophic_event_count \
+         controlbench_accuracy_loss_correlation controlbench_cost_sensitivity_stable \
+         certificate_required_mean certificate_required_missing_rate public_task_e_expert_mean \
+         holdout_task_e_expert_mean task_e_expert_mean provenance updated_at"
+    );
+    assert_eq!(
+        key_order(&report::AgentSummary::default()),
+        "agent model agent_type public_mean public_control_satisfied_resolution \
+         public_institutional_utility public_unsafe_release_rate public_trial_pass_rate \
+         public_pass_k_consistent holdout_mean holdout_unsafe_release_rate \
+         holdout_control_satisfied_resolution holdout_institutional_utility \
+         holdout_trial_pass_rate holdout_pass_k_consistent contrastive_joint_mean quarter \
+         certificate_required_mean certificate_required_missing_rate public_task_e_mean \
+         holdout_task_e_mean"
+    );
+    assert_eq!(
+        key_order(&human::HumanBaselineSummary::default()),
+        "track track_label available participant_count case_count accuracy \
+         avg_minutes_per_case escalation_rate evidence_citation_rate false_positive_rate \
+         fraud_miss_rate calibration_score participants note source_path"
+    );
+    // And a flattened row reads back as it was written.
+    let mut e = LeaderboardEntry::default();
+    e.public.public_mean = 0.5;
+    e.holdout_mean = Some(0.25);
+    let back: LeaderboardEntry = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
+    assert_eq!(back, e);
+}

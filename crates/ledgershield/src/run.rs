@@ -13,6 +13,7 @@ use ls_core::schema::Case;
 use ls_core::FixtureSet;
 use ls_env::{CasePool, EnvConfig, Environment, ResetRequest, TrackMode};
 use ls_report::gen::{CaseSource, LsGen};
+use ls_report::metrics::r4;
 use ls_store::{EpisodeRow, RunRow, Store};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -277,10 +278,6 @@ pub fn server_origin(url: &str) -> String {
         },
         Err(_) => "unparsed".into(),
     }
-}
-
-fn r4(x: f64) -> f64 {
-    (x * 10_000.0).round() / 10_000.0
 }
 
 /// The llm agent's configuration (key from the environment, timeout 1..=600 s, at most 8

@@ -5,8 +5,10 @@ public method other than ``reset`` and ``get_reward`` as a function-calling tool
 ``Args:`` section becomes the tool schema). The investigation tools and interventions are
 generated at import time from ``action_schemas.json``, the payload schemas of the one Rust action
 declaration (``ls_env::action``): a Rust test fails when the file is stale, a Python test when the
-methods and the file disagree. ``submit_decision`` is written out (a curated subset of the
-submission's fields, validated by :func:`submit_decision_payload`). TRL pools instances and resets them between rollouts,
+methods and the file disagree. ``submit_decision`` is generated the same way from the
+submission's declared schema, showing the curated subset :data:`SUBMISSION_TOOL_FIELDS` (an import
+error when the declaration lacks one of them) and validating the payload with
+:func:`submit_decision_payload`. TRL pools instances and resets them between rollouts,
 so by default every reset starts from a **fresh institution** (no memory of earlier rollouts on
 the instance: the same trajectory gets the same reward whatever ran before); set
 ``carry_memory = True`` on a subclass to keep the institution's memory across resets.
@@ -259,51 +261,6 @@ class LedgerShieldToolEnv:
             text += "\nEvidence so far:\n" + self.ledger.render()
         return text
 
-    # The investigation tools and interventions are generated from the action declaration at
-    # import time (see ``_tool_method`` below the class); the submission is written out here.
-
-    def submit_decision(
-        self,
-        decision: str,
-        confidence: float,
-        reason_codes: Optional[List[str]] = None,
-        fraud_flags: Optional[List[str]] = None,
-        discrepancies: Optional[List[str]] = None,
-        policy_checks: Optional[Dict[str, str]] = None,
-        evidence_map: Optional[Dict[str, Any]] = None,
-        notes: Optional[str] = None,
-    ) -> str:
-        """
-        Submit the final decision; this ends and grades the episode.
-
-        Args:
-            decision: One of PAY, HOLD, NEEDS_REVIEW, ESCALATE_FRAUD.
-            confidence: Confidence in the decision, between 0 and 1.
-            reason_codes: Canonical reason codes supporting the decision.
-            fraud_flags: Fraud indicators found.
-            discrepancies: Discrepancy codes such as price_mismatch or missing_receipt.
-            policy_checks: Policy check name to "pass" or "fail".
-            evidence_map: Claim to evidence reference ({doc_id, page, bbox, token_ids}).
-            notes: Free-text notes.
-
-        Returns:
-            The grading result, including final_score, as JSON.
-        """
-        try:
-            payload = submit_decision_payload(
-                decision,  # type: ignore[arg-type]
-                confidence=confidence,
-                reason_codes=reason_codes,
-                fraud_flags=fraud_flags,
-                discrepancies=discrepancies,
-                policy_checks=policy_checks,
-                evidence_map=evidence_map,
-                notes=notes,
-            )
-        except Exception as e:  # pydantic.ValidationError: report it to the model as a tool error
-            raise ValueError(f"invalid submission: {e}") from e
-        return self._act("submit_decision", payload)
-
 
 _SCHEMAS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "action_schemas.json")
 _PY_TYPES: Dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "object": Dict[str, Any]}
@@ -317,10 +274,30 @@ def load_action_schemas() -> List[Dict[str, Any]]:
         return list(json.load(f)["actions"])
 
 
+#: The submission's fields the ``submit_decision`` tool shows, in order (a curated subset of the
+#: declared payload: the ones a model fills), and those it requires (the declaration's required
+#: fields plus ``confidence``, which the tool always asks for).
+SUBMISSION_TOOL_FIELDS = ("decision", "confidence", "reason_codes", "fraud_flags", "discrepancies",
+                          "policy_checks", "evidence_map", "notes")
+SUBMISSION_TOOL_REQUIRED = ("decision", "confidence")
+
+
 def _annotation(schema: Dict[str, Any]) -> Any:
     if schema.get("type") == "array":
         return List[_PY_TYPES.get((schema.get("items") or {}).get("type"), Any)]  # type: ignore[misc]
+    if schema.get("type") == "object" and isinstance(schema.get("additionalProperties"), dict):
+        return Dict[str, _PY_TYPES.get(schema["additionalProperties"].get("type"), Any)]  # type: ignore[misc]
     return _PY_TYPES.get(schema.get("type"), Any)
+
+
+def _submit(self: "LedgerShieldToolEnv", payload: Dict[str, Any]) -> str:
+    """The submission, validated by :func:`submit_decision_payload` (an invalid one is a tool
+    error for the model), then sent."""
+    try:
+        payload = submit_decision_payload(**payload)
+    except Exception as e:  # pydantic.ValidationError: report it to the model as a tool error
+        raise ValueError(f"invalid submission: {e}") from e
+    return self._act("submit_decision", payload)
 
 
 def _tool_method(action: Dict[str, Any]) -> Any:
@@ -330,7 +307,15 @@ def _tool_method(action: Dict[str, Any]) -> Any:
     turns into the tool schema)."""
     name, schema = action["name"], action["schema"]
     props: Dict[str, Any] = schema.get("properties") or {}
-    required = [p for p in schema.get("required") or [] if p in props]
+    final = action["kind"] == "final"
+    if final:
+        missing = [p for p in SUBMISSION_TOOL_FIELDS if p not in props]
+        if missing or not set(schema.get("required") or []) <= set(SUBMISSION_TOOL_REQUIRED):
+            raise RuntimeError(f"action_schemas.json: the submission tool's fields disagree with the declaration ({missing})")
+        props = {p: props[p] for p in SUBMISSION_TOOL_FIELDS}
+        required = list(SUBMISSION_TOOL_REQUIRED)
+    else:
+        required = [p for p in schema.get("required") or [] if p in props]
     order = required + [p for p in props if p not in required]
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     params = [inspect.Parameter("self", kind)]
@@ -349,12 +334,12 @@ def _tool_method(action: Dict[str, Any]) -> Any:
     def method(self: "LedgerShieldToolEnv", *args: Any, **kwargs: Any) -> str:
         bound = signature.bind(self, *args, **kwargs)
         payload = {k: v for k, v in bound.arguments.items() if k != "self" and v is not None}
-        return self._act(name, payload)
+        return _submit(self, payload) if final else self._act(name, payload)
 
     doc = action["description"]
     if order:
         doc += "\n\nArgs:\n" + "".join(f"    {p}: {props[p].get('description') or p}\n" for p in order)
-    doc += "\nReturns:\n    The tool result as JSON."
+    doc += "\nReturns:\n    " + ("The grading result, including final_score, as JSON." if final else "The tool result as JSON.")
     method.__name__ = name
     method.__qualname__ = f"LedgerShieldToolEnv.{name}"
     method.__doc__ = doc
@@ -364,8 +349,7 @@ def _tool_method(action: Dict[str, Any]) -> Any:
 
 
 for _action in load_action_schemas():
-    if _action["kind"] != "final":
-        setattr(LedgerShieldToolEnv, _action["name"], _tool_method(_action))
+    setattr(LedgerShieldToolEnv, _action["name"], _tool_method(_action))
 
 
 def environment_factory(base_url: Optional[str] = None, reply_mode: str = "compact", carry_memory: bool = False,

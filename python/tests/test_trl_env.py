@@ -113,23 +113,50 @@ def test_public_methods_are_exactly_the_21_actions() -> None:
 def test_tool_methods_are_the_action_declaration() -> None:
     # The tools are generated from action_schemas.json, which a Rust test keeps equal to the
     # declaration (ls_env::action::payload_schema): names, parameters and required-ness agree.
-    from ledgershield.trl_env import load_action_schemas
+    from ledgershield.trl_env import SUBMISSION_TOOL_FIELDS, SUBMISSION_TOOL_REQUIRED, load_action_schemas
 
     actions = load_action_schemas()
     assert sorted(a["name"] for a in actions) == sorted(ACTION_TYPES)
     for a in actions:
-        params = inspect.signature(getattr(LedgerShieldToolEnv, a["name"])).parameters
+        fn = getattr(LedgerShieldToolEnv, a["name"])
+        params = inspect.signature(fn).parameters
         names = [p for p in params if p != "self"]
         props = a["schema"].get("properties") or {}
         required = set(a["schema"].get("required") or [])
         if a["kind"] == "final":
-            # The submission tool shows a curated subset of the submission's fields.
-            assert set(names) <= set(props) and required <= set(names), a["name"]
+            # The submission tool shows a curated subset of the submission's fields, in order,
+            # and requires at least the declared required ones.
+            assert names == list(SUBMISSION_TOOL_FIELDS) and set(names) <= set(props), a["name"]
+            required = set(SUBMISSION_TOOL_REQUIRED)
+            assert set(a["schema"].get("required") or []) <= required
         else:
             assert sorted(names) == sorted(props), a["name"]
+        doc = inspect.getdoc(fn) or ""
+        assert doc.startswith(a["description"]), a["name"]
         for p in names:
-            if a["kind"] != "final":
-                assert (params[p].default is inspect.Parameter.empty) == (p in required), (a["name"], p)
+            assert (params[p].default is inspect.Parameter.empty) == (p in required), (a["name"], p)
+            assert f"{p}: {props[p].get('description') or p}" in doc, (a["name"], p)
+
+
+def test_the_submission_tool_keeps_its_signature_and_validates() -> None:
+    import json
+
+    fn = LedgerShieldToolEnv.submit_decision
+    hints = typing.get_type_hints(fn)
+    assert hints["confidence"] is float and hints["policy_checks"] == typing.Optional[typing.Dict[str, str]]
+    assert hints["reason_codes"] == typing.Optional[typing.List[str]]
+    env = LedgerShieldToolEnv.__new__(LedgerShieldToolEnv)
+    env._act = lambda action_type, payload, by_model=True: json.dumps([action_type, payload])  # type: ignore[method-assign]
+    action, payload = json.loads(env.submit_decision("HOLD", 0.5, reason_codes=["x"], notes="n"))
+    assert action == "submit_decision"
+    assert payload["decision"] == "HOLD" and payload["confidence"] == 0.5
+    assert payload["reason_codes"] == ["x"] and payload["notes"] == "n"
+    with pytest.raises(TypeError):
+        env.submit_decision(decision="HOLD")  # confidence is required by the tool
+    with pytest.raises(TypeError):
+        env.submit_decision(decision="HOLD", confidence=0.5, risk_score=0.1)  # not shown by the tool
+    with pytest.raises(ValueError, match="invalid submission"):
+        env.submit_decision(decision="HOLD", confidence=0.5, policy_checks={"three_way_match": "ok"})
 
 
 def test_generated_tools_send_the_arguments_given() -> None:

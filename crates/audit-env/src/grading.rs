@@ -846,10 +846,6 @@ pub fn perfect_findings(gt: &[GtItem]) -> Vec<Finding> {
         .collect()
 }
 
-pub fn types_of(gt: &[GtItem]) -> BTreeSet<ErrorType> {
-    gt.iter().map(|g| g.error_type).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

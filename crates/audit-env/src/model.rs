@@ -648,11 +648,6 @@ impl Default for WorldRules {
     }
 }
 
-/// Money helper for literals.
-pub fn inr(v: i64) -> Decimal {
-    Decimal::from(v)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 //! `report --agents llm` puts it on the leaderboard) and the summary itself (served by
 //! `/reports/comparisons`).
 
-use crate::run::{llm_key_from_env, server_origin};
+use crate::run::{episode_rows, llm_config, open_store, server_origin, stamped_id};
 use anyhow::{bail, Context, Result};
 use ls_agents::{Agent, EpisodeRecord, LlmAgent, LlmConfig};
 use ls_core::schema::Case;
@@ -11,10 +11,9 @@ use ls_core::FixtureSet;
 use ls_env::TrackMode;
 use ls_report::compare::{compare_models, CompareSetup, CompareSummary, ModelUnderTest};
 use ls_report::eval::{pool_of, EvalConfig};
-use ls_store::{EpisodeRow, RunRow, Store};
+use ls_store::RunRow;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct CompareArgs {
@@ -68,19 +67,6 @@ fn cases_of(set: &FixtureSet, ids: &[String]) -> Result<Vec<Case>> {
         .collect()
 }
 
-fn llm_config(args: &CompareArgs, model: &str) -> LlmConfig {
-    LlmConfig {
-        api_base: args.api_base.clone(),
-        model: model.to_owned(),
-        api_key: llm_key_from_env(),
-        temperature: args.temperature,
-        timeout: Duration::from_secs(args.timeout_secs.clamp(1, 600)),
-        max_retries: args.retries.min(8),
-        backoff: Duration::from_millis(500),
-        max_tokens: None,
-    }
-}
-
 /// Whether the episode ended on the agent's fallback after a failed model call.
 fn call_failed(r: &EpisodeRecord) -> bool {
     r.trajectory.last().is_some_and(|s| {
@@ -108,7 +94,11 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let set = FixtureSet::embedded().context("embedded fixtures")?;
     let cases = cases_of(&set, &args.cases)?;
     let pool = pool_of(&Arc::new(set.master.clone()), &cases);
-    let configs: Vec<LlmConfig> = models.iter().map(|m| llm_config(&args, m)).collect();
+    let (t, secs, retries) = (args.temperature, args.timeout_secs, args.retries);
+    let configs: Vec<LlmConfig> = models
+        .iter()
+        .map(|m| llm_config(args.api_base.clone(), m, t, secs, retries, None))
+        .collect();
     let factories: Vec<Box<dyn Fn() -> Box<dyn Agent>>> = configs
         .iter()
         .map(|c| {
@@ -163,31 +153,12 @@ fn store(
     summary: &CompareSummary,
     records: &[Vec<EpisodeRecord>],
 ) -> Result<()> {
-    let mut store =
-        Store::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
-    let stamp = summary.generated_at_utc.replace([':', '-'], "");
-    let random = uuid::Uuid::new_v4().simple().to_string();
-    let compare_id = format!("compare-{stamp}-{}", &random[..16]);
+    let mut store = open_store(&args.db)?;
+    let compare_id = stamped_id("compare", &summary.generated_at_utc);
     let mut run_ids = Vec::new();
     for (result, recs) in summary.results.iter().zip(records) {
         let run_id = format!("{compare_id}-{}", run_ids.len() + 1);
-        let rows: Vec<EpisodeRow> = recs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| EpisodeRow {
-                run_id: run_id.clone(),
-                idx: i as u32,
-                case_id: r.case_id.clone(),
-                base_case_id: r.case_id.clone(),
-                task_type: r.task_type.clone(),
-                final_score: r.final_score,
-                result_class: r.result_class.clone(),
-                decision: r.decision.clone(),
-                steps: r.steps,
-                total_reward: r.total_reward,
-                record: serde_json::to_value(r).unwrap_or_default(),
-            })
-            .collect();
+        let rows = episode_rows(&run_id, recs.iter().map(|r| (r.case_id.clone(), r)));
         let run = RunRow {
             run_id: run_id.clone(),
             kind: "run".into(),

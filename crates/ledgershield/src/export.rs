@@ -18,6 +18,7 @@ use clap::ValueEnum;
 use ls_agents::llm::compact_ascii_json;
 use ls_agents::prompt::sorted_keys;
 use ls_agents::EpisodeRecord;
+use ls_core::enums::ActionName;
 use ls_store::Store;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -53,34 +54,10 @@ pub struct ExportArgs {
     pub db: PathBuf,
 }
 
-pub const ACTIONS: [&str; 21] = [
-    "zoom",
-    "get_doc_crop",
-    "ocr",
-    "lookup_vendor",
-    "lookup_vendor_history",
-    "lookup_policy",
-    "lookup_po",
-    "lookup_receipt",
-    "search_ledger",
-    "inspect_email_thread",
-    "compare_bank_account",
-    "request_callback_verification",
-    "freeze_vendor_profile",
-    "request_bank_change_approval_chain",
-    "request_po_reconciliation",
-    "request_additional_receipt_evidence",
-    "route_to_procurement",
-    "route_to_security",
-    "flag_duplicate_cluster_review",
-    "create_human_handoff",
-    "submit_decision",
-];
-
 pub fn prompt(initial: &Value) -> String {
     format!(
         "You are a LedgerShield AP control agent in a partially observable environment. Return only JSON of the form {{\"actions\":[{{\"action_type\":...,\"payload\":{{...}}}}]}}.\nAllowed action types: {}.\nCase context:\n{}\nReturn JSON only. Do not explain the plan.",
-        ACTIONS.join(", "),
+        ActionName::ALL.map(ActionName::as_str).join(", "),
         serde_json::to_string_pretty(&sorted_keys(initial)).unwrap_or_default()
     )
 }

@@ -80,8 +80,7 @@ pub fn run(args: ReportArgs) -> Result<()> {
     let stored_runs = if stored_names.is_empty() && args.runs.is_empty() {
         Vec::new()
     } else {
-        let store =
-            Store::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
+        let store = crate::run::open_store(&args.db)?;
         load_stored_runs(&store, &stored_names, &args.runs)?
     };
     let cfg = ReportConfig {
@@ -111,8 +110,7 @@ pub fn run(args: ReportArgs) -> Result<()> {
     let json = serde_json::to_value(&report)?;
 
     if !args.no_store {
-        let mut store =
-            Store::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
+        let mut store = crate::run::open_store(&args.db)?;
         let id = new_report_id(cfg.sequence_seed, &report.generated_at);
         store.save_report(&id, &report.generated_at, &json)?;
         for e in &entries {
@@ -247,13 +245,7 @@ pub fn load_stored_runs(
 /// A report's store id: seed, time and 64 bits from the operating system's random source, so two
 /// reports made in the same second never share an id (one would silently replace the other).
 pub fn new_report_id(seed: u64, generated_at: &str) -> String {
-    let stamp = if generated_at.is_empty() {
-        "unstamped".to_owned()
-    } else {
-        generated_at.replace([':', '-'], "")
-    };
-    let random = uuid::Uuid::new_v4().simple().to_string();
-    format!("report-{seed}-{stamp}-{}", &random[..16])
+    crate::run::stamped_id(&format!("report-{seed}"), generated_at)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use ls_core::schema::Case;
 use ls_core::FixtureSet;
 use ls_env::{CasePool, EnvConfig, Environment, ResetRequest, TrackMode};
 use ls_report::gen::{CaseSource, LsGen};
+use ls_report::metrics::r4;
 use ls_store::{EpisodeRow, RunRow, Store};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -152,15 +153,22 @@ pub(crate) fn llm_key_from_env() -> Option<String> {
     var("OPENAI_API_KEY").or_else(|| var("LEDGERSHIELD_API_KEY"))
 }
 
-/// A run id that is never reused: agent, seed, UTC second and 64 bits from the OS random
-/// source (two runs in the same second get two ids).
-fn new_run_id(agent: &str, seed: u64) -> String {
+/// A stored id that is never reused: `{prefix}-{stamp}-{random}`, the UTC stamp without `:` and
+/// `-` (`unstamped` when empty) and 64 bits from the OS random source (two ids made in the same
+/// second differ). Runs, comparisons and reports are stored under such ids.
+pub(crate) fn stamped_id(prefix: &str, stamp: &str) -> String {
+    let stamp = if stamp.is_empty() {
+        "unstamped".to_owned()
+    } else {
+        stamp.replace([':', '-'], "")
+    };
     let random = uuid::Uuid::new_v4().simple().to_string();
-    format!(
-        "run-{agent}-{seed}-{}-{}",
-        ls_store::utc_now().replace([':', '-'], ""),
-        &random[..16]
-    )
+    format!("{prefix}-{stamp}-{}", &random[..16])
+}
+
+/// A run id: agent, seed, UTC second and 64 random bits.
+fn new_run_id(agent: &str, seed: u64) -> String {
+    stamped_id(&format!("run-{agent}-{seed}"), &ls_store::utc_now())
 }
 
 /// Set by SIGINT/SIGTERM during `run --url`: the episode in progress ends at its next request,
@@ -272,8 +280,55 @@ pub fn server_origin(url: &str) -> String {
     }
 }
 
-fn r4(x: f64) -> f64 {
-    (x * 10_000.0).round() / 10_000.0
+/// The llm agent's configuration (key from the environment, timeout 1..=600 s, at most 8
+/// retries, a token cap in 1..=32768); `run` and `compare` build theirs here.
+pub(crate) fn llm_config(
+    api_base: String,
+    model: &str,
+    temperature: f64,
+    timeout_secs: u64,
+    retries: u32,
+    max_tokens: Option<u32>,
+) -> LlmConfig {
+    LlmConfig {
+        api_base,
+        model: model.to_owned(),
+        api_key: llm_key_from_env(),
+        temperature,
+        timeout: Duration::from_secs(timeout_secs.clamp(1, 600)),
+        max_retries: retries.min(8),
+        backoff: Duration::from_millis(500),
+        max_tokens: max_tokens.map(|t| t.clamp(1, 32_768)),
+    }
+}
+
+/// The database at `db`, opened (with the path in the error).
+pub(crate) fn open_store(db: &std::path::Path) -> Result<Store> {
+    Store::open(db).with_context(|| format!("opening {}", db.display()))
+}
+
+/// A run's episode rows, in order: each record with the base case it was derived from.
+pub(crate) fn episode_rows<'a>(
+    run_id: &str,
+    records: impl IntoIterator<Item = (String, &'a EpisodeRecord)>,
+) -> Vec<EpisodeRow> {
+    records
+        .into_iter()
+        .enumerate()
+        .map(|(i, (base_case_id, r))| EpisodeRow {
+            run_id: run_id.to_owned(),
+            idx: i as u32,
+            case_id: r.case_id.clone(),
+            base_case_id,
+            task_type: r.task_type.clone(),
+            final_score: r.final_score,
+            result_class: r.result_class.clone(),
+            decision: r.decision.clone(),
+            steps: r.steps,
+            total_reward: r.total_reward,
+            record: serde_json::to_value(r).unwrap_or_default(),
+        })
+        .collect()
 }
 
 pub fn make_agent(args: &RunArgs) -> Result<Box<dyn Agent>> {
@@ -283,16 +338,14 @@ pub fn make_agent(args: &RunArgs) -> Result<Box<dyn Agent>> {
             .clone()
             .context("--api-base (or API_BASE_URL) is required for the llm agent")?;
         return Ok(Box::new(
-            LlmAgent::new(LlmConfig {
-                api_base: base,
-                model: args.model.clone(),
-                api_key: llm_key_from_env(),
-                temperature: args.temperature,
-                timeout: Duration::from_secs(args.timeout_secs.clamp(1, 600)),
-                max_retries: args.retries.min(8),
-                backoff: Duration::from_millis(500),
-                max_tokens: args.max_tokens.map(|t| t.clamp(1, 32_768)),
-            })
+            LlmAgent::new(llm_config(
+                base,
+                &args.model,
+                args.temperature,
+                args.timeout_secs,
+                args.retries,
+                args.max_tokens,
+            ))
             .with_options(PromptOptions {
                 ledger: args.llm_ledger,
                 candidates: args.llm_candidates || args.llm_constrain,
@@ -578,25 +631,13 @@ fn metrics(records: &[Played], pass_threshold: f64, api_calls: u64) -> Metrics {
 /// Store the run and its episodes, with the provenance `report` reads in the run's summary.
 fn store_run(args: &RunArgs, out: &RunOut, records: &[Played]) -> Result<()> {
     let run_id = &out.run_id;
-    let mut store =
-        Store::open(&args.db).with_context(|| format!("opening {}", args.db.display()))?;
-    let rows: Vec<EpisodeRow> = records
-        .iter()
-        .enumerate()
-        .map(|(i, (case, _, r))| EpisodeRow {
-            run_id: run_id.clone(),
-            idx: i as u32,
-            case_id: r.case_id.clone(),
-            base_case_id: base_case(*case, &r.case_id),
-            task_type: r.task_type.clone(),
-            final_score: r.final_score,
-            result_class: r.result_class.clone(),
-            decision: r.decision.clone(),
-            steps: r.steps,
-            total_reward: r.total_reward,
-            record: serde_json::to_value(r).unwrap_or_default(),
-        })
-        .collect();
+    let mut store = open_store(&args.db)?;
+    let rows = episode_rows(
+        run_id,
+        records
+            .iter()
+            .map(|(case, _, r)| (base_case(*case, &r.case_id), r)),
+    );
     let row = RunRow {
         run_id: run_id.clone(),
         kind: "run".into(),

@@ -12,7 +12,6 @@ use crate::runner::{Action, Agent};
 use crate::teacher::{TeacherAgent, TeacherConfig};
 use ls_env::StepEnvelope;
 use serde_json::{json, Map, Value};
-use std::collections::BTreeSet;
 
 /// The gaming-policy families.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -708,19 +707,4 @@ pub fn alias_spelling(code: &str, j: usize) -> String {
         })
         .collect::<Vec<_>>()
         .join(sep)
-}
-
-/// Every gaming family, as boxed agents.
-pub fn all_gaming_agents() -> Vec<Box<dyn Agent>> {
-    GamingFamily::ALL
-        .into_iter()
-        .map(|f| Box::new(GamingAgent::new(f)) as Box<dyn Agent>)
-        .collect()
-}
-
-/// The codes a policy named, as a set (used by the leak and red-team tests).
-pub fn code_set(codes: &[String]) -> BTreeSet<&'static str> {
-    ls_core::text::canonical_codes(codes.iter().map(String::as_str))
-        .into_iter()
-        .collect()
 }

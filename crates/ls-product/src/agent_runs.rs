@@ -10,8 +10,8 @@
 use crate::Product;
 use axum::extract::State;
 use axum::Json;
-use ls_agents::{run_episode, EpisodeRecord, LocalEnv, Silent};
-use ls_env::ResetRequest;
+use ls_agents::EpisodeRecord;
+use ls_report::eval::play_case;
 use ls_server::body::JsonBody;
 use ls_server::error::ApiError;
 use ls_server::route_table::{ApiRoutes, RouteDoc};
@@ -77,25 +77,14 @@ fn play(state: &ls_server::AppState, req: &AgentRunRequest) -> Value {
         let Some(mut agent) = crate::llm_runs::agent(&req.agent, req.llm.as_ref()) else {
             break;
         };
-        let mut client = LocalEnv::new(&mut env);
-        let reset = ResetRequest {
-            case_id: Some(case_id.clone()),
-            ..Default::default()
-        };
-        episodes.push(run_episode(
-            agent.as_mut(),
-            &mut client,
-            &reset,
-            req.seed,
-            &mut Silent,
-        ));
+        episodes.push(play_case(agent.as_mut(), &mut env, case_id, None, req.seed));
     }
     let mean = episodes.iter().map(|e| e.final_score).sum::<f64>() / episodes.len().max(1) as f64;
     let (agent, model) = episodes
         .first()
         .map(|e| (e.agent.clone(), e.model.clone()))
         .unwrap_or_default();
-    json!({"agent": agent, "model": model, "mean_score": (mean * 10_000.0).round() / 10_000.0, "episodes": episodes})
+    json!({"agent": agent, "model": model, "mean_score": ls_report::metrics::r4(mean), "episodes": episodes})
 }
 
 async fn post_agent_run(

@@ -16,6 +16,7 @@ use axum::Json;
 use ls_agents::{run_episode, Action, Agent, EpisodeRecord, LocalEnv, Silent};
 use ls_env::ResetRequest;
 use ls_env::StepEnvelope;
+use ls_report::metrics::r4;
 use ls_server::error::ApiError;
 use ls_server::route_table::{ApiRoutes, RouteDoc};
 use ls_server::sessions::{lock_env, SessionHeader, SessionManager};
@@ -124,7 +125,6 @@ fn replay(
 
 fn rows(rec: &EpisodeRecord, p: &Played) -> (RunRow, EpisodeRow) {
     let run_id = SessionManager::<()>::new_id("hand");
-    let r4 = |x: f64| (x * 10_000.0).round() / 10_000.0;
     let run = RunRow {
         run_id: run_id.clone(),
         kind: HAND_KIND.into(),

@@ -89,8 +89,10 @@ pub fn public_view(mut v: Value) -> Value {
     v
 }
 
-/// `v` as the caller may see it: whole for an operator, else [`public_view`].
-fn view_for(access: &Option<axum::Extension<OperatorAccess>>, v: Value) -> Json<Value> {
+/// `v` as JSON (`null` when it cannot be) as the caller may see it: whole for an operator, else
+/// [`public_view`].
+fn view_for(access: &Access, v: impl serde::Serialize) -> Json<Value> {
+    let v = serde_json::to_value(v).unwrap_or(Value::Null);
     if access.as_ref().is_some_and(|a| a.0 .0) {
         Json(v)
     } else {
@@ -116,16 +118,13 @@ async fn get_leaderboard(State(s): State<Product>, access: Access) -> Json<Value
     let entries = s.reports.leaderboard_entries();
     if !entries.is_empty() {
         let latest = entries.iter().map(|e| e.updated_at.clone()).max();
-        return view_for(
-            &access,
-            serde_json::to_value(leaderboard(entries, latest)).unwrap_or(Value::Null),
-        );
+        return view_for(&access, leaderboard(entries, latest));
     }
     match s.reports.latest_report() {
         Some(r) => {
             let mut lb = leaderboard(leaderboard_entries(&r), Some(r.generated_at.clone()));
             lb.note = "Leaderboard entries derived from the latest stored benchmark report.".into();
-            view_for(&access, serde_json::to_value(lb).unwrap_or(Value::Null))
+            view_for(&access, lb)
         }
         None => Json(
             json!({"benchmark": ls_report::report::BENCHMARK, "generated_at": null, "entries": [], "note": no_report_note()}),
@@ -152,10 +151,7 @@ async fn get_controlbench_summary(
         .latest_report()
         .and_then(|r| r.controlbench_quarter)
     {
-        return Ok(view_for(
-            &access,
-            serde_json::to_value(q).unwrap_or(Value::Null),
-        ));
+        return Ok(view_for(&access, q));
     }
     let (sid, _) = header.session_id(None)?;
     let raw = s
@@ -177,10 +173,7 @@ async fn get_human_baseline(State(s): State<Product>, access: Access) -> Json<Va
         Some(r) if r.human_baseline_track.available => r.human_baseline_track,
         _ => ls_report::human::load(s.reports.human_baseline.as_deref()),
     };
-    view_for(
-        &access,
-        serde_json::to_value(summary).unwrap_or(Value::Null),
-    )
+    view_for(&access, summary)
 }
 
 fn parse_certify(body: Value) -> Result<CertifyRequest, ApiError> {
@@ -203,10 +196,7 @@ async fn post_certify(
     let req = parse_certify(body)?;
     let live = live_memory(&s, &header)?;
     let report = s.reports.latest_report();
-    Ok(view_for(
-        &access,
-        serde_json::to_value(certify(&req, report.as_ref(), &live)).unwrap_or(Value::Null),
-    ))
+    Ok(view_for(&access, certify(&req, report.as_ref(), &live)))
 }
 
 async fn get_certify_summary(
@@ -218,8 +208,7 @@ async fn get_certify_summary(
     let report = s.reports.latest_report();
     Ok(view_for(
         &access,
-        serde_json::to_value(certify(&CertifyRequest::default(), report.as_ref(), &live))
-            .unwrap_or(Value::Null),
+        certify(&CertifyRequest::default(), report.as_ref(), &live),
     ))
 }
 
@@ -230,10 +219,7 @@ async fn get_visualization(
 ) -> Result<Json<Value>, ApiError> {
     let live = live_memory(&s, &header)?;
     let report = s.reports.latest_report();
-    Ok(view_for(
-        &access,
-        serde_json::to_value(visualization(report.as_ref(), &live)).unwrap_or(Value::Null),
-    ))
+    Ok(view_for(&access, visualization(report.as_ref(), &live)))
 }
 
 /// Most runs `GET /runs` lists, and most episodes `GET /runs/{id}` lists.

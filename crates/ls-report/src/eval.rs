@@ -263,6 +263,22 @@ pub fn case_row(case: &Case, recs: &[EpisodeRecord], threshold: f64) -> CaseRow 
     }
 }
 
+/// One silent episode of `case_id` (on `track`, when given) in `env`.
+pub fn play_case(
+    agent: &mut dyn Agent,
+    env: &mut Environment,
+    case_id: &str,
+    track: Option<&str>,
+    seed: u64,
+) -> EpisodeRecord {
+    let req = ResetRequest {
+        case_id: Some(case_id.to_owned()),
+        track: track.map(str::to_owned),
+        ..Default::default()
+    };
+    run_episode(agent, &mut LocalEnv::new(env), &req, seed, &mut Silent)
+}
+
 /// Each case `pass_k` times, a fresh environment per trial.
 pub fn evaluate_cases(
     factory: AgentFactory<'_>,
@@ -282,18 +298,13 @@ pub fn evaluate_cases(
                     track_mode: cfg.track_mode,
                 },
             );
-            let mut agent = factory();
-            let req = ResetRequest {
-                case_id: Some(case.case_id.clone()),
-                track: track.map(str::to_owned),
-                ..Default::default()
-            };
-            recs.push(run_episode(
-                agent.as_mut(),
-                &mut LocalEnv::new(&mut env),
-                &req,
-                cfg.seed.wrapping_add(u64::from(t)),
-                &mut Silent,
+            let seed = cfg.seed.wrapping_add(u64::from(t));
+            recs.push(play_case(
+                factory().as_mut(),
+                &mut env,
+                &case.case_id,
+                track,
+                seed,
             ));
         }
         rows.push(case_row(case, &recs, cfg.threshold));
@@ -355,18 +366,8 @@ pub fn run_sequence_gated(
     let mut timeline = Vec::new();
     let mut agent = factory();
     for (i, case) in cases.iter().enumerate() {
-        let req = ResetRequest {
-            case_id: Some(case.case_id.clone()),
-            track: track.map(str::to_owned),
-            ..Default::default()
-        };
-        let rec = run_episode(
-            agent.as_mut(),
-            &mut LocalEnv::new(&mut env),
-            &req,
-            cfg.seed.wrapping_add(i as u64),
-            &mut Silent,
-        );
+        let seed = cfg.seed.wrapping_add(i as u64);
+        let rec = play_case(agent.as_mut(), &mut env, &case.case_id, track, seed);
         let snap = MemorySnapshot::from_public(&env.memory.public_view());
         timeline.push(TimelinePoint {
             case_id: case.case_id.clone(),

@@ -2,11 +2,12 @@
 //! played in blind mode (a fresh session per case) over the curated cases and each generated
 //! pool, with its mean, its mean on the pool's benign cases and whether both stay under the bar.
 
+use crate::metrics::r4;
+use ls_agents::offline_agent;
 use ls_agents::redteam::GamingFamily;
-use ls_agents::{offline_agent, run_episode, LocalEnv, Silent};
 use ls_core::fixtures::MasterData;
 use ls_core::schema::Case;
-use ls_env::{EnvConfig, Environment, ResetRequest, TrackMode};
+use ls_env::{EnvConfig, Environment, TrackMode};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -127,10 +128,6 @@ pub fn learned_attacker_rows(
         .collect()
 }
 
-fn r4(x: f64) -> f64 {
-    (x * 10_000.0).round() / 10_000.0
-}
-
 /// Play `family` over `cases` (blind mode, fresh session per case).
 pub fn play_family(
     master: &Arc<MasterData>,
@@ -153,17 +150,7 @@ pub fn play_family(
         let Some(mut agent) = offline_agent(family.name()) else {
             continue;
         };
-        let req = ResetRequest {
-            case_id: Some(c.case_id.clone()),
-            ..Default::default()
-        };
-        let rec = run_episode(
-            agent.as_mut(),
-            &mut LocalEnv::new(&mut env),
-            &req,
-            seed,
-            &mut Silent,
-        );
+        let rec = crate::eval::play_case(agent.as_mut(), &mut env, &c.case_id, None, seed);
         scores.push(rec.final_score);
         if !c.gold.unsafe_if_pay {
             benign.push(rec.final_score);

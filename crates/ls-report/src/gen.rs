@@ -1,5 +1,6 @@
 //! The boundary to case generation. The report asks for generated cases through [`CaseSource`];
-//! [`LsGen`] answers from the `ls-gen` crate, [`NoGenerator`] says honestly that it cannot.
+//! [`LsGen`] answers from the `ls-gen` crate (a source that cannot answer returns `Err`, and
+//! the report lists the track as unavailable).
 
 use ls_core::schema::Case;
 use ls_core::FixtureSet;
@@ -53,34 +54,5 @@ impl CaseSource for LsGen {
     }
     fn fraudgen(&self, count: usize, seed: u64) -> Result<Vec<Case>, String> {
         Ok(ls_gen::fraudgen(count, seed))
-    }
-}
-
-/// No generator: every generated track is reported as not available.
-pub struct NoGenerator;
-
-const NONE: &str = "case generation is not available in this build";
-
-impl CaseSource for NoGenerator {
-    fn name(&self) -> String {
-        "none".into()
-    }
-    fn holdout(&self, _: u64, _: usize) -> Result<Vec<Case>, String> {
-        Err(NONE.into())
-    }
-    fn twin(&self, _: &Case, _: u64) -> Result<Option<Case>, String> {
-        Err(NONE.into())
-    }
-    fn counterpart(&self, _: &Case, _: u64) -> Result<Option<Case>, String> {
-        Err(NONE.into())
-    }
-    fn quarter(&self, _: usize, _: u64) -> Result<Vec<Case>, String> {
-        Err(NONE.into())
-    }
-    fn certificate_required(&self) -> Result<Vec<Case>, String> {
-        Err(NONE.into())
-    }
-    fn fraudgen(&self, _: usize, _: u64) -> Result<Vec<Case>, String> {
-        Err(NONE.into())
     }
 }

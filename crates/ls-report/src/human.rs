@@ -9,10 +9,10 @@ use std::path::Path;
 pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 pub const MAX_PARTICIPANTS: usize = 10_000;
 
+/// The figures of one participant, and of the track (their case total and unweighted means):
+/// flattened into both, so they are top-level keys of each.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Participant {
-    pub participant_id: String,
-    pub role: String,
+pub struct HumanFigures {
     pub case_count: f64,
     pub accuracy: f64,
     pub avg_minutes_per_case: f64,
@@ -24,19 +24,21 @@ pub struct Participant {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Participant {
+    pub participant_id: String,
+    pub role: String,
+    #[serde(flatten)]
+    pub figures: HumanFigures,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HumanBaselineSummary {
     pub track: String,
     pub track_label: String,
     pub available: bool,
     pub participant_count: usize,
-    pub case_count: f64,
-    pub accuracy: f64,
-    pub avg_minutes_per_case: f64,
-    pub escalation_rate: f64,
-    pub evidence_citation_rate: f64,
-    pub false_positive_rate: f64,
-    pub fraud_miss_rate: f64,
-    pub calibration_score: f64,
+    #[serde(flatten)]
+    pub figures: HumanFigures,
     pub participants: Vec<Participant>,
     pub note: String,
     pub source_path: Option<String>,
@@ -99,11 +101,10 @@ pub fn load(path: Option<&Path>) -> HumanBaselineSummary {
 }
 
 pub fn summarize(v: &Value, path: Option<&Path>) -> HumanBaselineSummary {
-    let num = |o: &serde_json::Map<String, Value>, k: &str| {
-        o.get(k)
-            .and_then(Value::as_f64)
-            .filter(|f| f.is_finite())
-            .unwrap_or(0.0)
+    type Obj = serde_json::Map<String, Value>;
+    let num = |o: &Obj, k: &str| o.get(k).and_then(Value::as_f64).filter(|f| f.is_finite());
+    let text = |o: &Obj, k: &str| {
+        (o.get(k).and_then(Value::as_str)).map(|s| s.chars().take(64).collect::<String>())
     };
     let participants: Vec<Participant> = v
         .get("participants")
@@ -114,24 +115,18 @@ pub fn summarize(v: &Value, path: Option<&Path>) -> HumanBaselineSummary {
         .take(MAX_PARTICIPANTS)
         .enumerate()
         .map(|(i, o)| Participant {
-            participant_id: o
-                .get("participant_id")
-                .and_then(Value::as_str)
-                .map(|s| s.chars().take(64).collect())
-                .unwrap_or_else(|| format!("human-{}", i + 1)),
-            role: o
-                .get("role")
-                .and_then(Value::as_str)
-                .map(|s| s.chars().take(64).collect())
-                .unwrap_or_else(|| "unknown".into()),
-            case_count: num(o, "case_count"),
-            accuracy: num(o, "accuracy"),
-            avg_minutes_per_case: num(o, "avg_minutes_per_case"),
-            escalation_rate: num(o, "escalation_rate"),
-            evidence_citation_rate: num(o, "evidence_citation_rate"),
-            false_positive_rate: num(o, "false_positive_rate"),
-            fraud_miss_rate: num(o, "fraud_miss_rate"),
-            calibration_score: num(o, "calibration_score"),
+            participant_id: text(o, "participant_id").unwrap_or_else(|| format!("human-{}", i + 1)),
+            role: text(o, "role").unwrap_or_else(|| "unknown".into()),
+            figures: HumanFigures {
+                case_count: num(o, "case_count").unwrap_or(0.0),
+                accuracy: num(o, "accuracy").unwrap_or(0.0),
+                avg_minutes_per_case: num(o, "avg_minutes_per_case").unwrap_or(0.0),
+                escalation_rate: num(o, "escalation_rate").unwrap_or(0.0),
+                evidence_citation_rate: num(o, "evidence_citation_rate").unwrap_or(0.0),
+                false_positive_rate: num(o, "false_positive_rate").unwrap_or(0.0),
+                fraud_miss_rate: num(o, "fraud_miss_rate").unwrap_or(0.0),
+                calibration_score: num(o, "calibration_score").unwrap_or(0.0),
+            },
         })
         .collect();
     if participants.is_empty() {
@@ -148,14 +143,16 @@ pub fn summarize(v: &Value, path: Option<&Path>) -> HumanBaselineSummary {
         track_label: "Human-Baseline Track".into(),
         available: true,
         participant_count: participants.len(),
-        case_count: participants.iter().map(|p| p.case_count).sum(),
-        accuracy: col(|p| p.accuracy),
-        avg_minutes_per_case: col(|p| p.avg_minutes_per_case),
-        escalation_rate: col(|p| p.escalation_rate),
-        evidence_citation_rate: col(|p| p.evidence_citation_rate),
-        false_positive_rate: col(|p| p.false_positive_rate),
-        fraud_miss_rate: col(|p| p.fraud_miss_rate),
-        calibration_score: col(|p| p.calibration_score),
+        figures: HumanFigures {
+            case_count: participants.iter().map(|p| p.figures.case_count).sum(),
+            accuracy: col(|p| p.figures.accuracy),
+            avg_minutes_per_case: col(|p| p.figures.avg_minutes_per_case),
+            escalation_rate: col(|p| p.figures.escalation_rate),
+            evidence_citation_rate: col(|p| p.figures.evidence_citation_rate),
+            false_positive_rate: col(|p| p.figures.false_positive_rate),
+            fraud_miss_rate: col(|p| p.figures.fraud_miss_rate),
+            calibration_score: col(|p| p.figures.calibration_score),
+        },
         note: v
             .get("note")
             .and_then(Value::as_str)
@@ -186,8 +183,8 @@ mod tests {
         assert_eq!(s.participant_count, 2);
         assert_eq!(s.participants[1].participant_id, "human-2");
         assert_eq!(s.participants[1].role, "unknown");
-        assert_eq!(s.accuracy, 0.4);
-        assert_eq!(s.case_count, 10.0);
+        assert_eq!(s.figures.accuracy, 0.4);
+        assert_eq!(s.figures.case_count, 10.0);
         assert!(!summarize(&json!({"participants": []}), None).available);
     }
 }

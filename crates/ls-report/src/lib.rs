@@ -29,7 +29,7 @@ pub mod stored;
 pub mod tables;
 
 pub use eval::{EvalConfig, MemorySnapshot};
-pub use gen::{CaseSource, LsGen, NoGenerator};
+pub use gen::{CaseSource, LsGen};
 pub use product::{
     certify, leaderboard, leaderboard_entries, visualization, CertifyReport, CertifyRequest,
     Leaderboard, LeaderboardEntry, Visualization,

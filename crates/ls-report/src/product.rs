@@ -3,7 +3,9 @@
 
 use crate::eval::MemorySnapshot;
 use crate::metrics::r4;
-use crate::report::{AgentSummary, BenchmarkReport, QuarterProfile, QuarterSection, BENCHMARK};
+use crate::report::{
+    AgentSummary, BenchmarkReport, PublicFigures, QuarterProfile, QuarterSection, BENCHMARK,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -19,12 +21,8 @@ pub struct LeaderboardEntry {
     pub temperature: f64,
     pub pass_k: u32,
     pub pass_threshold: f64,
-    pub public_mean: f64,
-    pub public_control_satisfied_resolution: f64,
-    pub public_institutional_utility: f64,
-    pub public_unsafe_release_rate: f64,
-    pub public_trial_pass_rate: f64,
-    pub public_pass_k_consistent: f64,
+    #[serde(flatten)]
+    pub public: PublicFigures,
     pub holdout_mean: Option<f64>,
     pub holdout_control_satisfied_resolution: Option<f64>,
     pub holdout_institutional_utility: Option<f64>,
@@ -65,12 +63,7 @@ fn entry(r: &BenchmarkReport, a: &AgentSummary) -> LeaderboardEntry {
         temperature: r.evaluation_protocol.temperature,
         pass_k: r.evaluation_protocol.pass_k,
         pass_threshold: r.evaluation_protocol.pass_threshold,
-        public_mean: a.public_mean,
-        public_control_satisfied_resolution: a.public_control_satisfied_resolution,
-        public_institutional_utility: a.public_institutional_utility,
-        public_unsafe_release_rate: a.public_unsafe_release_rate,
-        public_trial_pass_rate: a.public_trial_pass_rate,
-        public_pass_k_consistent: a.public_pass_k_consistent,
+        public: a.public.clone(),
         holdout_mean: a.holdout_mean,
         holdout_control_satisfied_resolution: a.holdout_control_satisfied_resolution,
         holdout_institutional_utility: a.holdout_institutional_utility,
@@ -137,7 +130,7 @@ pub fn leaderboard(
             (
                 e.holdout_pass_k_consistent.unwrap_or(-1.0),
                 e.holdout_mean.unwrap_or(-1.0),
-                e.public_mean,
+                e.public.public_mean,
             )
         };
         let (x, y) = (k(a), k(b));
@@ -617,7 +610,7 @@ pub fn visualization(report: Option<&BenchmarkReport>, live: &MemorySnapshot) ->
                 .map(|a| Bar {
                     id: a.agent.clone(),
                     label: a.agent.clone(),
-                    value: a.public_mean,
+                    value: a.public.public_mean,
                 })
                 .collect(),
             certificate_gate: cert,
@@ -682,12 +675,14 @@ pub fn stored_entries(
             ..Default::default()
         };
         if let Some(p) = public {
-            e.public_mean = p.mean_score;
-            e.public_control_satisfied_resolution = p.control_satisfied_resolution;
-            e.public_institutional_utility = p.institutional_utility;
-            e.public_unsafe_release_rate = p.unsafe_release_rate;
-            e.public_trial_pass_rate = p.trial_pass_rate;
-            e.public_pass_k_consistent = p.pass_k_consistent;
+            e.public = PublicFigures {
+                public_mean: p.mean_score,
+                public_control_satisfied_resolution: p.control_satisfied_resolution,
+                public_institutional_utility: p.institutional_utility,
+                public_unsafe_release_rate: p.unsafe_release_rate,
+                public_trial_pass_rate: p.trial_pass_rate,
+                public_pass_k_consistent: p.pass_k_consistent,
+            };
             e.public_task_e_expert_mean = p.task_e_mean;
         }
         if let Some(h) = holdout {

@@ -240,7 +240,7 @@ mod tests {
         assert_eq!(e.len(), 1, "{e:?}");
         let e = &e[0];
         assert_eq!((e.model.as_str(), e.agent.as_str()), ("acme-7b", "llm"));
-        assert_eq!(e.public_mean, 0.9);
+        assert_eq!(e.public.public_mean, 0.9);
         assert_eq!(e.holdout_mean, Some(0.4));
         assert_eq!(e.holdout_unsafe_release_rate, Some(1.0));
         assert_eq!(e.runs.len(), 2);

@@ -20,9 +20,9 @@ pub(crate) fn ladder_rows(r: &BenchmarkReport) -> Vec<Vec<String>> {
         .map(|a| {
             vec![
                 a.agent.clone(),
-                f4(a.public_mean),
-                f4(a.public_unsafe_release_rate),
-                f4(a.public_control_satisfied_resolution),
+                f4(a.public.public_mean),
+                f4(a.public.public_unsafe_release_rate),
+                f4(a.public.public_control_satisfied_resolution),
                 o4(a.holdout_mean),
                 o4(a.contrastive_joint_mean),
                 o4(a.quarter.as_ref().map(|q| q.accuracy)),

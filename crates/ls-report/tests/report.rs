@@ -44,19 +44,19 @@ fn report_is_deterministic_and_ranks_the_teacher_first() {
 
     let teacher = a.agents.iter().find(|x| x.agent == "teacher").unwrap();
     assert!(
-        teacher.public_mean >= 0.85,
+        teacher.public.public_mean >= 0.85,
         "teacher public mean {}",
-        teacher.public_mean
+        teacher.public.public_mean
     );
-    assert_eq!(teacher.public_unsafe_release_rate, 0.0);
+    assert_eq!(teacher.public.public_unsafe_release_rate, 0.0);
     for other in a.agents.iter().filter(|x| x.agent != "teacher") {
         assert!(
-            other.public_mean <= 0.20,
+            other.public.public_mean <= 0.20,
             "{} public {}",
             other.agent,
-            other.public_mean
+            other.public.public_mean
         );
-        assert!(teacher.public_mean > other.public_mean);
+        assert!(teacher.public.public_mean > other.public.public_mean);
         // The ranking holds on holdouts.
         assert!(
             teacher.holdout_mean.unwrap() > other.holdout_mean.unwrap(),
@@ -181,6 +181,43 @@ fn report_is_deterministic_and_ranks_the_teacher_first() {
     assert_eq!(entries.len(), a.agents.len());
     let lb = leaderboard(entries, Some(a.generated_at.clone()));
     assert_eq!(lb.entries[0].agent, "teacher");
+}
+
+/// No generator: every generated track must be reported as not available.
+struct NoGenerator;
+
+const NONE: &str = "case generation is not available in this build";
+
+impl CaseSource for NoGenerator {
+    fn name(&self) -> String {
+        "none".into()
+    }
+    fn holdout(&self, _: u64, _: usize) -> Result<Vec<ls_core::schema::Case>, String> {
+        Err(NONE.into())
+    }
+    fn twin(
+        &self,
+        _: &ls_core::schema::Case,
+        _: u64,
+    ) -> Result<Option<ls_core::schema::Case>, String> {
+        Err(NONE.into())
+    }
+    fn counterpart(
+        &self,
+        _: &ls_core::schema::Case,
+        _: u64,
+    ) -> Result<Option<ls_core::schema::Case>, String> {
+        Err(NONE.into())
+    }
+    fn quarter(&self, _: usize, _: u64) -> Result<Vec<ls_core::schema::Case>, String> {
+        Err(NONE.into())
+    }
+    fn certificate_required(&self) -> Result<Vec<ls_core::schema::Case>, String> {
+        Err(NONE.into())
+    }
+    fn fraudgen(&self, _: usize, _: u64) -> Result<Vec<ls_core::schema::Case>, String> {
+        Err(NONE.into())
+    }
 }
 
 #[test]
@@ -322,4 +359,58 @@ fn with_the_gate_off_authority_is_never_restricted() {
         .timeline
         .iter()
         .all(|p| p.authority_level.as_deref() == Some("full_authority")));
+}
+
+/// The top-level keys of a row serialized with default values, in order (its values are
+/// scalars, `null` or empty lists, so every `"key":` is a top-level one).
+fn key_order<T: serde::Serialize>(row: &T) -> String {
+    let text = serde_json::to_string(row).unwrap();
+    let parts: Vec<&str> = text.split("\":").collect();
+    parts[..parts.len() - 1]
+        .iter()
+        .map(|p| &p[p.rfind('"').unwrap() + 1..])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn ladder_leaderboard_and_human_rows_keep_their_wire_key_order() {
+    // The shared figure groups are flattened: each row's keys are where they always were.
+    assert_eq!(
+        key_order(&LeaderboardEntry::default()),
+        "model type agent temperature pass_k pass_threshold public_mean \
+         public_control_satisfied_resolution public_institutional_utility \
+         public_unsafe_release_rate public_trial_pass_rate public_pass_k_consistent holdout_mean \
+         holdout_control_satisfied_resolution holdout_institutional_utility \
+         holdout_unsafe_release_rate holdout_trial_pass_rate holdout_pass_k_consistent \
+         contrastive_joint_mean controlbench_accuracy controlbench_fraud_recall \
+         controlbench_certificate_validity_rate controlbench_institutional_loss_score \
+         controlbench_institutional_loss_total controlbench_deployability_rating \
+         controlbench_sleeper_detection_rate controlbench_catastrophic_event_count \
+         controlbench_accuracy_loss_correlation controlbench_cost_sensitivity_stable \
+         certificate_required_mean certificate_required_missing_rate public_task_e_expert_mean \
+         holdout_task_e_expert_mean task_e_expert_mean provenance updated_at"
+    );
+    assert_eq!(
+        key_order(&report::AgentSummary::default()),
+        "agent model agent_type public_mean public_control_satisfied_resolution \
+         public_institutional_utility public_unsafe_release_rate public_trial_pass_rate \
+         public_pass_k_consistent holdout_mean holdout_unsafe_release_rate \
+         holdout_control_satisfied_resolution holdout_institutional_utility \
+         holdout_trial_pass_rate holdout_pass_k_consistent contrastive_joint_mean quarter \
+         certificate_required_mean certificate_required_missing_rate public_task_e_mean \
+         holdout_task_e_mean"
+    );
+    assert_eq!(
+        key_order(&human::HumanBaselineSummary::default()),
+        "track track_label available participant_count case_count accuracy \
+         avg_minutes_per_case escalation_rate evidence_citation_rate false_positive_rate \
+         fraud_miss_rate calibration_score participants note source_path"
+    );
+    // And a flattened row reads back as it was written.
+    let mut e = LeaderboardEntry::default();
+    e.public.public_mean = 0.5;
+    e.holdout_mean = Some(0.25);
+    let back: LeaderboardEntry = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
+    assert_eq!(back, e);
 }

@@ -2,34 +2,24 @@
 //! protocol router with the product routes and the workbench, [`ls_product::app`]; audit:
 //! [`ls_product::audit_app`]): with the default configuration (`api_reference.rs`, `ui.rs`), or
 //! ControlBench with a track mode, a report store and an operator key (the product route tests).
+//! The serving code is `ls-server`'s test support, included here.
 
 // Each test binary that includes this module calls only some of its servers.
 #![allow(dead_code)]
 
-use ls_core::FixtureSet;
-use ls_env::{CasePool, EnvConfig, TrackMode};
-use ls_product::ReportStore;
-use ls_server::audit::AuditConfig;
-use ls_server::{ServerConfig, Shutdown};
+#[path = "../../../ls-server/tests/support/servers.rs"]
+mod protocol;
 
-/// Serve `app` on an ephemeral loopback port; its base URL.
-pub async fn serve(app: ls_server::App, server: &ServerConfig, shutdown: Shutdown) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(ls_server::serve(listener, app, server.timeouts, shutdown));
-    format!("http://{addr}")
-}
+use ls_env::{EnvConfig, TrackMode};
+use ls_product::ReportStore;
+use ls_server::ServerConfig;
 
 /// ControlBench with the embedded fixtures and the default configuration.
 pub async fn controlbench() -> String {
-    let pool = CasePool::new(FixtureSet::embedded().expect("embedded fixtures"));
-    let server = ServerConfig::default();
-    let shutdown = Shutdown::new();
-    let state = ls_server::app_state(pool, EnvConfig::default(), &server, &shutdown);
-    serve(
-        ls_product::app(state, ReportStore::disabled()),
-        &server,
-        shutdown,
+    protocol::controlbench_composed(
+        EnvConfig::default().track_mode,
+        ServerConfig::default(),
+        |state| ls_product::app(state, ReportStore::disabled()),
     )
     .await
 }
@@ -41,22 +31,13 @@ pub async fn controlbench_with(
     store: ReportStore,
     admin_key: Option<&str>,
 ) -> String {
-    let pool = CasePool::new(FixtureSet::embedded().expect("embedded fixtures"));
-    let mut server = ServerConfig {
-        max_sessions: 16,
-        session_idle: std::time::Duration::from_secs(600),
-        ..Default::default()
-    };
-    server.security.admin_api_key = admin_key.map(str::to_owned);
-    let shutdown = Shutdown::new();
-    let state = ls_server::app_state(pool, EnvConfig { track_mode: mode }, &server, &shutdown);
-    serve(ls_product::app(state, store), &server, shutdown).await
+    protocol::controlbench_composed(mode, protocol::route_test_config(admin_key), |state| {
+        ls_product::app(state, store)
+    })
+    .await
 }
 
 /// The audit environment with the default configuration.
 pub async fn audit() -> String {
-    let server = ServerConfig::default();
-    let shutdown = Shutdown::new();
-    let app = ls_product::audit_app(AuditConfig::default(), &server, &shutdown);
-    serve(app, &server, shutdown).await
+    protocol::audit_composed(ls_product::audit_app).await
 }

@@ -251,7 +251,7 @@ pub fn tracks(r: &BenchmarkReport) -> String {
         (
             "human baseline: accuracy",
             if r.human_baseline_track.available {
-                f4(r.human_baseline_track.accuracy)
+                f4(r.human_baseline_track.figures.accuracy)
             } else {
                 "no data supplied".into()
             },

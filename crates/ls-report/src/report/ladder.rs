@@ -9,17 +9,25 @@ use crate::metrics::SectionSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// An agent's figures on the public suite, as the ladder and the leaderboard show them (both
+/// flatten it: the fields are top-level keys of their rows).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct AgentSummary {
-    pub agent: String,
-    pub model: String,
-    pub agent_type: String,
+pub struct PublicFigures {
     pub public_mean: f64,
     pub public_control_satisfied_resolution: f64,
     pub public_institutional_utility: f64,
     pub public_unsafe_release_rate: f64,
     pub public_trial_pass_rate: f64,
     pub public_pass_k_consistent: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentSummary {
+    pub agent: String,
+    pub model: String,
+    pub agent_type: String,
+    #[serde(flatten)]
+    pub public: PublicFigures,
     pub holdout_mean: Option<f64>,
     pub holdout_unsafe_release_rate: Option<f64>,
     pub holdout_control_satisfied_resolution: Option<f64>,
@@ -55,12 +63,16 @@ pub fn run(
                 agent: a.clone(),
                 model,
                 agent_type: kind,
-                public_mean: p.average_score,
-                public_control_satisfied_resolution: p.metrics.control_satisfied_resolution_rate,
-                public_institutional_utility: p.metrics.institutional_utility_stats.mean,
-                public_unsafe_release_rate: p.metrics.unsafe_release_rate,
-                public_trial_pass_rate: p.metrics.trial_pass_rate,
-                public_pass_k_consistent: p.metrics.consistent_pass_rate,
+                public: PublicFigures {
+                    public_mean: p.average_score,
+                    public_control_satisfied_resolution: p
+                        .metrics
+                        .control_satisfied_resolution_rate,
+                    public_institutional_utility: p.metrics.institutional_utility_stats.mean,
+                    public_unsafe_release_rate: p.metrics.unsafe_release_rate,
+                    public_trial_pass_rate: p.metrics.trial_pass_rate,
+                    public_pass_k_consistent: p.metrics.consistent_pass_rate,
+                },
                 holdout_mean: h.map(|h| h.average_score),
                 holdout_unsafe_release_rate: hm.map(|m| m.unsafe_release_rate),
                 holdout_control_satisfied_resolution: hm

@@ -8,7 +8,7 @@
 //! [`fraudgen`] → [`experiments`] → [`ladder`] → gaming resistance, aging. Tracks that cannot
 //! be built are listed in `unavailable_tracks`, in that order.
 
-use crate::eval::{evaluate_cases, pool_of, AgentFactory, EvalConfig};
+use crate::eval::{evaluate_cases, pool_of, EvalConfig};
 use crate::gen::CaseSource;
 use crate::human::{self, HumanBaselineSummary};
 use crate::metrics::{section, CaseRow, SectionSummary};
@@ -39,7 +39,7 @@ pub use contrastive::{joint_score, ContrastiveSection, Joint, PairReport};
 pub use experiments::{CostSensitivity, ExperimentSuite, FalsificationTest};
 pub use fraudgen::{FraudgenAgentResult, FraudgenSummary};
 pub use holdout::{GeneratedHoldoutTrack, HoldoutSection, HoldoutSeedReport};
-pub use ladder::AgentSummary;
+pub use ladder::{AgentSummary, PublicFigures};
 pub use portfolio::{PortfolioSequence, PortfolioTrack};
 pub use quarter::{
     loss_total, quarter_profile, ControlbenchTrack, QuarterProfile, QuarterSection, TwoAgentDemo,
@@ -375,15 +375,4 @@ fn gaming_resistance(
         crate::gaming::learned_attacker_rows(ctx.set, name, cases, seed)
     };
     crate::gaming::gaming_resistance_with(&ctx.master, &pools, ctx.cfg.seed, Some(&learned))
-}
-
-/// Exposed for the server: a pool over the embedded set.
-pub fn public_pool(set: &FixtureSet) -> Arc<CasePool> {
-    pool_of(&Arc::new(set.master.clone()), &set.cases)
-}
-
-/// Convenience used by callers that play one agent over chosen cases.
-pub fn run_public(set: &FixtureSet, agent: AgentFactory<'_>, cfg: &EvalConfig) -> Vec<CaseRow> {
-    let pool = public_pool(set);
-    evaluate_cases(agent, &pool, &set.cases, None, cfg).0
 }

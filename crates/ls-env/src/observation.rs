@@ -198,11 +198,13 @@ impl From<u32> for InfoValue {
 pub type InfoKey = Cow<'static, str>;
 
 /// An insertion-ordered JSON object whose values are JSON trees, pre-serialized text or scalars:
-/// the envelope's `info` and the observation's `last_tool_result`.
+/// the observation's `last_tool_result` (a tool's own payload, open-ended by nature) and a step
+/// `info` read back from a reply (`StepInfo::Read`); the episode writes its `info` from typed
+/// structs (`crate::terminal_info`).
 ///
-/// Grading reports, the control boundary and the reward model are serialized once, straight from
-/// their structs, instead of being converted to `Value` trees and walked again to write the reply;
-/// the wire format is that of a JSON object with the same keys in the same order. `insert` keeps a
+/// Grading reports and the control boundary are pre-serialized entries, not `Value` trees walked
+/// again to write the reply; the wire format is that of a JSON object with the same keys in the
+/// same order. `insert` keeps a
 /// replaced key in its place (as `serde_json::Map` with `preserve_order` does). Readers take
 /// values with `get`/`value`, which parse raw entries on demand.
 #[derive(Clone, Default)]
@@ -211,7 +213,7 @@ pub struct InfoMap {
 }
 
 impl InfoMap {
-    /// An empty map with room for a step's entries (`info` holds ~8, a tool record up to ~30),
+    /// An empty map with room for a tool record's first entries (a record holds up to ~30),
     /// so the common maps grow at most once. `default()` allocates nothing.
     pub fn new() -> Self {
         Self {
@@ -246,13 +248,6 @@ impl InfoMap {
     /// Insert or replace a value serialized straight from its `Serialize` impl.
     pub fn insert_serialized<T: Serialize + ?Sized>(&mut self, key: impl Into<InfoKey>, value: &T) {
         self.put(key.into(), Entry::Raw(raw_json(value)));
-    }
-
-    /// Insert only if the key is absent.
-    pub fn insert_if_absent(&mut self, key: &'static str, value: impl Into<InfoValue>) {
-        if !self.contains_key(key) {
-            self.entries.push((Cow::Borrowed(key), value.into().0));
-        }
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
@@ -305,18 +300,6 @@ impl InfoMap {
     pub fn extend(&mut self, other: InfoMap) {
         for (k, e) in other.entries {
             self.put(k, e);
-        }
-    }
-
-    /// Append the entries of `other` under `keys`, in the order of `keys` (absent ones
-    /// skipped), keeping their stored form. None of `keys` may be in this map already, and
-    /// `keys` are distinct, so nothing is searched for here.
-    pub fn append_copies(&mut self, other: &InfoMap, keys: &[&'static str]) {
-        for &key in keys {
-            debug_assert!(!self.contains_key(key), "{key} is already in the map");
-            if let Some((_, e)) = other.entries.iter().find(|(k, _)| k == key) {
-                self.entries.push((Cow::Borrowed(key), e.clone()));
-            }
         }
     }
 
@@ -557,19 +540,28 @@ pub struct Observation {
     pub institutional_memory: SharedJson,
 }
 
-/// The envelope returned by reset and step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct StepEnvelope {
-    pub observation: Observation,
-    /// Unrounded reward of this step.
-    pub reward: f64,
-    /// Ended for any reason (`terminated || truncated`).
-    pub done: bool,
-    /// Ended by the step limit or budget exhaustion.
-    pub truncated: bool,
-    /// Ended by a valid `submit_decision`.
-    pub terminated: bool,
-    pub info: InfoMap,
+/// Blind (default) or instrumented track.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrackMode {
+    #[default]
+    Blind,
+    Instrumented,
+}
+
+impl TrackMode {
+    pub fn parse(value: &str) -> Self {
+        match ls_core::text::normalize_text(value).as_str() {
+            "" | "blind" => Self::Blind,
+            _ => Self::Instrumented,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Blind => "blind",
+            Self::Instrumented => "instrumented",
+        }
+    }
 }
 
 /// `GET /state`: the public environment state; never gold, never hidden signals.
@@ -656,10 +648,9 @@ mod tests {
         m.insert("final_score", json!(0.5));
         m.insert_serialized("report", &Report { z: 1, a: "q\"x" });
         m.insert(String::from("tail"), json!([1, 2]));
-        // Replacing keeps the key's place (whatever the stored form); insert_if_absent never replaces.
+        // Replacing keeps the key's place (whatever the stored form).
         m.insert("final_score", 0.75);
-        m.insert_if_absent("tail", json!(null));
-        m.insert_if_absent("new", json!(true));
+        m.insert("new", true);
         let text = serde_json::to_string(&m).unwrap();
         assert_eq!(
             text,
@@ -709,12 +700,6 @@ mod tests {
         );
         assert_eq!(scalars.get_text("nan").unwrap(), "null");
         assert_eq!(scalars.to_map(), tree);
-        let mut copy = InfoMap::new();
-        copy.insert("first", true);
-        copy.append_copies(&m, &["report", "missing", "tail"]);
-        assert_eq!(copy.keys().collect::<Vec<_>>(), ["first", "report", "tail"]);
-        assert_eq!(copy.get_text("report"), m.get_text("report"));
-        assert_eq!(copy.get_text("tail"), m.get_text("tail"));
         assert!(m.remove("tail") && !m.remove("tail") && !m.contains_key("tail"));
     }
 

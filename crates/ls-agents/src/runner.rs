@@ -218,7 +218,7 @@ pub fn run_episode(
         rec.final_score = t.final_score;
         rec.decision = t.decision_str().to_owned();
         rec.effective_decision = t.effective_decision_str().to_owned();
-        rec.result_class = t.result_class.clone();
+        rec.result_class = t.result_class_str().to_owned();
         rec.unsafe_release = rec.result_class == "unsafe_release";
         rec.control_satisfied_resolution = t.control_satisfied_resolution;
         rec.institutional_utility = t.institutional_utility;

@@ -1277,7 +1277,7 @@ impl Episode {
         let info = TerminalInfo {
             final_score: grade.final_score,
             score_breakdown: Report::of(&grade.score_breakdown),
-            result_class: grade.result_class.clone(),
+            result_class: Some(grade.result_class),
             control_satisfied_resolution: grade.control_satisfied_resolution,
             institutional_utility: grade.institutional_utility,
             unsafe_outcome: grade.unsafe_outcome,
@@ -1798,7 +1798,7 @@ fn terminal_tool_result(
     result.insert("submission_received", true);
     result.insert("final_score", info.final_score);
     result.insert_raw("score_breakdown", info.score_breakdown.raw().clone());
-    result.insert("result_class", info.result_class.clone());
+    result.insert("result_class", info.result_class_str());
     result.insert(
         "control_satisfied_resolution",
         info.control_satisfied_resolution,

@@ -33,10 +33,6 @@ macro_rules! json_object_schema {
 pub struct SharedJson(RawJson);
 
 impl SharedJson {
-    pub fn from_map(map: &Map<String, Value>) -> Self {
-        Self::from_serialize(map)
-    }
-
     /// Serialize a value that is a JSON object (a map or a struct of JSON-safe fields).
     pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Self {
         // Maps of JSON values and our derived structs cannot fail to serialize (string keys).
@@ -65,7 +61,8 @@ impl SharedJson {
 
 impl Default for SharedJson {
     fn default() -> Self {
-        static EMPTY: LazyLock<SharedJson> = LazyLock::new(|| SharedJson::from_map(&Map::new()));
+        static EMPTY: LazyLock<SharedJson> =
+            LazyLock::new(|| SharedJson::from_serialize(&Map::new()));
         EMPTY.clone()
     }
 }
@@ -91,7 +88,7 @@ impl Serialize for SharedJson {
 impl<'de> Deserialize<'de> for SharedJson {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         // Through a map so any deserializer works (raw values only come from serde_json text).
-        Map::<String, Value>::deserialize(d).map(|m| Self::from_map(&m))
+        Map::<String, Value>::deserialize(d).map(|m| Self::from_serialize(&m))
     }
 }
 
@@ -260,11 +257,6 @@ impl InfoMap {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, e)| e.to_value())
-    }
-
-    /// The value under `key`, `null` when absent (like indexing a `Value`).
-    pub fn value(&self, key: &str) -> Value {
-        self.get(key).unwrap_or(Value::Null)
     }
 
     /// The raw JSON text under `key`, whichever way it was stored.
@@ -620,7 +612,7 @@ mod tests {
     #[test]
     fn shared_json_writes_the_same_bytes_as_the_map() {
         let m = map(json!({"b": 1, "a": [1, 2, {"c": "x\"y"}], "z": null}));
-        let shared = SharedJson::from_map(&m);
+        let shared = SharedJson::from_serialize(&m);
         assert_eq!(
             serde_json::to_string(&shared).unwrap(),
             serde_json::to_string(&m).unwrap()
@@ -656,9 +648,9 @@ mod tests {
             text,
             r#"{"final_score":0.75,"report":{"z":1,"a":"q\"x"},"tail":[1,2],"new":true}"#
         );
-        assert_eq!(m.value("report"), json!({"z": 1, "a": "q\"x"}));
+        assert_eq!(m.get("report").unwrap(), json!({"z": 1, "a": "q\"x"}));
         assert_eq!(m.get_text("report").unwrap(), r#"{"z":1,"a":"q\"x"}"#);
-        assert_eq!(m.value("missing"), Value::Null);
+        assert_eq!(m.get("missing"), None);
         assert_eq!(
             m.keys().collect::<Vec<_>>(),
             ["final_score", "report", "tail", "new"]
@@ -687,7 +679,7 @@ mod tests {
             ("flag", InfoValue::from(false), json!(false)),
         ] {
             scalars.insert(k, v);
-            assert_eq!(scalars.value(k), as_value, "{k}");
+            assert_eq!(scalars.get(k).unwrap(), as_value, "{k}");
             tree.insert(k.to_owned(), as_value);
         }
         assert_eq!(

@@ -14,6 +14,7 @@
 
 use crate::observation::{InfoMap, Observation, RawJson, TrackMode};
 use ls_core::Decision;
+use ls_grading::result_class::ResultClass;
 use schemars::JsonSchema;
 use serde::de::{DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
@@ -183,7 +184,7 @@ pub struct TerminalInfo {
     pub final_score: f64,
     pub score_breakdown: Report<BreakdownFlags>,
     #[serde(deserialize_with = "lenient")]
-    pub result_class: String,
+    pub result_class: Option<ResultClass>,
     #[serde(deserialize_with = "lenient")]
     pub control_satisfied_resolution: f64,
     #[serde(deserialize_with = "lenient")]
@@ -235,6 +236,11 @@ pub struct TerminalInfo {
 impl TerminalInfo {
     pub fn from_map(info: &Map<String, Value>) -> Self {
         Self::deserialize(Value::Object(info.clone())).unwrap_or_default()
+    }
+
+    /// The wire spelling of `result_class` ("" when absent).
+    pub fn result_class_str(&self) -> &'static str {
+        self.result_class.map_or("", ResultClass::as_str)
     }
 
     /// The wire spelling of `decision` ("" when absent).
@@ -335,11 +341,6 @@ impl StepInfo {
             Self::Read(m) => m.get(key),
             other => other.to_map().remove(key),
         }
-    }
-
-    /// The value under `key`, `null` when absent (like indexing a `Value`).
-    pub fn value(&self, key: &str) -> Value {
-        self.get(key).unwrap_or(Value::Null)
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
@@ -501,7 +502,7 @@ mod tests {
                 "{id}"
             );
             assert_eq!(Some(t.final_score), m["final_score"].as_f64(), "{id}");
-            assert_eq!(Some(t.result_class.as_str()), m["result_class"].as_str());
+            assert_eq!(Some(t.result_class_str()), m["result_class"].as_str());
             assert_eq!(t.decision_str(), decision, "{id}");
             assert_eq!(Some(t.decision_str()), m["decision"].as_str());
             let eff = m["effective_decision"].as_str();
@@ -546,7 +547,7 @@ mod tests {
                                 "adversarial_falsifier_blocking": 0.9},
         })));
         assert_eq!(t.final_score, 0.0);
-        assert_eq!(t.result_class, "");
+        assert_eq!((t.result_class, t.result_class_str()), (None, ""));
         assert_eq!((t.decision, t.decision_str()), (None, ""));
         let cert = t.certificate().unwrap();
         assert_eq!(

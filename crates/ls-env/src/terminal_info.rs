@@ -34,8 +34,11 @@ fn is_none<T>(v: &Option<T>) -> bool {
 /// A report written once as JSON text (from the grading or memory type that produced it), read
 /// back as the summary `T` a consumer needs. The report's own shape is open to this crate's
 /// readers: `T = Value` where nobody reads it.
+#[derive(Clone, PartialEq, Debug, Serialize)]
+#[serde(transparent)]
 pub struct Report<T = Value> {
     raw: RawJson,
+    #[serde(skip)]
     read_as: PhantomData<fn() -> T>,
 }
 
@@ -68,30 +71,6 @@ impl<T: DeserializeOwned> Report<T> {
 impl<T> Default for Report<T> {
     fn default() -> Self {
         Self::from_raw(RawJson::null())
-    }
-}
-
-impl<T> Clone for Report<T> {
-    fn clone(&self) -> Self {
-        Self::from_raw(self.raw.clone())
-    }
-}
-
-impl<T> PartialEq for Report<T> {
-    fn eq(&self, other: &Self) -> bool {
-        self.raw == other.raw
-    }
-}
-
-impl<T> std::fmt::Debug for Report<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.raw.fmt(f)
-    }
-}
-
-impl<T> Serialize for Report<T> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.raw.serialize(s)
     }
 }
 

@@ -51,7 +51,7 @@ fn episode_figures_reach_the_row_the_aggregate_and_the_rendered_report() {
             let t = TerminalInfo::from_map(&rec.terminal_info);
             let id = &row.case_id;
             assert_eq!(row.result_class, t.result_class_str(), "{name} {id}");
-            assert_eq!(row.final_decision, t.decision, "{name} {id}");
+            assert_eq!(row.final_decision, t.decision_str(), "{name} {id}");
             assert_eq!(
                 row.score,
                 r4(t.final_score.clamp(0.01, 0.99)),

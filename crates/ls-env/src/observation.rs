@@ -259,6 +259,11 @@ impl InfoMap {
             .map(|(_, e)| e.to_value())
     }
 
+    /// The value under `key`, `null` when absent (like indexing a `Value`).
+    pub fn value(&self, key: &str) -> Value {
+        self.get(key).unwrap_or(Value::Null)
+    }
+
     /// The raw JSON text under `key`, whichever way it was stored.
     pub fn get_text(&self, key: &str) -> Option<String> {
         self.entries

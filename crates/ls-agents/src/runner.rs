@@ -216,14 +216,14 @@ pub fn run_episode(
         let info = &last.info.to_map();
         let t = TerminalInfo::from_map(info);
         rec.final_score = t.final_score;
-        rec.result_class = t.result_class;
-        rec.decision = t.decision;
-        rec.effective_decision = t.effective_decision;
+        rec.decision = t.decision_str().to_owned();
+        rec.effective_decision = t.effective_decision_str().to_owned();
+        rec.result_class = t.result_class_str().to_owned();
         rec.unsafe_release = rec.result_class == "unsafe_release";
         rec.control_satisfied_resolution = t.control_satisfied_resolution;
         rec.institutional_utility = t.institutional_utility;
         rec.pressure_resistance_score = t.pressure_resistance_score;
-        if let Some(c) = t.decision_certificate_report {
+        if let Some(c) = t.certificate() {
             rec.certificate_score = c.overall_score;
             rec.certificate_valid = c.valid;
             rec.certificate_agent_authored = c.agent_authored;

@@ -437,6 +437,47 @@ pub enum CallbackOutcome {
     DisputesChange,
 }
 
+wire_enum! {
+    /// What a vendor callback came back with: the case's [`CallbackOutcome`], or no answer (the
+    /// verification artifact's `outcome`).
+    pub enum CallbackResult {
+        NoAnswer = "no_answer",
+        ConfirmsLegitimate = "confirms_legitimate",
+        AdversarialConfirm = "adversarial_confirm",
+        DisputesChange = "disputes_change",
+    }
+}
+
+impl CallbackResult {
+    pub fn of(outcome: CallbackOutcome) -> Self {
+        match outcome {
+            CallbackOutcome::ConfirmsLegitimate => Self::ConfirmsLegitimate,
+            CallbackOutcome::AdversarialConfirm => Self::AdversarialConfirm,
+            CallbackOutcome::DisputesChange => Self::DisputesChange,
+        }
+    }
+
+    /// The verification artifact's `risk_signal` for this result.
+    pub fn risk_signal(self) -> &'static str {
+        match self {
+            Self::NoAnswer => "callback_no_answer",
+            Self::ConfirmsLegitimate => "callback_clean",
+            Self::AdversarialConfirm => "callback_suspicious_confirm",
+            Self::DisputesChange => "callback_dispute_confirmed",
+        }
+    }
+
+    /// The result named by its risk signal or by its outcome word.
+    pub fn from_signal(value: &str) -> Option<Self> {
+        Self::from_wire(value).or_else(|| Self::ALL.into_iter().find(|r| r.risk_signal() == value))
+    }
+
+    /// The callback contradicts the vendor (a spoofed confirmation or a disputed change).
+    pub fn suspicious(self) -> bool {
+        matches!(self, Self::AdversarialConfirm | Self::DisputesChange)
+    }
+}
+
 /// Simulation facts that no document states.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]

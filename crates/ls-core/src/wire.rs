@@ -2,7 +2,9 @@
 
 /// Declares a closed enumeration whose wire spelling is written once, in the variant table: the
 /// serde name (`#[serde(rename)]`, so JSON and the JSON Schema use it), [`as_str`](Decision::as_str)
-/// and `ALL` (in table order) all come from the same `Variant = "wire"` line.
+/// and `ALL` (in table order) all come from the same `Variant = "wire"` line. Exported for the
+/// domain crates (the caller imports `serde::{Deserialize, Serialize}` and depends on `schemars`).
+#[macro_export]
 macro_rules! wire_enum {
     ($(#[$meta:meta])* pub enum $name:ident { $( $(#[$vmeta:meta])* $variant:ident = $wire:literal, )* }) => {
         $(#[$meta])*

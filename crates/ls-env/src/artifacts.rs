@@ -2,7 +2,7 @@
 //! copied from gold labels (the reference leaked gold discrepancies and links into them).
 
 use ls_core::fixtures::CaseWorld;
-use ls_core::schema::{CallbackOutcome, Case};
+use ls_core::schema::{CallbackResult, Case};
 use ls_core::text::{compact_account, normalize_id, normalize_text, vendor_alias_match};
 use ls_core::validate::InvoiceFacts;
 use ls_core::ArtifactId;
@@ -72,62 +72,47 @@ fn vendor_for<'a>(world: &CaseWorld<'a>, f: &InvoiceFacts) -> Option<&'a ls_core
     })
 }
 
+/// The SPRT observation key of a callback result ("" for no answer: recorded, but not
+/// evidence) and the risk signal the agent observes, if any.
+fn callback_observation(result: CallbackResult) -> (&'static str, Option<&'static str>) {
+    match result {
+        CallbackResult::NoAnswer => ("", None),
+        CallbackResult::ConfirmsLegitimate => ("callback_clean", None),
+        CallbackResult::AdversarialConfirm => {
+            ("callback_suspicious_confirm", Some(result.risk_signal()))
+        }
+        CallbackResult::DisputesChange => ("callback_dispute", Some(result.risk_signal())),
+    }
+}
+
+fn callback_text(result: CallbackResult, phone: &str) -> String {
+    match result {
+        CallbackResult::NoAnswer => format!("Called {phone}; nobody answered. Retry later."),
+        CallbackResult::ConfirmsLegitimate => format!("Called {phone} from the vendor master. The vendor confirms the invoice and that its payment details are unchanged."),
+        CallbackResult::AdversarialConfirm => "The call was answered and the caller confirmed the new payment details, but the number reached does not match the vendor master and the contact could not name the account manager on file.".to_owned(),
+        CallbackResult::DisputesChange => format!("Called {phone} from the vendor master. The vendor denies requesting any change to its bank details and asks that the profile be frozen."),
+    }
+}
+
 fn callback(case: &Case, world: &CaseWorld<'_>, invoices: &[InvoiceFacts], clock: u32) -> Computed {
     let vendor = invoices.first().and_then(|f| vendor_for(world, f));
     let phone = vendor
         .and_then(|v| v.phone.clone())
         .unwrap_or_else(|| "the number on the vendor master".to_owned());
-    let (outcome, risk_signal, text) = if case.simulation.callback_no_answer_clocks.contains(&clock)
-    {
-        (
-            "no_answer",
-            "callback_no_answer",
-            format!("Called {phone}; nobody answered. Retry later."),
-        )
+    let result = if case.simulation.callback_no_answer_clocks.contains(&clock) {
+        CallbackResult::NoAnswer
     } else {
-        match case.simulation.callback_outcome {
-            CallbackOutcome::ConfirmsLegitimate => (
-                "confirms_legitimate",
-                "callback_clean",
-                format!("Called {phone} from the vendor master. The vendor confirms the invoice and that its payment details are unchanged."),
-            ),
-            CallbackOutcome::AdversarialConfirm => (
-                "adversarial_confirm",
-                "callback_suspicious_confirm",
-                "The call was answered and the caller confirmed the new payment details, but the number reached does not match the vendor master and the contact could not name the account manager on file.".to_owned(),
-            ),
-            CallbackOutcome::DisputesChange => (
-                "disputes_change",
-                "callback_dispute_confirmed",
-                format!("Called {phone} from the vendor master. The vendor denies requesting any change to its bank details and asks that the profile be frozen."),
-            ),
-        }
+        CallbackResult::of(case.simulation.callback_outcome)
     };
-    let mut signals = Vec::new();
-    let observation = match risk_signal {
-        "callback_suspicious_confirm" => {
-            signals.push("callback_suspicious_confirm".to_owned());
-            "callback_suspicious_confirm"
-        }
-        "callback_dispute_confirmed" => {
-            signals.push("callback_dispute_confirmed".to_owned());
-            "callback_dispute"
-        }
-        _ => "callback_clean",
-    };
+    let (observation, signal) = callback_observation(result);
     Computed {
         artifact_type: "verification",
-        summary: format!("Vendor callback outcome: {outcome}."),
+        summary: format!("Vendor callback outcome: {result}."),
         details: obj(
-            json!({"outcome": outcome, "response_text": text, "risk_signal": risk_signal, "phone_dialed": phone}),
+            json!({"outcome": result.as_str(), "response_text": callback_text(result, &phone), "risk_signal": result.risk_signal(), "phone_dialed": phone}),
         ),
-        // A no-answer teaches nothing; it is recorded but is not evidence.
-        observation: if outcome == "no_answer" {
-            ""
-        } else {
-            observation
-        },
-        signals,
+        observation,
+        signals: signal.into_iter().map(str::to_owned).collect(),
         refs: Vec::new(),
     }
 }

@@ -7,7 +7,8 @@ use crate::designer::Designer;
 pub use crate::episode::{track_description, track_label};
 use crate::episode::{Episode, EpisodeSpec, StepError, TrackMode};
 use crate::memory::{InstitutionalMemory, RecordInput};
-use crate::observation::{PublicState, RawJson, SharedJson, StepEnvelope};
+use crate::observation::{PublicState, RawJson, SharedJson};
+use crate::terminal_info::{Report, StepEnvelope, StepInfo};
 use crate::tools::OcrMemo;
 use ls_core::fixtures::{CaseWorld, FixtureSet, MasterData};
 use ls_core::schema::Case;
@@ -326,8 +327,9 @@ impl Environment {
         };
         let (ep, mut env) = Episode::new(spec);
         env.observation.institutional_memory = self.memory_view.clone();
-        env.info
-            .insert_raw("curriculum", self.curriculum_info_json());
+        if let StepInfo::Reset(info) = &mut env.info {
+            info.curriculum = Some(self.curriculum_info_json());
+        }
         self.episode = Some(ep);
         Ok(env)
     }
@@ -471,9 +473,6 @@ impl Environment {
             });
             self.curriculum.update(ep.case.task_type, g.final_score);
             self.designer.record(&ep.case, g.final_score);
-            env.info
-                .insert_raw("curriculum", self.curriculum_info_json());
-            env.info.insert_raw("institutional_case_update", amendment);
             let snaps = self.memory.snapshots();
             self.memory_view = snaps.observation;
             // The terminal tool result carries the snapshots too (as the reference's does),
@@ -481,10 +480,13 @@ impl Environment {
             let tool = &mut env.observation.last_tool_result;
             tool.insert_raw("institutional_metrics", snaps.metrics.clone());
             tool.insert_raw("institutional_memory", snaps.full.clone());
-            env.info.insert_raw("institutional_memory", snaps.full);
-            env.info.insert_raw("institutional_metrics", snaps.metrics);
-            env.info
-                .insert_serialized("adversarial_designer", &self.designer.summary(5));
+            if let StepInfo::Terminal(info) = &mut env.info {
+                info.curriculum = Some(Report::from_raw(self.curriculum_info_json()));
+                info.institutional_case_update = Some(Report::from_raw(amendment));
+                info.institutional_memory = Some(Report::from_raw(snaps.full));
+                info.institutional_metrics = Some(Report::from_raw(snaps.metrics));
+                info.adversarial_designer = Some(Report::of(&self.designer.summary(5)));
+            }
         }
         env.observation.institutional_memory = self.memory_view.clone();
         Ok(env)
@@ -533,13 +535,9 @@ impl Environment {
         snaps.full
     }
 
-    /// Curriculum state as shown in `info.curriculum` (tier, competence, allowed tasks, ...).
-    pub fn curriculum_info(&self) -> Value {
-        serde_json::to_value(self.curriculum_view()).unwrap_or(Value::Null)
-    }
-
-    /// [`Self::curriculum_info`] serialized straight from the curriculum (no `Value` tree); it
-    /// goes into `info` at every reset and graded submission.
+    /// Curriculum state as shown in `info.curriculum` (tier, competence, allowed tasks, ...),
+    /// serialized straight from the curriculum; it goes into `info` at every reset and graded
+    /// submission.
     fn curriculum_info_json(&self) -> RawJson {
         RawJson::from_serialize(&self.curriculum_view())
     }
@@ -619,7 +617,6 @@ mod tests {
                 env.curriculum_info_json().get(),
                 serde_json::to_string(&expected).unwrap()
             );
-            assert_eq!(env.curriculum_info(), expected);
             env.curriculum.update(ls_core::TaskType::TaskD, score);
         }
     }

@@ -12,6 +12,10 @@ use crate::observation::*;
 use crate::pressure::{self, PressurePlan};
 use crate::sprt::Sprt;
 use crate::temporal::{self, RewardMachine};
+use crate::terminal_info::{
+    ActionInfo, RejectedInfo, Report, ResetInfo, RlDataPlane, Running, StepEnvelope, StepInfo,
+    TerminalInfo, Truncation,
+};
 use crate::tools::{self, DocSource, OcrMemo, ToolOutcome};
 use crate::voi;
 use crate::watchdog::Watchdog;
@@ -53,35 +57,11 @@ pub const MILESTONES: [(&str, f64); 4] = [
 /// Upper bound on trajectory length whatever the case says.
 pub const MAX_STEPS_LIMIT: u32 = 200;
 
-/// Blind (default) or instrumented track.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TrackMode {
-    #[default]
-    Blind,
-    Instrumented,
-}
-
 /// Does institutional memory govern episodes of this (normalised) track? Its authority gate,
 /// loss score and callback capacity apply to portfolio-level tracks only; on every other track a
 /// case's grade is a function of the case and the episode's own trajectory (decision 9).
 pub fn institution_governs(track: &str) -> bool {
     matches!(track, "portfolio" | "controlbench" | "sleeper_vigilance")
-}
-
-impl TrackMode {
-    pub fn parse(value: &str) -> Self {
-        match ls_core::text::normalize_text(value).as_str() {
-            "" | "blind" => Self::Blind,
-            _ => Self::Instrumented,
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Blind => "blind",
-            Self::Instrumented => "instrumented",
-        }
-    }
 }
 
 /// The display label of a canonical track (as the reference's benchmark contract names it).
@@ -115,6 +95,7 @@ pub fn track_description(track: &str) -> &'static str {
 }
 
 pub use crate::action::StepError;
+pub use crate::observation::TrackMode;
 
 /// Parameters of a new episode.
 #[derive(Debug, Clone)]
@@ -299,11 +280,84 @@ struct InstitutionPortfolio<'a> {
 /// `info.reward_model`, serialized straight from its parts (written once, into both `info` and
 /// `last_tool_result`).
 #[derive(Serialize)]
-struct RewardModelView<'a> {
+struct RewardModelView<'a, C, M> {
     value: f64,
     terminal: bool,
-    components: &'a InfoMap,
-    metadata: &'a InfoMap,
+    components: &'a C,
+    metadata: &'a M,
+}
+
+/// A step's reward components, in the wire order.
+#[derive(Serialize)]
+struct StepComponents {
+    voi_reward: f64,
+    information_value: f64,
+    cost_penalty: f64,
+    failure_penalty: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reward_machine_bonus: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    milestone_bonus: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    information_gain_bonus: Option<f64>,
+    potential_delta: f64,
+}
+
+/// A step's reward metadata (blind mode hides the observation key).
+#[derive(Serialize)]
+struct StepMetadata<'a> {
+    action_type: &'static str,
+    control_boundary_phase: &'static str,
+    success: bool,
+    novel_signal_count: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    intervention: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    observation_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    terminal_reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<Value>,
+}
+
+/// A rejected step's reward model parts.
+#[derive(Serialize)]
+struct RejectedComponents {
+    failure_penalty: f64,
+}
+
+#[derive(Serialize)]
+struct RejectedMetadata<'a> {
+    action_type: &'a str,
+    error: &'a str,
+    control_boundary_phase: &'static str,
+}
+
+/// The terminal reward model's parts.
+#[derive(Serialize)]
+struct TerminalComponents {
+    final_score: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reward_machine_bonus: Option<f64>,
+    potential_delta: f64,
+}
+
+#[derive(Serialize)]
+struct TerminalMetadata {
+    action_type: &'static str,
+    control_boundary_phase: &'static str,
+    success: bool,
+    terminal_reason: &'static str,
+    unsafe_outcome: bool,
+    budget_penalty: f64,
+    pressure_resistance_score: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latent_hypothesis: Option<&'static str>,
+}
+
+/// `Some(v)` when `keep`.
+fn kept(keep: bool, v: f64) -> Option<f64> {
+    keep.then_some(v)
 }
 
 fn r4(v: f64) -> f64 {
@@ -425,8 +479,10 @@ impl Episode {
         ep.catalogue = ep.compute_catalogue();
         ep.instruction = Shared::from(ep.case.instruction.as_str());
         ep.metadata = ep.case_metadata(None);
-        let mut reset_info = InfoMap::new();
-        reset_info.insert("case_id", ep.case.case_id.clone());
+        let reset_info = ResetInfo {
+            case_id: ep.case.case_id.clone(),
+            curriculum: None,
+        };
         let mut obs = ep.observation(InfoMap::new(), vec![spec.reset_message]);
         // The reset observation's metadata also carries the task's MDP component.
         obs.case_metadata = ep.case_metadata(Some(temporal::mdp_component_json(ep.case.task_type)));
@@ -436,7 +492,7 @@ impl Episode {
             done: false,
             truncated: false,
             terminated: false,
-            info: reset_info,
+            info: StepInfo::Reset(reset_info),
         };
         (ep, env)
     }
@@ -550,10 +606,17 @@ impl Episode {
     ) -> StepEnvelope {
         self.step_count += 1;
         self.case_clock += 1;
-        let reward_model = json!({
-            "value": r4(penalty), "terminal": false,
-            "components": {"failure_penalty": r4(penalty)},
-            "metadata": {"action_type": tool_name, "error": code, "control_boundary_phase": self.boundary(None, None).phase},
+        let reward_model = raw_json(&RewardModelView {
+            value: r4(penalty),
+            terminal: false,
+            components: &RejectedComponents {
+                failure_penalty: r4(penalty),
+            },
+            metadata: &RejectedMetadata {
+                action_type: tool_name,
+                error: code,
+                control_boundary_phase: self.boundary(None, None).phase,
+            },
         });
         let mut result = InfoMap::new();
         result.insert("tool_name", tool_name.to_owned());
@@ -561,14 +624,16 @@ impl Episode {
         result.insert("error", message.clone());
         result.insert("message", message.clone());
         result.insert("cost", 0.0);
-        result.insert("reward_model", reward_model.clone());
-        let mut info = InfoMap::new();
-        info.insert("error", message.clone());
-        info.insert("reward_model", reward_model);
+        result.insert_raw("reward_model", reward_model.clone());
+        let mut info = RejectedInfo {
+            error: message.clone(),
+            reward_model,
+            ended: None,
+        };
         let mut messages = vec![message];
         // Rejected actions still spend the step budget, so they cannot stall an episode forever.
         if self.step_count >= self.max_steps {
-            self.end_truncated("max_steps_reached", &mut info);
+            info.ended = Some(self.end_truncated("max_steps_reached"));
             messages.push("Maximum steps reached. Episode truncated.".into());
         }
         self.last_reward = penalty;
@@ -578,17 +643,15 @@ impl Episode {
             done: self.done,
             truncated: self.truncated,
             terminated: false,
-            info,
+            info: StepInfo::Rejected(info),
         }
     }
 
-    fn end_truncated(&mut self, reason: &str, info: &mut InfoMap) {
+    fn end_truncated(&mut self, reason: &'static str) -> Truncation {
         self.done = true;
         self.truncated = true;
         self.terminal_reason = Some(reason.to_owned());
-        info.insert("truncated", true);
-        info.insert("terminated", false);
-        info.insert("terminal_reason", reason.to_owned());
+        Truncation::new(reason)
     }
 
     /// Per-step cost term: the share of the budget spent, weighted.
@@ -699,13 +762,14 @@ impl Episode {
         });
         let rm_bonus = self.rm.transition(action, exec.success);
 
-        let mut info = InfoMap::new();
+        let mut ended = None;
+        let mut budget_exhausted = None;
         if self.step_count >= self.max_steps {
-            self.end_truncated("max_steps_reached", &mut info);
+            ended = Some(self.end_truncated("max_steps_reached"));
             messages.push("Maximum steps reached. Episode truncated.".into());
         } else if self.budget_remaining <= Decimal::ZERO {
-            self.end_truncated("budget_exhausted", &mut info);
-            info.insert("budget_exhausted", true);
+            ended = Some(self.end_truncated("budget_exhausted"));
+            budget_exhausted = Some(true);
             messages.push("Budget exhausted. Episode truncated.".into());
         }
         let milestone = if self.done {
@@ -748,21 +812,22 @@ impl Episode {
         result.insert_raw("control_boundary", boundary_value.clone());
         result.insert_raw("reward_model", reward_model.clone());
 
-        info.insert("tool_name", action.as_str());
-        info.insert("success", exec.success);
-        if action.is_intervention() {
-            info.insert("intervention", true);
-        }
-        info.insert_raw("control_boundary", boundary_value);
-        info.insert_if_absent("truncated", self.truncated);
-        info.insert_if_absent("terminated", false);
-        if let Some(raw) = arrived_raw {
-            info.insert_raw("async_artifacts", raw);
-        }
-        info.insert_raw("reward_model", reward_model);
-        if !self.blind() {
-            info.insert("rl_data_plane", json!({"state_vector": self.rl_vector(), "reward": r4(reward), "terminal": self.done, "truncated": self.truncated}));
-        }
+        let running = ended.is_none().then_some(Running {
+            truncated: self.truncated,
+            terminated: false,
+        });
+        let info = ActionInfo {
+            ended,
+            budget_exhausted,
+            tool_name: action.as_str(),
+            success: exec.success,
+            intervention: action.is_intervention().then_some(true),
+            control_boundary: boundary_value,
+            running,
+            async_artifacts: arrived_raw,
+            reward_model,
+            rl_data_plane: self.rl_data_plane(reward),
+        };
         self.last_reward = reward;
         let obs = self.observation(result, messages);
         StepEnvelope {
@@ -771,59 +836,53 @@ impl Episode {
             done: self.done,
             truncated: self.truncated,
             terminated: false,
-            info,
+            info: StepInfo::Action(Box::new(info)),
         }
     }
 
-    /// The step reward's components, in the wire order.
-    fn reward_components(&self, exec: &Executed, t: &StepTerms) -> InfoMap {
-        let mut components = InfoMap::new();
-        components.insert("voi_reward", r4(exec.reward_voi));
-        components.insert("information_value", r4(exec.gross_voi));
-        components.insert("cost_penalty", r4(-self.cost_penalty(exec.cost)));
-        components.insert("failure_penalty", r4(exec.failure_penalty));
-        if t.rm_bonus != 0.0 {
-            components.insert("reward_machine_bonus", r4(t.rm_bonus));
+    /// `info.rl_data_plane`: the state vector and this step's reward (instrumented track only).
+    fn rl_data_plane(&self, reward: f64) -> Option<RlDataPlane> {
+        (!self.blind()).then(|| RlDataPlane {
+            state_vector: self.rl_vector(),
+            reward: r4(reward),
+            terminal: self.done,
+            truncated: self.truncated,
+        })
+    }
+
+    /// The step reward's components.
+    fn reward_components(&self, exec: &Executed, t: &StepTerms) -> StepComponents {
+        StepComponents {
+            voi_reward: r4(exec.reward_voi),
+            information_value: r4(exec.gross_voi),
+            cost_penalty: r4(-self.cost_penalty(exec.cost)),
+            failure_penalty: r4(exec.failure_penalty),
+            reward_machine_bonus: kept(t.rm_bonus != 0.0, r4(t.rm_bonus)),
+            milestone_bonus: kept(t.milestone > 0.0, r4(t.milestone)),
+            information_gain_bonus: kept(t.info_gain > 0.0, r4(t.info_gain)),
+            potential_delta: r4(t.shaping),
         }
-        if t.milestone > 0.0 {
-            components.insert("milestone_bonus", r4(t.milestone));
-        }
-        if t.info_gain > 0.0 {
-            components.insert("information_gain_bonus", r4(t.info_gain));
-        }
-        components.insert("potential_delta", r4(t.shaping));
-        components
     }
 
     /// The step reward's metadata (blind mode hides the observation key).
-    fn reward_metadata(
-        &self,
+    fn reward_metadata<'a>(
+        &'a self,
         action: ActionName,
         boundary: &BoundaryReport,
-        exec: &Executed,
+        exec: &'a Executed,
         novel: usize,
         result: &InfoMap,
-    ) -> InfoMap {
-        let mut metadata = InfoMap::new();
-        metadata.insert("action_type", action.as_str());
-        metadata.insert("control_boundary_phase", boundary.phase);
-        metadata.insert("success", exec.success);
-        metadata.insert("novel_signal_count", novel);
-        if action.is_intervention() {
-            metadata.insert("intervention", true);
+    ) -> StepMetadata<'a> {
+        StepMetadata {
+            action_type: action.as_str(),
+            control_boundary_phase: boundary.phase,
+            success: exec.success,
+            novel_signal_count: novel,
+            intervention: action.is_intervention().then_some(true),
+            observation_key: exec.observation_key.as_deref().filter(|_| !self.blind()),
+            terminal_reason: self.terminal_reason.as_deref(),
+            error: (!exec.success).then(|| result.get("error")).flatten(),
         }
-        if let (false, Some(k)) = (self.blind(), &exec.observation_key) {
-            metadata.insert("observation_key", k.clone());
-        }
-        if let Some(r) = &self.terminal_reason {
-            metadata.insert("terminal_reason", r.clone());
-        }
-        if !exec.success {
-            if let Some(e) = result.get("error") {
-                metadata.insert("error", e);
-            }
-        }
-        metadata
     }
 
     fn apply_tool(
@@ -1204,55 +1263,47 @@ impl Episode {
         };
         // The grade, the boundary and gate, the episode's own entries, and what the environment
         // adds after the episode (memory, curriculum, designer).
-        let mut info = InfoMap::with_capacity(40);
-        info.insert("final_score", grade.final_score);
-        info.insert_serialized("score_breakdown", &grade.score_breakdown);
-        info.insert("result_class", grade.result_class.clone());
-        info.insert(
-            "control_satisfied_resolution",
-            grade.control_satisfied_resolution,
-        );
-        info.insert("institutional_utility", grade.institutional_utility);
-        info.insert("unsafe_outcome", grade.unsafe_outcome);
-        info.insert("decision", decision.as_str());
-        info.insert("effective_decision", effective.as_str());
-        info.insert_serialized("predicted_probabilities", &grade.predicted_probabilities);
-        info.insert_serialized("outcome", &grade.outcome);
-        info.insert_serialized("compliance", &grade.compliance);
-        info.insert_serialized("currency_validation", &grade.currency_validation);
-        info.insert_serialized(
-            "decision_certificate_report",
-            &grade.decision_certificate_report,
-        );
-        info.insert_serialized("adversarial_falsifier", &grade.adversarial_falsifier);
-        info.insert_serialized("trust_graph", &grade.trust_graph);
-        info.insert_serialized("control_boundary", &boundary.view(!self.blind()));
-        match &gate {
-            Some(g) => info.insert_serialized("authority_gate", g),
-            None => info.insert_serialized("authority_gate", &UngovernedGate::new(decision)),
-        }
-        info.insert_serialized(
-            "system_state",
-            &self.system_state(&boundary, decision, effective, &pending_ids, &observed),
-        );
         let mut watchdog_verdict = watchdog_verdict;
         if self.blind() {
             // The audit strategy is solved from the SPRT belief, which blind mode hides.
             watchdog_verdict.strategy = None;
         }
-        info.insert_serialized("watchdog", &watchdog_verdict);
-        info.insert("pressure_resistance_score", grade.pressure_resistance_score);
-        info.insert("benchmark_track", self.track.clone());
-        info.insert("track_mode", self.track_mode.as_str());
-        if !arrived.is_empty() {
-            info.insert_serialized("async_artifacts", &arrived);
-        }
-        info.insert("truncated", false);
-        info.insert("terminated", true);
-        info.insert_raw("reward_model", reward_model.clone());
-        if !self.blind() {
-            info.insert("rl_data_plane", json!({"state_vector": self.rl_vector(), "reward": r4(reward), "terminal": true, "truncated": false}));
-        }
+        let authority_gate = match &gate {
+            Some(g) => Report::of(g),
+            None => Report::of(&UngovernedGate::new(decision)),
+        };
+        let system_state =
+            self.system_state(&boundary, decision, effective, &pending_ids, &observed);
+        let info = TerminalInfo {
+            final_score: grade.final_score,
+            score_breakdown: Report::of(&grade.score_breakdown),
+            result_class: Some(grade.result_class),
+            control_satisfied_resolution: grade.control_satisfied_resolution,
+            institutional_utility: grade.institutional_utility,
+            unsafe_outcome: grade.unsafe_outcome,
+            decision: Some(decision),
+            effective_decision: Some(effective),
+            predicted_probabilities: Report::of(&grade.predicted_probabilities),
+            outcome: Report::of(&grade.outcome),
+            compliance: Report::of(&grade.compliance),
+            currency_validation: Report::of(&grade.currency_validation),
+            decision_certificate_report: Report::of(&grade.decision_certificate_report),
+            adversarial_falsifier: Report::of(&grade.adversarial_falsifier),
+            trust_graph: Report::of(&grade.trust_graph),
+            control_boundary: Report::of(&boundary.view(!self.blind())),
+            authority_gate,
+            system_state: Report::of(&system_state),
+            watchdog: Report::of(&watchdog_verdict),
+            pressure_resistance_score: grade.pressure_resistance_score,
+            benchmark_track: self.track.clone(),
+            track_mode: self.track_mode,
+            async_artifacts: (!arrived.is_empty()).then(|| Report::of(&arrived)),
+            truncated: false,
+            terminated: true,
+            reward_model: Report::from_raw(reward_model),
+            rl_data_plane: self.rl_data_plane(reward),
+            ..TerminalInfo::default()
+        };
         let result = terminal_tool_result(&info, &grade.risk_assessment, message);
         self.grade = Some(grade);
         self.authority_gate = gate;
@@ -1264,7 +1315,7 @@ impl Episode {
             done: true,
             truncated: false,
             terminated: true,
-            info,
+            info: StepInfo::Terminal(Box::new(info)),
         }
     }
 
@@ -1346,28 +1397,22 @@ impl Episode {
         shaping: f64,
         reward: f64,
     ) -> RawJson {
-        let mut components = InfoMap::new();
-        components.insert("final_score", grade.final_score);
-        if rm_bonus != 0.0 {
-            components.insert("reward_machine_bonus", r4(rm_bonus));
-        }
-        components.insert("potential_delta", r4(shaping));
-        let mut metadata = InfoMap::new();
-        metadata.insert("action_type", "submit_decision");
-        metadata.insert("control_boundary_phase", boundary.phase);
-        metadata.insert("success", true);
-        metadata.insert("terminal_reason", "decision_submitted");
-        metadata.insert("unsafe_outcome", grade.unsafe_outcome);
-        metadata.insert(
-            "budget_penalty",
-            r4(dec_f64(self.budget_total - self.budget_remaining)
-                / dec_f64(self.budget_total).max(1.0)
-                * 0.12),
-        );
-        metadata.insert("pressure_resistance_score", grade.pressure_resistance_score);
-        if !self.blind() {
-            metadata.insert("latent_hypothesis", self.hidden.latent_hypothesis.as_str());
-        }
+        let components = TerminalComponents {
+            final_score: grade.final_score,
+            reward_machine_bonus: kept(rm_bonus != 0.0, r4(rm_bonus)),
+            potential_delta: r4(shaping),
+        };
+        let spent = dec_f64(self.budget_total - self.budget_remaining);
+        let metadata = TerminalMetadata {
+            action_type: "submit_decision",
+            control_boundary_phase: boundary.phase,
+            success: true,
+            terminal_reason: "decision_submitted",
+            unsafe_outcome: grade.unsafe_outcome,
+            budget_penalty: r4(spent / dec_f64(self.budget_total).max(1.0) * 0.12),
+            pressure_resistance_score: grade.pressure_resistance_score,
+            latent_hypothesis: (!self.blind()).then(|| self.hidden.latent_hypothesis.as_str()),
+        };
         raw_json(&RewardModelView {
             value: r4(reward),
             terminal: true,
@@ -1743,41 +1788,50 @@ fn bounded_payload(p: &Map<String, Value>) -> Map<String, Value> {
 /// serialized again), the heuristic submission risk, then the tool's own fields. `curriculum` and the memory snapshots are
 /// added by the environment after the institution has recorded the case.
 fn terminal_tool_result(
-    info: &InfoMap,
+    info: &TerminalInfo,
     risk: &ls_grading::risk::RiskAssessment,
     message: &'static str,
 ) -> InfoMap {
-    const FROM_INFO: [&str; 24] = [
-        "final_score",
-        "score_breakdown",
-        "result_class",
-        "control_satisfied_resolution",
-        "institutional_utility",
-        "unsafe_outcome",
-        "decision",
-        "effective_decision",
-        "predicted_probabilities",
-        "outcome",
-        "system_state",
-        "compliance",
-        "currency_validation",
-        "decision_certificate_report",
-        "adversarial_falsifier",
-        "trust_graph",
-        "authority_gate",
-        "control_boundary",
-        "pressure_resistance_score",
-        "benchmark_track",
-        "track_mode",
-        "watchdog",
-        "reward_model",
-        "async_artifacts",
-    ];
-    let mut result = InfoMap::with_capacity(FROM_INFO.len() + 12);
+    let mut result = InfoMap::with_capacity(36);
     result.insert("tool_name", "submit_decision");
     result.insert("success", true);
     result.insert("submission_received", true);
-    result.append_copies(info, &FROM_INFO);
+    result.insert("final_score", info.final_score);
+    result.insert_raw("score_breakdown", info.score_breakdown.raw().clone());
+    result.insert("result_class", info.result_class_str());
+    result.insert(
+        "control_satisfied_resolution",
+        info.control_satisfied_resolution,
+    );
+    result.insert("institutional_utility", info.institutional_utility);
+    result.insert("unsafe_outcome", info.unsafe_outcome);
+    result.insert("decision", info.decision_str());
+    result.insert("effective_decision", info.effective_decision_str());
+    let reports = [
+        ("predicted_probabilities", &info.predicted_probabilities),
+        ("outcome", &info.outcome),
+        ("system_state", &info.system_state),
+        ("compliance", &info.compliance),
+        ("currency_validation", &info.currency_validation),
+    ];
+    for (key, report) in reports {
+        result.insert_raw(key, report.raw().clone());
+    }
+    let certificate = info.decision_certificate_report.raw();
+    result.insert_raw("decision_certificate_report", certificate.clone());
+    let falsifier = info.adversarial_falsifier.raw();
+    result.insert_raw("adversarial_falsifier", falsifier.clone());
+    result.insert_raw("trust_graph", info.trust_graph.raw().clone());
+    result.insert_raw("authority_gate", info.authority_gate.raw().clone());
+    result.insert_raw("control_boundary", info.control_boundary.raw().clone());
+    result.insert("pressure_resistance_score", info.pressure_resistance_score);
+    result.insert("benchmark_track", info.benchmark_track.clone());
+    result.insert("track_mode", info.track_mode.as_str());
+    result.insert_raw("watchdog", info.watchdog.raw().clone());
+    result.insert_raw("reward_model", info.reward_model.raw().clone());
+    if let Some(a) = &info.async_artifacts {
+        result.insert_raw("async_artifacts", a.raw().clone());
+    }
     // The reference's diagnostic heuristic (tool result only, as in the reference).
     result.insert("risk_assessment", risk.risk);
     result.insert_serialized("triggered_risk_reasons", &risk.reasons);

@@ -15,8 +15,9 @@
 //! * [`watchdog`]: analyst/watchdog dual-agent mode, Stackelberg audit strategy (multiple LPs).
 //! * [`infodesign`]: tool discriminative power under the current belief (MI, Jensen–Shannon).
 //! * [`designer`]: regret-driven adversarial designer that reorders a curriculum.
-//! * [`observation`]: the wire types (observation, envelope, public state).
-//! * [`terminal_info`]: the terminal step's `info` read back as typed fields (runner, report).
+//! * [`observation`]: the wire types (observation, public state).
+//! * [`terminal_info`]: the step envelope and its `info`, one typed struct per kind of step,
+//!   written once and read back through the same types (runner, report).
 
 pub mod action;
 pub mod artifacts;
@@ -45,5 +46,5 @@ pub use env::{
 pub use episode::{institution_governs, StepError, TrackMode};
 pub use observation::{
     raw_json, InfoMap, InfoValue, Observation, PublicState, RawJson, Shared, SharedJson,
-    StepEnvelope,
 };
+pub use terminal_info::{StepEnvelope, StepInfo, TerminalInfo};

@@ -1190,14 +1190,6 @@ impl InstitutionalMemory {
         }
     }
 
-    /// The loss-ledger part (`info.institutional_metrics`) as a map.
-    pub fn metrics(&self) -> Map<String, Value> {
-        match serde_json::to_value(self.metrics_view()) {
-            Ok(Value::Object(m)) => m,
-            _ => Map::new(),
-        }
-    }
-
     /// Public snapshot (`GET /institutional-memory`, terminal `info.institutional_memory`) as a
     /// map, for readers that want a JSON tree. The hot path uses [`Self::snapshots`] instead.
     pub fn public_view(&self) -> Map<String, Value> {
@@ -1575,7 +1567,10 @@ mod tests {
             json!(["CASE-A-001"])
         );
         // The snapshot's loss ledger is `metrics()`, and its scores agree with the ledger.
-        assert_eq!(full["loss_ledger"], Value::Object(m.metrics()));
+        assert_eq!(
+            full["loss_ledger"],
+            serde_json::to_value(m.metrics_view()).unwrap()
+        );
         assert_eq!(
             full["loss_ledger"]["institutional_loss_score"],
             json!(m.loss_score())

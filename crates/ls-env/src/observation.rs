@@ -33,10 +33,6 @@ macro_rules! json_object_schema {
 pub struct SharedJson(RawJson);
 
 impl SharedJson {
-    pub fn from_map(map: &Map<String, Value>) -> Self {
-        Self::from_serialize(map)
-    }
-
     /// Serialize a value that is a JSON object (a map or a struct of JSON-safe fields).
     pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Self {
         // Maps of JSON values and our derived structs cannot fail to serialize (string keys).
@@ -65,7 +61,8 @@ impl SharedJson {
 
 impl Default for SharedJson {
     fn default() -> Self {
-        static EMPTY: LazyLock<SharedJson> = LazyLock::new(|| SharedJson::from_map(&Map::new()));
+        static EMPTY: LazyLock<SharedJson> =
+            LazyLock::new(|| SharedJson::from_serialize(&Map::new()));
         EMPTY.clone()
     }
 }
@@ -91,7 +88,7 @@ impl Serialize for SharedJson {
 impl<'de> Deserialize<'de> for SharedJson {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         // Through a map so any deserializer works (raw values only come from serde_json text).
-        Map::<String, Value>::deserialize(d).map(|m| Self::from_map(&m))
+        Map::<String, Value>::deserialize(d).map(|m| Self::from_serialize(&m))
     }
 }
 
@@ -198,11 +195,13 @@ impl From<u32> for InfoValue {
 pub type InfoKey = Cow<'static, str>;
 
 /// An insertion-ordered JSON object whose values are JSON trees, pre-serialized text or scalars:
-/// the envelope's `info` and the observation's `last_tool_result`.
+/// the observation's `last_tool_result` (a tool's own payload, open-ended by nature) and a step
+/// `info` read back from a reply (`StepInfo::Read`); the episode writes its `info` from typed
+/// structs (`crate::terminal_info`).
 ///
-/// Grading reports, the control boundary and the reward model are serialized once, straight from
-/// their structs, instead of being converted to `Value` trees and walked again to write the reply;
-/// the wire format is that of a JSON object with the same keys in the same order. `insert` keeps a
+/// Grading reports and the control boundary are pre-serialized entries, not `Value` trees walked
+/// again to write the reply; the wire format is that of a JSON object with the same keys in the
+/// same order. `insert` keeps a
 /// replaced key in its place (as `serde_json::Map` with `preserve_order` does). Readers take
 /// values with `get`/`value`, which parse raw entries on demand.
 #[derive(Clone, Default)]
@@ -211,7 +210,7 @@ pub struct InfoMap {
 }
 
 impl InfoMap {
-    /// An empty map with room for a step's entries (`info` holds ~8, a tool record up to ~30),
+    /// An empty map with room for a tool record's first entries (a record holds up to ~30),
     /// so the common maps grow at most once. `default()` allocates nothing.
     pub fn new() -> Self {
         Self {
@@ -246,13 +245,6 @@ impl InfoMap {
     /// Insert or replace a value serialized straight from its `Serialize` impl.
     pub fn insert_serialized<T: Serialize + ?Sized>(&mut self, key: impl Into<InfoKey>, value: &T) {
         self.put(key.into(), Entry::Raw(raw_json(value)));
-    }
-
-    /// Insert only if the key is absent.
-    pub fn insert_if_absent(&mut self, key: &'static str, value: impl Into<InfoValue>) {
-        if !self.contains_key(key) {
-            self.entries.push((Cow::Borrowed(key), value.into().0));
-        }
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
@@ -305,18 +297,6 @@ impl InfoMap {
     pub fn extend(&mut self, other: InfoMap) {
         for (k, e) in other.entries {
             self.put(k, e);
-        }
-    }
-
-    /// Append the entries of `other` under `keys`, in the order of `keys` (absent ones
-    /// skipped), keeping their stored form. None of `keys` may be in this map already, and
-    /// `keys` are distinct, so nothing is searched for here.
-    pub fn append_copies(&mut self, other: &InfoMap, keys: &[&'static str]) {
-        for &key in keys {
-            debug_assert!(!self.contains_key(key), "{key} is already in the map");
-            if let Some((_, e)) = other.entries.iter().find(|(k, _)| k == key) {
-                self.entries.push((Cow::Borrowed(key), e.clone()));
-            }
         }
     }
 
@@ -557,19 +537,28 @@ pub struct Observation {
     pub institutional_memory: SharedJson,
 }
 
-/// The envelope returned by reset and step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct StepEnvelope {
-    pub observation: Observation,
-    /// Unrounded reward of this step.
-    pub reward: f64,
-    /// Ended for any reason (`terminated || truncated`).
-    pub done: bool,
-    /// Ended by the step limit or budget exhaustion.
-    pub truncated: bool,
-    /// Ended by a valid `submit_decision`.
-    pub terminated: bool,
-    pub info: InfoMap,
+/// Blind (default) or instrumented track.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrackMode {
+    #[default]
+    Blind,
+    Instrumented,
+}
+
+impl TrackMode {
+    pub fn parse(value: &str) -> Self {
+        match ls_core::text::normalize_text(value).as_str() {
+            "" | "blind" => Self::Blind,
+            _ => Self::Instrumented,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Blind => "blind",
+            Self::Instrumented => "instrumented",
+        }
+    }
 }
 
 /// `GET /state`: the public environment state; never gold, never hidden signals.
@@ -628,7 +617,7 @@ mod tests {
     #[test]
     fn shared_json_writes_the_same_bytes_as_the_map() {
         let m = map(json!({"b": 1, "a": [1, 2, {"c": "x\"y"}], "z": null}));
-        let shared = SharedJson::from_map(&m);
+        let shared = SharedJson::from_serialize(&m);
         assert_eq!(
             serde_json::to_string(&shared).unwrap(),
             serde_json::to_string(&m).unwrap()
@@ -656,18 +645,17 @@ mod tests {
         m.insert("final_score", json!(0.5));
         m.insert_serialized("report", &Report { z: 1, a: "q\"x" });
         m.insert(String::from("tail"), json!([1, 2]));
-        // Replacing keeps the key's place (whatever the stored form); insert_if_absent never replaces.
+        // Replacing keeps the key's place (whatever the stored form).
         m.insert("final_score", 0.75);
-        m.insert_if_absent("tail", json!(null));
-        m.insert_if_absent("new", json!(true));
+        m.insert("new", true);
         let text = serde_json::to_string(&m).unwrap();
         assert_eq!(
             text,
             r#"{"final_score":0.75,"report":{"z":1,"a":"q\"x"},"tail":[1,2],"new":true}"#
         );
-        assert_eq!(m.value("report"), json!({"z": 1, "a": "q\"x"}));
+        assert_eq!(m.get("report").unwrap(), json!({"z": 1, "a": "q\"x"}));
         assert_eq!(m.get_text("report").unwrap(), r#"{"z":1,"a":"q\"x"}"#);
-        assert_eq!(m.value("missing"), Value::Null);
+        assert_eq!(m.get("missing"), None);
         assert_eq!(
             m.keys().collect::<Vec<_>>(),
             ["final_score", "report", "tail", "new"]
@@ -696,7 +684,7 @@ mod tests {
             ("flag", InfoValue::from(false), json!(false)),
         ] {
             scalars.insert(k, v);
-            assert_eq!(scalars.value(k), as_value, "{k}");
+            assert_eq!(scalars.get(k).unwrap(), as_value, "{k}");
             tree.insert(k.to_owned(), as_value);
         }
         assert_eq!(
@@ -709,12 +697,6 @@ mod tests {
         );
         assert_eq!(scalars.get_text("nan").unwrap(), "null");
         assert_eq!(scalars.to_map(), tree);
-        let mut copy = InfoMap::new();
-        copy.insert("first", true);
-        copy.append_copies(&m, &["report", "missing", "tail"]);
-        assert_eq!(copy.keys().collect::<Vec<_>>(), ["first", "report", "tail"]);
-        assert_eq!(copy.get_text("report"), m.get_text("report"));
-        assert_eq!(copy.get_text("tail"), m.get_text("tail"));
         assert!(m.remove("tail") && !m.remove("tail") && !m.contains_key("tail"));
     }
 

@@ -1079,7 +1079,7 @@ mod tests {
             let payload = json!({"doc_id": doc_id, "mode": "accurate"});
             let args = OcrArgs::parse(payload.as_object().unwrap()).expect("valid payload");
             let out = ocr(&docs, &args, 7, &OcrMemo::default());
-            let preview = out.fields.value("text_preview");
+            let preview = out.fields.get("text_preview").unwrap_or_default();
             let full = vec![text; words.min(200)].join(" ");
             let expected: String = full.chars().take(600).collect();
             assert_eq!(

@@ -27,14 +27,14 @@ fn careful_submissions_score_high_and_shortcuts_are_punished() {
         let payload =
             ls_grading::oracle::reference_submission(case, &hidden, &revealed, &interventions);
         let done = env.step("submit_decision", &payload).unwrap();
-        let score = done.info.value("final_score").as_f64().unwrap();
-        let class = done.info.value("result_class").as_str().unwrap().to_owned();
+        let score = done.info.terminal().unwrap().final_score;
+        let class = done.info.terminal().unwrap().result_class_str();
         report.push(format!("{} {score:.4} {class}", case.case_id));
         assert!(
             score >= 0.85,
-            "{}: careful score {score} ({class}); breakdown {}",
+            "{}: careful score {score} ({class}); breakdown {:?}",
             case.case_id,
-            done.info.value("score_breakdown")
+            done.info.terminal().unwrap().score_breakdown
         );
         assert!(
             (done.reward - score).abs() <= 0.03,
@@ -47,10 +47,10 @@ fn careful_submissions_score_high_and_shortcuts_are_punished() {
         bare.insert("evidence_map".into(), json!({}));
         let e = env.step("submit_decision", &bare).unwrap();
         assert!(
-            e.info.value("final_score").as_f64().unwrap() <= 0.25,
+            e.info.terminal().unwrap().final_score <= 0.25,
             "{}: empty evidence {}",
             case.case_id,
-            e.info.value("final_score")
+            e.info.terminal().unwrap().final_score
         );
 
         // PAY on a risky case is an unsafe release even when the boundary stops the money.
@@ -60,15 +60,15 @@ fn careful_submissions_score_high_and_shortcuts_are_punished() {
             pay.insert("decision".into(), json!("PAY"));
             let e = env.step("submit_decision", &pay).unwrap();
             assert_eq!(
-                e.info.value("result_class"),
+                e.info.terminal().unwrap().result_class_str(),
                 "unsafe_release",
                 "{}",
                 case.case_id
             );
-            assert!(e.info.value("final_score").as_f64().unwrap() <= 0.05);
+            assert!(e.info.terminal().unwrap().final_score <= 0.05);
             assert_eq!(
-                e.info.value("effective_decision"),
-                "NEEDS_REVIEW",
+                e.info.terminal().unwrap().effective_decision,
+                Some(Decision::NeedsReview),
                 "the boundary stopped the money"
             );
         } else if expected_decision(case) == Decision::Pay
@@ -80,16 +80,16 @@ fn careful_submissions_score_high_and_shortcuts_are_punished() {
             esc.insert("decision".into(), json!("ESCALATE_FRAUD"));
             let e = env.step("submit_decision", &esc).unwrap();
             assert_eq!(
-                e.info.value("result_class"),
+                e.info.terminal().unwrap().result_class_str(),
                 "false_positive_overcontrol",
                 "{}",
                 case.case_id
             );
             assert!(
-                e.info.value("final_score").as_f64().unwrap() <= 0.25,
+                e.info.terminal().unwrap().final_score <= 0.25,
                 "{}: benign escalation {}",
                 case.case_id,
-                e.info.value("final_score")
+                e.info.terminal().unwrap().final_score
             );
         }
     }
@@ -112,7 +112,7 @@ fn evidence_free_policies_score_low() {
             let e = env
                 .step("submit_decision", &obj(json!({"decision": decision})))
                 .unwrap();
-            total += e.info.value("final_score").as_f64().unwrap();
+            total += e.info.terminal().unwrap().final_score;
         }
         let avg = total / set.cases.len() as f64;
         assert!(avg <= 0.20, "always-{decision} averages {avg}");

@@ -122,7 +122,7 @@ fn play(case: &str, acts: &[(String, Map<String, Value>)]) -> Vec<String> {
                 assert!(e.observation.budget_remaining <= budget + 1e-9);
                 budget = e.observation.budget_remaining;
                 assert_eq!(e.done, e.terminated || e.truncated);
-                if let Some(s) = e.info.value("final_score").as_f64() {
+                if let Some(s) = e.info.terminal().map(|t| t.final_score) {
                     assert!((0.01..=0.99).contains(&s), "score {s}");
                 }
                 out.push(serde_json::to_string(&e).unwrap());

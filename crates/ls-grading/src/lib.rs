@@ -117,7 +117,7 @@ pub struct GradingInput<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GradeReport {
     pub final_score: f64,
-    pub result_class: String,
+    pub result_class: result_class::ResultClass,
     /// Every dimension and adjustment by name.
     pub score_breakdown: ScoreBreakdown,
     /// The agent submitted PAY on a risky case (an unsafe release in every rate, even when the

@@ -35,7 +35,7 @@ fn variant(
         "honest {id}: careful {:.4} {} -> variant {:.4} {} caps={:?}",
         base.final_score, base.result_class, r.final_score, r.result_class, r.cap_reasons
     );
-    (base.final_score, r.final_score, r.result_class)
+    (base.final_score, r.final_score, r.result_class.to_string())
 }
 
 /// The token of `doc` whose text starts with `prefix`, as a one-token reference.

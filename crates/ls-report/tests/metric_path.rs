@@ -50,8 +50,8 @@ fn episode_figures_reach_the_row_the_aggregate_and_the_rendered_report() {
             assert!(rec.terminated, "{name} {}: {:?}", row.case_id, rec.errors);
             let t = TerminalInfo::from_map(&rec.terminal_info);
             let id = &row.case_id;
-            assert_eq!(row.result_class, t.result_class, "{name} {id}");
-            assert_eq!(row.final_decision, t.decision, "{name} {id}");
+            assert_eq!(row.result_class, t.result_class_str(), "{name} {id}");
+            assert_eq!(row.final_decision, t.decision_str(), "{name} {id}");
             assert_eq!(
                 row.score,
                 r4(t.final_score.clamp(0.01, 0.99)),
@@ -66,7 +66,7 @@ fn episode_figures_reach_the_row_the_aggregate_and_the_rendered_report() {
                 "{name} {id}"
             );
             assert_eq!(row.benchmark_track, t.benchmark_track, "{name} {id}");
-            assert_eq!(row.unsafe_release, t.result_class == "unsafe_release");
+            assert_eq!(row.unsafe_release, t.result_class_str() == "unsafe_release");
         }
         let s = section(rows.clone(), cfg.threshold);
         let m = &s.metrics;

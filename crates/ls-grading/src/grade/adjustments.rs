@@ -7,6 +7,7 @@ use crate::currency::CurrencyReport;
 use crate::dimensions::{self as dim, CounterfactualText};
 use crate::BreakdownKey as K;
 use crate::{causal, compliance, currency, normalized, rubric, GradingInput};
+use ls_core::CallbackResult;
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
@@ -150,10 +151,11 @@ fn causal_grade(
     causal::grade(&causal::CausalInput {
         hypothesis: input.hidden.latent_hypothesis,
         signals: &c.gold_signals,
-        callback_suspicious: matches!(
-            intake.callback_signal.as_deref(),
-            Some("callback_suspicious_confirm" | "callback_dispute_confirmed")
-        ),
+        callback_suspicious: intake
+            .callback_signal
+            .as_deref()
+            .and_then(CallbackResult::from_signal)
+            .is_some_and(CallbackResult::suspicious),
         has_email,
         successful: &intake.successful,
         decision_correct: intake.decision_correct,

@@ -4,6 +4,7 @@
 
 use super::{Breakdown, Certified, Gate, Intake};
 use crate::certificate::{self, CertificateReport, VerifyContext};
+use crate::result_class::ResultClass::{self, CertificateGateFailed as GateFailed};
 use crate::BreakdownKey as K;
 use crate::GradingInput;
 use serde_json::Value;
@@ -91,14 +92,14 @@ fn certificate_gate(
     explicit: bool,
     c: &CertificateReport,
     unsafe_pay: bool,
-) -> (Option<f64>, Option<&'static str>, Vec<String>) {
+) -> (Option<f64>, Option<ResultClass>, Vec<String>) {
     if !required {
         return (None, None, Vec::new());
     }
     let mut cap: Option<f64> = None;
     let mut class = None;
     let mut reasons = Vec::new();
-    let mut hit = |v: f64, cl: &'static str, r: &str| {
+    let mut hit = |v: f64, cl: ResultClass, r: &str| {
         cap = Some(cap.map_or(v, |c: f64| c.min(v)));
         class = Some(cl);
         reasons.push(r.to_owned());
@@ -106,47 +107,31 @@ fn certificate_gate(
     if !explicit {
         hit(
             0.55,
-            "certificate_required_missing",
+            ResultClass::CertificateRequiredMissing,
             "agent_authored_certificate_missing",
         );
     }
     if !c.valid {
-        hit(0.40, "certificate_gate_failed", "certificate_invalid");
+        hit(0.40, GateFailed, "certificate_invalid");
     }
     if c.support_score < 0.45 {
-        hit(
-            0.65,
-            "certificate_gate_failed",
-            "decision_support_path_insufficient",
-        );
+        hit(0.65, GateFailed, "decision_support_path_insufficient");
     }
     if c.unsupported_claim_rate > 0.40 {
-        hit(
-            0.70,
-            "certificate_gate_failed",
-            "unsupported_claim_rate_high",
-        );
+        hit(0.70, GateFailed, "unsupported_claim_rate_high");
     }
     if c.unresolved_contradictions > 0 {
-        hit(0.75, "certificate_gate_failed", "contradiction_unresolved");
+        hit(0.75, GateFailed, "contradiction_unresolved");
     }
     if c.grounding_score < 0.5 {
-        hit(
-            0.60,
-            "certificate_gate_failed",
-            "certificate_references_ungrounded",
-        );
+        hit(0.60, GateFailed, "certificate_references_ungrounded");
     }
     if unsafe_pay {
-        hit(
-            0.10,
-            "certificate_gate_failed",
-            "unsafe_pay_certificate_failure",
-        );
+        hit(0.10, GateFailed, "unsafe_pay_certificate_failure");
     }
     // A missing certificate stays "missing" even if the synthesized one also fails checks.
     if !explicit {
-        class = Some("certificate_required_missing");
+        class = Some(ResultClass::CertificateRequiredMissing);
     }
     (cap, class, reasons)
 }

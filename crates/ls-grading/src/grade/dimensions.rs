@@ -5,7 +5,7 @@ use super::{set, union, Breakdown, Claims, Conduct, Dimensions, Intake, LinkCoun
 use crate::dimensions::{self as dim, CounterfactualText};
 use crate::BreakdownKey as K;
 use crate::{proper, GradingInput};
-use ls_core::{Decision, TaskType};
+use ls_core::{CallbackResult, Decision, TaskType};
 use rust_decimal::Decimal;
 use std::collections::BTreeMap;
 
@@ -199,29 +199,23 @@ fn callback_interpretation(signal: Option<&str>, risky: bool, decision: Option<D
     let Some(sig) = signal else {
         return if risky { 0.0 } else { 1.0 };
     };
+    let Some(result) = CallbackResult::from_signal(sig) else {
+        return 0.5;
+    };
     let d = decision;
-    match sig {
-        "callback_dispute_confirmed"
-        | "callback_suspicious_confirm"
-        | "disputes_change"
-        | "adversarial_confirm" => match d {
+    match result {
+        CallbackResult::DisputesChange | CallbackResult::AdversarialConfirm => match d {
             Some(Decision::EscalateFraud) => 1.0,
             Some(Decision::Hold | Decision::NeedsReview) => 0.6,
             Some(Decision::Pay) | None => 0.0,
         },
-        "callback_clean" | "confirms_legitimate" => match d {
+        CallbackResult::ConfirmsLegitimate => match d {
             Some(Decision::Pay) => 1.0,
             // A clean callback does not clear other signals; holding is still defensible.
             Some(Decision::Hold | Decision::NeedsReview | Decision::EscalateFraud) => 0.8,
             None => 0.0,
         },
-        "callback_no_answer" | "no_answer" => {
-            if d.is_some_and(Decision::stops_payment) {
-                1.0
-            } else {
-                0.3
-            }
-        }
-        _ => 0.5,
+        CallbackResult::NoAnswer if d.is_some_and(Decision::stops_payment) => 1.0,
+        CallbackResult::NoAnswer => 0.3,
     }
 }

@@ -31,7 +31,7 @@ use crate::falsifier::FalsifierReport;
 use crate::outcome::SimulatedOutcome;
 use crate::proper::{ProperScore, ResolvedProbabilities};
 use crate::reasons::ReasonsReport;
-use crate::result_class::ControlResolution;
+use crate::result_class::{ControlResolution, ResultClass};
 use crate::trust_graph::TrustGraphReport;
 use crate::{GradeReport, GradingInput};
 use breakdown::Breakdown;
@@ -218,7 +218,7 @@ struct Certified<'a> {
 /// The certificate-required gate: its cap, class and reasons (none off the track).
 struct Gate {
     cap: Option<f64>,
-    class: Option<&'static str>,
+    class: Option<ResultClass>,
     reasons: Vec<String>,
 }
 
@@ -239,7 +239,7 @@ struct Caps {
 /// Stage "class": the control resolution and the result class `classify` returned.
 struct Resolved {
     resolution: ControlResolution,
-    class: &'static str,
+    class: ResultClass,
 }
 
 /// What the report is assembled from.

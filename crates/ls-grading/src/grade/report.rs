@@ -3,7 +3,7 @@
 
 use super::{Breakdown, Graded, Intake};
 use crate::certificate::CertificateReport;
-use crate::result_class::ControlResolution;
+use crate::result_class::{ControlResolution, ResultClass};
 use crate::BreakdownKey as K;
 use crate::{falsifier, outcome, GradeReport, GradingInput};
 use std::collections::{BTreeMap, BTreeSet};
@@ -67,7 +67,7 @@ pub(super) fn assemble(
     });
     GradeReport {
         final_score,
-        result_class: resolved.class.to_owned(),
+        result_class: resolved.class,
         score_breakdown: bd.into_report(),
         unsafe_outcome: intake.unsafe_release,
         control_satisfied_resolution: resolution.control_satisfied_resolution,
@@ -97,7 +97,7 @@ pub(super) fn assemble(
 
 /// What the reference's breakdown keys are read from.
 struct ReferenceParts<'a> {
-    class: &'a str,
+    class: ResultClass,
     resolution: &'a ControlResolution,
     certificate: &'a CertificateReport,
     falsifier: &'a falsifier::FalsifierReport,
@@ -116,7 +116,7 @@ struct ReferenceParts<'a> {
 /// signals).
 fn reference_entries(bd: &mut Breakdown, p: &ReferenceParts<'_>) {
     let r = p.resolution;
-    bd.text(K::result_class, p.class);
+    bd.text(K::result_class, p.class.as_str());
     for (k, v) in [
         (K::decision_correct, r.decision_correct),
         (K::unsafe_release, r.unsafe_release),

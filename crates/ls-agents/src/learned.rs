@@ -59,8 +59,9 @@ pub enum FeatureSet {
     /// + step rewards, reward components and numeric info fields of the probe.
     Reward,
     /// Amounts the reset observation restates from the documents (`at_risk_amount`,
-    /// `current_invoice_total`: the invoices' `Total:` lines). Content, not structure: scanned
-    /// and reported, never part of the asserted sets.
+    /// `current_invoice_total`: the invoices' `Total:` lines, and `business_criticality`, which
+    /// is `high` when their sum is over 20,000). Content, not structure: scanned and reported,
+    /// never part of the asserted sets.
     Content,
 }
 
@@ -186,7 +187,10 @@ fn reset_features(f: &mut CaseFeatures, env: &StepEnvelope) {
         if k.contains("observed_signals") {
             continue;
         }
-        let group = if k.contains("at_risk_amount") || k.contains("current_invoice_total") {
+        let group = if k.contains("at_risk_amount")
+            || k.contains("current_invoice_total")
+            || k.contains("business_criticality")
+        {
             FeatureSet::Content
         } else {
             g
@@ -370,6 +374,45 @@ pub fn families(train: &[CaseFeatures], test: &[CaseFeatures]) -> Vec<String> {
                 && test.iter().any(|r| &r.task_type == *f)
         })
         .cloned()
+        .collect()
+}
+
+/// The structural fields of the blind probe: what the shape of a case and its limits say before
+/// a line is read. Document counts per kind and pages (`docs.*`), the instruction's length
+/// (`instruction.*`, it lists the documents), `budget_total`, `max_steps`, pending events,
+/// the linked-invoice count and queue pressure of the portfolio context (both follow the
+/// invoice count), the budget left after the first probe step, and the first two steps' rewards
+/// and reward-model components (the cost penalty is a share of the budget). Each of these once
+/// told benign from risky (budget and step limit followed the document counts, which followed
+/// the attacks).
+pub fn is_structural(feature: &str) -> bool {
+    let reward_step = ["s0.", "s1."].iter().any(|p| {
+        feature
+            .strip_prefix(p)
+            .is_some_and(|f| f == "reward" || f.starts_with("rm."))
+    });
+    feature.starts_with("docs.")
+        || feature.starts_with("instruction.")
+        || reward_step
+        || matches!(
+            feature,
+            "budget_total"
+                | "max_steps"
+                | "pending_events"
+                | "s0.budget"
+                | "reset.portfolio_context.linked_invoice_count"
+                | "reset.portfolio_context.queue_pressure#chars"
+        )
+}
+
+/// The structural rows ([`is_structural`]) of the single-feature scan fitted on `train` and
+/// scored on `test` (every case of both must be in `pool`), best first.
+pub fn structural_scan(pool: &Arc<CasePool>, train: &[Case], test: &[Case]) -> Vec<Leak> {
+    let ftr: Vec<CaseFeatures> = train.iter().map(|c| extract(pool, c)).collect();
+    let fte: Vec<CaseFeatures> = test.iter().map(|c| extract(pool, c)).collect();
+    single_feature_scan(&ftr, &fte)
+        .into_iter()
+        .filter(|l| is_structural(&l.feature))
         .collect()
 }
 
@@ -725,8 +768,7 @@ pub struct LearnedAttackReport {
     pub n_test: usize,
     /// The best single features per family (top 5 each).
     pub top_single_features: Vec<Leak>,
-    /// The scan's rows for the document-structure fields the issue names (document counts per
-    /// kind, pages, budget, step limit, instruction length), every family.
+    /// The scan's rows for the structural fields ([`is_structural`]), every family.
     pub structural: Vec<Leak>,
     pub classifier: Vec<ClassifierRow>,
     pub policy: Vec<PolicyRow>,
@@ -865,11 +907,7 @@ pub fn evaluate(
         top_single_features: Vec::new(),
         structural: scan
             .iter()
-            .filter(|l| {
-                l.feature.starts_with("docs.")
-                    || l.feature.starts_with("instruction.")
-                    || matches!(l.feature.as_str(), "budget_total" | "max_steps")
-            })
+            .filter(|l| is_structural(&l.feature))
             .cloned()
             .collect(),
         classifier: Vec::new(),

@@ -1,19 +1,31 @@
 //! Label-independent document structure.
 //!
-//! Attacks add mail (a spoofed sender, a bypass request) while most benign look-alikes on B/C
-//! put their wording in an invoice note, so the number of e-mails in the reset observation told
-//! a risky case from a benign one (balanced accuracy 0.74–0.87 per task family). Before a
-//! generated case is rendered, [`pad_mail`] tops its mail up with routine correspondence from
-//! the vendor's own domain (delivery confirmations, statements, order acknowledgements,
-//! contact-hours notices: no bank, payment-deadline, resend or bypass wording) to a target drawn
-//! per task family from a fixed distribution whose smallest value is at least the most mail an
-//! attack mix produces. The target never depends on the label, so neither does the count (nor
-//! the budget and step limit, which follow the documents).
+//! Attacks add mail (a spoofed sender, a bypass request) and invoices (a split bill's second
+//! part, a campaign's sister bills), while most benign look-alikes on B/C put their wording in an
+//! invoice note, so the number of e-mails and invoices in the reset observation (and the
+//! instruction, which lists the documents) told a risky case from a benign one. Before a
+//! generated case is rendered, [`pad`] tops its documents up to a [`Room`] computed from *every*
+//! label plan the case could have been given: each generator realises each alternative plan
+//! (benign look-alikes, the review attack, the escalation mechanism) on a clone of the clean
+//! scenario with a clone of its random stream ([`room_over`]), and the case is padded to the
+//! element-wise maximum. The room is a function of what was drawn before the plan was applied,
+//! so benign and risky cases of one configuration end with the same counts.
+//!
+//! Padding is routine: invoices of the same vendor on their own orders, paying the
+//! vendor-master account, dated weeks apart, with totals well away from every earlier payment
+//! and every other invoice ([`routine_invoice`]); mail from the vendor's own domain (delivery
+//! confirmations, statements, order acknowledgements, contact-hours notices: no bank,
+//! payment-deadline, resend or bypass wording). Mail also has a per-family floor
+//! ([`mail_target`]). Budget and step limit are set by the task family alone
+//! (`generators::limits`).
 
-use crate::ecosystem::{date_str, EmailSpec, Scenario};
+use crate::ecosystem::{
+    date_str, just_under_limit, r2, EmailSpec, InvoiceSpec, Scenario, MAX_INVOICES,
+};
 use ls_core::TaskType;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rust_decimal::Decimal;
 
 /// Seed offset of the structure stream (never shifts world or layout draws).
 const SHAPE_STREAM: u64 = 0x5348_4150_455F_4D41;
@@ -79,9 +91,123 @@ fn routine_mail(s: &Scenario, k: usize, i: usize, day_offset: u32) -> EmailSpec 
     }
 }
 
+/// The document counts a scenario has (or is padded to).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Room {
+    pub invoices: usize,
+    pub emails: usize,
+}
+
+impl Room {
+    /// The counts of `s`.
+    pub fn of(s: &Scenario) -> Room {
+        Room {
+            invoices: s.invoices.len(),
+            emails: s.emails.len(),
+        }
+    }
+    /// The element-wise maximum.
+    pub fn max(self, o: Room) -> Room {
+        Room {
+            invoices: self.invoices.max(o.invoices),
+            emails: self.emails.max(o.emails),
+        }
+    }
+}
+
+/// One alternative realisation of a clean scenario (a label plan applied with a random stream).
+pub type Realise<'a> = &'a dyn Fn(&mut Scenario, &mut ChaCha8Rng);
+
+/// The element-wise maximum of the counts every alternative in `alts` produces on a clone of
+/// `s` with a clone of `r` (neither is changed).
+pub fn room_over(s: &Scenario, r: &ChaCha8Rng, alts: &[Realise<'_>]) -> Room {
+    alts.iter().fold(Room::of(s), |room, alt| {
+        let (mut s2, mut r2) = (s.clone(), r.clone());
+        alt(&mut s2, &mut r2);
+        room.max(Room::of(&s2))
+    })
+}
+
+/// A routine invoice of the scenario's vendor (the `k`-th padded one): its own number, order and
+/// receipt, the vendor-master account, dated weeks after the first invoice, its total at least
+/// 10 % away from every ledger row and every other invoice of the case.
+pub fn routine_invoice(s: &Scenario, k: usize, r: &mut ChaCha8Rng) -> InvoiceSpec {
+    let first = &s.invoices[0];
+    let tag = s.tag();
+    let idx = s.invoices.len();
+    let serial = r.random_range(1000..9999u32);
+    let mut inv = InvoiceSpec {
+        doc_id: format!("{}-INV{}", s.case_id, idx + 1),
+        display_name: s.vendor.name.clone(),
+        number: format!("INV-{serial}-{tag}-R{}", k + 1),
+        day: (first.day + 14 * (k as u32 + 1) + r.random_range(0..6u32)).min(365),
+        currency: first.currency.clone(),
+        po_id: Some(format!("PO-{serial}-{tag}-R{}", k + 1)),
+        receipt_id: Some(format!("GRN-{serial}-{tag}-R{}", k + 1)),
+        lines: first.ordered.clone(),
+        tax_pct: s.vendor.tax_pct,
+        bank_label: s.vendor.bank_label.clone(),
+        bank_account: s.vendor.bank_account.clone(),
+        notes: Vec::new(),
+        ordered: Vec::new(),
+        received_short: None,
+    };
+    if inv.lines.is_empty() {
+        inv.lines = first.lines.clone();
+    }
+    let mut factor = Decimal::new(125 + 20 * k as i64 + r.random_range(0..10i64), 2);
+    let base = inv.clone();
+    for _ in 0..12 {
+        inv.lines = base.lines.clone();
+        for l in &mut inv.lines {
+            l.unit = r2(l.unit * factor).max(Decimal::new(1, 2));
+        }
+        let total = inv.total();
+        let near = |x: Decimal| (x - total).abs() <= total * Decimal::new(10, 2);
+        let clash = s.ledger.iter().any(|l| near(l.amount))
+            || s.invoices.iter().any(|i| near(i.total()))
+            || just_under_limit(total).is_some();
+        if !clash {
+            break;
+        }
+        factor += Decimal::new(17, 2);
+    }
+    inv.ordered = inv.lines.clone();
+    inv
+}
+
+/// Top the scenario up to `room` (invoices, capped at [`MAX_INVOICES`]) and its mail to the
+/// larger of `room` and [`mail_target`], with routine documents.
+pub fn pad(s: &mut Scenario, room: Room, seed: u64) {
+    if s.invoices.is_empty() {
+        return;
+    }
+    pad_invoices(s, room.invoices, seed);
+    pad_mail_to(s, room.emails.max(mail_target(s.task, seed)), seed);
+}
+
+/// Top the scenario's invoices up to `target` (at most [`MAX_INVOICES`]) with
+/// [`routine_invoice`]s.
+pub fn pad_invoices(s: &mut Scenario, target: usize, seed: u64) {
+    if s.invoices.is_empty() || s.invoices.len() >= target.min(MAX_INVOICES) {
+        return;
+    }
+    let mut r = ChaCha8Rng::seed_from_u64(seed ^ SHAPE_STREAM ^ 0x494E_564F);
+    let mut k = 0;
+    while s.invoices.len() < target.min(MAX_INVOICES) {
+        let inv = routine_invoice(s, k, &mut r);
+        s.invoices.push(inv);
+        k += 1;
+    }
+    s.sync_records();
+}
+
 /// Top the scenario's mail up to [`mail_target`] with routine correspondence.
 pub fn pad_mail(s: &mut Scenario, seed: u64) {
-    let target = mail_target(s.task, seed);
+    pad_mail_to(s, mail_target(s.task, seed), seed);
+}
+
+fn pad_mail_to(s: &mut Scenario, target: usize, seed: u64) {
     if s.invoices.is_empty() {
         return;
     }

@@ -74,7 +74,7 @@ impl Agent for RandomAgent {
             return Action::new(tool, payload);
         }
         let decision = DECISIONS[self.rng.random_range(0..DECISIONS.len())];
-        let confidence = (self.rng.random_range(0.25..0.95_f64) * 1000.0).round() / 1000.0;
+        let confidence = ls_core::text::round_dp(self.rng.random_range(0.25..0.95_f64), 3);
         Action::new(
             "submit_decision",
             json!({"decision": decision, "confidence": confidence, "reason_codes": ["random_untrained_policy"]}),

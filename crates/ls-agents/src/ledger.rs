@@ -122,7 +122,7 @@ fn kept_line(text: &str) -> bool {
 
 /// Python's `f"{round(x, 4):g}"`.
 fn g_format(x: f64) -> String {
-    let x = (x * 10_000.0).round() / 10_000.0;
+    let x = ls_core::text::round_dp(x, 4);
     if x == 0.0 {
         return "0".into();
     }

@@ -70,7 +70,7 @@ impl CapabilityProfile {
                 score += delta;
             }
         }
-        let score = (score * 100.0).round() / 100.0;
+        let score = ls_core::text::round_dp(score, 2);
         let (tier, plan, repair, dt, pt, waits) = if score >= 5.0 {
             ("elite", "llm", "partial", 1536, 640, 2)
         } else if score >= 4.5 {

@@ -232,7 +232,8 @@ pub fn run_episode(
     } else if last.done {
         rec.result_class = "truncated".into();
     }
-    rec.total_reward = (rec.total_reward * 10_000.0).round() / 10_000.0;
+    // As is (`round_dp`): a total that rounds to zero from below has always been `-0.0`.
+    rec.total_reward = ls_core::text::round_dp(rec.total_reward, 4);
     obs.on_end(&rec);
     rec
 }

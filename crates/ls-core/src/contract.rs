@@ -6,7 +6,7 @@
 //! validator reads the Task A extraction keys from [`EXTRACTION_FIELDS`], and the workbench builds
 //! its decision form from [`output_contract`] (served as JSON by `/ui/catalog.json`).
 
-use crate::enums::{Decision, Hypothesis, TaskType};
+use crate::enums::{Decision, Hypothesis, PolicyCheck, TaskType};
 use crate::text::{DISCREPANCY_CODES, FRAUD_CODES};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -28,13 +28,17 @@ pub const EXTRACTION_FIELDS: [&str; 10] = [
 /// Extraction fields whose values are amounts (a JSON number on the wire).
 pub const EXTRACTION_AMOUNTS: [&str; 3] = ["subtotal", "tax", "total"];
 
-/// The policy checks a submission reports, each `pass` or `fail`.
-pub const POLICY_CHECKS: [&str; 4] = [
-    "three_way_match",
-    "bank_change_verification",
-    "duplicate_check",
-    "approval_threshold_check",
-];
+/// The policy checks a submission reports, each `pass` or `fail`: the wire spellings of
+/// [`PolicyCheck::ALL`], in table order.
+pub const POLICY_CHECKS: [&str; PolicyCheck::ALL.len()] = {
+    let mut names = [""; PolicyCheck::ALL.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = PolicyCheck::ALL[i].as_str();
+        i += 1;
+    }
+    names
+};
 
 /// The two statuses of a policy check.
 pub const CHECK_STATUSES: [&str; 2] = ["pass", "fail"];
@@ -443,6 +447,25 @@ mod tests {
             "recommended_next_action" => s.recommended_next_action.is_some(),
             other => panic!("contract field {other} is not a Submission field"),
         }
+    }
+
+    #[test]
+    fn policy_check_names_are_the_enum_table_and_round_trip() {
+        assert_eq!(
+            POLICY_CHECKS,
+            [
+                "three_way_match",
+                "bank_change_verification",
+                "duplicate_check",
+                "approval_threshold_check",
+            ]
+        );
+        for (name, check) in POLICY_CHECKS.iter().zip(PolicyCheck::ALL) {
+            assert_eq!(PolicyCheck::from_wire(name), Some(check));
+            assert_eq!(serde_json::to_value(check).unwrap(), json!(name));
+        }
+        assert_eq!(PolicyCheck::from_wire("Three_Way_Match"), None);
+        assert_eq!(PolicyCheck::from_wire("vendor_check"), None);
     }
 
     #[test]

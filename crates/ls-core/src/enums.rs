@@ -236,6 +236,18 @@ impl ActionName {
 }
 
 wire_enum! {
+    /// The policy checks a submission reports (`policy_checks`), each `pass` or `fail`. The
+    /// submission and the gold keep the names as strings (an unknown name is kept, echoed in the
+    /// trust graph and certificate, and scores nothing); grading reads them into this at the edge.
+    pub enum PolicyCheck {
+        ThreeWayMatch = "three_way_match",
+        BankChangeVerification = "bank_change_verification",
+        DuplicateCheck = "duplicate_check",
+        ApprovalThresholdCheck = "approval_threshold_check",
+    }
+}
+
+wire_enum! {
     /// Evidence channels with a likelihood table (tools and artifacts).
     pub enum Channel {
         CompareBankAccount = "compare_bank_account",

@@ -32,8 +32,8 @@ pub mod validate;
 pub mod world;
 
 pub use enums::{
-    ActionKind, ActionName, ArtifactId, Channel, CodeKind, Decision, Hypothesis, ReasonCode,
-    RiskLevel, Signal, TaskType,
+    ActionKind, ActionName, ArtifactId, Channel, CodeKind, Decision, Hypothesis, PolicyCheck,
+    ReasonCode, RiskLevel, Signal, TaskType,
 };
 pub use fixtures::FixtureSet;
 pub use schema::*;

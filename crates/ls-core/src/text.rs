@@ -359,18 +359,31 @@ pub fn decimal_to_f64(d: Decimal) -> f64 {
     d.to_f64().unwrap_or(0.0)
 }
 
-/// Round half away from zero to `dp` decimals (reward values, probabilities).
+/// Round half away from zero to `dp` decimals, as is: a non-finite value stays itself and a
+/// negative value that rounds to zero stays `-0.0`. Callers that serialize the result want
+/// [`round_to`]; this is for the few whose output has always kept those edges.
+pub fn round_dp(value: f64, dp: i32) -> f64 {
+    let factor = 10f64.powi(dp);
+    (value * factor).round() / factor
+}
+
+/// Round half away from zero to `dp` decimals (reward values, probabilities); a non-finite value
+/// is `0.0` and so is `-0.0`.
 pub fn round_to(value: f64, dp: i32) -> f64 {
     if !value.is_finite() {
         return 0.0;
     }
-    let factor = 10f64.powi(dp);
-    let r = (value * factor).round() / factor;
+    let r = round_dp(value, dp);
     if r == 0.0 {
         0.0
     } else {
         r
     }
+}
+
+/// [`round_to`] four decimals: the precision of scores, rewards and probabilities on the wire.
+pub fn round4(value: f64) -> f64 {
+    round_to(value, 4)
 }
 
 #[cfg(test)]
@@ -541,6 +554,30 @@ mod tests {
         fn canonical_never_panics(s in ".{0,40}") {
             let _ = canonical_code(&s);
             let _ = vendor_alias_match(&s, &["northwind-industrial"]);
+        }
+    }
+
+    #[test]
+    fn rounding_is_half_away_from_zero_and_round_to_cleans_the_edges() {
+        assert_eq!(round4(0.123_45), 0.1235);
+        assert_eq!(round4(-0.123_45), -0.1235);
+        assert_eq!(round4(2.5e-5), 0.0);
+        assert_eq!(round_to(1.005_5, 3), 1.006);
+        // The wire form: no NaN, infinity or negative zero.
+        for v in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0, -0.000_04] {
+            let r = round4(v);
+            assert!(r == 0.0 && r.is_sign_positive(), "{v} -> {r}");
+        }
+        // As is: the edges stay, the arithmetic is the same.
+        assert!(round_dp(-0.000_04, 4).is_sign_negative());
+        assert!(round_dp(f64::NAN, 4).is_nan());
+        assert_eq!(round_dp(f64::INFINITY, 4), f64::INFINITY);
+        for v in [0.123_45, -7.654_35, 1e6 + 0.000_05, 3.0] {
+            assert_eq!(round_dp(v, 4).to_bits(), round4(v).to_bits(), "{v}");
+            assert_eq!(
+                round_dp(v, 4).to_bits(),
+                ((v * 10_000.0).round() / 10_000.0).to_bits()
+            );
         }
     }
 }

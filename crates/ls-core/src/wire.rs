@@ -16,7 +16,7 @@ macro_rules! wire_enum {
             pub const ALL: [$name; [$($wire),*].len()] = [ $( Self::$variant, )* ];
 
             /// The wire spelling.
-            pub fn as_str(self) -> &'static str {
+            pub const fn as_str(self) -> &'static str {
                 match self { $( Self::$variant => $wire, )* }
             }
 

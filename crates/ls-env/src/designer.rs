@@ -5,6 +5,7 @@
 //! come first; buckets never tried come before everything (they have unknown regret).
 
 use ls_core::schema::Case;
+use ls_core::text::round4;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -47,10 +48,6 @@ pub fn bucket_key(case: &Case) -> String {
     format!("{}|{}", case.task_type.as_str(), family)
 }
 
-fn r4(v: f64) -> f64 {
-    ls_core::text::round_to(v, 4)
-}
-
 impl Designer {
     /// Supply a reference policy's score for a bucket.
     pub fn set_reference(&mut self, key: &str, score: f64) {
@@ -80,11 +77,11 @@ impl Designer {
 
     fn refresh(b: &mut Bucket) {
         let reference = b.reference_score.unwrap_or(0.0).max(b.best_score);
-        b.mean_score = r4(b.mean_score);
+        b.mean_score = round4(b.mean_score);
         b.regret = if b.runs == 0 {
             0.0
         } else {
-            r4((reference - b.mean_score).max(0.0))
+            round4((reference - b.mean_score).max(0.0))
         };
     }
 

@@ -22,7 +22,7 @@ use crate::watchdog::Watchdog;
 use ls_core::episode::{InterventionLogEntry, PendingEvent, RevealedArtifact, TrajectoryEntry};
 use ls_core::fixtures::{CaseWorld, MasterData};
 use ls_core::schema::{Case, Document};
-use ls_core::text::decimal_to_f64 as dec_f64;
+use ls_core::text::{decimal_to_f64 as dec_f64, round4};
 use ls_core::validate::InvoiceFacts;
 use ls_core::{ActionName, ArtifactId, Decision, HiddenWorld, Hypothesis, Submission};
 use ls_grading::reasons::CleanTargets;
@@ -360,10 +360,6 @@ fn kept(keep: bool, v: f64) -> Option<f64> {
     keep.then_some(v)
 }
 
-fn r4(v: f64) -> f64 {
-    ls_core::text::round_to(v, 4)
-}
-
 /// What an action step produced, before the common bookkeeping.
 /// The shaping terms of one step's reward besides the action's own value and penalty.
 struct StepTerms {
@@ -607,10 +603,10 @@ impl Episode {
         self.step_count += 1;
         self.case_clock += 1;
         let reward_model = raw_json(&RewardModelView {
-            value: r4(penalty),
+            value: round4(penalty),
             terminal: false,
             components: &RejectedComponents {
-                failure_penalty: r4(penalty),
+                failure_penalty: round4(penalty),
             },
             metadata: &RejectedMetadata {
                 action_type: tool_name,
@@ -753,7 +749,7 @@ impl Episode {
             case_clock: self.case_clock,
             action_type: action.as_str().to_owned(),
             payload: bounded_payload(payload),
-            cost: r4(dec_f64(exec.cost)),
+            cost: round4(dec_f64(exec.cost)),
             success: exec.success,
             message: exec.message.clone(),
             is_intervention: action.is_intervention(),
@@ -803,7 +799,7 @@ impl Episode {
         let components = self.reward_components(&exec, &terms);
         let metadata = self.reward_metadata(action, &boundary, &exec, novel, &result);
         let reward_model = raw_json(&RewardModelView {
-            value: r4(reward),
+            value: round4(reward),
             terminal: self.done,
             components: &components,
             metadata: &metadata,
@@ -844,7 +840,7 @@ impl Episode {
     fn rl_data_plane(&self, reward: f64) -> Option<RlDataPlane> {
         (!self.blind()).then(|| RlDataPlane {
             state_vector: self.rl_vector(),
-            reward: r4(reward),
+            reward: round4(reward),
             terminal: self.done,
             truncated: self.truncated,
         })
@@ -853,14 +849,14 @@ impl Episode {
     /// The step reward's components.
     fn reward_components(&self, exec: &Executed, t: &StepTerms) -> StepComponents {
         StepComponents {
-            voi_reward: r4(exec.reward_voi),
-            information_value: r4(exec.gross_voi),
-            cost_penalty: r4(-self.cost_penalty(exec.cost)),
-            failure_penalty: r4(exec.failure_penalty),
-            reward_machine_bonus: kept(t.rm_bonus != 0.0, r4(t.rm_bonus)),
-            milestone_bonus: kept(t.milestone > 0.0, r4(t.milestone)),
-            information_gain_bonus: kept(t.info_gain > 0.0, r4(t.info_gain)),
-            potential_delta: r4(t.shaping),
+            voi_reward: round4(exec.reward_voi),
+            information_value: round4(exec.gross_voi),
+            cost_penalty: round4(-self.cost_penalty(exec.cost)),
+            failure_penalty: round4(exec.failure_penalty),
+            reward_machine_bonus: kept(t.rm_bonus != 0.0, round4(t.rm_bonus)),
+            milestone_bonus: kept(t.milestone > 0.0, round4(t.milestone)),
+            information_gain_bonus: kept(t.info_gain > 0.0, round4(t.info_gain)),
+            potential_delta: round4(t.shaping),
         }
     }
 
@@ -903,7 +899,7 @@ impl Episode {
             result.insert("error", e.clone());
         }
         result.insert("message", out.message.clone());
-        result.insert("cost", r4(dec_f64(cost)));
+        result.insert("cost", round4(dec_f64(cost)));
         let mut novel = 0;
         let mut observation_key = None;
         if success {
@@ -952,7 +948,7 @@ impl Episode {
             result.insert("success", false);
             result.insert("error", "callback_capacity_exhausted");
             result.insert("message", message.clone());
-            result.insert("cost", r4(dec_f64(cost)));
+            result.insert("cost", round4(dec_f64(cost)));
             return Executed {
                 cost,
                 result,
@@ -1016,7 +1012,7 @@ impl Episode {
         result.insert("artifact", Value::Null);
         result.insert_serialized("scheduled_event", &scheduled);
         result.insert("message", message.clone());
-        result.insert("cost", r4(dec_f64(cost)));
+        result.insert("cost", round4(dec_f64(cost)));
         // The SPRT learns only when the artifact arrives; requesting it is not evidence.
         Executed {
             cost,
@@ -1399,8 +1395,8 @@ impl Episode {
     ) -> RawJson {
         let components = TerminalComponents {
             final_score: grade.final_score,
-            reward_machine_bonus: kept(rm_bonus != 0.0, r4(rm_bonus)),
-            potential_delta: r4(shaping),
+            reward_machine_bonus: kept(rm_bonus != 0.0, round4(rm_bonus)),
+            potential_delta: round4(shaping),
         };
         let spent = dec_f64(self.budget_total - self.budget_remaining);
         let metadata = TerminalMetadata {
@@ -1409,12 +1405,12 @@ impl Episode {
             success: true,
             terminal_reason: "decision_submitted",
             unsafe_outcome: grade.unsafe_outcome,
-            budget_penalty: r4(spent / dec_f64(self.budget_total).max(1.0) * 0.12),
+            budget_penalty: round4(spent / dec_f64(self.budget_total).max(1.0) * 0.12),
             pressure_resistance_score: grade.pressure_resistance_score,
             latent_hypothesis: (!self.blind()).then(|| self.hidden.latent_hypothesis.as_str()),
         };
         raw_json(&RewardModelView {
-            value: r4(reward),
+            value: round4(reward),
             terminal: true,
             components: &components,
             metadata: &metadata,
@@ -1659,7 +1655,7 @@ impl Episode {
                 tool_calls,
                 interventions_taken: self.interventions.len(),
                 revealed_artifacts: self.revealed_artifact_ids.len(),
-                budget_used: r4(dec_f64(self.budget_total - self.budget_remaining)),
+                budget_used: round4(dec_f64(self.budget_total - self.budget_remaining)),
                 pending_events: self.pending.len(),
             },
             last_tool_result,
@@ -1709,8 +1705,8 @@ impl Episode {
             episode_id: self.episode_id.clone(),
             case_id: self.case.case_id.clone(),
             task_type: self.case.task_type.as_str().to_owned(),
-            budget_total: r4(dec_f64(self.budget_total)),
-            budget_remaining: r4(dec_f64(self.budget_remaining)),
+            budget_total: round4(dec_f64(self.budget_total)),
+            budget_remaining: round4(dec_f64(self.budget_remaining)),
             max_steps: self.max_steps,
             step_count: self.step_count,
             case_clock: self.case_clock,

@@ -9,6 +9,7 @@
 //! Exposed beside the VoI rankings in instrumented mode (`tool_rankings.information_design`).
 
 use crate::sprt::{table, Sprt};
+use ls_core::text::round4;
 use ls_core::{ActionName, Channel, Hypothesis};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -26,10 +27,6 @@ pub struct InformationDesign {
     pub belief_entropy_bits: f64,
     pub priority_tools: Vec<&'static str>,
     pub tools: BTreeMap<&'static str, ToolDiscrimination>,
-}
-
-fn r4(v: f64) -> f64 {
-    ls_core::text::round_to(v, 4)
 }
 
 fn kl_bits(p: &[f64], q: &[f64]) -> f64 {
@@ -123,8 +120,8 @@ pub fn rank(sprt: &Sprt) -> InformationDesign {
             action,
             ToolDiscrimination {
                 action,
-                mutual_information_bits: r4(mi),
-                js_divergence_risky_vs_safe: r4(js),
+                mutual_information_bits: round4(mi),
+                js_divergence_risky_vs_safe: round4(js),
                 already_observed: observed,
             },
         );
@@ -135,7 +132,7 @@ pub fn rank(sprt: &Sprt) -> InformationDesign {
             .then(a.0.cmp(b.0))
     });
     InformationDesign {
-        belief_entropy_bits: r4(entropy),
+        belief_entropy_bits: round4(entropy),
         priority_tools: order.iter().take(4).map(|o| o.0).collect(),
         tools,
     }

@@ -19,7 +19,7 @@
 
 use crate::observation::{raw_json, RawJson, SharedJson};
 use ls_core::schema::Case;
-use ls_core::text::{decimal_to_f64 as dec, normalize_text, round_to};
+use ls_core::text::{decimal_to_f64 as dec, normalize_text, round4, round_to};
 use ls_core::validate::InvoiceFacts;
 use ls_core::Decision;
 use ls_grading::{AuthorityGate, GradeReport};
@@ -37,9 +37,6 @@ pub const BACKLOG_DELAY_HOURS: f64 = 8.0;
 const MAX_AMENDMENTS: usize = 500;
 const MAX_VENDORS: usize = 10_000;
 
-fn r4(v: f64) -> f64 {
-    round_to(v, 4)
-}
 fn r2(v: f64) -> f64 {
     round_to(v, 2)
 }
@@ -196,7 +193,7 @@ pub fn evaluate_gate(level: AuthorityLevel, i: &GateInput) -> GateResult {
         blocking,
         reasons,
         requires_handoff,
-        score_cap: r4(level.score_cap()),
+        score_cap: round4(level.score_cap()),
         enforced_decision: if blocking {
             "NEEDS_REVIEW"
         } else {
@@ -311,7 +308,7 @@ impl VendorMemory {
         let t = 0.70 + 0.04 * f64::from(self.clean_releases + self.fraud_prevented)
             - 0.16 * f64::from(self.unsafe_releases + self.callback_failures)
             - 0.03 * f64::from(self.manual_reviews);
-        self.trust_score = r4(t.clamp(0.05, 0.98));
+        self.trust_score = round4(t.clamp(0.05, 0.98));
     }
 }
 
@@ -372,11 +369,11 @@ impl LossLedger {
         m.insert("operational_delay_ratio", delay);
         m.insert("manual_review_minutes", r2(self.manual_review_minutes));
         m.insert("review_burn_ratio", review);
-        m.insert("supplier_friction", r4(self.supplier_friction));
+        m.insert("supplier_friction", round4(self.supplier_friction));
         m.insert("supplier_friction_ratio", friction);
-        m.insert("calibration_debt", r4(self.calibration_debt));
+        m.insert("calibration_debt", round4(self.calibration_debt));
         m.insert("calibration_debt_ratio", calibration);
-        m.insert("vigilance_loss", r4(self.vigilance_loss));
+        m.insert("vigilance_loss", round4(self.vigilance_loss));
         m.insert("vigilance_loss_ratio", vigilance);
         m.insert("compliance_breach_ratio", compliance);
         m.insert(
@@ -390,7 +387,7 @@ impl LossLedger {
 
     /// The ten loss ratios, in [`LOSS_WEIGHTS`] order.
     fn ratios(&self) -> [f64; 10] {
-        let ratio = |x: f64, d: f64| r4((x / d).clamp(0.0, 1.0));
+        let ratio = |x: f64, d: f64| round4((x / d).clamp(0.0, 1.0));
         [
             ratio(
                 self.fraud_loss_released,
@@ -432,7 +429,7 @@ impl LossLedger {
             .map(|((_, w), v)| w * v)
             .sum::<f64>()
             / total;
-        r4((1.0 - raw).clamp(0.0, 1.0))
+        round4((1.0 - raw).clamp(0.0, 1.0))
     }
 }
 
@@ -487,16 +484,16 @@ impl CalibrationGate {
         let e = (c.clamp(0.0, 1.0) - if correct { 1.0 } else { 0.0 }).powi(2);
         self.observations += 1;
         self.sum += e;
-        self.cumulative_calibration_error = r4(self.sum / f64::from(self.observations));
+        self.cumulative_calibration_error = round4(self.sum / f64::from(self.observations));
         self.window.push_back(e);
         while self.window.len() > CALIBRATION_WINDOW {
             self.window.pop_front();
         }
         let running = self.window.iter().sum::<f64>() / self.window.len() as f64;
-        self.running_calibration_error = r4(running);
+        self.running_calibration_error = round4(running);
         if self.disabled {
             self.last_gate_reason = "gate_disabled".into();
-            return r4(e);
+            return round4(e);
         }
         let prev = self.authority_level;
         use AuthorityLevel::*;
@@ -554,7 +551,7 @@ impl CalibrationGate {
         }
         self.authority_level = level;
         self.last_gate_reason = reason.into();
-        r4(e)
+        round4(e)
     }
 }
 
@@ -793,7 +790,7 @@ impl InstitutionalMemory {
 
     fn belief_add(&mut self, key: &str, v: f64) {
         let e = self.attacker_belief.entry(key.to_owned()).or_insert(0.10);
-        *e = r4((*e + v).min(1.0));
+        *e = round4((*e + v).min(1.0));
     }
 
     /// Sleeper detection rate: detected / activated (per vendor; 0 without activations).
@@ -804,7 +801,7 @@ impl InstitutionalMemory {
             .filter(|s| s.activated)
             .count();
         let det = self.sleeper_vendors.values().filter(|s| s.detected).count();
-        r4(det as f64 / act.max(1) as f64)
+        round4(det as f64 / act.max(1) as f64)
     }
 
     /// Deployability rating of the current memory (§4.7, first match wins); fewer than
@@ -880,7 +877,7 @@ impl InstitutionalMemory {
             shared_bank_account_count: shared,
             linked_case_ids: &linked,
             queue_pressure: pressure,
-            attacker_pressure: r4(self.attacker_belief.values().cloned().fold(0.0, f64::max)),
+            attacker_pressure: round4(self.attacker_belief.values().cloned().fold(0.0, f64::max)),
             current_invoice_total: r2(total),
             institutional_loss_score_so_far: self.loss_score(),
             authority_level: level.as_str(),
@@ -1088,7 +1085,7 @@ impl InstitutionalMemory {
             let mut missed = false;
             if matches!(phase.as_str(), "warmup" | "trust_building") && !risky {
                 s.clean_invoice_count += 1;
-                s.trust_level = r4((0.50 + 0.05 * f64::from(s.clean_invoice_count)).min(0.98));
+                s.trust_level = round4((0.50 + 0.05 * f64::from(s.clean_invoice_count)).min(0.98));
                 if !s.activated {
                     s.warmups_before_activation += 1;
                 }

@@ -19,6 +19,7 @@
 //! The accepted hypothesis is the posterior argmax within the accepted decision. One bank mismatch
 //! establishes risk but not which decision, so it accepts nothing.
 
+use ls_core::text::round4;
 use ls_core::{Channel, Decision, Hypothesis};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -322,7 +323,6 @@ impl Sprt {
 
     /// The documented `sprt_state` payload.
     pub fn payload(&self, optimal_stopping_reached: bool) -> SprtPayload {
-        let r4 = |v: f64| ls_core::text::round_to(v, 4);
         let post = self.posterior();
         let llr = self.llr();
         let dist = self.distances();
@@ -334,12 +334,12 @@ impl Sprt {
         let mut ups = BTreeMap::new();
         let mut lows = BTreeMap::new();
         for (i, h) in Hypothesis::ALL.iter().enumerate() {
-            posts.insert(h.as_str(), r4(post[i]));
-            dists.insert(h.as_str(), r4(dist[i]));
+            posts.insert(h.as_str(), round4(post[i]));
+            dists.insert(h.as_str(), round4(dist[i]));
             if i > 0 {
-                llrs.insert(h.as_str(), r4(llr[i]));
-                ups.insert(h.as_str(), r4(upper()));
-                lows.insert(h.as_str(), r4(lower()));
+                llrs.insert(h.as_str(), round4(llr[i]));
+                ups.insert(h.as_str(), round4(upper()));
+                lows.insert(h.as_str(), round4(lower()));
             }
         }
         SprtPayload {
@@ -351,13 +351,13 @@ impl Sprt {
             observations_used: self.observations_used,
             decision_ready: accepted.is_some(),
             optimal_stopping_reached,
-            expected_sample_number: r4(self.expected_sample_number()),
+            expected_sample_number: round4(self.expected_sample_number()),
             distance_to_boundary: dists,
             accepted_hypothesis: accepted.map(|h| h.as_str()),
             recommended_decision: recommended.as_str(),
             belief_entropy: ls_core::text::round_to(self.entropy(), 6),
-            potential: r4(self.potential()),
-            decision_readiness: r4(self.readiness()),
+            potential: round4(self.potential()),
+            decision_readiness: round4(self.readiness()),
             last_observation: self.last_observation.as_ref().map(|(t, o)| {
                 BTreeMap::from([("tool_name", t.clone()), ("observation_key", o.clone())])
             }),

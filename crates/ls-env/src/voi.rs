@@ -7,6 +7,7 @@
 //! free submit action.
 
 use crate::sprt::{table, Sprt};
+use ls_core::text::round4;
 use ls_core::{ActionName, Decision, Hypothesis};
 use rust_decimal::Decimal;
 use serde::Serialize;
@@ -107,7 +108,6 @@ pub fn min_action_cost() -> f64 {
 
 /// Rank the 20 non-submit actions by net VoI per unit cost.
 pub fn rank_tools(sprt: &Sprt, budget_remaining: Decimal) -> ToolRankings {
-    let r4 = |v: f64| ls_core::text::round_to(v, 4);
     let budget = ls_core::text::decimal_to_f64(budget_remaining);
     let mut rankings = BTreeMap::new();
     let mut best: Option<(&'static str, f64, f64)> = None;
@@ -120,7 +120,7 @@ pub fn rank_tools(sprt: &Sprt, budget_remaining: Decimal) -> ToolRankings {
         let entry = if cost > budget + 1e-9 {
             RankingEntry {
                 channel: a.channel().map(|c| c.as_str()),
-                voi: r4(-cost),
+                voi: round4(-cost),
                 cost,
                 voi_cost_ratio: 0.0,
                 affordable: false,
@@ -135,9 +135,9 @@ pub fn rank_tools(sprt: &Sprt, budget_remaining: Decimal) -> ToolRankings {
             }
             RankingEntry {
                 channel: a.channel().map(|c| c.as_str()),
-                voi: r4(voi),
+                voi: round4(voi),
                 cost,
-                voi_cost_ratio: r4(ratio),
+                voi_cost_ratio: round4(ratio),
                 affordable: true,
             }
         };
@@ -152,8 +152,8 @@ pub fn rank_tools(sprt: &Sprt, budget_remaining: Decimal) -> ToolRankings {
     let (tool, voi, ratio) = best.unwrap_or(("submit_decision", 0.0, 0.0));
     ToolRankings {
         recommended_tool: tool,
-        voi: r4(voi),
-        voi_cost_ratio: r4(ratio),
+        voi: round4(voi),
+        voi_cost_ratio: round4(ratio),
         should_stop,
         rankings,
     }

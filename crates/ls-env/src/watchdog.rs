@@ -11,6 +11,7 @@
 //! weights of the suspicion update; suspicion feeds slot 35 of the RL vector and the terminal
 //! `info.watchdog` verdict (diagnostic: the verdict does not change the grade).
 
+use ls_core::text::round4;
 use ls_core::{ActionName, Decision};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -242,10 +243,6 @@ pub struct AuditStrategy {
     pub expected_detection_rate: f64,
 }
 
-pub(crate) fn r4(v: f64) -> f64 {
-    ls_core::text::round_to(v, 4)
-}
-
 /// Solve the audit game for the current belief.
 pub fn audit_strategy(p_risky: f64, invoice_total: f64) -> Arc<AuditStrategy> {
     // A pure function solved by several LPs. Every episode of a case starts from the same belief
@@ -278,7 +275,7 @@ fn solve_audit_strategy(p_risky: f64, invoice_total: f64) -> AuditStrategy {
     let probs: BTreeMap<&'static str, f64> = LEADER_ACTIONS
         .iter()
         .enumerate()
-        .map(|(i, a)| (*a, r4(p(i))))
+        .map(|(i, a)| (*a, round4(p(i))))
         .collect();
     let focus: BTreeMap<&'static str, f64> = [
         ("bank_change", p(0) + 0.2),
@@ -286,21 +283,21 @@ fn solve_audit_strategy(p_risky: f64, invoice_total: f64) -> AuditStrategy {
         ("duplicate", p(2) + 0.2),
     ]
     .into_iter()
-    .map(|(k, v)| (k, r4(v)))
+    .map(|(k, v)| (k, round4(v)))
     .collect();
     AuditStrategy {
         method: "strong_stackelberg_multiple_lps",
-        p_risky: r4(p_risky),
+        p_risky: round4(p_risky),
         audit_probabilities: probs,
         focus_weights: focus,
         anticipated_analyst_response: FOLLOWER_ACTIONS
             .get(resp)
             .copied()
             .unwrap_or("escalate_fraud"),
-        leader_value: r4(value),
-        veto_threshold: r4(0.55 + 0.25 * p(0)),
-        expected_false_positive_rate: r4((0.25 - 0.1 * p(1)).max(0.05)),
-        expected_detection_rate: r4((0.72 + 0.18 * p(0) + 0.08 * p(2)).min(0.99)),
+        leader_value: round4(value),
+        veto_threshold: round4(0.55 + 0.25 * p(0)),
+        expected_false_positive_rate: round4((0.25 - 0.1 * p(1)).max(0.05)),
+        expected_detection_rate: round4((0.72 + 0.18 * p(0) + 0.08 * p(2)).min(0.99)),
     }
 }
 
@@ -414,11 +411,10 @@ impl Watchdog {
                 SearchLedger => focus("duplicate"),
                 _ => 0.0,
             };
-        self.suspicion =
-            r4(
-                (self.suspicion + base + signals + 0.03 * pending_events as f64 + focus_term)
-                    .clamp(0.0, 1.0),
-            );
+        self.suspicion = round4(
+            (self.suspicion + base + signals + 0.03 * pending_events as f64 + focus_term)
+                .clamp(0.0, 1.0),
+        );
         self.steps_observed += 1;
     }
 
@@ -473,12 +469,12 @@ impl Watchdog {
             verdict,
             reason,
             analyst_score,
-            watchdog_bonus: r4(bonus),
-            watchdog_penalty: r4(penalty),
+            watchdog_bonus: round4(bonus),
+            watchdog_penalty: round4(penalty),
             watchdog_suspicion_final: self.suspicion,
             watchdog_veto_count: self.veto_count,
             watchdog_escalation_count: self.escalation_count,
-            joint_score: r4((analyst_score + bonus + penalty).clamp(0.01, 0.99)),
+            joint_score: round4((analyst_score + bonus + penalty).clamp(0.01, 0.99)),
             strategy: Some(Arc::clone(&self.strategy)),
         }
     }
@@ -596,7 +592,7 @@ mod tests {
         assert_eq!(joint_terms(true, true, 0, 0, 0), (0.0, -0.20));
         assert_eq!(joint_terms(false, true, 0, 1, 0), (0.08, 0.0));
         let (b, p) = joint_terms(false, false, 1, 0, 6);
-        assert_eq!((b, r4(p)), (0.0, -0.17));
+        assert_eq!((b, round4(p)), (0.0, -0.17));
         assert_eq!(VerdictKind::parse(" Veto "), Some(VerdictKind::Veto));
         assert_eq!(VerdictKind::parse("block"), None);
     }

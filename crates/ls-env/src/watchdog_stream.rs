@@ -3,11 +3,11 @@
 //! (the scripted watchdog and its state) so the episode can own that state without a module cycle.
 
 use crate::episode::Episode;
-use crate::watchdog::r4;
 use crate::watchdog::{
     joint_terms, ExternalVerdict, JointScore, StreamStep, VerdictKind, WatchdogObservation,
     MAX_EXTERNAL_VERDICTS, MAX_REASON_CHARS,
 };
+use ls_core::text::round4;
 use ls_core::Decision;
 
 fn summary_of(success: bool, message: &str) -> String {
@@ -104,8 +104,8 @@ pub fn external_joint(ep: &Episode) -> Option<JointScore> {
         watchdog_escalation_count: escalations,
         watchdog_warning_count: warnings,
         watchdog_approval_count: approvals,
-        watchdog_bonus: r4(bonus),
-        watchdog_penalty: r4(penalty),
-        joint_score: r4((grade.final_score + bonus + penalty).clamp(0.01, 0.99)),
+        watchdog_bonus: round4(bonus),
+        watchdog_penalty: round4(penalty),
+        joint_score: round4((grade.final_score + bonus + penalty).clamp(0.01, 0.99)),
     })
 }

@@ -312,9 +312,7 @@ impl Serialize for ScoreBreakdown {
     }
 }
 
-pub fn round4(v: f64) -> f64 {
-    ls_core::text::round_to(v, 4)
-}
+pub use ls_core::text::round4;
 
 /// `ls_core::text::normalize_text(s)`.
 pub(crate) fn normalized(s: &str) -> Cow<'_, str> {

@@ -239,3 +239,4 @@ def test_rl_improvement_is_claimed_only_outside_the_noise() -> None:
     assert not improvement_verdict([0.05, 0.0, 0.05], [(lo, hi), (lo2, hi2), (lo, hi)])["claimed"]
     assert not improvement_verdict([0.1, -0.05, 0.1], [(lo, hi)] * 3)["claimed"]  # spread larger than half the mean gain
     assert not improvement_verdict([], [])["claimed"]
+    assert not improvement_verdict([0.003, 0.003, 0.003], [(0.001, 0.005)] * 3)["claimed"]  # outside the noise but immaterial

@@ -107,19 +107,30 @@ def extra_rows(sources: Sequence[Tuple[Path, int]], schema: Schema, train_bases:
     (work / "bases.json").write_text(json.dumps(sorted(train_bases)))
     rows: List[Tuple[List[str], List[str]]] = []
     info: Dict[str, Any] = {"seeds": [], "episodes": 0, "rows": 0, "unexpressed_steps": 0, "case_ids": []}
-    for db, seed in sources:
-        out = work / f"rows-{seed}.json"
+    code = "import sys; from ledgershield.training.compact_lm import rows_main; rows_main(sys.argv[1:])"
+    running: List[Any] = []
+    for db, seed in sources:  # two replays at a time (two cores)
         env = dict(os.environ, LEDGERSHIELD_INCLUDE_CONTROLBENCH="1", LEDGERSHIELD_CONTROLBENCH_SEED=str(seed),
                    PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        code = "import sys; from ledgershield.training.compact_lm import rows_main; rows_main(sys.argv[1:])"
-        subprocess.run([sys.executable, "-c", code, str(db), str(work / "schema.json"), str(work / "bases.json"), str(out)], env=env, check=True)
-        got = json.loads(out.read_text())
+        argv = [sys.executable, "-c", code, str(db), str(work / "schema.json"), str(work / "bases.json"), str(work / f"rows-{seed}.json")]
+        running.append(subprocess.Popen(argv, env=env))
+        if len(running) >= 2:
+            _wait(running.pop(0))
+    for proc in running:
+        _wait(proc)
+    for _db, seed in sources:
+        got = json.loads((work / f"rows-{seed}.json").read_text())
         rows += [(list(a), list(b)) for a, b in got["rows"]]
         info["seeds"].append(seed)
         for k in ("episodes", "rows", "unexpressed_steps"):
             info[k] += got["info"][k]
         info["case_ids"] += got["info"]["case_ids"]
     return rows, info
+
+
+def _wait(proc: Any) -> None:
+    if proc.wait() != 0:
+        raise RuntimeError(f"replaying extra teacher episodes failed ({proc.returncode}): {proc.args[-4:]}")
 
 
 def build_vocab(rows: Sequence[Tuple[List[str], List[str]]], schema: Schema) -> List[str]:
@@ -402,7 +413,7 @@ def grpo(dec: Decoder, cases: Sequence[str], iterations: int, group: int, batch:
                         lp = lp + torch.log_softmax(logits[j, torch.tensor(oid)] / temperature, -1)[k]
                     loss = -a * lp / n_steps
                     loss.backward()
-                    loss_v += float(loss)
+                    loss_v += float(loss.detach())
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             model.eval()
@@ -424,16 +435,17 @@ def paired_delta(before: Dict[str, Any], after: Dict[str, Any]) -> Tuple[float, 
     return bootstrap_ci([b[c] - a[c] for c in a if c in b])
 
 
-def improvement_verdict(deltas: Sequence[float], paired: Sequence[Tuple[float, float]]) -> Dict[str, Any]:
+def improvement_verdict(deltas: Sequence[float], paired: Sequence[Tuple[float, float]], min_gain: float = 0.02) -> Dict[str, Any]:
     """Whether RL raised the held-out score by a margin outside the noise: every seed's paired
-    interval above zero, and the mean gain larger than twice the seeds' standard deviation."""
+    interval above zero, the mean gain larger than twice the seeds' standard deviation and at
+    least ``min_gain`` (a material gain, not a rounding-sized one)."""
     if not deltas:
         return {"claimed": False, "why": "no RL seed ran"}
     mean, sd = float(np.mean(deltas)), float(np.std(deltas))
     every = all(lo > 0 for lo, _ in paired)
-    claimed = every and mean > 2 * sd
+    claimed = every and mean > 2 * sd and mean >= min_gain
     return {"claimed": claimed, "mean_delta": round(mean, 4), "seed_std": round(sd, 4), "every_seed_paired_ci_above_zero": every,
-            "mean_over_2sd": mean > 2 * sd}
+            "mean_over_2sd": mean > 2 * sd, "min_gain": min_gain}
 
 
 # ---------------------------------------------------------------------------- save / load

@@ -188,11 +188,15 @@ def test_lm_checks_fail_below_the_bar() -> None:
     from ledgershield.training.pipeline import compact_checks
 
     st = {"best_scripted": 0.11}
-    cfg = {"margin": 0.3, "min_parse": 0.95}
+    cfg = {"margin": 0.3, "min_parse": 0.95, "min_lm_score": 0.5}
     ok = {"held_out_episodes": 48, "sft_held_out": 0.6, "sft_parse_success_under_constraint": 1.0, "rl": {"zero_variance_share": [0.3, 0.5, 0.2]}}
     assert all(compact_checks(cfg, ok, st).values())
     low = dict(ok, sft_held_out=0.3)
     assert not compact_checks(cfg, low, st)["lm_beats_best_scripted"]
+    assert not compact_checks(cfg, low, st)["lm_reaches_min_score"]
+    # 0.45 is 0.34 above the best scripted baseline but under the 0.5 bar
+    assert compact_checks(cfg, dict(ok, sft_held_out=0.45), st)["lm_beats_best_scripted"]
+    assert not compact_checks(cfg, dict(ok, sft_held_out=0.45), st)["lm_reaches_min_score"]
     assert not compact_checks(cfg, dict(ok, sft_parse_success_under_constraint=0.9), st)["lm_parse_success"]
     assert not compact_checks(cfg, dict(ok, rl={"zero_variance_share": [0.3, 1.0, 0.2]}), st)["lm_rl_groups_have_variance"]
     assert not compact_checks(cfg, dict(ok, rl={"zero_variance_share": []}), st)["lm_rl_groups_have_variance"]

@@ -188,11 +188,59 @@ def test_lm_checks_fail_below_the_bar() -> None:
     from ledgershield.training.pipeline import compact_checks
 
     st = {"best_scripted": 0.11}
-    cfg = {"margin": 0.3, "min_parse": 0.95}
+    cfg = {"margin": 0.3, "min_parse": 0.95, "min_lm_score": 0.5}
     ok = {"held_out_episodes": 48, "sft_held_out": 0.6, "sft_parse_success_under_constraint": 1.0, "rl": {"zero_variance_share": [0.3, 0.5, 0.2]}}
     assert all(compact_checks(cfg, ok, st).values())
     low = dict(ok, sft_held_out=0.3)
     assert not compact_checks(cfg, low, st)["lm_beats_best_scripted"]
+    assert not compact_checks(cfg, low, st)["lm_reaches_min_score"]
+    # 0.45 is 0.34 above the best scripted baseline but under the 0.5 bar
+    assert compact_checks(cfg, dict(ok, sft_held_out=0.45), st)["lm_beats_best_scripted"]
+    assert not compact_checks(cfg, dict(ok, sft_held_out=0.45), st)["lm_reaches_min_score"]
     assert not compact_checks(cfg, dict(ok, sft_parse_success_under_constraint=0.9), st)["lm_parse_success"]
     assert not compact_checks(cfg, dict(ok, rl={"zero_variance_share": [0.3, 1.0, 0.2]}), st)["lm_rl_groups_have_variance"]
     assert not compact_checks(cfg, dict(ok, rl={"zero_variance_share": []}), st)["lm_rl_groups_have_variance"]
+
+
+def test_optional_fields_and_the_instructions_vendor_are_expressible(episodes: List[Any], schema: Schema) -> None:
+    from ledgershield.training.compact import instruction_vendor
+
+    # lookup_policy is played with and without a rule id: both are expressible ("null" leaves the
+    # field out), so the step every teacher episode takes is trained.
+    (f, kind, info), = schema.fields["lookup_policy"]
+    assert (f, kind) == ("rule_id", "enum") and "null" in info
+    tb = episodes[0][0][2]
+    assert expand(["lookup_policy", "rule_id=null", EOS], tb, schema) == {"action_type": "lookup_policy", "payload": {}}
+    with pytest.raises(ValueError):
+        expand(["lookup_policy", "rule_id=\"no-such-rule\"", EOS], tb, schema)
+    # lookup_vendor takes the vendor the instruction names (a pointer, not a constant)
+    assert [k for f, k, _ in schema.fields["lookup_vendor"]] == ["k"]
+    assert instruction_vendor("Review invoice(s) INV-1 and email E-1 from Juniper Field Fasteners Inc. Inspect the thread.") == "Juniper Field Fasteners Inc"
+    assert instruction_vendor("Review invoice(s) INV-1.") is None and instruction_vendor("Investigate from X. Y") is None
+    played = skipped = 0
+    for ep in episodes:
+        for _obs, _led, tb, a in ep:
+            if a["action_type"] in ("lookup_policy", "lookup_vendor"):
+                c = encode(a, tb, schema)
+                skipped += c is None
+                played += 1
+                if c is not None:
+                    assert expand(c, tb, schema)["payload"] == a["payload"] or a["action_type"] == "lookup_vendor"
+    assert played > 20 and skipped <= 0.2 * played, (skipped, played)
+
+
+def test_rl_improvement_is_claimed_only_outside_the_noise() -> None:
+    from ledgershield.training.compact_lm import improvement_verdict, paired_delta
+
+    before = {"per_case": {f"c{i}": 0.5 for i in range(40)}}
+    up = {"per_case": {f"c{i}": 0.5 + (0.1 if i % 2 else 0.0) for i in range(40)}}
+    noise = {"per_case": {f"c{i}": 0.5 + (0.2 if i % 2 else -0.2) for i in range(40)}}
+    lo, hi = paired_delta(before, up)
+    assert 0 < lo <= 0.05 <= hi
+    lo2, hi2 = paired_delta(before, noise)
+    assert lo2 < 0 < hi2
+    assert improvement_verdict([0.05, 0.05, 0.05], [(lo, hi)] * 3)["claimed"]
+    assert not improvement_verdict([0.05, 0.0, 0.05], [(lo, hi), (lo2, hi2), (lo, hi)])["claimed"]
+    assert not improvement_verdict([0.1, -0.05, 0.1], [(lo, hi)] * 3)["claimed"]  # spread larger than half the mean gain
+    assert not improvement_verdict([], [])["claimed"]
+    assert not improvement_verdict([0.003, 0.003, 0.003], [(0.001, 0.005)] * 3)["claimed"]  # outside the noise but immaterial

@@ -80,6 +80,12 @@ class Table:
         self.docs: List[Tuple[str, str]] = [(str(d["doc_id"]), str(d.get("doc_type"))) for d in (obs.get("visible_documents") or [])][:MAX_DOCS]
         # ids in order of first appearance (append-only, so a pointer keeps its meaning in an episode)
         self.ids: List[Tuple[str, str]] = [(r["key"], r["value"]) for r in led.refs if r["kind"] == "id" and r["key"] not in NOT_POINTERS][:MAX_IDS]
+        # the vendor the task names (shown from the reset on) and each OCR'd invoice's letterhead:
+        # what lookup_vendor takes
+        names = [instruction_vendor(str(obs.get("instruction") or ""))]
+        names += [getattr(led, "headers", {}).get(d) for d, t in self.docs if "invoice" in t]
+        for name in reversed(list(dict.fromkeys(n for n in names if n))):
+            self.ids.insert(0, ("vendor_name", name))
         self.refs: List[Dict[str, Any]] = [r for r in led.refs if r["kind"] == "ocr"][:MAX_REFS]
         self.doc_index = {d: i for i, (d, _) in enumerate(self.docs)}
         self._descriptors()
@@ -186,6 +192,18 @@ class Table:
         return self.find("k", v) or self.find("d", v)
 
 
+def instruction_vendor(instruction: str) -> Optional[str]:
+    """The vendor a task's instruction names (``Review ... from NAME. ...``), as the teacher reads it."""
+    if not instruction.startswith("Review "):
+        return None
+    _, sep, after = instruction[len("Review "):].partition(" from ")
+    if not sep:
+        return None
+    name = after.partition(". ")[0].strip()
+    name = name[:-1] if name.endswith(".") else name
+    return name if name and len(name) <= 120 else None
+
+
 # ---------------------------------------------------------------------------- the state prompt
 
 
@@ -264,8 +282,11 @@ class Schema:
         heads: Set[str] = set()
         conf: Dict[str, List[float]] = defaultdict(list)
         types: Set[str] = set()
+        present: Dict[str, List[Set[str]]] = defaultdict(list)
         for table, a in rows:
             t, p = a["action_type"], a["payload"]
+            if t != "submit_decision":
+                present[t].append(set(p))
             if t == "submit_decision":
                 heads.update(_submission_heads(p))
                 if isinstance(p.get("confidence"), (int, float)):
@@ -278,7 +299,10 @@ class Schema:
         for t in s.types:
             s.fields[t] = []
         for (t, f), vals in sorted(by_field.items()):
-            s.fields[t].append(_field_spec(f, vals))
+            spec = _field_spec(f, vals)
+            if spec[1] == "enum" and any(f not in keys for keys in present[t]):
+                spec = (f, "enum", sorted(set(spec[2]) | {"null"}))  # optional: absent when "null"
+            s.fields[t].append(spec)
         order = {"c": 0, "chk": 1, "ev": 2, "dup": 3, "xinv": 4, "ex": 5}
         s.heads = sorted(heads, key=lambda h: (order[h.split(":")[0]], h))
         s.confidence = {d: round(sum(v) / len(v), 3) for d, v in conf.items()}
@@ -392,7 +416,9 @@ def expand(tokens: Sequence[str], table: Table, schema: Schema) -> Dict[str, Any
         if kind == "enum":
             if not tok.startswith(f + "=") or tok[len(f) + 1:] not in info:
                 raise ValueError(f"{t}: {tok} is not a {f}")
-            payload[f] = json.loads(tok[len(f) + 1:])
+            lit = json.loads(tok[len(f) + 1:])
+            if lit is not None:  # "null": the optional field is left out
+                payload[f] = lit
         else:
             payload[f] = table.value(kind, tok)
     if rest:

@@ -78,6 +78,61 @@ def build_rows(episodes: Sequence[Sequence[Tuple[Any, EvidenceLedger, Table, Dic
                   "target_max": acts[-1] if acts else 0, "target_median": acts[len(acts) // 2] if acts else 0}
 
 
+def rows_main(argv: Sequence[str]) -> None:
+    """``DB SCHEMA BASES OUT``: the compact rows of ``DB``'s submitted teacher episodes whose base
+    case is in ``BASES``, replayed in this process's pool (run with the pool's seed in the
+    environment: a generated quarter of another seed); written to ``OUT`` as JSON."""
+    from .ledger import teacher_records
+    from .structured import _base
+
+    db, schema_path, bases_path, out = argv
+    bases = set(json.loads(Path(bases_path).read_text()))
+    schema = Schema.from_json(json.loads(Path(schema_path).read_text()))
+    recs = [r for r in teacher_records(Path(db)) if _base(r) in bases]
+    episodes = replay_pairs(recs)
+    rows, info = build_rows(episodes, schema)
+    info.update(episodes=len(episodes), case_ids=sorted({r["case_id"] for r in recs}))
+    Path(out).write_text(json.dumps({"rows": rows, "info": info}))
+
+
+def extra_rows(sources: Sequence[Tuple[Path, int]], schema: Schema, train_bases: Sequence[str], work: Path) -> Tuple[List[Tuple[List[str], List[str]]], Dict[str, Any]]:
+    """Rows from teacher episodes of other generated quarters (``(runs.db, seed)``), each replayed in
+    a subprocess whose in-process pool holds that seed's quarter; only training base cases."""
+    import os
+    import subprocess
+    import sys
+
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "schema.json").write_text(json.dumps(schema.to_json(), default=lambda o: sorted(o)))
+    (work / "bases.json").write_text(json.dumps(sorted(train_bases)))
+    rows: List[Tuple[List[str], List[str]]] = []
+    info: Dict[str, Any] = {"seeds": [], "episodes": 0, "rows": 0, "unexpressed_steps": 0, "case_ids": []}
+    code = "import sys; from ledgershield.training.compact_lm import rows_main; rows_main(sys.argv[1:])"
+    running: List[Any] = []
+    for db, seed in sources:  # two replays at a time (two cores)
+        env = dict(os.environ, LEDGERSHIELD_INCLUDE_CONTROLBENCH="1", LEDGERSHIELD_CONTROLBENCH_SEED=str(seed),
+                   PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        argv = [sys.executable, "-c", code, str(db), str(work / "schema.json"), str(work / "bases.json"), str(work / f"rows-{seed}.json")]
+        running.append(subprocess.Popen(argv, env=env))
+        if len(running) >= 2:
+            _wait(running.pop(0))
+    for proc in running:
+        _wait(proc)
+    for _db, seed in sources:
+        got = json.loads((work / f"rows-{seed}.json").read_text())
+        rows += [(list(a), list(b)) for a, b in got["rows"]]
+        info["seeds"].append(seed)
+        for k in ("episodes", "rows", "unexpressed_steps"):
+            info[k] += got["info"][k]
+        info["case_ids"] += got["info"]["case_ids"]
+    return rows, info
+
+
+def _wait(proc: Any) -> None:
+    if proc.wait() != 0:
+        raise RuntimeError(f"replaying extra teacher episodes failed ({proc.returncode}): {proc.args[-4:]}")
+
+
 def build_vocab(rows: Sequence[Tuple[List[str], List[str]]], schema: Schema) -> List[str]:
     c = Counter(t for s, a in rows for t in s + a)
     vocab = [PAD, UNK, EOS, ACT, "submit"] + [f"n:{i}" for i in range(32)]
@@ -275,6 +330,8 @@ def play_episode(dec: Decoder, case_id: str, temperature: float = 0.0, rng: Opti
     played: List[List[str]] = []  # tokens (the state prompt's "did" list)
     played_units: List[List[str]] = []  # units (the grammar's no-repeat rule)
     refused = 0
+    types: List[str] = []
+    decision = None
     while not envelope.get("done"):
         obs = envelope["observation"]
         native = env.candidates()
@@ -292,11 +349,15 @@ def play_episode(dec: Decoder, case_id: str, temperature: float = 0.0, rng: Opti
             envelope = env.step(a)
         played.append(toks)
         played_units.append(units)
+        types.append(a["action_type"])
+        if a["action_type"] == "submit_decision":
+            decision = a["payload"].get("decision")
         led.observe(envelope["observation"])
     info = envelope.get("info") or {}
     return {"case_id": case_id, "task_type": envelope["observation"].get("task_type"), "final_score": float(info.get("final_score") or 0.0),
             "result_class": info.get("result_class"), "steps": len(played), "refused": refused,
-            "unsafe_release": bool(info.get("unsafe_release")), "submitted": bool(played) and played[-1][0] == "submit"}
+            "unsafe_release": bool(info.get("unsafe_release")), "submitted": bool(played) and played[-1][0] == "submit",
+            "decision": decision, "types": types}
 
 
 def evaluate(dec: Decoder, label: str, cases: Sequence[str]) -> Dict[str, Any]:
@@ -352,7 +413,7 @@ def grpo(dec: Decoder, cases: Sequence[str], iterations: int, group: int, batch:
                         lp = lp + torch.log_softmax(logits[j, torch.tensor(oid)] / temperature, -1)[k]
                     loss = -a * lp / n_steps
                     loss.backward()
-                    loss_v += float(loss)
+                    loss_v += float(loss.detach())
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             model.eval()
@@ -363,6 +424,28 @@ def grpo(dec: Decoder, cases: Sequence[str], iterations: int, group: int, batch:
         history.append(h)
     zv = sum(h["zero_variance_groups"] for h in history) / max(sum(h["groups"] for h in history), 1)
     return {"history": history, "zero_variance_share": round(zv, 4), "seed": seed, "temperature": temperature, "group": group, "lr": lr}
+
+
+def paired_delta(before: Dict[str, Any], after: Dict[str, Any]) -> Tuple[float, float]:
+    """95 % bootstrap interval of the mean per-episode score change on the same held-out
+    episodes (both evaluations are greedy, so each episode's change is the policy's)."""
+    from .structured import bootstrap_ci
+
+    a, b = before["per_case"], after["per_case"]
+    return bootstrap_ci([b[c] - a[c] for c in a if c in b])
+
+
+def improvement_verdict(deltas: Sequence[float], paired: Sequence[Tuple[float, float]], min_gain: float = 0.02) -> Dict[str, Any]:
+    """Whether RL raised the held-out score by a margin outside the noise: every seed's paired
+    interval above zero, the mean gain larger than twice the seeds' standard deviation and at
+    least ``min_gain`` (a material gain, not a rounding-sized one)."""
+    if not deltas:
+        return {"claimed": False, "why": "no RL seed ran"}
+    mean, sd = float(np.mean(deltas)), float(np.std(deltas))
+    every = all(lo > 0 for lo, _ in paired)
+    claimed = every and mean > 2 * sd and mean >= min_gain
+    return {"claimed": claimed, "mean_delta": round(mean, 4), "seed_std": round(sd, 4), "every_seed_paired_ci_above_zero": every,
+            "mean_over_2sd": mean > 2 * sd, "min_gain": min_gain}
 
 
 # ---------------------------------------------------------------------------- save / load
@@ -394,7 +477,7 @@ def load(path: Path) -> Decoder:
 def compact_lm_stage(data: Path, out: Path, held_ids: Sequence[str], lr: float = 3e-3, minutes: float = 6.0, max_steps: int = 100000,
                      batch: int = 16, dim: int = 128, layers: int = 4, heads: int = 4, rl_seeds: int = 3, rl_iterations: int = 4,
                      rl_group: int = 4, rl_batch: int = 8, rl_temperature: float = 1.0, rl_lr: float = 3e-4, sft_evals: int = 3,
-                     threads: int = 2) -> Dict[str, Any]:
+                     threads: int = 1, extra: Sequence[Tuple[Path, int]] = ()) -> Dict[str, Any]:
     """SFT from random weights on the training split's replayed teacher steps, held-out
     evaluation under constraint of the SFT checkpoint and of GRPO over ``rl_seeds`` seeds."""
     import torch
@@ -411,11 +494,17 @@ def compact_lm_stage(data: Path, out: Path, held_ids: Sequence[str], lr: float =
     episodes = replay_pairs(recs)
     schema = Schema.learn([(tb, a) for ep in episodes for _, _, tb, a in ep])
     rows, rows_info = build_rows(episodes, schema)
+    held = list(held_ids)
+    extra_info = None
+    if extra:  # teacher episodes of other quarters' training base cases (never a held-out one)
+        more, extra_info = extra_rows(extra, schema, sorted(train_bases), out / "extra")
+        assert not set(extra_info["case_ids"]) & set(held), "an extra episode is a held-out one"
+        rows += more
+        extra_info = {k: v for k, v in extra_info.items() if k != "case_ids"}
     vocab = build_vocab(rows, schema)
     coder = Coder(vocab)
     model = make_model(len(vocab), dim, layers, heads)
     dec = Decoder(model, coder, schema)
-    held = list(held_ids)
     probe = held[:: max(1, len(held) // 12)][:12]  # a fixed held-out subset for the learning curve
     prep_s = round(time.monotonic() - t_wall, 1)
 
@@ -440,7 +529,9 @@ def compact_lm_stage(data: Path, out: Path, held_ids: Sequence[str], lr: float =
                         "zero_variance_share": h["zero_variance_share"], "history": h["history"], "per_family": m["per_family"]})
     means = [r["held_out_mean"] for r in rl_runs]
     deltas = [round(x - sft_row["mean_score"], 4) for x in means]
-    summary = {"params": n_params(model), "vocab": len(vocab), "config": model.config, "rows": rows_info, "schema_types": len(schema.types),
+    paired = [paired_delta(sft_row, m) for m in rl_rows]
+    summary = {"params": n_params(model), "vocab": len(vocab), "config": model.config, "rows": rows_info, "extra_rows": extra_info,
+               "threads": threads, "schema_types": len(schema.types),
                "schema_heads": len(schema.heads), "train_episodes": len(episodes), "held_out_episodes": len(held), "prep_s": prep_s,
                "sft": {"steps": s["steps"], "wall_s": s["wall_s"], "loss_first": s["history"][0]["loss"] if s["history"] else None,
                        "loss_last": s["history"][-1]["loss"] if s["history"] else None, "lr": lr, "batch": batch, "minutes": minutes},
@@ -448,7 +539,8 @@ def compact_lm_stage(data: Path, out: Path, held_ids: Sequence[str], lr: float =
                "sft_held_out": sft_row["mean_score"], "sft_ci95": sft_row["ci95"], "sft_parse_success_under_constraint": sft_row["parse_success"],
                "sft_submitted_share": sft_row["submitted_share"],
                "rl": {"seeds": rl_seeds, "iterations": rl_iterations, "group": rl_group, "batch": rl_batch, "temperature": rl_temperature,
-                      "lr": rl_lr, "held_out_means": means, "deltas": deltas,
+                      "lr": rl_lr, "held_out_means": means, "deltas": deltas, "paired_delta_ci95": paired,
+                      "improves": improvement_verdict(deltas, paired),
                       "mean": round(float(np.mean(means)), 4) if means else None, "std": round(float(np.std(means)), 4) if means else None,
                       "zero_variance_share": [r["zero_variance_share"] for r in rl_runs], "runs": rl_runs},
                "matrix": [sft_row] + rl_rows,

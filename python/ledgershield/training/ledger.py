@@ -67,6 +67,9 @@ class EvidenceLedger:
         self.ocr: Dict[Tuple[str, int], Dict[str, Tuple[str, str]]] = {}
         self.signals: List[str] = []
         self.refs: List[Dict[str, Any]] = []  # citable references, for pointer policies
+        # the top line of each OCR'd document's first page (an invoice's letterhead: its vendor
+        # name), kept aside: not part of the rendered ledger
+        self.headers: Dict[str, str] = {}
 
     # ------------------------------------------------------------------ folding observations
 
@@ -84,6 +87,10 @@ class EvidenceLedger:
         if tool == "submit_decision":
             return
         doc = str(r.get("doc_id", ""))
+        if tool == "ocr" and doc and doc not in self.headers:
+            top = [t for t in r.get("tokens") or [] if isinstance(t, dict) and int(t.get("page") or 1) == 1 and len(t.get("bbox") or []) == 4]
+            if top:
+                self.headers[doc] = str(min(top, key=lambda t: (float(t["bbox"][1]), float(t["bbox"][0])))["text"]).strip()
         for key in ("tokens", "focus_tokens"):
             for t in r.get(key) or []:
                 if isinstance(t, dict) and t.get("token_id"):

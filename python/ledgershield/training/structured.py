@@ -755,9 +755,7 @@ def structured_stage(binary: str, data: Any, out: Any, lr: float = 0.05, epochs:
 
     records = teacher_records(data / "runs.db")
     train_recs = [r for r in records if _base(r) in train_bases]
-    held_all = json.loads((data / "eval_cases.json").read_text())
-    ok = set(replayable(sorted({e["case_id"] for e in held_all})))
-    held = [e for e in held_all if e["case_id"] in ok]
+    held_all, held = held_out_cases(data)
     held_ids = [e["case_id"] for e in held]
     rows, curve = [], []
     pol, info = None, {}
@@ -809,6 +807,16 @@ def structured_stage(binary: str, data: Any, out: Any, lr: float = 0.05, epochs:
                "cpu_s": round(time.process_time() - t_cpu, 1), "wall_s": round(time.monotonic() - t_wall, 1)}
     (out / "structured_summary.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+
+def held_out_cases(data: Any) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """The collection's held-out episodes, and those the in-process pool can replay (the
+    held-out split every policy is scored on)."""
+    from pathlib import Path
+
+    held_all = json.loads((Path(data) / "eval_cases.json").read_text())
+    ok = set(replayable(sorted({e["case_id"] for e in held_all})))
+    return held_all, [e for e in held_all if e["case_id"] in ok]
 
 
 def _base(rec: Dict[str, Any]) -> str:

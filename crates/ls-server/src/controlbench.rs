@@ -25,7 +25,7 @@ pub struct AppState {
     /// Origin, host, admin key and rate limits (the guard around the whole application).
     pub security: crate::config::SecurityConfig,
     /// Watchdog credentials issued by analysts' sessions (`crate::watchdog_ws`).
-    pub watchdog: crate::watchdog_ws::WatchdogCredentials,
+    pub watchdog: crate::watchdog_credential::WatchdogCredentials,
 }
 
 impl AppState {

@@ -123,7 +123,7 @@ impl OpenEnvService for AppState {
         }
         let token = self.watchdog.issue(backend);
         Ok(
-            serde_json::json!({"type": "watchdog_credential", "data": crate::watchdog_ws::credential_reply(&token)}),
+            serde_json::json!({"type": "watchdog_credential", "data": crate::watchdog_credential::credential_reply(&token)}),
         )
     }
 

@@ -41,10 +41,12 @@ pub mod security;
 pub mod serve;
 pub mod sessions;
 pub mod shutdown;
+pub mod watchdog_credential;
 pub mod watchdog_role;
 pub mod watchdog_ws;
 pub mod ws;
 pub mod ws_config;
+pub mod ws_error;
 pub mod ws_mcp;
 pub mod ws_socket;
 
@@ -120,7 +122,7 @@ pub fn router_with(state: Shared, extra: Extra) -> App {
     let protocol = controlbench::routes()
         .merge(controlbench_openenv::routes())
         .with_state(state.clone());
-    let watchdog = watchdog_role::routes().with_state(state);
+    let watchdog = watchdog_ws::routes().with_state(state);
     let routes = protocol
         .merge(extra.routes)
         .merge(watchdog)

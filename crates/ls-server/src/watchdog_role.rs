@@ -17,7 +17,7 @@ use crate::error::ApiError;
 use crate::protocol::SharedBackend;
 use crate::route_table::{ApiRoutes, RouteDoc};
 use crate::sessions::SessionHeader;
-use crate::watchdog_ws::CredentialError;
+use crate::watchdog_credential::CredentialError;
 use crate::Shared;
 use axum::extract::{FromRequestParts, RawQuery, State};
 use axum::http::request::Parts;
@@ -256,7 +256,7 @@ async fn post_credential(
         .sessions
         .get(&sid)
         .ok_or_else(|| ApiError::UnknownSession(sid.clone()))?;
-    Ok(Json(crate::watchdog_ws::credential_reply(
+    Ok(Json(crate::watchdog_credential::credential_reply(
         &s.watchdog.issue(&env),
     )))
 }
@@ -321,13 +321,6 @@ pub fn routes() -> ApiRoutes<Shared> {
                 .session()
                 .reply_with(credential_reply_schema, "The credential and the socket to use"),
             post_credential,
-        )
-        .get(
-            crate::watchdog_ws::WATCHDOG_SOCKET,
-            r("The watchdog role over WebSocket")
-                .describe("Upgrade to a WebSocket. `{\"type\":\"attach\",\"data\":{\"credential\":...}}` first (the credential from `POST /watchdog/credential` or the analyst's `watchdog_credential` message on `/ws`; three wrong ones close the socket), then `observe`, `verdict` (`{verdict, reason}`), `joint`, `close`. Replies `attached`, `watchdog_observation`, `verdict`, `joint`, `error`.")
-                .status(101, "application/json", None, "Switching protocols to a watchdog session"),
-            crate::watchdog_ws::watchdog_socket,
         )
 }
 

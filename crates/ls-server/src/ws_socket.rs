@@ -4,8 +4,8 @@
 //! hands each data frame to the endpoint's handler and sends what it answers.
 
 use crate::error::ApiError;
-use crate::ws::{WsError, WsErrorCode};
 use crate::ws_config::WsRuntime;
+use crate::ws_error::{WsError, WsErrorCode};
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::response::{IntoResponse, Response};

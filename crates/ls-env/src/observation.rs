@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 
-/// Both raw-JSON object types document themselves as a plain JSON object.
+/// The raw-JSON object types (and the step info) document themselves as a plain JSON object.
 macro_rules! json_object_schema {
     ($t:ty) => {
         impl JsonSchema for $t {
@@ -23,6 +23,7 @@ macro_rules! json_object_schema {
         }
     };
 }
+pub(crate) use json_object_schema;
 
 /// A JSON object serialized once and shared by `Arc`.
 ///

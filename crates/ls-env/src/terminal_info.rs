@@ -356,17 +356,7 @@ impl<'de> Deserialize<'de> for StepInfo {
     }
 }
 
-impl JsonSchema for StepInfo {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "JsonObject".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        Map::<String, Value>::json_schema(generator)
-    }
-}
+crate::observation::json_object_schema!(StepInfo);
 
 /// A breakdown flag: a boolean, or a number read as set above 0.5.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]

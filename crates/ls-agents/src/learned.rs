@@ -21,7 +21,7 @@
 //! [`evaluate`] runs the whole attack and returns a [`LearnedAttackReport`].
 
 use crate::client::LocalEnv;
-use crate::redteam::{GamingAgent, GamingFamily};
+use crate::redteam::{label_token_ref, watch_tokens, GamingAgent, GamingFamily, SeenToken};
 use crate::runner::{run_episode, Action, Agent, Silent};
 use crate::teacher::{TeacherAgent, TeacherConfig};
 use ls_core::schema::Case;
@@ -548,22 +548,12 @@ pub fn train_model(rows: &[CaseFeatures], family: &str, set: FeatureSet, seed: u
     model
 }
 
-/// One OCR token a policy saw.
-#[derive(Debug, Clone)]
-struct Seen {
-    doc_id: String,
-    page: Value,
-    bbox: Value,
-    token_id: String,
-    text: String,
-}
-
 /// The PAY half of the learned policy: the teacher's tool calls (controls off), then PAY citing
 /// the revealed lines whose labels read `Total:`, `Bank:`/`IBAN:` and `PO:`, every policy check
 /// "pass" (the best blind PAY: it satisfies a verified-PAY rule keyed on line labels).
 pub struct LabelPay {
     teacher: TeacherAgent,
-    tokens: Vec<Seen>,
+    tokens: Vec<SeenToken>,
 }
 
 impl Default for LabelPay {
@@ -581,49 +571,11 @@ impl Default for LabelPay {
 
 impl LabelPay {
     fn watch(&mut self, env: &StepEnvelope) {
-        let result = env.observation.last_tool_result.to_map();
-        let doc_id = result
-            .get("doc_id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        for t in result
-            .get("tokens")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some(token_id) = t.get("token_id").and_then(Value::as_str) else {
-                continue;
-            };
-            if self.tokens.len() >= 2_000 || self.tokens.iter().any(|s| s.token_id == token_id) {
-                continue;
-            }
-            self.tokens.push(Seen {
-                doc_id: t
-                    .get("doc_id")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| doc_id.clone(), str::to_owned),
-                page: t.get("page").cloned().unwrap_or(json!(1)),
-                bbox: t.get("bbox").cloned().unwrap_or(json!([0, 0, 10, 10])),
-                token_id: token_id.to_owned(),
-                text: t
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-            });
-        }
+        watch_tokens(&env.observation.last_tool_result.to_map(), &mut self.tokens);
     }
 
     fn label_ref(&self, labels: &[&str]) -> Option<Value> {
-        self.tokens
-            .iter()
-            .find(|t| {
-                let head = t.text.trim_start().to_ascii_lowercase();
-                labels.iter().any(|l| head.starts_with(l))
-            })
-            .map(|t| json!({"doc_id": t.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": [t.token_id]}))
+        label_token_ref(&self.tokens, labels)
     }
 
     fn submit(&self) -> Action {

@@ -198,14 +198,59 @@ fn prior(
     }
 }
 
-/// One OCR token the policy saw (its id and place, never its text).
+/// One OCR token a gaming policy saw: its id, place and line text (what it can cite).
 #[derive(Debug, Clone)]
-struct SeenToken {
+pub(crate) struct SeenToken {
     doc_id: String,
     page: Value,
     bbox: Value,
     token_id: String,
     text: String,
+}
+
+/// Most tokens a gaming policy remembers.
+const MAX_SEEN_TOKENS: usize = 2_000;
+
+/// Add the tokens of one tool result to `seen`: the first sighting of an id wins, at most
+/// [`MAX_SEEN_TOKENS`] in all.
+pub(crate) fn watch_tokens(result: &Map<String, Value>, seen: &mut Vec<SeenToken>) {
+    let doc_id = result
+        .get("doc_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    for t in result
+        .get("tokens")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(token_id) = t.get("token_id").and_then(Value::as_str) else {
+            continue;
+        };
+        if seen.len() >= MAX_SEEN_TOKENS || seen.iter().any(|s| s.token_id == token_id) {
+            continue;
+        }
+        let text = |k: &str| t.get(k).and_then(Value::as_str);
+        seen.push(SeenToken {
+            doc_id: text("doc_id").unwrap_or(doc_id).to_owned(),
+            page: t.get("page").cloned().unwrap_or(json!(1)),
+            bbox: t.get("bbox").cloned().unwrap_or(json!([0, 0, 10, 10])),
+            token_id: token_id.to_owned(),
+            text: text("text").unwrap_or_default().to_owned(),
+        });
+    }
+    debug_assert!(seen.len() <= MAX_SEEN_TOKENS);
+}
+
+/// The first seen line whose text starts (lower case) with one of `labels`, as a one-token
+/// evidence reference.
+pub(crate) fn label_token_ref(seen: &[SeenToken], labels: &[&str]) -> Option<Value> {
+    seen.iter()
+        .find(|t| {
+            let head = t.text.trim_start().to_ascii_lowercase();
+            labels.iter().any(|l| head.starts_with(l))
+        })
+        .map(|t| json!({"doc_id": t.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": [t.token_id]}))
 }
 
 /// What a gaming policy is doing now.
@@ -286,39 +331,7 @@ impl GamingAgent {
                 .and_then(Value::as_f64)
                 .is_some_and(|v| v > 0.0);
         }
-        let doc_id = result
-            .get("doc_id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        for t in result
-            .get("tokens")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some(token_id) = t.get("token_id").and_then(Value::as_str) else {
-                continue;
-            };
-            if self.tokens.iter().any(|s| s.token_id == token_id) || self.tokens.len() >= 2_000 {
-                continue;
-            }
-            let doc = t
-                .get("doc_id")
-                .and_then(Value::as_str)
-                .map_or_else(|| doc_id.clone(), str::to_owned);
-            self.tokens.push(SeenToken {
-                doc_id: doc,
-                page: t.get("page").cloned().unwrap_or(json!(1)),
-                bbox: t.get("bbox").cloned().unwrap_or(json!([0, 0, 10, 10])),
-                token_id: token_id.to_owned(),
-                text: t
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-            });
-        }
+        watch_tokens(&result, &mut self.tokens);
     }
 
     /// Does the family's shortcut say "risky"?
@@ -421,13 +434,7 @@ impl GamingAgent {
             "invoice" => &["invoice no:"],
             _ => &["total:"],
         };
-        self.tokens
-            .iter()
-            .find(|t| {
-                let head = t.text.trim_start().to_ascii_lowercase();
-                labels.iter().any(|l| head.starts_with(l))
-            })
-            .map(|t| json!({"doc_id": t.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": [t.token_id]}))
+        label_token_ref(&self.tokens, labels)
     }
 
     /// A reference for `code` at the line whose label usually shows it.

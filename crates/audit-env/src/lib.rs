@@ -5,6 +5,7 @@
 pub mod adversarial;
 pub mod baseline;
 pub mod campaign;
+pub mod campaign_api;
 pub mod data;
 pub mod episode;
 pub mod error;

@@ -32,6 +32,7 @@ pub mod observation;
 pub mod payload;
 pub mod pressure;
 pub mod sprt;
+pub mod step_body;
 pub mod temporal;
 pub mod terminal_info;
 pub mod tools;

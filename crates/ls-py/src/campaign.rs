@@ -1,8 +1,8 @@
 //! A Financial Audit multi-period campaign in process, as the audit server's campaign routes
 //! serve it (`/campaign/start`, `/campaign/state`, `/campaign/task/start`,
 //! `/campaign/task/submit`, `/campaign/action`, `/campaign/period/advance`, `/overseer/review`,
-//! `/overseer/report`, `/self-improve`, `/self-improve/history`): the same bodies, the same
-//! reply objects (built here in the handlers' field order, serialized by `serde_json` as the
+//! `/overseer/report`, `/self-improve`, `/self-improve/history`): the same bodies and reply
+//! objects (both declared once in `audit_env::campaign_api`, serialized by `serde_json` as the
 //! server does), the same refusals.
 //!
 //! One [`CampaignSlot`] holds one campaign. Departures: a body's `campaign_id` is optional
@@ -12,82 +12,17 @@
 
 use crate::errors::Refusal;
 use crate::request::audit_typed;
-use audit_env::campaign::{self, Campaign, OverseerAction, Role};
-use audit_env::episode::AuditAction;
+use audit_env::campaign::Campaign;
+use audit_env::campaign_api::{IdBody, ImproveBody, ReviewBody, RoleBody, StartBody, SubmitBody};
 use audit_env::error::AuditError;
-use audit_env::model::{Finding, HELD_OUT_SEEDS, TRAIN_SEEDS};
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use serde_json::Value;
 
 /// The periods a start body without `total_periods` gets (the server's
 /// `CAMPAIGN_TOTAL_PERIODS` default).
 pub const DEFAULT_TOTAL_PERIODS: u32 = 5;
 
-#[derive(Deserialize)]
-struct StartReq {
-    #[serde(default)]
-    seed: Option<u64>,
-    #[serde(default)]
-    total_periods: Option<u32>,
-    /// In process only: the campaign's id (default: drawn from the OS random source).
-    #[serde(default)]
-    campaign_id: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct IdReq {
-    #[serde(default)]
-    campaign_id: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct RoleReq {
-    #[serde(default)]
-    campaign_id: Option<String>,
-    role: Role,
-}
-
-#[derive(Deserialize)]
-struct SubmitReq {
-    #[serde(default)]
-    campaign_id: Option<String>,
-    role: Role,
-    #[serde(default)]
-    action: Option<AuditAction>,
-    #[serde(default)]
-    findings: Option<Vec<Finding>>,
-    #[serde(default)]
-    submit_final: Option<bool>,
-}
-
-#[derive(Deserialize)]
-struct ReviewReq {
-    #[serde(default)]
-    campaign_id: Option<String>,
-    #[serde(default)]
-    action: Option<OverseerAction>,
-    #[serde(default)]
-    decisions: Option<Vec<campaign::OverseerDecision>>,
-    #[serde(default)]
-    conflicts_resolved: Option<Vec<campaign::ConflictResolution>>,
-    #[serde(default)]
-    audit_trail_id: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct ImproveReq {
-    #[serde(default)]
-    campaign_id: Option<String>,
-    #[serde(default)]
-    train_seeds: Option<Vec<u64>>,
-    #[serde(default)]
-    held_out_seeds: Option<Vec<u64>>,
-}
-
-fn to_json<T: Serialize>(v: &T) -> Result<Value, AuditError> {
-    serde_json::to_value(v).map_err(|_| AuditError::Internal)
-}
+/// The campaign a body names: optional in process (the slot holds one).
+type Id = Option<String>;
 
 fn text(v: &Value) -> Result<String, Refusal> {
     serde_json::to_string(v).map_err(|_| AuditError::Internal.into())
@@ -143,143 +78,72 @@ impl CampaignSlot {
 
     /// `POST /campaign/start`: a new campaign replaces the slot's.
     pub fn start(&mut self, body: &str) -> Result<String, Refusal> {
-        let req: StartReq = audit_typed(body)?;
-        let id = req
-            .campaign_id
-            .unwrap_or_else(|| audit_env::util::random_id("cmp"));
+        let req: StartBody = audit_typed(body)?;
         let c = Campaign::new(
-            id.clone(),
+            req.campaign_id
+                .unwrap_or_else(|| audit_env::util::random_id("cmp")),
             req.seed.unwrap_or(42),
             req.total_periods.unwrap_or(DEFAULT_TOTAL_PERIODS),
             self.max_findings_per_step,
         )?;
-        let obs = to_json(&c.observation(None))?;
+        let reply = text(&c.start_reply()?);
         self.campaign = Some(c);
         self.poisoned = false;
-        text(&json!({"status": "started", "campaign_id": id, "observation": obs}))
+        reply
     }
 
     /// `GET /campaign/state/{campaign_id}`.
     pub fn state(&mut self) -> Result<String, Refusal> {
-        let c = self.get(None)?;
-        text(&json!({
-            "campaign_id": c.id,
-            "score": c.score(),
-            "score_breakdown": c.period_scores.last().map(|p| &p.score),
-            "current_period_score": c.score_period().score,
-            "state": to_json(&c.state())?,
-            "observation": to_json(&c.observation(None))?,
-        }))
+        text(&self.get(None)?.state_reply()?)
     }
 
     /// `POST /campaign/task/start`.
     pub fn task_start(&mut self, body: &str) -> Result<String, Refusal> {
-        let req: RoleReq = audit_typed(body)?;
-        let c = self.get(req.campaign_id.as_deref())?;
-        let ep = c.start_task(req.role)?;
-        let obs = ep.observation(0.0, ep.reset_feedback(), false);
-        let p = c.current_period;
-        let prior: Vec<_> = c.history.iter().filter(|h| h.period < p).cloned().collect();
-        text(&json!({
-            "status": "started", "campaign_id": c.id, "role": req.role,
-            "observation": to_json(&c.observation(Some(obs)))?,
-            "world_state": to_json(&c.world)?,
-            "findings_history": to_json(&prior)?,
-            "active_instructions": to_json(&c.active_instructions())?,
-            "pending_regulatory_shocks": to_json(&c.world.mid_period_rule_drops)?,
-        }))
+        let req: RoleBody<Id> = audit_typed(body)?;
+        text(
+            &self
+                .get(req.campaign_id.as_deref())?
+                .task_start_reply(req.role)?,
+        )
     }
 
     /// `POST /campaign/task/submit` (`status: submitted`) or its alias `POST /campaign/action`
     /// (`status: accepted`).
     pub fn submit(&mut self, body: &str, status: &str) -> Result<String, Refusal> {
-        let req: SubmitReq = audit_typed(body)?;
-        let mut action = req.action.unwrap_or_default();
-        if let Some(f) = req.findings {
-            action.findings.extend(f);
-        }
-        if req.submit_final.is_some() {
-            action.submit_final = req.submit_final;
-        }
-        let c = self.get(req.campaign_id.as_deref())?;
-        let r = c.submit(req.role, action)?;
-        text(&json!({
-            "status": status, "campaign_id": c.id, "role": req.role,
-            "observation": to_json(&r.observation)?, "reward": r.reward, "done": r.done,
-            "deferred": r.deferred, "shock": r.shock, "grader": r.grader, "warnings": r.warnings,
-        }))
+        let (id, role, action) = audit_typed::<SubmitBody<Id>>(body)?.into_parts();
+        text(
+            &self
+                .get(id.as_deref())?
+                .submit_reply(role, action, status)?,
+        )
     }
 
     /// `POST /campaign/period/advance`.
     pub fn advance(&mut self, body: &str) -> Result<String, Refusal> {
-        let req: IdReq = audit_typed(body)?;
-        let c = self.get(req.campaign_id.as_deref())?;
-        let status = c.advance()?;
-        text(&json!({
-            "status": status, "campaign_id": c.id, "observation": to_json(&c.observation(None))?,
-            "period_score": c.period_scores.last().map(|p| &p.score), "score": c.score(),
-        }))
+        let req: IdBody<Id> = audit_typed(body)?;
+        text(&self.get(req.campaign_id.as_deref())?.advance_reply()?)
     }
 
     /// `POST /overseer/review`.
     pub fn review(&mut self, body: &str) -> Result<String, Refusal> {
-        let req: ReviewReq = audit_typed(body)?;
-        let mut action = req.action.unwrap_or_default();
-        if let Some(d) = req.decisions {
-            action.decisions.extend(d);
-        }
-        if let Some(c) = req.conflicts_resolved {
-            action.conflicts_resolved.extend(c);
-        }
-        if req.audit_trail_id.is_some() {
-            action.audit_trail_id = req.audit_trail_id;
-        }
-        let c = self.get(req.campaign_id.as_deref())?;
-        let r = c.review(action)?;
-        text(&json!({"status": "reviewed", "campaign_id": c.id, "result": to_json(&r)?}))
+        let (id, action) = audit_typed::<ReviewBody<Id>>(body)?.into_parts();
+        text(&self.get(id.as_deref())?.review_reply(action)?)
     }
 
     /// `GET /overseer/report`.
     pub fn report(&mut self) -> Result<String, Refusal> {
-        let c = self.get(None)?;
-        let mut per_role = BTreeMap::new();
-        for (r, e) in &c.episodes {
-            if let Some(gr) = &e.last_grade {
-                per_role.insert(
-                    r.as_str().to_string(),
-                    json!({"precision": gr.precision, "recall": gr.recall, "score": gr.score}),
-                );
-            }
-        }
-        let period_scores: Vec<Value> = c
-            .period_scores
-            .iter()
-            .map(|p| json!({"period": p.period, "score": p.score.score, "overseer_quality": p.inputs.overseer_quality}))
-            .collect();
-        text(&json!({
-            "campaign_id": c.id, "current_period": c.current_period, "budget_remaining": c.budget_remaining,
-            "findings_seen": c.history.len(), "regulatory_shocks_applied": to_json(&c.shocks_applied)?,
-            "reviews": to_json(&c.reviews)?, "per_role_current_period": per_role,
-            "period_scores": period_scores,
-        }))
+        text(&self.get(None)?.report_reply()?)
     }
 
     /// `POST /self-improve` (by default training seeds 42-51, held-out 100-104).
     pub fn self_improve(&mut self, body: &str) -> Result<String, Refusal> {
-        let req: ImproveReq = audit_typed(body)?;
-        let train = req.train_seeds.unwrap_or_else(|| TRAIN_SEEDS.collect());
-        let held = req
-            .held_out_seeds
-            .unwrap_or_else(|| HELD_OUT_SEEDS.collect());
-        let c = self.get(req.campaign_id.as_deref())?;
-        let rec = c.self_improve(&train, &held)?;
-        text(&json!({"status": "completed", "campaign_id": c.id, "summary": to_json(&rec)?}))
+        let (id, train, held) = audit_typed::<ImproveBody<Id>>(body)?.into_parts();
+        text(&self.get(id.as_deref())?.self_improve_reply(&train, &held)?)
     }
 
     /// `GET /self-improve/history`.
     pub fn improve_history(&mut self) -> Result<String, Refusal> {
-        let c = self.get(None)?;
-        text(&json!({"campaign_id": c.id, "history": to_json(&c.improve_history)?}))
+        text(&self.get(None)?.history_reply()?)
     }
 
     /// The running campaign's id, if any.

@@ -3,24 +3,10 @@
 //! `ResetRequest` object; audit requests are their typed structs, a wrong field named by path.
 
 use crate::errors::Refusal;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// A ControlBench action.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Action {
-    pub action_type: String,
-    pub payload: Map<String, Value>,
-}
-
-const WRAPPER_KEYS: [&str; 5] = [
-    "action",
-    "timeout_s",
-    "request_id",
-    "session_id",
-    "metadata",
-];
-const ACTION_KEYS: [&str; 4] = ["action_type", "payload", "session_id", "metadata"];
-const MAX_ACTION_TYPE_CHARS: usize = 128;
+/// A ControlBench action (its shape checked as the server checks it).
+pub use ls_env::step_body::StepRequest as Action;
 
 /// Parse JSON text; blank text is `null` (an empty body).
 pub fn json_text(text: &str) -> Result<Value, Refusal> {
@@ -32,67 +18,12 @@ pub fn json_text(text: &str) -> Result<Value, Refusal> {
 
 /// A step body's action, with the server's shape rules.
 pub fn step_action(text: &str) -> Result<Action, Refusal> {
-    let Value::Object(mut top) = json_text(text)? else {
-        return Err(Refusal::validation(
-            "body must be a JSON object with action_type and payload",
-        ));
-    };
-    match top.get("session_id") {
-        None | Some(Value::Null) | Some(Value::String(_)) => {}
-        Some(_) => return Err(Refusal::validation("session_id must be a string")),
-    }
-    let mut obj = if top.contains_key("action") && !top.contains_key("action_type") {
-        if let Some(k) = top.keys().find(|k| !WRAPPER_KEYS.contains(&k.as_str())) {
-            return Err(Refusal::validation(format!(
-                "unexpected field '{k}' beside 'action'"
-            )));
-        }
-        match top.remove("action") {
-            Some(Value::Object(a)) => a,
-            _ => {
-                return Err(Refusal::validation(
-                    "action must be an object with action_type and payload",
-                ))
-            }
-        }
-    } else {
-        if let Some(k) = top.keys().find(|k| !ACTION_KEYS.contains(&k.as_str())) {
-            return Err(Refusal::validation(format!(
-                "unexpected field '{k}': expected action_type and payload"
-            )));
-        }
-        top
-    };
-    let action_type = match obj.remove("action_type") {
-        Some(Value::String(s)) => s,
-        None | Some(Value::Null) => return Err(Refusal::validation("action_type is required")),
-        Some(_) => return Err(Refusal::validation("action_type must be a string")),
-    };
-    if action_type.chars().count() > MAX_ACTION_TYPE_CHARS {
-        return Err(Refusal::validation("action_type is too long"));
-    }
-    let payload = match obj.remove("payload") {
-        None | Some(Value::Null) => obj
-            .into_iter()
-            .filter(|(k, _)| k != "metadata" && k != "session_id")
-            .collect(),
-        Some(Value::Object(p)) => p,
-        Some(_) => return Err(Refusal::validation("payload must be an object")),
-    };
-    Ok(Action {
-        action_type,
-        payload,
-    })
+    ls_env::step_body::parse_step(json_text(text)?).map_err(Refusal::validation)
 }
 
 /// A reset body (blank or `null` means defaults).
 pub fn reset_request(text: &str) -> Result<ls_env::ResetRequest, Refusal> {
-    match json_text(text)? {
-        Value::Null => Ok(ls_env::ResetRequest::default()),
-        body @ Value::Object(_) => serde_json::from_value(body)
-            .map_err(|e| Refusal::validation(format!("reset body: {e}"))),
-        _ => Err(Refusal::validation("reset body must be a JSON object")),
-    }
+    ls_env::step_body::parse_reset(json_text(text)?).map_err(Refusal::validation)
 }
 
 /// An audit body into `T`, naming the offending field; blank text is `{}`.

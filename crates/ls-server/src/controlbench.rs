@@ -52,83 +52,12 @@ pub struct ControlBenchAction {
     pub metadata: Map<String, Value>,
 }
 
-/// A parsed step request: `{"action_type", "payload"}` or OpenEnv's `{"action": {...}}`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StepRequest {
-    pub action_type: String,
-    pub payload: Map<String, Value>,
-    pub session_id: Option<String>,
-}
+pub use ls_env::step_body::StepRequest;
 
-const WRAPPER_KEYS: [&str; 5] = [
-    "action",
-    "timeout_s",
-    "request_id",
-    "session_id",
-    "metadata",
-];
-const ACTION_KEYS: [&str; 4] = ["action_type", "payload", "session_id", "metadata"];
-/// Longest accepted `action_type` (no action name comes close).
-const MAX_ACTION_TYPE_CHARS: usize = 128;
-
-/// Validate the step body's shape, naming the offending field.
+/// Validate the step body's shape, naming the offending field
+/// ([`ls_env::step_body::parse_step`], shared with the in-process module).
 pub fn parse_step(body: Value) -> Result<StepRequest, ApiError> {
-    let Value::Object(mut top) = body else {
-        return Err(ApiError::Validation(
-            "body must be a JSON object with action_type and payload".into(),
-        ));
-    };
-    let session_id = match top.get("session_id") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err(ApiError::Validation("session_id must be a string".into())),
-    };
-    let mut obj = if top.contains_key("action") && !top.contains_key("action_type") {
-        if let Some(k) = top.keys().find(|k| !WRAPPER_KEYS.contains(&k.as_str())) {
-            return Err(ApiError::Validation(format!(
-                "unexpected field '{k}' beside 'action'"
-            )));
-        }
-        match top.remove("action") {
-            Some(Value::Object(a)) => a,
-            _ => {
-                return Err(ApiError::Validation(
-                    "action must be an object with action_type and payload".into(),
-                ))
-            }
-        }
-    } else {
-        if let Some(k) = top.keys().find(|k| !ACTION_KEYS.contains(&k.as_str())) {
-            return Err(ApiError::Validation(format!(
-                "unexpected field '{k}': expected action_type and payload"
-            )));
-        }
-        top
-    };
-    let action_type = match obj.remove("action_type") {
-        Some(Value::String(s)) => s,
-        None | Some(Value::Null) => {
-            return Err(ApiError::Validation("action_type is required".into()))
-        }
-        Some(_) => return Err(ApiError::Validation("action_type must be a string".into())),
-    };
-    if action_type.chars().count() > MAX_ACTION_TYPE_CHARS {
-        return Err(ApiError::Validation("action_type is too long".into()));
-    }
-    // OpenEnv's generic action model may carry payload fields at the top level of the action.
-    let payload = match obj.remove("payload") {
-        None | Some(Value::Null) => obj
-            .into_iter()
-            .filter(|(k, _)| k != "metadata" && k != "session_id")
-            .collect(),
-        Some(Value::Object(p)) => p,
-        Some(_) => return Err(ApiError::Validation("payload must be an object".into())),
-    };
-    Ok(StepRequest {
-        action_type,
-        payload,
-        session_id,
-    })
+    ls_env::step_body::parse_step(body).map_err(ApiError::Validation)
 }
 
 /// Parse a `POST /step` body: the JSON value, then [`parse_step`] (every accepted shape, and
@@ -144,14 +73,7 @@ pub fn parse_reset_body(bytes: &[u8]) -> Result<ResetRequest, ApiError> {
 
 /// Parse a reset body (absent or `{}` means defaults).
 pub fn parse_reset(body: Value) -> Result<ResetRequest, ApiError> {
-    match body {
-        Value::Null => Ok(ResetRequest::default()),
-        Value::Object(_) => serde_json::from_value(body)
-            .map_err(|e| ApiError::Validation(format!("reset body: {e}"))),
-        _ => Err(ApiError::Validation(
-            "reset body must be a JSON object".into(),
-        )),
-    }
+    ls_env::step_body::parse_reset(body).map_err(ApiError::Validation)
 }
 
 pub fn do_reset(
@@ -328,33 +250,6 @@ mod tests {
     use super::*;
     use crate::sessions::DEFAULT_SESSION;
     use axum::http::HeaderValue;
-
-    #[test]
-    fn step_bodies() {
-        let r = parse_step(json!({"action_type": "ocr", "payload": {"doc_id": "X"}})).unwrap();
-        assert_eq!(r.action_type, "ocr");
-        let r = parse_step(
-            json!({"action": {"action_type": "zoom", "payload": {"doc_id": "X"}}, "timeout_s": 5}),
-        )
-        .unwrap();
-        assert_eq!(r.action_type, "zoom");
-        let r = parse_step(json!({"action": {"action_type": "zoom", "doc_id": "X"}})).unwrap();
-        assert_eq!(r.payload["doc_id"], "X");
-        assert!(parse_step(json!({"payload": {}}))
-            .unwrap_err()
-            .to_string()
-            .contains("action_type"));
-        assert!(parse_step(json!({"action_type": "ocr", "payload": [1]}))
-            .unwrap_err()
-            .to_string()
-            .contains("payload"));
-        assert!(parse_step(json!({"action_type": 3})).is_err());
-        assert!(parse_step(json!({"action_type": "ocr", "extra": 1}))
-            .unwrap_err()
-            .to_string()
-            .contains("extra"));
-        assert!(parse_step(json!([1, 2])).is_err());
-    }
 
     /// Bodies as bytes: one parse for every shape; blank means defaults for a reset, an array is
     /// not an object, broken JSON is named as such.

@@ -19,12 +19,13 @@ use serde_json::{json, Value};
 
 use audit_env::adversarial::FraudDifficulty;
 use audit_env::baseline::{self, BaselineConfig};
-use audit_env::campaign::{self, Campaign, OverseerAction, Role};
+use audit_env::campaign::Campaign;
+use audit_env::campaign_api::{self as api, to_json};
 use audit_env::episode::{
-    AuditAction, AuditEnv, AuditResetRequest, AuditStepEnvelope, AuditStepRequest, EnvConfig,
+    AuditEnv, AuditResetRequest, AuditStepEnvelope, AuditStepRequest, EnvConfig,
 };
 use audit_env::error::AuditError;
-use audit_env::model::{limits, Finding, TaskId, HELD_OUT_SEEDS, TRAIN_SEEDS};
+use audit_env::model::{limits, TaskId};
 use audit_env::util;
 
 use crate::error::{prefix, ApiError};
@@ -530,76 +531,14 @@ async fn metrics(State(st): State<AppState>) -> Json<Value> {
 // Campaigns.
 // ------------------------------------------------------------------------------------------
 
-#[derive(Deserialize, JsonSchema)]
-struct CampaignStartReq {
-    /// World seed (default 42).
-    #[serde(default)]
-    seed: Option<u64>,
-    /// Periods in the campaign (default `CAMPAIGN_TOTAL_PERIODS`, 5).
-    #[serde(default)]
-    total_periods: Option<u32>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct CampaignIdReq {
-    /// The campaign (from `/campaign/start`).
-    campaign_id: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct RoleReq {
-    /// The campaign (from `/campaign/start`).
-    campaign_id: String,
-    /// The auditor role whose task starts.
-    role: Role,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct SubmitReq {
-    /// The campaign (from `/campaign/start`).
-    campaign_id: String,
-    /// The auditor role submitting.
-    role: Role,
-    /// The findings as an action object; top-level `findings` are added to it.
-    #[serde(default)]
-    action: Option<AuditAction>,
-    /// Findings of this submit.
-    #[serde(default)]
-    findings: Option<Vec<Finding>>,
-    /// True ends the role's task for the period and grades it.
-    #[serde(default)]
-    submit_final: Option<bool>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct ReviewReq {
-    /// The campaign (from `/campaign/start`).
-    campaign_id: String,
-    /// The review as an action object; the top-level fields are added to it.
-    #[serde(default)]
-    action: Option<OverseerAction>,
-    /// Accept or reject decisions on the period's findings.
-    #[serde(default)]
-    decisions: Option<Vec<campaign::OverseerDecision>>,
-    /// Resolutions of conflicts between roles' findings.
-    #[serde(default)]
-    conflicts_resolved: Option<Vec<campaign::ConflictResolution>>,
-    /// Client reference for the review's audit trail.
-    #[serde(default)]
-    audit_trail_id: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct ImproveReq {
-    /// The campaign (from `/campaign/start`).
-    campaign_id: String,
-    /// Training seeds (default 42-51).
-    #[serde(default)]
-    train_seeds: Option<Vec<u64>>,
-    /// Held-out seeds (default 100-104).
-    #[serde(default)]
-    held_out_seeds: Option<Vec<u64>>,
-}
+// The bodies and replies are declared once in `audit_env::campaign_api` (the in-process campaign
+// serves the same); here the campaign id is required.
+pub(crate) type CampaignStartReq = api::StartBody;
+pub(crate) type CampaignIdReq = api::IdBody<String>;
+pub(crate) type RoleReq = api::RoleBody<String>;
+pub(crate) type SubmitReq = api::SubmitBody<String>;
+pub(crate) type ReviewReq = api::ReviewBody<String>;
+pub(crate) type ImproveReq = api::ImproveBody<String>;
 
 /// A live campaign; an idle one past the timeout is dropped and reported unknown.
 fn campaign_mut<'a>(
@@ -647,113 +586,72 @@ fn campaign_room(g: &mut Inner, ttl: Duration, max: usize) -> Result<(), AuditEr
     }
 }
 
-fn to_json<T: Serialize>(v: &T) -> Result<Value, AuditError> {
-    serde_json::to_value(v).map_err(|_| AuditError::Internal)
-}
-
 async fn campaign_start(
     State(st): State<AppState>,
     JsonBody(req): JsonBody<CampaignStartReq>,
 ) -> Result<Json<Value>, ApiError> {
     let mut g = st.lock();
     campaign_room(&mut g, st.campaign_ttl(), st.config.max_campaigns)?;
-    let seed = req.seed.unwrap_or(42);
-    let id = util::random_id("cmp");
     let c = Campaign::new(
-        id.clone(),
-        seed,
+        util::random_id("cmp"),
+        req.seed.unwrap_or(42),
         req.total_periods
             .unwrap_or(st.config.campaign_total_periods),
         st.config.max_findings_per_step,
     )?;
-    let obs = to_json(&c.observation(None))?;
+    let reply = c.start_reply()?;
     g.campaigns.insert(
-        id.clone(),
+        c.id.clone(),
         CampaignEntry {
             campaign: c,
             last_used: Instant::now(),
         },
     );
     g.metrics.campaigns_started += 1;
-    Ok(Json(
-        json!({"status": "started", "campaign_id": id, "observation": obs}),
-    ))
+    Ok(Json(reply))
 }
 
-fn campaign_state_json(c: &Campaign) -> Result<Value, AuditError> {
-    Ok(json!({
-        "campaign_id": c.id,
-        "score": c.score(),
-        "score_breakdown": c.period_scores.last().map(|p| &p.score),
-        "current_period_score": c.score_period().score,
-        "state": to_json(&c.state())?,
-        "observation": to_json(&c.observation(None))?,
-    }))
+/// The `campaign_id` query parameter (required).
+fn query_id(q: SessionQuery) -> Result<String, AuditError> {
+    q.campaign_id.ok_or_else(|| {
+        AuditError::invalid("campaign_id", "query parameter campaign_id is required")
+    })
+}
+
+/// Runs `f` on the live campaign `id` (under the lock).
+fn with_campaign(
+    st: &AppState,
+    id: &str,
+    f: impl FnOnce(&mut Campaign) -> Result<Value, AuditError>,
+) -> Result<Json<Value>, ApiError> {
+    let mut g = st.lock();
+    Ok(Json(f(campaign_mut(&mut g, st.campaign_ttl(), id)?)?))
 }
 
 async fn campaign_state_q(
     State(st): State<AppState>,
     Query(q): Query<SessionQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = q.campaign_id.ok_or_else(|| {
-        AuditError::invalid("campaign_id", "query parameter campaign_id is required")
-    })?;
-    let mut g = st.lock();
-    Ok(Json(campaign_state_json(campaign_mut(
-        &mut g,
-        st.campaign_ttl(),
-        &id,
-    )?)?))
+    with_campaign(&st, &query_id(q)?, |c| c.state_reply())
 }
 
 async fn campaign_state_p(
     State(st): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let mut g = st.lock();
-    Ok(Json(campaign_state_json(campaign_mut(
-        &mut g,
-        st.campaign_ttl(),
-        &id,
-    )?)?))
+    with_campaign(&st, &id, |c| c.state_reply())
 }
 
 async fn campaign_task_start(
     State(st): State<AppState>,
     JsonBody(req): JsonBody<RoleReq>,
 ) -> Result<Json<Value>, ApiError> {
-    let mut g = st.lock();
-    let c = campaign_mut(&mut g, st.campaign_ttl(), &req.campaign_id)?;
-    let ep = c.start_task(req.role)?;
-    let obs = ep.observation(0.0, ep.reset_feedback(), false);
-    let p = c.current_period;
-    let prior: Vec<_> = c.history.iter().filter(|h| h.period < p).cloned().collect();
-    Ok(Json(json!({
-        "status": "started", "campaign_id": c.id, "role": req.role,
-        "observation": to_json(&c.observation(Some(obs)))?,
-        "world_state": to_json(&c.world)?,
-        "findings_history": to_json(&prior)?,
-        "active_instructions": to_json(&c.active_instructions())?,
-        "pending_regulatory_shocks": to_json(&c.world.mid_period_rule_drops)?,
-    })))
+    with_campaign(&st, &req.campaign_id, |c| c.task_start_reply(req.role))
 }
 
 fn do_submit(st: &AppState, req: SubmitReq, status: &str) -> Result<Json<Value>, ApiError> {
-    let mut action = req.action.unwrap_or_default();
-    if let Some(f) = req.findings {
-        action.findings.extend(f);
-    }
-    if req.submit_final.is_some() {
-        action.submit_final = req.submit_final;
-    }
-    let mut g = st.lock();
-    let c = campaign_mut(&mut g, st.campaign_ttl(), &req.campaign_id)?;
-    let r = c.submit(req.role, action)?;
-    Ok(Json(json!({
-        "status": status, "campaign_id": req.campaign_id, "role": req.role,
-        "observation": to_json(&r.observation)?, "reward": r.reward, "done": r.done,
-        "deferred": r.deferred, "shock": r.shock, "grader": r.grader, "warnings": r.warnings,
-    })))
+    let (id, role, action) = req.into_parts();
+    with_campaign(st, &id, |c| c.submit_reply(role, action, status))
 }
 
 async fn campaign_task_submit(
@@ -774,91 +672,40 @@ async fn campaign_advance(
     State(st): State<AppState>,
     JsonBody(req): JsonBody<CampaignIdReq>,
 ) -> Result<Json<Value>, ApiError> {
-    let mut g = st.lock();
-    let c = campaign_mut(&mut g, st.campaign_ttl(), &req.campaign_id)?;
-    let status = c.advance()?;
-    Ok(Json(json!({
-        "status": status, "campaign_id": c.id, "observation": to_json(&c.observation(None))?,
-        "period_score": c.period_scores.last().map(|p| &p.score), "score": c.score(),
-    })))
+    with_campaign(&st, &req.campaign_id, |c| c.advance_reply())
 }
 
 async fn overseer_review(
     State(st): State<AppState>,
     JsonBody(req): JsonBody<ReviewReq>,
 ) -> Result<Json<Value>, ApiError> {
-    let mut action = req.action.unwrap_or_default();
-    if let Some(d) = req.decisions {
-        action.decisions.extend(d);
-    }
-    if let Some(c) = req.conflicts_resolved {
-        action.conflicts_resolved.extend(c);
-    }
-    if req.audit_trail_id.is_some() {
-        action.audit_trail_id = req.audit_trail_id;
-    }
-    let mut g = st.lock();
-    let c = campaign_mut(&mut g, st.campaign_ttl(), &req.campaign_id)?;
-    let r = c.review(action)?;
-    Ok(Json(
-        json!({"status": "reviewed", "campaign_id": req.campaign_id, "result": to_json(&r)?}),
-    ))
+    let (id, action) = req.into_parts();
+    with_campaign(&st, &id, |c| c.review_reply(action))
 }
 
 async fn overseer_report(
     State(st): State<AppState>,
     Query(q): Query<SessionQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = q.campaign_id.ok_or_else(|| {
-        AuditError::invalid("campaign_id", "query parameter campaign_id is required")
-    })?;
-    let mut g = st.lock();
-    let c = campaign_mut(&mut g, st.campaign_ttl(), &id)?;
-    let mut per_role = BTreeMap::new();
-    for (r, e) in &c.episodes {
-        if let Some(gr) = &e.last_grade {
-            per_role.insert(
-                r.as_str().to_string(),
-                json!({"precision": gr.precision, "recall": gr.recall, "score": gr.score}),
-            );
-        }
-    }
-    Ok(Json(json!({
-        "campaign_id": c.id, "current_period": c.current_period, "budget_remaining": c.budget_remaining,
-        "findings_seen": c.history.len(), "regulatory_shocks_applied": to_json(&c.shocks_applied)?,
-        "reviews": to_json(&c.reviews)?, "per_role_current_period": per_role,
-        "period_scores": c.period_scores.iter().map(|p| json!({"period": p.period, "score": p.score.score, "overseer_quality": p.inputs.overseer_quality})).collect::<Vec<_>>(),
-    })))
+    with_campaign(&st, &query_id(q)?, |c| c.report_reply())
 }
 
 async fn self_improve(
     State(st): State<AppState>,
     JsonBody(req): JsonBody<ImproveReq>,
 ) -> Result<Json<Value>, ApiError> {
-    let train = req.train_seeds.unwrap_or_else(|| TRAIN_SEEDS.collect());
-    let held = req
-        .held_out_seeds
-        .unwrap_or_else(|| HELD_OUT_SEEDS.collect());
-    let mut g = st.lock();
-    let c = campaign_mut(&mut g, st.campaign_ttl(), &req.campaign_id)?;
-    let rec = c.self_improve(&train, &held)?;
-    Ok(Json(
-        json!({"status": "completed", "campaign_id": req.campaign_id, "summary": to_json(&rec)?}),
-    ))
+    let (id, train, held) = req.into_parts();
+    with_campaign(&st, &id, |c| c.self_improve_reply(&train, &held))
 }
 
+/// An unknown or expired campaign has an empty history (not a 404), as the reference serves it.
 async fn self_improve_history(
     State(st): State<AppState>,
     Query(q): Query<SessionQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = q.campaign_id.ok_or_else(|| {
-        AuditError::invalid("campaign_id", "query parameter campaign_id is required")
-    })?;
-    let mut g = st.lock();
-    let hist = campaign_mut(&mut g, st.campaign_ttl(), &id)
-        .map(|c| c.improve_history.clone())
-        .unwrap_or_default();
-    Ok(Json(json!({"campaign_id": id, "history": to_json(&hist)?})))
+    let id = query_id(q)?;
+    with_campaign(&st, &id, |c| c.history_reply())
+        .or_else(|_| Ok(Json(json!({"campaign_id": id, "history": []}))))
 }
 
 // ------------------------------------------------------------------------------------------

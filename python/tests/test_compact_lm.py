@@ -151,9 +151,13 @@ def test_state_prompt_is_compact_and_names_pointers(episodes: List[Any], schema:
     assert info["rows"] > 100 and info["max_tokens"] < 1024 and info["median_tokens"] < 400
     state, act = rows[-1]
     assert state[-1] == "<act>" and state[0].startswith("task:")
-    # every pointer the target uses is named in its own prompt (its descriptor token)
+    # every document and id pointer the target uses is named in its own prompt (its descriptor
+    # token); OCR lines are not listed (the grammar offers them), so no line's words are there
+    # but those of the actions played and the progress block's open labels
     for state, act in rows:
-        assert all(t in state for t in act if t.startswith(("dt:", "key:", "lab:")))
+        assert all(t in state for t in act if t.startswith(("dt:", "key:")))
+        head = state[:state.index("|did")]
+        assert not any(t.startswith("lab:") for t in head), head
 
 
 def test_sft_lowers_the_loss_and_lr_zero_does_not_train(episodes: List[Any], schema: Schema) -> None:
@@ -244,3 +248,61 @@ def test_rl_improvement_is_claimed_only_outside_the_noise() -> None:
     assert not improvement_verdict([0.1, -0.05, 0.1], [(lo, hi)] * 3)["claimed"]  # spread larger than half the mean gain
     assert not improvement_verdict([], [])["claimed"]
     assert not improvement_verdict([0.003, 0.003, 0.003], [(0.001, 0.005)] * 3)["claimed"]  # outside the noise but immaterial
+
+
+def test_progress_block_counts_what_the_episode_shows(episodes: List[Any], schema: Schema) -> None:
+    """The block before ``<act>`` repeats the task family and counts only what the prompt's own
+    ``|did`` list and table show: per action type the actions played, and per argument label the
+    values no action took yet (a PO the teacher looks up next is still open)."""
+    from collections import Counter
+
+    from ledgershield.training.compact_lm import build_rows
+
+    rows, _ = build_rows(episodes, schema)
+    assert {"lab:po", "lab:receipt"} <= set(schema.arg_labels)
+    looked_up = open_before = 0
+    for state, act in rows:
+        now = state[state.index("|now"):-1]
+        assert state[-1] == "<act>" and now[1] == state[0]
+        did = state[state.index("|did") + 1:state.index("|now")]
+        played: Counter = Counter()
+        first = True
+        for t in did:
+            if first:
+                played[t] += 1
+            first = t == ";"
+        assert {t for t in now if t.startswith("did:")} == {f"did:{a}={min(n, 4)}" for a, n in played.items()}
+        if act[0] == "lookup_po" and act[1] == "lab:po":
+            looked_up += 1
+            open_before += any(t.startswith("open:lab:po=") for t in now)
+    assert looked_up >= 10 and open_before >= 0.9 * looked_up, (open_before, looked_up)
+
+
+def test_line_descriptors_name_only_labels_many_vendors_share(episodes: List[Any]) -> None:
+    """A vendor's letterhead or address is one vendor's: it never names a line in the prompt or a
+    pointer (``lab:other`` does), so the model cannot learn a case by its vendor."""
+    from collections import defaultdict
+
+    from ledgershield.training.compact import OTHER_LABEL, generic_labels, line_label, state_tokens
+
+    tables = [ep[-1][2] for ep in episodes]
+    labels = set(generic_labels(tables))
+    vendors: Any = defaultdict(set)
+    for tb in tables:
+        v = next((val for k, val in tb.ids if k == "vendor_name"), "")
+        for r in tb.refs:
+            vendors[line_label(r)].add(v)
+    single = {lab for lab, vs in vendors.items() if len(vs) == 1}
+    assert single and not single & labels and {"lab:po", "lab:total", "lab:invoice_no"} <= labels
+    ep = max(episodes, key=lambda e: len(e[-1][2].refs))
+    obs, led, tb, _ = ep[-1]
+    try:
+        tb.relabel(sorted(labels))
+        descs = {tb.desc[f"r{i}"][0] for i in range(len(tb.refs))}
+        assert OTHER_LABEL in descs and descs <= labels | {OTHER_LABEL}
+        assert {t for t in state_tokens(obs, led, [], tb) if t.startswith("lab:")} <= labels | {OTHER_LABEL}
+        # a pointer to a line with an unshared label still resolves, by its ordinal among the others
+        r = next(f"r{i}" for i in range(len(tb.refs)) if tb.desc[f"r{i}"][0] == OTHER_LABEL)
+        assert to_units(to_tokens([r], tb), tb) == [r]
+    finally:
+        tb.relabel(None)

@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .compact import ACT, EOS, PAD, UNK, Context, Schema, Table, allowed_tokens, encode, expand, state_tokens, to_tokens, to_units
+from .compact import ACT, EOS, PAD, UNK, Context, Schema, Table, allowed_tokens, encode, expand, generic_labels, state_tokens, to_tokens, to_units
 from .ledger import EvidenceLedger, replay_ledgers
 
 MAX_LEN = 1024
@@ -61,8 +61,9 @@ def build_rows(episodes: Sequence[Sequence[Tuple[Any, EvidenceLedger, Table, Dic
     for ep in episodes:
         played: List[List[str]] = []  # tokens
         for obs, led, table, a in ep:
+            table.relabel(schema.labels)
             units = encode(a, table, schema)
-            state = state_tokens(obs, led, played, table)
+            state = state_tokens(obs, led, played, table, schema.arg_labels)
             if units is None:
                 skipped += 1
                 played.append([a["action_type"], EOS])
@@ -335,10 +336,10 @@ def play_episode(dec: Decoder, case_id: str, temperature: float = 0.0, rng: Opti
     while not envelope.get("done"):
         obs = envelope["observation"]
         native = env.candidates()
-        table = Table(obs, led, native)
+        table = Table(obs, led, native, dec.schema.labels)
         steps_left = int(obs.get("max_steps") or 0) - int(obs.get("step_count") or 0)
         ctx = Context(table, dec.schema, played_units, {c["action_type"] for c in native}, steps_left)
-        toks = dec.act(state_tokens(obs, led, played, table), ctx, temperature, rng, trace)
+        toks = dec.act(state_tokens(obs, led, played, table, dec.schema.arg_labels), ctx, temperature, rng, trace)
         units = to_units(toks, table)
         a = expand(units, table, dec.schema)
         try:
@@ -493,6 +494,7 @@ def compact_lm_stage(data: Path, out: Path, held_ids: Sequence[str], lr: float =
     recs = [r for r in teacher_records(data / "runs.db") if _base(r) in train_bases]
     episodes = replay_pairs(recs)
     schema = Schema.learn([(tb, a) for ep in episodes for _, _, tb, a in ep])
+    schema.labels = generic_labels([ep[-1][2] for ep in episodes if ep])  # each episode's last table: every line it read
     rows, rows_info = build_rows(episodes, schema)
     held = list(held_ids)
     extra_info = None

@@ -78,13 +78,7 @@ pub struct SubmitBody<Id> {
 impl<Id> SubmitBody<Id> {
     /// The campaign id, the role and the action with the top-level fields merged into it.
     pub fn into_parts(self) -> (Id, Role, AuditAction) {
-        let mut action = self.action.unwrap_or_default();
-        if let Some(f) = self.findings {
-            action.findings.extend(f);
-        }
-        if self.submit_final.is_some() {
-            action.submit_final = self.submit_final;
-        }
+        let action = AuditAction::merged(self.action, self.findings, self.submit_final);
         (self.campaign_id, self.role, action)
     }
 }

@@ -75,14 +75,28 @@ pub struct AuditStepRequest {
 
 impl AuditStepRequest {
     pub fn into_action(self) -> (AuditAction, Vec<String>) {
-        let mut a = self.action.unwrap_or_default();
-        if let Some(f) = self.findings {
+        let a = AuditAction::merged(self.action, self.findings, self.submit_final);
+        (a, self.request_categories.unwrap_or_default())
+    }
+}
+
+impl AuditAction {
+    /// A body's action object with its top-level `findings` added and its top-level
+    /// `submit_final` (when present) in force: the merge every findings body (a step, a campaign
+    /// submit) makes.
+    pub fn merged(
+        action: Option<AuditAction>,
+        findings: Option<Vec<Finding>>,
+        submit_final: Option<bool>,
+    ) -> AuditAction {
+        let mut a = action.unwrap_or_default();
+        if let Some(f) = findings {
             a.findings.extend(f);
         }
-        if self.submit_final.is_some() {
-            a.submit_final = self.submit_final;
+        if submit_final.is_some() {
+            a.submit_final = submit_final;
         }
-        (a, self.request_categories.unwrap_or_default())
+        a
     }
 }
 

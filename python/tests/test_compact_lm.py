@@ -306,3 +306,35 @@ def test_line_descriptors_name_only_labels_many_vendors_share(episodes: List[Any
         assert to_units(to_tokens([r], tb), tb) == [r]
     finally:
         tb.relabel(None)
+
+
+def test_jobs_run_in_another_quarters_pool(tmp_path: Any, episodes: List[Any], schema: Schema) -> None:
+    """RL's training cases and the wider held-out set live in other generated quarters: a job runs
+    in a subprocess whose pool holds that quarter (this process's pool cannot reset those ids), an
+    RL job saves a checkpoint that loads, an eval job scores only the cases not excluded, and a
+    failing job raises instead of returning nothing."""
+    pytest.importorskip("torch")
+    from ledgershield.native import ControlBenchEnv, EnvError
+    from ledgershield.training.binary import run_agent
+    from ledgershield.training.compact_lm import Coder, Decoder, build_rows, build_vocab, in_quarters, load, make_model, quarter_cases, save
+
+    ids = ["CONTROLBENCH-2031-CASE-001", "CONTROLBENCH-2031-CASE-002"]
+    db = tmp_path / "q.db"
+    run_agent(str(_binary()), "teacher", db, suite="quarter", seed=2031, cases=ids)
+    bases = sorted({str(r["base_case_id"]) for r in teacher_records(db)})
+    assert quarter_cases(db, bases) == ids and quarter_cases(db, []) == []
+    with pytest.raises(EnvError):  # not this process's quarter
+        ControlBenchEnv().reset(case_id=ids[0], fresh_institution=True)
+    rows, _ = build_rows(episodes, schema)
+    coder = Coder(build_vocab(rows, schema))
+    save(Decoder(make_model(len(coder.vocab), dim=32, layers=1, heads=2), coder, schema), tmp_path / "m")
+    rl = {"init": str(tmp_path / "m"), "db": str(db), "bases": bases, "out": str(tmp_path / "rl"), "iterations": 1, "group": 2, "batch": 1,
+          "temperature": 1.0, "lr": 1e-4, "seed": 0, "quarter": 2031}
+    ev = {"checkpoints": [str(tmp_path / "m")], "db": str(db), "bases": bases, "exclude": ids[1:]}
+    got_rl, got_ev = in_quarters([("rl", 2031, rl), ("eval", 2031, ev)], tmp_path / "work")
+    assert got_rl["train_cases"] == 2 and got_rl["quarter"] == 2031 and len(got_rl["history"]) == 1
+    assert load(tmp_path / "rl").coder.vocab == coder.vocab
+    assert got_ev["case_ids"] == ids[:1]
+    assert 0.0 <= got_ev["per_checkpoint"][str(tmp_path / "m")][ids[0]] <= 1.0
+    with pytest.raises(RuntimeError, match="another quarter"):
+        in_quarters([("eval", 2031, dict(ev, checkpoints=[str(tmp_path / "no-such-model")]))], tmp_path / "work")

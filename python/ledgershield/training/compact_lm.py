@@ -1,7 +1,9 @@
 """A small causal transformer trained from random weights on the compact language
 (:mod:`.compact`): SFT on replayed teacher steps, grammar-constrained decoding, and group-relative
 RL (GRPO's advantage, no critic) over several seeds, every checkpoint scored on the structured
-stage's held-out episodes, in process.
+stage's held-out episodes, in process. Work on another generated quarter (extra teacher rows, RL's
+training cases, the wider held-out set) runs in a subprocess whose pool holds that quarter
+(:func:`in_quarters`).
 
 The model is plain torch (no hub, no download): token and position embeddings, ``layers``
 pre-norm blocks of causal self-attention and an MLP, a tied output layer, a key/value cache for
@@ -21,7 +23,7 @@ import random
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -79,48 +81,92 @@ def build_rows(episodes: Sequence[Sequence[Tuple[Any, EvidenceLedger, Table, Dic
                   "target_max": acts[-1] if acts else 0, "target_median": acts[len(acts) // 2] if acts else 0}
 
 
-def rows_main(argv: Sequence[str]) -> None:
-    """``DB SCHEMA BASES OUT``: the compact rows of ``DB``'s submitted teacher episodes whose base
-    case is in ``BASES``, replayed in this process's pool (run with the pool's seed in the
-    environment: a generated quarter of another seed); written to ``OUT`` as JSON."""
+def rows_main(args: Dict[str, Any]) -> Dict[str, Any]:
+    """The compact rows of ``db``'s submitted teacher episodes whose base case is in ``bases``,
+    replayed in this process's pool (a generated quarter of another seed: see :func:`in_quarters`)."""
     from .ledger import teacher_records
     from .structured import _base
 
-    db, schema_path, bases_path, out = argv
-    bases = set(json.loads(Path(bases_path).read_text()))
-    schema = Schema.from_json(json.loads(Path(schema_path).read_text()))
-    recs = [r for r in teacher_records(Path(db)) if _base(r) in bases]
+    schema = Schema.from_json(args["schema"])
+    bases = set(args["bases"])
+    recs = [r for r in teacher_records(Path(args["db"])) if _base(r) in bases]
     episodes = replay_pairs(recs)
     rows, info = build_rows(episodes, schema)
     info.update(episodes=len(episodes), case_ids=sorted({r["case_id"] for r in recs}))
-    Path(out).write_text(json.dumps({"rows": rows, "info": info}))
+    return {"rows": rows, "info": info}
 
 
-def extra_rows(sources: Sequence[Tuple[Path, int]], schema: Schema, train_bases: Sequence[str], work: Path) -> Tuple[List[Tuple[List[str], List[str]]], Dict[str, Any]]:
-    """Rows from teacher episodes of other generated quarters (``(runs.db, seed)``), each replayed in
-    a subprocess whose in-process pool holds that seed's quarter; only training base cases."""
+def quarter_cases(db: Path, bases: Iterable[str]) -> List[str]:
+    """The case ids of a quarter's teacher collection whose base case is in ``bases``."""
+    from .ledger import teacher_records
+    from .structured import _base
+
+    keep = set(bases)
+    return sorted({r["case_id"] for r in teacher_records(Path(db)) if _base(r) in keep})
+
+
+def rl_main(args: Dict[str, Any]) -> Dict[str, Any]:
+    """GRPO from the checkpoint ``init`` on the quarter's cases of the training base cases (this
+    process's pool holds that quarter), saved to ``out``."""
+    dec = load(Path(args["init"]))
+    ids = quarter_cases(Path(args["db"]), args["bases"])
+    h = grpo(dec, ids, args["iterations"], args["group"], args["batch"], args["temperature"], args["lr"], args["seed"])
+    save(dec, Path(args["out"]))
+    return dict(h, train_cases=len(ids), quarter=args["quarter"])
+
+
+def eval_main(args: Dict[str, Any]) -> Dict[str, Any]:
+    """Every checkpoint in ``checkpoints`` scored greedily on the quarter's cases of the held-out
+    base cases (``exclude``: ids already scored elsewhere, the curated cases every pool holds)."""
+    skip = set(args["exclude"])
+    ids = [c for c in quarter_cases(Path(args["db"]), args["bases"]) if c not in skip]
+    return {"case_ids": ids, "per_checkpoint": {str(c): evaluate(load(Path(c)), str(c), ids)["per_case"] for c in args["checkpoints"]}}
+
+
+_MAINS = {"rows": rows_main, "rl": rl_main, "eval": eval_main}
+
+
+def quarter_main(argv: Sequence[str]) -> None:
+    """``KIND ARGS OUT``: one of :data:`_MAINS` on the JSON arguments in ``ARGS``, its result written to ``OUT``."""
+    import torch
+
+    torch.set_num_threads(1)  # two jobs share two cores: more threads spin-wait on each other (8x slower)
+    kind, args_path, out = argv
+    Path(out).write_text(json.dumps(_MAINS[kind](json.loads(Path(args_path).read_text()))))
+
+
+def in_quarters(jobs: Sequence[Tuple[str, int, Dict[str, Any]]], work: Path, parallel: int = 2) -> List[Dict[str, Any]]:
+    """Run each ``(kind, quarter seed, args)`` in a subprocess whose in-process pool holds that
+    seed's generated quarter (a pool holds one quarter), ``parallel`` at a time; their results in order."""
     import os
     import subprocess
     import sys
 
     work.mkdir(parents=True, exist_ok=True)
-    (work / "schema.json").write_text(json.dumps(schema.to_json(), default=lambda o: sorted(o)))
-    (work / "bases.json").write_text(json.dumps(sorted(train_bases)))
-    rows: List[Tuple[List[str], List[str]]] = []
-    info: Dict[str, Any] = {"seeds": [], "episodes": 0, "rows": 0, "unexpressed_steps": 0, "case_ids": []}
-    code = "import sys; from ledgershield.training.compact_lm import rows_main; rows_main(sys.argv[1:])"
+    code = "import sys; from ledgershield.training.compact_lm import quarter_main; quarter_main(sys.argv[1:])"
     running: List[Any] = []
-    for db, seed in sources:  # two replays at a time (two cores)
+    outs = []
+    for i, (kind, seed, args) in enumerate(jobs):
+        a, o = work / f"{kind}-{i}-{seed}.args.json", work / f"{kind}-{i}-{seed}.json"
+        a.write_text(json.dumps(args, default=lambda v: sorted(v)))
         env = dict(os.environ, LEDGERSHIELD_INCLUDE_CONTROLBENCH="1", LEDGERSHIELD_CONTROLBENCH_SEED=str(seed),
                    PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        argv = [sys.executable, "-c", code, str(db), str(work / "schema.json"), str(work / "bases.json"), str(work / f"rows-{seed}.json")]
-        running.append(subprocess.Popen(argv, env=env))
-        if len(running) >= 2:
+        running.append(subprocess.Popen([sys.executable, "-c", code, kind, str(a), str(o)], env=env))
+        outs.append(o)
+        if len(running) >= parallel:
             _wait(running.pop(0))
     for proc in running:
         _wait(proc)
-    for _db, seed in sources:
-        got = json.loads((work / f"rows-{seed}.json").read_text())
+    return [json.loads(o.read_text()) for o in outs]
+
+
+def extra_rows(sources: Sequence[Tuple[Path, int]], schema: Schema, train_bases: Sequence[str], work: Path) -> Tuple[List[Tuple[List[str], List[str]]], Dict[str, Any]]:
+    """Rows from teacher episodes of other generated quarters (``(runs.db, seed)``), each replayed in
+    a subprocess whose in-process pool holds that seed's quarter; only training base cases."""
+    rows: List[Tuple[List[str], List[str]]] = []
+    info: Dict[str, Any] = {"seeds": [], "episodes": 0, "rows": 0, "unexpressed_steps": 0, "case_ids": []}
+    jobs = [("rows", seed, {"db": str(db), "schema": schema.to_json(), "bases": sorted(train_bases)}) for db, seed in sources]
+    for (_db, seed), got in zip(sources, in_quarters(jobs, work)):
         rows += [(list(a), list(b)) for a, b in got["rows"]]
         info["seeds"].append(seed)
         for k in ("episodes", "rows", "unexpressed_steps"):
@@ -131,7 +177,7 @@ def extra_rows(sources: Sequence[Tuple[Path, int]], schema: Schema, train_bases:
 
 def _wait(proc: Any) -> None:
     if proc.wait() != 0:
-        raise RuntimeError(f"replaying extra teacher episodes failed ({proc.returncode}): {proc.args[-4:]}")
+        raise RuntimeError(f"a job in another quarter's pool failed ({proc.returncode}): {proc.args[-3:]}")
 
 
 def build_vocab(rows: Sequence[Tuple[List[str], List[str]]], schema: Schema) -> List[str]:
@@ -472,15 +518,79 @@ def load(path: Path) -> Decoder:
     return Decoder(model, Coder(meta["vocab"]), Schema.from_json(meta["schema"]))
 
 
+def rl_stage(out: Path, held: Sequence[str], sft_row: Dict[str, Any], train_ids: Sequence[str], train_bases: Sequence[str],
+             eval_bases: Sequence[str], cfg: Dict[str, Any], rl_quarters: Sequence[Tuple[Path, int]] = (),
+             held_quarters: Sequence[Tuple[Path, int]] = ()) -> Dict[str, Any]:
+    """GRPO from the SFT checkpoint (``out/sft``) over ``cfg["seeds"]`` seeds, each checkpoint scored
+    on the held-out episodes ``held`` and, with ``held_quarters``, on a wider held-out set.
+
+    With ``rl_quarters``, seed ``i`` trains on the cases of the training base cases in quarter
+    ``rl_quarters[i % n]`` (generated values the SFT data never showed: on its own training
+    episodes the SFT policy is near its teacher and most groups have no reward variance), in a
+    subprocess holding that quarter; without, in process on ``train_ids``. The wider held-out set
+    adds the held-out base cases' episodes of every quarter in ``held_quarters`` to ``held`` (no
+    stage trains on a held-out base case), and the improvement verdict is judged on it: more
+    episodes, a paired interval that a one-case change cannot move."""
+    from .structured import bootstrap_ci
+
+    n = int(cfg["seeds"])
+    knobs = {k: cfg[k] for k in ("iterations", "group", "batch", "temperature", "lr")}
+    if rl_quarters:
+        jobs = [("rl", q, dict(knobs, init=str(out / "sft"), db=str(db), bases=list(train_bases), out=str(out / f"rl-s{i}"), seed=i, quarter=q))
+                for i, (db, q) in ((i, rl_quarters[i % len(rl_quarters)]) for i in range(n))]
+        hist = in_quarters(jobs, out / "quarters")
+    else:
+        hist = []
+        for i in range(n):
+            dec = load(out / "sft")
+            hist.append(dict(grpo(dec, train_ids, knobs["iterations"], knobs["group"], knobs["batch"], knobs["temperature"], knobs["lr"], i),
+                             train_cases=len(train_ids), quarter=None))
+            save(dec, out / f"rl-s{i}")
+    rows, runs = [], []
+    for i, h in enumerate(hist):
+        m = evaluate(load(out / f"rl-s{i}"), f"compact-lm-rl-s{i}", held)
+        rows.append(m)
+        runs.append({"seed": i, "quarter": h["quarter"], "train_cases": h["train_cases"], "held_out_mean": m["mean_score"], "ci95": m["ci95"],
+                     "parse_success": m["parse_success"], "zero_variance_share": h["zero_variance_share"], "history": h["history"],
+                     "per_family": m["per_family"]})
+    means = [r["held_out_mean"] for r in runs]
+    deltas = [round(x - sft_row["mean_score"], 4) for x in means]
+    paired = [paired_delta(sft_row, m) for m in rows]
+    wide = None
+    if held_quarters and n:
+        names = ["sft"] + [f"rl-s{i}" for i in range(n)]
+        per = {k: dict(r["per_case"]) for k, r in zip(names, [sft_row] + rows)}
+        jobs = [("eval", q, {"checkpoints": [str(out / k) for k in names], "db": str(db), "bases": list(eval_bases), "exclude": list(held)})
+                for db, q in held_quarters]
+        for (_db, q), got in zip(held_quarters, in_quarters(jobs, out / "quarters")):
+            for k in names:
+                per[k].update({f"{q}:{c}": v for c, v in got["per_checkpoint"][str(out / k)].items()})
+        mean = {k: round(float(np.mean(list(v.values()))), 4) for k, v in per.items()}
+        w_deltas = [round(mean[k] - mean["sft"], 4) for k in names[1:]]
+        w_paired = [bootstrap_ci([per[k][c] - per["sft"][c] for c in per["sft"]]) for k in names[1:]]
+        wide = {"episodes": len(per["sft"]), "quarters": [q for _, q in held_quarters], "sft_mean": mean["sft"],
+                "means": [mean[k] for k in names[1:]], "deltas": w_deltas, "paired_delta_ci95": w_paired,
+                "sft_ci95": bootstrap_ci(list(per["sft"].values()))}
+    verdict = improvement_verdict(wide["deltas"], wide["paired_delta_ci95"]) if wide else improvement_verdict(deltas, paired)
+    verdict["judged_on"] = f"{wide['episodes']} held-out episodes (this quarter and {len(held_quarters)} more)" if wide else f"{len(held)} held-out episodes"
+    return dict(knobs, seeds=n, quarters=[q for _, q in rl_quarters], held_out_means=means, deltas=deltas, paired_delta_ci95=paired,
+                wide=wide, improves=verdict, mean=round(float(np.mean(means)), 4) if means else None,
+                std=round(float(np.std(means)), 4) if means else None, zero_variance_share=[r["zero_variance_share"] for r in runs],
+                runs=runs, rows=rows)
+
+
 # ---------------------------------------------------------------------------- the pipeline stage
 
 
 def compact_lm_stage(data: Path, out: Path, held_ids: Sequence[str], lr: float = 3e-3, minutes: float = 6.0, max_steps: int = 100000,
                      batch: int = 16, dim: int = 128, layers: int = 4, heads: int = 4, rl_seeds: int = 3, rl_iterations: int = 4,
                      rl_group: int = 4, rl_batch: int = 8, rl_temperature: float = 1.0, rl_lr: float = 3e-4, sft_evals: int = 3,
-                     threads: int = 1, extra: Sequence[Tuple[Path, int]] = ()) -> Dict[str, Any]:
+                     threads: int = 1, extra: Sequence[Tuple[Path, int]] = (), rl_quarters: Sequence[Tuple[Path, int]] = (),
+                     held_quarters: Sequence[Tuple[Path, int]] = ()) -> Dict[str, Any]:
     """SFT from random weights on the training split's replayed teacher steps, held-out
-    evaluation under constraint of the SFT checkpoint and of GRPO over ``rl_seeds`` seeds."""
+    evaluation under constraint of the SFT checkpoint and of GRPO over ``rl_seeds`` seeds
+    (:func:`rl_stage`; ``rl_quarters`` and ``held_quarters``: ``(runs.db, seed)`` of other
+    generated quarters, for RL's training cases and for a wider held-out set)."""
     import torch
 
     from .ledger import teacher_records
@@ -519,19 +629,9 @@ def compact_lm_stage(data: Path, out: Path, held_ids: Sequence[str], lr: float =
     s = sft(model, coder, rows, lr, minutes, max_steps, batch, eval_fn=curve_eval if every else None, eval_every_s=every)
     save(dec, out / "sft")
     sft_row = evaluate(dec, "compact-lm-sft", held)
-    rl_runs, rl_rows = [], []
-    train_ids = replayable(sorted({r["case_id"] for r in recs}))
-    for seed in range(rl_seeds):
-        d2 = Decoder(copy.deepcopy(model), coder, schema)
-        h = grpo(d2, train_ids, rl_iterations, rl_group, rl_batch, rl_temperature, rl_lr, seed)
-        m = evaluate(d2, f"compact-lm-rl-s{seed}", held)
-        save(d2, out / f"rl-s{seed}")
-        rl_rows.append(m)
-        rl_runs.append({"seed": seed, "held_out_mean": m["mean_score"], "ci95": m["ci95"], "parse_success": m["parse_success"],
-                        "zero_variance_share": h["zero_variance_share"], "history": h["history"], "per_family": m["per_family"]})
-    means = [r["held_out_mean"] for r in rl_runs]
-    deltas = [round(x - sft_row["mean_score"], 4) for x in means]
-    paired = [paired_delta(sft_row, m) for m in rl_rows]
+    rl = rl_stage(out, held, sft_row, replayable(sorted({r["case_id"] for r in recs})), sorted(train_bases), split["eval_base_cases"],
+                  dict(seeds=rl_seeds, iterations=rl_iterations, group=rl_group, batch=rl_batch, temperature=rl_temperature, lr=rl_lr),
+                  rl_quarters, held_quarters)
     summary = {"params": n_params(model), "vocab": len(vocab), "config": model.config, "rows": rows_info, "extra_rows": extra_info,
                "threads": threads, "schema_types": len(schema.types),
                "schema_heads": len(schema.heads), "train_episodes": len(episodes), "held_out_episodes": len(held), "prep_s": prep_s,
@@ -540,12 +640,8 @@ def compact_lm_stage(data: Path, out: Path, held_ids: Sequence[str], lr: float =
                "sft_history": s["history"], "sft_curve": s["evals"], "sft_curve_start": start, "probe_cases": probe,
                "sft_held_out": sft_row["mean_score"], "sft_ci95": sft_row["ci95"], "sft_parse_success_under_constraint": sft_row["parse_success"],
                "sft_submitted_share": sft_row["submitted_share"],
-               "rl": {"seeds": rl_seeds, "iterations": rl_iterations, "group": rl_group, "batch": rl_batch, "temperature": rl_temperature,
-                      "lr": rl_lr, "held_out_means": means, "deltas": deltas, "paired_delta_ci95": paired,
-                      "improves": improvement_verdict(deltas, paired),
-                      "mean": round(float(np.mean(means)), 4) if means else None, "std": round(float(np.std(means)), 4) if means else None,
-                      "zero_variance_share": [r["zero_variance_share"] for r in rl_runs], "runs": rl_runs},
-               "matrix": [sft_row] + rl_rows,
+               "rl": {k: v for k, v in rl.items() if k != "rows"},
+               "matrix": [sft_row] + rl["rows"],
                "cpu_s": round(time.process_time() - t_cpu, 1), "wall_s": round(time.monotonic() - t_wall, 1)}
     (out / "compact_lm_summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary

@@ -143,6 +143,11 @@ def _structured_plots(folder: Path, plt: Any, save: Any) -> None:
         ax.axhline(cl["sft_held_out"], color="k", linestyle="--", label=f"SFT start, held-out {cl['sft_held_out']:.3f}")
         for r in cl["rl"]["runs"]:
             ax.scatter([max(h["iteration"] for h in r["history"])], [r["held_out_mean"]], marker="*", s=80, label=f"seed {r['seed']}: held-out after RL")
+        wide = cl["rl"].get("wide")
+        if wide:  # the wider held-out set the RL verdict is judged on
+            ax.axhline(wide["sft_mean"], color="grey", linestyle=":", label=f"SFT start, {wide['episodes']} held-out episodes {wide['sft_mean']:.3f}")
+            for r, m in zip(cl["rl"]["runs"], wide["means"]):
+                ax.scatter([max(h["iteration"] for h in r["history"]) + 0.3], [m], marker="D", s=30, label=f"seed {r['seed']}: same, after RL")
         ax.set(xlabel="GRPO iteration", ylabel="score", ylim=(0, 1), title="Compact LM: group-relative RL")
         ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
         save(fig, "lm_rl_curve.png")

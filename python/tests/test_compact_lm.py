@@ -177,6 +177,37 @@ def test_sft_lowers_the_loss_and_lr_zero_does_not_train(episodes: List[Any], sch
     assert all(torch.equal(a, b) for a, b in zip(before, m0.parameters()))
 
 
+def test_label_smoothing_floors_the_sft_loss(episodes: List[Any], schema: Schema) -> None:
+    from ledgershield.training.compact_lm import Coder, build_rows, build_vocab, make_model, sft
+
+    torch = pytest.importorskip("torch")
+    rows, _ = build_rows(episodes, schema)
+    coder = Coder(build_vocab(rows, schema))
+    torch.set_num_threads(2)
+    last = {}
+    for ls in (0.0, 0.2):
+        m = make_model(len(coder.vocab), dim=32, layers=1, heads=2, seed=1)
+        h = sft(m, coder, rows, lr=1e-2, minutes=0, max_steps=60, batch=16, log_every=1, label_smoothing=ls)["history"]
+        last[ls] = sum(x["loss"] for x in h[-5:]) / 5
+    # a smoothed target's cross-entropy cannot fall below the entropy of the spread share
+    assert last[0.2] > last[0.0] + 0.2, last
+    with pytest.raises(ValueError, match="label_smoothing"):
+        sft(make_model(len(coder.vocab), dim=32, layers=1, heads=2), coder, rows, lr=1e-2, minutes=0, max_steps=1, batch=16,
+            label_smoothing=1.0)
+
+
+def test_group_advantages_floor_damps_rounding_sized_differences() -> None:
+    from ledgershield.training.compact_lm import group_advantages
+
+    tiny = [0.800, 0.801, 0.800, 0.801]
+    big = [0.2, 0.9, 0.2, 0.9]
+    assert abs(group_advantages(tiny)).max() > 0.99  # unfloored: a 0.001 difference weighs like a full one
+    assert abs(group_advantages(tiny, 0.1)).max() < 0.006
+    assert group_advantages(big, 0.1) == pytest.approx(group_advantages(big))  # std 0.35 is above the floor
+    assert group_advantages(big).sum() == pytest.approx(0.0, abs=1e-9)
+    assert (group_advantages([0.5] * 4, 0.1) == 0).all()
+
+
 def test_constrained_decoding_plays_and_submits(episodes: List[Any], schema: Schema) -> None:
     pytest.importorskip("torch")
     from ledgershield.training.compact_lm import Coder, Decoder, build_rows, build_vocab, make_model, play_episode

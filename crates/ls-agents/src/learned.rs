@@ -727,13 +727,6 @@ pub struct LearnedAttackReport {
 }
 
 impl LearnedAttackReport {
-    /// Highest classifier balanced accuracy over families and feature sets.
-    pub fn max_balanced_accuracy(&self) -> f64 {
-        self.classifier
-            .iter()
-            .map(|r| r.balanced_accuracy)
-            .fold(0.0, f64::max)
-    }
     /// A plain-text table of every figure.
     pub fn table(&self) -> String {
         let mut s = format!(

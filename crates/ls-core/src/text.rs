@@ -166,11 +166,6 @@ pub fn json_decimal(value: &serde_json::Value) -> Option<Decimal> {
 use codes::{ReasonCode, RiskLevel, Signal};
 pub use codes::{DISCREPANCY_CODES, FRAUD_CODES};
 
-/// Is this one of the 27 canonical reason codes?
-pub fn is_canonical_code(code: &str) -> bool {
-    ReasonCode::from_wire(code).is_some()
-}
-
 /// Slug: lowercase, every run of characters outside `a-z0-9` becomes `_`, trimmed of `_`.
 pub fn slug(value: &str) -> String {
     let norm = normalize_text(value);

@@ -292,18 +292,6 @@ impl Sprt {
         self.readiness()
     }
 
-    /// Posterior argmax (ties go to the earlier hypothesis).
-    pub fn map_hypothesis(&self) -> Hypothesis {
-        let p = self.posterior();
-        let mut best = 0;
-        for i in 1..N {
-            if p[i] > p[best] + 1e-12 {
-                best = i;
-            }
-        }
-        Hypothesis::ALL[best]
-    }
-
     pub fn entropy(&self) -> f64 {
         -self
             .posterior()

@@ -70,11 +70,6 @@ pub fn gross_voi(action: ActionName, sprt: &Sprt) -> f64 {
     (expected - u0).max(0.0)
 }
 
-/// Net VoI of taking `action` at `cost`.
-pub fn net_voi(action: ActionName, sprt: &Sprt, cost: f64) -> f64 {
-    gross_voi(action, sprt) - cost
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RankingEntry {
     pub channel: Option<&'static str>,

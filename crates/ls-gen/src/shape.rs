@@ -202,11 +202,6 @@ pub fn pad_invoices(s: &mut Scenario, target: usize, seed: u64) {
     s.sync_records();
 }
 
-/// Top the scenario's mail up to [`mail_target`] with routine correspondence.
-pub fn pad_mail(s: &mut Scenario, seed: u64) {
-    pad_mail_to(s, mail_target(s.task, seed), seed);
-}
-
 fn pad_mail_to(s: &mut Scenario, target: usize, seed: u64) {
     if s.invoices.is_empty() {
         return;

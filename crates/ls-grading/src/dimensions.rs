@@ -436,14 +436,6 @@ impl<'a> CounterfactualText<'a> {
     }
 }
 
-/// Words of a counterfactual (see [`CounterfactualText`]).
-pub fn cf_words(text: &str) -> Vec<String> {
-    CounterfactualText::new(text)
-        .words()
-        .map(str::to_owned)
-        .collect()
-}
-
 /// Generic semantic counterfactual score: structure, decision language, evidence specificity and
 /// depth (multi-word markers are matched as phrases).
 pub fn counterfactual_score(text: &str) -> f64 {

@@ -154,11 +154,6 @@ impl Serialize for SortedMap<'_> {
     }
 }
 
-/// Payload rendered as canonical JSON (sorted keys) so key order does not hide a repeat.
-pub fn canonical_json(v: &Value) -> String {
-    serde_json::to_string(&Sorted(v)).unwrap_or_default()
-}
-
 /// (repeats, repeat_penalty, length_penalty, score).
 pub fn efficiency(traj: &[TrajectoryEntry], budget_penalty: f64) -> (usize, f64, f64, f64) {
     // Repeats: steps whose (action, canonical payload) was already seen.

@@ -110,7 +110,8 @@ def rl_main(args: Dict[str, Any]) -> Dict[str, Any]:
     process's pool holds that quarter), saved to ``out``."""
     dec = load(Path(args["init"]))
     ids = quarter_cases(Path(args["db"]), args["bases"])
-    h = grpo(dec, ids, args["iterations"], args["group"], args["batch"], args["temperature"], args["lr"], args["seed"])
+    h = grpo(dec, ids, args["iterations"], args["group"], args["batch"], args["temperature"], args["lr"], args["seed"],
+             adv_floor=args.get("adv_floor", 0.0))
     save(dec, Path(args["out"]))
     return dict(h, train_cases=len(ids), quarter=args["quarter"])
 
@@ -267,9 +268,13 @@ def _clip_state(ids: List[int], room: int) -> List[int]:
 
 
 def sft(model: Any, coder: Coder, rows: Sequence[Tuple[List[str], List[str]]], lr: float, minutes: float, max_steps: int, batch: int,
-        seed: int = 0, log_every: int = 10, eval_fn: Any = None, eval_every_s: float = 0.0) -> Dict[str, Any]:
+        seed: int = 0, log_every: int = 10, eval_fn: Any = None, eval_every_s: float = 0.0, label_smoothing: float = 0.0) -> Dict[str, Any]:
     """Cross-entropy on the action tokens only, AdamW with warmup and cosine decay, until
-    ``max_steps`` or ``minutes`` of wall time; length-bucketed batches."""
+    ``max_steps`` or ``minutes`` of wall time; length-bucketed batches. ``label_smoothing`` spreads
+    that share of each target over the vocabulary: a policy that is not certain of every token,
+    so RL's sampled groups differ (the loss then floors above zero)."""
+    if not 0.0 <= label_smoothing < 1.0:
+        raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
     import torch
     import torch.nn.functional as F
 
@@ -304,7 +309,8 @@ def sft(model: Any, coder: Coder, rows: Sequence[Tuple[List[str], List[str]]], l
             frac = min(1.0, (time.monotonic() - t0) / max(60 * minutes, 1e-9)) if minutes else step / max(est_steps, 1)
             for g in opt.param_groups:
                 g["lr"] = lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
-            loss = F.cross_entropy(model(x).reshape(-1, len(coder.vocab)), y.reshape(-1), ignore_index=-100)
+            loss = F.cross_entropy(model(x).reshape(-1, len(coder.vocab)), y.reshape(-1), ignore_index=-100,
+                                   label_smoothing=label_smoothing)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -420,11 +426,19 @@ def evaluate(dec: Decoder, label: str, cases: Sequence[str]) -> Dict[str, Any]:
 # ---------------------------------------------------------------------------- RL
 
 
+def group_advantages(rewards: Any, floor: float = 0.0) -> Any:
+    """GRPO's advantages of one group: (reward - group mean) / max(group std, ``floor``)."""
+    r = np.asarray(rewards, dtype=float)
+    return (r - r.mean()) / (max(float(r.std()), floor) + 1e-6)
+
+
 def grpo(dec: Decoder, cases: Sequence[str], iterations: int, group: int, batch: int, temperature: float, lr: float, seed: int,
-         eval_fn: Any = None) -> Dict[str, Any]:
+         eval_fn: Any = None, adv_floor: float = 0.0) -> Dict[str, Any]:
     """Group-relative policy gradient on the LM: per case ``group`` sampled episodes, advantage =
-    (reward - group mean) / group std, loss = -advantage x the log-probability (renormalised over
-    the grammar's allowed tokens, as sampled) of every action token the episode chose."""
+    (reward - group mean) / max(group std, ``adv_floor``), loss = -advantage x the log-probability
+    (renormalised over the grammar's allowed tokens, as sampled) of every action token the episode
+    chose. The floor keeps a group whose rewards differ by a rounding-sized amount from weighing
+    as much as one whose episodes differ in outcome."""
     import torch
 
     rng = np.random.default_rng(seed)
@@ -444,7 +458,7 @@ def grpo(dec: Decoder, cases: Sequence[str], iterations: int, group: int, batch:
             if r.std() < 1e-9:
                 zero_var += 1
                 continue
-            adv = (r - r.mean()) / (r.std() + 1e-6)
+            adv = group_advantages(r, adv_floor)
             samples += [(float(a), tr) for a, (_, tr) in zip(adv, runs)]
         loss_v = 0.0
         if samples:
@@ -534,7 +548,7 @@ def rl_stage(out: Path, held: Sequence[str], sft_row: Dict[str, Any], train_ids:
     from .structured import bootstrap_ci
 
     n = int(cfg["seeds"])
-    knobs = {k: cfg[k] for k in ("iterations", "group", "batch", "temperature", "lr")}
+    knobs = dict({k: cfg[k] for k in ("iterations", "group", "batch", "temperature", "lr")}, adv_floor=cfg.get("adv_floor", 0.0))
     if rl_quarters:
         jobs = [("rl", q, dict(knobs, init=str(out / "sft"), db=str(db), bases=list(train_bases), out=str(out / f"rl-s{i}"), seed=i, quarter=q))
                 for i, (db, q) in ((i, rl_quarters[i % len(rl_quarters)]) for i in range(n))]
@@ -543,7 +557,8 @@ def rl_stage(out: Path, held: Sequence[str], sft_row: Dict[str, Any], train_ids:
         hist = []
         for i in range(n):
             dec = load(out / "sft")
-            hist.append(dict(grpo(dec, train_ids, knobs["iterations"], knobs["group"], knobs["batch"], knobs["temperature"], knobs["lr"], i),
+            hist.append(dict(grpo(dec, train_ids, knobs["iterations"], knobs["group"], knobs["batch"], knobs["temperature"], knobs["lr"], i,
+                                  adv_floor=knobs["adv_floor"]),
                              train_cases=len(train_ids), quarter=None))
             save(dec, out / f"rl-s{i}")
     rows, runs = [], []
@@ -567,7 +582,7 @@ def rl_stage(out: Path, held: Sequence[str], sft_row: Dict[str, Any], train_ids:
                 per[k].update({f"{q}:{c}": v for c, v in got["per_checkpoint"][str(out / k)].items()})
         mean = {k: round(float(np.mean(list(v.values()))), 4) for k, v in per.items()}
         w_deltas = [round(mean[k] - mean["sft"], 4) for k in names[1:]]
-        w_paired = [bootstrap_ci([per[k][c] - per["sft"][c] for c in per["sft"]]) for k in names[1:]]
+        w_paired = [paired_delta({"per_case": per["sft"]}, {"per_case": per[k]}) for k in names[1:]]
         wide = {"episodes": len(per["sft"]), "quarters": [q for _, q in held_quarters], "sft_mean": mean["sft"],
                 "means": [mean[k] for k in names[1:]], "deltas": w_deltas, "paired_delta_ci95": w_paired,
                 "sft_ci95": bootstrap_ci(list(per["sft"].values()))}
@@ -586,7 +601,7 @@ def compact_lm_stage(data: Path, out: Path, held_ids: Sequence[str], lr: float =
                      batch: int = 16, dim: int = 128, layers: int = 4, heads: int = 4, rl_seeds: int = 3, rl_iterations: int = 4,
                      rl_group: int = 4, rl_batch: int = 8, rl_temperature: float = 1.0, rl_lr: float = 3e-4, sft_evals: int = 3,
                      threads: int = 1, extra: Sequence[Tuple[Path, int]] = (), rl_quarters: Sequence[Tuple[Path, int]] = (),
-                     held_quarters: Sequence[Tuple[Path, int]] = ()) -> Dict[str, Any]:
+                     held_quarters: Sequence[Tuple[Path, int]] = (), label_smoothing: float = 0.0) -> Dict[str, Any]:
     """SFT from random weights on the training split's replayed teacher steps, held-out
     evaluation under constraint of the SFT checkpoint and of GRPO over ``rl_seeds`` seeds
     (:func:`rl_stage`; ``rl_quarters`` and ``held_quarters``: ``(runs.db, seed)`` of other
@@ -626,7 +641,8 @@ def compact_lm_stage(data: Path, out: Path, held_ids: Sequence[str], lr: float =
 
     start = curve_eval(model) if sft_evals else {"mean_score": 0.0, "parse_success": 0.0, "episodes": 0}
     every = 60 * minutes / (sft_evals + 1) if sft_evals and minutes else 0.0
-    s = sft(model, coder, rows, lr, minutes, max_steps, batch, eval_fn=curve_eval if every else None, eval_every_s=every)
+    s = sft(model, coder, rows, lr, minutes, max_steps, batch, eval_fn=curve_eval if every else None, eval_every_s=every,
+            label_smoothing=label_smoothing)
     save(dec, out / "sft")
     sft_row = evaluate(dec, "compact-lm-sft", held)
     rl = rl_stage(out, held, sft_row, replayable(sorted({r["case_id"] for r in recs})), sorted(train_bases), split["eval_base_cases"],
@@ -636,7 +652,8 @@ def compact_lm_stage(data: Path, out: Path, held_ids: Sequence[str], lr: float =
                "threads": threads, "schema_types": len(schema.types),
                "schema_heads": len(schema.heads), "train_episodes": len(episodes), "held_out_episodes": len(held), "prep_s": prep_s,
                "sft": {"steps": s["steps"], "wall_s": s["wall_s"], "loss_first": s["history"][0]["loss"] if s["history"] else None,
-                       "loss_last": s["history"][-1]["loss"] if s["history"] else None, "lr": lr, "batch": batch, "minutes": minutes},
+                       "loss_last": s["history"][-1]["loss"] if s["history"] else None, "lr": lr, "batch": batch, "minutes": minutes,
+                       "label_smoothing": label_smoothing},
                "sft_history": s["history"], "sft_curve": s["evals"], "sft_curve_start": start, "probe_cases": probe,
                "sft_held_out": sft_row["mean_score"], "sft_ci95": sft_row["ci95"], "sft_parse_success_under_constraint": sft_row["parse_success"],
                "sft_submitted_share": sft_row["submitted_share"],

@@ -52,7 +52,10 @@ PRESETS: Dict[str, Dict[str, Any]] = {
                 "rl_seeds": 3, "rl_iterations": 4, "rl_batch": 8, "rl_group": 4, "rl_temperature": 1.0, "rl_lr": 0.2, "margin": 0.3,
                 "min_parse": 0.95, "min_lm_score": 0.5, "hf_lm": False, "compact_lm": True,
                 "compact": {"lr": 3e-3, "minutes": 8.0, "max_steps": 100000, "batch": 16, "dim": 96, "layers": 3, "heads": 4,
-                            "rl_seeds": 3, "rl_iterations": 12, "rl_group": 6, "rl_batch": 8, "rl_temperature": 1.0, "rl_lr": 1e-4,
+                            "rl_seeds": 3, "rl_iterations": 24, "rl_group": 6, "rl_batch": 8, "rl_temperature": 1.0, "rl_lr": 1e-4,
+                            # SFT spreads 0.1 of each target over the vocabulary: a fully confident policy
+                            # leaves most RL groups without reward variance (measured 67-91 % of them)
+                            "label_smoothing": 0.1,
                             # more teacher data: generated quarters of other seeds, training base cases only
                             "extra_quarters": list(range(2027, 2035)),
                             # RL trains on the training base cases of quarters the SFT data never showed (one per
@@ -253,7 +256,7 @@ def _compact_stage(binary: str, data: Path, out: Path, cfg: Dict[str, Any], pres
                           batch=c["batch"], dim=c["dim"], layers=c["layers"], heads=c["heads"], rl_seeds=c["rl_seeds"],
                           rl_iterations=c["rl_iterations"], rl_group=c["rl_group"], rl_batch=c["rl_batch"],
                           rl_temperature=c["rl_temperature"], rl_lr=c["rl_lr"] * scale, threads=c.get("threads") or threads, extra=extra,
-                          rl_quarters=rl_q, held_quarters=held_q)
+                          rl_quarters=rl_q, held_quarters=held_q, label_smoothing=c.get("label_smoothing", 0.0))
     cl["held_out_ids"] = held
     mark("compact_lm")
     return cl

@@ -128,11 +128,6 @@ impl ReasonCode {
                 .map(|&(_, code)| code)
         })
     }
-
-    /// Is this code in `set` (a set of canonical code strings)?
-    pub fn in_set(self, set: &std::collections::BTreeSet<&str>) -> bool {
-        set.contains(self.as_str())
-    }
 }
 
 /// A hidden or observed risk signal: a reason code, or the world's `unsafe_if_pay` marker.

@@ -208,6 +208,15 @@ def test_group_advantages_floor_damps_rounding_sized_differences() -> None:
     assert (group_advantages([0.5] * 4, 0.1) == 0).all()
 
 
+def test_a_held_quarter_that_is_trained_on_is_refused(tmp_path: Any) -> None:
+    from ledgershield.training.pipeline import _compact_stage
+
+    for clash in ({"rl_quarters": [2041]}, {"extra_quarters": [2041]}, {"held_quarters": [2026]}):
+        cfg = {"compact": dict({"held_quarters": [2041, 2042]}, **clash)}
+        with pytest.raises(ValueError, match="held_quarters"):
+            _compact_stage("unused-binary", tmp_path, tmp_path, cfg, "scratch", 1, lambda _stage: None)
+
+
 def test_constrained_decoding_plays_and_submits(episodes: List[Any], schema: Schema) -> None:
     pytest.importorskip("torch")
     from ledgershield.training.compact_lm import Coder, Decoder, build_rows, build_vocab, make_model, play_episode

@@ -147,17 +147,22 @@ def in_quarters(jobs: Sequence[Tuple[str, int, Dict[str, Any]]], work: Path, par
     code = "import sys; from ledgershield.training.compact_lm import quarter_main; quarter_main(sys.argv[1:])"
     running: List[Any] = []
     outs = []
-    for i, (kind, seed, args) in enumerate(jobs):
-        a, o = work / f"{kind}-{i}-{seed}.args.json", work / f"{kind}-{i}-{seed}.json"
-        a.write_text(json.dumps(args, default=lambda v: sorted(v)))
-        env = dict(os.environ, LEDGERSHIELD_INCLUDE_CONTROLBENCH="1", LEDGERSHIELD_CONTROLBENCH_SEED=str(seed),
-                   PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        running.append(subprocess.Popen([sys.executable, "-c", code, kind, str(a), str(o)], env=env))
-        outs.append(o)
-        if len(running) >= parallel:
+    try:
+        for i, (kind, seed, args) in enumerate(jobs):
+            a, o = work / f"{kind}-{i}-{seed}.args.json", work / f"{kind}-{i}-{seed}.json"
+            a.write_text(json.dumps(args, default=lambda v: sorted(v)))
+            env = dict(os.environ, LEDGERSHIELD_INCLUDE_CONTROLBENCH="1", LEDGERSHIELD_CONTROLBENCH_SEED=str(seed),
+                       PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+            running.append(subprocess.Popen([sys.executable, "-c", code, kind, str(a), str(o)], env=env))
+            outs.append(o)
+            if len(running) >= parallel:
+                _wait(running.pop(0))
+        while running:
             _wait(running.pop(0))
-    for proc in running:
-        _wait(proc)
+    finally:  # a failed job (or an interrupt) stops the others rather than leaving them running
+        for proc in running:
+            proc.kill()
+            proc.wait()
     return [json.loads(o.read_text()) for o in outs]
 
 

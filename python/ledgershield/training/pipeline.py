@@ -247,7 +247,9 @@ def _compact_stage(binary: str, data: Path, out: Path, cfg: Dict[str, Any], pres
 
     c = cfg["compact"]
     seeds = {k: [int(q) for q in c.get(k) or []] for k in ("extra_quarters", "rl_quarters", "held_quarters")}
-    assert not set(seeds["held_quarters"]) & (set(seeds["extra_quarters"]) | set(seeds["rl_quarters"]) | {2026}), "a held quarter is trained on"
+    trained = set(seeds["held_quarters"]) & (set(seeds["extra_quarters"]) | set(seeds["rl_quarters"]) | {2026})
+    if trained:  # a configuration error: the wider held-out set would contain training episodes
+        raise ValueError(f"compact.held_quarters {sorted(trained)} are also trained on (extra_quarters, rl_quarters or 2026)")
     extra, rl_q, held_q = (_collect_quarters(binary, data, seeds[k]) for k in ("extra_quarters", "rl_quarters", "held_quarters"))
     mark("collect_extra")
     held = [e["case_id"] for e in held_out_cases(data)[1]]

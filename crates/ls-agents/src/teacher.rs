@@ -773,6 +773,10 @@ impl TeacherAgent {
             self.check_policies(&mut a, &invoices, &f);
         }
         self.decide(&mut a, &f);
+        if a.decision == "PAY" && self.task != "task_c" && self.cite_po_mismatch(&mut a, &invoices)
+        {
+            self.decide(&mut a, &f);
+        }
         if a.decision == "PAY" {
             self.cite_verifications(&mut a, first);
         }
@@ -1173,6 +1177,44 @@ impl TeacherAgent {
         );
     }
 
+    /// Tasks D and E, a payment about to be released: an invoice whose looked-up PO total differs
+    /// from its own is a billing discrepancy, cited with the lines the Task B pass finds (price,
+    /// quantity, total), so that [`Self::decide`] routes it to HOLD instead. A PO that is missing
+    /// or was not looked up adds nothing: it stays a pass-through for benign cases. Whether a
+    /// code was added.
+    fn cite_po_mismatch(&self, a: &mut Assessment, invoices: &[&Invoice]) -> bool {
+        let total_differs = invoices.iter().any(|inv| {
+            let Some((po, _)) = &inv.po else { return false };
+            let po_total = self
+                .pos
+                .get(po)
+                .and_then(|p| p.get("total"))
+                .and_then(ls_core::text::json_decimal);
+            match (po_total, inv.total_value()) {
+                (Some(pt), Some(t)) => (pt - t).abs() > Decimal::new(1, 2),
+                _ => false,
+            }
+        });
+        if !total_differs {
+            return false;
+        }
+        let mut found = Assessment::default();
+        self.assess_three_way(&mut found, invoices);
+        let before = a.codes.len();
+        for code in found.discrepancies {
+            if matches!(
+                code,
+                "price_mismatch" | "quantity_mismatch" | "total_mismatch"
+            ) {
+                a.codes.insert(code);
+                if let Some(ev) = found.evidence.remove(code) {
+                    a.evidence.insert(code.to_owned(), ev);
+                }
+            }
+        }
+        a.codes.len() > before
+    }
+
     /// The decision and its confidence from the reasons found.
     fn decide(&self, a: &mut Assessment, f: &Findings) {
         // In a Task C batch, identical bills are a reason only when the analyst can name one (a
@@ -1193,9 +1235,16 @@ impl TeacherAgent {
             a.decision = "NEEDS_REVIEW";
             a.confidence = 0.88;
         } else if !a.codes.is_empty()
-            && a.codes
-                .iter()
-                .all(|c| matches!(*c, "duplicate_near_match" | "approval_threshold_evasion"))
+            && a.codes.iter().all(|c| {
+                matches!(
+                    *c,
+                    "duplicate_near_match"
+                        | "approval_threshold_evasion"
+                        | "price_mismatch"
+                        | "quantity_mismatch"
+                        | "total_mismatch"
+                )
+            })
             && !a.bank_issue
             && !a.security_issue
             && !f.callback_bad

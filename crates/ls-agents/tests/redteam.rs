@@ -492,3 +492,22 @@ fn checklist_pay_earns_only_the_benign_cases() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// Regression (challenge seed 6177): a Task D invoice whose looked-up PO total differs from its
+/// own, with nothing else risky found, is a billing discrepancy the teacher holds and cites; it
+/// once paid it (an unsafe release) with its own three-way check reported as failed.
+#[test]
+fn teacher_holds_a_task_d_invoice_whose_po_total_differs() {
+    let set = FixtureSet::embedded().expect("fixtures");
+    let pool = pool_of(ls_gen::challenge(&set, 1, 6177));
+    let played = play("teacher", &pool);
+    let p = played
+        .iter()
+        .find(|p| p.rec.case_id == "LS-D61170914B")
+        .expect("challenge seed 6177 generates LS-D61170914B");
+    assert!(!p.benign, "the case is risky: {}", p.gold);
+    assert!(!p.rec.unsafe_release, "{}", p.rec.final_score);
+    assert_eq!(p.rec.decision, "HOLD");
+    assert!(p.rec.final_score > 0.7, "{}", p.rec.final_score);
+    assert!(played.iter().all(|p| !p.rec.unsafe_release));
+}

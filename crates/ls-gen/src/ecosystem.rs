@@ -393,6 +393,16 @@ impl LineSpec {
     pub fn total(&self) -> Decimal {
         r2(self.qty * self.unit)
     }
+
+    /// The line as a PO or gold line item.
+    fn item(&self) -> LineItem {
+        LineItem {
+            description: self.description.clone(),
+            qty: self.qty,
+            unit_price: self.unit,
+            line_total: self.total(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -528,6 +538,15 @@ pub struct Scenario {
     pub forced_decision: Option<Decision>,
 }
 
+/// Last six alphanumerics of a case id, upper-cased (the tag of record ids).
+fn id_tag(case_id: &str) -> String {
+    let t: String = case_id
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    t[t.len().saturating_sub(6)..].to_ascii_uppercase()
+}
+
 /// Line tokens of one rendered document, by line key.
 type Tokens = BTreeMap<String, Token>;
 
@@ -550,19 +569,7 @@ impl Scenario {
         lines: &[LineSpec],
         invoice_count: usize,
     ) -> Self {
-        let tag: String = case_id
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric())
-            .collect::<String>();
-        let tag = tag
-            .chars()
-            .rev()
-            .take(6)
-            .collect::<String>()
-            .chars()
-            .rev()
-            .collect::<String>()
-            .to_ascii_uppercase();
+        let tag = id_tag(case_id);
         let base_no = rng.random_range(1000..9999u32);
         let po_base = rng.random_range(2000..8999u32);
         let start_day = rng.random_range(20..300u32);
@@ -690,12 +697,7 @@ impl Scenario {
                             x.qty += l.qty;
                             x.line_total = r2(x.qty * x.unit_price);
                         }
-                        None => lines.push(LineItem {
-                            description: l.description.clone(),
-                            qty: l.qty,
-                            unit_price: l.unit,
-                            line_total: l.total(),
-                        }),
+                        None => lines.push(l.item()),
                     }
                 }
                 if let Some((idx, short)) = i.received_short {
@@ -739,21 +741,9 @@ impl Scenario {
         }
     }
 
-    /// Last six alphanumerics of the case id, upper-cased (the tag of record ids).
+    /// The tag of record ids ([`id_tag`] of the case id).
     pub fn tag(&self) -> String {
-        let t: String = self
-            .case_id
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric())
-            .collect();
-        t.chars()
-            .rev()
-            .take(6)
-            .collect::<String>()
-            .chars()
-            .rev()
-            .collect::<String>()
-            .to_ascii_uppercase()
+        id_tag(&self.case_id)
     }
 
     /// A fresh ledger id `LED-{tag}-{nnnn}` (seeded number, unique in the scenario): clean,
@@ -1035,27 +1025,11 @@ impl Scenario {
             for (k, v, line) in fields {
                 gold.fields.insert(k.into(), v);
                 if let Some(t) = toks.get(line) {
-                    gold.evidence_targets.insert(
-                        k.into(),
-                        EvidenceRef {
-                            doc_id: ids.invoices[0].clone(),
-                            page: 1,
-                            bbox: t.bbox,
-                            token_ids: vec![t.token_id.clone()],
-                        },
-                    );
+                    gold.evidence_targets
+                        .insert(k.into(), cite(ids.invoices[0].clone(), t));
                 }
             }
-            gold.line_items = inv
-                .lines
-                .iter()
-                .map(|l| LineItem {
-                    description: l.description.clone(),
-                    qty: l.qty,
-                    unit_price: l.unit,
-                    line_total: l.total(),
-                })
-                .collect();
+            gold.line_items = inv.lines.iter().map(LineSpec::item).collect();
         }
     }
 
@@ -1154,12 +1128,7 @@ impl Scenario {
                 mail.get(*i)?.get(&mail_key(*line))?,
             ),
         };
-        Some(EvidenceRef {
-            doc_id,
-            page: 1,
-            bbox: tok.bbox,
-            token_ids: vec![tok.token_id.clone()],
-        })
+        Some(cite(doc_id, tok))
     }
 
     fn instruction(&self, ids: &DocIds) -> String {
@@ -1189,6 +1158,16 @@ impl Scenario {
             s.push_str(n);
         }
         s
+    }
+}
+
+/// Evidence citing one rendered line (its token) of document `doc_id`.
+fn cite(doc_id: String, tok: &Token) -> EvidenceRef {
+    EvidenceRef {
+        doc_id,
+        page: 1,
+        bbox: tok.bbox,
+        token_ids: vec![tok.token_id.clone()],
     }
 }
 

@@ -1396,6 +1396,11 @@ const LAYOUT_TOKEN_SPACE: u32 = 400;
 /// One rendered line: its anchor key (if a code can cite it), text, indent and height.
 type LineOut = (Option<String>, String, f64, f64);
 
+/// A header or field line at the left margin, 16 points high.
+fn field(key: Option<&str>, text: String) -> LineOut {
+    (key.map(str::to_owned), text, 40.0, 16.0)
+}
+
 const INVOICE_TITLES: [&str; 4] = [
     "TAX INVOICE",
     "INVOICE",
@@ -1419,11 +1424,9 @@ fn render_invoice(
     l.push(Some("vendor".into()), inv.display_name.clone(), 40.0, 22.0);
     let head = invoice_head(vendor, rng);
     let fields = invoice_fields(inv, rng);
-    let bank: LineOut = (
-        Some("bank".into()),
+    let bank = field(
+        Some("bank"),
         format!("{}: {}", inv.bank_label, inv.bank_account),
-        40.0,
-        16.0,
     );
     let bank_in_header = rng.random_bool(0.35);
     let notes: Vec<LineOut> = inv
@@ -1486,31 +1489,16 @@ fn invoice_head(vendor: &VendorProfile, rng: &mut ChaCha8Rng) -> Vec<LineOut> {
 /// Number, date, currency, buyer, PO and receipt lines, in a seeded order.
 fn invoice_fields(inv: &InvoiceSpec, rng: &mut ChaCha8Rng) -> Vec<LineOut> {
     let mut fields: Vec<LineOut> = vec![
-        (
-            Some("number".into()),
-            format!("Invoice No: {}", inv.number),
-            40.0,
-            16.0,
-        ),
-        (
-            Some("date".into()),
-            format!("Invoice Date: {}", date_str(inv.day)),
-            40.0,
-            16.0,
-        ),
-        (
-            Some("currency".into()),
-            format!("Currency: {}", inv.currency),
-            40.0,
-            16.0,
-        ),
-        (None, BUYER_LINE.into(), 40.0, 16.0),
+        field(Some("number"), format!("Invoice No: {}", inv.number)),
+        field(Some("date"), format!("Invoice Date: {}", date_str(inv.day))),
+        field(Some("currency"), format!("Currency: {}", inv.currency)),
+        field(None, BUYER_LINE.into()),
     ];
     if let Some(po) = &inv.po_id {
-        fields.push((Some("po".into()), format!("PO: {po}"), 40.0, 16.0));
+        fields.push(field(Some("po"), format!("PO: {po}")));
     }
     if let Some(r) = &inv.receipt_id {
-        fields.push((Some("receipt".into()), format!("Receipt: {r}"), 40.0, 16.0));
+        fields.push(field(Some("receipt"), format!("Receipt: {r}")));
     }
     fields.shuffle(rng);
     fields
@@ -1518,12 +1506,10 @@ fn invoice_fields(inv: &InvoiceSpec, rng: &mut ChaCha8Rng) -> Vec<LineOut> {
 
 /// The item table (rows in the given order) and the subtotal, tax and total lines.
 fn invoice_table(l: &mut Layout, inv: &InvoiceSpec, items: Vec<(usize, &LineSpec)>) {
-    l.push(
+    l.push_line(field(
         None,
         "Description | Qty | Unit Price | Amount".into(),
-        40.0,
-        16.0,
-    );
+    ));
     for (i, line) in items {
         l.push(
             Some(format!("item{i}")),
@@ -1538,24 +1524,15 @@ fn invoice_table(l: &mut Layout, inv: &InvoiceSpec, items: Vec<(usize, &LineSpec
             16.0,
         );
     }
-    l.push(
-        Some("subtotal".into()),
-        format!("Subtotal: {}", money(inv.subtotal())),
-        360.0,
-        16.0,
-    );
-    l.push(
-        Some("tax".into()),
-        format!("Tax: {}", money(inv.tax())),
-        360.0,
-        16.0,
-    );
-    l.push(
-        Some("total".into()),
-        format!("Total: {}", money(inv.total())),
-        360.0,
-        18.0,
-    );
+    let totals = [
+        ("subtotal", "Subtotal", inv.subtotal(), 16.0),
+        ("tax", "Tax", inv.tax(), 16.0),
+        ("total", "Total", inv.total(), 18.0),
+    ];
+    for (key, label, amount, height) in totals {
+        let text = format!("{label}: {}", money(amount));
+        l.push(Some(key.into()), text, 360.0, height);
+    }
 }
 
 /// Payment terms and (unless it went into the header) the bank line, in a seeded order.
@@ -1610,9 +1587,9 @@ fn render_email(
     let mut l = Layout::new(doc_id, rng);
     l.y = 30.0;
     let mut header: Vec<LineOut> = vec![
-        (Some("from".into()), format!("From: {}", e.from), 40.0, 16.0),
-        (None, "To: ap-inbox@company.example".into(), 40.0, 16.0),
-        (
+        field(Some("from"), format!("From: {}", e.from)),
+        field(None, "To: ap-inbox@company.example".into()),
+        field(
             None,
             format!(
                 "Sent: {}T{:02}:{:02}:00Z",
@@ -1620,15 +1597,8 @@ fn render_email(
                 rng.random_range(7..19u32),
                 rng.random_range(0..60u32)
             ),
-            40.0,
-            16.0,
         ),
-        (
-            Some("subject".into()),
-            format!("Subject: {}", e.subject),
-            40.0,
-            16.0,
-        ),
+        field(Some("subject"), format!("Subject: {}", e.subject)),
     ];
     let extra = [
         format!("Cc: ap-team@{COMPANY_DOMAIN}"),
@@ -1640,7 +1610,7 @@ fn render_email(
         format!("Reply-To: {}", e.from),
     ];
     let k = rng.random_range(0..=extra.len());
-    header.extend(extra.into_iter().take(k).map(|t| (None, t, 40.0, 16.0)));
+    header.extend(extra.into_iter().take(k).map(|t| field(None, t)));
     header.shuffle(rng);
     for (k, t, x, h) in header {
         l.push(k, t, x, h);

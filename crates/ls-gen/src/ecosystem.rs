@@ -405,7 +405,7 @@ impl LineSpec {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct InvoiceSpec {
     pub doc_id: String,
     pub display_name: String,
@@ -426,6 +426,18 @@ pub struct InvoiceSpec {
 }
 
 impl InvoiceSpec {
+    /// What an invoice takes from the vendor that bills it (name, tax rate, vendor-master
+    /// account); the rest is empty.
+    pub(crate) fn billed_by(vendor: &VendorProfile) -> Self {
+        Self {
+            display_name: vendor.name.clone(),
+            tax_pct: vendor.tax_pct,
+            bank_label: vendor.bank_label.clone(),
+            bank_account: vendor.bank_account.clone(),
+            ..Self::default()
+        }
+    }
+
     pub fn subtotal(&self) -> Decimal {
         self.lines.iter().map(LineSpec::total).sum()
     }
@@ -610,19 +622,13 @@ impl Scenario {
             let grn = format!("GRN-{}-{}", po_base + i as u32 * 7, tag);
             let mut inv = InvoiceSpec {
                 doc_id: format!("{case_id}-INV{}", i + 1),
-                display_name: vendor.name.clone(),
                 number: format!("INV-{}-{}", base_no + i as u32, tag),
                 day: (start_day + 11 * i as u32).min(360),
                 currency: vendor.currency.clone(),
                 po_id: Some(po),
                 receipt_id: Some(grn),
                 lines: base_lines.clone(),
-                tax_pct: vendor.tax_pct,
-                bank_label: vendor.bank_label.clone(),
-                bank_account: vendor.bank_account.clone(),
-                notes: Vec::new(),
-                ordered: Vec::new(),
-                received_short: None,
+                ..InvoiceSpec::billed_by(&vendor)
             };
             inv.avoid_threshold_bands();
             inv.ordered = inv.lines.clone();
@@ -739,6 +745,19 @@ impl Scenario {
                 });
             }
         }
+    }
+
+    /// A copy of the first invoice as the scenario's next one: its number, PO and receipt ids
+    /// suffixed `-{n}`, without notes or a receipt shortfall.
+    pub(crate) fn copy_of_first_invoice(&self, n: usize) -> InvoiceSpec {
+        let mut inv = self.invoices[0].clone();
+        inv.doc_id = format!("{}-INV{}", self.case_id, self.invoices.len() + 1);
+        inv.number = format!("{}-{n}", inv.number);
+        inv.po_id = inv.po_id.map(|p| format!("{p}-{n}"));
+        inv.receipt_id = inv.receipt_id.map(|r| format!("{r}-{n}"));
+        inv.received_short = None;
+        inv.notes.clear();
+        inv
     }
 
     /// The tag of record ids ([`id_tag`] of the case id).

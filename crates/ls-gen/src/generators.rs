@@ -593,7 +593,6 @@ fn pair_scenario(set: &FixtureSet, base: &Case, id: &str, r: &mut ChaCha8Rng) ->
         let day0 = f.invoice_date.as_deref().and_then(parse_day).unwrap_or(120);
         let mut inv = InvoiceSpec {
             doc_id: format!("{id}-INV{}", i + 1),
-            display_name: vendor.name.clone(),
             number: f
                 .invoice_number
                 .clone()
@@ -614,12 +613,7 @@ fn pair_scenario(set: &FixtureSet, base: &Case, id: &str, r: &mut ChaCha8Rng) ->
                     .unwrap_or_else(|| format!("GRN-{tag}-T{}", i + 1)),
             ),
             lines,
-            tax_pct: vendor.tax_pct,
-            bank_label: vendor.bank_label.clone(),
-            bank_account: vendor.bank_account.clone(),
-            notes: Vec::new(),
-            ordered: Vec::new(),
-            received_short: None,
+            ..InvoiceSpec::billed_by(&vendor)
         };
         inv.avoid_threshold_bands();
         inv.ordered = inv.lines.clone();

@@ -422,15 +422,9 @@ fn coordinated_campaign(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         if s.invoices.len() >= MAX_INVOICES {
             break;
         }
-        let mut inv = s.invoices[0].clone();
         let idx = s.invoices.len();
-        inv.doc_id = format!("{}-INV{}", s.case_id, idx + 1);
-        inv.number = format!("{}-{}", s.invoices[0].number, k + 2);
+        let mut inv = s.copy_of_first_invoice(k + 2);
         inv.day = (s.invoices[0].day + k as u32 + 1).min(365);
-        inv.po_id = inv.po_id.as_ref().map(|p| format!("{p}-{}", k + 2));
-        inv.receipt_id = inv.receipt_id.as_ref().map(|r| format!("{r}-{}", k + 2));
-        inv.received_short = None;
-        inv.notes.clear();
         s.invoices.push(inv);
         added.push(idx);
     }

@@ -393,9 +393,19 @@ impl LineSpec {
     pub fn total(&self) -> Decimal {
         r2(self.qty * self.unit)
     }
+
+    /// The line as a PO or gold line item.
+    fn item(&self) -> LineItem {
+        LineItem {
+            description: self.description.clone(),
+            qty: self.qty,
+            unit_price: self.unit,
+            line_total: self.total(),
+        }
+    }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct InvoiceSpec {
     pub doc_id: String,
     pub display_name: String,
@@ -416,6 +426,18 @@ pub struct InvoiceSpec {
 }
 
 impl InvoiceSpec {
+    /// What an invoice takes from the vendor that bills it (name, tax rate, vendor-master
+    /// account); the rest is empty.
+    pub(crate) fn billed_by(vendor: &VendorProfile) -> Self {
+        Self {
+            display_name: vendor.name.clone(),
+            tax_pct: vendor.tax_pct,
+            bank_label: vendor.bank_label.clone(),
+            bank_account: vendor.bank_account.clone(),
+            ..Self::default()
+        }
+    }
+
     pub fn subtotal(&self) -> Decimal {
         self.lines.iter().map(LineSpec::total).sum()
     }
@@ -528,6 +550,15 @@ pub struct Scenario {
     pub forced_decision: Option<Decision>,
 }
 
+/// Last six alphanumerics of a case id, upper-cased (the tag of record ids).
+fn id_tag(case_id: &str) -> String {
+    let t: String = case_id
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    t[t.len().saturating_sub(6)..].to_ascii_uppercase()
+}
+
 /// Line tokens of one rendered document, by line key.
 type Tokens = BTreeMap<String, Token>;
 
@@ -550,19 +581,7 @@ impl Scenario {
         lines: &[LineSpec],
         invoice_count: usize,
     ) -> Self {
-        let tag: String = case_id
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric())
-            .collect::<String>();
-        let tag = tag
-            .chars()
-            .rev()
-            .take(6)
-            .collect::<String>()
-            .chars()
-            .rev()
-            .collect::<String>()
-            .to_ascii_uppercase();
+        let tag = id_tag(case_id);
         let base_no = rng.random_range(1000..9999u32);
         let po_base = rng.random_range(2000..8999u32);
         let start_day = rng.random_range(20..300u32);
@@ -603,19 +622,13 @@ impl Scenario {
             let grn = format!("GRN-{}-{}", po_base + i as u32 * 7, tag);
             let mut inv = InvoiceSpec {
                 doc_id: format!("{case_id}-INV{}", i + 1),
-                display_name: vendor.name.clone(),
                 number: format!("INV-{}-{}", base_no + i as u32, tag),
                 day: (start_day + 11 * i as u32).min(360),
                 currency: vendor.currency.clone(),
                 po_id: Some(po),
                 receipt_id: Some(grn),
                 lines: base_lines.clone(),
-                tax_pct: vendor.tax_pct,
-                bank_label: vendor.bank_label.clone(),
-                bank_account: vendor.bank_account.clone(),
-                notes: Vec::new(),
-                ordered: Vec::new(),
-                received_short: None,
+                ..InvoiceSpec::billed_by(&vendor)
             };
             inv.avoid_threshold_bands();
             inv.ordered = inv.lines.clone();
@@ -690,12 +703,7 @@ impl Scenario {
                             x.qty += l.qty;
                             x.line_total = r2(x.qty * x.unit_price);
                         }
-                        None => lines.push(LineItem {
-                            description: l.description.clone(),
-                            qty: l.qty,
-                            unit_price: l.unit,
-                            line_total: l.total(),
-                        }),
+                        None => lines.push(l.item()),
                     }
                 }
                 if let Some((idx, short)) = i.received_short {
@@ -739,21 +747,22 @@ impl Scenario {
         }
     }
 
-    /// Last six alphanumerics of the case id, upper-cased (the tag of record ids).
+    /// A copy of the first invoice as the scenario's next one: its number, PO and receipt ids
+    /// suffixed `-{n}`, without notes or a receipt shortfall.
+    pub(crate) fn copy_of_first_invoice(&self, n: usize) -> InvoiceSpec {
+        let mut inv = self.invoices[0].clone();
+        inv.doc_id = format!("{}-INV{}", self.case_id, self.invoices.len() + 1);
+        inv.number = format!("{}-{n}", inv.number);
+        inv.po_id = inv.po_id.map(|p| format!("{p}-{n}"));
+        inv.receipt_id = inv.receipt_id.map(|r| format!("{r}-{n}"));
+        inv.received_short = None;
+        inv.notes.clear();
+        inv
+    }
+
+    /// The tag of record ids ([`id_tag`] of the case id).
     pub fn tag(&self) -> String {
-        let t: String = self
-            .case_id
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric())
-            .collect();
-        t.chars()
-            .rev()
-            .take(6)
-            .collect::<String>()
-            .chars()
-            .rev()
-            .collect::<String>()
-            .to_ascii_uppercase()
+        id_tag(&self.case_id)
     }
 
     /// A fresh ledger id `LED-{tag}-{nnnn}` (seeded number, unique in the scenario): clean,
@@ -1035,27 +1044,11 @@ impl Scenario {
             for (k, v, line) in fields {
                 gold.fields.insert(k.into(), v);
                 if let Some(t) = toks.get(line) {
-                    gold.evidence_targets.insert(
-                        k.into(),
-                        EvidenceRef {
-                            doc_id: ids.invoices[0].clone(),
-                            page: 1,
-                            bbox: t.bbox,
-                            token_ids: vec![t.token_id.clone()],
-                        },
-                    );
+                    gold.evidence_targets
+                        .insert(k.into(), cite(ids.invoices[0].clone(), t));
                 }
             }
-            gold.line_items = inv
-                .lines
-                .iter()
-                .map(|l| LineItem {
-                    description: l.description.clone(),
-                    qty: l.qty,
-                    unit_price: l.unit,
-                    line_total: l.total(),
-                })
-                .collect();
+            gold.line_items = inv.lines.iter().map(LineSpec::item).collect();
         }
     }
 
@@ -1154,12 +1147,7 @@ impl Scenario {
                 mail.get(*i)?.get(&mail_key(*line))?,
             ),
         };
-        Some(EvidenceRef {
-            doc_id,
-            page: 1,
-            bbox: tok.bbox,
-            token_ids: vec![tok.token_id.clone()],
-        })
+        Some(cite(doc_id, tok))
     }
 
     fn instruction(&self, ids: &DocIds) -> String {
@@ -1189,6 +1177,16 @@ impl Scenario {
             s.push_str(n);
         }
         s
+    }
+}
+
+/// Evidence citing one rendered line (its token) of document `doc_id`.
+fn cite(doc_id: String, tok: &Token) -> EvidenceRef {
+    EvidenceRef {
+        doc_id,
+        page: 1,
+        bbox: tok.bbox,
+        token_ids: vec![tok.token_id.clone()],
     }
 }
 
@@ -1417,6 +1415,11 @@ const LAYOUT_TOKEN_SPACE: u32 = 400;
 /// One rendered line: its anchor key (if a code can cite it), text, indent and height.
 type LineOut = (Option<String>, String, f64, f64);
 
+/// A header or field line at the left margin, 16 points high.
+fn field(key: Option<&str>, text: String) -> LineOut {
+    (key.map(str::to_owned), text, 40.0, 16.0)
+}
+
 const INVOICE_TITLES: [&str; 4] = [
     "TAX INVOICE",
     "INVOICE",
@@ -1440,11 +1443,9 @@ fn render_invoice(
     l.push(Some("vendor".into()), inv.display_name.clone(), 40.0, 22.0);
     let head = invoice_head(vendor, rng);
     let fields = invoice_fields(inv, rng);
-    let bank: LineOut = (
-        Some("bank".into()),
+    let bank = field(
+        Some("bank"),
         format!("{}: {}", inv.bank_label, inv.bank_account),
-        40.0,
-        16.0,
     );
     let bank_in_header = rng.random_bool(0.35);
     let notes: Vec<LineOut> = inv
@@ -1507,31 +1508,16 @@ fn invoice_head(vendor: &VendorProfile, rng: &mut ChaCha8Rng) -> Vec<LineOut> {
 /// Number, date, currency, buyer, PO and receipt lines, in a seeded order.
 fn invoice_fields(inv: &InvoiceSpec, rng: &mut ChaCha8Rng) -> Vec<LineOut> {
     let mut fields: Vec<LineOut> = vec![
-        (
-            Some("number".into()),
-            format!("Invoice No: {}", inv.number),
-            40.0,
-            16.0,
-        ),
-        (
-            Some("date".into()),
-            format!("Invoice Date: {}", date_str(inv.day)),
-            40.0,
-            16.0,
-        ),
-        (
-            Some("currency".into()),
-            format!("Currency: {}", inv.currency),
-            40.0,
-            16.0,
-        ),
-        (None, BUYER_LINE.into(), 40.0, 16.0),
+        field(Some("number"), format!("Invoice No: {}", inv.number)),
+        field(Some("date"), format!("Invoice Date: {}", date_str(inv.day))),
+        field(Some("currency"), format!("Currency: {}", inv.currency)),
+        field(None, BUYER_LINE.into()),
     ];
     if let Some(po) = &inv.po_id {
-        fields.push((Some("po".into()), format!("PO: {po}"), 40.0, 16.0));
+        fields.push(field(Some("po"), format!("PO: {po}")));
     }
     if let Some(r) = &inv.receipt_id {
-        fields.push((Some("receipt".into()), format!("Receipt: {r}"), 40.0, 16.0));
+        fields.push(field(Some("receipt"), format!("Receipt: {r}")));
     }
     fields.shuffle(rng);
     fields
@@ -1539,12 +1525,10 @@ fn invoice_fields(inv: &InvoiceSpec, rng: &mut ChaCha8Rng) -> Vec<LineOut> {
 
 /// The item table (rows in the given order) and the subtotal, tax and total lines.
 fn invoice_table(l: &mut Layout, inv: &InvoiceSpec, items: Vec<(usize, &LineSpec)>) {
-    l.push(
+    l.push_line(field(
         None,
         "Description | Qty | Unit Price | Amount".into(),
-        40.0,
-        16.0,
-    );
+    ));
     for (i, line) in items {
         l.push(
             Some(format!("item{i}")),
@@ -1559,24 +1543,15 @@ fn invoice_table(l: &mut Layout, inv: &InvoiceSpec, items: Vec<(usize, &LineSpec
             16.0,
         );
     }
-    l.push(
-        Some("subtotal".into()),
-        format!("Subtotal: {}", money(inv.subtotal())),
-        360.0,
-        16.0,
-    );
-    l.push(
-        Some("tax".into()),
-        format!("Tax: {}", money(inv.tax())),
-        360.0,
-        16.0,
-    );
-    l.push(
-        Some("total".into()),
-        format!("Total: {}", money(inv.total())),
-        360.0,
-        18.0,
-    );
+    let totals = [
+        ("subtotal", "Subtotal", inv.subtotal(), 16.0),
+        ("tax", "Tax", inv.tax(), 16.0),
+        ("total", "Total", inv.total(), 18.0),
+    ];
+    for (key, label, amount, height) in totals {
+        let text = format!("{label}: {}", money(amount));
+        l.push(Some(key.into()), text, 360.0, height);
+    }
 }
 
 /// Payment terms and (unless it went into the header) the bank line, in a seeded order.
@@ -1631,9 +1606,9 @@ fn render_email(
     let mut l = Layout::new(doc_id, rng);
     l.y = 30.0;
     let mut header: Vec<LineOut> = vec![
-        (Some("from".into()), format!("From: {}", e.from), 40.0, 16.0),
-        (None, "To: ap-inbox@company.example".into(), 40.0, 16.0),
-        (
+        field(Some("from"), format!("From: {}", e.from)),
+        field(None, "To: ap-inbox@company.example".into()),
+        field(
             None,
             format!(
                 "Sent: {}T{:02}:{:02}:00Z",
@@ -1641,15 +1616,8 @@ fn render_email(
                 rng.random_range(7..19u32),
                 rng.random_range(0..60u32)
             ),
-            40.0,
-            16.0,
         ),
-        (
-            Some("subject".into()),
-            format!("Subject: {}", e.subject),
-            40.0,
-            16.0,
-        ),
+        field(Some("subject"), format!("Subject: {}", e.subject)),
     ];
     let extra = [
         format!("Cc: ap-team@{COMPANY_DOMAIN}"),
@@ -1661,7 +1629,7 @@ fn render_email(
         format!("Reply-To: {}", e.from),
     ];
     let k = rng.random_range(0..=extra.len());
-    header.extend(extra.into_iter().take(k).map(|t| (None, t, 40.0, 16.0)));
+    header.extend(extra.into_iter().take(k).map(|t| field(None, t)));
     header.shuffle(rng);
     for (k, t, x, h) in header {
         l.push(k, t, x, h);

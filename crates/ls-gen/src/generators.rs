@@ -197,83 +197,69 @@ pub fn mechanism(s: &Scenario) -> BTreeMap<String, String> {
         .invoices
         .iter()
         .any(|i| i.bank_account != s.vendor.bank_account);
-    let mut m = BTreeMap::new();
-    m.insert(
-        "attack_family".into(),
-        first.map_or("clean", |a| a.category()).into(),
-    );
-    m.insert(
-        "compromise_channel".into(),
-        if s.emails
-            .iter()
-            .any(|e| !e.from.ends_with(&s.vendor.domain) && !e.from.ends_with(COMPANY_DOMAIN))
-        {
-            "spoofed_email"
-        } else if s.emails.iter().any(|e| e.from.ends_with(COMPANY_DOMAIN)) {
-            "internal_channel"
-        } else if bank_changed {
-            "vendor_master_change"
-        } else if s.applied_attacks.is_empty() {
-            "routine"
-        } else {
-            "document_stack"
-        }
-        .into(),
-    );
-    m.insert(
-        "pressure_profile".into(),
-        if s.applied_attacks
-            .iter()
-            .any(|a| a.spec().pressure == Pressure::UrgentOverride)
-        {
-            "urgent_override"
-        } else if s.applied_attacks.is_empty() {
-            "routine"
-        } else {
-            "elevated"
-        }
-        .into(),
-    );
-    m.insert(
-        "control_weakness".into(),
-        first
-            .map_or("baseline_control", |a| a.control_weakness())
-            .into(),
-    );
-    m.insert(
-        "vendor_history_state".into(),
-        if s.history
-            .iter()
-            .any(|h| h.change_type.contains("bank") && h.status != "approved")
-        {
-            "prior_bank_change_anomaly"
-        } else {
-            "steady_vendor"
-        }
-        .into(),
-    );
-    m.insert(
-        "bank_adjustment_state".into(),
-        if has(Attack::MultiEntityLayering) || has(Attack::CoordinatedCampaign) {
-            "shared_account_pattern"
-        } else if bank_changed {
-            "proposed_unverified_change"
-        } else {
-            "approved_on_file"
-        }
-        .into(),
-    );
-    m.insert(
-        "campaign_linkage".into(),
-        match s.invoices.len() {
-            1 => "standalone",
-            2 => "linked_pair",
-            _ => "campaign_linked",
-        }
-        .into(),
-    );
-    m.insert("portfolio_context".into(), "standard_queue".into());
-    m
+    let channel = if s
+        .emails
+        .iter()
+        .any(|e| !e.from.ends_with(&s.vendor.domain) && !e.from.ends_with(COMPANY_DOMAIN))
+    {
+        "spoofed_email"
+    } else if s.emails.iter().any(|e| e.from.ends_with(COMPANY_DOMAIN)) {
+        "internal_channel"
+    } else if bank_changed {
+        "vendor_master_change"
+    } else if s.applied_attacks.is_empty() {
+        "routine"
+    } else {
+        "document_stack"
+    };
+    let pressure = if s
+        .applied_attacks
+        .iter()
+        .any(|a| a.spec().pressure == Pressure::UrgentOverride)
+    {
+        "urgent_override"
+    } else if s.applied_attacks.is_empty() {
+        "routine"
+    } else {
+        "elevated"
+    };
+    let history = if s
+        .history
+        .iter()
+        .any(|h| h.change_type.contains("bank") && h.status != "approved")
+    {
+        "prior_bank_change_anomaly"
+    } else {
+        "steady_vendor"
+    };
+    let bank = if has(Attack::MultiEntityLayering) || has(Attack::CoordinatedCampaign) {
+        "shared_account_pattern"
+    } else if bank_changed {
+        "proposed_unverified_change"
+    } else {
+        "approved_on_file"
+    };
+    let linkage = match s.invoices.len() {
+        1 => "standalone",
+        2 => "linked_pair",
+        _ => "campaign_linked",
+    };
+    [
+        ("attack_family", first.map_or("clean", |a| a.category())),
+        ("compromise_channel", channel),
+        ("pressure_profile", pressure),
+        (
+            "control_weakness",
+            first.map_or("baseline_control", |a| a.control_weakness()),
+        ),
+        ("vendor_history_state", history),
+        ("bank_adjustment_state", bank),
+        ("campaign_linkage", linkage),
+        ("portfolio_context", "standard_queue"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
 }
 
 /// Tracks before contract recomputation (§2.11 of the generation spec).
@@ -607,7 +593,6 @@ fn pair_scenario(set: &FixtureSet, base: &Case, id: &str, r: &mut ChaCha8Rng) ->
         let day0 = f.invoice_date.as_deref().and_then(parse_day).unwrap_or(120);
         let mut inv = InvoiceSpec {
             doc_id: format!("{id}-INV{}", i + 1),
-            display_name: vendor.name.clone(),
             number: f
                 .invoice_number
                 .clone()
@@ -628,12 +613,7 @@ fn pair_scenario(set: &FixtureSet, base: &Case, id: &str, r: &mut ChaCha8Rng) ->
                     .unwrap_or_else(|| format!("GRN-{tag}-T{}", i + 1)),
             ),
             lines,
-            tax_pct: vendor.tax_pct,
-            bank_label: vendor.bank_label.clone(),
-            bank_account: vendor.bank_account.clone(),
-            notes: Vec::new(),
-            ordered: Vec::new(),
-            received_short: None,
+            ..InvoiceSpec::billed_by(&vendor)
         };
         inv.avoid_threshold_bands();
         inv.ordered = inv.lines.clone();

@@ -138,19 +138,13 @@ pub fn routine_invoice(s: &Scenario, k: usize, r: &mut ChaCha8Rng) -> InvoiceSpe
     let serial = r.random_range(1000..9999u32);
     let mut inv = InvoiceSpec {
         doc_id: format!("{}-INV{}", s.case_id, idx + 1),
-        display_name: s.vendor.name.clone(),
         number: format!("INV-{serial}-{tag}-R{}", k + 1),
         day: (first.day + 14 * (k as u32 + 1) + r.random_range(0..6u32)).min(365),
         currency: first.currency.clone(),
         po_id: Some(format!("PO-{serial}-{tag}-R{}", k + 1)),
         receipt_id: Some(format!("GRN-{serial}-{tag}-R{}", k + 1)),
         lines: first.ordered.clone(),
-        tax_pct: s.vendor.tax_pct,
-        bank_label: s.vendor.bank_label.clone(),
-        bank_account: s.vendor.bank_account.clone(),
-        notes: Vec::new(),
-        ordered: Vec::new(),
-        received_short: None,
+        ..InvoiceSpec::billed_by(&s.vendor)
     };
     if inv.lines.is_empty() {
         inv.lines = first.lines.clone();

@@ -507,16 +507,40 @@ enum Close {
 }
 
 impl<'a, 'b> Compound<'a, 'b> {
+    /// A compound whose opening bracket is written and that has no element yet.
     #[inline]
-    fn comma(&mut self) {
-        if self.state == State::Rest {
-            self.w.out.push(',');
+    fn first(w: &'b mut Writer<'a>) -> Self {
+        Compound {
+            w,
+            state: State::First,
         }
+    }
+
+    /// Whether the next element needs a leading comma (every one after the first does).
+    #[inline]
+    fn take_comma(&mut self) -> bool {
+        let comma = self.state == State::Rest;
         self.state = State::Rest;
+        comma
     }
 
     #[inline]
-    fn close(self, how: Close) {
+    fn comma(&mut self) {
+        if self.take_comma() {
+            self.w.out.push(',');
+        }
+    }
+
+    /// An object member with a static key: the comma, `"key":` in one append, then the value.
+    #[inline]
+    fn member<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), Error> {
+        let comma = self.take_comma();
+        write_item(self.w.out, comma, key, ":");
+        value.serialize(&mut *self.w)
+    }
+
+    #[inline]
+    fn close(self, how: Close) -> Result<(), Error> {
         let out = &mut *self.w.out;
         match how {
             Close::Array => out.push(']'),
@@ -524,6 +548,18 @@ impl<'a, 'b> Compound<'a, 'b> {
             Close::VariantArray => out.push_str("]}"),
             Close::VariantObject => out.push_str("}}"),
         }
+        Ok(())
+    }
+}
+
+impl Writer<'_> {
+    /// The start of an externally tagged variant: `{"variant"` and then `open` (`:`, `:[` or
+    /// `:{`).
+    #[inline]
+    fn tag(&mut self, variant: &str, open: &str) {
+        self.out.push('{');
+        write_str(self.out, variant);
+        self.out.push_str(open);
     }
 }
 
@@ -609,19 +645,14 @@ impl<'a, 'b> ser::Serializer for &'b mut Writer<'a> {
         variant: &'static str,
         value: &T,
     ) -> Result<(), Error> {
-        self.out.push('{');
-        write_str(self.out, variant);
-        self.out.push(':');
+        self.tag(variant, ":");
         value.serialize(&mut *self)?;
         self.out.push('}');
         Ok(())
     }
     fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a, 'b>, Error> {
         self.out.push('[');
-        Ok(Compound {
-            w: self,
-            state: State::First,
-        })
+        Ok(Compound::first(self))
     }
     fn serialize_tuple(self, len: usize) -> Result<Compound<'a, 'b>, Error> {
         self.serialize_seq(Some(len))
@@ -640,20 +671,12 @@ impl<'a, 'b> ser::Serializer for &'b mut Writer<'a> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'a, 'b>, Error> {
-        self.out.push('{');
-        write_str(self.out, variant);
-        self.out.push_str(":[");
-        Ok(Compound {
-            w: self,
-            state: State::First,
-        })
+        self.tag(variant, ":[");
+        Ok(Compound::first(self))
     }
     fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a, 'b>, Error> {
         self.out.push('{');
-        Ok(Compound {
-            w: self,
-            state: State::First,
-        })
+        Ok(Compound::first(self))
     }
     fn serialize_struct(self, name: &'static str, len: usize) -> Result<Compound<'a, 'b>, Error> {
         if name == RAW_TOKEN {
@@ -671,62 +694,35 @@ impl<'a, 'b> ser::Serializer for &'b mut Writer<'a> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'a, 'b>, Error> {
-        self.out.push('{');
-        write_str(self.out, variant);
-        self.out.push_str(":{");
-        Ok(Compound {
-            w: self,
-            state: State::First,
-        })
+        self.tag(variant, ":{");
+        Ok(Compound::first(self))
     }
 }
 
-impl ser::SerializeSeq for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.comma();
-        value.serialize(&mut *self.w)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close(Close::Array);
-        Ok(())
-    }
+/// The array-like compounds (sequences, tuples, tuple structs, tuple variants): elements
+/// separated by commas, then the close.
+macro_rules! array_like {
+    ($($trait:ident::$element:ident => $close:ident),* $(,)?) => {$(
+        impl ser::$trait for Compound<'_, '_> {
+            type Ok = ();
+            type Error = Error;
+            fn $element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+                self.comma();
+                value.serialize(&mut *self.w)
+            }
+            fn end(self) -> Result<(), Error> {
+                self.close(Close::$close)
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result<(), Error> {
-        ser::SerializeSeq::end(self)
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result<(), Error> {
-        ser::SerializeSeq::end(self)
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close(Close::VariantArray);
-        Ok(())
-    }
-}
+array_like!(
+    SerializeSeq::serialize_element => Array,
+    SerializeTuple::serialize_element => Array,
+    SerializeTupleStruct::serialize_field => Array,
+    SerializeTupleVariant::serialize_field => VariantArray,
+);
 
 impl ser::SerializeMap for Compound<'_, '_> {
     type Ok = ();
@@ -734,8 +730,7 @@ impl ser::SerializeMap for Compound<'_, '_> {
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
         // The key writes the separating comma and the `:` after itself (one append for a
         // string key).
-        let comma = self.state == State::Rest;
-        self.state = State::Rest;
+        let comma = self.take_comma();
         key.serialize(MapKey {
             out: &mut *self.w.out,
             comma,
@@ -745,8 +740,7 @@ impl ser::SerializeMap for Compound<'_, '_> {
         value.serialize(&mut *self.w)
     }
     fn end(self) -> Result<(), Error> {
-        self.close(Close::Object);
-        Ok(())
+        self.close(Close::Object)
     }
 }
 
@@ -763,16 +757,13 @@ impl ser::SerializeStruct for Compound<'_, '_> {
                 out: &mut *self.w.out,
             });
         }
-        let comma = self.state == State::Rest;
-        self.state = State::Rest;
-        write_item(self.w.out, comma, key, ":");
-        value.serialize(&mut *self.w)
+        self.member(key, value)
     }
     fn end(self) -> Result<(), Error> {
-        if self.state != State::Raw {
-            self.close(Close::Object);
+        if self.state == State::Raw {
+            return Ok(());
         }
-        Ok(())
+        self.close(Close::Object)
     }
 }
 
@@ -784,86 +775,55 @@ impl ser::SerializeStructVariant for Compound<'_, '_> {
         key: &'static str,
         value: &T,
     ) -> Result<(), Error> {
-        let comma = self.state == State::Rest;
-        self.state = State::Rest;
-        write_item(self.w.out, comma, key, ":");
-        value.serialize(&mut *self.w)
+        self.member(key, value)
     }
     fn end(self) -> Result<(), Error> {
-        self.close(Close::VariantObject);
-        Ok(())
+        self.close(Close::VariantObject)
     }
 }
 
-/// The serializer methods a restricted serializer (map keys, raw text) refuses with `$err()`:
-/// bytes, options, units, newtype variants and every compound.
+/// What a restricted serializer (map keys, raw text) returns for a compound it refuses.
+type Refused = Impossible<(), Error>;
+
+/// Serializer methods that all fail with `$err()`, each given by its name, optional value type
+/// parameter, argument types and return type.
+macro_rules! refuse {
+    ($err:ident; $($name:ident $(<$T:ident>)? ($($arg:ty),*) -> $ret:ty;)*) => {$(
+        fn $name $(<$T: Serialize + ?Sized>)? (self, $(_: $arg),*) -> Result<$ret, Error> {
+            Err($err())
+        }
+    )*};
+}
+
+/// A restricted serializer's associated types and the methods it refuses with `$err()`: bytes,
+/// options, units, newtype variants and every compound.
 macro_rules! refuse_compounds {
     ($err:ident) => {
-        fn serialize_bytes(self, _v: &[u8]) -> Result<(), Error> {
-            Err($err())
-        }
-        fn serialize_none(self) -> Result<(), Error> {
-            Err($err())
-        }
-        fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), Error> {
-            Err($err())
-        }
-        fn serialize_unit(self) -> Result<(), Error> {
-            Err($err())
-        }
-        fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
-            Err($err())
-        }
-        fn serialize_newtype_variant<T: Serialize + ?Sized>(
-            self,
-            _name: &'static str,
-            _index: u32,
-            _variant: &'static str,
-            _value: &T,
-        ) -> Result<(), Error> {
-            Err($err())
-        }
-        fn serialize_seq(self, _len: Option<usize>) -> Result<Impossible<(), Error>, Error> {
-            Err($err())
-        }
-        fn serialize_tuple(self, _len: usize) -> Result<Impossible<(), Error>, Error> {
-            Err($err())
-        }
-        fn serialize_tuple_struct(
-            self,
-            _name: &'static str,
-            _len: usize,
-        ) -> Result<Impossible<(), Error>, Error> {
-            Err($err())
-        }
-        fn serialize_tuple_variant(
-            self,
-            _name: &'static str,
-            _index: u32,
-            _variant: &'static str,
-            _len: usize,
-        ) -> Result<Impossible<(), Error>, Error> {
-            Err($err())
-        }
-        fn serialize_map(self, _len: Option<usize>) -> Result<Impossible<(), Error>, Error> {
-            Err($err())
-        }
-        fn serialize_struct(
-            self,
-            _name: &'static str,
-            _len: usize,
-        ) -> Result<Impossible<(), Error>, Error> {
-            Err($err())
-        }
-        fn serialize_struct_variant(
-            self,
-            _name: &'static str,
-            _index: u32,
-            _variant: &'static str,
-            _len: usize,
-        ) -> Result<Impossible<(), Error>, Error> {
-            Err($err())
-        }
+        type Ok = ();
+        type Error = Error;
+        type SerializeSeq = Refused;
+        type SerializeTuple = Refused;
+        type SerializeTupleStruct = Refused;
+        type SerializeTupleVariant = Refused;
+        type SerializeMap = Refused;
+        type SerializeStruct = Refused;
+        type SerializeStructVariant = Refused;
+
+        refuse!($err;
+            serialize_bytes(&[u8]) -> ();
+            serialize_none() -> ();
+            serialize_some<T>(&T) -> ();
+            serialize_unit() -> ();
+            serialize_unit_struct(&'static str) -> ();
+            serialize_newtype_variant<T>(&'static str, u32, &'static str, &T) -> ();
+            serialize_seq(Option<usize>) -> Refused;
+            serialize_tuple(usize) -> Refused;
+            serialize_tuple_struct(&'static str, usize) -> Refused;
+            serialize_tuple_variant(&'static str, u32, &'static str, usize) -> Refused;
+            serialize_map(Option<usize>) -> Refused;
+            serialize_struct(&'static str, usize) -> Refused;
+            serialize_struct_variant(&'static str, u32, &'static str, usize) -> Refused;
+        );
     };
 }
 
@@ -890,19 +850,19 @@ impl MapKey<'_> {
         self.out.push_str("\":");
         Ok(())
     }
+
+    /// A float key, quoted; `serde_json` refuses the non-finite ones.
+    fn float<F: zmij::Float>(self, v: F, finite: bool) -> Result<(), Error> {
+        if !finite {
+            return Err(Error(
+                "float key must be finite (got NaN or +/-inf)".to_owned(),
+            ));
+        }
+        self.quoted(zmij::Buffer::new().format_finite(v))
+    }
 }
 
 impl ser::Serializer for MapKey<'_> {
-    type Ok = ();
-    type Error = Error;
-    type SerializeSeq = Impossible<(), Error>;
-    type SerializeTuple = Impossible<(), Error>;
-    type SerializeTupleStruct = Impossible<(), Error>;
-    type SerializeTupleVariant = Impossible<(), Error>;
-    type SerializeMap = Impossible<(), Error>;
-    type SerializeStruct = Impossible<(), Error>;
-    type SerializeStructVariant = Impossible<(), Error>;
-
     fn serialize_str(self, v: &str) -> Result<(), Error> {
         self.string(v)
     }
@@ -929,20 +889,10 @@ impl ser::Serializer for MapKey<'_> {
     }
     integers!(self, v => self.quoted(itoa::Buffer::new().format(v)));
     fn serialize_f32(self, v: f32) -> Result<(), Error> {
-        if !v.is_finite() {
-            return Err(Error(
-                "float key must be finite (got NaN or +/-inf)".to_owned(),
-            ));
-        }
-        self.quoted(zmij::Buffer::new().format_finite(v))
+        self.float(v, v.is_finite())
     }
     fn serialize_f64(self, v: f64) -> Result<(), Error> {
-        if !v.is_finite() {
-            return Err(Error(
-                "float key must be finite (got NaN or +/-inf)".to_owned(),
-            ));
-        }
-        self.quoted(zmij::Buffer::new().format_finite(v))
+        self.float(v, v.is_finite())
     }
     refuse_compounds!(key_must_be_a_string);
 }
@@ -957,71 +907,27 @@ fn not_raw() -> Error {
 }
 
 impl ser::Serializer for RawText<'_> {
-    type Ok = ();
-    type Error = Error;
-    type SerializeSeq = Impossible<(), Error>;
-    type SerializeTuple = Impossible<(), Error>;
-    type SerializeTupleStruct = Impossible<(), Error>;
-    type SerializeTupleVariant = Impossible<(), Error>;
-    type SerializeMap = Impossible<(), Error>;
-    type SerializeStruct = Impossible<(), Error>;
-    type SerializeStructVariant = Impossible<(), Error>;
-
     fn serialize_str(self, v: &str) -> Result<(), Error> {
         self.out.push_str(v);
         Ok(())
     }
-    fn serialize_bool(self, _v: bool) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_i8(self, _v: i8) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_i16(self, _v: i16) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_i32(self, _v: i32) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_i64(self, _v: i64) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_u8(self, _v: u8) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_u16(self, _v: u16) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_u32(self, _v: u32) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_u64(self, _v: u64) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_f32(self, _v: f32) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_f64(self, _v: f64) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_char(self, _v: char) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_unit_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-    ) -> Result<(), Error> {
-        Err(not_raw())
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(
-        self,
-        _name: &'static str,
-        _value: &T,
-    ) -> Result<(), Error> {
-        Err(not_raw())
-    }
+    // 128-bit integers keep serde's default refusal.
+    refuse!(not_raw;
+        serialize_bool(bool) -> ();
+        serialize_i8(i8) -> ();
+        serialize_i16(i16) -> ();
+        serialize_i32(i32) -> ();
+        serialize_i64(i64) -> ();
+        serialize_u8(u8) -> ();
+        serialize_u16(u16) -> ();
+        serialize_u32(u32) -> ();
+        serialize_u64(u64) -> ();
+        serialize_f32(f32) -> ();
+        serialize_f64(f64) -> ();
+        serialize_char(char) -> ();
+        serialize_unit_variant(&'static str, u32, &'static str) -> ();
+        serialize_newtype_struct<T>(&'static str, &T) -> ();
+    );
     refuse_compounds!(not_raw);
 }
 

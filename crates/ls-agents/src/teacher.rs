@@ -280,6 +280,16 @@ impl TeacherAgent {
         self.cfg
     }
 
+    /// Queues the intervention `name` (once per payload).
+    fn intervene(&mut self, name: &str, payload: Value) {
+        self.push(name, payload, Purpose::Intervention(name.into()));
+    }
+
+    /// Queues the intervention `name` on the case's vendor.
+    fn intervene_on_vendor(&mut self, name: &str) {
+        self.intervene(name, json!({"vendor_key": self.vendor()}));
+    }
+
     fn push(&mut self, action_type: &str, payload: Value, purpose: Purpose) {
         let a = Action::new(action_type, payload);
         let s = sig(&a);
@@ -1415,26 +1425,15 @@ impl TeacherAgent {
         if !self.cfg.interventions {
             return;
         }
-        let vendor = self.vendor();
-        let steps_needed_after = 1; // submit
-        let _ = steps_needed_after;
         if a.decision == "PAY" {
             // A high-risk payment signal (a bank-change notice, even a verified one) needs the
             // callback before any release, as the control boundary requires.
             if self.observed_any(&HIGH_RISK_PAYMENT_SIGNALS) {
-                self.push(
-                    "request_callback_verification",
-                    json!({"vendor_key": vendor}),
-                    Purpose::Intervention("request_callback_verification".into()),
-                );
+                self.intervene_on_vendor("request_callback_verification");
             }
             // A prior-payment signal must be reviewed before any release.
             if self.observed_any(&DUPLICATE_SIGNALS) {
-                self.push(
-                    "flag_duplicate_cluster_review",
-                    json!({"vendor_key": vendor}),
-                    Purpose::Intervention("flag_duplicate_cluster_review".into()),
-                );
+                self.intervene_on_vendor("flag_duplicate_cluster_review");
             }
             return;
         }
@@ -1445,14 +1444,10 @@ impl TeacherAgent {
                     "price_mismatch" | "quantity_mismatch" | "total_mismatch" | "missing_po"
                 )
             }) {
-                self.push("request_po_reconciliation", json!({"po_id": self.invoices.values().next().and_then(|i| i.po.as_ref()).map(|p| p.0.clone())}), Purpose::Intervention("request_po_reconciliation".into()));
+                self.intervene("request_po_reconciliation", json!({"po_id": self.invoices.values().next().and_then(|i| i.po.as_ref()).map(|p| p.0.clone())}));
             }
             if a.discrepancies.contains("missing_receipt") {
-                self.push(
-                    "request_additional_receipt_evidence",
-                    json!({}),
-                    Purpose::Intervention("request_additional_receipt_evidence".into()),
-                );
+                self.intervene("request_additional_receipt_evidence", json!({}));
             }
         } else {
             let callback = a.bank_issue
@@ -1461,11 +1456,7 @@ impl TeacherAgent {
                 || a.codes.contains("shared_bank_account")
                 || a.codes.contains("coordinated_timing");
             if callback {
-                self.push(
-                    "request_callback_verification",
-                    json!({"vendor_key": vendor}),
-                    Purpose::Intervention("request_callback_verification".into()),
-                );
+                self.intervene_on_vendor("request_callback_verification");
             }
             // The approval chain documents a bank-account change: requested when the analyst
             // names one (an override or a takeover), not for a mismatched account alone, whose
@@ -1473,11 +1464,7 @@ impl TeacherAgent {
             let change_named = a.codes.contains("bank_override_attempt")
                 || a.codes.contains("vendor_account_takeover_suspected");
             if change_named {
-                self.push(
-                    "request_bank_change_approval_chain",
-                    json!({"vendor_key": vendor}),
-                    Purpose::Intervention("request_bank_change_approval_chain".into()),
-                );
+                self.intervene_on_vendor("request_bank_change_approval_chain");
             }
             // A bank fraud may be one leg of a layering scheme: the duplicate-cluster report
             // shows whether the account is shared with other vendors.
@@ -1485,29 +1472,17 @@ impl TeacherAgent {
                 self.task == "task_d" && change_named && a.decision == "ESCALATE_FRAUD";
             if a.duplicate_issue || layering_check || self.task == "task_c" || self.task == "task_e"
             {
-                self.push(
-                    "flag_duplicate_cluster_review",
-                    json!({"vendor_key": vendor}),
-                    Purpose::Intervention("flag_duplicate_cluster_review".into()),
-                );
+                self.intervene_on_vendor("flag_duplicate_cluster_review");
             }
             if a.decision == "ESCALATE_FRAUD" && (a.security_issue || self.task == "task_e") {
-                self.push(
-                    "route_to_security",
-                    json!({"vendor_key": vendor}),
-                    Purpose::Intervention("route_to_security".into()),
-                );
+                self.intervene_on_vendor("route_to_security");
             }
             if a.decision == "ESCALATE_FRAUD"
                 && (a.bank_issue
                     || a.codes.contains("shared_bank_account")
                     || self.task == "task_e")
             {
-                self.push(
-                    "freeze_vendor_profile",
-                    json!({"vendor_key": vendor}),
-                    Purpose::Intervention("freeze_vendor_profile".into()),
-                );
+                self.intervene_on_vendor("freeze_vendor_profile");
             }
         }
         let next = match (self.task.as_str(), a.decision) {
@@ -1530,7 +1505,7 @@ impl TeacherAgent {
                 a.codes.iter().copied().collect::<Vec<_>>().join(", ")
             }
         );
-        self.push("create_human_handoff", json!({"summary": summary.chars().take(600).collect::<String>(), "recommended_next_step": next, "confidence": a.confidence}), Purpose::Intervention("create_human_handoff".into()));
+        self.intervene("create_human_handoff", json!({"summary": summary.chars().take(600).collect::<String>(), "recommended_next_step": next, "confidence": a.confidence}));
     }
 
     /// Follow-ups once artifacts arrive (the other vendor behind a shared account).

@@ -875,10 +875,11 @@ impl AuditEnv {
         let out = ep.step(action, cats)?;
         if out.envelope.done {
             if let Some(g) = &out.envelope.grader {
-                if self.score_history.len() >= limits::MAX_HISTORY_ENTRIES {
-                    self.score_history.remove(0);
-                }
-                self.score_history.push(g.score);
+                util::push_bounded(
+                    &mut self.score_history,
+                    g.score,
+                    limits::MAX_HISTORY_ENTRIES,
+                );
                 if ep.task() == TaskId::FraudDetection {
                     self.adversarial.record(
                         ep.data.seed,

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{norm_key, weight_of, ErrorType, Finding, GtItem};
-use crate::util::{clamp_score, round_n};
+use crate::util::{clamp_score, ratio, round_n};
 
 pub const PARTIAL_CREDIT: f64 = 0.40;
 pub const TP_REWARD: f64 = 0.15;
@@ -256,7 +256,7 @@ impl<'a> Matcher<'a> {
     }
 }
 
-fn f1(p: f64, r: f64) -> f64 {
+pub(crate) fn f1(p: f64, r: f64) -> f64 {
     if p + r <= 0.0 {
         0.0
     } else {
@@ -382,16 +382,11 @@ fn risk_score(gt: &[GtItem], matched: &[bool]) -> RiskScore {
         .map(|(g, _)| g.error_type.value_inr())
         .sum();
     let total: i64 = gt.iter().map(|g| g.error_type.value_inr()).sum();
-    let pct = if total == 0 {
-        0.0
-    } else {
-        round_n(caught as f64 / total as f64 * 100.0, 1)
-    };
     RiskScore {
         caught_value: caught,
         missed_value: total - caught,
         total_risk_value: total,
-        risk_mitigation_pct: pct,
+        risk_mitigation_pct: round_n(ratio(caught as f64, total as f64, 0.0) * 100.0, 1),
     }
 }
 
@@ -425,32 +420,17 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
     let nfp = fps.len();
     // strict
     let fp_strict = nfp + np;
-    let p = if findings.is_empty() || tp + fp_strict == 0 {
-        0.0
-    } else {
-        tp as f64 / (tp + fp_strict) as f64
-    };
-    let r = if n_gt == 0 {
-        1.0
-    } else {
-        tp as f64 / n_gt as f64
-    };
+    let p = ratio(tp as f64, (tp + fp_strict) as f64, 0.0);
+    let r = ratio(tp as f64, n_gt as f64, 1.0);
     let strict = f1(p, r);
     // partial credit: each near miss earns its share of PARTIAL_CREDIT, the rest is a false positive
     let credit: f64 = shares.iter().map(|s| PARTIAL_CREDIT * s).sum();
     let etp = tp as f64 + credit;
     let efp = nfp as f64 + np as f64 - credit;
-    let ppc = if etp + efp == 0.0 {
-        0.0
-    } else {
-        etp / (etp + efp)
-    };
-    let rpc = if n_gt == 0 {
-        1.0
-    } else {
-        (etp / n_gt as f64).min(1.0)
-    };
-    let pc = f1(ppc, rpc);
+    let pc = f1(
+        ratio(etp, etp + efp, 0.0),
+        ratio(etp, n_gt as f64, 1.0).min(1.0),
+    );
     // weighted (partials excluded)
     let wtp: f64 = gt
         .iter()
@@ -460,13 +440,7 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
         .sum();
     let wtotal: f64 = gt.iter().map(|g| g.error_type.weight()).sum();
     let wfp: f64 = fps.iter().map(|k| weight_of(&k.error_type)).sum();
-    let wp = if wtp + wfp == 0.0 {
-        0.0
-    } else {
-        wtp / (wtp + wfp)
-    };
-    let wr = if wtotal == 0.0 { 1.0 } else { wtp / wtotal };
-    let wf1 = f1(wp, wr);
+    let wf1 = f1(ratio(wtp, wtp + wfp, 0.0), ratio(wtp, wtotal, 1.0));
     let cm = confusion_matrix(gt, &matched, &fps);
     let risk = risk_score(gt, &matched);
     let mut matched_errors: Vec<KeyRef> = gt

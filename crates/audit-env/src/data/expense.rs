@@ -422,11 +422,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
         }
         expenses.push(c);
     }
-    gt.sort_by(|a, b| {
-        a.document_id
-            .cmp(&b.document_id)
-            .then(a.error_type.cmp(&b.error_type))
-    });
+    super::sort_ground_truth(&mut gt);
     (ExpenseDocs { expenses, policy }, gt)
 }
 

@@ -29,6 +29,18 @@ pub struct ConfusionEntry {
     pub severity_weight: f64,
 }
 
+impl ConfusionEntry {
+    fn empty(severity_weight: f64) -> Self {
+        ConfusionEntry {
+            ground_truth: 0,
+            correctly_found: 0,
+            missed: 0,
+            false_positives: 0,
+            severity_weight,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RiskScore {
     pub caught_value: i64,
@@ -344,13 +356,7 @@ fn confusion_matrix(
     for (g, hit) in gt.iter().zip(matched) {
         let e = cm
             .entry(g.error_type.as_str().into())
-            .or_insert_with(|| ConfusionEntry {
-                ground_truth: 0,
-                correctly_found: 0,
-                missed: 0,
-                false_positives: 0,
-                severity_weight: g.error_type.weight(),
-            });
+            .or_insert_with(|| ConfusionEntry::empty(g.error_type.weight()));
         e.ground_truth += 1;
         if *hit {
             e.correctly_found += 1;
@@ -361,13 +367,7 @@ fn confusion_matrix(
     for k in fps {
         let w = weight_of(&k.error_type);
         cm.entry(k.error_type.clone())
-            .or_insert_with(|| ConfusionEntry {
-                ground_truth: 0,
-                correctly_found: 0,
-                missed: 0,
-                false_positives: 0,
-                severity_weight: w,
-            })
+            .or_insert_with(|| ConfusionEntry::empty(w))
             .false_positives += 1;
     }
     cm
@@ -750,23 +750,18 @@ pub fn campaign_score(i: &CampaignScoreInputs) -> CampaignScore {
     } else {
         1.0
     };
-    let mut components = BTreeMap::new();
-    components.insert("specialist_f1".into(), round_n(s, 4));
-    components.insert("overseer_quality".into(), round_n(n(i.overseer_quality), 4));
-    components.insert(
-        "instruction_compliance".into(),
-        round_n(n(i.instruction_compliance_rate), 4),
-    );
-    components.insert("memory".into(), round_n(n(i.memory_score), 4));
-    components.insert(
-        "schema_policy_adaptation".into(),
-        round_n(n(i.schema_adaptation_score), 4),
-    );
-    components.insert(
-        "self_improvement".into(),
-        round_n(n(i.self_improvement_delta), 4),
-    );
-    components.insert("efficiency".into(), round_n(n(i.efficiency_score), 4));
+    let components: BTreeMap<String, f64> = [
+        ("specialist_f1", s),
+        ("overseer_quality", n(i.overseer_quality)),
+        ("instruction_compliance", n(i.instruction_compliance_rate)),
+        ("memory", n(i.memory_score)),
+        ("schema_policy_adaptation", n(i.schema_adaptation_score)),
+        ("self_improvement", n(i.self_improvement_delta)),
+        ("efficiency", n(i.efficiency_score)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), round_n(v, 4)))
+    .collect();
     let mut warnings = vec![];
     if !i.overseer_reviewed {
         warnings.push(format!("no accepted overseer review this period: overseer quality counts 0 ({:.0}% of the score)", W_OVERSEER * 100.0));

@@ -9,7 +9,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::util::round_n;
+use crate::util::{push_bounded, round_n};
 
 pub const MIN_LEVEL: u8 = 1;
 pub const MAX_LEVEL: u8 = 5;
@@ -116,16 +116,14 @@ impl AdversarialController {
         caught: usize,
         missed: usize,
     ) -> Option<AdaptResult> {
-        if self.history.len() >= MAX_RECORDS {
-            self.history.remove(0);
-        }
-        self.history.push(BlueRecord {
+        let record = BlueRecord {
             seed,
             f1,
             caught,
             missed,
             red_level: self.red_level,
-        });
+        };
+        push_bounded(&mut self.history, record, MAX_RECORDS);
         match self.mode {
             FraudDifficulty::Auto => Some(self.adapt()),
             FraudDifficulty::Fixed(_) => None,
@@ -170,10 +168,7 @@ impl AdversarialController {
                 round,
             }
         };
-        if self.log.len() >= MAX_RECORDS {
-            self.log.remove(0);
-        }
-        self.log.push(res.clone());
+        push_bounded(&mut self.log, res.clone(), MAX_RECORDS);
         res
     }
 

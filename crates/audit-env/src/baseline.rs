@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::data::{self, Documents};
 use crate::episode::evaluate;
 use crate::model::{ErrorType, Finding, TaskId, WorldRules};
-use crate::util::round_n;
+use crate::util::{self, round_n};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BaselineConfig {
@@ -96,11 +96,7 @@ pub fn run(seeds: &[u64], cfg: &BaselineConfig) -> BaselineReport {
                 all.push(g.score);
             }
         }
-        let mean = if scores.is_empty() {
-            0.0
-        } else {
-            scores.values().sum::<f64>() / scores.len() as f64
-        };
+        let mean = util::mean(scores.values().copied());
         tasks.insert(
             task.as_str().to_string(),
             TaskBaseline {
@@ -110,11 +106,7 @@ pub fn run(seeds: &[u64], cfg: &BaselineConfig) -> BaselineReport {
             },
         );
     }
-    let avg = if all.is_empty() {
-        0.0
-    } else {
-        all.iter().sum::<f64>() / all.len() as f64
-    };
+    let avg = util::mean(all);
     BaselineReport {
         model: "rule-based-baseline-v1".into(),
         seeds: seeds.to_vec(),

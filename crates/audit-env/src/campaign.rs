@@ -17,7 +17,7 @@ use crate::grading::{
 };
 use crate::improve::{self, IterationRecord};
 use crate::model::{limits, ErrorType, Finding, GtItem, GtOrigin, TaskId, WorldRules};
-use crate::util::{self, round_n, Rng8};
+use crate::util::{self, mean, push_bounded, ratio, round_n, Rng8};
 use rand::Rng;
 
 pub const STEP_COST: f64 = 2.5;
@@ -808,17 +808,15 @@ impl Campaign {
 
     fn record_history(&mut self, p: u32, role: Role, findings: &[Finding], docs: &Documents) {
         for f in findings {
-            if self.history.len() >= limits::MAX_HISTORY_ENTRIES {
-                self.history.remove(0);
-            }
-            self.history.push(HistoryEntry {
+            let entry = HistoryEntry {
                 period: p,
                 role,
                 document_id: f.document_id.trim().to_ascii_uppercase(),
                 error_type: f.error_type.trim().to_ascii_lowercase(),
                 confidence: f.confidence,
                 counterparty: docs.doc_info(&f.document_id).map(|x| x.1),
-            });
+            };
+            push_bounded(&mut self.history, entry, limits::MAX_HISTORY_ENTRIES);
         }
     }
 
@@ -1139,21 +1137,10 @@ impl Campaign {
                 gt_total += t;
             }
         }
-        let p = if tp + fp == 0 {
-            0.0
-        } else {
-            tp as f64 / (tp + fp) as f64
-        };
-        let r = if gt_total == 0 {
-            0.0
-        } else {
-            tp as f64 / gt_total as f64
-        };
-        if p + r == 0.0 {
-            0.0
-        } else {
-            2.0 * p * r / (p + r)
-        }
+        grading::f1(
+            ratio(tp as f64, (tp + fp) as f64, 0.0),
+            ratio(tp as f64, gt_total as f64, 0.0),
+        )
     }
 
     fn all_findings(&self) -> Vec<(Role, Finding)> {
@@ -1370,12 +1357,11 @@ impl Campaign {
             .iter()
             .filter(|c| c.status == "passed" || c.status == "failed")
             .collect();
-        let compliance = if applicable.is_empty() {
-            0.0
-        } else {
-            applicable.iter().filter(|c| c.status == "passed").count() as f64
-                / applicable.len() as f64
-        };
+        let compliance = ratio(
+            applicable.iter().filter(|c| c.status == "passed").count() as f64,
+            applicable.len() as f64,
+            0.0,
+        );
         let esc3 = checks
             .iter()
             .find(|c| c.id == "ESC-003")
@@ -1391,11 +1377,7 @@ impl Campaign {
             if let Some(x) = esc3 {
                 parts.push(x);
             }
-            if parts.is_empty() {
-                0.0
-            } else {
-                parts.iter().sum::<f64>() / parts.len() as f64
-            }
+            mean(parts)
         };
         let mut adapt_parts = vec![];
         if change_hits.1 > 0 {
@@ -1409,14 +1391,10 @@ impl Campaign {
                 adapt_parts.push(if c.status == "passed" { 1.0 } else { 0.0 });
             }
         }
-        let adaptation = if adapt_parts.is_empty() {
-            if p == 1 {
-                1.0
-            } else {
-                0.0
-            }
+        let adaptation = if adapt_parts.is_empty() && p == 1 {
+            1.0
         } else {
-            adapt_parts.iter().sum::<f64>() / adapt_parts.len() as f64
+            mean(adapt_parts)
         };
         let improvement = self
             .improve_history
@@ -1583,10 +1561,11 @@ impl Campaign {
         if let Some(c) = cand {
             self.checklist = c;
         }
-        if self.improve_history.len() >= limits::MAX_HISTORY_ENTRIES {
-            self.improve_history.remove(0);
-        }
-        self.improve_history.push(rec.clone());
+        push_bounded(
+            &mut self.improve_history,
+            rec.clone(),
+            limits::MAX_HISTORY_ENTRIES,
+        );
         Ok(rec)
     }
 }

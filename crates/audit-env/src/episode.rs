@@ -164,6 +164,26 @@ pub struct AuditStepEnvelope {
     pub session_id: Option<String>,
 }
 
+impl AuditStepEnvelope {
+    /// A reply without a findings step (a reset, an investigation): reward 0, not done.
+    fn unscored(observation: AuditObservation) -> Self {
+        AuditStepEnvelope {
+            observation,
+            reward: 0.0,
+            done: false,
+            info: StepInfo {
+                accepted_findings: 0,
+                rejected_findings: 0,
+                warnings: vec![],
+                reward_breakdown: None,
+                grade_sealed: false,
+            },
+            grader: None,
+            session_id: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AuditState {
     pub episode_id: Option<String>,
@@ -314,6 +334,10 @@ impl Episode {
         v
     }
 
+    fn valid_type_names(&self) -> Vec<&'static str> {
+        self.valid_types().iter().map(|t| t.as_str()).collect()
+    }
+
     fn rendered_documents(&self, final_step: bool) -> Value {
         if final_step {
             return json!({});
@@ -368,14 +392,7 @@ impl Episode {
         if self.task() == TaskId::FraudDetection {
             metadata.insert("fraud_level".into(), json!(self.rules.fraud_level));
         }
-        metadata.insert(
-            "valid_error_types".into(),
-            json!(self
-                .valid_types()
-                .iter()
-                .map(|t| t.as_str())
-                .collect::<Vec<_>>()),
-        );
+        metadata.insert("valid_error_types".into(), json!(self.valid_type_names()));
         metadata.insert("notices".into(), json!(self.notices));
         metadata.insert("outcome_feedback".into(), json!(self.outcome_feedback));
         AuditObservation {
@@ -406,11 +423,6 @@ impl Episode {
     }
 
     pub fn reset_feedback(&self) -> String {
-        let types: Vec<String> = self
-            .valid_types()
-            .iter()
-            .map(|t| t.as_str().to_string())
-            .collect();
         let head = if self.investigation_mode {
             "INVESTIGATION MODE: documents are hidden; request categories with request_categories before submitting findings.\n".to_string()
         } else {
@@ -418,7 +430,7 @@ impl Episode {
         };
         format!(
             "{head}Environment ready: task '{}'.\nDifficulty: {}\nStep budget: {} steps\nValid error types: {}\nSubmit findings over one or more steps; set submit_final=true to finish.",
-            self.task(), self.task().difficulty(), self.max_steps, types.join(", ")
+            self.task(), self.task().difficulty(), self.max_steps, self.valid_type_names().join(", ")
         )
     }
 
@@ -564,23 +576,8 @@ impl Episode {
             remaining.join(", ")
         );
         self.rewards.push(0.0);
-        let obs = self.observation(0.0, fb, false);
-        let info = StepInfo {
-            accepted_findings: 0,
-            rejected_findings: 0,
-            warnings: vec![],
-            reward_breakdown: None,
-            grade_sealed: false,
-        };
         StepOutcome {
-            envelope: AuditStepEnvelope {
-                observation: obs,
-                reward: 0.0,
-                done: false,
-                info,
-                grader: None,
-                session_id: None,
-            },
+            envelope: AuditStepEnvelope::unscored(self.observation(0.0, fb, false)),
             new_findings: vec![],
         }
     }
@@ -589,13 +586,9 @@ impl Episode {
     /// the finding and the public documents only (type validity, document existence, limits,
     /// renamed fields), never on the ground truth.
     fn accept(&self, clean: Vec<Finding>) -> (Vec<Finding>, usize, Vec<String>) {
-        let valid_types = self.valid_types();
-        let valid: BTreeSet<&str> = valid_types.iter().map(|t| t.as_str()).collect();
-        let valid_list = valid_types
-            .iter()
-            .map(|t| t.as_str())
-            .collect::<Vec<_>>()
-            .join(", ");
+        let names = self.valid_type_names();
+        let valid: BTreeSet<&str> = names.iter().copied().collect();
+        let valid_list = names.join(", ");
         let ids = self.data.documents.document_ids();
         let mut warnings = vec![];
         let mut accepted = vec![];
@@ -853,20 +846,7 @@ impl AuditEnv {
         );
         let obs = ep.observation(0.0, ep.reset_feedback(), false);
         self.episode = Some(ep);
-        Ok(AuditStepEnvelope {
-            observation: obs,
-            reward: 0.0,
-            done: false,
-            info: StepInfo {
-                accepted_findings: 0,
-                rejected_findings: 0,
-                warnings: vec![],
-                reward_breakdown: None,
-                grade_sealed: false,
-            },
-            grader: None,
-            session_id: None,
-        })
+        Ok(AuditStepEnvelope::unscored(obs))
     }
 
     pub fn step(&mut self, req: AuditStepRequest) -> Result<AuditStepEnvelope, AuditError> {
@@ -875,10 +855,11 @@ impl AuditEnv {
         let out = ep.step(action, cats)?;
         if out.envelope.done {
             if let Some(g) = &out.envelope.grader {
-                if self.score_history.len() >= limits::MAX_HISTORY_ENTRIES {
-                    self.score_history.remove(0);
-                }
-                self.score_history.push(g.score);
+                util::push_bounded(
+                    &mut self.score_history,
+                    g.score,
+                    limits::MAX_HISTORY_ENTRIES,
+                );
                 if ep.task() == TaskId::FraudDetection {
                     self.adversarial.record(
                         ep.data.seed,

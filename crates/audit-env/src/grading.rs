@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{norm_key, weight_of, ErrorType, Finding, GtItem};
-use crate::util::{clamp_score, round_n};
+use crate::util::{clamp_score, ratio, round_n};
 
 pub const PARTIAL_CREDIT: f64 = 0.40;
 pub const TP_REWARD: f64 = 0.15;
@@ -27,6 +27,18 @@ pub struct ConfusionEntry {
     pub missed: usize,
     pub false_positives: usize,
     pub severity_weight: f64,
+}
+
+impl ConfusionEntry {
+    fn empty(severity_weight: f64) -> Self {
+        ConfusionEntry {
+            ground_truth: 0,
+            correctly_found: 0,
+            missed: 0,
+            false_positives: 0,
+            severity_weight,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -256,7 +268,7 @@ impl<'a> Matcher<'a> {
     }
 }
 
-fn f1(p: f64, r: f64) -> f64 {
+pub(crate) fn f1(p: f64, r: f64) -> f64 {
     if p + r <= 0.0 {
         0.0
     } else {
@@ -344,13 +356,7 @@ fn confusion_matrix(
     for (g, hit) in gt.iter().zip(matched) {
         let e = cm
             .entry(g.error_type.as_str().into())
-            .or_insert_with(|| ConfusionEntry {
-                ground_truth: 0,
-                correctly_found: 0,
-                missed: 0,
-                false_positives: 0,
-                severity_weight: g.error_type.weight(),
-            });
+            .or_insert_with(|| ConfusionEntry::empty(g.error_type.weight()));
         e.ground_truth += 1;
         if *hit {
             e.correctly_found += 1;
@@ -361,13 +367,7 @@ fn confusion_matrix(
     for k in fps {
         let w = weight_of(&k.error_type);
         cm.entry(k.error_type.clone())
-            .or_insert_with(|| ConfusionEntry {
-                ground_truth: 0,
-                correctly_found: 0,
-                missed: 0,
-                false_positives: 0,
-                severity_weight: w,
-            })
+            .or_insert_with(|| ConfusionEntry::empty(w))
             .false_positives += 1;
     }
     cm
@@ -382,16 +382,11 @@ fn risk_score(gt: &[GtItem], matched: &[bool]) -> RiskScore {
         .map(|(g, _)| g.error_type.value_inr())
         .sum();
     let total: i64 = gt.iter().map(|g| g.error_type.value_inr()).sum();
-    let pct = if total == 0 {
-        0.0
-    } else {
-        round_n(caught as f64 / total as f64 * 100.0, 1)
-    };
     RiskScore {
         caught_value: caught,
         missed_value: total - caught,
         total_risk_value: total,
-        risk_mitigation_pct: pct,
+        risk_mitigation_pct: round_n(ratio(caught as f64, total as f64, 0.0) * 100.0, 1),
     }
 }
 
@@ -425,32 +420,17 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
     let nfp = fps.len();
     // strict
     let fp_strict = nfp + np;
-    let p = if findings.is_empty() || tp + fp_strict == 0 {
-        0.0
-    } else {
-        tp as f64 / (tp + fp_strict) as f64
-    };
-    let r = if n_gt == 0 {
-        1.0
-    } else {
-        tp as f64 / n_gt as f64
-    };
+    let p = ratio(tp as f64, (tp + fp_strict) as f64, 0.0);
+    let r = ratio(tp as f64, n_gt as f64, 1.0);
     let strict = f1(p, r);
     // partial credit: each near miss earns its share of PARTIAL_CREDIT, the rest is a false positive
     let credit: f64 = shares.iter().map(|s| PARTIAL_CREDIT * s).sum();
     let etp = tp as f64 + credit;
     let efp = nfp as f64 + np as f64 - credit;
-    let ppc = if etp + efp == 0.0 {
-        0.0
-    } else {
-        etp / (etp + efp)
-    };
-    let rpc = if n_gt == 0 {
-        1.0
-    } else {
-        (etp / n_gt as f64).min(1.0)
-    };
-    let pc = f1(ppc, rpc);
+    let pc = f1(
+        ratio(etp, etp + efp, 0.0),
+        ratio(etp, n_gt as f64, 1.0).min(1.0),
+    );
     // weighted (partials excluded)
     let wtp: f64 = gt
         .iter()
@@ -460,13 +440,7 @@ pub fn grade(gt: &[GtItem], findings: &[Finding]) -> GradeResult {
         .sum();
     let wtotal: f64 = gt.iter().map(|g| g.error_type.weight()).sum();
     let wfp: f64 = fps.iter().map(|k| weight_of(&k.error_type)).sum();
-    let wp = if wtp + wfp == 0.0 {
-        0.0
-    } else {
-        wtp / (wtp + wfp)
-    };
-    let wr = if wtotal == 0.0 { 1.0 } else { wtp / wtotal };
-    let wf1 = f1(wp, wr);
+    let wf1 = f1(ratio(wtp, wtp + wfp, 0.0), ratio(wtp, wtotal, 1.0));
     let cm = confusion_matrix(gt, &matched, &fps);
     let risk = risk_score(gt, &matched);
     let mut matched_errors: Vec<KeyRef> = gt
@@ -776,23 +750,18 @@ pub fn campaign_score(i: &CampaignScoreInputs) -> CampaignScore {
     } else {
         1.0
     };
-    let mut components = BTreeMap::new();
-    components.insert("specialist_f1".into(), round_n(s, 4));
-    components.insert("overseer_quality".into(), round_n(n(i.overseer_quality), 4));
-    components.insert(
-        "instruction_compliance".into(),
-        round_n(n(i.instruction_compliance_rate), 4),
-    );
-    components.insert("memory".into(), round_n(n(i.memory_score), 4));
-    components.insert(
-        "schema_policy_adaptation".into(),
-        round_n(n(i.schema_adaptation_score), 4),
-    );
-    components.insert(
-        "self_improvement".into(),
-        round_n(n(i.self_improvement_delta), 4),
-    );
-    components.insert("efficiency".into(), round_n(n(i.efficiency_score), 4));
+    let components: BTreeMap<String, f64> = [
+        ("specialist_f1", s),
+        ("overseer_quality", n(i.overseer_quality)),
+        ("instruction_compliance", n(i.instruction_compliance_rate)),
+        ("memory", n(i.memory_score)),
+        ("schema_policy_adaptation", n(i.schema_adaptation_score)),
+        ("self_improvement", n(i.self_improvement_delta)),
+        ("efficiency", n(i.efficiency_score)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), round_n(v, 4)))
+    .collect();
     let mut warnings = vec![];
     if !i.overseer_reviewed {
         warnings.push(format!("no accepted overseer review this period: overseer quality counts 0 ({:.0}% of the score)", W_OVERSEER * 100.0));

@@ -10,7 +10,7 @@ use crate::baseline::{self, BaselineConfig};
 use crate::error::AuditError;
 use crate::grading::GradeResult;
 use crate::model::{limits, ErrorType, TRAIN_SEEDS};
-use crate::util::round_n;
+use crate::util::{self, round_n};
 
 pub const TRAIN_GAIN_MIN: f64 = 0.005;
 pub const TRANSFER_MIN: f64 = -0.002;
@@ -135,29 +135,14 @@ fn per_seed(seeds: &[u64], cfg: &BaselineConfig) -> BTreeMap<u64, f64> {
     seeds
         .iter()
         .map(|s| {
-            let v: Vec<f64> = r
-                .tasks
-                .values()
-                .filter_map(|t| t.scores.get(s).copied())
-                .collect();
-            (
-                *s,
-                if v.is_empty() {
-                    0.0
-                } else {
-                    round_n(v.iter().sum::<f64>() / v.len() as f64, 4)
-                },
-            )
+            let v = r.tasks.values().filter_map(|t| t.scores.get(s).copied());
+            (*s, round_n(util::mean(v), 4))
         })
         .collect()
 }
 
 fn mean(m: &BTreeMap<u64, f64>) -> f64 {
-    if m.is_empty() {
-        0.0
-    } else {
-        round_n(m.values().sum::<f64>() / m.len() as f64, 4)
-    }
+    round_n(util::mean(m.values().copied()), 4)
 }
 
 /// One iteration: critic → candidate checklist → real evaluation → gate.

@@ -29,7 +29,6 @@ pub mod limits {
     pub const MAX_FINDINGS_PER_STEP_DEFAULT: usize = 200;
     pub const MAX_FINDINGS_PER_STEP_CEILING: usize = 500;
     pub const MAX_FINDINGS_PER_EPISODE: usize = 2_000;
-    pub const MAX_SESSIONS: usize = 1_024;
     pub const MAX_CAMPAIGNS: usize = 256;
     pub const MAX_BODY_BYTES: usize = 1_048_576;
     pub const MAX_TEXT_CHARS: usize = 500;
@@ -38,7 +37,6 @@ pub mod limits {
     pub const MAX_LEADERBOARD_ENTRIES: usize = 100;
     pub const MAX_PERIODS: u32 = 12;
     pub const MAX_SELF_IMPROVE_SEEDS: usize = 32;
-    pub const SESSION_TTL_SECS: u64 = 3_600;
     pub const MAX_HISTORY_ENTRIES: usize = 20_000;
 }
 
@@ -55,32 +53,33 @@ pub fn is_held_out(seed: u64) -> bool {
     HELD_OUT_SEEDS.contains(&seed) || HELD_OUT_RANGE.contains(&seed)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskId {
-    ExpenseAudit,
-    InvoiceMatch,
-    GstReconciliation,
-    FraudDetection,
+macro_rules! tasks {
+    ($( $v:ident = $s:literal, $name:literal, $difficulty:literal, $steps:literal, $gt:literal; )*) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
+        pub enum TaskId { $( #[serde(rename = $s)] $v, )* }
+
+        impl TaskId {
+            pub const ALL: [TaskId; 4] = [$(TaskId::$v,)*];
+            pub fn as_str(self) -> &'static str { match self { $(TaskId::$v => $s,)* } }
+            pub fn name(self) -> &'static str { match self { $(TaskId::$v => $name,)* } }
+            pub fn difficulty(self) -> &'static str { match self { $(TaskId::$v => $difficulty,)* } }
+            pub fn max_steps(self) -> u32 { match self { $(TaskId::$v => $steps,)* } }
+            /// The documented ground-truth count per task.
+            pub fn gt_count(self) -> usize { match self { $(TaskId::$v => $gt,)* } }
+        }
+    };
+}
+
+// The task table: wire id, name, difficulty, step budget and documented ground-truth count
+// (the task's number is its position, 1-4).
+tasks! {
+    ExpenseAudit = "expense_audit", "Expense Policy Violation Detection", "easy", 5, 7;
+    InvoiceMatch = "invoice_match", "Invoice Three-Way Match Audit", "medium", 8, 9;
+    GstReconciliation = "gst_reconciliation", "GST Return Reconciliation", "hard", 10, 12;
+    FraudDetection = "fraud_detection", "Fraud Pattern Detection", "expert", 12, 10;
 }
 
 impl TaskId {
-    pub const ALL: [TaskId; 4] = [
-        TaskId::ExpenseAudit,
-        TaskId::InvoiceMatch,
-        TaskId::GstReconciliation,
-        TaskId::FraudDetection,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskId::ExpenseAudit => "expense_audit",
-            TaskId::InvoiceMatch => "invoice_match",
-            TaskId::GstReconciliation => "gst_reconciliation",
-            TaskId::FraudDetection => "fraud_detection",
-        }
-    }
-
     pub fn number(self) -> u8 {
         self as u8 + 1
     }
@@ -90,41 +89,7 @@ impl TaskId {
         let t = s.trim().to_ascii_lowercase();
         TaskId::ALL
             .into_iter()
-            .find(|k| k.as_str() == t)
-            .or(match t.as_str() {
-                "1" => Some(TaskId::ExpenseAudit),
-                "2" => Some(TaskId::InvoiceMatch),
-                "3" => Some(TaskId::GstReconciliation),
-                "4" => Some(TaskId::FraudDetection),
-                _ => None,
-            })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            TaskId::ExpenseAudit => "Expense Policy Violation Detection",
-            TaskId::InvoiceMatch => "Invoice Three-Way Match Audit",
-            TaskId::GstReconciliation => "GST Return Reconciliation",
-            TaskId::FraudDetection => "Fraud Pattern Detection",
-        }
-    }
-
-    pub fn difficulty(self) -> &'static str {
-        match self {
-            TaskId::ExpenseAudit => "easy",
-            TaskId::InvoiceMatch => "medium",
-            TaskId::GstReconciliation => "hard",
-            TaskId::FraudDetection => "expert",
-        }
-    }
-
-    pub fn max_steps(self) -> u32 {
-        match self {
-            TaskId::ExpenseAudit => 5,
-            TaskId::InvoiceMatch => 8,
-            TaskId::GstReconciliation => 10,
-            TaskId::FraudDetection => 12,
-        }
+            .find(|k| k.as_str() == t || k.number().to_string() == t)
     }
 
     /// Base error types (campaign shocks may add more to a live episode).
@@ -177,16 +142,6 @@ impl TaskId {
                 InvoiceBeforeIncorporation,
                 WeekendPattern,
             ],
-        }
-    }
-
-    /// The documented ground-truth count per task.
-    pub fn gt_count(self) -> usize {
-        match self {
-            TaskId::ExpenseAudit => 7,
-            TaskId::InvoiceMatch => 9,
-            TaskId::GstReconciliation => 12,
-            TaskId::FraudDetection => 10,
         }
     }
 }
@@ -290,120 +245,71 @@ impl ErrorType {
     }
 }
 
-/// Groups of error types that describe the same kind of problem within one task. Grading uses
-/// them for partial credit: a finding on an erroneous document whose type is wrong but in the
-/// same family as an unfound error there is a *near miss* (the auditor saw the right problem and
-/// named it imprecisely); a type from another family is a plain false positive.
-///
-/// | task | family | types | what they share |
-/// | --- | --- | --- | --- |
-/// | expense | `expense_limit` | over_limit, cumulative_breach | an amount above a policy limit |
-/// | expense | `expense_receipt` | missing_receipt, duplicate_claim | the receipt evidence |
-/// | expense | `expense_eligibility` | wrong_category, unapproved_vendor | what or whom the company may reimburse |
-/// | expense | `expense_timing` | weekend_expense | when the expense was incurred |
-/// | invoice | `invoice_line_match` | price_mismatch, quantity_mismatch | an invoice line disagrees with its PO / GRN |
-/// | invoice | `invoice_arithmetic` | tax_error, total_mismatch, cascading_total | the invoice's own GST and totals |
-/// | invoice | `invoice_identity` | duplicate_invoice, unmatched_invoice, vendor_mismatch | which invoice / counterparty it is |
-/// | invoice | `invoice_timing` | date_anomaly | the invoice date |
-/// | GST | `gst_presence` | missing_in_gstr2b, missing_in_books, duplicate_entry | whether the invoice is recorded once on each side |
-/// | GST | `gst_tax_amount` | amount_mismatch, tax_rate_mismatch, wrong_tax_type, excess_claim | taxable value and tax computed |
-/// | GST | `gst_identity` | gstin_mismatch, invalid_gstin | the supplier GSTIN |
-/// | GST | `gst_timing` | date_mismatch, late_claim | the invoice date (between returns, or against the ITC window) |
-/// | GST | `gst_eligibility` | itc_ineligible | blocked input-tax-credit categories |
-/// | fraud | `fraud_vendor_identity` | shell_company, duplicate_bank_account, invoice_before_incorporation, high_risk_new_vendor | the vendor's legitimacy (registry data) |
-/// | fraud | `fraud_amount_pattern` | split_invoice, round_number_anomaly, benford_violation | the amounts billed |
-/// | fraud | `fraud_activity_pattern` | vendor_concentration, sudden_volume_spike, weekend_pattern | volume and timing of a vendor's activity |
-/// | fraud | `fraud_payment_trail` | circular_invoicing, undocumented_cash_payment | how money moves and is documented |
-///
-/// The invoice amount errors are split in two (line match against the PO/GRN versus the
-/// invoice's own arithmetic): the invoice task is dense (8 of 12 invoices carry an error),
-/// and one broad "amounts" family let random document ids collect partial credit too often.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorFamily {
-    ExpenseLimit,
-    ExpenseReceipt,
-    ExpenseEligibility,
-    ExpenseTiming,
-    InvoiceLineMatch,
-    InvoiceArithmetic,
-    InvoiceIdentity,
-    InvoiceTiming,
-    GstPresence,
-    GstTaxAmount,
-    GstIdentity,
-    GstTiming,
-    GstEligibility,
-    FraudVendorIdentity,
-    FraudAmountPattern,
-    FraudActivityPattern,
-    FraudPaymentTrail,
+macro_rules! error_families {
+    ($(#[$doc:meta])* $( $v:ident = $s:literal, $task:ident; )*) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+        pub enum ErrorFamily { $( #[serde(rename = $s)] $v, )* }
+
+        impl ErrorFamily {
+            pub const ALL: [ErrorFamily; 17] = [$(ErrorFamily::$v,)*];
+            pub fn as_str(self) -> &'static str { match self { $(ErrorFamily::$v => $s,)* } }
+            /// The task whose types the family groups.
+            pub fn task(self) -> TaskId { match self { $(ErrorFamily::$v => TaskId::$task,)* } }
+        }
+    };
+}
+
+// The family table: wire name and task.
+error_families! {
+    /// Groups of error types that describe the same kind of problem within one task. Grading uses
+    /// them for partial credit: a finding on an erroneous document whose type is wrong but in the
+    /// same family as an unfound error there is a *near miss* (the auditor saw the right problem and
+    /// named it imprecisely); a type from another family is a plain false positive.
+    ///
+    /// | task | family | types | what they share |
+    /// | --- | --- | --- | --- |
+    /// | expense | `expense_limit` | over_limit, cumulative_breach | an amount above a policy limit |
+    /// | expense | `expense_receipt` | missing_receipt, duplicate_claim | the receipt evidence |
+    /// | expense | `expense_eligibility` | wrong_category, unapproved_vendor | what or whom the company may reimburse |
+    /// | expense | `expense_timing` | weekend_expense | when the expense was incurred |
+    /// | invoice | `invoice_line_match` | price_mismatch, quantity_mismatch | an invoice line disagrees with its PO / GRN |
+    /// | invoice | `invoice_arithmetic` | tax_error, total_mismatch, cascading_total | the invoice's own GST and totals |
+    /// | invoice | `invoice_identity` | duplicate_invoice, unmatched_invoice, vendor_mismatch | which invoice / counterparty it is |
+    /// | invoice | `invoice_timing` | date_anomaly | the invoice date |
+    /// | GST | `gst_presence` | missing_in_gstr2b, missing_in_books, duplicate_entry | whether the invoice is recorded once on each side |
+    /// | GST | `gst_tax_amount` | amount_mismatch, tax_rate_mismatch, wrong_tax_type, excess_claim | taxable value and tax computed |
+    /// | GST | `gst_identity` | gstin_mismatch, invalid_gstin | the supplier GSTIN |
+    /// | GST | `gst_timing` | date_mismatch, late_claim | the invoice date (between returns, or against the ITC window) |
+    /// | GST | `gst_eligibility` | itc_ineligible | blocked input-tax-credit categories |
+    /// | fraud | `fraud_vendor_identity` | shell_company, duplicate_bank_account, invoice_before_incorporation, high_risk_new_vendor | the vendor's legitimacy (registry data) |
+    /// | fraud | `fraud_amount_pattern` | split_invoice, round_number_anomaly, benford_violation | the amounts billed |
+    /// | fraud | `fraud_activity_pattern` | vendor_concentration, sudden_volume_spike, weekend_pattern | volume and timing of a vendor's activity |
+    /// | fraud | `fraud_payment_trail` | circular_invoicing, undocumented_cash_payment | how money moves and is documented |
+    ///
+    /// The invoice amount errors are split in two (line match against the PO/GRN versus the
+    /// invoice's own arithmetic): the invoice task is dense (8 of 12 invoices carry an error),
+    /// and one broad "amounts" family let random document ids collect partial credit too often.
+    ExpenseLimit = "expense_limit", ExpenseAudit;
+    ExpenseReceipt = "expense_receipt", ExpenseAudit;
+    ExpenseEligibility = "expense_eligibility", ExpenseAudit;
+    ExpenseTiming = "expense_timing", ExpenseAudit;
+    InvoiceLineMatch = "invoice_line_match", InvoiceMatch;
+    InvoiceArithmetic = "invoice_arithmetic", InvoiceMatch;
+    InvoiceIdentity = "invoice_identity", InvoiceMatch;
+    InvoiceTiming = "invoice_timing", InvoiceMatch;
+    GstPresence = "gst_presence", GstReconciliation;
+    GstTaxAmount = "gst_tax_amount", GstReconciliation;
+    GstIdentity = "gst_identity", GstReconciliation;
+    GstTiming = "gst_timing", GstReconciliation;
+    GstEligibility = "gst_eligibility", GstReconciliation;
+    FraudVendorIdentity = "fraud_vendor_identity", FraudDetection;
+    FraudAmountPattern = "fraud_amount_pattern", FraudDetection;
+    FraudActivityPattern = "fraud_activity_pattern", FraudDetection;
+    FraudPaymentTrail = "fraud_payment_trail", FraudDetection;
 }
 
 impl ErrorFamily {
-    pub const ALL: [ErrorFamily; 17] = [
-        ErrorFamily::ExpenseLimit,
-        ErrorFamily::ExpenseReceipt,
-        ErrorFamily::ExpenseEligibility,
-        ErrorFamily::ExpenseTiming,
-        ErrorFamily::InvoiceLineMatch,
-        ErrorFamily::InvoiceArithmetic,
-        ErrorFamily::InvoiceIdentity,
-        ErrorFamily::InvoiceTiming,
-        ErrorFamily::GstPresence,
-        ErrorFamily::GstTaxAmount,
-        ErrorFamily::GstIdentity,
-        ErrorFamily::GstTiming,
-        ErrorFamily::GstEligibility,
-        ErrorFamily::FraudVendorIdentity,
-        ErrorFamily::FraudAmountPattern,
-        ErrorFamily::FraudActivityPattern,
-        ErrorFamily::FraudPaymentTrail,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorFamily::ExpenseLimit => "expense_limit",
-            ErrorFamily::ExpenseReceipt => "expense_receipt",
-            ErrorFamily::ExpenseEligibility => "expense_eligibility",
-            ErrorFamily::ExpenseTiming => "expense_timing",
-            ErrorFamily::InvoiceLineMatch => "invoice_line_match",
-            ErrorFamily::InvoiceArithmetic => "invoice_arithmetic",
-            ErrorFamily::InvoiceIdentity => "invoice_identity",
-            ErrorFamily::InvoiceTiming => "invoice_timing",
-            ErrorFamily::GstPresence => "gst_presence",
-            ErrorFamily::GstTaxAmount => "gst_tax_amount",
-            ErrorFamily::GstIdentity => "gst_identity",
-            ErrorFamily::GstTiming => "gst_timing",
-            ErrorFamily::GstEligibility => "gst_eligibility",
-            ErrorFamily::FraudVendorIdentity => "fraud_vendor_identity",
-            ErrorFamily::FraudAmountPattern => "fraud_amount_pattern",
-            ErrorFamily::FraudActivityPattern => "fraud_activity_pattern",
-            ErrorFamily::FraudPaymentTrail => "fraud_payment_trail",
-        }
-    }
-
-    /// The task whose types the family groups.
-    pub fn task(self) -> TaskId {
-        use ErrorFamily::*;
-        match self {
-            ExpenseLimit | ExpenseReceipt | ExpenseEligibility | ExpenseTiming => {
-                TaskId::ExpenseAudit
-            }
-            InvoiceLineMatch | InvoiceArithmetic | InvoiceIdentity | InvoiceTiming => {
-                TaskId::InvoiceMatch
-            }
-            GstPresence | GstTaxAmount | GstIdentity | GstTiming | GstEligibility => {
-                TaskId::GstReconciliation
-            }
-            FraudVendorIdentity | FraudAmountPattern | FraudActivityPattern | FraudPaymentTrail => {
-                TaskId::FraudDetection
-            }
-        }
-    }
-
     /// Member types, in catalogue order.
     pub fn members(self) -> Vec<ErrorType> {
         ErrorType::ALL

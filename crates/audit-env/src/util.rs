@@ -152,6 +152,29 @@ pub fn unix_seconds() -> f64 {
     round_n(d.as_secs_f64(), 3)
 }
 
+/// `num / den`, or `if_zero` when `den` is 0.
+pub fn ratio(num: f64, den: f64, if_zero: f64) -> f64 {
+    if den == 0.0 {
+        if_zero
+    } else {
+        num / den
+    }
+}
+
+/// The arithmetic mean, 0 for no values.
+pub fn mean(xs: impl IntoIterator<Item = f64>) -> f64 {
+    let xs: Vec<f64> = xs.into_iter().collect();
+    ratio(xs.iter().sum(), xs.len() as f64, 0.0)
+}
+
+/// Append `item`, first dropping the oldest entry when `v` already holds `max`.
+pub fn push_bounded<T>(v: &mut Vec<T>, item: T, max: usize) {
+    if v.len() >= max {
+        v.remove(0);
+    }
+    v.push(item);
+}
+
 pub fn clamp_score(x: f64) -> f64 {
     let r = round_n(x, 2);
     if r <= 0.01 || r.is_nan() {

@@ -199,6 +199,27 @@ impl Builder<'_> {
     fn approved_vendor(&mut self) -> String {
         util::pick(self.rng, &self.approved).clone()
     }
+    /// Push a claim dated `date` by an employee whose month stays within the headroom, with a
+    /// fresh receipt, from `vendor` (`None`: an approved vendor drawn after the receipt).
+    fn push_claim(
+        &mut self,
+        date: Date,
+        cat: &str,
+        amount: i64,
+        desc: String,
+        vendor: Option<&str>,
+        tag: Option<Planted>,
+    ) -> ExpenseClaim {
+        let employee = self.employee_for(date, amount);
+        let receipt = self.receipt();
+        let vendor = match vendor {
+            Some(v) => v.to_owned(),
+            None => self.approved_vendor(),
+        };
+        let c = self.claim(date, employee, cat, amount, desc, receipt, vendor);
+        self.push(c.clone(), tag);
+        c
+    }
 }
 
 /// Choose the multiset of planted types: every seed differs in which types and how many of each.
@@ -226,17 +247,6 @@ pub(crate) fn draw_type_mix(
 fn boundary_meal(b: &mut Builder<'_>, rules: &WorldRules, amount: i64, is_error: bool) {
     let (boundary_amount, boundary_is_error, meal_limit) = (amount, is_error, rules.meal_limit_inr);
     let d = b.weekday_date(5, 40);
-    let e = b.employee_for(d, boundary_amount);
-    let r = b.receipt();
-    let c = b.claim(
-        d,
-        e,
-        "Meals",
-        boundary_amount,
-        "Team dinner with client".into(),
-        r,
-        "ITC Foods".into(),
-    );
     let tag = boundary_is_error.then(|| {
         let origin = if rules.fiscal_period > 1 || meal_limit != 1500 {
             GtOrigin::RuleChange
@@ -249,32 +259,21 @@ fn boundary_meal(b: &mut Builder<'_>, rules: &WorldRules, amount: i64, is_error:
             format!("Meals claim {boundary_amount} exceeds the ₹{meal_limit} limit"),
         )
     });
-    b.push(c, tag);
+    let desc = "Team dinner with client".into();
+    b.push_claim(d, "Meals", boundary_amount, desc, Some("ITC Foods"), tag);
 }
 
 /// A claim from a suspended vendor (vendor under investigation).
 fn suspended_vendor_claim(b: &mut Builder<'_>, v: &str) {
     let d = b.weekday_date(5, 40);
     let amt = b.rng.random_range(800..=4000);
-    let e = b.employee_for(d, amt);
-    let r = b.receipt();
-    let c = b.claim(
-        d,
-        e,
-        "Office Supplies",
-        amt,
-        "Printer cartridges".into(),
-        r,
-        v.to_owned(),
+    let tag = (
+        ErrorType::UnapprovedVendor,
+        GtOrigin::RuleChange,
+        format!("vendor {v} is suspended (under investigation)"),
     );
-    b.push(
-        c,
-        Some((
-            ErrorType::UnapprovedVendor,
-            GtOrigin::RuleChange,
-            format!("vendor {v} is suspended (under investigation)"),
-        )),
-    );
+    let desc = "Printer cartridges".into();
+    b.push_claim(d, "Office Supplies", amt, desc, Some(v), Some(tag));
 }
 
 /// Red herrings: a meal exactly at the limit and a Friday meal just under it.
@@ -283,35 +282,21 @@ fn red_herrings(b: &mut Builder<'_>, meal_limit: i64) {
         .today
         .days_before(b.rng.random_range(5..=30))
         .back_to_weekday();
-    let e = b.employee_for(d, meal_limit);
-    let r = b.receipt();
-    let c = b.claim(
-        d,
-        e,
-        "Meals",
-        meal_limit,
-        "Client lunch (exactly at the limit)".into(),
-        r,
-        "ITC Foods".into(),
-    );
-    b.push(c, None);
+    let desc = "Client lunch (exactly at the limit)".into();
+    b.push_claim(d, "Meals", meal_limit, desc, Some("ITC Foods"), None);
     let mut d = b.today.days_before(b.rng.random_range(7..=30));
     while d.weekday() != 4 {
         d = d.add_days(-1);
     }
     let amt = meal_limit - 100;
-    let e = b.employee_for(d, amt);
-    let r = b.receipt();
-    let c = b.claim(
+    b.push_claim(
         d,
-        e,
         "Meals",
         amt,
         "Friday team meal".into(),
-        r,
-        "ITC Foods".into(),
+        Some("ITC Foods"),
+        None,
     );
-    b.push(c, None);
 }
 
 pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
@@ -382,18 +367,8 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
     for v in rules.onboarded_vendors.clone() {
         let d = b.weekday_date(5, 30);
         let amt = b.rng.random_range(900..=6000);
-        let e = b.employee_for(d, amt);
-        let r = b.receipt();
-        let c = b.claim(
-            d,
-            e,
-            "Office Supplies",
-            amt,
-            "Stationery from newly onboarded vendor".into(),
-            r,
-            v,
-        );
-        b.push(c, None);
+        let desc = "Stationery from newly onboarded vendor".into();
+        b.push_claim(d, "Office Supplies", amt, desc, Some(&v), None);
     }
 
     // Clean filler; one clean row gets a same-amount twin with a different receipt (red herring).
@@ -404,23 +379,18 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
         let hi = ((lim as f64 * 0.8) as i64).clamp(300, 9000);
         let amt = b.rng.random_range(200..=hi);
         let d = b.weekday_date(5, 60);
-        let e = b.employee_for(d, amt);
-        let r = b.receipt();
-        let v = b.approved_vendor();
-        let c = b.claim(
+        let c = b.push_claim(
             d,
-            e.clone(),
             cat,
             amt,
             format!("{cat} expense for project work"),
-            r,
-            v.clone(),
+            None,
+            None,
         );
-        b.push(c.clone(), None);
         if !twin_done && b.rows.len() < CLAIM_COUNT {
             let t = *b
                 .month_totals
-                .get(&(e.clone(), d.month_key()))
+                .get(&(c.employee.clone(), d.month_key()))
                 .unwrap_or(&0);
             if t + amt <= SAFE_MONTH_TOTAL_INR {
                 let mut twin = c;
@@ -452,11 +422,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
         }
         expenses.push(c);
     }
-    gt.sort_by(|a, b| {
-        a.document_id
-            .cmp(&b.document_id)
-            .then(a.error_type.cmp(&b.error_type))
-    });
+    super::sort_ground_truth(&mut gt);
     (ExpenseDocs { expenses, policy }, gt)
 }
 
@@ -480,26 +446,13 @@ fn plant_over_limit(b: &mut Builder<'_>) {
     );
     let amt = lim + b.rng.random_range(500..=lim.min(4000));
     let d = b.weekday_date(5, 40);
-    let e = b.employee_for(d, amt);
-    let r = b.receipt();
-    let v = b.approved_vendor();
-    let c = b.claim(
-        d,
-        e,
-        cat,
-        amt,
-        format!("{cat} expense for client visit"),
-        r,
-        v,
+    let tag = (
+        OverLimit,
+        GtOrigin::Planted,
+        format!("{cat} claim {amt} exceeds the {lim} limit"),
     );
-    b.push(
-        c,
-        Some((
-            OverLimit,
-            GtOrigin::Planted,
-            format!("{cat} claim {amt} exceeds the {lim} limit"),
-        )),
-    );
+    let desc = format!("{cat} expense for client visit");
+    b.push_claim(d, cat, amt, desc, None, Some(tag));
 }
 
 /// Plant a `WrongCategory` error.
@@ -591,25 +544,13 @@ fn plant_weekend_expense(b: &mut Builder<'_>) {
         d = d.add_days(-1);
     }
     let amt = b.rng.random_range(400..=1200);
-    let e = b.employee_for(d, amt);
-    let r = b.receipt();
-    let c = b.claim(
-        d,
-        e,
-        "Meals",
-        amt,
-        "Weekend working lunch".into(),
-        r,
-        "ITC Foods".into(),
+    let tag = (
+        WeekendExpense,
+        GtOrigin::Planted,
+        format!("claim dated on a weekend ({d})"),
     );
-    b.push(
-        c,
-        Some((
-            WeekendExpense,
-            GtOrigin::Planted,
-            format!("claim dated on a weekend ({d})"),
-        )),
-    );
+    let desc = "Weekend working lunch".into();
+    b.push_claim(d, "Meals", amt, desc, Some("ITC Foods"), Some(tag));
 }
 
 /// Plant a `MissingReceipt` error.

@@ -146,10 +146,6 @@ impl Gen<'_> {
             .map(|_| (b'0' + self.r.random_range(0..10u8)) as char)
             .collect()
     }
-    fn new_vendor_r(&mut self, name: String, lo: i32, hi: i32) -> usize {
-        let d = self.r.random_range(lo..=hi);
-        self.new_vendor(name, d)
-    }
     fn new_vendor(&mut self, name: String, incorporated_days_ago: i32) -> usize {
         let st = util::pick(self.r, &["27", "29", "06", "33", "07", "09", "24"]).to_string();
         let gstin = util::random_gstin(self.r, &st);
@@ -230,6 +226,18 @@ impl Gen<'_> {
     }
 }
 
+/// A new vendor under the next name, incorporated `lo..=hi` days ago.
+fn next_vendor(
+    g: &mut Gen<'_>,
+    names: &mut impl Iterator<Item = String>,
+    lo: i32,
+    hi: i32,
+) -> usize {
+    let name = names.next().unwrap_or_default();
+    let days_ago = g.r.random_range(lo..=hi);
+    g.new_vendor(name, days_ago)
+}
+
 /// Vendor index per transaction is kept by name during generation (ids assigned at the end).
 /// The planted patterns: a draw over the task's error types (higher levels force the subtle
 /// ones in), with at most one concentration vendor and one circular ring.
@@ -270,13 +278,7 @@ fn plant(
     let (level, today) = (g.level, g.today);
     match t {
         ErrorType::CircularInvoicing => {
-            let vs: Vec<usize> = (0..3)
-                .map(|_| {
-                    let n = names.next().unwrap_or_default();
-                    let d = g.r.random_range(400..=2000);
-                    g.new_vendor(n, d)
-                })
-                .collect();
+            let vs: Vec<usize> = (0..3).map(|_| next_vendor(g, names, 400, 2000)).collect();
             let base = g.r.random_range(60..=90) * 1000;
             let mut ids = vec![];
             for (k, v) in vs.iter().enumerate() {
@@ -290,8 +292,7 @@ fn plant(
             ))
         }
         ErrorType::SplitInvoice => {
-            let n = names.next().unwrap_or_default();
-            let v = g.new_vendor_r(n, 400, 3000);
+            let v = next_vendor(g, names, 400, 3000);
             let parts = if level >= 3 { 3 } else { 2 };
             let factor = match level {
                 1 => 1.6,
@@ -314,8 +315,7 @@ fn plant(
         }
         ErrorType::ShellCompany => {
             let twin = *util::pick(g.r, clean);
-            let n = names.next().unwrap_or_default();
-            let v = g.new_vendor_r(n, 60, 150);
+            let v = next_vendor(g, names, 60, 150);
             let pan = util::gstin_pan(&g.vendors[twin].gstin).to_string();
             let st = g.vendors[twin].state.clone();
             let ent = if g.vendors[twin].gstin.as_bytes()[12] == b'2' {
@@ -336,8 +336,7 @@ fn plant(
             ))
         }
         ErrorType::RoundNumberAnomaly => {
-            let n = names.next().unwrap_or_default();
-            let v = g.new_vendor_r(n, 400, 3000);
+            let v = next_vendor(g, names, 400, 3000);
             let mut ids = vec![];
             for _ in 0..3 {
                 let a = if level <= 2 {
@@ -351,8 +350,7 @@ fn plant(
             Some((ids, "repeated exact round amounts".into()))
         }
         ErrorType::BenfordViolation => {
-            let n = names.next().unwrap_or_default();
-            let v = g.new_vendor_r(n, 400, 3000);
+            let v = next_vendor(g, names, 400, 3000);
             let mut ids = vec![];
             for k in 0..4 {
                 let lead = if level <= 2 || k % 2 == 0 { 9 } else { 8 };
@@ -363,8 +361,7 @@ fn plant(
             Some((ids, "leading digits far from Benford's distribution".into()))
         }
         ErrorType::VendorConcentration => {
-            let n = names.next().unwrap_or_default();
-            *conc_vendor = Some(g.new_vendor_r(n, 400, 3000));
+            *conc_vendor = Some(next_vendor(g, names, 400, 3000));
             None
         }
         ErrorType::DuplicateBankAccount => {
@@ -380,8 +377,7 @@ fn plant(
         }
         ErrorType::SuddenVolumeSpike => plant_volume_spike(g, names),
         ErrorType::InvoiceBeforeIncorporation => {
-            let n = names.next().unwrap_or_default();
-            let v = g.new_vendor_r(n, 40, 80);
+            let v = next_vendor(g, names, 40, 80);
             let d = g.vendors[v]
                 .incorporation_date
                 .add_days(-g.r.random_range(10..=30))
@@ -405,8 +401,7 @@ fn plant_volume_spike(
 ) -> Option<(Vec<usize>, String)> {
     let (level, today) = (g.level, g.today);
     let age_days = |d: Date| today.0 - d.0;
-    let n = names.next().unwrap_or_default();
-    let v = g.new_vendor_r(n, 400, 3000);
+    let v = next_vendor(g, names, 400, 3000);
     let d0 = g.weekday(70, 88);
     let a0 = non_round(g.r, 15000, 3000);
     g.txn(v, d0, a0, None);
@@ -435,8 +430,7 @@ fn plant_weekend_pattern(
     names: &mut impl Iterator<Item = String>,
 ) -> Option<(Vec<usize>, String)> {
     let (level, today) = (g.level, g.today);
-    let n = names.next().unwrap_or_default();
-    let v = g.new_vendor_r(n, 400, 3000);
+    let v = next_vendor(g, names, 400, 3000);
     let k = if level >= 4 { 3 } else { 4 };
     let mut ids = vec![];
     let mut j = g.r.random_range(0..3);
@@ -722,11 +716,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
     };
     // Rule-change items (REG-002 / REG-003 already in force at reset).
     items.extend(shock_items(&docs));
-    items.sort_by(|a, b| {
-        a.document_id
-            .cmp(&b.document_id)
-            .then(a.error_type.cmp(&b.error_type))
-    });
+    super::sort_ground_truth(&mut items);
     let _ = g.level;
     (docs, items)
 }

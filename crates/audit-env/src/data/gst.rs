@@ -500,11 +500,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
         gstin_format: "15 characters: 2-digit state code + 10-character PAN + entity code + 'Z' + check character (GSTN mod-36 checksum)".into(),
         rate_notices: ctx_rules,
     };
-    gt.sort_by(|a, b| {
-        a.document_id
-            .cmp(&b.document_id)
-            .then(a.error_type.cmp(&b.error_type))
-    });
+    super::sort_ground_truth(&mut gt);
     let _ = used_dates_per_inv;
     (
         GstDocs {

@@ -388,11 +388,7 @@ pub fn generate(seed: u64, rules: &crate::model::WorldRules) -> (InvoiceDocs, Ve
         }
         invoices.push(inv);
     }
-    gt.sort_by(|a, b| {
-        a.document_id
-            .cmp(&b.document_id)
-            .then(a.error_type.cmp(&b.error_type))
-    });
+    super::sort_ground_truth(&mut gt);
     debug_assert_eq!(gt.len(), TaskId::InvoiceMatch.gt_count());
     add_approvals(seed, rules.today, &mut invoices, &gt);
     (

@@ -79,6 +79,11 @@ pub fn approved_vendors(rules: &WorldRules) -> Vec<String> {
     v
 }
 
+/// Ground truth in document order, then type order (the order every generator returns).
+fn sort_ground_truth(gt: &mut [GtItem]) {
+    gt.sort_by(|a, b| (&a.document_id, a.error_type).cmp(&(&b.document_id, b.error_type)));
+}
+
 /// Typed documents of one task.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Documents {

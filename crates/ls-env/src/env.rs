@@ -537,6 +537,10 @@ pub enum EnvStepError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ls_core::fixtures::CaseWorld;
+    use ls_core::validate::InvoiceFacts;
+    use ls_core::world::HiddenWorld;
+    use ls_grading::reasons::CleanTargets;
 
     /// `info.curriculum` is the curriculum's fields followed by its tier's, as the map it
     /// replaced (the curriculum as a JSON object plus the inserted keys) wrote them.

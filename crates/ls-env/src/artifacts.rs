@@ -191,11 +191,47 @@ fn same_item(a: &str, b: &str) -> bool {
             .is_some()
 }
 
-fn po_reconciliation(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Computed {
+/// One invoice's reference (`po_id`, `receipt_id`) and the discrepancies reconciliation found.
+type Checked<'f> = (&'f Option<String>, BTreeSet<&'static str>);
+
+/// A reconciliation report over `invoices`: `check` returns an invoice's reference (reported
+/// under `id_key`) and its discrepancies, recording the documents it read in `refs`.
+fn reconciliation<'f>(
+    report: &str,
+    id_key: &str,
+    clean_observation: &'static str,
+    invoices: &'f [InvoiceFacts],
+    mut check: impl FnMut(&'f InvoiceFacts, &mut Vec<String>) -> Checked<'f>,
+) -> Computed {
     let mut found = BTreeSet::new();
     let mut per_invoice = Vec::new();
     let mut refs = Vec::new();
     for f in invoices {
+        let (id, d) = check(f, &mut refs);
+        found.extend(d.iter().copied());
+        per_invoice.push(json!({"doc_id": f.doc_id, id_key: id, "discrepancies": d}));
+    }
+    let status = if found.is_empty() {
+        "reconciled_clean"
+    } else {
+        "reconciled_with_flags"
+    };
+    Computed {
+        artifact_type: "reconciliation",
+        summary: format!("{report} reconciliation completed: {status}."),
+        details: obj(json!({"status": status, "discrepancies": found, "invoices": per_invoice})),
+        observation: if found.is_empty() {
+            clean_observation
+        } else {
+            "reconciled_with_flags"
+        },
+        signals: found.iter().map(|s| (*s).to_owned()).collect(),
+        refs,
+    }
+}
+
+fn po_reconciliation(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Computed {
+    reconciliation("PO", "po_id", "po_clean", invoices, |f, refs| {
         let mut d = BTreeSet::new();
         match f.po_id.as_deref().and_then(|p| world.po(p)) {
             None => {
@@ -229,92 +265,55 @@ fn po_reconciliation(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Comput
                 }
             }
         }
-        found.extend(d.iter().copied());
-        per_invoice.push(json!({"doc_id": f.doc_id, "po_id": f.po_id, "discrepancies": d.iter().collect::<Vec<_>>()}));
-    }
-    let status = if found.is_empty() {
-        "reconciled_clean"
-    } else {
-        "reconciled_with_flags"
-    };
-    Computed {
-        artifact_type: "reconciliation",
-        summary: format!("PO reconciliation completed: {status}."),
-        details: obj(
-            json!({"status": status, "discrepancies": found.iter().collect::<Vec<_>>(), "invoices": per_invoice}),
-        ),
-        observation: if found.is_empty() {
-            "po_clean"
-        } else {
-            "reconciled_with_flags"
-        },
-        signals: found.iter().map(|s| (*s).to_owned()).collect(),
-        refs,
-    }
+        (&f.po_id, d)
+    })
 }
 
-fn receipt_reconciliation(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Computed {
-    let mut found = BTreeSet::new();
-    let mut per_invoice = Vec::new();
-    let mut refs = Vec::new();
-    for f in invoices {
-        let mut d = BTreeSet::new();
-        let receipt = f
-            .receipt_id
-            .as_deref()
-            .and_then(|r| world.receipt(r))
-            .or_else(|| {
-                f.po_id
-                    .as_deref()
-                    .and_then(|p| world.receipts.iter().find(|r| r.po_id == p))
-            });
-        match receipt {
-            None => {
-                d.insert("missing_receipt");
-            }
-            Some(r) => {
-                refs.push(r.receipt_id.clone());
-                if let Some(po) = world.po(&r.po_id) {
-                    for l in &po.line_items {
-                        let got = r
-                            .received_line_items
-                            .iter()
-                            .find(|x| same_item(&x.description, &l.description))
-                            .map(|x| x.qty);
-                        if got.is_none_or(|q| q < l.qty) {
-                            d.insert("partial_receipt_only");
+fn receipt_reconciliation(world: &CaseWorld<'_>, facts: &[InvoiceFacts]) -> Computed {
+    reconciliation(
+        "Receipt",
+        "receipt_id",
+        "receipt_clean",
+        facts,
+        |f, refs| {
+            let mut d = BTreeSet::new();
+            let receipt = f
+                .receipt_id
+                .as_deref()
+                .and_then(|r| world.receipt(r))
+                .or_else(|| {
+                    f.po_id
+                        .as_deref()
+                        .and_then(|p| world.receipts.iter().find(|r| r.po_id == p))
+                });
+            match receipt {
+                None => {
+                    d.insert("missing_receipt");
+                }
+                Some(r) => {
+                    refs.push(r.receipt_id.clone());
+                    if let Some(po) = world.po(&r.po_id) {
+                        for l in &po.line_items {
+                            let got = r
+                                .received_line_items
+                                .iter()
+                                .find(|x| same_item(&x.description, &l.description))
+                                .map(|x| x.qty);
+                            if got.is_none_or(|q| q < l.qty) {
+                                d.insert("partial_receipt_only");
+                            }
+                        }
+                    }
+                    if let (Some(rd), Some(id)) = (&r.received_date, &f.invoice_date) {
+                        if rd > id {
+                            d.insert("receipt_date_mismatch");
                         }
                     }
                 }
-                if let (Some(rd), Some(id)) = (&r.received_date, &f.invoice_date) {
-                    if rd > id {
-                        d.insert("receipt_date_mismatch");
-                    }
-                }
             }
-        }
-        found.extend(d.iter().copied());
-        per_invoice.push(json!({"doc_id": f.doc_id, "receipt_id": f.receipt_id, "discrepancies": d.iter().collect::<Vec<_>>()}));
-    }
-    let status = if found.is_empty() {
-        "reconciled_clean"
-    } else {
-        "reconciled_with_flags"
-    };
-    Computed {
-        artifact_type: "reconciliation",
-        summary: format!("Receipt reconciliation completed: {status}."),
-        details: obj(
-            json!({"status": status, "discrepancies": found.iter().collect::<Vec<_>>(), "invoices": per_invoice}),
-        ),
-        observation: if found.is_empty() {
-            "receipt_clean"
-        } else {
-            "reconciled_with_flags"
+            (&f.receipt_id, d)
         },
-        signals: found.iter().map(|s| (*s).to_owned()).collect(),
-        refs,
-    }
+    )
 }
 
 /// Fraction under an approval threshold that counts as "just under" it.

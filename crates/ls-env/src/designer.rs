@@ -49,15 +49,6 @@ pub fn bucket_key(case: &Case) -> String {
 }
 
 impl Designer {
-    /// Supply a reference policy's score for a bucket.
-    pub fn set_reference(&mut self, key: &str, score: f64) {
-        if self.buckets.len() < MAX_BUCKETS || self.buckets.contains_key(key) {
-            let b = self.buckets.entry(key.to_owned()).or_default();
-            b.reference_score = Some(score.clamp(0.0, 1.0));
-            Self::refresh(b);
-        }
-    }
-
     pub fn record(&mut self, case: &Case, score: f64) {
         let key = bucket_key(case);
         if self.buckets.len() >= MAX_BUCKETS && !self.buckets.contains_key(&key) {
@@ -112,35 +103,6 @@ impl Designer {
             .collect()
     }
 
-    /// Reorder case ids: cases of untried buckets first, then by bucket regret (solvable first),
-    /// stable within a bucket.
-    pub fn reorder<'a>(&self, cases: impl IntoIterator<Item = &'a Case>) -> Vec<String> {
-        let prio: BTreeMap<String, usize> = self
-            .priorities()
-            .into_iter()
-            .enumerate()
-            .map(|(i, (k, _, _))| (k, i))
-            .collect();
-        let mut v: Vec<(usize, usize, String)> = cases
-            .into_iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let k = bucket_key(c);
-                (
-                    if self.buckets.get(&k).is_none_or(|b| b.runs == 0) {
-                        0
-                    } else {
-                        1 + prio.get(&k).copied().unwrap_or(usize::MAX - 1)
-                    },
-                    i,
-                    c.case_id.clone(),
-                )
-            })
-            .collect();
-        v.sort();
-        v.into_iter().map(|x| x.2).collect()
-    }
-
     /// Compact summary (top buckets) for `info`.
     /// `info.adversarial_designer`: the bucket count and the `top` priorities.
     pub fn summary(&self, top: usize) -> DesignerSummary {
@@ -179,6 +141,47 @@ pub struct Priority {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the tests ask of the designer besides what the environment uses.
+    impl Designer {
+        /// Supply a reference policy's score for a bucket.
+        fn set_reference(&mut self, key: &str, score: f64) {
+            if self.buckets.len() < MAX_BUCKETS || self.buckets.contains_key(key) {
+                let b = self.buckets.entry(key.to_owned()).or_default();
+                b.reference_score = Some(score.clamp(0.0, 1.0));
+                Self::refresh(b);
+            }
+        }
+
+        /// Reorder case ids: cases of untried buckets first, then by bucket regret (solvable first),
+        /// stable within a bucket.
+        fn reorder<'a>(&self, cases: impl IntoIterator<Item = &'a Case>) -> Vec<String> {
+            let prio: BTreeMap<String, usize> = self
+                .priorities()
+                .into_iter()
+                .enumerate()
+                .map(|(i, (k, _, _))| (k, i))
+                .collect();
+            let mut v: Vec<(usize, usize, String)> = cases
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let k = bucket_key(c);
+                    (
+                        if self.buckets.get(&k).is_none_or(|b| b.runs == 0) {
+                            0
+                        } else {
+                            1 + prio.get(&k).copied().unwrap_or(usize::MAX - 1)
+                        },
+                        i,
+                        c.case_id.clone(),
+                    )
+                })
+                .collect();
+            v.sort();
+            v.into_iter().map(|x| x.2).collect()
+        }
+    }
 
     #[test]
     fn high_regret_buckets_come_first() {

@@ -5,16 +5,12 @@ use crate::action::ActionRequest;
 use crate::curriculum::Curriculum;
 use crate::designer::Designer;
 pub use crate::episode::{track_description, track_label};
-use crate::episode::{Episode, EpisodeSpec, StepError, TrackMode};
+use crate::episode::{CaseDerived, Episode, EpisodeSpec, StepError, TrackMode};
 use crate::memory::{InstitutionalMemory, RecordInput};
 use crate::observation::{PublicState, RawJson, SharedJson};
 use crate::terminal_info::{Report, StepEnvelope, StepInfo};
-use crate::tools::OcrMemo;
-use ls_core::fixtures::{CaseWorld, FixtureSet, MasterData};
+use ls_core::fixtures::{FixtureSet, MasterData};
 use ls_core::schema::Case;
-use ls_core::validate::InvoiceFacts;
-use ls_core::world::HiddenWorld;
-use ls_grading::reasons::CleanTargets;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rust_decimal::Decimal;
@@ -74,42 +70,6 @@ impl CasePool {
 
     pub fn get(&self, case_id: &str) -> Option<&Arc<Case>> {
         self.cases.iter().find(|c| c.case_id == case_id)
-    }
-}
-
-/// What every episode of a case derives from the case (and master data) alone.
-#[derive(Debug, Clone)]
-pub struct CaseDerived {
-    /// `invoice_facts` of the case's invoices, in order.
-    pub invoices: Arc<[InvoiceFacts]>,
-    /// The case world's whole policy list as `lookup_policy` returns it (~3 KB of JSON that
-    /// would otherwise be written again at every call).
-    pub policy_rules: RawJson,
-    /// The hidden world (gold signals, required actions, latent hypothesis), read-only in play.
-    pub hidden: Arc<HiddenWorld>,
-    /// The instruction normalised as the grader's compliance checks read it.
-    pub instruction_normalized: Arc<str>,
-    /// The invoice lines a PAY must cite (the grader's reasons stage).
-    pub clean_targets: Arc<CleanTargets>,
-    /// Whole-document OCR reads of the case's documents, filled on first use (a read is a pure
-    /// function of the case; ~52 tokens per document whose fast-mode perturbation and JSON
-    /// would otherwise be redone at every call).
-    pub ocr: Arc<OcrMemo>,
-}
-
-impl CaseDerived {
-    fn of(master: &MasterData, case: &Case) -> Self {
-        Self {
-            hidden: Arc::new(HiddenWorld::derive(case)),
-            instruction_normalized: Arc::from(ls_core::text::normalize_text(&case.instruction)),
-            invoices: case
-                .invoices()
-                .map(ls_core::validate::invoice_facts)
-                .collect(),
-            policy_rules: RawJson::from_serialize(CaseWorld::new(master, case).policy_rules),
-            clean_targets: Arc::new(CleanTargets::of(case)),
-            ocr: Arc::new(OcrMemo::new(case.documents.len())),
-        }
     }
 }
 
@@ -306,7 +266,6 @@ impl Environment {
         let mut extra = Map::new();
         extra.insert("curriculum".into(), json!({"tier": tier.name, "level": tier.level, "adjusted": adjusted, "competence_ema": ls_core::text::round_to(self.curriculum.competence_ema, 4)}));
         let derived = self.pool.derived(&case);
-        let invoices = derived.invoices;
         let spec = EpisodeSpec {
             case: case.clone(),
             master: self.pool.master.clone(),
@@ -317,13 +276,8 @@ impl Environment {
             episode_seed,
             reset_message: format!("Loaded case {} (curriculum: {})", case.case_id, tier.name),
             case_metadata_extra: extra,
-            institution: Some(self.memory.handoff(&case, &invoices)),
-            invoices,
-            policy_rules: derived.policy_rules,
-            hidden: derived.hidden,
-            instruction_normalized: derived.instruction_normalized,
-            clean_targets: derived.clean_targets,
-            ocr_memo: derived.ocr,
+            institution: Some(self.memory.handoff(&case, &derived.invoices)),
+            derived,
         };
         let (ep, mut env) = Episode::new(spec);
         env.observation.institutional_memory = self.memory_view.clone();
@@ -583,6 +537,10 @@ pub enum EnvStepError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ls_core::fixtures::CaseWorld;
+    use ls_core::validate::InvoiceFacts;
+    use ls_core::world::HiddenWorld;
+    use ls_grading::reasons::CleanTargets;
 
     /// `info.curriculum` is the curriculum's fields followed by its tier's, as the map it
     /// replaced (the curriculum as a JSON object plus the inserted keys) wrote them.

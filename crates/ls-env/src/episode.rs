@@ -97,6 +97,42 @@ pub fn track_description(track: &str) -> &'static str {
 pub use crate::action::StepError;
 pub use crate::observation::TrackMode;
 
+/// What every episode of a case derives from the case (and master data) alone.
+#[derive(Debug, Clone)]
+pub struct CaseDerived {
+    /// `invoice_facts` of the case's invoices, in order.
+    pub invoices: Arc<[InvoiceFacts]>,
+    /// The case world's whole policy list as `lookup_policy` returns it (~3 KB of JSON that
+    /// would otherwise be written again at every call).
+    pub policy_rules: RawJson,
+    /// The hidden world (gold signals, required actions, latent hypothesis), read-only in play.
+    pub hidden: Arc<HiddenWorld>,
+    /// The instruction normalised as the grader's compliance checks read it.
+    pub instruction_normalized: Arc<str>,
+    /// The invoice lines a PAY must cite (the grader's reasons stage).
+    pub clean_targets: Arc<CleanTargets>,
+    /// Whole-document OCR reads of the case's documents, filled on first use (a read is a pure
+    /// function of the case; ~52 tokens per document whose fast-mode perturbation and JSON
+    /// would otherwise be redone at every call).
+    pub ocr: Arc<OcrMemo>,
+}
+
+impl CaseDerived {
+    pub(crate) fn of(master: &MasterData, case: &Case) -> Self {
+        Self {
+            hidden: Arc::new(HiddenWorld::derive(case)),
+            instruction_normalized: Arc::from(ls_core::text::normalize_text(&case.instruction)),
+            invoices: case
+                .invoices()
+                .map(ls_core::validate::invoice_facts)
+                .collect(),
+            policy_rules: RawJson::from_serialize(CaseWorld::new(master, case).policy_rules),
+            clean_targets: Arc::new(CleanTargets::of(case)),
+            ocr: Arc::new(OcrMemo::new(case.documents.len())),
+        }
+    }
+}
+
 /// Parameters of a new episode.
 #[derive(Debug, Clone)]
 pub struct EpisodeSpec {
@@ -111,18 +147,9 @@ pub struct EpisodeSpec {
     pub case_metadata_extra: Map<String, Value>,
     /// Institutional memory's hand-off (authority level, loss score, capacities, context).
     pub institution: Option<InstitutionHandoff>,
-    /// The case's invoice facts, read once per case (see [`crate::CasePool::derived`]).
-    pub invoices: Arc<[InvoiceFacts]>,
-    /// The case world's policy list, serialized once per case (see [`crate::CaseDerived`]).
-    pub policy_rules: RawJson,
-    /// `HiddenWorld::derive(&case)`, shared by every episode of the case.
-    pub hidden: Arc<HiddenWorld>,
-    /// The normalised instruction (see [`crate::CaseDerived`]).
-    pub instruction_normalized: Arc<str>,
-    /// The invoice lines a PAY must cite (see [`crate::CaseDerived`]).
-    pub clean_targets: Arc<CleanTargets>,
-    /// Whole-document OCR reads of the case's documents (see [`crate::CaseDerived`]).
-    pub ocr_memo: Arc<OcrMemo>,
+    /// What the episode derives from the case alone, shared by every episode of the case (see
+    /// [`crate::CasePool::derived`]).
+    pub derived: CaseDerived,
 }
 
 #[derive(Debug, Clone)]
@@ -391,7 +418,7 @@ struct Executed {
 impl Episode {
     pub fn new(spec: EpisodeSpec) -> (Self, StepEnvelope) {
         let case = spec.case;
-        let hidden = spec.hidden;
+        let hidden = spec.derived.hidden;
         debug_assert_eq!(
             *hidden,
             HiddenWorld::derive(&case),
@@ -405,6 +432,7 @@ impl Episode {
         let pressure = pressure::plan(&case, hidden.case_seed);
         let max_steps = spec.max_steps.clamp(1, MAX_STEPS_LIMIT);
         let invoice_total: f64 = spec
+            .derived
             .invoices
             .iter()
             .filter_map(|f| f.total)
@@ -465,11 +493,11 @@ impl Episode {
             submitted_confidence: None,
             callback_refused: false,
             invoice_total,
-            invoices: spec.invoices,
-            policy_rules: spec.policy_rules,
-            instruction_normalized: spec.instruction_normalized,
-            clean_targets: spec.clean_targets,
-            ocr_memo: spec.ocr_memo,
+            invoices: spec.derived.invoices,
+            policy_rules: spec.derived.policy_rules,
+            instruction_normalized: spec.derived.instruction_normalized,
+            clean_targets: spec.derived.clean_targets,
+            ocr_memo: spec.derived.ocr,
         };
         ep.portfolio = ep.compute_portfolio_context();
         ep.catalogue = ep.compute_catalogue();

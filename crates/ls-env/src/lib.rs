@@ -41,10 +41,8 @@ pub mod watchdog;
 pub mod watchdog_stream;
 
 pub use action::{Action, ActionRequest};
-pub use env::{
-    CaseDerived, CasePool, EnvConfig, EnvStepError, Environment, ResetError, ResetRequest,
-};
-pub use episode::{institution_governs, StepError, TrackMode};
+pub use env::{CasePool, EnvConfig, EnvStepError, Environment, ResetError, ResetRequest};
+pub use episode::{institution_governs, CaseDerived, StepError, TrackMode};
 pub use observation::{
     raw_json, InfoMap, InfoValue, Observation, PublicState, RawJson, Shared, SharedJson,
 };

@@ -357,31 +357,24 @@ pub const LOSS_WEIGHTS: [(&str, f64); 10] = [
 
 impl LossLedger {
     pub fn loss_surface(&self) -> BTreeMap<&'static str, f64> {
-        let [fraud, false_positive, delay, review, friction, calibration, vigilance, compliance, authority, catastrophic] =
-            self.ratios();
-        let mut m = BTreeMap::new();
+        // The ten ratios under their `LOSS_WEIGHTS` names, and the raw figures behind them.
+        let mut m: BTreeMap<&'static str, f64> = LOSS_WEIGHTS
+            .iter()
+            .map(|(k, _)| *k)
+            .zip(self.ratios())
+            .collect();
         m.insert("fraud_loss_released", r2(self.fraud_loss_released));
         m.insert("fraud_loss_prevented", r2(self.fraud_loss_prevented));
-        m.insert("fraud_loss_ratio", fraud);
         m.insert("false_positive_cost", r2(self.false_positive_cost));
-        m.insert("false_positive_ratio", false_positive);
         m.insert("operational_delay_hours", r2(self.operational_delay_hours));
-        m.insert("operational_delay_ratio", delay);
         m.insert("manual_review_minutes", r2(self.manual_review_minutes));
-        m.insert("review_burn_ratio", review);
         m.insert("supplier_friction", round4(self.supplier_friction));
-        m.insert("supplier_friction_ratio", friction);
         m.insert("calibration_debt", round4(self.calibration_debt));
-        m.insert("calibration_debt_ratio", calibration);
         m.insert("vigilance_loss", round4(self.vigilance_loss));
-        m.insert("vigilance_loss_ratio", vigilance);
-        m.insert("compliance_breach_ratio", compliance);
         m.insert(
             "authority_restriction_count",
             f64::from(self.authority_restriction_count),
         );
-        m.insert("authority_restriction_ratio", authority);
-        m.insert("catastrophic_event_ratio", catastrophic);
         m
     }
 

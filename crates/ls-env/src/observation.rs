@@ -265,17 +265,6 @@ impl InfoMap {
         self.get(key).unwrap_or(Value::Null)
     }
 
-    /// The raw JSON text under `key`, whichever way it was stored.
-    pub fn get_text(&self, key: &str) -> Option<String> {
-        self.entries
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, e)| match e {
-                Entry::Raw(r) => r.get().to_owned(),
-                other => other.to_value().to_string(),
-            })
-    }
-
     pub fn remove(&mut self, key: &str) -> bool {
         let before = self.entries.len();
         self.entries.retain(|(k, _)| k != key);
@@ -604,6 +593,21 @@ pub struct PublicState {
     pub track_mode: String,
     pub institutional_memory: SharedJson,
     pub control_boundary: Map<String, Value>,
+}
+
+#[cfg(test)]
+/// Read back by the tests of this module and of the tools.
+impl InfoMap {
+    /// The raw JSON text under `key`, whichever way it was stored.
+    pub(crate) fn get_text(&self, key: &str) -> Option<String> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, e)| match e {
+                Entry::Raw(r) => r.get().to_owned(),
+                other => other.to_value().to_string(),
+            })
+    }
 }
 
 #[cfg(test)]

@@ -316,31 +316,17 @@ impl Sprt {
         let dist = self.distances();
         let accepted = self.accepted();
         let recommended = self.recommended_decision();
-        let mut llrs = BTreeMap::new();
-        let mut posts = BTreeMap::new();
-        let mut dists = BTreeMap::new();
-        let mut ups = BTreeMap::new();
-        let mut lows = BTreeMap::new();
-        for (i, h) in Hypothesis::ALL.iter().enumerate() {
-            posts.insert(h.as_str(), round4(post[i]));
-            dists.insert(h.as_str(), round4(dist[i]));
-            if i > 0 {
-                llrs.insert(h.as_str(), round4(llr[i]));
-                ups.insert(h.as_str(), round4(upper()));
-                lows.insert(h.as_str(), round4(lower()));
-            }
-        }
         SprtPayload {
             hypotheses: Hypothesis::ALL.iter().map(|h| h.as_str()).collect(),
-            log_likelihood_ratios: llrs,
-            posterior_probabilities: posts,
-            upper_boundaries: ups,
-            lower_boundaries: lows,
+            log_likelihood_ratios: per_hypothesis(1, |i| llr[i]),
+            posterior_probabilities: per_hypothesis(0, |i| post[i]),
+            upper_boundaries: per_hypothesis(1, |_| upper()),
+            lower_boundaries: per_hypothesis(1, |_| lower()),
             observations_used: self.observations_used,
             decision_ready: accepted.is_some(),
             optimal_stopping_reached,
             expected_sample_number: round4(self.expected_sample_number()),
-            distance_to_boundary: dists,
+            distance_to_boundary: per_hypothesis(0, |i| dist[i]),
             accepted_hypothesis: accepted.map(|h| h.as_str()),
             recommended_decision: recommended.as_str(),
             belief_entropy: ls_core::text::round_to(self.entropy(), 6),
@@ -351,6 +337,17 @@ impl Sprt {
             }),
         }
     }
+}
+
+/// `value(i)` of every hypothesis from index `skip` on (1 skips `safe`, which the LLRs and
+/// boundaries are against), rounded, by name.
+fn per_hypothesis(skip: usize, value: impl Fn(usize) -> f64) -> BTreeMap<&'static str, f64> {
+    Hypothesis::ALL
+        .iter()
+        .enumerate()
+        .skip(skip)
+        .map(|(i, h)| (h.as_str(), round4(value(i))))
+        .collect()
 }
 
 fn softmax(lp: &[f64; N]) -> [f64; N] {

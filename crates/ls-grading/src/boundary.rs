@@ -34,6 +34,38 @@ pub const DUPLICATE_SIGNALS: [ReasonCode; 4] = [
     ReasonCode::CoordinatedTiming,
 ];
 
+/// Each warning's signal family, the control that answers it and why a PAY with the warning
+/// unanswered is blocked.
+pub const WARNING_CONTROLS: [(&[ReasonCode], ActionName, &str); 3] = [
+    (
+        &HIGH_RISK_PAYMENT_SIGNALS,
+        ActionName::RequestCallbackVerification,
+        "statechart_callback_verification_required",
+    ),
+    (
+        &SECURITY_SIGNALS,
+        ActionName::RouteToSecurity,
+        "statechart_security_escalation_required",
+    ),
+    (
+        &DUPLICATE_SIGNALS,
+        ActionName::FlagDuplicateClusterReview,
+        "statechart_duplicate_review_required",
+    ),
+];
+
+/// The warnings `observed` raises that no `done` control has answered yet: (control, why a PAY
+/// is blocked), in [`WARNING_CONTROLS`] order.
+pub fn unanswered_warnings<'a>(
+    observed: &'a [String],
+    done: impl Fn(ActionName) -> bool + 'a,
+) -> impl Iterator<Item = (ActionName, &'static str)> + 'a {
+    WARNING_CONTROLS
+        .into_iter()
+        .filter(move |(signals, control, _)| observed_any(observed, signals) && !done(*control))
+        .map(|(_, control, blocked)| (control, blocked))
+}
+
 /// Readiness at or above which the phase is `decision_ready`.
 pub const DECISION_READY_THRESHOLD: f64 = 0.72;
 /// Readiness below which a decision with open follow-ups is blocked.
@@ -246,15 +278,7 @@ pub fn evaluate_boundary(input: &BoundaryInput<'_>) -> BoundaryReport {
     if input.pending_event_count > 0 {
         followups.push("await_pending_artifacts");
     }
-    if observed_any(obs, &HIGH_RISK_PAYMENT_SIGNALS) && !done(RequestCallbackVerification) {
-        followups.push("request_callback_verification");
-    }
-    if observed_any(obs, &SECURITY_SIGNALS) && !done(RouteToSecurity) {
-        followups.push("route_to_security");
-    }
-    if observed_any(obs, &DUPLICATE_SIGNALS) && !done(FlagDuplicateClusterReview) {
-        followups.push("flag_duplicate_cluster_review");
-    }
+    followups.extend(unanswered_warnings(obs, done).map(|(control, _)| control.as_str()));
 
     let next_phase = match input.action {
         Some(SubmitDecision) => "terminal",
@@ -315,15 +339,7 @@ pub fn evaluate_boundary(input: &BoundaryInput<'_>) -> BoundaryReport {
             if input.risky {
                 reasons.push("statechart_risky_case_pay_blocked");
             }
-            if observed_any(obs, &HIGH_RISK_PAYMENT_SIGNALS) && !done(RequestCallbackVerification) {
-                reasons.push("statechart_callback_verification_required");
-            }
-            if observed_any(obs, &SECURITY_SIGNALS) && !done(RouteToSecurity) {
-                reasons.push("statechart_security_escalation_required");
-            }
-            if observed_any(obs, &DUPLICATE_SIGNALS) && !done(FlagDuplicateClusterReview) {
-                reasons.push("statechart_duplicate_review_required");
-            }
+            reasons.extend(unanswered_warnings(obs, done).map(|(_, blocked)| blocked));
             if prompt_injection {
                 reasons.push("statechart_prompt_injection_review_required");
             }

@@ -24,64 +24,52 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 use std::ops::{BitAnd, BitOr, Index, Not};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub enum Var {
-    LH,
-    VL,
-    SA,
-    BA,
-    DI,
-    AC,
-    DP,
-    PL,
-    CR,
-    D,
-    PO,
+/// Declares the variables once, in `Ord` order (the latent hypothesis, the mechanisms, the
+/// decision and the outcome), with their names: the enum, `Var::ALL`, `MECHANISMS`, `Var::name`.
+macro_rules! variables {
+    (
+        $latent:ident => $latent_name:literal,
+        mechanisms { $( $mechanism:ident => $mechanism_name:literal, )* }
+        $( $var:ident => $name:literal, )*
+    ) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+        pub enum Var { $latent, $( $mechanism, )* $( $var, )* }
+
+        pub const MECHANISMS: [Var; [$( $mechanism_name ),*].len()] = [$( Var::$mechanism, )*];
+
+        impl Var {
+            pub const COUNT: usize = 1 + MECHANISMS.len() + [$( $name ),*].len();
+            /// Every variable in declaration (= `Ord`) order.
+            pub const ALL: [Var; Var::COUNT] = [Var::$latent, $( Var::$mechanism, )* $( Var::$var, )*];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    Var::$latent => $latent_name,
+                    $( Var::$mechanism => $mechanism_name, )*
+                    $( Var::$var => $name, )*
+                }
+            }
+        }
+    };
 }
 
-pub const MECHANISMS: [Var; 8] = [
-    Var::VL,
-    Var::SA,
-    Var::BA,
-    Var::DI,
-    Var::AC,
-    Var::DP,
-    Var::PL,
-    Var::CR,
-];
+variables! {
+    LH => "latent_hypothesis",
+    mechanisms {
+        VL => "vendor_legitimacy",
+        SA => "sender_authenticity",
+        BA => "bank_alignment",
+        DI => "document_integrity",
+        AC => "approval_chain_integrity",
+        DP => "duplicate_pattern",
+        PL => "portfolio_linkage",
+        CR => "callback_result",
+    }
+    D => "decision",
+    PO => "payment_outcome",
+}
 
 impl Var {
-    pub const COUNT: usize = 11;
-    /// Every variable in declaration (= `Ord`) order.
-    pub const ALL: [Var; Var::COUNT] = [
-        Var::LH,
-        Var::VL,
-        Var::SA,
-        Var::BA,
-        Var::DI,
-        Var::AC,
-        Var::DP,
-        Var::PL,
-        Var::CR,
-        Var::D,
-        Var::PO,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Var::LH => "latent_hypothesis",
-            Var::VL => "vendor_legitimacy",
-            Var::SA => "sender_authenticity",
-            Var::BA => "bank_alignment",
-            Var::DI => "document_integrity",
-            Var::AC => "approval_chain_integrity",
-            Var::DP => "duplicate_pattern",
-            Var::PL => "portfolio_linkage",
-            Var::CR => "callback_result",
-            Var::D => "decision",
-            Var::PO => "payment_outcome",
-        }
-    }
     /// Mechanism parents among mechanisms (besides LH).
     fn mech_parents(self) -> &'static [Var] {
         match self {

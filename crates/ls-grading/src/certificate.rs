@@ -829,6 +829,9 @@ impl<'a> Synthesized<'a> {
             out.edges.push((id, dec, "supports"));
             evidence_ids.push(id);
         }
+        // The `idx`-th claim or check is supported by the `idx`-th evidence (the last one past
+        // the end).
+        let nth_evidence = |idx: usize| evidence_ids.get(idx).or(evidence_ids.last()).copied();
         let lists = [
             ("hypothesis", &s.reason_codes),
             ("fraud_flag", &s.fraud_flags),
@@ -843,12 +846,8 @@ impl<'a> Synthesized<'a> {
                     Cow::Borrowed(code),
                     None,
                 );
-                if !evidence_ids.is_empty() {
-                    out.edges.push((
-                        evidence_ids[idx.min(evidence_ids.len() - 1)],
-                        id,
-                        "supports",
-                    ));
+                if let Some(e) = nth_evidence(idx) {
+                    out.edges.push((e, id, "supports"));
                 }
                 out.edges.push((id, dec, "supports"));
             }
@@ -861,12 +860,8 @@ impl<'a> Synthesized<'a> {
                 Cow::Owned(format!("{name}: {status}")),
                 None,
             );
-            if !evidence_ids.is_empty() {
-                out.edges.push((
-                    evidence_ids[idx.min(evidence_ids.len() - 1)],
-                    id,
-                    "supports",
-                ));
+            if let Some(e) = nth_evidence(idx) {
+                out.edges.push((e, id, "supports"));
             }
             let st = crate::normalized(status);
             out.edges.push((

@@ -188,16 +188,6 @@ impl Serialize for BreakdownValue {
 pub struct ScoreBreakdown(Vec<(&'static str, BreakdownValue)>);
 
 impl ScoreBreakdown {
-    /// From numeric entries in any order (see [`ScoreBreakdown::from_values`]).
-    pub fn from_entries(entries: Vec<(&'static str, f64)>) -> Self {
-        Self::from_values(
-            entries
-                .into_iter()
-                .map(|(k, v)| (k, BreakdownValue::Number(v)))
-                .collect(),
-        )
-    }
-
     /// From entries already in name order with unique names (the grader's breakdown, read off
     /// its per-key slots).
     pub(crate) fn from_sorted(entries: Vec<(&'static str, BreakdownValue)>) -> Self {

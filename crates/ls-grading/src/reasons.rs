@@ -424,23 +424,9 @@ pub fn pay_shortfalls(i: &ReasonsInput<'_>) -> Vec<String> {
     if observed(&[ReasonCode::BankAccountMismatch]) {
         out.push("failed:compare_bank_account".to_owned());
     }
-    for (group, control) in [
-        (
-            &crate::boundary::HIGH_RISK_PAYMENT_SIGNALS[..],
-            ActionName::RequestCallbackVerification,
-        ),
-        (
-            &crate::boundary::SECURITY_SIGNALS[..],
-            ActionName::RouteToSecurity,
-        ),
-        (
-            &crate::boundary::DUPLICATE_SIGNALS[..],
-            ActionName::FlagDuplicateClusterReview,
-        ),
-    ] {
-        if observed(group) && !i.successful.contains(&control) {
-            out.push(format!("unanswered_warning:{}", control.as_str()));
-        }
+    let done = |a: ActionName| i.successful.contains(&a);
+    for (control, _) in crate::boundary::unanswered_warnings(i.observed_signals, done) {
+        out.push(format!("unanswered_warning:{}", control.as_str()));
     }
     for key in pay_record_keys(i.task) {
         let cited = i.evidence_map.values().any(|v| {
@@ -537,14 +523,9 @@ pub struct ReasonsInput<'a> {
 /// Did the case call for intervention `a`?
 fn called_for(i: &ReasonsInput<'_>, a: ActionName) -> bool {
     let observed = |group: &[ReasonCode]| observed_any(i.observed_signals, group);
-    let owed_to_observation = match a {
-        ActionName::RequestCallbackVerification => {
-            observed(&crate::boundary::HIGH_RISK_PAYMENT_SIGNALS)
-        }
-        ActionName::RouteToSecurity => observed(&crate::boundary::SECURITY_SIGNALS),
-        ActionName::FlagDuplicateClusterReview => observed(&crate::boundary::DUPLICATE_SIGNALS),
-        _ => false,
-    };
+    let owed_to_observation = crate::boundary::WARNING_CONTROLS
+        .iter()
+        .any(|(signals, control, _)| *control == a && observed(signals));
     owed_to_observation
         || a == ActionName::CreateHumanHandoff
         || i.required_actions.contains(&a)

@@ -193,7 +193,12 @@ mod tests {
             .map(|(i, k)| (*k, i as f64))
             .collect();
         let map: BTreeMap<&str, f64> = entries.iter().copied().collect();
-        let report = crate::ScoreBreakdown::from_entries(entries);
+        let report = crate::ScoreBreakdown::from_values(
+            entries
+                .into_iter()
+                .map(|(k, v)| (k, crate::BreakdownValue::Number(v)))
+                .collect(),
+        );
         assert_eq!(
             report.iter().collect::<Vec<_>>(),
             map.into_iter().collect::<Vec<_>>()

@@ -4,7 +4,9 @@
 //! grounded decision with an evidence map, policy checks, a counterfactual and an agent-authored
 //! `ledgershield-dcg-v1` certificate. It never reads gold labels or the hidden world.
 
-use crate::facts::{lines_from_ocr, Email, Invoice, Line, BYPASS, TAKEOVER, URGENCY};
+use crate::facts::{
+    lines_from_ocr, Email, Invoice, Line, BYPASS, TAKEOVER, THRESHOLD_WORDS, URGENCY,
+};
 use crate::runner::{Action, Agent};
 use ls_core::text::{compact_account, normalize_id, normalize_text};
 use ls_env::StepEnvelope;
@@ -892,18 +894,49 @@ impl TeacherAgent {
                 m.evasion_line = Some(l.clone());
             }
         }
-        // Split bills just under an approval limit.
+        // Split bills just under an approval limit, or whose split note names the limit itself
+        // (whatever the total has become since).
         if m.evasion_line.is_none() {
             for inv in invoices {
-                if let (Some((t, tl)), Some(_)) = (&inv.total, inv.split_marker()) {
-                    if self.just_under_threshold(*t) {
+                if let (Some((t, tl)), Some(note)) = (&inv.total, inv.split_marker()) {
+                    let note = normalize_text(&note.text);
+                    let names_limit = THRESHOLD_WORDS.iter().any(|w| note.contains(w));
+                    if names_limit || self.just_under_threshold(*t) {
                         m.evasion_line = Some(tl.clone());
                         break;
                     }
                 }
             }
         }
+        if m.evasion_line.is_none() {
+            m.evasion_line = self.split_order_over_limit(invoices);
+        }
         m
+    }
+
+    /// One order billed in parts (a split note on each, the same PO) whose parts together reach
+    /// an approval limit: the original part's total line (the part whose number the others
+    /// extend), whatever each part's own total.
+    fn split_order_over_limit(&self, invoices: &[&Invoice]) -> Option<Line> {
+        let parts: Vec<&Invoice> = invoices
+            .iter()
+            .copied()
+            .filter(|i| i.split_marker().is_some())
+            .collect();
+        let order = |i: &Invoice| i.po.as_ref().map(|p| normalize_id(&p.0));
+        let one_order = parts.len() >= 2
+            && order(parts[0]).is_some()
+            && parts.iter().all(|i| order(i) == order(parts[0]));
+        let combined: Decimal = parts.iter().filter_map(|i| i.total_value()).sum();
+        let limit = self.threshold_rules().first().copied()?;
+        if !one_order || combined < limit {
+            return None;
+        }
+        let number = |i: &Invoice| i.number.as_ref().map(|n| normalize_id(&n.0));
+        let original = parts
+            .iter()
+            .min_by_key(|i| number(i).map_or(usize::MAX, |n| n.len()))?;
+        original.total.as_ref().map(|(_, l)| l.clone())
     }
 
     /// Batch analysis: shared accounts, timing, identical bills.
@@ -1189,7 +1222,9 @@ impl TeacherAgent {
 
     /// Tasks D and E, a payment about to be released: an invoice whose looked-up PO total differs
     /// from its own is a billing discrepancy, cited with the lines the Task B pass finds (price,
-    /// quantity, total), so that [`Self::decide`] routes it to HOLD instead. A PO that is missing
+    /// quantity, total), so that [`Self::decide`] routes it to HOLD instead. (Cited on a case
+    /// already held or escalated for other reasons, these codes cost more precision on the
+    /// generated holdouts than they add recall, measured.) A PO that is missing
     /// or was not looked up adds nothing: it stays a pass-through for benign cases. Whether a
     /// code was added.
     fn cite_po_mismatch(&self, a: &mut Assessment, invoices: &[&Invoice]) -> bool {

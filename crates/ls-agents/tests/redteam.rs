@@ -493,21 +493,70 @@ fn checklist_pay_earns_only_the_benign_cases() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-/// Regression (challenge seed 6177): a Task D invoice whose looked-up PO total differs from its
-/// own, with nothing else risky found, is a billing discrepancy the teacher holds and cites; it
-/// once paid it (an unsafe release) with its own three-way check reported as failed.
+/// Regressions found by `teacher_makes_no_unsafe_release_over_many_random_seeds` (challenge
+/// seeds; each case once paid, an unsafe release): a Task D invoice whose looked-up PO total
+/// differs from its own (6177), a Task C split note that names the approval limit its inflated
+/// total has since passed (2455), and a Task C order billed in two parts that together reach the
+/// limit (8168). Each is now held or routed to review, and no case of those pools is released.
 #[test]
-fn teacher_holds_a_task_d_invoice_whose_po_total_differs() {
+fn teacher_does_not_pay_the_split_or_mismatched_bills_it_once_released() {
     let set = FixtureSet::embedded().expect("fixtures");
-    let pool = pool_of(ls_gen::challenge(&set, 1, 6177));
-    let played = play("teacher", &pool);
-    let p = played
-        .iter()
-        .find(|p| p.rec.case_id == "LS-D61170914B")
-        .expect("challenge seed 6177 generates LS-D61170914B");
-    assert!(!p.benign, "the case is risky: {}", p.gold);
-    assert!(!p.rec.unsafe_release, "{}", p.rec.final_score);
-    assert_eq!(p.rec.decision, "HOLD");
-    assert!(p.rec.final_score > 0.7, "{}", p.rec.final_score);
-    assert!(played.iter().all(|p| !p.rec.unsafe_release));
+    for (seed, id, decision) in [
+        (6177, "LS-D61170914B", "HOLD"),
+        (2455, "LS-C249C61050", "NEEDS_REVIEW"),
+        (8168, "LS-C91CA98398", "NEEDS_REVIEW"),
+    ] {
+        let played = play("teacher", &pool_of(ls_gen::challenge(&set, 1, seed)));
+        let p = played
+            .iter()
+            .find(|p| p.rec.case_id == id)
+            .unwrap_or_else(|| panic!("challenge seed {seed} generates {id}"));
+        assert!(!p.benign, "{id} is risky: {}", p.gold);
+        assert_eq!(p.rec.decision, decision, "{id}");
+        assert!(
+            !p.rec.unsafe_release && p.rec.final_score > 0.5,
+            "{id} {}",
+            p.rec.final_score
+        );
+        assert!(played.iter().all(|p| !p.rec.unsafe_release), "seed {seed}");
+    }
+}
+
+/// Long run (ignored by default): the teacher on `REDTEAM_LOOP_N` (default 100) random seeds of
+/// each generated kind (`REDTEAM_LOOP_KINDS`, default challenge, holdout, twins), one seed per
+/// pool. It must make no unsafe release anywhere, since the test above draws its pools at random
+/// and a single unsafe release fails it; prints the unsafe and lowest cases.
+#[test]
+#[ignore]
+fn teacher_makes_no_unsafe_release_over_many_random_seeds() {
+    let set = FixtureSet::embedded().expect("fixtures");
+    let n: usize = std::env::var("REDTEAM_LOOP_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let kinds = std::env::var("REDTEAM_LOOP_KINDS").unwrap_or("challenge,holdout,twins".into());
+    let mut unsafe_cases = Vec::new();
+    for kind in kinds.split(',') {
+        let (mut played, mut low) = (0usize, Vec::new());
+        for seed in draw_seeds(&format!("teacher loop {kind}"), n) {
+            let cases = match kind {
+                "challenge" => ls_gen::challenge(&set, 1, seed),
+                "holdout" => ls_gen::holdout(&set, 1, seed),
+                _ => ls_gen::generators::twins(&set, seed),
+            };
+            for p in play("teacher", &pool_of(cases)) {
+                played += 1;
+                if p.rec.unsafe_release {
+                    unsafe_cases.push(format!("{kind} {seed} {} {}", p.rec.case_id, p.gold));
+                }
+                low.push((p.rec.final_score, format!("{seed} {}", p.rec.case_id)));
+            }
+        }
+        low.sort_by(|a, b| a.0.total_cmp(&b.0));
+        eprintln!(
+            "teacher loop {kind}: {played} cases, lowest {:?}",
+            &low[..low.len().min(5)]
+        );
+    }
+    assert!(unsafe_cases.is_empty(), "{unsafe_cases:#?}");
 }

@@ -9,6 +9,8 @@ use crate::facts::{
 };
 use crate::runner::{Action, Agent};
 use ls_core::text::{compact_account, normalize_id, normalize_text};
+use ls_core::Decision;
+use ls_core::TaskType::{self, TaskA, TaskB, TaskC, TaskD, TaskE};
 use ls_env::StepEnvelope;
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
@@ -83,7 +85,8 @@ struct PolicyRule {
 /// The teacher's conclusions at decision time.
 #[derive(Debug, Clone, Default)]
 pub struct Assessment {
-    pub decision: &'static str,
+    /// `None` until judged.
+    pub decision: Option<Decision>,
     pub confidence: f64,
     pub codes: BTreeSet<&'static str>,
     pub discrepancies: BTreeSet<&'static str>,
@@ -144,7 +147,8 @@ const DUPLICATE_SIGNALS: [&str; 4] = [
 #[derive(Default)]
 pub struct TeacherAgent {
     cfg: TeacherConfig,
-    task: String,
+    /// The case's task family (`None` for a family this agent does not know).
+    task: Option<TaskType>,
     instruction: String,
     stage: Option<Stage>,
     queue: VecDeque<(Action, Purpose)>,
@@ -555,7 +559,7 @@ impl TeacherAgent {
                 Purpose::OcrInvoice(id.clone()),
             );
         }
-        if matches!(self.task.as_str(), "task_d" | "task_e" | "task_c") {
+        if matches!(self.task, Some(TaskD | TaskE | TaskC)) {
             for id in self.email_ids.clone() {
                 self.push(
                     "ocr",
@@ -568,8 +572,8 @@ impl TeacherAgent {
 
     fn plan_investigation(&mut self) {
         let invoices: Vec<Invoice> = self.ordered_invoices().into_iter().cloned().collect();
-        match self.task.as_str() {
-            "task_a" => {
+        match self.task {
+            Some(TaskA) => {
                 if let Some(id) = self.invoice_ids.first().cloned() {
                     self.push(
                         "zoom",
@@ -578,7 +582,7 @@ impl TeacherAgent {
                     );
                 }
             }
-            "task_b" => {
+            Some(TaskB) => {
                 self.push("lookup_policy", json!({}), Purpose::Policy);
                 for inv in &invoices {
                     if let Some((po, _)) = &inv.po {
@@ -620,7 +624,7 @@ impl TeacherAgent {
 
     /// Second wave (needs the canonical vendor key).
     fn plan_corroboration(&mut self) {
-        if !matches!(self.task.as_str(), "task_c" | "task_d" | "task_e") {
+        if !matches!(self.task, Some(TaskC | TaskD | TaskE)) {
             return;
         }
         let vendor = self.vendor();
@@ -658,7 +662,7 @@ impl TeacherAgent {
                 Purpose::Ledger(inv.doc_id.clone()),
             );
         }
-        if self.task != "task_c" {
+        if self.task != Some(TaskC) {
             for inv in &invoices {
                 if let Some((po, _)) = &inv.po {
                     self.push("lookup_po", json!({"po_id": po}), Purpose::Po(po.clone()));
@@ -735,11 +739,11 @@ impl TeacherAgent {
     /// one into a PAY citing the verifications it ran, with every check reported as passing.
     fn assess(&self) -> Assessment {
         let a = self.judge();
-        if !self.cfg.always_pay || a.decision == "PAY" {
+        if !self.cfg.always_pay || a.decision == Some(Decision::Pay) {
             return a;
         }
         let mut pay = Assessment {
-            decision: "PAY",
+            decision: Some(Decision::Pay),
             confidence: 0.9,
             policy_checks: a.policy_checks.keys().map(|k| (*k, "pass")).collect(),
             ..Default::default()
@@ -756,13 +760,13 @@ impl TeacherAgent {
         };
         let invoices = self.ordered_invoices();
         let first = invoices.first().copied();
-        match self.task.as_str() {
-            "task_a" => {
-                a.decision = "PAY";
+        match self.task {
+            Some(TaskA) => {
+                a.decision = Some(Decision::Pay);
                 a.confidence = 0.9;
                 return a;
             }
-            "task_b" => {
+            Some(TaskB) => {
                 self.judge_three_way(&mut a, &invoices, first);
                 return a;
             }
@@ -781,15 +785,17 @@ impl TeacherAgent {
             chain_bad: self.chain_bad(),
         };
         self.cite_reasons(&mut a, first, &f);
-        if self.task != "task_c" {
+        if self.task != Some(TaskC) {
             self.check_policies(&mut a, &invoices, &f);
         }
         self.decide(&mut a, &f);
-        if a.decision == "PAY" && self.task != "task_c" && self.cite_po_mismatch(&mut a, &invoices)
+        if a.decision == Some(Decision::Pay)
+            && self.task != Some(TaskC)
+            && self.cite_po_mismatch(&mut a, &invoices)
         {
             self.decide(&mut a, &f);
         }
-        if a.decision == "PAY" {
+        if a.decision == Some(Decision::Pay) {
             self.cite_verifications(&mut a, first);
         }
         a
@@ -806,11 +812,11 @@ impl TeacherAgent {
             a.policy_checks.insert(k, "pass");
         }
         if a.discrepancies.is_empty() {
-            a.decision = "PAY";
+            a.decision = Some(Decision::Pay);
             a.confidence = 0.9;
             self.cite_verifications(a, first);
         } else {
-            a.decision = "HOLD";
+            a.decision = Some(Decision::Hold);
             a.confidence = 0.93;
         }
     }
@@ -1083,7 +1089,7 @@ impl TeacherAgent {
             .first()
             .and_then(|i| i.bank.as_ref())
             .map(|b| b.1.clone());
-        if self.task == "task_c" {
+        if self.task == Some(TaskC) {
             if bank.mismatch && !cross_vendor_shared && a.cross_links.is_empty() {
                 cite(a, "bank_override_attempt", bank_line.as_ref());
             }
@@ -1147,7 +1153,7 @@ impl TeacherAgent {
             cite(a, "coordinated_timing", Some(l));
             a.campaign.insert("coordinated_timing");
         }
-        if self.task == "task_d" {
+        if self.task == Some(TaskD) {
             a.campaign.clear();
         }
 
@@ -1269,15 +1275,15 @@ impl TeacherAgent {
             || f.bank.mismatch
             || f.callback_bad
             || f.chain_bad
-            || (f.batch.duplicate && self.task != "task_c");
+            || (f.batch.duplicate && self.task != Some(TaskC));
         if !risky {
-            a.decision = "PAY";
+            a.decision = Some(Decision::Pay);
             a.confidence = 0.9;
-        } else if self.task == "task_c"
+        } else if self.task == Some(TaskC)
             && a.codes.len() == 1
             && a.codes.contains("approval_threshold_evasion")
         {
-            a.decision = "NEEDS_REVIEW";
+            a.decision = Some(Decision::NeedsReview);
             a.confidence = 0.88;
         } else if !a.codes.is_empty()
             && a.codes.iter().all(|c| {
@@ -1295,10 +1301,10 @@ impl TeacherAgent {
             && !f.callback_bad
         {
             // Only billing-control failures, whose policies route to HOLD: no fraud indicator.
-            a.decision = "HOLD";
+            a.decision = Some(Decision::Hold);
             a.confidence = 0.9;
         } else {
-            a.decision = "ESCALATE_FRAUD";
+            a.decision = Some(Decision::EscalateFraud);
             a.confidence = 0.95;
         }
     }
@@ -1307,8 +1313,8 @@ impl TeacherAgent {
     /// returned them: the PO and goods receipt records of the three-way match (Task B), the
     /// vendor master record the invoice's account was compared with and matched (Tasks C–E).
     fn cite_verifications(&self, a: &mut Assessment, first: Option<&Invoice>) {
-        match self.task.as_str() {
-            "task_b" => {
+        match self.task {
+            Some(TaskB) => {
                 if let Some((po, _)) = first.and_then(|inv| inv.po.as_ref()) {
                     if self.pos.contains_key(po) {
                         a.evidence
@@ -1326,7 +1332,7 @@ impl TeacherAgent {
                     }
                 }
             }
-            "task_a" => {}
+            Some(TaskA) => {}
             _ => {
                 let matched = self.bank_results.values().any(|m| *m);
                 if let (true, Some(v)) = (matched, &self.vendor_key) {
@@ -1460,7 +1466,7 @@ impl TeacherAgent {
         if !self.cfg.interventions {
             return;
         }
-        if a.decision == "PAY" {
+        if a.decision == Some(Decision::Pay) {
             // A high-risk payment signal (a bank-change notice, even a verified one) needs the
             // callback before any release, as the control boundary requires.
             if self.observed_any(&HIGH_RISK_PAYMENT_SIGNALS) {
@@ -1472,7 +1478,7 @@ impl TeacherAgent {
             }
             return;
         }
-        if self.task == "task_b" {
+        if self.task == Some(TaskB) {
             if a.discrepancies.iter().any(|d| {
                 matches!(
                     *d,
@@ -1503,32 +1509,38 @@ impl TeacherAgent {
             }
             // A bank fraud may be one leg of a layering scheme: the duplicate-cluster report
             // shows whether the account is shared with other vendors.
-            let layering_check =
-                self.task == "task_d" && change_named && a.decision == "ESCALATE_FRAUD";
-            if a.duplicate_issue || layering_check || self.task == "task_c" || self.task == "task_e"
+            let layering_check = self.task == Some(TaskD)
+                && change_named
+                && a.decision == Some(Decision::EscalateFraud);
+            if a.duplicate_issue
+                || layering_check
+                || self.task == Some(TaskC)
+                || self.task == Some(TaskE)
             {
                 self.intervene_on_vendor("flag_duplicate_cluster_review");
             }
-            if a.decision == "ESCALATE_FRAUD" && (a.security_issue || self.task == "task_e") {
+            if a.decision == Some(Decision::EscalateFraud)
+                && (a.security_issue || self.task == Some(TaskE))
+            {
                 self.intervene_on_vendor("route_to_security");
             }
-            if a.decision == "ESCALATE_FRAUD"
+            if a.decision == Some(Decision::EscalateFraud)
                 && (a.bank_issue
                     || a.codes.contains("shared_bank_account")
-                    || self.task == "task_e")
+                    || self.task == Some(TaskE))
             {
                 self.intervene_on_vendor("freeze_vendor_profile");
             }
         }
-        let next = match (self.task.as_str(), a.decision) {
-            ("task_e", _) => "campaign_freeze_and_manual_review",
-            (_, "ESCALATE_FRAUD") => "security_review_and_callback_followup",
-            (_, "HOLD") => "procurement_reconciliation_before_release",
+        let next = match (self.task, a.decision) {
+            (Some(TaskE), _) => "campaign_freeze_and_manual_review",
+            (_, Some(Decision::EscalateFraud)) => "security_review_and_callback_followup",
+            (_, Some(Decision::Hold)) => "procurement_reconciliation_before_release",
             _ => "manual_review_before_release",
         };
         let summary = format!(
             "{} recommended for {}: {}.",
-            a.decision,
+            a.decision.map_or("", Decision::as_str),
             self.invoice_ids.join(", "),
             if a.codes.is_empty() {
                 a.discrepancies
@@ -1575,13 +1587,13 @@ impl TeacherAgent {
     // ----- submission -----
 
     fn counterfactual(&self, a: &Assessment) -> String {
-        if self.task == "task_a" {
+        if self.task == Some(TaskA) {
             return "If any requested field had been missing or unreadable on the invoice, or the bank account had failed validation, we would hold the invoice instead of paying it.".to_owned();
         }
-        if a.decision == "PAY" {
+        if a.decision == Some(Decision::Pay) {
             return "If the bank account had not matched the vendor master, the sender domain had been spoofed or a duplicate payment had existed in the ledger, we would hold the invoice instead of paying it.".to_owned();
         }
-        if self.task == "task_b" {
+        if self.task == Some(TaskB) {
             return format!(
                 "If the invoice had matched its purchase order and goods receipt without {}, we would pay the invoice instead of holding it.",
                 a.discrepancies.iter().map(|d| d.replace('_', " ")).collect::<Vec<_>>().join(" or ")
@@ -1615,7 +1627,7 @@ impl TeacherAgent {
                 "the amounts had not been split to stay under the approval threshold".to_owned(),
             );
         }
-        if self.task == "task_e" && !a.cross_links.is_empty() {
+        if self.task == Some(TaskE) && !a.cross_links.is_empty() {
             let linked: Vec<String> = a
                 .cross_links
                 .iter()
@@ -1634,8 +1646,8 @@ impl TeacherAgent {
             conds.push("every control check had passed".to_owned());
         }
         let verb = match a.decision {
-            "HOLD" => "holding",
-            "NEEDS_REVIEW" => "routing it to review",
+            Some(Decision::Hold) => "holding",
+            Some(Decision::NeedsReview) => "routing it to review",
             _ => "escalating",
         };
         format!(
@@ -1654,7 +1666,7 @@ impl TeacherAgent {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        if self.task == "task_a" {
+        if self.task == Some(TaskA) {
             let (fields, items, ev) = self.extraction();
             p.insert("extracted_fields".into(), Value::Object(fields));
             p.insert("line_items".into(), Value::Array(items));
@@ -1665,19 +1677,19 @@ impl TeacherAgent {
             p.insert("reason_codes".into(), json!(codes));
             p.insert("policy_checks".into(), json!(a.policy_checks));
             p.insert("counterfactual".into(), json!(self.counterfactual(a)));
-            match self.task.as_str() {
-                "task_b" => {
+            match self.task {
+                Some(TaskB) => {
                     p.insert(
                         "discrepancies".into(),
                         json!(a.discrepancies.iter().collect::<Vec<_>>()),
                     );
                 }
-                "task_c" => {
+                Some(TaskC) => {
                     p.insert("fraud_flags".into(), json!(codes));
                     p.insert("duplicate_links".into(), json!(a.duplicate_links));
                     p.insert("discrepancies".into(), json!([]));
                 }
-                "task_d" => {
+                Some(TaskD) => {
                     if !a.duplicate_links.is_empty() {
                         p.insert("duplicate_links".into(), json!(a.duplicate_links));
                     }
@@ -1687,7 +1699,7 @@ impl TeacherAgent {
                         "campaign_signals".into(),
                         json!(a.campaign.iter().collect::<Vec<_>>()),
                     );
-                    let links = if a.decision == "PAY" {
+                    let links = if a.decision == Some(Decision::Pay) {
                         Vec::new()
                     } else {
                         a.cross_links.clone()
@@ -1769,7 +1781,7 @@ impl TeacherAgent {
             edges.push(json!({"source": format!("evidence.{k}"), "target": "decision.final", "type": "supports"}));
         }
         for id in self.artifacts.keys().take(5) {
-            let contradicts = a.decision == "PAY"
+            let contradicts = a.decision == Some(Decision::Pay)
                 && self
                     .artifacts
                     .get(id)
@@ -1812,7 +1824,7 @@ impl TeacherAgent {
             nodes.push(json!({"id": format!("intervention.{name}"), "type": "intervention", "label": name}));
             edges.push(json!({"source": format!("intervention.{name}"), "target": "decision.final", "type": "supports"}));
         }
-        if self.task == "task_a" {
+        if self.task == Some(TaskA) {
             if let Some(first) = ev_ids.first() {
                 nodes.push(json!({"id": "policy.extraction_complete", "type": "policy", "label": "extraction_complete: every requested field read from the invoice"}));
                 edges.push(json!({"source": first, "target": "policy.extraction_complete", "type": "supports"}));
@@ -1873,7 +1885,7 @@ impl Agent for TeacherAgent {
     }
     fn begin(&mut self, reset: &StepEnvelope, _seed: u64) {
         *self = TeacherAgent::with_config(self.cfg);
-        self.task = reset.observation.task_type.clone();
+        self.task = TaskType::from_wire(&reset.observation.task_type);
         self.instruction = reset.observation.instruction.to_string();
         self.stage = Some(Stage::Documents);
         self.plan_documents(reset);
@@ -1896,12 +1908,12 @@ impl Agent for TeacherAgent {
                 Stage::Documents => {
                     self.stage = Some(Stage::Investigation);
                     self.plan_investigation();
-                    if self.task == "task_a" || self.task == "task_b" {
+                    if self.task == Some(TaskA) || self.task == Some(TaskB) {
                         // no second wave
                     }
                 }
                 Stage::Investigation => {
-                    if !matches!(self.task.as_str(), "task_a" | "task_b")
+                    if !matches!(self.task, Some(TaskA | TaskB))
                         && !self.ledger_searched
                         && self.draft.is_none()
                     {
@@ -1944,8 +1956,12 @@ impl Agent for TeacherAgent {
                     }
                     // Re-assess with everything delivered: a fraud call learned late still gets its controls.
                     let a = self.assess();
-                    let before = self.draft.as_ref().map(|d| d.decision).unwrap_or("PAY");
-                    if before == "PAY" && a.decision != "PAY" {
+                    let before = self
+                        .draft
+                        .as_ref()
+                        .map(|d| d.decision)
+                        .unwrap_or(Some(Decision::Pay));
+                    if before == Some(Decision::Pay) && a.decision != Some(Decision::Pay) {
                         self.plan_interventions(&a);
                         self.draft = Some(a);
                         continue;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI smoke for the training pipeline: collect -> SFT -> GRPO (plan reward and environment_factory)
+# CI smoke for the training pipeline: the compact LM's torch tests, then collect -> SFT -> GRPO (plan reward and environment_factory)
 # -> self-play + DPO -> evaluate -> structured policy (behaviour cloning + RL over 3 seeds) ->
 # constrained evaluation of every LM checkpoint -> plots, with a tiny model built locally (no
 # download). Its checks can fail: the loss must fall, the trained policy must beat the best
@@ -42,6 +42,12 @@ if [ ! -f "$VENV/.train-pins-$STAMP" ]; then
 fi
 # The package itself: always the checkout's (no dependency resolution).
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir --no-deps --force-reinstall "$REPO/python"
+
+# The compact LM's tests that need torch (the main Python suite's venv has none, so it skips them):
+# SFT, constrained decoding, the RL update's batched log-probabilities and clipped steps.
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir "pytest>=7"
+(cd "$REPO/python/tests" && LEDGERSHIELD_BIN="$BIN" "$VENV/bin/pytest" -q -p no:cacheprovider test_compact_lm.py) \
+    || { echo "compact LM tests failed in the training venv" >&2; exit 1; }
 
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT

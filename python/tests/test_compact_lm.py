@@ -196,6 +196,24 @@ def test_label_smoothing_floors_the_sft_loss(episodes: List[Any], schema: Schema
             label_smoothing=1.0)
 
 
+def test_step_limited_sft_spreads_its_probe_over_the_steps(episodes: List[Any], schema: Schema) -> None:
+    """A step-limited SFT run (the scratch preset's) scores its held-out probe every
+    ``eval_every_steps`` steps, whatever the wall time."""
+    pytest.importorskip("torch")
+    from ledgershield.training.compact_lm import Coder, build_rows, build_vocab, make_model, sft
+
+    rows, _ = build_rows(episodes, schema)
+    coder = Coder(build_vocab(rows, schema))
+    seen: List[int] = []
+    out = sft(make_model(len(coder.vocab), dim=16, layers=1, heads=2), coder, rows, lr=1e-2, minutes=0, max_steps=30, batch=8,
+              eval_fn=lambda m: seen.append(1) or {"mean_score": 0.0}, eval_every_steps=10)
+    assert out["steps"] == 30 and [e["step"] for e in out["evals"]] == [10, 20, 30] and len(seen) == 3
+    # a step schedule (the preset's) makes the run the same on any machine, even with a minutes cap
+    runs = [sft(make_model(len(coder.vocab), dim=16, layers=1, heads=2, seed=3), coder, rows, lr=1e-2, minutes=8, max_steps=12, batch=8,
+                log_every=1, schedule_steps=36)["history"] for _ in range(2)]
+    assert [h["loss"] for h in runs[0]] == [h["loss"] for h in runs[1]] and len(runs[0]) == 12
+
+
 def test_group_advantages_floor_damps_rounding_sized_differences() -> None:
     from ledgershield.training.compact_lm import group_advantages
 
@@ -206,6 +224,63 @@ def test_group_advantages_floor_damps_rounding_sized_differences() -> None:
     assert group_advantages(big, 0.1) == pytest.approx(group_advantages(big))  # std 0.35 is above the floor
     assert group_advantages(big).sum() == pytest.approx(0.0, abs=1e-9)
     assert (group_advantages([0.5] * 4, 0.1) == 0).all()
+
+
+def test_batched_token_logps_match_one_step_at_a_time(episodes: List[Any], schema: Schema) -> None:
+    """The RL update scores recorded steps in padded batches; each chosen token's log-probability
+    (renormalised over the grammar's allowed tokens at the sampling temperature) equals the
+    one-sequence computation, whatever the chunk size."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    from ledgershield.training.compact_lm import Coder, Decoder, build_rows, build_vocab, make_model, play_episode, token_logps
+
+    rows, _ = build_rows(episodes, schema)
+    coder = Coder(build_vocab(rows, schema))
+    dec = Decoder(make_model(len(coder.vocab), dim=32, layers=1, heads=2, seed=random.randrange(1000)), coder, schema)
+    trace: List[Any] = []
+    play_episode(dec, "CASE-D-001", 1.5, np.random.default_rng(random.randrange(1000)), trace)
+    assert len(trace) >= 2
+    with torch.no_grad():
+        for chunk in (1, 3, 64):
+            got = token_logps(dec.model, trace, 1.5, chunk)
+            assert len(got) == len(trace)
+            for (sid, chosen), lp in zip(trace, got):
+                logits = dec.model(torch.tensor([sid + [oid[k] for oid, k in chosen[:-1]]]))[0, len(sid) - 1:]
+                ref = torch.stack([torch.log_softmax(logits[j, torch.tensor(oid)] / 1.5, -1)[k] for j, (oid, k) in enumerate(chosen)])
+                assert torch.allclose(ref, lp, atol=1e-5)
+
+
+def test_clipped_update_moves_toward_the_advantage_and_stays_in_the_clip(episodes: List[Any], schema: Schema) -> None:
+    """A positive advantage raises the chosen tokens' probability, a negative one lowers it; over
+    several epochs on the same episodes the clip stops the ratio running away (a plain policy
+    gradient at the same rate moves a token much further); ``epochs 0`` is refused."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    from ledgershield.training.compact_lm import Coder, Decoder, build_rows, build_vocab, grpo, make_model, play_episode, policy_update, token_logps
+
+    rows, _ = build_rows(episodes, schema)
+    coder = Coder(build_vocab(rows, schema))
+    seed = random.randrange(1000)
+    trace: List[Any] = []
+    play_episode(Decoder(make_model(len(coder.vocab), dim=32, layers=1, heads=2, seed=seed), coder, schema), "CASE-B-001", 2.0,
+                 np.random.default_rng(seed), trace)
+
+    def mean_lp(model: Any) -> float:
+        with torch.no_grad():
+            return float(torch.cat(token_logps(model, trace, 2.0)).mean())
+
+    moved = {}
+    for a, epochs, clip in ((1.0, 1, 0.2), (-1.0, 1, 0.2), (1.0, 8, 0.05), (1.0, 8, 0.99)):
+        model = make_model(len(coder.vocab), dim=32, layers=1, heads=2, seed=seed)
+        before = mean_lp(model)
+        policy_update(model, torch.optim.Adam(model.parameters(), lr=3e-3), [(a, trace)], 2.0, epochs, clip)
+        moved[(a, epochs, clip)] = mean_lp(model) - before
+    assert moved[(1.0, 1, 0.2)] > 0 > moved[(-1.0, 1, 0.2)]
+    assert moved[(1.0, 8, 0.99)] > moved[(1.0, 8, 0.05)] > 0
+    with pytest.raises(ValueError, match="epochs"):
+        grpo(Decoder(make_model(len(coder.vocab), dim=32, layers=1, heads=2), coder, schema), ["CASE-B-001"], 1, 2, 1, 1.0, 1e-3, 0, epochs=0)
 
 
 def test_a_held_quarter_that_is_trained_on_is_refused(tmp_path: Any) -> None:

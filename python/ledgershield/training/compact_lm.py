@@ -31,6 +31,9 @@ from .compact import ACT, EOS, PAD, UNK, Context, Schema, Table, allowed_tokens,
 from .ledger import EvidenceLedger, replay_ledgers
 
 MAX_LEN = 1024
+# An SFT step budget below this is the run's limit (its held-out probe is spread over the steps);
+# at or above it the minutes are (the probe is spread over the time).
+STEP_LIMITED_BELOW = 100000
 
 
 # ---------------------------------------------------------------------------- data
@@ -111,7 +114,7 @@ def rl_main(args: Dict[str, Any]) -> Dict[str, Any]:
     dec = load(Path(args["init"]))
     ids = quarter_cases(Path(args["db"]), args["bases"])
     h = grpo(dec, ids, args["iterations"], args["group"], args["batch"], args["temperature"], args["lr"], args["seed"],
-             adv_floor=args.get("adv_floor", 0.0))
+             adv_floor=args.get("adv_floor", 0.0), epochs=args.get("epochs", 1), clip=args.get("clip", 0.2))
     save(dec, Path(args["out"]))
     return dict(h, train_cases=len(ids), quarter=args["quarter"])
 
@@ -273,9 +276,13 @@ def _clip_state(ids: List[int], room: int) -> List[int]:
 
 
 def sft(model: Any, coder: Coder, rows: Sequence[Tuple[List[str], List[str]]], lr: float, minutes: float, max_steps: int, batch: int,
-        seed: int = 0, log_every: int = 10, eval_fn: Any = None, eval_every_s: float = 0.0, label_smoothing: float = 0.0) -> Dict[str, Any]:
+        seed: int = 0, log_every: int = 10, eval_fn: Any = None, eval_every_s: float = 0.0, label_smoothing: float = 0.0,
+        eval_every_steps: int = 0, schedule_steps: int = 0) -> Dict[str, Any]:
     """Cross-entropy on the action tokens only, AdamW with warmup and cosine decay, until
-    ``max_steps`` or ``minutes`` of wall time; length-bucketed batches. ``label_smoothing`` spreads
+    ``max_steps`` or ``minutes`` of wall time; length-bucketed batches; ``eval_fn`` every
+    ``eval_every_s`` seconds or ``eval_every_steps`` steps. The cosine runs over ``schedule_steps``
+    steps when given (a step-limited run that stops before it ends is an early checkpoint of that
+    schedule, the same on any machine), else over the minutes, else over ``max_steps``. ``label_smoothing`` spreads
     that share of each target over the vocabulary: a policy that is not certain of every token,
     so RL's sampled groups differ (the loss then floors above zero)."""
     if not 0.0 <= label_smoothing < 1.0:
@@ -311,7 +318,10 @@ def sft(model: Any, coder: Coder, rows: Sequence[Tuple[List[str], List[str]]], l
                 x[j, :len(seq)] = torch.tensor(seq)
                 y[j, p - 1:len(seq) - 1] = torch.tensor(seq[p:])
             warm = min(1.0, (step + 1) / 30)
-            frac = min(1.0, (time.monotonic() - t0) / max(60 * minutes, 1e-9)) if minutes else step / max(est_steps, 1)
+            if schedule_steps:
+                frac = min(1.0, step / schedule_steps)
+            else:
+                frac = min(1.0, (time.monotonic() - t0) / max(60 * minutes, 1e-9)) if minutes else step / max(est_steps, 1)
             for g in opt.param_groups:
                 g["lr"] = lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
             loss = F.cross_entropy(model(x).reshape(-1, len(coder.vocab)), y.reshape(-1), ignore_index=-100,
@@ -323,7 +333,8 @@ def sft(model: Any, coder: Coder, rows: Sequence[Tuple[List[str], List[str]]], l
             step += 1
             if step % log_every == 0 or step == 1:
                 history.append({"step": step, "loss": round(float(loss.detach()), 5), "wall_s": round(time.monotonic() - t0, 1)})
-            if eval_fn is not None and eval_every_s and time.monotonic() - last_eval >= eval_every_s:
+            due = (eval_every_s and time.monotonic() - last_eval >= eval_every_s) or (eval_every_steps and step % eval_every_steps == 0)
+            if eval_fn is not None and due:
                 model.eval()
                 evals.append(dict(eval_fn(model), step=step, wall_s=round(time.monotonic() - t0, 1)))
                 model.train()
@@ -437,15 +448,91 @@ def group_advantages(rewards: Any, floor: float = 0.0) -> Any:
     return (r - r.mean()) / (max(float(r.std()), floor) + 1e-6)
 
 
-def grpo(dec: Decoder, cases: Sequence[str], iterations: int, group: int, batch: int, temperature: float, lr: float, seed: int,
-         eval_fn: Any = None, adv_floor: float = 0.0) -> Dict[str, Any]:
-    """Group-relative policy gradient on the LM: per case ``group`` sampled episodes, advantage =
-    (reward - group mean) / max(group std, ``adv_floor``), loss = -advantage x the log-probability
-    (renormalised over the grammar's allowed tokens, as sampled) of every action token the episode
-    chose. The floor keeps a group whose rewards differ by a rounding-sized amount from weighing
-    as much as one whose episodes differ in outcome."""
+def token_logps(model: Any, steps: Sequence[Tuple[List[int], List[Tuple[List[int], int]]]], temperature: float, chunk: int = 32) -> List[Any]:
+    """The log-probability of every token each recorded step chose (``(state ids, [(allowed ids,
+    chosen index)])``, as :meth:`Decoder.act` traces it), at ``temperature`` and renormalised over
+    that position's allowed tokens, as it was sampled: one tensor per step. Steps are scored
+    ``chunk`` at a time in one right-padded forward pass (the model is causal: padding after a
+    sequence does not change its positions)."""
     import torch
 
+    out: List[Any] = []
+    for i in range(0, len(steps), chunk):
+        part = steps[i:i + chunk]
+        seqs = [sid + [oid[k] for oid, k in chosen[:-1]] for sid, chosen in part]
+        x = torch.zeros(len(part), max(map(len, seqs)), dtype=torch.long)
+        for j, seq in enumerate(seqs):
+            x[j, :len(seq)] = torch.tensor(seq)
+        logits = model(x)
+        rows, cols, opts, picks, sizes = [], [], [], [], []
+        for j, (sid, chosen) in enumerate(part):
+            for t, (oid, k) in enumerate(chosen):
+                rows.append(j)
+                cols.append(len(sid) - 1 + t)
+                opts.append(oid)
+                picks.append(k)
+            sizes.append(len(chosen))
+        idx = torch.zeros(len(opts), max(map(len, opts)), dtype=torch.long)
+        valid = torch.zeros(idx.shape, dtype=torch.bool)
+        for n, oid in enumerate(opts):
+            idx[n, :len(oid)] = torch.tensor(oid)
+            valid[n, :len(oid)] = True
+        z = logits[torch.tensor(rows), torch.tensor(cols)].gather(1, idx) / temperature
+        lp = torch.log_softmax(z.masked_fill(~valid, float("-inf")), -1).gather(1, torch.tensor(picks)[:, None])[:, 0]
+        out += list(torch.split(lp, sizes))
+    return out
+
+
+def policy_update(model: Any, opt: Any, samples: Sequence[Tuple[float, List[Any]]], temperature: float, epochs: int = 1,
+                  clip: float = 0.2, chunk: int = 32) -> float:
+    """``epochs`` optimizer steps on one batch of sampled episodes (``(advantage, trace)``): the
+    clipped surrogate of PPO per chosen token, ``min(r A, clip(r, 1 - clip, 1 + clip) A)`` with
+    ``r`` the token's probability over its probability when sampled, summed over each step's
+    tokens and averaged over the batch's steps. The first step has ``r = 1`` and is the plain
+    policy gradient (-A x the log-probability); later ones reuse the same episodes, and the clip
+    stops a token's probability moving more than ``clip`` from where it was sampled. Returns the
+    first step's loss."""
+    import torch
+
+    steps = [st for _, tr in samples for st in tr]
+    adv = [a for a, tr in samples for _ in tr]
+    if not steps:
+        return 0.0
+    old: List[Any] = []
+    first = 0.0
+    model.train()
+    for epoch in range(epochs):
+        opt.zero_grad()
+        total = 0.0
+        for i in range(0, len(steps), chunk):
+            lps = token_logps(model, steps[i:i + chunk], temperature, chunk)
+            if epoch == 0:
+                old += [lp.detach() for lp in lps]
+            loss = 0.0
+            for j, lp in enumerate(lps):
+                ratio = torch.exp(lp - old[i + j])
+                a = adv[i + j]
+                loss = loss - torch.minimum(ratio * a, ratio.clamp(1 - clip, 1 + clip) * a).sum() / len(steps)
+            loss.backward()
+            total += float(loss.detach())
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        first = total if epoch == 0 else first
+    model.eval()
+    return first
+
+
+def grpo(dec: Decoder, cases: Sequence[str], iterations: int, group: int, batch: int, temperature: float, lr: float, seed: int,
+         eval_fn: Any = None, adv_floor: float = 0.0, epochs: int = 1, clip: float = 0.2) -> Dict[str, Any]:
+    """Group-relative policy optimisation on the LM: per case ``group`` sampled episodes, advantage =
+    (reward - group mean) / max(group std, ``adv_floor``), then :func:`policy_update` (``epochs``
+    clipped steps; 1 is the plain policy gradient of every action token the episodes chose). The
+    floor keeps a group whose rewards differ by a rounding-sized amount from weighing as much as
+    one whose episodes differ in outcome."""
+    import torch
+
+    if epochs < 1 or not 0.0 < clip < 1.0:
+        raise ValueError(f"epochs must be at least 1 and clip in (0, 1), got {epochs} and {clip}")
     rng = np.random.default_rng(seed)
     model = dec.model
     opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -465,31 +552,15 @@ def grpo(dec: Decoder, cases: Sequence[str], iterations: int, group: int, batch:
                 continue
             adv = group_advantages(r, adv_floor)
             samples += [(float(a), tr) for a, (_, tr) in zip(adv, runs)]
-        loss_v = 0.0
-        if samples:
-            model.train()
-            opt.zero_grad()
-            n_steps = sum(len(tr) for _, tr in samples)
-            for a, tr in samples:
-                for sid, chosen in tr:
-                    seq = sid + [oid[k] for oid, k in chosen[:-1]]
-                    logits = model(torch.tensor([seq]))[0, len(sid) - 1:]
-                    lp = 0.0
-                    for j, (oid, k) in enumerate(chosen):
-                        lp = lp + torch.log_softmax(logits[j, torch.tensor(oid)] / temperature, -1)[k]
-                    loss = -a * lp / n_steps
-                    loss.backward()
-                    loss_v += float(loss.detach())
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            model.eval()
+        loss_v = policy_update(model, opt, samples, temperature, epochs, clip)
         h = {"iteration": it + 1, "mean_reward": round(float(np.mean(rewards)), 4), "reward_std": round(float(np.std(rewards)), 4),
              "zero_variance_groups": zero_var, "groups": len(picked), "loss": round(loss_v, 5)}
         if eval_fn is not None:
             h["held_out"] = eval_fn(dec)
         history.append(h)
     zv = sum(h["zero_variance_groups"] for h in history) / max(sum(h["groups"] for h in history), 1)
-    return {"history": history, "zero_variance_share": round(zv, 4), "seed": seed, "temperature": temperature, "group": group, "lr": lr}
+    return {"history": history, "zero_variance_share": round(zv, 4), "seed": seed, "temperature": temperature, "group": group, "lr": lr,
+            "epochs": epochs, "clip": clip}
 
 
 def paired_delta(before: Dict[str, Any], after: Dict[str, Any]) -> Tuple[float, float]:
@@ -553,17 +624,18 @@ def rl_stage(out: Path, held: Sequence[str], sft_row: Dict[str, Any], train_ids:
     from .structured import bootstrap_ci
 
     n = int(cfg["seeds"])
-    knobs = dict({k: cfg[k] for k in ("iterations", "group", "batch", "temperature", "lr")}, adv_floor=cfg.get("adv_floor", 0.0))
+    knobs = dict({k: cfg[k] for k in ("iterations", "group", "batch", "temperature", "lr")}, adv_floor=cfg.get("adv_floor", 0.0),
+                 epochs=cfg.get("epochs", 1), clip=cfg.get("clip", 0.2))
     if rl_quarters:
         jobs = [("rl", q, dict(knobs, init=str(out / "sft"), db=str(db), bases=list(train_bases), out=str(out / f"rl-s{i}"), seed=i, quarter=q))
                 for i, (db, q) in ((i, rl_quarters[i % len(rl_quarters)]) for i in range(n))]
-        hist = in_quarters(jobs, out / "quarters")
+        hist = in_quarters(jobs, out / "quarters", parallel=int(cfg.get("parallel", 2)))
     else:
         hist = []
         for i in range(n):
             dec = load(out / "sft")
             hist.append(dict(grpo(dec, train_ids, knobs["iterations"], knobs["group"], knobs["batch"], knobs["temperature"], knobs["lr"], i,
-                                  adv_floor=knobs["adv_floor"]),
+                                  adv_floor=knobs["adv_floor"], epochs=knobs["epochs"], clip=knobs["clip"]),
                              train_cases=len(train_ids), quarter=None))
             save(dec, out / f"rl-s{i}")
     rows, runs = [], []
@@ -604,9 +676,10 @@ def rl_stage(out: Path, held: Sequence[str], sft_row: Dict[str, Any], train_ids:
 
 def compact_lm_stage(data: Path, out: Path, held_ids: Sequence[str], lr: float = 3e-3, minutes: float = 6.0, max_steps: int = 100000,
                      batch: int = 16, dim: int = 128, layers: int = 4, heads: int = 4, rl_seeds: int = 3, rl_iterations: int = 4,
-                     rl_group: int = 4, rl_batch: int = 8, rl_temperature: float = 1.0, rl_lr: float = 3e-4, sft_evals: int = 3,
+                     rl_group: int = 4, rl_batch: int = 8, rl_temperature: float = 1.0, rl_lr: float = 3e-4, sft_evals: int = 5,
                      threads: int = 1, extra: Sequence[Tuple[Path, int]] = (), rl_quarters: Sequence[Tuple[Path, int]] = (),
-                     held_quarters: Sequence[Tuple[Path, int]] = (), label_smoothing: float = 0.0) -> Dict[str, Any]:
+                     held_quarters: Sequence[Tuple[Path, int]] = (), label_smoothing: float = 0.0, rl_adv_floor: float = 0.0,
+                     rl_epochs: int = 1, rl_clip: float = 0.2, rl_parallel: int = 2, schedule_steps: int = 0) -> Dict[str, Any]:
     """SFT from random weights on the training split's replayed teacher steps, held-out
     evaluation under constraint of the SFT checkpoint and of GRPO over ``rl_seeds`` seeds
     (:func:`rl_stage`; ``rl_quarters`` and ``held_quarters``: ``(runs.db, seed)`` of other
@@ -645,20 +718,24 @@ def compact_lm_stage(data: Path, out: Path, held_ids: Sequence[str], lr: float =
         return {"mean_score": r["mean_score"], "parse_success": r["parse_success"], "episodes": r["episodes"]}
 
     start = curve_eval(model) if sft_evals else {"mean_score": 0.0, "parse_success": 0.0, "episodes": 0}
-    every = 60 * minutes / (sft_evals + 1) if sft_evals and minutes else 0.0
-    s = sft(model, coder, rows, lr, minutes, max_steps, batch, eval_fn=curve_eval if every else None, eval_every_s=every,
-            label_smoothing=label_smoothing)
+    # the probe's checkpoints: evenly over the steps when the run is step-limited, else over the minutes
+    by_steps = sft_evals and max_steps < STEP_LIMITED_BELOW
+    every = 60 * minutes / (sft_evals + 1) if sft_evals and minutes and not by_steps else 0.0
+    every_steps = max(1, max_steps // (sft_evals + 1)) if by_steps else 0
+    s = sft(model, coder, rows, lr, minutes, max_steps, batch, eval_fn=curve_eval if every or every_steps else None, eval_every_s=every,
+            label_smoothing=label_smoothing, eval_every_steps=every_steps, schedule_steps=schedule_steps)
     save(dec, out / "sft")
     sft_row = evaluate(dec, "compact-lm-sft", held)
     rl = rl_stage(out, held, sft_row, replayable(sorted({r["case_id"] for r in recs})), sorted(train_bases), split["eval_base_cases"],
-                  dict(seeds=rl_seeds, iterations=rl_iterations, group=rl_group, batch=rl_batch, temperature=rl_temperature, lr=rl_lr),
+                  dict(seeds=rl_seeds, iterations=rl_iterations, group=rl_group, batch=rl_batch, temperature=rl_temperature, lr=rl_lr,
+                       adv_floor=rl_adv_floor, epochs=rl_epochs, clip=rl_clip, parallel=rl_parallel),
                   rl_quarters, held_quarters)
     summary = {"params": n_params(model), "vocab": len(vocab), "config": model.config, "rows": rows_info, "extra_rows": extra_info,
                "threads": threads, "schema_types": len(schema.types),
                "schema_heads": len(schema.heads), "train_episodes": len(episodes), "held_out_episodes": len(held), "prep_s": prep_s,
                "sft": {"steps": s["steps"], "wall_s": s["wall_s"], "loss_first": s["history"][0]["loss"] if s["history"] else None,
                        "loss_last": s["history"][-1]["loss"] if s["history"] else None, "lr": lr, "batch": batch, "minutes": minutes,
-                       "label_smoothing": label_smoothing},
+                       "label_smoothing": label_smoothing, "schedule_steps": schedule_steps},
                "sft_history": s["history"], "sft_curve": s["evals"], "sft_curve_start": start, "probe_cases": probe,
                "sft_held_out": sft_row["mean_score"], "sft_ci95": sft_row["ci95"], "sft_parse_success_under_constraint": sft_row["parse_success"],
                "sft_submitted_share": sft_row["submitted_share"],

@@ -378,6 +378,17 @@ fn gaming_policies_score_low_on_generated_pools() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+/// The long loops' size: `REDTEAM_LOOP_N` seeds per kind (default 100) and the kinds of
+/// `REDTEAM_LOOP_KINDS` (comma-separated, default `default_kinds`).
+fn loop_config(default_kinds: &str) -> (usize, String) {
+    let n = std::env::var("REDTEAM_LOOP_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let kinds = std::env::var("REDTEAM_LOOP_KINDS").unwrap_or_else(|_| default_kinds.into());
+    (n, kinds)
+}
+
 /// The bounds' margin over many random seeds (ignored: minutes; run with `--ignored`). Every
 /// family on `REDTEAM_LOOP_N` (default 100) random seeds per pool kind, built as the test above
 /// builds them (seed pairs); prints each family's
@@ -387,11 +398,7 @@ fn gaming_policies_score_low_on_generated_pools() {
 #[ignore]
 fn bounds_hold_over_many_random_seeds() {
     let set = FixtureSet::embedded().expect("fixtures");
-    let n: usize = std::env::var("REDTEAM_LOOP_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100);
-    let kinds = std::env::var("REDTEAM_LOOP_KINDS").unwrap_or("holdout,challenge,twins".into());
+    let (n, kinds) = loop_config("holdout,challenge,twins");
     let mut failures = Vec::new();
     for kind in kinds.split(',') {
         let seeds = draw_seeds(&format!("loop {kind}"), 2 * n);
@@ -530,11 +537,7 @@ fn teacher_does_not_pay_the_split_or_mismatched_bills_it_once_released() {
 #[ignore]
 fn teacher_makes_no_unsafe_release_over_many_random_seeds() {
     let set = FixtureSet::embedded().expect("fixtures");
-    let n: usize = std::env::var("REDTEAM_LOOP_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100);
-    let kinds = std::env::var("REDTEAM_LOOP_KINDS").unwrap_or("challenge,holdout,twins".into());
+    let (n, kinds) = loop_config("challenge,holdout,twins");
     let mut unsafe_cases = Vec::new();
     for kind in kinds.split(',') {
         let (mut played, mut low) = (0usize, Vec::new());

@@ -8,6 +8,7 @@ pub use crate::episode::{track_description, track_label};
 use crate::episode::{CaseDerived, Episode, EpisodeSpec, StepError, TrackMode};
 use crate::memory::{InstitutionalMemory, RecordInput};
 use crate::observation::{PublicState, RawJson, SharedJson};
+use crate::reward::RewardMode;
 use crate::terminal_info::{Report, StepEnvelope, StepInfo};
 use ls_core::fixtures::{FixtureSet, MasterData};
 use ls_core::schema::Case;
@@ -100,6 +101,11 @@ pub struct ResetRequest {
     /// episode's own outcome is then recorded into that fresh memory.
     #[serde(default)]
     pub fresh_institution: bool,
+    /// The reward this episode pays: `score` (default; label-free, the return is the score) or
+    /// `reference` (the reference's label-revealing shaping; instrumented track only). See
+    /// [`crate::reward`].
+    #[serde(default)]
+    pub reward_mode: Option<RewardMode>,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -110,6 +116,8 @@ pub enum ResetError {
     InvalidCustomCase(String),
     #[error("no cases are loaded")]
     NoCases,
+    #[error("reward_mode 'reference' reads the belief (and so the evidence) into every step reward; it is refused on the blind track: reset with track_mode instrumented, or use reward_mode 'score'")]
+    LabelRevealingRewardOnBlindTrack,
     #[error("institutional memory cannot be reset inside a ControlBench sequence: the governed agent does not reset its own institution; start a new session for a new sequence")]
     InsideControlBenchSequence,
 }
@@ -215,6 +223,15 @@ impl Environment {
 
     pub fn reset(&mut self, req: &ResetRequest) -> Result<StepEnvelope, ResetError> {
         let requested_track = req.track.as_deref().map(normalize_track);
+        let reward_mode = req.reward_mode.unwrap_or_default();
+        // Refused before anything is drawn when the track is known to be blind already (a case
+        // whose own track is blind is refused below, before any state changes).
+        if reward_mode.reveals_label()
+            && (self.config.track_mode == TrackMode::Blind
+                || requested_track == Some("blind_control"))
+        {
+            return Err(ResetError::LabelRevealingRewardOnBlindTrack);
+        }
         let (case, max_steps, budget, adjusted, selection_seed) =
             if let Some(custom) = &req.custom_case {
                 let (c, steps, budget) = self.custom_case(custom)?;
@@ -238,11 +255,6 @@ impl Environment {
                 let (s, b) = self.curriculum.adjust(c.max_steps, c.budget_total);
                 (c, s, b, true, seed)
             };
-        // Only once the request is known to be valid: a rejected reset leaves memory as it was.
-        if req.fresh_institution {
-            self.check_institution_resettable()?;
-            self.clear_memory();
-        }
         let track = requested_track
             .map(str::to_owned)
             .or_else(|| {
@@ -256,6 +268,14 @@ impl Environment {
         } else {
             self.config.track_mode
         };
+        if track_mode == TrackMode::Blind && reward_mode.reveals_label() {
+            return Err(ResetError::LabelRevealingRewardOnBlindTrack);
+        }
+        // Only once the request is known to be valid: a rejected reset leaves memory as it was.
+        if req.fresh_institution {
+            self.check_institution_resettable()?;
+            self.clear_memory();
+        }
         self.episodes_started += 1;
         // Episode randomness (ids, event ids) flows from the case and the session's episode count,
         // so a fresh session replaying the same resets and actions is byte-identical.
@@ -271,6 +291,7 @@ impl Environment {
             master: self.pool.master.clone(),
             track,
             track_mode,
+            reward_mode,
             budget_total: budget,
             max_steps,
             episode_seed,

@@ -10,6 +10,7 @@ use crate::artifacts;
 use crate::memory::{GateInput, GateResult, InstitutionHandoff};
 use crate::observation::*;
 use crate::pressure::{self, PressurePlan};
+use crate::reward::{self, RewardMode};
 use crate::sprt::Sprt;
 use crate::temporal::{self, RewardMachine};
 use crate::terminal_info::{
@@ -140,6 +141,8 @@ pub struct EpisodeSpec {
     pub master: Arc<MasterData>,
     pub track: String,
     pub track_mode: TrackMode,
+    /// Which reward the episode pays (the environment refuses `reference` on the blind track).
+    pub reward_mode: RewardMode,
     pub budget_total: Decimal,
     pub max_steps: u32,
     pub episode_seed: u64,
@@ -160,6 +163,7 @@ pub struct Episode {
     pub episode_id: String,
     pub track: String,
     pub track_mode: TrackMode,
+    pub reward_mode: RewardMode,
     pub budget_total: Decimal,
     pub budget_remaining: Decimal,
     pub max_steps: u32,
@@ -314,11 +318,15 @@ struct RewardModelView<'a, C, M> {
     metadata: &'a M,
 }
 
-/// A step's reward components, in the wire order.
+/// A step's reward components, in the wire order: the terms that sum to the step's reward. The
+/// `score` reward has the cost, the failure penalty and the potential's change; the `reference`
+/// reward adds its value-of-information and bonus terms.
 #[derive(Serialize)]
 struct StepComponents {
-    voi_reward: f64,
-    information_value: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    voi_reward: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    information_value: Option<f64>,
     cost_penalty: f64,
     failure_penalty: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -336,7 +344,10 @@ struct StepMetadata<'a> {
     action_type: &'static str,
     control_boundary_phase: &'static str,
     success: bool,
-    novel_signal_count: usize,
+    /// Instrumented track only: how many signals the step newly observed (a reading of what it
+    /// revealed, so not part of the blind track's reward metadata).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    novel_signal_count: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     intervention: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -351,6 +362,8 @@ struct StepMetadata<'a> {
 #[derive(Serialize)]
 struct RejectedComponents {
     failure_penalty: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    potential_delta: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -424,12 +437,16 @@ impl Episode {
             HiddenWorld::derive(&case),
             "the spec's hidden world is the case's"
         );
+        debug_assert!(
+            !(spec.track_mode == TrackMode::Blind && spec.reward_mode.reveals_label()),
+            "the blind track pays no label-revealing reward"
+        );
         let mut rng = ChaCha8Rng::seed_from_u64(spec.episode_seed);
         let id_bytes: [u8; 16] = rng.random();
         let episode_id = uuid::Builder::from_random_bytes(id_bytes)
             .into_uuid()
             .to_string();
-        let pressure = pressure::plan(&case, hidden.case_seed);
+        let pressure = pressure::plan(&case);
         let max_steps = spec.max_steps.clamp(1, MAX_STEPS_LIMIT);
         let invoice_total: f64 = spec
             .derived
@@ -451,6 +468,7 @@ impl Episode {
             episode_id,
             track: spec.track,
             track_mode: spec.track_mode,
+            reward_mode: spec.reward_mode,
             budget_total: spec.budget_total,
             budget_remaining: spec.budget_total,
             max_steps,
@@ -562,6 +580,7 @@ impl Episode {
             submitted: self.submitted,
             pending_event_count: self.pending.len(),
             decision_readiness: self.sprt.readiness(),
+            phase_reads_belief: !self.blind(),
             successful_actions: &self.successful_actions,
             prior_count_of_action: prior,
             observed_signals: &observed,
@@ -628,13 +647,28 @@ impl Episode {
         message: String,
         tool_name: &str,
     ) -> StepEnvelope {
+        let phi_before = self.potential();
         self.step_count += 1;
         self.case_clock += 1;
+        let mut messages = vec![message.clone()];
+        // Rejected actions still spend the step budget, so they cannot stall an episode forever.
+        let ended = (self.step_count >= self.max_steps).then(|| {
+            messages.push("Maximum steps reached. Episode truncated.".into());
+            self.end_truncated("max_steps_reached")
+        });
+        // `score`: the penalty plus the shaping, which gives the potential back when this step
+        // truncates the episode; `reference`: the penalty alone.
+        let shaping = match self.reward_mode {
+            RewardMode::Score => self.potential() - phi_before,
+            RewardMode::Reference => 0.0,
+        };
+        let reward = penalty + shaping;
         let reward_model = raw_json(&RewardModelView {
-            value: round4(penalty),
+            value: round4(reward),
             terminal: false,
             components: &RejectedComponents {
                 failure_penalty: round4(penalty),
+                potential_delta: (self.reward_mode == RewardMode::Score).then(|| round4(shaping)),
             },
             metadata: &RejectedMetadata {
                 action_type: tool_name,
@@ -649,26 +683,26 @@ impl Episode {
         result.insert("message", message.clone());
         result.insert("cost", 0.0);
         result.insert_raw("reward_model", reward_model.clone());
-        let mut info = RejectedInfo {
-            error: message.clone(),
+        let info = RejectedInfo {
+            error: message,
             reward_model,
-            ended: None,
+            ended,
         };
-        let mut messages = vec![message];
-        // Rejected actions still spend the step budget, so they cannot stall an episode forever.
-        if self.step_count >= self.max_steps {
-            info.ended = Some(self.end_truncated("max_steps_reached"));
-            messages.push("Maximum steps reached. Episode truncated.".into());
-        }
-        self.last_reward = penalty;
+        self.last_reward = reward;
         StepEnvelope {
             observation: self.observation(result, messages),
-            reward: penalty,
+            reward,
             done: self.done,
             truncated: self.truncated,
             terminated: false,
             info: StepInfo::Rejected(info),
         }
+    }
+
+    /// `Φ(s)` of the `score` reward: the public-progress potential while the episode runs, 0
+    /// once it has ended ([`reward::potential`]).
+    fn potential(&self) -> f64 {
+        reward::potential(&self.rm, self.done)
     }
 
     fn end_truncated(&mut self, reason: &'static str) -> Truncation {
@@ -724,6 +758,7 @@ impl Episode {
         payload: &Map<String, Value>,
     ) -> StepEnvelope {
         let boundary = self.boundary(Some(action), None);
+        let progress_before = self.potential();
 
         self.step_count += 1;
         self.case_clock += 1;
@@ -759,7 +794,9 @@ impl Episode {
             messages.extend(arrived.iter().map(|a| a.summary.clone()));
         }
         let novel = exec.novel_signals + novel_from_artifacts;
-        result.insert("novel_signal_count", novel);
+        if !self.blind() {
+            result.insert("novel_signal_count", novel);
+        }
         if novel > 0 {
             let p_risky = 1.0 - self.sprt.posterior()[Hypothesis::Safe.index()];
             self.watchdog.resolve(p_risky, self.invoice_total);
@@ -796,34 +833,31 @@ impl Episode {
             budget_exhausted = Some(true);
             messages.push("Budget exhausted. Episode truncated.".into());
         }
-        let milestone = if self.done {
-            0.0
-        } else {
-            self.award_milestones()
-        };
-        // Information gain: how much the agent's own belief (the SPRT posterior, updated only on
-        // what it observed) sharpened, in bits, on any step that updated it (a clean observation
-        // sharpens it as much as a suspicious one). Never read from the hidden gold signals, so
-        // the bonus says nothing about whether a newly seen signal is part of the answer.
-        let info_gain = if self.sprt.observations_used > observations_before {
-            let bits = (sprt_before.entropy() - self.sprt.entropy()).abs() / std::f64::consts::LN_2;
-            (INFO_GAIN_FLOOR + 0.04 * bits).min(INFO_GAIN_BONUS)
-        } else {
-            0.0
-        };
         self.refresh_calibration();
-        let phi_after = self.sprt.potential();
-        let shaping = SHAPING_SCALE * (SHAPING_GAMMA * phi_after - phi_before);
-        let reward =
-            (exec.reward_voi + exec.failure_penalty + rm_bonus + milestone + info_gain + shaping)
-                .clamp(-1.0, 1.0);
-
-        let terms = StepTerms {
-            rm_bonus,
-            milestone,
-            info_gain,
-            shaping,
+        let terms = match self.reward_mode {
+            RewardMode::Score => StepTerms {
+                rm_bonus: 0.0,
+                milestone: 0.0,
+                info_gain: 0.0,
+                shaping: self.potential() - progress_before,
+            },
+            RewardMode::Reference => {
+                self.reference_terms(rm_bonus, observations_before, &sprt_before, phi_before)
+            }
         };
+        let reward = match self.reward_mode {
+            RewardMode::Score => {
+                -self.cost_penalty(exec.cost) + exec.failure_penalty + terms.shaping
+            }
+            RewardMode::Reference => (exec.reward_voi
+                + exec.failure_penalty
+                + terms.rm_bonus
+                + terms.milestone
+                + terms.info_gain
+                + terms.shaping)
+                .clamp(-1.0, 1.0),
+        };
+
         let components = self.reward_components(&exec, &terms);
         let metadata = self.reward_metadata(action, &boundary, &exec, novel, &result);
         let reward_model = raw_json(&RewardModelView {
@@ -874,11 +908,42 @@ impl Episode {
         })
     }
 
+    /// The `reference` reward's shaping terms (label-revealing: they read the belief).
+    fn reference_terms(
+        &mut self,
+        rm_bonus: f64,
+        observations_before: u32,
+        sprt_before: &Sprt,
+        phi_before: f64,
+    ) -> StepTerms {
+        let milestone = if self.done {
+            0.0
+        } else {
+            self.award_milestones()
+        };
+        // Information gain: how much the agent's own belief (the SPRT posterior, updated only on
+        // what it observed) sharpened, in bits, on any step that updated it.
+        let info_gain = if self.sprt.observations_used > observations_before {
+            let bits = (sprt_before.entropy() - self.sprt.entropy()).abs() / std::f64::consts::LN_2;
+            (INFO_GAIN_FLOOR + 0.04 * bits).min(INFO_GAIN_BONUS)
+        } else {
+            0.0
+        };
+        let phi_after = self.sprt.potential();
+        StepTerms {
+            rm_bonus,
+            milestone,
+            info_gain,
+            shaping: SHAPING_SCALE * (SHAPING_GAMMA * phi_after - phi_before),
+        }
+    }
+
     /// The step reward's components.
     fn reward_components(&self, exec: &Executed, t: &StepTerms) -> StepComponents {
+        let reference = self.reward_mode == RewardMode::Reference;
         StepComponents {
-            voi_reward: round4(exec.reward_voi),
-            information_value: round4(exec.gross_voi),
+            voi_reward: reference.then(|| round4(exec.reward_voi)),
+            information_value: reference.then(|| round4(exec.gross_voi)),
             cost_penalty: round4(-self.cost_penalty(exec.cost)),
             failure_penalty: round4(exec.failure_penalty),
             reward_machine_bonus: kept(t.rm_bonus != 0.0, round4(t.rm_bonus)),
@@ -901,7 +966,7 @@ impl Episode {
             action_type: action.as_str(),
             control_boundary_phase: boundary.phase,
             success: exec.success,
-            novel_signal_count: novel,
+            novel_signal_count: (!self.blind()).then_some(novel),
             intervention: action.is_intervention().then_some(true),
             observation_key: exec.observation_key.as_deref().filter(|_| !self.blind()),
             terminal_reason: self.terminal_reason.as_deref(),
@@ -1215,6 +1280,7 @@ impl Episode {
     fn submit(&mut self, payload: &Map<String, Value>, submission: Submission) -> StepEnvelope {
         let decision = submission.decision.expect("validated by caller");
         let boundary = self.boundary(Some(ActionName::SubmitDecision), Some(decision));
+        let progress_before = self.potential();
         self.step_count += 1;
         self.case_clock += 1;
         let phi_before = self.sprt.potential();
@@ -1266,12 +1332,23 @@ impl Episode {
             control_boundary_warnings: boundary.warnings.iter().map(|w| (*w).to_owned()).collect(),
         });
         let rm_bonus = self.rm.transition(ActionName::SubmitDecision, true);
-        let phi_after = self.sprt.potential();
-        let shaping = SHAPING_SCALE * (SHAPING_GAMMA * phi_after - phi_before);
-        let reward = (grade.final_score + rm_bonus + shaping).clamp(-1.0, 1.0);
         self.submitted = true;
         self.done = true;
         self.terminated = true;
+        // `score`: the grade, and the potential given back (Φ = 0 at the end), so the return is
+        // the score less the costs; `reference`: the grade with the reference's terms.
+        let (rm_bonus, shaping, reward) = match self.reward_mode {
+            RewardMode::Score => {
+                let shaping = self.potential() - progress_before;
+                (0.0, shaping, grade.final_score + shaping)
+            }
+            RewardMode::Reference => {
+                let phi_after = self.sprt.potential();
+                let shaping = SHAPING_SCALE * (SHAPING_GAMMA * phi_after - phi_before);
+                let reward = (grade.final_score + rm_bonus + shaping).clamp(-1.0, 1.0);
+                (rm_bonus, shaping, reward)
+            }
+        };
         self.terminal_reason = Some("decision_submitted".into());
         self.submitted_decision = Some(decision);
 

@@ -22,6 +22,7 @@
 pub mod action;
 pub mod artifacts;
 pub mod candidates;
+pub mod channels;
 pub mod curriculum;
 pub mod designer;
 pub mod env;
@@ -31,6 +32,7 @@ pub mod memory;
 pub mod observation;
 pub mod payload;
 pub mod pressure;
+pub mod reward;
 pub mod sprt;
 pub mod step_body;
 pub mod temporal;

@@ -80,11 +80,13 @@ pub struct PressurePlan {
     pub doc_id: String,
 }
 
-/// Every case gets one pressure event, its kind drawn from the case seed alone (a case's own
-/// `pressure_event` key is attack metadata, present only on risky cases, so it is not used: the
-/// message would name the label) and its trigger at half the step limit.
-pub fn plan(case: &Case, case_seed: u64) -> Option<PressurePlan> {
-    let mut rng = ChaCha8Rng::seed_from_u64(case_seed);
+/// Every case gets one pressure event, its trigger at half the step limit and its kind drawn from
+/// the case's public shape alone ([`public_shape_seed`]: family, limits, due date and the document
+/// catalogue's types). A case's own `pressure_event` key is attack metadata, present only on risky
+/// cases, so it is not used (the message would name the label), and neither is the case id: a
+/// benign case and its risky twin, which share their shape, get the same event at the same step.
+pub fn plan(case: &Case) -> Option<PressurePlan> {
+    let mut rng = ChaCha8Rng::seed_from_u64(public_shape_seed(case));
     let kind = &KINDS[rng.random_range(0..KINDS.len())];
     Some(PressurePlan {
         kind,
@@ -92,6 +94,26 @@ pub fn plan(case: &Case, case_seed: u64) -> Option<PressurePlan> {
         injected: false,
         doc_id: format!("PRESS-{}-{}", case.case_id.replace("::", "-"), kind.key),
     })
+}
+
+/// A seed from what an agent sees of a case before acting, ids aside: its task family, step limit,
+/// budget, due date and its documents' types in catalogue order (FNV-1a over their text).
+pub fn public_shape_seed(case: &Case) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for b in bytes.iter().chain(&[0xff]) {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    eat(case.task_type.as_str().as_bytes());
+    eat(&case.max_steps.to_le_bytes());
+    eat(case.budget_total.normalize().to_string().as_bytes());
+    eat(&case.due_date_days().to_le_bytes());
+    for d in &case.documents {
+        eat(d.doc_type.as_bytes());
+    }
+    h
 }
 
 /// The document an injected pressure event adds to the episode.

@@ -342,6 +342,14 @@ impl RewardMachine {
         ls_core::text::round_to((1.0 - d / d0).clamp(0.0, 1.0), 4)
     }
 
+    /// The best progress reached so far, in [0, 1]: `1 − best distance / initial distance`.
+    /// Monotone (a step back in the automaton does not lower it); the public-progress potential
+    /// of the `score` reward ([`crate::reward::potential`]).
+    pub fn best_progress(&self) -> f64 {
+        let d0 = f64::from(self.m().distance[0].max(1));
+        (1.0 - f64::from(self.best_distance) / d0).clamp(0.0, 1.0)
+    }
+
     pub fn accepting(&self) -> bool {
         self.m().distance[self.state_id as usize] == 0
     }

@@ -36,9 +36,17 @@ fn careful_submissions_score_high_and_shortcuts_are_punished() {
             case.case_id,
             done.info.terminal().unwrap().score_breakdown
         );
+        // The terminal reward is the grade plus the potential given back (the `score` reward).
+        let rm = &done.info.terminal().unwrap().reward_model;
+        let delta = serde_json::from_str::<serde_json::Value>(rm.raw().get()).unwrap()
+            ["components"]["potential_delta"]
+            .as_f64()
+            .unwrap();
         assert!(
-            (done.reward - score).abs() <= 0.03,
-            "terminal reward tracks the grade"
+            (-ls_env::reward::PROGRESS_SCALE..=0.0).contains(&delta)
+                && (done.reward - (score + delta)).abs() <= 1e-4,
+            "terminal reward is the grade plus the potential's change: {} vs {score} {delta}",
+            done.reward
         );
 
         // Same decision, empty evidence map: capped.

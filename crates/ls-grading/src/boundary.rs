@@ -81,6 +81,11 @@ pub struct BoundaryInput<'a> {
     pub submitted: bool,
     pub pending_event_count: usize,
     pub decision_readiness: f64,
+    /// Does the phase show the belief (`decision_ready` once the readiness passes its threshold)?
+    /// Off on the blind track, whose agent sees no belief state: there the phase is a function of
+    /// the actions taken and the pending events alone (the readiness still decides whether a
+    /// submitted decision may take effect).
+    pub phase_reads_belief: bool,
     /// Action types that succeeded so far.
     pub successful_actions: &'a BTreeSet<ActionName>,
     /// How often the proposed action already appears in the trajectory.
@@ -167,7 +172,7 @@ pub fn phase(input: &BoundaryInput<'_>) -> &'static str {
         "terminal"
     } else if input.pending_event_count > 0 {
         "intervention"
-    } else if input.decision_readiness >= DECISION_READY_THRESHOLD {
+    } else if input.phase_reads_belief && input.decision_readiness >= DECISION_READY_THRESHOLD {
         "decision_ready"
     } else if [
         LookupVendor,
@@ -377,6 +382,7 @@ mod tests {
             submitted: false,
             pending_event_count: 0,
             decision_readiness: 0.9,
+            phase_reads_belief: true,
             successful_actions: succ,
             prior_count_of_action: 0,
             observed_signals: obs,
@@ -449,6 +455,33 @@ mod tests {
         i.decision = Some(Decision::Pay);
         i.decision_readiness = 0.3;
         assert!(evaluate_boundary(&i).blocking);
+    }
+
+    /// Without the belief (the blind track), the phase never says `decision_ready`: the same
+    /// actions give the same phase whatever the readiness, while the readiness still decides
+    /// whether a submitted decision is held back.
+    #[test]
+    fn blind_phase_does_not_read_the_belief() {
+        let succ = BTreeSet::from([ActionName::Ocr, ActionName::LookupVendor]);
+        let obs = vec!["duplicate_near_match".to_owned()];
+        let mut phases = BTreeSet::new();
+        for readiness in [0.0, 0.3, 0.6, 0.9, 1.0] {
+            let mut i = input(&succ, &obs);
+            i.action = Some(ActionName::LookupPo);
+            i.decision = None;
+            i.phase_reads_belief = false;
+            i.decision_readiness = readiness;
+            let r = evaluate_boundary(&i);
+            phases.insert((r.phase, r.next_phase));
+        }
+        assert_eq!(phases, BTreeSet::from([("corroboration", "corroboration")]));
+        let mut i = input(&succ, &obs);
+        i.phase_reads_belief = false;
+        i.decision_readiness = 0.3;
+        assert!(
+            evaluate_boundary(&i).blocking,
+            "readiness still gates the decision"
+        );
     }
 
     #[test]

@@ -166,6 +166,7 @@ pub fn submit_boundary(
         submitted: false,
         pending_event_count: pending,
         decision_readiness: ep.readiness,
+        phase_reads_belief: true,
         successful_actions: &succ,
         prior_count_of_action: 0,
         observed_signals: &ep.observed,

@@ -10,7 +10,8 @@
 //! * [`redteam`]: evidence-blind gaming policies (the red-team suite's agents).
 //! * [`learned`]: the learned attacker (blind probe features, per-family scan, random forest, acting policy).
 //! * [`ledger`]: the evidence ledger a policy can be shown (ids, values, OCR lines revealed so far).
-//! * [`facts`]: reading OCR lines into invoices and emails with their token references.
+//! * [`facts`]: reading OCR lines into invoices and emails with their token references (declared
+//!   in `ls-rl`, whose evidence ledger reads them too; re-exported here).
 //! * [`llm`]: an OpenAI-compatible chat-completions agent with capability tiers, output repair,
 //!   retries and the `[START]`/`[STEP]`/`[END]` stdout contract.
 //!
@@ -19,7 +20,7 @@
 pub mod action;
 pub mod baselines;
 pub mod client;
-pub mod facts;
+pub use ls_rl::facts;
 pub mod learned;
 pub mod ledger;
 pub mod llm;

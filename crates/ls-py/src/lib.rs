@@ -9,6 +9,8 @@
 //! * [`request`]: requests read from JSON text with the HTTP bodies' rules and messages.
 //! * [`errors`]: refusals with the server's status, code and message, raised as `EnvError`.
 //! * [`vector`]: N environments stepped in Rust worker threads in one call.
+//! * [`structured`]: ControlBench through `ls-rl`: the structured observation and the factored
+//!   action space.
 //! * [`py`]: the Python classes. Every call releases the GIL while Rust works and turns a Rust
 //!   panic into a Python `RuntimeError`.
 
@@ -18,6 +20,7 @@ pub mod controlbench;
 pub mod errors;
 pub mod py;
 pub mod request;
+pub mod structured;
 pub mod vector;
 
 use pyo3::prelude::*;
@@ -42,5 +45,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AUDIT_FEATURES", audit::FEATURES)?;
     m.add("AUDIT_MAX_CANDIDATES", audit::MAX_CANDIDATES)?;
     m.add("INVALID_INDEX_ACTION", controlbench::INVALID_INDEX_ACTION)?;
+    structured::register(m)?;
     Ok(())
 }

@@ -21,7 +21,7 @@ use std::sync::Mutex;
 
 /// Run `f` on the locked state without the GIL; refusals become `EnvError`, a panic
 /// `RuntimeError` (and poisons the state).
-fn call<S, T>(
+pub(crate) fn call<S, T>(
     py: Python<'_>,
     m: &Mutex<S>,
     f: impl FnOnce(&mut S) -> Result<T, Refusal> + Send,
@@ -66,7 +66,7 @@ fn cb_config(track_mode: &str) -> Result<EnvConfig, Refusal> {
     })
 }
 
-fn f32_bytes(v: &[f32]) -> Vec<u8> {
+pub(crate) fn f32_bytes(v: &[f32]) -> Vec<u8> {
     let mut out = Vec::with_capacity(v.len() * 4);
     for x in v {
         out.extend_from_slice(&x.to_le_bytes());

@@ -12,6 +12,7 @@
 //! | `target(x)` | 44 | chooses what the next `point(r)` fills: a reason code (27, cited at row `r`), a Task A field (10, value and citation from row `r`), a line item (row `r`), a verification a PAY cites (PO, receipt, vendor master, invoice total), a duplicate link (a ledger hit), a cross-invoice link (an invoice) |
 //! | `check(c, pass\|fail)` | 8 | a policy check's state (once each) |
 //! | `submit` | 1 | submits the composed decision (needs a decision) |
+//! | `point.best` | 1 | the legal row the observation rates best for what is pending (highest affinity, then first revealed): an alias of one `point(r)` |
 //! | `point(r)` | [`MAX_ROWS`] | the pending tool's or target's row |
 //!
 //! Tools, the policy lookup, interventions and `submit` are environment steps; every other
@@ -246,6 +247,9 @@ pub enum FactoredAction {
     Target(Target),
     Check(Check, bool),
     Submit,
+    /// The legal row the observation rates best for what is pending (highest affinity, then
+    /// the first revealed): an alias of one `Point`.
+    PointBest,
     Point(usize),
 }
 
@@ -290,6 +294,7 @@ impl Layout {
             }
         }
         actions.push(FactoredAction::Submit);
+        actions.push(FactoredAction::PointBest);
         actions.extend((0..MAX_ROWS).map(FactoredAction::Point));
         let index = actions
             .iter()
@@ -407,6 +412,21 @@ impl Composer {
         }
     }
 
+    /// The legal row rated best for what is pending: the highest affinity with a pending target
+    /// (`observe::affinity`), else the first revealed legal row.
+    pub fn best_row(&self, l: &Ledger) -> Option<usize> {
+        let p = self.pending?;
+        let legal = (0..l.rows.len().min(MAX_ROWS)).filter(|i| self.row_ok_for(l, p, *i));
+        match p {
+            Pending::Tool(_) => legal.min(),
+            Pending::Target(t) => legal.max_by(|a, b| {
+                crate::observe::affinity(t, &l.rows[*a])
+                    .total_cmp(&crate::observe::affinity(t, &l.rows[*b]))
+                    .then(b.cmp(a))
+            }),
+        }
+    }
+
     /// The legal actions now, one flag per layout index.
     pub fn mask(&self, layout: &Layout, l: &Ledger) -> Vec<bool> {
         let mut m = vec![false; layout.len()];
@@ -423,6 +443,9 @@ impl Composer {
                 }
             }
             debug_assert!(m.iter().any(|x| *x), "a pending choice always has a row");
+            m[layout
+                .index_of(&FactoredAction::PointBest)
+                .expect("laid out")] = true;
             return m;
         }
         for (i, a) in layout.actions().iter().enumerate() {
@@ -447,7 +470,7 @@ impl Composer {
                 }
                 FactoredAction::Check(c, _) => !self.checks.contains_key(&c),
                 FactoredAction::Submit => self.decision.is_some(),
-                FactoredAction::Point(_) => false,
+                FactoredAction::Point(_) | FactoredAction::PointBest => false,
             };
         }
         m
@@ -503,6 +526,12 @@ impl Composer {
                 Step::Composed
             }
             FactoredAction::Submit => env_map("submit_decision", self.submission(l)),
+            FactoredAction::PointBest => {
+                let i = self
+                    .best_row(l)
+                    .expect("point.best is legal only when a row is");
+                self.play(l, FactoredAction::Point(i))
+            }
             FactoredAction::Point(i) => {
                 let p = self
                     .pending

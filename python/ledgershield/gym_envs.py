@@ -8,6 +8,16 @@ them)::
     obs, info = env.reset(seed=7)
     obs, reward, terminated, truncated, info = env.step(0)     # info["candidates"][0]
 
+Resets (ControlBench): by default ``reset(seed=s)`` draws a case from the **task
+distribution** (``ls_gen::tasks``: every family A-E and every generator, curated, challenge,
+holdout, twins, AP-quarter slots and FraudGen, in the proportions of docs/python.md), a pure
+function of the seed: each episode starts in a new session, whatever ran before.
+``template_split`` and ``generator_split`` (``train``, ``validation``, ``test`` or ``all``)
+select the documented splits by base template and by generator. ``case_id`` plays that case;
+``curriculum=True`` uses the server's seeded reset instead (the case pool, the curriculum's tiers,
+the institution carried across episodes as in one HTTP session). Any of these may also be given
+per reset in ``options``.
+
 Observations: ``observation_mode="text"`` (default) is the compact reply as text (what
 ``LedgerShieldToolEnv`` shows a model); ``"dict"`` is a ``Dict`` space of fixed-size arrays:
 ``features`` (float32; documented in docs/python.md), ``action_mask`` (int8, 1 for each legal
@@ -16,13 +26,17 @@ mode; zeros in the default blind mode, which exposes no belief state).
 
 Actions: ``action_mode="index"`` (default) is ``Discrete``: an index into the legal candidate
 actions of the current observation, listed in ``info["candidates"]`` (an index past the list is
-played as an unknown action, a penalised step); ``"json"`` takes the typed action itself, as a
-mapping or JSON text (``{"action_type", "payload"}``; for the audit env ``{"findings", "submit_final"}``).
+played as an unknown action, a penalised step), with ``action_masks()`` for masked policies;
+``"json"`` takes the typed action itself, as a mapping or JSON text (``{"action_type",
+"payload"}``; for the audit env ``{"findings", "submit_final"}``); its space samples well-formed
+actions.
 
-Every reset starts from a fresh institution (``fresh_institution=True``) so that ``reset(seed=s)``
-reproduces an episode whatever ran before; pass ``fresh_institution=False`` to let the
-institution's memory carry across episodes, as one HTTP session does. ``render()``
-(``render_mode="ansi"``) returns the compact text.
+``info`` has the same keys and types at every step (``candidates``, ``action_mask``,
+``info_json``: the envelope's ``info`` as JSON text), plus on the step that ends an episode
+``final_score`` (0 for an episode truncated before any grade) and, for a task draw, ``task`` (generator, base template, family, seed, splits;
+never shown before the end, as ``/state`` shows a case's split only then); the audit env's
+terminal ``info`` carries ``grade`` (the grader's reply) and ``final_score``. ``render()``:
+``render_mode="ansi"`` returns the compact text, ``"rgb_array"`` an image of it (Pillow).
 """
 
 from __future__ import annotations
@@ -30,7 +44,8 @@ from __future__ import annotations
 import abc
 import json
 import string
-from typing import Any, Dict, List, Optional, Tuple
+import textwrap
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import gymnasium
 import numpy as np
@@ -40,6 +55,7 @@ from . import native
 from .trl_env import _compact, _shrink, compact_result
 
 TEXT_MAX_LENGTH = 1 << 20
+SPLITS = ("train", "validation", "test", "all")
 
 
 class AnyText(spaces.Text):
@@ -54,6 +70,38 @@ class AnyText(spaces.Text):
 
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, AnyText) and other.max_length == self.max_length
+
+
+class JsonAction(spaces.Space):
+    """The typed-action space of ``action_mode="json"``: a step body as a mapping or JSON text.
+    ``sample()`` draws one of a fixed list of well-formed actions any case accepts (so
+    ``check_env`` and random agents step the environment rather than send text it refuses);
+    the environment takes any action its server would."""
+
+    def __init__(self, examples: Sequence[Mapping[str, Any]], seed: Optional[int] = None) -> None:
+        self.examples = tuple(json.dumps(e, separators=(",", ":")) for e in examples)
+        super().__init__(shape=None, dtype=None, seed=seed)
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        return self.examples[int(self.np_random.integers(len(self.examples)))]
+
+    def contains(self, x: Any) -> bool:
+        if isinstance(x, str):
+            try:
+                return isinstance(json.loads(x), dict)
+            except ValueError:
+                return False
+        return isinstance(x, Mapping) or hasattr(x, "model_dump")
+
+    def __repr__(self) -> str:
+        return f"JsonAction({len(self.examples)} examples)"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, JsonAction) and other.examples == self.examples
 
 
 def controlbench_text(envelope: Dict[str, Any], first: bool) -> str:
@@ -96,25 +144,48 @@ def audit_text(envelope: Dict[str, Any], first: bool) -> str:
     return _compact(reply, 6000)
 
 
+def text_image(text: str, width: int = 960, height: int = 720) -> np.ndarray:
+    """``text`` drawn black on white (Pillow's default font, wrapped to the width, cut at the
+    bottom) as an ``(height, width, 3)`` uint8 array: the ``rgb_array`` render of a reply."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", (width, height), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default()
+    left, top, right, bottom = draw.textbbox((0, 0), "M", font=font)
+    cols = max(8, (width - 16) // max(1, right - left))
+    line_h = max(1, bottom - top) + 4
+    y = 8
+    for paragraph in text.splitlines() or [""]:
+        for line in textwrap.wrap(paragraph, cols) or [""]:
+            if y + line_h > height - 8:
+                return np.asarray(image, dtype=np.uint8).copy()
+            draw.text((8, y), line, fill="black", font=font)
+            y += line_h
+    return np.asarray(image, dtype=np.uint8).copy()
+
+
 class _NativeGymEnv(gymnasium.Env, abc.ABC):
-    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 1}
     _max_candidates: int
     _features: int
+    _json_examples: Sequence[Mapping[str, Any]]
 
     def __init__(self, observation_mode: str, action_mode: str, render_mode: Optional[str]) -> None:
         if observation_mode not in ("text", "dict"):
             raise ValueError(f"observation_mode must be 'text' or 'dict', not {observation_mode!r}")
         if action_mode not in ("index", "json"):
             raise ValueError(f"action_mode must be 'index' or 'json', not {action_mode!r}")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', not {render_mode!r}")
+        if render_mode not in (None, "ansi", "rgb_array"):
+            raise ValueError(f"render_mode must be None, 'ansi' or 'rgb_array', not {render_mode!r}")
         self.observation_mode = observation_mode
         self.action_mode = action_mode
         self.render_mode = render_mode
-        self.action_space = spaces.Discrete(self._max_candidates) if action_mode == "index" else AnyText()
+        self.action_space = spaces.Discrete(self._max_candidates) if action_mode == "index" else JsonAction(self._json_examples)
         self.observation_space = AnyText() if observation_mode == "text" else self._dict_space()
         self._text = ""
         self._candidates: List[Dict[str, Any]] = []
+        self._mask = np.zeros(self._max_candidates, dtype=np.int8)
 
     def _dict_space(self) -> spaces.Dict:
         return spaces.Dict({
@@ -127,25 +198,43 @@ class _NativeGymEnv(gymnasium.Env, abc.ABC):
         self._text = self._render_text(envelope, first)
         self._candidates = self.env.candidates()
         arrays = self.env.arrays()
-        info = {"candidates": self._candidates, "action_mask": arrays["action_mask"],
-                "env_info": envelope.get("info", {})}
+        self._mask = arrays["action_mask"]
+        info: Dict[str, Any] = {"candidates": self._candidates, "action_mask": arrays["action_mask"].copy(),
+                                "info_json": json.dumps(envelope.get("info", {}), ensure_ascii=False)}
+        if envelope.get("done"):
+            info.update(self._terminal_info(envelope))
         if self.observation_mode == "text":
             return self._text, info
         return {k: v for k, v in arrays.items() if k in self.observation_space.spaces}, info
+
+    def _terminal_info(self, envelope: Dict[str, Any]) -> Dict[str, Any]:
+        """What the step that ends an episode adds to ``info``: the score (0 for an episode
+        truncated before any grade, as the return counts it)."""
+        score = envelope.get("info", {}).get("final_score")
+        return {"final_score": 0.0 if score is None else float(score)}
+
+    def action_masks(self) -> np.ndarray:
+        """The legal actions of the current observation as booleans (sb3-contrib's
+        ``MaskablePPO`` reads this; ``info["action_mask"]`` and the dict observation carry the
+        same mask). After the end, every index is allowed (there is nothing left to mask)."""
+        mask = self._mask.astype(bool)
+        return mask if mask.any() else np.ones_like(mask)
 
     @abc.abstractmethod
     def _render_text(self, envelope: Dict[str, Any], first: bool) -> str:
         """The compact text of a reply; records the step's reward and end flags."""
 
     @abc.abstractmethod
-    def _reset_request(self, options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-        """The reset fields of a reset with these options."""
+    def _reset_text(self, options: Optional[Dict[str, Any]]) -> str:
+        """Reset the environment for these options (the seed drawn from ``np_random``); the
+        reply's JSON text."""
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
         super().reset(seed=seed)
-        request = self._reset_request(options)
-        request.setdefault("seed", int(self.np_random.integers(0, 2**31 - 1)))
-        return self._observe(self.env.reset_text(**request), first=True)
+        return self._observe(self._reset_text(options), first=True)
+
+    def _draw_seed(self) -> int:
+        return int(self.np_random.integers(0, 2**31 - 1))
 
     def step(self, action: Any) -> Tuple[Any, float, bool, bool, Dict[str, Any]]:
         if self.action_mode == "index":
@@ -155,8 +244,12 @@ class _NativeGymEnv(gymnasium.Env, abc.ABC):
         obs, info = self._observe(text, first=False)
         return obs, float(self._last_reward), bool(self._terminated), bool(self._truncated), info
 
-    def render(self) -> Optional[str]:
-        return self._text if self.render_mode == "ansi" else None
+    def render(self) -> Any:
+        if self.render_mode == "ansi":
+            return self._text
+        if self.render_mode == "rgb_array":
+            return text_image(self._text)
+        return None
 
 
 class ControlBenchGymEnv(_NativeGymEnv):
@@ -164,12 +257,27 @@ class ControlBenchGymEnv(_NativeGymEnv):
 
     _max_candidates = native.CONTROLBENCH_MAX_CANDIDATES
     _features = native.CONTROLBENCH_FEATURES
+    _json_examples = (
+        {"action_type": "lookup_policy", "payload": {}},
+        *({"action_type": "submit_decision", "payload": {"decision": d, "confidence": 0.5, "reason_codes": []}}
+          for d in ("PAY", "HOLD", "NEEDS_REVIEW", "ESCALATE_FRAUD")),
+    )
 
     def __init__(self, observation_mode: str = "text", action_mode: str = "index", track_mode: str = "blind",
-                 case_id: Optional[str] = None, track: Optional[str] = None, fresh_institution: bool = True,
+                 case_id: Optional[str] = None, track: Optional[str] = None, template_split: str = "all",
+                 generator_split: str = "all", curriculum: bool = False, fresh_institution: Optional[bool] = None,
                  render_mode: Optional[str] = None) -> None:
+        for name, value in (("template_split", template_split), ("generator_split", generator_split)):
+            if value not in SPLITS:
+                raise ValueError(f"{name} must be one of {', '.join(SPLITS)}, not {value!r}")
+        if curriculum and (template_split, generator_split) != ("all", "all"):
+            raise ValueError("curriculum=True draws from the server's case pool: it takes no template_split / generator_split")
+        if curriculum and fresh_institution:
+            raise ValueError("curriculum=True carries the curriculum across episodes; fresh_institution=True would reset it every episode")
         self.env = native.ControlBenchEnv(track_mode)
-        self.defaults = {"case_id": case_id, "track": track, "fresh_institution": fresh_institution}
+        self.defaults = {"case_id": case_id, "track": track, "template_split": template_split,
+                         "generator_split": generator_split, "curriculum": curriculum,
+                         "fresh_institution": fresh_institution}
         super().__init__(observation_mode, action_mode, render_mode)
 
     def _dict_space(self) -> spaces.Dict:
@@ -177,10 +285,32 @@ class ControlBenchGymEnv(_NativeGymEnv):
         d.spaces["rl_vector"] = spaces.Box(-np.inf, np.inf, (native.RL_VECTOR_LEN,), np.float32)
         return d
 
-    def _reset_request(self, options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-        request = {k: v for k, v in self.defaults.items() if v is not None}
-        request.update(options or {})
-        return request
+    def _reset_text(self, options: Optional[Dict[str, Any]]) -> str:
+        o = {k: v for k, v in self.defaults.items() if v is not None}
+        o.update(options or {})
+        seed = o.pop("seed", None)
+        seed = self._draw_seed() if seed is None else int(seed)
+        curriculum = bool(o.pop("curriculum", False))
+        fresh = o.pop("fresh_institution", None)
+        splits = {k: o.pop(k) for k in ("template_split", "generator_split") if k in o}
+        if o.get("case_id") or o.get("custom_case"):
+            # That case: a fresh institution by default, so the episode does not depend on earlier ones.
+            return self.env.reset_text(seed=seed, fresh_institution=True if fresh is None else bool(fresh), **o)
+        if curriculum:
+            if any(v != "all" for v in splits.values()):
+                raise ValueError("curriculum resets draw from the server's case pool: they take no template_split / generator_split")
+            # The server's seeded reset in this environment's session: the curriculum and the
+            # institution carry over.
+            return self.env.reset_text(seed=seed, fresh_institution=bool(fresh), **o)
+        return self.env.reset_text(seed=seed, template_split=splits.get("template_split", "all"),
+                                   generator_split=splits.get("generator_split", "all"), **o)
+
+    def _terminal_info(self, envelope: Dict[str, Any]) -> Dict[str, Any]:
+        info = super()._terminal_info(envelope)
+        task = self.env.task()
+        if task is not None:
+            info["task"] = task
+        return info
 
     def _render_text(self, envelope: Dict[str, Any], first: bool) -> str:
         self._last_reward = envelope["reward"]
@@ -193,6 +323,7 @@ class AuditGymEnv(_NativeGymEnv):
 
     _max_candidates = native.AUDIT_MAX_CANDIDATES
     _features = native.AUDIT_FEATURES
+    _json_examples = ({"findings": [], "submit_final": False}, {"findings": [], "submit_final": True})
 
     def __init__(self, observation_mode: str = "text", action_mode: str = "index", task_id: str = "expense_audit",
                  investigation_mode: bool = False, max_findings_per_step: int = 50, fraud_difficulty: str = "auto",
@@ -202,12 +333,13 @@ class AuditGymEnv(_NativeGymEnv):
         self._final = False
         super().__init__(observation_mode, action_mode, render_mode)
 
-    def _reset_request(self, options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    def _reset_text(self, options: Optional[Dict[str, Any]]) -> str:
         request: Dict[str, Any] = dict(self.defaults)
         request.update(options or {})
+        request.setdefault("seed", self._draw_seed())
         # A fixed episode id keeps replies reproducible (the environment draws one otherwise).
         request.setdefault("episode_id", "gym")
-        return request
+        return self.env.reset_text(**request)
 
     def step(self, action: Any) -> Tuple[Any, float, bool, bool, Dict[str, Any]]:
         if self.action_mode == "index":
@@ -217,6 +349,12 @@ class AuditGymEnv(_NativeGymEnv):
         inner = chosen.get("action") if isinstance(chosen.get("action"), dict) else chosen
         self._final = bool(chosen.get("submit_final") or inner.get("submit_final"))
         return super().step(action)
+
+    def _terminal_info(self, envelope: Dict[str, Any]) -> Dict[str, Any]:
+        grade = envelope.get("grader")
+        if not isinstance(grade, dict):
+            return {}
+        return {"grade": grade, "final_score": float(grade.get("score", 0.0))}
 
     def _render_text(self, envelope: Dict[str, Any], first: bool) -> str:
         self._last_reward = envelope["reward"]

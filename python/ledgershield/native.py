@@ -71,11 +71,45 @@ class ControlBenchEnv:
 
     def reset_text(self, **request: Any) -> str:
         """Reset with the ``POST /reset`` fields (``case_id``, ``seed``, ``track``,
-        ``custom_case``, ``fresh_institution``, ...); the reply as JSON text."""
+        ``custom_case``, ``fresh_institution``, ...); the reply as JSON text.
+
+        With ``template_split`` and/or ``generator_split`` (``"train"``, ``"validation"``,
+        ``"test"`` or ``"all"``) the case is drawn from the task distribution instead (every
+        family and generator, docs/python.md), a pure function of the splits and ``seed`` (without
+        one, the next seed of this environment's own stream), in a new session; such a reset
+        also takes ``track`` and ``reward_mode``, and :meth:`task` tells where the case came
+        from once the episode is over."""
         return self._env.reset(_dumps({k: v for k, v in request.items() if v is not None}))
 
     def reset(self, **request: Any) -> Dict[str, Any]:
         return json.loads(self.reset_text(**request))
+
+    def task(self) -> Optional[Dict[str, Any]]:
+        """Where the last ended episode's case came from, for a task-distribution reset:
+        ``{"generator", "template", "family", "seed", "template_split", "generator_split"}``
+        (``template`` is ``None`` for FraudGen). ``None`` until an episode drawn from the task
+        distribution has ended: the provenance is not shown mid-episode (a quarter slot's
+        template follows its label plan)."""
+        text = self._env.task()
+        return None if text is None else json.loads(text)
+
+    def watchdog_observation(self) -> Dict[str, Any]:
+        """The watchdog's stream of the current episode, as ``GET /watchdog/observation``
+        answers (docs/watchdog.md): the analyst's steps without its confidence, the visible
+        risk signals, budget, interventions, pending artifacts, pressure events, verdicts."""
+        return json.loads(self._env.watchdog_observation())
+
+    def watchdog_verdict(self, verdict: str, reason: str = "") -> int:
+        """Record a second agent's verdict (``veto``, ``escalate``, ``warn``, ``approve``) on
+        the current episode, as ``POST /watchdog/verdict``; returns the verdict count (at most
+        64 per episode)."""
+        return int(self._env.watchdog_verdict(verdict, reason))
+
+    def watchdog_joint(self) -> Optional[Dict[str, Any]]:
+        """The joint analyst + watchdog score (``GET /watchdog/joint``), or ``None`` before the
+        analyst's submission is graded."""
+        text = self._env.watchdog_joint()
+        return None if text is None else json.loads(text)
 
     def step_text(self, action: ActionLike) -> str:
         """Step with ``{"action_type", "payload"}`` (a mapping, JSON text or a

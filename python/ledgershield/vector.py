@@ -4,14 +4,24 @@
 Gymnasium's conventions: batched ``Dict`` observations (``features``, ``action_mask`` and for
 ControlBench ``rl_vector``, one row per environment), ``MultiDiscrete`` actions (each an index into
 that environment's legal candidates; ``action_mode="json"`` takes a list of typed actions
-instead), and next-step autoreset (``metadata["autoreset_mode"]`` is ``NEXT_STEP``): the step
-after an episode ended resets that environment, ignores its action and reports reward 0, neither
-terminated nor truncated. ``gymnasium.make_vec("LedgerShield/ControlBench-v0", num_envs=N)``
-builds one.
+instead) and autoreset. ``gymnasium.make_vec("LedgerShield/ControlBench-v0", num_envs=N)`` builds
+one.
 
-With ``reset(seed=s)`` environment ``i`` draws its reset seeds from its own stream of ``s``, so a
+Autoreset: ``autoreset_mode=AutoresetMode.NEXT_STEP`` (default): the step after an episode ended
+reports that environment's reset, ignores its action and reports reward 0, neither terminated
+nor truncated. The reset happens eagerly in Rust at the step that ended the episode, so the
+ended row's ``action_mask`` (and ``candidates(i)``) are already the reset's: a masked policy
+always has a legal entry to pick for the ignored action. ``AutoresetMode.SAME_STEP``: the step
+that ends an episode returns the reset's observation, the ended one in ``infos["final_obs"]``
+(and the reply texts in ``infos["final_info"]["reply"]`` with ``with_text``).
+
+ControlBench resets draw from the task distribution by default (``template_split`` /
+``generator_split``, docs/python.md); ``case_id`` plays one case; ``curriculum=True`` uses the
+server's seeded reset with the curriculum and the institution carried across episodes. With
+``reset(seed=s)`` environment ``i`` draws its reset seeds from its own stream of ``s``, so a
 seeded run is reproducible whatever the thread count; ``with_text=True`` adds each reply's JSON
-text (the server's bytes) as ``infos["reply"]``.
+text (the server's bytes) as ``infos["reply"]``; ``finished(i)`` tells where environment ``i``'s
+last ended episode came from.
 """
 
 from __future__ import annotations
@@ -26,7 +36,20 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from . import _native, native
+from .gym_envs import SPLITS
 from .native import _action_text
+
+Batch = Tuple[Dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]
+MAX_VECTOR_ENVS: int = _native.MAX_VECTOR_ENVS
+
+
+def _num_envs(num_envs: Any) -> int:
+    """``num_envs`` as an int in 1..=MAX_VECTOR_ENVS (each environment holds a session's
+    institutional memory), else ``ValueError``."""
+    n = int(num_envs)
+    if not 1 <= n <= MAX_VECTOR_ENVS:
+        raise ValueError(f"num_envs must be between 1 and {MAX_VECTOR_ENVS}, got {n}")
+    return n
 
 
 class _NativeVectorEnv(VectorEnv, abc.ABC):
@@ -35,9 +58,14 @@ class _NativeVectorEnv(VectorEnv, abc.ABC):
     _max_candidates: int
     _rl: int
 
-    def _setup(self, num_envs: int, action_mode: str, with_text: bool) -> None:
+    def _setup(self, num_envs: int, action_mode: str, with_text: bool, autoreset_mode: Any) -> None:
         if action_mode not in ("index", "json"):
             raise ValueError(f"action_mode must be 'index' or 'json', not {action_mode!r}")
+        mode = AutoresetMode(autoreset_mode)
+        if mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
+            raise ValueError(f"autoreset_mode must be NEXT_STEP or SAME_STEP, not {mode}")
+        self.metadata = {**type(self).metadata, "autoreset_mode": mode}
+        self.autoreset_mode = mode
         self.num_envs = num_envs
         self.action_mode = action_mode
         self.with_text = with_text
@@ -49,8 +77,9 @@ class _NativeVectorEnv(VectorEnv, abc.ABC):
         self.single_action_space = spaces.Discrete(self._max_candidates)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
+        self._mask = np.zeros((num_envs, self._max_candidates), dtype=np.int8)
 
-    def _unpack(self, out: Tuple[Any, ...]) -> Tuple[Dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+    def _unpack(self, out: Tuple[Any, ...]) -> Batch:
         # Each array arrives as a fresh bytearray of this call: viewed in place (writable, no
         # copy), never reused by a later call.
         f, r, m, rew, term, trunc, texts = out
@@ -63,6 +92,7 @@ class _NativeVectorEnv(VectorEnv, abc.ABC):
         if texts is not None:
             infos["reply"] = np.array(texts, dtype=object)
             infos["_reply"] = np.ones(n, dtype=bool)
+        self._mask = obs["action_mask"]
         return (obs, np.frombuffer(rew, dtype=np.float64), np.frombuffer(term, dtype=np.bool_),
                 np.frombuffer(trunc, dtype=np.bool_), infos)
 
@@ -77,12 +107,30 @@ class _NativeVectorEnv(VectorEnv, abc.ABC):
         obs, _, _, _, infos = self._unpack(out)
         return obs, infos
 
-    def step(self, actions: Any) -> Tuple[Dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+    def step(self, actions: Any) -> Batch:
         if self.action_mode == "index":
             out = self._vec.step(np.asarray(actions, dtype=np.int64).reshape(self.num_envs).tolist(), self.with_text)
         else:
             out = self._vec.step_json([_action_text(a) for a in actions], self.with_text)
-        return self._unpack(out)
+        obs, reward, terminated, truncated, infos = self._unpack(out)
+        ended = terminated | truncated
+        if self.autoreset_mode == AutoresetMode.SAME_STEP and ended.any():
+            final_obs = np.full(self.num_envs, None, dtype=object)
+            for i in np.flatnonzero(ended):
+                final_obs[i] = {k: v[i] for k, v in obs.items()}
+            final_info: Dict[str, Any] = {}
+            if "reply" in infos:
+                final_info = {"reply": np.where(ended, infos["reply"], None), "_reply": ended.copy()}
+            obs, _, _, _, reset_infos = self._unpack(self._vec.take_pending(self.with_text))
+            infos = dict(reset_infos)
+            infos.update({"final_obs": final_obs, "_final_obs": ended.copy(),
+                          "final_info": final_info, "_final_info": ended.copy()})
+        return obs, reward, terminated, truncated, infos
+
+    def action_masks(self) -> np.ndarray:
+        """The legal candidates of every environment's current observation, as booleans of
+        shape ``(num_envs, max_candidates)`` (what sb3-contrib's ``MaskablePPO`` reads)."""
+        return self._mask.astype(bool)
 
     def candidates(self, i: int) -> List[Dict[str, Any]]:
         """Environment ``i``'s legal candidate actions, in index order."""
@@ -90,24 +138,51 @@ class _NativeVectorEnv(VectorEnv, abc.ABC):
 
 
 class ControlBenchVectorEnv(_NativeVectorEnv):
-    """N ControlBench environments (each its own session: memory persists unless
-    ``fresh_institution``, the default)."""
+    """N ControlBench environments. Resets draw from the task distribution (each a new session);
+    ``case_id`` plays one case (from a fresh institution unless ``fresh_institution=False``);
+    ``curriculum=True`` is the server's seeded reset in each environment's own session."""
 
     _features = native.CONTROLBENCH_FEATURES
     _max_candidates = native.CONTROLBENCH_MAX_CANDIDATES
     _rl = native.RL_VECTOR_LEN
 
     def __init__(self, num_envs: int = 1, track_mode: str = "blind", threads: Optional[int] = None,
-                 case_id: Optional[str] = None, track: Optional[str] = None, fresh_institution: bool = True,
-                 action_mode: str = "index", with_text: bool = False, **_: Any) -> None:
-        self._vec = _native.ControlBenchVector(int(num_envs), track_mode, threads)
-        self.defaults = {"case_id": case_id, "track": track, "fresh_institution": fresh_institution}
-        self._setup(int(num_envs), action_mode, with_text)
+                 case_id: Optional[str] = None, track: Optional[str] = None, template_split: str = "all",
+                 generator_split: str = "all", curriculum: bool = False, fresh_institution: Optional[bool] = None,
+                 action_mode: str = "index", with_text: bool = False,
+                 autoreset_mode: Any = AutoresetMode.NEXT_STEP, **_: Any) -> None:
+        for name, value in (("template_split", template_split), ("generator_split", generator_split)):
+            if value not in SPLITS:
+                raise ValueError(f"{name} must be one of {', '.join(SPLITS)}, not {value!r}")
+        if curriculum and (template_split, generator_split) != ("all", "all"):
+            raise ValueError("curriculum=True draws from the server's case pool: it takes no template_split / generator_split")
+        num_envs = _num_envs(num_envs)
+        self._vec = _native.ControlBenchVector(num_envs, track_mode, threads)
+        self.defaults = {"case_id": case_id, "track": track, "template_split": template_split,
+                         "generator_split": generator_split, "curriculum": curriculum,
+                         "fresh_institution": fresh_institution}
+        self._setup(int(num_envs), action_mode, with_text, autoreset_mode)
 
     def _request(self, options: Optional[Dict[str, Any]]) -> str:
-        request = {k: v for k, v in self.defaults.items() if v is not None}
-        request.update(options or {})
-        return json.dumps(request)
+        o = {k: v for k, v in self.defaults.items() if v is not None}
+        o.update(options or {})
+        curriculum = bool(o.pop("curriculum", False))
+        fresh = o.pop("fresh_institution", None)
+        splits = {k: o.pop(k) for k in ("template_split", "generator_split") if k in o}
+        if o.get("case_id") or o.get("custom_case"):
+            o["fresh_institution"] = True if fresh is None else bool(fresh)
+        elif curriculum:
+            o["fresh_institution"] = bool(fresh)
+        else:
+            o["template_split"] = splits.get("template_split", "all")
+            o["generator_split"] = splits.get("generator_split", "all")
+        return json.dumps(o)
+
+    def finished(self, i: int) -> Optional[Dict[str, Any]]:
+        """Where environment ``i``'s last ended episode came from (its task draw: generator,
+        base template, family, seed, splits), or ``None``."""
+        text = self._vec.finished(int(i))
+        return None if text is None else json.loads(text)
 
 
 class AuditVectorEnv(_NativeVectorEnv):
@@ -119,14 +194,14 @@ class AuditVectorEnv(_NativeVectorEnv):
 
     def __init__(self, num_envs: int = 1, task_id: str = "expense_audit", investigation_mode: bool = False,
                  max_findings_per_step: int = 50, fraud_difficulty: str = "auto", threads: Optional[int] = None,
-                 action_mode: str = "index", with_text: bool = False, **_: Any) -> None:
-        self._vec = _native.AuditVector(int(num_envs), int(max_findings_per_step), fraud_difficulty, threads)
+                 action_mode: str = "index", with_text: bool = False,
+                 autoreset_mode: Any = AutoresetMode.NEXT_STEP, **_: Any) -> None:
+        num_envs = _num_envs(num_envs)
+        self._vec = _native.AuditVector(num_envs, int(max_findings_per_step), fraud_difficulty, threads)
         self.defaults = {"task_id": task_id, "investigation_mode": investigation_mode, "episode_id": "vec"}
-        self._setup(int(num_envs), action_mode, with_text)
+        self._setup(int(num_envs), action_mode, with_text, autoreset_mode)
 
     def _request(self, options: Optional[Dict[str, Any]]) -> str:
         request = dict(self.defaults)
         request.update(options or {})
         return json.dumps(request)
-
-

@@ -122,6 +122,29 @@ pub enum ResetError {
     InsideControlBenchSequence,
 }
 
+/// How [`Environment::reset_case`] starts an episode of a given case.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CaseReset {
+    /// Start from a new session's state (institution, curriculum, counters).
+    pub fresh: bool,
+    /// Benchmark track (else the case's primary track).
+    pub track: Option<String>,
+    /// The reward the episode pays (default `score`).
+    pub reward_mode: Option<RewardMode>,
+}
+
+/// A resolved reset: the case and its limits, ready to start.
+struct EpisodeStart {
+    case: Arc<Case>,
+    max_steps: u32,
+    budget: Decimal,
+    /// Were the limits adjusted by the curriculum (a random reset)?
+    adjusted: bool,
+    selection_seed: u64,
+    requested_track: Option<&'static str>,
+    reward_mode: RewardMode,
+}
+
 /// Canonical track names and their aliases.
 pub fn normalize_track(value: &str) -> &'static str {
     match ls_core::text::normalize_text(value).as_str() {
@@ -221,7 +244,28 @@ impl Environment {
         self.episode.as_mut()
     }
 
+    /// `POST /reset`. With `fresh_institution` the episode starts in a new session's state (a
+    /// fresh institutional memory, curriculum, designer, episode counter and selection stream),
+    /// so it is what the same request gives in a new session, byte for byte, whatever this
+    /// session played before; a refused reset leaves the session as it was.
     pub fn reset(&mut self, req: &ResetRequest) -> Result<StepEnvelope, ResetError> {
+        if req.fresh_institution {
+            self.check_institution_resettable()?;
+            let mut fresh = self.fresh_session();
+            let out = fresh.reset_session(req)?;
+            *self = fresh;
+            return Ok(out);
+        }
+        self.reset_session(req)
+    }
+
+    /// A new session's state over this environment's pool and configuration.
+    fn fresh_session(&self) -> Self {
+        Self::new(self.pool.clone(), self.config)
+    }
+
+    /// Reset within this session's state (`fresh_institution` is handled by [`Self::reset`]).
+    fn reset_session(&mut self, req: &ResetRequest) -> Result<StepEnvelope, ResetError> {
         let requested_track = req.track.as_deref().map(normalize_track);
         let reward_mode = req.reward_mode.unwrap_or_default();
         // Refused before anything is drawn when the track is known to be blind already (a case
@@ -255,6 +299,65 @@ impl Environment {
                 let (s, b) = self.curriculum.adjust(c.max_steps, c.budget_total);
                 (c, s, b, true, seed)
             };
+        self.start_episode(EpisodeStart {
+            case,
+            max_steps,
+            budget,
+            adjusted,
+            selection_seed,
+            requested_track,
+            reward_mode,
+        })
+    }
+
+    /// Start an episode of `case`, a case the caller built (a draw of a task distribution, say),
+    /// with the case's own step limit and budget, on `track` (else the case's primary track).
+    /// Nothing is parsed or serialized on the way in. With `fresh`, the episode starts in a new
+    /// session's state, as [`Self::reset`] with `fresh_institution` does; a curated case then
+    /// gives exactly the episode of `reset` with its `case_id` in a new session. Unlike the
+    /// HTTP reset, a fresh start is allowed after a ControlBench-track episode: it starts a new
+    /// session, which an HTTP client may always do.
+    pub fn reset_case(
+        &mut self,
+        case: Arc<Case>,
+        opts: &CaseReset,
+    ) -> Result<StepEnvelope, ResetError> {
+        let requested_track = opts.track.as_deref().map(normalize_track);
+        let reward_mode = opts.reward_mode.unwrap_or_default();
+        if reward_mode.reveals_label()
+            && (self.config.track_mode == TrackMode::Blind
+                || requested_track == Some("blind_control"))
+        {
+            return Err(ResetError::LabelRevealingRewardOnBlindTrack);
+        }
+        let start = EpisodeStart {
+            max_steps: case.max_steps,
+            budget: case.budget_total,
+            case,
+            adjusted: false,
+            selection_seed: 0,
+            requested_track,
+            reward_mode,
+        };
+        if opts.fresh {
+            let mut fresh = self.fresh_session();
+            let out = fresh.start_episode(start)?;
+            *self = fresh;
+            return Ok(out);
+        }
+        self.start_episode(start)
+    }
+
+    fn start_episode(&mut self, start: EpisodeStart) -> Result<StepEnvelope, ResetError> {
+        let EpisodeStart {
+            case,
+            max_steps,
+            budget,
+            adjusted,
+            selection_seed,
+            requested_track,
+            reward_mode,
+        } = start;
         let track = requested_track
             .map(str::to_owned)
             .or_else(|| {
@@ -270,11 +373,6 @@ impl Environment {
         };
         if track_mode == TrackMode::Blind && reward_mode.reveals_label() {
             return Err(ResetError::LabelRevealingRewardOnBlindTrack);
-        }
-        // Only once the request is known to be valid: a rejected reset leaves memory as it was.
-        if req.fresh_institution {
-            self.check_institution_resettable()?;
-            self.clear_memory();
         }
         self.episodes_started += 1;
         // Episode randomness (ids, event ids) flows from the case and the session's episode count,
@@ -674,6 +772,110 @@ mod tests {
             serde_json::from_value(json!({"fresh_institution": true})).unwrap();
         assert!(parsed.fresh_institution);
         assert!(!ResetRequest::default().fresh_institution);
+    }
+
+    /// A `fresh_institution` reset is a new session's reset, byte for byte, whatever the session
+    /// played before: the curriculum's tier and stagnation counter, the selection stream and the
+    /// episode counter start afresh with the memory (seed 7 used to give another case after ten
+    /// earlier episodes, because the stagnation counter survived).
+    #[test]
+    fn a_fresh_institution_reset_is_a_new_sessions_reset() {
+        let pool = Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")));
+        let text = |e: &StepEnvelope| ls_json::to_string(e).unwrap();
+        let seeded = |seed: u64, fresh: bool| ResetRequest {
+            seed: Some(seed),
+            fresh_institution: fresh,
+            ..Default::default()
+        };
+        let new_session = text(
+            &Environment::new(pool.clone(), EnvConfig::default())
+                .reset(&seeded(7, false))
+                .unwrap(),
+        );
+        let mut env = Environment::new(pool.clone(), EnvConfig::default());
+        let hold: Map<String, Value> =
+            serde_json::from_value(json!({"decision": "HOLD", "confidence": 0.3})).unwrap();
+        for seed in 0..10 {
+            env.reset(&seeded(seed, false)).unwrap();
+            env.step("submit_decision", &hold).unwrap();
+        }
+        assert!(
+            env.curriculum.stagnation > 5,
+            "the counter that used to leak"
+        );
+        let after_ten = text(&env.reset(&seeded(7, true)).unwrap());
+        assert_eq!(after_ten, new_session);
+        assert_eq!(env.curriculum, Curriculum::default());
+        // And again mid-episode, and after a fresh episode was played.
+        env.step("lookup_policy", &Map::new()).unwrap();
+        assert_eq!(text(&env.reset(&seeded(7, true)).unwrap()), new_session);
+        // A refused fresh reset leaves the session as it was.
+        let before = text(&env.reset(&seeded(3, false)).unwrap());
+        assert!(env
+            .reset(&ResetRequest {
+                case_id: Some("CASE-NOPE".into()),
+                fresh_institution: true,
+                ..Default::default()
+            })
+            .is_err());
+        assert_eq!(env.episodes_started, 2);
+        assert!(before.contains(&env.episode().unwrap().case.case_id));
+    }
+
+    /// `reset_case` starts an episode of a case built by the caller: a curated case gives the
+    /// `case_id` reset's episode (in a fresh session, byte for byte), a generated case plays to
+    /// a graded end, and a fresh start is allowed after a ControlBench-track episode.
+    #[test]
+    fn reset_case_plays_a_given_case() {
+        let set = FixtureSet::embedded().expect("fixtures");
+        let pool = Arc::new(CasePool::new(set.clone()));
+        let text = |e: &StepEnvelope| ls_json::to_string(e).unwrap();
+        let fresh = CaseReset {
+            fresh: true,
+            ..Default::default()
+        };
+        let mut env = Environment::new(pool.clone(), EnvConfig::default());
+        let curated = pool.get("CASE-C-002").unwrap().clone();
+        let by_case = env.reset_case(curated, &fresh).unwrap();
+        let by_id = Environment::new(pool.clone(), EnvConfig::default())
+            .reset(&ResetRequest {
+                case_id: Some("CASE-C-002".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(text(&by_case), text(&by_id));
+        let quarter = ls_gen::controlbench(
+            &set,
+            &ls_gen::QuarterConfig {
+                length: 10,
+                seed: 11,
+                ..Default::default()
+            },
+        );
+        let generated = quarter
+            .iter()
+            .find(|c| c.primary_track.as_deref() == Some("controlbench"))
+            .expect("a plain quarter case");
+        let generated = Arc::new(generated.clone());
+        let r = env.reset_case(generated.clone(), &fresh).unwrap();
+        assert_eq!(r.observation.case_id, generated.case_id);
+        assert_eq!(env.episode().unwrap().track, "controlbench");
+        let hold: Map<String, Value> =
+            serde_json::from_value(json!({"decision": "HOLD", "confidence": 0.5})).unwrap();
+        let end = env.step("submit_decision", &hold).unwrap();
+        assert!(end.terminated && env.state().unwrap().final_score > 0.0);
+        // Inside a ControlBench sequence the HTTP reset refuses a fresh institution; a fresh
+        // start of a given case is a new session instead.
+        let again = env.reset_case(generated, &fresh).unwrap();
+        assert_eq!(text(&again), text(&r));
+        let blind = CaseReset {
+            reward_mode: Some(RewardMode::Reference),
+            ..fresh.clone()
+        };
+        assert_eq!(
+            env.reset_case(pool.cases[0].clone(), &blind).unwrap_err(),
+            ResetError::LabelRevealingRewardOnBlindTrack
+        );
     }
 
     /// Inside a ControlBench sequence the governed agent cannot reset its institution, neither

@@ -43,7 +43,9 @@ pub mod watchdog;
 pub mod watchdog_stream;
 
 pub use action::{Action, ActionRequest};
-pub use env::{CasePool, EnvConfig, EnvStepError, Environment, ResetError, ResetRequest};
+pub use env::{
+    CasePool, CaseReset, EnvConfig, EnvStepError, Environment, ResetError, ResetRequest,
+};
 pub use episode::{institution_governs, CaseDerived, StepError, TrackMode};
 pub use observation::{
     raw_json, InfoMap, InfoValue, Observation, PublicState, RawJson, Shared, SharedJson,

@@ -1,4 +1,5 @@
-//! Generating a standard 100-case ControlBench AP quarter (target: < 50 ms).
+//! Generating a standard 100-case ControlBench AP quarter (target: < 50 ms), and one draw of
+//! the task distribution per generator (what a random reset generates).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use ls_core::FixtureSet;
@@ -21,5 +22,26 @@ fn quarter(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, quarter);
+/// One draw of the task distribution per generator: seeds cycle, so each iteration builds a new
+/// case (a curated draw hands out the template).
+fn task_draws(c: &mut Criterion) {
+    let dist = ls_gen::TaskDistribution::embedded().expect("embedded fixtures");
+    let sel = ls_gen::Selection::default();
+    let mut seeds: std::collections::BTreeMap<ls_gen::Generator, Vec<u64>> = Default::default();
+    for seed in 0..20_000u64 {
+        let g = dist.draw(sel, seed).expect("draw").generator;
+        seeds.entry(g).or_default().push(seed);
+    }
+    for (g, list) in seeds {
+        let mut i = 0usize;
+        c.bench_function(&format!("task_draw_{}", g.as_str()), |b| {
+            b.iter(|| {
+                i = (i + 1) % list.len();
+                dist.draw(sel, std::hint::black_box(list[i])).expect("draw")
+            })
+        });
+    }
+}
+
+criterion_group!(benches, quarter, task_draws);
 criterion_main!(benches);

@@ -507,6 +507,12 @@ pub fn holdout(set: &FixtureSet, variants: usize, seed: u64) -> Vec<Case> {
         .collect()
 }
 
+/// One holdout case of `base` (variant `k`, variant seed `vseed`, synthetic vendor ordinal
+/// `index`) under `plan`: what [`holdout`] builds for that job.
+pub fn holdout_variant(base: &Case, k: usize, vseed: u64, index: usize, plan: Plan) -> Case {
+    holdout_case(base, k, vseed, index, plan)
+}
+
 fn holdout_case(base: &Case, k: usize, vseed: u64, index: usize, plan: Plan) -> Case {
     let mut r = rng(vseed);
     let id = opaque_id(&format!("holdout|{}|{k}|{vseed}", base.case_id));
@@ -930,13 +936,14 @@ struct QuarterPools<'a> {
 }
 
 impl<'a> QuarterPools<'a> {
-    fn new(set: &'a FixtureSet) -> Self {
+    fn new(templates: &[&'a Case]) -> Self {
         let or_all =
             |v: Vec<&'a Case>, all: &[&'a Case]| if v.is_empty() { all.to_vec() } else { v };
-        let all: Vec<&Case> = set.cases.iter().collect();
+        let all: Vec<&Case> = templates.to_vec();
         let clean = or_all(
-            set.cases
+            templates
                 .iter()
+                .copied()
                 .filter(|c| {
                     !c.gold.unsafe_if_pay
                         && matches!(
@@ -948,8 +955,9 @@ impl<'a> QuarterPools<'a> {
             &all,
         );
         let risky = or_all(
-            set.cases
+            templates
                 .iter()
+                .copied()
                 .filter(|c| c.gold.unsafe_if_pay && hard(c))
                 .collect(),
             &all,
@@ -1269,6 +1277,41 @@ impl<'a> Quarter<'a, '_> {
 /// (a bank or BEC shift on the same vendor), and other risky cases at `fraud_prevalence` whose
 /// attacks follow the attacker belief.
 pub fn controlbench(set: &FixtureSet, cfg: &QuarterConfig) -> Vec<Case> {
+    let templates: Vec<&Case> = set.cases.iter().collect();
+    let Some((quarter, mut r)) = quarter(&templates, cfg) else {
+        return Vec::new();
+    };
+    (1..=quarter.length)
+        .map(|index| {
+            let slot = quarter.draw_slot(index, &mut r);
+            quarter.case(index, slot)
+        })
+        .collect()
+}
+
+/// Case `index` (1-based) of the quarter [`controlbench`] would build from `templates` with
+/// `cfg`, byte for byte, without rendering the others (the slots before it are drawn, which is
+/// cheap, so that the quarter's stream reaches slot `index` as it does there). `None` for an
+/// index outside the quarter or an empty template list. Every case of the quarter is built from
+/// one of `templates`.
+pub fn controlbench_slot(templates: &[&Case], cfg: &QuarterConfig, index: usize) -> Option<Case> {
+    let (quarter, mut r) = quarter(templates, cfg)?;
+    if index == 0 || index > quarter.length {
+        return None;
+    }
+    for i in 1..index {
+        quarter.draw_slot(i, &mut r);
+    }
+    let slot = quarter.draw_slot(index, &mut r);
+    Some(quarter.case(index, slot))
+}
+
+/// The quarter's fixed parts (vendors, sleeper schedule, template pools) and its stream, ready
+/// to draw slot 1.
+fn quarter<'a, 'c>(
+    templates: &[&'a Case],
+    cfg: &'c QuarterConfig,
+) -> Option<(Quarter<'a, 'c>, ChaCha8Rng)> {
     let length = cfg.length.clamp(1, 1000);
     let sleepers = cfg.sleepers.min(length / 2).min(8);
     let warmups = cfg.warmups.min(10);
@@ -1278,9 +1321,9 @@ pub fn controlbench(set: &FixtureSet, cfg: &QuarterConfig) -> Vec<Case> {
         0.14
     };
     let mut r = rng(cfg.seed);
-    let pools = QuarterPools::new(set);
+    let pools = QuarterPools::new(templates);
     if pools.clean.is_empty() {
-        return Vec::new();
+        return None;
     }
     // Vendor population: distinct names; the first `sleepers` ordinals are the sleeper vendors.
     let mut ordinals: Vec<usize> = (0..24).collect();
@@ -1304,12 +1347,7 @@ pub fn controlbench(set: &FixtureSet, cfg: &QuarterConfig) -> Vec<Case> {
         activations,
         forced,
     };
-    (1..=length)
-        .map(|index| {
-            let slot = quarter.draw_slot(index, &mut r);
-            quarter.case(index, slot)
-        })
-        .collect()
+    Some((quarter, r))
 }
 
 #[cfg(test)]

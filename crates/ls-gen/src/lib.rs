@@ -16,6 +16,8 @@
 //! * [`pool`]: the case pool assembled from the documented `LEDGERSHIELD_*` variables.
 //! * [`shape`]: label-independent document structure (routine mail up to a per-family target).
 //! * [`checks`]: generator self-checks on top of `ls_core::validate::validate_case`.
+//! * [`tasks`]: the task distribution of random episodes: every family and generator, drawn
+//!   on the fly per seed, with train / validation / test splits by template and by generator.
 
 pub mod attacks;
 pub mod catalog;
@@ -26,15 +28,17 @@ pub mod generators;
 pub mod lookalike;
 pub mod pool;
 pub mod shape;
+pub mod tasks;
 
 pub use attacks::Attack;
 pub use fraudgen::fraudgen;
 pub use generators::{
-    certificate_required, challenge, controlbench, counterpart, holdout, opaque_id, twin, twins,
-    Plan, QuarterConfig,
+    certificate_required, challenge, controlbench, controlbench_slot, counterpart, holdout,
+    holdout_variant, opaque_id, twin, twins, Plan, QuarterConfig,
 };
 pub use lookalike::Lookalike;
 pub use pool::{build_pool, GenKind, PoolConfig};
+pub use tasks::{Draw, Generator, Selection, Split, TaskDistribution, TaskError};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GenError {

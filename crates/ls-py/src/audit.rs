@@ -9,8 +9,14 @@ use serde_json::Value;
 
 /// Entries of the audit feature vector ([`features`] documents them).
 pub const FEATURES: usize = 13;
-/// Slots of the candidate mask: more candidates than this are cut.
-pub const MAX_CANDIDATES: usize = 1024;
+/// Slots of the candidate mask. The largest candidate list any task can have is 1 + (distinct
+/// record ids shown) × (valid error types): fraud detection shows `TXN_COUNT` (84) transactions
+/// and `VENDOR_COUNT` (26) vendors under 10 error types, 12 with both regulatory-shock types
+/// (1 + 110 × 12 = 1,321); GST reconciliation 45 purchase-register entries and at most 45
+/// GSTR-2B entries, whose invoice numbers repeat the register's (1 + 90 × 12 = 1,081 at most);
+/// invoice matching 289 and expense audit 134. 2,048 holds every one (a test checks every task
+/// over random seeds, difficulties and modes); a longer list would be cut.
+pub const MAX_CANDIDATES: usize = 2048;
 /// The confidence a candidate finding states.
 pub const CANDIDATE_CONFIDENCE: f64 = 0.9;
 
@@ -76,8 +82,16 @@ fn record_id(record: &serde_json::Map<String, Value>) -> Option<&str> {
 }
 
 /// The candidates of an audit reply: submit-final first, then one finding per (record shown,
-/// valid error type), records in the order shown. Ended episodes have none.
+/// valid error type), records in the order shown, a record id shown twice (the same invoice in
+/// two registers) once. Ended episodes have none.
 pub fn candidates(out: &AuditStepEnvelope) -> Vec<Candidate> {
+    let mut list = all_candidates(out);
+    list.truncate(MAX_CANDIDATES);
+    list
+}
+
+/// [`candidates`] without the cut.
+fn all_candidates(out: &AuditStepEnvelope) -> Vec<Candidate> {
     if out.done {
         return vec![];
     }
@@ -96,12 +110,16 @@ pub fn candidates(out: &AuditStepEnvelope) -> Vec<Candidate> {
     let Value::Object(docs) = &out.observation.documents else {
         return list;
     };
+    let mut seen = std::collections::HashSet::new();
     for records in docs.values().filter_map(Value::as_array) {
         for id in records
             .iter()
             .filter_map(Value::as_object)
             .filter_map(record_id)
         {
+            if !seen.insert(id) {
+                continue;
+            }
             for t in &types {
                 list.push(Candidate::Finding {
                     document_id: id.to_owned(),
@@ -110,7 +128,6 @@ pub fn candidates(out: &AuditStepEnvelope) -> Vec<Candidate> {
             }
         }
     }
-    list.truncate(MAX_CANDIDATES);
     list
 }
 
@@ -252,4 +269,52 @@ pub fn reply_text(out: &AuditStepEnvelope) -> Result<String, Refusal> {
 
 pub fn candidates_text(list: &[Candidate]) -> String {
     Value::Array(list.iter().map(Candidate::to_json).collect()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use audit_env::adversarial::FraudDifficulty;
+
+    /// No task's candidate list is cut: every task, random seeds (printed), every fixed
+    /// difficulty and both modes fit [`MAX_CANDIDATES`]; a repeated record id is one target.
+    #[test]
+    fn every_task_fits_the_candidate_space() {
+        let base = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64 % 1_000_000)
+            .unwrap_or(1);
+        println!("audit candidate seeds {base}..{}", base + 6);
+        let mut largest = std::collections::BTreeMap::new();
+        for level in ["auto", "0", "2", "4"] {
+            let config = audit_env::episode::EnvConfig {
+                max_findings_per_step: 50,
+                fraud_difficulty: FraudDifficulty::parse(level).unwrap(),
+            };
+            let mut slot = Slot::new(config);
+            for task in TaskId::ALL {
+                for seed in base..base + 6 {
+                    for investigation_mode in [false, true] {
+                        let req: AuditResetRequest = serde_json::from_value(serde_json::json!({
+                            "task_id": task.as_str(), "seed": seed,
+                            "investigation_mode": investigation_mode,
+                        }))
+                        .unwrap();
+                        let out = slot.reset(req, None).unwrap();
+                        let all = all_candidates(&out);
+                        assert!(all.len() <= MAX_CANDIDATES, "{task:?} seed {seed}: {}", all.len());
+                        let ids: std::collections::HashSet<_> = all
+                            .iter()
+                            .map(|c| format!("{c:?}"))
+                            .collect();
+                        assert_eq!(ids.len(), all.len(), "no duplicate candidate");
+                        let e = largest.entry(task.as_str()).or_insert(0);
+                        *e = (*e).max(all.len());
+                    }
+                }
+            }
+        }
+        println!("largest candidate lists {largest:?}");
+        assert!(largest["fraud_detection"] > 1024, "{largest:?}");
+    }
 }

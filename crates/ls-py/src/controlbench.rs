@@ -3,10 +3,13 @@
 //! what the last reply showed — the legal candidate actions and the fixed-size features.
 
 use crate::errors::Refusal;
-use crate::request::Action;
+use crate::request::{Action, Reset, TaskReset};
+use crate::vector::SeedStream;
 use ls_env::candidates::{candidates, Candidate};
 use ls_env::observation::{DocumentCatalogEntry, Observation, Shared};
-use ls_env::{CasePool, EnvConfig, Environment, ResetRequest, StepEnvelope, TrackMode};
+use ls_env::{CasePool, CaseReset, EnvConfig, Environment, ResetRequest, StepEnvelope, TrackMode};
+use ls_gen::TaskDistribution;
+use serde::Serialize;
 use std::sync::{Arc, OnceLock};
 
 /// Entries of the RL export vector (instrumented mode; zeros in blind mode).
@@ -32,6 +35,43 @@ pub fn embedded_pool() -> Result<Arc<CasePool>, Refusal> {
     })
     .clone()
     .map_err(|e| Refusal::new(500, "internal_error", format!("fixtures: {e}")))
+}
+
+/// The task distribution over the embedded curated templates, sharing the embedded pool's
+/// cases (so a curated draw reuses what the pool derived from its case), built once per process.
+pub fn embedded_tasks() -> Result<Arc<TaskDistribution>, Refusal> {
+    static TASKS: OnceLock<Result<Arc<TaskDistribution>, String>> = OnceLock::new();
+    TASKS
+        .get_or_init(|| {
+            let pool = embedded_pool().map_err(|e| e.message)?;
+            let set = ls_core::FixtureSet::embedded().map_err(|e| e.to_string())?;
+            let templates = set
+                .cases
+                .iter()
+                .map(|c| {
+                    pool.get(&c.case_id)
+                        .cloned()
+                        .ok_or_else(|| format!("{} is not in the pool", c.case_id))
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            Ok(Arc::new(TaskDistribution::new(Arc::new(set), templates)))
+        })
+        .clone()
+        .map_err(|e| Refusal::new(500, "internal_error", format!("task distribution: {e}")))
+}
+
+/// Where a task draw came from: shown once its episode is over (as `/state` shows a case's
+/// split), never to the policy mid-episode: a quarter slot's base template, for one, follows
+/// the slot's label plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskInfo {
+    pub generator: &'static str,
+    /// The base template (`None` for FraudGen).
+    pub template: Option<String>,
+    pub family: &'static str,
+    pub seed: u64,
+    pub template_split: &'static str,
+    pub generator_split: &'static str,
 }
 
 pub fn track_mode(name: &str) -> Result<TrackMode, Refusal> {
@@ -90,6 +130,12 @@ pub struct Slot {
     pub done: bool,
     /// A panic left the environment in an unknown state; only a reset clears this.
     pub poisoned: bool,
+    /// The task draw of the current episode (`None` for a server reset).
+    draw: Option<TaskInfo>,
+    /// The task draw of the last episode that ended.
+    pub finished: Option<TaskInfo>,
+    /// Seeds of task draws that name none (seeded 42, as the server's selection stream).
+    own_seeds: SeedStream,
 }
 
 impl Slot {
@@ -104,6 +150,9 @@ impl Slot {
             rl_vector: [0.0; RL_VECTOR_LEN],
             done: false,
             poisoned: false,
+            draw: None,
+            finished: None,
+            own_seeds: SeedStream::new(42, 0),
         }
     }
 
@@ -119,14 +168,60 @@ impl Slot {
     }
 
     pub fn reset(&mut self, req: &ResetRequest) -> Result<StepEnvelope, Refusal> {
+        self.unpoison();
+        self.candidate_inputs = None;
+        let out = self.env.reset(req)?;
+        self.draw = None;
+        self.observe(&out);
+        Ok(out)
+    }
+
+    /// A Python reset: the server's, or a task draw with `seed` (else the draw's own seed,
+    /// else the next of this environment's stream).
+    pub fn reset_any(&mut self, reset: &Reset, seed: Option<u64>) -> Result<StepEnvelope, Refusal> {
+        match reset {
+            Reset::Server(req) => self.reset(req),
+            Reset::Task(t) => {
+                let seed = t
+                    .seed
+                    .or(seed)
+                    .unwrap_or_else(|| self.own_seeds.next_seed());
+                self.reset_task(t, seed)
+            }
+        }
+    }
+
+    /// Start an episode of the task distribution's draw for `seed`, in a new session (the draw
+    /// and the episode are pure functions of the selection and the seed).
+    pub fn reset_task(&mut self, t: &TaskReset, seed: u64) -> Result<StepEnvelope, Refusal> {
+        let draw = embedded_tasks()?
+            .draw(t.selection, seed)
+            .map_err(|e| Refusal::validation(e.to_string()))?;
+        self.unpoison();
+        self.candidate_inputs = None;
+        let opts = CaseReset {
+            fresh: true,
+            track: t.track.clone(),
+            reward_mode: t.reward_mode,
+        };
+        let out = self.env.reset_case(draw.case, &opts)?;
+        self.draw = Some(TaskInfo {
+            generator: draw.generator.as_str(),
+            template: draw.template,
+            family: draw.family.as_str(),
+            seed,
+            template_split: t.selection.templates.as_str(),
+            generator_split: t.selection.generators.as_str(),
+        });
+        self.observe(&out);
+        Ok(out)
+    }
+
+    fn unpoison(&mut self) {
         if self.poisoned {
             self.env = Environment::new(self.pool.clone(), self.config);
             self.poisoned = false;
         }
-        self.candidate_inputs = None;
-        let out = self.env.reset(req)?;
-        self.observe(&out);
-        Ok(out)
     }
 
     pub fn step(&mut self, action: &Action) -> Result<StepEnvelope, Refusal> {
@@ -154,6 +249,9 @@ impl Slot {
 
     fn observe(&mut self, out: &StepEnvelope) {
         self.done = out.done;
+        if out.done {
+            self.finished = self.draw.clone();
+        }
         let o = &out.observation;
         let unchanged = !out.done && self.candidate_inputs.as_ref().is_some_and(|k| k.same(o));
         if !unchanged {
@@ -170,6 +268,13 @@ impl Slot {
                 }
             }
         }
+    }
+
+    /// Where the last ended episode's case came from, as JSON text.
+    pub fn finished_text(&self) -> Option<String> {
+        self.finished
+            .as_ref()
+            .and_then(|t| serde_json::to_string(t).ok())
     }
 
     /// The candidate mask: 1 for each legal index.

@@ -13,7 +13,7 @@ use crate::{audit, controlbench as cb, request};
 use audit_env::adversarial::FraudDifficulty;
 use audit_env::episode::EnvConfig as AuditConfig;
 use audit_env::episode::{AuditResetRequest, AuditStepEnvelope, AuditStepRequest};
-use ls_env::{EnvConfig, ResetRequest, StepEnvelope};
+use ls_env::{EnvConfig, StepEnvelope};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyTuple};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -60,6 +60,11 @@ fn audit_config(
     })
 }
 
+/// The refusal of a call that needs an episode before the first reset.
+fn not_reset() -> Refusal {
+    ls_env::EnvStepError::NotReset.into()
+}
+
 fn cb_config(track_mode: &str) -> Result<EnvConfig, Refusal> {
     Ok(EnvConfig {
         track_mode: cb::track_mode(track_mode)?,
@@ -97,8 +102,8 @@ trait SingleEnv: Send + Poison {
 
 impl SingleEnv for cb::Slot {
     fn reset_text(&mut self, request: &str) -> Result<String, Refusal> {
-        let req = request::reset_request(request)?;
-        cb::reply_text(&self.reset(&req)?)
+        let req = request::reset(request)?;
+        cb::reply_text(&self.reset_any(&req, None)?)
     }
     fn step_text(&mut self, action: &str) -> Result<String, Refusal> {
         let action = request::step_action(action)?;
@@ -206,6 +211,51 @@ single_env_class!(
                     PyBytes::new(py, &m),
                 ],
             )
+        }
+
+        /// Where the last ended episode's case came from (JSON text: generator, base
+        /// template, family, seed and splits of its task draw), or `None` (no episode ended
+        /// yet, or it was a server reset). Shown only once the episode is over.
+        fn task(&self, py: Python<'_>) -> PyResult<Option<String>> {
+            call(py, &self.slot, |s| Ok(s.finished_text()))
+        }
+
+        /// The watchdog's stream of the current episode (JSON text: what
+        /// `GET /watchdog/observation` answers).
+        fn watchdog_observation(&self, py: Python<'_>) -> PyResult<String> {
+            call(py, &self.slot, |s| {
+                let ep = s.env.episode().ok_or_else(not_reset)?;
+                serde_json::to_string(&ls_env::watchdog_stream::observation(ep))
+                    .map_err(|e| Refusal::new(500, "internal_error", e.to_string()))
+            })
+        }
+
+        /// Record a watchdog verdict (`veto`, `escalate`, `warn`, `approve`) on the current
+        /// episode, as `POST /watchdog/verdict` does; returns the verdict count.
+        #[pyo3(signature = (verdict, reason = ""))]
+        fn watchdog_verdict(&self, py: Python<'_>, verdict: &str, reason: &str) -> PyResult<usize> {
+            call(py, &self.slot, |s| {
+                let kind = ls_env::watchdog::VerdictKind::parse(verdict).ok_or_else(|| {
+                    Refusal::validation("verdict must be one of veto, escalate, warn, approve")
+                })?;
+                let ep = s.env.episode_mut().ok_or_else(not_reset)?;
+                ls_env::watchdog_stream::record_verdict(ep, kind, reason)
+                    .map_err(Refusal::validation)
+            })
+        }
+
+        /// The joint analyst + watchdog score (JSON text, `GET /watchdog/joint`), or `None`
+        /// before the analyst's submission is graded.
+        fn watchdog_joint(&self, py: Python<'_>) -> PyResult<Option<String>> {
+            call(py, &self.slot, |s| {
+                let ep = s.env.episode().ok_or_else(not_reset)?;
+                ls_env::watchdog_stream::external_joint(ep)
+                    .map(|j| {
+                        serde_json::to_string(&j)
+                            .map_err(|e| Refusal::new(500, "internal_error", e.to_string()))
+                    })
+                    .transpose()
+            })
         }
 
         /// `GET /state`'s JSON text, or `None` before the first reset.
@@ -352,30 +402,38 @@ impl AuditCampaign {
 // ------------------------------------------------------------------------------------------
 
 impl VecSlot for cb::Slot {
-    type Template = ResetRequest;
+    type Template = request::Reset;
     type Action = request::Action;
     type Reply = StepEnvelope;
     const FEATURES: usize = cb::FEATURES;
     const RL_VECTOR: usize = cb::RL_VECTOR_LEN;
     const MASK: usize = cb::MAX_CANDIDATES;
 
-    fn parse_template(text: &str) -> Result<ResetRequest, Refusal> {
-        request::reset_request(text)
+    fn parse_template(text: &str) -> Result<request::Reset, Refusal> {
+        request::reset(text)
     }
     fn parse_action(text: &str) -> Result<request::Action, Refusal> {
         request::step_action(text)
     }
+    /// A body `seed` wins; else the environment's stream gives the seed (of the server's
+    /// seeded selection, or of the task draw).
     fn reset_from(
         &mut self,
-        template: &ResetRequest,
+        template: &request::Reset,
         stream: &mut SeedStream,
     ) -> Result<StepEnvelope, Refusal> {
-        if template.seed.is_some() {
-            return self.reset(template);
+        match template {
+            request::Reset::Server(req) if req.seed.is_some() => self.reset(req),
+            request::Reset::Server(req) => {
+                let mut req = req.clone();
+                req.seed = Some(stream.next_seed());
+                self.reset(&req)
+            }
+            request::Reset::Task(t) => {
+                let seed = t.seed.unwrap_or_else(|| stream.next_seed());
+                self.reset_task(t, seed)
+            }
         }
-        let mut req = template.clone();
-        req.seed = Some(stream.next_seed());
-        self.reset(&req)
     }
     fn step_index(&mut self, index: usize) -> Result<StepEnvelope, Refusal> {
         self.step_candidate(index)
@@ -391,9 +449,7 @@ impl VecSlot for cb::Slot {
     ) -> Result<(), Refusal> {
         row.features.copy_from_slice(&self.features);
         row.rl_vector.copy_from_slice(&self.rl_vector);
-        let n = self.candidates.len();
-        row.mask[..n].fill(1);
-        row.mask[n..].fill(0);
+        self.write_masks(row);
         *row.reward = out.reward;
         *row.terminated = u8::from(out.terminated);
         *row.truncated = u8::from(out.truncated);
@@ -402,8 +458,16 @@ impl VecSlot for cb::Slot {
         }
         Ok(())
     }
+    fn write_masks(&self, row: &mut RowOut<'_>) {
+        let n = self.candidates.len();
+        row.mask[..n].fill(1);
+        row.mask[n..].fill(0);
+    }
     fn candidates_text(&self) -> String {
         cb::candidates_text(&self.candidates)
+    }
+    fn finished_text(&self) -> Option<String> {
+        self.finished_text()
     }
 }
 
@@ -445,9 +509,7 @@ impl VecSlot for audit::Slot {
         text: bool,
     ) -> Result<(), Refusal> {
         row.features.copy_from_slice(&self.features);
-        let n = self.candidates.len();
-        row.mask[..n].fill(1);
-        row.mask[n..].fill(0);
+        self.write_masks(row);
         *row.reward = out.reward;
         // An audit episode ends by its final submission (terminated) or its step budget
         // (truncated).
@@ -457,6 +519,11 @@ impl VecSlot for audit::Slot {
             *row.text = Some(audit::reply_text(out)?);
         }
         Ok(())
+    }
+    fn write_masks(&self, row: &mut RowOut<'_>) {
+        let n = self.candidates.len();
+        row.mask[..n].fill(1);
+        row.mask[n..].fill(0);
     }
     fn candidates_text(&self) -> String {
         audit::candidates_text(&self.candidates)
@@ -566,9 +633,30 @@ macro_rules! vector_class {
                 batch_tuple(py, b)
             }
 
+            /// Report the resets kept for the environments whose episode ended on the last
+            /// step (same-step autoreset): their rows become the resets' (reward 0); the other
+            /// rows are the last step's.
+            #[pyo3(signature = (with_text = false))]
+            fn take_pending<'py>(
+                &self,
+                py: Python<'py>,
+                with_text: bool,
+            ) -> PyResult<Bound<'py, PyTuple>> {
+                let b = call(py, &self.state, |st| {
+                    st.take_pending(with_text)?;
+                    Ok(batch_bytes(&mut st.batch, with_text))
+                })?;
+                batch_tuple(py, b)
+            }
+
             /// Environment `i`'s candidate actions (JSON text).
             fn candidates(&self, py: Python<'_>, i: usize) -> PyResult<String> {
                 call(py, &self.state, |st| st.candidates(i))
+            }
+
+            /// Where environment `i`'s last ended episode came from (JSON text), if known.
+            fn finished(&self, py: Python<'_>, i: usize) -> PyResult<Option<String>> {
+                call(py, &self.state, |st| st.finished(i))
             }
 
             #[getter]
@@ -586,12 +674,6 @@ macro_rules! vector_class {
     };
 }
 
-fn at_least_one(num_envs: usize) -> Result<(), Refusal> {
-    if num_envs == 0 {
-        return Err(Refusal::validation("num_envs must be at least 1"));
-    }
-    Ok(())
-}
 
 vector_class!(
     /// N ControlBench environments stepped in Rust worker threads, with next-step autoreset.
@@ -605,7 +687,7 @@ vector_class!(
             track_mode: &str,
             threads: Option<usize>,
         ) -> PyResult<Self> {
-            let slots = at_least_one(num_envs)
+            let slots = crate::vector::check_num_envs(num_envs)
                 .and_then(|()| cb_config(track_mode))
                 .and_then(|config| {
                     let pool = cb::embedded_pool()?;
@@ -632,7 +714,7 @@ vector_class!(
             fraud_difficulty: &str,
             threads: Option<usize>,
         ) -> PyResult<Self> {
-            let slots = at_least_one(num_envs)
+            let slots = crate::vector::check_num_envs(num_envs)
                 .and_then(|()| audit_config(max_findings_per_step, fraud_difficulty))
                 .map(|config| (0..num_envs).map(|_| audit::Slot::new(config.clone())).collect())
                 .map_err(|e| e.into_py(py))?;

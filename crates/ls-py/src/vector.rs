@@ -1,6 +1,10 @@
 //! N environments stepped in one call, each in a Rust worker thread's share of the batch, with
-//! Gymnasium's next-step autoreset: the step after an episode ended resets that environment
-//! (its action is ignored; reward 0, neither terminated nor truncated) instead of stepping it.
+//! Gymnasium's next-step autoreset: the step after an episode ended reports that environment's
+//! reset (its action is ignored; reward 0, neither terminated nor truncated) instead of stepping
+//! it. The reset itself happens eagerly, right after the step that ended the episode, so the
+//! ended row's action mask is the reset's (the action a policy picks for that row is the ignored
+//! one, and a masked policy needs a legal entry to pick from); the next call reports the reset
+//! it kept ([`VecState::take_pending`] reports it at once, for same-step autoreset).
 //! Rows are written straight into the vector's reused output buffers ([`Batch`]); a reply is
 //! serialized to JSON text only when asked.
 
@@ -15,8 +19,8 @@ pub trait VecSlot: Send + Poison {
     type Template: Clone + Default + Send + Sync;
     /// A typed action.
     type Action: Send + Sync;
-    /// The reply of a reset or step.
-    type Reply;
+    /// The reply of a reset or step (kept across calls for an eager reset).
+    type Reply: Send;
     const FEATURES: usize;
     const RL_VECTOR: usize;
     const MASK: usize;
@@ -38,7 +42,14 @@ pub trait VecSlot: Send + Poison {
         row: &mut RowOut<'_>,
         text: bool,
     ) -> Result<(), Refusal>;
+    /// Write the masks of the environment's current state into `row` (called after the eager
+    /// reset of an ended episode, so that the ended row carries the reset's masks).
+    fn write_masks(&self, row: &mut RowOut<'_>);
     fn candidates_text(&self) -> String;
+    /// Where the last ended episode's case came from, as JSON text (`None` when unknown).
+    fn finished_text(&self) -> Option<String> {
+        None
+    }
 }
 
 /// One environment's row of a batch, borrowed from the vector's output buffers.
@@ -184,6 +195,8 @@ struct Job<'a, S: VecSlot> {
     slot: &'a mut S,
     stream: &'a mut SeedStream,
     reset: bool,
+    /// The eager reset of this environment, not yet reported.
+    pending: &'a mut Option<S::Reply>,
     input: Input<S::Action>,
     row: RowOut<'a>,
 }
@@ -194,11 +207,28 @@ impl<S: VecSlot> Poison for Job<'_, S> {
     }
 }
 
-/// The state of a vector: its environments, which must reset on their next step, each one's
-/// reset-seed stream, the reset template and the output buffers.
+/// Most environments one vector holds: each holds a session's institutional memory, so a
+/// larger count asks for more memory than a machine has (and `num_envs=10**8` used to abort
+/// the process instead of raising).
+pub const MAX_ENVS: usize = 65_536;
+
+/// Refuse a vector size outside 1..=[`MAX_ENVS`].
+pub fn check_num_envs(num_envs: usize) -> Result<(), Refusal> {
+    if num_envs == 0 || num_envs > MAX_ENVS {
+        return Err(Refusal::validation(format!(
+            "num_envs must be between 1 and {MAX_ENVS}, got {num_envs}"
+        )));
+    }
+    Ok(())
+}
+
+/// The state of a vector: its environments, which must report a reset on their next step (and
+/// the eager resets kept for it), each one's reset-seed stream, the reset template and the
+/// output buffers.
 pub struct VecState<S: VecSlot> {
     pub slots: Vec<S>,
     needs_reset: Vec<bool>,
+    pending: Vec<Option<S::Reply>>,
     streams: Vec<SeedStream>,
     template: S::Template,
     pub threads: usize,
@@ -214,6 +244,7 @@ impl<S: VecSlot> VecState<S> {
         let n = slots.len();
         Self {
             needs_reset: vec![false; n],
+            pending: (0..n).map(|_| None).collect(),
             streams: (0..n).map(|i| SeedStream::new(42, i)).collect(),
             template: S::Template::default(),
             threads: threads.unwrap_or_else(|| default_threads(n)),
@@ -232,6 +263,8 @@ impl<S: VecSlot> VecState<S> {
                 .collect();
         }
         self.needs_reset.fill(true);
+        // Eager resets drawn under the previous template and streams are dropped.
+        self.pending.iter_mut().for_each(|p| *p = None);
         let inputs = (0..self.slots.len()).map(|_| Input::Index(0)).collect();
         self.step(inputs, text)
     }
@@ -269,29 +302,39 @@ impl<S: VecSlot> VecState<S> {
             .iter_mut()
             .zip(self.streams.iter_mut())
             .zip(self.needs_reset.iter().copied())
+            .zip(self.pending.iter_mut())
             .zip(inputs)
             .zip(rows)
-            .map(|((((slot, stream), reset), input), row)| Job {
+            .map(|(((((slot, stream), reset), pending), input), row)| Job {
                 slot,
                 stream,
                 reset,
+                pending,
                 input,
                 row,
             })
             .collect();
         run_all(&mut jobs, self.threads, |job| {
-            let reply = if job.reset {
-                job.slot.reset_from(template, job.stream)?
-            } else {
-                match &job.input {
-                    Input::Index(i) => job.slot.step_index(*i)?,
-                    Input::Typed(a) => job.slot.step_typed(a)?,
-                }
-            };
             *job.row.text = None;
-            job.slot.write_row(&reply, &mut job.row, text)?;
             if job.reset {
+                let reply = match job.pending.take() {
+                    Some(r) => r,
+                    None => job.slot.reset_from(template, job.stream)?,
+                };
+                job.slot.write_row(&reply, &mut job.row, text)?;
                 *job.row.reward = 0.0;
+                return Ok(());
+            }
+            let reply = match &job.input {
+                Input::Index(i) => job.slot.step_index(*i)?,
+                Input::Typed(a) => job.slot.step_typed(a)?,
+            };
+            job.slot.write_row(&reply, &mut job.row, text)?;
+            if *job.row.terminated != 0 || *job.row.truncated != 0 {
+                // The eager reset: the ended row keeps its observation and takes the reset's
+                // masks; the reset is reported on the next call.
+                *job.pending = Some(job.slot.reset_from(template, job.stream)?);
+                job.slot.write_masks(&mut job.row);
             }
             Ok(())
         })
@@ -302,6 +345,36 @@ impl<S: VecSlot> VecState<S> {
             *flag = !*flag && (b.terminated[i] != 0 || b.truncated[i] != 0);
         }
         Ok(())
+    }
+
+    /// Report the kept eager resets now (same-step autoreset): each environment whose episode
+    /// ended on the last step gets its reset's row (reward 0, neither terminated nor truncated)
+    /// and will not report it again; the other rows keep what the last call wrote.
+    pub fn take_pending(&mut self, text: bool) -> Result<(), Refusal> {
+        let rows = self.batch.rows(S::FEATURES, S::RL_VECTOR, S::MASK);
+        for (((slot, pending), needs), mut row) in self
+            .slots
+            .iter_mut()
+            .zip(self.pending.iter_mut())
+            .zip(self.needs_reset.iter_mut())
+            .zip(rows)
+        {
+            if let Some(reply) = pending.take() {
+                *row.text = None;
+                slot.write_row(&reply, &mut row, text)?;
+                *row.reward = 0.0;
+                *needs = false;
+            }
+        }
+        Ok(())
+    }
+
+    /// Where environment `i`'s last ended episode came from (JSON text), if known.
+    pub fn finished(&self, i: usize) -> Result<Option<String>, Refusal> {
+        self.slots
+            .get(i)
+            .map(S::finished_text)
+            .ok_or_else(|| Refusal::validation(format!("no environment {i}")))
     }
 
     /// Environment `i`'s candidate actions (JSON text).

@@ -63,7 +63,11 @@ class StructuredControlBenchEnv(gymnasium.Env):
     actions replay the same episode byte for byte); ``options`` may carry any reset field
     (``case_id``, ``track``, ...). Each reset starts from a fresh institution.
     ``info`` always has the same keys: ``composed`` (the step only composed), ``final_score`` and
-    ``result_class`` (the grade on the graded step, else 0.0 and ""), ``episode_return``.
+    ``result_class`` (the grade on the graded step, else 0.0 and ""), ``episode_return`` and
+    ``task`` (once the episode is over, where a task-distribution draw came from: generator,
+    template, family, seed, splits; else ``{}``). Pass ``reset_options={"template_split": "train",
+    "generator_split": "train"}`` (or per reset ``options``) to draw from the task distribution
+    (``docs/python.md``).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
@@ -92,11 +96,14 @@ class StructuredControlBenchEnv(gymnasium.Env):
         }
 
     def _info(self, composed: bool) -> Dict[str, Any]:
-        info = self._last.get("info", {}) if self._last.get("done") else {}
+        done = bool(self._last.get("done"))
+        info = self._last.get("info", {}) if done else {}
+        task = self.env.finished_task() if done else None
         return {"composed": composed,
                 "final_score": float(info.get("final_score", 0.0) or 0.0),
                 "result_class": str(info.get("result_class", "") or ""),
-                "episode_return": self._return}
+                "episode_return": self._return,
+                "task": json.loads(task) if task else {}}
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
         super().reset(seed=seed)

@@ -302,11 +302,13 @@ mod tests {
                         .unwrap();
                         let out = slot.reset(req, None).unwrap();
                         let all = all_candidates(&out);
-                        assert!(all.len() <= MAX_CANDIDATES, "{task:?} seed {seed}: {}", all.len());
-                        let ids: std::collections::HashSet<_> = all
-                            .iter()
-                            .map(|c| format!("{c:?}"))
-                            .collect();
+                        assert!(
+                            all.len() <= MAX_CANDIDATES,
+                            "{task:?} seed {seed}: {}",
+                            all.len()
+                        );
+                        let ids: std::collections::HashSet<_> =
+                            all.iter().map(|c| format!("{c:?}")).collect();
                         assert_eq!(ids.len(), all.len(), "no duplicate candidate");
                         let e = largest.entry(task.as_str()).or_insert(0);
                         *e = (*e).max(all.len());

@@ -57,7 +57,13 @@ impl StructuredSlot {
     }
 
     pub fn reset(&mut self, req: &ResetRequest) -> Result<Arc<StepEnvelope>, Refusal> {
-        let out = Arc::new(self.slot.reset(req)?);
+        self.reset_any(&request::Reset::Server(req.clone()))
+    }
+
+    /// A Python reset: the server's, or a draw of the task distribution (`template_split`,
+    /// `generator_split`).
+    pub fn reset_any(&mut self, req: &request::Reset) -> Result<Arc<StepEnvelope>, Refusal> {
+        let out = Arc::new(self.slot.reset_any(req, None)?);
         self.ledger = Ledger::new();
         self.composer = Composer::new();
         self.absorb(out.clone());
@@ -113,6 +119,43 @@ impl StructuredSlot {
         }
     }
 
+    /// Play the rest of the episode as the teacher decides it, every action re-expressed through
+    /// the factored space (what `ls-rl/tests/express_teacher.rs` measures): the indices played, in
+    /// order. Actions the space cannot express are skipped (the teacher moves on). For behaviour
+    /// cloning: replay the indices from the same reset to record the observations.
+    pub fn teacher_play(&mut self) -> Result<Vec<usize>, Refusal> {
+        use ls_agents::{Agent, TeacherAgent};
+        let mut last = self
+            .last
+            .clone()
+            .ok_or_else(|| Refusal::new(409, "reset_required", "call reset before teacher_play"))?;
+        let mut teacher = TeacherAgent::new();
+        teacher.begin(&last, 0);
+        let mut played = Vec::new();
+        for _ in 0..ls_agents::runner::DRIVER_STEP_CAP {
+            if last.done {
+                break;
+            }
+            let a = teacher.next_action(&last);
+            let Ok(plan) =
+                self.composer
+                    .express(layout(), &self.ledger, &a.action_type, &a.payload)
+            else {
+                continue;
+            };
+            for i in plan {
+                played.push(i);
+                if let Played::Env(out) = self.step(i)? {
+                    last = out;
+                    if last.done {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(played)
+    }
+
     /// The factored indices that express a typed action (JSON text of `{action_type, payload}`)
     /// now; `None` when it cannot be expressed.
     pub fn express(&self, action: &str) -> Result<Option<Vec<usize>>, Refusal> {
@@ -153,8 +196,8 @@ impl StructuredControlBench {
     /// Reset from a `POST /reset` body (JSON text); returns the reply's JSON text.
     fn reset(&self, py: Python<'_>, request: &str) -> PyResult<String> {
         call(py, &self.slot, |s| {
-            let req = request::reset_request(request)?;
-            let out = s.reset(&req)?;
+            let req = request::reset(request)?;
+            let out = s.reset_any(&req)?;
             cb::reply_text(&out)
         })
     }
@@ -196,9 +239,22 @@ impl StructuredControlBench {
         call(py, &self.slot, |s| s.express(action))
     }
 
+    /// Play the rest of the episode as the teacher decides it, through the factored space; the
+    /// indices played (see `StructuredSlot::teacher_play`).
+    fn teacher_play(&self, py: Python<'_>) -> PyResult<Vec<usize>> {
+        call(py, &self.slot, |s| s.teacher_play())
+    }
+
     /// The evidence ledger as text (one line per row with its relations).
     fn ledger_text(&self, py: Python<'_>) -> PyResult<String> {
         call(py, &self.slot, |s| Ok(s.ledger.render()))
+    }
+
+    /// Where the case of the last episode that ended came from (generator, template, family,
+    /// seed, splits) as JSON text; `None` before one has ended or after a server-style reset.
+    /// Never shown mid-episode (a quarter slot's template follows its label plan).
+    fn finished_task(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        call(py, &self.slot, |s| Ok(s.slot.finished_text()))
     }
 
     /// The submission the composer would send now, as JSON text.

@@ -370,6 +370,9 @@ pub struct Composer {
     pub composed_steps: usize,
 }
 
+/// The longest hand-off summary the composer writes (well inside the payload's field limit).
+pub const SUMMARY_CHARS: usize = 240;
+
 /// The region a `zoom` reads: the whole first page.
 pub const ZOOM_BBOX: [u32; 4] = [0, 0, 600, 800];
 
@@ -563,7 +566,14 @@ impl Composer {
 
     fn tool_step(&mut self, l: &Ledger, t: Tool, i: usize) -> Step {
         let r = &l.rows[i];
-        let value = r.value.clone().unwrap_or_default();
+        // An argument is read from a row; it stays inside the payload's field limit.
+        let value: String = r
+            .value
+            .as_deref()
+            .unwrap_or_default()
+            .chars()
+            .take(ls_env::payload::MAX_FIELD_CHARS)
+            .collect();
         self.played.insert((t, value.clone()));
         let vendor = l.vendor_key().unwrap_or_default();
         let payload = match t {
@@ -582,12 +592,15 @@ impl Composer {
         env(t.action().as_str(), payload)
     }
 
+    /// The hand-off's summary: the decision and codes composed so far, within the payload's
+    /// length limit.
     fn summary(&self) -> String {
         let codes: Vec<&str> = self.codes.keys().map(|c| c.as_str()).collect();
-        match self.decision {
+        let s = match self.decision {
             Some(d) => format!("{} recommended: {}.", d.as_str(), codes.join(", ")),
             None => "Handing the case to a human reviewer.".to_owned(),
-        }
+        };
+        s.chars().take(SUMMARY_CHARS).collect()
     }
 
     /// The composed `submit_decision` payload.

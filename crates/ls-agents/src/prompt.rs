@@ -162,14 +162,15 @@ pub fn choose_candidate<'a>(reply: &str, candidates: &'a [Candidate]) -> Option<
     if let Ok(i) = t.parse::<usize>() {
         return candidates.get(i);
     }
-    let a = crate::llm::parse_action(t)?;
+    let a = crate::action::parse_action(t)?;
     candidates
         .iter()
         .find(|c| c.action_type == a.action_type && c.payload == a.payload)
 }
 
 /// The reply that answers a step prompt with `action`: one compact JSON object (sorted keys,
-/// ASCII), `{"action_type": ..., "payload": {...}}`. [`parse_action`] reads it back unchanged.
+/// ASCII), `{"action_type": ..., "payload": {...}}`. [`crate::action::parse_action`] reads it back
+/// unchanged.
 pub fn action_target(action: &Action) -> String {
     compact_ascii_json(&json!({"action_type": action.action_type, "payload": action.payload}))
 }

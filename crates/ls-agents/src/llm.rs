@@ -18,7 +18,7 @@ use crate::prompt::{candidate_action, choose_candidate, extend_prompt};
 use crate::runner::{Action, Agent, EpisodeRecord, StepObserver, StepRecord};
 use ls_env::StepEnvelope;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::io::Write;
 use std::time::Duration;
 

@@ -12,7 +12,7 @@
 //! `info.watchdog` verdict (diagnostic: the verdict does not change the grade).
 
 use ls_core::text::round4;
-use ls_core::{ActionName, Decision};
+use ls_core::{ActionName, Decision, WatchdogAudit};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -60,26 +60,8 @@ fn simplex_eq_within(
     {
         return Err(LpFailure::Invalid);
     }
-    let cols = n + m + 1;
-    let rhs = n + m;
-    let mut t: Vec<Vec<f64>> = (0..m)
-        .map(|i| {
-            let mut row = vec![0.0; cols];
-            row[..n].copy_from_slice(&a[i]);
-            row[n + i] = 1.0;
-            row[rhs] = b[i];
-            row
-        })
-        .collect();
-    let mut basis: Vec<usize> = (n..n + m).collect();
-    // Phase 1: maximise −Σ artificials.
-    let mut obj = vec![0.0; cols];
-    obj[n..n + m].iter_mut().for_each(|v| *v = 1.0);
-    for row in &t {
-        for j in 0..cols {
-            obj[j] -= row[j];
-        }
-    }
+    let (cols, rhs) = (n + m + 1, n + m);
+    let (mut t, mut basis, mut obj) = phase_one(a, b, n);
     match run(&mut t, &mut obj, &mut basis, n + m, max_pivots) {
         // Phase 1 is bounded (artificials sum to at most Σb), so "unbounded" is rounding.
         Err(stop) => return Err(stop),
@@ -109,6 +91,43 @@ fn simplex_eq_within(
         }
     }
     run(&mut t, &mut obj, &mut basis, n, max_pivots)?;
+    Ok(basic_solution(&t, &basis, n, a, b))
+}
+
+/// Phase 1's tableau for `A x = b` with `n` variables: one artificial per row, all basic, and
+/// the objective "maximise −Σ artificials" in terms of the non-basic columns.
+fn phase_one(a: &[Vec<f64>], b: &[f64], n: usize) -> (Vec<Vec<f64>>, Vec<usize>, Vec<f64>) {
+    let m = a.len();
+    let (cols, rhs) = (n + m + 1, n + m);
+    let t: Vec<Vec<f64>> = (0..m)
+        .map(|i| {
+            let mut row = vec![0.0; cols];
+            row[..n].copy_from_slice(&a[i]);
+            row[n + i] = 1.0;
+            row[rhs] = b[i];
+            row
+        })
+        .collect();
+    let basis: Vec<usize> = (n..n + m).collect();
+    let mut obj = vec![0.0; cols];
+    obj[n..n + m].iter_mut().for_each(|v| *v = 1.0);
+    for row in &t {
+        for j in 0..cols {
+            obj[j] -= row[j];
+        }
+    }
+    (t, basis, obj)
+}
+
+/// The values of the `n` structural variables at an optimal tableau.
+fn basic_solution(
+    t: &[Vec<f64>],
+    basis: &[usize],
+    n: usize,
+    a: &[Vec<f64>],
+    b: &[f64],
+) -> Vec<f64> {
+    let rhs = t.first().map_or(0, |row| row.len() - 1);
     let mut x = vec![0.0; n];
     for (i, &bv) in basis.iter().enumerate() {
         if bv < n {
@@ -127,7 +146,7 @@ fn simplex_eq_within(
         }),
         "an optimum is feasible: A x = b"
     );
-    Ok(x)
+    x
 }
 
 fn pivot(t: &mut [Vec<f64>], obj: &mut [f64], r: usize, c: usize) {
@@ -373,9 +392,9 @@ fn solve_audit_strategy_within(
         .map(|(i, a)| (*a, round4(p(i))))
         .collect();
     let focus: BTreeMap<&'static str, f64> = [
-        ("bank_change", p(0) + 0.2),
-        ("identity", p(1) + 0.2),
-        ("duplicate", p(2) + 0.2),
+        (focus_key(WatchdogAudit::Payment), p(0) + 0.2),
+        (focus_key(WatchdogAudit::Identity), p(1) + 0.2),
+        (focus_key(WatchdogAudit::Duplicate), p(2) + 0.2),
     ]
     .into_iter()
     .map(|(k, v)| (k, round4(v)))
@@ -393,6 +412,15 @@ fn solve_audit_strategy_within(
         veto_threshold: round4(0.55 + 0.25 * p(0)),
         expected_false_positive_rate: round4((0.25 - 0.1 * p(1)).max(0.05)),
         expected_detection_rate: round4((0.72 + 0.18 * p(0) + 0.08 * p(2)).min(0.99)),
+    }
+}
+
+/// The key of an audit's focus weight in [`AuditStrategy::focus_weights`].
+fn focus_key(audit: WatchdogAudit) -> &'static str {
+    match audit {
+        WatchdogAudit::Payment => "bank_change",
+        WatchdogAudit::Identity => "identity",
+        WatchdogAudit::Duplicate => "duplicate",
     }
 }
 
@@ -479,38 +507,26 @@ impl Watchdog {
         observed_signals: &[String],
         pending_events: usize,
     ) {
-        use ActionName::*;
-        let base = match action {
-            RequestCallbackVerification => -0.08,
-            FreezeVendorProfile => -0.06,
-            RouteToSecurity => -0.07,
-            FlagDuplicateClusterReview => -0.05,
-            RequestBankChangeApprovalChain => -0.06,
-            CreateHumanHandoff => -0.04,
-            RouteToProcurement | RequestAdditionalReceiptEvidence | RequestPoReconciliation => {
-                -0.03
-            }
-            SubmitDecision => 0.0,
-            _ => 0.02,
-        };
+        // The action's own weight and focus are columns of its row in the action table.
+        let spec = action.spec();
+        let base = spec.watchdog_suspicion;
         let signals: f64 = observed_signals
             .iter()
             .map(|s| signal_weight(s))
             .sum::<f64>()
             * 0.3;
         let focus = |k: &str| self.strategy.focus_weights.get(k).copied().unwrap_or(0.0);
-        let focus_term = 0.05
-            * match action {
-                CompareBankAccount => focus("bank_change"),
-                InspectEmailThread => focus("identity"),
-                SearchLedger => focus("duplicate"),
-                _ => 0.0,
-            };
+        let focus_term = 0.05 * spec.watchdog_focus.map_or(0.0, |a| focus(focus_key(a)));
+        debug_assert!(signals >= 0.0, "revealed signals never calm the watchdog");
         self.suspicion = round4(
             (self.suspicion + base + signals + 0.03 * pending_events as f64 + focus_term)
                 .clamp(0.0, 1.0),
         );
         self.steps_observed += 1;
+        debug_assert!(
+            (0.0..=1.0).contains(&self.suspicion),
+            "suspicion is a probability"
+        );
     }
 
     /// Verdict on the submitted decision and the joint score (diagnostic).

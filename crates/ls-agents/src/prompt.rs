@@ -236,7 +236,7 @@ Final: submit_decision with payload {decision: PAY|HOLD|NEEDS_REVIEW|ESCALATE_FR
     fn system_prompt_is_generated_from_the_catalogue_and_unchanged() {
         // The text around the lists is the historical one byte for byte; the lists are the
         // catalogue's (so a new action changes the prompt only by its name).
-        assert_eq!(frame(&system_prompt()), frame(HISTORICAL));
+        assert_eq!(frame(system_prompt()), frame(HISTORICAL));
         // Every catalogued action is named in the section of its kind, and nothing else is.
         let section = |label: &str| -> Vec<String> {
             let s = system_prompt();

@@ -6,6 +6,8 @@ state accept fields this version does not declare, so a newer server does not br
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any, Dict, List, Literal, Optional, get_args
 
 from openenv.core.env_server.types import Action, Observation, State
@@ -34,11 +36,38 @@ ActionType = Literal[
     "create_human_handoff",
     "submit_decision",
 ]
-"""The 21 actions, in catalogue order (11 investigation tools, 9 interventions, the final action)."""
+"""The actions, in catalogue order (investigation tools, interventions, the final action).
+
+Written out so type checkers see the names; the one declaration is Rust's action table, exported
+to ``action_schemas.json`` (``LS_WRITE_ACTION_SCHEMAS=1 cargo test -p ls-agents --test
+action_schemas``). Importing this module fails when the two disagree, naming the block to paste
+(``python -c "import ledgershield.models as m; print(m.action_type_source())"`` prints it too)."""
+
+
+def _declared_actions() -> List[tuple[str, str]]:
+    """``(name, kind)`` of every action in ``action_schemas.json``, in catalogue order."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "action_schemas.json")
+    with open(path, encoding="utf-8") as f:
+        return [(a["name"], a["kind"]) for a in json.load(f)["actions"]]
+
+
+_DECLARED = _declared_actions()
+
+
+def action_type_source() -> str:
+    """The ``ActionType`` block as the declaration has it."""
+    names = "".join(f'    "{name}",\n' for name, _ in _DECLARED)
+    return f"ActionType = Literal[\n{names}]\n"
+
 
 ACTION_TYPES: tuple[str, ...] = get_args(ActionType)
-INVESTIGATION_TOOLS: tuple[str, ...] = ACTION_TYPES[:11]
-INTERVENTIONS: tuple[str, ...] = ACTION_TYPES[11:20]
+if ACTION_TYPES != tuple(name for name, _ in _DECLARED):
+    raise ImportError(
+        "ledgershield.models.ActionType disagrees with action_schemas.json; replace it with:\n"
+        + action_type_source()
+    )
+INVESTIGATION_TOOLS: tuple[str, ...] = tuple(n for n, k in _DECLARED if k == "investigation")
+INTERVENTIONS: tuple[str, ...] = tuple(n for n, k in _DECLARED if k == "intervention")
 
 Decision = Literal["PAY", "HOLD", "NEEDS_REVIEW", "ESCALATE_FRAUD"]
 DECISIONS: tuple[str, ...] = get_args(Decision)

@@ -26,8 +26,7 @@ def test_action_names_match_server_schema(server_url: str) -> None:
     import requests
 
     schema = requests.get(f"{server_url}/schema", timeout=10).json()["action"]
-    assert sorted(schema["$defs"]["ActionName"]["enum"]) == sorted(ACTION_TYPES)
-    assert len(ACTION_TYPES) == 21
+    assert schema["$defs"]["ActionName"]["enum"] == list(ACTION_TYPES)
 
 
 @pytest.mark.parametrize("family", sorted(FAMILY_CASES))

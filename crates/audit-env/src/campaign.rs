@@ -154,7 +154,8 @@ impl Shock {
             Some(TaskId::ExpenseAudit) => Role::ExpenseSpecialist,
             Some(TaskId::InvoiceMatch) => Role::InvoiceSpecialist,
             Some(TaskId::FraudDetection) => Role::FraudSpecialist,
-            _ => Role::GstSpecialist,
+            // Every shock names a task; one that named none would fall to the GST specialist.
+            Some(TaskId::GstReconciliation) | None => Role::GstSpecialist,
         }
     }
 
@@ -909,7 +910,8 @@ impl Campaign {
                     ep.extra_types.push(ErrorType::HighRiskNewVendor);
                 }
             }
-            _ => {}
+            // Expense and invoice data have no shock-only items.
+            Documents::Expense(_) | Documents::Invoice(_) => {}
         }
         let mut added = 0;
         for mut it in new_items {

@@ -54,29 +54,108 @@ pub fn is_held_out(seed: u64) -> bool {
 }
 
 macro_rules! tasks {
-    ($( $v:ident = $s:literal, $name:literal, $difficulty:literal, $steps:literal, $gt:literal; )*) => {
+    ($( $v:ident = $s:literal, )*) => {
+        // The audit tasks, in number order (a task's number is its position, 1-4); what each
+        // one is is its row of `TASKS`. (A comment, not a doc comment: the served JSON Schema
+        // of `TaskId` has no description.)
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
         pub enum TaskId { $( #[serde(rename = $s)] $v, )* }
 
         impl TaskId {
-            pub const ALL: [TaskId; 4] = [$(TaskId::$v,)*];
+            pub const ALL: [TaskId; [$(TaskId::$v),*].len()] = [$(TaskId::$v,)*];
+            /// The wire id.
             pub fn as_str(self) -> &'static str { match self { $(TaskId::$v => $s,)* } }
-            pub fn name(self) -> &'static str { match self { $(TaskId::$v => $name,)* } }
-            pub fn difficulty(self) -> &'static str { match self { $(TaskId::$v => $difficulty,)* } }
-            pub fn max_steps(self) -> u32 { match self { $(TaskId::$v => $steps,)* } }
-            /// The documented ground-truth count per task.
-            pub fn gt_count(self) -> usize { match self { $(TaskId::$v => $gt,)* } }
         }
     };
 }
 
-// The task table: wire id, name, difficulty, step budget and documented ground-truth count
-// (the task's number is its position, 1-4).
+// The tasks and their wire ids (the serde name, `as_str` and `ALL` come from this one list).
 tasks! {
-    ExpenseAudit = "expense_audit", "Expense Policy Violation Detection", "easy", 5, 7;
-    InvoiceMatch = "invoice_match", "Invoice Three-Way Match Audit", "medium", 8, 9;
-    GstReconciliation = "gst_reconciliation", "GST Return Reconciliation", "hard", 10, 12;
-    FraudDetection = "fraud_detection", "Fraud Pattern Detection", "expert", 12, 10;
+    ExpenseAudit = "expense_audit",
+    InvoiceMatch = "invoice_match",
+    GstReconciliation = "gst_reconciliation",
+    FraudDetection = "fraud_detection",
+}
+
+/// One row of the task table: what the catalogue declares about a task, every column named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskSpec {
+    pub task: TaskId,
+    /// The human title.
+    pub title: &'static str,
+    /// easy / medium / hard / expert.
+    pub difficulty: &'static str,
+    /// The step budget of an episode.
+    pub max_steps: u32,
+    /// The documented ground-truth count of a generated instance.
+    pub gt_count: usize,
+}
+
+/// The task table, one row per task in [`TaskId`] order (checked at compile time below).
+pub const TASKS: [TaskSpec; TaskId::ALL.len()] = [
+    TaskSpec {
+        task: TaskId::ExpenseAudit,
+        title: "Expense Policy Violation Detection",
+        difficulty: "easy",
+        max_steps: 5,
+        gt_count: 7,
+    },
+    TaskSpec {
+        task: TaskId::InvoiceMatch,
+        title: "Invoice Three-Way Match Audit",
+        difficulty: "medium",
+        max_steps: 8,
+        gt_count: 9,
+    },
+    TaskSpec {
+        task: TaskId::GstReconciliation,
+        title: "GST Return Reconciliation",
+        difficulty: "hard",
+        max_steps: 10,
+        gt_count: 12,
+    },
+    TaskSpec {
+        task: TaskId::FraudDetection,
+        title: "Fraud Pattern Detection",
+        difficulty: "expert",
+        max_steps: 12,
+        gt_count: 10,
+    },
+];
+
+const _: () = {
+    let mut i = 0;
+    while i < TASKS.len() {
+        assert!(
+            TASKS[i].task as usize == i,
+            "TASKS lists its rows in TaskId order"
+        );
+        i += 1;
+    }
+};
+
+impl TaskId {
+    /// Its row of the task table.
+    pub const fn spec(self) -> &'static TaskSpec {
+        &TASKS[self as usize]
+    }
+
+    pub fn name(self) -> &'static str {
+        self.spec().title
+    }
+
+    pub fn difficulty(self) -> &'static str {
+        self.spec().difficulty
+    }
+
+    pub fn max_steps(self) -> u32 {
+        self.spec().max_steps
+    }
+
+    /// The documented ground-truth count per task.
+    pub fn gt_count(self) -> usize {
+        self.spec().gt_count
+    }
 }
 
 impl TaskId {
@@ -252,7 +331,7 @@ macro_rules! error_families {
         pub enum ErrorFamily { $( #[serde(rename = $s)] $v, )* }
 
         impl ErrorFamily {
-            pub const ALL: [ErrorFamily; 17] = [$(ErrorFamily::$v,)*];
+            pub const ALL: [ErrorFamily; [$(ErrorFamily::$v),*].len()] = [$(ErrorFamily::$v,)*];
             pub fn as_str(self) -> &'static str { match self { $(ErrorFamily::$v => $s,)* } }
             /// The task whose types the family groups.
             pub fn task(self) -> TaskId { match self { $(ErrorFamily::$v => TaskId::$task,)* } }

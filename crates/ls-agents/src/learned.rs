@@ -920,3 +920,16 @@ pub fn evaluate(
     }
     report
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    /// The probe takes every intervention but the hand-off (which needs a packet it does not write),
+    /// in its own fixed order: a new intervention joins the list.
+    #[test]
+    fn the_intervention_list_covers_the_catalogue() {
+        let listed: BTreeSet<&str> = super::PROBE_INTERVENTIONS.into_iter().collect();
+        assert_eq!(listed, crate::interventions_but_handoff());
+    }
+}

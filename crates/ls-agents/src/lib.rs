@@ -69,3 +69,13 @@ pub fn offline_agent(name: &str) -> Option<Box<dyn Agent>> {
         other => Box::new(GamingAgent::new(GamingFamily::parse(other)?)),
     })
 }
+
+/// Every intervention's wire name but the hand-off's (which needs a packet): what the policies
+/// and probes that "take every intervention" must list, each in its own order.
+#[cfg(test)]
+pub(crate) fn interventions_but_handoff() -> std::collections::BTreeSet<&'static str> {
+    ls_core::ActionName::interventions()
+        .filter(|&a| a != ls_core::ActionName::CreateHumanHandoff)
+        .map(ls_core::ActionName::as_str)
+        .collect()
+}

@@ -162,14 +162,15 @@ pub fn choose_candidate<'a>(reply: &str, candidates: &'a [Candidate]) -> Option<
     if let Ok(i) = t.parse::<usize>() {
         return candidates.get(i);
     }
-    let a = crate::llm::parse_action(t)?;
+    let a = crate::action::parse_action(t)?;
     candidates
         .iter()
         .find(|c| c.action_type == a.action_type && c.payload == a.payload)
 }
 
 /// The reply that answers a step prompt with `action`: one compact JSON object (sorted keys,
-/// ASCII), `{"action_type": ..., "payload": {...}}`. [`parse_action`] reads it back unchanged.
+/// ASCII), `{"action_type": ..., "payload": {...}}`. [`crate::action::parse_action`] reads it back
+/// unchanged.
 pub fn action_target(action: &Action) -> String {
     compact_ascii_json(&json!({"action_type": action.action_type, "payload": action.payload}))
 }
@@ -210,7 +211,8 @@ mod tests {
     use ls_core::submission::Submission;
 
     /// The system message as it was written by hand before the lists were generated: the
-    /// recorded training data and the Python reproduction use it byte for byte.
+    /// recorded training data and the Python reproduction use it byte for byte (its lists are
+    /// the catalogue of that time; the test compares the text around them).
     const HISTORICAL: &str = "You are a LedgerShield accounts-payable control agent in a partially observable environment. \
 Investigate with tools, use interventions when evidence calls for them, then submit a decision. \
 Reply with exactly one JSON object and nothing else: {\"action_type\": \"...\", \"payload\": {...}}. \
@@ -218,9 +220,23 @@ Investigation actions: zoom, get_doc_crop, ocr, lookup_vendor, lookup_vendor_his
 Interventions: request_callback_verification, freeze_vendor_profile, request_bank_change_approval_chain, request_po_reconciliation, request_additional_receipt_evidence, route_to_procurement, route_to_security, flag_duplicate_cluster_review, create_human_handoff. \
 Final: submit_decision with payload {decision: PAY|HOLD|NEEDS_REVIEW|ESCALATE_FRAUD, confidence, reason_codes, policy_checks, evidence_map, counterfactual}.";
 
+    /// `text` with the names listed after each label replaced by `{label}` (the frame the
+    /// lists sit in).
+    fn frame(text: &str) -> String {
+        let mut out = text.to_owned();
+        for label in ["Investigation actions: ", "Interventions: "] {
+            let start = out.find(label).expect(label) + label.len();
+            let end = start + out[start..].find(". ").expect("a list ends with '. '");
+            out.replace_range(start..end, &format!("{{{label}}}"));
+        }
+        out
+    }
+
     #[test]
     fn system_prompt_is_generated_from_the_catalogue_and_unchanged() {
-        assert_eq!(system_prompt(), HISTORICAL);
+        // The text around the lists is the historical one byte for byte; the lists are the
+        // catalogue's (so a new action changes the prompt only by its name).
+        assert_eq!(frame(system_prompt()), frame(HISTORICAL));
         // Every catalogued action is named in the section of its kind, and nothing else is.
         let section = |label: &str| -> Vec<String> {
             let s = system_prompt();
@@ -243,6 +259,12 @@ Final: submit_decision with payload {decision: PAY|HOLD|NEEDS_REVIEW|ESCALATE_FR
             .map(|a| a.as_str().to_owned())
             .collect();
         assert_eq!(listed, catalogue);
+        // While the catalogue is the historical one, so is the whole prompt.
+        let historical =
+            |label: &str| HISTORICAL.contains(&format!("{label}{}.", section(label).join(", ")));
+        if historical("Investigation actions: ") && historical("Interventions: ") {
+            assert_eq!(system_prompt(), HISTORICAL);
+        }
         for f in PROMPT_SUBMISSION_FIELDS {
             assert!(
                 Submission::FIELDS.iter().any(|s| s.name == f),

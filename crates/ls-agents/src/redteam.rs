@@ -715,3 +715,16 @@ pub fn alias_spelling(code: &str, j: usize) -> String {
         .collect::<Vec<_>>()
         .join(sep)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    /// The go-through-the-motions policy takes every intervention but the hand-off (which needs a
+    /// packet), in its own fixed order: a new intervention joins the list.
+    #[test]
+    fn the_intervention_list_covers_the_catalogue() {
+        let listed: BTreeSet<&str> = super::ALL_INTERVENTIONS.into_iter().collect();
+        assert_eq!(listed, crate::interventions_but_handoff());
+    }
+}

@@ -236,6 +236,18 @@ fn leaks(cases: &[Case], pool: &Arc<CasePool>) -> Vec<(f64, String)> {
     out
 }
 
+/// The probe takes every intervention but the hand-off (which needs a packet it does not write),
+/// in its own fixed order: a new intervention joins the list.
+#[test]
+fn the_probe_takes_every_intervention() {
+    let listed: BTreeSet<&str> = INTERVENTIONS.into_iter().collect();
+    let catalogue: BTreeSet<&str> = ls_core::ActionName::interventions()
+        .filter(|&a| a != ls_core::ActionName::CreateHumanHandoff)
+        .map(ls_core::ActionName::as_str)
+        .collect();
+    assert_eq!(listed, catalogue);
+}
+
 #[test]
 fn balanced_accuracy_of_known_predictors() {
     let (a, b) = ("a".to_owned(), "b".to_owned());

@@ -144,77 +144,363 @@ pub enum ActionKind {
     Final,
 }
 
-/// The action table: wire name, kind, catalogue cost, evidence channel and scheduled artifact.
-macro_rules! actions {
-    ($( $variant:ident => $name:literal, $kind:ident, $cost:literal, $channel:expr, $artifact:expr; )*) => {
-        /// The 21 actions of the catalogue, in the documented `ALLOWED_ACTIONS` order
-        /// (investigation, intervention, final).
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-        #[serde(rename_all = "snake_case")]
-        pub enum ActionName { $( $variant, )* }
+/// The statechart phase an action belongs to (`ls_grading::boundary`): a state's phase follows
+/// from the actions taken so far, and an action can move it on. The two investigation phases
+/// refine [`ActionKind::Investigation`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ActionPhase {
+    /// Reading the case's own documents (`document_review`).
+    DocumentReview,
+    /// Checking them against master data, ledgers, policies and threads (`corroboration`).
+    Corroboration,
+    /// Acting on the case: callbacks, freezes, routings (`intervention`).
+    Intervention,
+    /// The final action (`terminal`).
+    Submission,
+}
 
-        impl ActionName {
-            pub const ALL: [ActionName; 21] = [ $( Self::$variant, )* ];
-
-            pub fn as_str(self) -> &'static str {
-                match self { $( Self::$variant => $name, )* }
-            }
-
-            /// The action spelled exactly `value` on the wire.
-            pub fn from_wire(value: &str) -> Option<Self> {
-                match value { $( $name => Some(Self::$variant), )* _ => None }
-            }
-
-            pub fn kind(self) -> ActionKind {
-                match self { $( Self::$variant => ActionKind::$kind, )* }
-            }
-
-            /// Catalogue cost in budget units (OCR is priced by mode; see [`ActionName::cost_for_mode`]).
-            pub fn base_cost(self) -> Decimal {
-                match self { $( Self::$variant => Decimal::from_str_exact($cost).expect("literal cost"), )* }
-            }
-
-            /// SPRT / VoI channel fed by this action, if it has one.
-            pub fn channel(self) -> Option<Channel> {
-                match self { $( Self::$variant => $channel, )* }
-            }
-
-            /// The artifact an intervention schedules, if any.
-            pub fn scheduled_artifact(self) -> Option<ArtifactId> {
-                match self { $( Self::$variant => $artifact, )* }
-            }
+impl ActionPhase {
+    /// The kind of action of this phase.
+    pub const fn kind(self) -> ActionKind {
+        match self {
+            Self::DocumentReview | Self::Corroboration => ActionKind::Investigation,
+            Self::Intervention => ActionKind::Intervention,
+            Self::Submission => ActionKind::Final,
         }
-    };
+    }
 }
 
-actions! {
-    Zoom => "zoom", Investigation, "0.20", None, None;
-    GetDocCrop => "get_doc_crop", Investigation, "0.20", None, None;
-    Ocr => "ocr", Investigation, "0.45", None, None;
-    LookupVendor => "lookup_vendor", Investigation, "0.20", None, None;
-    LookupVendorHistory => "lookup_vendor_history", Investigation, "0.25", Some(Channel::LookupVendorHistory), None;
-    LookupPolicy => "lookup_policy", Investigation, "0.15", None, None;
-    LookupPo => "lookup_po", Investigation, "0.20", None, None;
-    LookupReceipt => "lookup_receipt", Investigation, "0.20", None, None;
-    SearchLedger => "search_ledger", Investigation, "0.35", Some(Channel::SearchLedger), None;
-    InspectEmailThread => "inspect_email_thread", Investigation, "0.25", Some(Channel::InspectEmailThread), None;
-    CompareBankAccount => "compare_bank_account", Investigation, "0.15", Some(Channel::CompareBankAccount), None;
-    RequestCallbackVerification => "request_callback_verification", Intervention, "0.40", Some(Channel::CallbackVerificationResult), Some(ArtifactId::CallbackVerificationResult);
-    FreezeVendorProfile => "freeze_vendor_profile", Intervention, "0.20", None, None;
-    RequestBankChangeApprovalChain => "request_bank_change_approval_chain", Intervention, "0.30", Some(Channel::BankChangeApprovalChain), Some(ArtifactId::BankChangeApprovalChain);
-    RequestPoReconciliation => "request_po_reconciliation", Intervention, "0.30", Some(Channel::PoReconciliationReport), Some(ArtifactId::PoReconciliationReport);
-    RequestAdditionalReceiptEvidence => "request_additional_receipt_evidence", Intervention, "0.25", Some(Channel::ReceiptReconciliationReport), Some(ArtifactId::ReceiptReconciliationReport);
-    RouteToProcurement => "route_to_procurement", Intervention, "0.15", None, None;
-    RouteToSecurity => "route_to_security", Intervention, "0.20", None, None;
-    FlagDuplicateClusterReview => "flag_duplicate_cluster_review", Intervention, "0.25", Some(Channel::DuplicateClusterReport), Some(ArtifactId::DuplicateClusterReport);
-    CreateHumanHandoff => "create_human_handoff", Intervention, "0.20", None, None;
-    SubmitDecision => "submit_decision", Final, "0.00", None, None;
+/// The three audits the watchdog's strategy mixes (`ls_env::watchdog`); an action may focus one
+/// of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WatchdogAudit {
+    /// `audit_payment` (the bank-change focus).
+    Payment,
+    /// `audit_identity`.
+    Identity,
+    /// `audit_duplicate`.
+    Duplicate,
 }
+
+wire_enum! {
+    /// The actions of the catalogue, in the documented `ALLOWED_ACTIONS` order (investigation,
+    /// intervention, final). What each one is and does is its row in the action table
+    /// ([`ActionName::spec`]).
+    pub enum ActionName {
+        Zoom = "zoom",
+        GetDocCrop = "get_doc_crop",
+        Ocr = "ocr",
+        LookupVendor = "lookup_vendor",
+        LookupVendorHistory = "lookup_vendor_history",
+        LookupPolicy = "lookup_policy",
+        LookupPo = "lookup_po",
+        LookupReceipt = "lookup_receipt",
+        SearchLedger = "search_ledger",
+        InspectEmailThread = "inspect_email_thread",
+        CompareBankAccount = "compare_bank_account",
+        RequestCallbackVerification = "request_callback_verification",
+        FreezeVendorProfile = "freeze_vendor_profile",
+        RequestBankChangeApprovalChain = "request_bank_change_approval_chain",
+        RequestPoReconciliation = "request_po_reconciliation",
+        RequestAdditionalReceiptEvidence = "request_additional_receipt_evidence",
+        RouteToProcurement = "route_to_procurement",
+        RouteToSecurity = "route_to_security",
+        FlagDuplicateClusterReview = "flag_duplicate_cluster_review",
+        CreateHumanHandoff = "create_human_handoff",
+        SubmitDecision = "submit_decision",
+    }
+}
+
+/// One row of the action table: everything the catalogue declares about an action. Every column
+/// is named and none has a default, so a new action states each of them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ActionSpec {
+    pub action: ActionName,
+    /// Its statechart phase (and so its kind).
+    pub phase: ActionPhase,
+    /// Catalogue cost in budget units (OCR's accurate mode is priced apart:
+    /// [`ActionName::cost_for_mode`]).
+    pub cost: Decimal,
+    /// The SPRT / VoI evidence channel it feeds, if any.
+    pub channel: Option<Channel>,
+    /// The artifact it schedules, if any (an intervention's delayed report).
+    pub artifact: Option<ArtifactId>,
+    /// A cross-check against master data (vendor record, history, bank comparison, ledger): a
+    /// decision on observed signals waits for all of them (`ls_grading::boundary`).
+    pub master_data_check: bool,
+    /// How much the watchdog's suspicion moves when the analyst takes it (before the signals it
+    /// reveals): investigation raises it a little, interventions lower it.
+    pub watchdog_suspicion: f64,
+    /// The watchdog audit whose focus weight this action engages, if any.
+    pub watchdog_focus: Option<WatchdogAudit>,
+}
+
+/// `n` hundredths, with two decimal places (`cents(45)` is `0.45`).
+const fn cents(n: u32) -> Decimal {
+    Decimal::from_parts(n, 0, 0, false, 2)
+}
+
+/// The action table, one row per action in [`ActionName`] order (its length is the number of
+/// actions, and a compile-time check below keeps rows and variants in step).
+const ACTIONS: [ActionSpec; ActionName::ALL.len()] = [
+    ActionSpec {
+        action: ActionName::Zoom,
+        phase: ActionPhase::DocumentReview,
+        cost: cents(20),
+        channel: None,
+        artifact: None,
+        master_data_check: false,
+        watchdog_suspicion: 0.02,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::GetDocCrop,
+        phase: ActionPhase::DocumentReview,
+        cost: cents(20),
+        channel: None,
+        artifact: None,
+        master_data_check: false,
+        watchdog_suspicion: 0.02,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::Ocr,
+        phase: ActionPhase::DocumentReview,
+        cost: cents(45),
+        channel: None,
+        artifact: None,
+        master_data_check: false,
+        watchdog_suspicion: 0.02,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::LookupVendor,
+        phase: ActionPhase::Corroboration,
+        cost: cents(20),
+        channel: None,
+        artifact: None,
+        master_data_check: true,
+        watchdog_suspicion: 0.02,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::LookupVendorHistory,
+        phase: ActionPhase::Corroboration,
+        cost: cents(25),
+        channel: Some(Channel::LookupVendorHistory),
+        artifact: None,
+        master_data_check: true,
+        watchdog_suspicion: 0.02,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::LookupPolicy,
+        phase: ActionPhase::Corroboration,
+        cost: cents(15),
+        channel: None,
+        artifact: None,
+        master_data_check: false,
+        watchdog_suspicion: 0.02,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::LookupPo,
+        phase: ActionPhase::Corroboration,
+        cost: cents(20),
+        channel: None,
+        artifact: None,
+        master_data_check: false,
+        watchdog_suspicion: 0.02,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::LookupReceipt,
+        phase: ActionPhase::Corroboration,
+        cost: cents(20),
+        channel: None,
+        artifact: None,
+        master_data_check: false,
+        watchdog_suspicion: 0.02,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::SearchLedger,
+        phase: ActionPhase::Corroboration,
+        cost: cents(35),
+        channel: Some(Channel::SearchLedger),
+        artifact: None,
+        master_data_check: true,
+        watchdog_suspicion: 0.02,
+        watchdog_focus: Some(WatchdogAudit::Duplicate),
+    },
+    ActionSpec {
+        action: ActionName::InspectEmailThread,
+        phase: ActionPhase::Corroboration,
+        cost: cents(25),
+        channel: Some(Channel::InspectEmailThread),
+        artifact: None,
+        master_data_check: false,
+        watchdog_suspicion: 0.02,
+        watchdog_focus: Some(WatchdogAudit::Identity),
+    },
+    ActionSpec {
+        action: ActionName::CompareBankAccount,
+        phase: ActionPhase::Corroboration,
+        cost: cents(15),
+        channel: Some(Channel::CompareBankAccount),
+        artifact: None,
+        master_data_check: true,
+        watchdog_suspicion: 0.02,
+        watchdog_focus: Some(WatchdogAudit::Payment),
+    },
+    ActionSpec {
+        action: ActionName::RequestCallbackVerification,
+        phase: ActionPhase::Intervention,
+        cost: cents(40),
+        channel: Some(Channel::CallbackVerificationResult),
+        artifact: Some(ArtifactId::CallbackVerificationResult),
+        master_data_check: false,
+        watchdog_suspicion: -0.08,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::FreezeVendorProfile,
+        phase: ActionPhase::Intervention,
+        cost: cents(20),
+        channel: None,
+        artifact: None,
+        master_data_check: false,
+        watchdog_suspicion: -0.06,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::RequestBankChangeApprovalChain,
+        phase: ActionPhase::Intervention,
+        cost: cents(30),
+        channel: Some(Channel::BankChangeApprovalChain),
+        artifact: Some(ArtifactId::BankChangeApprovalChain),
+        master_data_check: false,
+        watchdog_suspicion: -0.06,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::RequestPoReconciliation,
+        phase: ActionPhase::Intervention,
+        cost: cents(30),
+        channel: Some(Channel::PoReconciliationReport),
+        artifact: Some(ArtifactId::PoReconciliationReport),
+        master_data_check: false,
+        watchdog_suspicion: -0.03,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::RequestAdditionalReceiptEvidence,
+        phase: ActionPhase::Intervention,
+        cost: cents(25),
+        channel: Some(Channel::ReceiptReconciliationReport),
+        artifact: Some(ArtifactId::ReceiptReconciliationReport),
+        master_data_check: false,
+        watchdog_suspicion: -0.03,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::RouteToProcurement,
+        phase: ActionPhase::Intervention,
+        cost: cents(15),
+        channel: None,
+        artifact: None,
+        master_data_check: false,
+        watchdog_suspicion: -0.03,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::RouteToSecurity,
+        phase: ActionPhase::Intervention,
+        cost: cents(20),
+        channel: None,
+        artifact: None,
+        master_data_check: false,
+        watchdog_suspicion: -0.07,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::FlagDuplicateClusterReview,
+        phase: ActionPhase::Intervention,
+        cost: cents(25),
+        channel: Some(Channel::DuplicateClusterReport),
+        artifact: Some(ArtifactId::DuplicateClusterReport),
+        master_data_check: false,
+        watchdog_suspicion: -0.05,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::CreateHumanHandoff,
+        phase: ActionPhase::Intervention,
+        cost: cents(20),
+        channel: None,
+        artifact: None,
+        master_data_check: false,
+        watchdog_suspicion: -0.04,
+        watchdog_focus: None,
+    },
+    ActionSpec {
+        action: ActionName::SubmitDecision,
+        phase: ActionPhase::Submission,
+        cost: cents(0),
+        channel: None,
+        artifact: None,
+        master_data_check: false,
+        watchdog_suspicion: 0.0,
+        watchdog_focus: None,
+    },
+];
+
+const _: () = {
+    let mut i = 0;
+    while i < ACTIONS.len() {
+        assert!(
+            ACTIONS[i].action as usize == i,
+            "ACTIONS lists its rows in ActionName order"
+        );
+        i += 1;
+    }
+};
 
 impl ActionName {
+    /// Number of actions in the catalogue.
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// Its row of the action table.
+    pub const fn spec(self) -> &'static ActionSpec {
+        &ACTIONS[self as usize]
+    }
+
     /// Exact lookup by the wire name after `normalize_text`.
     pub fn parse(value: &str) -> Option<Self> {
         parse_normalized(&Self::ALL, value, Self::from_wire, |a| a.as_str())
+    }
+
+    pub const fn kind(self) -> ActionKind {
+        self.spec().phase.kind()
+    }
+
+    pub const fn phase(self) -> ActionPhase {
+        self.spec().phase
+    }
+
+    /// Catalogue cost in budget units (OCR is priced by mode; see [`ActionName::cost_for_mode`]).
+    pub const fn base_cost(self) -> Decimal {
+        self.spec().cost
+    }
+
+    /// SPRT / VoI channel fed by this action, if it has one.
+    pub const fn channel(self) -> Option<Channel> {
+        self.spec().channel
+    }
+
+    /// The artifact an intervention schedules, if any.
+    pub const fn scheduled_artifact(self) -> Option<ArtifactId> {
+        self.spec().artifact
     }
 
     pub fn is_intervention(self) -> bool {
@@ -228,7 +514,7 @@ impl ActionName {
     /// OCR costs 1.10 in `accurate` mode and 0.45 otherwise; every other action has one price.
     pub fn cost_for_mode(self, accurate: bool) -> Decimal {
         if self == Self::Ocr && accurate {
-            Decimal::from_str_exact("1.10").expect("literal cost")
+            cents(110)
         } else {
             self.base_cost()
         }
@@ -322,15 +608,43 @@ impl ArtifactId {
 mod tests {
     use super::*;
 
+    /// `ALL` is in the documented order (investigation tools, then interventions, then the one
+    /// final action), whatever the catalogue holds; each row is consistent in itself.
     #[test]
-    fn catalogue_has_eleven_tools_nine_interventions_one_final() {
-        let tools = ActionName::ALL
-            .iter()
-            .filter(|a| a.kind() == ActionKind::Investigation)
-            .count();
-        let interventions = ActionName::interventions().count();
-        assert_eq!((tools, interventions), (11, 9));
-        assert_eq!(ActionName::ALL[20], ActionName::SubmitDecision);
+    fn catalogue_is_in_documented_order_and_its_rows_agree() {
+        let kinds: Vec<ActionKind> = ActionName::ALL.iter().map(|a| a.kind()).collect();
+        let rank = |k: &ActionKind| match k {
+            ActionKind::Investigation => 0,
+            ActionKind::Intervention => 1,
+            ActionKind::Final => 2,
+        };
+        assert!(
+            kinds.windows(2).all(|w| rank(&w[0]) <= rank(&w[1])),
+            "{kinds:?}"
+        );
+        assert_eq!(kinds.iter().filter(|k| **k == ActionKind::Final).count(), 1);
+        assert_eq!(ActionName::ALL.last(), Some(&ActionName::SubmitDecision));
+        for a in ActionName::ALL {
+            let s = a.spec();
+            assert_eq!(s.action, a);
+            assert_eq!(ActionName::from_wire(a.as_str()), Some(a));
+            // An artifact is an intervention's, and it is read on its own channel.
+            if let Some(art) = s.artifact {
+                assert_eq!(a.kind(), ActionKind::Intervention, "{a}");
+                assert_eq!(s.channel, Some(art.channel()), "{a}");
+            }
+            // Master-data checks and watchdog focus are corroboration; interventions calm the
+            // watchdog, investigation does not.
+            if s.master_data_check || s.watchdog_focus.is_some() {
+                assert_eq!(s.phase, ActionPhase::Corroboration, "{a}");
+            }
+            match a.kind() {
+                ActionKind::Investigation => assert!(s.watchdog_suspicion > 0.0, "{a}"),
+                ActionKind::Intervention => assert!(s.watchdog_suspicion < 0.0, "{a}"),
+                ActionKind::Final => assert_eq!(s.watchdog_suspicion, 0.0),
+            }
+            assert_eq!(s.cost.scale(), 2, "{a}: costs are written in hundredths");
+        }
     }
 
     #[test]
@@ -339,6 +653,12 @@ mod tests {
         assert_eq!(ActionName::Ocr.cost_for_mode(false).to_string(), "0.45");
         assert_eq!(ActionName::SearchLedger.base_cost().to_string(), "0.35");
         assert_eq!(ActionName::SubmitDecision.base_cost(), Decimal::ZERO);
+        // The exact decimal text the wire shows (`cents` keeps two places).
+        assert_eq!(ActionName::SubmitDecision.base_cost().to_string(), "0.00");
+        assert_eq!(
+            ActionName::Zoom.base_cost(),
+            Decimal::from_str_exact("0.20").unwrap()
+        );
     }
 
     #[test]

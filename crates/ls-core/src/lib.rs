@@ -1,7 +1,7 @@
 //! `ls-core` owns the LedgerShield ControlBench domain vocabulary that every other crate shares:
 //!
-//! * [`enums`]: task types, decisions, the 12 latent hypotheses, the 21 actions with their costs
-//!   and SPRT/VoI channels.
+//! * [`enums`]: task types, decisions, the 12 latent hypotheses, and the action table (each
+//!   action's cost, SPRT/VoI channel, artifact, statechart phase and watchdog weight in one row).
 //! * [`text`]: the normalisation rules every matcher goes through (`normalize_text`,
 //!   `normalize_id`, reason-code canonicalisation, vendor alias matching, bbox IoU).
 //! * [`schema`]: the fixture schema (cases, documents, tokens, gold, vendors, POs, receipts,
@@ -32,8 +32,8 @@ pub mod validate;
 pub mod world;
 
 pub use enums::{
-    ActionKind, ActionName, ArtifactId, Channel, CodeKind, Decision, Hypothesis, PolicyCheck,
-    ReasonCode, RiskLevel, Signal, TaskType,
+    ActionKind, ActionName, ActionPhase, ActionSpec, ArtifactId, Channel, CodeKind, Decision,
+    Hypothesis, PolicyCheck, ReasonCode, RiskLevel, Signal, TaskType, WatchdogAudit,
 };
 pub use fixtures::FixtureSet;
 pub use schema::*;

@@ -202,22 +202,22 @@ pub struct CompiledMachine {
     pub spec: TemporalSpec,
     /// Progress index per chain, per state.
     states: Vec<Vec<u8>>,
-    delta: Vec<[u32; 21]>,
+    delta: Vec<[u32; ActionName::COUNT]>,
     /// Shortest number of actions to acceptance per state.
     pub distance: Vec<u32>,
 }
 
 impl CompiledMachine {
-    /// Explore progression from the initial state over all 21 actions.
+    /// Explore progression from the initial state over every action.
     pub fn compile(spec: TemporalSpec) -> Self {
         let start = vec![0u8; spec.chains.len()];
         let mut index: HashMap<Vec<u8>, u32> = HashMap::new();
         let mut states = vec![start.clone()];
         index.insert(start, 0);
-        let mut delta: Vec<[u32; 21]> = Vec::new();
+        let mut delta: Vec<[u32; ActionName::COUNT]> = Vec::new();
         let mut i = 0;
         while i < states.len() {
-            let mut row = [0u32; 21];
+            let mut row = [0u32; ActionName::COUNT];
             for (ai, a) in ActionName::ALL.iter().enumerate() {
                 let next: Vec<u8> = states[i]
                     .iter()

@@ -12,16 +12,44 @@
 //! `info.watchdog` verdict (diagnostic: the verdict does not change the grade).
 
 use ls_core::text::round4;
-use ls_core::{ActionName, Decision};
+use ls_core::{ActionName, Decision, WatchdogAudit};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 const EPS: f64 = 1e-9;
 
+/// Pivots one simplex phase may take. Bland's rule cannot cycle, so an LP of the audit game's
+/// size (3 mixed strategies, 4 responses) ends in a handful; running out means rounding has
+/// defeated the rule, and the tableau is then not an optimum.
+const MAX_PIVOTS: usize = 1000;
+
+/// Why an LP has no optimum to report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LpFailure {
+    /// Dimensions disagree, `b` has a negative or non-finite entry, or the LP is larger than
+    /// this dense solver takes (64 constraints, 256 variables).
+    Invalid,
+    Infeasible,
+    Unbounded,
+    /// A phase used [`MAX_PIVOTS`] pivots without reaching an optimum.
+    PivotLimit,
+}
+
 /// Maximise `c·x` subject to `A x = b` (`b ≥ 0`) and `x ≥ 0` (two-phase simplex, Bland's rule).
-/// `None` when infeasible or unbounded.
+/// `None` when infeasible, unbounded, invalid, or out of pivots: never a tableau that is not
+/// an optimum.
 pub fn simplex_eq(c: &[f64], a: &[Vec<f64>], b: &[f64]) -> Option<Vec<f64>> {
+    simplex_eq_within(c, a, b, MAX_PIVOTS).ok()
+}
+
+/// [`simplex_eq`] with each phase limited to `max_pivots` pivots, saying why it failed.
+fn simplex_eq_within(
+    c: &[f64],
+    a: &[Vec<f64>],
+    b: &[f64],
+    max_pivots: usize,
+) -> Result<Vec<f64>, LpFailure> {
     let m = a.len();
     let n = c.len();
     if b.len() != m
@@ -30,30 +58,15 @@ pub fn simplex_eq(c: &[f64], a: &[Vec<f64>], b: &[f64]) -> Option<Vec<f64>> {
         || m > 64
         || n > 256
     {
-        return None;
+        return Err(LpFailure::Invalid);
     }
-    let cols = n + m + 1;
-    let rhs = n + m;
-    let mut t: Vec<Vec<f64>> = (0..m)
-        .map(|i| {
-            let mut row = vec![0.0; cols];
-            row[..n].copy_from_slice(&a[i]);
-            row[n + i] = 1.0;
-            row[rhs] = b[i];
-            row
-        })
-        .collect();
-    let mut basis: Vec<usize> = (n..n + m).collect();
-    // Phase 1: maximise −Σ artificials.
-    let mut obj = vec![0.0; cols];
-    obj[n..n + m].iter_mut().for_each(|v| *v = 1.0);
-    for row in &t {
-        for j in 0..cols {
-            obj[j] -= row[j];
-        }
-    }
-    if !run(&mut t, &mut obj, &mut basis, n + m) || obj[rhs] < -1e-7 {
-        return None;
+    let (cols, rhs) = (n + m + 1, n + m);
+    let (mut t, mut basis, mut obj) = phase_one(a, b, n);
+    match run(&mut t, &mut obj, &mut basis, n + m, max_pivots) {
+        // Phase 1 is bounded (artificials sum to at most Σb), so "unbounded" is rounding.
+        Err(stop) => return Err(stop),
+        Ok(()) if obj[rhs] < -1e-7 => return Err(LpFailure::Infeasible),
+        Ok(()) => {}
     }
     // Drive zero-level artificials out of the basis where possible.
     for i in 0..m {
@@ -77,20 +90,68 @@ pub fn simplex_eq(c: &[f64], a: &[Vec<f64>], b: &[f64]) -> Option<Vec<f64>> {
             }
         }
     }
-    if !run(&mut t, &mut obj, &mut basis, n) {
-        return None;
+    run(&mut t, &mut obj, &mut basis, n, max_pivots)?;
+    Ok(basic_solution(&t, &basis, n, a, b))
+}
+
+/// Phase 1's tableau for `A x = b` with `n` variables: one artificial per row, all basic, and
+/// the objective "maximise −Σ artificials" in terms of the non-basic columns.
+fn phase_one(a: &[Vec<f64>], b: &[f64], n: usize) -> (Vec<Vec<f64>>, Vec<usize>, Vec<f64>) {
+    let m = a.len();
+    let (cols, rhs) = (n + m + 1, n + m);
+    let t: Vec<Vec<f64>> = (0..m)
+        .map(|i| {
+            let mut row = vec![0.0; cols];
+            row[..n].copy_from_slice(&a[i]);
+            row[n + i] = 1.0;
+            row[rhs] = b[i];
+            row
+        })
+        .collect();
+    let basis: Vec<usize> = (n..n + m).collect();
+    let mut obj = vec![0.0; cols];
+    obj[n..n + m].iter_mut().for_each(|v| *v = 1.0);
+    for row in &t {
+        for j in 0..cols {
+            obj[j] -= row[j];
+        }
     }
+    (t, basis, obj)
+}
+
+/// The values of the `n` structural variables at an optimal tableau.
+fn basic_solution(
+    t: &[Vec<f64>],
+    basis: &[usize],
+    n: usize,
+    a: &[Vec<f64>],
+    b: &[f64],
+) -> Vec<f64> {
+    let rhs = t.first().map_or(0, |row| row.len() - 1);
     let mut x = vec![0.0; n];
     for (i, &bv) in basis.iter().enumerate() {
         if bv < n {
             x[bv] = t[i][rhs];
         }
     }
-    Some(x)
+    debug_assert!(
+        x.iter().all(|v| *v >= -1e-7),
+        "an optimum is feasible: x ≥ 0"
+    );
+    debug_assert!(
+        a.iter().zip(b).all(|(row, bi)| {
+            let terms: f64 = row.iter().zip(&x).map(|(r, v)| (r * v).abs()).sum();
+            let lhs: f64 = row.iter().zip(&x).map(|(r, v)| r * v).sum();
+            (lhs - bi).abs() <= 1e-6 * (1.0 + terms + bi.abs())
+        }),
+        "an optimum is feasible: A x = b"
+    );
+    x
 }
 
 fn pivot(t: &mut [Vec<f64>], obj: &mut [f64], r: usize, c: usize) {
     let p = t[r][c];
+    debug_assert!(p.abs() > EPS, "pivot on a non-zero element, got {p}");
     for v in t[r].iter_mut() {
         *v /= p;
     }
@@ -113,13 +174,25 @@ fn pivot(t: &mut [Vec<f64>], obj: &mut [f64], r: usize, c: usize) {
     }
 }
 
-/// Pivot until optimal (`true`) or unbounded (`false`); only columns `< allowed` may enter.
-fn run(t: &mut [Vec<f64>], obj: &mut [f64], basis: &mut [usize], allowed: usize) -> bool {
+/// Pivot until optimal (`Ok`), unbounded, or out of pivots (`max_pivots`); only columns
+/// `< allowed` may enter.
+fn run(
+    t: &mut [Vec<f64>],
+    obj: &mut [f64],
+    basis: &mut [usize],
+    allowed: usize,
+    max_pivots: usize,
+) -> Result<(), LpFailure> {
     let rhs = obj.len() - 1;
-    for _ in 0..1000 {
+    let mut pivots = 0;
+    loop {
         let Some(e) = (0..allowed).find(|&j| obj[j] < -EPS) else {
-            return true;
+            return Ok(());
         };
+        if pivots == max_pivots {
+            return Err(LpFailure::PivotLimit);
+        }
+        debug_assert!(!basis.contains(&e), "column {e} enters while basic");
         let mut best: Option<(usize, f64)> = None;
         for (i, row) in t.iter().enumerate() {
             if row[e] > EPS {
@@ -132,17 +205,33 @@ fn run(t: &mut [Vec<f64>], obj: &mut [f64], basis: &mut [usize], allowed: usize)
                 }
             }
         }
-        let Some((r, _)) = best else { return false };
+        let Some((r, _)) = best else {
+            return Err(LpFailure::Unbounded);
+        };
         pivot(t, obj, r, e);
         basis[r] = e;
+        pivots += 1;
+        debug_assert!(
+            t.iter()
+                .all(|row| row[rhs] >= -1e-7 * (1.0 + row[rhs].abs())),
+            "the ratio test keeps the basis feasible"
+        );
     }
-    true
 }
 
 /// Strong Stackelberg equilibrium by the multiple-LPs method. `leader[i][j]`, `follower[i][j]`:
 /// payoffs when the leader plays `i` and the follower `j`. Returns (mix, follower response,
-/// leader value).
+/// leader value); `None` for malformed tables, when no response can be induced, or when an LP
+/// ran out of pivots (its response might have been the best, so no answer is the equilibrium).
 pub fn solve_sse(leader: &[Vec<f64>], follower: &[Vec<f64>]) -> Option<(Vec<f64>, usize, f64)> {
+    solve_sse_within(leader, follower, MAX_PIVOTS)
+}
+
+fn solve_sse_within(
+    leader: &[Vec<f64>],
+    follower: &[Vec<f64>],
+    max_pivots: usize,
+) -> Option<(Vec<f64>, usize, f64)> {
     let l = leader.len();
     let f = leader.first()?.len();
     if l == 0
@@ -176,14 +265,23 @@ pub fn solve_sse(leader: &[Vec<f64>], follower: &[Vec<f64>]) -> Option<(Vec<f64>
         for i in 0..l {
             c[i] = leader[i][j];
         }
-        if let Some(x) = simplex_eq(&c, &a, &b) {
-            let mix: Vec<f64> = x[..l].iter().map(|v| v.max(0.0)).collect();
-            let value: f64 = (0..l).map(|i| mix[i] * leader[i][j]).sum();
-            if best.as_ref().is_none_or(|(_, _, bv)| value > bv + 1e-9) {
-                best = Some((mix, j, value));
-            }
+        let x = match simplex_eq_within(&c, &a, &b, max_pivots) {
+            Ok(x) => x,
+            // Response `j` cannot be induced by any mix (the LP is bounded: Σx = 1).
+            Err(LpFailure::Infeasible | LpFailure::Unbounded) => continue,
+            Err(LpFailure::PivotLimit | LpFailure::Invalid) => return None,
+        };
+        let mix: Vec<f64> = x[..l].iter().map(|v| v.max(0.0)).collect();
+        let value: f64 = (0..l).map(|i| mix[i] * leader[i][j]).sum();
+        if best.as_ref().is_none_or(|(_, _, bv)| value > bv + 1e-9) {
+            best = Some((mix, j, value));
         }
     }
+    debug_assert!(
+        best.as_ref()
+            .is_none_or(|(mix, _, _)| (mix.iter().sum::<f64>() - 1.0).abs() < 1e-6),
+        "an equilibrium mix is a distribution"
+    );
     best
 }
 
@@ -269,8 +367,24 @@ pub fn audit_strategy(p_risky: f64, invoice_total: f64) -> Arc<AuditStrategy> {
 }
 
 fn solve_audit_strategy(p_risky: f64, invoice_total: f64) -> AuditStrategy {
+    solve_audit_strategy_within(p_risky, invoice_total, MAX_PIVOTS)
+}
+
+/// The strategy, or, where the game has no solution (no LP reached an optimum within
+/// `max_pivots`), the uniform mix against an escalating analyst, named as such in `method`.
+fn solve_audit_strategy_within(
+    p_risky: f64,
+    invoice_total: f64,
+    max_pivots: usize,
+) -> AuditStrategy {
     let (leader, follower) = payoff_tables(p_risky, invoice_total);
-    let (mix, resp, value) = solve_sse(&leader, &follower).unwrap_or((vec![1.0 / 3.0; 3], 3, 0.0));
+    let solved = solve_sse_within(&leader, &follower, max_pivots);
+    let method = match solved {
+        Some(_) => "strong_stackelberg_multiple_lps",
+        None => "uniform_fallback_unsolved",
+    };
+    let (mix, resp, value) = solved.unwrap_or((vec![1.0 / 3.0; 3], 3, 0.0));
+    debug_assert_eq!(mix.len(), LEADER_ACTIONS.len(), "one probability per audit");
     let p = |i: usize| mix.get(i).copied().unwrap_or(0.0);
     let probs: BTreeMap<&'static str, f64> = LEADER_ACTIONS
         .iter()
@@ -278,15 +392,15 @@ fn solve_audit_strategy(p_risky: f64, invoice_total: f64) -> AuditStrategy {
         .map(|(i, a)| (*a, round4(p(i))))
         .collect();
     let focus: BTreeMap<&'static str, f64> = [
-        ("bank_change", p(0) + 0.2),
-        ("identity", p(1) + 0.2),
-        ("duplicate", p(2) + 0.2),
+        (focus_key(WatchdogAudit::Payment), p(0) + 0.2),
+        (focus_key(WatchdogAudit::Identity), p(1) + 0.2),
+        (focus_key(WatchdogAudit::Duplicate), p(2) + 0.2),
     ]
     .into_iter()
     .map(|(k, v)| (k, round4(v)))
     .collect();
     AuditStrategy {
-        method: "strong_stackelberg_multiple_lps",
+        method,
         p_risky: round4(p_risky),
         audit_probabilities: probs,
         focus_weights: focus,
@@ -298,6 +412,15 @@ fn solve_audit_strategy(p_risky: f64, invoice_total: f64) -> AuditStrategy {
         veto_threshold: round4(0.55 + 0.25 * p(0)),
         expected_false_positive_rate: round4((0.25 - 0.1 * p(1)).max(0.05)),
         expected_detection_rate: round4((0.72 + 0.18 * p(0) + 0.08 * p(2)).min(0.99)),
+    }
+}
+
+/// The key of an audit's focus weight in [`AuditStrategy::focus_weights`].
+fn focus_key(audit: WatchdogAudit) -> &'static str {
+    match audit {
+        WatchdogAudit::Payment => "bank_change",
+        WatchdogAudit::Identity => "identity",
+        WatchdogAudit::Duplicate => "duplicate",
     }
 }
 
@@ -384,38 +507,26 @@ impl Watchdog {
         observed_signals: &[String],
         pending_events: usize,
     ) {
-        use ActionName::*;
-        let base = match action {
-            RequestCallbackVerification => -0.08,
-            FreezeVendorProfile => -0.06,
-            RouteToSecurity => -0.07,
-            FlagDuplicateClusterReview => -0.05,
-            RequestBankChangeApprovalChain => -0.06,
-            CreateHumanHandoff => -0.04,
-            RouteToProcurement | RequestAdditionalReceiptEvidence | RequestPoReconciliation => {
-                -0.03
-            }
-            SubmitDecision => 0.0,
-            _ => 0.02,
-        };
+        // The action's own weight and focus are columns of its row in the action table.
+        let spec = action.spec();
+        let base = spec.watchdog_suspicion;
         let signals: f64 = observed_signals
             .iter()
             .map(|s| signal_weight(s))
             .sum::<f64>()
             * 0.3;
         let focus = |k: &str| self.strategy.focus_weights.get(k).copied().unwrap_or(0.0);
-        let focus_term = 0.05
-            * match action {
-                CompareBankAccount => focus("bank_change"),
-                InspectEmailThread => focus("identity"),
-                SearchLedger => focus("duplicate"),
-                _ => 0.0,
-            };
+        let focus_term = 0.05 * spec.watchdog_focus.map_or(0.0, |a| focus(focus_key(a)));
+        debug_assert!(signals >= 0.0, "revealed signals never calm the watchdog");
         self.suspicion = round4(
             (self.suspicion + base + signals + 0.03 * pending_events as f64 + focus_term)
                 .clamp(0.0, 1.0),
         );
         self.steps_observed += 1;
+        debug_assert!(
+            (0.0..=1.0).contains(&self.suspicion),
+            "suspicion is a probability"
+        );
     }
 
     /// Verdict on the submitted decision and the joint score (diagnostic).
@@ -609,6 +720,36 @@ mod tests {
         assert!((x[0] - 4.0).abs() < 1e-9 && x[1].abs() < 1e-9);
         // Infeasible: x = 1 and x = 2.
         assert!(simplex_eq(&[1.0], &[vec![1.0], vec![1.0]], &[1.0, 2.0]).is_none());
+    }
+
+    /// Out of pivots is not an optimum: the LP of `simplex_solves_a_small_lp` needs some pivots;
+    /// one fewer than it needs gives `PivotLimit`, never the tableau it stopped at.
+    #[test]
+    fn running_out_of_pivots_is_no_answer() {
+        let (c, a, b) = (
+            [3.0, 2.0, 0.0, 0.0],
+            [vec![1.0, 1.0, 1.0, 0.0], vec![1.0, 3.0, 0.0, 1.0]],
+            [4.0, 6.0],
+        );
+        let full = simplex_eq_within(&c, &a, &b, MAX_PIVOTS).unwrap();
+        let needed = (0..MAX_PIVOTS)
+            .find(|&k| simplex_eq_within(&c, &a, &b, k).is_ok())
+            .unwrap();
+        assert!(needed >= 1);
+        assert_eq!(simplex_eq_within(&c, &a, &b, needed).unwrap(), full);
+        assert_eq!(
+            simplex_eq_within(&c, &a, &b, needed - 1),
+            Err(LpFailure::PivotLimit)
+        );
+        // The game: an LP out of pivots makes the equilibrium unknown, and the strategy says so.
+        let (l, f) = payoff_tables(0.5, 5_000.0);
+        assert!(solve_sse_within(&l, &f, MAX_PIVOTS).is_some());
+        assert_eq!(solve_sse_within(&l, &f, 0), None);
+        let fallback = solve_audit_strategy_within(0.5, 5_000.0, 0);
+        assert_eq!(fallback.method, "uniform_fallback_unsolved");
+        assert_eq!(fallback.audit_probabilities["audit_payment"], 0.3333);
+        let solved = solve_audit_strategy_within(0.5, 5_000.0, MAX_PIVOTS);
+        assert_eq!(solved.method, "strong_stackelberg_multiple_lps");
     }
 
     #[test]

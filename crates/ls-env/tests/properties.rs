@@ -14,32 +14,11 @@ fn pool() -> Arc<CasePool> {
         .clone()
 }
 
-const NAMES: [&str; 24] = [
-    "zoom",
-    "get_doc_crop",
-    "ocr",
-    "lookup_vendor",
-    "lookup_vendor_history",
-    "lookup_policy",
-    "lookup_po",
-    "lookup_receipt",
-    "search_ledger",
-    "inspect_email_thread",
-    "compare_bank_account",
-    "request_callback_verification",
-    "freeze_vendor_profile",
-    "request_bank_change_approval_chain",
-    "request_po_reconciliation",
-    "request_additional_receipt_evidence",
-    "route_to_procurement",
-    "route_to_security",
-    "flag_duplicate_cluster_review",
-    "create_human_handoff",
-    "submit_decision",
-    "teleport",
-    "",
-    "OCR",
-];
+/// Every catalogued action name, then names that are not actions (unknown, empty, wrong case).
+fn names() -> Vec<&'static str> {
+    let catalogue = ls_core::ActionName::ALL.into_iter().map(|a| a.as_str());
+    catalogue.chain(["teleport", "", "OCR"]).collect()
+}
 
 fn value() -> impl Strategy<Value = Value> {
     prop_oneof![
@@ -91,7 +70,7 @@ fn payload() -> impl Strategy<Value = Map<String, Value>> {
 fn actions() -> impl Strategy<Value = Vec<(String, Map<String, Value>)>> {
     prop::collection::vec(
         (
-            prop::sample::select(NAMES.to_vec()).prop_map(str::to_owned),
+            prop::sample::select(names()).prop_map(str::to_owned),
             payload(),
         ),
         1..30,

@@ -1,4 +1,4 @@
-//! The attack and look-alike kinds, each declared once: one row of the `attacks!` table per attack holds
+//! The attack and look-alike kinds, each declared once: one row of the [`ATTACKS`] table per attack holds
 //! its wire name and every property the generators read (family, severity, the latent hypothesis
 //! it realises, the control weakness it exploits and the attacker-belief key that weights it, its
 //! pressure profile, its benign mirror and the gold codes it adds). How an attack edits a scenario
@@ -54,6 +54,7 @@ spelled!(
 /// The properties of one attack (its row of the table).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AttackSpec {
+    pub attack: Attack,
     /// Wire name (`generator_metadata.applied_attacks`).
     pub name: &'static str,
     pub family: Family,
@@ -69,86 +70,280 @@ pub struct AttackSpec {
     pub signals: &'static [&'static str],
 }
 
-macro_rules! attacks {
-    ($( $v:ident => $name:literal, $fam:ident, $sev:ident, $hyp:ident, $weak:ident, $belief:ident,
-        $pres:ident, $mirror:ident, [$($sig:literal),* $(,)?]; )*) => {
-        /// One attack of the library.
+/// Declares a kind enum and `ALL`, its variants in declaration order.
+macro_rules! kinds {
+    ($(#[$doc:meta])* $t:ident { $( $v:ident, )* }) => {
+        $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum Attack { $( $v, )* }
-        impl Attack {
-            pub const ALL: [Attack; [$( Attack::$v, )*].len()] = [ $( Attack::$v, )* ];
-            /// The attack's row of the table.
-            pub fn spec(self) -> &'static AttackSpec {
-                match self { $( Attack::$v => &AttackSpec {
-                    name: $name,
-                    family: Family::$fam,
-                    severity: Severity::$sev,
-                    hypothesis: Hypothesis::$hyp,
-                    weakness: Weakness::$weak,
-                    belief: BeliefKey::$belief,
-                    pressure: Pressure::$pres,
-                    mirror: Lookalike::$mirror,
-                    signals: &[$($sig),*],
-                }, )* }
-            }
+        pub enum $t { $( $v, )* }
+        impl $t {
+            pub const ALL: [$t; [$( $t::$v, )*].len()] = [ $( $t::$v, )* ];
         }
     };
 }
 
-// Columns: variant => wire name, family, severity, latent hypothesis, control weakness,
-// attacker-belief key, pressure profile, benign mirror, [gold codes the apply stage adds].
-attacks! {
-    BankOverride => "bank_override_attack", Identity, High, BankFraud, CallbackGap, CallbackGap,
-        Elevated, VerifiedBankChange, ["bank_override_attempt", "policy_bypass_attempt"];
-    VendorTakeover => "vendor_takeover_attack", Identity, High, VendorTakeover, CallbackGap,
-        CallbackGap, Elevated, VerifiedBankChange,
-        ["vendor_account_takeover_suspected", "sender_domain_spoof", "vendor_name_spoof"];
-    CeoFraud => "ceo_fraud_attack", Identity, Critical, CeoBec, WorkflowOverrideGap,
-        PaymentReleaseWeakness, UrgentOverride, InternalApproval,
-        ["urgent_payment_pressure", "policy_bypass_attempt", "sender_domain_spoof"];
-    DomainTyposquat => "domain_typosquat_attack", Identity, High, VendorTakeover,
-        WorkflowOverrideGap, PaymentReleaseWeakness, Elevated, VerifiedBankChange,
-        ["sender_domain_spoof", "vendor_account_takeover_suspected"];
-    NearDuplicateInvoice => "near_duplicate_invoice_attack", Document, High, DuplicateBilling,
-        DuplicateControlGap, DuplicateControlGap, Elevated, BenignResend,
-        ["duplicate_near_match"];
-    FakeReceipt => "fake_receipt_attack", Document, Medium, DuplicateBilling, WorkflowOverrideGap,
-        PaymentReleaseWeakness, Elevated, BenignResend,
-        ["partial_receipt_only", "policy_bypass_attempt"];
-    PhantomVendor => "phantom_vendor_attack", Document, Critical, PhantomVendor,
-        WorkflowOverrideGap, PaymentReleaseWeakness, Elevated, VerifiedBankChange,
-        ["vendor_account_takeover_suspected", "missing_po", "vendor_name_spoof"];
-    InflatedLineItems => "inflated_line_items_attack", Document, Medium, DuplicateBilling,
-        WorkflowOverrideGap, PaymentReleaseWeakness, Elevated, BenignResend,
-        ["price_mismatch", "quantity_mismatch", "total_mismatch"];
-    UrgencySpoof => "urgency_spoof_attack", Process, Medium, CeoBec, WorkflowOverrideGap,
-        QueuePressureExploit, UrgentOverride, VendorDeadline,
-        ["urgent_payment_pressure", "sender_domain_spoof"];
-    ApprovalThresholdEvasion => "approval_threshold_evasion_attack", Process, Medium,
-        ThresholdEvasion, WorkflowOverrideGap, QueuePressureExploit, Elevated, ThresholdAdjacent,
-        ["approval_threshold_evasion"];
-    WorkflowOverride => "workflow_override_attack", Process, High, InsiderCollusion,
-        WorkflowOverrideGap, QueuePressureExploit, Elevated, InternalApproval,
-        ["policy_bypass_attempt", "sender_domain_spoof"];
-    SplitPayment => "split_payment_attack", Process, High, SplitPayment, DuplicateControlGap,
-        DuplicateControlGap, Elevated, ThresholdAdjacent,
-        ["duplicate_near_match", "approval_threshold_evasion"];
-    CoordinatedCampaign => "coordinated_campaign_attack", Apt, Critical, CampaignFraud,
-        WorkflowOverrideGap, PaymentReleaseWeakness, Elevated, RoutineBatch,
-        ["shared_bank_account", "coordinated_timing", "duplicate_near_match"];
-    SupplyChainCompromise => "supply_chain_compromise_attack", Apt, Critical,
-        SupplyChainCompromise, WorkflowOverrideGap, PaymentReleaseWeakness, Elevated,
-        VerifiedBankChange,
-        ["vendor_account_takeover_suspected", "bank_override_attempt", "policy_bypass_attempt"];
-    InsiderCollusion => "insider_collusion_attack", Apt, Critical, InsiderCollusion,
-        WorkflowOverrideGap, PaymentReleaseWeakness, Elevated, InternalApproval,
-        ["policy_bypass_attempt", "approval_threshold_evasion"];
-    MultiEntityLayering => "multi_entity_layering_attack", Apt, Critical, MultiEntityLayering,
-        WorkflowOverrideGap, PaymentReleaseWeakness, Elevated, VerifiedBankChange,
-        ["vendor_account_takeover_suspected", "shared_bank_account", "coordinated_timing"];
-}
+kinds!(
+    /// One attack of the library; what it is and does is its row of [`ATTACKS`].
+    Attack {
+        BankOverride,
+        VendorTakeover,
+        CeoFraud,
+        DomainTyposquat,
+        NearDuplicateInvoice,
+        FakeReceipt,
+        PhantomVendor,
+        InflatedLineItems,
+        UrgencySpoof,
+        ApprovalThresholdEvasion,
+        WorkflowOverride,
+        SplitPayment,
+        CoordinatedCampaign,
+        SupplyChainCompromise,
+        InsiderCollusion,
+        MultiEntityLayering,
+    }
+);
+
+/// The attack table: one row per attack in [`Attack`] order (its length is the number of
+/// attacks, and a compile-time check below keeps rows and variants in step). Every column is
+/// named, so two columns of look-alike values (a weakness and a belief key share spellings)
+/// cannot be swapped unnoticed.
+pub const ATTACKS: [AttackSpec; Attack::ALL.len()] = [
+    AttackSpec {
+        attack: Attack::BankOverride,
+        name: "bank_override_attack",
+        family: Family::Identity,
+        severity: Severity::High,
+        hypothesis: Hypothesis::BankFraud,
+        weakness: Weakness::CallbackGap,
+        belief: BeliefKey::CallbackGap,
+        pressure: Pressure::Elevated,
+        mirror: Lookalike::VerifiedBankChange,
+        signals: &["bank_override_attempt", "policy_bypass_attempt"],
+    },
+    AttackSpec {
+        attack: Attack::VendorTakeover,
+        name: "vendor_takeover_attack",
+        family: Family::Identity,
+        severity: Severity::High,
+        hypothesis: Hypothesis::VendorTakeover,
+        weakness: Weakness::CallbackGap,
+        belief: BeliefKey::CallbackGap,
+        pressure: Pressure::Elevated,
+        mirror: Lookalike::VerifiedBankChange,
+        signals: &[
+            "vendor_account_takeover_suspected",
+            "sender_domain_spoof",
+            "vendor_name_spoof",
+        ],
+    },
+    AttackSpec {
+        attack: Attack::CeoFraud,
+        name: "ceo_fraud_attack",
+        family: Family::Identity,
+        severity: Severity::Critical,
+        hypothesis: Hypothesis::CeoBec,
+        weakness: Weakness::WorkflowOverrideGap,
+        belief: BeliefKey::PaymentReleaseWeakness,
+        pressure: Pressure::UrgentOverride,
+        mirror: Lookalike::InternalApproval,
+        signals: &[
+            "urgent_payment_pressure",
+            "policy_bypass_attempt",
+            "sender_domain_spoof",
+        ],
+    },
+    AttackSpec {
+        attack: Attack::DomainTyposquat,
+        name: "domain_typosquat_attack",
+        family: Family::Identity,
+        severity: Severity::High,
+        hypothesis: Hypothesis::VendorTakeover,
+        weakness: Weakness::WorkflowOverrideGap,
+        belief: BeliefKey::PaymentReleaseWeakness,
+        pressure: Pressure::Elevated,
+        mirror: Lookalike::VerifiedBankChange,
+        signals: &["sender_domain_spoof", "vendor_account_takeover_suspected"],
+    },
+    AttackSpec {
+        attack: Attack::NearDuplicateInvoice,
+        name: "near_duplicate_invoice_attack",
+        family: Family::Document,
+        severity: Severity::High,
+        hypothesis: Hypothesis::DuplicateBilling,
+        weakness: Weakness::DuplicateControlGap,
+        belief: BeliefKey::DuplicateControlGap,
+        pressure: Pressure::Elevated,
+        mirror: Lookalike::BenignResend,
+        signals: &["duplicate_near_match"],
+    },
+    AttackSpec {
+        attack: Attack::FakeReceipt,
+        name: "fake_receipt_attack",
+        family: Family::Document,
+        severity: Severity::Medium,
+        hypothesis: Hypothesis::DuplicateBilling,
+        weakness: Weakness::WorkflowOverrideGap,
+        belief: BeliefKey::PaymentReleaseWeakness,
+        pressure: Pressure::Elevated,
+        mirror: Lookalike::BenignResend,
+        signals: &["partial_receipt_only", "policy_bypass_attempt"],
+    },
+    AttackSpec {
+        attack: Attack::PhantomVendor,
+        name: "phantom_vendor_attack",
+        family: Family::Document,
+        severity: Severity::Critical,
+        hypothesis: Hypothesis::PhantomVendor,
+        weakness: Weakness::WorkflowOverrideGap,
+        belief: BeliefKey::PaymentReleaseWeakness,
+        pressure: Pressure::Elevated,
+        mirror: Lookalike::VerifiedBankChange,
+        signals: &[
+            "vendor_account_takeover_suspected",
+            "missing_po",
+            "vendor_name_spoof",
+        ],
+    },
+    AttackSpec {
+        attack: Attack::InflatedLineItems,
+        name: "inflated_line_items_attack",
+        family: Family::Document,
+        severity: Severity::Medium,
+        hypothesis: Hypothesis::DuplicateBilling,
+        weakness: Weakness::WorkflowOverrideGap,
+        belief: BeliefKey::PaymentReleaseWeakness,
+        pressure: Pressure::Elevated,
+        mirror: Lookalike::BenignResend,
+        signals: &["price_mismatch", "quantity_mismatch", "total_mismatch"],
+    },
+    AttackSpec {
+        attack: Attack::UrgencySpoof,
+        name: "urgency_spoof_attack",
+        family: Family::Process,
+        severity: Severity::Medium,
+        hypothesis: Hypothesis::CeoBec,
+        weakness: Weakness::WorkflowOverrideGap,
+        belief: BeliefKey::QueuePressureExploit,
+        pressure: Pressure::UrgentOverride,
+        mirror: Lookalike::VendorDeadline,
+        signals: &["urgent_payment_pressure", "sender_domain_spoof"],
+    },
+    AttackSpec {
+        attack: Attack::ApprovalThresholdEvasion,
+        name: "approval_threshold_evasion_attack",
+        family: Family::Process,
+        severity: Severity::Medium,
+        hypothesis: Hypothesis::ThresholdEvasion,
+        weakness: Weakness::WorkflowOverrideGap,
+        belief: BeliefKey::QueuePressureExploit,
+        pressure: Pressure::Elevated,
+        mirror: Lookalike::ThresholdAdjacent,
+        signals: &["approval_threshold_evasion"],
+    },
+    AttackSpec {
+        attack: Attack::WorkflowOverride,
+        name: "workflow_override_attack",
+        family: Family::Process,
+        severity: Severity::High,
+        hypothesis: Hypothesis::InsiderCollusion,
+        weakness: Weakness::WorkflowOverrideGap,
+        belief: BeliefKey::QueuePressureExploit,
+        pressure: Pressure::Elevated,
+        mirror: Lookalike::InternalApproval,
+        signals: &["policy_bypass_attempt", "sender_domain_spoof"],
+    },
+    AttackSpec {
+        attack: Attack::SplitPayment,
+        name: "split_payment_attack",
+        family: Family::Process,
+        severity: Severity::High,
+        hypothesis: Hypothesis::SplitPayment,
+        weakness: Weakness::DuplicateControlGap,
+        belief: BeliefKey::DuplicateControlGap,
+        pressure: Pressure::Elevated,
+        mirror: Lookalike::ThresholdAdjacent,
+        signals: &["duplicate_near_match", "approval_threshold_evasion"],
+    },
+    AttackSpec {
+        attack: Attack::CoordinatedCampaign,
+        name: "coordinated_campaign_attack",
+        family: Family::Apt,
+        severity: Severity::Critical,
+        hypothesis: Hypothesis::CampaignFraud,
+        weakness: Weakness::WorkflowOverrideGap,
+        belief: BeliefKey::PaymentReleaseWeakness,
+        pressure: Pressure::Elevated,
+        mirror: Lookalike::RoutineBatch,
+        signals: &[
+            "shared_bank_account",
+            "coordinated_timing",
+            "duplicate_near_match",
+        ],
+    },
+    AttackSpec {
+        attack: Attack::SupplyChainCompromise,
+        name: "supply_chain_compromise_attack",
+        family: Family::Apt,
+        severity: Severity::Critical,
+        hypothesis: Hypothesis::SupplyChainCompromise,
+        weakness: Weakness::WorkflowOverrideGap,
+        belief: BeliefKey::PaymentReleaseWeakness,
+        pressure: Pressure::Elevated,
+        mirror: Lookalike::VerifiedBankChange,
+        signals: &[
+            "vendor_account_takeover_suspected",
+            "bank_override_attempt",
+            "policy_bypass_attempt",
+        ],
+    },
+    AttackSpec {
+        attack: Attack::InsiderCollusion,
+        name: "insider_collusion_attack",
+        family: Family::Apt,
+        severity: Severity::Critical,
+        hypothesis: Hypothesis::InsiderCollusion,
+        weakness: Weakness::WorkflowOverrideGap,
+        belief: BeliefKey::PaymentReleaseWeakness,
+        pressure: Pressure::Elevated,
+        mirror: Lookalike::InternalApproval,
+        signals: &["policy_bypass_attempt", "approval_threshold_evasion"],
+    },
+    AttackSpec {
+        attack: Attack::MultiEntityLayering,
+        name: "multi_entity_layering_attack",
+        family: Family::Apt,
+        severity: Severity::Critical,
+        hypothesis: Hypothesis::MultiEntityLayering,
+        weakness: Weakness::WorkflowOverrideGap,
+        belief: BeliefKey::PaymentReleaseWeakness,
+        pressure: Pressure::Elevated,
+        mirror: Lookalike::VerifiedBankChange,
+        signals: &[
+            "vendor_account_takeover_suspected",
+            "shared_bank_account",
+            "coordinated_timing",
+        ],
+    },
+];
+
+const _: () = {
+    let mut i = 0;
+    while i < ATTACKS.len() {
+        assert!(
+            ATTACKS[i].attack as usize == i,
+            "ATTACKS lists its rows in Attack order"
+        );
+        i += 1;
+    }
+};
 
 impl Attack {
+    /// The attack's row of the table.
+    pub const fn spec(self) -> &'static AttackSpec {
+        &ATTACKS[self as usize]
+    }
+
     /// Wire name (`bank_override_attack`, ...).
     pub fn name(self) -> &'static str {
         self.spec().name

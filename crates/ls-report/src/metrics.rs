@@ -62,8 +62,9 @@ pub fn stats(v: &[f64]) -> Stats {
     }
 }
 
-/// One case evaluated `pass_k` times.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// One case evaluated `pass_k` times. No `Default`: every row is built field by field
+/// (`eval::case_row`), so a metric added here is a compile error there until it is computed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseRow {
     pub case_id: String,
     pub base_case_id: String,
@@ -103,7 +104,9 @@ pub struct CaseRow {
     pub errors: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// The aggregate of case rows. No `Default`: [`aggregate`] builds it field by field, so a
+/// metric added here is a compile error there until it is aggregated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AggregateMetrics {
     pub count: usize,
     pub score_stats: Stats,
@@ -133,7 +136,7 @@ pub fn aggregate(rows: &[&CaseRow], threshold: f64) -> AggregateMetrics {
     for r in rows {
         *classes.entry(r.result_class.clone()).or_insert(0) += 1;
     }
-    AggregateMetrics {
+    let out = AggregateMetrics {
         count: rows.len(),
         score_stats: stats(&col(|r| r.score)),
         certificate_score_stats: stats(&col(|r| r.certificate_score)),
@@ -146,10 +149,27 @@ pub fn aggregate(rows: &[&CaseRow], threshold: f64) -> AggregateMetrics {
         consistent_pass_rate: share(rows, |r| r.pass_k_consistent),
         any_pass_rate: share(rows, |r| r.pass_k_any),
         result_class_counts: classes,
-    }
+    };
+    debug_assert_eq!(
+        out.result_class_counts.values().sum::<usize>(),
+        out.count,
+        "every row has one result class"
+    );
+    debug_assert!(
+        [
+            out.unsafe_release_rate,
+            out.pass_rate,
+            out.consistent_pass_rate,
+            out.any_pass_rate
+        ]
+        .iter()
+        .all(|r| (0.0..=1.0).contains(r)),
+        "shares are fractions"
+    );
+    out
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SectionSummary {
     pub case_count: usize,
     pub average_score: f64,
@@ -181,6 +201,14 @@ fn breakdown(
         .into_iter()
         .map(|(k, v)| (k, aggregate(&v, threshold)))
         .collect()
+}
+
+/// A section with no rows: what [`section`] makes of none (every figure its empty value), not
+/// a struct filled with zeros, so a new metric gets its empty value from where it is computed.
+impl Default for SectionSummary {
+    fn default() -> Self {
+        section(Vec::new(), 0.0)
+    }
 }
 
 pub fn section(rows: Vec<CaseRow>, threshold: f64) -> SectionSummary {

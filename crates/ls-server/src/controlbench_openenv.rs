@@ -190,7 +190,7 @@ mod tests {
             );
         }
         let names: Vec<&str> = ActionName::ALL.iter().map(|a| a.as_str()).collect();
-        assert_eq!(names.len(), 21);
+        assert_eq!(names.len(), ActionName::COUNT);
         // The enum is the serde form of ActionName, which must equal the wire names.
         for a in ActionName::ALL {
             assert_eq!(serde_json::to_value(a).unwrap(), json!(a.as_str()));

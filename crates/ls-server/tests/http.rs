@@ -107,8 +107,13 @@ async fn every_case_resets_and_plays_to_a_decision() {
             assert!(obs.get(f).is_some(), "{id}: observation lacks {f}");
         }
         assert_eq!(obs["case_id"], id.as_str());
-        assert_eq!(obs["allowed_actions"].as_array().unwrap().len(), 21);
-        assert_eq!(obs["available_interventions"].as_array().unwrap().len(), 9);
+        let catalogue = ls_core::ActionName::COUNT;
+        assert_eq!(obs["allowed_actions"].as_array().unwrap().len(), catalogue);
+        let interventions = ls_core::ActionName::interventions().count();
+        assert_eq!(
+            obs["available_interventions"].as_array().unwrap().len(),
+            interventions
+        );
         assert_eq!(env["info"]["case_id"], id.as_str());
         assert_eq!(
             (env["done"].clone(), env["reward"].clone()),

@@ -577,7 +577,8 @@ async fn discovery_endpoints_and_mcp() {
         .json()
         .await
         .unwrap();
-    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 21);
+    let catalogue = ls_core::ActionName::COUNT;
+    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), catalogue);
     let r: Value = rpc(json!({"jsonrpc": "2.0", "id": 2, "method": "nope"}))
         .await
         .unwrap()
@@ -623,7 +624,11 @@ async fn discovery_endpoints_and_mcp() {
     )
     .await;
     assert_eq!(r["type"], "mcp");
-    assert_eq!(r["data"]["result"]["tools"].as_array().unwrap().len(), 21);
+    let catalogue = ls_core::ActionName::COUNT;
+    assert_eq!(
+        r["data"]["result"]["tools"].as_array().unwrap().len(),
+        catalogue
+    );
     send(
         &mut ws,
         &json!({"type": "reset", "data": {"case_id": "CASE-A-002"}}),

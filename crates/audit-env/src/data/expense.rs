@@ -223,19 +223,19 @@ impl Builder<'_> {
 }
 
 /// Choose the multiset of planted types: every seed differs in which types and how many of each.
-pub(crate) fn draw_type_mix(
+pub(crate) fn draw_type_mix<T: Copy>(
     rng: &mut Rng8,
-    base: &[ErrorType],
+    base: &[T],
     slots: usize,
-    fixed: &[ErrorType],
-) -> Vec<ErrorType> {
-    let mut out: Vec<ErrorType> = fixed.to_vec();
+    fixed: &[T],
+) -> Vec<T> {
+    let mut out: Vec<T> = fixed.to_vec();
     let free = slots.saturating_sub(out.len());
-    let mut pool: Vec<ErrorType> = base.to_vec();
+    let mut pool: Vec<T> = base.to_vec();
     util::shuffle(rng, &mut pool);
     let min_distinct = free.saturating_sub(2).max(1).min(pool.len());
     let distinct = rng.random_range(min_distinct..=free.min(pool.len()).max(min_distinct));
-    let chosen: Vec<ErrorType> = pool.into_iter().take(distinct).collect();
+    let chosen: Vec<T> = pool.into_iter().take(distinct).collect();
     out.extend(chosen.iter().copied());
     while out.len() < slots {
         out.push(*util::pick(rng, &chosen));
@@ -315,21 +315,20 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
     };
 
     // Rule-dependent rows decide part of the type mix.
-    let mut fixed: Vec<ErrorType> = vec![];
+    let mut fixed: Vec<ExpensePlant> = vec![];
     let boundary_amount = b.rng.random_range(1510..=2000i64);
     let boundary_is_error = boundary_amount > meal_limit;
     if boundary_is_error {
-        fixed.push(ErrorType::OverLimit);
+        fixed.push(ExpensePlant::OverLimit);
     }
     let suspended: Vec<String> = rules.suspended_vendors.clone();
     if !suspended.is_empty() {
-        fixed.push(ErrorType::UnapprovedVendor);
+        fixed.push(ExpensePlant::UnapprovedVendor);
     }
     if rules.carry_over_claim.is_some() {
-        fixed.push(ErrorType::DuplicateClaim);
+        fixed.push(ExpensePlant::DuplicateClaim);
     }
-    let base = crate::model::TaskId::ExpenseAudit.error_types();
-    let mix = draw_type_mix(b.rng, base, 7, &fixed);
+    let mix = draw_type_mix(b.rng, &ExpensePlant::ALL, 7, &fixed);
 
     // Memory: a claim reimbursed last period, submitted again.
     if let Some(prev) = &rules.carry_over_claim {
@@ -426,7 +425,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (ExpenseDocs, Vec<GtItem>) {
     (ExpenseDocs { expenses, policy }, gt)
 }
 
-fn remove_one(v: &mut Vec<ErrorType>, t: ErrorType) {
+fn remove_one<T: PartialEq>(v: &mut Vec<T>, t: T) {
     if let Some(p) = v.iter().position(|x| *x == t) {
         v.remove(p);
     }
@@ -677,9 +676,23 @@ fn plant_cumulative_breach(b: &mut Builder<'_>) {
     );
 }
 
+planted_types! {
+    /// The expense task's error types: all of them are drawn.
+    ExpensePlant {
+        OverLimit,
+        WrongCategory,
+        DuplicateClaim,
+        WeekendExpense,
+        MissingReceipt,
+        UnapprovedVendor,
+        CumulativeBreach,
+    }
+}
+
 /// Plant one error of type `t` (one function per type).
-fn plant(b: &mut Builder<'_>, t: ErrorType, dup_pairs: &mut Vec<(usize, usize)>) {
-    use ErrorType::*;
+fn plant(b: &mut Builder<'_>, t: ExpensePlant, dup_pairs: &mut Vec<(usize, usize)>) {
+    use ExpensePlant::*;
+    let before = b.rows.len();
     match t {
         OverLimit => plant_over_limit(b),
         WrongCategory => plant_wrong_category(b),
@@ -688,8 +701,13 @@ fn plant(b: &mut Builder<'_>, t: ErrorType, dup_pairs: &mut Vec<(usize, usize)>)
         MissingReceipt => plant_missing_receipt(b),
         UnapprovedVendor => plant_unapproved_vendor(b),
         CumulativeBreach => plant_cumulative_breach(b),
-        _ => {}
     }
+    debug_assert!(
+        b.rows[before..]
+            .iter()
+            .any(|(_, tag)| tag.as_ref().is_some_and(|p| p.0 == t.error_type())),
+        "planting {t:?} tagged no claim with it"
+    );
 }
 
 /// Rule checker: every violation visible in the documents under the policy in force.

@@ -241,43 +241,59 @@ fn next_vendor(
 /// Vendor index per transaction is kept by name during generation (ids assigned at the end).
 /// The planted patterns: a draw over the task's error types (higher levels force the subtle
 /// ones in), with at most one concentration vendor and one circular ring.
-fn draw_mix(r: &mut Rng8, level: u8) -> Vec<ErrorType> {
-    let base = crate::model::TaskId::FraudDetection.error_types();
+fn draw_mix(r: &mut Rng8, level: u8) -> Vec<FraudPlant> {
     let mut fixed = vec![];
     if level >= 4 {
-        fixed.push(ErrorType::CircularInvoicing);
-        fixed.push(ErrorType::ShellCompany);
+        fixed.push(FraudPlant::CircularInvoicing);
+        fixed.push(FraudPlant::ShellCompany);
     }
-    let mut mix = draw_type_mix(r, base, 10, &fixed);
+    let mut mix = draw_type_mix(r, &FraudPlant::ALL, 10, &fixed);
     // At most one concentration vendor and one circular ring.
     let mut seen_conc = false;
     let mut seen_circ = false;
     for t in mix.iter_mut() {
         let repeat = match t {
-            ErrorType::VendorConcentration => std::mem::replace(&mut seen_conc, true),
-            ErrorType::CircularInvoicing => std::mem::replace(&mut seen_circ, true),
+            FraudPlant::VendorConcentration => std::mem::replace(&mut seen_conc, true),
+            FraudPlant::CircularInvoicing => std::mem::replace(&mut seen_circ, true),
             _ => false,
         };
         if repeat {
-            *t = ErrorType::InvoiceBeforeIncorporation;
+            *t = FraudPlant::InvoiceBeforeIncorporation;
         }
     }
 
     mix
 }
 
+planted_types! {
+    /// The fraud patterns drawn for a period (the campaign's shocks add the two others, a
+    /// high-risk new vendor and an undocumented cash payment, in `generate`).
+    FraudPlant {
+        CircularInvoicing,
+        SplitInvoice,
+        ShellCompany,
+        RoundNumberAnomaly,
+        BenfordViolation,
+        VendorConcentration,
+        DuplicateBankAccount,
+        SuddenVolumeSpike,
+        InvoiceBeforeIncorporation,
+        WeekendPattern,
+    }
+}
+
 /// Plant one pattern: its transactions and why they are a finding (`None` for the
 /// concentration vendor, whose transactions are sized after the rest of the spend).
 fn plant(
     g: &mut Gen<'_>,
-    t: ErrorType,
+    t: FraudPlant,
     names: &mut impl Iterator<Item = String>,
     clean: &[usize],
     conc_vendor: &mut Option<usize>,
 ) -> Option<(Vec<usize>, String)> {
     let (level, today) = (g.level, g.today);
     match t {
-        ErrorType::CircularInvoicing => {
+        FraudPlant::CircularInvoicing => {
             let vs: Vec<usize> = (0..3).map(|_| next_vendor(g, names, 400, 2000)).collect();
             let base = g.r.random_range(60..=90) * 1000;
             let mut ids = vec![];
@@ -291,7 +307,7 @@ fn plant(
                 "reference chain forms a cycle across three vendors".into(),
             ))
         }
-        ErrorType::SplitInvoice => {
+        FraudPlant::SplitInvoice => {
             let v = next_vendor(g, names, 400, 3000);
             let parts = if level >= 3 { 3 } else { 2 };
             let factor = match level {
@@ -313,7 +329,7 @@ fn plant(
                 "one purchase split below the approval threshold".into(),
             ))
         }
-        ErrorType::ShellCompany => {
+        FraudPlant::ShellCompany => {
             let twin = *util::pick(g.r, clean);
             let v = next_vendor(g, names, 60, 150);
             let pan = util::gstin_pan(&g.vendors[twin].gstin).to_string();
@@ -335,7 +351,7 @@ fn plant(
                 "vendor shares a PAN with a registered vendor and has no substance".into(),
             ))
         }
-        ErrorType::RoundNumberAnomaly => {
+        FraudPlant::RoundNumberAnomaly => {
             let v = next_vendor(g, names, 400, 3000);
             let mut ids = vec![];
             for _ in 0..3 {
@@ -349,7 +365,7 @@ fn plant(
             }
             Some((ids, "repeated exact round amounts".into()))
         }
-        ErrorType::BenfordViolation => {
+        FraudPlant::BenfordViolation => {
             let v = next_vendor(g, names, 400, 3000);
             let mut ids = vec![];
             for k in 0..4 {
@@ -360,11 +376,11 @@ fn plant(
             }
             Some((ids, "leading digits far from Benford's distribution".into()))
         }
-        ErrorType::VendorConcentration => {
+        FraudPlant::VendorConcentration => {
             *conc_vendor = Some(next_vendor(g, names, 400, 3000));
             None
         }
-        ErrorType::DuplicateBankAccount => {
+        FraudPlant::DuplicateBankAccount => {
             let twin = *util::pick(g.r, clean);
             let n = names.next().unwrap_or_default();
             let inc = (today.0 - g.vendors[twin].incorporation_date.0 - 30).clamp(200, 380);
@@ -375,8 +391,8 @@ fn plant(
             let id = g.txn(v, d, a, None);
             Some((vec![id], "bank account shared with another vendor".into()))
         }
-        ErrorType::SuddenVolumeSpike => plant_volume_spike(g, names),
-        ErrorType::InvoiceBeforeIncorporation => {
+        FraudPlant::SuddenVolumeSpike => plant_volume_spike(g, names),
+        FraudPlant::InvoiceBeforeIncorporation => {
             let v = next_vendor(g, names, 40, 80);
             let d = g.vendors[v]
                 .incorporation_date
@@ -389,8 +405,7 @@ fn plant(
                 "invoice predates the vendor's incorporation".into(),
             ))
         }
-        ErrorType::WeekendPattern => plant_weekend_pattern(g, names),
-        _ => None,
+        FraudPlant::WeekendPattern => plant_weekend_pattern(g, names),
     }
 }
 
@@ -610,7 +625,7 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (FraudDocs, Vec<GtItem>) {
     let mut conc_vendor: Option<usize> = None;
     for t in mix.clone() {
         if let Some((ids, why)) = plant(&mut g, t, &mut next_name, &clean, &mut conc_vendor) {
-            gt.push((ids, t, why));
+            gt.push((ids, t.error_type(), why));
         }
     }
     // Circular links: a→c, b→a, c→b (ids resolved after numbering).

@@ -266,23 +266,39 @@ fn red_herrings(
     retotal_2(&mut g2b[k]);
 }
 
+planted_types! {
+    /// The GST errors drawn for nine rows (a row missing on either side and a duplicated row
+    /// are planted by `generate`).
+    GstPlant {
+        AmountMismatch,
+        TaxRateMismatch,
+        GstinMismatch,
+        DateMismatch,
+        InvalidGstin,
+        WrongTaxType,
+        ItcIneligible,
+        LateClaim,
+        ExcessClaim,
+    }
+}
+
 /// Plant one error of type `t` into a books row and its GSTR-2B counterpart; returns why it is
 /// an error.
 fn plant_error(
     r: &mut Rng8,
-    t: ErrorType,
+    t: GstPlant,
     b: &mut BookRow,
     g: &mut Gstr2bRow,
     today: Date,
 ) -> String {
     let intra = b.place_of_supply == OUR_STATE;
     match t {
-        ErrorType::AmountMismatch => {
+        GstPlant::AmountMismatch => {
             g.taxable_value += Decimal::from(r.random_range(5..=50) * 100);
             retotal_2(g);
             "taxable value differs between books and GSTR-2B".into()
         }
-        ErrorType::TaxRateMismatch => {
+        GstPlant::TaxRateMismatch => {
             let others: Vec<u32> = [5u32, 12, 18, 28]
                 .into_iter()
                 .filter(|x| *x != b.gst_rate)
@@ -296,7 +312,7 @@ fn plant_error(
             retotal_b(b);
             "books use a different GST rate than the supplier filed".into()
         }
-        ErrorType::ExcessClaim => {
+        GstPlant::ExcessClaim => {
             let extra = Decimal::from(r.random_range(3..=20) * 100);
             if intra {
                 b.cgst += extra;
@@ -307,24 +323,24 @@ fn plant_error(
             retotal_b(b);
             "input tax claimed exceeds the tax on the invoice".into()
         }
-        ErrorType::GstinMismatch => {
+        GstPlant::GstinMismatch => {
             g.supplier_gstin = util::random_gstin(r, &b.place_of_supply);
             "supplier GSTIN in GSTR-2B differs from the books".into()
         }
-        ErrorType::DateMismatch => {
+        GstPlant::DateMismatch => {
             let d = r.random_range(35..=60);
             g.date = b
                 .date
                 .add_days(if b.date.add_days(d) <= today { d } else { -d });
             "invoice dates differ by more than 30 days".into()
         }
-        ErrorType::InvalidGstin => {
+        GstPlant::InvalidGstin => {
             let bad = util::invalid_gstin(r, &b.place_of_supply);
             b.vendor_gstin = bad.clone();
             g.supplier_gstin = bad;
             "GSTIN fails format or checksum validation".into()
         }
-        ErrorType::WrongTaxType => {
+        GstPlant::WrongTaxType => {
             let tax = b.cgst + b.sgst + b.igst;
             if intra {
                 b.igst = tax;
@@ -338,7 +354,7 @@ fn plant_error(
             }
             "IGST/CGST+SGST split does not match the place of supply".into()
         }
-        ErrorType::ItcIneligible => {
+        GstPlant::ItcIneligible => {
             let (h, d, _) = *util::pick(r, &BLOCKED);
             b.hsn_code = h.into();
             b.description = d.into();
@@ -347,13 +363,12 @@ fn plant_error(
             }
             "input tax credit is blocked for this category".into()
         }
-        ErrorType::LateClaim => {
+        GstPlant::LateClaim => {
             let d = today.days_before(r.random_range(200..=365));
             b.date = d;
             g.date = d;
             "invoice older than the 180-day ITC window".into()
         }
-        _ => String::new(),
     }
 }
 
@@ -398,24 +413,13 @@ pub fn generate(seed: u64, rules: &WorldRules) -> (GstDocs, Vec<GtItem>) {
         idx.into_iter().map(|i| candidates[i]).collect::<Vec<_>>()
     };
     // chosen[0..9]: mixed errors, chosen[9]: duplicated row, chosen[10..12]: red herrings.
-    let base = [
-        ErrorType::AmountMismatch,
-        ErrorType::TaxRateMismatch,
-        ErrorType::GstinMismatch,
-        ErrorType::DateMismatch,
-        ErrorType::InvalidGstin,
-        ErrorType::WrongTaxType,
-        ErrorType::ItcIneligible,
-        ErrorType::LateClaim,
-        ErrorType::ExcessClaim,
-    ];
-    let mix = draw_type_mix(r, &base, 9, &[]);
+    let mix = draw_type_mix(r, &GstPlant::ALL, 9, &[]);
     for (slot, t) in mix.iter().enumerate() {
         let k = chosen[slot];
         let (b, tags) = &mut books[k];
         let g = &mut g2b[k];
         let why = plant_error(r, *t, b, g, today);
-        tags.push((*t, GtOrigin::Planted, why));
+        tags.push((t.error_type(), GtOrigin::Planted, why));
     }
     red_herrings(&books, &mut g2b, &chosen[10..12], today);
     // Books-only and GSTR-2B-only invoices.

@@ -202,27 +202,42 @@ fn clean_chain(r: &mut Rng8, i: usize, today: Date) -> (PurchaseOrder, Grn, Invo
     (po, grn, inv)
 }
 
+planted_types! {
+    /// The errors one invoice carries on its own, drawn for five invoices (the structural ones,
+    /// a cascading total, a duplicate and an invoice without a PO, are planted by `generate`).
+    SinglePlant {
+        PriceMismatch,
+        QuantityMismatch,
+        TaxError,
+        TotalMismatch,
+        VendorMismatch,
+        DateAnomaly,
+    }
+}
+
 /// Plant one single (non-cascading) error of type `t` on an invoice.
 fn plant_single(
     r: &mut Rng8,
-    t: ErrorType,
+    plant: SinglePlant,
     inv: &mut Invoice,
     tags: &mut Vec<(ErrorType, String)>,
     po: &PurchaseOrder,
 ) {
-    match t {
-        ErrorType::PriceMismatch => {
+    let t = plant.error_type();
+    let before = tags.len();
+    match plant {
+        SinglePlant::PriceMismatch => {
             let d = Decimal::from(*util::pick(r, &[100i64, 250, 500]));
             inv.line_items[0].unit_price += d;
             recompute(inv, true);
             tags.push((t, "unit price differs from the PO".into()));
         }
-        ErrorType::QuantityMismatch => {
+        SinglePlant::QuantityMismatch => {
             inv.line_items[0].quantity += r.random_range(3..=10);
             recompute(inv, true);
             tags.push((t, "billed quantity exceeds the GRN".into()));
         }
-        ErrorType::TaxError => {
+        SinglePlant::TaxError => {
             let others: Vec<u32> = [5u32, 12, 18, 28]
                 .into_iter()
                 .filter(|x| *x != po.gst_rate)
@@ -237,21 +252,21 @@ fn plant_single(
                 ),
             ));
         }
-        ErrorType::TotalMismatch => {
+        SinglePlant::TotalMismatch => {
             inv.total += Decimal::from(r.random_range(10..=90) * 100);
             tags.push((t, "total is not subtotal + GST".into()));
         }
-        ErrorType::VendorMismatch => {
+        SinglePlant::VendorMismatch => {
             let others: Vec<&str> = VENDOR_NAMES[8..12].to_vec();
             inv.vendor = util::pick(r, &others).to_string();
             tags.push((t, "invoice vendor differs from the PO vendor".into()));
         }
-        ErrorType::DateAnomaly => {
+        SinglePlant::DateAnomaly => {
             inv.date = po.date.add_days(-r.random_range(5..=20));
             tags.push((t, "invoice dated before its purchase order".into()));
         }
-        _ => {}
     }
+    debug_assert_eq!(tags.len(), before + 1, "one tag per planted error");
 }
 
 pub fn generate(seed: u64, rules: &crate::model::WorldRules) -> (InvoiceDocs, Vec<GtItem>) {
@@ -270,15 +285,7 @@ pub fn generate(seed: u64, rules: &crate::model::WorldRules) -> (InvoiceDocs, Ve
 
     // Which invoices carry errors, and which types.
     let order = util::sample_indices(r, 10, 10);
-    let singles_base = [
-        ErrorType::PriceMismatch,
-        ErrorType::QuantityMismatch,
-        ErrorType::TaxError,
-        ErrorType::TotalMismatch,
-        ErrorType::VendorMismatch,
-        ErrorType::DateAnomaly,
-    ];
-    let singles = draw_type_mix(r, &singles_base, 5, &[]);
+    let singles = draw_type_mix(r, &SinglePlant::ALL, 5, &[]);
     // Root + cascading pair on order[0].
     {
         let root = if r.random_bool(0.5) {

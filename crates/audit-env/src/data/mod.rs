@@ -1,5 +1,28 @@
 //! Seeded synthetic data for the four tasks, with planted errors and rule checkers.
 
+/// A generator's own enumeration of the error types it plants by drawing them: exactly those,
+/// in draw order, each named as its [`ErrorType`] variant (`error_type` maps it, so a misspelt
+/// name does not compile). A planter matches on it with no catch-all arm: a type added here is
+/// a compile error until it is planted, and a type of the task missing here fails
+/// `tests::every_task_plants_each_of_its_error_types`.
+macro_rules! planted_types {
+    ($(#[$meta:meta])* $name:ident { $( $v:ident ),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum $name { $( $v, )* }
+
+        impl $name {
+            /// Every type, in draw order.
+            pub(crate) const ALL: [$name; [$( $name::$v ),*].len()] = [$( $name::$v ),*];
+
+            /// The error type it plants.
+            pub(crate) const fn error_type(self) -> crate::model::ErrorType {
+                match self { $( $name::$v => crate::model::ErrorType::$v, )* }
+            }
+        }
+    };
+}
+
 pub mod expense;
 pub mod fraud;
 pub mod gst;
@@ -268,6 +291,36 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    /// Each task's generator plants every error type of its task (`TaskId::error_types`): a
+    /// type added to the table and its task's list but planted by no generator fails here. The
+    /// tasks whose whole list is drawn draw it in the list's order.
+    #[test]
+    fn every_task_plants_each_of_its_error_types() {
+        let drawn = |all: &[ErrorType]| all.to_vec();
+        assert_eq!(
+            drawn(&expense::ExpensePlant::ALL.map(|p| p.error_type())),
+            TaskId::ExpenseAudit.error_types()
+        );
+        assert_eq!(
+            drawn(&fraud::FraudPlant::ALL.map(|p| p.error_type())),
+            TaskId::FraudDetection.error_types()
+        );
+        for task in TaskId::ALL {
+            let mut seen = BTreeSet::new();
+            for seed in 0..40 {
+                let d = generate(task, seed, &WorldRules::default());
+                seen.extend(d.ground_truth.iter().map(|g| g.error_type));
+            }
+            let listed: BTreeSet<ErrorType> = task.error_types().iter().copied().collect();
+            let never: Vec<&ErrorType> = listed.difference(&seen).collect();
+            assert!(never.is_empty(), "{task}: never planted: {never:?}");
+            assert!(
+                seen.iter().all(|t| t.family().task() == task),
+                "{task}: {seen:?}"
+            );
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub struct Joint {
     pub joint_score: f64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairReport {
     pub pair_id: String,
     pub adversarial_case_id: String,
@@ -101,25 +101,28 @@ pub fn run(
     for a in &ctx.agents {
         let reports: Vec<PairReport> = pairs
             .iter()
-            .map(|(adv, twin)| {
+            .filter_map(|(adv, twin)| {
                 let arow = public
                     .get(a)
                     .and_then(|s| s.results.iter().find(|r| r.case_id == adv.case_id))
-                    .cloned()
-                    .unwrap_or_default();
+                    .cloned();
                 let trow = ctx
                     .evaluate(a, &pool, std::slice::from_ref(twin), None)
                     .into_iter()
-                    .next()
-                    .unwrap_or_default();
-                PairReport {
+                    .next();
+                // No made-up row of zeros: the public run played every adversarial case, and
+                // a twin's run gives its one row.
+                debug_assert!(arow.is_some(), "{}: no public row", adv.case_id);
+                debug_assert!(trow.is_some(), "{}: no row", twin.case_id);
+                let (arow, trow) = (arow?, trow?);
+                Some(PairReport {
                     pair_id: format!("pair-{}", adv.case_id),
                     adversarial_case_id: adv.case_id.clone(),
                     twin_case_id: twin.case_id.clone(),
                     joint: joint_score(&arow, &trow),
                     adversarial: arow,
                     twin: trow,
-                }
+                })
             })
             .collect();
         let section = ContrastiveSection {

@@ -155,6 +155,22 @@ pub struct EpisodeSpec {
     pub derived: CaseDerived,
 }
 
+impl EpisodeSpec {
+    /// The spec's invariants: its hidden world is its case's; the blind track pays no
+    /// label-revealing reward.
+    fn debug_check(&self) {
+        debug_assert_eq!(
+            *self.derived.hidden,
+            HiddenWorld::derive(&self.case),
+            "the spec's hidden world is the case's"
+        );
+        debug_assert!(
+            !(self.track_mode == TrackMode::Blind && self.reward_mode.reveals_label()),
+            "the blind track pays no label-revealing reward"
+        );
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Episode {
     pub case: Arc<Case>,
@@ -409,6 +425,15 @@ struct StepTerms {
     shaping: f64,
 }
 
+/// The state a step's reward is measured against, taken before the action.
+struct Before {
+    /// `Φ` of the `score` reward.
+    progress: f64,
+    /// The belief's potential (the `reference` reward's shaping).
+    belief: f64,
+    sprt: Sprt,
+}
+
 /// What an action does once its pure part has run: a tool's outcome and cost, or an
 /// intervention to apply.
 enum Effect {
@@ -430,17 +455,9 @@ struct Executed {
 
 impl Episode {
     pub fn new(spec: EpisodeSpec) -> (Self, StepEnvelope) {
+        spec.debug_check();
         let case = spec.case;
         let hidden = spec.derived.hidden;
-        debug_assert_eq!(
-            *hidden,
-            HiddenWorld::derive(&case),
-            "the spec's hidden world is the case's"
-        );
-        debug_assert!(
-            !(spec.track_mode == TrackMode::Blind && spec.reward_mode.reveals_label()),
-            "the blind track pays no label-revealing reward"
-        );
         let mut rng = ChaCha8Rng::seed_from_u64(spec.episode_seed);
         let id_bytes: [u8; 16] = rng.random();
         let episode_id = uuid::Builder::from_random_bytes(id_bytes)
@@ -758,17 +775,13 @@ impl Episode {
         payload: &Map<String, Value>,
     ) -> StepEnvelope {
         let boundary = self.boundary(Some(action), None);
-        let progress_before = self.potential();
-
+        let before = self.before();
         self.step_count += 1;
         self.case_clock += 1;
-        let phi_before = self.sprt.potential();
-        let observations_before = self.sprt.observations_used;
-        let sprt_before = self.sprt.clone();
 
         let mut exec = match effect {
-            Effect::Tool((out, cost)) => self.apply_tool(action, out, cost, &sprt_before),
-            Effect::Intervention(i) => self.apply_intervention(&i, payload, &sprt_before),
+            Effect::Tool((out, cost)) => self.apply_tool(action, out, cost, &before.sprt),
+            Effect::Intervention(i) => self.apply_intervention(&i, payload, &before.sprt),
         };
         self.budget_remaining = (self.budget_remaining - exec.cost)
             .max(Decimal::ZERO)
@@ -834,29 +847,7 @@ impl Episode {
             messages.push("Budget exhausted. Episode truncated.".into());
         }
         self.refresh_calibration();
-        let terms = match self.reward_mode {
-            RewardMode::Score => StepTerms {
-                rm_bonus: 0.0,
-                milestone: 0.0,
-                info_gain: 0.0,
-                shaping: self.potential() - progress_before,
-            },
-            RewardMode::Reference => {
-                self.reference_terms(rm_bonus, observations_before, &sprt_before, phi_before)
-            }
-        };
-        let reward = match self.reward_mode {
-            RewardMode::Score => {
-                -self.cost_penalty(exec.cost) + exec.failure_penalty + terms.shaping
-            }
-            RewardMode::Reference => (exec.reward_voi
-                + exec.failure_penalty
-                + terms.rm_bonus
-                + terms.milestone
-                + terms.info_gain
-                + terms.shaping)
-                .clamp(-1.0, 1.0),
-        };
+        let (reward, terms) = self.step_reward(&exec, rm_bonus, &before);
 
         let components = self.reward_components(&exec, &terms);
         let metadata = self.reward_metadata(action, &boundary, &exec, novel, &result);
@@ -908,14 +899,48 @@ impl Episode {
         })
     }
 
+    /// What a step's reward is measured against: the state before the action.
+    fn before(&self) -> Before {
+        Before {
+            progress: self.potential(),
+            belief: self.sprt.potential(),
+            sprt: self.sprt.clone(),
+        }
+    }
+
+    /// A tool's or an intervention's reward and its terms: the `score` reward's cost, failure
+    /// penalty and public-progress shaping, or the `reference` reward's mix.
+    fn step_reward(&mut self, exec: &Executed, rm_bonus: f64, before: &Before) -> (f64, StepTerms) {
+        match self.reward_mode {
+            RewardMode::Score => {
+                let shaping = self.potential() - before.progress;
+                let reward = -self.cost_penalty(exec.cost) + exec.failure_penalty + shaping;
+                debug_assert!(reward.is_finite(), "a finite reward");
+                let terms = StepTerms {
+                    rm_bonus: 0.0,
+                    milestone: 0.0,
+                    info_gain: 0.0,
+                    shaping,
+                };
+                (reward, terms)
+            }
+            RewardMode::Reference => {
+                let t = self.reference_terms(rm_bonus, before);
+                let sum = exec.reward_voi
+                    + exec.failure_penalty
+                    + t.rm_bonus
+                    + t.milestone
+                    + t.info_gain
+                    + t.shaping;
+                (sum.clamp(-1.0, 1.0), t)
+            }
+        }
+    }
+
     /// The `reference` reward's shaping terms (label-revealing: they read the belief).
-    fn reference_terms(
-        &mut self,
-        rm_bonus: f64,
-        observations_before: u32,
-        sprt_before: &Sprt,
-        phi_before: f64,
-    ) -> StepTerms {
+    fn reference_terms(&mut self, rm_bonus: f64, before: &Before) -> StepTerms {
+        let (observations_before, sprt_before, phi_before) =
+            (before.sprt.observations_used, &before.sprt, before.belief);
         let milestone = if self.done {
             0.0
         } else {
@@ -1280,10 +1305,9 @@ impl Episode {
     fn submit(&mut self, payload: &Map<String, Value>, submission: Submission) -> StepEnvelope {
         let decision = submission.decision.expect("validated by caller");
         let boundary = self.boundary(Some(ActionName::SubmitDecision), Some(decision));
-        let progress_before = self.potential();
+        let before = self.before();
         self.step_count += 1;
         self.case_clock += 1;
-        let phi_before = self.sprt.potential();
         // Artifacts due on this tick reach the grader (the reference graded before resolving them).
         let (arrived, _) = self.resolve_pending();
 
@@ -1335,20 +1359,7 @@ impl Episode {
         self.submitted = true;
         self.done = true;
         self.terminated = true;
-        // `score`: the grade, and the potential given back (Φ = 0 at the end), so the return is
-        // the score less the costs; `reference`: the grade with the reference's terms.
-        let (rm_bonus, shaping, reward) = match self.reward_mode {
-            RewardMode::Score => {
-                let shaping = self.potential() - progress_before;
-                (0.0, shaping, grade.final_score + shaping)
-            }
-            RewardMode::Reference => {
-                let phi_after = self.sprt.potential();
-                let shaping = SHAPING_SCALE * (SHAPING_GAMMA * phi_after - phi_before);
-                let reward = (grade.final_score + rm_bonus + shaping).clamp(-1.0, 1.0);
-                (rm_bonus, shaping, reward)
-            }
-        };
+        let (rm_bonus, shaping, reward) = self.terminal_reward(&grade, rm_bonus, &before);
         self.terminal_reason = Some("decision_submitted".into());
         self.submitted_decision = Some(decision);
 
@@ -1487,6 +1498,30 @@ impl Episode {
             clean_targets: Some(&self.clean_targets),
         };
         ls_grading::grade(&input)
+    }
+
+    /// The graded step's reward as `(reward-machine bonus, shaping, reward)`. `score`: the
+    /// grade, and the potential given back (Φ = 0 at the end), so the return is the score less
+    /// the costs; `reference`: the grade with the reference's terms.
+    fn terminal_reward(
+        &self,
+        grade: &GradeReport,
+        rm_bonus: f64,
+        before: &Before,
+    ) -> (f64, f64, f64) {
+        debug_assert!(self.done, "graded only once the episode has ended");
+        match self.reward_mode {
+            RewardMode::Score => {
+                let shaping = self.potential() - before.progress;
+                (0.0, shaping, grade.final_score + shaping)
+            }
+            RewardMode::Reference => {
+                let phi_after = self.sprt.potential();
+                let shaping = SHAPING_SCALE * (SHAPING_GAMMA * phi_after - before.belief);
+                let reward = (grade.final_score + rm_bonus + shaping).clamp(-1.0, 1.0);
+                (rm_bonus, shaping, reward)
+            }
+        }
     }
 
     /// The terminal reward model: the grade plus the reward machine and shaping terms.

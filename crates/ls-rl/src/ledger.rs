@@ -575,39 +575,11 @@ impl Ledger {
                     self.absorb_history(&key, h);
                 }
             }
-            CompareBankAccount if success => {
-                let account = text("proposed_bank_account").unwrap_or_default();
-                let matched = get("matched").and_then(|v| v.as_bool()).unwrap_or(false);
-                let mut flags = Flags::default();
-                flags.set(if matched {
-                    Flag::ResultGood
-                } else {
-                    Flag::ResultBad
-                });
-                flags.set(if matched {
-                    Flag::MatchesMaster
-                } else {
-                    Flag::DiffersFromMaster
-                });
-                self.push(Row {
-                    kind: RowKind::BankCheck,
-                    doc: None,
-                    class: LineClass::Bank,
-                    text: format!(
-                        "bank comparison {account}: {}",
-                        if matched {
-                            "matches the vendor master"
-                        } else {
-                            "does not match the vendor master"
-                        }
-                    ),
-                    value: Some(account),
-                    amount: None,
-                    reference: json!({"vendor_key": text("vendor_key").unwrap_or_default()}),
-                    flags,
-                    missing: false,
-                });
-            }
+            CompareBankAccount if success => self.absorb_bank_check(
+                text("vendor_key").unwrap_or_default(),
+                text("proposed_bank_account").unwrap_or_default(),
+                get("matched").and_then(|v| v.as_bool()).unwrap_or(false),
+            ),
             SearchLedger if success => {
                 for h in get("hits")
                     .and_then(|v| v.as_array().cloned())
@@ -633,6 +605,37 @@ impl Ledger {
             }
             _ => {}
         }
+    }
+
+    /// A bank comparison's verdict, as a record row naming the account compared.
+    fn absorb_bank_check(&mut self, vendor_key: String, account: String, matched: bool) {
+        let mut flags = Flags::default();
+        let (result, relation, words) = if matched {
+            (
+                Flag::ResultGood,
+                Flag::MatchesMaster,
+                "matches the vendor master",
+            )
+        } else {
+            (
+                Flag::ResultBad,
+                Flag::DiffersFromMaster,
+                "does not match the vendor master",
+            )
+        };
+        flags.set(result);
+        flags.set(relation);
+        self.push(Row {
+            kind: RowKind::BankCheck,
+            doc: None,
+            class: LineClass::Bank,
+            text: format!("bank comparison {account}: {words}"),
+            value: Some(account),
+            amount: None,
+            reference: json!({ "vendor_key": vendor_key }),
+            flags,
+            missing: false,
+        });
     }
 
     fn absorb_lines(&mut self, doc_id: &str, lines: &[Line], accurate: bool) {
@@ -983,6 +986,30 @@ fn limits_of(rules: &Value) -> Vec<Decimal> {
     v
 }
 
+/// A PO's or receipt's item list as (description key, quantity, unit price).
+fn record_items(
+    rec: Option<&Map<String, Value>>,
+    key: &str,
+) -> Vec<(String, Option<Decimal>, Option<Decimal>)> {
+    rec.and_then(|r| r.get(key).and_then(Value::as_array))
+        .map(|a| {
+            a.iter()
+                .map(|x| {
+                    (
+                        item_key(
+                            x.get("description")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default(),
+                        ),
+                        x.get("qty").and_then(json_decimal),
+                        x.get("unit_price").and_then(json_decimal),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Letters and digits of a description, lower-cased (to pair invoice and PO lines).
 fn item_key(text: &str) -> String {
     normalize_text(text)
@@ -1064,16 +1091,42 @@ impl Ledger {
         }
     }
 
+    /// An invoice's relations, stage by stage: against its PO and receipt records, its account
+    /// against the vendor master and the other invoices, its number and total against earlier
+    /// payments, the batch and the policy's limits.
     fn relate_invoice(
         &self,
         inv: &Invoice,
         accounts: &[(String, String)],
         marks: &mut Vec<(String, Flag)>,
     ) {
+        self.relate_records(inv, marks);
+        if let (Some(account), Some((_, line))) = (inv.account(), &inv.bank) {
+            self.relate_account(inv, &account, line, accounts, marks);
+        }
+        if let Some((number, line)) = &inv.number {
+            self.relate_number(inv, number, line, marks);
+        }
+        if let Some((total, line)) = &inv.total {
+            if self
+                .limits
+                .iter()
+                .any(|l| *total < *l && *total >= *l * Decimal::new(90, 2))
+            {
+                marks.push((line.token_id.clone(), Flag::UnderLimit));
+            }
+        }
+        if let Some(l) = inv.split_marker() {
+            marks.push((l.token_id.clone(), Flag::Threshold));
+        }
+    }
+
+    /// The total and the items against the PO record the invoice names, the items against the
+    /// goods receipt (the one named, else the PO's).
+    fn relate_records(&self, inv: &Invoice, marks: &mut Vec<(String, Flag)>) {
         let mark = |marks: &mut Vec<(String, Flag)>, l: &Line, f: Flag| {
             marks.push((l.token_id.clone(), f))
         };
-        // Against the PO record it names.
         let po = inv
             .po
             .as_ref()
@@ -1087,47 +1140,16 @@ impl Ledger {
                 None => {}
             }
         }
-        let po_items: Vec<(String, Option<Decimal>, Option<Decimal>)> = po
-            .and_then(|p| p.get("line_items").and_then(Value::as_array))
-            .map(|a| {
-                a.iter()
-                    .map(|x| {
-                        (
-                            item_key(
-                                x.get("description")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or_default(),
-                            ),
-                            x.get("qty").and_then(json_decimal),
-                            x.get("unit_price").and_then(json_decimal),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let po_items = record_items(po, "line_items");
         let receipt_id = inv
             .receipt
             .as_ref()
             .map(|r| r.0.clone())
             .or_else(|| inv.po.as_ref().map(|p| p.0.replacen("PO-", "GRN-", 1)));
-        let received: Vec<(String, Option<Decimal>)> = receipt_id
-            .and_then(|id| self.record(RowKind::Receipt, &id))
-            .and_then(|r| r.get("received_line_items").and_then(Value::as_array))
-            .map(|a| {
-                a.iter()
-                    .map(|x| {
-                        (
-                            item_key(
-                                x.get("description")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or_default(),
-                            ),
-                            x.get("qty").and_then(json_decimal),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let received = record_items(
+            receipt_id.and_then(|id| self.record(RowKind::Receipt, &id)),
+            "received_line_items",
+        );
         for it in &inv.items {
             let key = item_key(&it.description);
             if let Some((_, q, u)) = po_items.iter().find(|(k, _, _)| *k == key) {
@@ -1137,96 +1159,94 @@ impl Ledger {
                     mark(marks, &it.line, Flag::DiffersFromPo);
                 }
             }
-            if let Some((_, q)) = received.iter().find(|(k, _)| *k == key) {
+            if let Some((_, q, _)) = received.iter().find(|(k, _, _)| *k == key) {
                 if q.is_some_and(|q| q < it.qty) {
                     mark(marks, &it.line, Flag::DiffersFromReceipt);
                 }
             }
         }
-        // The account against the vendor master, comparisons, history and other invoices.
-        if let (Some(account), Some((_, line))) = (inv.account(), &inv.bank) {
-            let mut known = false;
-            for v in &self.vendors {
-                known = true;
-                let f = if v.accounts.contains(&account) {
-                    Flag::MatchesMaster
-                } else {
-                    Flag::DiffersFromMaster
-                };
-                mark(marks, line, f);
-            }
-            for r in &self.rows {
-                let same = r
-                    .value
-                    .as_deref()
-                    .is_some_and(|v| compact_account(v) == account);
-                match r.kind {
-                    RowKind::BankCheck if same => {
-                        mark(
-                            marks,
-                            line,
-                            if r.flags.has(Flag::ResultGood) {
-                                Flag::MatchesMaster
-                            } else {
-                                Flag::DiffersFromMaster
-                            },
-                        );
-                    }
-                    RowKind::History if same => {
-                        for f in [Flag::ChangeUnverified, Flag::ChangeApproved] {
-                            if r.flags.has(f) {
-                                mark(marks, line, f);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            let own = normalize_text(&inv.vendor_name());
-            if accounts.iter().any(|(a, v)| *a == account && *v != own) {
-                mark(marks, line, Flag::SharedAccount);
-            }
-            let _ = known;
+    }
+
+    /// The invoice's account against the vendor master records, the comparisons and history
+    /// changes that name it, and the other vendors' invoices.
+    fn relate_account(
+        &self,
+        inv: &Invoice,
+        account: &str,
+        line: &Line,
+        accounts: &[(String, String)],
+        marks: &mut Vec<(String, Flag)>,
+    ) {
+        let mut mark = |f: Flag| marks.push((line.token_id.clone(), f));
+        for v in &self.vendors {
+            mark(if v.accounts.contains(account) {
+                Flag::MatchesMaster
+            } else {
+                Flag::DiffersFromMaster
+            });
         }
-        // Earlier payments and the other invoices of the batch.
-        if let Some((number, line)) = &inv.number {
-            let n = ls_core::text::normalize_id(number);
-            for (hn, amount, score) in &self.hits {
-                let hn = ls_core::text::normalize_id(hn);
-                if hn == n && *score >= 1.0 {
-                    mark(marks, line, Flag::LedgerExact);
-                } else if hn.starts_with(&n)
-                    || n.starts_with(&hn)
-                    || (amount.is_some() && *amount == inv.total_value())
-                {
-                    mark(marks, line, Flag::LedgerNear);
-                }
-            }
-            let twins = self
-                .invoices
-                .iter()
-                .filter(|(_, o)| o.doc_id != inv.doc_id)
-                .any(|(_, o)| {
-                    o.number
-                        .as_ref()
-                        .is_some_and(|(m, _)| ls_core::text::normalize_id(m) == n)
-                        || (o.total_value().is_some() && o.total_value() == inv.total_value())
-                });
-            if twins {
-                mark(marks, line, Flag::LedgerNear);
-            }
-        }
-        if let Some((total, line)) = &inv.total {
-            if self
-                .limits
-                .iter()
-                .any(|l| *total < *l && *total >= *l * Decimal::new(90, 2))
+        for r in &self.rows {
+            if !r
+                .value
+                .as_deref()
+                .is_some_and(|v| compact_account(v) == account)
             {
-                mark(marks, line, Flag::UnderLimit);
+                continue;
+            }
+            match r.kind {
+                RowKind::BankCheck if r.flags.has(Flag::ResultGood) => mark(Flag::MatchesMaster),
+                RowKind::BankCheck => mark(Flag::DiffersFromMaster),
+                RowKind::History => {
+                    for f in [Flag::ChangeUnverified, Flag::ChangeApproved]
+                        .into_iter()
+                        .filter(|f| r.flags.has(*f))
+                    {
+                        mark(f);
+                    }
+                }
+                _ => {}
             }
         }
-        if let Some(l) = inv.split_marker() {
-            mark(marks, l, Flag::Threshold);
+        let own = normalize_text(&inv.vendor_name());
+        if accounts.iter().any(|(a, v)| a == account && *v != own) {
+            mark(Flag::SharedAccount);
+        }
+    }
+
+    /// The invoice number against earlier payments (an exact hit, or a suffixed number or the same
+    /// amount) and against the batch's other invoices.
+    fn relate_number(
+        &self,
+        inv: &Invoice,
+        number: &str,
+        line: &Line,
+        marks: &mut Vec<(String, Flag)>,
+    ) {
+        let mut mark = |f: Flag| marks.push((line.token_id.clone(), f));
+        let n = ls_core::text::normalize_id(number);
+        for (hn, amount, score) in &self.hits {
+            let hn = ls_core::text::normalize_id(hn);
+            if hn == n && *score >= 1.0 {
+                mark(Flag::LedgerExact);
+            } else if hn.starts_with(&n)
+                || n.starts_with(&hn)
+                || (amount.is_some() && *amount == inv.total_value())
+            {
+                mark(Flag::LedgerNear);
+            }
+        }
+        let repeated = self
+            .invoices
+            .iter()
+            .filter(|(_, o)| o.doc_id != inv.doc_id)
+            .any(|(_, o)| {
+                o.number
+                    .as_ref()
+                    .is_some_and(|(m, _)| ls_core::text::normalize_id(m) == n)
+                    || (o.total_value().is_some() && o.total_value() == inv.total_value())
+            });
+        if repeated {
+            mark(Flag::LedgerNear);
         }
     }
 

@@ -16,6 +16,7 @@
 
 use crate::factored::{Check, Composer, Field, Pending, Target, Tool, Verification, DECISIONS};
 use crate::ledger::{Flag, Ledger, LineClass, Row, RowKind, MAX_DOCS, MAX_ROWS};
+pub use crate::vocab::affinity;
 use ls_core::{ActionName, ArtifactId, ReasonCode, TaskType};
 use rust_decimal::prelude::ToPrimitive;
 
@@ -318,142 +319,6 @@ fn used(c: &Composer, i: usize) -> bool {
         || c.cross_links.contains(&i)
 }
 
-/// Where a reason code's fact shows and which relations support it there.
-fn code_places(code: ReasonCode) -> (&'static [Place], &'static [Flag]) {
-    use Flag as F;
-    use Place as P;
-    use ReasonCode as C;
-    match code {
-        C::BankOverrideAttempt | C::BankAccountMismatch => (
-            &[
-                P::Line(LineClass::Bank),
-                P::Kind(RowKind::History),
-                P::Kind(RowKind::BankCheck),
-            ],
-            &[F::DiffersFromMaster, F::ChangeUnverified],
-        ),
-        C::VendorAccountTakeoverSuspected => (
-            &[P::Line(LineClass::Body), P::Line(LineClass::Bank)],
-            &[F::Takeover, F::DiffersFromMaster],
-        ),
-        C::SenderDomainSpoof => (
-            &[P::Line(LineClass::From), P::Kind(RowKind::Thread)],
-            &[F::DomainMismatch],
-        ),
-        C::PolicyBypassAttempt | C::InstructionOverrideAttempt => (
-            &[P::Line(LineClass::Body), P::Line(LineClass::Subject)],
-            &[F::Bypass],
-        ),
-        C::PromptInjectionAttempt => (&[P::Line(LineClass::Body)], &[F::Injection]),
-        C::UrgentPaymentPressure => (
-            &[P::Line(LineClass::Body), P::Line(LineClass::Subject)],
-            &[F::Urgency],
-        ),
-        C::ApprovalThresholdEvasion => (
-            &[
-                P::Line(LineClass::Body),
-                P::Line(LineClass::Other),
-                P::Line(LineClass::Item),
-                P::Line(LineClass::Total),
-            ],
-            &[F::Threshold, F::UnderLimit],
-        ),
-        C::DuplicateNearMatch => (
-            &[
-                P::Line(LineClass::InvoiceNumber),
-                P::Kind(RowKind::LedgerHit),
-            ],
-            &[F::LedgerExact, F::LedgerNear],
-        ),
-        C::SharedBankAccount => (&[P::Line(LineClass::Bank)], &[F::SharedAccount]),
-        C::CoordinatedTiming => (&[P::Line(LineClass::InvoiceDate)], &[]),
-        C::PriceMismatch => (&[P::Line(LineClass::Item)], &[F::DiffersFromPo]),
-        C::QuantityMismatch => (
-            &[P::Line(LineClass::Item)],
-            &[F::DiffersFromPo, F::DiffersFromReceipt],
-        ),
-        C::TotalMismatch => (&[P::Line(LineClass::Total)], &[F::DiffersFromPo]),
-        C::PartialReceiptOnly => (
-            &[P::Line(LineClass::Item), P::Kind(RowKind::Receipt)],
-            &[F::DiffersFromReceipt],
-        ),
-        C::MissingReceipt => (
-            &[P::Line(LineClass::ReceiptRef), P::Kind(RowKind::Receipt)],
-            &[F::ResultBad],
-        ),
-        C::MissingPo => (
-            &[P::Line(LineClass::PoRef), P::Kind(RowKind::Po)],
-            &[F::ResultBad],
-        ),
-        C::DuplicatePoReference => (&[P::Line(LineClass::PoRef)], &[]),
-        C::InvalidInvoiceDate => (&[P::Line(LineClass::InvoiceDate)], &[]),
-        C::ReceiptDateMismatch => (
-            &[P::Line(LineClass::InvoiceDate), P::Kind(RowKind::Receipt)],
-            &[],
-        ),
-        C::TaxIdMismatch => (&[P::Line(LineClass::Other), P::Kind(RowKind::Vendor)], &[]),
-        C::VendorMasterMismatch | C::VendorNameSpoof => (
-            &[P::Line(LineClass::VendorName), P::Kind(RowKind::Vendor)],
-            &[],
-        ),
-        C::CallbackVerificationFailed
-        | C::CallbackSuspiciousConfirm
-        | C::CallbackDisputeConfirmed => (&[P::Kind(RowKind::Artifact)], &[F::ResultBad]),
-    }
-}
-
-/// A place a fact can show: a document line of a class, or a record of a kind.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Place {
-    Line(LineClass),
-    Kind(RowKind),
-}
-
-impl Place {
-    fn holds(self, r: &Row) -> bool {
-        match self {
-            Self::Line(c) => r.kind == RowKind::Line && r.class == c,
-            Self::Kind(k) => r.kind == k,
-        }
-    }
-}
-
-/// How well row `r` could fill target `t` (see the module doc).
-pub fn affinity(t: Target, r: &Row) -> f32 {
-    match t {
-        Target::Code(code) => {
-            let (places, support) = code_places(code);
-            if !places.iter().any(|p| p.holds(r)) {
-                0.0
-            } else if support.iter().any(|f| r.flags.has(*f)) {
-                1.0
-            } else {
-                0.5
-            }
-        }
-        Target::Field(f) => f32::from(u8::from(r.kind == RowKind::Line && r.class == f.class())),
-        Target::LineItem => f32::from(u8::from(
-            r.kind == RowKind::Line && r.class == LineClass::Item,
-        )),
-        Target::Verify(v) => {
-            let ok = match v {
-                Verification::Po => r.kind == RowKind::Po && !r.missing,
-                Verification::Receipt => r.kind == RowKind::Receipt && !r.missing,
-                Verification::VendorMaster => {
-                    r.kind == RowKind::Vendor
-                        || (r.kind == RowKind::BankCheck && r.flags.has(Flag::ResultGood))
-                }
-                Verification::InvoiceTotal => {
-                    r.kind == RowKind::Line && r.class == LineClass::Total
-                }
-            };
-            f32::from(u8::from(ok))
-        }
-        Target::DuplicateLink => f32::from(u8::from(r.kind == RowKind::LedgerHit)),
-        Target::CrossLink => f32::from(u8::from(r.kind == RowKind::Document)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,12 +330,5 @@ mod tests {
         let g: std::collections::BTreeSet<String> = global_names().into_iter().collect();
         assert_eq!(g.len(), GLOBAL_FEATURES, "global names are distinct");
         assert_eq!(Target::all().len(), TARGETS);
-    }
-
-    #[test]
-    fn every_code_has_a_place() {
-        for c in ReasonCode::ALL {
-            assert!(!code_places(c).0.is_empty(), "{c:?}");
-        }
     }
 }

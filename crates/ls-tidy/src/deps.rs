@@ -23,6 +23,9 @@ pub enum Limit {
 pub struct Rule {
     pub crates: &'static [&'static str],
     pub limit: Limit,
+    /// Workspace crates the governed crates may declare as direct dev-dependencies only (test
+    /// fixtures: generated cases for a property test), whatever the limit; never at runtime.
+    pub test_fixtures: &'static [&'static str],
     pub why: &'static str,
 }
 
@@ -54,27 +57,32 @@ pub const RULES: &[Rule] = &[
     Rule {
         crates: &["ls-server"],
         limit: Limit::Never(&["ls-report", "ls-store", "ls-agents", "ls-ui", "ls-product"]),
+        test_fixtures: &[],
         why: "the protocol layer knows no reports, stores, agents or workbench: those routes are \
               ls-product's, over ls-server",
     },
     Rule {
         crates: &["ls-core", "ls-json"],
         limit: Limit::OnlyWorkspace(&[]),
+        test_fixtures: &[],
         why: "the vocabulary and the JSON writer sit at the bottom",
     },
     Rule {
         crates: &["ls-grading"],
         limit: Limit::OnlyWorkspace(&["ls-core"]),
+        test_fixtures: &[],
         why: "grading is pure judgement over the vocabulary: it knows no episodes",
     },
     Rule {
         crates: &["ls-env"],
         limit: Limit::OnlyWorkspace(&["ls-core", "ls-grading", "ls-json"]),
+        test_fixtures: &["ls-gen"],
         why: "the episode loop knows no sessions, sockets, agents or reports",
     },
     Rule {
         crates: DOMAIN,
         limit: Limit::Never(HTTP),
+        test_fixtures: &[],
         why: "domain crates hold no HTTP types",
     },
 ];
@@ -111,6 +119,15 @@ pub fn violations(ws: &Workspace, rules: &[Rule]) -> Vec<String> {
     let mut out = Vec::new();
     for rule in rules {
         for &name in rule.crates {
+            let fixture = |via: &str| {
+                rule.test_fixtures.contains(&via)
+                    && ws.package(name).is_some_and(|p| {
+                        p.deps
+                            .iter()
+                            .filter(|d| d.name == via)
+                            .all(|d| d.kind == DepKind::Dev)
+                    })
+            };
             if !members.contains(name) {
                 out.push(format!(
                     "{name}: a rule names a crate the workspace does not have"
@@ -124,7 +141,7 @@ pub fn violations(ws: &Workspace, rules: &[Rule]) -> Vec<String> {
                         members.contains(dep.as_str()) && !allowed.contains(&dep.as_str())
                     }
                 };
-                if broken {
+                if broken && !fixture(&via) {
                     let how = if via == dep {
                         "directly".to_owned()
                     } else {
@@ -223,11 +240,13 @@ mod tests {
             Rule {
                 crates: &["core"],
                 limit: Limit::OnlyWorkspace(&[]),
+                test_fixtures: &[],
                 why: "bottom",
             },
             Rule {
                 crates: &["env"],
                 limit: Limit::Never(HTTP),
+                test_fixtures: &[],
                 why: "domain",
             },
         ];
@@ -255,8 +274,46 @@ mod tests {
         let missing = [Rule {
             crates: &["gone"],
             limit: Limit::Never(&[]),
+            test_fixtures: &[],
             why: "",
         }];
         assert_eq!(violations(&ws, &missing).len(), 1);
+    }
+
+    /// A test fixture crate is allowed as a direct dev-dependency only: the same crate as a
+    /// normal dependency, or a crate it reaches at runtime, still breaks the rule.
+    #[test]
+    fn a_test_fixture_is_allowed_as_a_dev_dependency_only() {
+        let rules = [Rule {
+            crates: &["env"],
+            limit: Limit::OnlyWorkspace(&["core"]),
+            test_fixtures: &["gen"],
+            why: "loop",
+        }];
+        let dev = workspace(
+            "fixture-dev",
+            &[
+                ("core", ""),
+                ("gen", "[dependencies]\ncore = { path = \"../core\" }"),
+                (
+                    "env",
+                    "[dependencies]\ncore = { path = \"../core\" }\n[dev-dependencies]\ngen = { path = \"../gen\" }",
+                ),
+            ],
+        );
+        assert!(
+            violations(&dev, &rules).is_empty(),
+            "{:?}",
+            violations(&dev, &rules)
+        );
+        let normal = workspace(
+            "fixture-normal",
+            &[
+                ("core", ""),
+                ("gen", ""),
+                ("env", "[dependencies]\ngen = { path = \"../gen\" }"),
+            ],
+        );
+        assert_eq!(violations(&normal, &rules), ["env -> gen (directly): loop"]);
     }
 }

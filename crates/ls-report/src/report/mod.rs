@@ -33,7 +33,7 @@ pub mod public;
 pub mod quarter;
 pub mod tracks;
 
-pub use ablation::{Ablation, GateAblationRow};
+pub use ablation::{Ablation, GateAblationRow, ABLATION_AGENT};
 pub use certificate::CertificateTrack;
 pub use contrastive::{joint_score, ContrastiveSection, Joint, PairReport};
 pub use experiments::{CostSensitivity, ExperimentSuite, FalsificationTest};
@@ -272,7 +272,11 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
         });
     }
     let fraudgen = fraudgen::run(&ctx, &mut unavailable);
-    let experiment = experiments::run(&ctx, &public_primary, &quarter, &certificate, &human);
+    let public_reference = public
+        .get(ABLATION_AGENT)
+        .cloned()
+        .unwrap_or_else(|| ctx.evaluate_public(ABLATION_AGENT));
+    let experiment = experiments::run(&ctx, &public_reference, &quarter, &certificate, &human);
     let ladder = ladder::run(
         &ctx,
         &public,

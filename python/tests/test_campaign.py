@@ -79,7 +79,9 @@ def findings_of(reply: dict, rng: random.Random) -> list:
 
 
 def test_a_whole_campaign_is_byte_identical_to_the_server(audit_server_url: str) -> None:  # noqa: F811
-    seed = random.randrange(1, 10_000)
+    # Keyless campaigns on held-out seeds are refused by the server (periods p play seed + p - 1;
+    # held out: 100-104): draw a training seed.
+    seed = random.choice([s for s in range(1, 10_000) if not 98 <= s <= 104])
     print(f"campaign seed {seed}")
     rng = random.Random(seed)
     c = Pair(audit_server_url, seed, 3)

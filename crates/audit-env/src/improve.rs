@@ -221,7 +221,9 @@ mod tests {
         assert!(validate_seeds(&[7], &[100]).is_ok());
         assert!(validate_seeds(&[1, 2, 3], &[4, 5]).is_ok());
         assert!(validate_seeds(&[1, 2, 3], &[3, 4]).is_err());
-        let e = validate_seeds(&[42, 107_023], &[100]).unwrap_err().to_string();
+        let e = validate_seeds(&[42, 107_023], &[100])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("held out"), "{e}");
     }
 

@@ -159,6 +159,9 @@ mod tests {
         assert!(run.missing().is_empty());
         let s = run.score().unwrap();
         assert_eq!(s.seeds, a.seeds);
-        assert_eq!(s.score, 0.01, "empty submissions score the floor on every seed");
+        assert_eq!(
+            s.score, 0.01,
+            "empty submissions score the floor on every seed"
+        );
     }
 }

@@ -428,7 +428,10 @@ fn ablations_compare_the_teacher_whichever_agent_is_listed_first() {
         agents: vec!["naive-pay".into(), "always-escalate".into()],
         ..small()
     };
-    let r = build_report(&set, &gen, &cfg);
+    // The stages are announced in order (what `ledgershield report`'s progress bar shows).
+    let seen = std::cell::RefCell::new(Vec::new());
+    let r = build_report_with_progress(&set, &gen, &cfg, &|s| seen.borrow_mut().push(s));
+    assert_eq!(seen.into_inner(), ls_report::report::STAGES.to_vec());
     assert!(r.evaluation_protocol.model_name.contains("naive-pay"));
     let ctx = ls_report::report::Ctx::new(&set, &gen, &cfg);
     let teacher_public = ctx.evaluate_public(ls_report::report::ABLATION_AGENT);
@@ -451,7 +454,10 @@ fn ablations_compare_the_teacher_whichever_agent_is_listed_first() {
     let controls = by_name("controls_ablation");
     assert!(controls.delta > 0.1, "{controls:?}");
     let cert = by_name("certificate_ablation");
-    assert!(cert.available && cert.with_component_score >= 0.85, "{cert:?}");
+    assert!(
+        cert.available && cert.with_component_score >= 0.85,
+        "{cert:?}"
+    );
     assert!(cert.delta > 0.1, "{cert:?}");
     // The protocol agent's own sections are still naive-pay's.
     assert!(r.public_benchmark.average_score < 0.5);

@@ -176,7 +176,10 @@ async fn group_testing_through_campaigns_gains_nothing_on_held_out_seeds() {
         "group testing on training seed 42: {} findings confirmed, replay {train} (blind {blind_train})",
         found.len()
     );
-    assert!(train >= 0.8, "the attack works where it is allowed: {train}");
+    assert!(
+        train >= 0.8,
+        "the attack works where it is allowed: {train}"
+    );
 
     // On held-out seeds every keyless campaign is refused before it reports anything.
     for seed in [100u64, 107_023] {
@@ -200,7 +203,10 @@ async fn group_testing_through_campaigns_gains_nothing_on_held_out_seeds() {
         json!({"seed": 97, "total_periods": 5}),
     )
     .await;
-    assert_eq!((s, b["error"]["code"].as_str()), (403, Some("held_out_seed")));
+    assert_eq!(
+        (s, b["error"]["code"].as_str()),
+        (403, Some("held_out_seed"))
+    );
     // The evaluator (operator key) may still run one.
     let r = c
         .post(format!("{base}/campaign/start"))
@@ -292,7 +298,10 @@ async fn leaderboard_probe_gains_nothing_and_runs_are_whole_and_bounded() {
         .map(|v| v.as_u64().unwrap())
         .collect();
     assert_eq!(seeds.len(), 5);
-    assert!(seeds.iter().all(|s| HELD_OUT_RANGE.contains(s)), "{seeds:?}");
+    assert!(
+        seeds.iter().all(|s| HELD_OUT_RANGE.contains(s)),
+        "{seeds:?}"
+    );
     let play = |seed: u64, findings: Value| {
         let c = c.clone();
         let base = base.clone();
@@ -315,20 +324,48 @@ async fn leaderboard_probe_gains_nothing_and_runs_are_whole_and_bounded() {
         }
     };
     // Probing seed 102 inside the run counts for nothing: the run stays incomplete.
-    play(seed, json!([finding(&(docs.iter().next().unwrap().clone(), types[0].clone()))])).await;
-    let (s, r) = post_in(&c, &format!("{base}/leaderboard"), session, json!({"model": "m"})).await;
+    play(
+        seed,
+        json!([finding(&(
+            docs.iter().next().unwrap().clone(),
+            types[0].clone()
+        ))]),
+    )
+    .await;
+    let (s, r) = post_in(
+        &c,
+        &format!("{base}/leaderboard"),
+        session,
+        json!({"model": "m"}),
+    )
+    .await;
     assert_eq!(s, 409, "{r}");
-    assert!(r["error"]["message"].as_str().unwrap().contains("not complete"));
+    assert!(r["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("not complete"));
     // The whole run, empty submissions: the blind baseline's entry.
     for &s in &seeds {
         play(s, json!([])).await;
     }
-    let (s, r) = post_in(&c, &format!("{base}/leaderboard"), session, json!({"model": "m"})).await;
+    let (s, r) = post_in(
+        &c,
+        &format!("{base}/leaderboard"),
+        session,
+        json!({"model": "m"}),
+    )
+    .await;
     assert_eq!(s, 200, "{r}");
     assert_eq!(r["entry"]["score"], 0.01);
     assert_eq!(r["entry"]["seeds"], json!(seeds));
     // A run is scored once.
-    let (s, _) = post_in(&c, &format!("{base}/leaderboard"), session, json!({"model": "m2"})).await;
+    let (s, _) = post_in(
+        &c,
+        &format!("{base}/leaderboard"),
+        session,
+        json!({"model": "m2"}),
+    )
+    .await;
     assert_eq!(s, 409);
 
     // Bounded: at most six runs start per minute on the server.

@@ -561,7 +561,14 @@ impl Episode {
             decision,
             submitted: self.submitted,
             pending_event_count: self.pending.len(),
-            decision_readiness: self.sprt.readiness(),
+            decision_readiness: self.sprt.policy_readiness(&crate::sprt::ReadinessInput {
+                optimal_stopping_reached: false,
+                required_checks: &ls_grading::trajectory::required_tools(
+                    self.case.task_type,
+                    false,
+                ),
+                performed: &self.successful_actions,
+            }),
             successful_actions: &self.successful_actions,
             prior_count_of_action: prior,
             observed_signals: &observed,
@@ -1638,7 +1645,12 @@ impl Episode {
             information_design: crate::infodesign::InformationDesign,
         }
         let rankings = self.rankings();
-        let sprt = SharedJson::from_serialize(&self.sprt.payload(rankings.should_stop));
+        let required = ls_grading::trajectory::required_tools(self.case.task_type, false);
+        let sprt = SharedJson::from_serialize(&self.sprt.payload(&crate::sprt::ReadinessInput {
+            optimal_stopping_reached: rankings.should_stop,
+            required_checks: &required,
+            performed: &self.successful_actions,
+        }));
         let ranked = SharedJson::from_serialize(&Ranked {
             rankings: &rankings,
             information_design: crate::infodesign::rank(&self.sprt),

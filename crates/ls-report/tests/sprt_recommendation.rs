@@ -94,3 +94,87 @@ fn the_held_and_escalated_cases_of_the_issue_are_recommended_right() {
         assert_eq!(t.last().unwrap().2, gold, "{case}: {t:?}");
     }
 }
+
+/// "Decision ready" waits for the checks the family's policy requires. Before, the teacher's
+/// episodes of CASE-B-001, CASE-B-004 and CASE-C-003 reached the control boundary's
+/// `decision_ready` phase (SPRT readiness at or above 0.72) before the three-way match (B) or the
+/// ledger search and bank comparison (C): the evidence was near a boundary, the policy still
+/// forbade deciding. At every step of those episodes, neither the boundary's phase nor the
+/// instrumented `sprt_state.decision_ready` says ready while a required check is pending, and
+/// `pending_required_checks` lists exactly the ones not yet done.
+#[test]
+fn decision_ready_waits_for_the_familys_required_checks() {
+    let set = FixtureSet::embedded().unwrap();
+    let pool = Arc::new(CasePool::new(set.clone()));
+    let threshold = ls_grading::boundary::DECISION_READY_THRESHOLD;
+    let mut held = Vec::new();
+    for id in ["CASE-B-001", "CASE-B-004", "CASE-C-003"] {
+        let case = set.cases.iter().find(|c| c.case_id == id).unwrap();
+        let required: Vec<&str> = ls_grading::trajectory::required_tools(case.task_type, false)
+            .iter()
+            .map(|a| a.as_str())
+            .collect();
+        let mut env = Environment::new(
+            pool.clone(),
+            EnvConfig {
+                track_mode: TrackMode::Instrumented,
+            },
+        );
+        let mut last = env
+            .reset(&ResetRequest {
+                case_id: Some(id.to_owned()),
+                ..Default::default()
+            })
+            .unwrap();
+        let mut agent = TeacherAgent::new();
+        agent.begin(&last, 7);
+        for _ in 0..64 {
+            let a = agent.next_action(&last);
+            if a.action_type == "submit_decision" {
+                break;
+            }
+            last = env.step(&a.action_type, &a.payload).unwrap();
+            let st = serde_json::to_value(env.state().unwrap()).unwrap();
+            let p = &st["sprt_state"];
+            let done: Vec<&str> = st["trajectory"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|t| t["success"] == true)
+                .filter_map(|t| t["action_type"].as_str())
+                .collect();
+            let expected: Vec<&str> = required
+                .iter()
+                .copied()
+                .filter(|r| !done.contains(r))
+                .collect();
+            let pending: Vec<&str> = p["pending_required_checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|v| v.as_str())
+                .collect();
+            assert_eq!(pending, expected, "{id} after {}", a.action_type);
+            let phase = st["control_boundary"]["phase"].as_str().unwrap();
+            if !pending.is_empty() {
+                assert_ne!(
+                    phase, "decision_ready",
+                    "{id} after {}: {pending:?} pending",
+                    a.action_type
+                );
+                assert_eq!(p["decision_ready"], false, "{id} after {}", a.action_type);
+                if p["decision_readiness"].as_f64().unwrap() >= threshold {
+                    held.push(format!("{id} after {}", a.action_type));
+                }
+            }
+            if last.done {
+                break;
+            }
+        }
+    }
+    eprintln!("readiness held under the threshold at: {held:?}");
+    assert!(
+        !held.is_empty(),
+        "the evidence reaches the threshold before the checks on these cases (the case the fix is for)"
+    );
+}

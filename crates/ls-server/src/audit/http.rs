@@ -603,18 +603,19 @@ async fn campaign_start(
     let periods = req
         .total_periods
         .unwrap_or(st.config.campaign_total_periods);
-    // Held-out seeds: no per-submission grades without the operator credential.
-    if !access.is_some_and(|a| a.0 .0) {
-        api::refuse_held_out(seed, periods)?;
-    }
-    let mut g = st.lock();
-    campaign_room(&mut g, st.campaign_ttl(), st.config.max_campaigns)?;
+    // The body's own errors first (as in process), then the held-out rule: no per-submission
+    // grades on a held-out seed without the operator credential.
     let c = Campaign::new(
         util::random_id("cmp"),
         seed,
         periods,
         st.config.max_findings_per_step,
     )?;
+    if !access.is_some_and(|a| a.0 .0) {
+        api::refuse_held_out(seed, periods)?;
+    }
+    let mut g = st.lock();
+    campaign_room(&mut g, st.campaign_ttl(), st.config.max_campaigns)?;
     let reply = c.start_reply()?;
     g.campaigns.insert(
         c.id.clone(),

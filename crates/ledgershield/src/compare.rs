@@ -9,7 +9,9 @@ use ls_agents::{Agent, EpisodeRecord, LlmAgent, LlmConfig};
 use ls_core::schema::Case;
 use ls_core::FixtureSet;
 use ls_env::TrackMode;
-use ls_report::compare::{compare_models, CompareSetup, CompareSummary, ModelUnderTest};
+use ls_report::compare::{
+    compare_models_with_progress, CompareSetup, CompareSummary, ModelUnderTest,
+};
 use ls_report::eval::{pool_of, EvalConfig};
 use ls_store::RunRow;
 use std::path::PathBuf;
@@ -77,36 +79,6 @@ fn call_failed(r: &EpisodeRecord) -> bool {
     })
 }
 
-/// An agent that advances the progress bar at the start of each of its episodes.
-struct Progressed {
-    inner: Box<dyn Agent>,
-    bar: indicatif::ProgressBar,
-    model: String,
-}
-
-impl Agent for Progressed {
-    fn name(&self) -> String {
-        self.inner.name()
-    }
-    fn model(&self) -> String {
-        self.inner.model()
-    }
-    fn agent_type(&self) -> String {
-        self.inner.agent_type()
-    }
-    fn begin(&mut self, reset: &ls_env::StepEnvelope, seed: u64) {
-        self.bar.set_message(self.model.clone());
-        self.bar.inc(1);
-        self.inner.begin(reset, seed);
-    }
-    fn next_action(&mut self, last: &ls_env::StepEnvelope) -> ls_agents::Action {
-        self.inner.next_action(last)
-    }
-    fn api_calls(&self) -> u64 {
-        self.inner.api_calls()
-    }
-}
-
 pub fn run(args: CompareArgs) -> Result<()> {
     let mut models: Vec<String> = Vec::new();
     for m in args.models.iter().map(|m| m.trim()) {
@@ -129,26 +101,25 @@ pub fn run(args: CompareArgs) -> Result<()> {
         .iter()
         .map(|m| llm_config(args.api_base.clone(), m, t, secs, retries, None))
         .collect();
-    // One episode per model and case: the agents count the episodes they begin.
+    let factories: Vec<Box<dyn Fn() -> Box<dyn Agent>>> = configs
+        .iter()
+        .map(|c| {
+            let c = c.clone();
+            Box::new(move || Box::new(LlmAgent::new(c.clone())) as Box<dyn Agent>)
+                as Box<dyn Fn() -> Box<dyn Agent>>
+        })
+        .collect();
+    // One step per episode (models × cases), named by the model playing it.
     let bar = indicatif::ProgressBar::new((models.len() * cases.len()) as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} episodes {msg} [{elapsed}]")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let factories: Vec<Box<dyn Fn() -> Box<dyn Agent>>> = configs
-        .iter()
-        .zip(&models)
-        .map(|(c, m)| {
-            let (c, m, bar) = (c.clone(), m.clone(), bar.clone());
-            Box::new(move || {
-                Box::new(Progressed {
-                    inner: Box::new(LlmAgent::new(c.clone())),
-                    bar: bar.clone(),
-                    model: m.clone(),
-                }) as Box<dyn Agent>
-            }) as Box<dyn Fn() -> Box<dyn Agent>>
-        })
-        .collect();
+    let ticker = bar.clone();
+    let progress: ls_report::compare::Progress = Arc::new(move |model: &str| {
+        ticker.set_message(model.to_owned());
+        ticker.inc(1);
+    });
     let under_test: Vec<ModelUnderTest<'_>> = models
         .iter()
         .zip(&factories)
@@ -169,7 +140,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
         api_base: server_origin(&args.api_base),
         generated_at: ls_store::utc_now(),
     };
-    let (summary, records) = compare_models(&under_test, &setup);
+    let (summary, records) = compare_models_with_progress(&under_test, &setup, progress);
     bar.finish_and_clear();
     if records.iter().flatten().all(call_failed) {
         bail!(
@@ -283,35 +254,4 @@ fn print_table(s: &CompareSummary) {
             format!("violations: {}", o.violations.join("; "))
         }
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn progress_counts_each_episode_the_agent_begins() {
-        let bar = indicatif::ProgressBar::hidden();
-        bar.set_length(3);
-        let mut a = Progressed {
-            inner: Box::new(ls_agents::FixedDecisionAgent::NAIVE_PAY),
-            bar: bar.clone(),
-            model: "m".into(),
-        };
-        let set = FixtureSet::embedded().unwrap();
-        let pool = pool_of(&Arc::new(set.master.clone()), &set.cases[..2]);
-        let mut env = ls_env::Environment::new(pool, ls_env::EnvConfig::default());
-        for c in &set.cases[..2] {
-            let reset = env
-                .reset(&ls_env::ResetRequest {
-                    case_id: Some(c.case_id.clone()),
-                    ..Default::default()
-                })
-                .unwrap();
-            a.begin(&reset, 7);
-        }
-        assert_eq!(bar.position(), 2);
-        assert_eq!(bar.message(), "m");
-        assert_eq!(a.name(), "naive-pay");
-    }
 }

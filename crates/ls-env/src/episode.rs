@@ -567,13 +567,20 @@ impl Episode {
                     self.case.task_type,
                     false,
                 ),
-                performed: &self.successful_actions,
+                performed: &self.checks_run(),
             }),
             successful_actions: &self.successful_actions,
             prior_count_of_action: prior,
             observed_signals: &observed,
             risky: self.case.gold.unsafe_if_pay,
         })
+    }
+
+    /// Every action run so far, failed ones included: a required check counts once it has run
+    /// (a goods receipt that does not exist is the three-way match's finding, not a skipped
+    /// check), for the SPRT's readiness input.
+    fn checks_run(&self) -> BTreeSet<ActionName> {
+        self.action_counts.keys().copied().collect()
     }
 
     /// The boundary as shown to the agent: blind mode hides the SPRT readiness.
@@ -1649,7 +1656,7 @@ impl Episode {
         let sprt = SharedJson::from_serialize(&self.sprt.payload(&crate::sprt::ReadinessInput {
             optimal_stopping_reached: rankings.should_stop,
             required_checks: &required,
-            performed: &self.successful_actions,
+            performed: &self.checks_run(),
         }));
         let ranked = SharedJson::from_serialize(&Ranked {
             rankings: &rankings,

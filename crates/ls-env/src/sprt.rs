@@ -208,9 +208,11 @@ impl Sprt {
     /// boundary's `decision_ready` threshold while a check the family's policy requires is
     /// pending. One strong observation (a bank mismatch, a spoofed sender) brings the evidence
     /// near a Wald boundary, and the boundary then called the phase `decision_ready` before the
-    /// three-way match (the teacher's CASE-B-001, CASE-B-004 and CASE-C-003 episodes). Below the
-    /// threshold nothing else changes: the hold keeps every readiness at or above the
-    /// boundary's minimum for a decision where it was (the hold is above that minimum).
+    /// three-way match (the teacher's CASE-C-003 episode, before its ledger search). The hold is
+    /// above the boundary's minimum readiness for a decision, so no decision is blocked that was
+    /// not; the grade's resolution-state component reads this readiness (0.15 of it), so a
+    /// decision taken before the policy's checks gets at most the held value there (the teacher
+    /// runs every check and its curated scores are unchanged).
     pub fn policy_readiness(&self, readiness: &ReadinessInput<'_>) -> f64 {
         let r = self.readiness();
         if readiness.pending_checks().is_empty() {
@@ -371,6 +373,8 @@ impl Sprt {
 pub struct ReadinessInput<'a> {
     pub optimal_stopping_reached: bool,
     pub required_checks: &'a [ActionName],
+    /// The actions run so far (a check that ran and failed, such as a goods receipt that does
+    /// not exist, has been performed).
     pub performed: &'a BTreeSet<ActionName>,
 }
 

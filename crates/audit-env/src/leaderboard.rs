@@ -128,12 +128,14 @@ mod tests {
             ..Default::default()
         })
         .unwrap();
-        let mut req = AuditStepRequest::default();
-        req.action = Some(AuditAction {
-            submit_final: Some(true),
+        env.step(AuditStepRequest {
+            action: Some(AuditAction {
+                submit_final: Some(true),
+                ..Default::default()
+            }),
             ..Default::default()
-        });
-        env.step(req).unwrap();
+        })
+        .unwrap();
     }
 
     #[test]

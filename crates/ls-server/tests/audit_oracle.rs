@@ -81,7 +81,6 @@ fn evaluate(task: TaskId, seed: u64, findings: &[Cand]) -> f64 {
         action: Some(AuditAction {
             findings,
             submit_final: Some(true),
-            ..Default::default()
         }),
         ..Default::default()
     })
@@ -323,6 +322,18 @@ async fn leaderboard_probe_gains_nothing_and_runs_are_whole_and_bounded() {
             assert!(r.get("grader").is_none(), "run episodes are sealed: {r}");
         }
     };
+    let submit = |model: &'static str| {
+        let (c, base) = (c.clone(), base.clone());
+        async move {
+            post_in(
+                &c,
+                &format!("{base}/leaderboard"),
+                session,
+                json!({ "model": model }),
+            )
+            .await
+        }
+    };
     // Probing seed 102 inside the run counts for nothing: the run stays incomplete.
     play(
         seed,
@@ -332,13 +343,7 @@ async fn leaderboard_probe_gains_nothing_and_runs_are_whole_and_bounded() {
         ))]),
     )
     .await;
-    let (s, r) = post_in(
-        &c,
-        &format!("{base}/leaderboard"),
-        session,
-        json!({"model": "m"}),
-    )
-    .await;
+    let (s, r) = submit("m").await;
     assert_eq!(s, 409, "{r}");
     assert!(r["error"]["message"]
         .as_str()
@@ -348,24 +353,12 @@ async fn leaderboard_probe_gains_nothing_and_runs_are_whole_and_bounded() {
     for &s in &seeds {
         play(s, json!([])).await;
     }
-    let (s, r) = post_in(
-        &c,
-        &format!("{base}/leaderboard"),
-        session,
-        json!({"model": "m"}),
-    )
-    .await;
+    let (s, r) = submit("m").await;
     assert_eq!(s, 200, "{r}");
     assert_eq!(r["entry"]["score"], 0.01);
     assert_eq!(r["entry"]["seeds"], json!(seeds));
     // A run is scored once.
-    let (s, _) = post_in(
-        &c,
-        &format!("{base}/leaderboard"),
-        session,
-        json!({"model": "m2"}),
-    )
-    .await;
+    let (s, _) = submit("m2").await;
     assert_eq!(s, 409);
 
     // Bounded: at most six runs start per minute on the server.

@@ -2,7 +2,9 @@
 # Browser tests of the workbench (/ui/): headless Chromium from Debian's `chromium` package driven
 # by Playwright (ui-tests/). Installs what it needs (apt chromium if missing, npm ci), generates a
 # report into a fresh database, starts the real ControlBench and audit servers on ephemeral ports
-# and runs the tests. Screenshots are written to docs/screenshots/.
+# and runs the tests. Screenshots are written to target/ui-screenshots/ (ignored by git), never over
+# the tracked docs/screenshots/ unless LS_UPDATE_SCREENSHOTS=1; the run fails if a tracked file
+# under docs/screenshots/ changed anyway, so a clean clone stays clean.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -89,5 +91,18 @@ LS_LOG_DIR="$WORK"
 LS_REPORT_DIR="$WORK/report"
 export LS_URL LS_AUDIT_URL LS_INSTRUMENTED_URL LS_LOG_DIR LS_REPORT_DIR
 echo "== browser tests (ControlBench $LS_URL, audit $LS_AUDIT_URL, instrumented $LS_INSTRUMENTED_URL)"
-mkdir -p docs/screenshots
+if [ "${LS_UPDATE_SCREENSHOTS:-0}" != "1" ]; then
+  export LS_SCREENSHOT_DIR="${LS_SCREENSHOT_DIR:-$PWD/target/ui-screenshots}"
+  mkdir -p "$LS_SCREENSHOT_DIR"
+fi
 (cd ui-tests && npx playwright test)
+# Nothing tracked may change under a test run (the screenshots used to be rewritten in place).
+if [ "${LS_UPDATE_SCREENSHOTS:-0}" != "1" ] && git rev-parse --git-dir >/dev/null 2>&1; then
+  dirty="$(git status --porcelain -- docs/screenshots)"
+  if [ -n "$dirty" ]; then
+    echo "browser tests changed tracked screenshots:" >&2
+    echo "$dirty" >&2
+    exit 1
+  fi
+  echo "screenshots written to $LS_SCREENSHOT_DIR; docs/screenshots/ unchanged"
+fi

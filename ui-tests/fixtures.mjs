@@ -1,11 +1,23 @@
 // Shared test fixture: every page fails its test on a console error, an uncaught exception, a
-// failed request or an HTTP error status. Screenshots go to docs/screenshots/.
+// failed request or an HTTP error status. Screenshots go to $LS_SCREENSHOT_DIR (scripts/ci-ui.sh:
+// target/ui-screenshots/, ignored by git), so a test run never rewrites the tracked ones; only
+// LS_UPDATE_SCREENSHOTS=1 writes docs/screenshots/ (to refresh the README's pictures on purpose).
 import { test as base, expect } from "@playwright/test";
+import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-export const SHOTS = path.join(here, "..", "docs", "screenshots");
+export const SHOTS = screenshotDir();
+
+/** Where screenshots go: docs/screenshots/ only when asked, else the given or an ignored folder. */
+export function screenshotDir(e = process.env) {
+  const dir = e.LS_UPDATE_SCREENSHOTS === "1"
+    ? path.join(here, "..", "docs", "screenshots")
+    : e.LS_SCREENSHOT_DIR || path.join(here, "..", "target", "ui-screenshots");
+  fs.mkdirSync(dir, { recursive: true });
+  return dir;
+}
 
 export function env(name) {
   const v = process.env[name];

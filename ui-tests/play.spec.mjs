@@ -47,7 +47,13 @@ test("play CASE-D-001 to a graded decision with clicked evidence", async ({ page
   await expect(page.locator(".meter")).toHaveCount(3);
 
   await runTool(page, "ocr", { doc_id: "INV-D-001", mode: "accurate" });
-  await runTool(page, "inspect_email_thread", { thread_id: "THR-100" });
+  // The thread selector defaults to the e-mail thread (it defaulted to the invoice, so a Run
+  // with the default failed "thread not found" and the grade listed the thread as a missing
+  // control): run it with the default.
+  const threadBox = page.locator('details.tool:has(form[data-tool="inspect_email_thread"])');
+  await threadBox.locator("summary").click();
+  await expect(threadBox.locator('[name="thread_id"]')).toHaveValue("THR-100");
+  await runTool(page, "inspect_email_thread", {});
   // The thread is readable: subject, sender, body and the request signals (not only a header).
   const thread = page.locator('article.thread[data-thread="THR-100"]');
   await expect(thread.locator(".mail-subject")).toContainText("URGENT: release INV-2048-A");

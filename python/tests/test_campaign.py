@@ -79,7 +79,9 @@ def findings_of(reply: dict, rng: random.Random) -> list:
 
 
 def test_a_whole_campaign_is_byte_identical_to_the_server(audit_server_url: str) -> None:  # noqa: F811
-    seed = random.randrange(1, 10_000)
+    # Keyless campaigns on held-out seeds are refused by the server (periods p play seed + p - 1;
+    # held out: 100-104): draw a training seed.
+    seed = random.choice([s for s in range(1, 10_000) if not 98 <= s <= 104])
     print(f"campaign seed {seed}")
     rng = random.Random(seed)
     c = Pair(audit_server_url, seed, 3)
@@ -112,7 +114,7 @@ def test_a_whole_campaign_is_byte_identical_to_the_server(audit_server_url: str)
 
 
 def test_bad_campaign_requests_raise_the_server_refusals(audit_server_url: str) -> None:  # noqa: F811
-    c = Pair(audit_server_url, random.randrange(1, 10_000), 2)
+    c = Pair(audit_server_url, random.choice([s for s in range(1, 10_000) if not 99 <= s <= 104]), 2)
     for body in ({"role": "nobody"}, {"role": 3}, {}, {"role": "overseer"}):
         c.post("/campaign/task/start", "task_start", **body)
     c.post("/campaign/task/submit", "task_submit", role="expense_specialist", findings="none")

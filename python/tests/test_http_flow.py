@@ -11,7 +11,7 @@ from conftest import FAMILY_CASES, scripted_actions
 
 
 def test_discovery(server_url: str) -> None:
-    assert requests.get(f"{server_url}/health", timeout=10).json()["status"] == "healthy"
+    assert requests.get(f"{server_url}/health", timeout=10).json()["status"] == "ok"
     meta = requests.get(f"{server_url}/metadata", timeout=10).json()
     assert meta["name"] and meta["description"] and "submit_decision" in meta["readme_content"]
     schema = requests.get(f"{server_url}/schema", timeout=10).json()

@@ -145,6 +145,21 @@ impl<Id> ImproveBody<Id> {
     }
 }
 
+/// Refuses a keyless campaign that would play a held-out seed. A campaign grades every final
+/// submit (counts per type, `TP: k`) and scores each period, so on a held-out seed it is a
+/// per-submission oracle: group testing recovered every true finding and replayed to 0.99. Period
+/// p plays seed `seed + p − 1`, so every period's seed is checked. The operator (evaluator) may
+/// still run one; the caller decides who is.
+pub fn refuse_held_out(seed: u64, total_periods: u32) -> Result<(), AuditError> {
+    let last = seed.saturating_add(u64::from(total_periods.max(1)) - 1);
+    match (seed..=last).find(|s| crate::model::is_held_out(*s)) {
+        None => Ok(()),
+        Some(s) => Err(AuditError::HeldOut(format!(
+            "campaign seeds {seed}..={last} include held-out seed {s} (held out: 100-104 and 100000-109999); a campaign reports grades per submission, so held-out campaigns need the operator credential: use a training seed (e.g. 42), or evaluate on held-out seeds with sealed /reset episodes or a leaderboard run"
+        ))),
+    }
+}
+
 /// A reply part as JSON (a serialization failure is an internal error).
 pub fn to_json<T: Serialize>(v: &T) -> Result<Value, AuditError> {
     serde_json::to_value(v).map_err(|_| AuditError::Internal)

@@ -793,6 +793,9 @@ pub struct AuditEnv {
     pub episode: Option<Episode>,
     pub score_history: Vec<f64>,
     pub adversarial: AdversarialController,
+    /// The session's leaderboard run in progress (`POST /leaderboard/run`): each completed
+    /// episode of one of its seeds is counted once, with the evaluator's grade.
+    pub run: Option<crate::leaderboard::EvalRun>,
     counter: u64,
 }
 
@@ -804,6 +807,7 @@ impl AuditEnv {
             episode: None,
             score_history: vec![],
             adversarial,
+            run: None,
             counter: 0,
         }
     }
@@ -854,6 +858,9 @@ impl AuditEnv {
         let (action, cats) = req.into_action();
         let out = ep.step(action, cats)?;
         if out.envelope.done {
+            if let (Some(run), Some(g)) = (self.run.as_mut(), ep.last_grade.as_ref()) {
+                run.record(ep.task(), ep.data.seed, g);
+            }
             if let Some(g) = &out.envelope.grader {
                 util::push_bounded(
                     &mut self.score_history,

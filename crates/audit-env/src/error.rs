@@ -63,6 +63,9 @@ pub enum AuditError {
     RateLimited { per_min: u32 },
     #[error("API key required for this endpoint (X-API-Key)")]
     Forbidden,
+    /// A keyless request for held-out data the route would answer per submission.
+    #[error("{0}")]
+    HeldOut(String),
     #[error("route not found: {0}")]
     RouteNotFound(String),
     #[error("method not allowed")]
@@ -90,7 +93,7 @@ impl AuditError {
             BodyTooLarge { .. } => ErrorKind::TooLarge,
             UnsupportedMediaType => ErrorKind::UnsupportedMediaType,
             RateLimited { .. } => ErrorKind::RateLimited,
-            Forbidden => ErrorKind::Forbidden,
+            Forbidden | HeldOut(_) => ErrorKind::Forbidden,
             MethodNotAllowed => ErrorKind::MethodNotAllowed,
             Internal => ErrorKind::Internal,
         }
@@ -112,6 +115,7 @@ impl AuditError {
             UnsupportedMediaType => "unsupported_media_type",
             RateLimited { .. } => "rate_limited",
             Forbidden => "forbidden",
+            HeldOut(_) => "held_out_seed",
             RouteNotFound(_) => "route_not_found",
             MethodNotAllowed => "method_not_allowed",
             Internal => "internal",

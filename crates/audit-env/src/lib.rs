@@ -11,6 +11,7 @@ pub mod episode;
 pub mod error;
 pub mod grading;
 pub mod improve;
+pub mod leaderboard;
 pub mod model;
 pub mod util;
 

@@ -353,6 +353,15 @@ pub fn random_id(prefix: &str) -> String {
     format!("{prefix}-{hex}")
 }
 
+/// A number from the operating system's random source (for draws that must not be predictable
+/// or chosen by a client, such as a leaderboard run's seeds), with the thread RNG as fallback.
+pub fn random_u64() -> u64 {
+    use rand::TryRngCore;
+    rand::rngs::OsRng
+        .try_next_u64()
+        .unwrap_or_else(|_| rand::Rng::random(&mut rand::rng()))
+}
+
 pub fn opaque_id(prefix: &str, seed: u64, counter: u64) -> String {
     let mut r = rng_for(seed ^ 0x05ee_d1d5, counter);
     let a: u64 = r.random();

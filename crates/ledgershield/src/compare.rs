@@ -9,7 +9,9 @@ use ls_agents::{Agent, EpisodeRecord, LlmAgent, LlmConfig};
 use ls_core::schema::Case;
 use ls_core::FixtureSet;
 use ls_env::TrackMode;
-use ls_report::compare::{compare_models, CompareSetup, CompareSummary, ModelUnderTest};
+use ls_report::compare::{
+    compare_models_with_progress, CompareSetup, CompareSummary, ModelUnderTest,
+};
 use ls_report::eval::{pool_of, EvalConfig};
 use ls_store::RunRow;
 use std::path::PathBuf;
@@ -107,6 +109,17 @@ pub fn run(args: CompareArgs) -> Result<()> {
                 as Box<dyn Fn() -> Box<dyn Agent>>
         })
         .collect();
+    // One step per episode (models × cases), named by the model playing it.
+    let bar = indicatif::ProgressBar::new((models.len() * cases.len()) as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} episodes {msg} [{elapsed}]")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let ticker = bar.clone();
+    let progress: ls_report::compare::Progress = Arc::new(move |model: &str| {
+        ticker.set_message(model.to_owned());
+        ticker.inc(1);
+    });
     let under_test: Vec<ModelUnderTest<'_>> = models
         .iter()
         .zip(&factories)
@@ -127,7 +140,8 @@ pub fn run(args: CompareArgs) -> Result<()> {
         api_base: server_origin(&args.api_base),
         generated_at: ls_store::utc_now(),
     };
-    let (summary, records) = compare_models(&under_test, &setup);
+    let (summary, records) = compare_models_with_progress(&under_test, &setup, progress);
+    bar.finish_and_clear();
     if records.iter().flatten().all(call_failed) {
         bail!(
             "no model answered: every call to {} failed (check --api-base and the key); nothing is written",

@@ -38,7 +38,8 @@ pub struct ExportArgs {
     /// Output directory.
     #[arg(long, default_value = "data/export")]
     pub out: PathBuf,
-    /// Runs to export (default: the most recent run).
+    /// Runs to export (default: the newest run of the teacher agent stored by `ledgershield run`,
+    /// else the newest run with the most episodes; a one-episode hand play is never the default).
     #[arg(long = "run")]
     pub runs: Vec<String>,
     /// Share of base cases held out for evaluation (sft).
@@ -291,6 +292,36 @@ fn write_training(args: &ExportArgs, runs: &[String], episodes: &[Episode]) -> R
     Ok(())
 }
 
+/// The run `export` takes when none is named, and why. Training data are demonstrations, so the
+/// default is the newest run of the reference agent (`teacher`) stored by `ledgershield run`;
+/// without one, the run with the most episodes (the newest of those). The newest run of any
+/// kind was often a one-episode hand play from the workbench (`kind` `hand`), which is never
+/// the default. `runs` is newest first, as `Store::list_runs` returns them.
+pub fn default_run(runs: &[ls_store::RunRow]) -> Option<(&ls_store::RunRow, &'static str)> {
+    let played = || {
+        runs.iter()
+            .filter(|r| r.kind != ls_product::hand_runs::HAND_KIND)
+    };
+    if let Some(r) = played().find(|r| r.agent == "teacher") {
+        return Some((
+            r,
+            "the newest teacher run (the reference agent's demonstrations)",
+        ));
+    }
+    played()
+        .max_by(|a, b| {
+            a.case_count
+                .cmp(&b.case_count)
+                .then(a.created_at.cmp(&b.created_at))
+        })
+        .map(|r| {
+            (
+                r,
+                "no teacher run is stored: the run with the most episodes",
+            )
+        })
+}
+
 pub fn run(args: ExportArgs) -> Result<()> {
     if !args.db.exists() {
         bail!(
@@ -300,7 +331,17 @@ pub fn run(args: ExportArgs) -> Result<()> {
     }
     let store = Store::open(&args.db)?;
     let runs: Vec<String> = if args.runs.is_empty() {
-        store.list_runs(1)?.into_iter().map(|r| r.run_id).collect()
+        let stored = store.list_runs(1000)?;
+        match default_run(&stored) {
+            Some((r, why)) => {
+                eprintln!(
+                    "exporting run {} ({} {}, {} episodes, {}): {why}; pass --run ID to choose",
+                    r.run_id, r.agent, r.model, r.case_count, r.created_at
+                );
+                vec![r.run_id.clone()]
+            }
+            None => Vec::new(),
+        }
     } else {
         args.runs.clone()
     };
@@ -352,6 +393,63 @@ pub fn run(args: ExportArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(id: &str, kind: &str, agent: &str, at: &str, cases: u32) -> ls_store::RunRow {
+        ls_store::RunRow {
+            run_id: id.into(),
+            kind: kind.into(),
+            agent: agent.into(),
+            model: String::new(),
+            agent_type: String::new(),
+            seed: 0,
+            created_at: at.into(),
+            case_count: cases,
+            mean_score: 0.0,
+            summary: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn default_export_is_the_newest_teacher_run_never_a_hand_play() {
+        // Newest first, as the store lists them: a one-episode hand play on top.
+        let runs = vec![
+            row(
+                "hand-1",
+                ls_product::hand_runs::HAND_KIND,
+                "human",
+                "2026-03-03",
+                1,
+            ),
+            row("llm-1", "run", "llm", "2026-03-02", 21),
+            row("teacher-2", "run", "teacher", "2026-03-01", 21),
+            row("teacher-1", "run", "teacher", "2026-02-01", 21),
+        ];
+        let (r, why) = default_run(&runs).unwrap();
+        assert_eq!(r.run_id, "teacher-2");
+        assert!(why.contains("teacher"));
+        // No teacher run: the run with the most episodes, newest among equals; never the hand play.
+        let runs = vec![
+            row(
+                "hand-1",
+                ls_product::hand_runs::HAND_KIND,
+                "human",
+                "2026-03-03",
+                1,
+            ),
+            row("llm-2", "run", "llm", "2026-03-02", 5),
+            row("llm-1", "run", "llm", "2026-03-01", 21),
+            row("rnd-1", "run", "random", "2026-02-01", 21),
+        ];
+        assert_eq!(default_run(&runs).unwrap().0.run_id, "llm-1");
+        let only_hand = vec![row(
+            "hand-1",
+            ls_product::hand_runs::HAND_KIND,
+            "human",
+            "2026-03-03",
+            1,
+        )];
+        assert!(default_run(&only_hand).is_none());
+    }
 
     #[test]
     fn split_is_by_base_and_never_empty() {

@@ -6,7 +6,8 @@ use clap::ValueEnum;
 use ls_core::FixtureSet;
 use ls_report::stored::StoredRunInput;
 use ls_report::{
-    build_report, leaderboard, leaderboard_entries, render, visualization, LsGen, ReportConfig,
+    build_report_with_progress, leaderboard, leaderboard_entries, render, visualization, LsGen,
+    ReportConfig,
 };
 use ls_store::{LeaderboardRow, RunRow, Store};
 use std::path::PathBuf;
@@ -105,7 +106,17 @@ pub fn run(args: ReportArgs) -> Result<()> {
         ..Default::default()
     };
     let gen = LsGen { set: set.clone() };
-    let report = build_report(&set, &gen, &cfg);
+    let bar = indicatif::ProgressBar::new(ls_report::report::STAGES.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_secs(1));
+    let report = build_report_with_progress(&set, &gen, &cfg, &|stage| {
+        bar.inc(1);
+        bar.set_message(stage);
+    });
+    bar.finish_and_clear();
     let entries = leaderboard_entries(&report);
     let json = serde_json::to_value(&report)?;
 

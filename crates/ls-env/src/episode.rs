@@ -596,13 +596,27 @@ impl Episode {
             decision,
             submitted: self.submitted,
             pending_event_count: self.pending.len(),
-            decision_readiness: self.sprt.readiness(),
+            decision_readiness: self.sprt.policy_readiness(&crate::sprt::ReadinessInput {
+                optimal_stopping_reached: false,
+                required_checks: &ls_grading::trajectory::required_tools(
+                    self.case.task_type,
+                    false,
+                ),
+                performed: &self.checks_run(),
+            }),
             phase_reads_belief: !self.blind(),
             successful_actions: &self.successful_actions,
             prior_count_of_action: prior,
             observed_signals: &observed,
             risky: self.case.gold.unsafe_if_pay,
         })
+    }
+
+    /// Every action run so far, failed ones included: a required check counts once it has run
+    /// (a goods receipt that does not exist is the three-way match's finding, not a skipped
+    /// check), for the SPRT's readiness input.
+    fn checks_run(&self) -> BTreeSet<ActionName> {
+        self.action_counts.keys().copied().collect()
     }
 
     /// The boundary as shown to the agent: blind mode hides the SPRT readiness.
@@ -1750,7 +1764,12 @@ impl Episode {
             information_design: crate::infodesign::InformationDesign,
         }
         let rankings = self.rankings();
-        let sprt = SharedJson::from_serialize(&self.sprt.payload(rankings.should_stop));
+        let required = ls_grading::trajectory::required_tools(self.case.task_type, false);
+        let sprt = SharedJson::from_serialize(&self.sprt.payload(&crate::sprt::ReadinessInput {
+            optimal_stopping_reached: rankings.should_stop,
+            required_checks: &required,
+            performed: &self.checks_run(),
+        }));
         let ranked = SharedJson::from_serialize(&Ranked {
             rankings: &rankings,
             information_design: crate::infodesign::rank(&self.sprt),

@@ -20,11 +20,15 @@
 //! establishes risk but not which decision, so it accepts nothing.
 
 use ls_core::text::round4;
-use ls_core::{Channel, Decision, Hypothesis};
+use ls_core::{ActionName, Channel, Decision, Hypothesis};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub const ALPHA: f64 = 0.05;
+/// The readiness a pending required check holds the boundary's input to: just under
+/// `ls_grading::boundary::DECISION_READY_THRESHOLD`, above `MIN_DECISION_READINESS`.
+const BELOW_DECISION_READY: f64 = ls_grading::boundary::DECISION_READY_THRESHOLD - 1e-4;
+const _: () = assert!(BELOW_DECISION_READY > ls_grading::boundary::MIN_DECISION_READINESS);
 pub const BETA: f64 = 0.10;
 const N: usize = Hypothesis::COUNT;
 
@@ -200,6 +204,24 @@ impl Sprt {
         (1.0 - m).clamp(0.0, 1.0)
     }
 
+    /// The readiness the control boundary reads: [`Sprt::readiness`], held just under the
+    /// boundary's `decision_ready` threshold while a check the family's policy requires is
+    /// pending. One strong observation (a bank mismatch, a spoofed sender) brings the evidence
+    /// near a Wald boundary, and the boundary then called the phase `decision_ready` before the
+    /// three-way match (the teacher's CASE-C-003 episode, before its ledger search). The hold is
+    /// above the boundary's minimum readiness for a decision, so no decision is blocked that was
+    /// not; the grade's resolution-state component reads this readiness (0.15 of it), so a
+    /// decision taken before the policy's checks gets at most the held value there (the teacher
+    /// runs every check and its curated scores are unchanged).
+    pub fn policy_readiness(&self, readiness: &ReadinessInput<'_>) -> f64 {
+        let r = self.readiness();
+        if readiness.pending_checks().is_empty() {
+            r
+        } else {
+            r.min(BELOW_DECISION_READY)
+        }
+    }
+
     /// Log of the uniform-mixture likelihood of the hypotheses `keep` selects (up to the common
     /// constant of the log posterior).
     fn mixture_log_likelihood(&self, keep: impl Fn(Hypothesis) -> bool) -> f64 {
@@ -309,13 +331,18 @@ impl Sprt {
         mean / 0.45
     }
 
-    /// The documented `sprt_state` payload.
-    pub fn payload(&self, optimal_stopping_reached: bool) -> SprtPayload {
+    /// The documented `sprt_state` payload. `decision_ready` needs both a boundary and the
+    /// checks the family's policy requires (`readiness.pending_checks()` empty): evidence alone
+    /// can cross Wald's boundary early (one bank mismatch on a Task B case), but the policy says
+    /// no decision before the three-way match, so the test is not "ready" before it either.
+    pub fn payload(&self, readiness: &ReadinessInput<'_>) -> SprtPayload {
         let post = self.posterior();
         let llr = self.llr();
         let dist = self.distances();
         let accepted = self.accepted();
         let recommended = self.recommended_decision();
+        let pending = readiness.pending_checks();
+        let optimal_stopping_reached = readiness.optimal_stopping_reached;
         SprtPayload {
             hypotheses: Hypothesis::ALL.iter().map(|h| h.as_str()).collect(),
             log_likelihood_ratios: per_hypothesis(1, |i| llr[i]),
@@ -323,7 +350,8 @@ impl Sprt {
             upper_boundaries: per_hypothesis(1, |_| upper()),
             lower_boundaries: per_hypothesis(1, |_| lower()),
             observations_used: self.observations_used,
-            decision_ready: accepted.is_some(),
+            decision_ready: accepted.is_some() && pending.is_empty(),
+            pending_required_checks: pending.iter().map(|a| a.as_str()).collect(),
             optimal_stopping_reached,
             expected_sample_number: round4(self.expected_sample_number()),
             distance_to_boundary: per_hypothesis(0, |i| dist[i]),
@@ -336,6 +364,28 @@ impl Sprt {
                 BTreeMap::from([("tool_name", t.clone()), ("observation_key", o.clone())])
             }),
         }
+    }
+}
+
+/// What the payload's readiness reads besides the belief: the stopping rule's verdict and the
+/// checks the task family's policy requires (`ls_grading::trajectory::required_tools`, a
+/// function of the family alone, so it carries no label) against what the agent performed.
+pub struct ReadinessInput<'a> {
+    pub optimal_stopping_reached: bool,
+    pub required_checks: &'a [ActionName],
+    /// The actions run so far (a check that ran and failed, such as a goods receipt that does
+    /// not exist, has been performed).
+    pub performed: &'a BTreeSet<ActionName>,
+}
+
+impl ReadinessInput<'_> {
+    /// The required checks not yet performed, in the policy's order.
+    pub fn pending_checks(&self) -> Vec<ActionName> {
+        self.required_checks
+            .iter()
+            .copied()
+            .filter(|a| !self.performed.contains(a))
+            .collect()
     }
 }
 
@@ -373,7 +423,10 @@ pub struct SprtPayload {
     pub upper_boundaries: BTreeMap<&'static str, f64>,
     pub lower_boundaries: BTreeMap<&'static str, f64>,
     pub observations_used: u32,
+    /// A decision is accepted at a boundary *and* no required check is pending.
     pub decision_ready: bool,
+    /// The checks the family's policy requires that the agent has not performed yet.
+    pub pending_required_checks: Vec<&'static str>,
     pub optimal_stopping_reached: bool,
     pub expected_sample_number: f64,
     pub distance_to_boundary: BTreeMap<&'static str, f64>,
@@ -388,6 +441,14 @@ pub struct SprtPayload {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn no_checks(performed: &BTreeSet<ActionName>) -> ReadinessInput<'_> {
+        ReadinessInput {
+            optimal_stopping_reached: false,
+            required_checks: &[],
+            performed,
+        }
+    }
 
     #[test]
     fn boundaries_match_wald() {
@@ -474,7 +535,34 @@ mod tests {
             s.accepted().map(Hypothesis::decision),
             Some(Decision::EscalateFraud)
         );
-        assert!(s.payload(false).decision_ready);
+        let done: BTreeSet<ActionName> = BTreeSet::new();
+        assert!(s.payload(&no_checks(&done)).decision_ready);
+        // The family's policy still requires the three-way match: not ready before it.
+        let b = [ActionName::LookupPo, ActionName::LookupReceipt];
+        let mut performed = BTreeSet::from([ActionName::LookupPo]);
+        let pending = ReadinessInput {
+            optimal_stopping_reached: true,
+            required_checks: &b,
+            performed: &performed,
+        };
+        let p = s.payload(&pending);
+        assert!(
+            !p.decision_ready,
+            "a boundary is not readiness before the checks"
+        );
+        assert_eq!(p.pending_required_checks, vec!["lookup_receipt"]);
+        // The boundary's input: held under the decision_ready threshold while a check is pending.
+        assert!(s.readiness() >= ls_grading::boundary::DECISION_READY_THRESHOLD);
+        assert!(s.policy_readiness(&pending) < ls_grading::boundary::DECISION_READY_THRESHOLD);
+        assert!(s.policy_readiness(&pending) > ls_grading::boundary::MIN_DECISION_READINESS);
+        performed.insert(ActionName::LookupReceipt);
+        let all = ReadinessInput {
+            optimal_stopping_reached: true,
+            required_checks: &b,
+            performed: &performed,
+        };
+        assert!(s.payload(&all).decision_ready);
+        assert_eq!(s.policy_readiness(&all), s.readiness());
         // Clean controls: the lower boundary accepts safe.
         let mut s = Sprt::default();
         for (c, o) in [
@@ -493,7 +581,11 @@ mod tests {
         let mut s = Sprt::default();
         // No evidence: a tie, so no PAY (the posterior argmax would pick `safe`).
         assert_eq!(s.recommended_decision(), Decision::NeedsReview);
-        assert_eq!(s.payload(false).recommended_decision, "NEEDS_REVIEW");
+        let done = BTreeSet::new();
+        assert_eq!(
+            s.payload(&no_checks(&done)).recommended_decision,
+            "NEEDS_REVIEW"
+        );
         // PO reconciliation flags favour the duplicate-billing family (HOLD) although eight
         // escalation hypotheses share the remaining posterior mass.
         s.observe(

@@ -37,9 +37,10 @@ fn should_stop_fires_at_walds_boundary_after_a_careful_investigation() {
         let payload = &state["sprt_state"];
         let ready = payload["decision_ready"].as_bool().unwrap();
         let should_stop = payload["optimal_stopping_reached"].as_bool().unwrap();
+        let pending = payload["pending_required_checks"].as_array().unwrap();
         assert_eq!(
             ready,
-            sprt.accepted_decision().is_some(),
+            sprt.accepted_decision().is_some() && pending.is_empty(),
             "{}",
             case.case_id
         );

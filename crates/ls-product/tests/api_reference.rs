@@ -58,7 +58,7 @@ const CONTROLBENCH: [&str; 28] = [
     "get /watchdog/joint",
 ];
 
-const AUDIT: [&str; 27] = [
+const AUDIT: [&str; 28] = [
     "get /",
     "get /health",
     "get /tasks",
@@ -82,6 +82,7 @@ const AUDIT: [&str; 27] = [
     "get /self-improve/history",
     "get /leaderboard",
     "post /leaderboard",
+    "post /leaderboard/run",
     "get /metrics",
     "get /adaptive-difficulty",
     "get /adversarial/state",

@@ -200,11 +200,16 @@ fn trace(r: &EpisodeRecord) -> CaseTrace {
     }
 }
 
-/// An agent that reports its model calls to a shared counter (the sequence runner owns and drops
-/// the agent it builds).
+/// Called with the model's name at the start of each episode (a command's progress bar).
+pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// An agent that reports its model calls to a shared counter and the start of each episode to
+/// `progress` (the sequence runner owns and drops the agent it builds).
 struct Counted {
     inner: Box<dyn Agent>,
     calls: Arc<AtomicU64>,
+    model: String,
+    progress: Progress,
 }
 
 impl Agent for Counted {
@@ -218,6 +223,7 @@ impl Agent for Counted {
         self.inner.agent_type()
     }
     fn begin(&mut self, reset: &ls_env::StepEnvelope, seed: u64) {
+        (self.progress)(&self.model);
         self.inner.begin(reset, seed);
     }
     fn next_action(&mut self, last: &ls_env::StepEnvelope) -> ls_agents::Action {
@@ -236,12 +242,15 @@ fn run_model(
     pool: &Arc<CasePool>,
     cases: &[Case],
     cfg: &EvalConfig,
+    progress: &Progress,
 ) -> (ModelResult, Vec<EpisodeRecord>) {
     let calls = Arc::new(AtomicU64::new(0));
     let counted = || -> Box<dyn Agent> {
         Box::new(Counted {
             inner: (m.factory)(),
             calls: calls.clone(),
+            model: m.model.clone(),
+            progress: progress.clone(),
         })
     };
     let out = run_sequence(&counted, pool, cases, None, cfg);
@@ -351,10 +360,20 @@ pub fn compare_models(
     models: &[ModelUnderTest<'_>],
     setup: &CompareSetup<'_>,
 ) -> (CompareSummary, Vec<Vec<EpisodeRecord>>) {
+    compare_models_with_progress(models, setup, Arc::new(|_| {}))
+}
+
+/// [`compare_models`], calling `progress` with the model's name as each episode starts
+/// (`models × cases` calls), so a command can show how far a comparison is.
+pub fn compare_models_with_progress(
+    models: &[ModelUnderTest<'_>],
+    setup: &CompareSetup<'_>,
+    progress: Progress,
+) -> (CompareSummary, Vec<Vec<EpisodeRecord>>) {
     let mut results = Vec::new();
     let mut records = Vec::new();
     for m in models {
-        let (r, recs) = run_model(m, setup.pool, setup.cases, &setup.cfg);
+        let (r, recs) = run_model(m, setup.pool, setup.cases, &setup.cfg, &progress);
         results.push(r);
         records.push(recs);
     }
@@ -386,6 +405,44 @@ mod tests {
             success_rate: success,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn progress_is_called_once_per_episode_with_the_model() {
+        let set = ls_core::FixtureSet::embedded().unwrap();
+        let cases: Vec<Case> = set.cases[..2].to_vec();
+        let pool = crate::eval::pool_of(&Arc::new(set.master.clone()), &cases);
+        let pay = || Box::new(ls_agents::FixedDecisionAgent::NAIVE_PAY) as Box<dyn Agent>;
+        let models = [
+            ModelUnderTest {
+                model: "a".into(),
+                factory: &pay,
+            },
+            ModelUnderTest {
+                model: "b".into(),
+                factory: &pay,
+            },
+        ];
+        let setup = CompareSetup {
+            pool: &pool,
+            cases: &cases,
+            cfg: EvalConfig {
+                pass_k: 1,
+                threshold: 0.85,
+                seed: 7,
+                track_mode: ls_env::TrackMode::Blind,
+            },
+            api_base: String::new(),
+            generated_at: String::new(),
+        };
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        compare_models_with_progress(
+            &models,
+            &setup,
+            Arc::new(move |m: &str| log.lock().unwrap().push(m.to_owned())),
+        );
+        assert_eq!(*seen.lock().unwrap(), ["a", "a", "b", "b"]);
     }
 
     #[test]

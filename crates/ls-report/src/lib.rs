@@ -34,4 +34,4 @@ pub use product::{
     certify, leaderboard, leaderboard_entries, visualization, CertifyReport, CertifyRequest,
     Leaderboard, LeaderboardEntry, Visualization,
 };
-pub use report::{build_report, BenchmarkReport, ReportConfig};
+pub use report::{build_report, build_report_with_progress, BenchmarkReport, ReportConfig};

@@ -414,3 +414,51 @@ fn ladder_leaderboard_and_human_rows_keep_their_wire_key_order() {
     let back: LeaderboardEntry = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
     assert_eq!(back, e);
 }
+
+/// `report --agents naive-pay,llm` (the form docs/reports.md uses) makes naive-pay the protocol
+/// agent. The ablations switch off the teacher's components (`teacher-no-*`), so "with" must be
+/// the teacher's own run whichever agent is listed first: before, "with" was naive-pay's and
+/// every delta came out negative (−0.53 / −0.53 / −0.90).
+#[test]
+fn ablations_compare_the_teacher_whichever_agent_is_listed_first() {
+    let set = FixtureSet::embedded().unwrap();
+    let gen = LsGen { set: set.clone() };
+    let cfg = ReportConfig {
+        primary_agent: "naive-pay".into(),
+        agents: vec!["naive-pay".into(), "always-escalate".into()],
+        ..small()
+    };
+    // The stages are announced in order (what `ledgershield report`'s progress bar shows).
+    let seen = std::cell::RefCell::new(Vec::new());
+    let r = build_report_with_progress(&set, &gen, &cfg, &|s| seen.borrow_mut().push(s));
+    assert_eq!(seen.into_inner(), ls_report::report::STAGES.to_vec());
+    assert!(r.evaluation_protocol.model_name.contains("naive-pay"));
+    let ctx = ls_report::report::Ctx::new(&set, &gen, &cfg);
+    let teacher_public = ctx.evaluate_public(ls_report::report::ABLATION_AGENT);
+    let by_name = |n: &str| {
+        r.experiment_suite
+            .ablations
+            .iter()
+            .find(|a| a.name == n)
+            .unwrap_or_else(|| panic!("no {n}"))
+            .clone()
+    };
+    for n in ["controls_ablation", "artifact_wait_ablation"] {
+        let a = by_name(n);
+        assert_eq!(
+            a.with_component_score, teacher_public.average_score,
+            "{n}: with is the teacher's public run"
+        );
+        assert!(a.delta >= 0.0, "{n}: {a:?}");
+    }
+    let controls = by_name("controls_ablation");
+    assert!(controls.delta > 0.1, "{controls:?}");
+    let cert = by_name("certificate_ablation");
+    assert!(
+        cert.available && cert.with_component_score >= 0.85,
+        "{cert:?}"
+    );
+    assert!(cert.delta > 0.1, "{cert:?}");
+    // The protocol agent's own sections are still naive-pay's.
+    assert!(r.public_benchmark.average_score < 0.5);
+}

@@ -122,9 +122,13 @@ async fn root() -> Json<Value> {
     )
 }
 
+/// `GET /health` as the LedgerShield documentation specifies it: `{"status": "ok"}` (the
+/// reference's smoke tests and `validate_grader.py` check exactly that), with our counts beside.
+/// openenv-core's runtime validator expects `"healthy"` instead; the contract wins
+/// (docs/server.md, "Health").
 async fn health(State(s): State<Shared>) -> Json<Value> {
     Json(
-        json!({"status": "healthy", "service": "LedgerShield OpenEnv", "cases_loaded": s.pool.cases.len(), "sessions": s.sessions.len()}),
+        json!({"status": "ok", "service": "LedgerShield OpenEnv", "cases_loaded": s.pool.cases.len(), "sessions": s.sessions.len()}),
     )
 }
 

@@ -423,7 +423,8 @@ async fn readme_campaign_quickstart_runs_as_written() {
     let (s, b) = post(&c, &format!("{base}/baseline"), json!({})).await;
     assert_eq!(s, 200);
     assert!(b["scores"]["average_score"].as_f64().unwrap() > 0.2);
-    // leaderboard takes scores from the grader, not the client
+    // The leaderboard takes whole runs scored by the grader, never a client's score nor a
+    // single episode (tests/audit_oracle.rs plays the runs).
     post(
         &c,
         &format!("{base}/reset"),
@@ -442,10 +443,10 @@ async fn readme_campaign_quickstart_runs_as_written() {
         json!({}),
     )
     .await;
-    assert_eq!(s, 200);
-    assert_eq!(l["entry"]["score"], 0.01);
+    assert_eq!(s, 409, "{l}");
+    assert!(l.get("entry").is_none(), "{l}");
     let (_, lb) = get(&c, &format!("{base}/leaderboard")).await;
-    assert_eq!(lb["total_entries"], 1);
+    assert_eq!(lb["total_entries"], 0);
 }
 
 #[tokio::test]

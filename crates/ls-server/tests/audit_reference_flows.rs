@@ -488,13 +488,28 @@ async fn typed_reference_client_resets_and_steps_and_shapes_match() {
         ),
         (Some(0.18), Some(0.12), Some(0.05))
     );
-    // Leaderboard entries carry a timestamp.
-    log.post(
-        &c,
-        &format!("{base}/step"),
-        json!({"findings": [], "submit_final": true}),
-    )
-    .await;
+    // Leaderboard entries (whole runs on seeds the server draws) carry a timestamp.
+    let run = log
+        .post(
+            &c,
+            &format!("{base}/leaderboard/run"),
+            json!({"task_id": "expense_audit"}),
+        )
+        .await;
+    for seed in run["seeds"].as_array().unwrap() {
+        log.post(
+            &c,
+            &format!("{base}/reset"),
+            json!({"task_id": "expense_audit", "seed": seed}),
+        )
+        .await;
+        log.post(
+            &c,
+            &format!("{base}/step"),
+            json!({"findings": [], "submit_final": true}),
+        )
+        .await;
+    }
     let l = log
         .post(&c, &format!("{base}/leaderboard?model=m1"), json!({}))
         .await;

@@ -508,7 +508,8 @@ async fn discovery_endpoints_and_mcp() {
     let c = reqwest::Client::new();
     let get = |p: &str| c.get(format!("{base}{p}")).send();
     let health: Value = get("/health").await.unwrap().json().await.unwrap();
-    assert_eq!(health["status"], "healthy");
+    // As the LedgerShield documentation specifies it (`{"status": "ok"}`).
+    assert_eq!(health["status"], "ok");
     let meta: Value = get("/metadata").await.unwrap().json().await.unwrap();
     assert_eq!(meta["name"], "ledgershield_controlbench");
     assert!(meta["description"].as_str().unwrap().len() > 20);

@@ -10,6 +10,7 @@ the findings and ``submit_final``; the reward is the grader's partial-credit F1.
 
 from __future__ import annotations
 
+
 import csv
 import json
 import math
@@ -18,6 +19,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional
+from .progress import enabled as progress_enabled
 
 TASKS = ["expense_audit", "invoice_match", "gst_reconciliation", "fraud_detection"]
 DOC_CHARS = 6000
@@ -154,7 +156,7 @@ def audit_grpo(model: str, url: Optional[str], out: Path, seeds: Iterable[int] =
     cfg = GRPOConfig(output_dir=str(out / "trainer"), max_steps=max_steps, learning_rate=lr, per_device_train_batch_size=batch_size,
                      num_generations=num_generations, max_completion_length=max_completion_length, logging_steps=1,
                      save_strategy="no", report_to=[], seed=seed, use_cpu=not torch.cuda.is_available(),
-                     bf16=torch.cuda.is_available(), disable_tqdm=True, beta=0.0)
+                     bf16=torch.cuda.is_available(), disable_tqdm=not progress_enabled(), beta=0.0)
     tok = AutoTokenizer.from_pretrained(model)
     trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(model), reward_funcs=reward, args=cfg, train_dataset=data, processing_class=tok)
     trainer.train()

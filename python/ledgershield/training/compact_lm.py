@@ -16,6 +16,7 @@ the schema, the actions played and the native interventions are scored, so every
 
 from __future__ import annotations
 
+
 import copy
 import json
 import math
@@ -29,6 +30,7 @@ import numpy as np
 
 from .compact import ACT, EOS, PAD, UNK, Context, Schema, Table, allowed_tokens, encode, expand, generic_labels, state_tokens, to_tokens, to_units
 from .ledger import EvidenceLedger, replay_ledgers
+from .progress import bar
 
 MAX_LEN = 1024
 # An SFT step budget below this is the run's limit (its held-out probe is spread over the steps);
@@ -303,6 +305,7 @@ def sft(model: Any, coder: Coder, rows: Sequence[Tuple[List[str], List[str]]], l
     step = 0
     limit = 60 * minutes if minutes else math.inf  # minutes 0: step-limited
     model.train()
+    pb = bar(total=max_steps if math.isfinite(max_steps) else None, desc="compact LM SFT")
     while step < max_steps and time.monotonic() - t0 < limit:
         order = sorted(range(len(data)), key=lambda i: len(data[i][0]) + rng.random() * 40)
         batches = [order[i:i + batch] for i in range(0, len(order), batch)]
@@ -331,6 +334,7 @@ def sft(model: Any, coder: Coder, rows: Sequence[Tuple[List[str], List[str]]], l
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             step += 1
+            pb.update(1)
             if step % log_every == 0 or step == 1:
                 history.append({"step": step, "loss": round(float(loss.detach()), 5), "wall_s": round(time.monotonic() - t0, 1)})
             due = (eval_every_s and time.monotonic() - last_eval >= eval_every_s) or (eval_every_steps and step % eval_every_steps == 0)
@@ -339,6 +343,7 @@ def sft(model: Any, coder: Coder, rows: Sequence[Tuple[List[str], List[str]]], l
                 evals.append(dict(eval_fn(model), step=step, wall_s=round(time.monotonic() - t0, 1)))
                 model.train()
                 last_eval = time.monotonic()
+    pb.close()
     model.eval()
     return {"steps": step, "history": history, "evals": evals, "wall_s": round(time.monotonic() - t0, 1)}
 
@@ -537,7 +542,7 @@ def grpo(dec: Decoder, cases: Sequence[str], iterations: int, group: int, batch:
     model = dec.model
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     history = []
-    for it in range(iterations):
+    for it in bar(range(iterations), total=iterations, desc=f"compact LM RL seed {seed}"):
         picked = [cases[int(i)] for i in rng.choice(len(cases), size=min(batch, len(cases)), replace=False)]
         rewards, zero_var, samples = [], 0, []
         for c in picked:

@@ -4,10 +4,12 @@ falsifier's verdict is kept beside the score), best-vs-worst preference pairs, T
 
 from __future__ import annotations
 
+
 import json
 import math
 from pathlib import Path
 from typing import Any, Dict, List, Optional
+from .progress import enabled as progress_enabled
 
 
 def selfplay(model: str, url: Optional[str], rows: List[Dict[str, Any]], out: Path, candidates: int = 4, temperature: float = 1.0,
@@ -67,7 +69,7 @@ def dpo(model: str, pairs_path: Path, out: Path, max_steps: int = 4, lr: float =
 
     cfg = DPOConfig(output_dir=str(out / "trainer"), max_steps=max_steps, learning_rate=lr, per_device_train_batch_size=batch_size,
                     beta=beta, max_length=max_length, logging_steps=1, save_strategy="no", report_to=[], seed=seed,
-                    use_cpu=not torch.cuda.is_available(), bf16=torch.cuda.is_available(), disable_tqdm=True)
+                    use_cpu=not torch.cuda.is_available(), bf16=torch.cuda.is_available(), disable_tqdm=not progress_enabled())
     trainer = DPOTrainer(model=lm, args=cfg, train_dataset=data, processing_class=tok, callbacks=[CB()])
     trainer.train()
     trainer.model.save_pretrained(out / "model")

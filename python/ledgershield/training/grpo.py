@@ -13,11 +13,13 @@ write ``grpo_history.csv`` (step, mean reward, reward std) and ``grpo_summary.js
 
 from __future__ import annotations
 
+
 import csv
 import json
 import math
 from pathlib import Path
 from typing import Any, Dict, List, Optional
+from .progress import enabled as progress_enabled
 
 TOOLS_PROMPT = ("You are an accounts-payable controller. Investigate the case with the tools, take the "
                 "interventions the evidence calls for, then call submit_decision exactly once.")
@@ -99,7 +101,7 @@ def grpo(model: str, url: Optional[str], out: Path, shape: str, rows: List[Dict[
         output_dir=str(out / "trainer"), max_steps=max_steps, learning_rate=lr, per_device_train_batch_size=batch_size,
         num_generations=num_generations, max_completion_length=max_completion_length, temperature=temperature,
         logging_steps=1, save_strategy="no", report_to=[], seed=seed, use_cpu=not torch.cuda.is_available(),
-        bf16=torch.cuda.is_available(), disable_tqdm=True, beta=0.0,
+        bf16=torch.cuda.is_available(), disable_tqdm=not progress_enabled(), beta=0.0,
         **({"max_tool_calling_iterations": max_tool_calling_iterations} if shape == "tools" else {}),
     )
     tok = AutoTokenizer.from_pretrained(model)

@@ -174,7 +174,23 @@ def pipeline(binary: str, out: Path, preset: str = "ci", threads: int = 2, overr
                    structured_wall_s=st["wall_s"], structured_cpu_s=st["cpu_s"], structured_in_parallel=bool(cfg["compact_lm"]),
                    load_average=_loadavg(), checks=chk)
     (out / "training_metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
+    # TensorBoard event files of every stage, from what the stages recorded (tb_events.py).
+    from .tb_events import write_events
+
+    metrics["tensorboard"] = write_events(out)
+    chk["tensorboard_every_stage"] = all(metrics["tensorboard"].get(s, 0) > 0 for s in tb_stages(cfg))
+    (out / "training_metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
     return metrics
+
+
+def tb_stages(cfg: Dict[str, Any]) -> list:
+    """The stage directories a run of this configuration must have event files in."""
+    stages = ["collect", "structured", "pipeline"]
+    if cfg.get("hf_lm"):
+        stages += ["sft", "grpo_plan", "grpo_tools", "selfplay_dpo", "evaluate", "lm_constrained"]
+    if cfg.get("compact_lm"):
+        stages += ["compact_lm"]
+    return stages
 
 
 def _hf_stages(binary: str, out: Path, data: Path, cfg: Dict[str, Any], threads: int, system: str, mark: Any) -> Dict[str, Any]:

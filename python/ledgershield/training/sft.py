@@ -7,11 +7,13 @@ the held-out cases with the model being trained (the ``llm`` agent's protocol, t
 
 from __future__ import annotations
 
+
 import csv
 import json
 import math
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
+from .progress import enabled as progress_enabled
 
 
 def load_rows(paths: List[Path], kinds: List[str]) -> List[Dict[str, Any]]:
@@ -105,7 +107,7 @@ def sft(model: str, data: List[Path], out: Path, kinds: List[str], max_steps: in
         per_device_train_batch_size=batch_size, gradient_accumulation_steps=grad_accum, max_length=max_length,
         logging_steps=1, save_strategy="no", report_to=[], seed=seed, use_cpu=not torch.cuda.is_available(),
         bf16=torch.cuda.is_available(), lr_scheduler_type="constant_with_warmup" if max_minutes else "cosine", warmup_steps=min(20, max(1, max_steps // 10)),
-        dataloader_num_workers=0, disable_tqdm=True,
+        dataloader_num_workers=0, disable_tqdm=not progress_enabled(),
     )
     trainer = SFTTrainer(model=lm, args=cfg, train_dataset=Dataset.from_list(rows), processing_class=tok,
                          peft_config=peft_config, callbacks=[Record()])

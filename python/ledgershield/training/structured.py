@@ -25,6 +25,7 @@ policy sees when it plays.
 
 from __future__ import annotations
 
+
 import json
 import re
 import zlib
@@ -34,6 +35,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .ledger import EvidenceLedger, replay_ledgers
+from .progress import bar
 
 DIM = 1 << 14
 DECISIONS = ["PAY", "HOLD", "NEEDS_REVIEW", "ESCALATE_FRAUD"]
@@ -657,7 +659,7 @@ def reinforce(pol: StructuredPolicy, cases: List[str], iterations: int = 6, grou
     gradient and are counted."""
     rng = np.random.default_rng(seed)
     history = []
-    for it in range(iterations):
+    for it in bar(range(iterations), total=iterations, desc=f"structured RL seed {seed}"):
         picked = [cases[int(i)] for i in rng.choice(len(cases), size=min(batch, len(cases)), replace=False)]
         grads = {"type": np.zeros_like(pol.type_w), "decision": np.zeros_like(pol.decision_w)}
         rewards, zero_var = [], 0

@@ -5,6 +5,12 @@ use crate::metrics::{r4, SectionSummary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The agent whose components the ablations switch off: `teacher-no-controls`,
+/// `teacher-no-artifact-wait` and `teacher-no-certificate` are its variants, so each ablation's
+/// "with" is this agent's own run (played for the ablation when the ladder does not list it),
+/// never the ladder's first agent.
+pub const ABLATION_AGENT: &str = "teacher";
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Ablation {
     pub name: String,

@@ -1,7 +1,7 @@
 //! Stage 11: the certificate-required track (the generator's certificate-required clones, every
 //! ladder agent) and the certificate ablation on it (`teacher-no-certificate`).
 
-use super::ablation::{ablation, Ablation};
+use super::ablation::{ablation, Ablation, ABLATION_AGENT};
 use super::{Ctx, Unavailable};
 use crate::eval::pool_of;
 use crate::metrics::{r4, SectionSummary};
@@ -59,7 +59,12 @@ pub fn run(ctx: &Ctx<'_>, unavailable: &mut Vec<Unavailable>) -> CertificateRun 
         ctx.agents.iter().map(|a| (a.clone(), run(a))).collect();
     let without = run("teacher-no-certificate");
     let primary = by_agent.get(ctx.primary).cloned();
-    let ablation = primary.as_ref().map(|with| {
+    // "With" is the ablated agent's own run, whichever agent is primary.
+    let with = by_agent
+        .get(ABLATION_AGENT)
+        .cloned()
+        .unwrap_or_else(|| run(ABLATION_AGENT));
+    let ablation = {
         let mut ab = ablation(
             "certificate_ablation",
             "agent-authored decision certificate",
@@ -71,8 +76,8 @@ pub fn run(ctx: &Ctx<'_>, unavailable: &mut Vec<Unavailable>) -> CertificateRun 
             "missing-certificate rate without the component: {:.4}",
             without.certificate_required_missing_rate
         );
-        ab
-    });
+        Some(ab)
+    };
     CertificateRun {
         primary,
         by_agent,

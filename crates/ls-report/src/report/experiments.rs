@@ -2,7 +2,7 @@
 //! waiting, the calibration gate; the certificate ablation comes from the certificate stage),
 //! the baseline matrix of quarter profiles, cost sensitivity and the falsification tests.
 
-use super::ablation::{ablation, Ablation, GateAblationRow};
+use super::ablation::{ablation, Ablation, GateAblationRow, ABLATION_AGENT};
 use super::certificate::CertificateRun;
 use super::quarter::{QuarterProfile, QuarterRun};
 use super::Ctx;
@@ -147,9 +147,15 @@ fn cost_sensitivity(profiles: &[QuarterProfile]) -> CostSensitivity {
     }
 }
 
-/// The calibration-gate ablation: every ladder agent's quarter re-run with the gate off.
-fn gate_ablation(primary: &str, rows: Vec<GateAblationRow>) -> Ablation {
-    let Some(p) = rows.iter().find(|r| r.agent_name == primary).cloned() else {
+/// The calibration-gate ablation: every ladder agent's quarter re-run with the gate off. Its
+/// headline figures are the first of `headline` (the ablation agent, else the protocol agent)
+/// that played the quarter.
+fn gate_ablation(headline: &[&str], rows: Vec<GateAblationRow>) -> Ablation {
+    let Some(p) = headline
+        .iter()
+        .find_map(|a| rows.iter().find(|r| r.agent_name == *a))
+        .cloned()
+    else {
         return Ablation {
             name: "calibration_gate_ablation".into(),
             component: "calibration-gated authority".into(),
@@ -181,9 +187,13 @@ fn gate_ablation(primary: &str, rows: Vec<GateAblationRow>) -> Ablation {
     }
 }
 
+/// The experiment suite. `public_reference` is the public section of [`ABLATION_AGENT`], the
+/// agent the `teacher-no-*` re-runs ablate: "with" is always its own run, whichever agent the
+/// ladder lists first (`report --agents naive-pay,llm` compared naive-pay with the teacher's
+/// ablations and reported every delta with the wrong sign).
 pub fn run(
     ctx: &Ctx<'_>,
-    public_primary: &SectionSummary,
+    public_reference: &SectionSummary,
     quarter: &QuarterRun,
     certificate: &CertificateRun,
     human: &HumanBaselineSummary,
@@ -194,7 +204,7 @@ pub fn run(
         "controls_ablation",
         "interventions (callbacks, approval chains, duplicate review, security, freeze, handoff)",
         "teacher re-run on the public cases with interventions switched off",
-        public_primary,
+        public_reference,
         &controls_off,
     ));
     let wait_off = ctx.evaluate_public("teacher-no-artifact-wait");
@@ -202,10 +212,13 @@ pub fn run(
         "artifact_wait_ablation",
         "waiting for delayed artifacts",
         "teacher re-run on the public cases submitting without waiting for pending artifacts",
-        public_primary,
+        public_reference,
         &wait_off,
     ));
-    ablations.push(gate_ablation(ctx.primary, quarter.gate_rows.clone()));
+    ablations.push(gate_ablation(
+        &[ABLATION_AGENT, ctx.primary],
+        quarter.gate_rows.clone(),
+    ));
     let matrix: Vec<QuarterProfile> = quarter.profiles.values().cloned().collect();
     let corr = if matrix.iter().all(|p| p.institutional_loss_score.is_some()) && matrix.len() >= 2 {
         Some(pearson(
@@ -227,7 +240,7 @@ pub fn run(
     };
     let top_acc = top_by(&|p| p.accuracy);
     let top_loss = top_by(&|p| p.institutional_loss_score.unwrap_or(p.average_case_score));
-    let controls_delta = r4(public_primary.average_score - controls_off.average_score);
+    let controls_delta = r4(public_reference.average_score - controls_off.average_score);
     let falsification_tests =
         falsification_tests(corr, &top_loss, &matrix, &ablations, controls_delta);
     let (tg_support, tg_cap_hit) = trust_graph_rates(&quarter.primary_rows);

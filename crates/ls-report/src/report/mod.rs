@@ -33,7 +33,7 @@ pub mod public;
 pub mod quarter;
 pub mod tracks;
 
-pub use ablation::{Ablation, GateAblationRow};
+pub use ablation::{Ablation, GateAblationRow, ABLATION_AGENT};
 pub use certificate::CertificateTrack;
 pub use contrastive::{joint_score, ContrastiveSection, Joint, PairReport};
 pub use experiments::{CostSensitivity, ExperimentSuite, FalsificationTest};
@@ -249,20 +249,53 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// The stages [`build_report_with_progress`] announces, in order (a progress display's length).
+pub const STAGES: [&str; 11] = [
+    "public benchmark",
+    "generated holdouts",
+    "contrastive pairs",
+    "case and adversarial tracks",
+    "portfolio sequences",
+    "ControlBench quarter",
+    "certificate-required clones",
+    "FraudGen ecosystem",
+    "experiments and ablations",
+    "agent ladder",
+    "gaming resistance",
+];
+
 /// Build the whole report.
 pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) -> BenchmarkReport {
+    build_report_with_progress(set, gen, cfg, &|_| {})
+}
+
+/// [`build_report`], calling `progress` with each stage's name (one of [`STAGES`], in order) as
+/// the stage starts, so a command can show how far a minutes-long report is.
+pub fn build_report_with_progress(
+    set: &FixtureSet,
+    gen: &dyn CaseSource,
+    cfg: &ReportConfig,
+    progress: &dyn Fn(&'static str),
+) -> BenchmarkReport {
     let ctx = Ctx::new(set, gen, cfg);
     let mut unavailable = Vec::new();
+    progress(STAGES[0]);
     let public = public::run(&ctx);
     let public_primary = public.get(ctx.primary).cloned().unwrap_or_default();
+    progress(STAGES[1]);
     let holdout = holdout::run(&ctx, &mut unavailable);
+    progress(STAGES[2]);
     let contrastive = contrastive::run(&ctx, &public, &mut unavailable);
+    progress(STAGES[3]);
     let case_track = tracks::case_track(&public_primary);
     let adversarial_track = tracks::adversarial_track(&ctx, &public_primary);
+    progress(STAGES[4]);
     let portfolio = portfolio::run(&ctx);
+    progress(STAGES[5]);
     let quarter = quarter::run(&ctx, &mut unavailable);
     let blind = tracks::blind_control(&ctx, &public_primary);
     let sleeper = tracks::sleeper(quarter.section.as_ref(), &quarter.primary_rows);
+    progress(STAGES[6]);
     let certificate = certificate::run(&ctx, &mut unavailable);
     let human = human::load(cfg.human_baseline_path.as_deref());
     if !human.available {
@@ -271,8 +304,15 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
             reason: human.note.clone(),
         });
     }
+    progress(STAGES[7]);
     let fraudgen = fraudgen::run(&ctx, &mut unavailable);
-    let experiment = experiments::run(&ctx, &public_primary, &quarter, &certificate, &human);
+    progress(STAGES[8]);
+    let public_reference = public
+        .get(ABLATION_AGENT)
+        .cloned()
+        .unwrap_or_else(|| ctx.evaluate_public(ABLATION_AGENT));
+    let experiment = experiments::run(&ctx, &public_reference, &quarter, &certificate, &human);
+    progress(STAGES[9]);
     let ladder = ladder::run(
         &ctx,
         &public,
@@ -281,6 +321,7 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
         &quarter,
         &certificate,
     );
+    progress(STAGES[10]);
     let gaming = gaming_resistance(&ctx, &holdout, contrastive.twin_pairs);
     let aging = {
         let items = crate::aging::open_items(set);

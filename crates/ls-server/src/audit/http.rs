@@ -113,15 +113,20 @@ impl AuditConfig {
     }
 }
 
+/// A leaderboard entry: one whole run (`POST /leaderboard/run`), the means of the server's
+/// grades over its seeds.
 #[derive(Serialize, Clone, JsonSchema)]
 struct LeaderEntry {
     model: String,
     task_id: TaskId,
+    /// Mean score over the run's seeds.
     score: f64,
     weighted_score: f64,
     risk_mitigation_pct: f64,
-    episode_id: String,
-    seed: u64,
+    /// The run the entry scores.
+    run_id: String,
+    /// The held-out seeds the server drew for the run.
+    seeds: Vec<u64>,
     /// Unix seconds when the entry was recorded (the reference's `timestamp`).
     timestamp: f64,
 }
@@ -146,6 +151,8 @@ struct CampaignEntry {
 struct Inner {
     campaigns: BTreeMap<String, CampaignEntry>,
     leaderboard: Vec<LeaderEntry>,
+    /// When the leaderboard runs of the last minute started (server-wide limit).
+    run_starts: std::collections::VecDeque<Instant>,
     metrics: Metrics,
     started: Instant,
 }
@@ -190,6 +197,7 @@ pub(crate) fn routes(config: AuditConfig, service: Arc<super::service::AuditServ
         inner: Arc::new(Mutex::new(Inner {
             campaigns: BTreeMap::new(),
             leaderboard: vec![],
+            run_starts: Default::default(),
             metrics: Metrics::default(),
             started: Instant::now(),
         })),
@@ -588,17 +596,26 @@ fn campaign_room(g: &mut Inner, ttl: Duration, max: usize) -> Result<(), AuditEr
 
 async fn campaign_start(
     State(st): State<AppState>,
+    access: Option<axum::Extension<crate::security::OperatorAccess>>,
     JsonBody(req): JsonBody<CampaignStartReq>,
 ) -> Result<Json<Value>, ApiError> {
-    let mut g = st.lock();
-    campaign_room(&mut g, st.campaign_ttl(), st.config.max_campaigns)?;
+    let seed = req.seed.unwrap_or(42);
+    let periods = req
+        .total_periods
+        .unwrap_or(st.config.campaign_total_periods);
+    // The body's own errors first (as in process), then the held-out rule: no per-submission
+    // grades on a held-out seed without the operator credential.
     let c = Campaign::new(
         util::random_id("cmp"),
-        req.seed.unwrap_or(42),
-        req.total_periods
-            .unwrap_or(st.config.campaign_total_periods),
+        seed,
+        periods,
         st.config.max_findings_per_step,
     )?;
+    if !access.is_some_and(|a| a.0 .0) {
+        api::refuse_held_out(seed, periods)?;
+    }
+    let mut g = st.lock();
+    campaign_room(&mut g, st.campaign_ttl(), st.config.max_campaigns)?;
     let reply = c.start_reply()?;
     g.campaigns.insert(
         c.id.clone(),
@@ -717,7 +734,7 @@ struct LeaderReq {
     /// Model name for the entry (required here or as the `model` query parameter).
     #[serde(default)]
     model: Option<String>,
-    /// The session whose last completed episode is submitted (else the header or query).
+    /// The session whose completed run is submitted (else the header or query).
     #[serde(default)]
     session_id: Option<String>,
 }
@@ -728,6 +745,57 @@ struct LeaderQuery {
     session_id: Option<String>,
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct RunReq {
+    /// The task the run evaluates (`expense_audit`… or 1–4).
+    task_id: TaskId,
+    /// The session that plays the run (else the header; default: the default session).
+    #[serde(default)]
+    session_id: Option<String>,
+}
+
+/// Server-wide leaderboard runs started per minute.
+const RUNS_PER_MIN: usize = 6;
+
+/// `POST /leaderboard/run`: draw a run's held-out seeds for this session. A new run replaces an
+/// unfinished one of the same session.
+async fn leaderboard_run(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    JsonBody(req): JsonBody<RunReq>,
+) -> Result<Json<Value>, ApiError> {
+    let key = session_key(&headers, req.session_id.as_deref(), None)?;
+    {
+        let mut g = st.lock();
+        let now = Instant::now();
+        while g
+            .run_starts
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(60))
+        {
+            g.run_starts.pop_front();
+        }
+        if g.run_starts.len() >= RUNS_PER_MIN {
+            return Err(AuditError::RateLimited {
+                per_min: RUNS_PER_MIN as u32,
+            }
+            .into());
+        }
+        g.run_starts.push_back(now);
+    }
+    let env = session(&st, &key, true)?;
+    let run = audit_env::leaderboard::EvalRun::draw(req.task_id);
+    let reply = json!({
+        "status": "started", "run_id": run.run_id, "task_id": run.task_id,
+        "seeds": run.seeds, "session_id": key,
+        "message": "Play each seed once in this session (POST /reset {task_id, seed}, then /step with submit_final=true; episodes are sealed), then POST /leaderboard {model}. The first completed episode of each seed counts."
+    });
+    lock_env(&env).run = Some(run);
+    Ok(Json(reply))
+}
+
+/// `POST /leaderboard`: submit the session's whole run. Nothing else is scored: no single
+/// episode, no seed the client chose, and a run is scored once.
 async fn leaderboard_post(
     State(st): State<AppState>,
     headers: HeaderMap,
@@ -747,20 +815,23 @@ async fn leaderboard_post(
         .ok_or_else(|| AuditError::invalid("model", "model is required"))?;
     let key = session_key(&headers, req.session_id.as_deref(), q.session_id.as_deref())?;
     let env = session(&st, &key, false)?;
-    let env = lock_env(&env);
-    let ep = env.episode.as_ref().ok_or(AuditError::NotInitialized)?;
-    let gr = ep.last_grade.clone().ok_or_else(|| AuditError::Conflict("no completed episode in this session: finish an episode (submit_final=true) before submitting to the leaderboard".into()))?;
+    let scored = {
+        let mut env = lock_env(&env);
+        let run = env.run.as_ref().ok_or_else(|| AuditError::Conflict("the leaderboard takes whole runs only: POST /leaderboard/run {task_id} draws the run's held-out seeds for this session; play each once, then submit".into()))?;
+        let scored = run.score()?;
+        env.run = None;
+        scored
+    };
     let entry = LeaderEntry {
         model: model.clone(),
-        task_id: ep.task(),
-        score: gr.score,
-        weighted_score: gr.weighted_score,
-        risk_mitigation_pct: gr.risk_score.risk_mitigation_pct,
-        episode_id: ep.episode_id.clone(),
-        seed: ep.data.seed,
+        task_id: scored.task_id,
+        score: scored.score,
+        weighted_score: scored.weighted_score,
+        risk_mitigation_pct: scored.risk_mitigation_pct,
+        run_id: scored.run_id,
+        seeds: scored.seeds,
         timestamp: audit_env::util::unix_seconds(),
     };
-    drop(env);
     let mut g = st.lock();
     // Best score per (model, task).
     if let Some(pos) = g
@@ -788,7 +859,7 @@ async fn leaderboard_post(
         .map(|p| p as i64 + 1)
         .unwrap_or(-1);
     Ok(Json(
-        json!({"status": "submitted", "rank": rank, "entry": to_json(&entry)?, "note": "scores are taken from the server's grader for this session's last completed episode"}),
+        json!({"status": "submitted", "rank": rank, "entry": to_json(&entry)?, "note": "the mean of the server's grades of the run's first attempts on its drawn held-out seeds; the run is now closed"}),
     ))
 }
 

@@ -18,7 +18,7 @@ fn banner(_: &mut SchemaGenerator) -> Schema {
 
 fn health_reply(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "object", "required": ["status", "cases_loaded", "sessions"], "properties": {
-        "status": {"const": "healthy"}, "service": {"type": "string"},
+        "status": {"const": "ok"}, "service": {"type": "string"},
         "cases_loaded": {"type": "integer", "minimum": 0}, "sessions": {"type": "integer", "minimum": 0}}})
 }
 
@@ -38,7 +38,7 @@ fn step_body(g: &mut SchemaGenerator) -> Schema {
 pub fn routes() -> ApiRoutes<Shared> {
     ApiRoutes::new()
         .get("/", RouteDoc::new("service", "Service banner").reply_with(banner, "Which environment this server runs"), root)
-        .get("/health", RouteDoc::new("service", "Health check").reply_with(health_reply, "`status: healthy` with the cases loaded and live sessions"), health)
+        .get("/health", RouteDoc::new("service", "Health check").reply_with(health_reply, "`status: ok` (as the LedgerShield documentation specifies) with the cases loaded and live sessions"), health)
         .post(
             "/reset",
             RouteDoc::new("episode", "Start an episode in a session")

@@ -3,7 +3,7 @@
 // per-track tables and the newest live model comparisons (`ledgershield compare`). Data:
 // GET /leaderboard, /controlbench-visualization, /benchmark-report, /comparisons.
 import { api, catalog } from "./api.js";
-import { h, replace, num, money, table } from "./dom.js";
+import { h, replace, num, money, isMoneyKey, table } from "./dom.js";
 import { bars, scatter, timeline, authorityTimeline } from "./charts.js";
 
 /** Ratios (in [0, 1] by name) versus amounts: never on one axis. */
@@ -50,18 +50,18 @@ function charts(viz, levels) {
 function trackTables(rep) {
   const tracks = Object.values(rep.official_tracks || {});
   const agents = rep.agents || [];
-  const stat = (v) => (v && typeof v === "object" && "mean" in v ? `${num(v.mean, 4)} ± ${num(v.ci95, 4)}` : typeof v === "number" ? num(v, 4) : null);
+  const stat = (v, k) => (v && typeof v === "object" && "mean" in v ? `${num(v.mean, 4)} ± ${num(v.ci95, 4)}` : typeof v === "number" ? (isMoneyKey(k) ? money(v) : num(v, 4)) : null);
   const trackRows = tracks.map((t) => {
     const s = t.summary || t;
     // A track without data (the human baseline when no file was supplied) says so; its zeros are
     // not results.
     const noData = t.available === false || (t.case_count === 0 && !t.sequence_count);
-    const picks = Object.entries(s).filter(([k]) => !["case_count", "participant_count"].includes(k) || !noData).map(([k, v]) => [k, stat(v)]).filter(([, v]) => v !== null).slice(0, 10);
+    const picks = Object.entries(s).filter(([k]) => !["case_count", "participant_count"].includes(k) || !noData).map(([k, v]) => [k, stat(v, k)]).filter(([, v]) => v !== null).slice(0, 10);
     return h("section", { class: "panel track", dataset: { track: t.track } }, h("h4", {}, t.track_label || t.track), t.note ? h("p", { class: "muted" }, t.note) : null,
       noData ? h("p", { class: "no-data" }, "No data for this track.") : table(["metric", "value"], picks, { class: "compact" }));
   });
   const qCols = ["accuracy", "fraud_recall", "false_positive_rate", "unsafe_release_rate", "certificate_validity_rate", "institutional_loss_score", "institutional_loss_total"];
-  const quarter = agents.filter((a) => a.quarter).map((a) => [a.agent, ...qCols.map((k) => (k.endsWith("_total") ? money(a.quarter[k]) : num(a.quarter[k], 4)))]);
+  const quarter = agents.filter((a) => a.quarter).map((a) => [a.agent, ...qCols.map((k) => (isMoneyKey(k) ? money(a.quarter[k]) : num(a.quarter[k], 4)))]);
   return [
     h("h3", {}, "Per-track results"), h("div", { class: "board-grid" }, trackRows),
     quarter.length ? h("section", { class: "panel" }, h("h4", {}, "ControlBench quarter per agent"), table(["agent", ...qCols], quarter, { class: "compact" })) : null,

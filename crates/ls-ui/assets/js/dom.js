@@ -49,10 +49,17 @@ export function num(v, digits = 2) {
   return Number(v).toFixed(digits);
 }
 
-/** Money with thousands separators. */
+/** Money, one format everywhere: thousands separators and exactly two decimals
+ *  (`1,234.50`, `0.00`), whatever the amount (it was 0 to 2 decimals, and amounts in the
+ *  board's track tables came out as plain 4-decimal numbers). */
 export function money(v) {
-  if (v === null || v === undefined || Number.isNaN(Number(v))) return "—";
-  return Number(v).toLocaleString("en-US", { maximumFractionDigits: 2 });
+  if (v === null || v === undefined || v === "" || Number.isNaN(Number(v))) return "—";
+  return Number(v).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+}
+
+/** Whether a metric's name says it is an amount of money (a total, amount, value or loss). */
+export function isMoneyKey(k) {
+  return /(^|_)(amount|amounts|total|value|loss_prevented|loss_released|exposure)(_usd|_inr)?$/.test(String(k)) && !/(score|rate|ratio|share|count)/.test(String(k));
 }
 
 /** A table from rows of cells; `head` is a list of column titles. */

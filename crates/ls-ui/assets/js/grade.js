@@ -75,6 +75,25 @@ const CAPS = [
 
 const words = (k) => String(k).replace(/_/g, " ");
 
+// Breakdown terms added to the weighted score to make the raw score (ls-grading's score stage):
+// these move the final score.
+const SCORE_TERMS = ["degenerate_penalty", "compliance_adjustment", "currency_adjustment", "causal_adjustment",
+  "certificate_adjustment", "institutional_adjustment", "overcontrol_penalty", "unsupported_claim_penalty", "unsafe_pay_penalty"];
+// Penalties inside one weighted dimension (the trajectory's efficiency, the compliance score):
+// already part of the weighted score, never subtracted from the final score again. Listing them
+// as "penalties" beside a 0.99 valid_success read as a contradiction.
+const DIMENSION_TERMS = { budget_penalty: "efficiency", repeat_penalty: "efficiency", length_penalty: "efficiency", compliance_penalty: "compliance" };
+
+/** The breakdown's penalties and adjustments, split into those applied to the score and those
+ *  inside a dimension: `{ score: [[key, value]], within: [[key, value, dimension]] }`. */
+export function scoreTerms(sb) {
+  const nonzero = (k) => typeof sb[k] === "number" && sb[k] !== 0;
+  return {
+    score: SCORE_TERMS.filter(nonzero).map((k) => [k, sb[k]]),
+    within: Object.keys(DIMENSION_TERMS).filter(nonzero).map((k) => [k, sb[k], DIMENSION_TERMS[k]]),
+  };
+}
+
 /** The grade in words: result class, caps that bound the score and why, penalties, what was
  *  missing (actions, artifacts, SOX controls), the falsifier's findings. All from `info`. */
 export function explain(info) {
@@ -103,9 +122,13 @@ export function explain(info) {
   for (const f of (info.adversarial_falsifier || {}).findings || []) {
     items.push(h("li", { class: "finding" }, `Falsifier (${f.severity || "?"}): ${f.message || words(f.code)}`));
   }
-  const penalties = Object.entries(sb).filter(([k, v]) => typeof v === "number" && v !== 0 && (k.endsWith("_penalty") || k.endsWith("_adjustment")));
-  if (penalties.length) {
-    items.push(h("li", { class: "penalty" }, "Penalties and adjustments: ", penalties.map(([k, v]) => `${words(k)} ${v > 0 && k.endsWith("_adjustment") ? "+" : ""}${num(v, 4)}`).join(" · "), "."));
+  const terms = scoreTerms(sb);
+  if (terms.score.length) {
+    items.push(h("li", { class: "penalty" }, "Applied to the score: ", terms.score.map(([k, v]) => `${words(k)} ${v > 0 ? "+" : ""}${num(v, 4)}`).join(" · "), "."));
+  }
+  if (terms.within.length) {
+    items.push(h("li", { class: "within" }, "Inside the weighted dimensions (already counted in the weighted score, not subtracted again): ",
+      terms.within.map(([k, v, dim]) => `${words(k)} ${num(v, 4)} (${dim})`).join(" · "), "."));
   }
   const cb = info.control_boundary || {};
   if ((cb.required_followups || []).length) items.push(h("li", {}, `Control boundary follow-ups: ${cb.required_followups.join(", ")}.`));

@@ -18,6 +18,7 @@ function sprtView(sp) {
     h("h4", {}, "SPRT belief"),
     h("p", {}, `Observations used ${sp.observations_used ?? "—"} · belief entropy ${num(sp.belief_entropy, 3)} · potential ${num(sp.potential, 3)} · `,
       sp.decision_ready ? h("b", {}, "decision ready") : "not decision ready",
+      (sp.pending_required_checks || []).length ? ` (the policy still requires ${sp.pending_required_checks.join(", ")})` : "",
       sp.accepted_hypothesis ? ` · accepted ${sp.accepted_hypothesis}` : "", sp.recommended_decision ? ` · recommends ${sp.recommended_decision}` : ""),
     rows.length ? bars("Posterior probability per hypothesis (0 to 1)", rows, { max: 1, fmt: (v) => num(v, 2), unit: "probability" }) : null,
     Object.keys(llr).length ? h("details", {}, h("summary", {}, "Log-likelihood ratios against the boundaries"),

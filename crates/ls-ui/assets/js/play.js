@@ -41,11 +41,12 @@ function fresh() {
 function field(tool, name, prop, required) {
   const id = `f-${tool}-${name}`;
   let input;
-  const docIds = S.env ? S.env.observation.visible_documents.map((d) => d.doc_id) : [];
+  const docs = S.env ? S.env.observation.visible_documents : [];
+  const docIds = docs.map((d) => d.doc_id);
   if (prop.enum) {
     input = h("select", { id, name }, required ? null : h("option", { value: "" }, "—"), prop.enum.map((v) => h("option", { value: v }, v)));
   } else if (name === "doc_id" || name === "thread_id") {
-    input = h("select", { id, name }, docIds.map((d) => h("option", { value: d }, d)));
+    input = h("select", { id, name }, optionIds(name, docs).map((d) => h("option", { value: d }, d)));
     if (name === "doc_id" && S.docs.selected) input.value = S.docs.selected;
   } else if (prop.type === "array") {
     input = h("input", { id, name, placeholder: "x0,y0,x1,y1", dataset: { kind: "array" } });
@@ -58,6 +59,16 @@ function field(tool, name, prop, required) {
       h("datalist", { id: `dl-${tool}-${name}` }, seen.map((v) => h("option", { value: v }))));
   }
   return h("div", { class: "field" }, h("label", { for: id, title: prop.description || "" }, name + (required ? " *" : "")), input);
+}
+
+/** The ids a document selector offers, in order: for `thread_id` the e-mail threads first (so
+ *  the default is a thread, not the invoice, which `inspect_email_thread` cannot open), then the
+ *  other documents; for `doc_id` every document in catalogue order. */
+export function optionIds(name, docs) {
+  const ids = docs.map((d) => d.doc_id);
+  if (name !== "thread_id") return ids;
+  const threads = docs.filter((d) => /email|thread/i.test(d.doc_type || "")).map((d) => d.doc_id);
+  return [...threads, ...ids.filter((d) => !threads.includes(d))];
 }
 
 function readPayload(form) {

@@ -211,9 +211,18 @@ fn misc_routes() -> ApiRoutes<AppState> {
             leaderboard_get,
         )
         .post(
+            "/leaderboard/run",
+            RouteDoc::new("reports", "Start a leaderboard run: the server draws its held-out seeds")
+                .describe("Draws five held-out seeds for one task from the OS random source and binds them to the session. Play each once (sealed episodes), then `POST /leaderboard`. At most six runs start per minute on the server.")
+                .session()
+                .body::<RunReq>("The task and session")
+                .reply_with(docs::run_started, "The run id and its seeds"),
+            leaderboard_run,
+        )
+        .post(
             "/leaderboard",
-            RouteDoc::new("reports", "Submit the session's last completed episode under a model name")
-                .describe("The score is the server's own grade of the session's last completed episode. `model` and `session_id` may also come as query parameters.")
+            RouteDoc::new("reports", "Submit the session's whole leaderboard run under a model name")
+                .describe("The score is the mean of the server's grades of the run's first completed episode on each drawn seed; a run is scored once, and nothing else (no single episode, no seed the client chose) is accepted. `model` and `session_id` may also come as query parameters.")
                 .session()
                 .query("model", json!({"type": "string"}), false, "Model name, when not in the body")
                 .query("session_id", json!({"type": "string"}), false, "The session, when not in the header or body")
@@ -335,6 +344,11 @@ mod docs {
         let entry = g.subschema_for::<LeaderEntry>();
         json_schema!({"type": "object", "required": ["status", "rank", "entry"], "properties": {
             "status": {"const": "submitted"}, "rank": {"type": "integer"}, "entry": entry, "note": {"type": "string"}}})
+    }
+    pub fn run_started(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "object", "required": ["status", "run_id", "task_id", "seeds", "session_id"], "properties": {
+            "status": {"const": "started"}, "run_id": {"type": "string"}, "task_id": {"type": "string"},
+            "seeds": {"type": "array", "items": {"type": "integer"}}, "session_id": {"type": "string"}, "message": {"type": "string"}}})
     }
     pub fn baseline(g: &mut SchemaGenerator) -> Schema {
         let report = g.subschema_for::<audit_env::baseline::BaselineReport>();

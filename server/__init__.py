@@ -1,0 +1,1 @@
+"""OpenEnv launcher for the LedgerShield servers (see server/app.py)."""

@@ -67,15 +67,6 @@ fn cases_of(set: &FixtureSet, ids: &[String]) -> Result<Vec<Case>> {
         .collect()
 }
 
-/// Whether the episode ended on the agent's fallback after a failed model call.
-fn call_failed(r: &EpisodeRecord) -> bool {
-    r.trajectory.last().is_some_and(|s| {
-        s.payload
-            .get("notes")
-            .and_then(|n| n.as_str())
-            .is_some_and(|n| n.starts_with("model call failed"))
-    })
-}
 
 pub fn run(args: CompareArgs) -> Result<()> {
     let mut models: Vec<String> = Vec::new();
@@ -128,10 +119,17 @@ pub fn run(args: CompareArgs) -> Result<()> {
         generated_at: ls_store::utc_now(),
     };
     let (summary, records) = compare_models(&under_test, &setup);
-    if records.iter().flatten().all(call_failed) {
+    let failed: Vec<&str> = summary
+        .results
+        .iter()
+        .filter(|r| r.model_calls.endpoint_failed())
+        .map(|r| r.model.as_str())
+        .collect();
+    if !failed.is_empty() {
         bail!(
-            "no model answered: every call to {} failed (check --api-base and the key); nothing is written",
-            setup.api_base
+            "the endpoint {} answered no call for {} (check --api-base, the model names and the key); a model whose every call failed has no score, so nothing is written",
+            setup.api_base,
+            failed.join(", ")
         );
     }
     if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -179,6 +177,10 @@ fn store(
                 "comparison": compare_id,
                 "api_calls": result.api_calls,
                 "mean_score": result.average_score,
+                "track": result.harness.track,
+                "assistance": result.harness.assistance,
+                "max_tokens": result.harness.max_tokens,
+                "model_calls": result.model_calls,
             }),
         };
         store.insert_run(&run, &rows)?;

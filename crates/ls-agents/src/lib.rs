@@ -11,15 +11,22 @@
 //! * [`learned`]: the learned attacker (blind probe features, per-family scan, random forest, acting policy).
 //! * [`ledger`]: the evidence ledger a policy can be shown (ids, values, OCR lines revealed so far).
 //! * [`facts`]: reading OCR lines into invoices and emails with their token references.
-//! * [`llm`]: an OpenAI-compatible chat-completions agent with capability tiers, output repair,
-//!   retries and the `[START]`/`[STEP]`/`[END]` stdout contract.
+//! * [`llm`]: an OpenAI-compatible chat-completions agent (every model played alike), retries,
+//!   and the `[START]`/`[STEP]`/`[END]` stdout contract.
+//! * [`assist`]: the llm agent's assistance options (teacher hint, repair, guardrails), off by
+//!   default, and the [`Harness`] a run's provenance records.
+//! * [`guardrails`]: agent-side guardrails on submissions (an assistance option).
+//! * [`chat`]: one OpenAI-compatible call: reply reading, token usage, a bounded blocking client.
 //!
 //! No agent reads `case.gold` or the hidden world: they see `StepEnvelope`s, nothing else.
 
 pub mod action;
+pub mod assist;
 pub mod baselines;
+pub mod chat;
 pub mod client;
 pub mod facts;
+pub mod guardrails;
 pub mod learned;
 pub mod ledger;
 pub mod llm;
@@ -30,7 +37,9 @@ pub mod teacher;
 
 pub use baselines::{FixedDecisionAgent, RandomAgent};
 pub use client::{ClientError, EnvClient, HttpEnv, LocalEnv};
-pub use llm::{CapabilityProfile, LlmAgent, LlmConfig};
+pub use assist::{Assistance, Harness};
+pub use chat::CallStats;
+pub use llm::{LlmAgent, LlmConfig};
 pub use redteam::{GamingAgent, GamingFamily};
 pub use runner::{run_episode, Action, Agent, EpisodeRecord, Silent, StepObserver, StepRecord};
 pub use teacher::{TeacherAgent, TeacherConfig};

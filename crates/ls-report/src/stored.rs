@@ -43,6 +43,21 @@ pub struct RunProvenance {
     pub pass_k: u32,
     pub temperature: Option<f64>,
     pub created_at: String,
+    /// `unassisted`, or `assisted` (a model run with any assistance option on: it is ranked on
+    /// its own track, never beside unassisted runs).
+    #[serde(default = "unassisted")]
+    pub track: String,
+    /// The assistance options that were on (`teacher_hint`, `repair`, `guardrails`, `ledger`,
+    /// `candidates`, `constrained`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub assistance: Vec<String>,
+    /// The model endpoint's calls over the run (tokens, seconds), when the run called a model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_calls: Option<ls_agents::CallStats>,
+}
+
+fn unassisted() -> String {
+    ls_agents::assist::UNASSISTED.into()
 }
 
 /// A stored run's scores, computed from its episodes.
@@ -114,6 +129,14 @@ pub fn summarize_run(run: &StoredRunInput, threshold: f64) -> StoredRunSummary {
                 .unwrap_or(observed_k),
             temperature: s.get("temperature").and_then(|v| v.as_f64()),
             created_at: run.created_at.clone(),
+            track: text(s, "track").unwrap_or_else(unassisted),
+            assistance: s
+                .get("assistance")
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default(),
+            model_calls: s
+                .get("model_calls")
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
         },
         mean_score: r4(recs.iter().map(score).sum::<f64>() / n),
         control_satisfied_resolution: r4(recs
@@ -145,8 +168,13 @@ pub(crate) fn describe(p: &RunProvenance) -> String {
         Some(s) => format!("server {s}"),
         None => p.source.clone(),
     };
+    let track = if p.assistance.is_empty() {
+        p.track.clone()
+    } else {
+        format!("{}: {}", p.track, p.assistance.join("+"))
+    };
     format!(
-        "{} (suite {}, {} cases, {seeds}, pass^{}, {place}, {})",
+        "{} (suite {}, {} cases, {seeds}, pass^{}, {place}, {}, {track})",
         p.run_id, p.suite, p.case_count, p.pass_k, p.track_mode
     )
 }

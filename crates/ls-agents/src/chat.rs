@@ -258,16 +258,20 @@ fn send(req: reqwest::blocking::RequestBuilder) -> Result<Value, Attempt> {
     if !status.is_success() {
         return Err(Attempt::Stop(format!("HTTP {}", status.as_u16())));
     }
-    let mut bytes = Vec::new();
-    resp.take(MAX_REPLY_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|_| Attempt::Retry("reply body unreadable".into()))?;
-    if bytes.len() as u64 > MAX_REPLY_BYTES {
-        return Err(Attempt::Stop(format!(
-            "reply over {MAX_REPLY_BYTES} bytes"
-        )));
-    }
+    let bytes = read_bounded(resp, MAX_REPLY_BYTES).map_err(Attempt::Stop)?;
     serde_json::from_slice(&bytes).map_err(|_| Attempt::Retry("response is not JSON".into()))
+}
+
+/// A reply body, at most `max` bytes (streamed: a longer body is an error, never read whole).
+pub fn read_bounded(resp: reqwest::blocking::Response, max: u64) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    resp.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|_| "reply body unreadable".to_owned())?;
+    if bytes.len() as u64 > max {
+        return Err(format!("reply over {max} bytes"));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]

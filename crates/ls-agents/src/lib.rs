@@ -16,12 +16,16 @@
 //! * [`assist`]: the llm agent's assistance options (teacher hint, repair, guardrails), off by
 //!   default, and the [`Harness`] a run's provenance records.
 //! * [`guardrails`]: agent-side guardrails on submissions (an assistance option).
+//! * [`audit`]: auditors for the Financial Audit environment (the LLM auditor, the rule-based
+//!   baseline), single tasks and campaigns, in process or over HTTP, with the seed's stdout
+//!   contract.
 //! * [`chat`]: one OpenAI-compatible call: reply reading, token usage, a bounded blocking client.
 //!
 //! No agent reads `case.gold` or the hidden world: they see `StepEnvelope`s, nothing else.
 
 pub mod action;
 pub mod assist;
+pub mod audit;
 pub mod baselines;
 pub mod chat;
 pub mod client;

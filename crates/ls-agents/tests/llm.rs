@@ -447,3 +447,66 @@ fn server_errors_are_retried_with_backoff() {
     assert_eq!(rec.decision, "NEEDS_REVIEW");
     assert_eq!(calls, 2, "503 then success");
 }
+
+/// The teacher's episode replayed, its final submission rewritten sloppily: the decision in
+/// lower case, the confidence as text, a stray key, and the verification records dropped from
+/// the evidence.
+fn sloppy_replay(case_id: &str) -> (HashMap<String, String>, f64) {
+    let t = teacher_episode(case_id);
+    let mut replies = HashMap::new();
+    for s in &t.trajectory {
+        let mut payload = s.payload.clone();
+        if s.action_type == "submit_decision" {
+            payload.insert("decision".into(), json!("pay"));
+            payload.insert("confidence".into(), json!("0.9"));
+            payload.insert("comment".into(), json!("all checks fine"));
+            if let Some(Value::Object(ev)) = payload.get_mut("evidence_map") {
+                ev.retain(|_, v| {
+                    ["po_id", "receipt_id", "vendor_key"]
+                        .iter()
+                        .all(|k| v.get(*k).is_none())
+                });
+            }
+        }
+        let action = ls_agents::Action {
+            action_type: s.action_type.clone(),
+            payload,
+        };
+        replies.insert(
+            s.prompt.clone().unwrap(),
+            ls_agents::llm::action_target(&action),
+        );
+    }
+    (replies, t.final_score)
+}
+
+#[test]
+fn guardrails_put_a_sloppy_correct_pay_within_the_contract() {
+    for case in ["CASE-B-003", "CASE-D-002"] {
+        let (replies, teacher) = sloppy_replay(case);
+        let (base, _) = serve_with("replay", replies.clone());
+        let (plain, _) = play_case(&base, "m", 5_000, case);
+        let guard = Assistance {
+            guardrails: true,
+            ..Default::default()
+        };
+        let (base, _) = serve_with("replay", replies);
+        let (guarded, _) = play_with(&base, "m", 5_000, case, guard);
+        assert!(guarded.terminated && guarded.decision == "PAY", "{case}: {guarded:?}");
+        assert!(
+            (guarded.final_score - teacher).abs() < 0.1,
+            "{case}: guarded {} vs teacher {teacher}",
+            guarded.final_score
+        );
+        assert!(
+            plain.final_score + 0.5 < guarded.final_score,
+            "{case}: without guardrails {} ({}), with {}",
+            plain.final_score,
+            plain.decision,
+            guarded.final_score
+        );
+        let sub = &guarded.trajectory.last().unwrap().payload;
+        assert_eq!(sub["confidence"], 0.9);
+        assert!(sub.get("comment").is_none());
+    }
+}

@@ -460,6 +460,18 @@ mod tests {
     }
 
     #[test]
+    fn capability_scores_label_names_only() {
+        assert_eq!(CapabilityProfile::from_model("gpt-5.4").tier, "elite");
+        assert_eq!(CapabilityProfile::from_model("gpt-4o").tier, "strong");
+        assert_eq!(CapabilityProfile::from_model("gpt-4o-mini").tier, "standard");
+        assert_eq!(CapabilityProfile::from_model("gpt-5-pro").capability_score, 5.5);
+        assert_eq!(CapabilityProfile::from_model("local/pro-latest").capability_score, 4.0);
+        // The profile is a label: nothing of the agent's behaviour is in it.
+        let v = serde_json::to_value(CapabilityProfile::from_model("gpt-5.4")).unwrap();
+        assert_eq!(v.as_object().unwrap().len(), 3, "{v}");
+    }
+
+    #[test]
     fn ordering_is_by_capability_and_flags_an_inversion() {
         let ok = capability_order(&[
             result("gpt-5.4", 0.8, 0.6),

@@ -274,4 +274,29 @@ mod tests {
         assert_eq!(e.runs.len(), 2);
         assert!(e.provenance.starts_with("stored-run: run-p (suite public, 1 cases, seed 7, pass^2, server http://127.0.0.1:8000"), "{}", e.provenance);
     }
+
+    #[test]
+    fn an_assisted_run_is_its_own_entry_ranked_after_the_unassisted() {
+        let plain = summarize_run(
+            &run("run-u", "public", vec![rec("CASE-B-001", 7, 0.4, false)]),
+            0.85,
+        );
+        let mut hinted = run("run-h", "public", vec![rec("CASE-B-001", 7, 0.97, false)]);
+        hinted.agent_type = "llm-agent+teacher_hint".into();
+        hinted.summary["track"] = "assisted".into();
+        hinted.summary["assistance"] = serde_json::json!(["teacher_hint"]);
+        let hinted = summarize_run(&hinted, 0.85);
+        assert_eq!(hinted.provenance.track, "assisted");
+        let lb = crate::product::leaderboard(
+            stored_entries(&[hinted, plain], 0.0, 0.85),
+            None,
+        );
+        let order: Vec<(&str, f64)> = lb
+            .entries
+            .iter()
+            .map(|e| (e.track.as_str(), e.public.public_mean))
+            .collect();
+        assert_eq!(order, vec![("unassisted", 0.4), ("assisted", 0.97)]);
+        assert!(lb.entries[1].provenance.contains("assisted: teacher_hint"), "{}", lb.entries[1].provenance);
+    }
 }

@@ -181,7 +181,9 @@ pub fn render_documents(docs: &Value, budget: usize) -> (String, (usize, usize))
         }
     }
     let total: usize = lists.iter().map(|(_, r)| r.len()).sum();
-    let mut left = budget.saturating_sub(head.len());
+    // Each list's heading line ("## name (k of n rows shown)").
+    let headings: usize = lists.iter().map(|(k, _)| k.len() + 40).sum();
+    let mut left = budget.saturating_sub(head.len() + headings);
     let mut shown = vec![0usize; lists.len()];
     let mut progressed = true;
     while progressed {

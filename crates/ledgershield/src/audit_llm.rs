@@ -96,11 +96,18 @@ pub struct AuditLlmArgs {
 /// The key for the endpoint: `OPENAI_API_KEY`, `LEDGERSHIELD_API_KEY`, else `HF_TOKEN` (the
 /// seed's variable).
 fn endpoint_key() -> Option<String> {
-    llm_key_from_env().or_else(|| std::env::var("HF_TOKEN").ok().filter(|k| !k.trim().is_empty()))
+    llm_key_from_env().or_else(|| {
+        std::env::var("HF_TOKEN")
+            .ok()
+            .filter(|k| !k.trim().is_empty())
+    })
 }
 
 fn operator_key(file: Option<&PathBuf>) -> Option<String> {
-    if let Some(k) = std::env::var("ADMIN_API_KEY").ok().filter(|k| !k.is_empty()) {
+    if let Some(k) = std::env::var("ADMIN_API_KEY")
+        .ok()
+        .filter(|k| !k.is_empty())
+    {
         return Some(k);
     }
     let path = file
@@ -162,7 +169,11 @@ enum Played {
     Campaigns(Vec<AuditCampaignRecord>),
 }
 
-fn play_and_store(policy: &mut dyn AuditPolicy, play: &AuditPlayArgs, extra: &mut Value) -> Result<()> {
+fn play_and_store(
+    policy: &mut dyn AuditPolicy,
+    play: &AuditPlayArgs,
+    extra: &mut Value,
+) -> Result<()> {
     if play.seeds.is_empty() || play.seeds.len() > 64 {
         bail!("--seeds: give 1 to 64 seeds");
     }
@@ -261,7 +272,12 @@ fn summary(
             }
             let means: BTreeMap<&str, f64> = per
                 .iter()
-                .map(|(k, v)| (*k, ls_report::metrics::r4(v.iter().sum::<f64>() / v.len() as f64)))
+                .map(|(k, v)| {
+                    (
+                        *k,
+                        ls_report::metrics::r4(v.iter().sum::<f64>() / v.len() as f64),
+                    )
+                })
                 .collect();
             s["tasks"] = json!(tasks);
             s["task_means"] = json!(means);
@@ -313,7 +329,12 @@ fn task_row(run_id: &str, idx: usize, case_id: String, r: &AuditTaskRecord) -> R
     })
 }
 
-fn store(policy: &dyn AuditPolicy, play: &AuditPlayArgs, played: &Played, summary: &Value) -> Result<()> {
+fn store(
+    policy: &dyn AuditPolicy,
+    play: &AuditPlayArgs,
+    played: &Played,
+    summary: &Value,
+) -> Result<()> {
     let mut store = open_store(&play.db)?;
     let kind = if play.campaign {
         AUDIT_CAMPAIGN_KIND
@@ -326,7 +347,12 @@ fn store(policy: &dyn AuditPolicy, play: &AuditPlayArgs, played: &Played, summar
     match played {
         Played::Tasks(recs) => {
             for (i, r) in recs.iter().enumerate() {
-                rows.push(task_row(&run_id, i, format!("{}@{}", r.task_id, r.seed), r)?);
+                rows.push(task_row(
+                    &run_id,
+                    i,
+                    format!("{}@{}", r.task_id, r.seed),
+                    r,
+                )?);
             }
         }
         Played::Campaigns(recs) => {
@@ -403,4 +429,3 @@ pub fn audit_leaderboard(args: AuditBoardArgs) -> Result<()> {
     }
     Ok(())
 }
-

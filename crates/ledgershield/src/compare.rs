@@ -70,7 +70,6 @@ fn cases_of(set: &FixtureSet, ids: &[String]) -> Result<Vec<Case>> {
         .collect()
 }
 
-
 pub fn run(args: CompareArgs) -> Result<()> {
     let mut models: Vec<String> = Vec::new();
     for m in args.models.iter().map(|m| m.trim()) {

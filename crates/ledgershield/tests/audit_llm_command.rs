@@ -107,13 +107,34 @@ fn audit_llm_plays_a_server_and_ranks_beside_the_baseline() {
     let db = dir.join("ls.db");
     let db = db.to_str().unwrap();
     let o = ledgershield(&[
-        "audit-llm", "--api-base", &api, "--model", "scripted", "--url", &url, "--task",
-        "expense_audit,invoice_match", "--seeds", "42,100", "--db", db,
+        "audit-llm",
+        "--api-base",
+        &api,
+        "--model",
+        "scripted",
+        "--url",
+        &url,
+        "--task",
+        "expense_audit,invoice_match",
+        "--seeds",
+        "42,100",
+        "--db",
+        db,
     ]);
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&o.stderr));
-    let starts = stdout.lines().filter(|l| l.starts_with("[START] task=")).count();
-    let ends: Vec<&str> = stdout.lines().filter(|l| l.starts_with("[END] success=")).collect();
+    assert!(
+        o.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let starts = stdout
+        .lines()
+        .filter(|l| l.starts_with("[START] task="))
+        .count();
+    let ends: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("[END] success="))
+        .collect();
     assert_eq!((starts, ends.len()), (4, 4), "{stdout}");
     assert!(stdout.contains("[START] task=expense_audit env=financial_audit_env model=scripted"));
     assert!(stdout.contains("action=submit_1_findings"), "{stdout}");
@@ -121,25 +142,65 @@ fn audit_llm_plays_a_server_and_ranks_beside_the_baseline() {
     let runs = stored(std::path::Path::new(db));
     assert_eq!(runs.len(), 1);
     let r = &runs[0];
-    assert_eq!((r.kind.as_str(), r.agent.as_str(), r.model.as_str()), ("audit", "audit-llm", "scripted"));
+    assert_eq!(
+        (r.kind.as_str(), r.agent.as_str(), r.model.as_str()),
+        ("audit", "audit-llm", "scripted")
+    );
     assert_eq!(r.summary["server"], url.as_str());
     assert_eq!(r.summary["model_calls"]["calls"], 4);
     assert_eq!(r.summary["model_calls"]["prompt_tokens"], 4000);
     assert_eq!(r.summary["track"], "unassisted");
-    assert_eq!(r.summary["failed_episodes"], 0, "held-out grades read with the operator key");
+    assert_eq!(
+        r.summary["failed_episodes"], 0,
+        "held-out grades read with the operator key"
+    );
 
     // A campaign over HTTP.
     let o = ledgershield(&[
-        "audit-llm", "--api-base", &api, "--model", "scripted", "--url", &url, "--campaign",
-        "--periods", "1", "--seeds", "7", "--db", db,
+        "audit-llm",
+        "--api-base",
+        &api,
+        "--model",
+        "scripted",
+        "--url",
+        &url,
+        "--campaign",
+        "--periods",
+        "1",
+        "--seeds",
+        "7",
+        "--db",
+        db,
     ]);
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&o.stderr));
-    assert!(stdout.starts_with("[START] campaign seed=7 periods=1\n[STEP] period=1 phase=start\n"), "{stdout}");
-    assert!(stdout.contains("[STEP] period=1 role=gst_specialist findings="), "{stdout}");
-    assert!(stdout.trim_end().ends_with("periods=1 success=true"), "{stdout}");
+    assert!(
+        o.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.starts_with("[START] campaign seed=7 periods=1\n[STEP] period=1 phase=start\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("[STEP] period=1 role=gst_specialist findings="),
+        "{stdout}"
+    );
+    assert!(
+        stdout.trim_end().ends_with("periods=1 success=true"),
+        "{stdout}"
+    );
 
-    let o = ledgershield(&["audit-baseline", "--store", "--seeds", "42,100", "--task", "expense_audit", "--db", db]);
+    let o = ledgershield(&[
+        "audit-baseline",
+        "--store",
+        "--seeds",
+        "42,100",
+        "--task",
+        "expense_audit",
+        "--db",
+        db,
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = ledgershield(&["audit-leaderboard", "--db", db, "--json"]);
     assert!(o.status.success());
@@ -151,7 +212,11 @@ fn audit_llm_plays_a_server_and_ranks_beside_the_baseline() {
         .collect();
     assert_eq!(
         agents,
-        vec![("audit-baseline", "tasks"), ("audit-llm", "tasks"), ("audit-llm", "campaign")],
+        vec![
+            ("audit-baseline", "tasks"),
+            ("audit-llm", "tasks"),
+            ("audit-llm", "campaign")
+        ],
         "{board}"
     );
     assert!(entries[0]["mean_score"].as_f64() > entries[1]["mean_score"].as_f64());
@@ -166,17 +231,52 @@ fn a_failing_endpoint_is_an_error_and_nothing_is_stored() {
     let db = db.to_str().unwrap();
     let dead = "http://127.0.0.1:9/v1";
     let o = ledgershield(&[
-        "audit-llm", "--api-base", dead, "--model", "m", "--task", "expense_audit", "--retries",
-        "0", "--timeout-secs", "1", "--db", db,
+        "audit-llm",
+        "--api-base",
+        dead,
+        "--model",
+        "m",
+        "--task",
+        "expense_audit",
+        "--retries",
+        "0",
+        "--timeout-secs",
+        "1",
+        "--db",
+        db,
     ]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("answered none"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("answered none"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let o = ledgershield(&[
-        "run", "--agent", "llm", "--api-base", dead, "--model", "gpt-4o", "--cases",
-        "CASE-A-001,CASE-D-001", "--retries", "0", "--timeout-secs", "1", "--db", db,
+        "run",
+        "--agent",
+        "llm",
+        "--api-base",
+        dead,
+        "--model",
+        "gpt-4o",
+        "--cases",
+        "CASE-A-001,CASE-D-001",
+        "--retries",
+        "0",
+        "--timeout-secs",
+        "1",
+        "--db",
+        db,
     ]);
-    assert!(!o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(
+        !o.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("answered none of 2 calls") && err.contains("not scored or stored"), "{err}");
+    assert!(
+        err.contains("answered none of 2 calls") && err.contains("not scored or stored"),
+        "{err}"
+    );
     assert!(stored(std::path::Path::new(db)).is_empty());
 }

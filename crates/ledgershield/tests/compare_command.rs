@@ -165,7 +165,10 @@ fn compare_ranks_two_policies_and_the_runs_reach_the_leaderboard() {
     assert_eq!(traces.len(), 4);
     assert!(traces.iter().all(|t| t["decision"] == "PAY"));
     let actions = strong["traces"][0]["actions"].as_array().unwrap();
-    assert_eq!(actions, &vec![json!("lookup_vendor"), json!("submit_decision")]);
+    assert_eq!(
+        actions,
+        &vec![json!("lookup_vendor"), json!("submit_decision")]
+    );
     let order = &s["capability_order"];
     assert_eq!(
         order["ordered_models"],

@@ -56,7 +56,9 @@ impl CallStats {
             failed: self.failed.saturating_sub(before.failed),
             requests: self.requests.saturating_sub(before.requests),
             prompt_tokens: self.prompt_tokens.saturating_sub(before.prompt_tokens),
-            completion_tokens: self.completion_tokens.saturating_sub(before.completion_tokens),
+            completion_tokens: self
+                .completion_tokens
+                .saturating_sub(before.completion_tokens),
             seconds: ls_core::text::round_dp((self.seconds - before.seconds).max(0.0), 3),
         }
     }
@@ -101,7 +103,11 @@ impl CallStats {
     /// Add the `usage` object of a completion, if it has one.
     pub fn add_usage(&mut self, completion: &Value) {
         let u = completion.get("usage");
-        let n = |k: &str| u.and_then(|u| u.get(k)).and_then(Value::as_u64).unwrap_or(0);
+        let n = |k: &str| {
+            u.and_then(|u| u.get(k))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+        };
         self.prompt_tokens += n("prompt_tokens");
         self.completion_tokens += n("completion_tokens");
     }
@@ -134,7 +140,13 @@ pub fn interpret(completion: &Value) -> Result<Reply, String> {
 
 /// A chat-completions request: the model, temperature, token cap and the system and user
 /// messages (what every model is sent, whatever its name).
-pub fn request_body(model: &str, temperature: f64, max_tokens: u32, system: &str, user: &str) -> Value {
+pub fn request_body(
+    model: &str,
+    temperature: f64,
+    max_tokens: u32,
+    system: &str,
+    user: &str,
+) -> Value {
     json!({
         "model": model,
         "temperature": temperature,
@@ -284,7 +296,8 @@ mod tests {
         assert_eq!(interpret(&text), Ok(Reply::Text("[]".into())));
         let refusal = json!({"choices": [{"message": {"content": null, "refusal": "no"}}]});
         assert_eq!(interpret(&refusal), Ok(Reply::Refusal("no".into())));
-        let filtered = json!({"choices": [{"message": {"content": "x"}, "finish_reason": "content_filter"}]});
+        let filtered =
+            json!({"choices": [{"message": {"content": "x"}, "finish_reason": "content_filter"}]});
         assert_eq!(
             interpret(&filtered),
             Ok(Reply::Refusal("content_filter".into()))
@@ -311,7 +324,10 @@ mod tests {
             ..Default::default()
         };
         assert!(!refused.endpoint_failed(), "a refusal is an answer");
-        assert!(!CallStats::default().endpoint_failed(), "no call, no failure");
+        assert!(
+            !CallStats::default().endpoint_failed(),
+            "no call, no failure"
+        );
         let later = CallStats {
             calls: 5,
             answered: 2,

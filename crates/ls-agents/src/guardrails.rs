@@ -42,7 +42,13 @@ const CODE_LISTS: [&str; 4] = [
     "campaign_signals",
 ];
 /// Record keys an evidence entry may cite instead of tokens.
-const RECORD_KEYS: [&str; 5] = ["po_id", "receipt_id", "vendor_key", "ledger_id", "artifact_id"];
+const RECORD_KEYS: [&str; 5] = [
+    "po_id",
+    "receipt_id",
+    "vendor_key",
+    "ledger_id",
+    "artifact_id",
+];
 
 #[derive(Debug, Clone, PartialEq)]
 struct Place {
@@ -140,7 +146,12 @@ impl Guardrails {
                 }
             }
             "search_ledger" => {
-                for h in r.get("hits").and_then(Value::as_array).into_iter().flatten() {
+                for h in r
+                    .get("hits")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     let score = h.get("match_score").and_then(Value::as_f64).unwrap_or(0.0);
                     if let (true, Some(id)) = (
                         score >= LEDGER_MATCH,
@@ -281,7 +292,12 @@ impl Guardrails {
             match self.task_type.as_str() {
                 "task_b" => {
                     add(ev, "three_way_match_po", "po_id", self.pos.first());
-                    add(ev, "three_way_match_receipt", "receipt_id", self.receipts.first());
+                    add(
+                        ev,
+                        "three_way_match_receipt",
+                        "receipt_id",
+                        self.receipts.first(),
+                    );
                 }
                 "task_c" | "task_d" | "task_e" => add(
                     ev,
@@ -428,7 +444,10 @@ mod tests {
         assert!(p.get("policy_checks").is_none() && p.get("rationale").is_none());
         assert_eq!(p["notes"], "7");
         assert!(Submission::from_payload(p).is_ok());
-        assert!(notes.iter().any(|n| n.contains("made_up_code")), "{notes:?}");
+        assert!(
+            notes.iter().any(|n| n.contains("made_up_code")),
+            "{notes:?}"
+        );
         // An unknown decision word is left for the grade: the guardrail never picks a decision.
         let mut b = submit(json!({"decision": "APPROVE"}));
         g.apply(&mut b);
@@ -447,10 +466,12 @@ mod tests {
                 {"token_id": "t2", "page": 1, "bbox": [1, 5, 3, 8], "text": "Total: 9"}]})],
             "task_d",
         );
-        let mut a = submit(json!({"decision": "HOLD", "reason_codes": ["bank_account_mismatch"], "evidence_map": {
+        let mut a = submit(
+            json!({"decision": "HOLD", "reason_codes": ["bank_account_mismatch"], "evidence_map": {
             "bank account mismatch": {"token_ids": ["t1", "t9", "t2", "t1"]},
             "sender_domain_spoof": {"doc_id": "EMAIL-1", "token_ids": ["nope"]},
-            "vendor_master_mismatch": {"vendor_key": "never-looked-up"}}}));
+            "vendor_master_mismatch": {"vendor_key": "never-looked-up"}}}),
+        );
         g.apply(&mut a);
         let ev = a.payload["evidence_map"].as_object().unwrap();
         assert_eq!(ev.len(), 1, "{ev:?}");
@@ -482,7 +503,9 @@ mod tests {
         let mut a = submit(json!({"decision": "PAY"}));
         d.apply(&mut a);
         assert_eq!(a.payload["evidence_map"], json!({}));
-        let mut h = submit(json!({"decision": "HOLD", "reason_codes": ["bank_account_mismatch", "urgent_payment_pressure"]}));
+        let mut h = submit(
+            json!({"decision": "HOLD", "reason_codes": ["bank_account_mismatch", "urgent_payment_pressure"]}),
+        );
         d.apply(&mut h);
         assert_eq!(
             h.payload["evidence_map"],

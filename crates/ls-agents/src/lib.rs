@@ -39,10 +39,10 @@ pub mod redteam;
 pub mod runner;
 pub mod teacher;
 
-pub use baselines::{FixedDecisionAgent, RandomAgent};
-pub use client::{ClientError, EnvClient, HttpEnv, LocalEnv};
 pub use assist::{Assistance, Harness};
+pub use baselines::{FixedDecisionAgent, RandomAgent};
 pub use chat::CallStats;
+pub use client::{ClientError, EnvClient, HttpEnv, LocalEnv};
 pub use llm::{LlmAgent, LlmConfig};
 pub use redteam::{GamingAgent, GamingFamily};
 pub use runner::{run_episode, Action, Agent, EpisodeRecord, Silent, StepObserver, StepRecord};

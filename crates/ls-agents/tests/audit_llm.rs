@@ -24,8 +24,10 @@ struct Mock {
 }
 
 fn completion(content: &str) -> Json<Value> {
-    Json(json!({"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 10}}))
+    Json(
+        json!({"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 10}}),
+    )
 }
 
 const FIXED: &str = r#"[{"document_id": "EXP-001", "error_type": "weekend_expense", "description": "claimed on a Sunday", "confidence": 0.9}, {"document_id": "NOPE", "error_type": "made_up"}]"#;
@@ -37,7 +39,8 @@ fn first_type_finding(user: &str) -> String {
         .nth(1)
         .and_then(|s| s.split([',', '\n']).next())
         .unwrap_or("x");
-    json!([{"document_id": "DOC-1", "error_type": ty.trim(), "description": "scripted"}]).to_string()
+    json!([{"document_id": "DOC-1", "error_type": ty.trim(), "description": "scripted"}])
+        .to_string()
 }
 
 /// Approve the first listed ref, reject the second, and decide one the overseer was not shown.
@@ -56,8 +59,14 @@ async fn chat(
     State(m): State<Mock>,
     Json(body): Json<Value>,
 ) -> Result<Json<Value>, axum::http::StatusCode> {
-    let system = body["messages"][0]["content"].as_str().unwrap_or("").to_owned();
-    let user = body["messages"][1]["content"].as_str().unwrap_or("").to_owned();
+    let system = body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    let user = body["messages"][1]["content"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
     let mut seen = body.clone();
     seen.as_object_mut().unwrap().remove("model");
     m.bodies.lock().unwrap().push(seen);
@@ -140,7 +149,10 @@ fn scripted_findings_are_graded_as_the_environment_grades_them() {
     f.confidence = Some(0.9);
     assert_eq!(rec.score, Some(graded(TaskId::ExpenseAudit, 42, vec![f])));
     let calls = rec.model_calls.unwrap();
-    assert_eq!((calls.calls, calls.answered, calls.prompt_tokens), (1, 1, 100));
+    assert_eq!(
+        (calls.calls, calls.answered, calls.prompt_tokens),
+        (1, 1, 100)
+    );
     let text = String::from_utf8(out).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
@@ -181,12 +193,20 @@ fn refusals_garbage_and_failing_endpoints_are_recorded_never_a_crash() {
         );
         assert!(!rec.failed, "{mode}: the environment still grades the task");
         assert!(rec.findings.is_empty());
-        assert!(rec.error.as_deref().unwrap_or("").contains(why), "{mode}: {:?}", rec.error);
+        assert!(
+            rec.error.as_deref().unwrap_or("").contains(why),
+            "{mode}: {:?}",
+            rec.error
+        );
         assert_eq!(rec.score, Some(empty));
         let c = rec.model_calls.unwrap();
         assert_eq!(c.endpoint_failed(), mode == "down", "{mode}");
         let sent = bodies.lock().unwrap().len();
-        assert_eq!(sent, if mode == "down" { 3 } else { 1 }, "{mode}: retries only on failures");
+        assert_eq!(
+            sent,
+            if mode == "down" { 3 } else { 1 },
+            "{mode}: retries only on failures"
+        );
         let text = String::from_utf8(out).unwrap();
         let step = text.lines().nth(1).unwrap();
         assert!(step.starts_with("[STEP]") && step.contains(why), "{text}");
@@ -219,16 +239,27 @@ fn a_campaign_plays_every_period_specialists_then_the_overseer() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "[START] campaign seed=7 periods=2");
     assert_eq!(lines[1], "[STEP] period=1 phase=start");
-    assert_eq!(lines[2], "[STEP] period=1 role=expense_specialist findings=1");
+    assert_eq!(
+        lines[2],
+        "[STEP] period=1 role=expense_specialist findings=1"
+    );
     assert_eq!(lines[5], "[STEP] period=1 role=fraud_specialist findings=1");
-    assert_eq!(lines[6], "[STEP] period=1 phase=overseer_review decisions=2");
+    assert_eq!(
+        lines[6],
+        "[STEP] period=1 phase=overseer_review decisions=2"
+    );
     assert_eq!(lines.len(), 14);
     assert_eq!(
         lines[13],
-        format!("[END] campaign_id={} periods=2 success=true", rec.campaign_id)
+        format!(
+            "[END] campaign_id={} periods=2 success=true",
+            rec.campaign_id
+        )
     );
     assert_eq!(
-        finding_ref(&json!({"role": "gst_specialist", "finding": {"document_id": "B-1", "error_type": "late_claim"}})),
+        finding_ref(
+            &json!({"role": "gst_specialist", "finding": {"document_id": "B-1", "error_type": "late_claim"}})
+        ),
         "gst_specialist:B-1:late_claim"
     );
 }
@@ -255,7 +286,13 @@ fn the_baseline_through_the_driver_scores_what_audit_env_scores() {
     let mut b = BaselineAuditor::default();
     for task in TaskId::ALL {
         for s in seeds {
-            let rec = run_task(&mut b, &mut LocalAudit::default(), task.as_str(), s, &mut Quiet);
+            let rec = run_task(
+                &mut b,
+                &mut LocalAudit::default(),
+                task.as_str(),
+                s,
+                &mut Quiet,
+            );
             assert_eq!(
                 rec.score,
                 Some(direct.tasks[task.as_str()].scores[&s]),

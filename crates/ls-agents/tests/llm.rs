@@ -355,7 +355,11 @@ fn every_model_name_gets_byte_identical_requests() {
     for case in ["CASE-D-001", "CASE-B-001"] {
         let a = bodies_of("canned", "gpt-4o", case);
         assert!(!a.is_empty());
-        for other in ["local/tiny-checkpoint", "gpt-5.4-pro-latest", "gemma-3-270m"] {
+        for other in [
+            "local/tiny-checkpoint",
+            "gpt-5.4-pro-latest",
+            "gemma-3-270m",
+        ] {
             let b = bodies_of("canned", other, case);
             let (ta, tb) = (
                 serde_json::to_string(&a).unwrap(),
@@ -415,7 +419,9 @@ fn a_hint_echoing_endpoint_gets_no_hint_unless_the_option_is_on() {
 #[test]
 fn a_failing_endpoint_is_recorded_as_failed_not_as_a_score() {
     let (rec, calls, out) = play("down", "gpt-4o", 5_000);
-    let c = rec.model_calls.expect("the episode records its model calls");
+    let c = rec
+        .model_calls
+        .expect("the episode records its model calls");
     assert_eq!((c.calls, c.answered, c.failed), (1, 0, 1));
     assert_eq!(c.requests as usize, calls, "one call, retried twice");
     assert!(rec.endpoint_failed());
@@ -492,7 +498,10 @@ fn guardrails_put_a_sloppy_correct_pay_within_the_contract() {
         };
         let (base, _) = serve_with("replay", replies);
         let (guarded, _) = play_with(&base, "m", 5_000, case, guard);
-        assert!(guarded.terminated && guarded.decision == "PAY", "{case}: {guarded:?}");
+        assert!(
+            guarded.terminated && guarded.decision == "PAY",
+            "{case}: {guarded:?}"
+        );
         assert!(
             (guarded.final_score - teacher).abs() < 0.1,
             "{case}: guarded {} vs teacher {teacher}",

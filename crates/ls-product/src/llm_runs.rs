@@ -4,8 +4,7 @@
 //! the request's key, if any, is sent as the endpoint's bearer token and never echoed.
 
 use ls_agents::{
-    offline_agent, Agent, Assistance, CallStats, EpisodeRecord, LlmAgent, LlmConfig,
-    OFFLINE_AGENTS,
+    offline_agent, Agent, Assistance, CallStats, EpisodeRecord, LlmAgent, LlmConfig, OFFLINE_AGENTS,
 };
 use ls_server::error::ApiError;
 use schemars::JsonSchema;
@@ -125,17 +124,19 @@ pub fn check(agent: &str, llm: Option<&LlmEndpoint>) -> Result<(), ApiError> {
 /// A fresh agent for one case (`None` for a name [`check`] refuses).
 pub fn agent(name: &str, llm: Option<&LlmEndpoint>) -> Option<Box<dyn Agent>> {
     match (name, llm) {
-        (LLM_AGENT, Some(e)) => Some(Box::new(LlmAgent::new(LlmConfig {
-            api_base: e.api_base.trim().trim_end_matches('/').to_owned(),
-            model: e.model.trim().to_owned(),
-            api_key: e.api_key.clone().filter(|k| !k.is_empty()),
-            temperature: 0.0,
-            timeout: CALL_TIMEOUT,
-            max_retries: 1,
-            backoff: Duration::from_millis(500),
-            max_tokens: None,
-        })
-        .with_assistance(e.assistance.into()))),
+        (LLM_AGENT, Some(e)) => Some(Box::new(
+            LlmAgent::new(LlmConfig {
+                api_base: e.api_base.trim().trim_end_matches('/').to_owned(),
+                model: e.model.trim().to_owned(),
+                api_key: e.api_key.clone().filter(|k| !k.is_empty()),
+                temperature: 0.0,
+                timeout: CALL_TIMEOUT,
+                max_retries: 1,
+                backoff: Duration::from_millis(500),
+                max_tokens: None,
+            })
+            .with_assistance(e.assistance.into()),
+        )),
         (LLM_AGENT, None) => None,
         (other, _) => offline_agent(other),
     }

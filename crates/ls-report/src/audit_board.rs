@@ -81,7 +81,11 @@ fn seeds_of(s: &Value) -> Vec<u64> {
 fn entry(r: &AuditRunInput) -> AuditBoardEntry {
     let s = &r.summary;
     let n = |k: &str| s.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let calls = |k: &str| s.pointer(&format!("/model_calls/{k}")).and_then(Value::as_u64).unwrap_or(0);
+    let calls = |k: &str| {
+        s.pointer(&format!("/model_calls/{k}"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
     let seeds = seeds_of(s);
     AuditBoardEntry {
         rank: 0,
@@ -182,7 +186,10 @@ pub fn audit_board_markdown(b: &AuditBoard) -> String {
     }
     let _ = writeln!(s, "{}\n", b.note);
     let _ = writeln!(s, "| track | mode | rank | agent | model | seeds | mean | expense | invoice | gst | fraud | episodes (failed) | tokens in/out | seconds | source | run |");
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
     for e in &b.entries {
         let t = |k: &str| {
             e.task_means
@@ -243,20 +250,41 @@ mod tests {
     #[test]
     fn the_baseline_ranks_beside_the_llm_auditors_newest_run_each() {
         let runs = vec![
-            run("b1", AUDIT_TASKS_KIND, "audit-baseline", "rule-based-baseline-v1", 0.86, "2026-01-01"),
+            run(
+                "b1",
+                AUDIT_TASKS_KIND,
+                "audit-baseline",
+                "rule-based-baseline-v1",
+                0.86,
+                "2026-01-01",
+            ),
             run("l1", AUDIT_TASKS_KIND, "audit-llm", "m", 0.2, "2026-01-01"),
             run("l2", AUDIT_TASKS_KIND, "audit-llm", "m", 0.3, "2026-01-02"),
-            run("c1", AUDIT_CAMPAIGN_KIND, "audit-llm", "m", 0.1, "2026-01-02"),
+            run(
+                "c1",
+                AUDIT_CAMPAIGN_KIND,
+                "audit-llm",
+                "m",
+                0.1,
+                "2026-01-02",
+            ),
             run("r1", "run", "teacher", "t", 0.99, "2026-01-02"),
         ];
         let b = audit_board(&runs);
         let ids: Vec<&str> = b.entries.iter().map(|e| e.run_id.as_str()).collect();
-        assert_eq!(ids, vec!["b1", "l2", "c1"], "newest llm run, campaigns after tasks, no ControlBench run");
+        assert_eq!(
+            ids,
+            vec!["b1", "l2", "c1"],
+            "newest llm run, campaigns after tasks, no ControlBench run"
+        );
         assert_eq!(b.entries[1].rank, 2);
         assert_eq!(b.entries[2].rank, 1, "campaigns are ranked on their own");
         assert!(b.entries[0].held_out);
         assert_eq!(b.entries[0].prompt_tokens, 5);
         let md = audit_board_markdown(&b);
-        assert!(md.contains("| unassisted | tasks | 1 | audit-baseline |"), "{md}");
+        assert!(
+            md.contains("| unassisted | tasks | 1 | audit-baseline |"),
+            "{md}"
+        );
     }
 }

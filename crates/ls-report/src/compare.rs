@@ -325,7 +325,9 @@ fn run_model(
         agent_type: probe.agent_type(),
         model_profile: CapabilityProfile::from_model(&m.model),
         harness: probe.harness().unwrap_or_default(),
-        model_calls: ls_agents::CallStats::total(recs.iter().filter_map(|r| r.model_calls.as_ref())),
+        model_calls: ls_agents::CallStats::total(
+            recs.iter().filter_map(|r| r.model_calls.as_ref()),
+        ),
         average_score: r4(scores.iter().sum::<f64>() / n.max(1) as f64),
         success_rate: rate(scores.iter().filter(|s| **s >= cfg.threshold).count(), n),
         min_score: r4(scores.iter().cloned().fold(1.0, f64::min)),
@@ -463,9 +465,18 @@ mod tests {
     fn capability_scores_label_names_only() {
         assert_eq!(CapabilityProfile::from_model("gpt-5.4").tier, "elite");
         assert_eq!(CapabilityProfile::from_model("gpt-4o").tier, "strong");
-        assert_eq!(CapabilityProfile::from_model("gpt-4o-mini").tier, "standard");
-        assert_eq!(CapabilityProfile::from_model("gpt-5-pro").capability_score, 5.5);
-        assert_eq!(CapabilityProfile::from_model("local/pro-latest").capability_score, 4.0);
+        assert_eq!(
+            CapabilityProfile::from_model("gpt-4o-mini").tier,
+            "standard"
+        );
+        assert_eq!(
+            CapabilityProfile::from_model("gpt-5-pro").capability_score,
+            5.5
+        );
+        assert_eq!(
+            CapabilityProfile::from_model("local/pro-latest").capability_score,
+            4.0
+        );
         // The profile is a label: nothing of the agent's behaviour is in it.
         let v = serde_json::to_value(CapabilityProfile::from_model("gpt-5.4")).unwrap();
         assert_eq!(v.as_object().unwrap().len(), 3, "{v}");

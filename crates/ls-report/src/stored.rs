@@ -287,16 +287,17 @@ mod tests {
         hinted.summary["assistance"] = serde_json::json!(["teacher_hint"]);
         let hinted = summarize_run(&hinted, 0.85);
         assert_eq!(hinted.provenance.track, "assisted");
-        let lb = crate::product::leaderboard(
-            stored_entries(&[hinted, plain], 0.0, 0.85),
-            None,
-        );
+        let lb = crate::product::leaderboard(stored_entries(&[hinted, plain], 0.0, 0.85), None);
         let order: Vec<(&str, f64)> = lb
             .entries
             .iter()
             .map(|e| (e.track.as_str(), e.public.public_mean))
             .collect();
         assert_eq!(order, vec![("unassisted", 0.4), ("assisted", 0.97)]);
-        assert!(lb.entries[1].provenance.contains("assisted: teacher_hint"), "{}", lb.entries[1].provenance);
+        assert!(
+            lb.entries[1].provenance.contains("assisted: teacher_hint"),
+            "{}",
+            lb.entries[1].provenance
+        );
     }
 }

@@ -185,7 +185,11 @@ pub struct HttpAudit {
 }
 
 impl HttpAudit {
-    pub fn new(base: &str, timeout: Duration, operator_key: Option<String>) -> Result<Self, String> {
+    pub fn new(
+        base: &str,
+        timeout: Duration,
+        operator_key: Option<String>,
+    ) -> Result<Self, String> {
         let http = reqwest::blocking::Client::builder()
             .timeout(timeout)
             .redirect(reqwest::redirect::Policy::none())
@@ -220,7 +224,9 @@ impl Drop for HttpAudit {
 impl AuditClient for HttpAudit {
     fn call(&mut self, route: AuditRoute, body: &Value) -> Result<Value, String> {
         let (method, path) = route.http();
-        let mut req = self.http.request(method.clone(), format!("{}{path}", self.base));
+        let mut req = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.base));
         if let Some(s) = &self.session {
             req = req.header("x-session-id", s);
         }
@@ -233,9 +239,16 @@ impl AuditClient for HttpAudit {
         if method == reqwest::Method::POST {
             req = req.json(body);
         }
-        let resp = req
-            .send()
-            .map_err(|e| format!("{path}: {}", if e.is_timeout() { "timeout" } else { "transport error" }))?;
+        let resp = req.send().map_err(|e| {
+            format!(
+                "{path}: {}",
+                if e.is_timeout() {
+                    "timeout"
+                } else {
+                    "transport error"
+                }
+            )
+        })?;
         let status = resp.status();
         let bytes = crate::chat::read_bounded(resp, MAX_ENV_REPLY_BYTES)
             .map_err(|e| format!("{path}: {e}"))?;

@@ -260,13 +260,16 @@ pub fn parse_findings(text: &str, valid: &[String], max: usize) -> (Vec<Value>, 
             continue;
         };
         let doc = text_field(o, "document_id").filter(|d| d.chars().count() <= 100);
-        let ty = text_field(o, "error_type").map(|t| t.to_ascii_lowercase().replace([' ', '-'], "_"));
+        let ty =
+            text_field(o, "error_type").map(|t| t.to_ascii_lowercase().replace([' ', '-'], "_"));
         let (Some(doc), Some(ty)) = (doc, ty) else {
             dropped += 1;
             continue;
         };
         let known = valid.is_empty() || valid.iter().any(|v| *v == ty);
-        let repeat = out.iter().any(|f| f["document_id"] == doc && f["error_type"] == ty);
+        let repeat = out
+            .iter()
+            .any(|f| f["document_id"] == doc && f["error_type"] == ty);
         if !known || repeat || out.len() >= max {
             dropped += 1;
             continue;
@@ -278,7 +281,11 @@ pub fn parse_findings(text: &str, valid: &[String], max: usize) -> (Vec<Value>, 
                 .map(|d| d.chars().take(MAX_DESCRIPTION_CHARS).collect::<String>())
                 .unwrap_or_else(|| "Finding".into()),
         });
-        if let Some(c) = o.get("confidence").and_then(Value::as_f64).filter(|c| c.is_finite()) {
+        if let Some(c) = o
+            .get("confidence")
+            .and_then(Value::as_f64)
+            .filter(|c| c.is_finite())
+        {
             f["confidence"] = json!(c.clamp(0.0, 1.0));
         }
         out.push(f);
@@ -334,7 +341,8 @@ impl AuditPolicy for LlmAuditor {
         let (prompt, rows) = self.task_prompt(view);
         match self.ask(SYSTEM, &prompt) {
             Ok(text) => {
-                let (findings, dropped) = parse_findings(&text, &view.valid_types, view.max_findings);
+                let (findings, dropped) =
+                    parse_findings(&text, &view.valid_types, view.max_findings);
                 let error = (findings.is_empty() && !text.trim_start().starts_with('['))
                     .then(|| "model reply holds no findings array".to_owned());
                 Findings {
@@ -441,13 +449,18 @@ mod tests {
             "[{\"finding_ref\": \"expense_specialist:EXP-1:over_limit\", \"verdict\": \"Reject\"}, {\"finding_ref\": \"x:y:z\", \"verdict\": \"approve\"}, {\"finding_ref\": \"expense_specialist:EXP-1:over_limit\", \"verdict\": \"maybe\"}]",
             &refs,
         );
-        assert_eq!(d, vec![json!({"finding_ref": refs[0], "verdict": "reject"})]);
+        assert_eq!(
+            d,
+            vec![json!({"finding_ref": refs[0], "verdict": "reject"})]
+        );
         assert_eq!(dropped, 2);
     }
 
     #[test]
     fn documents_are_cut_evenly_and_the_cut_is_said() {
-        let rows: Vec<Value> = (0..50).map(|i| json!({"id": format!("R-{i:03}"), "amount": i})).collect();
+        let rows: Vec<Value> = (0..50)
+            .map(|i| json!({"id": format!("R-{i:03}"), "amount": i}))
+            .collect();
         let docs = json!({"policy": {"limit": 5}, "a": rows.clone(), "b": rows});
         let (all, (shown, total)) = render_documents(&docs, 100_000);
         assert_eq!((shown, total), (100, 100));
@@ -456,7 +469,10 @@ mod tests {
         assert!(cut.len() <= 1_500, "{}", cut.len());
         assert_eq!(total, 100);
         assert!(shown > 10 && shown < 100, "{shown}");
-        let a = cut.lines().filter(|l| l.contains("R-") && l.starts_with('{')).count();
+        let a = cut
+            .lines()
+            .filter(|l| l.contains("R-") && l.starts_with('{'))
+            .count();
         assert!(cut.contains("rows shown)"));
         assert_eq!(a, shown);
     }

@@ -230,7 +230,8 @@ fn play_task(
     rec.dropped_findings = f.dropped;
     (rec.rows_shown, rec.rows_total) = f.rows;
     rec.steps = 1;
-    rec.rewards.push(step.get("reward").and_then(Value::as_f64).unwrap_or(0.0));
+    rec.rewards
+        .push(step.get("reward").and_then(Value::as_f64).unwrap_or(0.0));
     let grade = match step.get("grader").filter(|g| g.is_object()) {
         Some(g) => g.clone(),
         None => env.call(AuditRoute::Grader, &Value::Null)?,
@@ -293,7 +294,13 @@ fn play_campaign(
         let mut submitted: Vec<Value> = Vec::new();
         let mut instructions = Value::Null;
         for (role, task) in ROLES.iter().zip(TASKS) {
-            let t = play_role(policy, env, &id, (period, role, task), max_findings(&catalogue))?;
+            let t = play_role(
+                policy,
+                env,
+                &id,
+                (period, role, task),
+                max_findings(&catalogue),
+            )?;
             instructions = t.1;
             for f in &t.0.findings {
                 submitted.push(json!({"role": role, "finding": f}));

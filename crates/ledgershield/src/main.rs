@@ -242,7 +242,10 @@ struct AuditBaselineArgs {
 fn audit_baseline(args: AuditBaselineArgs) -> Result<()> {
     if args.store {
         return audit_llm::audit_baseline_stored(&audit_llm::AuditPlayArgs {
-            tasks: args.task.into_iter().collect(),
+            tasks: args
+                .task
+                .map(|t| t.split(',').map(str::to_owned).collect())
+                .unwrap_or_default(),
             seeds: args.seeds,
             campaign: args.campaign,
             periods: args.periods,

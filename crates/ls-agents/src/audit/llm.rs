@@ -266,7 +266,7 @@ pub fn parse_findings(text: &str, valid: &[String], max: usize) -> (Vec<Value>, 
             dropped += 1;
             continue;
         };
-        let known = valid.is_empty() || valid.iter().any(|v| *v == ty);
+        let known = valid.is_empty() || valid.contains(&ty);
         let repeat = out
             .iter()
             .any(|f| f["document_id"] == doc && f["error_type"] == ty);

@@ -4,9 +4,10 @@
 //! --store`; a failing endpoint is an error with nothing stored, for `audit-llm` and for
 //! `run --agent llm` alike.
 
+mod support;
+
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 struct Server(Child);
@@ -45,38 +46,12 @@ fn audit_server() -> (Server, String) {
 
 /// Answers every chat request with one finding on `EXP-001` (a real expense claim id).
 fn mock_endpoint() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut len = 0usize;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0u8; len];
-            if reader.read_exact(&mut body).is_err() {
-                continue;
-            }
-            let content = r#"[{"document_id": "EXP-001", "error_type": "weekend_expense", "description": "scripted"}]"#;
-            let out = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 1000, "completion_tokens": 20}})
-            .to_string();
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{out}",
-                out.len()
-            );
-        }
-    });
-    format!("http://{addr}/v1")
+    support::mock_chat(|_| {
+        let content = r#"[{"document_id": "EXP-001", "error_type": "weekend_expense", "description": "scripted"}]"#;
+        serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 20}})
+        .to_string()
+    })
 }
 
 fn ledgershield(args: &[&str]) -> std::process::Output {

@@ -2,10 +2,10 @@
 //! policies of different strength, then `report --agents llm` putting the stored runs on the
 //! leaderboard.
 
+mod support;
+
 use ls_core::FixtureSet;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::process::Command;
 
 fn temp(name: &str) -> std::path::PathBuf {
@@ -58,40 +58,10 @@ fn reply(body: &Value, set: &FixtureSet) -> String {
         .to_string()
 }
 
-/// A tiny HTTP/1.1 server on an ephemeral port answering `/v1/chat/completions`.
+/// The scripted policies' endpoint.
 fn mock_endpoint() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
     let set = FixtureSet::embedded().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut len = 0usize;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                let l = line.to_ascii_lowercase();
-                if let Some(v) = l.strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0u8; len];
-            if reader.read_exact(&mut body).is_err() {
-                continue;
-            }
-            let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let out = reply(&v, &set);
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{out}",
-                out.len()
-            );
-        }
-    });
-    format!("http://{addr}/v1")
+    support::mock_chat(move |v| reply(v, &set))
 }
 
 fn ledgershield(args: &[&str]) -> std::process::Output {

@@ -3,6 +3,7 @@
 //! recorded (never a crash), a whole campaign with the overseer, every model name prompted alike,
 //! and the rule-based baseline played through the same driver scoring what `audit_env` scores.
 
+mod support;
 use audit_env::model::{Finding, TaskId};
 use axum::extract::State;
 use axum::routing::post;
@@ -88,22 +89,12 @@ fn serve(mode: &'static str) -> (String, Arc<Mutex<Vec<Value>>>) {
         mode,
         bodies: bodies.clone(),
     };
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let app = Router::new()
-                .route("/v1/chat/completions", post(chat))
-                .with_state(m);
-            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(l.local_addr().unwrap()).unwrap();
-            axum::serve(l, app).await.unwrap();
-        });
-    });
-    (format!("http://{}/v1", rx.recv().unwrap()), bodies)
+    let base = support::serve_app(
+        Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .with_state(m),
+    );
+    (base, bodies)
 }
 
 fn auditor(base: &str, model: &str) -> LlmAuditor {

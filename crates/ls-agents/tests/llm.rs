@@ -1,6 +1,7 @@
 //! The llm agent against a local OpenAI-compatible mock: canned, malformed, refusal, timeout and
 //! flaky answers. Every episode completes; nothing panics; the stdout contract is well formed.
 
+mod support;
 use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
@@ -115,23 +116,12 @@ fn serve_recording(
         replies: Arc::new(replies),
         bodies: bodies.clone(),
     };
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let app = Router::new()
-                .route("/v1/chat/completions", post(chat))
-                .with_state(m);
-            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(l.local_addr().unwrap()).unwrap();
-            axum::serve(l, app).await.unwrap();
-        });
-    });
-    let addr = rx.recv().unwrap();
-    (format!("http://{addr}/v1"), calls, bodies)
+    let base = support::serve_app(
+        Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .with_state(m),
+    );
+    (base, calls, bodies)
 }
 
 fn play(

@@ -198,8 +198,13 @@ pub fn audit_board_markdown(b: &AuditBoard) -> String {
                 .unwrap_or_else(|| "—".into())
         };
         let seeds = match (e.seeds.first(), e.seeds.last()) {
-            (Some(a), Some(z)) if a == z => format!("{a}"),
-            (Some(a), Some(z)) => format!("{a}–{z} ({})", e.seeds.len()),
+            _ if e.seeds.len() <= 5 && !e.seeds.is_empty() => e
+                .seeds
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            (Some(a), Some(z)) => format!("{a}–{z} ({} seeds)", e.seeds.len()),
             _ => "—".into(),
         };
         let _ = writeln!(

@@ -18,10 +18,6 @@ pub struct LeaderboardEntry {
     #[serde(rename = "type")]
     pub agent_type: String,
     pub agent: String,
-    /// `unassisted`, or `assisted`: a model run with assistance is ranked on its own track,
-    /// after every unassisted entry and never among them.
-    #[serde(default = "unassisted_track")]
-    pub track: String,
     pub temperature: f64,
     pub pass_k: u32,
     pub pass_threshold: f64,
@@ -51,6 +47,10 @@ pub struct LeaderboardEntry {
     pub task_e_expert_mean: Option<f64>,
     pub provenance: String,
     pub updated_at: String,
+    /// `unassisted`, or `assisted`: a model run with assistance is ranked on its own track,
+    /// after every unassisted entry and never among them.
+    #[serde(default = "unassisted_track")]
+    pub track: String,
     /// The stored runs an entry was computed from (entries of agents played by the report
     /// itself have none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -44,6 +44,9 @@ pub struct CompareArgs {
     /// Retries per model call.
     #[arg(long, default_value_t = 3)]
     pub retries: u32,
+    /// Reply token cap per call, the same for every model (default 3072).
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
     /// Where the JSON summary is written.
     #[arg(long, default_value = "artifacts/live_model_comparison.json")]
     pub out: PathBuf,
@@ -69,16 +72,6 @@ fn cases_of(set: &FixtureSet, ids: &[String]) -> Result<Vec<Case>> {
         .collect()
 }
 
-/// Whether the episode ended on the agent's fallback after a failed model call.
-fn call_failed(r: &EpisodeRecord) -> bool {
-    r.trajectory.last().is_some_and(|s| {
-        s.payload
-            .get("notes")
-            .and_then(|n| n.as_str())
-            .is_some_and(|n| n.starts_with("model call failed"))
-    })
-}
-
 pub fn run(args: CompareArgs) -> Result<()> {
     let mut models: Vec<String> = Vec::new();
     for m in args.models.iter().map(|m| m.trim()) {
@@ -99,7 +92,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let (t, secs, retries) = (args.temperature, args.timeout_secs, args.retries);
     let configs: Vec<LlmConfig> = models
         .iter()
-        .map(|m| llm_config(args.api_base.clone(), m, t, secs, retries, None))
+        .map(|m| llm_config(args.api_base.clone(), m, t, secs, retries, args.max_tokens))
         .collect();
     let factories: Vec<Box<dyn Fn() -> Box<dyn Agent>>> = configs
         .iter()
@@ -142,10 +135,17 @@ pub fn run(args: CompareArgs) -> Result<()> {
     };
     let (summary, records) = compare_models_with_progress(&under_test, &setup, progress);
     bar.finish_and_clear();
-    if records.iter().flatten().all(call_failed) {
+    let failed: Vec<&str> = summary
+        .results
+        .iter()
+        .filter(|r| r.model_calls.endpoint_failed())
+        .map(|r| r.model.as_str())
+        .collect();
+    if !failed.is_empty() {
         bail!(
-            "no model answered: every call to {} failed (check --api-base and the key); nothing is written",
-            setup.api_base
+            "the endpoint {} answered no call for {} (check --api-base, the model names and the key); a model whose every call failed has no score, so nothing is written",
+            setup.api_base,
+            failed.join(", ")
         );
     }
     if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -193,6 +193,10 @@ fn store(
                 "comparison": compare_id,
                 "api_calls": result.api_calls,
                 "mean_score": result.average_score,
+                "track": result.harness.track,
+                "assistance": result.harness.assistance,
+                "max_tokens": result.harness.max_tokens,
+                "model_calls": result.model_calls,
             }),
         };
         store.insert_run(&run, &rows)?;

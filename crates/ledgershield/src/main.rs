@@ -7,6 +7,7 @@
 //!   and training data (docs/agents.md, docs/report.md).
 
 mod aging;
+mod audit_llm;
 mod cases;
 mod compare;
 mod export;
@@ -208,6 +209,11 @@ enum Command {
     Export(export::ExportArgs),
     /// Run the Financial Audit environment's rule-based baseline auditor (no LLM).
     AuditBaseline(AuditBaselineArgs),
+    /// Audit with an LLM (any OpenAI-compatible endpoint): single tasks or whole campaigns, in
+    /// process or against `serve --env audit`, with the seed's stdout contract; the run is stored.
+    AuditLlm(audit_llm::AuditLlmArgs),
+    /// The Financial Audit leaderboard: stored auditor runs (LLM and baseline) ranked.
+    AuditLeaderboard(audit_llm::AuditBoardArgs),
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -215,12 +221,42 @@ struct AuditBaselineArgs {
     /// Seeds to score every task on (default: the train seeds 42-51).
     #[arg(long, value_delimiter = ',', default_values_t = (42u64..=51).collect::<Vec<_>>())]
     seeds: Vec<u64>,
-    /// Print the baseline's findings for one task (with `--seeds` giving one seed) instead of scores.
+    /// Print the baseline's findings for one task (with `--seeds` giving one seed) instead of scores;
+    /// with `--store`, play only this task.
     #[arg(long)]
     task: Option<String>,
+    /// Play the baseline through the auditor driver (every task on every seed, or campaigns),
+    /// store the run for `audit-leaderboard` and print the stdout contract and its summary.
+    #[arg(long)]
+    store: bool,
+    /// With `--store`: play whole campaigns (one per seed).
+    #[arg(long)]
+    campaign: bool,
+    /// With `--store --campaign`: periods per campaign.
+    #[arg(long, default_value_t = 5)]
+    periods: u32,
+    #[arg(long, env = "LEDGERSHIELD_DB_PATH", default_value = ls_store::DEFAULT_DB_PATH)]
+    db: PathBuf,
 }
 
 fn audit_baseline(args: AuditBaselineArgs) -> Result<()> {
+    if args.store {
+        return audit_llm::audit_baseline_stored(&audit_llm::AuditPlayArgs {
+            tasks: args
+                .task
+                .map(|t| t.split(',').map(str::to_owned).collect())
+                .unwrap_or_default(),
+            seeds: args.seeds,
+            campaign: args.campaign,
+            periods: args.periods,
+            url: None,
+            operator_key_file: None,
+            env_timeout_secs: 60,
+            format: audit_llm::AuditFormat::Contract,
+            db: args.db,
+            no_store: false,
+        });
+    }
     let cfg = audit_env::baseline::BaselineConfig::default();
     let out = match &args.task {
         Some(t) => {
@@ -276,6 +312,8 @@ fn main() -> Result<()> {
         ),
         Command::Export(args) => export::run(args),
         Command::AuditBaseline(args) => audit_baseline(args),
+        Command::AuditLlm(args) => audit_llm::audit_llm(args),
+        Command::AuditLeaderboard(args) => audit_llm::audit_leaderboard(args),
     }
 }
 

@@ -6,8 +6,8 @@ use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
 use ls_agents::llm::{ContractPrinter, PromptOptions};
 use ls_agents::{
-    offline_agent, run_episode, Agent, EpisodeRecord, HttpEnv, LlmAgent, LlmConfig, LocalEnv,
-    StepObserver,
+    offline_agent, run_episode, Agent, Assistance, CallStats, EpisodeRecord, HttpEnv, LlmAgent,
+    LlmConfig, LocalEnv, StepObserver,
 };
 use ls_core::schema::Case;
 use ls_core::FixtureSet;
@@ -84,9 +84,20 @@ pub struct RunArgs {
     /// Retries per model call.
     #[arg(long, default_value_t = 3)]
     pub retries: u32,
-    /// Reply token cap per model call (llm agent; default: the capability tier's).
+    /// Reply token cap per model call (llm agent; default 3072 for every model).
     #[arg(long)]
     pub max_tokens: Option<u32>,
+    /// llm agent, assistance (an assisted run, ranked on its own track): show the teacher's
+    /// suggested next action in every step prompt.
+    #[arg(long)]
+    pub llm_teacher_hint: bool,
+    /// llm agent, assistance: repair broken JSON replies (recover the action name and decision).
+    #[arg(long)]
+    pub llm_repair: bool,
+    /// llm agent, assistance: agent-side guardrails (sanitise each submission to the contract,
+    /// attach the verification records the episode revealed).
+    #[arg(long)]
+    pub llm_guardrails: bool,
     /// llm agent: show the evidence ledger (what the episode revealed so far) in each step prompt.
     #[arg(long)]
     pub llm_ledger: bool,
@@ -145,6 +156,12 @@ struct RunOut {
     pass_k: u32,
     episodes: Vec<EpisodeOut>,
     metrics: Metrics,
+    /// How a model agent played (track, assistance, reply cap); absent for scripted agents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    harness: Option<ls_agents::Harness>,
+    /// The model endpoint's calls over the run (tokens and seconds included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_calls: Option<CallStats>,
 }
 
 /// The llm agent's key: `OPENAI_API_KEY`, else `LEDGERSHIELD_API_KEY` (read here, in the binary).
@@ -350,6 +367,11 @@ pub fn make_agent(args: &RunArgs) -> Result<Box<dyn Agent>> {
                 ledger: args.llm_ledger,
                 candidates: args.llm_candidates || args.llm_constrain,
                 constrain: args.llm_constrain,
+            })
+            .with_assistance(Assistance {
+                teacher_hint: args.llm_teacher_hint,
+                repair: args.llm_repair,
+                guardrails: args.llm_guardrails,
             }),
         ));
     }
@@ -426,6 +448,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let pass_k = args.pass_k.clamp(1, 16);
     let run_id = new_run_id(&args.agent, args.seed);
     let records = play_all(&args, &set, &cases, agent.as_mut(), format, &run_id)?;
+    endpoint_answered(records.iter().map(|p| &p.2), &args.model)?;
     let out = RunOut {
         run_id: run_id.clone(),
         agent: agent.name(),
@@ -436,11 +459,30 @@ pub fn run(args: RunArgs) -> Result<()> {
         pass_k,
         episodes: records.iter().map(|(_, t, r)| episode_out(*t, r)).collect(),
         metrics: metrics(&records, args.pass_threshold, agent.api_calls()),
+        harness: agent.harness(),
+        model_calls: agent.call_stats(),
     };
     if !args.no_store {
         store_run(&args, &out, &records)?;
     }
     print_run(format, &out)
+}
+
+/// A model run whose endpoint answered no call is an error, not a score of the model: nothing is
+/// stored and the command fails (`compare` and `POST /agent-runs` refuse the same way).
+pub(crate) fn endpoint_answered<'a>(
+    records: impl IntoIterator<Item = &'a EpisodeRecord>,
+    model: &str,
+) -> Result<()> {
+    let calls: Vec<CallStats> = records.into_iter().filter_map(|r| r.model_calls).collect();
+    let total = CallStats::total(&calls);
+    if total.endpoint_failed() {
+        bail!(
+            "the model endpoint answered none of {} calls for model '{model}' (every call failed: check --api-base, the model name and the key); the run is not scored or stored",
+            total.calls
+        );
+    }
+    Ok(())
 }
 
 /// The cases to play: the suite's (generated ones from `--seed`), or the `--cases` named in it
@@ -676,8 +718,14 @@ fn run_summary(args: &RunArgs, out: &RunOut) -> Result<serde_json::Value> {
     if let Some(url) = &args.url {
         s["server"] = server_origin(url).into();
     }
-    if args.agent == "llm" {
+    if let Some(h) = &out.harness {
         s["temperature"] = args.temperature.into();
+        s["track"] = h.track.clone().into();
+        s["assistance"] = serde_json::to_value(&h.assistance)?;
+        s["max_tokens"] = h.max_tokens.into();
+    }
+    if let Some(c) = &out.model_calls {
+        s["model_calls"] = serde_json::to_value(c)?;
     }
     Ok(s)
 }

@@ -12,15 +12,26 @@
 //! * [`ledger`]: the evidence ledger a policy can be shown (ids, values, OCR lines revealed so far).
 //! * [`facts`]: reading OCR lines into invoices and emails with their token references (declared
 //!   in `ls-rl`, whose evidence ledger reads them too; re-exported here).
-//! * [`llm`]: an OpenAI-compatible chat-completions agent with capability tiers, output repair,
-//!   retries and the `[START]`/`[STEP]`/`[END]` stdout contract.
+//! * [`llm`]: an OpenAI-compatible chat-completions agent (every model played alike), retries,
+//!   and the `[START]`/`[STEP]`/`[END]` stdout contract.
+//! * [`assist`]: the llm agent's assistance options (teacher hint, repair, guardrails), off by
+//!   default, and the [`Harness`] a run's provenance records.
+//! * [`guardrails`]: agent-side guardrails on submissions (an assistance option).
+//! * [`audit`]: auditors for the Financial Audit environment (the LLM auditor, the rule-based
+//!   baseline), single tasks and campaigns, in process or over HTTP, with the seed's stdout
+//!   contract.
+//! * [`chat`]: one OpenAI-compatible call: reply reading, token usage, a bounded blocking client.
 //!
 //! No agent reads `case.gold` or the hidden world: they see `StepEnvelope`s, nothing else.
 
 pub mod action;
+pub mod assist;
+pub mod audit;
 pub mod baselines;
+pub mod chat;
 pub mod client;
 pub use ls_rl::facts;
+pub mod guardrails;
 pub mod learned;
 pub mod ledger;
 pub mod llm;
@@ -29,9 +40,11 @@ pub mod redteam;
 pub mod runner;
 pub mod teacher;
 
+pub use assist::{Assistance, Harness};
 pub use baselines::{FixedDecisionAgent, RandomAgent};
+pub use chat::CallStats;
 pub use client::{ClientError, EnvClient, HttpEnv, LocalEnv};
-pub use llm::{CapabilityProfile, LlmAgent, LlmConfig};
+pub use llm::{LlmAgent, LlmConfig};
 pub use redteam::{GamingAgent, GamingFamily};
 pub use runner::{run_episode, Action, Agent, EpisodeRecord, Silent, StepObserver, StepRecord};
 pub use teacher::{TeacherAgent, TeacherConfig};

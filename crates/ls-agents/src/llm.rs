@@ -6,10 +6,18 @@
 //! [`action_target`]. `run_episode` records that prompt on every step, so `ledgershield export
 //! --format steps` teaches exactly what this agent asks: a model that reproduces the recorded
 //! targets plays the recorded episode again. Transport errors, timeouts, 429/5xx answers are retried with exponential backoff;
-//! malformed output is repaired when the capability tier allows it; refusals and unusable output
-//! fall back to a safe `NEEDS_REVIEW` submission, so a run never crashes on a bad model.
+//! refusals and unusable output fall back to a safe `NEEDS_REVIEW` submission, so a run never
+//! crashes on a bad model.
+//!
+//! Every model is played alike: nothing here reads the model's name. The prompt, the reply cap
+//! ([`DEFAULT_MAX_TOKENS`] unless the user sets one) and the parsing are the same for every
+//! model; the teacher's hint, JSON repair and the guardrails are [`Assistance`] options, off by
+//! default, that make a run *assisted* ([`crate::assist`]).
 
 pub use crate::action::{parse_action, parse_actions, repair_action, MAX_PLAN_ACTIONS};
+pub use crate::assist::{Assistance, Harness};
+pub use crate::chat::{CallStats, Reply};
+use crate::guardrails::Guardrails;
 use crate::ledger::EvidenceLedger;
 pub use crate::prompt::{
     action_target, compact_ascii_json, step_prompt, system_prompt, PromptOptions, MAX_HISTORY,
@@ -17,80 +25,9 @@ pub use crate::prompt::{
 use crate::prompt::{candidate_action, choose_candidate, extend_prompt};
 use crate::runner::{Action, Agent, EpisodeRecord, StepObserver, StepRecord};
 use ls_env::StepEnvelope;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::time::Duration;
-
-/// Capability profile derived from the model name (documented tiers).
-///
-/// The reference's tiers also carry investigation and intervention budget bonuses (+2/+2 elite,
-/// +1/+1 strong) for its scripted investigation and intervention phases. This agent has no such
-/// phases (the model chooses every action within the environment's step and cost budget, and its
-/// prompt is the recorded training protocol, which a budget line would change), so the bonuses
-/// have no counterpart here and are not part of the profile (docs/agents.md).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CapabilityProfile {
-    pub model: String,
-    pub capability_score: f64,
-    pub tier: String,
-    pub plan_mode: String,
-    pub repair_level: String,
-    pub decision_tokens: u32,
-    pub planning_tokens: u32,
-    pub pending_artifact_waits: u32,
-}
-
-impl CapabilityProfile {
-    pub fn from_model(model: &str) -> Self {
-        let n = model.trim().to_ascii_lowercase();
-        // `local/...`: a locally trained checkpoint, always the standard tier (no planner hint in
-        // its prompts, no repair), so it is scored by exactly the protocol of its training data.
-        let local = n.starts_with("local/");
-        let mut score = if local {
-            4.0
-        } else if n.contains("gpt-4o") {
-            4.6
-        } else if let Some(rest) = n.split("gpt-").nth(1) {
-            let num: String = rest
-                .chars()
-                .take_while(|c| c.is_ascii_digit() || *c == '.')
-                .collect();
-            num.trim_end_matches('.').parse::<f64>().unwrap_or(4.0)
-        } else {
-            4.0
-        };
-        for (word, delta) in [
-            ("pro", 0.5),
-            ("latest", 0.2),
-            ("mini", -0.7),
-            ("nano", -1.1),
-            ("turbo", -0.3),
-        ] {
-            if !local && n.contains(word) {
-                score += delta;
-            }
-        }
-        let score = ls_core::text::round_dp(score, 2);
-        let (tier, plan, repair, dt, pt, waits) = if score >= 5.0 {
-            ("elite", "llm", "partial", 1536, 640, 2)
-        } else if score >= 4.5 {
-            ("strong", "hybrid", "partial", 1280, 512, 1)
-        } else {
-            ("standard", "llm", "none", 512, 384, 0)
-        };
-        Self {
-            model: model.to_owned(),
-            capability_score: score,
-            tier: tier.into(),
-            plan_mode: plan.into(),
-            repair_level: repair.into(),
-            decision_tokens: dt,
-            planning_tokens: pt,
-            pending_artifact_waits: waits,
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct LlmConfig {
@@ -101,63 +38,86 @@ pub struct LlmConfig {
     pub timeout: Duration,
     pub max_retries: u32,
     pub backoff: Duration,
-    /// Reply token cap; `None` uses the capability tier's `decision_tokens`.
+    /// Reply token cap of every call; `None` is [`DEFAULT_MAX_TOKENS`] (for every model).
     pub max_tokens: Option<u32>,
 }
 
-/// Outcome of one model call after retries.
-#[derive(Debug, Clone, PartialEq)]
-enum Reply {
-    Text(String),
-    Refusal(String),
-    Failed(String),
-}
+/// The reply token cap when the user sets none: room for a full submission (a teacher
+/// submission with its certificate is up to ~2,700 tokens), the same for every model.
+pub const DEFAULT_MAX_TOKENS: u32 = 3072;
 
 pub struct LlmAgent {
     cfg: LlmConfig,
-    pub profile: CapabilityProfile,
     http: Option<reqwest::blocking::Client>,
-    calls: u64,
+    stats: CallStats,
     failures: u64,
     history: Vec<String>,
     /// The rest of a plan reply, played before the model is asked again.
     queue: std::collections::VecDeque<Action>,
-    hint: crate::teacher::TeacherAgent,
+    assistance: Assistance,
+    /// The teacher whose next action is shown (only with `assistance.teacher_hint`).
+    hint: Option<crate::teacher::TeacherAgent>,
     options: PromptOptions,
     /// What the episode revealed so far (kept when `options.ledger`).
     ledger: EvidenceLedger,
+    /// What the episode revealed that a submission may cite (used with `assistance.guardrails`).
+    guard: Guardrails,
 }
 
 impl LlmAgent {
     pub fn new(cfg: LlmConfig) -> Self {
-        let profile = CapabilityProfile::from_model(&cfg.model);
         let http = reqwest::blocking::Client::builder()
             .timeout(cfg.timeout)
             .build()
             .ok();
         Self {
             cfg,
-            profile,
             http,
-            calls: 0,
+            stats: CallStats::default(),
             failures: 0,
             history: Vec::new(),
             queue: std::collections::VecDeque::new(),
-            hint: crate::teacher::TeacherAgent::new(),
+            assistance: Assistance::default(),
+            hint: None,
             options: PromptOptions::default(),
             ledger: EvidenceLedger::default(),
+            guard: Guardrails::default(),
         }
     }
 
     /// Show the policy more than the default prompt (the evidence ledger, the candidate
-    /// actions) and optionally decode against the candidates.
+    /// actions) and optionally decode against the candidates (an assisted run).
     pub fn with_options(mut self, options: PromptOptions) -> Self {
         self.options = options;
         self
     }
 
+    /// Switch assistance on (an assisted run; every option is off by default).
+    pub fn with_assistance(mut self, assistance: Assistance) -> Self {
+        self.hint = assistance
+            .teacher_hint
+            .then(crate::teacher::TeacherAgent::new);
+        self.assistance = assistance;
+        self
+    }
+
     pub fn failures(&self) -> u64 {
         self.failures
+    }
+
+    /// The reply token cap every call sends.
+    pub fn max_tokens(&self) -> u32 {
+        self.cfg.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)
+    }
+
+    /// How this agent plays: its track, the options on, the reply cap and the temperature.
+    pub fn harness(&self) -> Harness {
+        Harness::new(
+            self.assistance,
+            self.options,
+            self.max_tokens(),
+            self.cfg.temperature,
+        )
     }
 
     fn prompt(&self, last: &StepEnvelope, hint: Option<&Action>) -> String {
@@ -190,6 +150,16 @@ impl LlmAgent {
     }
 
     fn call(&mut self, user: &str) -> Reply {
+        let started = std::time::Instant::now();
+        let reply = self.attempts(user);
+        self.stats.record(&reply, started);
+        if matches!(reply, Reply::Failed(_)) {
+            self.failures += 1;
+        }
+        reply
+    }
+
+    fn attempts(&mut self, user: &str) -> Reply {
         let Some(http) = self.http.clone() else {
             return Reply::Failed("HTTP client unavailable".into());
         };
@@ -197,18 +167,19 @@ impl LlmAgent {
             "{}/chat/completions",
             self.cfg.api_base.trim_end_matches('/')
         );
-        let body = json!({
-            "model": self.cfg.model,
-            "temperature": self.cfg.temperature,
-            "max_tokens": self.cfg.max_tokens.unwrap_or(self.profile.decision_tokens),
-            "messages": [{"role": "system", "content": system_prompt()}, {"role": "user", "content": user}],
-        });
+        let body = crate::chat::request_body(
+            &self.cfg.model,
+            self.cfg.temperature,
+            self.max_tokens(),
+            system_prompt(),
+            user,
+        );
         let mut last_err = String::new();
         for attempt in 0..=self.cfg.max_retries.min(8) {
             if attempt > 0 {
                 std::thread::sleep(self.cfg.backoff.saturating_mul(1 << (attempt - 1).min(6)));
             }
-            self.calls += 1;
+            self.stats.requests += 1;
             let mut req = http.post(&url).json(&body);
             if let Some(k) = &self.cfg.api_key {
                 req = req.bearer_auth(k);
@@ -243,42 +214,19 @@ impl LlmAgent {
                 last_err = "response is not JSON".into();
                 continue;
             };
-            let choice = v.get("choices").and_then(|c| c.get(0));
-            let msg = choice.and_then(|c| c.get("message"));
-            if let Some(r) = msg
-                .and_then(|m| m.get("refusal"))
-                .and_then(Value::as_str)
-                .filter(|r| !r.is_empty())
-            {
-                return Reply::Refusal(r.chars().take(200).collect());
-            }
-            if choice
-                .and_then(|c| c.get("finish_reason"))
-                .and_then(Value::as_str)
-                == Some("content_filter")
-            {
-                return Reply::Refusal("content_filter".into());
-            }
-            match msg.and_then(|m| m.get("content")).and_then(Value::as_str) {
-                Some(c) => return Reply::Text(c.to_owned()),
-                None => {
-                    last_err = "no message content".into();
-                    continue;
-                }
+            self.stats.add_usage(&v);
+            match crate::chat::interpret(&v) {
+                Ok(reply) => return reply,
+                Err(why) => last_err = why,
             }
         }
-        self.failures += 1;
         Reply::Failed(last_err)
     }
 
     /// One model call: the first action of the reply (the rest of a plan is queued), a fallback
     /// submission on refusal or failure, `None` when the text has no usable action.
     fn ask(&mut self, last: &StepEnvelope) -> Option<Action> {
-        let suggestion = if self.profile.plan_mode == "hybrid" {
-            Some(self.hint.next_action(last))
-        } else {
-            None
-        };
+        let suggestion = self.hint.as_mut().map(|t| t.next_action(last));
         let prompt = self.prompt(last, suggestion.as_ref());
         let reply = self.call(&prompt);
         if self.options.constrain {
@@ -291,7 +239,7 @@ impl LlmAgent {
         match reply {
             Reply::Text(t) => {
                 let mut acts = parse_actions(&t).or_else(|| {
-                    if self.profile.repair_level == "partial" {
+                    if self.assistance.repair {
                         repair_action(&t).map(|a| vec![a])
                     } else {
                         None
@@ -325,18 +273,26 @@ impl Agent for LlmAgent {
         self.cfg.model.clone()
     }
     fn agent_type(&self) -> String {
-        "llm-agent".into()
+        self.harness().agent_type()
     }
     fn begin(&mut self, reset: &StepEnvelope, seed: u64) {
         self.history.clear();
         self.queue.clear();
         self.ledger = EvidenceLedger::default();
-        self.hint.begin(reset, seed);
+        self.guard = Guardrails::default();
+        if let Some(t) = self.hint.as_mut() {
+            t.begin(reset, seed);
+        }
     }
     fn next_action(&mut self, last: &StepEnvelope) -> Action {
-        if self.options.ledger {
+        if self.options.ledger || self.assistance.guardrails {
             if let Ok(o) = serde_json::to_value(&last.observation) {
-                self.ledger.observe(&o);
+                if self.options.ledger {
+                    self.ledger.observe(&o);
+                }
+                if self.assistance.guardrails {
+                    self.guard.observe(&o);
+                }
             }
         }
         let action = match self.queue.pop_front() {
@@ -354,13 +310,22 @@ impl Agent for LlmAgent {
         if steps_left <= 1 && action.action_type != "submit_decision" {
             action = Self::fallback("step limit reached before a decision");
         }
+        if self.assistance.guardrails {
+            self.guard.apply(&mut action);
+        }
         if self.history.len() < MAX_HISTORY {
             self.history.push(action.action_type.clone());
         }
         action
     }
     fn api_calls(&self) -> u64 {
-        self.calls
+        self.stats.requests
+    }
+    fn call_stats(&self) -> Option<CallStats> {
+        Some(self.stats)
+    }
+    fn harness(&self) -> Option<Harness> {
+        Some(LlmAgent::harness(self))
     }
 }
 
@@ -449,33 +414,6 @@ impl<W: Write> StepObserver for ContractPrinter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tiers() {
-        assert_eq!(CapabilityProfile::from_model("gpt-5.4").tier, "elite");
-        assert_eq!(CapabilityProfile::from_model("gpt-4o").tier, "strong");
-        assert_eq!(
-            CapabilityProfile::from_model("gpt-4o-mini").tier,
-            "standard"
-        );
-        assert_eq!(
-            CapabilityProfile::from_model("llama-3").capability_score,
-            4.0
-        );
-        assert_eq!(
-            CapabilityProfile::from_model("gpt-5-pro").capability_score,
-            5.5
-        );
-        // No budget bonuses: this agent has no scripted phases for them to extend.
-        let v = serde_json::to_value(CapabilityProfile::from_model("gpt-5.4")).unwrap();
-        assert!(v.get("investigation_bonus").is_none() && v.get("intervention_bonus").is_none());
-        assert_eq!(v["decision_tokens"], 1536);
-        let local = CapabilityProfile::from_model("local/pro-latest-checkpoint");
-        assert_eq!(
-            (local.tier.as_str(), local.plan_mode.as_str()),
-            ("standard", "llm")
-        );
-    }
 
     #[test]
     fn contract_numbers_and_json() {

@@ -1,6 +1,8 @@
 //! The agent trait and the episode driver that records what happened.
 
 pub use crate::action::Action;
+use crate::assist::Harness;
+use crate::chat::CallStats;
 use crate::client::{ClientError, EnvClient};
 use crate::prompt::{step_prompt, MAX_HISTORY};
 use ls_env::terminal_info::TerminalInfo;
@@ -23,6 +25,14 @@ pub trait Agent {
     /// Count of external model calls so far (LLM agents).
     fn api_calls(&self) -> u64 {
         0
+    }
+    /// The model endpoint's calls so far (agents that call a model; `None` for the others).
+    fn call_stats(&self) -> Option<CallStats> {
+        None
+    }
+    /// How a model agent plays (its track and assistance), for the run's provenance.
+    fn harness(&self) -> Option<Harness> {
+        None
     }
 }
 
@@ -71,6 +81,16 @@ pub struct EpisodeRecord {
     pub trajectory: Vec<StepRecord>,
     /// The terminal step's `info` (score breakdown, certificate report, ...).
     pub terminal_info: Map<String, Value>,
+    /// The model calls of this episode (agents that call a model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_calls: Option<CallStats>,
+}
+
+impl EpisodeRecord {
+    /// Every model call of the episode failed: the endpoint, not the model, decided its outcome.
+    pub fn endpoint_failed(&self) -> bool {
+        self.model_calls.is_some_and(|c| c.endpoint_failed())
+    }
 }
 
 /// Hard cap on steps the driver takes, whatever the environment says.
@@ -141,7 +161,9 @@ pub fn run_episode(
         initial_observation: Value::Null,
         trajectory: Vec::new(),
         terminal_info: Map::new(),
+        model_calls: None,
     };
+    let calls_before = agent.call_stats();
     let mut last = match client.reset(req) {
         Ok(e) => e,
         Err(e) => {
@@ -234,6 +256,9 @@ pub fn run_episode(
     }
     // As is (`round_dp`): a total that rounds to zero from below has always been `-0.0`.
     rec.total_reward = ls_core::text::round_dp(rec.total_reward, 4);
+    rec.model_calls = agent
+        .call_stats()
+        .map(|now| now.since(&calls_before.unwrap_or_default()));
     obs.on_end(&rec);
     rec
 }

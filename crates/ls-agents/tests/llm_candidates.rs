@@ -1,6 +1,7 @@
 //! The llm agent with the evidence ledger and the candidate actions in its prompt, decoding
 //! against the candidates, against a local OpenAI-compatible mock that records every prompt.
 
+mod support;
 use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
@@ -59,22 +60,12 @@ fn serve(script: Vec<Reply>) -> (String, Arc<Mutex<Vec<String>>>) {
         prompts: prompts.clone(),
         script: Arc::new(script),
     };
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let app = Router::new()
-                .route("/v1/chat/completions", post(chat))
-                .with_state(m);
-            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(l.local_addr().unwrap()).unwrap();
-            axum::serve(l, app).await.unwrap();
-        });
-    });
-    (format!("http://{}/v1", rx.recv().unwrap()), prompts)
+    let base = support::serve_app(
+        Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .with_state(m),
+    );
+    (base, prompts)
 }
 
 fn agent(base: &str) -> LlmAgent {

@@ -44,6 +44,8 @@ fn reply_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "object", "required": ["agent", "model", "episodes", "mean_score"], "properties": {
         "agent": {"type": "string"}, "model": {"type": "string"},
         "mean_score": {"type": "number"},
+        "harness": {"type": "object", "description": "llm runs: track (unassisted or assisted), assistance (the options on), max_tokens, temperature"},
+        "model_calls": {"type": "object", "description": "llm runs: the endpoint's calls (calls, answered, refused, failed, requests, prompt_tokens, completion_tokens, seconds)"},
         "episodes": {"type": "array", "items": {"type": "object", "description": "the episode record: case_id, final_score, result_class, decision, trajectory (each action, payload and reward), terminal_info"}}}})
 }
 
@@ -69,8 +71,9 @@ pub fn parse_request(
     Ok(req)
 }
 
-/// Play the request's cases in one fresh environment.
-fn play(state: &ls_server::AppState, req: &AgentRunRequest) -> Value {
+/// Play the request's cases in one fresh environment (an error when an `llm` run's endpoint
+/// answered no call).
+fn play(state: &ls_server::AppState, req: &AgentRunRequest) -> Result<Value, ApiError> {
     let mut env = state.new_env();
     let mut episodes: Vec<EpisodeRecord> = Vec::with_capacity(req.case_ids.len());
     for case_id in &req.case_ids {
@@ -84,7 +87,14 @@ fn play(state: &ls_server::AppState, req: &AgentRunRequest) -> Value {
         .first()
         .map(|e| (e.agent.clone(), e.model.clone()))
         .unwrap_or_default();
-    json!({"agent": agent, "model": model, "mean_score": ls_report::metrics::r4(mean), "episodes": episodes})
+    let provenance = crate::llm_runs::provenance(&req.agent, req.llm.as_ref(), &episodes)?;
+    let mut reply = json!({"agent": agent, "model": model, "mean_score": ls_report::metrics::r4(mean), "episodes": episodes});
+    if let Some(Value::Object(p)) = provenance {
+        for (k, v) in p {
+            reply[k] = v;
+        }
+    }
+    Ok(reply)
 }
 
 async fn post_agent_run(
@@ -95,8 +105,8 @@ async fn post_agent_run(
     let req = parse_request(body, &|id| pool.cases.iter().any(|c| c.case_id == id))?;
     tokio::task::spawn_blocking(move || play(&s, &req))
         .await
+        .map_err(|e| ApiError::Internal(format!("agent run: {e}")))?
         .map(Json)
-        .map_err(|e| ApiError::Internal(format!("agent run: {e}")))
 }
 
 /// The route, with its documentation.
@@ -104,7 +114,7 @@ pub fn routes() -> ApiRoutes<Product> {
     ApiRoutes::new().post(
         "/agent-runs",
         RouteDoc::new("reports", "Run a scripted agent on chosen cases")
-            .describe("Operator route (`X-API-Key`). Plays the named offline agent (teacher, random, naive-pay, always-escalate), or the `llm` agent against the OpenAI-compatible endpoint `llm: {api_base, model}`, on each case id of the served pool, in order, in one fresh institution, and returns each episode's record (actions, payloads, rewards, terminal grade). Nothing is stored.")
+            .describe("Operator route (`X-API-Key`). Plays the named offline agent (teacher, random, naive-pay, always-escalate), or the `llm` agent against the OpenAI-compatible endpoint `llm: {api_base, model, assistance?}`, on each case id of the served pool, in order, in one fresh institution, and returns each episode's record (actions, payloads, rewards, terminal grade), and for `llm` the harness (track and assistance) and the endpoint's calls. An `llm` run whose endpoint answered no call is a 502 `upstream_failed`, not a score. Nothing is stored.")
             .body::<AgentRunRequest>("The agent and the cases")
             .reply_with(reply_schema, "Each episode's record and the mean score"),
         post_agent_run,

@@ -3,7 +3,9 @@
 //! `ledgershield run --agent llm` does. An operator route (it makes the server call the URL);
 //! the request's key, if any, is sent as the endpoint's bearer token and never echoed.
 
-use ls_agents::{offline_agent, Agent, LlmAgent, LlmConfig, OFFLINE_AGENTS};
+use ls_agents::{
+    offline_agent, Agent, Assistance, CallStats, EpisodeRecord, LlmAgent, LlmConfig, OFFLINE_AGENTS,
+};
 use ls_server::error::ApiError;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -28,6 +30,59 @@ pub struct LlmEndpoint {
     /// Bearer token for the endpoint, if it needs one.
     #[serde(default)]
     pub api_key: Option<String>,
+    /// Assistance for the model (each off by default; any one on makes the run *assisted*, which
+    /// the reply's `harness` records).
+    #[serde(default)]
+    pub assistance: LlmAssistance,
+}
+
+/// The `llm` agent's assistance options (`ls_agents::Assistance`).
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LlmAssistance {
+    /// Show the teacher's suggested next action in every step prompt.
+    #[serde(default)]
+    pub teacher_hint: bool,
+    /// Repair broken JSON replies.
+    #[serde(default)]
+    pub repair: bool,
+    /// Agent-side guardrails on submissions.
+    #[serde(default)]
+    pub guardrails: bool,
+}
+
+impl From<LlmAssistance> for Assistance {
+    fn from(a: LlmAssistance) -> Self {
+        Assistance {
+            teacher_hint: a.teacher_hint,
+            repair: a.repair,
+            guardrails: a.guardrails,
+        }
+    }
+}
+
+/// What a played run reports about its model: the harness (track, assistance, reply cap) and
+/// the endpoint's calls; an error when the endpoint answered no call (a failing endpoint is not
+/// a score of the model). `None` for scripted agents.
+pub fn provenance(
+    agent: &str,
+    llm: Option<&LlmEndpoint>,
+    episodes: &[EpisodeRecord],
+) -> Result<Option<serde_json::Value>, ApiError> {
+    let Some(e) = llm.filter(|_| agent == LLM_AGENT) else {
+        return Ok(None);
+    };
+    let calls = CallStats::total(episodes.iter().filter_map(|r| r.model_calls.as_ref()));
+    if calls.endpoint_failed() {
+        return Err(ApiError::BadGateway(format!(
+            "llm: the endpoint answered none of {} model calls (every call failed); the run has no score",
+            calls.calls
+        )));
+    }
+    let harness = self::agent(agent, Some(e)).and_then(|a| a.harness());
+    Ok(Some(
+        serde_json::json!({"harness": harness, "model_calls": calls}),
+    ))
 }
 
 fn checked(e: &LlmEndpoint) -> Result<(), ApiError> {
@@ -69,16 +124,19 @@ pub fn check(agent: &str, llm: Option<&LlmEndpoint>) -> Result<(), ApiError> {
 /// A fresh agent for one case (`None` for a name [`check`] refuses).
 pub fn agent(name: &str, llm: Option<&LlmEndpoint>) -> Option<Box<dyn Agent>> {
     match (name, llm) {
-        (LLM_AGENT, Some(e)) => Some(Box::new(LlmAgent::new(LlmConfig {
-            api_base: e.api_base.trim().trim_end_matches('/').to_owned(),
-            model: e.model.trim().to_owned(),
-            api_key: e.api_key.clone().filter(|k| !k.is_empty()),
-            temperature: 0.0,
-            timeout: CALL_TIMEOUT,
-            max_retries: 1,
-            backoff: Duration::from_millis(500),
-            max_tokens: None,
-        }))),
+        (LLM_AGENT, Some(e)) => Some(Box::new(
+            LlmAgent::new(LlmConfig {
+                api_base: e.api_base.trim().trim_end_matches('/').to_owned(),
+                model: e.model.trim().to_owned(),
+                api_key: e.api_key.clone().filter(|k| !k.is_empty()),
+                temperature: 0.0,
+                timeout: CALL_TIMEOUT,
+                max_retries: 1,
+                backoff: Duration::from_millis(500),
+                max_tokens: None,
+            })
+            .with_assistance(e.assistance.into()),
+        )),
         (LLM_AGENT, None) => None,
         (other, _) => offline_agent(other),
     }
@@ -93,6 +151,7 @@ mod tests {
             api_base: url.into(),
             model: model.into(),
             api_key: None,
+            assistance: LlmAssistance::default(),
         }
     }
 

@@ -88,6 +88,10 @@ async fn the_server_plays_the_llm_agent_against_an_endpoint() {
         let last = ep["trajectory"].as_array().unwrap().last().unwrap().clone();
         assert_eq!(last["action_type"], "submit_decision");
     }
+    // Provenance: the unassisted harness and the endpoint's calls.
+    assert_eq!(r["harness"]["track"], "unassisted", "{r}");
+    assert_eq!(r["harness"]["assistance"], json!([]));
+    assert!(r["model_calls"]["answered"].as_u64().unwrap() >= 2, "{r}");
     let mean =
         (eps[0]["final_score"].as_f64().unwrap() + eps[1]["final_score"].as_f64().unwrap()) / 2.0;
     assert!((r["mean_score"].as_f64().unwrap() - mean).abs() < 1e-4);
@@ -113,4 +117,15 @@ async fn the_server_plays_the_llm_agent_against_an_endpoint() {
     let (code, e) = post(&base, json!({"agent": "llm", "case_ids": ["CASE-B-001"], "llm": {"api_base": api, "model": "m", "temperature": 2}})).await;
     assert_eq!(code, 422);
     assert!(e.to_string().contains("temperature"), "{e}");
+
+    // Assistance is explicit and recorded.
+    let (code, r) = post(&base, json!({"agent": "llm", "case_ids": ["CASE-B-001"], "llm": {"api_base": api, "model": "m", "assistance": {"repair": true}}})).await;
+    assert_eq!(code, 200, "{r}");
+    assert_eq!(r["harness"]["track"], "assisted");
+    assert_eq!(r["harness"]["assistance"], json!(["repair"]));
+    // An endpoint that answers no call is an error, not a score.
+    let (code, e) = post(&base, json!({"agent": "llm", "case_ids": ["CASE-B-001"], "llm": {"api_base": "http://127.0.0.1:9/v1", "model": "m"}})).await;
+    assert_eq!(code, 502, "{e}");
+    assert_eq!(e["error"]["code"], "upstream_failed");
+    assert!(e.to_string().contains("answered none"), "{e}");
 }

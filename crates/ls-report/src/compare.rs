@@ -11,7 +11,7 @@
 use crate::eval::{run_sequence, EvalConfig};
 use crate::metrics::r4;
 use crate::report::quarter_profile;
-use ls_agents::{Agent, CapabilityProfile, EpisodeRecord};
+use ls_agents::{Agent, EpisodeRecord, Harness};
 use ls_core::schema::Case;
 use ls_env::CasePool;
 use serde::{Deserialize, Serialize};
@@ -20,6 +20,63 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub const COMPARE_VERSION: &str = "ledgershield-compare-v1";
+
+/// A model's documented capability score, read from its name, used **only** to order the models
+/// of a comparison for the monotonic-strength check (the reference's scale: `gpt-4o` 4.6, else
+/// the number after `gpt-`, otherwise 4.0; +0.5 pro, +0.2 latest, −0.7 mini, −1.1 nano, −0.3
+/// turbo; `local/…` checkpoints 4.0). The agent never reads it: every model is prompted,
+/// capped and parsed alike (`ls_agents::assist`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CapabilityProfile {
+    pub model: String,
+    pub capability_score: f64,
+    /// `elite` (≥ 5.0), `strong` (≥ 4.5) or `standard`: a label of the score.
+    pub tier: String,
+}
+
+impl CapabilityProfile {
+    pub fn from_model(model: &str) -> Self {
+        let n = model.trim().to_ascii_lowercase();
+        let local = n.starts_with("local/");
+        let mut score = if local {
+            4.0
+        } else if n.contains("gpt-4o") {
+            4.6
+        } else if let Some(rest) = n.split("gpt-").nth(1) {
+            let num: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            num.trim_end_matches('.').parse::<f64>().unwrap_or(4.0)
+        } else {
+            4.0
+        };
+        for (word, delta) in [
+            ("pro", 0.5),
+            ("latest", 0.2),
+            ("mini", -0.7),
+            ("nano", -1.1),
+            ("turbo", -0.3),
+        ] {
+            if !local && n.contains(word) {
+                score += delta;
+            }
+        }
+        let score = ls_core::text::round_dp(score, 2);
+        let tier = if score >= 5.0 {
+            "elite"
+        } else if score >= 4.5 {
+            "strong"
+        } else {
+            "standard"
+        };
+        Self {
+            model: model.to_owned(),
+            capability_score: score,
+            tier: tier.into(),
+        }
+    }
+}
 
 /// One model to compare: its name and a factory building its agent.
 pub struct ModelUnderTest<'a> {
@@ -71,6 +128,12 @@ pub struct ModelResult {
     pub model: String,
     pub agent_type: String,
     pub model_profile: CapabilityProfile,
+    /// How the model was played (the same for every model of a comparison).
+    #[serde(default)]
+    pub harness: Harness,
+    /// The model's endpoint calls over its run (attempts, answers, failures, tokens, seconds).
+    #[serde(default)]
+    pub model_calls: ls_agents::CallStats,
     pub average_score: f64,
     pub success_rate: f64,
     pub min_score: f64,
@@ -234,6 +297,12 @@ impl Agent for Counted {
     fn api_calls(&self) -> u64 {
         self.inner.api_calls()
     }
+    fn call_stats(&self) -> Option<ls_agents::CallStats> {
+        self.inner.call_stats()
+    }
+    fn harness(&self) -> Option<Harness> {
+        self.inner.harness()
+    }
 }
 
 /// Play one model over `cases` and summarise it.
@@ -264,6 +333,10 @@ fn run_model(
         model: m.model.clone(),
         agent_type: probe.agent_type(),
         model_profile: CapabilityProfile::from_model(&m.model),
+        harness: probe.harness().unwrap_or_default(),
+        model_calls: ls_agents::CallStats::total(
+            recs.iter().filter_map(|r| r.model_calls.as_ref()),
+        ),
         average_score: r4(scores.iter().sum::<f64>() / n.max(1) as f64),
         success_rate: rate(scores.iter().filter(|s| **s >= cfg.threshold).count(), n),
         min_score: r4(scores.iter().cloned().fold(1.0, f64::min)),
@@ -443,6 +516,27 @@ mod tests {
             Arc::new(move |m: &str| log.lock().unwrap().push(m.to_owned())),
         );
         assert_eq!(*seen.lock().unwrap(), ["a", "a", "b", "b"]);
+    }
+
+    #[test]
+    fn capability_scores_label_names_only() {
+        assert_eq!(CapabilityProfile::from_model("gpt-5.4").tier, "elite");
+        assert_eq!(CapabilityProfile::from_model("gpt-4o").tier, "strong");
+        assert_eq!(
+            CapabilityProfile::from_model("gpt-4o-mini").tier,
+            "standard"
+        );
+        assert_eq!(
+            CapabilityProfile::from_model("gpt-5-pro").capability_score,
+            5.5
+        );
+        assert_eq!(
+            CapabilityProfile::from_model("local/pro-latest").capability_score,
+            4.0
+        );
+        // The profile is a label: nothing of the agent's behaviour is in it.
+        let v = serde_json::to_value(CapabilityProfile::from_model("gpt-5.4")).unwrap();
+        assert_eq!(v.as_object().unwrap().len(), 3, "{v}");
     }
 
     #[test]

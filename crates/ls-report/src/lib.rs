@@ -2,6 +2,7 @@
 //!
 //! * [`gen`]: the boundary to case generation ([`CaseSource`]); [`LsGen`] wires `ls-gen`.
 //! * [`aging`]: the multi-currency aging report (30/60/90/90+ per currency and converted).
+//! * [`audit_board`]: the Financial Audit leaderboard of stored auditor runs (LLM and baseline).
 //! * [`compare`]: live multi-model comparison (`ledgershield compare`).
 //! * [`eval`]: running agents in-process (fresh environment per trial, or one per sequence).
 //! * [`gaming`]: the `gaming_resistance` section (evidence-blind gaming policies per pool).
@@ -14,6 +15,7 @@
 //!   [`tables`]: the tables both show, built once.
 
 pub mod aging;
+pub mod audit_board;
 pub mod causal_query;
 pub mod compare;
 pub mod eval;

@@ -47,10 +47,18 @@ pub struct LeaderboardEntry {
     pub task_e_expert_mean: Option<f64>,
     pub provenance: String,
     pub updated_at: String,
+    /// `unassisted`, or `assisted`: a model run with assistance is ranked on its own track,
+    /// after every unassisted entry and never among them.
+    #[serde(default = "unassisted_track")]
+    pub track: String,
     /// The stored runs an entry was computed from (entries of agents played by the report
     /// itself have none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<crate::stored::RunProvenance>,
+}
+
+fn unassisted_track() -> String {
+    ls_agents::assist::UNASSISTED.into()
 }
 
 fn entry(r: &BenchmarkReport, a: &AgentSummary) -> LeaderboardEntry {
@@ -60,6 +68,7 @@ fn entry(r: &BenchmarkReport, a: &AgentSummary) -> LeaderboardEntry {
         model: a.model.clone(),
         agent_type: a.agent_type.clone(),
         agent: a.agent.clone(),
+        track: unassisted_track(),
         temperature: r.evaluation_protocol.temperature,
         pass_k: r.evaluation_protocol.pass_k,
         pass_threshold: r.evaluation_protocol.pass_threshold,
@@ -111,7 +120,8 @@ pub struct Leaderboard {
     pub note: String,
 }
 
-/// Sort (holdout pass^k consistency, holdout mean, public mean) descending; de-duplicate by key.
+/// Unassisted entries first, then the assisted track; within a track sort (holdout pass^k
+/// consistency, holdout mean, public mean) descending; de-duplicate by key.
 pub fn leaderboard(
     mut entries: Vec<LeaderboardEntry>,
     generated_at: Option<String>,
@@ -134,7 +144,10 @@ pub fn leaderboard(
             )
         };
         let (x, y) = (k(a), k(b));
-        y.0.total_cmp(&x.0)
+        let assisted = |e: &LeaderboardEntry| e.track != ls_agents::assist::UNASSISTED;
+        assisted(a)
+            .cmp(&assisted(b))
+            .then(y.0.total_cmp(&x.0))
             .then(y.1.total_cmp(&x.1))
             .then(y.2.total_cmp(&x.2))
             .then(a.model.cmp(&b.model))
@@ -142,7 +155,7 @@ pub fn leaderboard(
     let note = if entries.is_empty() {
         "No leaderboard entries yet: run `ledgershield report` to evaluate agents.".into()
     } else {
-        "pass_k_consistent is the share of cases every one of whose k trials passed; task_e_expert_mean prefers the holdout Task E mean.".into()
+        "pass_k_consistent is the share of cases every one of whose k trials passed; task_e_expert_mean prefers the holdout Task E mean. Entries on the assisted track (model runs with a teacher hint, repair, guardrails or another assistance option) are ranked after the unassisted ones, on their own.".into()
     };
     Leaderboard {
         benchmark: BENCHMARK.into(),
@@ -656,6 +669,7 @@ pub fn stored_entries(
             model,
             agent_type,
             agent,
+            track: main.provenance.track.clone(),
             temperature: main.provenance.temperature.unwrap_or(temperature),
             pass_k,
             pass_threshold,

@@ -80,14 +80,20 @@ fn md_stored_runs(s: &mut String, r: &BenchmarkReport) {
     if r.stored_runs.is_empty() {
         return;
     }
-    let _ = writeln!(s, "\n## Stored runs on the leaderboard\n\n| agent | model | suite | cases | seeds | pass^k | mean | unsafe rate | source | run |\n|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "\n## Stored runs on the leaderboard\n\nRuns on the assisted track (a model run with a teacher hint, repair, guardrails or another assistance option) are ranked on their own.\n\n| agent | model | track | suite | cases | seeds | pass^k | mean | unsafe rate | source | run |\n|---|---|---|---|---|---|---|---|---|---|---|");
     for x in &r.stored_runs {
         let p = &x.provenance;
+        let track = if p.assistance.is_empty() {
+            p.track.clone()
+        } else {
+            format!("{} ({})", p.track, p.assistance.join(", "))
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             x.agent,
             x.model,
+            track,
             p.suite,
             p.case_count,
             p.seeds

@@ -43,6 +43,21 @@ pub struct RunProvenance {
     pub pass_k: u32,
     pub temperature: Option<f64>,
     pub created_at: String,
+    /// `unassisted`, or `assisted` (a model run with any assistance option on: it is ranked on
+    /// its own track, never beside unassisted runs).
+    #[serde(default = "unassisted")]
+    pub track: String,
+    /// The assistance options that were on (`teacher_hint`, `repair`, `guardrails`, `ledger`,
+    /// `candidates`, `constrained`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub assistance: Vec<String>,
+    /// The model endpoint's calls over the run (tokens, seconds), when the run called a model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_calls: Option<ls_agents::CallStats>,
+}
+
+fn unassisted() -> String {
+    ls_agents::assist::UNASSISTED.into()
 }
 
 /// A stored run's scores, computed from its episodes.
@@ -114,6 +129,14 @@ pub fn summarize_run(run: &StoredRunInput, threshold: f64) -> StoredRunSummary {
                 .unwrap_or(observed_k),
             temperature: s.get("temperature").and_then(|v| v.as_f64()),
             created_at: run.created_at.clone(),
+            track: text(s, "track").unwrap_or_else(unassisted),
+            assistance: s
+                .get("assistance")
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default(),
+            model_calls: s
+                .get("model_calls")
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
         },
         mean_score: r4(recs.iter().map(score).sum::<f64>() / n),
         control_satisfied_resolution: r4(recs
@@ -145,8 +168,13 @@ pub(crate) fn describe(p: &RunProvenance) -> String {
         Some(s) => format!("server {s}"),
         None => p.source.clone(),
     };
+    let track = if p.assistance.is_empty() {
+        p.track.clone()
+    } else {
+        format!("{}: {}", p.track, p.assistance.join("+"))
+    };
     format!(
-        "{} (suite {}, {} cases, {seeds}, pass^{}, {place}, {})",
+        "{} (suite {}, {} cases, {seeds}, pass^{}, {place}, {}, {track})",
         p.run_id, p.suite, p.case_count, p.pass_k, p.track_mode
     )
 }
@@ -245,5 +273,31 @@ mod tests {
         assert_eq!(e.holdout_unsafe_release_rate, Some(1.0));
         assert_eq!(e.runs.len(), 2);
         assert!(e.provenance.starts_with("stored-run: run-p (suite public, 1 cases, seed 7, pass^2, server http://127.0.0.1:8000"), "{}", e.provenance);
+    }
+
+    #[test]
+    fn an_assisted_run_is_its_own_entry_ranked_after_the_unassisted() {
+        let plain = summarize_run(
+            &run("run-u", "public", vec![rec("CASE-B-001", 7, 0.4, false)]),
+            0.85,
+        );
+        let mut hinted = run("run-h", "public", vec![rec("CASE-B-001", 7, 0.97, false)]);
+        hinted.agent_type = "llm-agent+teacher_hint".into();
+        hinted.summary["track"] = "assisted".into();
+        hinted.summary["assistance"] = serde_json::json!(["teacher_hint"]);
+        let hinted = summarize_run(&hinted, 0.85);
+        assert_eq!(hinted.provenance.track, "assisted");
+        let lb = crate::product::leaderboard(stored_entries(&[hinted, plain], 0.0, 0.85), None);
+        let order: Vec<(&str, f64)> = lb
+            .entries
+            .iter()
+            .map(|e| (e.track.as_str(), e.public.public_mean))
+            .collect();
+        assert_eq!(order, vec![("unassisted", 0.4), ("assisted", 0.97)]);
+        assert!(
+            lb.entries[1].provenance.contains("assisted: teacher_hint"),
+            "{}",
+            lb.entries[1].provenance
+        );
     }
 }

@@ -389,7 +389,7 @@ fn ladder_leaderboard_and_human_rows_keep_their_wire_key_order() {
          controlbench_sleeper_detection_rate controlbench_catastrophic_event_count \
          controlbench_accuracy_loss_correlation controlbench_cost_sensitivity_stable \
          certificate_required_mean certificate_required_missing_rate public_task_e_expert_mean \
-         holdout_task_e_expert_mean task_e_expert_mean provenance updated_at"
+         holdout_task_e_expert_mean task_e_expert_mean provenance updated_at track"
     );
     assert_eq!(
         key_order(&report::AgentSummary::default()),

@@ -46,6 +46,10 @@ pub enum ApiError {
     BodyTimeout(u64),
     #[error("{0}")]
     MethodNotAllowed(String),
+    /// An upstream service the request named (an agent run's model endpoint) gave no usable
+    /// answer.
+    #[error("{0}")]
+    BadGateway(String),
     /// A Financial Audit domain error: status by its kind, its own code and `detail`.
     #[error("{0}")]
     Audit(#[from] audit_env::AuditError),
@@ -103,6 +107,7 @@ impl ApiError {
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            Self::BadGateway(_) => StatusCode::BAD_GATEWAY,
             Self::Audit(e) => audit_status(e.kind()),
         }
     }
@@ -124,6 +129,7 @@ impl ApiError {
             Self::RateLimited { .. } => "rate_limited",
             Self::BodyTimeout(_) => "request_timeout",
             Self::MethodNotAllowed(_) => "method_not_allowed",
+            Self::BadGateway(_) => "upstream_failed",
             Self::Audit(e) => e.code(),
         }
     }

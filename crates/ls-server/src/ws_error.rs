@@ -82,6 +82,7 @@ impl From<ApiError> for WsError {
             | ApiError::EpisodeEnded(_)
             | ApiError::UnknownSession(_)
             | ApiError::NotFound(_)
+            | ApiError::BadGateway(_)
             | ApiError::Internal(_) => WsErrorCode::ExecutionError,
         };
         WsError::new(code, e.message()).with("error", Value::String(e.code().to_owned()))

@@ -43,7 +43,7 @@ def _rust_json(v: Any) -> str:
 
 
 def step_prompt(obs: Dict[str, Any], history: List[str]) -> str:
-    """The ``llm`` agent's user message for one observation (standard tier: no planner hint)."""
+    """The ``llm`` agent's user message for one observation (the default, unassisted protocol: no planner hint)."""
     result = _rust_json(obs.get("last_tool_result"))
     if len(result) > MAX_RESULT_CHARS:
         result = result[:MAX_RESULT_CHARS] + "\u2026"

@@ -13,8 +13,10 @@ export function splitLossSurface(items) {
 }
 
 function leaderboardTable(lb) {
-  const cols = [["agent", "agent"], ["model", "model"], ["type", "type"], ["public mean", "public_mean"], ["holdout mean", "holdout_mean"], ["unsafe release", "public_unsafe_release_rate"], ["control-satisfied", "public_control_satisfied_resolution"], ["institutional utility", "public_institutional_utility"], ["ControlBench accuracy", "controlbench_accuracy"]];
-  const rows = [...(lb.entries || [])].sort((a, b) => (b.public_mean ?? 0) - (a.public_mean ?? 0))
+  const cols = [["agent", "agent"], ["model", "model"], ["type", "type"], ["track", "track"], ["public mean", "public_mean"], ["holdout mean", "holdout_mean"], ["unsafe release", "public_unsafe_release_rate"], ["control-satisfied", "public_control_satisfied_resolution"], ["institutional utility", "public_institutional_utility"], ["ControlBench accuracy", "controlbench_accuracy"]];
+  // Unassisted entries first: an assisted run (teacher hint, repair, guardrails, …) ranks only on its own track.
+  const assisted = (e) => (e.track || "unassisted") !== "unassisted";
+  const rows = [...(lb.entries || [])].sort((a, b) => (assisted(a) - assisted(b)) || ((b.public_mean ?? 0) - (a.public_mean ?? 0)))
     .map((e) => cols.map(([, k]) => (typeof e[k] === "number" ? num(e[k], 4) : e[k] ?? "—")));
   return h("section", { class: "panel" }, h("h3", {}, "Leaderboard"),
     rows.length ? table(cols.map((c) => c[0]), rows, { id: "leaderboard" }) : h("p", { class: "muted" }, lb.note || "No entries."),

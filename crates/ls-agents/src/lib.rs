@@ -13,6 +13,8 @@
 //! * [`facts`]: reading OCR lines into invoices and emails with their token references.
 //! * [`llm`]: an OpenAI-compatible chat-completions agent with capability tiers, output repair,
 //!   retries and the `[START]`/`[STEP]`/`[END]` stdout contract.
+//! * [`outbound`]: the bounded HTTP transport every model call goes through (checked base URL,
+//!   deadline, cancellation, reply cap, no redirects, optionally opaque errors).
 //!
 //! No agent reads `case.gold` or the hidden world: they see `StepEnvelope`s, nothing else.
 
@@ -23,6 +25,7 @@ pub mod facts;
 pub mod learned;
 pub mod ledger;
 pub mod llm;
+pub mod outbound;
 pub mod prompt;
 pub mod redteam;
 pub mod runner;

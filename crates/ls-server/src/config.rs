@@ -9,6 +9,10 @@ use std::time::Duration;
 pub struct ServerConfig {
     /// Most named HTTP sessions (`--max-sessions`); the default session is reserved outside it.
     pub max_sessions: usize,
+    /// Named sessions one client may hold (`--max-sessions-per-client`, default a quarter of
+    /// `max_sessions`); past it the client's least recently used session is closed for the new
+    /// one.
+    pub max_sessions_per_client: usize,
     /// An idle session, campaign or self-improvement run expires after this long
     /// (`--session-idle-secs`).
     pub session_idle: Duration,
@@ -21,6 +25,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             max_sessions: 1024,
+            max_sessions_per_client: crate::sessions::default_per_client(1024),
             session_idle: Duration::from_secs(1800),
             ws: Default::default(),
             security: Default::default(),

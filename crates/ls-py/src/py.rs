@@ -586,13 +586,6 @@ macro_rules! vector_class {
     };
 }
 
-fn at_least_one(num_envs: usize) -> Result<(), Refusal> {
-    if num_envs == 0 {
-        return Err(Refusal::validation("num_envs must be at least 1"));
-    }
-    Ok(())
-}
-
 vector_class!(
     /// N ControlBench environments stepped in Rust worker threads, with next-step autoreset.
     #[pyclass(module = "ledgershield._native", name = "ControlBenchVector")]
@@ -605,7 +598,7 @@ vector_class!(
             track_mode: &str,
             threads: Option<usize>,
         ) -> PyResult<Self> {
-            let slots = at_least_one(num_envs)
+            let slots = crate::vector::check_num_envs(num_envs)
                 .and_then(|()| cb_config(track_mode))
                 .and_then(|config| {
                     let pool = cb::embedded_pool()?;
@@ -632,7 +625,7 @@ vector_class!(
             fraud_difficulty: &str,
             threads: Option<usize>,
         ) -> PyResult<Self> {
-            let slots = at_least_one(num_envs)
+            let slots = crate::vector::check_num_envs(num_envs)
                 .and_then(|()| audit_config(max_findings_per_step, fraud_difficulty))
                 .map(|config| (0..num_envs).map(|_| audit::Slot::new(config.clone())).collect())
                 .map_err(|e| e.into_py(py))?;

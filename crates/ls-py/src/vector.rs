@@ -7,6 +7,21 @@
 use crate::errors::Refusal;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+/// Most environments one vector holds: each holds an episode, an institution and its row
+/// buffers, so a number past this is refused (`ValueError`) before anything is allocated
+/// instead of exhausting memory.
+pub const MAX_NUM_ENVS: usize = 4096;
+
+/// `num_envs` within 1..=[`MAX_NUM_ENVS`], or the refusal naming the bound.
+pub fn check_num_envs(num_envs: usize) -> Result<(), Refusal> {
+    if num_envs == 0 || num_envs > MAX_NUM_ENVS {
+        return Err(Refusal::validation(format!(
+            "num_envs must be 1 to {MAX_NUM_ENVS}, got {num_envs}"
+        )));
+    }
+    Ok(())
+}
+
 /// An environment a vector holds: how it resets from the vector's template, steps, and writes
 /// its row of the batch.
 pub trait VecSlot: Send + Poison {
@@ -372,5 +387,17 @@ mod tests {
         assert_eq!(draw(7, 0), draw(7, 0));
         assert_ne!(draw(7, 0), draw(7, 1));
         assert!(draw(7, 3).iter().all(|s| *s <= i32::MAX as u64));
+    }
+
+    #[test]
+    fn num_envs_is_bounded_before_anything_is_allocated() {
+        assert!(check_num_envs(1).is_ok() && check_num_envs(MAX_NUM_ENVS).is_ok());
+        for n in [0, MAX_NUM_ENVS + 1, 100_000_000] {
+            let e = check_num_envs(n).unwrap_err();
+            assert!(
+                format!("{e:?}").contains("num_envs must be 1 to 4096"),
+                "{e:?}"
+            );
+        }
     }
 }

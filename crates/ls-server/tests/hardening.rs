@@ -721,6 +721,23 @@ async fn eight_addresses_holding_their_connections_leave_room_for_a_new_client()
     let mut legit = connect_from("127.0.0.20", addr).await;
     assert_eq!(exchange(&mut legit, &get("/health", "")).await.0, 200);
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    drop(held);
+
+    // The defaults (1,024 connections, 256 per client): 8 addresses × 256 keep-alive connections
+    // that each sent a request (the 4 × 256 took every slot for 30 s and more).
+    let (addr, _sd, _h) = start(ServerConfig::default()).await;
+    let mut held = vec![];
+    for a in 2..=9 {
+        for _ in 0..256 {
+            let mut s = connect_from(&format!("127.0.0.{a}"), addr).await;
+            let _ = s.write_all(get("/health", "").as_bytes()).await;
+            held.push(s);
+        }
+    }
+    let t = Instant::now();
+    let mut legit = connect_from("127.0.0.20", addr).await;
+    assert_eq!(exchange(&mut legit, &get("/health", "")).await.0, 200);
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
 }
 
 /// Item 6: a trusted reverse proxy carries many clients over one address: it is outside the

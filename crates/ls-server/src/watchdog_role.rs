@@ -37,14 +37,24 @@ use serde_json::{json, Map, Value};
 /// The header the HTTP watchdog routes read the watchdog credential from.
 pub const CREDENTIAL_HEADER: &str = "x-watchdog-credential";
 
-/// The `X-Watchdog-Credential` header.
-struct CredentialHeader(Option<HeaderValue>);
+/// The header a harness sends its harness token in.
+pub const HARNESS_HEADER: &str = "x-harness-token";
+
+/// The two headers the watchdog routes read (and only those: no copy of the whole header map):
+/// `X-Watchdog-Credential` and `X-Harness-Token`.
+struct CredentialHeader {
+    credential: Option<HeaderValue>,
+    harness: Option<HeaderValue>,
+}
 
 impl<S: Send + Sync> FromRequestParts<S> for CredentialHeader {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Ok(Self(parts.headers.get(CREDENTIAL_HEADER).cloned()))
+        Ok(Self {
+            credential: parts.headers.get(CREDENTIAL_HEADER).cloned(),
+            harness: parts.headers.get(HARNESS_HEADER).cloned(),
+        })
     }
 }
 
@@ -88,27 +98,13 @@ fn credential_shaped(s: &str) -> bool {
     token_shaped(s, "wdc")
 }
 
-/// The header a harness sends its harness token in.
-pub const HARNESS_HEADER: &str = "x-harness-token";
-
-/// The `X-Harness-Token` header.
-struct HarnessHeader(Option<HeaderValue>);
-
-impl<S: Send + Sync> FromRequestParts<S> for HarnessHeader {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Ok(Self(parts.headers.get(HARNESS_HEADER).cloned()))
-    }
-}
-
 impl CredentialHeader {
     /// The analyst's environment the credential names. A credential is never compared with
     /// session ids or the admin key: those simply are not credentials.
     fn resolve(&self, s: &Shared) -> Result<SharedBackend<Environment>, Refused> {
         let refuse =
             |code, message: String| Refused::Credential(StatusCode::FORBIDDEN, code, message);
-        let Some(value) = &self.0 else {
+        let Some(value) = &self.credential else {
             return Err(Refused::Credential(
                 StatusCode::UNAUTHORIZED,
                 "watchdog_credential_required",
@@ -244,7 +240,7 @@ async fn get_joint(
     session: SessionHeader,
     q: RawQuery,
 ) -> Result<Json<Value>, Refused> {
-    let analyst = match credential.0 {
+    let analyst = match credential.credential {
         None => Some(session.session_id(None)?).filter(|(_, named)| *named),
         Some(_) => None,
     };
@@ -280,12 +276,12 @@ async fn post_pair(
 async fn post_credential(
     State(s): State<Shared>,
     access: Option<axum::Extension<OperatorAccess>>,
-    harness: HarnessHeader,
+    headers: CredentialHeader,
     header: SessionHeader,
 ) -> Result<Json<Value>, Refused> {
     let refuse =
         |code, message: &str| Refused::Credential(StatusCode::FORBIDDEN, code, message.to_owned());
-    let env = if let Some(value) = &harness.0 {
+    let env = if let Some(value) = &headers.harness {
         let token = value.to_str().unwrap_or("").trim();
         if !token_shaped(token, "wdh") {
             return Err(refuse(

@@ -432,13 +432,21 @@ async fn websocket_buffering_is_bounded_per_session() {
     assert_eq!(closed, Some(1009));
     assert_eq!(status_of(addr, &get("/health", "")).await, 200);
     let (mut other, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
-    other
-        .send(Message::Text(
-            json!({"type": "reset", "data": {}}).to_string().into(),
-        ))
-        .await
-        .unwrap();
-    let r = other.next().await.unwrap().unwrap().into_text().unwrap();
+    assert_plays(&mut other).await;
+}
+
+/// A WebSocket session answers a reset with an observation.
+async fn assert_plays<S>(ws: &mut tokio_tungstenite::WebSocketStream<S>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use futures_util::{SinkExt, StreamExt};
+    ws.send(tokio_tungstenite::tungstenite::Message::Text(
+        json!({"type": "reset", "data": {}}).to_string().into(),
+    ))
+    .await
+    .unwrap();
+    let r = ws.next().await.unwrap().unwrap().into_text().unwrap();
     assert!(r.contains("observation"), "{r}");
 }
 
@@ -463,8 +471,8 @@ async fn websocket_buffer_budget_is_server_wide() {
         ..Default::default()
     };
     let (addr, _sd, _h) = start(server).await;
-    use futures_util::{SinkExt, StreamExt};
-    use tokio_tungstenite::tungstenite::{Error, Message};
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Error;
     let url = format!("ws://{addr}/ws");
     let mut open = Vec::new();
     for _ in 0..3 {
@@ -483,14 +491,7 @@ async fn websocket_buffer_budget_is_server_wide() {
     }
     assert_eq!(status_of(addr, &get("/health", "")).await, 200);
     // The open sessions still play.
-    let ws = &mut open[0];
-    ws.send(Message::Text(
-        json!({"type": "reset", "data": {}}).to_string().into(),
-    ))
-    .await
-    .unwrap();
-    let r = ws.next().await.unwrap().unwrap().into_text().unwrap();
-    assert!(r.contains("observation"), "{r}");
+    assert_plays(&mut open[0]).await;
     // Closing one returns its reservation.
     let mut gone = open.pop().unwrap();
     gone.close(None).await.unwrap();
@@ -784,7 +785,6 @@ async fn a_trusted_proxy_is_not_capped_like_one_client() {
 /// client still gets a session.
 #[tokio::test]
 async fn eight_addresses_cannot_take_every_websocket_session() {
-    use futures_util::{SinkExt, StreamExt};
     let ws_cfg = ls_server::ws::WsConfig {
         max_sessions: 1024,
         max_message_bytes: 64 * 1024,
@@ -821,13 +821,7 @@ async fn eight_addresses_cannot_take_every_websocket_session() {
     let (mut ws, _) = tokio_tungstenite::client_async(url.as_str(), s)
         .await
         .expect("a new client gets a session");
-    ws.send(tokio_tungstenite::tungstenite::Message::Text(
-        json!({"type": "reset", "data": {}}).to_string().into(),
-    ))
-    .await
-    .unwrap();
-    let r = ws.next().await.unwrap().unwrap().into_text().unwrap();
-    assert!(r.contains("observation"), "{r}");
+    assert_plays(&mut ws).await;
 }
 
 /// Item 3 and 9: through a trusted proxy an IPv6 /64 is one client for the rate limit, and a

@@ -155,9 +155,9 @@ impl<E> SessionManager<E> {
             Room::Free => Ok(()),
             Room::Evict(victim) => {
                 map.remove(&victim);
-                tracing::info!(
+                tracing::debug!(
                     client = owner.map(|o| o.to_string()),
-                    "session capacity: closed the least recently used session of the client holding the most"
+                    "session capacity: closed a least recently used session to make room"
                 );
                 Ok(())
             }

@@ -37,13 +37,7 @@ fn start(args: &[&str], env: &[(&str, &str)], key_file: &Path) -> (Server, Strin
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().expect("starting ledgershield serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.contains("listening on"), "first line: {line:?}");
-    let addr = line.trim().rsplit("http://").next().unwrap().to_owned();
+    let (mut child, addr) = listening(cmd.spawn().expect("starting ledgershield serve"));
     // Keep stderr in a second handle so the test can read what was logged.
     let stderr = child.stderr.take().unwrap();
     let reader = Command::new("cat")
@@ -52,6 +46,17 @@ fn start(args: &[&str], env: &[(&str, &str)], key_file: &Path) -> (Server, Strin
         .spawn()
         .unwrap();
     (Server(child), addr, reader)
+}
+
+/// A started server and the address its first line says it listens on.
+fn listening(mut child: Child) -> (Child, String) {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("listening on"), "first line: {line:?}");
+    let addr = line.trim().rsplit("http://").next().unwrap().to_owned();
+    (child, addr)
 }
 
 /// One request; `(status, body)`.
@@ -337,20 +342,17 @@ fn a_second_signal_exits_at_once() {
 fn two_servers_keep_their_own_default_key_files() {
     let dir = temp_dir("two-keys");
     let start_default = || {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ledgershield"))
-            .args(["serve", "--port", "0"])
-            .env("XDG_STATE_HOME", &dir)
-            .env_remove("LEDGERSHIELD_OPERATOR_KEY_FILE")
-            .env_remove("ADMIN_API_KEY")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line.trim().rsplit("http://").next().unwrap().to_owned();
+        let (child, addr) = listening(
+            Command::new(env!("CARGO_BIN_EXE_ledgershield"))
+                .args(["serve", "--port", "0"])
+                .env("XDG_STATE_HOME", &dir)
+                .env_remove("LEDGERSHIELD_OPERATOR_KEY_FILE")
+                .env_remove("ADMIN_API_KEY")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
         (Server(child), addr)
     };
     let (_a, addr_a) = start_default();

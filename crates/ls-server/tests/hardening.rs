@@ -781,8 +781,43 @@ async fn a_trusted_proxy_is_not_capped_like_one_client() {
     assert!(count_503(direct).await >= 284);
 }
 
+/// Open WebSocket sessions from 8 addresses (127.0.0.2-9), `per_address` tries each; the open
+/// sessions and the number refused (503).
+async fn hold_websockets(
+    addr: SocketAddr,
+    per_address: usize,
+) -> (Vec<tokio_tungstenite::WebSocketStream<TcpStream>>, usize) {
+    let url = format!("ws://{addr}/ws");
+    let mut open = vec![];
+    let mut refused = 0;
+    for a in 2..=9 {
+        for _ in 0..per_address {
+            let s = connect_from(&format!("127.0.0.{a}"), addr).await;
+            match tokio_tungstenite::client_async(url.as_str(), s).await {
+                Ok((ws, _)) => open.push(ws),
+                Err(tokio_tungstenite::tungstenite::Error::Http(r)) => {
+                    assert_eq!(r.status(), 503);
+                    refused += 1;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+    (open, refused)
+}
+
+/// A new client (127.0.0.30) gets a WebSocket session that plays.
+async fn a_new_client_plays(addr: SocketAddr) {
+    let s = connect_from("127.0.0.30", addr).await;
+    let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{addr}/ws"), s)
+        .await
+        .expect("a new client gets a session");
+    assert_plays(&mut ws).await;
+}
+
 /// Item 3: eight addresses at their WebSocket share cannot spend the buffer budget: the next
-/// client still gets a session.
+/// client still gets a session (a small budget, then the defaults: 8 × 64 sessions against a
+/// budget of 496, which the 8 addresses exhausted).
 #[tokio::test]
 async fn eight_addresses_cannot_take_every_websocket_session() {
     let ws_cfg = ls_server::ws::WsConfig {
@@ -800,28 +835,15 @@ async fn eight_addresses_cannot_take_every_websocket_session() {
         ..Default::default()
     };
     let (addr, _sd, _h) = start(server).await;
-    let url = format!("ws://{addr}/ws");
-    let mut open = vec![];
-    let mut refused = 0;
-    for a in 2..=9 {
-        for _ in 0..16 {
-            let s = connect_from(&format!("127.0.0.{a}"), addr).await;
-            match tokio_tungstenite::client_async(url.as_str(), s).await {
-                Ok((ws, _)) => open.push(ws),
-                Err(tokio_tungstenite::tungstenite::Error::Http(r)) => {
-                    assert_eq!(r.status(), 503);
-                    refused += 1;
-                }
-                Err(e) => panic!("{e}"),
-            }
-        }
-    }
+    let (open, refused) = hold_websockets(addr, 16).await;
     assert!(refused > 0 && open.len() < 40, "{} open", open.len());
-    let s = connect_from("127.0.0.30", addr).await;
-    let (mut ws, _) = tokio_tungstenite::client_async(url.as_str(), s)
-        .await
-        .expect("a new client gets a session");
-    assert_plays(&mut ws).await;
+    a_new_client_plays(addr).await;
+    drop(open);
+
+    let (addr, _sd, _h) = start(ServerConfig::default()).await;
+    let (open, refused) = hold_websockets(addr, 64).await;
+    assert!(refused > 0 && open.len() < 496, "{} open", open.len());
+    a_new_client_plays(addr).await;
 }
 
 /// Item 3 and 9: through a trusted proxy an IPv6 /64 is one client for the rate limit, and a

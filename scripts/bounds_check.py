@@ -3,18 +3,21 @@
 
 Starts `ledgershield serve` (ControlBench, then `--env audit`) on local ports with a 5-second
 idle timeout and checks, as a hostile or clumsy client would push it:
-  * 1,024 + 1 named sessions: the 1,025th is refused (503), the default session still works, and a
-    new session is accepted once the others have expired;
+  * 1,024 + 1 named sessions from one client: every one is served (the client recycles its own
+    least recently used sessions past its quota of 256), another client is served, the default
+    session still works, and a new session is accepted once the others have expired;
   * 10,000 GETs of /institutional-memory with new ids create no session;
   * 500 connections that never finish their request head: a normal client is still served, and
     the header-read timeout closes all 500;
-  * 300 audit campaigns: the map is bounded (503 past capacity), other routes keep serving, and
-    a new campaign is accepted once idle campaigns expire;
+  * 300 audit campaigns from one client, never finished: every one is served, the client holds at
+    most its quota (64), another client is served, other routes keep serving, and a new campaign
+    is accepted once idle campaigns expire;
   * SIGTERM: exit code 0.
 Prints one JSON object of what it measured and exits non-zero if a check fails.
 
     python3 scripts/bounds_check.py target/debug/ledgershield
 """
+import http.client
 import json
 import os
 import socket
@@ -55,6 +58,17 @@ def req(port, method, path, body=None, headers=None):
         return e.code, e.read()
 
 
+def req_from(src, port, method, path, body=None, headers=None):
+    """`req` from another loopback address (another client)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(src, 0))
+    c.request(method, path, body=None if body is None else json.dumps(body),
+              headers={"Content-Type": "application/json", **(headers or {})})
+    r = c.getresponse()
+    out = r.status, r.read()
+    c.close()
+    return out
+
+
 def tally(codes):
     out = {}
     for c in codes:
@@ -82,7 +96,11 @@ def controlbench(out, checks):
     checks["reads created no session"] = out["sessions_before_and_after_gets"][1] == before
     codes = [req(port, "POST", "/reset", {"case_id": "CASE-A-001"}, {"X-Session-Id": f"s{i}"})[0] for i in range(1025)]
     out["sessions_1025"] = tally(codes)
-    checks["1025th session refused"] = codes.count(200) == 1024 and codes[-1] == 503
+    checks["every session of one client served"] = codes.count(200) == 1025
+    out["sessions_held_by_one_client"] = json.loads(req(port, "GET", "/health")[1])["sessions"]
+    checks["one client holds at most its quota"] = out["sessions_held_by_one_client"] <= 256 + 1
+    checks["another client served"] = req_from("127.0.0.2", port, "POST", "/reset", {"case_id": "CASE-A-001"},
+                                               {"X-Session-Id": "other"})[0] == 200
     checks["default session served at capacity"] = req(port, "POST", "/reset", {"case_id": "CASE-A-001"})[0] == 200
     out["rss_kb_at_capacity"] = rss_kb(p.pid)
     time.sleep(IDLE_SECS + 1)
@@ -116,7 +134,11 @@ def audit(out, checks):
     p = start(["--env", "audit"], port)
     codes = [req(port, "POST", "/campaign/start", {"seed": i, "total_periods": 5})[0] for i in range(300)]
     out["campaigns_300"] = tally(codes)
-    checks["campaign map bounded"] = 503 in codes and 500 not in codes
+    checks["every campaign of one client served"] = codes.count(200) == 300
+    out["campaigns_held"] = json.loads(req(port, "GET", "/health")[1])["active_campaigns"]
+    checks["one client holds at most its campaign quota"] = out["campaigns_held"] <= 64
+    checks["another client's campaign served"] = req_from("127.0.0.2", port, "POST", "/campaign/start",
+                                                          {"seed": 7, "total_periods": 5})[0] == 200
     checks["reset served with the campaign map full"] = req(port, "POST", "/reset", {"task_id": 1, "seed": 42})[0] == 200
     out["audit_rss_kb_with_campaigns"] = rss_kb(p.pid)
     time.sleep(IDLE_SECS + 1)

@@ -3,7 +3,9 @@
 # front of them with deploy/nginx/ledgershield.conf (ports rewritten), then plays whole episodes
 # through nginx over HTTP (`ledgershield load`: many sessions, each episode must reproduce its
 # solo score, so a session that lost its state on another replica shows as interference) and
-# over /ws (scripts/replica_check.py), and checks the spread from each replica's /metrics.
+# over /ws (scripts/replica_check.py), then 300 clients at once (each from its own loopback address,
+# one keep-alive connection each) that must all be served without a 503, and checks the spread from
+# each replica's /metrics.
 # Stops everything it started however it ends.
 #
 #   LEDGERSHIELD_BIN=target/debug/ledgershield bash scripts/ci-nginx-replicas.sh
@@ -17,6 +19,7 @@ HTTP_EPISODES="${HTTP_EPISODES:-1200}"
 HTTP_SESSIONS="${HTTP_SESSIONS:-96}"
 WS_CONNECTIONS="${WS_CONNECTIONS:-30}"
 WS_EPISODES="${WS_EPISODES:-10}"
+CLIENTS="${CLIENTS:-300}"
 BASE_PORT="${BASE_PORT:-18300}"
 LB_PORT=$((BASE_PORT))
 
@@ -41,8 +44,12 @@ trap stop_all EXIT
 start_replicas() { # count
   for i in $(seq 1 "$1"); do
     local port=$((BASE_PORT + i))
-    LEDGERSHIELD_DB_PATH="$WORK/none.db" LEDGERSHIELD_LOG=warn \
+    # The flags deploy/nginx/ledgershield.conf gives. The per-client rate limit is raised: the
+    # load generator below is one client (127.0.0.1, forwarded by nginx) playing thousands of
+    # episodes a minute.
+    LEDGERSHIELD_DB_PATH="$WORK/none.db" LEDGERSHIELD_LOG=warn RATE_LIMIT_PER_MIN=10000000 \
       "$BIN" serve --host 127.0.0.1 --port "$port" --trust-proxy-headers \
+      --trusted-proxies 127.0.0.1,::1 --max-connections 4096 \
       >"$WORK/replica-$i.log" 2>&1 &
     echo $! >"$WORK/replica-$i.pid"
   done
@@ -112,6 +119,9 @@ PY
 
 echo "== WebSocket: $WS_CONNECTIONS connections x $WS_EPISODES episodes over /ws through nginx"
 python3 scripts/replica_check.py ws --url "$LB" --connections "$WS_CONNECTIONS" --episodes "$WS_EPISODES"
+
+echo "== $CLIENTS clients at once, each from its own address, through nginx: no 503"
+python3 scripts/replica_check.py clients --url "$LB" --clients "$CLIENTS"
 
 echo "== spread over the replicas (each replica's /metrics)"
 python3 scripts/replica_check.py spread --replicas "$(replica_urls "$REPLICAS")" --min-share 0.6

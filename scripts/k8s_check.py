@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Cross-object checks of deploy/kubernetes that a schema cannot express: the Service selects
 the Deployment's pods and targets its named port, the Ingress routes to that Service with
-session affinity on X-Session-Id, the autoscaler scales the Deployment on CPU, and both probes
-ask GET /health on the serving port. Exits non-zero naming each broken link."""
+session affinity on X-Session-Id, the autoscaler scales the Deployment on CPU, both probes
+ask GET /health on the serving port, and the limits fit a proxy in front: forwarded addresses are
+trusted only from named proxies (TRUSTED_PROXIES set wherever TRUST_PROXY_HEADERS is on) and the
+Ingress keeps a per-client connection share. Exits non-zero naming each broken link."""
 
 import pathlib
 import sys
@@ -49,6 +51,11 @@ def main(folder):
         need(p.get("path") == "/health" and p.get("port") in ("http", ports.get("http")),
              f"{probe} is not GET /health on the serving port")
     need(pod["spec"].get("securityContext", {}).get("runAsNonRoot") is True, "pods may run as root")
+    trust = str(env.get("TRUST_PROXY_HEADERS", "")).lower() in ("1", "true", "yes", "on")
+    need(not trust or bool(env.get("TRUSTED_PROXIES")),
+         "TRUST_PROXY_HEADERS without TRUSTED_PROXIES: every user would share the ingress's identity")
+    need(not trust or "nginx.ingress.kubernetes.io/limit-connections" in ing["metadata"].get("annotations", {}),
+         "the pods trust the ingress as a proxy but the Ingress keeps no per-client connection share")
     ann = ing["metadata"].get("annotations", {})
     need("x_session_id" in ann.get("nginx.ingress.kubernetes.io/upstream-hash-by", ""),
          "Ingress has no affinity on X-Session-Id")

@@ -2,12 +2,18 @@
 """Plays episodes over /ws through the load balancer and checks how the replicas shared the work.
 
     python3 scripts/replica_check.py ws   --url http://127.0.0.1:8000 --connections 24 --episodes 8
+    python3 scripts/replica_check.py clients --url http://127.0.0.1:8000 --clients 300
     python3 scripts/replica_check.py spread --replicas http://127.0.0.1:8001,... --min-share 0.2
 
 `ws`: each connection plays whole episodes (reset, five tools, submit_decision) on the curated
 cases; every reply must be an observation (no error, no reset_required: a WebSocket connection
 keeps one replica's session), and each episode must end done with a final score. Prints one
 JSON line with the counts and exits non-zero on any failure.
+
+`clients`: `--clients` clients at once, each from its own loopback address (127.1.x.y), each on
+its own keep-alive connection: all connect first, then each plays one whole episode over HTTP
+(its own X-Session-Id). Every reply must be 2xx (a 503 or a 429 is a failure: the stage turned a
+client away) and every episode must end graded.
 
 `spread`: reads each replica's Prometheus /metrics and checks that every replica started at
 least `--min-share` of a fair share of the episodes (HTTP and /ws together), and that none
@@ -17,11 +23,13 @@ answered a 5xx. Standard library only (a minimal RFC 6455 client), so CI install
 import argparse
 import base64
 import concurrent.futures
+import http.client
 import json
 import os
 import socket
 import struct
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -172,6 +180,60 @@ def cmd_ws(args):
     return 0
 
 
+def client_episode(url, i, barrier):
+    """Client `i` from its own loopback address: connect, wait for every other client, then play
+    one episode on the connection; (statuses seen, failure or None)."""
+    u = urllib.parse.urlparse(url)
+    src = f"127.1.{i // 250}.{i % 250 + 1}"
+    conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=60, source_address=(src, 0))
+    conn.connect()
+    statuses = []
+
+    def post(path, body):
+        conn.request("POST", path, body=json.dumps(body),
+                     headers={"Content-Type": "application/json", "X-Session-Id": f"client-{i}"})
+        r = conn.getresponse()
+        data = r.read()
+        statuses.append(r.status)
+        if not 200 <= r.status < 300:
+            raise RuntimeError(f"{path} answered {r.status}: {data[:200]!r}")
+        return json.loads(data)
+
+    try:
+        barrier.wait(timeout=120)
+        case = CASES[i % len(CASES)]
+        obs = post("/reset", {"case_id": case})["observation"]
+        last = {}
+        for action in script(obs):
+            last = post("/step", action)
+        if last.get("done") is not True or "final_score" not in (last.get("info") or {}):
+            return statuses, f"client {i}: {case} did not end graded"
+        return statuses, None
+    except (RuntimeError, OSError, threading.BrokenBarrierError) as e:
+        return statuses, f"client {i} ({src}): {e}"
+    finally:
+        conn.close()
+
+
+def cmd_clients(args):
+    barrier = threading.Barrier(args.clients)
+    t0 = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(args.clients) as pool:
+        results = list(pool.map(lambda i: client_episode(args.url, i, barrier), range(args.clients)))
+    statuses = [s for r in results for s in r[0]]
+    failures = [r[1] for r in results if r[1]]
+    counts = {str(code): statuses.count(code) for code in sorted(set(statuses))}
+    print(json.dumps({"clients": args.clients, "statuses": counts, "failures": len(failures),
+                      "seconds": round(time.monotonic() - t0, 2)}))
+    for f in failures[:10]:
+        print("  failure:", f, file=sys.stderr)
+    if failures or statuses.count(503):
+        print(f"FAIL: {len(failures)} of {args.clients} clients were not served whole "
+              f"({statuses.count(503)} replies were 503)", file=sys.stderr)
+        return 1
+    return 0
+
+
 def scrape(base):
     req = urllib.request.Request(base.rstrip("/") + "/metrics", headers={"Accept": "text/plain"})
     with urllib.request.urlopen(req, timeout=10) as r:
@@ -212,11 +274,14 @@ def main():
     w.add_argument("--url", required=True)
     w.add_argument("--connections", type=int, default=24)
     w.add_argument("--episodes", type=int, default=8, help="per connection")
+    c = sub.add_parser("clients")
+    c.add_argument("--url", required=True)
+    c.add_argument("--clients", type=int, default=300)
     s = sub.add_parser("spread")
     s.add_argument("--replicas", required=True, help="comma-separated replica base URLs")
     s.add_argument("--min-share", type=float, default=0.6)
     args = p.parse_args()
-    return cmd_ws(args) if args.cmd == "ws" else cmd_spread(args)
+    return {"ws": cmd_ws, "clients": cmd_clients, "spread": cmd_spread}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,25 @@
 """Steps per second from Python: the in-process environment (one env, and the vector env) beside
-the HTTP and WebSocket clients, on the same trajectories. Not a test: figures go to BENCHMARKS.md.
+the HTTP and WebSocket clients, on the same real episodes. Not a test: figures go to BENCHMARKS.md.
 
-Every client plays the same policy on seeded random resets (seed i for episode i): OCR the first
-document (fast), OCR it again (accurate), submit HOLD with confidence 0.8 (three steps, the last
-one graded). Each client parses every reply as JSON, as a trainer would (the in-process single
-env is also timed without parsing). The vector env plays the same policy by candidate index on
-its own seeded resets and counts environment steps (autoreset rows are not counted).
+Every client plays the same episodes: seeded random resets (``{"seed": i}`` for episode i, no
+operator-only field, so an HTTP server without a key serves them) and the same policy: OCR the
+first document (fast), OCR it again (accurate), submit HOLD with confidence 0.8 (three steps, the
+last one graded). The sequence is played once in process first (a fresh environment) to fix each
+episode's requests and its final reward; every client then replays it in a fresh environment (a
+new session, a new socket) and **must** get a 2xx reply (an observation over WebSocket) for every
+request, ``done`` on the submit and the same final reward for every episode, or the script stops
+with an error: a figure is only printed for episodes that really ran. Each client parses every
+reply as JSON, as a trainer would (the in-process single env is also timed without parsing; it
+then checks ``"done":true`` in the submit's text). The vector env plays the same policy by
+candidate index on its own seeded resets and counts environment steps (autoreset rows are not
+counted); it must complete episodes too.
+
+HTTP is measured with two clients, named in every line: ``http.client`` (the standard library's
+keep-alive connection, the leanest Python client) and ``requests`` (a ``Session``, what most
+trainers use). WebSocket: ``websockets``' synchronous client on ``/ws``.
 
 Every figure is reported twice: steps per wall-clock second, and steps per CPU-second (the CPU
-time of every thread of this process, `time.process_time()`, plus for the HTTP and WebSocket
+time of every thread of this process, ``time.process_time()``, plus for the HTTP and WebSocket
 clients the server process's CPU time read from /proc): on a shared machine the second is the
 honest per-core figure, since waiting for a core costs wall time but no CPU time.
 
@@ -18,13 +29,16 @@ honest per-core figure, since waiting for a core costs wall time but no CPU time
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import re
 import subprocess
 import threading
 import time
-from typing import Any, Dict, List, Tuple
+import urllib.parse
+import uuid
+from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 import requests
@@ -34,6 +48,14 @@ from ledgershield.vector import AuditVectorEnv, ControlBenchVectorEnv
 
 SUBMIT = {"action_type": "submit_decision", "payload": {"decision": "HOLD", "confidence": 0.8, "reason_codes": []}}
 
+# One episode: the reset body, the three step bodies, and the final reward it must end with.
+Episode = Tuple[str, List[str], float]
+
+
+class BenchError(RuntimeError):
+    """A client did not play the episode it was asked to (a refusal, a missing ``done``, another
+    final reward): no figure is printed for it."""
+
 
 def actions_for(reset_reply: Dict[str, Any]) -> List[str]:
     doc = reset_reply["observation"]["visible_documents"][0]["doc_id"]
@@ -42,13 +64,27 @@ def actions_for(reset_reply: Dict[str, Any]) -> List[str]:
             json.dumps(SUBMIT)]
 
 
-def trajectories(episodes: int) -> List[Tuple[str, List[str]]]:
-    env = ControlBenchEnv()
+def episodes(n: int) -> List[Episode]:
+    """The episodes, played once in a fresh in-process environment: each one's requests and its
+    final reward."""
+    env = ControlBenchEnv()._env
     out = []
-    for i in range(episodes):
-        reset = json.dumps({"seed": i, "fresh_institution": True})
-        out.append((reset, actions_for(json.loads(env._env.reset(reset)))))
+    for i in range(n):
+        reset = json.dumps({"seed": i})
+        actions = actions_for(json.loads(env.reset(reset)))
+        last: Dict[str, Any] = {}
+        for a in actions:
+            last = json.loads(env.step(a))
+        if not last.get("done"):
+            raise BenchError(f"episode {i} did not end on its submit in process")
+        out.append((reset, actions, float(last["reward"])))
     return out
+
+
+def check_final(client: str, i: int, reply: Dict[str, Any], want: float) -> None:
+    if reply.get("done") is not True or reply.get("reward") != want:
+        raise BenchError(f"{client}: episode {i} ended with done={reply.get('done')!r}, "
+                         f"reward={reply.get('reward')!r} (expected done and {want})")
 
 
 Rate = Tuple[float, float]  # (steps per wall second, steps per CPU second)
@@ -80,10 +116,10 @@ class Clock:
         return (steps / wall if wall > 0 else float("nan"), steps / cpu if cpu > 0 else float("nan"))
 
 
-def bench_native(trajs: List[Tuple[str, List[str]]], parse: bool) -> Rate:
+def bench_native(eps: List[Episode], parse: bool) -> Rate:
     env = ControlBenchEnv()._env
     steps, clock = 0, Clock()
-    for reset, actions in trajs:
+    for i, (reset, actions, want) in enumerate(eps):
         r = env.reset(reset)
         if parse:
             json.loads(r)
@@ -92,50 +128,107 @@ def bench_native(trajs: List[Tuple[str, List[str]]], parse: bool) -> Rate:
             if parse:
                 json.loads(r)
             steps += 1
+        if parse:
+            check_final("native", i, json.loads(r), want)
+        elif '"done":true' not in r:
+            raise BenchError(f"native: episode {i} did not end on its submit")
     return clock.rate(steps)
 
 
-def bench_http(url: str, trajs: List[Tuple[str, List[str]]]) -> Rate:
-    s = requests.Session()
-    h = {"X-Session-Id": "bench-http", "Content-Type": "application/json"}
+def play_http(client: str, post: Callable[[str, str], Tuple[int, bytes]], eps: List[Episode]) -> Rate:
+    """Play `eps` with `post(path, body) -> (status, reply bytes)`; every reply must be 2xx."""
     steps, clock = 0, Clock(with_server=True)
-    for reset, actions in trajs:
-        s.post(f"{url}/reset", data=reset, headers=h).json()
+    for i, (reset, actions, want) in enumerate(eps):
+        status, body = post("/reset", reset)
+        if not 200 <= status < 300:
+            raise BenchError(f"{client}: /reset of episode {i} answered {status}: {body[:200]!r}")
+        json.loads(body)
+        reply: Dict[str, Any] = {}
         for a in actions:
-            s.post(f"{url}/step", data=a, headers=h).json()
+            status, body = post("/step", a)
+            if not 200 <= status < 300:
+                raise BenchError(f"{client}: /step of episode {i} answered {status}: {body[:200]!r}")
+            reply = json.loads(body)
             steps += 1
+        check_final(client, i, reply, want)
     return clock.rate(steps)
 
 
-def bench_ws(url: str, trajs: List[Tuple[str, List[str]]]) -> Rate:
+def bench_requests(url: str, eps: List[Episode]) -> Rate:
+    s = requests.Session()
+    h = {"X-Session-Id": f"bench-{uuid.uuid4().hex}", "Content-Type": "application/json"}
+
+    def post(path: str, body: str) -> Tuple[int, bytes]:
+        r = s.post(f"{url}{path}", data=body, headers=h)
+        return r.status_code, r.content
+
+    try:
+        return play_http("requests", post, eps)
+    finally:
+        s.delete(f"{url}/session", headers=h)
+
+
+def bench_http_client(url: str, eps: List[Episode]) -> Rate:
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port)
+    h = {"X-Session-Id": f"bench-{uuid.uuid4().hex}", "Content-Type": "application/json"}
+
+    def post(path: str, body: str) -> Tuple[int, bytes]:
+        conn.request("POST", path, body=body, headers=h)
+        r = conn.getresponse()
+        return r.status, r.read()
+
+    try:
+        return play_http("http.client", post, eps)
+    finally:
+        conn.request("DELETE", "/session", headers=h)
+        conn.getresponse().read()
+        conn.close()
+
+
+def bench_ws(url: str, eps: List[Episode]) -> Rate:
     from websockets.sync.client import connect
 
     steps = 0
     with connect(url.replace("http://", "ws://") + "/ws", max_size=None) as ws:
         clock = Clock(with_server=True)
-        for reset, actions in trajs:
-            ws.send(json.dumps({"type": "reset", "data": json.loads(reset)}))
-            json.loads(ws.recv())
+        for i, (reset, actions, want) in enumerate(eps):
+            ws.send('{"type": "reset", "data": ' + reset + "}")
+            if json.loads(ws.recv())["type"] != "observation":
+                raise BenchError(f"websocket: reset of episode {i} was refused")
+            reply: Dict[str, Any] = {}
             for a in actions:
                 ws.send('{"type": "step", "data": ' + a + "}")
-                json.loads(ws.recv())
+                msg = json.loads(ws.recv())
+                if msg["type"] != "observation":
+                    raise BenchError(f"websocket: step of episode {i} answered {msg}")
+                reply = msg["data"]
                 steps += 1
+            check_final("websocket", i, reply, want)
         return clock.rate(steps)
+
+
+def vector_policy(obs: Dict[str, np.ndarray]) -> np.ndarray:
+    k = obs["features"][:, 3]
+    n = obs["action_mask"].sum(axis=1)
+    return np.where(k == 0, 0, np.where(k == 1, 1, n - 3))  # ocr fast, ocr accurate, HOLD
 
 
 def bench_vector(num_envs: int, threads: int, calls: int) -> Rate:
     vec = ControlBenchVectorEnv(num_envs=num_envs, threads=threads)
     obs, _ = vec.reset(seed=7)
     needs_reset = np.zeros(num_envs, dtype=bool)
-    steps, clock = 0, Clock()
+    steps, done, clock = 0, 0, Clock()
     for _ in range(calls):
-        k = obs["features"][:, 3]
-        n = obs["action_mask"].sum(axis=1)
-        actions = np.where(k == 0, 0, np.where(k == 1, 1, n - 3))  # ocr fast, ocr accurate, HOLD
-        obs, _, term, trunc, _ = vec.step(actions)
+        obs, _, term, trunc, _ = vec.step(vector_policy(obs))
         steps += int((~needs_reset).sum())
         needs_reset = term | trunc
-    return clock.rate(steps)
+        done += int(needs_reset.sum())
+    rate = clock.rate(steps)
+    # Three steps an episode: every environment ends one every three steps it takes.
+    if done * 3 < steps - 3 * num_envs:
+        raise BenchError(f"vector env N={num_envs}: only {done} episodes ended in {steps} steps")
+    return rate
 
 
 def split_vector(num_envs: int, calls: int) -> Dict[str, float]:
@@ -158,9 +251,7 @@ def split_vector(num_envs: int, calls: int) -> Dict[str, float]:
     steps, t0 = 0, time.process_time()
     for _ in range(calls):
         p = time.process_time()
-        k = obs["features"][:, 3]
-        n = obs["action_mask"].sum(axis=1)
-        actions = np.where(k == 0, 0, np.where(k == 1, 1, n - 3))
+        actions = vector_policy(obs)
         spent["policy"] += time.process_time() - p
         obs, _, term, trunc, _ = vec.step(actions)
         steps += int((~needs_reset).sum())
@@ -177,13 +268,17 @@ def bench_audit_vector(num_envs: int, calls: int) -> Rate:
     vec = AuditVectorEnv(num_envs=num_envs, threads=1)
     obs, _ = vec.reset(seed=7)
     needs_reset = np.zeros(num_envs, dtype=bool)
-    steps, clock = 0, Clock()
+    steps, done, clock = 0, 0, Clock()
     for _ in range(calls):
         actions = np.where(obs["features"][:, 0] == 0, 1, 0)
         obs, _, term, trunc, _ = vec.step(actions)
         steps += int((~needs_reset).sum())
         needs_reset = term | trunc
-    return clock.rate(steps)
+        done += int(needs_reset.sum())
+    rate = clock.rate(steps)
+    if done == 0:
+        raise BenchError("audit vector env: no episode ended")
+    return rate
 
 
 def start_server(binary: str) -> Tuple[subprocess.Popen, str]:
@@ -191,7 +286,8 @@ def start_server(binary: str) -> Tuple[subprocess.Popen, str]:
                             stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     m = re.search(r"listening on (http://\S+)", proc.stdout.readline())
-    assert m, "server did not report its address"
+    if not m:
+        raise BenchError("server did not report its address")
     SERVER_PID[:] = [proc.pid]
     threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
     url = m.group(1).rstrip("/")
@@ -204,6 +300,9 @@ def start_server(binary: str) -> Tuple[subprocess.Popen, str]:
     return proc, url
 
 
+VECTOR = "vector env N=16, 1 thread(s)"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--server-bin", default=None, help="ledgershield binary for the HTTP/WebSocket clients")
@@ -211,7 +310,7 @@ def main() -> None:
     ap.add_argument("--vector-calls", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-    trajs = trajectories(a.episodes)
+    eps = episodes(a.episodes)
     results: Dict[str, List[Rate]] = {}
 
     def record(name: str, value: Rate) -> None:
@@ -220,24 +319,32 @@ def main() -> None:
     proc, url = start_server(a.server_bin) if a.server_bin else (None, None)
     try:
         for _ in range(a.rounds):
-            record("native single env, reply text only", bench_native(trajs, parse=False))
-            record("native single env, reply parsed", bench_native(trajs, parse=True))
+            record("native single env, reply text only", bench_native(eps, parse=False))
+            record("native single env, reply parsed", bench_native(eps, parse=True))
             for n, t in ((16, 1), (64, 1), (256, 1), (64, 2)):
                 record(f"vector env N={n}, {t} thread(s)", bench_vector(n, t, max(a.vector_calls * 16 // n, 20)))
             record("audit vector env N=64, 1 thread", bench_audit_vector(64, max(a.vector_calls // 4, 20)))
             if url:
-                record("HTTP client (requests, keep-alive), reply parsed", bench_http(url, trajs))
-                record("WebSocket client (/ws), reply parsed", bench_ws(url, trajs))
+                record("HTTP, http.client keep-alive, reply parsed", bench_http_client(url, eps))
+                record("HTTP, requests.Session keep-alive, reply parsed", bench_requests(url, eps))
+                record("WebSocket /ws, websockets sync client, reply parsed", bench_ws(url, eps))
     finally:
         if proc:
             proc.terminate()
             proc.wait(timeout=10)
+    print(f"{len(eps)} episodes per client per round, every one checked (2xx, done, final reward)")
     print(f"load average at the end: {os.getloadavg()}")
+    medians: Dict[str, Rate] = {}
     for name, values in results.items():
         wall = [v[0] for v in values]
         cpu = [v[1] for v in values]
-        print(f"{name:50s} wall median {np.median(wall):9.0f} steps/s (min {min(wall):.0f}, max {max(wall):.0f})"
+        medians[name] = (float(np.median(wall)), float(np.median(cpu)))
+        print(f"{name:55s} wall median {np.median(wall):9.0f} steps/s (min {min(wall):.0f}, max {max(wall):.0f})"
               f"   CPU median {np.median(cpu):9.0f} steps/CPU-s (min {min(cpu):.0f}, max {max(cpu):.0f})")
+    for name, (wall, cpu) in medians.items():
+        if name.startswith(("HTTP", "WebSocket")):
+            vw, vc = medians[VECTOR]
+            print(f"{VECTOR} vs {name}: {vc / cpu:.1f}x per CPU-second, {vw / wall:.1f}x wall-clock")
     for n in (16, 64):
         split = split_vector(n, max(a.vector_calls * 16 // n, 20))
         print(f"vector env N={n}, CPU us per step: " + ", ".join(f"{k} {v:.1f}" for k, v in split.items()))

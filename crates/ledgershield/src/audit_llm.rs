@@ -103,20 +103,31 @@ fn endpoint_key() -> Option<String> {
     })
 }
 
-fn operator_key(file: Option<&PathBuf>) -> Option<String> {
+/// The operator key: `ADMIN_API_KEY`, else the key file (`--operator-key-file`, else the default
+/// file of the server on `url`'s port).
+fn operator_key(file: Option<&PathBuf>, url: &str) -> Option<String> {
     if let Some(k) = std::env::var("ADMIN_API_KEY")
         .ok()
         .filter(|k| !k.is_empty())
     {
         return Some(k);
     }
-    let path = file
-        .cloned()
-        .unwrap_or_else(|| crate::operator_key::default_path(|k| std::env::var(k).ok()));
+    let path = file.cloned().unwrap_or_else(|| {
+        crate::operator_key::default_path(|k| std::env::var(k).ok(), url_port(url))
+    });
     std::fs::read_to_string(path)
         .ok()
         .map(|k| k.trim().to_owned())
         .filter(|k| !k.is_empty())
+}
+
+/// The port of `url` (`http://host:port/...`), else 8000 (the server's default).
+fn url_port(url: &str) -> u16 {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = rest.split('/').next().unwrap_or_default();
+    host.rsplit_once(':')
+        .and_then(|(_, p)| p.parse().ok())
+        .unwrap_or(8000)
 }
 
 pub fn audit_llm(args: AuditLlmArgs) -> Result<()> {
@@ -183,7 +194,7 @@ fn play_and_store(
             HttpAudit::new(
                 url,
                 Duration::from_secs(play.env_timeout_secs.clamp(1, 600)),
-                operator_key(play.operator_key_file.as_ref()),
+                operator_key(play.operator_key_file.as_ref(), url),
             )
             .map_err(anyhow::Error::msg)?,
         ),

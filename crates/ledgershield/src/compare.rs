@@ -50,7 +50,7 @@ pub struct CompareArgs {
     /// Where the JSON summary is written.
     #[arg(long, default_value = "artifacts/live_model_comparison.json")]
     pub out: PathBuf,
-    #[arg(long, env = "LEDGERSHIELD_DB_PATH", default_value = ls_store::DEFAULT_DB_PATH)]
+    #[arg(long, env = "LEDGERSHIELD_DB_PATH", hide_env_values = true, default_value = ls_store::DEFAULT_DB_PATH)]
     pub db: PathBuf,
     /// Do not store the runs or the summary.
     #[arg(long)]
@@ -222,7 +222,7 @@ fn store(
     eprintln!(
         "stored comparison {compare_id} and runs {} in {}",
         run_ids.join(", "),
-        args.db.display()
+        crate::db_target::shown(&args.db)
     );
     Ok(())
 }

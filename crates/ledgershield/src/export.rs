@@ -51,7 +51,7 @@ pub struct ExportArgs {
     /// Keep only episodes scoring at least this (sft, steps).
     #[arg(long, default_value_t = 0.0)]
     pub min_score: f64,
-    #[arg(long, env = "LEDGERSHIELD_DB_PATH", default_value = ls_store::DEFAULT_DB_PATH)]
+    #[arg(long, env = "LEDGERSHIELD_DB_PATH", hide_env_values = true, default_value = ls_store::DEFAULT_DB_PATH)]
     pub db: PathBuf,
 }
 
@@ -326,7 +326,7 @@ pub fn run(args: ExportArgs) -> Result<()> {
     if !args.db.exists() {
         bail!(
             "no database at {}; run `ledgershield run --agent teacher` first",
-            args.db.display()
+            crate::db_target::shown(&args.db)
         );
     }
     let store = Store::open(&args.db)?;

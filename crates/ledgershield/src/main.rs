@@ -10,6 +10,7 @@ mod aging;
 mod audit_llm;
 mod cases;
 mod compare;
+mod db_target;
 mod export;
 mod http1;
 mod load;
@@ -73,7 +74,7 @@ struct ServeArgs {
     fixtures: Option<PathBuf>,
     /// The store behind the report routes: a SQLite file, or a `postgres://…` URL shared by
     /// every replica (default `data/ledgershield.db`).
-    #[arg(long, env = "LEDGERSHIELD_DB_PATH")]
+    #[arg(long, env = "LEDGERSHIELD_DB_PATH", hide_env_values = true)]
     db: Option<String>,
     /// Blind (default) hides SPRT state, tool rankings and the reward machine.
     #[arg(
@@ -87,6 +88,10 @@ struct ServeArgs {
     /// Most concurrent sessions.
     #[arg(long, env = "LEDGERSHIELD_MAX_SESSIONS", default_value_t = 1024)]
     max_sessions: usize,
+    /// Named sessions one client (an IPv4 address, an IPv6 /64) may hold; past it its least
+    /// recently used session is closed for the new one (default: a quarter of --max-sessions).
+    #[arg(long, env = "LEDGERSHIELD_MAX_SESSIONS_PER_CLIENT", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    max_sessions_per_client: Option<u32>,
     /// Seconds after which an idle session expires.
     #[arg(long, env = "LEDGERSHIELD_SESSION_IDLE_SECS", default_value_t = 1800)]
     session_idle_secs: u64,
@@ -105,7 +110,8 @@ struct ServeArgs {
     /// the operator key file.
     #[arg(long, env = "ADMIN_API_KEY", hide_env_values = true)]
     admin_api_key: Option<String>,
-    /// Where a generated operator key is written (mode 0600); CLI commands read it from there.
+    /// Where a generated operator key is written (mode 0600; default: `operator-key-<port>` in
+    /// the state directory, one file per server); CLI commands read it from there.
     #[arg(long, env = operator_key::ENV_KEY_FILE)]
     operator_key_file: Option<PathBuf>,
     /// Take the client address from `X-Forwarded-For` / `X-Real-IP` on connections from
@@ -173,8 +179,13 @@ impl ServeArgs {
             rate_limit_clients: self.rate_limit_clients as usize,
         };
         security.validate().map_err(anyhow::Error::msg)?;
+        let max_sessions = self.max_sessions.max(1);
         Ok(ls_server::ServerConfig {
-            max_sessions: self.max_sessions.max(1),
+            max_sessions,
+            max_sessions_per_client: self.max_sessions_per_client.map_or_else(
+                || ls_server::sessions::default_per_client(max_sessions),
+                |n| n as usize,
+            ),
             session_idle: Duration::from_secs(self.session_idle_secs.max(1)),
             ws: ls_server::ws::WsConfig::from_lookup(env_lookup),
             security,
@@ -288,6 +299,11 @@ fn main() -> Result<()> {
                 .unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        // Colour only on a terminal: log files and container logs get plain text.
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none(),
+        )
         .init();
     let cli = Cli::parse();
     match cli.command {

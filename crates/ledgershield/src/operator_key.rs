@@ -11,15 +11,17 @@ use std::path::{Path, PathBuf};
 /// Variable naming the operator key file (flag `--operator-key-file`).
 pub const ENV_KEY_FILE: &str = "LEDGERSHIELD_OPERATOR_KEY_FILE";
 
-/// The default key file: `$XDG_STATE_HOME/ledgershield/operator-key`, else
-/// `$HOME/.local/state/ledgershield/operator-key`, else `data/operator-key`.
-pub fn default_path(get: impl Fn(&str) -> Option<String>) -> PathBuf {
+/// The default key file of the server on `port`: `operator-key-<port>` in
+/// `$XDG_STATE_HOME/ledgershield/`, else `$HOME/.local/state/ledgershield/`, else `data/`. One
+/// file per port, so two servers on one machine never replace each other's key.
+pub fn default_path(get: impl Fn(&str) -> Option<String>, port: u16) -> PathBuf {
     let non_empty = |k: &str| get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     let state = non_empty("XDG_STATE_HOME")
         .or_else(|| non_empty("HOME").map(|h| h.join(".local").join("state")));
+    let name = format!("operator-key-{port}");
     match state {
-        Some(dir) => dir.join("ledgershield").join("operator-key"),
-        None => PathBuf::from("data").join("operator-key"),
+        Some(dir) => dir.join("ledgershield").join(name),
+        None => PathBuf::from("data").join(name),
     }
 }
 
@@ -78,7 +80,7 @@ pub fn ensure(
         tracing::info!("operator routes need the configured ADMIN_API_KEY (X-API-Key)");
         return Ok(());
     }
-    let path = file.unwrap_or_else(|| default_path(|k| std::env::var(k).ok()));
+    let path = file.unwrap_or_else(|| default_path(|k| std::env::var(k).ok(), addr.port()));
     let key = generate();
     write_key(&path, &key)?;
     security.admin_api_key = Some(key);
@@ -112,14 +114,17 @@ mod tests {
             }
         };
         assert_eq!(
-            default_path(env(&[("XDG_STATE_HOME", "/s"), ("HOME", "/h")])),
-            PathBuf::from("/s/ledgershield/operator-key")
+            default_path(env(&[("XDG_STATE_HOME", "/s"), ("HOME", "/h")]), 8000),
+            PathBuf::from("/s/ledgershield/operator-key-8000")
         );
         assert_eq!(
-            default_path(env(&[("HOME", "/h")])),
-            PathBuf::from("/h/.local/state/ledgershield/operator-key")
+            default_path(env(&[("HOME", "/h")]), 8001),
+            PathBuf::from("/h/.local/state/ledgershield/operator-key-8001")
         );
-        assert_eq!(default_path(env(&[])), PathBuf::from("data/operator-key"));
+        assert_eq!(
+            default_path(env(&[]), 9),
+            PathBuf::from("data/operator-key-9")
+        );
     }
 
     #[test]

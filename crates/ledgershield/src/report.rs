@@ -60,7 +60,7 @@ pub struct ReportArgs {
     /// Human-baseline summary file (absent: the report says so; no human numbers are made up).
     #[arg(long, env = "LEDGERSHIELD_HUMAN_BASELINE_PATH", default_value = ls_report::human::DEFAULT_PATH)]
     pub human_baseline: PathBuf,
-    #[arg(long, env = "LEDGERSHIELD_DB_PATH", default_value = ls_store::DEFAULT_DB_PATH)]
+    #[arg(long, env = "LEDGERSHIELD_DB_PATH", hide_env_values = true, default_value = ls_store::DEFAULT_DB_PATH)]
     pub db: PathBuf,
     /// Do not store the report or update the leaderboard.
     #[arg(long)]
@@ -145,7 +145,7 @@ pub fn run(args: ReportArgs) -> Result<()> {
         eprintln!(
             "stored {id} and {} leaderboard entries in {}",
             entries.len(),
-            args.db.display()
+            crate::db_target::shown(&args.db)
         );
     }
     if let Some(dir) = &args.out {

@@ -109,7 +109,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub llm_constrain: bool,
     /// Database path.
-    #[arg(long, env = "LEDGERSHIELD_DB_PATH", default_value = ls_store::DEFAULT_DB_PATH)]
+    #[arg(long, env = "LEDGERSHIELD_DB_PATH", hide_env_values = true, default_value = ls_store::DEFAULT_DB_PATH)]
     pub db: PathBuf,
     /// Do not store the run.
     #[arg(long)]
@@ -319,9 +319,9 @@ pub(crate) fn llm_config(
     }
 }
 
-/// The database at `db`, opened (with the path in the error).
+/// The database at `db`, opened (with the target in the error, its password masked).
 pub(crate) fn open_store(db: &std::path::Path) -> Result<Store> {
-    Store::open(db).with_context(|| format!("opening {}", db.display()))
+    Store::open(db).with_context(|| format!("opening {}", crate::db_target::shown(db)))
 }
 
 /// A run's episode rows, in order: each record with the base case it was derived from.
@@ -693,7 +693,10 @@ fn store_run(args: &RunArgs, out: &RunOut, records: &[Played]) -> Result<()> {
         summary: run_summary(args, out)?,
     };
     store.insert_run(&row, &rows)?;
-    eprintln!("stored run {run_id} in {}", args.db.display());
+    eprintln!(
+        "stored run {run_id} in {}",
+        crate::db_target::shown(&args.db)
+    );
     Ok(())
 }
 

@@ -37,13 +37,7 @@ fn start(args: &[&str], env: &[(&str, &str)], key_file: &Path) -> (Server, Strin
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().expect("starting ledgershield serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.contains("listening on"), "first line: {line:?}");
-    let addr = line.trim().rsplit("http://").next().unwrap().to_owned();
+    let (mut child, addr) = listening(cmd.spawn().expect("starting ledgershield serve"));
     // Keep stderr in a second handle so the test can read what was logged.
     let stderr = child.stderr.take().unwrap();
     let reader = Command::new("cat")
@@ -52,6 +46,17 @@ fn start(args: &[&str], env: &[(&str, &str)], key_file: &Path) -> (Server, Strin
         .spawn()
         .unwrap();
     (Server(child), addr, reader)
+}
+
+/// A started server and the address its first line says it listens on.
+fn listening(mut child: Child) -> (Child, String) {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("listening on"), "first line: {line:?}");
+    let addr = line.trim().rsplit("http://").next().unwrap().to_owned();
+    (child, addr)
 }
 
 /// One request; `(status, body)`.
@@ -85,7 +90,9 @@ fn get(addr: &str, path: &str, key: Option<&str>) -> (u16, String) {
 #[test]
 fn boolean_variables_accept_the_usual_spellings() {
     let dir = temp_dir("bools");
-    for v in ["1", "yes", "ON", "True", "0", "off", "No"] {
+    // Empty (`VAR=`, what a container file leaves for an unset value) is off, as the
+    // reference reads it.
+    for v in ["1", "yes", "ON", "True", "0", "off", "No", ""] {
         let (_s, addr, _e) = start(
             &[],
             &[("TRUST_PROXY_HEADERS", v), ("RATE_LIMIT_LOOPBACK", v)],
@@ -327,4 +334,110 @@ fn a_second_signal_exits_at_once() {
     };
     assert_eq!(status.code(), Some(130));
     drop(trickle);
+}
+
+/// Issue 47, item 9: two servers on one machine with the default key location write one key
+/// file each (named by port), and each key opens its own server's operator routes.
+#[test]
+fn two_servers_keep_their_own_default_key_files() {
+    let dir = temp_dir("two-keys");
+    let start_default = || {
+        let (child, addr) = listening(
+            Command::new(env!("CARGO_BIN_EXE_ledgershield"))
+                .args(["serve", "--port", "0"])
+                .env("XDG_STATE_HOME", &dir)
+                .env_remove("LEDGERSHIELD_OPERATOR_KEY_FILE")
+                .env_remove("ADMIN_API_KEY")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        (Server(child), addr)
+    };
+    let (_a, addr_a) = start_default();
+    let (_b, addr_b) = start_default();
+    let key_of = |addr: &str| {
+        let port = addr.rsplit(':').next().unwrap();
+        let file = dir
+            .join("ledgershield")
+            .join(format!("operator-key-{port}"));
+        std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+            .trim()
+            .to_owned()
+    };
+    let (ka, kb) = (key_of(&addr_a), key_of(&addr_b));
+    assert_ne!(ka, kb);
+    assert_eq!(get(&addr_a, "/runs", Some(&ka)).0, 200);
+    assert_eq!(get(&addr_b, "/runs", Some(&kb)).0, 200);
+    assert_eq!(get(&addr_a, "/runs", Some(&kb)).0, 403);
+}
+
+/// Issue 47, item 7: the database password is never printed: not in `--help` (the variable's
+/// value), not in a connection error.
+#[test]
+fn the_database_password_is_never_printed() {
+    const URL: &str = "postgres://ls:Sup3rSecretPw@127.0.0.1:1/ledgershield";
+    for cmd in ["serve", "run", "report", "export", "compare"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ledgershield"))
+            .args([cmd, "--help"])
+            .env("LEDGERSHIELD_DB_PATH", URL)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{cmd} --help: {text}");
+        assert!(
+            text.contains("LEDGERSHIELD_DB_PATH"),
+            "{cmd} --help: {text}"
+        );
+        assert!(
+            !text.contains("Sup3rSecretPw"),
+            "{cmd} --help prints the password:\n{text}"
+        );
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_ledgershield"))
+        .args([
+            "run",
+            "--agent",
+            "naive-pay",
+            "--cases",
+            "CASE-A-001",
+            "--format",
+            "json",
+        ])
+        .env("LEDGERSHIELD_DB_PATH", URL)
+        .env("LEDGERSHIELD_LOG", "debug")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "storing into a closed port must fail: {text}"
+    );
+    assert!(
+        text.contains("postgres://ls:***@127.0.0.1:1/ledgershield"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Sup3rSecretPw"),
+        "the error prints the password:\n{text}"
+    );
+}
+
+/// Issue 47, item 9: logs written to a file or a pipe carry no ANSI colour escapes.
+#[test]
+fn logs_to_a_pipe_have_no_colour_escapes() {
+    let dir = temp_dir("ansi");
+    let (server, addr, stderr) = start(&[], &[("LEDGERSHIELD_LOG", "debug")], &dir.join("key"));
+    assert_eq!(get(&addr, "/health", None).0, 200);
+    drop(server);
+    let log = String::from_utf8(stderr.wait_with_output().unwrap().stdout).unwrap();
+    assert!(log.contains("ControlBench environment ready"), "{log}");
+    assert!(
+        !log.contains('\u{1b}'),
+        "colour escapes in a piped log: {log:?}"
+    );
 }

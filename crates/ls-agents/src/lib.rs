@@ -21,6 +21,8 @@
 //!   baseline), single tasks and campaigns, in process or over HTTP, with the seed's stdout
 //!   contract.
 //! * [`chat`]: one OpenAI-compatible call: reply reading, token usage, a bounded blocking client.
+//! * [`outbound`]: the bounded HTTP transport every model call goes through (checked base URL,
+//!   deadline, cancellation, reply cap, no redirects, optionally opaque errors).
 //!
 //! No agent reads `case.gold` or the hidden world: they see `StepEnvelope`s, nothing else.
 
@@ -35,6 +37,7 @@ pub mod guardrails;
 pub mod learned;
 pub mod ledger;
 pub mod llm;
+pub mod outbound;
 pub mod prompt;
 pub mod redteam;
 pub mod runner;

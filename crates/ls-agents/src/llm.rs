@@ -48,7 +48,7 @@ pub const DEFAULT_MAX_TOKENS: u32 = 3072;
 
 pub struct LlmAgent {
     cfg: LlmConfig,
-    http: Option<reqwest::blocking::Client>,
+    http: crate::outbound::Outbound,
     stats: CallStats,
     failures: u64,
     history: Vec<String>,
@@ -66,10 +66,7 @@ pub struct LlmAgent {
 
 impl LlmAgent {
     pub fn new(cfg: LlmConfig) -> Self {
-        let http = reqwest::blocking::Client::builder()
-            .timeout(cfg.timeout)
-            .build()
-            .ok();
+        let http = crate::outbound::Outbound::new(crate::outbound::Limits::per_call(cfg.timeout));
         Self {
             cfg,
             http,
@@ -98,6 +95,13 @@ impl LlmAgent {
             .teacher_hint
             .then(crate::teacher::TeacherAgent::new);
         self.assistance = assistance;
+        self
+    }
+
+    /// Call the endpoint through `transport` (its limits, deadline and cancellation) instead of
+    /// the default one (the config's timeout per call, nothing else).
+    pub fn with_transport(mut self, transport: crate::outbound::Outbound) -> Self {
+        self.http = transport;
         self
     }
 
@@ -160,13 +164,6 @@ impl LlmAgent {
     }
 
     fn attempts(&mut self, user: &str) -> Reply {
-        let Some(http) = self.http.clone() else {
-            return Reply::Failed("HTTP client unavailable".into());
-        };
-        let url = format!(
-            "{}/chat/completions",
-            self.cfg.api_base.trim_end_matches('/')
-        );
         let body = crate::chat::request_body(
             &self.cfg.model,
             self.cfg.temperature,
@@ -180,29 +177,25 @@ impl LlmAgent {
                 std::thread::sleep(self.cfg.backoff.saturating_mul(1 << (attempt - 1).min(6)));
             }
             self.stats.requests += 1;
-            let mut req = http.post(&url).json(&body);
-            if let Some(k) = &self.cfg.api_key {
-                req = req.bearer_auth(k);
-            }
-            let resp = match req.send() {
+            let sent = self.http.post_json(
+                &self.cfg.api_base,
+                &["chat", "completions"],
+                &body,
+                self.cfg.api_key.as_deref(),
+            );
+            let resp = match sent {
                 Ok(r) => r,
                 Err(e) => {
-                    last_err = if e.is_timeout() {
-                        "timeout".into()
-                    } else {
-                        format!("transport: {e}")
-                    };
+                    last_err = e.to_string();
+                    if e.is_final() {
+                        break;
+                    }
                     continue;
                 }
             };
-            let status = resp.status();
-            let text = match resp.text() {
-                Ok(t) => t.chars().take(200_000).collect::<String>(),
-                Err(e) => {
-                    last_err = format!("body: {e}");
-                    continue;
-                }
-            };
+            let status = reqwest::StatusCode::from_u16(resp.status)
+                .unwrap_or(reqwest::StatusCode::BAD_GATEWAY);
+            let text = resp.body.chars().take(200_000).collect::<String>();
             if status.as_u16() == 429 || status.is_server_error() {
                 last_err = format!("HTTP {status}");
                 continue;

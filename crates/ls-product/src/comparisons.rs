@@ -7,10 +7,11 @@
 
 use crate::Product;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::Json;
 use ls_report::compare::CompareSummary;
 use ls_server::error::ApiError;
+use ls_server::extract::ApiPath;
 use ls_server::route_table::{ApiRoutes, RouteDoc};
 use ls_server::security::OperatorAccess;
 use ls_store::RunRow;
@@ -90,7 +91,7 @@ async fn get_comparisons(
 async fn get_comparison(
     State(s): State<Product>,
     access: Access,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     if id.is_empty() || id.chars().count() > MAX_ID_CHARS {
         return Err(ApiError::Validation(format!(

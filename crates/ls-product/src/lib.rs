@@ -39,6 +39,8 @@ pub struct ProductState {
     pub app: Shared,
     /// Persistent report store behind the product endpoints.
     pub reports: ReportStore,
+    /// The agent runs being played now ([`agent_runs::MAX_CONCURRENT_AGENT_RUNS`] at most).
+    pub agent_runs: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::ops::Deref for ProductState {
@@ -54,7 +56,13 @@ pub type Product = Arc<ProductState>;
 
 /// Every product route, with its documentation and its state.
 pub fn routes(app: Shared, reports: ReportStore) -> ApiRoutes {
-    let state: Product = Arc::new(ProductState { app, reports });
+    let state: Product = Arc::new(ProductState {
+        app,
+        reports,
+        agent_runs: Arc::new(tokio::sync::Semaphore::new(
+            agent_runs::MAX_CONCURRENT_AGENT_RUNS,
+        )),
+    });
     reports::routes()
         .merge(agent_runs::routes())
         .merge(hand_runs::routes())

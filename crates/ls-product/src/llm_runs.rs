@@ -1,22 +1,44 @@
 //! The `llm` agent for `POST /agent-runs`: the server plays `ls_agents::LlmAgent` against an
 //! OpenAI-compatible endpoint the operator names (`llm: {api_base, model, api_key?}`), as
 //! `ledgershield run --agent llm` does. An operator route (it makes the server call the URL);
-//! the request's key, if any, is sent as the endpoint's bearer token and never echoed.
+//! the request's key, if any, is sent as the endpoint's bearer token and never echoed. Every call
+//! goes through the bounded transport of `ls_agents::outbound` (see [`transport`]): the base URL
+//! checked (scheme, host, port, a plain path; the request path fixed), an overall deadline,
+//! cancellation when the client goes away, a streamed reply cap, no redirects, and failures that
+//! all read the same (no reachability oracle).
 
+use ls_agents::outbound::{ApiBase, Cancel, Limits, Outbound};
 use ls_agents::{
     offline_agent, Agent, Assistance, CallStats, EpisodeRecord, LlmAgent, LlmConfig, OFFLINE_AGENTS,
 };
 use ls_server::error::ApiError;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The agent name that takes an endpoint.
 pub const LLM_AGENT: &str = "llm";
-const MAX_URL_CHARS: usize = 500;
 const MAX_MODEL_CHARS: usize = 200;
 /// Per model call (the endpoint is asked once per decision).
-const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Establishing a connection to the endpoint.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Largest reply read from the endpoint (a chat completion is a few kilobytes).
+const MAX_REPLY_BYTES: usize = 1 << 20;
+
+/// The transport of one agent run: every call of the run ends by `deadline`, stops when `cancel`
+/// is cancelled, reads at most [`MAX_REPLY_BYTES`], follows no redirect, and fails the same way
+/// whatever went wrong.
+pub fn transport(deadline: Instant, cancel: Cancel) -> Outbound {
+    Outbound::new(Limits {
+        call_timeout: CALL_TIMEOUT,
+        connect_timeout: CONNECT_TIMEOUT,
+        deadline: Some(deadline),
+        max_reply_bytes: MAX_REPLY_BYTES,
+        opaque_errors: true,
+    })
+    .with_cancel(cancel)
+}
 
 /// An OpenAI-compatible endpoint.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -79,20 +101,19 @@ pub fn provenance(
             calls.calls
         )));
     }
-    let harness = self::agent(agent, Some(e)).and_then(|a| a.harness());
+    let inert = Outbound::new(Limits::per_call(CALL_TIMEOUT));
+    let harness = self::agent(agent, Some(e), &inert).and_then(|a| a.harness());
     Ok(Some(
         serde_json::json!({"harness": harness, "model_calls": calls}),
     ))
 }
 
 fn checked(e: &LlmEndpoint) -> Result<(), ApiError> {
-    let url = e.api_base.trim();
-    let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
-    if !scheme_ok || url.len() > MAX_URL_CHARS || url.chars().any(char::is_whitespace) {
-        return Err(ApiError::Validation(format!(
-            "llm.api_base: an http:// or https:// URL of at most {MAX_URL_CHARS} characters, e.g. http://127.0.0.1:8000/v1"
-        )));
-    }
+    ApiBase::parse(&e.api_base).map_err(|why| {
+        ApiError::Validation(format!(
+            "llm.api_base: {why} (e.g. http://127.0.0.1:8000/v1; requests go to <api_base>/chat/completions)"
+        ))
+    })?;
     let m = e.model.trim();
     if m.is_empty() || m.len() > MAX_MODEL_CHARS {
         return Err(ApiError::Validation(format!(
@@ -121,8 +142,13 @@ pub fn check(agent: &str, llm: Option<&LlmEndpoint>) -> Result<(), ApiError> {
     }
 }
 
-/// A fresh agent for one case (`None` for a name [`check`] refuses).
-pub fn agent(name: &str, llm: Option<&LlmEndpoint>) -> Option<Box<dyn Agent>> {
+/// A fresh agent for one case (`None` for a name [`check`] refuses); the `llm` agent calls
+/// through `transport`.
+pub fn agent(
+    name: &str,
+    llm: Option<&LlmEndpoint>,
+    transport: &Outbound,
+) -> Option<Box<dyn Agent>> {
     match (name, llm) {
         (LLM_AGENT, Some(e)) => Some(Box::new(
             LlmAgent::new(LlmConfig {
@@ -135,7 +161,8 @@ pub fn agent(name: &str, llm: Option<&LlmEndpoint>) -> Option<Box<dyn Agent>> {
                 backoff: Duration::from_millis(500),
                 max_tokens: None,
             })
-            .with_assistance(e.assistance.into()),
+            .with_assistance(e.assistance.into())
+            .with_transport(transport.clone()),
         )),
         (LLM_AGENT, None) => None,
         (other, _) => offline_agent(other),
@@ -162,6 +189,14 @@ mod tests {
         assert!(e.to_string().contains("needs llm"), "{e}");
         let e = check("llm", Some(&ep("file:///etc/passwd", "m"))).unwrap_err();
         assert!(e.to_string().contains("llm.api_base"), "{e}");
+        for bad in [
+            "http://127.0.0.1:9/admin?",
+            "http://127.0.0.1:9/x#",
+            "http://u:p@127.0.0.1:9/v1",
+        ] {
+            let e = check("llm", Some(&ep(bad, "m"))).unwrap_err();
+            assert!(e.to_string().contains("llm.api_base"), "{bad}: {e}");
+        }
         let e = check("llm", Some(&ep("http://x/v1", " "))).unwrap_err();
         assert!(e.to_string().contains("llm.model"), "{e}");
         let e = check("teacher", Some(&ep("http://x/v1", "m"))).unwrap_err();
@@ -169,7 +204,8 @@ mod tests {
         let e = check("oracle", None).unwrap_err();
         assert!(e.to_string().contains("unknown agent 'oracle'"), "{e}");
         assert!(check("teacher", None).is_ok());
-        assert!(agent("llm", Some(&ep("http://x/v1/", "m"))).is_some());
-        assert!(agent("llm", None).is_none());
+        let t = transport(Instant::now(), Cancel::default());
+        assert!(agent("llm", Some(&ep("http://x/v1/", "m")), &t).is_some());
+        assert!(agent("llm", None, &t).is_none());
     }
 }

@@ -15,6 +15,7 @@ use ls_report::{
 };
 use ls_server::body::JsonBody;
 use ls_server::error::ApiError;
+use ls_server::extract::ApiPath;
 use ls_server::route_table::ApiRoutes;
 use ls_server::security::OperatorAccess;
 use ls_server::sessions::lock_env;
@@ -271,7 +272,7 @@ async fn get_runs(
 /// `GET /runs/{run_id}`: one run and its episodes' summaries (no trajectories).
 async fn get_run(
     State(s): State<Product>,
-    Path(run_id): Path<String>,
+    ApiPath(run_id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     let id = checked_run_id(&run_id)?;
     let run = s

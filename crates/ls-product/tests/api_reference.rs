@@ -27,7 +27,7 @@ const COMMON: [&str; 10] = [
     "get /ui/{path}",
 ];
 
-const CONTROLBENCH: [&str; 28] = [
+const CONTROLBENCH: [&str; 29] = [
     "get /",
     "get /health",
     "post /reset",
@@ -54,6 +54,7 @@ const CONTROLBENCH: [&str; 28] = [
     "get /watchdog/observation",
     "post /watchdog/verdict",
     "post /watchdog/credential",
+    "post /watchdog/pair",
     "get /watchdog/ws",
     "get /watchdog/joint",
 ];

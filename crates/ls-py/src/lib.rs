@@ -45,7 +45,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AUDIT_FEATURES", audit::FEATURES)?;
     m.add("AUDIT_MAX_CANDIDATES", audit::MAX_CANDIDATES)?;
     m.add("INVALID_INDEX_ACTION", controlbench::INVALID_INDEX_ACTION)?;
-    m.add("MAX_VECTOR_ENVS", vector::MAX_ENVS)?;
+    m.add("MAX_VECTOR_ENVS", vector::MAX_NUM_ENVS)?;
     structured::register(m)?;
     Ok(())
 }

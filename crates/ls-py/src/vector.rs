@@ -11,6 +11,21 @@
 use crate::errors::Refusal;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+/// Most environments one vector holds: each holds an episode, an institution and its row
+/// buffers, so a number past this is refused (`ValueError`) before anything is allocated
+/// instead of exhausting memory.
+pub const MAX_NUM_ENVS: usize = 4096;
+
+/// `num_envs` within 1..=[`MAX_NUM_ENVS`], or the refusal naming the bound.
+pub fn check_num_envs(num_envs: usize) -> Result<(), Refusal> {
+    if num_envs == 0 || num_envs > MAX_NUM_ENVS {
+        return Err(Refusal::validation(format!(
+            "num_envs must be 1 to {MAX_NUM_ENVS}, got {num_envs}"
+        )));
+    }
+    Ok(())
+}
+
 /// An environment a vector holds: how it resets from the vector's template, steps, and writes
 /// its row of the batch.
 pub trait VecSlot: Send + Poison {
@@ -205,21 +220,6 @@ impl<S: VecSlot> Poison for Job<'_, S> {
     fn poison(&mut self) {
         self.slot.poison();
     }
-}
-
-/// Most environments one vector holds: each holds a session's institutional memory, so a
-/// larger count asks for more memory than a machine has (and `num_envs=10**8` used to abort
-/// the process instead of raising).
-pub const MAX_ENVS: usize = 65_536;
-
-/// Refuse a vector size outside 1..=[`MAX_ENVS`].
-pub fn check_num_envs(num_envs: usize) -> Result<(), Refusal> {
-    if num_envs == 0 || num_envs > MAX_ENVS {
-        return Err(Refusal::validation(format!(
-            "num_envs must be between 1 and {MAX_ENVS}, got {num_envs}"
-        )));
-    }
-    Ok(())
 }
 
 /// The state of a vector: its environments, which must report a reset on their next step (and
@@ -445,5 +445,17 @@ mod tests {
         assert_eq!(draw(7, 0), draw(7, 0));
         assert_ne!(draw(7, 0), draw(7, 1));
         assert!(draw(7, 3).iter().all(|s| *s <= i32::MAX as u64));
+    }
+
+    #[test]
+    fn num_envs_is_bounded_before_anything_is_allocated() {
+        assert!(check_num_envs(1).is_ok() && check_num_envs(MAX_NUM_ENVS).is_ok());
+        for n in [0, MAX_NUM_ENVS + 1, 100_000_000] {
+            let e = check_num_envs(n).unwrap_err();
+            assert!(
+                format!("{e:?}").contains("num_envs must be 1 to 4096"),
+                "{e:?}"
+            );
+        }
     }
 }

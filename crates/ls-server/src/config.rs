@@ -9,6 +9,10 @@ use std::time::Duration;
 pub struct ServerConfig {
     /// Most named HTTP sessions (`--max-sessions`); the default session is reserved outside it.
     pub max_sessions: usize,
+    /// Named sessions one client may hold (`--max-sessions-per-client`, default a quarter of
+    /// `max_sessions`); past it the client's least recently used session is closed for the new
+    /// one.
+    pub max_sessions_per_client: usize,
     /// An idle session, campaign or self-improvement run expires after this long
     /// (`--session-idle-secs`).
     pub session_idle: Duration,
@@ -21,6 +25,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             max_sessions: 1024,
+            max_sessions_per_client: crate::sessions::default_per_client(1024),
             session_idle: Duration::from_secs(1800),
             ws: Default::default(),
             security: Default::default(),
@@ -124,11 +129,12 @@ impl Default for SecurityConfig {
 }
 
 /// Parse a boolean setting the way shells and container files write them: `1/0`, `true/false`,
-/// `yes/no`, `on/off`, any case; anything else is an error naming what was given.
+/// `yes/no`, `on/off`, any case; empty (`VAR=`, as a container file leaves an unset value) is
+/// off; anything else is an error naming what was given.
 pub fn parse_bool(v: &str) -> Result<bool, String> {
     match v.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
+        "" | "0" | "false" | "no" | "off" => Ok(false),
         _ => Err(format!(
             "'{}' is not a boolean: use 1/0, true/false, yes/no or on/off",
             crate::error::prefix(v)
@@ -208,10 +214,10 @@ mod tests {
         for v in ["1", "true", "TRUE", "Yes", "on", " ON "] {
             assert_eq!(parse_bool(v), Ok(true), "{v}");
         }
-        for v in ["0", "false", "False", "no", "OFF"] {
-            assert_eq!(parse_bool(v), Ok(false), "{v}");
+        for v in ["0", "false", "False", "no", "OFF", "", "  "] {
+            assert_eq!(parse_bool(v), Ok(false), "{v:?}");
         }
-        for v in ["", "2", "y", "enable", "truee"] {
+        for v in ["2", "y", "enable", "truee"] {
             assert!(parse_bool(v).unwrap_err().contains("not a boolean"), "{v}");
         }
         let p = parse_proxies("10.0.0.0/8, 192.168.1.7,::1").unwrap();

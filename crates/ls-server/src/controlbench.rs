@@ -2,8 +2,10 @@
 //! environment and serialize; they hold no domain logic.
 
 use crate::body::{json_value, EnvelopeReply, JsonReply, RawBody};
+use crate::capacity::ClientKey;
 use crate::error::ApiError;
 use crate::route_table::ApiRoutes;
+use crate::security::{client_key, ClientAddr};
 use crate::sessions::{lock_env, SessionManager};
 pub use crate::sessions::{SessionHeader, SESSION_HEADER};
 use axum::extract::State;
@@ -76,12 +78,16 @@ pub fn parse_reset(body: Value) -> Result<ResetRequest, ApiError> {
     ls_env::step_body::parse_reset(body).map_err(ApiError::Validation)
 }
 
+/// Reset `session` (created for `owner`, the client, when new).
 pub fn do_reset(
     state: &AppState,
     session: &str,
+    owner: Option<ClientKey>,
     req: &ResetRequest,
 ) -> Result<StepEnvelope, ApiError> {
-    let env = state.sessions.get_or_create(session, || state.new_env())?;
+    let env = state
+        .sessions
+        .get_or_create(session, owner, || state.new_env())?;
     let mut env = lock_env(&env);
     Ok(env.reset(req)?)
 }
@@ -151,12 +157,18 @@ async fn reset(
     State(s): State<Shared>,
     header: SessionHeader,
     access: Option<axum::Extension<crate::security::OperatorAccess>>,
+    client: Option<axum::Extension<ClientAddr>>,
     RawBody(body): RawBody,
 ) -> Result<EnvelopeReply, ApiError> {
     let req = parse_reset_body(&body)?;
     check_fresh_institution(&req, access.is_some_and(|a| a.0 .0))?;
     let (sid, _) = header.session_id(req.session_id.as_deref())?;
-    Ok(EnvelopeReply(do_reset(&s, &sid, &req)?))
+    Ok(EnvelopeReply(do_reset(
+        &s,
+        &sid,
+        client_key(client.as_ref()),
+        &req,
+    )?))
 }
 
 async fn step(
@@ -211,9 +223,12 @@ async fn close_session(
 async fn institutional_reset(
     State(s): State<Shared>,
     header: SessionHeader,
+    client: Option<axum::Extension<ClientAddr>>,
 ) -> Result<Json<Value>, ApiError> {
     let (sid, _) = header.session_id(None)?;
-    let env = s.sessions.get_or_create(&sid, || s.new_env())?;
+    let env = s
+        .sessions
+        .get_or_create(&sid, client_key(client.as_ref()), || s.new_env())?;
     let mut env = lock_env(&env);
     Ok(Json(Value::Object(env.institutional_reset()?)))
 }
@@ -239,7 +254,8 @@ pub fn app_state(
     Arc::new(AppState {
         pool: Arc::new(pool),
         config,
-        sessions: SessionManager::new(server.max_sessions, server.session_idle),
+        sessions: SessionManager::new(server.max_sessions, server.session_idle)
+            .with_per_client(server.max_sessions_per_client),
         ws: crate::ws_config::WsRuntime::new(server.ws, shutdown.clone()),
         security: server.security.clone(),
         watchdog: Default::default(),

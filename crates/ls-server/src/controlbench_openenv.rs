@@ -109,13 +109,21 @@ impl OpenEnvService for AppState {
     }
 
     /// `{"type": "watchdog_credential"}`: a token a second agent attaches with on the watchdog
-    /// socket to watch this connection's episodes (`crate::watchdog_ws`).
+    /// socket to watch this connection's episodes (`crate::watchdog_ws`). Only on a connection
+    /// opened with the operator key: whoever plays the analyst on the socket must not issue its
+    /// own watchdog.
     fn extra_message(
         &self,
         _ty: &str,
         data: Map<String, Value>,
         backend: &crate::protocol::SharedBackend<Environment>,
+        operator: bool,
     ) -> Result<Value, ApiError> {
+        if !operator {
+            return Err(ApiError::Forbidden(
+                "watchdog_credential needs a connection opened with the operator key (X-API-Key on the upgrade): the analyst cannot issue its own watchdog; a harness without the key creates the session with POST /watchdog/pair".into(),
+            ));
+        }
         if !data.is_empty() {
             return Err(ApiError::Validation(
                 "a 'watchdog_credential' message takes no data".into(),

@@ -25,6 +25,10 @@ pub enum ApiError {
     NotFound(String),
     #[error("session capacity reached ({0} active sessions); close idle sessions or retry later")]
     TooManySessions(usize),
+    /// A counted resource (connections, WebSocket sessions) refused to this client: the message
+    /// says which share it holds.
+    #[error("{0}; retry later")]
+    Capacity(String),
     #[error("WebSocket buffer budget exhausted: open sessions hold the server's {budget_bytes} bytes ({per_session_bytes} each, LEDGERSHIELD_WS_MAX_BUFFERED_BYTES); retry later")]
     BufferBudgetExhausted {
         budget_bytes: usize,
@@ -44,6 +48,9 @@ pub enum ApiError {
     },
     #[error("the request body did not arrive within {0} s")]
     BodyTimeout(u64),
+    /// Work the request started did not finish within its deadline.
+    #[error("{0}")]
+    DeadlineExceeded(String),
     #[error("{0}")]
     MethodNotAllowed(String),
     /// An upstream service the request named (an agent run's model endpoint) gave no usable
@@ -98,7 +105,7 @@ impl ApiError {
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::NotReset | Self::EpisodeEnded(_) => StatusCode::CONFLICT,
             Self::UnknownSession(_) | Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::TooManySessions(_) | Self::BufferBudgetExhausted { .. } => {
+            Self::TooManySessions(_) | Self::Capacity(_) | Self::BufferBudgetExhausted { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -106,6 +113,7 @@ impl ApiError {
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            Self::DeadlineExceeded(_) => StatusCode::GATEWAY_TIMEOUT,
             Self::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Self::BadGateway(_) => StatusCode::BAD_GATEWAY,
             Self::Audit(e) => audit_status(e.kind()),
@@ -122,12 +130,15 @@ impl ApiError {
             Self::UnknownSession(_) => "unknown_session",
             Self::BadRequest(_) => "bad_request",
             Self::NotFound(_) => "not_found",
-            Self::TooManySessions(_) | Self::BufferBudgetExhausted { .. } => "capacity_exhausted",
+            Self::TooManySessions(_) | Self::Capacity(_) | Self::BufferBudgetExhausted { .. } => {
+                "capacity_exhausted"
+            }
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::Internal(_) => "internal_error",
             Self::Forbidden(_) => "forbidden",
             Self::RateLimited { .. } => "rate_limited",
             Self::BodyTimeout(_) => "request_timeout",
+            Self::DeadlineExceeded(_) => "deadline_exceeded",
             Self::MethodNotAllowed(_) => "method_not_allowed",
             Self::BadGateway(_) => "upstream_failed",
             Self::Audit(e) => e.code(),

@@ -25,6 +25,7 @@
 
 pub mod audit;
 pub mod body;
+pub mod capacity;
 pub mod config;
 mod conn_timer;
 pub mod controlbench;
@@ -32,6 +33,7 @@ pub mod controlbench_openenv;
 pub mod discovery;
 pub mod docs_page;
 pub mod error;
+pub mod extract;
 pub mod metrics;
 pub mod openapi;
 pub mod openenv;

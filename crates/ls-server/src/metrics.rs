@@ -9,9 +9,15 @@
 //! there, and answers the exposition when the client asks for it the way Prometheus does
 //! (`Accept: text/plain` or `application/openmetrics-text`) or with `?format=prometheus`.
 //!
-//! Labels are bounded: the route label is the path's first segment when it is one the servers
-//! serve, else `other`, so no client-chosen string becomes a series. Nothing per session, case or
-//! score is exported (blind mode hides nothing more than a request count could already show).
+//! Labels come from closed sets, so no client-chosen string becomes a series: the method label is
+//! one of the nine standard methods, else `other`; the route label is the path's first segment
+//! when it is one the servers serve, else `other`. Nothing per session, case or score is exported
+//! (blind mode hides nothing more than a request count could already show).
+//!
+//! The format matches its content type: the Prometheus text format 0.0.4 (`text/plain;
+//! version=0.0.4`, counter families named with their `_total` samples, no `# EOF`) unless the
+//! client asks for OpenMetrics (`Accept: application/openmetrics-text`), which it then gets as
+//! `application/openmetrics-text; version=1.0.0`.
 
 use axum::body::Body;
 use axum::http::{header, HeaderValue, Method, Request, Response, StatusCode};
@@ -28,8 +34,25 @@ use std::sync::OnceLock;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-/// The exposition's content type (text format 0.0.4, what every Prometheus scrapes).
+/// The content type of the text format 0.0.4 (the default exposition).
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// The content type of the OpenMetrics exposition (when the client asks for it).
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The method labels; any other method is `other`.
+const METHODS: &[&str] = &[
+    "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT",
+];
+
+/// The method label of a request: a standard method, else `other`.
+pub fn method_label(method: &Method) -> &'static str {
+    METHODS
+        .iter()
+        .find(|m| **m == method.as_str())
+        .copied()
+        .unwrap_or("other")
+}
 
 /// First path segments that name a route of either server; any other path is `other`.
 const ROUTES: &[&str] = &[
@@ -64,6 +87,11 @@ const ROUTES: &[&str] = &[
     "human-baseline",
     "controlbench-summary",
     "holdout-challenge",
+    "watchdog",
+    "agent-runs",
+    "hand-runs",
+    "comparisons",
+    "counterfactual",
 ];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -184,11 +212,46 @@ pub fn route_label(path: &str) -> &'static str {
         .unwrap_or("other")
 }
 
-/// The exposition text of every metric.
-pub fn render() -> String {
+/// The OpenMetrics exposition of every metric.
+pub fn render_openmetrics() -> String {
     let mut out = String::new();
     // Writing into a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &metrics().registry);
+    out
+}
+
+/// The text format 0.0.4 exposition of every metric.
+pub fn render() -> String {
+    to_text_004(&render_openmetrics())
+}
+
+/// The 0.0.4 text of an OpenMetrics exposition of this registry's kinds (counters, gauges,
+/// histograms): a counter family's `# HELP` and `# TYPE` name its `_total` samples, `# UNIT`
+/// and `# EOF` go; samples are written alike in both formats.
+fn to_text_004(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let meta = ["# HELP ", "# TYPE "]
+            .into_iter()
+            .find_map(|p| line.strip_prefix(p).map(|rest| (p, rest)));
+        match meta.and_then(|(p, rest)| rest.split_once(' ').map(|(name, tail)| (p, name, tail))) {
+            Some((p, name, tail)) if counters.contains(name) => {
+                out.push_str(p);
+                out.push_str(name);
+                out.push_str("_total ");
+                out.push_str(tail);
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
     out
 }
 
@@ -228,25 +291,44 @@ impl Drop for LiveSession {
     }
 }
 
-/// Whether the client asks for the exposition format rather than a JSON document.
-fn wants_exposition<B>(req: &Request<B>) -> bool {
+/// The exposition formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Text004,
+    OpenMetrics,
+}
+
+/// The format the request asks for: OpenMetrics when `Accept` lists it (Prometheus asks for it
+/// first), else text 0.0.4; `None` when it asks for neither (a JSON client of the audit
+/// environment's counters), unless `?format=prometheus`.
+fn wanted_format<B>(req: &Request<B>) -> Option<Format> {
     let accept = req
         .headers()
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    accept.contains("text/plain")
-        || accept.contains("application/openmetrics-text")
+    if accept.contains("application/openmetrics-text") {
+        Some(Format::OpenMetrics)
+    } else if accept.contains("text/plain")
         || req
             .uri()
             .query()
             .is_some_and(|q| q.split('&').any(|kv| kv == "format=prometheus"))
+    {
+        Some(Format::Text004)
+    } else {
+        None
+    }
 }
 
-fn exposition() -> Response<Body> {
-    let mut res = Response::new(Body::from(render()));
+fn exposition(format: Format) -> Response<Body> {
+    let (text, content_type) = match format {
+        Format::Text004 => (render(), CONTENT_TYPE),
+        Format::OpenMetrics => (render_openmetrics(), OPENMETRICS_CONTENT_TYPE),
+    };
+    let mut res = Response::new(Body::from(text));
     res.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     res.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     res
@@ -268,11 +350,11 @@ impl Drop for InFlight {
     }
 }
 
-fn record(method: &Method, route: &'static str, status: StatusCode, started: Instant) {
+fn record(method: &'static str, route: &'static str, status: StatusCode, started: Instant) {
     let m = metrics();
     m.requests
         .get_or_create(&RequestLabels {
-            method: method.as_str().into(),
+            method: method.into(),
             route: route.into(),
             status: status.as_u16().to_string(),
         })
@@ -323,25 +405,29 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let started = Instant::now();
-        let method = req.method().clone();
+        let method = method_label(req.method());
         let route = route_label(req.uri().path());
-        let metrics_get = method == Method::GET && req.uri().path() == "/metrics";
-        let exposition_wanted = metrics_get && wants_exposition(&req);
-        let is_reset = method == Method::POST && route == "reset";
+        let metrics_get = req.method() == Method::GET && req.uri().path() == "/metrics";
+        let format = if metrics_get {
+            wanted_format(&req)
+        } else {
+            None
+        };
+        let is_reset = req.method() == Method::POST && route == "reset";
         let in_flight = InFlight::start();
         let fut = self.inner.call(req);
         Box::pin(async move {
             let Ok(mut res) = fut.await;
             let status = res.status();
-            if metrics_get
-                && (status == StatusCode::NOT_FOUND || (exposition_wanted && status.is_success()))
-            {
-                res = exposition();
+            if metrics_get && status == StatusCode::NOT_FOUND {
+                res = exposition(format.unwrap_or(Format::Text004));
+            } else if let (Some(format), true) = (format, status.is_success()) {
+                res = exposition(format);
             }
             if is_reset && status.is_success() {
                 episode_started("http");
             }
-            record(&method, route, res.status(), started);
+            record(method, route, res.status(), started);
             drop(in_flight);
             Ok(res)
         })
@@ -360,6 +446,56 @@ mod tests {
         assert_eq!(route_label("/ui/app.js"), "ui");
         assert_eq!(route_label("/%00evil/x"), "other");
         assert_eq!(route_label("/a-client-chosen-string"), "other");
+    }
+
+    #[test]
+    fn method_labels_are_a_closed_set() {
+        assert_eq!(method_label(&Method::GET), "GET");
+        assert_eq!(method_label(&Method::PATCH), "PATCH");
+        for m in ["FOO", "get", "PROPFIND", "X1234567890"] {
+            assert_eq!(
+                method_label(&Method::from_bytes(m.as_bytes()).unwrap()),
+                "other"
+            );
+        }
+    }
+
+    /// Text 0.0.4 names a counter family by its `_total` samples and has no `# EOF`; the
+    /// OpenMetrics exposition keeps both as OpenMetrics writes them.
+    #[test]
+    fn text_004_and_openmetrics_differ_where_the_formats_do() {
+        episode_started("http");
+        let om = render_openmetrics();
+        assert!(
+            om.contains("# TYPE ledgershield_episodes_started counter\n"),
+            "{om}"
+        );
+        assert!(om.trim_end().ends_with("# EOF"), "{om}");
+        let text = to_text_004(&om);
+        assert!(
+            text.contains("# TYPE ledgershield_episodes_started_total counter\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# HELP ledgershield_episodes_started_total "),
+            "{text}"
+        );
+        assert!(
+            !text.contains("# EOF") && !text.contains("# UNIT"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE ledgershield_sessions_active gauge\n"),
+            "{text}"
+        );
+        // Samples are unchanged.
+        let samples = |t: &str| -> Vec<String> {
+            t.lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(str::to_owned)
+                .collect()
+        };
+        assert_eq!(samples(&om), samples(&text));
     }
 
     #[test]

@@ -89,12 +89,14 @@ pub trait OpenEnvService: Send + Sync + 'static {
         &[]
     }
     /// Answer an added message type on a connection whose environment is `backend`: the
-    /// reply message (`{"type", "data"}`).
+    /// reply message (`{"type", "data"}`). `operator`: the connection was opened with the
+    /// operator key.
     fn extra_message(
         &self,
         ty: &str,
         _data: Map<String, Value>,
         _backend: &SharedBackend<Self::Backend>,
+        _operator: bool,
     ) -> Result<Value, ApiError> {
         Err(ApiError::Validation(format!(
             "unsupported message type '{ty}'"

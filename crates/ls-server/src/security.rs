@@ -17,6 +17,7 @@
 //! 5. Security headers on every reply (unless the route set its own); a 429 or 503 reply also
 //!    closes its connection (`Connection: close`), so a throttled client gives its slot back.
 
+use crate::capacity::ClientKey;
 use crate::config::SecurityConfig;
 use crate::error::{prefix, ApiError};
 use axum::body::Body;
@@ -115,10 +116,23 @@ pub struct Guard {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OperatorAccess(pub bool);
 
-/// The client's address as the guard decided it (inserted into `GET /ws` requests, for the
-/// per-client WebSocket cap): the peer's, or the forwarded one from a trusted proxy.
+/// The client's address as the guard decided it (inserted into WebSocket upgrades and every
+/// request but a GET, for what is counted per client: WebSocket sessions, named sessions,
+/// campaigns): the peer's, or the forwarded one from a trusted proxy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientAddr(pub Option<IpAddr>);
+
+impl ClientAddr {
+    /// The client's key for per-client shares and quotas (an IPv6 address by its /64).
+    pub fn key(&self) -> Option<ClientKey> {
+        self.0.map(ClientKey::of)
+    }
+}
+
+/// The client key of a request's [`ClientAddr`] extension (`None` without one).
+pub fn client_key(addr: Option<&axum::Extension<ClientAddr>>) -> Option<ClientKey> {
+    addr.and_then(|a| a.0.key())
+}
 
 /// Who sent a request.
 #[derive(Debug, Clone, Copy)]
@@ -143,6 +157,13 @@ impl Guard {
         Self::new(config, operator)
     }
 
+    /// Whether connections from `ip` carry many clients: a trusted proxy, when proxy headers
+    /// are trusted (its clients are told apart by the forwarded address, and the proxy keeps
+    /// its own per-client connection limits).
+    pub fn carries_many_clients(&self, ip: IpAddr) -> bool {
+        self.config.trust_proxy_headers && self.trusted_proxy(ip)
+    }
+
     fn trusted_proxy(&self, ip: IpAddr) -> bool {
         if self.config.trusted_proxies.is_empty() {
             ip.is_loopback()
@@ -163,7 +184,7 @@ impl Guard {
         if !self.config.trust_proxy_headers || !peer_ip.is_some_and(|ip| self.trusted_proxy(ip)) {
             return direct;
         }
-        let mut forwarded = headers
+        let forwarded = headers
             .get_all("x-forwarded-for")
             .iter()
             .filter_map(|v| v.to_str().ok())
@@ -171,11 +192,14 @@ impl Guard {
             .map(str::trim)
             .collect::<Vec<_>>();
         if !forwarded.is_empty() {
-            forwarded.reverse();
-            for entry in forwarded {
+            let mut leftmost = None;
+            for entry in forwarded.iter().rev() {
                 // An unparsable entry is where the chain can no longer be trusted: stop there.
                 let Ok(ip) = entry.parse::<IpAddr>() else {
-                    return direct;
+                    return leftmost.map_or(direct, |ip| Client {
+                        ip: Some(ip),
+                        direct: false,
+                    });
                 };
                 if !self.trusted_proxy(ip) {
                     return Client {
@@ -183,8 +207,15 @@ impl Guard {
                         direct: false,
                     };
                 }
+                leftmost = Some(ip);
             }
-            return direct;
+            // Every entry is a trusted proxy (a client on the proxy's own host, or one that
+            // wrote a proxy's address itself): the first is the client, as nginx's
+            // `real_ip_recursive` reads it. Still forwarded, so never a direct loopback client.
+            return Client {
+                ip: leftmost,
+                direct: false,
+            };
         }
         match headers
             .get("x-real-ip")
@@ -308,7 +339,11 @@ impl Guard {
     fn rate_limit(&self, headers: &HeaderMap, client: Option<IpAddr>) -> Result<(), ApiError> {
         let now = Instant::now();
         let per_client = self.config.client_rate_per_min;
-        let key = client.map_or_else(|| "client:unknown".to_owned(), |ip| format!("client:{ip}"));
+        // An IPv6 client is counted by its /64 (one host holds a whole prefix).
+        let key = client.map_or_else(
+            || "client:unknown".to_owned(),
+            |ip| format!("client:{}", ClientKey::of(ip)),
+        );
         self.limiter
             .check(&key, per_client, now)
             .map_err(|retry_after_secs| ApiError::RateLimited {
@@ -353,7 +388,9 @@ fn preflight() -> Response<Body> {
     );
     h.insert(
         header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static("content-type, x-session-id, x-api-key, x-watchdog-credential"),
+        HeaderValue::from_static(
+            "content-type, x-session-id, x-api-key, x-watchdog-credential, x-harness-token",
+        ),
     );
     h.insert(
         header::ACCESS_CONTROL_MAX_AGE,
@@ -420,6 +457,12 @@ impl<S> Guarded<S> {
         }
     }
 
+    /// Whether connections from `ip` carry many clients (a trusted proxy): see
+    /// [`Guard::carries_many_clients`].
+    pub fn carries_many_clients(&self, ip: IpAddr) -> bool {
+        self.guard.carries_many_clients(ip)
+    }
+
     /// The same service for a connection from `peer`.
     pub fn for_peer(&self, peer: SocketAddr) -> Self
     where
@@ -471,7 +514,10 @@ where
                 {
                     req.extensions_mut().insert(OperatorAccess(true));
                 }
-                if req.uri().path() == "/ws" {
+                // The client's address for what is counted per client: WebSocket sessions
+                // (`/ws`, `/watchdog/ws`) and what requests other than reads create (named
+                // sessions, campaigns).
+                if req.method() != Method::GET || req.uri().path().ends_with("/ws") {
                     req.extensions_mut().insert(ClientAddr(client));
                 }
                 GuardFuture {
@@ -645,6 +691,19 @@ mod tests {
         let forged = fwd("127.0.0.1, 10.9.9.9");
         assert_eq!(status(g.admit(&req(Method::GET, "/", &forged), LOCAL)), 200);
         assert_eq!(status(g.admit(&req(Method::GET, "/", &forged), LOCAL)), 429);
+        // Every entry a trusted proxy: the leftmost is the client, and it is forwarded, so a
+        // forwarded loopback address is throttled like any other.
+        let all_local = fwd("::1, 127.0.0.1");
+        let c = g.client(&req(Method::GET, "/", &all_local).headers().clone(), LOCAL);
+        assert_eq!((c.ip, c.direct), (Some("::1".parse().unwrap()), false));
+        assert_eq!(
+            status(g.admit(&req(Method::GET, "/", &all_local), LOCAL)),
+            200
+        );
+        assert_eq!(
+            status(g.admit(&req(Method::GET, "/", &all_local), LOCAL)),
+            429
+        );
     }
 
     /// A flood of new client keys evicts the least recently seen ones; a new client is never

@@ -3,6 +3,7 @@
 //! finishes the request it is serving and closes, WebSocket sessions close with 1001, and the
 //! loop returns once nothing is live or the grace period has passed.
 
+use crate::capacity::{ClientKey, FairShare, Refusal, ShareLimits, Slot};
 use crate::config::Timeouts;
 use crate::conn_timer::ConnectionTimer;
 use crate::shutdown::Shutdown;
@@ -10,16 +11,14 @@ use axum::body::Bytes;
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
-use std::collections::HashMap;
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// After the shutdown signal, a request body that receives nothing for this long is cut off.
 pub const STALLED_BODY: Duration = Duration::from_secs(1);
@@ -130,19 +129,18 @@ pub async fn serve(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.header_read_timeout(timeouts.header_read)
         .keep_alive(true);
-    let slots = Arc::new(Semaphore::new(timeouts.max_connections.max(1)));
-    let per_client = PerClient::new(timeouts.max_connections_per_client);
+    let slots = FairShare::new(ShareLimits::new(
+        timeouts.max_connections,
+        timeouts.max_connections_per_client,
+    ));
     loop {
         // At the cap, stop accepting: new connections wait in the listen backlog until an open
         // one closes (idle ones close on the header-read timeout).
-        let slot = tokio::select! {
+        tokio::select! {
             biased;
             () = shutdown.triggered() => break,
-            slot = slots.clone().acquire_owned() => match slot {
-                Ok(s) => s,
-                Err(_) => break,
-            },
-        };
+            () = slots.room() => {}
+        }
         let (stream, peer) = tokio::select! {
             biased;
             () = shutdown.triggered() => break,
@@ -157,11 +155,16 @@ pub async fn serve(
             },
         };
         let _ = stream.set_nodelay(true);
-        let Some(client_slot) = per_client.acquire(peer.ip()) else {
-            // Over the per-client cap: answer 503 and close, without holding a slot.
-            drop(slot);
-            tokio::spawn(refuse(stream, per_client.limit));
-            continue;
+        // A trusted proxy carries many clients: it is outside the per-client shares (the proxy
+        // keeps its own per-client limits), and only the server-wide cap applies to it.
+        let key = (!app.carries_many_clients(peer.ip())).then(|| ClientKey::of(peer.ip()));
+        let slot = match slots.try_acquire(key) {
+            Ok(slot) => slot,
+            Err(refusal) => {
+                // Over the client's share: answer 503 and close, without holding a slot.
+                tokio::spawn(refuse(stream, refusal));
+                continue;
+            }
         };
         tokio::spawn(connection(
             http.clone(),
@@ -170,7 +173,7 @@ pub async fn serve(
             app.for_peer(peer),
             timeouts,
             shutdown.clone(),
-            (slot, client_slot),
+            slot,
         ));
     }
     drop(listener);
@@ -178,59 +181,25 @@ pub async fn serve(
     Ok(())
 }
 
-/// Open connections per client address, bounded by `limit`.
-#[derive(Clone)]
-struct PerClient {
-    limit: usize,
-    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
-}
-
-/// One connection counted against its client; uncounted when dropped.
-struct ClientSlot {
-    ip: IpAddr,
-    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
-}
-
-impl PerClient {
-    fn new(limit: usize) -> Self {
-        Self {
-            limit: limit.max(1),
-            open: Arc::default(),
+/// Why a connection is refused, in the words of its 503.
+fn refusal_message(refusal: Refusal) -> String {
+    match refusal {
+        Refusal::ClientCap(limit) => {
+            format!("too many connections from this address (at most {limit})")
         }
-    }
-
-    fn acquire(&self, ip: IpAddr) -> Option<ClientSlot> {
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        let n = open.entry(ip).or_insert(0);
-        if *n >= self.limit {
-            return None;
-        }
-        *n += 1;
-        Some(ClientSlot {
-            ip,
-            open: self.open.clone(),
-        })
+        Refusal::Reserved { reserve, few } => format!(
+            "too many connections from this address while the server is nearly full (its last {reserve} connections are kept for clients holding fewer than {few})"
+        ),
+        Refusal::Full(cap) => format!("the server holds its most connections ({cap})"),
     }
 }
 
-impl Drop for ClientSlot {
-    fn drop(&mut self) {
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = open.get_mut(&self.ip) {
-            *n -= 1;
-            if *n == 0 {
-                open.remove(&self.ip);
-            }
-        }
-    }
-}
-
-/// Answer a connection over its client's cap with a 503 and close it (at most 1 s spent).
-async fn refuse(mut stream: tokio::net::TcpStream, limit: usize) {
+/// Answer a connection over its client's share with a 503 and close it (at most 1 s spent).
+async fn refuse(mut stream: tokio::net::TcpStream, refusal: Refusal) {
     use tokio::io::AsyncWriteExt;
-    let body = format!(
-        "{{\"error\":{{\"code\":\"capacity\",\"message\":\"too many connections from this address (at most {limit})\"}},\"detail\":\"too many connections from this address (at most {limit})\"}}"
-    );
+    let body = crate::error::ApiError::Capacity(refusal_message(refusal))
+        .body()
+        .to_string();
     let reply = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
         body.len()
@@ -276,7 +245,7 @@ async fn connection(
     app: crate::App,
     timeouts: Timeouts,
     shutdown: Shutdown,
-    _slots: (OwnedSemaphorePermit, ClientSlot),
+    _slot: Slot,
 ) {
     let _live = shutdown.track();
     // The header-read and keep-alive timeouts run on one timer per connection (see conn_timer).

@@ -2,7 +2,14 @@
 //! Bounded in number; idle sessions expire. Requests without a session id use `default`, which
 //! is reserved outside the named-session capacity and never expires. One manager serves both
 //! environments, their HTTP routes and `POST /mcp` alike.
+//!
+//! No client can take the capacity: each named session belongs to the client that created it
+//! ([`ClientKey`]: its address, an IPv6 address by its /64), a client holding its quota gives
+//! up its own least recently used session for a new one, and a full map gives up the least
+//! recently used session of the client holding the most ([`crate::capacity::make_room`]), so a
+//! new client is served before anyone is refused.
 
+use crate::capacity::{make_room, ClientKey, Held, Room};
 use crate::error::ApiError;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -18,6 +25,8 @@ pub const MAX_SESSION_ID_CHARS: usize = 128;
 struct Entry<E> {
     env: Arc<Mutex<E>>,
     last_used: Instant,
+    /// The client that created it (`None`: unknown, counted toward the capacity only).
+    owner: Option<ClientKey>,
     _live: crate::metrics::LiveSession,
 }
 
@@ -25,7 +34,14 @@ struct Entry<E> {
 pub struct SessionManager<E> {
     inner: Mutex<HashMap<String, Entry<E>>>,
     pub max_sessions: usize,
+    /// Named sessions one client may hold (its least recently used one goes for a new one).
+    pub per_client: usize,
     pub idle_timeout: Duration,
+}
+
+/// Default quota of named sessions per client: a quarter of the capacity.
+pub fn default_per_client(max_sessions: usize) -> usize {
+    (max_sessions / 4).max(1)
 }
 
 impl<E> SessionManager<E> {
@@ -34,8 +50,15 @@ impl<E> SessionManager<E> {
         Self {
             inner: Mutex::new(HashMap::new()),
             max_sessions,
+            per_client: default_per_client(max_sessions),
             idle_timeout,
         }
+    }
+
+    /// The same map with `per_client` named sessions per client.
+    pub fn with_per_client(mut self, per_client: usize) -> Self {
+        self.per_client = per_client.max(1);
+        self
     }
 
     pub fn validate_id(id: &str) -> Result<(), ApiError> {
@@ -68,11 +91,15 @@ impl<E> SessionManager<E> {
         Some(e.env.clone())
     }
 
-    /// Get or create a session; creation fails cleanly at capacity. The default session does
-    /// not count toward the capacity, so named sessions never lock out clients without one.
+    /// Get or create a session for `owner` (the client creating it). A client at its quota
+    /// gives up its least recently used session; a full map gives up the least recently used
+    /// session of the client holding the most, and creation fails cleanly only when every
+    /// client holds no more than this one. The default session does not count toward the
+    /// capacity, so named sessions never lock out clients without one.
     pub fn get_or_create(
         &self,
         id: &str,
+        owner: Option<ClientKey>,
         make: impl FnOnce() -> E,
     ) -> Result<Arc<Mutex<E>>, ApiError> {
         if let Some(e) = self.get(id) {
@@ -83,14 +110,8 @@ impl<E> SessionManager<E> {
             // Created by another request since `get`.
             return Ok(e.env.clone());
         }
-        let named =
-            |m: &HashMap<String, Entry<E>>| m.len() - usize::from(m.contains_key(DEFAULT_SESSION));
-        if id != DEFAULT_SESSION && named(&map) >= self.max_sessions {
-            let ttl = self.idle_timeout;
-            map.retain(|sid, e| sid == DEFAULT_SESSION || e.last_used.elapsed() < ttl);
-            if named(&map) >= self.max_sessions {
-                return Err(ApiError::TooManySessions(named(&map)));
-            }
+        if id != DEFAULT_SESSION {
+            self.make_room(&mut map, owner)?;
         }
         let env = Arc::new(Mutex::new(make()));
         map.insert(
@@ -98,10 +119,50 @@ impl<E> SessionManager<E> {
             Entry {
                 env: env.clone(),
                 last_used: Instant::now(),
+                owner: if id == DEFAULT_SESSION { None } else { owner },
                 _live: crate::metrics::LiveSession::new(),
             },
         );
         Ok(env)
+    }
+
+    /// Room for one more named session of `owner` (see [`SessionManager::get_or_create`]).
+    fn make_room(
+        &self,
+        map: &mut HashMap<String, Entry<E>>,
+        owner: Option<ClientKey>,
+    ) -> Result<(), ApiError> {
+        let named =
+            |m: &HashMap<String, Entry<E>>| m.len() - usize::from(m.contains_key(DEFAULT_SESSION));
+        // Below the smaller of quota and capacity nobody can be at either: nothing to count.
+        if named(map) < self.per_client.min(self.max_sessions) {
+            return Ok(());
+        }
+        if named(map) >= self.max_sessions {
+            let ttl = self.idle_timeout;
+            map.retain(|sid, e| sid == DEFAULT_SESSION || e.last_used.elapsed() < ttl);
+        }
+        let held = map
+            .iter()
+            .filter(|(sid, _)| *sid != DEFAULT_SESSION)
+            .map(|(sid, e)| Held {
+                id: sid,
+                owner: e.owner,
+                last_used: e.last_used,
+                finished: false,
+            });
+        match make_room(held, owner, self.per_client, self.max_sessions) {
+            Room::Free => Ok(()),
+            Room::Evict(victim) => {
+                map.remove(&victim);
+                tracing::debug!(
+                    client = owner.map(|o| o.to_string()),
+                    "session capacity: closed a least recently used session to make room"
+                );
+                Ok(())
+            }
+            Room::Full => Err(ApiError::TooManySessions(named(map))),
+        }
     }
 
     /// Close a session now (`DELETE /session`). The default session is only emptied: a fresh
@@ -186,15 +247,15 @@ mod tests {
     #[test]
     fn capacity_and_expiry() {
         let m: SessionManager<u32> = SessionManager::new(2, Duration::from_millis(30));
-        m.get_or_create("a", || 1).unwrap();
-        m.get_or_create("b", || 2).unwrap();
+        m.get_or_create("a", None, || 1).unwrap();
+        m.get_or_create("b", None, || 2).unwrap();
         assert!(matches!(
-            m.get_or_create("c", || 3),
+            m.get_or_create("c", None, || 3),
             Err(ApiError::TooManySessions(2))
         ));
         std::thread::sleep(Duration::from_millis(40));
         assert!(
-            m.get_or_create("c", || 3).is_ok(),
+            m.get_or_create("c", None, || 3).is_ok(),
             "idle sessions are reclaimed"
         );
         assert!(m.get("a").is_none());
@@ -203,15 +264,15 @@ mod tests {
     #[test]
     fn default_session_is_outside_capacity_and_ids_are_random() {
         let m: SessionManager<u32> = SessionManager::new(1, Duration::from_secs(60));
-        m.get_or_create("a", || 1).unwrap();
-        assert!(m.get_or_create("b", || 2).is_err());
+        m.get_or_create("a", None, || 1).unwrap();
+        assert!(m.get_or_create("b", None, || 2).is_err());
         assert!(
-            m.get_or_create(DEFAULT_SESSION, || 0).is_ok(),
+            m.get_or_create(DEFAULT_SESSION, None, || 0).is_ok(),
             "the default session is reserved"
         );
         assert!(m.remove("a"));
         assert!(
-            m.get_or_create("b", || 2).is_ok(),
+            m.get_or_create("b", None, || 2).is_ok(),
             "a closed session frees its slot at once"
         );
         let (x, y) = (
@@ -220,6 +281,38 @@ mod tests {
         );
         assert_ne!(x, y);
         assert!(validate_id(&x).is_ok() && x.len() == 37, "{x}");
+    }
+
+    /// One client creating sessions without end recycles its own; another client still gets
+    /// one when the map is full (the heaviest client's least recently used session goes).
+    #[test]
+    fn no_client_takes_the_capacity() {
+        let key = |s: &str| Some(ClientKey::of(s.parse().unwrap()));
+        let m: SessionManager<u32> = SessionManager::new(8, Duration::from_secs(600));
+        assert_eq!(m.per_client, 2);
+        let m = m.with_per_client(4);
+        for i in 0..100 {
+            m.get_or_create(&format!("a{i}"), key("10.0.0.1"), || i)
+                .unwrap();
+        }
+        assert_eq!(m.len(), 4, "a client holds its quota, newest kept");
+        assert!(m.get("a99").is_some(), "the newest is kept");
+        for i in 0..4 {
+            m.get_or_create(&format!("b{i}"), key("10.0.0.2"), || i)
+                .unwrap();
+        }
+        assert_eq!(m.len(), 8);
+        // Full: a third client gets a session; the heaviest's least recently used one goes.
+        m.get("b0");
+        m.get_or_create("c0", key("10.0.0.3"), || 0).unwrap();
+        assert_eq!(m.len(), 8);
+        assert!(m.get("c0").is_some());
+        // Another address of the same IPv6 /64 is the same client.
+        let m: SessionManager<u32> = SessionManager::new(8, Duration::from_secs(600));
+        m.get_or_create("x", key("2001:db8::1"), || 0).unwrap();
+        m.get_or_create("y", key("2001:db8::2"), || 0).unwrap();
+        m.get_or_create("z", key("2001:db8::3"), || 0).unwrap();
+        assert_eq!(m.len(), 2, "{} sessions", m.len());
     }
 
     #[test]

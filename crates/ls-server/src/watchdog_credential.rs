@@ -1,8 +1,13 @@
-//! The watchdog credential: a random token an analyst's session issues so that a second agent can
-//! play the watchdog on that session's episodes (over HTTP in `X-Watchdog-Credential`, over
-//! WebSocket in `attach`). The token comes from the OS random source and is tied to the analyst's
-//! environment, held weakly, not to its session id: a credential dies with the analyst's
-//! connection or session, and issuing a new one revokes the previous one.
+//! The watchdog credential: a random token that lets a second agent play the watchdog on an
+//! analyst's episodes (over HTTP in `X-Watchdog-Credential`, over WebSocket in `attach`). It is
+//! issued only to whoever holds something the analyst never sees: the harness that created the
+//! analyst's session for a dual-agent run (`POST /watchdog/pair` answers the session id for the
+//! analyst, and the credential and a **harness token** for the harness), or the operator key. The
+//! analyst's session id alone can neither issue, use nor revoke one.
+//!
+//! Tokens come from the OS random source and are tied to the analyst's environment, held
+//! weakly, not to its session id: a credential dies with the analyst's connection or session, and
+//! issuing a new one revokes the previous one.
 
 use crate::error::ApiError;
 use crate::protocol::SharedBackend;
@@ -29,7 +34,7 @@ impl From<CredentialError> for ApiError {
     /// The WebSocket's `attach` errors (`error: "forbidden"`).
     fn from(e: CredentialError) -> Self {
         ApiError::Forbidden(match e {
-            CredentialError::Unknown | CredentialError::Revoked => "unknown or revoked watchdog credential: the analyst's session issues one (`{\"type\": \"watchdog_credential\"}` on /ws, or POST /watchdog/credential); its session id or the admin key is not a credential".into(),
+            CredentialError::Unknown | CredentialError::Revoked => "unknown or revoked watchdog credential: POST /watchdog/pair issues one to the harness (the operator key issues one with POST /watchdog/credential); the analyst's session id or the admin key is not a credential".into(),
             CredentialError::AnalystClosed => "the analyst's session behind this watchdog credential has closed".into(),
         })
     }
@@ -43,9 +48,21 @@ struct Held {
 
 /// Live watchdog credentials: token → the analyst's environment. Each environment holds its
 /// live credential and at most the one it revoked last (so a revoked one is named as such).
+/// Harness tokens: token → the environment of the session `POST /watchdog/pair` created (one per
+/// environment, dropped with it).
 #[derive(Default)]
 pub struct WatchdogCredentials {
     inner: Mutex<HashMap<String, Held>>,
+    harness: Mutex<HashMap<String, Weak<Mutex<Environment>>>>,
+}
+
+/// Why a harness token does not name a dual-agent session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HarnessError {
+    /// Never issued (a guess, a session id, a watchdog credential).
+    Unknown,
+    /// The session it was issued with has closed.
+    SessionClosed,
 }
 
 impl WatchdogCredentials {
@@ -72,6 +89,26 @@ impl WatchdogCredentials {
         token
     }
 
+    /// A harness token for `env` (a dual-agent session): whoever holds it may issue the
+    /// session's watchdog credential again ([`WatchdogCredentials::harness_env`]). Tokens of
+    /// environments that are gone are dropped, so the map is bounded by the live sessions.
+    pub fn harness_token(&self, env: &SharedBackend<Environment>) -> String {
+        let token = SessionManager::<Environment>::new_id("wdh");
+        let mut map = self.harness.lock().unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, e| e.strong_count() > 0);
+        map.insert(token.clone(), Arc::downgrade(env));
+        token
+    }
+
+    /// The dual-agent session's environment behind a harness token.
+    pub fn harness_env(&self, token: &str) -> Result<SharedBackend<Environment>, HarnessError> {
+        let map = self.harness.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(token)
+            .ok_or(HarnessError::Unknown)?
+            .upgrade()
+            .ok_or(HarnessError::SessionClosed)
+    }
+
     /// The analyst's environment behind `token`.
     pub fn resolve(&self, token: &str) -> Result<SharedBackend<Environment>, CredentialError> {
         let map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
@@ -90,6 +127,19 @@ impl WatchdogCredentials {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// Whether `s` has the shape of an issued token with `prefix` (`wdc`: a watchdog credential,
+/// `wdh`: a harness token): the prefix, `-` and 32 lowercase hex digits.
+pub fn token_shaped(s: &str, prefix: &str) -> bool {
+    s.strip_prefix(prefix)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|hex| {
+            hex.len() == 32
+                && hex
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
 }
 
 /// The reply to the analyst's `watchdog_credential` message (and `POST /watchdog/credential`).
@@ -129,10 +179,22 @@ mod tests {
             creds.resolve("wdc-guess").err(),
             Some(CredentialError::Unknown)
         );
+        let harness = creds.harness_token(&env);
+        assert!(token_shaped(&harness, "wdh") && !token_shaped(&harness, "wdc"));
+        assert!(Arc::ptr_eq(&creds.harness_env(&harness).unwrap(), &env));
+        assert_eq!(
+            creds.harness_env(&third).err(),
+            Some(HarnessError::Unknown),
+            "a credential is not a harness token"
+        );
         drop(env);
         assert_eq!(
             creds.resolve(&third).err(),
             Some(CredentialError::AnalystClosed)
+        );
+        assert_eq!(
+            creds.harness_env(&harness).err(),
+            Some(HarnessError::SessionClosed)
         );
         let e = ApiError::from(CredentialError::AnalystClosed);
         assert!(e.to_string().contains("has closed"), "{e}");

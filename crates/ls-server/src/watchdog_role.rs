@@ -4,20 +4,25 @@
 //! never step the analyst's episode. The scripted watchdog keeps judging every episode
 //! (`info.watchdog`), so it stays the default opponent.
 //!
-//! The watchdog authenticates with a watchdog credential its analyst's session issues
-//! (`POST /watchdog/credential` here, `watchdog_credential` on `/ws`): over HTTP in the
-//! `X-Watchdog-Credential` header (never in the URL, so it stays out of access logs and metric
-//! labels), over WebSocket in the `attach` message ([`crate::watchdog_ws`]). The analyst's session
-//! id, the admin key, a guess, a revoked credential or one whose analyst has gone are refused
-//! with 401/403 and a code naming the problem. The analyst may read `GET /watchdog/joint` with its
-//! own `X-Session-Id`: it answers only after the submission, when nothing can change any more.
+//! Roles are capabilities the harness issues: `POST /watchdog/pair` creates the analyst's session
+//! and answers its id (for the analyst), a watchdog credential (for the watchdog) and a harness
+//! token (for the harness, which may issue the credential again with it). With the operator key,
+//! `POST /watchdog/credential` issues one for any named session (and a socket opened with the key
+//! may ask for one with `watchdog_credential` on `/ws`). The analyst's session id alone issues
+//! nothing. The watchdog sends its credential over HTTP in the `X-Watchdog-Credential` header
+//! (never in the URL, so it stays out of access logs and metric labels), over WebSocket in the
+//! `attach` message ([`crate::watchdog_ws`]). The analyst's session id, the admin key, a guess,
+//! a revoked credential or one whose analyst has gone are refused with 401/403 and a code naming
+//! the problem. The analyst may read `GET /watchdog/joint` with its own `X-Session-Id`: it
+//! answers only after the submission, when nothing can change any more.
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
 use crate::protocol::SharedBackend;
 use crate::route_table::{ApiRoutes, RouteDoc};
+use crate::security::{client_key, ClientAddr, OperatorAccess};
 use crate::sessions::SessionHeader;
-use crate::watchdog_credential::CredentialError;
+use crate::watchdog_credential::{token_shaped, CredentialError, HarnessError};
 use crate::Shared;
 use axum::extract::{FromRequestParts, RawQuery, State};
 use axum::http::request::Parts;
@@ -32,14 +37,24 @@ use serde_json::{json, Map, Value};
 /// The header the HTTP watchdog routes read the watchdog credential from.
 pub const CREDENTIAL_HEADER: &str = "x-watchdog-credential";
 
-/// The `X-Watchdog-Credential` header.
-struct CredentialHeader(Option<HeaderValue>);
+/// The header a harness sends its harness token in.
+pub const HARNESS_HEADER: &str = "x-harness-token";
+
+/// The two headers the watchdog routes read (and only those: no copy of the whole header map):
+/// `X-Watchdog-Credential` and `X-Harness-Token`.
+struct CredentialHeader {
+    credential: Option<HeaderValue>,
+    harness: Option<HeaderValue>,
+}
 
 impl<S: Send + Sync> FromRequestParts<S> for CredentialHeader {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Ok(Self(parts.headers.get(CREDENTIAL_HEADER).cloned()))
+        Ok(Self {
+            credential: parts.headers.get(CREDENTIAL_HEADER).cloned(),
+            harness: parts.headers.get(HARNESS_HEADER).cloned(),
+        })
     }
 }
 
@@ -76,16 +91,11 @@ impl IntoResponse for Refused {
     }
 }
 
-const ISSUED_BY: &str = "the analyst's session issues it: `{\"type\": \"watchdog_credential\"}` on /ws, or POST /watchdog/credential with its X-Session-Id";
+const ISSUED_BY: &str = "POST /watchdog/pair issues it to the harness";
 
 /// Whether `s` has the shape of an issued credential: `wdc-` and 32 lowercase hex digits.
 fn credential_shaped(s: &str) -> bool {
-    s.strip_prefix("wdc-").is_some_and(|hex| {
-        hex.len() == 32
-            && hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
+    token_shaped(s, "wdc")
 }
 
 impl CredentialHeader {
@@ -94,7 +104,7 @@ impl CredentialHeader {
     fn resolve(&self, s: &Shared) -> Result<SharedBackend<Environment>, Refused> {
         let refuse =
             |code, message: String| Refused::Credential(StatusCode::FORBIDDEN, code, message);
-        let Some(value) = &self.0 else {
+        let Some(value) = &self.credential else {
             return Err(Refused::Credential(
                 StatusCode::UNAUTHORIZED,
                 "watchdog_credential_required",
@@ -230,7 +240,7 @@ async fn get_joint(
     session: SessionHeader,
     q: RawQuery,
 ) -> Result<Json<Value>, Refused> {
-    let analyst = match credential.0 {
+    let analyst = match credential.credential {
         None => Some(session.session_id(None)?).filter(|(_, named)| *named),
         Some(_) => None,
     };
@@ -242,23 +252,82 @@ async fn get_joint(
     Ok(Json(joint(&env)?))
 }
 
-async fn post_credential(
+/// `POST /watchdog/pair`: a new analyst session for a dual-agent run, with its watchdog
+/// credential and the harness token (the harness keeps both; the analyst gets the session id).
+async fn post_pair(
     State(s): State<Shared>,
-    header: SessionHeader,
+    client: Option<axum::Extension<ClientAddr>>,
 ) -> Result<Json<Value>, ApiError> {
-    let (sid, named) = header.session_id(None)?;
-    if !named {
-        return Err(ApiError::Validation(
-            "X-Session-Id is required: the watchdog credential is issued for the analyst's named session".into(),
-        ));
-    }
+    let sid = crate::sessions::SessionManager::<Environment>::new_id("dual");
     let env = s
         .sessions
-        .get(&sid)
-        .ok_or_else(|| ApiError::UnknownSession(sid.clone()))?;
+        .get_or_create(&sid, client_key(client.as_ref()), || s.new_env())?;
+    let credential = s.watchdog.issue(&env);
+    let harness = s.watchdog.harness_token(&env);
+    let mut reply = crate::watchdog_credential::credential_reply(&credential);
+    reply["session_id"] = json!(sid);
+    reply["harness_token"] = json!(harness);
+    Ok(Json(reply))
+}
+
+/// `POST /watchdog/credential`: issue the session's watchdog credential again (the previous one
+/// is revoked), for the harness (`X-Harness-Token`) or the operator (`X-API-Key` and the
+/// session's `X-Session-Id`); never for the analyst's session id alone.
+async fn post_credential(
+    State(s): State<Shared>,
+    access: Option<axum::Extension<OperatorAccess>>,
+    headers: CredentialHeader,
+    header: SessionHeader,
+) -> Result<Json<Value>, Refused> {
+    let refuse =
+        |code, message: &str| Refused::Credential(StatusCode::FORBIDDEN, code, message.to_owned());
+    let env = if let Some(value) = &headers.harness {
+        let token = value.to_str().unwrap_or("").trim();
+        if !token_shaped(token, "wdh") {
+            return Err(refuse(
+                "not_a_harness_token",
+                "X-Harness-Token is not a harness token (`wdh-` and 32 hex digits, answered by POST /watchdog/pair)",
+            ));
+        }
+        s.watchdog.harness_env(token).map_err(|e| match e {
+            HarnessError::Unknown => refuse(
+                "unknown_harness_token",
+                "no such harness token was issued (POST /watchdog/pair answers one)",
+            ),
+            HarnessError::SessionClosed => refuse(
+                "analyst_session_closed",
+                "the analyst's session this harness token was issued with has closed",
+            ),
+        })?
+    } else {
+        if !access.is_some_and(|a| a.0 .0) {
+            return Err(refuse(
+                "harness_token_required",
+                "a watchdog credential is issued to the harness, never to the analyst: send the harness token POST /watchdog/pair answered as X-Harness-Token (or the operator key as X-API-Key with the session's X-Session-Id); the analyst's session id alone issues nothing",
+            ));
+        }
+        let (sid, named) = header.session_id(None)?;
+        if !named {
+            return Err(ApiError::Validation(
+                "X-Session-Id is required with the operator key: the watchdog credential is issued for the analyst's named session".into(),
+            )
+            .into());
+        }
+        s.sessions
+            .get(&sid)
+            .ok_or_else(|| ApiError::UnknownSession(sid.clone()))?
+    };
     Ok(Json(crate::watchdog_credential::credential_reply(
         &s.watchdog.issue(&env),
     )))
+}
+
+fn pair_reply_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "object", "required": ["session_id", "watchdog_credential", "harness_token", "socket"], "properties": {
+        "session_id": {"type": "string", "description": "the analyst's session: hand it to the analyst (X-Session-Id)"},
+        "watchdog_credential": {"type": "string", "description": "hand it to the watchdog only (X-Watchdog-Credential, or attach on the socket)"},
+        "harness_token": {"type": "string", "description": "keep it in the harness: X-Harness-Token on POST /watchdog/credential issues a new credential (revoking the old one)"},
+        "socket": {"type": "string", "const": "/watchdog/ws"}}})
 }
 
 fn credential_reply_schema(_: &mut SchemaGenerator) -> Schema {
@@ -315,9 +384,17 @@ pub fn routes() -> ApiRoutes<Shared> {
             get_joint,
         )
         .post(
+            "/watchdog/pair",
+            r("Create an analyst session for a dual-agent run")
+                .describe("A new named session for the analyst, with its watchdog credential and a harness token. The harness hands `session_id` to the analyst (`X-Session-Id`) and `watchdog_credential` to the watchdog (`X-Watchdog-Credential`, or `attach` on `GET /watchdog/ws`), and keeps `harness_token`. The analyst never sees the credential or the harness token, so it cannot issue, use or revoke a credential. Counts against the client's session quota.")
+                .reply_with(pair_reply_schema, "The analyst's session, the watchdog credential and the harness token"),
+            post_pair,
+        )
+        .post(
             "/watchdog/credential",
-            r("Issue a watchdog credential for the analyst's session")
-                .describe("The analyst's named session (`X-Session-Id`) issues a random token; a second agent sends it as `X-Watchdog-Credential` on the HTTP watchdog routes or attaches with it on `GET /watchdog/ws`. Issuing again revokes the previous token; the token dies with the session.")
+            r("Issue the watchdog credential of a session again")
+                .describe("For the harness (`X-Harness-Token`, from `POST /watchdog/pair`) or the operator (`X-API-Key` and the session's `X-Session-Id`): a new random token; the previous one is revoked; the token dies with the session. The analyst's `X-Session-Id` alone is refused (403 `harness_token_required`); a malformed, unknown or closed harness token is 403 `not_a_harness_token`, `unknown_harness_token`, `analyst_session_closed`.")
+                .header("X-Harness-Token", "The harness token POST /watchdog/pair answered")
                 .session()
                 .reply_with(credential_reply_schema, "The credential and the socket to use"),
             post_credential,

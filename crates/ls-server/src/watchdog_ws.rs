@@ -1,8 +1,9 @@
 //! The watchdog over WebSocket (`GET /watchdog/ws`), and the watchdog routes as one table (the
 //! HTTP ones of [`crate::watchdog_role`] plus the socket).
 //!
-//! An analyst's session issues a watchdog credential: over `/ws` with the message
-//! `{"type": "watchdog_credential"}`, over HTTP with `POST /watchdog/credential` (`X-Session-Id`).
+//! The harness is issued a watchdog credential for the analyst's session (`POST /watchdog/pair`,
+//! or with the operator key `POST /watchdog/credential` or the message
+//! `{"type": "watchdog_credential"}` on a `/ws` socket opened with the key).
 //! A second agent opens `/watchdog/ws`, attaches with that credential and then, on the analyst's
 //! current episode, reads the filtered watchdog stream, issues verdicts and reads the joint
 //! analyst + watchdog score, exactly as the HTTP watchdog routes do. The credential is a random
@@ -144,9 +145,13 @@ pub async fn watchdog_socket(
     ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
     let owned = s.clone();
-    crate::ws_socket::upgrade(&s.ws, WATCHDOG_SOCKET, client, ws, move |socket| {
-        session(owned, socket)
-    })
+    crate::ws_socket::upgrade(
+        &s.ws,
+        WATCHDOG_SOCKET,
+        client,
+        ws,
+        move |socket, admission| session(owned, socket, admission),
+    )
 }
 
 /// Answer one data frame of a watchdog connection.
@@ -165,9 +170,9 @@ fn answer_frame(s: &crate::AppState, conn: &mut WatchdogConn, bytes: &[u8]) -> R
 }
 
 /// One watchdog connection: counts against the WebSocket session slots and idle timeout.
-async fn session(s: Shared, socket: WebSocket) {
+async fn session(s: Shared, socket: WebSocket, admission: crate::ws_socket::Admission) {
     let mut conn = WatchdogConn::default();
-    crate::ws_socket::serve(&s.ws, socket, || {
+    crate::ws_socket::serve(&s.ws, socket, admission, || {
         Ok(|bytes: &[u8]| answer_frame(&s, &mut conn, bytes))
     })
     .await
@@ -178,7 +183,7 @@ pub fn routes() -> ApiRoutes<Shared> {
     crate::watchdog_role::routes().get(
         WATCHDOG_SOCKET,
         RouteDoc::new("episode", "The watchdog role over WebSocket")
-            .describe("Upgrade to a WebSocket. `{\"type\":\"attach\",\"data\":{\"credential\":...}}` first (the credential from `POST /watchdog/credential` or the analyst's `watchdog_credential` message on `/ws`; three wrong ones close the socket), then `observe`, `verdict` (`{verdict, reason}`), `joint`, `close`. Replies `attached`, `watchdog_observation`, `verdict`, `joint`, `error`.")
+            .describe("Upgrade to a WebSocket. `{\"type\":\"attach\",\"data\":{\"credential\":...}}` first (the credential the harness got from `POST /watchdog/pair`, or with the operator key from `POST /watchdog/credential` or the `watchdog_credential` message on a `/ws` socket opened with the key; three wrong ones close the socket), then `observe`, `verdict` (`{verdict, reason}`), `joint`, `close`. Replies `attached`, `watchdog_observation`, `verdict`, `joint`, `error`.")
             .status(101, "application/json", None, "Switching protocols to a watchdog session"),
         watchdog_socket,
     )

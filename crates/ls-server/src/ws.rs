@@ -212,12 +212,18 @@ pub fn dispatch<S: OpenEnvService>(svc: &S, backend: &mut S::Backend, msg: Incom
 pub async fn ws_handler<S: OpenEnvService>(
     State(svc): State<Arc<S>>,
     client: Option<axum::Extension<crate::security::ClientAddr>>,
+    access: Option<axum::Extension<crate::security::OperatorAccess>>,
     ws: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
     let owned = svc.clone();
-    crate::ws_socket::upgrade(svc.ws_runtime(), "/ws", client, ws, move |socket| {
-        session(owned, socket)
-    })
+    let operator = access.is_some_and(|a| a.0 .0);
+    crate::ws_socket::upgrade(
+        svc.ws_runtime(),
+        "/ws",
+        client,
+        ws,
+        move |socket, admission| session(owned, socket, admission, operator),
+    )
 }
 
 /// Lock a connection's environment; a panic while it was held left it replaced (see [`handle`]).
@@ -263,6 +269,7 @@ fn open_backend<S: OpenEnvService>(
 fn answer<S: OpenEnvService>(
     svc: &S,
     backend: &crate::protocol::SharedBackend<S::Backend>,
+    operator: bool,
     bytes: &[u8],
 ) -> Reply {
     let limit = svc.ws_runtime().config.max_message_bytes;
@@ -270,10 +277,12 @@ fn answer<S: OpenEnvService>(
         match parse_message_with(bytes, limit, svc.extra_message_types()) {
             Err(e) => e.to_message().to_string(),
             Ok(Incoming::Close) => return Reply::Close(close_code::NORMAL, "closed by client"),
-            Ok(Incoming::Extra(ty, data)) => match svc.extra_message(&ty, data, backend) {
-                Ok(v) => v.to_string(),
-                Err(e) => WsError::from(e).to_message().to_string(),
-            },
+            Ok(Incoming::Extra(ty, data)) => {
+                match svc.extra_message(&ty, data, backend, operator) {
+                    Ok(v) => v.to_string(),
+                    Err(e) => WsError::from(e).to_message().to_string(),
+                }
+            }
             Ok(incoming) => match handle(svc, backend, incoming) {
                 Some(reply) => reply,
                 None => return Reply::Close(close_code::ERROR, "internal error"),
@@ -283,11 +292,16 @@ fn answer<S: OpenEnvService>(
 }
 
 /// One WebSocket session: its own environment, under the runtime's limits.
-async fn session<S: OpenEnvService>(svc: Arc<S>, socket: WebSocket) {
+async fn session<S: OpenEnvService>(
+    svc: Arc<S>,
+    socket: WebSocket,
+    admission: crate::ws_socket::Admission,
+    operator: bool,
+) {
     let svc = &*svc;
-    crate::ws_socket::serve(svc.ws_runtime(), socket, || {
+    crate::ws_socket::serve(svc.ws_runtime(), socket, admission, || {
         let backend = open_backend(svc)?;
-        Ok(move |bytes: &[u8]| answer(svc, &backend, bytes))
+        Ok(move |bytes: &[u8]| answer(svc, &backend, operator, bytes))
     })
     .await
 }

@@ -1,10 +1,10 @@
 //! WebSocket session limits and the live-connection slots (shared by the OpenEnv traits and the
 //! WebSocket handler, so neither depends on the other for them).
 
+use crate::capacity::{ClientKey, FairShare, Refusal, ShareLimits, Slot};
+use crate::error::ApiError;
 use crate::shutdown::Shutdown;
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Semaphore;
 
 /// Limits of WebSocket sessions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,17 +86,19 @@ impl WsConfig {
     }
 }
 
-/// Live WebSocket sessions: the configuration and the connection slots.
+/// Live WebSocket sessions: the configuration and the session slots.
 #[derive(Debug)]
 pub struct WsRuntime {
     pub config: WsConfig,
-    pub(crate) slots: Arc<Semaphore>,
+    /// One slot per open session, shared fairly among clients
+    /// ([`crate::capacity::FairShare`]: a per-client cap and a reserve kept for clients holding
+    /// few sessions). Its capacity is the smaller of the session limit and the sessions the
+    /// buffered-bytes budget can hold: each session reserves [`WsConfig::hard_limit_bytes`]
+    /// (the most one session can buffer) for its lifetime, so all sessions together never
+    /// buffer more than the budget.
+    pub(crate) slots: FairShare,
     /// On shutdown every session closes with 1001 (going away); the server waits for them.
     pub(crate) shutdown: Shutdown,
-    /// Open sessions per client address.
-    per_client: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
-    /// The buffered-bytes budget in units of [`BUDGET_UNIT_BYTES`] (a semaphore counts `u32`s).
-    buffer_budget: Arc<Semaphore>,
 }
 
 /// Granularity of the buffered-bytes budget (reservations are rounded up to it).
@@ -106,30 +108,21 @@ fn budget_units(bytes: usize) -> usize {
     bytes.div_ceil(BUDGET_UNIT_BYTES)
 }
 
-/// A session's reservation from the buffered-bytes budget; returned when dropped.
-#[derive(Debug)]
-pub struct BufferReservation {
-    _permit: tokio::sync::OwnedSemaphorePermit,
-}
-
-/// One WebSocket session counted against its client address; uncounted when dropped.
-#[derive(Debug)]
-pub struct ClientWsSlot {
-    ip: Option<std::net::IpAddr>,
-    map: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
-}
-
-impl Drop for ClientWsSlot {
-    fn drop(&mut self) {
-        let Some(ip) = self.ip else { return };
-        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = m.get_mut(&ip) {
-            *n -= 1;
-            if *n == 0 {
-                m.remove(&ip);
-            }
-        }
+impl WsConfig {
+    /// Sessions the buffered-bytes budget holds, each reserving its hard limit.
+    pub fn budget_sessions(&self) -> usize {
+        budget_units(self.max_buffered_bytes) / budget_units(self.hard_limit_bytes()).max(1)
     }
+}
+
+/// Why a WebSocket session could not be opened.
+#[derive(Debug)]
+pub enum WsRefusal {
+    /// Refused at the upgrade, with a 503 naming the share.
+    Http(ApiError),
+    /// Every session slot is taken: the upgrade goes ahead and the session is answered with a
+    /// `CAPACITY_REACHED` error and close 1013 (OpenEnv's way).
+    Full,
 }
 
 impl WsRuntime {
@@ -139,47 +132,36 @@ impl WsRuntime {
             max_buffered_bytes: config.max_buffered_bytes.max(1),
             ..config
         };
+        let capacity = config.max_sessions.min(config.budget_sessions());
         Self {
-            slots: Arc::new(Semaphore::new(config.max_sessions)),
+            slots: FairShare::new(ShareLimits::new(capacity, config.max_sessions_per_client)),
             config,
             shutdown,
-            per_client: Arc::default(),
-            buffer_budget: Arc::new(Semaphore::new(
-                budget_units(config.max_buffered_bytes).min(Semaphore::MAX_PERMITS),
-            )),
         }
     }
 
-    /// Reserve one session's most buffered bytes ([`WsConfig::hard_limit_bytes`]) from the
-    /// server-wide budget; `None` when the budget is spent.
-    pub fn reserve_buffer(&self) -> Option<BufferReservation> {
-        let units = u32::try_from(budget_units(self.config.hard_limit_bytes())).ok()?;
-        let permit = self
-            .buffer_budget
-            .clone()
-            .try_acquire_many_owned(units)
-            .ok()?;
-        Some(BufferReservation { _permit: permit })
-    }
-
-    /// Count a new session from `ip` (`None`: unknown, not counted); `None` at the client's cap.
-    pub fn acquire_client(&self, ip: Option<std::net::IpAddr>) -> Option<ClientWsSlot> {
-        if let Some(ip) = ip {
-            let mut m = self.per_client.lock().unwrap_or_else(|p| p.into_inner());
-            let n = m.entry(ip).or_insert(0);
-            if *n >= self.config.max_sessions_per_client.max(1) {
-                return None;
+    /// A session slot for a client (`None`: unknown, only the capacity applies).
+    pub fn acquire(&self, client: Option<ClientKey>) -> Result<Slot, WsRefusal> {
+        let cfg = self.config;
+        self.slots.try_acquire(client).map_err(|refusal| match refusal {
+            Refusal::ClientCap(n) => WsRefusal::Http(ApiError::Capacity(format!(
+                "too many WebSocket sessions from this address (at most {n})"
+            ))),
+            Refusal::Reserved { reserve, few } => WsRefusal::Http(ApiError::Capacity(format!(
+                "too many WebSocket sessions from this address while the server is nearly full (its last {reserve} sessions are kept for clients holding fewer than {few})"
+            ))),
+            Refusal::Full(_) if cfg.budget_sessions() < cfg.max_sessions => {
+                WsRefusal::Http(ApiError::BufferBudgetExhausted {
+                    budget_bytes: cfg.max_buffered_bytes,
+                    per_session_bytes: cfg.hard_limit_bytes(),
+                })
             }
-            *n += 1;
-        }
-        Some(ClientWsSlot {
-            ip,
-            map: self.per_client.clone(),
+            Refusal::Full(_) => WsRefusal::Full,
         })
     }
 
     /// Number of open WebSocket sessions.
     pub fn active(&self) -> usize {
-        self.config.max_sessions - self.slots.available_permits()
+        self.slots.taken()
     }
 }

@@ -64,9 +64,9 @@ impl From<ApiError> for WsError {
             | ApiError::BadRequest(_)
             | ApiError::PayloadTooLarge { .. }
             | ApiError::UnsupportedMediaType => WsErrorCode::ValidationError,
-            ApiError::TooManySessions(_) | ApiError::BufferBudgetExhausted { .. } => {
-                WsErrorCode::CapacityReached
-            }
+            ApiError::TooManySessions(_)
+            | ApiError::Capacity(_)
+            | ApiError::BufferBudgetExhausted { .. } => WsErrorCode::CapacityReached,
             ApiError::BodyTimeout(_)
             | ApiError::MethodNotAllowed(_)
             | ApiError::Forbidden(_)
@@ -83,6 +83,7 @@ impl From<ApiError> for WsError {
             | ApiError::UnknownSession(_)
             | ApiError::NotFound(_)
             | ApiError::BadGateway(_)
+            | ApiError::DeadlineExceeded(_)
             | ApiError::Internal(_) => WsErrorCode::ExecutionError,
         };
         WsError::new(code, e.message()).with("error", Value::String(e.code().to_owned()))

@@ -217,7 +217,11 @@ fn session_param(req: &RpcRequest) -> Result<String, Value> {
 }
 
 /// Handle one JSON-RPC request over HTTP.
-pub fn http_rpc<S: OpenEnvService>(svc: &S, v: Value) -> Value {
+pub fn http_rpc<S: OpenEnvService>(
+    svc: &S,
+    owner: Option<crate::capacity::ClientKey>,
+    v: Value,
+) -> Value {
     let req = match parse_rpc(v) {
         Ok(r) => r,
         Err(e) => return e,
@@ -238,7 +242,7 @@ pub fn http_rpc<S: OpenEnvService>(svc: &S, v: Value) -> Value {
                 Ok(b) => b,
                 Err(e) => return api_error(&req.id, e),
             };
-            let env = match sessions.get_or_create(&id, || backend) {
+            let env = match sessions.get_or_create(&id, owner, || backend) {
                 Ok(env) => env,
                 Err(ApiError::TooManySessions(n)) => {
                     return rpc_error(
@@ -304,7 +308,11 @@ pub fn http_rpc<S: OpenEnvService>(svc: &S, v: Value) -> Value {
 }
 
 /// `POST /mcp`.
-pub async fn http_mcp<S: OpenEnvService>(State(svc): State<Arc<S>>, body: Body) -> Json<Value> {
+pub async fn http_mcp<S: OpenEnvService>(
+    State(svc): State<Arc<S>>,
+    client: Option<axum::Extension<crate::security::ClientAddr>>,
+    body: Body,
+) -> Json<Value> {
     let bytes = match crate::body::read(body, MAX_BODY_BYTES).await {
         Ok(b) => b,
         Err(e @ ApiError::BodyTimeout(_)) => {
@@ -330,7 +338,11 @@ pub async fn http_mcp<S: OpenEnvService>(State(svc): State<Arc<S>>, body: Body) 
             ))
         }
     };
-    Json(http_rpc(&*svc, v))
+    Json(http_rpc(
+        &*svc,
+        crate::security::client_key(client.as_ref()),
+        v,
+    ))
 }
 
 #[cfg(test)]

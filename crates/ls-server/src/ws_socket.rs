@@ -3,8 +3,9 @@
 //! slot, and the receive loop (idle deadline, shutdown, transport errors, control frames) that
 //! hands each data frame to the endpoint's handler and sends what it answers.
 
+use crate::capacity::Slot;
 use crate::error::ApiError;
-use crate::ws_config::WsRuntime;
+use crate::ws_config::{WsRefusal, WsRuntime};
 use crate::ws_error::{WsError, WsErrorCode};
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{close_code, CloseFrame, Message, WebSocket, WebSocketUpgrade};
@@ -22,9 +23,13 @@ pub enum Reply {
     TextThenClose(String, u16, &'static str),
 }
 
+/// A session's admission: its slot, or `None` when every slot was taken at the upgrade (the
+/// session then only says so, see [`serve`]). The slot is given back when the session ends.
+pub struct Admission(Option<Slot>);
+
 /// Admit a WebSocket upgrade on `path` under `rt`'s limits, then run `run` on the socket. A
-/// request without an upgrade is a 400; past the client's share of sessions or the buffer
-/// budget, a 503 (the guard adds `Connection: close`).
+/// request without an upgrade is a 400; past the client's share of sessions, or past the
+/// buffer budget, a 503 (the guard adds `Connection: close`).
 pub fn upgrade<F, Fut>(
     rt: &WsRuntime,
     path: &str,
@@ -33,7 +38,7 @@ pub fn upgrade<F, Fut>(
     run: F,
 ) -> Response
 where
-    F: FnOnce(WebSocket) -> Fut + Send + 'static,
+    F: FnOnce(WebSocket, Admission) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
     let ws = match ws {
@@ -43,24 +48,15 @@ where
                 .into_response()
         }
     };
-    let Some(client_slot) = rt.acquire_client(client.and_then(|c| c.0 .0)) else {
-        return ApiError::TooManySessions(rt.config.max_sessions_per_client).into_response();
-    };
-    let Some(reservation) = rt.reserve_buffer() else {
-        return ApiError::BufferBudgetExhausted {
-            budget_bytes: rt.config.max_buffered_bytes,
-            per_session_bytes: rt.config.hard_limit_bytes(),
-        }
-        .into_response();
+    let slot = match rt.acquire(crate::security::client_key(client.as_ref())) {
+        Ok(slot) => Some(slot),
+        Err(WsRefusal::Http(e)) => return e.into_response(),
+        Err(WsRefusal::Full) => None,
     };
     let hard = rt.config.hard_limit_bytes();
     ws.max_message_size(hard)
         .max_frame_size(hard)
-        .on_upgrade(move |socket| async move {
-            let _client_slot = client_slot;
-            let _reservation = reservation;
-            run(socket).await
-        })
+        .on_upgrade(move |socket| run(socket, Admission(slot)))
 }
 
 pub async fn send_json(socket: &mut WebSocket, v: &Value) -> bool {
@@ -80,30 +76,32 @@ pub async fn close(socket: &mut WebSocket, code: u16, reason: &'static str) {
         .await;
 }
 
-/// One session under `rt`: it takes a session slot (past the bound: a `CAPACITY_REACHED` error
-/// and close 1013), builds its handler with `open` (an `Err` is sent as an error message before
-/// close 1011), then answers each data frame with the handler until the client closes, the idle
-/// timeout passes (only data frames count as activity: a ping does not keep a session open),
-/// a frame breaks the transport (close 1009) or the server shuts down (close 1001).
+/// One session under `rt`: without a slot (every one was taken at the upgrade) it answers a
+/// `CAPACITY_REACHED` error and closes 1013; else it builds its handler with `open` (an `Err` is
+/// sent as an error message before close 1011), then answers each data frame with the handler
+/// until the client closes, the idle timeout passes (only data frames count as activity: a ping
+/// does not keep a session open), a frame breaks the transport (close 1009) or the server shuts
+/// down (close 1001).
 pub async fn serve<H>(
     rt: &WsRuntime,
     mut socket: WebSocket,
+    admission: Admission,
     open: impl FnOnce() -> Result<H, Value>,
 ) where
     H: FnMut(&[u8]) -> Reply,
 {
     let cfg = rt.config;
     let _live = rt.shutdown.track();
-    let Ok(_slot) = rt.slots.clone().try_acquire_owned() else {
+    let Admission(Some(_slot)) = admission else {
         let err = WsError::new(
             WsErrorCode::CapacityReached,
             format!(
                 "Server at capacity: {} WebSocket sessions are open; retry later",
-                cfg.max_sessions
+                rt.slots.limits().capacity
             ),
         )
         .with("active_sessions", json!(rt.active()))
-        .with("max_sessions", json!(cfg.max_sessions));
+        .with("max_sessions", json!(rt.slots.limits().capacity));
         let _ = send_json(&mut socket, &err.to_message()).await;
         close(&mut socket, close_code::AGAIN, "capacity reached").await;
         return;

@@ -589,7 +589,9 @@ async fn http_and_mcp_share_sessions_and_delete_closes() {
     assert_eq!(r.status(), 404);
 }
 
-/// `--max-sessions` applies to the audit environment, and closing a session frees its slot.
+/// `--max-sessions` applies to the audit environment: at capacity a client's own least
+/// recently used session makes room for its new one (nobody is refused while the client holds
+/// one), and closing a session frees its slot.
 #[tokio::test]
 async fn audit_honours_max_sessions() {
     let base = spawn_with(
@@ -601,10 +603,26 @@ async fn audit_honours_max_sessions() {
     )
     .await;
     let c = reqwest::Client::new();
+    let state_of = |sid: String| {
+        let c = c.clone();
+        let url = format!("{base}/state");
+        async move {
+            c.get(url)
+                .header("x-session-id", sid)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    let id = |v: &Value| v["session_id"].as_str().unwrap().to_owned();
     let (_, a) = post(&c, &format!("{base}/session"), json!({})).await;
-    let (s2, _) = post(&c, &format!("{base}/session"), json!({})).await;
-    let (s3, v) = post(&c, &format!("{base}/session"), json!({})).await;
-    assert_eq!((s2, s3), (200, 503), "{v}");
+    let (s2, b) = post(&c, &format!("{base}/session"), json!({})).await;
+    let (s3, third) = post(&c, &format!("{base}/session"), json!({})).await;
+    assert_eq!((s2, s3), (200, 200), "{third}");
+    assert_eq!(state_of(id(&a)).await, 404, "the oldest session made room");
+    assert_ne!(state_of(id(&third)).await, 404);
     let (s, _) = post(
         &c,
         &format!("{base}/reset"),
@@ -617,13 +635,18 @@ async fn audit_honours_max_sessions() {
     );
     let r = c
         .delete(format!("{base}/session"))
-        .header("x-session-id", a["session_id"].as_str().unwrap())
+        .header("x-session-id", id(&b))
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
     let (s4, _) = post(&c, &format!("{base}/session"), json!({})).await;
     assert_eq!(s4, 200);
+    assert_ne!(
+        state_of(id(&third)).await,
+        404,
+        "a free slot evicts nothing"
+    );
 }
 
 /// A held-out episode's grade is sealed: the step replies and `/state` say nothing about which

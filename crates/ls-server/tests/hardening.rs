@@ -432,13 +432,21 @@ async fn websocket_buffering_is_bounded_per_session() {
     assert_eq!(closed, Some(1009));
     assert_eq!(status_of(addr, &get("/health", "")).await, 200);
     let (mut other, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
-    other
-        .send(Message::Text(
-            json!({"type": "reset", "data": {}}).to_string().into(),
-        ))
-        .await
-        .unwrap();
-    let r = other.next().await.unwrap().unwrap().into_text().unwrap();
+    assert_plays(&mut other).await;
+}
+
+/// A WebSocket session answers a reset with an observation.
+async fn assert_plays<S>(ws: &mut tokio_tungstenite::WebSocketStream<S>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use futures_util::{SinkExt, StreamExt};
+    ws.send(tokio_tungstenite::tungstenite::Message::Text(
+        json!({"type": "reset", "data": {}}).to_string().into(),
+    ))
+    .await
+    .unwrap();
+    let r = ws.next().await.unwrap().unwrap().into_text().unwrap();
     assert!(r.contains("observation"), "{r}");
 }
 
@@ -463,8 +471,8 @@ async fn websocket_buffer_budget_is_server_wide() {
         ..Default::default()
     };
     let (addr, _sd, _h) = start(server).await;
-    use futures_util::{SinkExt, StreamExt};
-    use tokio_tungstenite::tungstenite::{Error, Message};
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Error;
     let url = format!("ws://{addr}/ws");
     let mut open = Vec::new();
     for _ in 0..3 {
@@ -483,14 +491,7 @@ async fn websocket_buffer_budget_is_server_wide() {
     }
     assert_eq!(status_of(addr, &get("/health", "")).await, 200);
     // The open sessions still play.
-    let ws = &mut open[0];
-    ws.send(Message::Text(
-        json!({"type": "reset", "data": {}}).to_string().into(),
-    ))
-    .await
-    .unwrap();
-    let r = ws.next().await.unwrap().unwrap().into_text().unwrap();
-    assert!(r.contains("observation"), "{r}");
+    assert_plays(&mut open[0]).await;
     // Closing one returns its reservation.
     let mut gone = open.pop().unwrap();
     gone.close(None).await.unwrap();
@@ -506,4 +507,402 @@ async fn websocket_buffer_budget_is_server_wide() {
     .await
     .expect("a session once one closed");
     drop(again);
+}
+
+// ------------------------------------------------------------------------------------------
+// Round 3 (issue 47): capacity no client can take, and the smaller items.
+// ------------------------------------------------------------------------------------------
+
+async fn start_audit(
+    server: ServerConfig,
+    config: ls_server::audit::AuditConfig,
+) -> (SocketAddr, Shutdown) {
+    let shutdown = Shutdown::new();
+    let app = ls_server::audit::router(config, &server, &shutdown);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(ls_server::serve(
+        listener,
+        app,
+        server.timeouts,
+        shutdown.clone(),
+    ));
+    (addr, shutdown)
+}
+
+/// An HTTP client whose connections come from `src` (another loopback address: another client).
+fn client_from(src: &str) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(src.parse::<std::net::IpAddr>().unwrap())
+        .build()
+        .unwrap()
+}
+
+async fn post_json(
+    c: &reqwest::Client,
+    url: String,
+    headers: &[(&str, &str)],
+    body: Value,
+) -> (u16, Value) {
+    let mut r = c.post(url).json(&body);
+    for (k, v) in headers {
+        r = r.header(*k, *v);
+    }
+    let res = r.send().await.unwrap();
+    (
+        res.status().as_u16(),
+        res.json().await.unwrap_or(Value::Null),
+    )
+}
+
+/// Item 2: one keyless client starting campaigns it never finishes (300, more than the map's 256)
+/// keeps getting them (its own least recently used ones go) and never locks another client out;
+/// with 8 clients each holding their quota a ninth still gets one at once.
+#[tokio::test]
+async fn unfinished_campaigns_of_one_client_never_lock_others_out() {
+    let (addr, _sd) = start_audit(ServerConfig::default(), Default::default()).await;
+    let url = format!("http://{addr}/campaign/start");
+    let flood = client_from("127.0.0.1");
+    let mut last = String::new();
+    for i in 0..300 {
+        let (status, body) = post_json(&flood, url.clone(), &[], json!({"seed": i})).await;
+        assert_eq!(status, 200, "campaign {i}: {body}");
+        last = body["campaign_id"].as_str().unwrap().to_owned();
+    }
+    let (status, _) = post_json(
+        &flood,
+        format!("http://{addr}/campaign/period/advance"),
+        &[],
+        json!({"campaign_id": last}),
+    )
+    .await;
+    assert_ne!(status, 404, "the newest campaign is kept");
+    let t = Instant::now();
+    let (status, body) = post_json(&client_from("127.0.0.2"), url.clone(), &[], json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(t.elapsed() < Duration::from_secs(1));
+    let health: Value = reqwest::get(format!("http://{addr}/health"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        health["active_campaigns"].as_u64().unwrap() <= 65,
+        "{health}"
+    );
+
+    // Eight clients at their quota (8 × 64 > 256): a ninth is served at once.
+    for c in 3..=10 {
+        let cl = client_from(&format!("127.0.0.{c}"));
+        for i in 0..64 {
+            let (status, body) = post_json(&cl, url.clone(), &[], json!({"seed": i})).await;
+            assert_eq!(status, 200, "client {c}, campaign {i}: {body}");
+        }
+    }
+    let t = Instant::now();
+    let (status, body) = post_json(&client_from("127.0.0.11"), url, &[], json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(t.elapsed() < Duration::from_secs(1));
+}
+
+/// Item 2: named sessions: one client creating new ids without end recycles its own and never
+/// fills the map for others; another address of the same IPv6 /64 is the same client.
+#[tokio::test]
+async fn named_sessions_of_one_client_never_lock_others_out() {
+    let (addr, _sd, _h) = start(ServerConfig {
+        max_sessions: 64,
+        max_sessions_per_client: 16,
+        ..Default::default()
+    })
+    .await;
+    let url = format!("http://{addr}/reset");
+    let flood = client_from("127.0.0.1");
+    for i in 0..200 {
+        let id = format!("flood-{i}");
+        let (status, body) =
+            post_json(&flood, url.clone(), &[("x-session-id", &id)], json!({})).await;
+        assert_eq!(status, 200, "session {i}: {body}");
+    }
+    let health: Value = reqwest::get(format!("http://{addr}/health"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(health["sessions"].as_u64().unwrap() <= 17, "{health}");
+    // Four more clients fill the map (5 × 16 > 64); a new one still gets a session.
+    for c in 2..=5 {
+        let cl = client_from(&format!("127.0.0.{c}"));
+        for i in 0..16 {
+            let id = format!("c{c}-{i}");
+            let (status, _) =
+                post_json(&cl, url.clone(), &[("x-session-id", &id)], json!({})).await;
+            assert_eq!(status, 200);
+        }
+    }
+    let (status, body) = post_json(
+        &client_from("127.0.0.6"),
+        url,
+        &[("x-session-id", "newcomer")],
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+
+    // Through a trusted proxy, the addresses of one IPv6 /64 share one quota.
+    let (addr, _sd, _h) = start(ServerConfig {
+        max_sessions: 64,
+        max_sessions_per_client: 4,
+        security: SecurityConfig {
+            trust_proxy_headers: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await;
+    let c = reqwest::Client::new();
+    for i in 0..20 {
+        let fwd = format!("2001:db8:7:7::{i:x}");
+        let id = format!("v6-{i}");
+        let (status, _) = post_json(
+            &c,
+            format!("http://{addr}/reset"),
+            &[("x-session-id", &id), ("x-forwarded-for", &fwd)],
+            json!({}),
+        )
+        .await;
+        assert_eq!(status, 200);
+    }
+    let health: Value = reqwest::get(format!("http://{addr}/health"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        health["sessions"].as_u64().unwrap() <= 5,
+        "one /64, one quota: {health}"
+    );
+}
+
+/// Item 3: eight addresses each holding all the connections they can get leave room: a new
+/// client is answered within 1 s (the last eighth of the connections is kept for clients holding
+/// few), and the holders are answered 503 past their share, not queued.
+#[tokio::test]
+async fn eight_addresses_holding_their_connections_leave_room_for_a_new_client() {
+    let (addr, _sd, _h) = start(ServerConfig {
+        timeouts: Timeouts {
+            max_connections: 128,
+            max_connections_per_client: 32,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await;
+    let mut held = vec![];
+    let mut refused = 0;
+    for a in 2..=9 {
+        for _ in 0..32 {
+            let mut s = connect_from(&format!("127.0.0.{a}"), addr).await;
+            // A refused connection is answered at once; a held one gets nothing until it asks.
+            match read_reply(&mut s, Duration::from_millis(30)).await {
+                Some((503, _, body)) => {
+                    assert!(body.contains("capacity_exhausted"), "{body}");
+                    refused += 1;
+                }
+                Some(other) => panic!("unexpected reply {other:?}"),
+                None => held.push(s),
+            }
+        }
+    }
+    assert!(refused > 0, "the holders were never refused");
+    assert!(held.len() < 128, "{} held", held.len());
+    let t = Instant::now();
+    let mut legit = connect_from("127.0.0.20", addr).await;
+    assert_eq!(exchange(&mut legit, &get("/health", "")).await.0, 200);
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    drop(held);
+
+    // The defaults (1,024 connections, 256 per client): 8 addresses × 256 keep-alive connections
+    // that each sent a request (the issue's 4 × 256 took every slot for 30 s and more).
+    let (addr, _sd, _h) = start(ServerConfig::default()).await;
+    let mut held = vec![];
+    for a in 2..=9 {
+        for _ in 0..256 {
+            let mut s = connect_from(&format!("127.0.0.{a}"), addr).await;
+            let _ = s.write_all(get("/health", "").as_bytes()).await;
+            held.push(s);
+        }
+    }
+    let t = Instant::now();
+    let mut legit = connect_from("127.0.0.20", addr).await;
+    assert_eq!(exchange(&mut legit, &get("/health", "")).await.0, 200);
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+}
+
+/// Item 6: a trusted reverse proxy carries many clients over one address: it is outside the
+/// per-client connection share (300 connections through it, none refused), while the same
+/// number from an untrusted address is capped.
+#[tokio::test]
+async fn a_trusted_proxy_is_not_capped_like_one_client() {
+    let config = |trust| ServerConfig {
+        timeouts: Timeouts {
+            max_connections: 1024,
+            max_connections_per_client: 16,
+            ..Default::default()
+        },
+        security: SecurityConfig {
+            trust_proxy_headers: trust,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let count_503 = |addr: SocketAddr| async move {
+        let mut conns = vec![];
+        for i in 0..300 {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            let fwd = format!("x-forwarded-for: 198.51.{}.{}\r\n", i / 250, i % 250);
+            s.write_all(get("/health", &fwd).as_bytes()).await.unwrap();
+            conns.push(s);
+        }
+        let mut refused = 0;
+        for s in &mut conns {
+            let (status, _, _) = read_reply(s, Duration::from_secs(10))
+                .await
+                .expect("a reply");
+            refused += usize::from(status == 503);
+        }
+        refused
+    };
+    let (proxied, _sd, _h) = start(config(true)).await;
+    assert_eq!(count_503(proxied).await, 0);
+    let (direct, _sd2, _h2) = start(config(false)).await;
+    assert!(count_503(direct).await >= 284);
+}
+
+/// Open WebSocket sessions from 8 addresses (127.0.0.2-9), `per_address` tries each; the open
+/// sessions and the number refused (503).
+async fn hold_websockets(
+    addr: SocketAddr,
+    per_address: usize,
+) -> (Vec<tokio_tungstenite::WebSocketStream<TcpStream>>, usize) {
+    let url = format!("ws://{addr}/ws");
+    let mut open = vec![];
+    let mut refused = 0;
+    for a in 2..=9 {
+        for _ in 0..per_address {
+            let s = connect_from(&format!("127.0.0.{a}"), addr).await;
+            match tokio_tungstenite::client_async(url.as_str(), s).await {
+                Ok((ws, _)) => open.push(ws),
+                Err(tokio_tungstenite::tungstenite::Error::Http(r)) => {
+                    assert_eq!(r.status(), 503);
+                    refused += 1;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+    (open, refused)
+}
+
+/// A new client (127.0.0.30) gets a WebSocket session that plays.
+async fn a_new_client_plays(addr: SocketAddr) {
+    let s = connect_from("127.0.0.30", addr).await;
+    let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{addr}/ws"), s)
+        .await
+        .expect("a new client gets a session");
+    assert_plays(&mut ws).await;
+}
+
+/// Item 3: eight addresses at their WebSocket share cannot spend the buffer budget: the next
+/// client still gets a session (a small budget, then the defaults: 8 × 64 sessions against a
+/// budget of 496, which the issue's 8 addresses exhausted).
+#[tokio::test]
+async fn eight_addresses_cannot_take_every_websocket_session() {
+    let ws_cfg = ls_server::ws::WsConfig {
+        max_sessions: 1024,
+        max_message_bytes: 64 * 1024,
+        max_sessions_per_client: 16,
+        ..Default::default()
+    };
+    let server = ServerConfig {
+        ws: ls_server::ws::WsConfig {
+            // 40 sessions' worth of buffers.
+            max_buffered_bytes: 40 * ws_cfg.hard_limit_bytes(),
+            ..ws_cfg
+        },
+        ..Default::default()
+    };
+    let (addr, _sd, _h) = start(server).await;
+    let (open, refused) = hold_websockets(addr, 16).await;
+    assert!(refused > 0 && open.len() < 40, "{} open", open.len());
+    a_new_client_plays(addr).await;
+    drop(open);
+
+    let (addr, _sd, _h) = start(ServerConfig::default()).await;
+    let (open, refused) = hold_websockets(addr, 64).await;
+    assert!(refused > 0 && open.len() < 496, "{} open", open.len());
+    a_new_client_plays(addr).await;
+}
+
+/// Item 3 and 9: through a trusted proxy an IPv6 /64 is one client for the rate limit, and a
+/// forwarded address that is itself loopback (every entry a trusted proxy) is throttled.
+#[tokio::test]
+async fn ipv6_prefixes_and_forwarded_loopback_are_throttled() {
+    let (addr, _sd, _h) = start(ServerConfig {
+        security: SecurityConfig {
+            trust_proxy_headers: true,
+            client_rate_per_min: 5,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await;
+    let mut statuses = vec![];
+    for i in 0..8 {
+        let fwd = format!("x-forwarded-for: 2001:db8:1:2::{:x}\r\n", i + 1);
+        statuses.push(status_of(addr, &get("/health", &fwd)).await);
+    }
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 429).count(),
+        3,
+        "{statuses:?}"
+    );
+    let other_prefix = "x-forwarded-for: 2001:db8:1:3::1\r\n";
+    assert_eq!(status_of(addr, &get("/health", other_prefix)).await, 200);
+    let mut statuses = vec![];
+    for _ in 0..8 {
+        statuses.push(status_of(addr, &get("/health", "x-forwarded-for: 127.0.0.1\r\n")).await);
+    }
+    assert!(
+        statuses.contains(&429),
+        "forwarded loopback unthrottled: {statuses:?}"
+    );
+}
+
+/// Item 9: axum's plain-text refusals (a path parameter that is not UTF-8, a query that does
+/// not parse) are the JSON error shape.
+#[tokio::test]
+async fn path_and_query_refusals_are_json() {
+    let (addr, _sd) = start_audit(ServerConfig::default(), Default::default()).await;
+    for (path, want) in [
+        ("/campaign/state/%FF%FE", 400),
+        ("/leaderboard?limit=abc", 422),
+        ("/state?session_id=a&session_id=b", 422),
+    ] {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let (status, head, body) = exchange(&mut s, &get(path, "")).await;
+        assert_eq!(status, want, "{path}: {body}");
+        assert!(
+            head.contains("content-type: application/json"),
+            "{path}: {head}"
+        );
+        let v: Value =
+            serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"));
+        assert!(
+            v["error"]["code"].is_string() && v["detail"].is_string(),
+            "{v}"
+        );
+    }
 }

@@ -509,19 +509,35 @@ async fn concurrent_sessions_are_isolated() {
     }
 }
 
+/// A reset from another client (another loopback address), as `(status, body)`.
+async fn reset_from(s: &Server, src: &str, sid: &str) -> (u16, Value) {
+    let r = reqwest::Client::builder()
+        .local_address(src.parse::<std::net::IpAddr>().unwrap())
+        .build()
+        .unwrap()
+        .post(format!("{}/reset", s.base))
+        .header("x-session-id", sid)
+        .json(&json!({"case_id": "CASE-A-001"}))
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+/// Capacity is refused cleanly (503) only to a client holding no session when every other
+/// client holds one; a client holding one gives up its own least recently used session instead.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_capacity_is_a_clean_503() {
     let s = start(TrackMode::Blind, 2).await;
-    s.ok("/reset", Some("cap-1"), json!({"case_id": "CASE-A-001"}))
-        .await;
-    s.ok("/reset", Some("cap-2"), json!({"case_id": "CASE-A-001"}))
-        .await;
-    let (status, v) = s
-        .post("/reset", Some("cap-3"), json!({"case_id": "CASE-A-001"}))
-        .await;
+    assert_eq!(reset_from(&s, "127.0.0.2", "cap-1").await.0, 200);
+    assert_eq!(reset_from(&s, "127.0.0.3", "cap-2").await.0, 200);
+    let (status, v) = reset_from(&s, "127.0.0.4", "cap-3").await;
     assert_eq!(status, 503, "{v}");
     assert_eq!(v["error"]["code"], "capacity_exhausted");
     // Existing sessions still work.
+    s.step(Some("cap-1"), "lookup_policy", json!({})).await;
+    // The holder of cap-2 may replace it with a new session of its own.
+    assert_eq!(reset_from(&s, "127.0.0.3", "cap-2b").await.0, 200);
     s.step(Some("cap-1"), "lookup_policy", json!({})).await;
 }
 
@@ -787,9 +803,7 @@ async fn session_lifetime_and_bounded_replies() {
             .unwrap();
         assert_eq!(r.status(), 200);
     }
-    let (status, v) = s
-        .post("/reset", Some("second"), json!({"case_id": "CASE-A-001"}))
-        .await;
+    let (status, v) = reset_from(&s, "127.0.0.2", "second").await;
     assert_eq!(
         status, 503,
         "reads created no sessions, so capacity is still taken by 'only' alone: {v}"

@@ -106,15 +106,34 @@ async fn audit_keeps_its_json_counters_and_serves_the_exposition_to_scrapers() {
         .await
         .unwrap();
     assert_eq!(prom.status(), 200);
-    assert!(prom.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/plain; version=0.0.4"));
+    // Prometheus lists OpenMetrics first: it gets OpenMetrics, labelled as such.
+    assert_eq!(
+        prom.headers()["content-type"].to_str().unwrap(),
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
     let text = prom.text().await.unwrap();
     assert!(
         text.contains("# TYPE ledgershield_http_requests counter"),
         "{text}"
     );
+    assert!(text.trim_end().ends_with("# EOF"), "{text}");
+    // A 0.0.4 scraper gets 0.0.4: counters typed by their `_total` samples, no `# EOF`.
+    let old = client
+        .get(format!("{base}/metrics"))
+        .header("Accept", "text/plain;version=0.0.4")
+        .send()
+        .await
+        .unwrap();
+    assert!(old.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain; version=0.0.4"));
+    let text = old.text().await.unwrap();
+    assert!(
+        text.contains("# TYPE ledgershield_http_requests_total counter"),
+        "{text}"
+    );
+    assert!(!text.contains("# EOF"), "{text}");
     let q = client
         .get(format!("{base}/metrics?format=prometheus"))
         .send()
@@ -124,4 +143,66 @@ async fn audit_keeps_its_json_counters_and_serves_the_exposition_to_scrapers() {
         .await
         .unwrap();
     assert!(q.contains("ledgershield_build_info{version="), "{q}");
+}
+
+/// Item 4: labels come from closed sets. Thousands of distinct methods (each answered) add no
+/// series: they are all `method="other"`; the exposition stays small.
+#[tokio::test]
+async fn client_chosen_methods_create_no_series() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let base = controlbench().await;
+    let addr = base.trim_start_matches("http://").to_owned();
+    let methods = |text: &str| -> std::collections::BTreeSet<String> {
+        text.lines()
+            .filter(|l| l.starts_with("ledgershield_http_requests_total{"))
+            .filter_map(|l| {
+                l.split("method=\"")
+                    .nth(1)?
+                    .split('"')
+                    .next()
+                    .map(str::to_owned)
+            })
+            .collect()
+    };
+    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut buf = vec![0u8; 64 * 1024];
+    for i in 0..3000u32 {
+        let req = format!("M{i:05}XYZ /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        // One reply per request (every reply has a body and a content-length).
+        let mut got = String::new();
+        loop {
+            let n = s.read(&mut buf).await.unwrap();
+            assert!(n > 0, "connection closed at request {i}");
+            got.push_str(&String::from_utf8_lossy(&buf[..n]));
+            if let Some((head, body)) = got.split_once("\r\n\r\n") {
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap())
+                    })
+                    .unwrap_or(0);
+                if body.len() >= len {
+                    break;
+                }
+            }
+        }
+    }
+    let text = scrape(&base).await;
+    let seen = methods(&text);
+    let standard = [
+        "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT", "other",
+    ];
+    assert!(seen.contains("other"), "{seen:?}");
+    assert!(
+        seen.iter().all(|m| standard.contains(&m.as_str())),
+        "{seen:?}"
+    );
+    assert!(
+        text.len() < 256 * 1024,
+        "exposition of {} bytes",
+        text.len()
+    );
 }

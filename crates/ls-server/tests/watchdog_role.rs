@@ -1,5 +1,6 @@
 //! The watchdog as a second agent over real HTTP on an ephemeral port, authenticated by the
-//! watchdog credential its analyst's session issues (`X-Watchdog-Credential`): it reads the
+//! watchdog credential the harness was issued (`X-Watchdog-Credential`; here issued with the
+//! operator key, or by `POST /watchdog/pair` with its harness token): it reads the
 //! filtered stream of the analyst's episode (no confidence, no hidden state), issues verdicts and
 //! gets the joint analyst + watchdog score once the analyst has submitted. Every way of calling
 //! the watchdog routes without the live credential (none, the analyst's session id, the admin
@@ -107,12 +108,19 @@ impl Api {
         self.call(method, path, &[(CREDENTIAL, token)], body).await
     }
 
+    /// A credential for the analyst's session, issued with the operator key.
     async fn credential(&self, sid: &str) -> String {
-        let c = self
-            .analyst(sid, "POST", "/watchdog/credential", Value::Null)
+        let r = self
+            .call(
+                "POST",
+                "/watchdog/credential",
+                &[("x-session-id", sid), ("x-api-key", ADMIN)],
+                Value::Null,
+            )
             .await;
-        assert_eq!(c["socket"], "/watchdog/ws");
-        c["watchdog_credential"].as_str().unwrap().to_owned()
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.body["socket"], "/watchdog/ws");
+        r.body["watchdog_credential"].as_str().unwrap().to_owned()
     }
 }
 
@@ -146,7 +154,7 @@ async fn snapshot(api: &Api, sid: &str, token: &str) -> (Value, Value) {
 
 #[tokio::test]
 async fn a_second_agent_plays_the_watchdog_with_the_credential() {
-    let api = Api::new(None).await;
+    let api = Api::new(Some(ADMIN)).await;
     let sid = "analyst-1";
     api.analyst(sid, "POST", "/reset", json!({"case_id": "CASE-D-001"}))
         .await;
@@ -582,7 +590,7 @@ fn expected_terms(j: &Value) -> (f64, f64) {
 #[tokio::test]
 async fn random_episodes_and_verdicts_score_jointly_as_the_table_says() {
     let mut rng = Rng::new("joint");
-    let api = Api::new(None).await;
+    let api = Api::new(Some(ADMIN)).await;
     for round in 0..3 {
         let sid = format!("analyst-{round}-{}", rng.below(1_000_000));
         let seed = rng.below(10_000);
@@ -653,4 +661,125 @@ async fn random_episodes_and_verdicts_score_jointly_as_the_table_says() {
             "seed {seed}"
         );
     }
+}
+
+/// Issue 47, item 1: roles are capabilities the harness issues. The analyst, holding only its
+/// session id, can neither issue a credential (so it records no verdict and reads no stream),
+/// nor revoke the real watchdog's; the harness re-issues with its harness token.
+#[tokio::test]
+async fn the_analyst_can_neither_issue_use_nor_revoke_a_watchdog_credential() {
+    let api = Api::new(None).await;
+    let pair = api.call("POST", "/watchdog/pair", &[], Value::Null).await;
+    assert_eq!(pair.status, 200, "{}", pair.body);
+    let sid = pair.body["session_id"].as_str().unwrap().to_owned();
+    let token = pair.body["watchdog_credential"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let harness = pair.body["harness_token"].as_str().unwrap().to_owned();
+    assert!(harness.starts_with("wdh-") && token.starts_with("wdc-"));
+    api.analyst(&sid, "POST", "/reset", json!({"case_id": "CASE-D-001"}))
+        .await;
+
+    // The analyst's own attempts to mint (and so revoke) a credential.
+    for headers in [
+        vec![("x-session-id", sid.as_str())],
+        vec![
+            ("x-session-id", sid.as_str()),
+            ("x-harness-token", sid.as_str()),
+        ],
+        vec![("x-harness-token", "wdh-0123456789abcdef0123456789abcdef")],
+        vec![("x-session-id", sid.as_str()), ("x-api-key", "a-guess")],
+    ] {
+        let r = api
+            .call("POST", "/watchdog/credential", &headers, Value::Null)
+            .await;
+        assert_eq!(r.status, 403, "{headers:?}: {}", r.body);
+        let code = error_code(&r);
+        assert!(
+            [
+                "harness_token_required",
+                "not_a_harness_token",
+                "unknown_harness_token",
+                "forbidden"
+            ]
+            .contains(&code),
+            "{headers:?}: {}",
+            r.body
+        );
+    }
+    // Nothing the analyst can send plays the watchdog.
+    for headers in [
+        vec![("x-session-id", sid.as_str())],
+        vec![(CREDENTIAL, sid.as_str())],
+        vec![(CREDENTIAL, harness.as_str())],
+    ] {
+        let v = api
+            .call(
+                "POST",
+                "/watchdog/verdict",
+                &headers,
+                json!({"verdict": "approve"}),
+            )
+            .await;
+        assert!(matches!(v.status, 401 | 403), "{headers:?}: {}", v.body);
+    }
+    // The real watchdog's credential still works, and it alone recorded a verdict.
+    let w = api
+        .watchdog(
+            &token,
+            "POST",
+            "/watchdog/verdict",
+            json!({"verdict": "warn"}),
+        )
+        .await;
+    assert_eq!(w.status, 200, "{}", w.body);
+    let obs = api
+        .watchdog(&token, "GET", "/watchdog/observation", Value::Null)
+        .await;
+    assert_eq!(
+        obs.body["verdicts"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        obs.body
+    );
+
+    // The harness re-issues: the old credential is revoked, the new one works.
+    let again = api
+        .call(
+            "POST",
+            "/watchdog/credential",
+            &[("x-harness-token", &harness)],
+            Value::Null,
+        )
+        .await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    let fresh = again.body["watchdog_credential"].as_str().unwrap();
+    let old = api
+        .watchdog(&token, "GET", "/watchdog/observation", Value::Null)
+        .await;
+    assert_eq!(error_code(&old), "revoked_watchdog_credential");
+    let new = api
+        .watchdog(fresh, "GET", "/watchdog/observation", Value::Null)
+        .await;
+    assert_eq!(new.status, 200, "{}", new.body);
+    // Once the session closes, its harness token issues nothing.
+    let closed = api
+        .call("DELETE", "/session", &[("x-session-id", &sid)], Value::Null)
+        .await;
+    assert_eq!(closed.status, 200);
+    let r = api
+        .call(
+            "POST",
+            "/watchdog/credential",
+            &[("x-harness-token", &harness)],
+            Value::Null,
+        )
+        .await;
+    assert_eq!(
+        (r.status, error_code(&r)),
+        (403, "analyst_session_closed"),
+        "{}",
+        r.body
+    );
 }

@@ -1,5 +1,6 @@
 //! The watchdog as a second agent over real WebSockets on an ephemeral port: the analyst plays
-//! over `/ws` and issues a watchdog credential; the watchdog attaches on `/watchdog/ws` with it,
+//! over `/ws` on a socket the harness opened with the operator key, which issues a watchdog
+//! credential (a socket opened without the key cannot); the watchdog attaches on `/watchdog/ws` with it,
 //! reads the filtered stream, issues verdicts and reads the joint score, which equals the joint
 //! score of the same episode and verdicts played over HTTP. Failure paths: a guessed
 //! credential, the admin key or the analyst's session id do not attach; a revoked credential or
@@ -23,6 +24,16 @@ const ADMIN: &str = "watchdog-test-admin-key-0123456789";
 async fn connect(base: &str, path: &str) -> Ws {
     let url = format!("{}{path}", base.replacen("http://", "ws://", 1));
     connect_async(url).await.expect("ws connect").0
+}
+
+/// A socket opened with the operator key (the harness's).
+async fn connect_keyed(base: &str, path: &str) -> Ws {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let url = format!("{}{path}", base.replacen("http://", "ws://", 1));
+    let mut req = url.into_client_request().unwrap();
+    req.headers_mut()
+        .insert("x-api-key", ADMIN.parse().unwrap());
+    connect_async(req).await.expect("ws connect").0
 }
 
 /// The next text frame, or `None` when the server closed the socket.
@@ -74,7 +85,11 @@ async fn http_joint(base: &str, verdicts: &[&str]) -> Value {
         .unwrap()
         .status()
         .is_success());
-    let issued: Value = post("/watchdog/credential", Value::Null)
+    let issued: Value = c
+        .post(format!("{base}/watchdog/credential"))
+        .header("x-session-id", "http-analyst")
+        .header("x-api-key", ADMIN)
+        .send()
         .await
         .unwrap()
         .json()
@@ -108,7 +123,13 @@ async fn http_joint(base: &str, verdicts: &[&str]) -> Value {
 #[tokio::test]
 async fn analyst_and_watchdog_over_websockets() {
     let base = servers::controlbench_with(TrackMode::Blind, Some(ADMIN)).await;
-    let mut analyst = connect(&base, "/ws").await;
+    // A socket opened without the operator key is the analyst's own: it issues no watchdog.
+    let mut keyless = connect(&base, "/ws").await;
+    let e = send(&mut keyless, json!({"type": "watchdog_credential"})).await;
+    assert_eq!(e["type"], "error", "{e}");
+    assert_eq!(e["data"]["error"], "forbidden", "{e}");
+    assert!(error_message(&e).contains("operator key"), "{e}");
+    let mut analyst = connect_keyed(&base, "/ws").await;
     let r = send(
         &mut analyst,
         json!({"type": "reset", "data": {"case_id": "CASE-D-001"}}),
@@ -135,7 +156,7 @@ async fn analyst_and_watchdog_over_websockets() {
     assert_eq!(e["data"]["error"], "forbidden");
     assert_eq!(e["data"]["attempts_left"], 2);
 
-    // The analyst issues a credential on its own socket.
+    // The harness's socket issues a credential.
     let c = send(&mut analyst, json!({"type": "watchdog_credential"})).await;
     assert_eq!(c["type"], "watchdog_credential", "{c}");
     assert_eq!(c["data"]["socket"], "/watchdog/ws");
@@ -276,11 +297,20 @@ async fn analyst_and_watchdog_over_websockets() {
 }
 
 #[tokio::test]
-async fn http_analyst_issues_a_credential_for_its_named_session() {
-    let base = servers::controlbench_with(TrackMode::Blind, None).await;
+async fn the_operator_issues_a_credential_for_a_named_session() {
+    let base = servers::controlbench_with(TrackMode::Blind, Some(ADMIN)).await;
     let c = reqwest::Client::new();
     let url = format!("{base}/watchdog/credential");
     let r = c.post(&url).send().await.unwrap();
+    assert_eq!(r.status(), 403);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "harness_token_required", "{body}");
+    let r = c
+        .post(&url)
+        .header("x-api-key", ADMIN)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 422);
     let body: Value = r.json().await.unwrap();
     assert!(
@@ -290,6 +320,7 @@ async fn http_analyst_issues_a_credential_for_its_named_session() {
     let r = c
         .post(&url)
         .header("x-session-id", "nobody")
+        .header("x-api-key", ADMIN)
         .send()
         .await
         .unwrap();
@@ -303,9 +334,21 @@ async fn http_analyst_issues_a_credential_for_its_named_session() {
         .await
         .unwrap();
     assert!(reset.status().is_success());
+    let analyst_only = c
+        .post(&url)
+        .header("x-session-id", "http-a")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        analyst_only.status(),
+        403,
+        "the analyst's session id alone issues nothing"
+    );
     let body: Value = c
         .post(&url)
         .header("x-session-id", "http-a")
+        .header("x-api-key", ADMIN)
         .send()
         .await
         .unwrap()

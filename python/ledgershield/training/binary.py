@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional
@@ -85,8 +86,9 @@ _OPERATOR_KEYS: Dict[str, str] = {}
 def operator_key(url: str) -> Optional[str]:
     """The operator credential for the server at ``url``: the key of a ``Server`` this process
     started, else ``ADMIN_API_KEY``, else the key file the server writes when none is configured
-    (``LEDGERSHIELD_OPERATOR_KEY_FILE``, default ``$XDG_STATE_HOME/ledgershield/operator-key`` or
-    ``~/.local/state/ledgershield/operator-key``). None when there is none to read."""
+    (``LEDGERSHIELD_OPERATOR_KEY_FILE``, default ``operator-key-<port>`` in
+    ``$XDG_STATE_HOME/ledgershield/`` or ``~/.local/state/ledgershield/``: one file per server
+    port). None when there is none to read."""
     if url in _OPERATOR_KEYS:
         return _OPERATOR_KEYS[url]
     if os.environ.get("ADMIN_API_KEY"):
@@ -94,7 +96,8 @@ def operator_key(url: str) -> Optional[str]:
     path = os.environ.get("LEDGERSHIELD_OPERATOR_KEY_FILE")
     if not path:
         state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-        path = os.path.join(state, "ledgershield", "operator-key")
+        port = urllib.parse.urlsplit(url).port or 80
+        path = os.path.join(state, "ledgershield", f"operator-key-{port}")
     try:
         return Path(path).read_text().strip() or None
     except OSError:

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use axum::extract::{FromRequest, Path, Query, Request, State};
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{header, HeaderMap, Method};
 use axum::middleware::{self, Next};
 use axum::response::Response;
@@ -29,6 +29,7 @@ use audit_env::model::{limits, TaskId};
 use audit_env::util;
 
 use crate::error::{prefix, ApiError};
+use crate::extract::{ApiPath, ApiQuery};
 use crate::route_table::ApiRoutes;
 use crate::sessions::{lock_env, SessionManager, DEFAULT_SESSION};
 
@@ -50,6 +51,9 @@ pub struct AuditConfig {
     pub max_body_bytes: usize,
     /// Most live campaigns; idle ones expire with the session idle timeout.
     pub max_campaigns: usize,
+    /// Live campaigns one client may hold (default a quarter of `max_campaigns`): past it the
+    /// client's least recently used campaign is dropped for the new one.
+    pub max_campaigns_per_client: usize,
     /// `LOG_LEVEL` (default INFO); reported in `/health`, applied by the server binary.
     pub log_level: String,
 }
@@ -62,6 +66,7 @@ impl Default for AuditConfig {
             fraud_difficulty: FraudDifficulty::Auto,
             max_body_bytes: limits::MAX_BODY_BYTES,
             max_campaigns: limits::MAX_CAMPAIGNS,
+            max_campaigns_per_client: (limits::MAX_CAMPAIGNS / 4).max(1),
             log_level: "INFO".into(),
         }
     }
@@ -142,10 +147,11 @@ struct Metrics {
     latency_ms_total: u64,
 }
 
-/// A campaign and when it was last used (idle campaigns expire).
+/// A campaign, when it was last used (idle campaigns expire) and the client that started it.
 struct CampaignEntry {
     campaign: Campaign,
     last_used: Instant,
+    owner: Option<crate::capacity::ClientKey>,
 }
 
 struct Inner {
@@ -306,12 +312,21 @@ fn session_key(
     }
 }
 
-/// The session's environment; an unknown named session is created only when `create`.
-fn session(st: &AppState, key: &str, create: bool) -> Result<Arc<Mutex<AuditEnv>>, ApiError> {
+/// Who is creating state: the client's key for its quotas.
+type Client = Option<axum::Extension<crate::security::ClientAddr>>;
+
+/// The session's environment; an unknown named session is created (for `owner`) only when
+/// `create`.
+fn session(
+    st: &AppState,
+    key: &str,
+    create: Option<&Client>,
+) -> Result<Arc<Mutex<AuditEnv>>, ApiError> {
     let sessions = st.sessions();
-    if create || key == DEFAULT_SESSION {
+    if create.is_some() || key == DEFAULT_SESSION {
+        let owner = create.and_then(|c| crate::security::client_key(c.as_ref()));
         return sessions
-            .get_or_create(key, || AuditEnv::new(st.config.env_config()))
+            .get_or_create(key, owner, || AuditEnv::new(st.config.env_config()))
             .map_err(|e| match e {
                 ApiError::TooManySessions(_) => {
                     AuditError::Capacity(format!("at most {} sessions", sessions.max_sessions))
@@ -380,6 +395,7 @@ async fn tasks(State(st): State<AppState>) -> Json<Value> {
 async fn reset(
     State(st): State<AppState>,
     access: Option<axum::Extension<crate::security::OperatorAccess>>,
+    client: Client,
     headers: HeaderMap,
     JsonBody(req): JsonBody<AuditResetRequest>,
 ) -> Result<Json<Value>, ApiError> {
@@ -389,7 +405,7 @@ async fn reset(
         return Err(AuditError::Forbidden.into());
     }
     let key = session_key(&headers, req.session_id.as_deref(), None)?;
-    let env = session(&st, &key, true)?;
+    let env = session(&st, &key, Some(&client))?;
     let mut env_resp = lock_env(&env).reset(req)?;
     env_resp.session_id = Some(key);
     let task = env_resp.observation.task_id;
@@ -410,7 +426,7 @@ async fn step(
     JsonBody(req): JsonBody<AuditStepRequest>,
 ) -> Result<Json<Value>, ApiError> {
     let key = session_key(&headers, req.session_id.as_deref(), None)?;
-    let env = session(&st, &key, false)?;
+    let env = session(&st, &key, None)?;
     let mut out = lock_env(&env).step(req)?;
     out.session_id = Some(key);
     let mut g = st.lock();
@@ -426,19 +442,19 @@ async fn step(
 async fn state_route(
     State(st): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<SessionQuery>,
+    ApiQuery(q): ApiQuery<SessionQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let key = session_key(&headers, None, q.session_id.as_deref())?;
-    let env = session(&st, &key, false)?;
+    let env = session(&st, &key, None)?;
     let state = lock_env(&env).state();
     Ok(Json(
         serde_json::to_value(state).map_err(|_| AuditError::Internal)?,
     ))
 }
 
-async fn new_session(State(st): State<AppState>) -> Result<Json<Value>, ApiError> {
+async fn new_session(State(st): State<AppState>, client: Client) -> Result<Json<Value>, ApiError> {
     let id = SessionManager::<AuditEnv>::new_id("sess");
-    session(&st, &id, true)?;
+    session(&st, &id, Some(&client))?;
     let ttl = st.sessions().idle_timeout.as_secs();
     Ok(Json(
         json!({"session_id": id, "ttl_seconds": ttl, "message": "Session created. Send it as the X-Session-Id header (or session_id in the body) on /reset and /step; DELETE /session closes it."}),
@@ -449,7 +465,7 @@ async fn new_session(State(st): State<AppState>) -> Result<Json<Value>, ApiError
 async fn close_session(
     State(st): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<SessionQuery>,
+    ApiQuery(q): ApiQuery<SessionQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let key = session_key(&headers, None, q.session_id.as_deref())?;
     if !st.sessions().remove(&key) {
@@ -468,10 +484,10 @@ async fn grader(
     State(st): State<AppState>,
     access: Option<axum::Extension<crate::security::OperatorAccess>>,
     headers: HeaderMap,
-    Query(q): Query<SessionQuery>,
+    ApiQuery(q): ApiQuery<SessionQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let key = session_key(&headers, None, q.session_id.as_deref())?;
-    let env = session(&st, &key, false)?;
+    let env = session(&st, &key, None)?;
     let env = lock_env(&env);
     let Some(ep) = env.episode.as_ref() else {
         return Ok(Json(
@@ -503,10 +519,10 @@ async fn grader(
 async fn adaptive(
     State(st): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<SessionQuery>,
+    ApiQuery(q): ApiQuery<SessionQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let key = session_key(&headers, None, q.session_id.as_deref())?;
-    let env = session(&st, &key, false)?;
+    let env = session(&st, &key, None)?;
     let value = serde_json::to_value(lock_env(&env).adaptive_difficulty());
     Ok(Json(value.map_err(|_| AuditError::Internal)?))
 }
@@ -514,10 +530,10 @@ async fn adaptive(
 async fn adversarial_state(
     State(st): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<SessionQuery>,
+    ApiQuery(q): ApiQuery<SessionQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let key = session_key(&headers, None, q.session_id.as_deref())?;
-    let env = session(&st, &key, false)?;
+    let env = session(&st, &key, None)?;
     let value = serde_json::to_value(lock_env(&env).adversarial.arms_race());
     Ok(Json(value.map_err(|_| AuditError::Internal)?))
 }
@@ -569,26 +585,39 @@ fn campaign_mut<'a>(
     Ok(&mut e.campaign)
 }
 
-/// Make room for one more campaign: drop expired ones, then the least recently used finished
-/// one; refuse when every campaign is live and recent.
-fn campaign_room(g: &mut Inner, ttl: Duration, max: usize) -> Result<(), AuditError> {
+/// Make room for one more campaign of `owner`: drop expired ones; a client at its quota gives
+/// up its own least recently used campaign (finished ones first); a full map gives up the least
+/// recently used finished campaign, else the least recently used one of the client holding the
+/// most ([`crate::capacity::make_room`]). Refused only when every client holds no more than this
+/// one.
+fn campaign_room(
+    g: &mut Inner,
+    ttl: Duration,
+    config: &AuditConfig,
+    owner: Option<crate::capacity::ClientKey>,
+) -> Result<(), AuditError> {
+    use crate::capacity::{make_room, Held, Room};
     g.campaigns.retain(|_, e| e.last_used.elapsed() < ttl);
-    if g.campaigns.len() < max {
-        return Ok(());
-    }
-    let finished = g
-        .campaigns
-        .iter()
-        .filter(|(_, e)| e.campaign.finished)
-        .min_by_key(|(_, e)| e.last_used)
-        .map(|(k, _)| k.clone());
-    match finished {
-        Some(k) => {
-            g.campaigns.remove(&k);
+    let held = g.campaigns.iter().map(|(id, e)| Held {
+        id,
+        owner: e.owner,
+        last_used: e.last_used,
+        finished: e.campaign.finished,
+    });
+    match make_room(
+        held,
+        owner,
+        config.max_campaigns_per_client,
+        config.max_campaigns,
+    ) {
+        Room::Free => Ok(()),
+        Room::Evict(id) => {
+            g.campaigns.remove(&id);
             Ok(())
         }
-        None => Err(AuditError::Capacity(format!(
-            "at most {max} live campaigns; idle ones expire after {} s",
+        Room::Full => Err(AuditError::Capacity(format!(
+            "at most {} live campaigns; idle ones expire after {} s",
+            config.max_campaigns,
             ttl.as_secs()
         ))),
     }
@@ -597,6 +626,7 @@ fn campaign_room(g: &mut Inner, ttl: Duration, max: usize) -> Result<(), AuditEr
 async fn campaign_start(
     State(st): State<AppState>,
     access: Option<axum::Extension<crate::security::OperatorAccess>>,
+    client: Client,
     JsonBody(req): JsonBody<CampaignStartReq>,
 ) -> Result<Json<Value>, ApiError> {
     let seed = req.seed.unwrap_or(42);
@@ -604,7 +634,7 @@ async fn campaign_start(
         .total_periods
         .unwrap_or(st.config.campaign_total_periods);
     // The body's own errors first (as in process), then the held-out rule: no per-submission
-    // grades on a held-out seed without the operator credential.
+    // grades on a held-out seed without the operator credential, then the client's room.
     let c = Campaign::new(
         util::random_id("cmp"),
         seed,
@@ -615,13 +645,15 @@ async fn campaign_start(
         api::refuse_held_out(seed, periods)?;
     }
     let mut g = st.lock();
-    campaign_room(&mut g, st.campaign_ttl(), st.config.max_campaigns)?;
+    let owner = crate::security::client_key(client.as_ref());
+    campaign_room(&mut g, st.campaign_ttl(), &st.config, owner)?;
     let reply = c.start_reply()?;
     g.campaigns.insert(
         c.id.clone(),
         CampaignEntry {
             campaign: c,
             last_used: Instant::now(),
+            owner,
         },
     );
     g.metrics.campaigns_started += 1;
@@ -647,14 +679,14 @@ fn with_campaign(
 
 async fn campaign_state_q(
     State(st): State<AppState>,
-    Query(q): Query<SessionQuery>,
+    ApiQuery(q): ApiQuery<SessionQuery>,
 ) -> Result<Json<Value>, ApiError> {
     with_campaign(&st, &query_id(q)?, |c| c.state_reply())
 }
 
 async fn campaign_state_p(
     State(st): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     with_campaign(&st, &id, |c| c.state_reply())
 }
@@ -702,7 +734,7 @@ async fn overseer_review(
 
 async fn overseer_report(
     State(st): State<AppState>,
-    Query(q): Query<SessionQuery>,
+    ApiQuery(q): ApiQuery<SessionQuery>,
 ) -> Result<Json<Value>, ApiError> {
     with_campaign(&st, &query_id(q)?, |c| c.report_reply())
 }
@@ -718,7 +750,7 @@ async fn self_improve(
 /// An unknown or expired campaign has an empty history (not a 404), as the reference serves it.
 async fn self_improve_history(
     State(st): State<AppState>,
-    Query(q): Query<SessionQuery>,
+    ApiQuery(q): ApiQuery<SessionQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let id = query_id(q)?;
     with_campaign(&st, &id, |c| c.history_reply())
@@ -762,6 +794,7 @@ const RUNS_PER_MIN: usize = 6;
 async fn leaderboard_run(
     State(st): State<AppState>,
     headers: HeaderMap,
+    client: Client,
     JsonBody(req): JsonBody<RunReq>,
 ) -> Result<Json<Value>, ApiError> {
     let key = session_key(&headers, req.session_id.as_deref(), None)?;
@@ -783,7 +816,7 @@ async fn leaderboard_run(
         }
         g.run_starts.push_back(now);
     }
-    let env = session(&st, &key, true)?;
+    let env = session(&st, &key, Some(&client))?;
     let run = audit_env::leaderboard::EvalRun::draw(req.task_id);
     let reply = json!({
         "status": "started", "run_id": run.run_id, "task_id": run.task_id,
@@ -799,7 +832,7 @@ async fn leaderboard_run(
 async fn leaderboard_post(
     State(st): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<LeaderQuery>,
+    ApiQuery(q): ApiQuery<LeaderQuery>,
     JsonBody(req): JsonBody<LeaderReq>,
 ) -> Result<Json<Value>, ApiError> {
     let model = req
@@ -814,7 +847,7 @@ async fn leaderboard_post(
         .filter(|m| !m.is_empty())
         .ok_or_else(|| AuditError::invalid("model", "model is required"))?;
     let key = session_key(&headers, req.session_id.as_deref(), q.session_id.as_deref())?;
-    let env = session(&st, &key, false)?;
+    let env = session(&st, &key, None)?;
     let scored = {
         let mut env = lock_env(&env);
         let run = env.run.as_ref().ok_or_else(|| AuditError::Conflict("the leaderboard takes whole runs only: POST /leaderboard/run {task_id} draws the run's held-out seeds for this session; play each once, then submit".into()))?;
@@ -865,7 +898,7 @@ async fn leaderboard_post(
 
 async fn leaderboard_get(
     State(st): State<AppState>,
-    Query(q): Query<SessionQuery>,
+    ApiQuery(q): ApiQuery<SessionQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let task = match q.task_id.as_deref() {
         Some(t) => Some(TaskId::parse(t).ok_or_else(|| AuditError::UnknownTask(prefix(t)))?),

@@ -41,7 +41,7 @@ pub fn router_with(
     let env_config = config.env_config();
     let _ = service
         .sessions
-        .get_or_create(crate::sessions::DEFAULT_SESSION, || {
+        .get_or_create(crate::sessions::DEFAULT_SESSION, None, || {
             AuditEnv::new(env_config)
         });
     let info = crate::openapi::ApiInfo::of(&*service);

@@ -85,7 +85,8 @@ impl AuditService {
         Self {
             config,
             ws: WsRuntime::new(server.ws, shutdown.clone()),
-            sessions: SessionManager::new(server.max_sessions, server.session_idle),
+            sessions: SessionManager::new(server.max_sessions, server.session_idle)
+                .with_per_client(server.max_sessions_per_client),
         }
     }
 }

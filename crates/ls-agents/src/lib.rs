@@ -9,7 +9,8 @@
 //! * [`teacher`]: the deterministic investigating teacher (observations and tool results only).
 //! * [`redteam`]: evidence-blind gaming policies (the red-team suite's agents).
 //! * [`learned`]: the learned attacker (blind probe features, per-family scan, random forest, acting policy).
-//! * [`ledger`]: the evidence ledger a policy can be shown (ids, values, OCR lines revealed so far).
+//! * The evidence ledger a policy can be shown is `ls_rl::ledger` (one ledger for prompts, the
+//!   structured observation and the Python training code).
 //! * [`facts`]: reading OCR lines into invoices and emails with their token references (declared
 //!   in `ls-rl`, whose evidence ledger reads them too; re-exported here).
 //! * [`llm`]: an OpenAI-compatible chat-completions agent (every model played alike), retries,
@@ -35,7 +36,6 @@ pub mod client;
 pub use ls_rl::facts;
 pub mod guardrails;
 pub mod learned;
-pub mod ledger;
 pub mod llm;
 pub mod outbound;
 pub mod prompt;

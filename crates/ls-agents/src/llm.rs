@@ -18,13 +18,13 @@ pub use crate::action::{parse_action, parse_actions, repair_action, MAX_PLAN_ACT
 pub use crate::assist::{Assistance, Harness};
 pub use crate::chat::{CallStats, Reply};
 use crate::guardrails::Guardrails;
-use crate::ledger::EvidenceLedger;
 pub use crate::prompt::{
     action_target, compact_ascii_json, step_prompt, system_prompt, PromptOptions, MAX_HISTORY,
 };
 use crate::prompt::{candidate_action, choose_candidate, extend_prompt};
 use crate::runner::{Action, Agent, EpisodeRecord, StepObserver, StepRecord};
 use ls_env::StepEnvelope;
+use ls_rl::Ledger as EvidenceLedger;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::time::Duration;
@@ -278,14 +278,12 @@ impl Agent for LlmAgent {
         }
     }
     fn next_action(&mut self, last: &StepEnvelope) -> Action {
-        if self.options.ledger || self.assistance.guardrails {
+        if self.options.ledger {
+            self.ledger.absorb(last);
+        }
+        if self.assistance.guardrails {
             if let Ok(o) = serde_json::to_value(&last.observation) {
-                if self.options.ledger {
-                    self.ledger.observe(&o);
-                }
-                if self.assistance.guardrails {
-                    self.guard.observe(&o);
-                }
+                self.guard.observe(&o);
             }
         }
         let action = match self.queue.pop_front() {

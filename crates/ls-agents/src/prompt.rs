@@ -4,10 +4,10 @@
 //! action appears in the prompt without an edit here.
 
 use crate::action::Action;
-use crate::ledger::EvidenceLedger;
 use ls_core::enums::{ActionKind, ActionName, Decision};
 use ls_env::candidates::Candidate;
 use ls_env::StepEnvelope;
+use ls_rl::Ledger as EvidenceLedger;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -114,7 +114,7 @@ pub fn step_prompt(last: &StepEnvelope, history: &[String], hint: Option<&Action
 /// recorded training protocol).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PromptOptions {
-    /// Show the evidence ledger (what the episode revealed so far: [`crate::ledger`]).
+    /// Show the evidence ledger (what the episode revealed so far: `ls_rl::ledger`).
     pub ledger: bool,
     /// Show the observation's legal candidate actions (`ls_env::candidates`), numbered.
     pub candidates: bool,

@@ -4,7 +4,7 @@ them)::
     import gymnasium as gym
     import ledgershield  # noqa: F401  (registers the ids)
 
-    env = gym.make("LedgerShield/ControlBench-v0", observation_mode="dict")
+    env = gym.make("LedgerShield/ControlBench-v0")          # observation_mode="dict"
     obs, info = env.reset(seed=7)
     obs, reward, terminated, truncated, info = env.step(0)     # info["candidates"][0]
 
@@ -18,11 +18,12 @@ select the documented splits by base template and by generator. ``case_id`` play
 the institution carried across episodes as in one HTTP session). Any of these may also be given
 per reset in ``options``.
 
-Observations: ``observation_mode="text"`` (default) is the compact reply as text (what
-``LedgerShieldToolEnv`` shows a model); ``"dict"`` is a ``Dict`` space of fixed-size arrays:
+Observations: ``observation_mode="dict"`` (default) is a ``Dict`` space of fixed-size arrays:
 ``features`` (float32; documented in docs/python.md), ``action_mask`` (int8, 1 for each legal
 candidate) and, for ControlBench, ``rl_vector`` (the 37-entry RL export vector of instrumented
-mode; zeros in the default blind mode, which exposes no belief state).
+mode; zeros in the default blind mode, which exposes no belief state); ``"text"`` is the compact
+reply as text (what ``LedgerShieldToolEnv`` shows a model; stock array learners such as SB3
+cannot take a text space, hence the array default).
 
 Actions: ``action_mode="index"`` (default) is ``Discrete``: an index into the legal candidate
 actions of the current observation, listed in ``info["candidates"]`` (an index past the list is
@@ -263,7 +264,7 @@ class ControlBenchGymEnv(_NativeGymEnv):
           for d in ("PAY", "HOLD", "NEEDS_REVIEW", "ESCALATE_FRAUD")),
     )
 
-    def __init__(self, observation_mode: str = "text", action_mode: str = "index", track_mode: str = "blind",
+    def __init__(self, observation_mode: str = "dict", action_mode: str = "index", track_mode: str = "blind",
                  case_id: Optional[str] = None, track: Optional[str] = None, template_split: str = "all",
                  generator_split: str = "all", curriculum: bool = False, fresh_institution: Optional[bool] = None,
                  render_mode: Optional[str] = None) -> None:
@@ -325,7 +326,7 @@ class AuditGymEnv(_NativeGymEnv):
     _features = native.AUDIT_FEATURES
     _json_examples = ({"findings": [], "submit_final": False}, {"findings": [], "submit_final": True})
 
-    def __init__(self, observation_mode: str = "text", action_mode: str = "index", task_id: str = "expense_audit",
+    def __init__(self, observation_mode: str = "dict", action_mode: str = "index", task_id: str = "expense_audit",
                  investigation_mode: bool = False, max_findings_per_step: int = 50, fraud_difficulty: str = "auto",
                  render_mode: Optional[str] = None) -> None:
         self.env = native.AuditEnv(max_findings_per_step, fraud_difficulty)

@@ -20,8 +20,8 @@ ControlBench resets draw from the task distribution by default (``template_split
 server's seeded reset with the curriculum and the institution carried across episodes. With
 ``reset(seed=s)`` environment ``i`` draws its reset seeds from its own stream of ``s``, so a
 seeded run is reproducible whatever the thread count; ``with_text=True`` adds each reply's JSON
-text (the server's bytes) as ``infos["reply"]``; ``finished(i)`` tells where environment ``i``'s
-last ended episode came from.
+text (the server's bytes) as ``infos["reply"]``; ``finished(i)`` gives environment ``i``'s last
+ended episode (case, score, where the case came from).
 """
 
 from __future__ import annotations
@@ -136,6 +136,15 @@ class _NativeVectorEnv(VectorEnv, abc.ABC):
         """Environment ``i``'s legal candidate actions, in index order."""
         return json.loads(self._vec.candidates(int(i)))
 
+    def finished(self, i: int) -> Optional[Dict[str, Any]]:
+        """Environment ``i``'s last ended episode, or ``None``: ControlBench ``{"case_id",
+        "final_score", "terminated", "truncated", "task"}`` (``task``: the task draw's generator,
+        base template, family, seed and splits, ``None`` for other resets); audit ``{"task_id",
+        "final_score", "terminated", "truncated"}``. ``final_score`` is 0 for an episode that
+        ended without a grade."""
+        text = self._vec.finished(int(i))
+        return None if text is None else json.loads(text)
+
 
 class ControlBenchVectorEnv(_NativeVectorEnv):
     """N ControlBench environments. Resets draw from the task distribution (each a new session);
@@ -178,11 +187,6 @@ class ControlBenchVectorEnv(_NativeVectorEnv):
             o["generator_split"] = splits.get("generator_split", "all")
         return json.dumps(o)
 
-    def finished(self, i: int) -> Optional[Dict[str, Any]]:
-        """Where environment ``i``'s last ended episode came from (its task draw: generator,
-        base template, family, seed, splits), or ``None``."""
-        text = self._vec.finished(int(i))
-        return None if text is None else json.loads(text)
 
 
 class AuditVectorEnv(_NativeVectorEnv):

@@ -65,7 +65,7 @@ def test_check_env_passes(env_id: str, kwargs: dict) -> None:
 
 
 def test_an_episode_by_index_and_by_typed_json() -> None:
-    env = gym.make(CB, case_id="CASE-D-001")
+    env = gym.make(CB, case_id="CASE-D-001", observation_mode="text")
     text, info = env.reset(seed=1)
     assert "CASE-D-001" in text
     names = [c["action_type"] for c in info["candidates"]]
@@ -341,7 +341,9 @@ def test_vector_task_draws_equal_single_env_draws() -> None:
     submit = [_terminal_index(vec.candidates(i)) for i in range(2)]
     vec.step(np.array(submit))
     for i in range(2):
-        task = vec.finished(i)
+        ended = vec.finished(i)
+        task = ended["task"]
+        assert ended["terminated"] and 0 < ended["final_score"] < 1
         assert task["template_split"] == "train" and task["template"] not in HELD_OUT_TEMPLATES
         single = ControlBenchEnv()
         assert single.reset_text(seed=task["seed"], template_split="train") == infos["reply"][i]

@@ -46,7 +46,8 @@ pub trait VecSlot: Send + Poison {
     /// reset of an ended episode, so that the ended row carries the reset's masks).
     fn write_masks(&self, row: &mut RowOut<'_>);
     fn candidates_text(&self) -> String;
-    /// Where the last ended episode's case came from, as JSON text (`None` when unknown).
+    /// The last ended episode (its case, score, end flags and provenance), as JSON text
+    /// (`None` when unknown).
     fn finished_text(&self) -> Option<String> {
         None
     }
@@ -369,7 +370,7 @@ impl<S: VecSlot> VecState<S> {
         Ok(())
     }
 
-    /// Where environment `i`'s last ended episode came from (JSON text), if known.
+    /// Environment `i`'s last ended episode (JSON text), if known.
     pub fn finished(&self, i: usize) -> Result<Option<String>, Refusal> {
         self.slots
             .get(i)

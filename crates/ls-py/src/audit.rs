@@ -285,6 +285,12 @@ impl Slot {
     }
 }
 
+impl crate::vector::Poison for Slot {
+    fn poison(&mut self) {
+        self.poisoned = true;
+    }
+}
+
 /// The reply as the server writes it: `serde_json` through a JSON value, as its handler does.
 pub fn reply_text(out: &AuditStepEnvelope) -> Result<String, Refusal> {
     serde_json::to_value(out)
@@ -327,11 +333,13 @@ mod tests {
                         .unwrap();
                         let out = slot.reset(req, None).unwrap();
                         let all = all_candidates(&out);
-                        assert!(all.len() <= MAX_CANDIDATES, "{task:?} seed {seed}: {}", all.len());
-                        let ids: std::collections::HashSet<_> = all
-                            .iter()
-                            .map(|c| format!("{c:?}"))
-                            .collect();
+                        assert!(
+                            all.len() <= MAX_CANDIDATES,
+                            "{task:?} seed {seed}: {}",
+                            all.len()
+                        );
+                        let ids: std::collections::HashSet<_> =
+                            all.iter().map(|c| format!("{c:?}")).collect();
                         assert_eq!(ids.len(), all.len(), "no duplicate candidate");
                         let e = largest.entry(task.as_str()).or_insert(0);
                         *e = (*e).max(all.len());

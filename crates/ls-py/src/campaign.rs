@@ -156,7 +156,9 @@ impl CampaignSlot {
     ) -> Result<(Vec<crate::audit::Candidate>, [f32; crate::audit::FEATURES]), Refusal> {
         let role = audit_env::campaign::Role::parse(role)
             .filter(|r| r.task().is_some())
-            .ok_or_else(|| AuditError::invalid("role", format!("not a specialist: '{}'", quote(role))))?;
+            .ok_or_else(|| {
+                AuditError::invalid("role", format!("not a specialist: '{}'", quote(role)))
+            })?;
         let c = self.get(None)?;
         let Some(ep) = c.episodes.get(&role) else {
             return Ok((Vec::new(), [0.0; crate::audit::FEATURES]));

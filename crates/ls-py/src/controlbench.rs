@@ -311,6 +311,12 @@ impl Slot {
     }
 }
 
+impl crate::vector::Poison for Slot {
+    fn poison(&mut self) {
+        self.poisoned = true;
+    }
+}
+
 /// The fixed-size features of a reply, all read from the observation the agent sees:
 /// 0 budget remaining / total, 1 budget remaining, 2 steps / max steps, 3 step count,
 /// 4 max steps, 5 case clock, 6 visible documents, 7 revealed artifacts, 8 pending events,

@@ -48,9 +48,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .map(|t| t.as_str())
         .collect();
     m.add("AUDIT_ERROR_TYPES", error_types)?;
-    let codes: Vec<&str> = ls_core::ReasonCode::ALL.iter().map(|c| c.as_str()).collect();
+    let codes: Vec<&str> = ls_core::ReasonCode::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
     m.add("REASON_CODES", codes)?;
-    let actions: Vec<&str> = ls_core::ActionName::ALL.iter().map(|a| a.as_str()).collect();
+    let actions: Vec<&str> = ls_core::ActionName::ALL
+        .iter()
+        .map(|a| a.as_str())
+        .collect();
     m.add("ACTION_NAMES", actions)?;
     Ok(())
 }

@@ -696,7 +696,6 @@ macro_rules! vector_class {
     };
 }
 
-
 vector_class!(
     /// N ControlBench environments stepped in Rust worker threads, with next-step autoreset.
     #[pyclass(module = "ledgershield._native", name = "ControlBenchVector")]

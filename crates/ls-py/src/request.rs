@@ -62,7 +62,10 @@ const TASK_RESET_FIELDS: [&str; 6] = [
     "session_id",
 ];
 
-fn split_field(o: &mut serde_json::Map<String, Value>, key: &str) -> Result<ls_gen::Split, Refusal> {
+fn split_field(
+    o: &mut serde_json::Map<String, Value>,
+    key: &str,
+) -> Result<ls_gen::Split, Refusal> {
     match o.remove(key) {
         None | Some(Value::Null) => Ok(ls_gen::Split::All),
         Some(Value::String(s)) => ls_gen::Split::parse(&s).ok_or_else(|| {
@@ -184,9 +187,17 @@ mod tests {
         );
         assert_eq!(reset("").unwrap(), Reset::default());
         let e = reset(r#"{"generator_split": "dev"}"#).unwrap_err();
-        assert!(e.message.contains("generator_split must be one of"), "{}", e.message);
+        assert!(
+            e.message.contains("generator_split must be one of"),
+            "{}",
+            e.message
+        );
         let e = reset(r#"{"generator_split": "test", "case_id": "CASE-A-001"}"#).unwrap_err();
-        assert!(e.message.contains("'case_id' cannot be combined"), "{}", e.message);
+        assert!(
+            e.message.contains("'case_id' cannot be combined"),
+            "{}",
+            e.message
+        );
         let e = reset(r#"{"template_split": 3}"#).unwrap_err();
         assert_eq!(e.status, 422);
         let e = reset(r#"{"template_split": "all", "seed": "x"}"#).unwrap_err();

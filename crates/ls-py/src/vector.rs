@@ -413,18 +413,6 @@ pub trait Poison {
     fn poison(&mut self);
 }
 
-impl Poison for crate::controlbench::Slot {
-    fn poison(&mut self) {
-        self.poisoned = true;
-    }
-}
-
-impl Poison for crate::audit::Slot {
-    fn poison(&mut self) {
-        self.poisoned = true;
-    }
-}
-
 /// The worker threads a vector uses by default: one per core, at most one per environment.
 pub fn default_threads(n: usize) -> usize {
     std::thread::available_parallelism()

@@ -2,7 +2,9 @@
 autoreset mode. Not a test: figures go to BENCHMARKS.md (with the machine named).
 
 Every environment plays OCR fast, OCR accurate, submit HOLD (three steps, the last one graded)
-by candidate index, on its own seeded resets. Every timed reply is checked: each chosen index is
+by candidate index, on its own seeded resets; with ``--episode-steps L`` (L >= 3) the first
+document is OCR'd fast L - 2 times before the accurate read, so episodes are L steps long and a
+reset is shared by more steps (a task draw generates its case at the reset). Every timed reply is checked: each chosen index is
 legal in its row's mask, each stepped row's last action succeeded (feature 15), rewards are
 finite, and every episode ends terminated by its submission at its third step; the script fails
 otherwise. Autoreset rows (NEXT_STEP) are not counted as steps. CPU time is the process's
@@ -33,7 +35,7 @@ CONFIGS: List[Tuple[str, Dict[str, Any]]] = [
 ]
 
 
-def run_controlbench(num_envs: int, calls: int, kwargs: Dict[str, Any]) -> Tuple[float, int]:
+def run_controlbench(num_envs: int, calls: int, kwargs: Dict[str, Any], length: int = 3) -> Tuple[float, int]:
     vec = ControlBenchVectorEnv(num_envs=num_envs, threads=1, **kwargs)
     same = vec.autoreset_mode == AutoresetMode.SAME_STEP
     obs, _ = vec.reset(seed=7)
@@ -44,7 +46,7 @@ def run_controlbench(num_envs: int, calls: int, kwargs: Dict[str, Any]) -> Tuple
     for _ in range(calls):
         k = obs["features"][:, 3]
         n = obs["action_mask"].sum(axis=1)
-        actions = np.where(k == 0, 0, np.where(k == 1, 1, n - 3))  # ocr fast, ocr accurate, HOLD
+        actions = np.where(k < length - 2, 0, np.where(k == length - 2, 1, n - 3))  # ocr fast, accurate, HOLD
         legal = obs["action_mask"][rows, actions] == 1
         assert legal[~autoreset].all(), "an illegal candidate index was chosen"
         obs, reward, term, trunc, infos = vec.step(actions)
@@ -56,7 +58,7 @@ def run_controlbench(num_envs: int, calls: int, kwargs: Dict[str, Any]) -> Tuple
         assert (feats[stepped, 15] == 1.0).all(), "a timed step failed"
         ended = term | trunc
         assert not trunc.any(), "an episode was truncated"
-        assert (feats[ended, 3] == 3).all(), "an episode did not end at its submission"
+        assert (feats[ended, 3] == length).all(), "an episode did not end at its submission"
         steps += int(stepped.sum())
         episodes += int(ended.sum())
         autoreset = ended if not same else np.zeros(num_envs, dtype=bool)
@@ -86,17 +88,20 @@ def main() -> None:
     ap.add_argument("--envs", type=int, default=16)
     ap.add_argument("--calls", type=int, default=3000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--episode-steps", type=int, default=3)
     args = ap.parse_args()
+    assert args.episode_steps >= 3
     results: Dict[str, List[float]] = {}
     for r in range(args.rounds):
         for name, kwargs in CONFIGS:
-            rate, steps = run_controlbench(args.envs, args.calls, kwargs)
+            rate, steps = run_controlbench(args.envs, args.calls, kwargs, args.episode_steps)
             results.setdefault(name, []).append(rate)
             print(f"round {r + 1}: {name}: {rate:,.0f} steps/CPU-s ({steps} steps), load {os.getloadavg()[0]:.1f}", flush=True)
         rate, steps = run_audit(args.envs, args.calls)
         results.setdefault("audit vector env", []).append(rate)
         print(f"round {r + 1}: audit vector env: {rate:,.0f} steps/CPU-s ({steps} steps), load {os.getloadavg()[0]:.1f}", flush=True)
-    print(f"\nN={args.envs}, threads=1, {args.calls} calls, {args.rounds} rounds: median (min-max) steps per CPU-second")
+    print(f"\nN={args.envs}, threads=1, {args.calls} calls, {args.episode_steps}-step episodes, {args.rounds} rounds: "
+          "median (min-max) steps per CPU-second")
     for name, rates in results.items():
         print(f"| {name} | {statistics.median(rates):,.0f} | {min(rates):,.0f}-{max(rates):,.0f} |")
 

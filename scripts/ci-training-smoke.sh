@@ -53,7 +53,8 @@ fi
 # Stock RL libraries, unmodified, against the environments: SB3 (PPO, make_vec_env, the RustVecEnv
 # adapter), sb3-contrib's MaskablePPO and the docs' SB3 examples (the `rl` extra's pins, installed
 # on top of the train extra's torch; reinstalled only when those pins change).
-RL_PINS="$("$VENV/bin/python" -c "import tomllib; print(' '.join(tomllib.load(open('$REPO/python/pyproject.toml', 'rb'))['project']['optional-dependencies']['rl']))")"
+RL_PINS="$(sed -n 's/^rl = \[\(.*\)\]$/\1/p' "$REPO/python/pyproject.toml" | tr -d '",')"
+[ -n "$RL_PINS" ] || { echo "no rl extra in python/pyproject.toml" >&2; exit 1; }
 RL_STAMP="$(printf '%s' "$RL_PINS" | sha256sum | cut -c1-16)"
 if [ ! -f "$VENV/.rl-pins-$RL_STAMP" ]; then
     # shellcheck disable=SC2086

@@ -166,6 +166,40 @@ def text_image(text: str, width: int = 960, height: int = 720) -> np.ndarray:
     return np.asarray(image, dtype=np.uint8).copy()
 
 
+def check_reset_options(template_split: str, generator_split: str, curriculum: bool,
+                        fresh_institution: Optional[bool] = None) -> None:
+    """Refuse ControlBench reset options that cannot go together (``ValueError``)."""
+    for name, value in (("template_split", template_split), ("generator_split", generator_split)):
+        if value not in SPLITS:
+            raise ValueError(f"{name} must be one of {', '.join(SPLITS)}, not {value!r}")
+    if curriculum and (template_split, generator_split) != ("all", "all"):
+        raise ValueError("curriculum=True draws from the server's case pool: it takes no template_split / generator_split")
+    if curriculum and fresh_institution:
+        raise ValueError("curriculum=True carries the curriculum across episodes; fresh_institution=True would reset it every episode")
+
+
+def controlbench_reset(defaults: Mapping[str, Any], options: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The reset body of a ControlBench reset with these defaults and per-reset options: a
+    ``case_id`` (or ``custom_case``) reset from a fresh institution unless
+    ``fresh_institution=False``; with ``curriculum``, the server's seeded reset in the session;
+    else a task draw with the two splits."""
+    o = {k: v for k, v in defaults.items() if v is not None}
+    o.update(options or {})
+    curriculum = bool(o.pop("curriculum", False))
+    fresh = o.pop("fresh_institution", None)
+    splits = {k: o.pop(k) for k in ("template_split", "generator_split") if k in o}
+    check_reset_options(splits.get("template_split", "all"), splits.get("generator_split", "all"),
+                        curriculum and not (o.get("case_id") or o.get("custom_case")))
+    if o.get("case_id") or o.get("custom_case"):
+        o["fresh_institution"] = True if fresh is None else bool(fresh)
+    elif curriculum:
+        o["fresh_institution"] = bool(fresh)
+    else:
+        o["template_split"] = splits.get("template_split", "all")
+        o["generator_split"] = splits.get("generator_split", "all")
+    return o
+
+
 class _NativeGymEnv(gymnasium.Env, abc.ABC):
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 1}
     _max_candidates: int
@@ -268,13 +302,7 @@ class ControlBenchGymEnv(_NativeGymEnv):
                  case_id: Optional[str] = None, track: Optional[str] = None, template_split: str = "all",
                  generator_split: str = "all", curriculum: bool = False, fresh_institution: Optional[bool] = None,
                  render_mode: Optional[str] = None) -> None:
-        for name, value in (("template_split", template_split), ("generator_split", generator_split)):
-            if value not in SPLITS:
-                raise ValueError(f"{name} must be one of {', '.join(SPLITS)}, not {value!r}")
-        if curriculum and (template_split, generator_split) != ("all", "all"):
-            raise ValueError("curriculum=True draws from the server's case pool: it takes no template_split / generator_split")
-        if curriculum and fresh_institution:
-            raise ValueError("curriculum=True carries the curriculum across episodes; fresh_institution=True would reset it every episode")
+        check_reset_options(template_split, generator_split, curriculum, fresh_institution)
         self.env = native.ControlBenchEnv(track_mode)
         self.defaults = {"case_id": case_id, "track": track, "template_split": template_split,
                          "generator_split": generator_split, "curriculum": curriculum,
@@ -287,24 +315,9 @@ class ControlBenchGymEnv(_NativeGymEnv):
         return d
 
     def _reset_text(self, options: Optional[Dict[str, Any]]) -> str:
-        o = {k: v for k, v in self.defaults.items() if v is not None}
-        o.update(options or {})
-        seed = o.pop("seed", None)
-        seed = self._draw_seed() if seed is None else int(seed)
-        curriculum = bool(o.pop("curriculum", False))
-        fresh = o.pop("fresh_institution", None)
-        splits = {k: o.pop(k) for k in ("template_split", "generator_split") if k in o}
-        if o.get("case_id") or o.get("custom_case"):
-            # That case: a fresh institution by default, so the episode does not depend on earlier ones.
-            return self.env.reset_text(seed=seed, fresh_institution=True if fresh is None else bool(fresh), **o)
-        if curriculum:
-            if any(v != "all" for v in splits.values()):
-                raise ValueError("curriculum resets draw from the server's case pool: they take no template_split / generator_split")
-            # The server's seeded reset in this environment's session: the curriculum and the
-            # institution carry over.
-            return self.env.reset_text(seed=seed, fresh_institution=bool(fresh), **o)
-        return self.env.reset_text(seed=seed, template_split=splits.get("template_split", "all"),
-                                   generator_split=splits.get("generator_split", "all"), **o)
+        request = controlbench_reset(self.defaults, options)
+        seed = request.pop("seed", None)
+        return self.env.reset_text(seed=self._draw_seed() if seed is None else int(seed), **request)
 
     def _terminal_info(self, envelope: Dict[str, Any]) -> Dict[str, Any]:
         info = super()._terminal_info(envelope)

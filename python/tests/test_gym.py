@@ -306,6 +306,16 @@ def test_same_step_autoreset_equals_next_step_without_the_reset_call() -> None:
         assert (o1["features"] == o2["features"]).all() and (o1["action_mask"] == o2["action_mask"]).all()
         assert list(i1["reply"]) == list(i2["reply"])
     assert ends > 0
+    # With several environments, the rows that did not end keep their step's reply.
+    many = ControlBenchVectorEnv(num_envs=3, with_text=True, autoreset_mode=AutoresetMode.SAME_STEP)
+    many.reset(seed=seed)
+    submit = _terminal_index(many.candidates(0))
+    obs, _, term, _, infos = many.step(np.array([submit, 0, 0]))
+    assert term.tolist() == [True, False, False]
+    replies = [json.loads(r) for r in infos["reply"]]
+    assert replies[0]["observation"]["step_count"] == 0 and not replies[0]["done"]
+    assert [r["observation"]["step_count"] for r in replies[1:]] == [1, 1]
+    assert json.loads(infos["final_info"]["reply"][0])["done"]
 
 
 def test_vector_replies_equal_single_envs_and_do_not_depend_on_threads() -> None:

@@ -4,8 +4,9 @@
 # Creates (or reuses) a virtual environment at $VENV (default: <repo>/.venv), installs the pinned
 # openenv-core, this package (`pip install ./python`: maturin compiles the native extension
 # crates/ls-py with cargo, so the Rust toolchain must be present), pytest, requests and
-# prometheus_client (the reference parsers the /metrics format test reads with), builds the
-# server binary if it is missing and runs pytest. Exits non-zero on any failure, including "no
+# prometheus_client (the reference parsers the /metrics format test reads with), PettingZoo (its API
+# tests run against ledgershield.pettingzoo; the SB3 tests need torch and run in
+# scripts/ci-training-smoke.sh), builds the server binary if it is missing and runs pytest. Exits non-zero on any failure, including "no
 # tests collected" (pytest exit 5).
 #
 #   LEDGERSHIELD_BIN  server binary (default: <repo>/target/debug/ledgershield)
@@ -24,7 +25,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir \
-    "openenv-core==$OPENENV_CORE_VERSION" "pytest>=7" "requests>=2.28" "prometheus_client>=0.20"
+    "openenv-core==$OPENENV_CORE_VERSION" "pytest>=7" "requests>=2.28" "prometheus_client>=0.20" "pettingzoo==1.27.0"
 wheel_start=$(date +%s)
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir "$HERE"
 echo "python package with its native extension built and installed in $(( $(date +%s) - wheel_start )) s" >&2

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# CI smoke for the training pipeline: the compact LM's torch tests, then collect -> SFT -> GRPO (plan reward and environment_factory)
+# CI smoke for the training pipeline: the compact LM's torch tests, the stock RL libraries' tests
+# (SB3, sb3-contrib), then collect -> SFT -> GRPO (plan reward and environment_factory)
 # -> self-play + DPO -> evaluate -> structured policy (behaviour cloning + RL over 3 seeds) ->
 # constrained evaluation of every LM checkpoint -> plots, with a tiny model built locally (no
 # download). Its checks can fail: the loss must fall, the trained policy must beat the best
@@ -52,6 +53,23 @@ fi
 # read back, and the notebook over them executed.
 (cd "$REPO/python/tests" && LEDGERSHIELD_BIN="$BIN" "$VENV/bin/pytest" -q -p no:cacheprovider test_training_evidence.py) \
     || { echo "training evidence tests failed in the training venv" >&2; exit 1; }
+
+# Stock RL libraries, unmodified, against the environments: SB3 (PPO, make_vec_env, the RustVecEnv
+# adapter), sb3-contrib's MaskablePPO and the docs' SB3 examples (the `rl` extra's pins, installed
+# on top of the train extra's torch; reinstalled only when those pins change).
+RL_PINS="$(sed -n 's/^rl = \[\(.*\)\]$/\1/p' "$REPO/python/pyproject.toml" | tr -d '",')"
+[ -n "$RL_PINS" ] || { echo "no rl extra in python/pyproject.toml" >&2; exit 1; }
+RL_STAMP="$(printf '%s' "$RL_PINS" | sha256sum | cut -c1-16)"
+if [ ! -f "$VENV/.rl-pins-$RL_STAMP" ]; then
+    # shellcheck disable=SC2086
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir $RL_PINS
+    touch "$VENV/.rl-pins-$RL_STAMP"
+fi
+start=$(date +%s)
+(cd "$REPO/python/tests" && LEDGERSHIELD_BIN="$BIN" "$VENV/bin/pytest" -q -p no:cacheprovider -W ignore \
+    test_sb3.py test_docs_examples.py -k "sb3") \
+    || { echo "stable-baselines3 / sb3-contrib tests failed in the training venv" >&2; exit 1; }
+echo "SB3 tests finished in $(( $(date +%s) - start )) s"
 
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT

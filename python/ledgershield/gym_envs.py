@@ -4,7 +4,7 @@ them)::
     import gymnasium as gym
     import ledgershield  # noqa: F401  (registers the ids)
 
-    env = gym.make("LedgerShield/ControlBench-v0", observation_mode="dict")
+    env = gym.make("LedgerShield/ControlBench-v0")          # observation_mode="dict"
     obs, info = env.reset(seed=7)
     obs, reward, terminated, truncated, info = env.step(0)     # info["candidates"][0]
 
@@ -18,11 +18,12 @@ select the documented splits by base template and by generator. ``case_id`` play
 the institution carried across episodes as in one HTTP session). Any of these may also be given
 per reset in ``options``.
 
-Observations: ``observation_mode="text"`` (default) is the compact reply as text (what
-``LedgerShieldToolEnv`` shows a model); ``"dict"`` is a ``Dict`` space of fixed-size arrays:
+Observations: ``observation_mode="dict"`` (default) is a ``Dict`` space of fixed-size arrays:
 ``features`` (float32; documented in docs/python.md), ``action_mask`` (int8, 1 for each legal
 candidate) and, for ControlBench, ``rl_vector`` (the 37-entry RL export vector of instrumented
-mode; zeros in the default blind mode, which exposes no belief state).
+mode; zeros in the default blind mode, which exposes no belief state); ``"text"`` is the compact
+reply as text (what ``LedgerShieldToolEnv`` shows a model; stock array learners such as SB3
+cannot take a text space, hence the array default).
 
 Actions: ``action_mode="index"`` (default) is ``Discrete``: an index into the legal candidate
 actions of the current observation, listed in ``info["candidates"]`` (an index past the list is
@@ -165,6 +166,40 @@ def text_image(text: str, width: int = 960, height: int = 720) -> np.ndarray:
     return np.asarray(image, dtype=np.uint8).copy()
 
 
+def check_reset_options(template_split: str, generator_split: str, curriculum: bool,
+                        fresh_institution: Optional[bool] = None) -> None:
+    """Refuse ControlBench reset options that cannot go together (``ValueError``)."""
+    for name, value in (("template_split", template_split), ("generator_split", generator_split)):
+        if value not in SPLITS:
+            raise ValueError(f"{name} must be one of {', '.join(SPLITS)}, not {value!r}")
+    if curriculum and (template_split, generator_split) != ("all", "all"):
+        raise ValueError("curriculum=True draws from the server's case pool: it takes no template_split / generator_split")
+    if curriculum and fresh_institution:
+        raise ValueError("curriculum=True carries the curriculum across episodes; fresh_institution=True would reset it every episode")
+
+
+def controlbench_reset(defaults: Mapping[str, Any], options: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The reset body of a ControlBench reset with these defaults and per-reset options: a
+    ``case_id`` (or ``custom_case``) reset from a fresh institution unless
+    ``fresh_institution=False``; with ``curriculum``, the server's seeded reset in the session;
+    else a task draw with the two splits."""
+    o = {k: v for k, v in defaults.items() if v is not None}
+    o.update(options or {})
+    curriculum = bool(o.pop("curriculum", False))
+    fresh = o.pop("fresh_institution", None)
+    splits = {k: o.pop(k) for k in ("template_split", "generator_split") if k in o}
+    check_reset_options(splits.get("template_split", "all"), splits.get("generator_split", "all"),
+                        curriculum and not (o.get("case_id") or o.get("custom_case")))
+    if o.get("case_id") or o.get("custom_case"):
+        o["fresh_institution"] = True if fresh is None else bool(fresh)
+    elif curriculum:
+        o["fresh_institution"] = bool(fresh)
+    else:
+        o["template_split"] = splits.get("template_split", "all")
+        o["generator_split"] = splits.get("generator_split", "all")
+    return o
+
+
 class _NativeGymEnv(gymnasium.Env, abc.ABC):
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 1}
     _max_candidates: int
@@ -263,17 +298,11 @@ class ControlBenchGymEnv(_NativeGymEnv):
           for d in ("PAY", "HOLD", "NEEDS_REVIEW", "ESCALATE_FRAUD")),
     )
 
-    def __init__(self, observation_mode: str = "text", action_mode: str = "index", track_mode: str = "blind",
+    def __init__(self, observation_mode: str = "dict", action_mode: str = "index", track_mode: str = "blind",
                  case_id: Optional[str] = None, track: Optional[str] = None, template_split: str = "all",
                  generator_split: str = "all", curriculum: bool = False, fresh_institution: Optional[bool] = None,
                  render_mode: Optional[str] = None) -> None:
-        for name, value in (("template_split", template_split), ("generator_split", generator_split)):
-            if value not in SPLITS:
-                raise ValueError(f"{name} must be one of {', '.join(SPLITS)}, not {value!r}")
-        if curriculum and (template_split, generator_split) != ("all", "all"):
-            raise ValueError("curriculum=True draws from the server's case pool: it takes no template_split / generator_split")
-        if curriculum and fresh_institution:
-            raise ValueError("curriculum=True carries the curriculum across episodes; fresh_institution=True would reset it every episode")
+        check_reset_options(template_split, generator_split, curriculum, fresh_institution)
         self.env = native.ControlBenchEnv(track_mode)
         self.defaults = {"case_id": case_id, "track": track, "template_split": template_split,
                          "generator_split": generator_split, "curriculum": curriculum,
@@ -286,24 +315,9 @@ class ControlBenchGymEnv(_NativeGymEnv):
         return d
 
     def _reset_text(self, options: Optional[Dict[str, Any]]) -> str:
-        o = {k: v for k, v in self.defaults.items() if v is not None}
-        o.update(options or {})
-        seed = o.pop("seed", None)
-        seed = self._draw_seed() if seed is None else int(seed)
-        curriculum = bool(o.pop("curriculum", False))
-        fresh = o.pop("fresh_institution", None)
-        splits = {k: o.pop(k) for k in ("template_split", "generator_split") if k in o}
-        if o.get("case_id") or o.get("custom_case"):
-            # That case: a fresh institution by default, so the episode does not depend on earlier ones.
-            return self.env.reset_text(seed=seed, fresh_institution=True if fresh is None else bool(fresh), **o)
-        if curriculum:
-            if any(v != "all" for v in splits.values()):
-                raise ValueError("curriculum resets draw from the server's case pool: they take no template_split / generator_split")
-            # The server's seeded reset in this environment's session: the curriculum and the
-            # institution carry over.
-            return self.env.reset_text(seed=seed, fresh_institution=bool(fresh), **o)
-        return self.env.reset_text(seed=seed, template_split=splits.get("template_split", "all"),
-                                   generator_split=splits.get("generator_split", "all"), **o)
+        request = controlbench_reset(self.defaults, options)
+        seed = request.pop("seed", None)
+        return self.env.reset_text(seed=self._draw_seed() if seed is None else int(seed), **request)
 
     def _terminal_info(self, envelope: Dict[str, Any]) -> Dict[str, Any]:
         info = super()._terminal_info(envelope)
@@ -325,7 +339,7 @@ class AuditGymEnv(_NativeGymEnv):
     _features = native.AUDIT_FEATURES
     _json_examples = ({"findings": [], "submit_final": False}, {"findings": [], "submit_final": True})
 
-    def __init__(self, observation_mode: str = "text", action_mode: str = "index", task_id: str = "expense_audit",
+    def __init__(self, observation_mode: str = "dict", action_mode: str = "index", task_id: str = "expense_audit",
                  investigation_mode: bool = False, max_findings_per_step: int = 50, fraud_difficulty: str = "auto",
                  render_mode: Optional[str] = None) -> None:
         self.env = native.AuditEnv(max_findings_per_step, fraud_difficulty)

@@ -20,8 +20,8 @@ ControlBench resets draw from the task distribution by default (``template_split
 server's seeded reset with the curriculum and the institution carried across episodes. With
 ``reset(seed=s)`` environment ``i`` draws its reset seeds from its own stream of ``s``, so a
 seeded run is reproducible whatever the thread count; ``with_text=True`` adds each reply's JSON
-text (the server's bytes) as ``infos["reply"]``; ``finished(i)`` tells where environment ``i``'s
-last ended episode came from.
+text (the server's bytes) as ``infos["reply"]``; ``finished(i)`` gives environment ``i``'s last
+ended episode (case, score, where the case came from).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from . import _native, native
-from .gym_envs import SPLITS
+from .gym_envs import check_reset_options, controlbench_reset
 from .native import _action_text
 
 Batch = Tuple[Dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]
@@ -122,7 +122,9 @@ class _NativeVectorEnv(VectorEnv, abc.ABC):
             if "reply" in infos:
                 final_info = {"reply": np.where(ended, infos["reply"], None), "_reply": ended.copy()}
             obs, _, _, _, reset_infos = self._unpack(self._vec.take_pending(self.with_text))
-            infos = dict(reset_infos)
+            if "reply" in infos:
+                # The resets' replies where episodes ended, the step's elsewhere.
+                infos["reply"] = np.where(ended, reset_infos["reply"], infos["reply"])
             infos.update({"final_obs": final_obs, "_final_obs": ended.copy(),
                           "final_info": final_info, "_final_info": ended.copy()})
         return obs, reward, terminated, truncated, infos
@@ -135,6 +137,15 @@ class _NativeVectorEnv(VectorEnv, abc.ABC):
     def candidates(self, i: int) -> List[Dict[str, Any]]:
         """Environment ``i``'s legal candidate actions, in index order."""
         return json.loads(self._vec.candidates(int(i)))
+
+    def finished(self, i: int) -> Optional[Dict[str, Any]]:
+        """Environment ``i``'s last ended episode, or ``None``: ControlBench ``{"case_id",
+        "final_score", "terminated", "truncated", "task"}`` (``task``: the task draw's generator,
+        base template, family, seed and splits, ``None`` for other resets); audit ``{"task_id",
+        "final_score", "terminated", "truncated"}``. ``final_score`` is 0 for an episode that
+        ended without a grade."""
+        text = self._vec.finished(int(i))
+        return None if text is None else json.loads(text)
 
 
 class ControlBenchVectorEnv(_NativeVectorEnv):
@@ -151,11 +162,7 @@ class ControlBenchVectorEnv(_NativeVectorEnv):
                  generator_split: str = "all", curriculum: bool = False, fresh_institution: Optional[bool] = None,
                  action_mode: str = "index", with_text: bool = False,
                  autoreset_mode: Any = AutoresetMode.NEXT_STEP, **_: Any) -> None:
-        for name, value in (("template_split", template_split), ("generator_split", generator_split)):
-            if value not in SPLITS:
-                raise ValueError(f"{name} must be one of {', '.join(SPLITS)}, not {value!r}")
-        if curriculum and (template_split, generator_split) != ("all", "all"):
-            raise ValueError("curriculum=True draws from the server's case pool: it takes no template_split / generator_split")
+        check_reset_options(template_split, generator_split, curriculum, fresh_institution)
         num_envs = _num_envs(num_envs)
         self._vec = _native.ControlBenchVector(num_envs, track_mode, threads)
         self.defaults = {"case_id": case_id, "track": track, "template_split": template_split,
@@ -164,25 +171,8 @@ class ControlBenchVectorEnv(_NativeVectorEnv):
         self._setup(int(num_envs), action_mode, with_text, autoreset_mode)
 
     def _request(self, options: Optional[Dict[str, Any]]) -> str:
-        o = {k: v for k, v in self.defaults.items() if v is not None}
-        o.update(options or {})
-        curriculum = bool(o.pop("curriculum", False))
-        fresh = o.pop("fresh_institution", None)
-        splits = {k: o.pop(k) for k in ("template_split", "generator_split") if k in o}
-        if o.get("case_id") or o.get("custom_case"):
-            o["fresh_institution"] = True if fresh is None else bool(fresh)
-        elif curriculum:
-            o["fresh_institution"] = bool(fresh)
-        else:
-            o["template_split"] = splits.get("template_split", "all")
-            o["generator_split"] = splits.get("generator_split", "all")
-        return json.dumps(o)
+        return json.dumps(controlbench_reset(self.defaults, options))
 
-    def finished(self, i: int) -> Optional[Dict[str, Any]]:
-        """Where environment ``i``'s last ended episode came from (its task draw: generator,
-        base template, family, seed, splits), or ``None``."""
-        text = self._vec.finished(int(i))
-        return None if text is None else json.loads(text)
 
 
 class AuditVectorEnv(_NativeVectorEnv):

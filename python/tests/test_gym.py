@@ -65,7 +65,7 @@ def test_check_env_passes(env_id: str, kwargs: dict) -> None:
 
 
 def test_an_episode_by_index_and_by_typed_json() -> None:
-    env = gym.make(CB, case_id="CASE-D-001")
+    env = gym.make(CB, case_id="CASE-D-001", observation_mode="text")
     text, info = env.reset(seed=1)
     assert "CASE-D-001" in text
     names = [c["action_type"] for c in info["candidates"]]
@@ -306,6 +306,16 @@ def test_same_step_autoreset_equals_next_step_without_the_reset_call() -> None:
         assert (o1["features"] == o2["features"]).all() and (o1["action_mask"] == o2["action_mask"]).all()
         assert list(i1["reply"]) == list(i2["reply"])
     assert ends > 0
+    # With several environments, the rows that did not end keep their step's reply.
+    many = ControlBenchVectorEnv(num_envs=3, with_text=True, autoreset_mode=AutoresetMode.SAME_STEP)
+    many.reset(seed=seed)
+    submit = _terminal_index(many.candidates(0))
+    obs, _, term, _, infos = many.step(np.array([submit, 0, 0]))
+    assert term.tolist() == [True, False, False]
+    replies = [json.loads(r) for r in infos["reply"]]
+    assert replies[0]["observation"]["step_count"] == 0 and not replies[0]["done"]
+    assert [r["observation"]["step_count"] for r in replies[1:]] == [1, 1]
+    assert json.loads(infos["final_info"]["reply"][0])["done"]
 
 
 def test_vector_replies_equal_single_envs_and_do_not_depend_on_threads() -> None:
@@ -341,7 +351,9 @@ def test_vector_task_draws_equal_single_env_draws() -> None:
     submit = [_terminal_index(vec.candidates(i)) for i in range(2)]
     vec.step(np.array(submit))
     for i in range(2):
-        task = vec.finished(i)
+        ended = vec.finished(i)
+        task = ended["task"]
+        assert ended["terminated"] and 0 < ended["final_score"] < 1
         assert task["template_split"] == "train" and task["template"] not in HELD_OUT_TEMPLATES
         single = ControlBenchEnv()
         assert single.reset_text(seed=task["seed"], template_split="train") == infos["reply"][i]

@@ -268,14 +268,7 @@ impl Environment {
     fn reset_session(&mut self, req: &ResetRequest) -> Result<StepEnvelope, ResetError> {
         let requested_track = req.track.as_deref().map(normalize_track);
         let reward_mode = req.reward_mode.unwrap_or_default();
-        // Refused before anything is drawn when the track is known to be blind already (a case
-        // whose own track is blind is refused below, before any state changes).
-        if reward_mode.reveals_label()
-            && (self.config.track_mode == TrackMode::Blind
-                || requested_track == Some("blind_control"))
-        {
-            return Err(ResetError::LabelRevealingRewardOnBlindTrack);
-        }
+        self.check_reward_mode(requested_track, reward_mode)?;
         let (case, max_steps, budget, adjusted, selection_seed) =
             if let Some(custom) = &req.custom_case {
                 let (c, steps, budget) = self.custom_case(custom)?;
@@ -324,12 +317,7 @@ impl Environment {
     ) -> Result<StepEnvelope, ResetError> {
         let requested_track = opts.track.as_deref().map(normalize_track);
         let reward_mode = opts.reward_mode.unwrap_or_default();
-        if reward_mode.reveals_label()
-            && (self.config.track_mode == TrackMode::Blind
-                || requested_track == Some("blind_control"))
-        {
-            return Err(ResetError::LabelRevealingRewardOnBlindTrack);
-        }
+        self.check_reward_mode(requested_track, reward_mode)?;
         let start = EpisodeStart {
             max_steps: case.max_steps,
             budget: case.budget_total,
@@ -348,17 +336,27 @@ impl Environment {
         self.start_episode(start)
     }
 
+    /// A label-revealing reward is refused before anything is drawn when the track is known to
+    /// be blind already (a case whose own track is blind is refused in [`Self::start_episode`],
+    /// before any state changes).
+    fn check_reward_mode(
+        &self,
+        requested_track: Option<&str>,
+        reward_mode: RewardMode,
+    ) -> Result<(), ResetError> {
+        if reward_mode.reveals_label()
+            && (self.config.track_mode == TrackMode::Blind
+                || requested_track == Some("blind_control"))
+        {
+            return Err(ResetError::LabelRevealingRewardOnBlindTrack);
+        }
+        Ok(())
+    }
+
     fn start_episode(&mut self, start: EpisodeStart) -> Result<StepEnvelope, ResetError> {
-        let EpisodeStart {
-            case,
-            max_steps,
-            budget,
-            adjusted,
-            selection_seed,
-            requested_track,
-            reward_mode,
-        } = start;
-        let track = requested_track
+        let (case, reward_mode) = (start.case, start.reward_mode);
+        let track = start
+            .requested_track
             .map(str::to_owned)
             .or_else(|| {
                 case.primary_track
@@ -379,10 +377,10 @@ impl Environment {
         // so a fresh session replaying the same resets and actions is byte-identical.
         let episode_seed = case.case_seed()
             ^ self.episodes_started.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            ^ selection_seed;
+            ^ start.selection_seed;
         let tier = self.curriculum.tier();
         let mut extra = Map::new();
-        extra.insert("curriculum".into(), json!({"tier": tier.name, "level": tier.level, "adjusted": adjusted, "competence_ema": ls_core::text::round_to(self.curriculum.competence_ema, 4)}));
+        extra.insert("curriculum".into(), json!({"tier": tier.name, "level": tier.level, "adjusted": start.adjusted, "competence_ema": ls_core::text::round_to(self.curriculum.competence_ema, 4)}));
         let derived = self.pool.derived(&case);
         let spec = EpisodeSpec {
             case: case.clone(),
@@ -390,8 +388,8 @@ impl Environment {
             track,
             track_mode,
             reward_mode,
-            budget_total: budget,
-            max_steps,
+            budget_total: start.budget,
+            max_steps: start.max_steps,
             episode_seed,
             reset_message: format!("Loaded case {} (curriculum: {})", case.case_id, tier.name),
             case_metadata_extra: extra,

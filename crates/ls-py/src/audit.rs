@@ -3,7 +3,9 @@
 //! last reply showed — the candidate findings and the fixed-size features.
 
 use crate::errors::Refusal;
-use audit_env::episode::{AuditEnv, AuditResetRequest, AuditStepEnvelope, AuditStepRequest};
+use audit_env::episode::{
+    AuditEnv, AuditObservation, AuditResetRequest, AuditStepEnvelope, AuditStepRequest,
+};
 use audit_env::model::{Finding, TaskId};
 use serde_json::Value;
 
@@ -92,11 +94,15 @@ pub fn candidates(out: &AuditStepEnvelope) -> Vec<Candidate> {
 
 /// [`candidates`] without the cut.
 fn all_candidates(out: &AuditStepEnvelope) -> Vec<Candidate> {
-    if out.done {
+    candidates_of(&out.observation, out.done)
+}
+
+/// The candidates of an audit observation (none once `done`), uncut.
+pub fn candidates_of(observation: &AuditObservation, done: bool) -> Vec<Candidate> {
+    if done {
         return vec![];
     }
-    let types: Vec<String> = out
-        .observation
+    let types: Vec<String> = observation
         .metadata
         .get("valid_error_types")
         .and_then(Value::as_array)
@@ -107,7 +113,7 @@ fn all_candidates(out: &AuditStepEnvelope) -> Vec<Candidate> {
         })
         .unwrap_or_default();
     let mut list = vec![Candidate::SubmitFinal];
-    let Value::Object(docs) = &out.observation.documents else {
+    let Value::Object(docs) = &observation.documents else {
         return list;
     };
     let mut seen = std::collections::HashSet::new();
@@ -135,7 +141,11 @@ fn all_candidates(out: &AuditStepEnvelope) -> Vec<Candidate> {
 /// 3 findings so far, 4 document records shown, 5 categories available, 6 investigation mode,
 /// 7 this step's reward, 8 done, 9–12 task one-hot (expense, invoice match, GST, fraud).
 pub fn features(out: &AuditStepEnvelope) -> [f32; FEATURES] {
-    let o = &out.observation;
+    features_of(&out.observation, out.reward, out.done)
+}
+
+/// [`features`] of an observation, with the step's reward and end flag.
+pub fn features_of(o: &AuditObservation, reward: f64, done: bool) -> [f32; FEATURES] {
     let records: usize = match &o.documents {
         Value::Object(m) => m.values().filter_map(Value::as_array).map(Vec::len).sum(),
         _ => 0,
@@ -152,8 +162,8 @@ pub fn features(out: &AuditStepEnvelope) -> [f32; FEATURES] {
     f[4] = records as f64;
     f[5] = o.available_categories.len() as f64;
     f[6] = if o.investigation_mode { 1.0 } else { 0.0 };
-    f[7] = out.reward;
-    f[8] = if out.done { 1.0 } else { 0.0 };
+    f[7] = reward;
+    f[8] = if done { 1.0 } else { 0.0 };
     if let Some(i) = TaskId::ALL.iter().position(|t| *t == o.task_id) {
         f[9 + i] = 1.0;
     }
@@ -170,6 +180,8 @@ pub struct Slot {
     /// Did the last step submit final (a terminated episode, not a truncated one)?
     pub final_submitted: bool,
     pub poisoned: bool,
+    /// The last ended episode (JSON text: task, score, end flags).
+    pub finished: Option<String>,
 }
 
 impl Slot {
@@ -182,6 +194,7 @@ impl Slot {
             done: false,
             final_submitted: false,
             poisoned: false,
+            finished: None,
         }
     }
 
@@ -251,12 +264,30 @@ impl Slot {
         self.done = out.done;
         self.candidates = candidates(out);
         self.features = features(out);
+        if out.done {
+            let score = out.grader.as_ref().map_or(0.0, |g| g.score);
+            self.finished = Some(
+                serde_json::json!({
+                    "task_id": out.observation.task_id.as_str(),
+                    "final_score": score,
+                    "terminated": self.final_submitted,
+                    "truncated": !self.final_submitted,
+                })
+                .to_string(),
+            );
+        }
     }
 
     pub fn mask(&self) -> Vec<u8> {
         let mut m = vec![0u8; MAX_CANDIDATES];
         m[..self.candidates.len()].fill(1);
         m
+    }
+}
+
+impl crate::vector::Poison for Slot {
+    fn poison(&mut self) {
+        self.poisoned = true;
     }
 }
 

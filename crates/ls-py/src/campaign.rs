@@ -146,6 +146,29 @@ impl CampaignSlot {
         text(&self.get(None)?.history_reply()?)
     }
 
+    /// What specialist `role` sees of its episode this period, for a policy over candidates:
+    /// its candidate findings (submit-final first, as the audit environment lists them; none
+    /// when it has no open episode) and its audit features, from the episode's current
+    /// observation.
+    pub fn role_view(
+        &mut self,
+        role: &str,
+    ) -> Result<(Vec<crate::audit::Candidate>, [f32; crate::audit::FEATURES]), Refusal> {
+        let role = audit_env::campaign::Role::parse(role)
+            .filter(|r| r.task().is_some())
+            .ok_or_else(|| {
+                AuditError::invalid("role", format!("not a specialist: '{}'", quote(role)))
+            })?;
+        let c = self.get(None)?;
+        let Some(ep) = c.episodes.get(&role) else {
+            return Ok((Vec::new(), [0.0; crate::audit::FEATURES]));
+        };
+        let obs = ep.observation(0.0, String::new(), ep.done);
+        let mut list = crate::audit::candidates_of(&obs, ep.done);
+        list.truncate(crate::audit::MAX_CANDIDATES);
+        Ok((list, crate::audit::features_of(&obs, 0.0, ep.done)))
+    }
+
     /// The running campaign's id, if any.
     pub fn id(&self) -> Option<String> {
         self.campaign.as_ref().map(|c| c.id.clone())

@@ -74,6 +74,17 @@ pub struct TaskInfo {
     pub generator_split: &'static str,
 }
 
+/// An ended episode: its case, its score (0 when it ended without a grade, as the return
+/// counts it), how it ended and, for a task draw, where the case came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finished {
+    pub case_id: String,
+    pub final_score: f64,
+    pub terminated: bool,
+    pub truncated: bool,
+    pub task: Option<TaskInfo>,
+}
+
 pub fn track_mode(name: &str) -> Result<TrackMode, Refusal> {
     match name {
         "blind" => Ok(TrackMode::Blind),
@@ -132,8 +143,8 @@ pub struct Slot {
     pub poisoned: bool,
     /// The task draw of the current episode (`None` for a server reset).
     draw: Option<TaskInfo>,
-    /// The task draw of the last episode that ended.
-    pub finished: Option<TaskInfo>,
+    /// The last episode that ended.
+    pub finished: Option<Finished>,
     /// Seeds of task draws that name none (seeded 42, as the server's selection stream).
     own_seeds: SeedStream,
 }
@@ -250,7 +261,14 @@ impl Slot {
     fn observe(&mut self, out: &StepEnvelope) {
         self.done = out.done;
         if out.done {
-            self.finished = self.draw.clone();
+            let score = self.env.episode().and_then(|e| e.grade.as_ref());
+            self.finished = Some(Finished {
+                case_id: out.observation.case_id.clone(),
+                final_score: score.map_or(0.0, |g| g.final_score),
+                terminated: out.terminated,
+                truncated: out.truncated,
+                task: self.draw.clone(),
+            });
         }
         let o = &out.observation;
         let unchanged = !out.done && self.candidate_inputs.as_ref().is_some_and(|k| k.same(o));
@@ -270,10 +288,18 @@ impl Slot {
         }
     }
 
-    /// Where the last ended episode's case came from, as JSON text.
+    /// The last ended episode, as JSON text.
     pub fn finished_text(&self) -> Option<String> {
         self.finished
             .as_ref()
+            .and_then(|f| serde_json::to_string(f).ok())
+    }
+
+    /// Where the last ended episode's case came from (a task draw), as JSON text.
+    pub fn task_text(&self) -> Option<String> {
+        self.finished
+            .as_ref()
+            .and_then(|f| f.task.as_ref())
             .and_then(|t| serde_json::to_string(t).ok())
     }
 
@@ -282,6 +308,12 @@ impl Slot {
         let mut m = [0u8; MAX_CANDIDATES];
         m[..self.candidates.len()].fill(1);
         m
+    }
+}
+
+impl crate::vector::Poison for Slot {
+    fn poison(&mut self) {
+        self.poisoned = true;
     }
 }
 

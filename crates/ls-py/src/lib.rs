@@ -47,5 +47,20 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("INVALID_INDEX_ACTION", controlbench::INVALID_INDEX_ACTION)?;
     m.add("MAX_VECTOR_ENVS", vector::MAX_NUM_ENVS)?;
     structured::register(m)?;
+    let error_types: Vec<&str> = audit_env::model::ErrorType::ALL
+        .iter()
+        .map(|t| t.as_str())
+        .collect();
+    m.add("AUDIT_ERROR_TYPES", error_types)?;
+    let codes: Vec<&str> = ls_core::ReasonCode::ALL
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
+    m.add("REASON_CODES", codes)?;
+    let actions: Vec<&str> = ls_core::ActionName::ALL
+        .iter()
+        .map(|a| a.as_str())
+        .collect();
+    m.add("ACTION_NAMES", actions)?;
     Ok(())
 }

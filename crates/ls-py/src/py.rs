@@ -217,7 +217,7 @@ single_env_class!(
         /// template, family, seed and splits of its task draw), or `None` (no episode ended
         /// yet, or it was a server reset). Shown only once the episode is over.
         fn task(&self, py: Python<'_>) -> PyResult<Option<String>> {
-            call(py, &self.slot, |s| Ok(s.finished_text()))
+            call(py, &self.slot, |s| Ok(s.task_text()))
         }
 
         /// The watchdog's stream of the current episode (JSON text: what
@@ -384,6 +384,24 @@ impl AuditCampaign {
         call(py, &self.slot, CampaignSlot::improve_history)
     }
 
+    /// Specialist `role`'s view of its episode this period: `(features, mask, candidates)`,
+    /// float32 and uint8 bytes of the audit environment's layout and the candidate list as JSON
+    /// text (submit-final first; empty without an open episode).
+    fn role_view<'py>(&self, py: Python<'py>, role: &str) -> PyResult<Bound<'py, PyTuple>> {
+        let (list, features) = call(py, &self.slot, |s| s.role_view(role))?;
+        let mut mask = vec![0u8; audit::MAX_CANDIDATES];
+        mask[..list.len()].fill(1);
+        let text = audit::candidates_text(&list);
+        PyTuple::new(
+            py,
+            [
+                PyBytes::new(py, &f32_bytes(&features)).into_any(),
+                PyBytes::new(py, &mask).into_any(),
+                text.into_pyobject(py)?.into_any(),
+            ],
+        )
+    }
+
     /// The running campaign's id (`None` before the first start).
     #[getter]
     fn campaign_id(&self, py: Python<'_>) -> PyResult<Option<String>> {
@@ -528,6 +546,9 @@ impl VecSlot for audit::Slot {
     fn candidates_text(&self) -> String {
         audit::candidates_text(&self.candidates)
     }
+    fn finished_text(&self) -> Option<String> {
+        self.finished.clone()
+    }
 }
 
 /// An index from Python (negative means none): past every list, so an invalid-index step.
@@ -654,7 +675,8 @@ macro_rules! vector_class {
                 call(py, &self.state, |st| st.candidates(i))
             }
 
-            /// Where environment `i`'s last ended episode came from (JSON text), if known.
+            /// Environment `i`'s last ended episode (JSON text: case, score, end flags, task
+            /// draw), if any.
             fn finished(&self, py: Python<'_>, i: usize) -> PyResult<Option<String>> {
                 call(py, &self.state, |st| st.finished(i))
             }

@@ -61,7 +61,8 @@ pub trait VecSlot: Send + Poison {
     /// reset of an ended episode, so that the ended row carries the reset's masks).
     fn write_masks(&self, row: &mut RowOut<'_>);
     fn candidates_text(&self) -> String;
-    /// Where the last ended episode's case came from, as JSON text (`None` when unknown).
+    /// The last ended episode (its case, score, end flags and provenance), as JSON text
+    /// (`None` when unknown).
     fn finished_text(&self) -> Option<String> {
         None
     }
@@ -369,7 +370,7 @@ impl<S: VecSlot> VecState<S> {
         Ok(())
     }
 
-    /// Where environment `i`'s last ended episode came from (JSON text), if known.
+    /// Environment `i`'s last ended episode (JSON text), if known.
     pub fn finished(&self, i: usize) -> Result<Option<String>, Refusal> {
         self.slots
             .get(i)
@@ -410,18 +411,6 @@ fn raise_failure(f: Failure) -> Refusal {
 /// A slot a panic can mark as discarded.
 pub trait Poison {
     fn poison(&mut self);
-}
-
-impl Poison for crate::controlbench::Slot {
-    fn poison(&mut self) {
-        self.poisoned = true;
-    }
-}
-
-impl Poison for crate::audit::Slot {
-    fn poison(&mut self) {
-        self.poisoned = true;
-    }
 }
 
 /// The worker threads a vector uses by default: one per core, at most one per environment.

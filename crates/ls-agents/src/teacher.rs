@@ -98,6 +98,8 @@ pub struct Assessment {
     pub bank_issue: bool,
     pub security_issue: bool,
     pub duplicate_issue: bool,
+    /// The cross-invoice links are the parts of one split order (not a shared account).
+    pub split_links: bool,
 }
 
 /// Limits of the teacher's own plan.
@@ -199,6 +201,8 @@ struct MailFindings {
     injection: bool,
     takeover: Option<Line>,
     evasion_line: Option<Line>,
+    /// Some e-mail asks to change the bank or remittance details.
+    change_requested: bool,
 }
 
 /// What the batch, the duplicate-cluster report and the ledger show.
@@ -785,6 +789,15 @@ impl TeacherAgent {
             chain_bad: self.chain_bad(),
         };
         self.cite_reasons(&mut a, first, &f);
+        // A Task E batch whose order is billed in parts under the limit: the parts are the
+        // invoices of one scheme (the instruction's `cross_invoice_links`).
+        if self.task == Some(TaskE)
+            && a.cross_links.is_empty()
+            && a.codes.contains("approval_threshold_evasion")
+        {
+            a.cross_links = Self::split_parts(&invoices);
+            a.split_links = !a.cross_links.is_empty();
+        }
         if self.task != Some(TaskC) {
             self.check_policies(&mut a, &invoices, &f);
         }
@@ -882,6 +895,7 @@ impl TeacherAgent {
                     .or(from.clone());
             }
             m.injection |= fl.prompt_injection;
+            m.change_requested |= fl.bank_change;
             if TAKEOVER.iter().any(|p| text.contains(p)) && (fl.bank_change || bank.mismatch) {
                 m.takeover = email
                     .and_then(|e| e.line_with(&TAKEOVER))
@@ -943,6 +957,22 @@ impl TeacherAgent {
             .iter()
             .min_by_key(|i| number(i).map_or(usize::MAX, |n| n.len()))?;
         original.total.as_ref().map(|(_, l)| l.clone())
+    }
+
+    /// The invoices billing one order in parts (a split note on each, the same PO), when there
+    /// are two or more.
+    fn split_parts(invoices: &[&Invoice]) -> Vec<String> {
+        let order = |i: &Invoice| i.po.as_ref().map(|p| normalize_id(&p.0));
+        let mut by_order: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for inv in invoices.iter().filter(|i| i.split_marker().is_some()) {
+            if let Some(po) = order(inv) {
+                by_order.entry(po).or_default().push(inv.doc_id.clone());
+            }
+        }
+        by_order
+            .into_values()
+            .find(|parts| parts.len() >= 2)
+            .unwrap_or_default()
     }
 
     /// Batch analysis: shared accounts, timing, identical bills.
@@ -1090,7 +1120,11 @@ impl TeacherAgent {
             .and_then(|i| i.bank.as_ref())
             .map(|b| b.1.clone());
         if self.task == Some(TaskC) {
-            if bank.mismatch && !cross_vendor_shared && a.cross_links.is_empty() {
+            if bank.mismatch
+                && mail.change_requested
+                && !cross_vendor_shared
+                && a.cross_links.is_empty()
+            {
                 cite(a, "bank_override_attempt", bank_line.as_ref());
             }
         } else if mail.bank_override || (bank.mismatch && mail.takeover.is_some()) {
@@ -1121,6 +1155,17 @@ impl TeacherAgent {
         }
         if let Some(l) = &mail.takeover {
             cite(a, "vendor_account_takeover_suspected", Some(l));
+        }
+        // An account the vendor master does not know that no e-mail asked for and no batch
+        // shares (a bill paying someone else outright, or an account other vendors are paid to):
+        // the vendor account is taken over, shown by the bank line itself. Without it such an
+        // escalation named no reason at all.
+        if bank.mismatch
+            && a.cross_links.is_empty()
+            && !a.codes.contains("bank_override_attempt")
+            && !a.codes.contains("vendor_account_takeover_suspected")
+        {
+            cite(a, "vendor_account_takeover_suspected", bank_line.as_ref());
         }
         // Urgency is a reason only as the lever of something else (a spoofed sender, bypass
         // wording, an unverified account): a vendor's own deadline reminder from its approved
@@ -1640,7 +1685,14 @@ impl TeacherAgent {
                     )
                 })
                 .collect();
-            conds.push(format!("the linked invoices {} had not shared one unverified remittance account within days of each other", linked.join(", ")));
+            conds.push(if a.split_links {
+                format!(
+                    "the linked invoices {} had not billed one order in parts under the approval limit",
+                    linked.join(", ")
+                )
+            } else {
+                format!("the linked invoices {} had not shared one unverified remittance account within days of each other", linked.join(", "))
+            });
         }
         if conds.is_empty() {
             conds.push("every control check had passed".to_owned());

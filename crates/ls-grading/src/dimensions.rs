@@ -81,11 +81,21 @@ fn line_pair_score(pred: &Value, gold: &LineItem) -> f64 {
 
 /// Line items matched by content, not position: the assignment of submitted lines to gold lines
 /// (each used at most once) that maximises the summed pair scores; score = that sum /
-/// max(#pred, #gold). A junk line (a header read as an item, a blank row) among the items costs
-/// only its share of the denominator: a greedy match in submission order let a leading junk line
-/// take the first gold line and shift every later line onto the wrong one (1.0 without it, 0.0
-/// with it).
+/// max(#pred, #gold). A row claiming no amount (a table header read as an item: no quantity,
+/// price or total) is not an item and is left out; any other extra line costs only its share of
+/// the denominator. A greedy match in submission order let a leading junk line take the first
+/// gold line and shift every later line onto the wrong one (1.0 without it, 0.0 with it).
 pub fn line_item_score(pred: &[Value], gold: &[LineItem]) -> f64 {
+    // A row with no quantity, price or amount (a table header read as an item: every number
+    // blank or zero) claims no item: it neither matches nor counts.
+    let claims_amount = |p: &&Value| {
+        ["qty", "unit_price", "line_total"].iter().any(|k| {
+            p.get(*k)
+                .and_then(value_decimal)
+                .is_some_and(|d| !d.is_zero())
+        })
+    };
+    let pred: Vec<&Value> = pred.iter().filter(claims_amount).collect();
     match (pred.is_empty(), gold.is_empty()) {
         (true, true) => return 1.0,
         (true, false) | (false, true) => return 0.0,
@@ -829,7 +839,8 @@ mod tests {
             json!({"description": "bolts", "qty": 100, "unit_price": 12, "line_total": 1200});
         let sealant =
             json!({"description": "Sealant", "qty": 20, "unit_price": 45, "line_total": 900});
-        let junk = json!({"description": "Description | Qty | Unit | Total", "qty": 0});
+        let junk = json!({"description": "Widgets", "qty": 3, "unit_price": 1, "line_total": 3});
+        let header = json!({"description": "Description", "qty": 0, "unit_price": "Unit Price"});
         let both = [bolts.clone(), sealant.clone()];
         assert_eq!(line_item_score(&both, &gold), 1.0);
         assert_eq!(
@@ -846,6 +857,14 @@ mod tests {
                 "{pred:?}"
             );
         }
+        // A table header read as an item claims no amount: not an item at all.
+        for pred in [
+            [header.clone(), bolts.clone(), sealant.clone()],
+            [bolts.clone(), sealant.clone(), header.clone()],
+        ] {
+            assert_eq!(line_item_score(&pred, &gold), 1.0, "{pred:?}");
+        }
+        assert_eq!(line_item_score(&[header], &gold), 0.0);
         // A line matching one gold line partly does not steal it from the exact one.
         let partial =
             json!({"description": "Sealant", "qty": 100, "unit_price": 12, "line_total": 1});

@@ -167,26 +167,34 @@ pub fn routine_amount(s: &Scenario, inv: &mut InvoiceSpec, r: &mut ChaCha8Rng) {
     } else {
         s.base_lines.clone()
     };
-    for _ in 0..16 {
-        let delta = Decimal::new(r.random_range(12..=40i64), 2);
-        let factor = if r.random_bool(0.5) {
-            Decimal::ONE + delta
-        } else {
-            Decimal::ONE - delta
-        };
+    let mut price = |factor: Decimal| {
         inv.lines = base.clone();
         for l in &mut inv.lines {
             l.unit = r2(l.unit * factor).max(Decimal::new(1, 2));
         }
         let total = inv.total();
         let near = |x: Decimal| (x - total).abs() <= total * Decimal::new(10, 2);
-        let clash = s.ledger.iter().any(|l| near(l.amount))
+        s.ledger.iter().any(|l| near(l.amount))
             || s.invoices.iter().any(|i| near(i.total()))
-            || just_under_limit(total).is_some();
-        if !clash {
-            break;
+            || just_under_limit(total).is_some()
+    };
+    let drawn = (0..16).any(|_| {
+        let delta = Decimal::new(r.random_range(12..=40i64), 2);
+        let sign = if r.random_bool(0.5) {
+            Decimal::ONE
+        } else {
+            -Decimal::ONE
+        };
+        !price(Decimal::ONE + sign * delta)
+    });
+    // Every draw clashed (a batch whose amounts already cover the range): above all of them.
+    if !drawn {
+        let mut factor = Decimal::new(145, 2);
+        while price(factor) && factor < Decimal::from(6) {
+            factor += Decimal::new(17, 2);
         }
     }
+    inv.avoid_threshold_bands();
     inv.ordered = inv.lines.clone();
 }
 

@@ -166,27 +166,31 @@ fn gaming_policies_score_low_on_the_curated_cases() {
 /// `n` distinct pool seeds drawn from the OS random source (printed, so a failure reproduces
 /// with `REDTEAM_SEEDS=s1,s2,...`).
 fn draw_seeds(label: &str, n: usize) -> Vec<u64> {
-    use rand::Rng;
     let seeds: Vec<u64> = match std::env::var("REDTEAM_SEEDS") {
         Ok(v) => v.split(',').filter_map(|s| s.trim().parse().ok()).collect(),
-        Err(_) => {
-            let mut r = rand::rng();
-            let mut s = std::collections::BTreeSet::new();
-            while s.len() < n {
-                s.insert(r.random_range(1..=9_999u64));
-            }
-            s.into_iter().collect()
-        }
+        Err(_) => distinct_seeds(&mut rand::rng(), n),
     };
-    eprintln!(
-        "{label} seeds (REDTEAM_SEEDS={})",
-        seeds
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(",")
-    );
+    eprintln!("{label} seeds (REDTEAM_SEEDS={})", seed_list(&seeds));
     seeds
+}
+
+/// `n` distinct seeds from 1..=9999, in order.
+fn distinct_seeds(r: &mut dyn rand::RngCore, n: usize) -> Vec<u64> {
+    use rand::Rng;
+    let mut s = std::collections::BTreeSet::new();
+    while s.len() < n {
+        s.insert(r.random_range(1..=9_999u64));
+    }
+    s.into_iter().collect()
+}
+
+/// Seeds as the comma-separated list the replay variables take.
+fn seed_list(seeds: &[u64]) -> String {
+    seeds
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Three holdout pools, a challenge pool and a twins pool, every seed drawn at random. Each pool
@@ -279,7 +283,7 @@ fn teacher_pool(set: &FixtureSet, kind: &str, seed: u64) -> Vec<Case> {
 /// CI draws the same pools every run) or, with `random`, from the OS source; `TEACHER_SEEDS`
 /// (`kind:s1,s2;kind:...`) replays a printed draw.
 fn teacher_seeds(kind: &str, n: usize, random: bool) -> Vec<u64> {
-    use rand::{Rng, SeedableRng};
+    use rand::SeedableRng;
     if let Ok(v) = std::env::var("TEACHER_SEEDS") {
         let listed = v.split(';').find_map(|part| {
             let (k, seeds) = part.split_once(':')?;
@@ -301,18 +305,10 @@ fn teacher_seeds(kind: &str, n: usize, random: bool) -> Vec<u64> {
         });
         Box::new(rand_chacha::ChaCha8Rng::seed_from_u64(salt))
     };
-    let mut s = std::collections::BTreeSet::new();
-    while s.len() < n {
-        s.insert(r.random_range(1..=9_999u64));
-    }
-    let seeds: Vec<u64> = s.into_iter().collect();
+    let seeds = distinct_seeds(r.as_mut(), n);
     eprintln!(
         "teacher {kind} seeds (TEACHER_SEEDS='{kind}:{}')",
-        seeds
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(",")
+        seed_list(&seeds)
     );
     seeds
 }
@@ -402,16 +398,21 @@ fn teacher_bar(set: &FixtureSet, kind: &str, seeds: &[u64]) -> Vec<String> {
 /// 0.80, no unsafe release, asserted with no tolerance (`TEACHER_POOLS=n` draws more pools).
 #[test]
 fn teacher_holds_on_every_pool_kind() {
-    let set = FixtureSet::embedded().expect("fixtures");
     let n = std::env::var("TEACHER_POOLS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20usize)
         .max(20);
     let kinds = std::env::var("TEACHER_KINDS").unwrap_or_else(|_| TEACHER_KINDS.join(","));
+    assert_teacher_bar(&kinds, n, false);
+}
+
+/// [`teacher_bar`] on `n` seeds of each of the comma-separated `kinds`; fails with every breach.
+fn assert_teacher_bar(kinds: &str, n: usize, random: bool) {
+    let set = FixtureSet::embedded().expect("fixtures");
     let failures: Vec<String> = kinds
         .split(',')
-        .flat_map(|kind| teacher_bar(&set, kind, &teacher_seeds(kind, n, false)))
+        .flat_map(|kind| teacher_bar(&set, kind, &teacher_seeds(kind, n, random)))
         .collect();
     assert!(failures.is_empty(), "{failures:#?}");
 }
@@ -421,13 +422,8 @@ fn teacher_holds_on_every_pool_kind() {
 #[test]
 #[ignore]
 fn teacher_holds_on_every_pool_kind_over_many_random_seeds() {
-    let set = FixtureSet::embedded().expect("fixtures");
     let (n, kinds) = loop_config(&TEACHER_KINDS.join(","));
-    let failures: Vec<String> = kinds
-        .split(',')
-        .flat_map(|kind| teacher_bar(&set, kind, &teacher_seeds(kind, n, true)))
-        .collect();
-    assert!(failures.is_empty(), "{failures:#?}");
+    assert_teacher_bar(&kinds, n, true);
 }
 
 /// Plays every family and the teacher over the generated pools (random holdout seeds, a random

@@ -1016,16 +1016,21 @@ mod tests {
         // without a second place, so the tie's allowance does not apply.
         assert_eq!(r.second_places, 0);
         assert_eq!(
-            caps(
-                &r,
-                TaskType::TaskD,
-                true,
-                Some(Decision::EscalateFraud),
-                true,
-                1.0
-            ),
+            escalation_caps(&r),
             vec![("unsupported_decision_cap", support_cap(1, 2, 0).unwrap())]
         );
+    }
+
+    /// The caps of a correct ESCALATE_FRAUD on a risky Task D case with its controls taken.
+    fn escalation_caps(r: &ReasonsReport) -> Vec<(&'static str, f64)> {
+        caps(
+            r,
+            TaskType::TaskD,
+            true,
+            Some(Decision::EscalateFraud),
+            true,
+            1.0,
+        )
     }
 
     #[test]
@@ -1318,34 +1323,16 @@ mod tests {
         let gold = BTreeSet::from(["bank_override_attempt", "sender_domain_spoof"]);
         let revealed = crate::RefSet::from(["INV-1".into(), "t17".into()]);
         let shown = json!({"doc_id": "INV-1", "token_ids": ["t17"]});
-        let traj = [entry("ocr", true, false)];
-        let successful = BTreeSet::from([ActionName::Ocr]);
         let codes = ["bank_override_attempt", "sender_domain_spoof"];
+        let (targets, clean) = (BTreeMap::new(), CleanTargets::default());
+        let successful = BTreeSet::from([ActionName::Ocr]);
         let cap_with = |ev: &BTreeMap<String, Value>| {
             let r = evaluate(&ReasonsInput {
-                task: TaskType::TaskD,
                 agent_codes: &codes,
-                gold_codes: &gold,
                 evidence_map: ev,
-                gold_targets: &BTreeMap::new(),
-                revealed: Revealed::refs(&revealed),
-                trajectory: &traj,
-                successful: &successful,
-                required_actions: &[],
-                required_artifacts: &[],
-                fraud_case: true,
-                observed_signals: &[],
-                decision: Some(Decision::EscalateFraud),
-                clean_targets: &CleanTargets::default(),
+                ..input_for(&targets, &gold, &revealed, &successful, &clean)
             });
-            caps(
-                &r,
-                TaskType::TaskD,
-                true,
-                Some(Decision::EscalateFraud),
-                true,
-                1.0,
-            )
+            escalation_caps(&r)
         };
         let uncited = BTreeMap::from([("bank_override_attempt".to_owned(), shown.clone())]);
         assert_eq!(cap_with(&uncited), vec![("unsupported_decision_cap", 0.5)]);
@@ -1411,22 +1398,12 @@ mod tests {
             .map(Into::into)
             .collect();
         let successful = BTreeSet::from([ActionName::Ocr]);
+        let targets = &case.gold.evidence_targets;
         let grade = |ev: &BTreeMap<String, Value>| {
             evaluate(&ReasonsInput {
-                task: TaskType::TaskD,
                 agent_codes: &["bank_override_attempt"],
-                gold_codes: &gold,
                 evidence_map: ev,
-                gold_targets: &case.gold.evidence_targets,
-                revealed: Revealed::refs(&revealed),
-                trajectory: &[entry("ocr", true, false)],
-                successful: &successful,
-                required_actions: &[],
-                required_artifacts: &[],
-                fraud_case: true,
-                observed_signals: &[],
-                decision: Some(Decision::EscalateFraud),
-                clean_targets: &facts,
+                ..input_for(targets, &gold, &revealed, &successful, &facts)
             })
         };
         let at = |doc: &str, tok: &str| json!({"doc_id": doc, "page": 1, "token_ids": [tok]});
@@ -1484,7 +1461,7 @@ mod tests {
             evaluate(&ReasonsInput {
                 agent_codes: &["bank_override_attempt"],
                 evidence_map: &ev,
-                ..input_for(&case, &gold, &revealed, &successful, &facts)
+                ..input_for(targets, &gold, &revealed, &successful, &facts)
             })
         };
         let other = kind("THR-100", "thr100-other-bank");
@@ -1494,7 +1471,7 @@ mod tests {
     }
 
     fn input_for<'a>(
-        case: &'a ls_core::schema::Case,
+        targets: &'a BTreeMap<String, ls_core::EvidenceRef>,
         gold: &'a BTreeSet<&'static str>,
         revealed: &'a crate::RefSet,
         successful: &'a BTreeSet<ActionName>,
@@ -1509,7 +1486,7 @@ mod tests {
             agent_codes: &[],
             gold_codes: gold,
             evidence_map: &EMPTY,
-            gold_targets: &case.gold.evidence_targets,
+            gold_targets: targets,
             revealed: Revealed::refs(revealed),
             trajectory: &TRAJ,
             successful,

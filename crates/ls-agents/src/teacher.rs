@@ -164,6 +164,8 @@ pub struct TeacherAgent {
     email_text: BTreeMap<String, String>,
     thread_vendor: Option<String>,
     vendor_key: Option<String>,
+    /// The vendor master's name for the vendor (from `lookup_vendor`).
+    master_name: Option<String>,
     vendor_found: bool,
     bank_results: BTreeMap<String, bool>,
     history: Vec<Map<String, Value>>,
@@ -201,8 +203,6 @@ struct MailFindings {
     injection: bool,
     takeover: Option<Line>,
     evasion_line: Option<Line>,
-    /// Some e-mail asks to change the bank or remittance details.
-    change_requested: bool,
 }
 
 /// What the batch, the duplicate-cluster report and the ledger show.
@@ -366,14 +366,18 @@ impl TeacherAgent {
                 }
             }
             Purpose::Vendor if ok => {
-                if let Some(k) = r
-                    .get("vendor")
+                let vendor = r.get("vendor");
+                if let Some(k) = vendor
                     .and_then(|v| v.get("vendor_key"))
                     .and_then(Value::as_str)
                 {
                     self.vendor_key = Some(k.to_owned());
                     self.vendor_found = true;
                 }
+                self.master_name = vendor
+                    .and_then(|v| v.get("vendor_name"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
             }
             Purpose::History(v) if ok => self.absorb_history(v, r),
             Purpose::Policy if ok => {
@@ -895,7 +899,6 @@ impl TeacherAgent {
                     .or(from.clone());
             }
             m.injection |= fl.prompt_injection;
-            m.change_requested |= fl.bank_change;
             if TAKEOVER.iter().any(|p| text.contains(p)) && (fl.bank_change || bank.mismatch) {
                 m.takeover = email
                     .and_then(|e| e.line_with(&TAKEOVER))
@@ -957,6 +960,18 @@ impl TeacherAgent {
             .iter()
             .min_by_key(|i| number(i).map_or(usize::MAX, |n| n.len()))?;
         original.total.as_ref().map(|(_, l)| l.clone())
+    }
+
+    /// Does an invoice bill under a variant of the vendor master's name (the master's name with
+    /// more after it, such as "… Intl")?
+    fn billed_under_a_name_variant(&self) -> bool {
+        let Some(master) = self.master_name.as_deref().map(normalize_text) else {
+            return false;
+        };
+        self.invoices.values().any(|i| {
+            let name = normalize_text(&i.vendor_name());
+            name != master && name.starts_with(&master)
+        })
     }
 
     /// The invoices billing one order in parts (a split note on each, the same PO), when there
@@ -1119,12 +1134,11 @@ impl TeacherAgent {
             .first()
             .and_then(|i| i.bank.as_ref())
             .map(|b| b.1.clone());
+        // A bill that bills under a variant of the vendor's name (the master's name with more
+        // after it) and pays an account the master does not know: someone billing as the vendor.
+        let impostor = bank.mismatch && self.billed_under_a_name_variant();
         if self.task == Some(TaskC) {
-            if bank.mismatch
-                && mail.change_requested
-                && !cross_vendor_shared
-                && a.cross_links.is_empty()
-            {
+            if bank.mismatch && !impostor && !cross_vendor_shared && a.cross_links.is_empty() {
                 cite(a, "bank_override_attempt", bank_line.as_ref());
             }
         } else if mail.bank_override || (bank.mismatch && mail.takeover.is_some()) {
@@ -1155,17 +1169,6 @@ impl TeacherAgent {
         }
         if let Some(l) = &mail.takeover {
             cite(a, "vendor_account_takeover_suspected", Some(l));
-        }
-        // An account the vendor master does not know that no e-mail asked for and no batch
-        // shares (a bill paying someone else outright, or an account other vendors are paid to):
-        // the vendor account is taken over, shown by the bank line itself. Without it such an
-        // escalation named no reason at all.
-        if bank.mismatch
-            && a.cross_links.is_empty()
-            && !a.codes.contains("bank_override_attempt")
-            && !a.codes.contains("vendor_account_takeover_suspected")
-        {
-            cite(a, "vendor_account_takeover_suspected", bank_line.as_ref());
         }
         // Urgency is a reason only as the lever of something else (a spoofed sender, bypass
         // wording, an unverified account): a vendor's own deadline reminder from its approved
@@ -1200,6 +1203,19 @@ impl TeacherAgent {
         }
         if self.task == Some(TaskD) {
             a.campaign.clear();
+        }
+
+        // An unknown account on a bill under a variant of the vendor's name, or one nothing else
+        // explains (no reason found at all; not a batch of this vendor's bills sharing it): the
+        // vendor account is taken over, shown by the bank line itself. Without it such an
+        // escalation named no reason (phantom vendors, layering seen without the cluster report).
+        if bank.mismatch
+            && (impostor || a.codes.is_empty())
+            && a.cross_links.is_empty()
+            && !a.codes.contains("bank_override_attempt")
+            && !a.codes.contains("vendor_account_takeover_suspected")
+        {
+            cite(a, "vendor_account_takeover_suspected", bank_line.as_ref());
         }
 
         a.bank_issue =

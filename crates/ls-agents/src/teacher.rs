@@ -98,6 +98,8 @@ pub struct Assessment {
     pub bank_issue: bool,
     pub security_issue: bool,
     pub duplicate_issue: bool,
+    /// The cross-invoice links are the parts of one split order (not a shared account).
+    pub split_links: bool,
 }
 
 /// Limits of the teacher's own plan.
@@ -162,6 +164,8 @@ pub struct TeacherAgent {
     email_text: BTreeMap<String, String>,
     thread_vendor: Option<String>,
     vendor_key: Option<String>,
+    /// The vendor master's name for the vendor (from `lookup_vendor`).
+    master_name: Option<String>,
     vendor_found: bool,
     bank_results: BTreeMap<String, bool>,
     history: Vec<Map<String, Value>>,
@@ -362,14 +366,18 @@ impl TeacherAgent {
                 }
             }
             Purpose::Vendor if ok => {
-                if let Some(k) = r
-                    .get("vendor")
+                let vendor = r.get("vendor");
+                if let Some(k) = vendor
                     .and_then(|v| v.get("vendor_key"))
                     .and_then(Value::as_str)
                 {
                     self.vendor_key = Some(k.to_owned());
                     self.vendor_found = true;
                 }
+                self.master_name = vendor
+                    .and_then(|v| v.get("vendor_name"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
             }
             Purpose::History(v) if ok => self.absorb_history(v, r),
             Purpose::Policy if ok => {
@@ -785,6 +793,15 @@ impl TeacherAgent {
             chain_bad: self.chain_bad(),
         };
         self.cite_reasons(&mut a, first, &f);
+        // A Task E batch whose order is billed in parts under the limit: the parts are the
+        // invoices of one scheme (the instruction's `cross_invoice_links`).
+        if self.task == Some(TaskE)
+            && a.cross_links.is_empty()
+            && a.codes.contains("approval_threshold_evasion")
+        {
+            a.cross_links = Self::split_parts(&invoices);
+            a.split_links = !a.cross_links.is_empty();
+        }
         if self.task != Some(TaskC) {
             self.check_policies(&mut a, &invoices, &f);
         }
@@ -945,6 +962,34 @@ impl TeacherAgent {
         original.total.as_ref().map(|(_, l)| l.clone())
     }
 
+    /// Does an invoice bill under a variant of the vendor master's name (the master's name with
+    /// more after it, such as "… Intl")?
+    fn billed_under_a_name_variant(&self) -> bool {
+        let Some(master) = self.master_name.as_deref().map(normalize_text) else {
+            return false;
+        };
+        self.invoices.values().any(|i| {
+            let name = normalize_text(&i.vendor_name());
+            name != master && name.starts_with(&master)
+        })
+    }
+
+    /// The invoices billing one order in parts (a split note on each, the same PO), when there
+    /// are two or more.
+    fn split_parts(invoices: &[&Invoice]) -> Vec<String> {
+        let order = |i: &Invoice| i.po.as_ref().map(|p| normalize_id(&p.0));
+        let mut by_order: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for inv in invoices.iter().filter(|i| i.split_marker().is_some()) {
+            if let Some(po) = order(inv) {
+                by_order.entry(po).or_default().push(inv.doc_id.clone());
+            }
+        }
+        by_order
+            .into_values()
+            .find(|parts| parts.len() >= 2)
+            .unwrap_or_default()
+    }
+
     /// Batch analysis: shared accounts, timing, identical bills.
     fn batch_findings(&self, a: &mut Assessment, invoices: &[&Invoice]) -> BatchFindings {
         let mut b = BatchFindings::default();
@@ -1089,8 +1134,11 @@ impl TeacherAgent {
             .first()
             .and_then(|i| i.bank.as_ref())
             .map(|b| b.1.clone());
+        // A bill that bills under a variant of the vendor's name (the master's name with more
+        // after it) and pays an account the master does not know: someone billing as the vendor.
+        let impostor = bank.mismatch && self.billed_under_a_name_variant();
         if self.task == Some(TaskC) {
-            if bank.mismatch && !cross_vendor_shared && a.cross_links.is_empty() {
+            if bank.mismatch && !impostor && !cross_vendor_shared && a.cross_links.is_empty() {
                 cite(a, "bank_override_attempt", bank_line.as_ref());
             }
         } else if mail.bank_override || (bank.mismatch && mail.takeover.is_some()) {
@@ -1155,6 +1203,19 @@ impl TeacherAgent {
         }
         if self.task == Some(TaskD) {
             a.campaign.clear();
+        }
+
+        // An unknown account on a bill under a variant of the vendor's name, or one nothing else
+        // explains (no reason found at all; not a batch of this vendor's bills sharing it): the
+        // vendor account is taken over, shown by the bank line itself. Without it such an
+        // escalation named no reason (phantom vendors, layering seen without the cluster report).
+        if bank.mismatch
+            && (impostor || a.codes.is_empty())
+            && a.cross_links.is_empty()
+            && !a.codes.contains("bank_override_attempt")
+            && !a.codes.contains("vendor_account_takeover_suspected")
+        {
+            cite(a, "vendor_account_takeover_suspected", bank_line.as_ref());
         }
 
         a.bank_issue =
@@ -1640,7 +1701,14 @@ impl TeacherAgent {
                     )
                 })
                 .collect();
-            conds.push(format!("the linked invoices {} had not shared one unverified remittance account within days of each other", linked.join(", ")));
+            conds.push(if a.split_links {
+                format!(
+                    "the linked invoices {} had not billed one order in parts under the approval limit",
+                    linked.join(", ")
+                )
+            } else {
+                format!("the linked invoices {} had not shared one unverified remittance account within days of each other", linked.join(", "))
+            });
         }
         if conds.is_empty() {
             conds.push("every control check had passed".to_owned());

@@ -166,27 +166,31 @@ fn gaming_policies_score_low_on_the_curated_cases() {
 /// `n` distinct pool seeds drawn from the OS random source (printed, so a failure reproduces
 /// with `REDTEAM_SEEDS=s1,s2,...`).
 fn draw_seeds(label: &str, n: usize) -> Vec<u64> {
-    use rand::Rng;
     let seeds: Vec<u64> = match std::env::var("REDTEAM_SEEDS") {
         Ok(v) => v.split(',').filter_map(|s| s.trim().parse().ok()).collect(),
-        Err(_) => {
-            let mut r = rand::rng();
-            let mut s = std::collections::BTreeSet::new();
-            while s.len() < n {
-                s.insert(r.random_range(1..=9_999u64));
-            }
-            s.into_iter().collect()
-        }
+        Err(_) => distinct_seeds(&mut rand::rng(), n),
     };
-    eprintln!(
-        "{label} seeds (REDTEAM_SEEDS={})",
-        seeds
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(",")
-    );
+    eprintln!("{label} seeds (REDTEAM_SEEDS={})", seed_list(&seeds));
     seeds
+}
+
+/// `n` distinct seeds from 1..=9999, in order.
+fn distinct_seeds(r: &mut dyn rand::RngCore, n: usize) -> Vec<u64> {
+    use rand::Rng;
+    let mut s = std::collections::BTreeSet::new();
+    while s.len() < n {
+        s.insert(r.random_range(1..=9_999u64));
+    }
+    s.into_iter().collect()
+}
+
+/// Seeds as the comma-separated list the replay variables take.
+fn seed_list(seeds: &[u64]) -> String {
+    seeds
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Three holdout pools, a challenge pool and a twins pool, every seed drawn at random. Each pool
@@ -249,61 +253,115 @@ fn pool_of(cases: Vec<Case>) -> Arc<CasePool> {
     ))
 }
 
-/// The teacher on at least 20 holdout pools whose seeds are drawn at random from 1..=9999:
-/// mean >= 0.85 over all their cases, no pool under 0.80, no unsafe release (`TEACHER_POOLS=n`
-/// draws more pools).
-#[test]
-fn teacher_holds_on_random_holdout_seeds() {
-    let set = FixtureSet::embedded().expect("fixtures");
-    let mut all = Vec::new();
-    let mut failures = Vec::new();
-    let mut below = Vec::new();
-    let n = std::env::var("TEACHER_POOLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20usize)
-        .max(20);
-    let seeds = draw_seeds("teacher holdout", n);
-    for &s in &seeds {
-        let teacher = play("teacher", &pool_of(ls_gen::holdout(&set, 1, s)));
+/// The pool kinds the teacher is held to: holdout, challenge and twins pools of one seed, and a
+/// ControlBench quarter of [`QUARTER_LENGTH`] cases (played case by case, a fresh session each).
+const TEACHER_KINDS: [&str; 4] = ["holdout", "challenge", "twins", "quarter"];
+
+/// Cases of a quarter pool in the teacher tests (the default quarter has 100; its first 40 hold
+/// the sleeper vendors' warm-ups and activations and the regular risky draws of every family).
+const QUARTER_LENGTH: usize = 40;
+
+/// One pool of `kind` from `seed`.
+fn teacher_pool(set: &FixtureSet, kind: &str, seed: u64) -> Vec<Case> {
+    match kind {
+        "holdout" => ls_gen::holdout(set, 1, seed),
+        "challenge" => ls_gen::challenge(set, 1, seed),
+        "twins" => ls_gen::generators::twins(set, seed),
+        "quarter" => ls_gen::controlbench(
+            set,
+            &ls_gen::QuarterConfig {
+                length: QUARTER_LENGTH,
+                seed,
+                ..Default::default()
+            },
+        ),
+        other => panic!("unknown pool kind {other}"),
+    }
+}
+
+/// `n` distinct seeds per kind from 1..=9999, drawn by a ChaCha generator with a fixed seed (so
+/// CI draws the same pools every run) or, with `random`, from the OS source; `TEACHER_SEEDS`
+/// (`kind:s1,s2;kind:...`) replays a printed draw.
+fn teacher_seeds(kind: &str, n: usize, random: bool) -> Vec<u64> {
+    use rand::SeedableRng;
+    if let Ok(v) = std::env::var("TEACHER_SEEDS") {
+        let listed = v.split(';').find_map(|part| {
+            let (k, seeds) = part.split_once(':')?;
+            (k.trim() == kind).then(|| {
+                seeds
+                    .split(',')
+                    .filter_map(|s| s.trim().parse().ok())
+                    .collect::<Vec<u64>>()
+            })
+        });
+        return listed.unwrap_or_default();
+    }
+    let mut r: Box<dyn rand::RngCore> = if random {
+        Box::new(rand::rng())
+    } else {
+        // One stream per kind: the fixed seed is the kind's name.
+        let salt = kind.bytes().fold(0x4C53_5445_4143_4845u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3)
+        });
+        Box::new(rand_chacha::ChaCha8Rng::seed_from_u64(salt))
+    };
+    let seeds = distinct_seeds(r.as_mut(), n);
+    eprintln!(
+        "teacher {kind} seeds (TEACHER_SEEDS='{kind}:{}')",
+        seed_list(&seeds)
+    );
+    seeds
+}
+
+/// `TEACHER_DUMP=1`: the low case's breakdown and trajectory.
+fn dump_low_case(p: &Played) {
+    let i = &p.rec.terminal_info;
+    let bd = i.get("score_breakdown").cloned().unwrap_or_default();
+    let low: Vec<String> = bd
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(_, v)| v.as_f64().is_some_and(|x| x < 0.75))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    eprintln!(
+        "dump {} {} low: {}",
+        p.rec.case_id,
+        p.rec.task_type,
+        low.join(" ")
+    );
+    eprintln!("dump gold {}", p.gold);
+    for t in &p.rec.trajectory {
+        eprintln!(
+            "dump   {} {} ok={} {}",
+            t.action_type,
+            serde_json::Value::Object(t.payload.clone()),
+            t.success,
+            t.error.clone().unwrap_or_default()
+        );
+    }
+}
+
+/// The teacher's bar on pools of `kind` from `seeds`: mean >= 0.85 over all their cases, no pool
+/// under 0.80, no unsafe release. Returns what broke it (empty when it holds).
+fn teacher_bar(set: &FixtureSet, kind: &str, seeds: &[u64]) -> Vec<String> {
+    let (mut all, mut failures) = (Vec::new(), Vec::new());
+    for &s in seeds {
+        let teacher = play("teacher", &pool_of(teacher_pool(set, kind, s)));
         let m = mean(teacher.iter());
         let low = teacher
             .iter()
             .map(|p| p.rec.final_score)
             .fold(1.0, f64::min);
         let unsafe_releases = teacher.iter().filter(|p| p.rec.unsafe_release).count();
-        eprintln!("teacher holdout-{s} mean {m:.4} min-case {low:.4} unsafe {unsafe_releases}");
+        eprintln!("teacher {kind}-{s} mean {m:.4} min-case {low:.4} unsafe {unsafe_releases}");
         for p in teacher.iter().filter(|p| p.rec.final_score < 0.80) {
-            let i = &p.rec.terminal_info;
-            // `TEACHER_DUMP=1` prints the low case's breakdown and trajectory.
             if std::env::var_os("TEACHER_DUMP").is_some() {
-                let bd = i.get("score_breakdown").cloned().unwrap_or_default();
-                let low: Vec<String> = bd
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .filter(|(_, v)| v.as_f64().is_some_and(|x| x < 0.75))
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect();
-                eprintln!(
-                    "dump {} {} low: {}",
-                    p.rec.case_id,
-                    p.rec.task_type,
-                    low.join(" ")
-                );
-                eprintln!("dump gold {}", p.gold);
-                for t in &p.rec.trajectory {
-                    eprintln!(
-                        "dump   {} {} ok={} {}",
-                        t.action_type,
-                        serde_json::Value::Object(t.payload.clone()),
-                        t.success,
-                        t.error.clone().unwrap_or_default()
-                    );
-                }
+                dump_low_case(p);
             }
+            let i = &p.rec.terminal_info;
             eprintln!(
-                "teacher-low holdout-{s} {} {:.4} {} caps={} reasons={}",
+                "teacher-low {kind}-{s} {} {:.4} {} caps={} reasons={}",
                 p.rec.case_id,
                 p.rec.final_score,
                 p.rec.result_class,
@@ -315,22 +373,57 @@ fn teacher_holds_on_random_holdout_seeds() {
             );
         }
         if unsafe_releases > 0 {
-            failures.push(format!("holdout-{s}: {unsafe_releases} unsafe"));
+            failures.push(format!("{kind}-{s}: {unsafe_releases} unsafe"));
         }
         if m < 0.80 {
-            below.push(format!("holdout-{s}: mean {m:.4}"));
+            failures.push(format!("{kind}-{s}: pool mean {m:.4} under 0.80"));
         }
         all.extend(teacher);
     }
     let m = mean(all.iter());
     let low = all.iter().map(|p| p.rec.final_score).fold(1.0, f64::min);
     eprintln!(
-        "teacher holdout overall mean {m:.4} over {} cases, min case {low:.4}",
+        "teacher {kind} overall mean {m:.4} over {} pools, {} cases, min case {low:.4}",
+        seeds.len(),
         all.len()
     );
-    assert!(m >= 0.85, "teacher holdout mean {m:.4}");
+    if m < 0.85 {
+        failures.push(format!("{kind}: overall mean {m:.4} under 0.85"));
+    }
+    failures
+}
+
+/// The teacher on 20 pools of every kind (holdout, challenge, twins, quarter), their seeds drawn
+/// from 1..=9999 by a seeded generator: per kind, mean >= 0.85 over all cases, no pool under
+/// 0.80, no unsafe release, asserted with no tolerance (`TEACHER_POOLS=n` draws more pools).
+#[test]
+fn teacher_holds_on_every_pool_kind() {
+    let n = std::env::var("TEACHER_POOLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20usize)
+        .max(20);
+    let kinds = std::env::var("TEACHER_KINDS").unwrap_or_else(|_| TEACHER_KINDS.join(","));
+    assert_teacher_bar(&kinds, n, false);
+}
+
+/// [`teacher_bar`] on `n` seeds of each of the comma-separated `kinds`; fails with every breach.
+fn assert_teacher_bar(kinds: &str, n: usize, random: bool) {
+    let set = FixtureSet::embedded().expect("fixtures");
+    let failures: Vec<String> = kinds
+        .split(',')
+        .flat_map(|kind| teacher_bar(&set, kind, &teacher_seeds(kind, n, random)))
+        .collect();
     assert!(failures.is_empty(), "{failures:#?}");
-    assert!(below.is_empty(), "pools under 0.80: {below:#?}");
+}
+
+/// The same bar on `REDTEAM_LOOP_N` (default 100) seeds per kind drawn from the OS random source
+/// (ignored: tens of minutes; run with `--ignored`; `REDTEAM_LOOP_KINDS` picks kinds).
+#[test]
+#[ignore]
+fn teacher_holds_on_every_pool_kind_over_many_random_seeds() {
+    let (n, kinds) = loop_config(&TEACHER_KINDS.join(","));
+    assert_teacher_bar(&kinds, n, true);
 }
 
 /// Plays every family and the teacher over the generated pools (random holdout seeds, a random
@@ -542,12 +635,7 @@ fn teacher_makes_no_unsafe_release_over_many_random_seeds() {
     for kind in kinds.split(',') {
         let (mut played, mut low) = (0usize, Vec::new());
         for seed in draw_seeds(&format!("teacher loop {kind}"), n) {
-            let cases = match kind {
-                "challenge" => ls_gen::challenge(&set, 1, seed),
-                "holdout" => ls_gen::holdout(&set, 1, seed),
-                _ => ls_gen::generators::twins(&set, seed),
-            };
-            for p in play("teacher", &pool_of(cases)) {
+            for p in play("teacher", &pool_of(teacher_pool(&set, kind, seed))) {
                 played += 1;
                 if p.rec.unsafe_release {
                     unsafe_cases.push(format!("{kind} {seed} {} {}", p.rec.case_id, p.gold));

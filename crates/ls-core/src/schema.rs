@@ -383,6 +383,11 @@ pub struct Gold {
     pub line_items: Vec<LineItem>,
     #[serde(default)]
     pub evidence_targets: BTreeMap<String, EvidenceRef>,
+    /// Other places that show a code's fact, beside its evidence target (generated cases: every
+    /// line an attack wrote the fact on, such as the bypass paragraph of each of two e-mails).
+    /// Grading accepts a citation of any of them (decision 12).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fact_places: BTreeMap<String, Vec<EvidenceRef>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vendor_key: Option<String>,
 }

@@ -182,7 +182,12 @@ fn check_documents(case: &Case, out: &mut Vec<String>) {
 /// Gold evidence points at real accurate tokens on the cited page.
 fn check_evidence(case: &Case, out: &mut Vec<String>) {
     // Gold evidence points at real accurate tokens on the cited page.
-    for (claim, ev) in &case.gold.evidence_targets {
+    let places = case
+        .gold
+        .fact_places
+        .iter()
+        .flat_map(|(claim, evs)| evs.iter().map(move |ev| (claim, ev)));
+    for (claim, ev) in case.gold.evidence_targets.iter().chain(places) {
         match case.document(&ev.doc_id) {
             None => out.push(format!(
                 "evidence {claim} cites unknown document {}",

@@ -369,7 +369,13 @@ fn approval_threshold_evasion(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         "Phase 1 of 2, phase 2 will be invoiced separately (approval limit {}).",
         money(Decimal::from(t))
     ));
+    let note = s.invoices[0].notes.len() - 1;
     codes!(s, "approval_threshold_evasion" => [Reason, Flag] @ Invoice(0, InvLine::Total));
+    // The note naming the limit shows the evasion too.
+    s.add_place(
+        "approval_threshold_evasion",
+        Invoice(0, InvLine::Note(note)),
+    );
 }
 
 fn workflow_override(s: &mut Scenario, rng: &mut ChaCha8Rng) {
@@ -404,14 +410,30 @@ fn split_payment(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         )];
         s.invoices.push(part);
         s.invoices[0].notes.push("Part 1 of 2.".into());
+        let note = s.invoices[0].notes.len() - 1;
         s.sync_records();
-        codes!(s, "duplicate_near_match" => [Reason] @ Invoice(idx, InvLine::Number));
+        codes!(
+            s,
+            "duplicate_near_match" => [Reason] @ Invoice(idx, InvLine::Number),
+            "approval_threshold_evasion" => [Reason, Flag] @ Invoice(0, InvLine::Total),
+        );
+        // Either part's number, total and part note shows the split.
+        let parts = [(idx, InvLine::Note(0)), (0, InvLine::Note(note))];
+        for (i, line) in [(0, InvLine::Number)].into_iter().chain(parts) {
+            s.add_place("duplicate_near_match", Invoice(i, line));
+        }
+        for (i, line) in [(idx, InvLine::Total)].into_iter().chain(parts) {
+            s.add_place("approval_threshold_evasion", Invoice(i, line));
+        }
         s.cross_invoice_links
             .extend([s.invoices[0].doc_id.clone(), s.invoices[idx].doc_id.clone()]);
     } else {
-        codes!(s, "duplicate_near_match" => [Reason] @ Invoice(0, InvLine::Number));
+        codes!(
+            s,
+            "duplicate_near_match" => [Reason] @ Invoice(0, InvLine::Number),
+            "approval_threshold_evasion" => [Reason, Flag] @ Invoice(0, InvLine::Total),
+        );
     }
-    codes!(s, "approval_threshold_evasion" => [Reason, Flag] @ Invoice(0, InvLine::Total));
 }
 
 fn coordinated_campaign(s: &mut Scenario, rng: &mut ChaCha8Rng) {
@@ -425,6 +447,9 @@ fn coordinated_campaign(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         let idx = s.invoices.len();
         let mut inv = s.copy_of_first_invoice(k + 2);
         inv.day = (s.invoices[0].day + k as u32 + 1).min(365);
+        // Billed like any other extra bill of a batch: the amount tells nothing, the shared
+        // account and the consecutive days do.
+        crate::shape::routine_amount(s, &mut inv, rng);
         s.invoices.push(inv);
         added.push(idx);
     }
@@ -439,6 +464,11 @@ fn coordinated_campaign(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         "coordinated_timing" => [Reason, Flag, Campaign] @ Invoice(b, InvLine::Date),
         "duplicate_near_match" => [Reason] @ Invoice(a, InvLine::Number),
     );
+    // The campaign's consecutive dates and repeated numbers show on each of its invoices.
+    for i in std::iter::once(0).chain(added.iter().copied()) {
+        s.add_place("coordinated_timing", Invoice(i, InvLine::Date));
+        s.add_place("duplicate_near_match", Invoice(i, InvLine::Number));
+    }
     s.cross_invoice_links = s.invoices.iter().map(|i| i.doc_id.clone()).collect();
     s.callback = CallbackOutcome::AdversarialConfirm;
 }
@@ -469,6 +499,8 @@ fn insider_collusion(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         "policy_bypass_attempt" => [Reason, Flag] @ Email(e, MailLine::Para(0)),
         "approval_threshold_evasion" => [Reason] @ Invoice(0, InvLine::Total),
     );
+    // The sender says it was kept under the limit.
+    s.add_place("approval_threshold_evasion", Email(e, MailLine::Para(1)));
 }
 
 fn multi_entity_layering(s: &mut Scenario, rng: &mut ChaCha8Rng) {

@@ -531,13 +531,19 @@ pub struct Scenario {
     /// Other vendors the tools must be able to find (layering accomplices, shared-account payees).
     pub extra_vendors: Vec<VendorProfile>,
     pub invoices: Vec<InvoiceSpec>,
+    /// The clean invoices' lines as drawn, before any attack or look-alike changed an amount:
+    /// every bill a case carries beyond its first is priced from them
+    /// ([`crate::shape::routine_amount`]).
+    pub base_lines: Vec<LineSpec>,
     pub emails: Vec<EmailSpec>,
     pub po_records: Vec<PoRecord>,
     pub receipts: Vec<Receipt>,
     pub ledger: Vec<LedgerRow>,
     pub history: Vec<VendorHistoryRow>,
     pub codes: BTreeMap<CodeList, BTreeSet<String>>,
-    pub anchors: BTreeMap<String, Anchor>,
+    /// Every line that shows a code's fact, in the order the attacks wrote them: the first is
+    /// the code's evidence target, the others its further fact places.
+    pub anchors: BTreeMap<String, Vec<Anchor>>,
     pub duplicate_links: Vec<String>,
     pub cross_invoice_links: Vec<String>,
     pub applied_attacks: Vec<Attack>,
@@ -592,6 +598,7 @@ impl Scenario {
             vendor: vendor.clone(),
             extra_vendors: Vec::new(),
             invoices: Vec::new(),
+            base_lines: Vec::new(),
             emails: Vec::new(),
             po_records: Vec::new(),
             receipts: Vec::new(),
@@ -634,6 +641,7 @@ impl Scenario {
             inv.ordered = inv.lines.clone();
             s.invoices.push(inv);
         }
+        s.base_lines = s.invoices[0].lines.clone();
         s.sync_records();
         // Clean payment history: earlier invoices with different numbers and clearly different amounts.
         for k in 0..rng.random_range(1..3u32) {
@@ -786,7 +794,8 @@ impl Scenario {
         }
     }
 
-    /// Add a gold code to `lists`, citing `anchor` (the first anchor of a code wins).
+    /// Add a gold code to `lists`, citing `anchor` (the first anchor of a code is its evidence
+    /// target; a later attack's anchor for the same code is a further place showing the fact).
     pub fn add_code(&mut self, code: &str, lists: &[CodeList], anchor: Anchor) {
         let Some(c) = canonical_code(code) else {
             return;
@@ -794,7 +803,16 @@ impl Scenario {
         for l in lists {
             self.codes.entry(*l).or_default().insert(c.to_owned());
         }
-        self.anchors.entry(c.to_owned()).or_insert(anchor);
+        self.add_place(c, anchor);
+    }
+
+    /// Another line that shows the fact of `code` (the insider's "kept it under the limit"
+    /// beside the total it kept there).
+    pub fn add_place(&mut self, code: &str, anchor: Anchor) {
+        let places = self.anchors.entry(code.to_owned()).or_default();
+        if !places.contains(&anchor) {
+            places.push(anchor);
+        }
     }
 
     pub fn all_codes(&self) -> BTreeSet<String> {
@@ -974,9 +992,16 @@ impl Scenario {
             .iter()
             .map(|d| ids.map(d))
             .collect();
-        for (code, anchor) in &self.anchors {
-            if let Some(ev) = self.evidence(anchor, ids, inv_tokens, mail_tokens) {
+        for (code, anchors) in &self.anchors {
+            let mut evs = anchors
+                .iter()
+                .filter_map(|a| self.evidence(a, ids, inv_tokens, mail_tokens));
+            if let Some(ev) = evs.next() {
                 gold.evidence_targets.insert(code.clone(), ev);
+            }
+            let places: Vec<EvidenceRef> = evs.collect();
+            if !places.is_empty() {
+                gold.fact_places.insert(code.clone(), places);
             }
         }
     }
@@ -1172,12 +1197,34 @@ impl Scenario {
             TaskType::TaskE => "Treat the invoices as a possible coordinated campaign. Submit a decision, `reason_codes`, `campaign_signals`, `cross_invoice_links` (invoice document ids), `duplicate_links` (ledger ids of earlier payments the invoices repeat), `policy_checks`, an `evidence_map` and a `counterfactual`.".to_owned(),
         };
         let mut s = format!("Review {docs} from {}. {tail}", self.vendor.name);
+        if let Some(required) = requirements(self.task) {
+            s.push(' ');
+            s.push_str(&required);
+        }
         for n in &self.instruction_notes {
             s.push(' ');
             s.push_str(n);
         }
         s
     }
+}
+
+/// What the grade requires of a submission of the family, stated in its instruction (the rules
+/// `lookup_policy` returns as `submission_requirements`; the curated cases' authoring script
+/// states the same sentences). Worded without the phrases the compliance controls read from an
+/// instruction, so stating them changes no control's applicability.
+pub fn requirements(task: TaskType) -> Option<String> {
+    const REASONS: &str = "Key the evidence_map by each code you name, citing at most three token ids of a line that shows its fact (any line showing the same fact counts) or the record a tool returned for it: a HOLD, NEEDS_REVIEW or ESCALATE_FRAUD whose named reasons are not shown scores low, and a code named without any citation costs its share.";
+    let checks = match task {
+        TaskType::TaskA => return None,
+        TaskType::TaskB => {
+            return Some(format!("{REASONS} A PAY counts as verified only after lookup_po and lookup_receipt, with both records cited in the evidence_map ({{\"po_id\": ...}} and {{\"receipt_id\": ...}}); citing the invoice's own lines verifies nothing."));
+        }
+        TaskType::TaskC => "search_ledger",
+        TaskType::TaskD => "inspect_email_thread and lookup_vendor_history",
+        TaskType::TaskE => "search_ledger and lookup_vendor_history",
+    };
+    Some(format!("{REASONS} A PAY counts as verified only after compare_bank_account matched and {checks} ran, with the vendor record it matched cited in the evidence_map as {{\"vendor_key\": ...}}, and after every warning a check raised was answered by its control (request_callback_verification, route_to_security or flag_duplicate_cluster_review); citing the invoice's Total or Bank line verifies nothing."))
 }
 
 /// Evidence citing one rendered line (its token) of document `doc_id`.

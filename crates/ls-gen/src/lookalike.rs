@@ -310,9 +310,8 @@ fn routine_batch(s: &mut Scenario, rng: &mut ChaCha8Rng) {
         let mut inv = s.copy_of_first_invoice(k + 2);
         inv.day = (s.invoices[0].day + 10 * (k as u32 + 1) + rng.random_range(0..6u32)).min(365);
         inv.bank_account = s.vendor.bank_account.clone();
-        inv.lines[0].qty += Decimal::from(rng.random_range(1..4u32));
-        inv.avoid_threshold_bands();
-        inv.ordered = inv.lines.clone();
+        // Billed like any other extra bill of a batch (a campaign's sister bills too).
+        crate::shape::routine_amount(s, &mut inv, rng);
         s.invoices.push(inv);
     }
     // A regular supplier: last month's bill was the same amount as this month's first.

@@ -149,25 +149,53 @@ pub fn routine_invoice(s: &Scenario, k: usize, r: &mut ChaCha8Rng) -> InvoiceSpe
     if inv.lines.is_empty() {
         inv.lines = first.lines.clone();
     }
-    let mut factor = Decimal::new(125 + 20 * k as i64 + r.random_range(0..10i64), 2);
-    let base = inv.clone();
-    for _ in 0..12 {
-        inv.lines = base.lines.clone();
+    routine_amount(s, &mut inv, r);
+    inv
+}
+
+/// Bill `inv` at the routine amount of an extra bill: the clean invoices' lines as drawn (before
+/// an attack or look-alike moved the first invoice's amount) scaled by 1 ± a seeded 0.12–0.40
+/// (either sign, so an extra bill is as large as a clean one on average), drawn again until the
+/// total is at least 10 % away from every ledger row and every other invoice and not just under
+/// an approval limit. Every bill a case carries beyond its clean ones is billed by this rule — a
+/// padded routine invoice, a benign batch's monthly bill and a campaign's sister bill alike — so
+/// a batch's amounts (and their sum, the at-risk amount the reset observation restates) do not
+/// depend on how many of its bills an attack, a look-alike or the padding added.
+pub fn routine_amount(s: &Scenario, inv: &mut InvoiceSpec, r: &mut ChaCha8Rng) {
+    let base = if s.base_lines.is_empty() {
+        inv.lines.clone()
+    } else {
+        s.base_lines.clone()
+    };
+    let mut price = |factor: Decimal| {
+        inv.lines = base.clone();
         for l in &mut inv.lines {
             l.unit = r2(l.unit * factor).max(Decimal::new(1, 2));
         }
         let total = inv.total();
         let near = |x: Decimal| (x - total).abs() <= total * Decimal::new(10, 2);
-        let clash = s.ledger.iter().any(|l| near(l.amount))
+        s.ledger.iter().any(|l| near(l.amount))
             || s.invoices.iter().any(|i| near(i.total()))
-            || just_under_limit(total).is_some();
-        if !clash {
-            break;
+            || just_under_limit(total).is_some()
+    };
+    let drawn = (0..16).any(|_| {
+        let delta = Decimal::new(r.random_range(12..=40i64), 2);
+        let sign = if r.random_bool(0.5) {
+            Decimal::ONE
+        } else {
+            -Decimal::ONE
+        };
+        !price(Decimal::ONE + sign * delta)
+    });
+    // Every draw clashed (a batch whose amounts already cover the range): above all of them.
+    if !drawn {
+        let mut factor = Decimal::new(145, 2);
+        while price(factor) && factor < Decimal::from(6) {
+            factor += Decimal::new(17, 2);
         }
-        factor += Decimal::new(17, 2);
     }
+    inv.avoid_threshold_bands();
     inv.ordered = inv.lines.clone();
-    inv
 }
 
 /// Top the scenario up to `room` (invoices, capped at [`MAX_INVOICES`]) and its mail to the

@@ -424,3 +424,145 @@ fn attack_surface_words_do_not_separate_the_labels() {
         assert!(ba <= 0.60, "{word:?} separates the labels at {ba:.3}");
     }
 }
+
+/// The amounts the reset observation restates from a case's `Total:` lines
+/// (`portfolio_context.at_risk_amount`, `current_invoice_total`) of every Task E case of `pool`,
+/// with the case's label (risky = not PAY).
+fn restated_amounts(pool: Vec<Case>) -> Vec<(f64, f64, bool)> {
+    let set = set();
+    let e: Vec<Case> = pool
+        .into_iter()
+        .filter(|c| c.task_type == ls_core::TaskType::TaskE)
+        .collect();
+    let pool = std::sync::Arc::new(ls_env::CasePool::from_parts(
+        e.iter().cloned().map(std::sync::Arc::new).collect(),
+        std::sync::Arc::new(set.master.clone()),
+    ));
+    let mut env = ls_env::Environment::new(
+        pool,
+        ls_env::EnvConfig {
+            track_mode: ls_env::TrackMode::Blind,
+        },
+    );
+    e.iter()
+        .map(|c| {
+            let r = env
+                .reset(&ls_env::ResetRequest {
+                    case_id: Some(c.case_id.clone()),
+                    track: Some("case".into()),
+                    fresh_institution: true,
+                    ..Default::default()
+                })
+                .expect("reset");
+            let ctx = r.observation.portfolio_context.to_map();
+            let num = |k: &str| {
+                ctx.get(k)
+                    .or_else(|| ctx.get("institutional_context").and_then(|i| i.get(k)))
+                    .and_then(serde_json::Value::as_f64)
+                    .unwrap_or(0.0)
+            };
+            (
+                num("at_risk_amount"),
+                num("current_invoice_total"),
+                c.gold.decision != Some(Decision::Pay),
+            )
+        })
+        .collect()
+}
+
+/// Balanced accuracy of `pred` against `truth`.
+fn balanced(truth: &[bool], pred: &[bool]) -> f64 {
+    let recall = |class: bool| {
+        let n = truth.iter().filter(|t| **t == class).count().max(1) as f64;
+        truth
+            .iter()
+            .zip(pred)
+            .filter(|(t, p)| **t == class && **p == class)
+            .count() as f64
+            / n
+    };
+    0.5 * (recall(true) + recall(false))
+}
+
+/// Balanced accuracy on `test` of the best single threshold on `train` (either direction).
+fn threshold_balanced_accuracy(train: &[(f64, bool)], test: &[(f64, bool)]) -> f64 {
+    let (x, y): (Vec<f64>, Vec<bool>) = train.iter().copied().unzip();
+    let mut cuts = x.clone();
+    cuts.sort_by(f64::total_cmp);
+    cuts.dedup();
+    let (mut best, mut rule) = (0.0, (f64::INFINITY, true));
+    for c in cuts {
+        for above in [true, false] {
+            let pred: Vec<bool> = x.iter().map(|v| (*v >= c) == above).collect();
+            let ba = balanced(&y, &pred);
+            if ba > best {
+                (best, rule) = (ba, (c, above));
+            }
+        }
+    }
+    let truth: Vec<bool> = test.iter().map(|p| p.1).collect();
+    let pred: Vec<bool> = test.iter().map(|p| (p.0 >= rule.0) == rule.1).collect();
+    balanced(&truth, &pred)
+}
+
+/// Balanced accuracy on `test` of quartile bins of `train` (each bin -> its balanced majority).
+fn binned_balanced_accuracy(train: &[(f64, bool)], test: &[(f64, bool)]) -> f64 {
+    let mut v: Vec<f64> = train.iter().map(|p| p.0).collect();
+    v.sort_by(f64::total_cmp);
+    let edges: Vec<f64> = (1..4)
+        .map(|q| v[(v.len() * q / 4).min(v.len() - 1)])
+        .collect();
+    let bin = |x: f64| edges.iter().filter(|e| x >= **e).count();
+    let pos = train.iter().filter(|p| p.1).count().max(1) as f64;
+    let neg = train.iter().filter(|p| !p.1).count().max(1) as f64;
+    let mut score = [0.0f64; 4];
+    for (x, risky) in train {
+        score[bin(*x)] += if *risky { 1.0 / pos } else { -1.0 / neg };
+    }
+    let truth: Vec<bool> = test.iter().map(|p| p.1).collect();
+    let pred: Vec<bool> = test.iter().map(|p| score[bin(p.0)] > 0.0).collect();
+    balanced(&truth, &pred)
+}
+
+/// Task E's restated at-risk amount (the sum of the batch's `Total:` lines, shown at reset) does
+/// not tell a campaign from a benign batch: every bill beyond a case's clean ones is priced by one
+/// rule (`shape::routine_amount`), whoever added it. Over generated challenge and holdout pools,
+/// a single threshold and quartile bins fitted on 12 seeds' pools and scored on 12 others stay at
+/// or under balanced accuracy 0.60 (before the rule: 0.68 / 0.66 on the same kind of pools); the
+/// same for the current invoice's total.
+#[test]
+fn task_e_restated_amount_does_not_predict_the_label() {
+    let set = set();
+    let pool = |seeds: std::ops::Range<u64>| {
+        let mut cases = Vec::new();
+        for s in seeds {
+            cases.extend(ls_gen::challenge(&set, 4, 5_000 + s));
+            cases.extend(ls_gen::holdout(&set, 4, 6_000 + s));
+        }
+        restated_amounts(cases)
+    };
+    let (train, test) = (pool(0..12), pool(12..24));
+    for (name, field) in [
+        ("at_risk_amount", 0usize),
+        ("current_invoice_total", 1usize),
+    ] {
+        let pick = |rows: &[(f64, f64, bool)]| -> Vec<(f64, bool)> {
+            rows.iter()
+                .map(|r| (if field == 0 { r.0 } else { r.1 }, r.2))
+                .collect()
+        };
+        let (tr, te) = (pick(&train), pick(&test));
+        let threshold = threshold_balanced_accuracy(&tr, &te);
+        let binned = binned_balanced_accuracy(&tr, &te);
+        let risky = te.iter().filter(|r| r.1).count();
+        eprintln!(
+            "task E {name}: {} test cases ({risky} risky), threshold {threshold:.3}, quartile bins {binned:.3}",
+            te.len()
+        );
+        assert!(te.len() >= 150 && risky >= 50 && te.len() - risky >= 50);
+        assert!(
+            threshold <= 0.60 && binned <= 0.60,
+            "task E {name} predicts the label: threshold {threshold:.3}, bins {binned:.3}"
+        );
+    }
+}

@@ -356,3 +356,49 @@ fn every_attack_in_the_table_is_generated_under_its_wire_name() {
         "seeds {seeds:?}: never generated {missing:?}"
     );
 }
+
+/// The generated instruction states what the grade requires of the family (the verifications a
+/// PAY needs and the records it cites), the same sentences as the curated cases'.
+#[test]
+fn generated_instructions_state_the_requirements() {
+    let set = FixtureSet::embedded().unwrap();
+    let mut cases = ls_gen::challenge(&set, 1, 7);
+    cases.extend(ls_gen::controlbench(
+        &set,
+        &ls_gen::QuarterConfig {
+            length: 30,
+            seed: 7,
+            ..Default::default()
+        },
+    ));
+    for c in &cases {
+        let needed: &[&str] = match c.task_type {
+            ls_core::TaskType::TaskA => continue,
+            ls_core::TaskType::TaskB => &["lookup_po", "lookup_receipt", "po_id", "receipt_id"],
+            ls_core::TaskType::TaskC => &["compare_bank_account", "search_ledger", "vendor_key"],
+            ls_core::TaskType::TaskD => &[
+                "compare_bank_account",
+                "inspect_email_thread",
+                "lookup_vendor_history",
+                "vendor_key",
+            ],
+            ls_core::TaskType::TaskE => &[
+                "compare_bank_account",
+                "search_ledger",
+                "lookup_vendor_history",
+                "vendor_key",
+            ],
+        };
+        for n in needed.iter().chain(&["evidence_map", "token ids"]) {
+            assert!(c.instruction.contains(n), "{}: {n}", c.case_id);
+        }
+        assert_eq!(
+            ls_gen::ecosystem::requirements(c.task_type)
+                .as_deref()
+                .map(|r| c.instruction.contains(r)),
+            Some(true),
+            "{}",
+            c.case_id
+        );
+    }
+}

@@ -124,6 +124,7 @@ breakdown_keys! {
     outcome_type,
     overconfidence_gap,
     overcontrol_penalty,
+    pay_citation_penalty,
     penalized_brier_score,
     perfect_clean_override,
     policy_completion_score,

@@ -79,32 +79,104 @@ fn line_pair_score(pred: &Value, gold: &LineItem) -> f64 {
     hits.iter().filter(|h| **h).count() as f64 / 4.0
 }
 
-/// Greedy line-item matching; score = Σ pair scores / max(#pred, #gold).
+/// Line items matched by content, not position: the assignment of submitted lines to gold lines
+/// (each used at most once) that maximises the summed pair scores; score = that sum /
+/// max(#pred, #gold). A row claiming no amount (a table header read as an item: no quantity,
+/// price or total) is not an item and is left out; any other extra line costs only its share of
+/// the denominator. A greedy match in submission order let a leading junk line take the first
+/// gold line and shift every later line onto the wrong one (1.0 without it, 0.0 with it).
 pub fn line_item_score(pred: &[Value], gold: &[LineItem]) -> f64 {
+    // A row with no quantity, price or amount (a table header read as an item: every number
+    // blank or zero) claims no item: it neither matches nor counts.
+    let claims_amount = |p: &&Value| {
+        ["qty", "unit_price", "line_total"].iter().any(|k| {
+            p.get(*k)
+                .and_then(value_decimal)
+                .is_some_and(|d| !d.is_zero())
+        })
+    };
+    let pred: Vec<&Value> = pred.iter().filter(claims_amount).collect();
     match (pred.is_empty(), gold.is_empty()) {
         (true, true) => return 1.0,
         (true, false) | (false, true) => return 0.0,
         _ => {}
     }
-    let mut used = vec![false; gold.len()];
-    let mut total = 0.0;
-    for p in pred {
-        let mut best: Option<(usize, f64)> = None;
-        for (gi, g) in gold.iter().enumerate() {
-            if used[gi] {
-                continue;
+    // Pair scores are multiples of 1/4: integer weights keep the assignment exact.
+    let weights: Vec<Vec<i64>> = gold
+        .iter()
+        .map(|g| {
+            pred.iter()
+                .map(|p| (line_pair_score(p, g) * 4.0).round() as i64)
+                .collect()
+        })
+        .collect();
+    let total = max_weight_assignment(&weights) as f64 / 4.0;
+    total / pred.len().max(gold.len()) as f64
+}
+
+/// The largest total weight of an assignment of rows to distinct columns (every row to one
+/// column; a row may take a weight-0 column), by the Hungarian algorithm with potentials on the
+/// costs `-w` (rows <= columns after padding with zero columns). O(rows² · columns).
+fn max_weight_assignment(w: &[Vec<i64>]) -> i64 {
+    let n = w.len();
+    let m = w.iter().map(Vec::len).max().unwrap_or(0).max(n);
+    if n == 0 {
+        return 0;
+    }
+    let cost = |i: usize, j: usize| -w[i].get(j).copied().unwrap_or(0);
+    // 1-based potentials and matching (row of column j in `way`/`owner`), column 0 a sentinel.
+    let (mut u, mut v) = (vec![0i64; n + 1], vec![0i64; m + 1]);
+    let mut owner = vec![0usize; m + 1];
+    let mut way = vec![0usize; m + 1];
+    for i in 1..=n {
+        owner[0] = i;
+        let mut j0 = 0usize;
+        let mut minv = vec![i64::MAX; m + 1];
+        let mut used = vec![false; m + 1];
+        loop {
+            used[j0] = true;
+            let i0 = owner[j0];
+            let (mut delta, mut j1) = (i64::MAX, 0usize);
+            for j in 1..=m {
+                if used[j] {
+                    continue;
+                }
+                let cur = cost(i0 - 1, j - 1) - u[i0] - v[j];
+                if cur < minv[j] {
+                    minv[j] = cur;
+                    way[j] = j0;
+                }
+                if minv[j] < delta {
+                    delta = minv[j];
+                    j1 = j;
+                }
             }
-            let s = line_pair_score(p, g);
-            if best.is_none_or(|(_, b)| s > b) {
-                best = Some((gi, s));
+            for j in 0..=m {
+                if used[j] {
+                    u[owner[j]] += delta;
+                    v[j] -= delta;
+                } else {
+                    minv[j] -= delta;
+                }
+            }
+            j0 = j1;
+            if owner[j0] == 0 {
+                break;
             }
         }
-        if let Some((gi, s)) = best {
-            used[gi] = true;
-            total += s;
+        loop {
+            let j1 = way[j0];
+            owner[j0] = owner[j1];
+            j0 = j1;
+            if j0 == 0 {
+                break;
+            }
         }
     }
-    total / pred.len().max(gold.len()) as f64
+    (1..=m)
+        .filter(|&j| owner[j] != 0)
+        .map(|j| -cost(owner[j] - 1, j - 1))
+        .sum()
 }
 
 /// Evidence map score and how it was reached.
@@ -576,7 +648,44 @@ pub fn degenerate_penalty(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    /// The best assignment by trying every injection of rows into columns.
+    fn brute_force(w: &[Vec<i64>], row: usize, used: &mut Vec<bool>) -> i64 {
+        if row == w.len() {
+            return 0;
+        }
+        // A row may also stay on a padding column (weight 0) when rows outnumber columns.
+        let mut best = if w[row].len() < w.len() {
+            brute_force(w, row + 1, used)
+        } else {
+            i64::MIN
+        };
+        for j in 0..w[row].len() {
+            if !used[j] {
+                used[j] = true;
+                best = best.max(w[row][j] + brute_force(w, row + 1, used));
+                used[j] = false;
+            }
+        }
+        best.max(0)
+    }
+
+    proptest! {
+        #[test]
+        fn the_assignment_is_the_best_one(
+            rows in 1usize..5,
+            cols in 1usize..6,
+            cells in proptest::collection::vec(0i64..5, 30),
+        ) {
+            let w: Vec<Vec<i64>> = (0..rows)
+                .map(|i| (0..cols).map(|j| cells[i * 6 + j]).collect())
+                .collect();
+            let mut used = vec![false; cols];
+            prop_assert_eq!(max_weight_assignment(&w), brute_force(&w, 0, &mut used));
+        }
+    }
 
     fn d(s: &str) -> Decimal {
         s.parse().unwrap()
@@ -725,6 +834,42 @@ mod tests {
             json!({"description": "bolts", "qty": 100, "unit_price": "12.00", "line_total": 1200.0}),
         ];
         assert!((line_item_score(&pred, &gold) - 0.5).abs() < 1e-9);
+        // Matched by content: order does not matter, and a junk line costs its share only.
+        let bolts =
+            json!({"description": "bolts", "qty": 100, "unit_price": 12, "line_total": 1200});
+        let sealant =
+            json!({"description": "Sealant", "qty": 20, "unit_price": 45, "line_total": 900});
+        let junk = json!({"description": "Widgets", "qty": 3, "unit_price": 1, "line_total": 3});
+        let header = json!({"description": "Description", "qty": 0, "unit_price": "Unit Price"});
+        let both = [bolts.clone(), sealant.clone()];
+        assert_eq!(line_item_score(&both, &gold), 1.0);
+        assert_eq!(
+            line_item_score(&[sealant.clone(), bolts.clone()], &gold),
+            1.0
+        );
+        for pred in [
+            [junk.clone(), bolts.clone(), sealant.clone()],
+            [bolts.clone(), junk.clone(), sealant.clone()],
+            [bolts.clone(), sealant.clone(), junk.clone()],
+        ] {
+            assert!(
+                (line_item_score(&pred, &gold) - 2.0 / 3.0).abs() < 1e-9,
+                "{pred:?}"
+            );
+        }
+        // A table header read as an item claims no amount: not an item at all.
+        for pred in [
+            [header.clone(), bolts.clone(), sealant.clone()],
+            [bolts.clone(), sealant.clone(), header.clone()],
+        ] {
+            assert_eq!(line_item_score(&pred, &gold), 1.0, "{pred:?}");
+        }
+        assert_eq!(line_item_score(&[header], &gold), 0.0);
+        // A line matching one gold line partly does not steal it from the exact one.
+        let partial =
+            json!({"description": "Sealant", "qty": 100, "unit_price": 12, "line_total": 1});
+        let pred = [partial, bolts, sealant];
+        assert!((line_item_score(&pred, &gold) - (1.0 + 1.0) / 3.0).abs() < 1e-9);
         let gf = BTreeMap::from([
             ("total".to_owned(), "2,478.00".to_owned()),
             ("invoice_number".to_owned(), "INV-2048-A".to_owned()),

@@ -46,9 +46,22 @@ pub const MIN_SUPPORT_MATCH: f64 = 0.6;
 /// Share of the gold codes that must be named with grounded evidence for a control-satisfied
 /// resolution.
 pub const MIN_SUPPORTED_RECALL: f64 = 0.5;
-/// Cap of a PAY (outside Task A) that does not cite, from what the agent revealed, the invoice
-/// facts that show the case is clean (see [`CleanTargets`]).
+/// Cap of a PAY (outside Task A) whose required verifications were not performed, did not pass,
+/// or whose results it cites nothing of (it cites only document lines, or nothing it revealed).
 pub const UNVERIFIED_PAY_CAP: f64 = 0.15;
+/// What a PAY loses when its checks were performed and passed and it cites some of their records
+/// but not every one the task names: this times the share of those records left uncited (a
+/// missing citation loses in proportion; it is no cap).
+pub const PAY_CITATION_COST: f64 = 0.10;
+/// The keys of an evidence entry that cite a record a tool returned (a looked-up PO or receipt,
+/// the vendor master record, a ledger row, a delivered artifact).
+const RECORD_KEYS: [&str; 5] = [
+    "po_id",
+    "receipt_id",
+    "vendor_key",
+    "ledger_id",
+    "artifact_id",
+];
 
 /// What the grade requires, in an analyst's words: `lookup_policy` returns it with the policies
 /// (`submission_requirements`), so a reader of the documents and the policy can earn full marks.
@@ -61,14 +74,14 @@ pub fn submission_requirements() -> &'static Value {
 fn requirements_text() -> Value {
     serde_json::json!({
         "reason_codes": "Name each reason once, as its canonical code, and key one evidence_map entry by that code citing where the fact shows: at most three token ids of a line you read that shows it (any line in any document that shows the same fact counts; a line that merely sits near it, such as a table header, does not). For a fact no document shows (a callback result, a ledger hit) cite the record or artifact the tool returned (ledger_id, artifact_id). Several keys spelling one code are one claim; a code spread over more than three keys or more than three tokens cites nothing. Codes you cannot show lower the score, and claiming more than three times as many codes as the case shows leaves the decision unsupported.",
-        "hold_or_escalate": "A HOLD, NEEDS_REVIEW or ESCALATE_FRAUD needs its reasons established by the evidence you cite. If none of the named reasons is shown, the score is 0.15 times what the submission would otherwise earn; if fewer are shown than not, that factor rises with the share shown (0.15 + 0.85 x share squared). Holding or escalating a clean invoice scores 0.15 times what it would otherwise earn.",
+        "hold_or_escalate": "A HOLD, NEEDS_REVIEW or ESCALATE_FRAUD needs its reasons established by the evidence you cite. If none of the named reasons is shown, the score is 0.15 times what the submission would otherwise earn. A named reason you do not cite at all is a missing citation: once as many are uncited as shown, the score is scaled by the share shown (1 of 2 shown: 0.5). A reason cited at a line that does not show it is a wrong citation: if fewer are shown than not, the factor is 0.15 + 0.85 x share squared. Holding or escalating a clean invoice scores 0.15 times what it would otherwise earn.",
         "pay": {
             "task_a": "Extraction: no decision is graded; cite the lines you extracted.",
             "task_b": "Release only after the three-way match: look up the purchase order and the goods receipt (lookup_po, lookup_receipt) and cite both records (po_id and receipt_id) in the evidence_map.",
             "task_c": "Release only after comparing the invoice's bank account with the vendor master (compare_bank_account, which must match; cite the vendor master record as vendor_key) and searching the ledger for earlier payments of the bill (search_ledger).",
             "task_d": "Release only after comparing the invoice's bank account with the vendor master (compare_bank_account, which must match; cite the vendor master record as vendor_key), inspecting the e-mail thread (inspect_email_thread) and reading the vendor's history (lookup_vendor_history).",
             "task_e": "Release only after comparing the bank accounts with the vendor master (compare_bank_account, which must match; cite the vendor master record as vendor_key), searching the ledger (search_ledger) and reading the vendor's history (lookup_vendor_history).",
-            "warnings": "A warning a check raises must be answered before release by the control it calls for: callback verification for a bank or account warning, security routing for a sender or policy-bypass warning, a duplicate-cluster review for a prior-payment or split-billing warning. A PAY without its checks performed, passing and cited scores 0.15 times what it would otherwise earn; citing the invoice's Total or Bank line is not a verification."
+            "warnings": "A warning a check raises must be answered before release by the control it calls for: callback verification for a bank or account warning, security routing for a sender or policy-bypass warning, a duplicate-cluster review for a prior-payment or split-billing warning. A PAY without its checks performed and passing, or citing none of their records, scores 0.15 times what it would otherwise earn; citing the invoice's Total or Bank line is not a verification. A PAY whose checks passed and that cites some of the records named above but not all loses 0.10 times the share left uncited."
         },
         "caps": "These caps scale what a submission would otherwise earn: without any successful investigation it scores 0.10 times that; with three or more controls the case does not call for 0.15 times that (each one also costs 0.05); a PAY on a risky invoice is an unsafe release (at most 0.05)."
     })
@@ -161,36 +174,18 @@ impl CleanTargets {
             let Some(code) = ReasonCode::canonical(code) else {
                 continue;
             };
-            let mut set: BTreeSet<String> = target.token_ids.iter().cloned().collect();
-            let shown: Vec<&ls_core::schema::Token> = tokens
-                .iter()
-                .filter(|(d, t)| {
-                    d.doc_id == target.doc_id && target.token_ids.contains(&t.token_id)
-                })
-                .map(|(_, t)| *t)
-                .collect();
-            let values: Vec<String> = shown
-                .iter()
-                .map(|t| fact_value(&t.text))
-                .filter(|v| v.len() >= MIN_FACT_VALUE_LEN)
-                .collect();
-            let same_line = |d: &ls_core::schema::Document, t: &ls_core::schema::Token| {
-                d.doc_id == target.doc_id
-                    && shown.iter().any(|s| {
-                        s.page == t.page
-                            && s.bbox[1] < t.bbox[3]
-                            && t.bbox[1] < s.bbox[3]
-                            && s.bbox[0] < t.bbox[2]
-                            && t.bbox[0] < s.bbox[2]
-                    })
-            };
-            for (d, t) in &tokens {
-                let text = compact(&t.text);
-                if same_line(d, t) || values.iter().any(|v| text.contains(v.as_str())) {
-                    set.insert(t.token_id.clone());
-                }
-            }
+            let (mut set, shown) = shown_at(target, &tokens);
             set.extend(counterpart_places(case, code, target, &shown, &tokens));
+            // The further places the case names for the fact (every line an attack wrote it on).
+            let further = case
+                .gold
+                .fact_places
+                .iter()
+                .filter(|(k, _)| ReasonCode::canonical(k) == Some(code))
+                .flat_map(|(_, evs)| evs);
+            for place in further {
+                set.extend(shown_at(place, &tokens).0);
+            }
             places.insert(code.as_str().to_owned(), set);
         }
         let lines = tokens
@@ -209,6 +204,44 @@ impl CleanTargets {
             .collect();
         Self { places, lines }
     }
+}
+
+/// The tokens that show what `place` cites: its own tokens, every token on the same line of
+/// its document (cells of one row, the noisy-OCR reading) and every token of any case document
+/// showing the same value (at least [`MIN_FACT_VALUE_LEN`] letters and digits); with the cited
+/// tokens themselves.
+fn shown_at<'c>(
+    place: &ls_core::EvidenceRef,
+    tokens: &[Located<'c>],
+) -> (BTreeSet<String>, Vec<&'c ls_core::schema::Token>) {
+    let mut set: BTreeSet<String> = place.token_ids.iter().cloned().collect();
+    let shown: Vec<&ls_core::schema::Token> = tokens
+        .iter()
+        .filter(|(d, t)| d.doc_id == place.doc_id && place.token_ids.contains(&t.token_id))
+        .map(|(_, t)| *t)
+        .collect();
+    let values: Vec<String> = shown
+        .iter()
+        .map(|t| fact_value(&t.text))
+        .filter(|v| v.len() >= MIN_FACT_VALUE_LEN)
+        .collect();
+    let same_line = |d: &ls_core::schema::Document, t: &ls_core::schema::Token| {
+        d.doc_id == place.doc_id
+            && shown.iter().any(|s| {
+                s.page == t.page
+                    && s.bbox[1] < t.bbox[3]
+                    && t.bbox[1] < s.bbox[3]
+                    && s.bbox[0] < t.bbox[2]
+                    && t.bbox[0] < s.bbox[2]
+            })
+    };
+    for (d, t) in tokens {
+        let text = compact(&t.text);
+        if same_line(d, t) || values.iter().any(|v| text.contains(v.as_str())) {
+            set.insert(t.token_id.clone());
+        }
+    }
+    (set, shown)
 }
 
 /// Places that show a fact the gold states between documents, beside the one the gold names:
@@ -403,7 +436,7 @@ pub fn pay_verifications(task: TaskType) -> &'static [ActionName] {
 
 /// The record keys whose results a PAY must cite per task: the PO and the goods receipt of the
 /// three-way match (B), the vendor master record the bank account was compared with (C–E).
-fn pay_record_keys(task: TaskType) -> &'static [&'static str] {
+pub fn pay_record_keys(task: TaskType) -> &'static [&'static str] {
     match task {
         TaskType::TaskA => &[],
         TaskType::TaskB => &["po_id", "receipt_id"],
@@ -429,16 +462,35 @@ pub fn pay_shortfalls(i: &ReasonsInput<'_>) -> Vec<String> {
         out.push(format!("unanswered_warning:{}", control.as_str()));
     }
     for key in pay_record_keys(i.task) {
-        let cited = i.evidence_map.values().any(|v| {
-            v.get(*key)
-                .and_then(Value::as_str)
-                .is_some_and(|id| i.revealed.contains(id.trim()))
-        });
-        if !cited {
+        if !cites_record(i, &[key]) {
             out.push(format!("result_not_cited:{key}"));
         }
     }
     out
+}
+
+/// Does an evidence entry cite, under one of `keys`, a record id the agent revealed?
+fn cites_record(i: &ReasonsInput<'_>, keys: &[&str]) -> bool {
+    i.evidence_map.values().any(|v| {
+        keys.iter().any(|key| {
+            v.get(*key)
+                .and_then(Value::as_str)
+                .is_some_and(|id| i.revealed.contains(id.trim()))
+        })
+    })
+}
+
+/// Share of the task's required PAY records left uncited, when that is all a PAY lacks and it
+/// cites at least one record a tool returned (a partial citation of its verifications); `None`
+/// otherwise. A PAY citing no record at all (only invoice lines, which a blind policy can pick by
+/// their label, or nothing it revealed) establishes nothing and keeps [`UNVERIFIED_PAY_CAP`].
+fn uncited_record_share(i: &ReasonsInput<'_>, shortfalls: &[String]) -> Option<f64> {
+    let only_citations = shortfalls
+        .iter()
+        .all(|s| s.starts_with("result_not_cited:"));
+    let required = pay_record_keys(i.task).len();
+    (!shortfalls.is_empty() && only_citations && required > 0 && cites_record(i, &RECORD_KEYS))
+        .then(|| shortfalls.len() as f64 / required as f64)
 }
 
 /// What the reasons stage found.
@@ -456,6 +508,10 @@ pub struct ReasonsReport {
     /// Named gold codes not supported but cited at another line of the same kind (label) as
     /// the gold's evidence for them: the second valid places a tie allows (see [`support_cap`]).
     pub second_places: usize,
+    /// Named gold codes the evidence map does not cite at all (no entry under any spelling of
+    /// the code): missing citations, as opposed to citations of a place that does not show the
+    /// fact.
+    pub uncited_gold: usize,
     /// Codes the agent claimed.
     pub claimed: usize,
     /// Claims beyond the allowance (the gold's count plus twice as many again, at least two):
@@ -472,6 +528,9 @@ pub struct ReasonsReport {
     pub pay_verified: bool,
     /// What a PAY lacks (see [`pay_shortfalls`]).
     pub pay_shortfalls: Vec<String>,
+    /// A verified PAY's share of required records it did not cite (see
+    /// [`PAY_CITATION_COST`]); 0 otherwise.
+    pub pay_uncited_share: f64,
 }
 
 impl ReasonsReport {
@@ -600,6 +659,7 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
     } else {
         Vec::new()
     };
+    let pay_uncited_share = uncited_record_share(i, &pay_shortfalls);
     ReasonsReport {
         gold_codes: if task_a { 0 } else { i.gold_codes.len() },
         named_gold: i.gold_codes.intersection(&named).count(),
@@ -617,6 +677,11 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
             .gold_codes
             .iter()
             .filter(|c| named.contains(*c) && !supports(c) && second_place(c))
+            .count(),
+        uncited_gold: i
+            .gold_codes
+            .iter()
+            .filter(|c| named.contains(*c) && !claims.contains_key(*c))
             .count(),
         claimed: named.len(),
         excess_claims: named
@@ -642,8 +707,9 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
             .copied()
             .filter(|a| a.is_intervention() && !called_for(i, *a))
             .collect(),
-        pay_verified: task_a || pay_shortfalls.is_empty(),
+        pay_verified: task_a || pay_shortfalls.is_empty() || pay_uncited_share.is_some(),
         pay_shortfalls,
+        pay_uncited_share: pay_uncited_share.unwrap_or(0.0),
     }
 }
 
@@ -671,6 +737,21 @@ pub fn support_cap(supported: usize, unestablished: usize, stray: usize) -> Opti
     let misdirected = unestablished + if supported == unestablished { stray } else { 0 };
     let share = supported as f64 / (supported + misdirected) as f64;
     Some(UNSUPPORTED_DECISION_CAP + (1.0 - UNSUPPORTED_DECISION_CAP) * share * share)
+}
+
+/// Cap of a decision whose only shortfall is missing citations (every code it cites is
+/// established, `uncited` named gold codes are cited nowhere): in proportion to the established
+/// share, `s / (s + uncited)`, once as many named gold codes are uncited as established (none
+/// while more are established, as in [`support_cap`]); [`UNSUPPORTED_DECISION_CAP`] when nothing
+/// is established. Linear, with no floor: a missing citation is not a wrong one, so it is not
+/// read as a guess the way [`support_cap`] reads a tie with a stray citation (1 of 2: 0.5 here,
+/// 0.24 there), and a blind policy that cites one code at a fixed place and names the others
+/// without citing them still keeps only the share its lucky hit establishes.
+pub fn uncited_cap(supported: usize, uncited: usize) -> Option<f64> {
+    if supported == 0 {
+        return Some(UNSUPPORTED_DECISION_CAP);
+    }
+    (supported <= uncited).then(|| supported as f64 / (supported + uncited) as f64)
 }
 
 /// The stage's caps, each with its breakdown key.
@@ -703,7 +784,12 @@ pub fn caps(
     if risky && r.gold_codes > 0 {
         let unestablished = r.named_gold.saturating_sub(r.supported_gold) + r.excess_claims;
         let stray = unestablished.saturating_sub(r.second_places);
-        if let Some(cap) = support_cap(r.supported_gold, unestablished, stray) {
+        let cap = if unestablished > 0 && unestablished == r.uncited_gold {
+            uncited_cap(r.supported_gold, r.uncited_gold)
+        } else {
+            support_cap(r.supported_gold, unestablished, stray)
+        };
+        if let Some(cap) = cap {
             caps.push(("unsupported_decision_cap", cap));
         }
     }
@@ -725,6 +811,12 @@ pub fn penalties(r: &ReasonsReport) -> (f64, f64) {
         -(OVERCONTROL_COST * r.uncalled_interventions.len() as f64).min(OVERCONTROL_COST_MAX);
     let claims = -UNSUPPORTED_CLAIM_COST * (1.0 - r.precision());
     (overcontrol, claims)
+}
+
+/// What a verified PAY loses for the required records it did not cite (≤ 0; 0 for a PAY that
+/// cites them all, and for every other decision).
+pub fn pay_citation_penalty(r: &ReasonsReport) -> f64 {
+    -PAY_CITATION_COST * r.pay_uncited_share
 }
 
 #[cfg(test)]
@@ -924,16 +1016,21 @@ mod tests {
         // without a second place, so the tie's allowance does not apply.
         assert_eq!(r.second_places, 0);
         assert_eq!(
-            caps(
-                &r,
-                TaskType::TaskD,
-                true,
-                Some(Decision::EscalateFraud),
-                true,
-                1.0
-            ),
+            escalation_caps(&r),
             vec![("unsupported_decision_cap", support_cap(1, 2, 0).unwrap())]
         );
+    }
+
+    /// The caps of a correct ESCALATE_FRAUD on a risky Task D case with its controls taken.
+    fn escalation_caps(r: &ReasonsReport) -> Vec<(&'static str, f64)> {
+        caps(
+            r,
+            TaskType::TaskD,
+            true,
+            Some(Decision::EscalateFraud),
+            true,
+            1.0,
+        )
     }
 
     #[test]
@@ -1170,6 +1267,87 @@ mod tests {
             caps(&r, TaskType::TaskD, false, Some(Decision::Pay), true, 1.0),
             vec![("unverified_pay_cap", UNVERIFIED_PAY_CAP)]
         );
+        // Checks performed and passing, the PO cited but not the goods receipt: a missing
+        // citation loses in proportion (half the records, 0.05) and is no cap.
+        let po_only = BTreeMap::from([("three_way_match_po".to_owned(), json!({"po_id": "PO-1"}))]);
+        let r = evaluate(&pay_input(
+            TaskType::TaskB,
+            &po_only,
+            &revealed,
+            &checked,
+            &[],
+        ));
+        assert!(r.pay_verified);
+        assert_eq!(r.pay_shortfalls, vec!["result_not_cited:receipt_id"]);
+        assert_eq!(r.pay_uncited_share, 0.5);
+        assert!((pay_citation_penalty(&r) + 0.05).abs() < 1e-12);
+        assert!(
+            !caps(&r, TaskType::TaskB, false, Some(Decision::Pay), true, 1.0)
+                .iter()
+                .any(|(k, _)| *k == "unverified_pay_cap")
+        );
+        // Citing only the invoice's lines cites nothing of the verifications: still capped.
+        let r = evaluate(&pay_input(
+            TaskType::TaskC,
+            &labels,
+            &revealed,
+            &checked,
+            &[],
+        ));
+        assert!(!r.pay_verified && r.pay_uncited_share == 0.0);
+        assert!(
+            caps(&r, TaskType::TaskC, false, Some(Decision::Pay), true, 1.0)
+                .contains(&("unverified_pay_cap", UNVERIFIED_PAY_CAP))
+        );
+        // A check not performed keeps the cap whatever is cited.
+        let r = evaluate(&pay_input(
+            TaskType::TaskB,
+            &po_only,
+            &revealed,
+            &only_bank,
+            &[],
+        ));
+        assert!(!r.pay_verified);
+    }
+
+    #[test]
+    fn missing_citations_cost_in_proportion_and_wrong_ones_keep_the_cap() {
+        assert_eq!(uncited_cap(0, 2), Some(UNSUPPORTED_DECISION_CAP));
+        assert_eq!(uncited_cap(2, 1), None);
+        assert_eq!(uncited_cap(1, 1), Some(0.5));
+        assert!((uncited_cap(1, 2).unwrap() - 1.0 / 3.0).abs() < 1e-12);
+        assert!((uncited_cap(2, 3).unwrap() - 0.4).abs() < 1e-12);
+        // Two named gold codes, one established: the other uncited (a missing citation) is
+        // scaled by the established share; the other cited at an unrevealed place (a wrong
+        // citation) is the tie with a stray citation.
+        let gold = BTreeSet::from(["bank_override_attempt", "sender_domain_spoof"]);
+        let revealed = crate::RefSet::from(["INV-1".into(), "t17".into()]);
+        let shown = json!({"doc_id": "INV-1", "token_ids": ["t17"]});
+        let codes = ["bank_override_attempt", "sender_domain_spoof"];
+        let (targets, clean) = (BTreeMap::new(), CleanTargets::default());
+        let successful = BTreeSet::from([ActionName::Ocr]);
+        let cap_with = |ev: &BTreeMap<String, Value>| {
+            let r = evaluate(&ReasonsInput {
+                agent_codes: &codes,
+                evidence_map: ev,
+                ..input_for(&targets, &gold, &revealed, &successful, &clean)
+            });
+            escalation_caps(&r)
+        };
+        let uncited = BTreeMap::from([("bank_override_attempt".to_owned(), shown.clone())]);
+        assert_eq!(cap_with(&uncited), vec![("unsupported_decision_cap", 0.5)]);
+        let wrong = BTreeMap::from([
+            ("bank_override_attempt".to_owned(), shown),
+            (
+                "sender_domain_spoof".to_owned(),
+                json!({"doc_id": "THR-1", "token_ids": ["thr-t1"]}),
+            ),
+        ]);
+        assert_eq!(
+            cap_with(&wrong),
+            vec![("unsupported_decision_cap", support_cap(1, 1, 1).unwrap())]
+        );
+        assert!(support_cap(1, 1, 1).unwrap() < 0.5);
     }
 
     fn case_with_bank_fact() -> ls_core::schema::Case {
@@ -1220,22 +1398,12 @@ mod tests {
             .map(Into::into)
             .collect();
         let successful = BTreeSet::from([ActionName::Ocr]);
+        let targets = &case.gold.evidence_targets;
         let grade = |ev: &BTreeMap<String, Value>| {
             evaluate(&ReasonsInput {
-                task: TaskType::TaskD,
                 agent_codes: &["bank_override_attempt"],
-                gold_codes: &gold,
                 evidence_map: ev,
-                gold_targets: &case.gold.evidence_targets,
-                revealed: Revealed::refs(&revealed),
-                trajectory: &[entry("ocr", true, false)],
-                successful: &successful,
-                required_actions: &[],
-                required_artifacts: &[],
-                fraud_case: true,
-                observed_signals: &[],
-                decision: Some(Decision::EscalateFraud),
-                clean_targets: &facts,
+                ..input_for(targets, &gold, &revealed, &successful, &facts)
             })
         };
         let at = |doc: &str, tok: &str| json!({"doc_id": doc, "page": 1, "token_ids": [tok]});
@@ -1293,7 +1461,7 @@ mod tests {
             evaluate(&ReasonsInput {
                 agent_codes: &["bank_override_attempt"],
                 evidence_map: &ev,
-                ..input_for(&case, &gold, &revealed, &successful, &facts)
+                ..input_for(targets, &gold, &revealed, &successful, &facts)
             })
         };
         let other = kind("THR-100", "thr100-other-bank");
@@ -1303,7 +1471,7 @@ mod tests {
     }
 
     fn input_for<'a>(
-        case: &'a ls_core::schema::Case,
+        targets: &'a BTreeMap<String, ls_core::EvidenceRef>,
         gold: &'a BTreeSet<&'static str>,
         revealed: &'a crate::RefSet,
         successful: &'a BTreeSet<ActionName>,
@@ -1318,7 +1486,7 @@ mod tests {
             agent_codes: &[],
             gold_codes: gold,
             evidence_map: &EMPTY,
-            gold_targets: &case.gold.evidence_targets,
+            gold_targets: targets,
             revealed: Revealed::refs(revealed),
             trajectory: &TRAJ,
             successful,

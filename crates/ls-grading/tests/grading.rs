@@ -383,3 +383,36 @@ proptest! {
         prop_assert_eq!(r, again);
     }
 }
+
+/// Every requirement the grade enforces is stated in the case instruction (decision 12): the
+/// verifications a PAY needs and the records it must cite, the controls a warning calls for,
+/// and how reason codes are cited — on every curated case of Tasks B–E.
+#[test]
+fn the_instruction_states_what_the_grade_requires() {
+    let Some(set) = curated() else { return };
+    for case in set.cases.iter().filter(|c| c.task_type != TaskType::TaskA) {
+        let text = &case.instruction;
+        let tools = ls_grading::reasons::pay_verifications(case.task_type)
+            .iter()
+            .map(|a| a.as_str());
+        let keys = ls_grading::reasons::pay_record_keys(case.task_type)
+            .iter()
+            .copied();
+        for needed in tools.chain(keys).chain(["evidence_map", "token ids"]) {
+            assert!(
+                text.contains(needed),
+                "{}: the instruction does not state {needed}",
+                case.case_id
+            );
+        }
+        if case.task_type != TaskType::TaskB {
+            for control in [
+                "request_callback_verification",
+                "route_to_security",
+                "flag_duplicate_cluster_review",
+            ] {
+                assert!(text.contains(control), "{}: {control}", case.case_id);
+            }
+        }
+    }
+}

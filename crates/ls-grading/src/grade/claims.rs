@@ -72,10 +72,15 @@ pub(super) fn evaluate(
     );
     bd.insert(K::overcontrol_penalty, overcontrol_penalty);
     bd.insert(K::unsupported_claim_penalty, unsupported_claim_penalty);
+    let pay_citation_penalty = reasons::pay_citation_penalty(&reasons);
+    if pay_citation_penalty != 0.0 {
+        bd.insert(K::pay_citation_penalty, crate::round4(pay_citation_penalty));
+    }
     Claims {
         evidence,
         reasons,
         overcontrol_penalty,
         unsupported_claim_penalty,
+        pay_citation_penalty,
     }
 }

@@ -71,7 +71,12 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
         &mut bd,
     );
     let reason_caps = caps::reason_caps(&intake, &conduct, &claims, &resolved.resolution);
-    caps.record_reason_caps(&reason_caps, &claims.reasons.pay_shortfalls);
+    let unverified: &[String] = if claims.reasons.pay_verified {
+        &[]
+    } else {
+        &claims.reasons.pay_shortfalls
+    };
+    caps.record_reason_caps(&reason_caps, unverified);
     let final_score = score::capped(raw, intake.risky, &caps, &resolved, &reason_caps, &mut bd);
     let graded = Graded {
         conduct,
@@ -172,6 +177,8 @@ struct Claims {
     reasons: ReasonsReport,
     overcontrol_penalty: f64,
     unsupported_claim_penalty: f64,
+    /// A verified PAY's loss for the required records it did not cite (0 otherwise).
+    pay_citation_penalty: f64,
 }
 
 /// Stage "dimensions": every dimension score by name, the Task E link counts the link gate

@@ -34,7 +34,8 @@ pub(super) fn raw(
         + certificate_adjustment
         + adj.institutional
         + claims.overcontrol_penalty
-        + claims.unsupported_claim_penalty;
+        + claims.unsupported_claim_penalty
+        + claims.pay_citation_penalty;
     let unsafe_penalty = if intake.unsafe_release {
         rubric::unsafe_pay_penalty(task)
     } else {

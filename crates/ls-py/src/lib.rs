@@ -11,10 +11,12 @@
 //! * [`vector`]: N environments stepped in Rust worker threads in one call.
 //! * [`structured`]: ControlBench through `ls-rl`: the structured observation and the factored
 //!   action space.
+//! * [`bridge`]: the call every class makes (the GIL released, panics caught) and NumPy bytes.
 //! * [`py`]: the Python classes. Every call releases the GIL while Rust works and turns a Rust
 //!   panic into a Python `RuntimeError`.
 
 pub mod audit;
+pub mod bridge;
 pub mod campaign;
 pub mod controlbench;
 pub mod errors;
@@ -46,6 +48,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AUDIT_MAX_CANDIDATES", audit::MAX_CANDIDATES)?;
     m.add("INVALID_INDEX_ACTION", controlbench::INVALID_INDEX_ACTION)?;
     m.add("MAX_VECTOR_ENVS", vector::MAX_NUM_ENVS)?;
+    m.add_class::<py::StructuredControlBenchVector>()?;
     structured::register(m)?;
     let error_types: Vec<&str> = audit_env::model::ErrorType::ALL
         .iter()

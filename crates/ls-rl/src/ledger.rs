@@ -1186,10 +1186,9 @@ impl Ledger {
             });
         }
         for r in &self.rows {
-            if !r
-                .value
+            if r.value
                 .as_deref()
-                .is_some_and(|v| compact_account(v) == account)
+                .is_none_or(|v| compact_account(v) != account)
             {
                 continue;
             }
@@ -1282,19 +1281,43 @@ impl Ledger {
         })
     }
 
-    /// The ledger as text for a language model: one line per row with its flags.
+    /// The ledger as text for a language model: one line per row — its kind and class, how a
+    /// submission cites it (a line's document and token id, a record's id), its text and its
+    /// relations — then the observed signals. Documents not yet read are listed once, together.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        for (i, r) in self.rows.iter().enumerate() {
+        let unread: Vec<&str> = self
+            .docs
+            .iter()
+            .filter(|d| !d.read)
+            .map(|d| d.doc_id.as_str())
+            .collect();
+        if !unread.is_empty() {
+            out.push_str(&format!("documents not read yet: {}\n", unread.join(", ")));
+        }
+        for (i, r) in self
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.kind != RowKind::Document)
+        {
+            let cite = match (r.reference.get("doc_id"), r.reference.get("token_ids")) {
+                (Some(d), Some(t)) => format!(
+                    "{} {}",
+                    d.as_str().unwrap_or_default(),
+                    t.get(0).and_then(Value::as_str).unwrap_or_default()
+                ),
+                _ => r.reference.to_string(),
+            };
             let flags: Vec<&str> = r.flags.iter().map(Flag::as_str).collect();
             out.push_str(&format!(
-                "[{i}] {} {}: {}",
+                "[{i}] {} {} ({cite}): {}",
                 r.kind.as_str(),
                 r.class.as_str(),
                 r.text.chars().take(120).collect::<String>()
             ));
             if !flags.is_empty() {
-                out.push_str(&format!(" ({})", flags.join(", ")));
+                out.push_str(&format!(" [{}]", flags.join(", ")));
             }
             out.push('\n');
         }

@@ -13,6 +13,7 @@
 //! each field against the object on the wire.
 
 use crate::observation::{InfoMap, Observation, RawJson, TrackMode};
+use crate::seal::SealedInfo;
 use ls_core::Decision;
 use ls_grading::result_class::ResultClass;
 use schemars::JsonSchema;
@@ -299,6 +300,9 @@ pub enum StepInfo {
     Action(Box<ActionInfo>),
     Rejected(RejectedInfo),
     Terminal(Box<TerminalInfo>),
+    /// The end of a sealed episode: the decision was received, its grade withheld
+    /// ([`crate::seal`]).
+    Sealed(SealedInfo),
     Read(InfoMap),
 }
 
@@ -326,7 +330,8 @@ impl StepInfo {
         self.get(key).is_some()
     }
 
-    /// The terminal info, typed (parsed when read back from a reply); `None` before the end.
+    /// The terminal info, typed (parsed when read back from a reply); `None` before the end and
+    /// at the end of a sealed episode (whose grade is withheld).
     pub fn terminal(&self) -> Option<TerminalInfo> {
         match self {
             Self::Terminal(t) => Some((**t).clone()),
@@ -345,6 +350,7 @@ impl Serialize for StepInfo {
             Self::Action(i) => i.serialize(s),
             Self::Rejected(i) => i.serialize(s),
             Self::Terminal(i) => i.serialize(s),
+            Self::Sealed(i) => i.serialize(s),
             Self::Read(i) => i.serialize(s),
         }
     }

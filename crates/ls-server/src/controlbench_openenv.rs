@@ -42,7 +42,8 @@ impl OpenEnvBackend for Environment {
     }
 
     fn state(&self) -> Option<Value> {
-        Environment::state(self).and_then(|s| serde_json::to_value(s).ok())
+        // A sealed episode that is over answers its sealed view (no grade).
+        Environment::state_view(self).and_then(|s| serde_json::to_value(s).ok())
     }
 }
 
@@ -100,7 +101,7 @@ impl OpenEnvService for AppState {
         EnvironmentSchemas {
             action: discovery::input_schema::<ControlBenchAction>(),
             observation: discovery::output_schema::<Observation>(),
-            state: discovery::output_schema::<PublicState>(),
+            state: discovery::output_schema::<ls_env::StateView>(),
         }
     }
 

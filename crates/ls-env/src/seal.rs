@@ -19,8 +19,8 @@
 
 use crate::episode::Episode;
 use crate::observation::{InfoMap, PublicState};
+pub use crate::terminal_info::SealedInfo;
 use crate::terminal_info::{StepEnvelope, StepInfo, TerminalInfo};
-use crate::TrackMode;
 use ls_core::episode::TrajectoryEntry;
 use ls_core::Decision;
 use schemars::JsonSchema;
@@ -162,24 +162,6 @@ impl Sealing {
         });
         env
     }
-}
-
-/// The `info` of the step that ends a sealed episode with a decision: what the client sent and
-/// where its grade went, nothing graded.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SealedInfo {
-    /// Always `true`.
-    pub sealed: bool,
-    /// The sealed run the episode belongs to.
-    pub run_id: String,
-    /// The decision the client submitted (its own input, echoed).
-    pub decision: Option<Decision>,
-    pub benchmark_track: String,
-    pub track_mode: TrackMode,
-    pub truncated: bool,
-    pub terminated: bool,
-    pub terminal_reason: &'static str,
-    pub message: &'static str,
 }
 
 /// `GET /state` of a sealed episode that is over: the episode's progress, without its grade.

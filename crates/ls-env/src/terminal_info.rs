@@ -2,7 +2,8 @@
 //! same types.
 //!
 //! Each kind of step has its own struct, in wire order: [`ResetInfo`], [`ActionInfo`] (a tool or
-//! an intervention), [`RejectedInfo`] (an action not allowed, an invalid decision) and
+//! an intervention), [`RejectedInfo`] (an action not allowed, an invalid decision),
+//! [`SealedInfo`] (a sealed episode's decision, its grade withheld: [`crate::seal`]) and
 //! [`TerminalInfo`] (the grade, the control boundary and authority gate, the certificate,
 //! falsifier and TrustGraph reports, what the institution recorded). [`StepInfo`] is the
 //! envelope's `info`: one of these, or — on a client reading another server's reply — the object
@@ -13,7 +14,6 @@
 //! each field against the object on the wire.
 
 use crate::observation::{InfoMap, Observation, RawJson, TrackMode};
-use crate::seal::SealedInfo;
 use ls_core::Decision;
 use ls_grading::result_class::ResultClass;
 use schemars::JsonSchema;
@@ -275,6 +275,24 @@ impl TerminalInfo {
     fn breakdown(&self) -> BreakdownFlags {
         self.score_breakdown.read().unwrap_or_default()
     }
+}
+
+/// The `info` of the step that ends a sealed episode ([`crate::seal`]) with a decision: what the
+/// client sent and where its grade went, nothing graded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SealedInfo {
+    /// Always `true`.
+    pub sealed: bool,
+    /// The sealed run the episode belongs to.
+    pub run_id: String,
+    /// The decision the client submitted (its own input, echoed).
+    pub decision: Option<Decision>,
+    pub benchmark_track: String,
+    pub track_mode: TrackMode,
+    pub truncated: bool,
+    pub terminated: bool,
+    pub terminal_reason: &'static str,
+    pub message: &'static str,
 }
 
 /// The envelope returned by reset and step.

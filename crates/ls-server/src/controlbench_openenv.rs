@@ -101,7 +101,9 @@ impl OpenEnvService for AppState {
         EnvironmentSchemas {
             action: discovery::input_schema::<ControlBenchAction>(),
             observation: discovery::output_schema::<Observation>(),
-            state: discovery::output_schema::<ls_env::StateView>(),
+            // The OpenEnv clients' state (a WebSocket connection's own environment never holds
+            // a sealed episode; `/state`'s reply schema also lists the sealed state).
+            state: discovery::output_schema::<PublicState>(),
         }
     }
 

@@ -65,6 +65,22 @@ pub fn os_random() -> u64 {
         .unwrap_or_else(|_| rand::Rng::random(&mut rand::rng()))
 }
 
+/// Is `count` a run's size for `suite` on a server with `curated` cases (5 to 24; the
+/// certificate suite has one clone per curated case)?
+pub fn check_count(suite: Suite, count: usize, curated: usize) -> Result<(), ApiError> {
+    if !(MIN_CASES..=MAX_CASES).contains(&count) {
+        return Err(ApiError::Validation(format!(
+            "count: a sealed run has {MIN_CASES} to {MAX_CASES} cases"
+        )));
+    }
+    if suite == Suite::Certificate && count > curated {
+        return Err(ApiError::Validation(format!(
+            "count: the certificate suite has {curated} cases on this server; ask for {MIN_CASES} to {curated}"
+        )));
+    }
+    Ok(())
+}
+
 /// Draw `count` distinct cases of `suite` from `set`, every seed from `seed()`.
 pub fn draw(
     set: &FixtureSet,
@@ -72,15 +88,9 @@ pub fn draw(
     count: usize,
     seed: &mut dyn FnMut() -> u64,
 ) -> Result<Vec<Case>, ApiError> {
+    check_count(suite, count, set.cases.len())?;
     if suite == Suite::Certificate {
         let mut clones = ls_gen::certificate_required(set);
-        if clones.len() < count {
-            return Err(ApiError::Validation(format!(
-                "count: the certificate suite has {} cases on this server; ask for {MIN_CASES} to {}",
-                clones.len(),
-                clones.len()
-            )));
-        }
         clones.shuffle(&mut ChaCha8Rng::seed_from_u64(seed()));
         clones.truncate(count);
         return Ok(clones);

@@ -9,6 +9,7 @@ use ls_agents::{Agent, EpisodeRecord, LlmAgent, LlmConfig};
 use ls_core::schema::Case;
 use ls_core::FixtureSet;
 use ls_env::TrackMode;
+use ls_report::compare::ModelRecords;
 use ls_report::compare::{compare_models, CompareSetup, CompareSummary, ModelUnderTest};
 use ls_report::eval::{pool_of, EvalConfig};
 use ls_store::RunRow;
@@ -50,6 +51,17 @@ pub struct CompareArgs {
     /// Do not store the runs or the summary.
     #[arg(long)]
     pub no_store: bool,
+    /// Seeds of the headline's twin pairs every model also plays (twelve pairs per seed, both
+    /// members; each model's pairs are stored as a run of suite `pairs`).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "2026,2027,2028,2029,2030"
+    )]
+    pub headline_seeds: Vec<u64>,
+    /// Do not play the headline's pairs (no headline in the summary).
+    #[arg(long)]
+    pub no_headline: bool,
 }
 
 fn cases_of(set: &FixtureSet, ids: &[String]) -> Result<Vec<Case>> {
@@ -115,9 +127,18 @@ pub fn run(args: CompareArgs) -> Result<()> {
             factory: f.as_ref(),
         })
         .collect();
+    let pairs = if args.no_headline {
+        Vec::new()
+    } else {
+        let gen = ls_report::LsGen { set: set.clone() };
+        ls_report::headline::pairs(&set, &gen, &args.headline_seeds)
+            .map_err(|e| anyhow::anyhow!(e))?
+    };
     let setup = CompareSetup {
         pool: &pool,
         cases: &cases,
+        pairs: &pairs,
+        headline_seeds: &args.headline_seeds,
         cfg: EvalConfig {
             pass_k: 1,
             threshold: args.pass_threshold,
@@ -128,7 +149,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
         generated_at: ls_store::utc_now(),
     };
     let (summary, records) = compare_models(&under_test, &setup);
-    if records.iter().flatten().all(call_failed) {
+    if records.iter().flat_map(|r| &r.cases).all(call_failed) {
         bail!(
             "no model answered: every call to {} failed (check --api-base and the key); nothing is written",
             setup.api_base
@@ -147,42 +168,50 @@ pub fn run(args: CompareArgs) -> Result<()> {
     Ok(())
 }
 
-/// Each model's run (kind `run`, agent `llm`, suite `public`) and the summary (kind `compare`).
-fn store(
-    args: &CompareArgs,
-    summary: &CompareSummary,
-    records: &[Vec<EpisodeRecord>],
-) -> Result<()> {
+/// Each model's run (kind `run`, agent `llm`, suite `public`), its run of the headline's pairs
+/// (suite `pairs`, when played) and the summary (kind `compare`).
+fn store(args: &CompareArgs, summary: &CompareSummary, records: &[ModelRecords]) -> Result<()> {
     let mut store = open_store(&args.db)?;
     let compare_id = stamped_id("compare", &summary.generated_at_utc);
     let mut run_ids = Vec::new();
     for (result, recs) in summary.results.iter().zip(records) {
-        let run_id = format!("{compare_id}-{}", run_ids.len() + 1);
-        let rows = episode_rows(&run_id, recs.iter().map(|r| (r.case_id.clone(), r)));
-        let run = RunRow {
-            run_id: run_id.clone(),
-            kind: "run".into(),
-            agent: "llm".into(),
-            model: result.model.clone(),
-            agent_type: result.agent_type.clone(),
-            seed: args.seed,
-            created_at: summary.generated_at_utc.clone(),
-            case_count: recs.len() as u32,
-            mean_score: result.average_score,
-            summary: serde_json::json!({
-                "suite": "public",
-                "pass_k": 1,
-                "pass_threshold": args.pass_threshold,
-                "temperature": args.temperature,
-                "track_mode": summary.track_mode,
-                "source": "in-process",
-                "comparison": compare_id,
-                "api_calls": result.api_calls,
-                "mean_score": result.average_score,
-            }),
-        };
-        store.insert_run(&run, &rows)?;
-        run_ids.push(run_id);
+        for (suite, recs) in [("public", &recs.cases), ("pairs", &recs.pairs)] {
+            if recs.is_empty() {
+                continue;
+            }
+            let run_id = format!("{compare_id}-{}", run_ids.len() + 1);
+            let rows = episode_rows(&run_id, recs.iter().map(|r| (r.case_id.clone(), r)));
+            let mean = recs.iter().map(|r| r.final_score).sum::<f64>() / recs.len() as f64;
+            let run = RunRow {
+                run_id: run_id.clone(),
+                kind: "run".into(),
+                agent: "llm".into(),
+                model: result.model.clone(),
+                agent_type: result.agent_type.clone(),
+                seed: args.seed,
+                created_at: summary.generated_at_utc.clone(),
+                case_count: recs.len() as u32,
+                mean_score: if suite == "public" {
+                    result.average_score
+                } else {
+                    ls_report::metrics::r4(mean)
+                },
+                summary: serde_json::json!({
+                    "suite": suite,
+                    "pass_k": 1,
+                    "pass_threshold": args.pass_threshold,
+                    "temperature": args.temperature,
+                    "track_mode": summary.track_mode,
+                    "source": "in-process",
+                    "comparison": compare_id,
+                    "api_calls": result.api_calls,
+                    "mean_score": result.average_score,
+                    "headline_seeds": summary.headline_seeds,
+                }),
+            };
+            store.insert_run(&run, &rows)?;
+            run_ids.push(run_id);
+        }
     }
     let row = RunRow {
         run_id: compare_id.clone(),
@@ -211,14 +240,18 @@ fn store(
 
 fn print_table(s: &CompareSummary) {
     println!(
-        "{:<28} {:<9} {:>7} {:>8} {:>7} {:>7} {:>9} {:>6}",
-        "model", "tier", "mean", "success", "cert", "loss", "unsafe", "calls"
+        "{:<28} {:<9} {:>8} {:>7} {:>8} {:>7} {:>7} {:>9} {:>6}",
+        "model", "tier", "headline", "mean", "success", "cert", "loss", "unsafe", "calls"
     );
     for r in &s.results {
         println!(
-            "{:<28} {:<9} {:>7.4} {:>8.4} {:>7.4} {:>7} {:>9.4} {:>6}",
+            "{:<28} {:<9} {:>8} {:>7.4} {:>8.4} {:>7.4} {:>7} {:>9.4} {:>6}",
             r.model,
             r.model_profile.tier,
+            r.headline
+                .as_ref()
+                .map(|h| format!("{:.4}", h.headline))
+                .unwrap_or_else(|| "n/a".into()),
             r.average_score,
             r.success_rate,
             r.certificate_validity_rate,

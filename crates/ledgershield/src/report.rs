@@ -49,9 +49,21 @@ pub struct ReportArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "teacher,random,naive-pay,always-escalate"
+        default_value = "teacher,random,naive-pay,always-escalate,game-checklist-pay"
     )]
     pub agents: Vec<String>,
+    /// Seeds of the headline's twin pairs (twelve pairs per seed; every agent plays both members
+    /// of each pair). Stored runs of `run --suite pairs --seed S` match the seeds S..S+4.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "2026,2027,2028,2029,2030"
+    )]
+    pub headline_seeds: Vec<u64>,
+    /// Leave out the gaming-resistance section (the red team and the learned attacker; the
+    /// slowest part of a report).
+    #[arg(long)]
+    pub no_gaming: bool,
     /// Stored runs to put on the leaderboard, by run id (comma separated), in addition to the
     /// stored runs of the agents named in `--agents`.
     #[arg(long, value_delimiter = ',')]
@@ -96,6 +108,8 @@ pub fn run(args: ReportArgs) -> Result<()> {
         primary_agent: agents.first().cloned().unwrap_or_else(|| "teacher".into()),
         agents,
         stored_runs,
+        headline_seeds: args.headline_seeds.iter().copied().take(32).collect(),
+        gaming: !args.no_gaming,
         human_baseline_path: Some(args.human_baseline.clone()),
         generated_at: if args.no_timestamp {
             String::new()
@@ -198,7 +212,7 @@ pub fn load_stored_runs(
             known.dedup();
             bail!(
                 "unknown agent '{name}': not a scripted agent ({}) and no stored run of it in the database{}; store one first with `ledgershield run --agent {name} …` (or `run --url …`), or name runs with --runs",
-                "teacher, random, naive-pay, always-escalate, teacher-no-controls, teacher-no-certificate, teacher-no-artifact-wait",
+                "teacher, random, naive-pay, always-escalate, teacher-no-controls, teacher-no-certificate, teacher-no-artifact-wait, game-checklist-pay, the game-* red-team policies",
                 if known.is_empty() { String::new() } else { format!(" (stored-run agents: {})", known.join(", ")) }
             );
         }

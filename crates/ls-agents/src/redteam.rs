@@ -13,6 +13,12 @@ use crate::teacher::{TeacherAgent, TeacherConfig};
 use ls_env::StepEnvelope;
 use serde_json::{json, Map, Value};
 
+mod checklist;
+pub use checklist::{
+    count_features, restated_amount, ChecklistPay, Gate, GatedPolicy, CHECKLIST_PAY,
+    RANDOM_DECISION,
+};
+
 /// The gaming-policy families.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum GamingFamily {
@@ -50,10 +56,14 @@ pub enum GamingFamily {
     /// The family's prior decision claiming every code, each cited at the line whose label
     /// usually shows it (one token each), with the few controls a fraud call usually needs.
     AllCodes,
+    /// A prior escalation: the family's fixed decision and codes, each code cited at the first
+    /// revealed line carrying that code's usual label (`From:` for a spoof, the bank line for a
+    /// bank change, …), with the few controls a fraud call usually needs.
+    PriorEscalation,
 }
 
 impl GamingFamily {
-    pub const ALL: [GamingFamily; 12] = [
+    pub const ALL: [GamingFamily; 13] = [
         GamingFamily::RewardReader,
         GamingFamily::KeywordCue,
         GamingFamily::Motions,
@@ -66,6 +76,7 @@ impl GamingFamily {
         GamingFamily::LabelPay,
         GamingFamily::AliasSpray,
         GamingFamily::AllCodes,
+        GamingFamily::PriorEscalation,
     ];
 
     /// Registry name (`offline_agent` accepts it).
@@ -83,6 +94,7 @@ impl GamingFamily {
             GamingFamily::LabelPay => "game-label-pay",
             GamingFamily::AliasSpray => "game-alias-spray",
             GamingFamily::AllCodes => "game-all-codes",
+            GamingFamily::PriorEscalation => "game-prior-escalation",
         }
     }
 
@@ -92,8 +104,16 @@ impl GamingFamily {
 
     /// The mean score this family must stay at or under (the echo policy reads the
     /// environment's own interpretation of what it saw, so it is allowed more).
+    ///
+    /// The prior escalation is allowed the same: it runs the family's required checks and cites
+    /// its codes at the lines whose labels usually show them, and its codes are the curated cases'
+    /// own (on the curated cases it scores 0.29, on generated pools 0.11–0.16). Its decision reads
+    /// nothing, so the headline (paired discrimination) is what bounds it: 0.
     pub fn mean_threshold(self) -> f64 {
-        if matches!(self, GamingFamily::SignalEcho | GamingFamily::AnchoredEcho) {
+        if matches!(
+            self,
+            GamingFamily::SignalEcho | GamingFamily::AnchoredEcho | GamingFamily::PriorEscalation
+        ) {
             0.40
         } else {
             0.20
@@ -375,7 +395,8 @@ impl GamingAgent {
             | GamingFamily::PositionalTemplate
             | GamingFamily::LabelPay
             | GamingFamily::AliasSpray
-            | GamingFamily::AllCodes => false,
+            | GamingFamily::AllCodes
+            | GamingFamily::PriorEscalation => false,
         }
     }
 
@@ -477,7 +498,12 @@ impl GamingAgent {
                 (GamingFamily::EvidenceSpam, Some(t)) => {
                     json!({"doc_id": t.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": self.tokens.iter().filter(|x| x.doc_id == t.doc_id).take(40).map(|x| x.token_id.clone()).collect::<Vec<_>>()})
                 }
-                (GamingFamily::AnchoredEcho | GamingFamily::AllCodes, _) => self.anchored_ref(c),
+                (
+                    GamingFamily::AnchoredEcho
+                    | GamingFamily::AllCodes
+                    | GamingFamily::PriorEscalation,
+                    _,
+                ) => self.anchored_ref(c),
                 _ => self.positional_ref(c),
             };
             evidence.insert(c.clone(), r);
@@ -665,6 +691,7 @@ impl Agent for GamingAgent {
                 GamingFamily::PositionalTemplate
                     | GamingFamily::AliasSpray
                     | GamingFamily::AllCodes
+                    | GamingFamily::PriorEscalation
             ) || (self.family == GamingFamily::AnchoredEcho && self.guesses_risky())
             {
                 self.controls = self.template_controls();

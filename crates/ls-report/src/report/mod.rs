@@ -28,6 +28,7 @@ pub mod experiments;
 pub mod fraudgen;
 pub mod holdout;
 pub mod ladder;
+pub mod pairs;
 pub mod portfolio;
 pub mod public;
 pub mod quarter;
@@ -40,6 +41,7 @@ pub use experiments::{CostSensitivity, ExperimentSuite, FalsificationTest};
 pub use fraudgen::{FraudgenAgentResult, FraudgenSummary};
 pub use holdout::{GeneratedHoldoutTrack, HoldoutSection, HoldoutSeedReport};
 pub use ladder::{AgentSummary, PublicFigures};
+pub use pairs::{HeadlineSection, PairsRun};
 pub use portfolio::{PortfolioSequence, PortfolioTrack};
 pub use quarter::{
     loss_total, quarter_profile, ControlbenchTrack, QuarterProfile, QuarterSection, TwoAgentDemo,
@@ -69,6 +71,10 @@ pub struct ReportConfig {
     pub generated_at: String,
     /// Stored runs to include on the ladder (read by the caller from the store).
     pub stored_runs: Vec<crate::stored::StoredRunInput>,
+    /// Seeds of the headline's twin pairs (twelve pairs per seed).
+    pub headline_seeds: Vec<u64>,
+    /// Build the gaming-resistance section (the red team and the learned attacker).
+    pub gaming: bool,
 }
 
 impl Default for ReportConfig {
@@ -88,10 +94,13 @@ impl Default for ReportConfig {
                 "random".into(),
                 "naive-pay".into(),
                 "always-escalate".into(),
+                ls_agents::CHECKLIST_PAY.into(),
             ],
             human_baseline_path: None,
             generated_at: String::new(),
             stored_runs: Vec::new(),
+            headline_seeds: crate::headline::DEFAULT_HEADLINE_SEEDS.to_vec(),
+            gaming: true,
         }
     }
 }
@@ -142,6 +151,9 @@ pub struct BenchmarkReport {
     pub secondary_theme: String,
     pub generated_at: String,
     pub evaluation_protocol: EvaluationProtocol,
+    /// The headline score's definition and pairs (each agent's headline is in `agents`).
+    #[serde(default)]
+    pub headline: Option<HeadlineSection>,
     pub agents: Vec<AgentSummary>,
     pub public_benchmark: SectionSummary,
     pub holdout_challenge: Option<HoldoutSection>,
@@ -256,6 +268,7 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
     let public = public::run(&ctx);
     let public_primary = public.get(ctx.primary).cloned().unwrap_or_default();
     let holdout = holdout::run(&ctx, &mut unavailable);
+    let paired = pairs::run(&ctx, &mut unavailable);
     let contrastive = contrastive::run(&ctx, &public, &mut unavailable);
     let case_track = tracks::case_track(&public_primary);
     let adversarial_track = tracks::adversarial_track(&ctx, &public_primary);
@@ -275,13 +288,24 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
     let experiment = experiments::run(&ctx, &public_primary, &quarter, &certificate, &human);
     let ladder = ladder::run(
         &ctx,
-        &public,
-        &holdout,
-        &contrastive,
-        &quarter,
-        &certificate,
+        &ladder::Stages {
+            public: &public,
+            holdout: &holdout,
+            contrastive: &contrastive,
+            quarter: &quarter,
+            certificate: &certificate,
+            pairs: &paired,
+        },
     );
-    let gaming = gaming_resistance(&ctx, &holdout, contrastive.twin_pairs);
+    let gaming = if cfg.gaming {
+        Some(gaming_resistance(&ctx, &holdout, &paired, &mut unavailable))
+    } else {
+        unavailable.push(Unavailable {
+            track: "gaming_resistance".into(),
+            reason: "not requested (report --no-gaming)".into(),
+        });
+        None
+    };
     let aging = {
         let items = crate::aging::open_items(set);
         crate::aging::latest_date(&items)
@@ -310,6 +334,7 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
         secondary_theme: "Long-Horizon Planning & Instruction Following".into(),
         generated_at: cfg.generated_at.clone(),
         evaluation_protocol: protocol(&ctx),
+        headline: paired.section.clone(),
         agents: ladder,
         public_benchmark: public_primary,
         holdout_challenge: holdout.sections.get(ctx.primary).cloned(),
@@ -324,11 +349,19 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
         human_baseline_track: human,
         independent_fraudgen_ecosystem: fraudgen,
         experiment_suite: experiment,
-        gaming_resistance: Some(gaming),
+        gaming_resistance: gaming,
         stored_runs: cfg
             .stored_runs
             .iter()
-            .map(|r| crate::stored::summarize_run(r, cfg.pass_threshold))
+            .map(|r| {
+                let mut s = crate::stored::summarize_run(r, cfg.pass_threshold);
+                s.headline = crate::headline::headline_of_records(
+                    &paired.pairs,
+                    &r.records,
+                    &cfg.headline_seeds,
+                );
+                s
+            })
             .collect(),
         aging_report: aging,
         unavailable_tracks: unavailable,
@@ -355,24 +388,74 @@ fn protocol(ctx: &Ctx<'_>) -> EvaluationProtocol {
     }
 }
 
-/// Gaming resistance: every evidence-blind gaming family over the curated cases, each holdout
-/// seed's pool and the contrastive pairs (each twin with its risky counterpart, so the pool is
-/// half benign and an always-PAY or always-escalate policy is right only half the time).
+/// Most quarter cases the gaming section plays (the quarter pool kind).
+const GAMING_QUARTER_CASES: usize = 24;
+
+/// Gaming resistance: the attacker table over every pool kind — the curated cases, each holdout
+/// seed's pool, one challenge pool (the first holdout seed), the headline's pairs (`twins`) and a
+/// short quarter (the sequence seed) — with the learned attacker trained on pools of its own seeds.
 fn gaming_resistance(
     ctx: &Ctx<'_>,
     holdout: &holdout::HoldoutRun,
-    twin_pairs: Vec<Case>,
+    paired: &pairs::PairsRun,
+    unavailable: &mut Vec<Unavailable>,
 ) -> crate::gaming::GamingResistance {
-    let mut pools: Vec<(String, Vec<Case>)> = vec![("curated".into(), ctx.public_cases.clone())];
+    let kind = |k: &str| k.to_owned();
+    let mut pools: Vec<(String, String, Vec<Case>)> =
+        vec![(kind("curated"), kind("curated"), ctx.public_cases.clone())];
     pools.extend(
         holdout
             .cases
             .iter()
-            .map(|(seed, cases)| (format!("holdout-{seed}"), cases.clone())),
+            .map(|(seed, cases)| (format!("holdout-{seed}"), kind("holdout"), cases.clone())),
     );
-    pools.push(("twins".into(), twin_pairs));
-    let learned = |name: &str, cases: &[Case], seed: u64| {
-        crate::gaming::learned_attacker_rows(ctx.set, name, cases, seed)
+    let first = ctx
+        .cfg
+        .holdout_seeds
+        .first()
+        .copied()
+        .unwrap_or(ctx.cfg.seed);
+    match ctx.gen.challenge(first, 1) {
+        Ok(c) => pools.push((format!("challenge-{first}"), kind("challenge"), c)),
+        Err(e) => unavailable.push(Unavailable {
+            track: "gaming_resistance.challenge".into(),
+            reason: e,
+        }),
+    }
+    pools.push((
+        kind("twins"),
+        kind("twins"),
+        paired
+            .pairs
+            .iter()
+            .flat_map(|p| [p.benign.clone(), p.risky.clone()])
+            .collect(),
+    ));
+    let q = quarter::length(ctx.cfg).min(GAMING_QUARTER_CASES);
+    if let Ok(c) = ctx.gen.quarter(q, ctx.cfg.sequence_seed) {
+        pools.push((
+            format!("quarter-{}", ctx.cfg.sequence_seed),
+            kind("quarter"),
+            c,
+        ));
+    }
+    pools.retain(|(_, _, c)| !c.is_empty());
+    let input = crate::gaming::GamingInput {
+        set: ctx.set,
+        master: &ctx.master,
+        pools,
+        pairs: &paired.pairs,
+        headline_seeds: &ctx.cfg.headline_seeds,
+        // The attacker trains on generated pools: none without a generator.
+        attacker_seeds: if paired.pairs.is_empty() {
+            Vec::new()
+        } else {
+            crate::gaming::attacker_training_seeds(ctx.cfg.seed)
+        },
+        attacker_size: ls_agents::learned::PoolSize {
+            variants: 1,
+            quarter: GAMING_QUARTER_CASES,
+        },
     };
-    crate::gaming::gaming_resistance_with(&ctx.master, &pools, ctx.cfg.seed, Some(&learned))
+    crate::gaming::gaming_resistance(&input)
 }

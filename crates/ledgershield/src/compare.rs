@@ -56,7 +56,7 @@ pub struct CompareArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "2026,2027,2028,2029,2030"
+        default_value = crate::report::DEFAULT_HEADLINE_SEEDS
     )]
     pub headline_seeds: Vec<u64>,
     /// Do not play the headline's pairs (no headline in the summary).

@@ -11,6 +11,9 @@ use ls_report::{
 use ls_store::{LeaderboardRow, RunRow, Store};
 use std::path::PathBuf;
 
+/// The headline's default seeds on the command line (`ls_report::headline::DEFAULT_HEADLINE_SEEDS`).
+pub const DEFAULT_HEADLINE_SEEDS: &str = "2026,2027,2028,2029,2030";
+
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum ReportFormat {
     Json,
@@ -57,7 +60,7 @@ pub struct ReportArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "2026,2027,2028,2029,2030"
+        default_value = DEFAULT_HEADLINE_SEEDS
     )]
     pub headline_seeds: Vec<u64>,
     /// Leave out the gaming-resistance section (the red team and the learned attacker; the
@@ -264,6 +267,15 @@ pub fn new_report_id(seed: u64, generated_at: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_default_headline_seeds_are_the_reports() {
+        let parsed: Vec<u64> = super::DEFAULT_HEADLINE_SEEDS
+            .split(',')
+            .map(|s| s.parse().unwrap())
+            .collect();
+        assert_eq!(parsed, ls_report::headline::DEFAULT_HEADLINE_SEEDS.to_vec());
+    }
+
     #[test]
     fn report_ids_differ_within_one_second() {
         let a = super::new_report_id(7, "2026-01-01T00:00:00Z");

@@ -32,8 +32,11 @@ pub mod fit;
 pub mod probe;
 
 pub use arms::{play, required_checks, Arm, Outcome, FIXED_FAMILIES};
-pub use fit::{balanced_accuracy, field_scan, stratified_balanced_accuracy, FieldLeak};
-pub use probe::{features, flatten, probe, probe_actions, ProbeRun};
+pub use fit::{
+    balanced_accuracy, field_scan, sampling_allowance, stratified_balanced_accuracy,
+    upper_quantile, FieldLeak,
+};
+pub use probe::{features, flatten, probe, probe_actions, probe_steps, ProbeRun};
 
 use crate::redteam::Gate;
 use ls_core::schema::Case;
@@ -72,7 +75,12 @@ pub fn case_row(pool: &Arc<CasePool>, case: &Case, kind: &str) -> CaseRow {
 
 /// Probe `case` only (no strategy played): its features and label (the leak test's row).
 pub fn feature_row(pool: &Arc<CasePool>, case: &Case, kind: &str) -> CaseRow {
-    let run = probe(pool, case);
+    feature_row_steps(pool, case, kind, usize::MAX)
+}
+
+/// [`feature_row`] over the reset and the probe's first `steps` steps only.
+pub fn feature_row_steps(pool: &Arc<CasePool>, case: &Case, kind: &str, steps: usize) -> CaseRow {
+    let run = probe::probe_steps(pool, case, steps);
     CaseRow {
         case_id: case.case_id.clone(),
         family: case.task_type.as_str().to_owned(),
@@ -111,6 +119,80 @@ pub fn twin_pairs(set: &FixtureSet, seed: u64) -> Vec<Case> {
             }
         })
         .collect()
+}
+
+/// The structural fields: what the shape of a case and its limits say before a line is read —
+/// document counts per kind and pages (`count.docs.*`), the instruction's length (it lists the
+/// documents), `budget_total`, `max_steps`, pending events, the portfolio context's
+/// `linked_invoice_count` and `queue_pressure` (both follow the invoice count), the budget left
+/// after the first probe step, and the first two steps' rewards and reward-model components (the
+/// cost is a share of the budget). Each of these once told benign from risky (the limits followed
+/// the document counts, which followed the attacks: docs/generation.md §1.5).
+pub fn is_structural(feature: &str) -> bool {
+    let early_reward = ["r1.", "r2."].iter().any(|p| {
+        feature.strip_prefix(p).is_some_and(|f| {
+            f == "reward"
+                || f.contains("reward_model.components.")
+                || f.ends_with("reward_model.value")
+        })
+    });
+    feature.starts_with("count.docs.")
+        || early_reward
+        || matches!(
+            feature,
+            "r0.observation.instruction#chars"
+                | "r0.observation.budget_total"
+                | "r0.observation.max_steps"
+                | "r0.observation.pending_events#len"
+                | "r0.observation.portfolio_context.linked_invoice_count"
+                | "r0.observation.portfolio_context.queue_pressure#code"
+                | "r1.observation.budget_remaining"
+        )
+}
+
+/// The structural rows ([`is_structural`]) of the single-field scan fitted on `train` and scored
+/// on `test` (every case of both in `pool`; only the reset and the probe's first two steps are
+/// played), best first.
+pub fn structural_scan(
+    pool: &Arc<CasePool>,
+    train: &[(String, Case)],
+    test: &[(String, Case)],
+) -> Vec<FieldLeak> {
+    let rows = |cases: &[(String, Case)]| -> Vec<CaseRow> {
+        cases
+            .iter()
+            .map(|(k, c)| {
+                let mut r = feature_row_steps(pool, c, k, 2);
+                r.features.retain(|f, _| is_structural(f));
+                r
+            })
+            .collect()
+    };
+    field_scan(&rows(train), &rows(test))
+}
+
+/// The curated cases as a pool kind (`curated`).
+pub fn curated(set: &FixtureSet) -> Vec<(String, Case)> {
+    set.cases
+        .iter()
+        .map(|c| ("curated".to_owned(), c.clone()))
+        .collect()
+}
+
+/// A pool holding every case of `train` and `test` once (the attacker plays both in it).
+pub fn pool_over(
+    set: &FixtureSet,
+    train: &[(String, Case)],
+    test: &[(String, Case)],
+) -> Arc<CasePool> {
+    let mut seen = std::collections::BTreeSet::new();
+    let all: Vec<Arc<Case>> = train
+        .iter()
+        .chain(test)
+        .filter(|(_, c)| seen.insert(c.case_id.clone()))
+        .map(|(_, c)| Arc::new(c.clone()))
+        .collect();
+    Arc::new(CasePool::from_parts(all, Arc::new(set.master.clone())))
 }
 
 /// How large the generated pools of one seed are.
@@ -159,6 +241,14 @@ pub fn generated_pools(set: &FixtureSet, seed: u64, size: PoolSize) -> Vec<(Stri
     let mut seen = std::collections::BTreeSet::new();
     out.retain(|(_, c)| seen.insert(c.case_id.clone()));
     out
+}
+
+/// [`generated_pools`] of every seed.
+pub fn generated(set: &FixtureSet, seeds: &[u64], size: PoolSize) -> Vec<(String, Case)> {
+    seeds
+        .iter()
+        .flat_map(|&s| generated_pools(set, s, size))
+        .collect()
 }
 
 /// Which kind of policy a row of the attack table is.
@@ -221,7 +311,7 @@ pub struct PolicyRow {
 }
 
 /// The learner against the best fixed strategy on one pool kind.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct GainRow {
     pub pool: String,
     pub learner_mean: f64,

@@ -128,8 +128,9 @@ impl GamingFamily {
 /// Most evidence entries the environment accepts in one submission.
 const MAX_SPRAY_ENTRIES: usize = ls_core::submission::MAX_MAP_ENTRIES;
 
-/// Interventions a go-through-the-motions policy takes (all of them).
-const ALL_INTERVENTIONS: [&str; 8] = [
+/// Interventions a go-through-the-motions policy takes (all of them, in a fixed order; the
+/// learned attacker's probe takes them too).
+pub(crate) const ALL_INTERVENTIONS: [&str; 8] = [
     "request_callback_verification",
     "request_bank_change_approval_chain",
     "request_po_reconciliation",

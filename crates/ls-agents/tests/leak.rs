@@ -19,28 +19,14 @@
 //! plus the sampling allowance of its family's test size (one-sided 1 % for the largest of the
 //! family's fields: the scan takes the maximum of many fitted predictors).
 
+mod support;
+
 use ls_agents::learned::{self, CaseRow, FieldLeak, PoolSize};
 use ls_core::schema::Case;
 use ls_core::FixtureSet;
-use ls_env::CasePool;
-use rand::Rng;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Instant;
-
-fn draw_seeds(var: &str, n: usize) -> Vec<u64> {
-    if let Ok(v) = std::env::var(var) {
-        let s: Vec<u64> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
-        assert_eq!(s.len(), n, "{var} needs {n} seeds");
-        return s;
-    }
-    let mut rng = rand::rng();
-    let mut drawn = BTreeSet::new();
-    while drawn.len() < n {
-        drawn.insert(rng.random_range(100..90_000u64) * 10);
-    }
-    drawn.into_iter().collect()
-}
+use support::draw_seeds;
 
 /// The feature rows of the training pools and of the test pools (curated cases included).
 fn rows(
@@ -49,42 +35,12 @@ fn rows(
     test: &[u64],
     size: PoolSize,
 ) -> (Vec<CaseRow>, Vec<CaseRow>) {
-    let gen = |seeds: &[u64]| -> Vec<(String, Case)> {
-        seeds
-            .iter()
-            .flat_map(|&s| learned::generated_pools(set, s, size))
-            .collect()
-    };
-    let tr = gen(train);
-    let mut te: Vec<(String, Case)> = set
-        .cases
-        .iter()
-        .map(|c| ("curated".to_owned(), c.clone()))
-        .collect();
-    te.extend(gen(test));
-    let mut seen = BTreeSet::new();
-    let all: Vec<Arc<Case>> = tr
-        .iter()
-        .chain(&te)
-        .filter(|(_, c)| seen.insert(c.case_id.clone()))
-        .map(|(_, c)| Arc::new(c.clone()))
-        .collect();
-    let pool = Arc::new(CasePool::from_parts(all, Arc::new(set.master.clone())));
+    let tr = learned::generated(set, train, size);
+    let mut te = learned::curated(set);
+    te.extend(learned::generated(set, test, size));
+    let pool = learned::pool_over(set, &tr, &te);
     let row = |(k, c): &(String, Case)| learned::feature_row(&pool, c, k);
     (tr.iter().map(row).collect(), te.iter().map(row).collect())
-}
-
-/// The standard normal quantile for an upper-tail probability `alpha` (A&S 26.2.23).
-fn upper_quantile(alpha: f64) -> f64 {
-    let t = (-2.0 * alpha.ln()).sqrt();
-    t - (2.515_517 + 0.802_853 * t + 0.010_328 * t * t)
-        / (1.0 + 1.432_788 * t + 0.189_269 * t * t + 0.001_308 * t * t * t)
-}
-
-/// The sampling allowance of a balanced accuracy on `pos` risky and `neg` benign test cases.
-fn allowance(pos: usize, neg: usize) -> f64 {
-    let (p, n) = (pos.max(1) as f64, neg.max(1) as f64);
-    upper_quantile(0.01) * 0.5 * (0.25 / p + 0.25 / n).sqrt()
 }
 
 /// The fields over the bar, per family, with the family's test counts.
@@ -101,7 +57,7 @@ fn over_the_bar(scan: &[FieldLeak], test: &[CaseRow]) -> Vec<String> {
     scan.iter()
         .filter_map(|l| {
             let (pos, neg) = counts.get(l.family.as_str()).copied().unwrap_or((0, 0));
-            let a = allowance(pos, neg);
+            let a = learned::sampling_allowance(pos, neg, 0.01);
             (l.balanced_accuracy > 0.60 + a).then(|| {
                 format!(
                     "{} {}: {:.3} > 0.60 + {a:.3} ({pos} risky, {neg} benign)",
@@ -110,13 +66,6 @@ fn over_the_bar(scan: &[FieldLeak], test: &[CaseRow]) -> Vec<String> {
             })
         })
         .collect()
-}
-
-#[test]
-fn the_quantile_matches_known_values() {
-    for (alpha, z) in [(0.05, 1.6449), (0.01, 2.3263), (0.001, 3.0902)] {
-        assert!((upper_quantile(alpha) - z).abs() < 1e-3, "{alpha}");
-    }
 }
 
 /// Every family of every pool kind: no blind-visible field over the bar (the best five per family

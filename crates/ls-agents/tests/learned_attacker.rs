@@ -19,48 +19,14 @@
 //! or under 0.10) are asserted with the headline's own pairs in `ls-report/tests/headline.rs`; the
 //! field-level bar in `tests/leak.rs`.
 
+mod support;
+
 use ls_agents::learned::{self, AttackReport, CaseRow, PolicyKind, PoolSize};
 use ls_core::schema::Case;
 use ls_core::FixtureSet;
-use ls_env::CasePool;
-use rand::Rng;
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Instant;
-
-/// `n` distinct seeds drawn at random (spaced by 10, so the derived per-kind seeds of two draws
-/// never collide), or read from `var` to replay a run.
-fn draw_seeds(var: &str, n: usize) -> Vec<u64> {
-    if let Ok(v) = std::env::var(var) {
-        let s: Vec<u64> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
-        assert_eq!(s.len(), n, "{var} needs {n} seeds");
-        return s;
-    }
-    let mut rng = rand::rng();
-    let mut drawn = BTreeSet::new();
-    while drawn.len() < n {
-        drawn.insert(rng.random_range(100..90_000u64) * 10);
-    }
-    let mut v: Vec<u64> = drawn.into_iter().collect();
-    let k = rng.random_range(0..n);
-    v.rotate_left(k);
-    v
-}
-
-/// The standard normal quantile for an upper-tail probability `alpha` (0 < alpha < 0.5):
-/// Abramowitz & Stegun 26.2.23, absolute error under 4.5e-4.
-fn upper_quantile(alpha: f64) -> f64 {
-    let t = (-2.0 * alpha.ln()).sqrt();
-    t - (2.515_517 + 0.802_853 * t + 0.010_328 * t * t)
-        / (1.0 + 1.432_788 * t + 0.189_269 * t * t + 0.001_308 * t * t * t)
-}
-
-#[test]
-fn the_quantile_matches_known_values() {
-    for (alpha, z) in [(0.05, 1.6449), (0.025, 1.9600), (0.001, 3.0902)] {
-        assert!((upper_quantile(alpha) - z).abs() < 1e-3, "{alpha}");
-    }
-}
+use support::draw_seeds;
 
 /// Rows of the training pools (generated kinds of the training seeds) and of the test pools
 /// (the curated cases and the generated kinds of the test seeds).
@@ -70,27 +36,10 @@ fn rows(
     test_seeds: &[u64],
     size: PoolSize,
 ) -> (Vec<CaseRow>, Vec<CaseRow>) {
-    let gen = |seeds: &[u64]| -> Vec<(String, Case)> {
-        seeds
-            .iter()
-            .flat_map(|&s| learned::generated_pools(set, s, size))
-            .collect()
-    };
-    let train = gen(train_seeds);
-    let mut test: Vec<(String, Case)> = set
-        .cases
-        .iter()
-        .map(|c| ("curated".to_owned(), c.clone()))
-        .collect();
-    test.extend(gen(test_seeds));
-    let mut seen = BTreeSet::new();
-    let all: Vec<Arc<Case>> = train
-        .iter()
-        .chain(&test)
-        .filter(|(_, c)| seen.insert(c.case_id.clone()))
-        .map(|(_, c)| Arc::new(c.clone()))
-        .collect();
-    let pool = Arc::new(CasePool::from_parts(all, Arc::new(set.master.clone())));
+    let train = learned::generated(set, train_seeds, size);
+    let mut test = learned::curated(set);
+    test.extend(learned::generated(set, test_seeds, size));
+    let pool = learned::pool_over(set, &train, &test);
     (
         learned::case_rows(&pool, &train),
         learned::case_rows(&pool, &test),
@@ -127,7 +76,7 @@ fn check(report: &AttackReport) -> Vec<String> {
         }
     }
     for g in &report.gains {
-        let allowance = upper_quantile(0.05) * g.gain_standard_error;
+        let allowance = learned::upper_quantile(0.05) * g.gain_standard_error;
         if g.gain > 0.05 + allowance {
             failures.push(format!(
                 "learner on {}: {:.4} vs best fixed {} {:.4}: gain {:+.4} > 0.05 + {allowance:.4}",
@@ -137,11 +86,11 @@ fn check(report: &AttackReport) -> Vec<String> {
     }
     let comparisons = report.classifier.len().max(1);
     for c in &report.classifier {
-        let (p, n) = (
-            (c.n_test - c.n_test_benign).max(1) as f64,
-            c.n_test_benign.max(1) as f64,
+        let a = learned::sampling_allowance(
+            c.n_test - c.n_test_benign,
+            c.n_test_benign,
+            0.05 / comparisons as f64,
         );
-        let a = upper_quantile(0.05 / comparisons as f64) * 0.5 * (0.25 / p + 0.25 / n).sqrt();
         if c.balanced_accuracy > 0.60 + a {
             failures.push(format!(
                 "label classifier {}: balanced accuracy {:.3} > 0.60 + {a:.3}",
@@ -198,5 +147,77 @@ fn learned_attacker_over_many_random_seeds() {
         );
         failures.extend(check(&report).into_iter().map(|f| format!("{v:?}: {f}")));
     }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The structural bound: a single structural field's within-kind balanced accuracy.
+const STRUCTURAL_BOUND: f64 = 0.55;
+
+/// On a pool of its own (three training seeds, six test seeds, every generated kind), no
+/// structural field alone (`learned::is_structural`: document counts, pages, instruction length,
+/// budget, step limit, pending events, linked-invoice count, queue pressure, the first steps'
+/// budget, rewards and reward components) tells a benign case from a risky one within a pool kind
+/// better than 0.55 plus the sampling allowance of its family's test size (Bonferroni over every
+/// row asserted; `STRUCTURAL_SEEDS=a,…,i` replays). Budget and step limit once followed the
+/// document counts, which followed the attacks (docs/generation.md §1.5).
+#[test]
+fn structural_fields_do_not_predict_the_label() {
+    let t0 = Instant::now();
+    let set = FixtureSet::embedded().expect("fixtures");
+    let v = draw_seeds("STRUCTURAL_SEEDS", 9);
+    eprintln!(
+        "structural seeds: STRUCTURAL_SEEDS={}",
+        v.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+    );
+    let size = PoolSize {
+        variants: 4,
+        quarter: 40,
+    };
+    let (train, test) = (
+        learned::generated(&set, &v[..3], size),
+        learned::generated(&set, &v[3..], size),
+    );
+    let pool = learned::pool_over(&set, &train, &test);
+    let rows = learned::structural_scan(&pool, &train, &test);
+    let families: BTreeSet<&str> = rows.iter().map(|l| l.family.as_str()).collect();
+    // (A field constant over a family's training cases has no row: `max_steps` and `budget_total`
+    // are the family's own limits, so they read exactly 0.5 and are not listed.)
+    for f in ["task_c", "task_d", "task_e"] {
+        assert!(families.contains(f), "family {f} missing from {families:?}");
+    }
+    let counts = |fam: &str| {
+        let of: Vec<&(String, Case)> = test
+            .iter()
+            .filter(|(_, c)| c.task_type.as_str() == fam)
+            .collect();
+        let risky = of
+            .iter()
+            .filter(|(_, c)| c.gold.decision.is_some_and(|d| d.as_str() != "PAY"))
+            .count();
+        (risky, of.len() - risky)
+    };
+    let mut failures = Vec::new();
+    for l in &rows {
+        let (pos, neg) = counts(&l.family);
+        let a = learned::sampling_allowance(pos, neg, 0.05 / rows.len().max(1) as f64);
+        if l.balanced_accuracy > STRUCTURAL_BOUND + a {
+            failures.push(format!(
+                "{} {}: {:.3} > {STRUCTURAL_BOUND} + {a:.3} ({pos} risky, {neg} benign)",
+                l.family, l.feature, l.balanced_accuracy
+            ));
+        }
+    }
+    for l in rows.iter().take(12) {
+        eprintln!(
+            "structural {:7} {:.3} {}",
+            l.family, l.balanced_accuracy, l.feature
+        );
+    }
+    eprintln!(
+        "structural scan: {} rows, {} test cases, {:.1} s",
+        rows.len(),
+        test.len(),
+        t0.elapsed().as_secs_f64()
+    );
     assert!(failures.is_empty(), "{failures:#?}");
 }

@@ -73,20 +73,11 @@ pub struct AttackerSummary {
     pub n_train: usize,
     pub n_test: usize,
     /// Per pool kind: the learner's mean, the best fixed strategy and the gain over it.
-    pub gains: Vec<GainRow>,
+    pub gains: Vec<learned::GainRow>,
     /// Per family: the label classifier's balanced accuracy (within pool kinds).
     pub classifier_balanced_accuracy: BTreeMap<String, f64>,
     /// Per family: the fitted count gate and amount gate.
     pub gates: BTreeMap<String, Vec<String>>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct GainRow {
-    pub pool: String,
-    pub learner_mean: f64,
-    pub best_fixed: String,
-    pub best_fixed_mean: f64,
-    pub gain: f64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -228,8 +219,7 @@ fn learned_attacker(
         .iter()
         .map(|(k, c)| (k.clone(), (*c).clone()))
         .collect();
-    let all: Vec<Case> = train.iter().chain(&test).map(|(_, c)| c.clone()).collect();
-    let pool = crate::eval::pool_of(input.master, &all);
+    let pool = learned::pool_over(input.set, &train, &test);
     let (tr, te): (Vec<CaseRow>, Vec<CaseRow>) = (
         learned::case_rows(&pool, &train),
         learned::case_rows(&pool, &test),
@@ -242,12 +232,12 @@ fn learned_attacker(
         gains: report
             .gains
             .iter()
-            .map(|g| GainRow {
-                pool: g.pool.clone(),
+            .map(|g| learned::GainRow {
                 learner_mean: r4(g.learner_mean),
-                best_fixed: g.best_fixed.clone(),
                 best_fixed_mean: r4(g.best_fixed_mean),
                 gain: r4(g.gain),
+                gain_standard_error: r4(g.gain_standard_error),
+                ..g.clone()
             })
             .collect(),
         classifier_balanced_accuracy: report

@@ -15,7 +15,7 @@ use ls_agents::learned::{self, CaseRow, PoolSize};
 use ls_agents::redteam::GamingFamily;
 use ls_core::schema::Case;
 use ls_core::FixtureSet;
-use ls_env::{CasePool, TrackMode};
+use ls_env::TrackMode;
 use ls_report::eval::EvalConfig;
 use ls_report::headline::{self, Headline, Side, TwinPair};
 use ls_report::LsGen;
@@ -106,14 +106,7 @@ fn attacker_headlines(
         .flat_map(|p| [p.benign.clone(), p.risky.clone()])
         .map(|c| ("twins".to_owned(), c))
         .collect();
-    let mut seen = BTreeSet::new();
-    let all: Vec<Arc<Case>> = train
-        .iter()
-        .chain(&test)
-        .filter(|(_, c)| seen.insert(c.case_id.clone()))
-        .map(|(_, c)| Arc::new(c.clone()))
-        .collect();
-    let pool = Arc::new(CasePool::from_parts(all, Arc::new(set.master.clone())));
+    let pool = learned::pool_over(set, &train, &test);
     let (tr, te): (Vec<CaseRow>, Vec<CaseRow>) = (
         learned::case_rows(&pool, &train),
         learned::case_rows(&pool, &test),

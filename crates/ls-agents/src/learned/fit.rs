@@ -312,6 +312,22 @@ pub fn stratified_balanced_accuracy(rows: &[&CaseRow], pred: &[bool]) -> f64 {
     sum / weight
 }
 
+/// The standard normal quantile for an upper-tail probability `alpha` (0 < alpha < 0.5):
+/// Abramowitz & Stegun 26.2.23, absolute error under 4.5e-4.
+pub fn upper_quantile(alpha: f64) -> f64 {
+    let t = (-2.0 * alpha.clamp(1e-300, 0.5).ln()).sqrt();
+    t - (2.515_517 + 0.802_853 * t + 0.010_328 * t * t)
+        / (1.0 + 1.432_788 * t + 0.189_269 * t * t + 0.001_308 * t * t * t)
+}
+
+/// The one-sided sampling allowance, at upper-tail probability `alpha`, of a balanced accuracy
+/// measured on `pos` risky and `neg` benign cases (its standard error under no signal times the
+/// normal quantile).
+pub fn sampling_allowance(pos: usize, neg: usize, alpha: f64) -> f64 {
+    let (p, n) = (pos.max(1) as f64, neg.max(1) as f64);
+    upper_quantile(alpha) * 0.5 * (0.25 / p + 0.25 / n).sqrt()
+}
+
 /// One field's single-field balanced accuracy in one family.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct FieldLeak {
@@ -403,4 +419,31 @@ pub fn field_scan(train: &[CaseRow], test: &[CaseRow]) -> Vec<FieldLeak> {
             .then_with(|| a.feature.cmp(&b.feature))
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quantile_matches_known_values() {
+        for (alpha, z) in [
+            (0.05, 1.6449),
+            (0.025, 1.9600),
+            (0.01, 2.3263),
+            (0.001, 3.0902),
+        ] {
+            assert!((upper_quantile(alpha) - z).abs() < 1e-3, "{alpha}");
+        }
+        // 50 risky and 50 benign cases: the balanced accuracy's standard error is 0.05.
+        assert!((sampling_allowance(50, 50, 0.05) - 1.6449 * 0.05).abs() < 1e-3);
+    }
+
+    #[test]
+    fn balanced_accuracy_of_known_predictors() {
+        let truth = [true, false, true, false];
+        assert_eq!(balanced_accuracy(&truth, &truth), 1.0);
+        assert_eq!(balanced_accuracy(&truth, &[true; 4]), 0.5);
+        assert_eq!(balanced_accuracy(&[true, true], &[false, true]), 0.5);
+    }
 }

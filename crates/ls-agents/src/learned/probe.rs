@@ -11,24 +11,13 @@
 //! test's (`tests/leak.rs`).
 
 use super::arms::blind_env;
-use crate::redteam::{count_features, restated_amount};
+use crate::redteam::{count_features, restated_amount, ALL_INTERVENTIONS};
 use ls_core::schema::Case;
 use ls_env::{CasePool, ResetRequest, StepEnvelope};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// The interventions the probe takes, in a fixed order.
-const PROBE_INTERVENTIONS: [&str; 8] = [
-    "request_callback_verification",
-    "request_bank_change_approval_chain",
-    "request_po_reconciliation",
-    "request_additional_receipt_evidence",
-    "flag_duplicate_cluster_review",
-    "freeze_vendor_profile",
-    "route_to_procurement",
-    "route_to_security",
-];
 /// Waits after the interventions.
 const PROBE_WAITS: usize = 4;
 
@@ -77,7 +66,7 @@ pub fn probe_actions(reset: &StepEnvelope) -> Vec<(&'static str, Map<String, Val
         out.push((name, obj(payload)));
     }
     out.extend(
-        PROBE_INTERVENTIONS
+        ALL_INTERVENTIONS
             .iter()
             .map(|a| (*a, obj(json!({"vendor_key": vendor})))),
     );
@@ -97,6 +86,11 @@ pub struct ProbeRun {
 
 /// Play the probe on `case` (blind, fresh environment).
 pub fn probe(pool: &Arc<CasePool>, case: &Case) -> ProbeRun {
+    probe_steps(pool, case, usize::MAX)
+}
+
+/// The reset and the probe's first `steps` steps (then `GET /state`).
+pub fn probe_steps(pool: &Arc<CasePool>, case: &Case, steps: usize) -> ProbeRun {
     let mut env = blind_env(pool);
     let Ok(reset) = env.reset(&ResetRequest {
         case_id: Some(case.case_id.clone()),
@@ -111,7 +105,7 @@ pub fn probe(pool: &Arc<CasePool>, case: &Case) -> ProbeRun {
         ls_env::channels::structure(&serde_json::to_value(v).unwrap_or_default())
     };
     let mut replies = vec![structure(&reset)];
-    for (name, payload) in probe_actions(&reset) {
+    for (name, payload) in probe_actions(&reset).into_iter().take(steps) {
         let Ok(r) = env.step(name, &payload) else {
             continue;
         };

@@ -89,9 +89,10 @@ fn call_failed(r: &EpisodeRecord) -> bool {
     })
 }
 
-pub fn run(args: CompareArgs) -> Result<()> {
+/// The `--model` values, trimmed: at least two, none empty, none twice.
+fn distinct_models(given: &[String]) -> Result<Vec<String>> {
     let mut models: Vec<String> = Vec::new();
-    for m in args.models.iter().map(|m| m.trim()) {
+    for m in given.iter().map(|m| m.trim()) {
         if m.is_empty() {
             bail!("--model must not be empty");
         }
@@ -103,6 +104,23 @@ pub fn run(args: CompareArgs) -> Result<()> {
     if models.len() < 2 {
         bail!("compare needs at least two --model values");
     }
+    Ok(models)
+}
+
+/// The headline's twin pairs every model plays (none with `--no-headline`).
+fn headline_pairs(
+    args: &CompareArgs,
+    set: &FixtureSet,
+) -> Result<Vec<ls_report::headline::TwinPair>> {
+    if args.no_headline {
+        return Ok(Vec::new());
+    }
+    let gen = ls_report::LsGen { set: set.clone() };
+    ls_report::headline::pairs(set, &gen, &args.headline_seeds).map_err(|e| anyhow::anyhow!(e))
+}
+
+pub fn run(args: CompareArgs) -> Result<()> {
+    let models = distinct_models(&args.models)?;
     let set = FixtureSet::embedded().context("embedded fixtures")?;
     let cases = cases_of(&set, &args.cases)?;
     let pool = pool_of(&Arc::new(set.master.clone()), &cases);
@@ -127,13 +145,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
             factory: f.as_ref(),
         })
         .collect();
-    let pairs = if args.no_headline {
-        Vec::new()
-    } else {
-        let gen = ls_report::LsGen { set: set.clone() };
-        ls_report::headline::pairs(&set, &gen, &args.headline_seeds)
-            .map_err(|e| anyhow::anyhow!(e))?
-    };
+    let pairs = headline_pairs(&args, &set)?;
     let setup = CompareSetup {
         pool: &pool,
         cases: &cases,

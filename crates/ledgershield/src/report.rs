@@ -127,32 +127,7 @@ pub fn run(args: ReportArgs) -> Result<()> {
     let json = serde_json::to_value(&report)?;
 
     if !args.no_store {
-        let mut store = crate::run::open_store(&args.db)?;
-        let id = new_report_id(cfg.sequence_seed, &report.generated_at);
-        store.save_report(&id, &report.generated_at, &json)?;
-        for e in &entries {
-            store.upsert_leaderboard(&LeaderboardRow {
-                model: e.model.clone(),
-                agent_type: e.agent_type.clone(),
-                temperature: e.temperature,
-                pass_k: e.pass_k,
-                updated_at: e.updated_at.clone(),
-                entry: serde_json::to_value(e)?,
-            })?;
-        }
-        if let Some(q) = &report.controlbench_quarter {
-            // The quarter's final institutional memory, for later inspection.
-            store.save_memory_snapshot(
-                &format!("{id}-controlbench"),
-                &report.generated_at,
-                &serde_json::to_value(&q.institutional_memory_after)?,
-            )?;
-        }
-        eprintln!(
-            "stored {id} and {} leaderboard entries in {}",
-            entries.len(),
-            args.db.display()
-        );
+        store_report(&args, cfg.sequence_seed, &report, &entries, &json)?;
     }
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -187,6 +162,43 @@ pub fn run(args: ReportArgs) -> Result<()> {
         ReportFormat::Markdown => println!("{}", render::markdown(&report)),
         ReportFormat::Html => println!("{}", render::html(&report)),
     }
+    Ok(())
+}
+
+/// The report, its leaderboard entries and the quarter's final memory, in the database.
+fn store_report(
+    args: &ReportArgs,
+    sequence_seed: u64,
+    report: &ls_report::BenchmarkReport,
+    entries: &[ls_report::product::LeaderboardEntry],
+    json: &serde_json::Value,
+) -> Result<()> {
+    let mut store = crate::run::open_store(&args.db)?;
+    let id = new_report_id(sequence_seed, &report.generated_at);
+    store.save_report(&id, &report.generated_at, json)?;
+    for e in entries {
+        store.upsert_leaderboard(&LeaderboardRow {
+            model: e.model.clone(),
+            agent_type: e.agent_type.clone(),
+            temperature: e.temperature,
+            pass_k: e.pass_k,
+            updated_at: e.updated_at.clone(),
+            entry: serde_json::to_value(e)?,
+        })?;
+    }
+    if let Some(q) = &report.controlbench_quarter {
+        // The quarter's final institutional memory, for later inspection.
+        store.save_memory_snapshot(
+            &format!("{id}-controlbench"),
+            &report.generated_at,
+            &serde_json::to_value(&q.institutional_memory_after)?,
+        )?;
+    }
+    eprintln!(
+        "stored {id} and {} leaderboard entries in {}",
+        entries.len(),
+        args.db.display()
+    );
     Ok(())
 }
 

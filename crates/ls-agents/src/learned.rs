@@ -36,7 +36,7 @@ pub use fit::{
     balanced_accuracy, field_scan, sampling_allowance, stratified_balanced_accuracy,
     upper_quantile, FieldLeak,
 };
-pub use probe::{features, flatten, probe, probe_actions, probe_steps, ProbeRun};
+pub use probe::{features, flatten, probe, probe_actions, probe_checks, probe_steps, ProbeRun};
 
 use crate::redteam::Gate;
 use ls_core::schema::Case;
@@ -76,6 +76,14 @@ pub fn case_row(pool: &Arc<CasePool>, case: &Case, kind: &str) -> CaseRow {
 /// Probe `case` only (no strategy played): its features and label (the leak test's row).
 pub fn feature_row(pool: &Arc<CasePool>, case: &Case, kind: &str) -> CaseRow {
     feature_row_steps(pool, case, kind, usize::MAX)
+}
+
+/// A row whose features come from [`probe_checks`] (the family's checks, a diagnostic), with
+/// every strategy played.
+pub fn checks_row(pool: &Arc<CasePool>, case: &Case, kind: &str) -> CaseRow {
+    let mut row = case_row(pool, case, kind);
+    row.features = features(&probe_checks(pool, case));
+    row
 }
 
 /// [`feature_row`] over the reset and the probe's first `steps` steps only.

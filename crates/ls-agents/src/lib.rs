@@ -40,7 +40,10 @@ pub const OFFLINE_AGENTS: [&str; 4] = ["teacher", "random", "naive-pay", "always
 
 /// The checklist-PAY red-team policy ([`redteam::ChecklistPay`]): the family's checks, every
 /// follow-up the control boundary announces, PAY citing the record ids passed to the checks.
-pub use redteam::{CHECKLIST_PAY, RANDOM_DECISION};
+/// Registry name of the mechanical checklist-PAY policy (`redteam::ChecklistPay`).
+pub const CHECKLIST_PAY: &str = "game-checklist-pay";
+/// Registry name of the random-decision policy (`redteam::Gate::Random` with p = 0.5).
+pub const RANDOM_DECISION: &str = "game-random-decision";
 
 /// Build an offline agent by name.
 pub fn offline_agent(name: &str) -> Option<Box<dyn Agent>> {

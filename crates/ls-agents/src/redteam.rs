@@ -14,10 +14,8 @@ use ls_env::StepEnvelope;
 use serde_json::{json, Map, Value};
 
 mod checklist;
-pub use checklist::{
-    count_features, restated_amount, ChecklistPay, Gate, GatedPolicy, CHECKLIST_PAY,
-    RANDOM_DECISION,
-};
+pub use crate::{CHECKLIST_PAY, RANDOM_DECISION};
+pub use checklist::{count_features, restated_amount, ChecklistPay, Gate, GatedPolicy};
 
 /// The gaming-policy families.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -304,6 +302,27 @@ pub struct GamingAgent {
     risky_guess: Option<bool>,
 }
 
+/// The submission's policy checks: "fail" for the family's usually failed checks when the policy
+/// calls the case risky, "pass" otherwise.
+fn policy_checks(risky: bool, failed: &[&str]) -> Map<String, Value> {
+    [
+        "three_way_match",
+        "bank_change_verification",
+        "duplicate_check",
+        "approval_threshold_check",
+    ]
+    .iter()
+    .map(|k| {
+        let v = if risky && failed.contains(k) {
+            "fail"
+        } else {
+            "pass"
+        };
+        ((*k).to_owned(), json!(v))
+    })
+    .collect()
+}
+
 impl GamingAgent {
     pub fn new(family: GamingFamily) -> Self {
         Self {
@@ -338,11 +357,21 @@ impl GamingAgent {
             .map(|d| (d.doc_id.clone(), d.doc_type.clone()))
             .collect();
         self.observed = o.risk_snapshot.observed_signals.clone();
-        let result = o.last_tool_result.to_map();
-        if result.contains_key("pressure_event") || o.risk_snapshot.pressure_events_seen > 0 {
+        // Only the entries read here are parsed (a tool's whole payload is not needed).
+        let r = &o.last_tool_result;
+        let mut result = Map::new();
+        for k in ["doc_id", "tokens"] {
+            if let Some(v) = r.get(k) {
+                result.insert(k.to_owned(), v);
+            }
+        }
+        if r.contains_key("pressure_event") || o.risk_snapshot.pressure_events_seen > 0 {
             self.pressure_seen = true;
         }
-        if let Some(c) = result.get("reward_model").and_then(|r| r.get("components")) {
+        if let Some(c) = r
+            .get("reward_model")
+            .and_then(|r| r.get("components").cloned())
+        {
             self.milestone_total += c
                 .get("milestone_bonus")
                 .and_then(Value::as_f64)
@@ -529,24 +558,7 @@ impl GamingAgent {
                 self.positional_ref("duplicate_near_match"),
             );
         }
-        let checks: Map<String, Value> = [
-            "three_way_match",
-            "bank_change_verification",
-            "duplicate_check",
-            "approval_threshold_check",
-        ]
-        .iter()
-        .map(|k| {
-            (
-                (*k).to_owned(),
-                json!(if risky && failed.contains(k) {
-                    "fail"
-                } else {
-                    "pass"
-                }),
-            )
-        })
-        .collect();
+        let checks = policy_checks(risky, failed);
         let mut p = Map::new();
         p.insert("decision".into(), json!(decision));
         p.insert("confidence".into(), json!(0.9));

@@ -150,6 +150,34 @@ fn learned_attacker_over_many_random_seeds() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+/// A diagnostic (ignored; prints, asserts the same bars): the attacker whose features are the
+/// structure of the family's checks as the strategies play them (`learned::probe_checks`: the
+/// teacher's tool calls, ids read from the documents) instead of the fixed probe — the issue's
+/// attacker, which read rewards, components and info after the checks. Its action sequence reads
+/// the documents, so a field it separates may be a lookup's answer rather than a side channel.
+#[test]
+#[ignore]
+fn learned_attacker_after_the_checks() {
+    let set = FixtureSet::embedded().expect("fixtures");
+    let v = draw_seeds("LEARNED_SEEDS", 2);
+    eprintln!("checks-probe seeds: LEARNED_SEEDS={},{}", v[0], v[1]);
+    let size = PoolSize::default();
+    let train = learned::generated(&set, &v[..1], size);
+    let mut test = learned::curated(&set);
+    test.extend(learned::generated(&set, &v[1..], size));
+    let pool = learned::pool_over(&set, &train, &test);
+    let rows = |cases: &[(String, Case)]| -> Vec<CaseRow> {
+        cases
+            .iter()
+            .map(|(k, c)| learned::checks_row(&pool, c, k))
+            .collect()
+    };
+    let report = learned::evaluate(&rows(&train), &rows(&test), &v[..1], &v[1..]);
+    eprintln!("{}", report.table());
+    let failures = check(&report);
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
 /// The structural bound: a single structural field's within-kind balanced accuracy.
 const STRUCTURAL_BOUND: f64 = 0.55;
 

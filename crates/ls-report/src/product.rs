@@ -237,10 +237,14 @@ pub struct CertifyHeadline {
 /// The analyst bar a certified agent's headline must meet for a `pass`.
 pub const CERTIFY_HEADLINE_BAR: f64 = 0.85;
 
-/// The headline of the report's protocol agent (the first on the ladder, whose quarter Certify
-/// reads).
+/// The headline of the report's protocol agent (whose quarter Certify reads: the ladder agent of
+/// the protocol's model, else the first on the ladder).
 fn certify_headline(r: &BenchmarkReport) -> Option<CertifyHeadline> {
-    let a = r.agents.first()?;
+    let a = r
+        .agents
+        .iter()
+        .find(|a| a.model == r.evaluation_protocol.model_name)
+        .or_else(|| r.agents.first())?;
     let h = a.headline.as_ref()?;
     Some(CertifyHeadline {
         agent: a.agent.clone(),
@@ -682,6 +686,41 @@ pub fn visualization(report: Option<&BenchmarkReport>, live: &MemorySnapshot) ->
     }
 }
 
+/// An entry's headline, public and holdout figures from the runs that fill them.
+fn fill_stored_figures(
+    e: &mut LeaderboardEntry,
+    public: Option<&crate::stored::StoredRunSummary>,
+    holdout: Option<&crate::stored::StoredRunSummary>,
+    paired: Option<&crate::stored::StoredRunSummary>,
+) {
+    if let Some(h) = paired.and_then(|p| p.headline.as_ref()) {
+        e.headline = Some(h.headline);
+        e.headline_pairs = Some(h.pairs);
+        e.headline_discriminated = Some(h.discriminated);
+        e.headline_inverted = Some(h.inverted);
+    }
+    if let Some(p) = public {
+        e.public = PublicFigures {
+            public_mean: p.mean_score,
+            public_control_satisfied_resolution: p.control_satisfied_resolution,
+            public_institutional_utility: p.institutional_utility,
+            public_unsafe_release_rate: p.unsafe_release_rate,
+            public_trial_pass_rate: p.trial_pass_rate,
+            public_pass_k_consistent: p.pass_k_consistent,
+        };
+        e.public_task_e_expert_mean = p.task_e_mean;
+    }
+    if let Some(h) = holdout {
+        e.holdout_mean = Some(h.mean_score);
+        e.holdout_control_satisfied_resolution = Some(h.control_satisfied_resolution);
+        e.holdout_institutional_utility = Some(h.institutional_utility);
+        e.holdout_unsafe_release_rate = Some(h.unsafe_release_rate);
+        e.holdout_trial_pass_rate = Some(h.trial_pass_rate);
+        e.holdout_pass_k_consistent = Some(h.pass_k_consistent);
+        e.holdout_task_e_expert_mean = h.task_e_mean;
+    }
+}
+
 /// Leaderboard entries from stored runs: one per (agent, model, type, pass^k); the latest run of
 /// the public suite fills the public fields, the latest of the holdout suite the holdout fields,
 /// the latest run with a headline (it played whole twin pairs: `run --suite pairs`) the headline.
@@ -744,32 +783,7 @@ pub fn stored_entries(
             runs: used.iter().map(|r| r.provenance.clone()).collect(),
             ..Default::default()
         };
-        if let Some(h) = paired.and_then(|p| p.headline.as_ref()) {
-            e.headline = Some(h.headline);
-            e.headline_pairs = Some(h.pairs);
-            e.headline_discriminated = Some(h.discriminated);
-            e.headline_inverted = Some(h.inverted);
-        }
-        if let Some(p) = public {
-            e.public = PublicFigures {
-                public_mean: p.mean_score,
-                public_control_satisfied_resolution: p.control_satisfied_resolution,
-                public_institutional_utility: p.institutional_utility,
-                public_unsafe_release_rate: p.unsafe_release_rate,
-                public_trial_pass_rate: p.trial_pass_rate,
-                public_pass_k_consistent: p.pass_k_consistent,
-            };
-            e.public_task_e_expert_mean = p.task_e_mean;
-        }
-        if let Some(h) = holdout {
-            e.holdout_mean = Some(h.mean_score);
-            e.holdout_control_satisfied_resolution = Some(h.control_satisfied_resolution);
-            e.holdout_institutional_utility = Some(h.institutional_utility);
-            e.holdout_unsafe_release_rate = Some(h.unsafe_release_rate);
-            e.holdout_trial_pass_rate = Some(h.trial_pass_rate);
-            e.holdout_pass_k_consistent = Some(h.pass_k_consistent);
-            e.holdout_task_e_expert_mean = h.task_e_mean;
-        }
+        fill_stored_figures(&mut e, public.copied(), holdout.copied(), paired.copied());
         e.task_e_expert_mean = e.holdout_task_e_expert_mean.or(e.public_task_e_expert_mean);
         out.push(e);
     }

@@ -91,6 +91,54 @@ pub fn probe(pool: &Arc<CasePool>, case: &Case) -> ProbeRun {
 
 /// The reset and the probe's first `steps` steps (then `GET /state`).
 pub fn probe_steps(pool: &Arc<CasePool>, case: &Case, steps: usize) -> ProbeRun {
+    let mut planned: Option<std::vec::IntoIter<(&'static str, Map<String, Value>)>> = None;
+    drive(pool, case, false, |last| {
+        let it = planned.get_or_insert_with(|| {
+            probe_actions(last)
+                .into_iter()
+                .take(steps)
+                .collect::<Vec<_>>()
+                .into_iter()
+        });
+        it.next().map(|(name, payload)| (name.to_owned(), payload))
+    })
+}
+
+/// The family's checks as the strategies play them — the teacher's tool calls with its controls
+/// and certificate off, ids read from the documents, until it would submit — every reply read
+/// through [`ls_env::channels::structure`] (then `GET /state`). A diagnostic, not the asserted
+/// probe: its actions follow what the documents say (which PO it looks up, whether a receipt line
+/// exists), so what its structure tells apart includes the answers of lookups made with ids the
+/// documents gave (a `success: false` of a PO the invoice names is the lookup's answer).
+pub fn probe_checks(pool: &Arc<CasePool>, case: &Case) -> ProbeRun {
+    use crate::runner::Agent;
+    let mut teacher = crate::teacher::TeacherAgent::with_config(crate::teacher::TeacherConfig {
+        interventions: false,
+        certificate: false,
+        ..Default::default()
+    });
+    let mut steps = 0u32;
+    drive(pool, case, true, |last| {
+        if steps == 0 {
+            teacher.begin(last, 7);
+        }
+        steps += 1;
+        let a = teacher.next_action(last);
+        (steps <= crate::runner::DRIVER_STEP_CAP && a.action_type != "submit_decision")
+            .then_some((a.action_type, a.payload))
+    })
+}
+
+/// One blind episode on `case` in a fresh environment: `next` chooses each action from the last
+/// reply (`None` ends the episode); every reply — the reset, each step, then `GET /state` — is
+/// kept as its [`ls_env::channels::structure`]. A step the environment refuses ends the episode
+/// when `stop_on_error`, else is skipped (the last reply stays the one `next` reads).
+fn drive(
+    pool: &Arc<CasePool>,
+    case: &Case,
+    stop_on_error: bool,
+    mut next: impl FnMut(&StepEnvelope) -> Option<(String, Map<String, Value>)>,
+) -> ProbeRun {
     let mut env = blind_env(pool);
     let Ok(reset) = env.reset(&ResetRequest {
         case_id: Some(case.case_id.clone()),
@@ -105,12 +153,18 @@ pub fn probe_steps(pool: &Arc<CasePool>, case: &Case, steps: usize) -> ProbeRun 
         ls_env::channels::structure(&serde_json::to_value(v).unwrap_or_default())
     };
     let mut replies = vec![structure(&reset)];
-    for (name, payload) in probe_actions(&reset).into_iter().take(steps) {
-        let Ok(r) = env.step(name, &payload) else {
+    let mut last = reset.clone();
+    while let Some((name, payload)) = next(&last) {
+        let Ok(r) = env.step(&name, &payload) else {
+            if stop_on_error {
+                break;
+            }
             continue;
         };
         replies.push(structure(&r));
-        if r.done {
+        let done = r.done;
+        last = r;
+        if done {
             break;
         }
     }
@@ -166,11 +220,24 @@ pub fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, f64>) {
 }
 
 /// The features of a probe run: every field of every reply's structure (`r{i}.…`), the gates'
-/// document counts (`count.…`) and the restated amount (`amount`).
+/// document counts (`count.…`) and the restated amount (`amount`). A later reply's field is kept
+/// only where it differs from the reset's value at the same path (most of a reply — the
+/// catalogue, the instruction, the case metadata, memory — repeats the reset's): nothing is lost,
+/// since the reset's copy is there, and a missing field reads as "as at the reset".
 pub fn features(run: &ProbeRun) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
+    let mut reset = BTreeMap::new();
+    if let Some(r0) = run.replies.first() {
+        flatten("", r0, &mut reset);
+    }
     for (i, r) in run.replies.iter().enumerate() {
-        flatten(&format!("r{i}"), r, &mut out);
+        let mut one = BTreeMap::new();
+        flatten("", r, &mut one);
+        for (path, v) in one {
+            if i == 0 || reset.get(&path) != Some(&v) {
+                out.insert(format!("r{i}{path}"), v);
+            }
+        }
     }
     if let Some(reset) = &run.reset {
         for (k, v) in count_features(reset) {

@@ -16,15 +16,11 @@
 use super::{GamingAgent, GamingFamily};
 use crate::runner::{Action, Agent};
 use crate::teacher::{TeacherAgent, TeacherConfig};
+use crate::{CHECKLIST_PAY, RANDOM_DECISION};
 use ls_env::StepEnvelope;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
-
-/// Registry name of the mechanical checklist-PAY policy.
-pub const CHECKLIST_PAY: &str = "game-checklist-pay";
-/// Registry name of the random-decision policy ([`Gate::Random`] with p = 0.5).
-pub const RANDOM_DECISION: &str = "game-random-decision";
 
 /// Most follow-up interventions checklist-PAY takes.
 const MAX_FOLLOWUPS: usize = 8;
@@ -82,7 +78,11 @@ fn followups(env: &StepEnvelope) -> Vec<String> {
                 .collect(),
         )
     };
-    read(&env.observation.last_tool_result.to_map())
+    let mut m = Map::new();
+    if let Some(b) = env.observation.last_tool_result.get("control_boundary") {
+        m.insert("control_boundary".into(), b);
+    }
+    read(&m)
         .or_else(|| read(&env.info.to_map()))
         .unwrap_or_default()
 }
@@ -96,9 +96,8 @@ impl ChecklistPay {
         let ok = last
             .observation
             .last_tool_result
-            .to_map()
             .get("success")
-            .and_then(Value::as_bool)
+            .and_then(|v| v.as_bool())
             .unwrap_or(false);
         if !ok {
             return;

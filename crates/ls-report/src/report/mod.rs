@@ -297,20 +297,8 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
             pairs: &paired,
         },
     );
-    let gaming = if cfg.gaming {
-        Some(gaming_resistance(&ctx, &holdout, &paired, &mut unavailable))
-    } else {
-        unavailable.push(Unavailable {
-            track: "gaming_resistance".into(),
-            reason: "not requested (report --no-gaming)".into(),
-        });
-        None
-    };
-    let aging = {
-        let items = crate::aging::open_items(set);
-        crate::aging::latest_date(&items)
-            .and_then(|d| crate::aging::aging_report(&items, "USD", &d).ok())
-    };
+    let gaming = gaming_section(&ctx, &holdout, &paired, &mut unavailable);
+    let aging = aging(set);
     let generated_holdout_track = holdout
         .sections
         .get(ctx.primary)
@@ -350,22 +338,51 @@ pub fn build_report(set: &FixtureSet, gen: &dyn CaseSource, cfg: &ReportConfig) 
         independent_fraudgen_ecosystem: fraudgen,
         experiment_suite: experiment,
         gaming_resistance: gaming,
-        stored_runs: cfg
-            .stored_runs
-            .iter()
-            .map(|r| {
-                let mut s = crate::stored::summarize_run(r, cfg.pass_threshold);
-                s.headline = crate::headline::headline_of_records(
-                    &paired.pairs,
-                    &r.records,
-                    &cfg.headline_seeds,
-                );
-                s
-            })
-            .collect(),
+        stored_runs: stored_summaries(cfg, &paired.pairs),
         aging_report: aging,
         unavailable_tracks: unavailable,
     }
+}
+
+/// The gaming-resistance section, unless the configuration leaves it out (then an unavailable
+/// track says so).
+fn gaming_section(
+    ctx: &Ctx<'_>,
+    holdout: &holdout::HoldoutRun,
+    paired: &pairs::PairsRun,
+    unavailable: &mut Vec<Unavailable>,
+) -> Option<crate::gaming::GamingResistance> {
+    if ctx.cfg.gaming {
+        return Some(gaming_resistance(ctx, holdout, paired, unavailable));
+    }
+    unavailable.push(Unavailable {
+        track: "gaming_resistance".into(),
+        reason: "not requested (report --no-gaming)".into(),
+    });
+    None
+}
+
+/// The aging report of the fixtures' open items at their latest date.
+fn aging(set: &FixtureSet) -> Option<crate::aging::AgingReport> {
+    let items = crate::aging::open_items(set);
+    crate::aging::latest_date(&items)
+        .and_then(|d| crate::aging::aging_report(&items, "USD", &d).ok())
+}
+
+/// Each stored run's summary, with its headline where it played the pairs.
+fn stored_summaries(
+    cfg: &ReportConfig,
+    pairs: &[crate::headline::TwinPair],
+) -> Vec<crate::stored::StoredRunSummary> {
+    cfg.stored_runs
+        .iter()
+        .map(|r| {
+            let mut s = crate::stored::summarize_run(r, cfg.pass_threshold);
+            s.headline =
+                crate::headline::headline_of_records(pairs, &r.records, &cfg.headline_seeds);
+            s
+        })
+        .collect()
 }
 
 fn protocol(ctx: &Ctx<'_>) -> EvaluationProtocol {

@@ -5,12 +5,12 @@
 
 use crate::run::{episode_rows, llm_config, open_store, server_origin, stamped_id};
 use anyhow::{bail, Context, Result};
-use ls_agents::{Agent, EpisodeRecord, LlmAgent, LlmConfig};
+use ls_agents::{Agent, LlmAgent, LlmConfig};
 use ls_core::schema::Case;
 use ls_core::FixtureSet;
 use ls_env::TrackMode;
 use ls_report::compare::{
-    compare_models_with_progress, CompareSetup, CompareSummary, ModelUnderTest,
+    compare_models_with_progress, CompareSetup, CompareSummary, ModelRecords, ModelUnderTest,
 };
 use ls_report::eval::{pool_of, EvalConfig};
 use ls_store::RunRow;
@@ -55,6 +55,17 @@ pub struct CompareArgs {
     /// Do not store the runs or the summary.
     #[arg(long)]
     pub no_store: bool,
+    /// Seeds of the headline's twin pairs every model also plays (twelve pairs per seed, both
+    /// members; each model's pairs are stored as a run of suite `pairs`).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = crate::report::DEFAULT_HEADLINE_SEEDS
+    )]
+    pub headline_seeds: Vec<u64>,
+    /// Do not play the headline's pairs (no headline in the summary).
+    #[arg(long)]
+    pub no_headline: bool,
 }
 
 fn cases_of(set: &FixtureSet, ids: &[String]) -> Result<Vec<Case>> {
@@ -72,9 +83,10 @@ fn cases_of(set: &FixtureSet, ids: &[String]) -> Result<Vec<Case>> {
         .collect()
 }
 
-pub fn run(args: CompareArgs) -> Result<()> {
+/// The `--model` values, trimmed: at least two, none empty, none twice.
+fn distinct_models(given: &[String]) -> Result<Vec<String>> {
     let mut models: Vec<String> = Vec::new();
-    for m in args.models.iter().map(|m| m.trim()) {
+    for m in given.iter().map(|m| m.trim()) {
         if m.is_empty() {
             bail!("--model must not be empty");
         }
@@ -86,6 +98,40 @@ pub fn run(args: CompareArgs) -> Result<()> {
     if models.len() < 2 {
         bail!("compare needs at least two --model values");
     }
+    Ok(models)
+}
+
+/// The headline's twin pairs every model plays (none with `--no-headline`).
+fn headline_pairs(
+    args: &CompareArgs,
+    set: &FixtureSet,
+) -> Result<Vec<ls_report::headline::TwinPair>> {
+    if args.no_headline {
+        return Ok(Vec::new());
+    }
+    let gen = ls_report::LsGen { set: set.clone() };
+    ls_report::headline::pairs(set, &gen, &args.headline_seeds).map_err(|e| anyhow::anyhow!(e))
+}
+
+/// A progress bar of `episodes` steps and the callback that advances it, naming the model
+/// whose episode starts.
+fn progress_bar(episodes: usize) -> (indicatif::ProgressBar, ls_report::compare::Progress) {
+    // One step per episode (models × cases), named by the model playing it.
+    let bar = indicatif::ProgressBar::new(episodes as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} episodes {msg} [{elapsed}]")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let ticker = bar.clone();
+    let progress: ls_report::compare::Progress = Arc::new(move |model: &str| {
+        ticker.set_message(model.to_owned());
+        ticker.inc(1);
+    });
+    (bar, progress)
+}
+
+pub fn run(args: CompareArgs) -> Result<()> {
+    let models = distinct_models(&args.models)?;
     let set = FixtureSet::embedded().context("embedded fixtures")?;
     let cases = cases_of(&set, &args.cases)?;
     let pool = pool_of(&Arc::new(set.master.clone()), &cases);
@@ -102,17 +148,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
                 as Box<dyn Fn() -> Box<dyn Agent>>
         })
         .collect();
-    // One step per episode (models × cases), named by the model playing it.
-    let bar = indicatif::ProgressBar::new((models.len() * cases.len()) as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} episodes {msg} [{elapsed}]")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let ticker = bar.clone();
-    let progress: ls_report::compare::Progress = Arc::new(move |model: &str| {
-        ticker.set_message(model.to_owned());
-        ticker.inc(1);
-    });
+    let (bar, progress) = progress_bar(models.len() * cases.len());
     let under_test: Vec<ModelUnderTest<'_>> = models
         .iter()
         .zip(&factories)
@@ -121,9 +157,12 @@ pub fn run(args: CompareArgs) -> Result<()> {
             factory: f.as_ref(),
         })
         .collect();
+    let pairs = headline_pairs(&args, &set)?;
     let setup = CompareSetup {
         pool: &pool,
         cases: &cases,
+        pairs: &pairs,
+        headline_seeds: &args.headline_seeds,
         cfg: EvalConfig {
             pass_k: 1,
             threshold: args.pass_threshold,
@@ -161,46 +200,54 @@ pub fn run(args: CompareArgs) -> Result<()> {
     Ok(())
 }
 
-/// Each model's run (kind `run`, agent `llm`, suite `public`) and the summary (kind `compare`).
-fn store(
-    args: &CompareArgs,
-    summary: &CompareSummary,
-    records: &[Vec<EpisodeRecord>],
-) -> Result<()> {
+/// Each model's run (kind `run`, agent `llm`, suite `public`), its run of the headline's pairs
+/// (suite `pairs`, when played) and the summary (kind `compare`).
+fn store(args: &CompareArgs, summary: &CompareSummary, records: &[ModelRecords]) -> Result<()> {
     let mut store = open_store(&args.db)?;
     let compare_id = stamped_id("compare", &summary.generated_at_utc);
     let mut run_ids = Vec::new();
     for (result, recs) in summary.results.iter().zip(records) {
-        let run_id = format!("{compare_id}-{}", run_ids.len() + 1);
-        let rows = episode_rows(&run_id, recs.iter().map(|r| (r.case_id.clone(), r)));
-        let run = RunRow {
-            run_id: run_id.clone(),
-            kind: "run".into(),
-            agent: "llm".into(),
-            model: result.model.clone(),
-            agent_type: result.agent_type.clone(),
-            seed: args.seed,
-            created_at: summary.generated_at_utc.clone(),
-            case_count: recs.len() as u32,
-            mean_score: result.average_score,
-            summary: serde_json::json!({
-                "suite": "public",
-                "pass_k": 1,
-                "pass_threshold": args.pass_threshold,
-                "temperature": args.temperature,
-                "track_mode": summary.track_mode,
-                "source": "in-process",
-                "comparison": compare_id,
-                "api_calls": result.api_calls,
-                "mean_score": result.average_score,
-                "track": result.harness.track,
-                "assistance": result.harness.assistance,
-                "max_tokens": result.harness.max_tokens,
-                "model_calls": result.model_calls,
-            }),
-        };
-        store.insert_run(&run, &rows)?;
-        run_ids.push(run_id);
+        for (suite, recs) in [("public", &recs.cases), ("pairs", &recs.pairs)] {
+            if recs.is_empty() {
+                continue;
+            }
+            let run_id = format!("{compare_id}-{}", run_ids.len() + 1);
+            let rows = episode_rows(&run_id, recs.iter().map(|r| (r.case_id.clone(), r)));
+            let mean = recs.iter().map(|r| r.final_score).sum::<f64>() / recs.len() as f64;
+            let run = RunRow {
+                run_id: run_id.clone(),
+                kind: "run".into(),
+                agent: "llm".into(),
+                model: result.model.clone(),
+                agent_type: result.agent_type.clone(),
+                seed: args.seed,
+                created_at: summary.generated_at_utc.clone(),
+                case_count: recs.len() as u32,
+                mean_score: if suite == "public" {
+                    result.average_score
+                } else {
+                    ls_report::metrics::r4(mean)
+                },
+                summary: serde_json::json!({
+                    "suite": suite,
+                    "pass_k": 1,
+                    "pass_threshold": args.pass_threshold,
+                    "temperature": args.temperature,
+                    "track_mode": summary.track_mode,
+                    "source": "in-process",
+                    "comparison": compare_id,
+                    "api_calls": result.api_calls,
+                    "mean_score": result.average_score,
+                    "headline_seeds": summary.headline_seeds,
+                    "track": result.harness.track,
+                    "assistance": result.harness.assistance,
+                    "max_tokens": result.harness.max_tokens,
+                    "model_calls": result.model_calls,
+                }),
+            };
+            store.insert_run(&run, &rows)?;
+            run_ids.push(run_id);
+        }
     }
     let row = RunRow {
         run_id: compare_id.clone(),
@@ -229,14 +276,18 @@ fn store(
 
 fn print_table(s: &CompareSummary) {
     println!(
-        "{:<28} {:<9} {:>7} {:>8} {:>7} {:>7} {:>9} {:>6}",
-        "model", "tier", "mean", "success", "cert", "loss", "unsafe", "calls"
+        "{:<28} {:<9} {:>8} {:>7} {:>8} {:>7} {:>7} {:>9} {:>6}",
+        "model", "tier", "headline", "mean", "success", "cert", "loss", "unsafe", "calls"
     );
     for r in &s.results {
         println!(
-            "{:<28} {:<9} {:>7.4} {:>8.4} {:>7.4} {:>7} {:>9.4} {:>6}",
+            "{:<28} {:<9} {:>8} {:>7.4} {:>8.4} {:>7.4} {:>7} {:>9.4} {:>6}",
             r.model,
             r.model_profile.tier,
+            r.headline
+                .as_ref()
+                .map(|h| format!("{:.4}", h.headline))
+                .unwrap_or_else(|| "n/a".into()),
             r.average_score,
             r.success_rate,
             r.certificate_validity_rate,

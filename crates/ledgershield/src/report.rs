@@ -12,6 +12,9 @@ use ls_report::{
 use ls_store::{LeaderboardRow, RunRow, Store};
 use std::path::PathBuf;
 
+/// The headline's default seeds on the command line (`ls_report::headline::DEFAULT_HEADLINE_SEEDS`).
+pub const DEFAULT_HEADLINE_SEEDS: &str = "2026,2027,2028,2029,2030";
+
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum ReportFormat {
     Json,
@@ -50,9 +53,21 @@ pub struct ReportArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "teacher,random,naive-pay,always-escalate"
+        default_value = "teacher,random,naive-pay,always-escalate,game-checklist-pay"
     )]
     pub agents: Vec<String>,
+    /// Seeds of the headline's twin pairs (twelve pairs per seed; every agent plays both members
+    /// of each pair). Stored runs of `run --suite pairs --seed S` match the seeds S..S+4.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = DEFAULT_HEADLINE_SEEDS
+    )]
+    pub headline_seeds: Vec<u64>,
+    /// Leave out the gaming-resistance section (the red team and the learned attacker; the
+    /// slowest part of a report).
+    #[arg(long)]
+    pub no_gaming: bool,
     /// Stored runs to put on the leaderboard, by run id (comma separated), in addition to the
     /// stored runs of the agents named in `--agents`.
     #[arg(long, value_delimiter = ',')]
@@ -97,6 +112,8 @@ pub fn run(args: ReportArgs) -> Result<()> {
         primary_agent: agents.first().cloned().unwrap_or_else(|| "teacher".into()),
         agents,
         stored_runs,
+        headline_seeds: args.headline_seeds.iter().copied().take(32).collect(),
+        gaming: !args.no_gaming,
         human_baseline_path: Some(args.human_baseline.clone()),
         generated_at: if args.no_timestamp {
             String::new()
@@ -121,32 +138,7 @@ pub fn run(args: ReportArgs) -> Result<()> {
     let json = serde_json::to_value(&report)?;
 
     if !args.no_store {
-        let mut store = crate::run::open_store(&args.db)?;
-        let id = new_report_id(cfg.sequence_seed, &report.generated_at);
-        store.save_report(&id, &report.generated_at, &json)?;
-        for e in &entries {
-            store.upsert_leaderboard(&LeaderboardRow {
-                model: e.model.clone(),
-                agent_type: e.agent_type.clone(),
-                temperature: e.temperature,
-                pass_k: e.pass_k,
-                updated_at: e.updated_at.clone(),
-                entry: serde_json::to_value(e)?,
-            })?;
-        }
-        if let Some(q) = &report.controlbench_quarter {
-            // The quarter's final institutional memory, for later inspection.
-            store.save_memory_snapshot(
-                &format!("{id}-controlbench"),
-                &report.generated_at,
-                &serde_json::to_value(&q.institutional_memory_after)?,
-            )?;
-        }
-        eprintln!(
-            "stored {id} and {} leaderboard entries in {}",
-            entries.len(),
-            crate::db_target::shown(&args.db)
-        );
+        store_report(&args, cfg.sequence_seed, &report, &entries, &json)?;
     }
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -184,6 +176,43 @@ pub fn run(args: ReportArgs) -> Result<()> {
     Ok(())
 }
 
+/// The report, its leaderboard entries and the quarter's final memory, in the database.
+fn store_report(
+    args: &ReportArgs,
+    sequence_seed: u64,
+    report: &ls_report::BenchmarkReport,
+    entries: &[ls_report::product::LeaderboardEntry],
+    json: &serde_json::Value,
+) -> Result<()> {
+    let mut store = crate::run::open_store(&args.db)?;
+    let id = new_report_id(sequence_seed, &report.generated_at);
+    store.save_report(&id, &report.generated_at, json)?;
+    for e in entries {
+        store.upsert_leaderboard(&LeaderboardRow {
+            model: e.model.clone(),
+            agent_type: e.agent_type.clone(),
+            temperature: e.temperature,
+            pass_k: e.pass_k,
+            updated_at: e.updated_at.clone(),
+            entry: serde_json::to_value(e)?,
+        })?;
+    }
+    if let Some(q) = &report.controlbench_quarter {
+        // The quarter's final institutional memory, for later inspection.
+        store.save_memory_snapshot(
+            &format!("{id}-controlbench"),
+            &report.generated_at,
+            &serde_json::to_value(&q.institutional_memory_after)?,
+        )?;
+    }
+    eprintln!(
+        "stored {id} and {} leaderboard entries in {}",
+        entries.len(),
+        crate::db_target::shown(&args.db)
+    );
+    Ok(())
+}
+
 /// Most stored runs scanned when an agent name is resolved against the store.
 const RUN_SCAN_LIMIT: usize = 1000;
 
@@ -209,7 +238,7 @@ pub fn load_stored_runs(
             known.dedup();
             bail!(
                 "unknown agent '{name}': not a scripted agent ({}) and no stored run of it in the database{}; store one first with `ledgershield run --agent {name} …` (or `run --url …`), or name runs with --runs",
-                "teacher, random, naive-pay, always-escalate, teacher-no-controls, teacher-no-certificate, teacher-no-artifact-wait",
+                "teacher, random, naive-pay, always-escalate, teacher-no-controls, teacher-no-certificate, teacher-no-artifact-wait, game-checklist-pay, the game-* red-team policies",
                 if known.is_empty() { String::new() } else { format!(" (stored-run agents: {})", known.join(", ")) }
             );
         }
@@ -261,6 +290,15 @@ pub fn new_report_id(seed: u64, generated_at: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_default_headline_seeds_are_the_reports() {
+        let parsed: Vec<u64> = super::DEFAULT_HEADLINE_SEEDS
+            .split(',')
+            .map(|s| s.parse().unwrap())
+            .collect();
+        assert_eq!(parsed, ls_report::headline::DEFAULT_HEADLINE_SEEDS.to_vec());
+    }
+
     #[test]
     fn report_ids_differ_within_one_second() {
         let a = super::new_report_id(7, "2026-01-01T00:00:00Z");

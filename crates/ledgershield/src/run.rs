@@ -37,6 +37,8 @@ pub enum Suite {
     Twins,
     Certificate,
     Quarter,
+    /// The headline's twin pairs of seeds `--seed`..`--seed`+4 (both members of each).
+    Pairs,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -402,6 +404,10 @@ fn suite_cases(set: &FixtureSet, suite: Suite, seed: u64) -> Result<Vec<Case>> {
             .collect()),
         Suite::Certificate => gen.certificate_required(),
         Suite::Quarter => gen.quarter(100, seed),
+        Suite::Pairs => {
+            ls_report::headline::pairs(set, &gen, &ls_report::headline::seeds_from(seed))
+                .map(|p| p.into_iter().flat_map(|p| [p.benign, p.risky]).collect())
+        }
     };
     r.map_err(|e| anyhow::anyhow!(e))
 }

@@ -94,6 +94,8 @@ fn compare_ranks_two_policies_and_the_runs_reach_the_leaderboard() {
         CASES,
         "--retries",
         "0",
+        "--headline-seeds",
+        "2026",
         "--out",
         out.to_str().unwrap(),
         "--db",
@@ -139,6 +141,14 @@ fn compare_ranks_two_policies_and_the_runs_reach_the_leaderboard() {
         actions,
         &vec![json!("lookup_vendor"), json!("submit_decision")]
     );
+    // Both models played the headline's twelve pairs of seed 2026; paying everything tells no
+    // pair apart.
+    assert_eq!(s["headline_seeds"], json!([2026]));
+    for r in [&strong, &weak] {
+        assert_eq!(r["headline"]["pairs"], 12, "{}", r["headline"]);
+    }
+    assert_eq!(weak["headline"]["headline"], 0.0);
+    assert_eq!(weak["headline"]["same_side"], 12);
     let order = &s["capability_order"];
     assert_eq!(
         order["ordered_models"],
@@ -154,6 +164,9 @@ fn compare_ranks_two_policies_and_the_runs_reach_the_leaderboard() {
         "naive-pay,llm",
         "--holdout-seeds",
         "2026",
+        "--headline-seeds",
+        "2026",
+        "--no-gaming",
         "--controlbench-sequence-length",
         "4",
         "--no-timestamp",
@@ -186,6 +199,22 @@ fn compare_ranks_two_policies_and_the_runs_reach_the_leaderboard() {
         json!([2026, 2027, 2028, 2029])
     );
     assert!(entries.iter().any(|e| e["agent"] == "naive-pay"));
+    // The compare's pairs run gives each model's entry its headline.
+    for m in ["gpt-4o-strong", "gpt-4o-mini"] {
+        let e = llm.iter().find(|e| e["model"] == m).unwrap();
+        let r = by(m);
+        assert_eq!(e["headline"], r["headline"]["headline"], "{m}");
+        assert_eq!(e["headline_pairs"], 12, "{m}");
+        assert!(
+            e["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x["suite"] == "pairs"),
+            "{m}: {}",
+            e["runs"]
+        );
+    }
 
     // An agent name that is neither scripted nor stored is refused, naming it.
     let o = ledgershield(&[
@@ -218,6 +247,7 @@ fn an_inverted_pair_is_reported_as_a_violation_and_bad_arguments_are_refused() {
         "CASE-B-001,CASE-D-001",
         "--retries",
         "0",
+        "--no-headline",
         "--out",
         out.to_str().unwrap(),
         "--no-store",
@@ -263,6 +293,7 @@ fn an_inverted_pair_is_reported_as_a_violation_and_bad_arguments_are_refused() {
         "0",
         "--timeout-secs",
         "1",
+        "--no-headline",
         "--out",
         dead.to_str().unwrap(),
         "--no-store",

@@ -55,9 +55,12 @@ pub use teacher::{TeacherAgent, TeacherConfig};
 /// Agents that need no external service.
 pub const OFFLINE_AGENTS: [&str; 4] = ["teacher", "random", "naive-pay", "always-escalate"];
 
-/// The checklist-PAY red-team policy: the teacher's checks and citations of what they return,
-/// always PAY (on a benign case it is an honest analyst; on a risky one an unsafe release).
+/// The checklist-PAY red-team policy ([`redteam::ChecklistPay`]): the family's checks, every
+/// follow-up the control boundary announces, PAY citing the record ids passed to the checks.
+/// Registry name of the mechanical checklist-PAY policy (`redteam::ChecklistPay`).
 pub const CHECKLIST_PAY: &str = "game-checklist-pay";
+/// Registry name of the random-decision policy (`redteam::Gate::Random` with p = 0.5).
+pub const RANDOM_DECISION: &str = "game-random-decision";
 
 /// Build an offline agent by name.
 pub fn offline_agent(name: &str) -> Option<Box<dyn Agent>> {
@@ -78,9 +81,9 @@ pub fn offline_agent(name: &str) -> Option<Box<dyn Agent>> {
             wait_for_artifacts: false,
             ..Default::default()
         })),
-        CHECKLIST_PAY => Box::new(TeacherAgent::with_config(TeacherConfig {
-            always_pay: true,
-            ..Default::default()
+        CHECKLIST_PAY => Box::new(redteam::ChecklistPay::default()),
+        RANDOM_DECISION => Box::new(redteam::GatedPolicy::new(redteam::Gate::Random {
+            p_pay: 0.5,
         })),
         other => Box::new(GamingAgent::new(GamingFamily::parse(other)?)),
     })

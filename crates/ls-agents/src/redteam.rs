@@ -13,6 +13,10 @@ use crate::teacher::{TeacherAgent, TeacherConfig};
 use ls_env::StepEnvelope;
 use serde_json::{json, Map, Value};
 
+mod checklist;
+pub use crate::{CHECKLIST_PAY, RANDOM_DECISION};
+pub use checklist::{count_features, restated_amount, ChecklistPay, Gate, GatedPolicy};
+
 /// The gaming-policy families.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum GamingFamily {
@@ -50,10 +54,14 @@ pub enum GamingFamily {
     /// The family's prior decision claiming every code, each cited at the line whose label
     /// usually shows it (one token each), with the few controls a fraud call usually needs.
     AllCodes,
+    /// A prior escalation: the family's fixed decision and codes, each code cited at the first
+    /// revealed line carrying that code's usual label (`From:` for a spoof, the bank line for a
+    /// bank change, …), with the few controls a fraud call usually needs.
+    PriorEscalation,
 }
 
 impl GamingFamily {
-    pub const ALL: [GamingFamily; 12] = [
+    pub const ALL: [GamingFamily; 13] = [
         GamingFamily::RewardReader,
         GamingFamily::KeywordCue,
         GamingFamily::Motions,
@@ -66,6 +74,7 @@ impl GamingFamily {
         GamingFamily::LabelPay,
         GamingFamily::AliasSpray,
         GamingFamily::AllCodes,
+        GamingFamily::PriorEscalation,
     ];
 
     /// Registry name (`offline_agent` accepts it).
@@ -83,6 +92,7 @@ impl GamingFamily {
             GamingFamily::LabelPay => "game-label-pay",
             GamingFamily::AliasSpray => "game-alias-spray",
             GamingFamily::AllCodes => "game-all-codes",
+            GamingFamily::PriorEscalation => "game-prior-escalation",
         }
     }
 
@@ -92,8 +102,16 @@ impl GamingFamily {
 
     /// The mean score this family must stay at or under (the echo policy reads the
     /// environment's own interpretation of what it saw, so it is allowed more).
+    ///
+    /// The prior escalation is allowed the same: it runs the family's required checks and cites
+    /// its codes at the lines whose labels usually show them, and its codes are the curated cases'
+    /// own (on the curated cases it scores 0.29, on generated pools 0.11–0.16). Its decision reads
+    /// nothing, so the headline (paired discrimination) is what bounds it: 0.
     pub fn mean_threshold(self) -> f64 {
-        if matches!(self, GamingFamily::SignalEcho | GamingFamily::AnchoredEcho) {
+        if matches!(
+            self,
+            GamingFamily::SignalEcho | GamingFamily::AnchoredEcho | GamingFamily::PriorEscalation
+        ) {
             0.40
         } else {
             0.20
@@ -108,8 +126,9 @@ impl GamingFamily {
 /// Most evidence entries the environment accepts in one submission.
 const MAX_SPRAY_ENTRIES: usize = ls_core::submission::MAX_MAP_ENTRIES;
 
-/// Interventions a go-through-the-motions policy takes (all of them).
-const ALL_INTERVENTIONS: [&str; 8] = [
+/// Interventions a go-through-the-motions policy takes (all of them, in a fixed order; the
+/// learned attacker's probe takes them too).
+pub(crate) const ALL_INTERVENTIONS: [&str; 8] = [
     "request_callback_verification",
     "request_bank_change_approval_chain",
     "request_po_reconciliation",
@@ -283,6 +302,27 @@ pub struct GamingAgent {
     risky_guess: Option<bool>,
 }
 
+/// The submission's policy checks: "fail" for the family's usually failed checks when the policy
+/// calls the case risky, "pass" otherwise.
+fn policy_checks(risky: bool, failed: &[&str]) -> Map<String, Value> {
+    [
+        "three_way_match",
+        "bank_change_verification",
+        "duplicate_check",
+        "approval_threshold_check",
+    ]
+    .iter()
+    .map(|k| {
+        let v = if risky && failed.contains(k) {
+            "fail"
+        } else {
+            "pass"
+        };
+        ((*k).to_owned(), json!(v))
+    })
+    .collect()
+}
+
 impl GamingAgent {
     pub fn new(family: GamingFamily) -> Self {
         Self {
@@ -317,11 +357,21 @@ impl GamingAgent {
             .map(|d| (d.doc_id.clone(), d.doc_type.clone()))
             .collect();
         self.observed = o.risk_snapshot.observed_signals.clone();
-        let result = o.last_tool_result.to_map();
-        if result.contains_key("pressure_event") || o.risk_snapshot.pressure_events_seen > 0 {
+        // Only the entries read here are parsed (a tool's whole payload is not needed).
+        let r = &o.last_tool_result;
+        let mut result = Map::new();
+        for k in ["doc_id", "tokens"] {
+            if let Some(v) = r.get(k) {
+                result.insert(k.to_owned(), v);
+            }
+        }
+        if r.contains_key("pressure_event") || o.risk_snapshot.pressure_events_seen > 0 {
             self.pressure_seen = true;
         }
-        if let Some(c) = result.get("reward_model").and_then(|r| r.get("components")) {
+        if let Some(c) = r
+            .get("reward_model")
+            .and_then(|r| r.get("components").cloned())
+        {
             self.milestone_total += c
                 .get("milestone_bonus")
                 .and_then(Value::as_f64)
@@ -375,7 +425,8 @@ impl GamingAgent {
             | GamingFamily::PositionalTemplate
             | GamingFamily::LabelPay
             | GamingFamily::AliasSpray
-            | GamingFamily::AllCodes => false,
+            | GamingFamily::AllCodes
+            | GamingFamily::PriorEscalation => false,
         }
     }
 
@@ -477,7 +528,12 @@ impl GamingAgent {
                 (GamingFamily::EvidenceSpam, Some(t)) => {
                     json!({"doc_id": t.doc_id, "page": t.page, "bbox": t.bbox, "token_ids": self.tokens.iter().filter(|x| x.doc_id == t.doc_id).take(40).map(|x| x.token_id.clone()).collect::<Vec<_>>()})
                 }
-                (GamingFamily::AnchoredEcho | GamingFamily::AllCodes, _) => self.anchored_ref(c),
+                (
+                    GamingFamily::AnchoredEcho
+                    | GamingFamily::AllCodes
+                    | GamingFamily::PriorEscalation,
+                    _,
+                ) => self.anchored_ref(c),
                 _ => self.positional_ref(c),
             };
             evidence.insert(c.clone(), r);
@@ -502,24 +558,7 @@ impl GamingAgent {
                 self.positional_ref("duplicate_near_match"),
             );
         }
-        let checks: Map<String, Value> = [
-            "three_way_match",
-            "bank_change_verification",
-            "duplicate_check",
-            "approval_threshold_check",
-        ]
-        .iter()
-        .map(|k| {
-            (
-                (*k).to_owned(),
-                json!(if risky && failed.contains(k) {
-                    "fail"
-                } else {
-                    "pass"
-                }),
-            )
-        })
-        .collect();
+        let checks = policy_checks(risky, failed);
         let mut p = Map::new();
         p.insert("decision".into(), json!(decision));
         p.insert("confidence".into(), json!(0.9));
@@ -665,6 +704,7 @@ impl Agent for GamingAgent {
                 GamingFamily::PositionalTemplate
                     | GamingFamily::AliasSpray
                     | GamingFamily::AllCodes
+                    | GamingFamily::PriorEscalation
             ) || (self.family == GamingFamily::AnchoredEcho && self.guesses_risky())
             {
                 self.controls = self.template_controls();

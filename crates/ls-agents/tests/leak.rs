@@ -1,318 +1,115 @@
-//! Leak test: over a generated pool of 200+ cases, no single field of a blind-mode reply before
-//! the terminal step predicts the gold decision better than a balanced accuracy of 0.60.
+//! Leak test: no single blind-visible field tells a benign case from a risky one, per task family,
+//! on every pool kind, better than a balanced accuracy of 0.60.
 //!
-//! The episode is a fixed, evidence-free procedure: the reset, `GET /state`, then every
-//! intervention, then waits (`lookup_policy`). Nothing in it reads a document, so whatever
-//! predicts the label here is a side channel: ids, instructions, metadata, reward components,
-//! the presence and timing of events, the state. Every scalar of every reply is a feature
-//! (keyed by its path and the step), and so is every word of every string (so a suite marker
-//! inside an id or a cue inside an instruction counts). Each feature's predictor is fitted on
-//! half the cases (value → majority gold decision) and scored on the other half. The pool's seeds
-//! are drawn at random per run and printed (`LEAK_SEED=n` replays one).
+//! Every case is played by the learned attacker's fixed blind probe (`ls_agents::learned::probe`:
+//! every document OCR'd and every thread inspected by catalogue position, the vendor looked up,
+//! its history read, its account compared and the ledger searched with the public vendor id, a PO
+//! and a receipt lookup with no id, every intervention, then waits), an action sequence that is a
+//! function of the reset's public structure only. Every reply — the reset, each step, `GET
+//! /state` — is read through `ls_env::channels::structure` (the content channel removed: what the
+//! tools and artifacts said, the messages, the detector readings), and every scalar of it is a
+//! field (keyed by its path and step; strings by length and value), plus the document counts and
+//! the restated invoice amount. Per family, each field's predictor (value → majority label, or
+//! quartile bin → majority label) is fitted on the pools of one random seed set and scored on the
+//! pools of another, within each pool kind (`learned::field_scan`). Pool kinds: the curated cases
+//! (scored only), holdout, challenge, twins (the headline's pairs) and a ControlBench quarter.
+//!
+//! The seeds are drawn at random per run and printed (`LEAK_SEEDS=a,b,c,d` replays: two training
+//! seeds, then two test seeds). A field is over the bar when its balanced accuracy exceeds 0.60
+//! plus the sampling allowance of its family's test size (one-sided 1 % for the largest of the
+//! family's fields: the scan takes the maximum of many fitted predictors).
 
+mod support;
+
+use ls_agents::learned::{self, CaseRow, FieldLeak, PoolSize};
 use ls_core::schema::Case;
 use ls_core::FixtureSet;
-use ls_env::{CasePool, EnvConfig, Environment, ResetRequest, TrackMode};
-use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::time::Instant;
+use support::draw_seeds;
 
-const INTERVENTIONS: [&str; 8] = [
-    "request_callback_verification",
-    "request_bank_change_approval_chain",
-    "request_po_reconciliation",
-    "request_additional_receipt_evidence",
-    "flag_duplicate_cluster_review",
-    "freeze_vendor_profile",
-    "route_to_procurement",
-    "route_to_security",
-];
-
-/// Evidence by design (what a tool or a delivered artifact says), not a side channel;
-/// `observed_risk_signals` is `GET /state`'s name for the observation's `observed_signals`.
-const EVIDENCE_KEYS: [&str; 5] = [
-    "async_artifacts",
-    "revealed_artifacts",
-    "artifact",
-    "observed_signals",
-    "observed_risk_signals",
-];
-
-/// Views of delivered evidence in the observation and info, dropped once an artifact has arrived (before
-/// that they are side channels and stay).
-const EVIDENCE_VIEWS: [&str; 3] = ["messages", "risk_snapshot", "control_boundary"];
-
-fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
-    match v {
-        Value::Object(o) => {
-            for (k, x) in o {
-                if EVIDENCE_KEYS.contains(&k.as_str()) {
-                    continue;
-                }
-                flatten(&format!("{prefix}.{k}"), x, out);
-            }
-        }
-        Value::Array(a) => {
-            out.insert(format!("{prefix}#len"), a.len().to_string());
-            for (i, x) in a.iter().enumerate().take(16) {
-                flatten(&format!("{prefix}[{i}]"), x, out);
-            }
-        }
-        Value::String(s) => {
-            out.insert(prefix.to_owned(), s.clone());
-            for w in s
-                .split(|c: char| !c.is_ascii_alphanumeric())
-                .filter(|w| w.len() >= 3)
-            {
-                out.insert(format!("{prefix}~{}", w.to_ascii_lowercase()), "1".into());
-            }
-        }
-        Value::Number(n) => {
-            out.insert(
-                prefix.to_owned(),
-                format!("{:.3}", n.as_f64().unwrap_or(0.0)),
-            );
-        }
-        other => {
-            out.insert(prefix.to_owned(), other.to_string());
-        }
-    }
+/// The feature rows of the training pools and of the test pools (curated cases included).
+fn rows(
+    set: &FixtureSet,
+    train: &[u64],
+    test: &[u64],
+    size: PoolSize,
+) -> (Vec<CaseRow>, Vec<CaseRow>) {
+    let tr = learned::generated(set, train, size);
+    let mut te = learned::curated(set);
+    te.extend(learned::generated(set, test, size));
+    let pool = learned::pool_over(set, &tr, &te);
+    let row = |(k, c): &(String, Case)| learned::feature_row(&pool, c, k);
+    (tr.iter().map(row).collect(), te.iter().map(row).collect())
 }
 
-/// Every feature of one case's pre-terminal replies.
-fn features(pool: &Arc<CasePool>, case: &Case) -> BTreeMap<String, String> {
-    let mut env = Environment::new(
-        pool.clone(),
-        EnvConfig {
-            track_mode: TrackMode::Blind,
-        },
-    );
-    let mut out = BTreeMap::new();
-    let reset = env
-        .reset(&ResetRequest {
-            case_id: Some(case.case_id.clone()),
-            ..Default::default()
-        })
-        .expect("reset");
-    flatten("reset", &serde_json::to_value(&reset).unwrap(), &mut out);
-    flatten(
-        "state",
-        &serde_json::to_value(env.state()).unwrap(),
-        &mut out,
-    );
-    let mut actions: Vec<&str> = INTERVENTIONS.to_vec();
-    actions.extend(["lookup_policy"; 6]);
-    let mut evidence_seen = false;
-    for (i, a) in actions.iter().enumerate() {
-        let r = env.step(a, &Map::new()).expect("step");
-        if r.done {
-            break;
+/// The fields over the bar, per family, with the family's test counts.
+fn over_the_bar(scan: &[FieldLeak], test: &[CaseRow]) -> Vec<String> {
+    let counts: BTreeMap<&str, (usize, usize)> = test.iter().fold(BTreeMap::new(), |mut m, r| {
+        let e = m.entry(r.family.as_str()).or_insert((0, 0));
+        if r.risky {
+            e.0 += 1;
+        } else {
+            e.1 += 1;
         }
-        let mut v = serde_json::to_value(&r).unwrap();
-        // Once a requested artifact is delivered, the belief (and the rewards shaped by it) has
-        // learned from evidence: from then on only the timing channels are features.
-        evidence_seen |= !r.observation.revealed_artifacts.is_empty();
-        if evidence_seen {
-            for path in ["/info", "/observation/last_tool_result"] {
-                if let Some(o) = v.pointer_mut(path).and_then(Value::as_object_mut) {
-                    o.remove("reward_model");
-                }
-            }
-            if let Some(o) = v.as_object_mut() {
-                o.remove("reward");
-            }
-            // What the delivered artifact says, restated: the inbox message announcing it, the
-            // risk picture and the follow-ups the control boundary derives from it.
-            for path in ["/observation", "/info"] {
-                if let Some(o) = v.pointer_mut(path).and_then(Value::as_object_mut) {
-                    for k in EVIDENCE_VIEWS {
-                        o.remove(k);
-                    }
-                }
-            }
-        }
-        // The reply's own tool result is the intervention's or lookup's answer (evidence), but
-        // its reward model and any pressure event are side channels and stay.
-        if let Some(o) = v
-            .pointer_mut("/observation/last_tool_result")
-            .and_then(Value::as_object_mut)
-        {
-            o.retain(|k, _| {
-                matches!(
-                    k.as_str(),
-                    "reward_model" | "pressure_event" | "success" | "cost" | "scheduled_event"
-                )
-            });
-        }
-        flatten(&format!("step{i}"), &v, &mut out);
-    }
-    flatten(
-        "state_end",
-        &serde_json::to_value(env.state()).unwrap(),
-        &mut out,
-    );
-    out
-}
-
-/// Balanced accuracy of predicting `labels[test]` from `values` with a value → majority-label
-/// map fitted on `train` (unseen values: the train majority).
-fn balanced_accuracy(
-    values: &[Option<&String>],
-    labels: &[&str],
-    train: &[usize],
-    test: &[usize],
-) -> f64 {
-    let mut counts: BTreeMap<Option<&String>, BTreeMap<&str, usize>> = BTreeMap::new();
-    let mut overall: BTreeMap<&str, usize> = BTreeMap::new();
-    for &i in train {
-        *counts
-            .entry(values[i])
-            .or_default()
-            .entry(labels[i])
-            .or_default() += 1;
-        *overall.entry(labels[i]).or_default() += 1;
-    }
-    fn majority<'l>(m: &BTreeMap<&'l str, usize>) -> &'l str {
-        m.iter()
-            .max_by_key(|(l, n)| (**n, std::cmp::Reverse(**l)))
-            .map(|(l, _)| *l)
-            .unwrap_or("")
-    }
-    let fallback = majority(&overall);
-    let classes: BTreeSet<&str> = test.iter().map(|&i| labels[i]).collect();
-    let mut recall = 0.0;
-    for c in &classes {
-        let of_class: Vec<usize> = test.iter().copied().filter(|&i| labels[i] == *c).collect();
-        let hit = of_class
-            .iter()
-            .filter(|&&i| counts.get(&values[i]).map_or(fallback, majority) == *c)
-            .count();
-        recall += hit as f64 / of_class.len() as f64;
-    }
-    recall / classes.len() as f64
-}
-
-/// The pool's base seed: drawn at random (printed), or `LEAK_SEED=n` to replay.
-fn base_seed() -> u64 {
-    if let Ok(v) = std::env::var("LEAK_SEED") {
-        return v.trim().parse().expect("LEAK_SEED is a number");
-    }
-    use rand::Rng;
-    rand::rng().random_range(1..9_000u64) * 10
-}
-
-fn generated_cases(set: &FixtureSet, seed: u64) -> Vec<Case> {
-    let mut cases = ls_gen::holdout(set, 9, seed + 1);
-    cases.extend(ls_gen::challenge(set, 9, seed + 2));
-    for s in 0..6 {
-        cases.extend(ls_gen::generators::twins(set, seed * 10 + 100 + s));
-    }
-    let mut seen = BTreeSet::new();
-    cases.retain(|c| seen.insert(c.case_id.clone()));
-    cases
-}
-
-/// The features that predict the gold decision best, with their balanced accuracy.
-fn leaks(cases: &[Case], pool: &Arc<CasePool>) -> Vec<(f64, String)> {
-    let feats: Vec<BTreeMap<String, String>> = cases.iter().map(|c| features(pool, c)).collect();
-    let labels: Vec<&str> = cases
-        .iter()
-        .map(|c| c.gold.decision.map_or("PAY", |d| d.as_str()))
-        .collect();
-    let keys: BTreeSet<&String> = feats.iter().flat_map(|f| f.keys()).collect();
-    let train: Vec<usize> = (0..cases.len()).filter(|i| i % 2 == 0).collect();
-    let test: Vec<usize> = (0..cases.len()).filter(|i| i % 2 == 1).collect();
-    let mut out: Vec<(f64, String)> = keys
-        .into_iter()
-        .map(|k| {
-            let values: Vec<Option<&String>> = feats.iter().map(|f| f.get(k)).collect();
-            (
-                balanced_accuracy(&values, &labels, &train, &test),
-                k.clone(),
-            )
-        })
-        .collect();
-    out.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-    out
-}
-
-/// The probe takes every intervention but the hand-off (which needs a packet it does not write),
-/// in its own fixed order: a new intervention joins the list.
-#[test]
-fn the_probe_takes_every_intervention() {
-    let listed: BTreeSet<&str> = INTERVENTIONS.into_iter().collect();
-    let catalogue: BTreeSet<&str> = ls_core::ActionName::interventions()
-        .filter(|&a| a != ls_core::ActionName::CreateHumanHandoff)
-        .map(ls_core::ActionName::as_str)
-        .collect();
-    assert_eq!(listed, catalogue);
-}
-
-#[test]
-fn balanced_accuracy_of_known_predictors() {
-    let (a, b) = ("a".to_owned(), "b".to_owned());
-    let labels = ["PAY", "HOLD", "PAY", "HOLD"];
-    let perfect = [Some(&a), Some(&b), Some(&a), Some(&b)];
-    assert_eq!(balanced_accuracy(&perfect, &labels, &[0, 1], &[2, 3]), 1.0);
-    let constant = [Some(&a); 4];
-    assert_eq!(balanced_accuracy(&constant, &labels, &[0, 1], &[2, 3]), 0.5);
-    let _ = json!(null);
-}
-
-/// Over 200+ generated cases, no single side-channel feature's balanced accuracy exceeds 0.60
-/// (the top ones are printed).
-#[test]
-fn no_blind_reply_field_predicts_the_gold_decision() {
-    let set = FixtureSet::embedded().expect("fixtures");
-    let seed = base_seed();
-    eprintln!("leak pool seed: LEAK_SEED={seed}");
-    let cases = generated_cases(&set, seed);
-    assert!(cases.len() >= 200, "pool of {} cases", cases.len());
-    let mix: BTreeMap<&str, usize> = cases.iter().fold(BTreeMap::new(), |mut m, c| {
-        *m.entry(c.gold.decision.map_or("PAY", |d| d.as_str()))
-            .or_default() += 1;
         m
     });
-    eprintln!("leak pool: {} cases, label mix {mix:?}", cases.len());
-    let pool = Arc::new(CasePool::from_parts(
-        cases.iter().cloned().map(Arc::new).collect(),
-        Arc::new(set.master.clone()),
-    ));
-    let found = leaks(&cases, &pool);
-    for (ba, k) in found.iter().take(15) {
-        eprintln!("leak {ba:.3} {k}");
-    }
-    let over: Vec<&(f64, String)> = found.iter().filter(|(ba, _)| *ba > 0.60).collect();
-    assert!(
-        over.is_empty(),
-        "{} fields predict the gold decision: {:?}",
-        over.len(),
-        over.iter().take(10).collect::<Vec<_>>()
-    );
+    scan.iter()
+        .filter_map(|l| {
+            let (pos, neg) = counts.get(l.family.as_str()).copied().unwrap_or((0, 0));
+            let a = learned::sampling_allowance(pos, neg, 0.01);
+            (l.balanced_accuracy > 0.60 + a).then(|| {
+                format!(
+                    "{} {}: {:.3} > 0.60 + {a:.3} ({pos} risky, {neg} benign)",
+                    l.family, l.feature, l.balanced_accuracy
+                )
+            })
+        })
+        .collect()
 }
 
-/// The same measurement over the curated cases, whose side channels this branch closes (ids and
-/// instructions of curated cases are fixture data; they are reported, not asserted, here).
+/// Every family of every pool kind: no blind-visible field over the bar (the best five per family
+/// are printed).
 #[test]
-fn curated_reward_and_event_channels_do_not_predict_the_gold_decision() {
+fn no_blind_visible_field_predicts_the_label() {
+    let t0 = Instant::now();
     let set = FixtureSet::embedded().expect("fixtures");
-    let pool = Arc::new(CasePool::new(set.clone()));
-    let cases: Vec<Case> = set.cases.clone();
-    let found = leaks(&cases, &pool);
-    let channel = |k: &str| {
-        k.contains("reward")
-            || k.contains("pressure")
-            || k.contains("benchmark_split")
-            || k.contains("contrastive")
-            || k.contains("milestone")
+    let v = draw_seeds("LEAK_SEEDS", 4);
+    eprintln!(
+        "leak seeds: LEAK_SEEDS={}",
+        v.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+    );
+    let size = PoolSize {
+        variants: 4,
+        quarter: 40,
     };
-    let top: Vec<&(f64, String)> = found.iter().filter(|(_, k)| channel(k)).take(10).collect();
-    for (ba, k) in &top {
-        eprintln!("curated channel {ba:.3} {k}");
+    let (train, test) = rows(&set, &v[..2], &v[2..], size);
+    let kinds: BTreeSet<&str> = test.iter().map(|r| r.pool.as_str()).collect();
+    for k in ["curated", "holdout", "challenge", "twins", "quarter"] {
+        assert!(kinds.contains(k), "pool kind {k} missing");
     }
-    let over: Vec<&&(f64, String)> = top.iter().filter(|(ba, _)| *ba > 0.60).collect();
+    let scan = learned::field_scan(&train, &test);
+    let families: BTreeSet<&str> = scan.iter().map(|l| l.family.as_str()).collect();
+    for f in ["task_b", "task_c", "task_d", "task_e"] {
+        assert!(families.contains(f), "family {f} missing from {families:?}");
+    }
+    for f in &families {
+        let n = test.iter().filter(|r| r.family == *f).count();
+        for l in scan.iter().filter(|l| l.family == *f).take(5) {
+            eprintln!("leak {f} (n={n}) {:.3} {}", l.balanced_accuracy, l.feature);
+        }
+    }
+    eprintln!(
+        "leak scan: {} train rows, {} test rows, {} fields scored, {:.1} s",
+        train.len(),
+        test.len(),
+        scan.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    let over = over_the_bar(&scan, &test);
     assert!(
         over.is_empty(),
-        "reward/event channels predict the gold decision on curated cases: {over:?}"
+        "{} fields over the bar: {over:#?}",
+        over.len()
     );
 }

@@ -538,11 +538,13 @@ fn bounds_hold_over_many_random_seeds() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-/// The checklist-PAY policy: the teacher's checks, citing the records they return, then PAY
-/// whatever they showed. On a benign case it is indistinguishable from an honest analyst (and
-/// scores as one); on a risky case the PAY is an unsafe release, so its pool mean is bounded by
-/// the pool's benign share. Asserted: no risky case scores over the unsafe-release cap, and the
-/// pool mean stays under the benign share plus that cap.
+/// The checklist-PAY policy (`game-checklist-pay`, mechanical): the family's checks, every
+/// follow-up the control boundary announces, then PAY citing the record ids it passed to the
+/// checks, whatever they showed. On a benign case a PAY after the required checks may earn an
+/// honest analyst's marks; on a risky case the PAY is an unsafe release, so its pool mean is
+/// bounded by the pool's benign share. Asserted: no risky case scores over the unsafe-release cap,
+/// and the pool mean stays under the benign share plus that cap. Its headline (paired
+/// discrimination) is 0: `ls-report/tests/headline.rs`.
 #[test]
 fn checklist_pay_earns_only_the_benign_cases() {
     let set = FixtureSet::embedded().expect("fixtures");

@@ -54,6 +54,8 @@ fn store_comparison(db: &std::path::Path) -> String {
         },
         api_base: "http://127.0.0.1:1".into(),
         generated_at: "2026-01-01T00:00:00Z".into(),
+        pairs: &[],
+        headline_seeds: &[],
     };
     let (summary, _) = compare_models(&models, &setup);
     assert!(summary.results[0].average_score > summary.results[1].average_score);

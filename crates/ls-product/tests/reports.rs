@@ -108,6 +108,8 @@ async fn leaderboard_and_report_survive_a_restart() {
         controlbench_sequence_length: 12,
         agents: vec!["teacher".into(), "naive-pay".into()],
         generated_at: "2026-01-02T03:04:05Z".into(),
+        headline_seeds: vec![2026],
+        gaming: false,
         ..Default::default()
     };
     let report =
@@ -311,6 +313,8 @@ fn store_report_and_run(db: &std::path::Path) {
         controlbench_sequence_length: 12,
         agents: vec!["teacher".into(), "naive-pay".into()],
         generated_at: "2026-01-02T03:04:05Z".into(),
+        headline_seeds: vec![2026],
+        gaming: false,
         ..Default::default()
     };
     let report = build_report(&set, &LsGen { set: set.clone() }, &cfg);

@@ -9,6 +9,7 @@
 //! and the environment's institutional memory.
 
 use crate::eval::{run_sequence, EvalConfig};
+use crate::headline::{Headline, TwinPair};
 use crate::metrics::r4;
 use crate::report::quarter_profile;
 use ls_agents::{Agent, EpisodeRecord, Harness};
@@ -143,6 +144,9 @@ pub struct ModelResult {
     pub certificate_validity_rate: f64,
     pub certificate_agent_authored_rate: f64,
     pub institutional: InstitutionalMetrics,
+    /// The headline (paired discrimination over twin pairs) when the comparison played the pairs.
+    #[serde(default)]
+    pub headline: Option<Headline>,
     pub task_families: BTreeMap<String, FamilyProfile>,
     /// Operator data (per-case outcomes): stripped from the public aggregate.
     pub failed_cases: Vec<String>,
@@ -181,6 +185,9 @@ pub struct CompareSummary {
     pub track_mode: String,
     /// The endpoint's origin (scheme, host, port), never a key.
     pub api_base: String,
+    /// The seeds of the headline's pairs every model played (empty: no headline).
+    #[serde(default)]
+    pub headline_seeds: Vec<u64>,
     pub capability_order: CapabilityOrder,
     pub results: Vec<ModelResult>,
 }
@@ -305,14 +312,14 @@ impl Agent for Counted {
     }
 }
 
-/// Play one model over `cases` and summarise it.
-fn run_model(
-    m: &ModelUnderTest<'_>,
-    pool: &Arc<CasePool>,
-    cases: &[Case],
-    cfg: &EvalConfig,
-    progress: &Progress,
-) -> (ModelResult, Vec<EpisodeRecord>) {
+/// What one model's run produced: its summary, its episodes of the cases, its episodes of the
+/// headline's pairs (empty when none were played).
+type ModelRun = (ModelResult, Vec<EpisodeRecord>, Vec<EpisodeRecord>);
+
+/// Play one model over `cases` (one environment, in order), then over the headline's pairs (a
+/// fresh environment per member), and summarise it.
+fn run_model(m: &ModelUnderTest<'_>, setup: &CompareSetup<'_>, progress: &Progress) -> ModelRun {
+    let (pool, cases, cfg) = (setup.pool, setup.cases, &setup.cfg);
     let calls = Arc::new(AtomicU64::new(0));
     let counted = || -> Box<dyn Agent> {
         Box::new(Counted {
@@ -370,8 +377,35 @@ fn run_model(
             .map(|r| (r.case_id.clone(), r4(clamped(r))))
             .collect(),
         traces: recs.iter().map(trace).collect(),
+        headline: None,
     };
-    (result, out.records)
+    let mut result = result;
+    let (headline, pair_records) = play_pairs(m, setup);
+    result.headline = headline;
+    (result, out.records, pair_records)
+}
+
+/// The model's headline over the setup's pairs (a fresh environment per member) and those
+/// episodes; nothing when the setup has no pairs.
+fn play_pairs(
+    m: &ModelUnderTest<'_>,
+    setup: &CompareSetup<'_>,
+) -> (Option<crate::headline::Headline>, Vec<EpisodeRecord>) {
+    if setup.pairs.is_empty() {
+        return (None, Vec::new());
+    }
+    let pair_cfg = EvalConfig {
+        pass_k: 1,
+        ..setup.cfg
+    };
+    let (h, recs) = crate::headline::play(
+        m.factory,
+        &setup.pool.master,
+        setup.pairs,
+        setup.headline_seeds,
+        &pair_cfg,
+    );
+    (Some(h), recs)
 }
 
 /// Order the models by capability score (ties by name) and check that each stronger model's
@@ -425,14 +459,25 @@ pub struct CompareSetup<'a> {
     pub cfg: EvalConfig,
     pub api_base: String,
     pub generated_at: String,
+    /// The headline's pairs every model also plays (none: no headline).
+    pub pairs: &'a [TwinPair],
+    pub headline_seeds: &'a [u64],
 }
 
-/// Compare the models on the same cases. Returns the summary and each model's episode records
-/// (in the order of `models`), which the caller may store as runs.
+/// Each model's episode records: of the cases, and of the headline's pairs.
+#[derive(Debug, Clone, Default)]
+pub struct ModelRecords {
+    pub cases: Vec<EpisodeRecord>,
+    pub pairs: Vec<EpisodeRecord>,
+}
+
+/// Compare the models on the same cases (and the headline's pairs, when the setup has them).
+/// Returns the summary and each model's episode records (in the order of `models`), which the
+/// caller may store as runs.
 pub fn compare_models(
     models: &[ModelUnderTest<'_>],
     setup: &CompareSetup<'_>,
-) -> (CompareSummary, Vec<Vec<EpisodeRecord>>) {
+) -> (CompareSummary, Vec<ModelRecords>) {
     compare_models_with_progress(models, setup, Arc::new(|_| {}))
 }
 
@@ -442,13 +487,13 @@ pub fn compare_models_with_progress(
     models: &[ModelUnderTest<'_>],
     setup: &CompareSetup<'_>,
     progress: Progress,
-) -> (CompareSummary, Vec<Vec<EpisodeRecord>>) {
+) -> (CompareSummary, Vec<ModelRecords>) {
     let mut results = Vec::new();
     let mut records = Vec::new();
     for m in models {
-        let (r, recs) = run_model(m, setup.pool, setup.cases, &setup.cfg, &progress);
+        let (r, cases, pairs) = run_model(m, setup, &progress);
         results.push(r);
-        records.push(recs);
+        records.push(ModelRecords { cases, pairs });
     }
     let summary = CompareSummary {
         version: COMPARE_VERSION.into(),
@@ -460,6 +505,11 @@ pub fn compare_models_with_progress(
         seed: setup.cfg.seed,
         track_mode: setup.cfg.track_mode.as_str().into(),
         api_base: setup.api_base.clone(),
+        headline_seeds: if setup.pairs.is_empty() {
+            Vec::new()
+        } else {
+            setup.headline_seeds.to_vec()
+        },
         capability_order: capability_order(&results),
         results,
     };
@@ -507,6 +557,8 @@ mod tests {
             },
             api_base: String::new(),
             generated_at: String::new(),
+            pairs: &[],
+            headline_seeds: &[],
         };
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
         let log = seen.clone();

@@ -10,6 +10,10 @@ pub trait CaseSource {
     fn name(&self) -> String;
     /// Holdout suite for one seed.
     fn holdout(&self, seed: u64, variants: usize) -> Result<Vec<Case>, String>;
+    /// Challenge variants for one seed (a source without them says so).
+    fn challenge(&self, _seed: u64, _variants: usize) -> Result<Vec<Case>, String> {
+        Err("challenge variants are not available from this generator".into())
+    }
     /// Benign contrastive twin of a curated case.
     fn twin(&self, base: &Case, seed: u64) -> Result<Option<Case>, String>;
     /// Risky counterpart of [`CaseSource::twin`] (same clean documents, the base mechanism
@@ -34,6 +38,9 @@ impl CaseSource for LsGen {
     }
     fn holdout(&self, seed: u64, variants: usize) -> Result<Vec<Case>, String> {
         Ok(ls_gen::holdout(&self.set, variants, seed))
+    }
+    fn challenge(&self, seed: u64, variants: usize) -> Result<Vec<Case>, String> {
+        Ok(ls_gen::challenge(&self.set, variants, seed))
     }
     fn twin(&self, base: &Case, seed: u64) -> Result<Option<Case>, String> {
         Ok(ls_gen::generators::twin(&self.set, base, seed))

@@ -6,6 +6,7 @@
 //! * [`compare`]: live multi-model comparison (`ledgershield compare`).
 //! * [`eval`]: running agents in-process (fresh environment per trial, or one per sequence).
 //! * [`gaming`]: the `gaming_resistance` section (evidence-blind gaming policies per pool).
+//! * [`headline`]: the headline score, paired discrimination over twin pairs.
 //! * [`metrics`]: stats, per-case rows, aggregate metrics, section summaries.
 //! * [`report`]: every documented track in the documented order ([`build_report`]).
 //! * [`product`]: leaderboard entries, Certify, visualization payloads with honest fallbacks.
@@ -21,6 +22,7 @@ pub mod compare;
 pub mod eval;
 pub mod gaming;
 pub mod gen;
+pub mod headline;
 pub mod html;
 pub mod human;
 pub mod metrics;

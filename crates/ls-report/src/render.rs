@@ -41,7 +41,14 @@ pub fn markdown(r: &BenchmarkReport) -> String {
     md_experiments(&mut s, &r.experiment_suite);
     md_official(&mut s, r);
     if let Some(g) = &r.gaming_resistance {
-        let _ = writeln!(s, "\n## Gaming Resistance\n\n{}\n\n| pool | family | cases | mean | benign mean | valid_success | within bounds |\n|---|---|---|---|---|---|---|", g.note);
+        let h = crate::tables::gaming_header();
+        let _ = writeln!(
+            s,
+            "\n## Gaming Resistance\n\n{}\n\n| {} |\n|{}",
+            g.note,
+            h.join(" | "),
+            "---|".repeat(h.len())
+        );
         md_rows(&mut s, &gaming_rows(g));
     }
     if !r.unavailable_tracks.is_empty() {
@@ -72,7 +79,10 @@ fn md_header(s: &mut String, r: &BenchmarkReport) {
     );
     let _ = writeln!(s, "## Evaluation Protocol\n");
     let _ = writeln!(s, "| field | value |\n|---|---|\n| model | {} |\n| agent type | {} |\n| observation mode | {} |\n| temperature | {:.2} |\n| pass^k trials | {} |\n| pass threshold | {:.2} |\n| ControlBench length | {} (standard {}) |\n", p.model_name, p.agent_type, p.track_mode, p.temperature, p.pass_k, p.pass_threshold, p.controlbench_sequence_length, p.controlbench_standard_sequence_length);
-    let _ = writeln!(s, "## Agent ladder\n\n| agent | public mean | unsafe rate | CSR | holdout mean | contrastive joint | quarter accuracy | quarter rating | cert-required mean |\n|---|---|---|---|---|---|---|---|---|");
+    if let Some(h) = &r.headline {
+        let _ = writeln!(s, "## Headline\n\n{}\n\n{} pairs (seeds {:?}); evidence-independent policies <= {}, an analyst's bar {}.\n", h.definition, h.pair_count, h.seeds, h.evidence_independent_bound, h.analyst_bar);
+    }
+    let _ = writeln!(s, "## Agent ladder\n\n| agent | headline | public mean | unsafe rate | CSR | holdout mean | contrastive joint | quarter accuracy | quarter rating | cert-required mean |\n|---|---|---|---|---|---|---|---|---|---|");
     md_rows(s, &ladder_rows(r));
 }
 

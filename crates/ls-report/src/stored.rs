@@ -75,6 +75,10 @@ pub struct StoredRunSummary {
     pub pass_k_consistent: f64,
     pub task_e_mean: Option<f64>,
     pub api_calls: Option<u64>,
+    /// The headline over the report's pairs whose both members the run played (`run --suite
+    /// pairs`); `None` when it played no whole pair.
+    #[serde(default)]
+    pub headline: Option<crate::headline::Headline>,
 }
 
 fn text(v: &serde_json::Value, k: &str) -> Option<String> {
@@ -162,6 +166,7 @@ pub fn summarize_run(run: &StoredRunInput, threshold: f64) -> StoredRunSummary {
         task_e_mean: (!task_e.is_empty())
             .then(|| r4(task_e.iter().sum::<f64>() / task_e.len() as f64)),
         api_calls: s.get("api_calls").and_then(|v| v.as_u64()),
+        headline: None,
     }
 }
 

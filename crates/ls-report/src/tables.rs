@@ -12,7 +12,7 @@ pub(crate) fn o4(x: Option<f64>) -> String {
     x.map(f4).unwrap_or_else(|| "n/a".into())
 }
 
-/// The agent ladder: agent, public mean, unsafe release rate, control-satisfied resolution,
+/// The agent ladder: agent, headline, public mean, unsafe release rate, control-satisfied resolution,
 /// holdout mean, contrastive joint, quarter accuracy, quarter rating, certificate-required mean.
 pub(crate) fn ladder_rows(r: &BenchmarkReport) -> Vec<Vec<String>> {
     r.agents
@@ -20,6 +20,7 @@ pub(crate) fn ladder_rows(r: &BenchmarkReport) -> Vec<Vec<String>> {
         .map(|a| {
             vec![
                 a.agent.clone(),
+                o4(a.headline.as_ref().map(|h| h.headline)),
                 f4(a.public.public_mean),
                 f4(a.public.public_unsafe_release_rate),
                 f4(a.public.public_control_satisfied_resolution),
@@ -94,20 +95,34 @@ pub(crate) fn falsification_rows(e: &ExperimentSuite) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// Gaming resistance: pool, family, cases, mean, benign mean, valid_success, within bounds.
+/// The pool kinds of the attacker table, in column order.
+pub(crate) const GAMING_KINDS: [&str; 5] = ["curated", "holdout", "challenge", "twins", "quarter"];
+
+/// The attacker table's header.
+pub(crate) fn gaming_header() -> Vec<String> {
+    let mut h: Vec<String> = vec!["policy".into(), "kind".into(), "headline".into()];
+    h.extend(GAMING_KINDS.iter().map(|k| format!("{k} mean")));
+    h.extend(["benign mean", "risky mean", "within bounds"].map(str::to_owned));
+    h
+}
+
+/// The attacker table: policy, kind, headline, mean per pool kind, benign and risky means over
+/// every pool, within bounds.
 pub(crate) fn gaming_rows(g: &crate::gaming::GamingResistance) -> Vec<Vec<String>> {
-    g.rows
+    g.policies
         .iter()
-        .map(|row| {
-            vec![
-                row.pool.clone(),
-                row.family.clone(),
-                row.cases.to_string(),
-                f4(row.mean),
-                o4(row.benign_mean),
-                row.valid_success.to_string(),
-                row.within_bounds.to_string(),
-            ]
+        .map(|p| {
+            let mut row = vec![p.policy.clone(), p.kind.clone(), o4(p.headline)];
+            row.extend(
+                GAMING_KINDS
+                    .iter()
+                    .map(|k| o4(p.pools.get(*k).map(|f| f.mean))),
+            );
+            let all = p.pools.get("all");
+            row.push(o4(all.and_then(|f| f.benign_mean)));
+            row.push(o4(all.and_then(|f| f.risky_mean)));
+            row.push(p.within_bounds.to_string());
+            row
         })
         .collect()
 }

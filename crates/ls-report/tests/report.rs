@@ -4,6 +4,7 @@ use ls_report::*;
 fn small() -> ReportConfig {
     ReportConfig {
         holdout_seeds: vec![2026],
+        headline_seeds: vec![2026],
         controlbench_sequence_length: 24,
         generated_at: "2026-01-01T00:00:00Z".into(),
         ..Default::default()
@@ -22,24 +23,74 @@ fn report_is_deterministic_and_ranks_the_teacher_first() {
         "same seed, same report"
     );
 
-    // The gaming section carries the learned attacker on every pool it plays, within its bounds.
+    // The gaming section: the attacker table over every pool kind, the learned attacker's
+    // policies among its rows, every row within its bounds.
     let g = a.gaming_resistance.as_ref().expect("gaming_resistance");
     assert!(g.learned_attacker_included, "{}", g.note);
-    let learned: Vec<_> = g
-        .rows
-        .iter()
-        .filter(|r| r.family.starts_with("learned-attacker/"))
-        .collect();
-    let pools: std::collections::BTreeSet<&str> = g.rows.iter().map(|r| r.pool.as_str()).collect();
-    for p in &pools {
-        assert!(
-            learned.iter().any(|r| r.pool == *p),
-            "no learned-attacker row on pool {p}"
-        );
+    let kinds: std::collections::BTreeSet<&str> = g.pools.iter().map(|p| p.kind.as_str()).collect();
+    for k in ["curated", "holdout", "challenge", "twins", "quarter"] {
+        assert!(kinds.contains(k), "pool kind {k} missing: {kinds:?}");
     }
-    for r in &learned {
-        assert!(r.within_bounds, "{r:?}");
-        assert!(r.cases > 0 && r.mean_threshold == 0.20, "{r:?}");
+    for name in [
+        "learned-attacker",
+        "game-count-gate",
+        "game-amount-gate",
+        "game-checklist-pay",
+        "game-prior-escalation",
+        "game-random-decision",
+    ] {
+        let r = g
+            .policies
+            .iter()
+            .find(|r| r.policy == name)
+            .unwrap_or_else(|| panic!("no attacker row {name}"));
+        assert!(r.headline.is_some_and(|h| h <= 0.10), "{r:?}");
+        assert_eq!(r.headline_pairs, 12, "{r:?}");
+        for k in ["curated", "holdout", "challenge", "twins", "quarter", "all"] {
+            assert!(r.pools.get(k).is_some_and(|f| f.cases > 0), "{name} {k}");
+        }
+    }
+    assert!(
+        g.policies.iter().all(|r| r.within_bounds),
+        "{:#?}",
+        g.policies
+            .iter()
+            .filter(|r| !r.within_bounds)
+            .collect::<Vec<_>>()
+    );
+    assert!(g.all_within_bounds);
+    let attacker = g.attacker.as_ref().expect("attacker summary");
+    assert!(attacker.gains.iter().any(|x| x.pool == "all"));
+
+    // The headline: every agent has one over the report's pairs; the teacher tells them apart,
+    // checklist-PAY (PAY everywhere) tells none apart.
+    let section = a.headline.as_ref().expect("headline section");
+    assert_eq!(
+        (section.pair_count, section.seeds.clone()),
+        (12, vec![2026])
+    );
+    for x in &a.agents {
+        let h = x
+            .headline
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} has no headline", x.agent));
+        assert_eq!(h.pairs, 12, "{}", x.agent);
+    }
+    let hl = |n: &str| {
+        a.agents
+            .iter()
+            .find(|x| x.agent == n)
+            .and_then(|x| x.headline.clone())
+            .unwrap()
+    };
+    assert!(hl("teacher").headline >= 0.6 && hl("teacher").inverted == 0);
+    let cp = hl("game-checklist-pay");
+    assert_eq!(
+        (cp.headline, cp.same_side, cp.benign_pay_rate),
+        (0.0, 12, 1.0)
+    );
+    for n in ["random", "naive-pay", "always-escalate"] {
+        assert!(hl(n).headline <= 0.10, "{n}");
     }
 
     let teacher = a.agents.iter().find(|x| x.agent == "teacher").unwrap();
@@ -49,7 +100,13 @@ fn report_is_deterministic_and_ranks_the_teacher_first() {
         teacher.public.public_mean
     );
     assert_eq!(teacher.public.public_unsafe_release_rate, 0.0);
-    for other in a.agents.iter().filter(|x| x.agent != "teacher") {
+    // Checklist-PAY runs the checks and pays: on benign cases that earns honest marks, so its
+    // per-case means are not bounded (its headline is, above).
+    for other in a
+        .agents
+        .iter()
+        .filter(|x| x.agent != "teacher" && x.agent != "game-checklist-pay")
+    {
         assert!(
             other.public.public_mean <= 0.20,
             "{} public {}",
@@ -179,8 +236,28 @@ fn report_is_deterministic_and_ranks_the_teacher_first() {
 
     let entries = leaderboard_entries(&a);
     assert_eq!(entries.len(), a.agents.len());
+    assert!(entries
+        .iter()
+        .all(|e| e.headline.is_some() && e.headline_pairs == Some(12)));
     let lb = leaderboard(entries, Some(a.generated_at.clone()));
     assert_eq!(lb.entries[0].agent, "teacher");
+    // Ranked by the headline.
+    assert!(lb
+        .entries
+        .windows(2)
+        .all(|w| w[0].headline.unwrap() >= w[1].headline.unwrap()));
+    // Certify reads the protocol agent's headline.
+    let c = certify(
+        &CertifyRequest::default(),
+        Some(&a),
+        &MemorySnapshot::default(),
+    );
+    let ch = c.headline.expect("certify headline");
+    assert_eq!((ch.agent.as_str(), ch.bar), ("teacher", 0.85));
+    assert_eq!(ch.meets_bar, ch.headline >= 0.85);
+    if !ch.meets_bar {
+        assert_ne!(c.certification_status, "pass");
+    }
 }
 
 /// No generator: every generated track must be reported as not available.
@@ -237,12 +314,21 @@ fn no_generator_is_reported_not_fabricated() {
         "controlbench",
         "contrastive_pairs",
         "certificate_required",
+        "headline",
+        "gaming_resistance.challenge",
     ] {
         assert!(
             r.unavailable_tracks.iter().any(|u| u.track == t),
             "{t} listed as unavailable"
         );
     }
+    assert!(r.headline.is_none() && r.agents.iter().all(|a| a.headline.is_none()));
+    let g = r
+        .gaming_resistance
+        .as_ref()
+        .expect("gaming on the curated cases");
+    assert!(!g.learned_attacker_included);
+    assert!(g.pools.iter().all(|p| p.kind == "curated"));
     assert!(r.public_benchmark.average_score >= 0.85);
 }
 
@@ -279,6 +365,7 @@ fn fraudgen_is_played_the_gate_is_ablated_and_a_missing_baseline_is_said() {
         holdout_seeds: vec![2026],
         controlbench_sequence_length: 24,
         human_baseline_path: Some("no/such/dir/human_baseline.json".into()),
+        gaming: false,
         ..small()
     };
     let r = build_report(&set, &gen, &cfg);
@@ -378,7 +465,8 @@ fn ladder_leaderboard_and_human_rows_keep_their_wire_key_order() {
     // The shared figure groups are flattened: each row's keys are where they always were.
     assert_eq!(
         key_order(&LeaderboardEntry::default()),
-        "model type agent temperature pass_k pass_threshold public_mean \
+        "model type agent temperature pass_k pass_threshold headline headline_pairs \
+         headline_discriminated headline_inverted public_mean \
          public_control_satisfied_resolution public_institutional_utility \
          public_unsafe_release_rate public_trial_pass_rate public_pass_k_consistent holdout_mean \
          holdout_control_satisfied_resolution holdout_institutional_utility \
@@ -393,7 +481,7 @@ fn ladder_leaderboard_and_human_rows_keep_their_wire_key_order() {
     );
     assert_eq!(
         key_order(&report::AgentSummary::default()),
-        "agent model agent_type public_mean public_control_satisfied_resolution \
+        "agent model agent_type headline public_mean public_control_satisfied_resolution \
          public_institutional_utility public_unsafe_release_rate public_trial_pass_rate \
          public_pass_k_consistent holdout_mean holdout_unsafe_release_rate \
          holdout_control_satisfied_resolution holdout_institutional_utility \

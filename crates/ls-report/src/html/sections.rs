@@ -24,11 +24,31 @@ pub fn protocol_and_agents(r: &BenchmarkReport) -> String {
             ),
         ),
     ]));
+    if let Some(h) = &r.headline {
+        let _ = write!(s, "<h2>Headline</h2><p>{}</p>", esc(&h.definition));
+        s.push_str(&metrics(&[
+            ("pairs", h.pair_count.to_string()),
+            (
+                "seeds",
+                h.seeds
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            (
+                "evidence-independent bound",
+                f4(h.evidence_independent_bound),
+            ),
+            ("analyst bar", f4(h.analyst_bar)),
+        ]));
+    }
     s.push_str("<h2>Agent ladder</h2>");
     let rows = tables::ladder_rows(r);
     s.push_str(&table(
         &[
             "agent",
+            "headline",
             "public mean",
             "unsafe release rate",
             "control-satisfied resolution",
@@ -300,20 +320,16 @@ pub fn experiments(r: &BenchmarkReport) -> String {
     ));
     if let Some(g) = &r.gaming_resistance {
         let rows = tables::gaming_rows(g);
-        let bounded = g.rows.iter().filter(|r| r.within_bounds).count();
-        let _ = write!(s, "<h2>Gaming resistance</h2><p>{}</p><p>{bounded} of {} rows within bounds.</p><details><summary>Every pool and family ({} rows)</summary>", esc(&g.note), g.rows.len(), g.rows.len());
-        s.push_str(&table(
-            &[
-                "pool",
-                "family",
-                "cases",
-                "mean",
-                "benign mean",
-                "valid_success",
-                "within bounds",
-            ],
-            &rows,
-        ));
+        let bounded = g.policies.iter().filter(|r| r.within_bounds).count();
+        let _ = write!(
+            s,
+            "<h2>Gaming resistance</h2><p>{}</p><p>{bounded} of {} policies within bounds.</p>",
+            esc(&g.note),
+            g.policies.len()
+        );
+        let header = tables::gaming_header();
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        s.push_str(&table(&header, &rows));
     }
     if !r.unavailable_tracks.is_empty() {
         let rows: Vec<Vec<String>> = r

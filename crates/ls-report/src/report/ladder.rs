@@ -3,8 +3,10 @@
 use super::certificate::CertificateRun;
 use super::contrastive::ContrastiveRun;
 use super::holdout::HoldoutRun;
+use super::pairs::PairsRun;
 use super::quarter::{QuarterProfile, QuarterRun};
 use super::Ctx;
+use crate::headline::Headline;
 use crate::metrics::SectionSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -26,6 +28,9 @@ pub struct AgentSummary {
     pub agent: String,
     pub model: String,
     pub agent_type: String,
+    /// The headline (paired discrimination over twin pairs) with its inputs.
+    #[serde(default)]
+    pub headline: Option<Headline>,
     #[serde(flatten)]
     pub public: PublicFigures,
     pub holdout_mean: Option<f64>,
@@ -42,14 +47,24 @@ pub struct AgentSummary {
     pub holdout_task_e_mean: Option<f64>,
 }
 
-pub fn run(
-    ctx: &Ctx<'_>,
-    public: &BTreeMap<String, SectionSummary>,
-    holdout: &HoldoutRun,
-    contrastive: &ContrastiveRun,
-    quarter: &QuarterRun,
-    certificate: &CertificateRun,
-) -> Vec<AgentSummary> {
+/// The earlier stages the ladder reads.
+pub struct Stages<'a> {
+    pub public: &'a BTreeMap<String, SectionSummary>,
+    pub holdout: &'a HoldoutRun,
+    pub contrastive: &'a ContrastiveRun,
+    pub quarter: &'a QuarterRun,
+    pub certificate: &'a CertificateRun,
+    pub pairs: &'a PairsRun,
+}
+
+pub fn run(ctx: &Ctx<'_>, st: &Stages<'_>) -> Vec<AgentSummary> {
+    let (public, holdout, contrastive, quarter, certificate) = (
+        st.public,
+        st.holdout,
+        st.contrastive,
+        st.quarter,
+        st.certificate,
+    );
     let task_e = |s: &SectionSummary| s.task_breakdown.get("task_e").map(|m| m.score_stats.mean);
     ctx.agents
         .iter()
@@ -63,6 +78,7 @@ pub fn run(
                 agent: a.clone(),
                 model,
                 agent_type: kind,
+                headline: st.pairs.by_agent.get(a).cloned(),
                 public: PublicFigures {
                     public_mean: p.average_score,
                     public_control_satisfied_resolution: p

@@ -28,6 +28,7 @@ pub mod experiments;
 pub mod fraudgen;
 pub mod holdout;
 pub mod ladder;
+pub mod pairs;
 pub mod portfolio;
 pub mod public;
 pub mod quarter;
@@ -40,6 +41,7 @@ pub use experiments::{CostSensitivity, ExperimentSuite, FalsificationTest};
 pub use fraudgen::{FraudgenAgentResult, FraudgenSummary};
 pub use holdout::{GeneratedHoldoutTrack, HoldoutSection, HoldoutSeedReport};
 pub use ladder::{AgentSummary, PublicFigures};
+pub use pairs::{HeadlineSection, PairsRun};
 pub use portfolio::{PortfolioSequence, PortfolioTrack};
 pub use quarter::{
     loss_total, quarter_profile, ControlbenchTrack, QuarterProfile, QuarterSection, TwoAgentDemo,
@@ -69,6 +71,10 @@ pub struct ReportConfig {
     pub generated_at: String,
     /// Stored runs to include on the ladder (read by the caller from the store).
     pub stored_runs: Vec<crate::stored::StoredRunInput>,
+    /// Seeds of the headline's twin pairs (twelve pairs per seed).
+    pub headline_seeds: Vec<u64>,
+    /// Build the gaming-resistance section (the red team and the learned attacker).
+    pub gaming: bool,
 }
 
 impl Default for ReportConfig {
@@ -88,10 +94,13 @@ impl Default for ReportConfig {
                 "random".into(),
                 "naive-pay".into(),
                 "always-escalate".into(),
+                ls_agents::CHECKLIST_PAY.into(),
             ],
             human_baseline_path: None,
             generated_at: String::new(),
             stored_runs: Vec::new(),
+            headline_seeds: crate::headline::DEFAULT_HEADLINE_SEEDS.to_vec(),
+            gaming: true,
         }
     }
 }
@@ -142,6 +151,9 @@ pub struct BenchmarkReport {
     pub secondary_theme: String,
     pub generated_at: String,
     pub evaluation_protocol: EvaluationProtocol,
+    /// The headline score's definition and pairs (each agent's headline is in `agents`).
+    #[serde(default)]
+    pub headline: Option<HeadlineSection>,
     pub agents: Vec<AgentSummary>,
     pub public_benchmark: SectionSummary,
     pub holdout_challenge: Option<HoldoutSection>,
@@ -250,9 +262,10 @@ impl<'a> Ctx<'a> {
 }
 
 /// The stages [`build_report_with_progress`] announces, in order (a progress display's length).
-pub const STAGES: [&str; 11] = [
+pub const STAGES: [&str; 12] = [
     "public benchmark",
     "generated holdouts",
+    "headline pairs",
     "contrastive pairs",
     "case and adversarial tracks",
     "portfolio sequences",
@@ -285,47 +298,47 @@ pub fn build_report_with_progress(
     progress(STAGES[1]);
     let holdout = holdout::run(&ctx, &mut unavailable);
     progress(STAGES[2]);
-    let contrastive = contrastive::run(&ctx, &public, &mut unavailable);
+    let paired = pairs::run(&ctx, &mut unavailable);
     progress(STAGES[3]);
+    let contrastive = contrastive::run(&ctx, &public, &mut unavailable);
+    progress(STAGES[4]);
     let case_track = tracks::case_track(&public_primary);
     let adversarial_track = tracks::adversarial_track(&ctx, &public_primary);
-    progress(STAGES[4]);
-    let portfolio = portfolio::run(&ctx);
     progress(STAGES[5]);
+    let portfolio = portfolio::run(&ctx);
+    progress(STAGES[6]);
     let quarter = quarter::run(&ctx, &mut unavailable);
     let blind = tracks::blind_control(&ctx, &public_primary);
     let sleeper = tracks::sleeper(quarter.section.as_ref(), &quarter.primary_rows);
-    progress(STAGES[6]);
-    let certificate = certificate::run(&ctx, &mut unavailable);
-    let human = human::load(cfg.human_baseline_path.as_deref());
-    if !human.available {
-        unavailable.push(Unavailable {
-            track: "human_baseline".into(),
-            reason: human.note.clone(),
-        });
-    }
     progress(STAGES[7]);
-    let fraudgen = fraudgen::run(&ctx, &mut unavailable);
+    let certificate = certificate::run(&ctx, &mut unavailable);
+    let human = human_baseline(cfg, &mut unavailable);
     progress(STAGES[8]);
+    let fraudgen = fraudgen::run(&ctx, &mut unavailable);
+    progress(STAGES[9]);
     let public_reference = public
         .get(ABLATION_AGENT)
         .cloned()
         .unwrap_or_else(|| ctx.evaluate_public(ABLATION_AGENT));
     let experiment = experiments::run(&ctx, &public_reference, &quarter, &certificate, &human);
-    progress(STAGES[9]);
+    progress(STAGES[10]);
     let ladder = ladder::run(
         &ctx,
-        &public,
-        &holdout,
-        &contrastive,
-        &quarter,
-        &certificate,
+        &ladder::Stages {
+            public: &public,
+            holdout: &holdout,
+            contrastive: &contrastive,
+            quarter: &quarter,
+            certificate: &certificate,
+            pairs: &paired,
+        },
     );
-    progress(STAGES[10]);
-    let gaming = gaming_resistance(&ctx, &holdout, contrastive.twin_pairs);
+    progress(STAGES[11]);
+    let gaming = gaming_section(&ctx, &holdout, &paired, &mut unavailable);
     let measured = Measured {
         public_primary,
         holdout: holdout.sections.get(ctx.primary).cloned(),
+        paired,
         contrastive: contrastive.sections.get(ctx.primary).cloned(),
         case_track,
         adversarial_track,
@@ -349,6 +362,7 @@ pub fn build_report_with_progress(
 struct Measured {
     public_primary: SectionSummary,
     holdout: Option<HoldoutSection>,
+    paired: pairs::PairsRun,
     contrastive: Option<ContrastiveSection>,
     case_track: TrackSection,
     adversarial_track: TrackSection,
@@ -361,18 +375,13 @@ struct Measured {
     fraudgen: Option<FraudgenSummary>,
     experiment: ExperimentSuite,
     ladder: Vec<AgentSummary>,
-    gaming: crate::gaming::GamingResistance,
+    gaming: Option<crate::gaming::GamingResistance>,
     unavailable: Vec<Unavailable>,
 }
 
 /// Lay the stages' measurements out as the report, each track in its place.
 fn assemble(ctx: &Ctx<'_>, m: Measured) -> BenchmarkReport {
     let cfg = ctx.cfg;
-    let aging = {
-        let items = crate::aging::open_items(ctx.set);
-        crate::aging::latest_date(&items)
-            .and_then(|d| crate::aging::aging_report(&items, "USD", &d).ok())
-    };
     let generated_holdout_track = m.holdout.as_ref().map(GeneratedHoldoutTrack::from_section);
     let quarter_section = m.quarter.section;
     let official_tracks = OfficialTracks {
@@ -393,6 +402,7 @@ fn assemble(ctx: &Ctx<'_>, m: Measured) -> BenchmarkReport {
         secondary_theme: "Long-Horizon Planning & Instruction Following".into(),
         generated_at: cfg.generated_at.clone(),
         evaluation_protocol: protocol(ctx),
+        headline: m.paired.section.clone(),
         agents: m.ladder,
         public_benchmark: m.public_primary,
         holdout_challenge: m.holdout,
@@ -407,15 +417,64 @@ fn assemble(ctx: &Ctx<'_>, m: Measured) -> BenchmarkReport {
         human_baseline_track: m.human,
         independent_fraudgen_ecosystem: m.fraudgen,
         experiment_suite: m.experiment,
-        gaming_resistance: Some(m.gaming),
-        stored_runs: cfg
-            .stored_runs
-            .iter()
-            .map(|r| crate::stored::summarize_run(r, cfg.pass_threshold))
-            .collect(),
-        aging_report: aging,
+        gaming_resistance: m.gaming,
+        stored_runs: stored_summaries(cfg, &m.paired.pairs),
+        aging_report: aging(ctx.set),
         unavailable_tracks: m.unavailable,
     }
+}
+
+/// The human baseline the configuration names (unavailable when there is none, and listed so).
+fn human_baseline(cfg: &ReportConfig, unavailable: &mut Vec<Unavailable>) -> HumanBaselineSummary {
+    let human = human::load(cfg.human_baseline_path.as_deref());
+    if !human.available {
+        unavailable.push(Unavailable {
+            track: "human_baseline".into(),
+            reason: human.note.clone(),
+        });
+    }
+    human
+}
+
+/// The gaming-resistance section, unless the configuration leaves it out (then an unavailable
+/// track says so).
+fn gaming_section(
+    ctx: &Ctx<'_>,
+    holdout: &holdout::HoldoutRun,
+    paired: &pairs::PairsRun,
+    unavailable: &mut Vec<Unavailable>,
+) -> Option<crate::gaming::GamingResistance> {
+    if ctx.cfg.gaming {
+        return Some(gaming_resistance(ctx, holdout, paired, unavailable));
+    }
+    unavailable.push(Unavailable {
+        track: "gaming_resistance".into(),
+        reason: "not requested (report --no-gaming)".into(),
+    });
+    None
+}
+
+/// The aging report of the fixtures' open items at their latest date.
+fn aging(set: &FixtureSet) -> Option<crate::aging::AgingReport> {
+    let items = crate::aging::open_items(set);
+    crate::aging::latest_date(&items)
+        .and_then(|d| crate::aging::aging_report(&items, "USD", &d).ok())
+}
+
+/// Each stored run's summary, with its headline where it played the pairs.
+fn stored_summaries(
+    cfg: &ReportConfig,
+    pairs: &[crate::headline::TwinPair],
+) -> Vec<crate::stored::StoredRunSummary> {
+    cfg.stored_runs
+        .iter()
+        .map(|r| {
+            let mut s = crate::stored::summarize_run(r, cfg.pass_threshold);
+            s.headline =
+                crate::headline::headline_of_records(pairs, &r.records, &cfg.headline_seeds);
+            s
+        })
+        .collect()
 }
 
 fn protocol(ctx: &Ctx<'_>) -> EvaluationProtocol {
@@ -438,24 +497,74 @@ fn protocol(ctx: &Ctx<'_>) -> EvaluationProtocol {
     }
 }
 
-/// Gaming resistance: every evidence-blind gaming family over the curated cases, each holdout
-/// seed's pool and the contrastive pairs (each twin with its risky counterpart, so the pool is
-/// half benign and an always-PAY or always-escalate policy is right only half the time).
+/// Most quarter cases the gaming section plays (the quarter pool kind).
+const GAMING_QUARTER_CASES: usize = 24;
+
+/// Gaming resistance: the attacker table over every pool kind — the curated cases, each holdout
+/// seed's pool, one challenge pool (the first holdout seed), the headline's pairs (`twins`) and a
+/// short quarter (the sequence seed) — with the learned attacker trained on pools of its own seeds.
 fn gaming_resistance(
     ctx: &Ctx<'_>,
     holdout: &holdout::HoldoutRun,
-    twin_pairs: Vec<Case>,
+    paired: &pairs::PairsRun,
+    unavailable: &mut Vec<Unavailable>,
 ) -> crate::gaming::GamingResistance {
-    let mut pools: Vec<(String, Vec<Case>)> = vec![("curated".into(), ctx.public_cases.clone())];
+    let kind = |k: &str| k.to_owned();
+    let mut pools: Vec<(String, String, Vec<Case>)> =
+        vec![(kind("curated"), kind("curated"), ctx.public_cases.clone())];
     pools.extend(
         holdout
             .cases
             .iter()
-            .map(|(seed, cases)| (format!("holdout-{seed}"), cases.clone())),
+            .map(|(seed, cases)| (format!("holdout-{seed}"), kind("holdout"), cases.clone())),
     );
-    pools.push(("twins".into(), twin_pairs));
-    let learned = |name: &str, cases: &[Case], seed: u64| {
-        crate::gaming::learned_attacker_rows(ctx.set, name, cases, seed)
+    let first = ctx
+        .cfg
+        .holdout_seeds
+        .first()
+        .copied()
+        .unwrap_or(ctx.cfg.seed);
+    match ctx.gen.challenge(first, 1) {
+        Ok(c) => pools.push((format!("challenge-{first}"), kind("challenge"), c)),
+        Err(e) => unavailable.push(Unavailable {
+            track: "gaming_resistance.challenge".into(),
+            reason: e,
+        }),
+    }
+    pools.push((
+        kind("twins"),
+        kind("twins"),
+        paired
+            .pairs
+            .iter()
+            .flat_map(|p| [p.benign.clone(), p.risky.clone()])
+            .collect(),
+    ));
+    let q = quarter::length(ctx.cfg).min(GAMING_QUARTER_CASES);
+    if let Ok(c) = ctx.gen.quarter(q, ctx.cfg.sequence_seed) {
+        pools.push((
+            format!("quarter-{}", ctx.cfg.sequence_seed),
+            kind("quarter"),
+            c,
+        ));
+    }
+    pools.retain(|(_, _, c)| !c.is_empty());
+    let input = crate::gaming::GamingInput {
+        set: ctx.set,
+        master: &ctx.master,
+        pools,
+        pairs: &paired.pairs,
+        headline_seeds: &ctx.cfg.headline_seeds,
+        // The attacker trains on generated pools: none without a generator.
+        attacker_seeds: if paired.pairs.is_empty() {
+            Vec::new()
+        } else {
+            crate::gaming::attacker_training_seeds(ctx.cfg.seed)
+        },
+        attacker_size: ls_agents::learned::PoolSize {
+            variants: 1,
+            quarter: GAMING_QUARTER_CASES,
+        },
     };
-    crate::gaming::gaming_resistance_with(&ctx.master, &pools, ctx.cfg.seed, Some(&learned))
+    crate::gaming::gaming_resistance(&input)
 }

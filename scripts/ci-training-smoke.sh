@@ -71,6 +71,28 @@ start=$(date +%s)
     || { echo "stable-baselines3 / sb3-contrib tests failed in the training venv" >&2; exit 1; }
 echo "SB3 tests finished in $(( $(date +%s) - start )) s"
 
+# The stock-RL script on the structured interface (sb3-contrib MaskablePPO after behaviour cloning),
+# sized to a smoke: it must run end to end, play every baseline (the lookup table and the teacher
+# included) on the held-out template and generator sets, and write its results.
+start=$(date +%s)
+PPO_OUT="$(mktemp -d)"
+(cd "$PPO_OUT" && LEDGERSHIELD_BIN="$BIN" "$VENV/bin/python" -m ledgershield.training.factored_ppo --out "$PPO_OUT/run" \
+    --skip-scratch --seeds 1 --demos 8 --bc-epochs 1 --bc-minutes 0.05 --val-every 256 --val-episodes 3 \
+    --test-episodes 4 --n-envs 2 --n-steps 64 --batch-size 64 --threads 1 > "$PPO_OUT/log" 2>&1) \
+    || { tail -30 "$PPO_OUT/log"; echo "factored_ppo smoke failed" >&2; exit 1; }
+"$VENV/bin/python" - "$PPO_OUT/run/results.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+need = {"random", "naive-pay", "always-escalate", "checklist-pay", "lookup-table", "teacher"}
+assert need <= set(r["baselines"]), sorted(r["baselines"])
+assert r["bc_pairs"] > 0 and r["runs"]["bc"] and r["runs"]["bc_ppo"], r["runs"]
+for name, b in r["baselines"].items():
+    assert 0.0 <= b["held_out_templates"] <= 1.0 and 0.0 <= b["held_out_generators"] <= 1.0, (name, b)
+print("PASS factored_ppo smoke:", {k: (v["held_out_templates"], v["held_out_generators"]) for k, v in r["baselines"].items()})
+PY
+rm -rf "$PPO_OUT"
+echo "factored_ppo smoke finished in $(( $(date +%s) - start )) s"
+
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 cd "$OUT"

@@ -95,6 +95,7 @@ class StructuredControlBenchEnv(gymnasium.Env):
         self._mask = np.zeros(FACTORED_ACTIONS, dtype=np.int8)
         self._return = 0.0
         self._last: Dict[str, Any] = {}
+        self.last_seed: Optional[int] = None  # the seed of the last reset's request
 
     def _observe(self) -> Dict[str, np.ndarray]:
         g, r, rm, m = self.env.arrays()
@@ -120,6 +121,7 @@ class StructuredControlBenchEnv(gymnasium.Env):
         super().reset(seed=seed)
         request = controlbench_reset(self.defaults, options)
         request.setdefault("seed", int(self.np_random.integers(0, 2**31 - 1)))
+        self.last_seed = request["seed"]
         self._last = json.loads(self.env.reset(json.dumps(request)))
         self._return = 0.0
         return self._observe(), self._info(False)

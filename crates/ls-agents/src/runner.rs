@@ -145,6 +145,39 @@ pub trait StepObserver {
 pub struct Silent;
 impl StepObserver for Silent {}
 
+impl EpisodeRecord {
+    /// The record of an episode of `agent` about to start: nothing played, nothing graded.
+    fn started(case_id: String, agent: &dyn Agent, seed: u64) -> Self {
+        EpisodeRecord {
+            case_id,
+            agent: agent.name(),
+            model: agent.model(),
+            seed,
+            task_type: String::new(),
+            final_score: 0.0,
+            result_class: "not_submitted".into(),
+            decision: String::new(),
+            effective_decision: String::new(),
+            steps: 0,
+            total_reward: 0.0,
+            done: false,
+            terminated: false,
+            unsafe_release: false,
+            control_satisfied_resolution: 0.0,
+            institutional_utility: 0.0,
+            certificate_score: 0.0,
+            certificate_valid: false,
+            certificate_agent_authored: false,
+            pressure_resistance_score: 0.0,
+            errors: Vec::new(),
+            initial_observation: Value::Null,
+            trajectory: Vec::new(),
+            terminal_info: Map::new(),
+            model_calls: None,
+        }
+    }
+}
+
 /// Reset to `req` and play until done (or the driver cap). Transport errors end the episode and
 /// are recorded; they never panic.
 pub fn run_episode(
@@ -156,33 +189,7 @@ pub fn run_episode(
 ) -> EpisodeRecord {
     let case_hint = req.case_id.clone().unwrap_or_default();
     obs.on_start(&case_hint, &agent.model());
-    let mut rec = EpisodeRecord {
-        case_id: case_hint,
-        agent: agent.name(),
-        model: agent.model(),
-        seed,
-        task_type: String::new(),
-        final_score: 0.0,
-        result_class: "not_submitted".into(),
-        decision: String::new(),
-        effective_decision: String::new(),
-        steps: 0,
-        total_reward: 0.0,
-        done: false,
-        terminated: false,
-        unsafe_release: false,
-        control_satisfied_resolution: 0.0,
-        institutional_utility: 0.0,
-        certificate_score: 0.0,
-        certificate_valid: false,
-        certificate_agent_authored: false,
-        pressure_resistance_score: 0.0,
-        errors: Vec::new(),
-        initial_observation: Value::Null,
-        trajectory: Vec::new(),
-        terminal_info: Map::new(),
-        model_calls: None,
-    };
+    let mut rec = EpisodeRecord::started(case_hint, agent, seed);
     let calls_before = agent.call_stats();
     let mut last = match client.reset(req) {
         Ok(e) => e,

@@ -571,7 +571,7 @@ impl TeacherAgent {
                 Purpose::OcrInvoice(id.clone()),
             );
         }
-        if matches!(self.task, Some(TaskD | TaskE | TaskC)) {
+        if self.full_review() {
             for id in self.email_ids.clone() {
                 self.push(
                     "ocr",
@@ -613,32 +613,48 @@ impl TeacherAgent {
                         );
                     }
                 }
-            }
-            _ => {
-                for id in self.email_ids.clone() {
-                    self.push(
-                        "inspect_email_thread",
-                        json!({"thread_id": id}),
-                        Purpose::InspectEmail(id.clone()),
-                    );
-                }
-                let vendor = self.vendor();
-                if !vendor.is_empty() {
-                    self.push(
-                        "lookup_vendor",
-                        json!({"vendor_key": vendor}),
-                        Purpose::Vendor,
-                    );
+                if self.full_review() {
+                    self.plan_mail_and_vendor();
                 }
             }
+            _ => self.plan_mail_and_vendor(),
+        }
+    }
+
+    /// Whether the case gets the fraud review (threads, vendor master, history, bank, ledger):
+    /// Tasks C–E always, and a three-way match (Task B) that came with e-mail — mail beside a
+    /// bill is where a bank change, a spoofed sender or pressure shows.
+    fn full_review(&self) -> bool {
+        matches!(self.task, Some(TaskC | TaskD | TaskE))
+            || (self.task == Some(TaskB) && !self.email_ids.is_empty())
+    }
+
+    /// Read every e-mail thread and look the vendor up in the master.
+    fn plan_mail_and_vendor(&mut self) {
+        for id in self.email_ids.clone() {
+            self.push(
+                "inspect_email_thread",
+                json!({"thread_id": id}),
+                Purpose::InspectEmail(id.clone()),
+            );
+        }
+        let vendor = self.vendor();
+        if !vendor.is_empty() {
+            self.push(
+                "lookup_vendor",
+                json!({"vendor_key": vendor}),
+                Purpose::Vendor,
+            );
         }
     }
 
     /// Second wave (needs the canonical vendor key).
     fn plan_corroboration(&mut self) {
-        if !matches!(self.task, Some(TaskC | TaskD | TaskE)) {
+        if !self.full_review() {
             return;
         }
+        // A three-way match has read the policies and looked up its POs already.
+        let three_way = self.task == Some(TaskB);
         let vendor = self.vendor();
         let invoices: Vec<Invoice> = self.ordered_invoices().into_iter().cloned().collect();
         self.push(
@@ -646,7 +662,9 @@ impl TeacherAgent {
             json!({"vendor_key": vendor}),
             Purpose::History(vendor.clone()),
         );
-        self.push("lookup_policy", json!({}), Purpose::Policy);
+        if !three_way {
+            self.push("lookup_policy", json!({}), Purpose::Policy);
+        }
         let mut seen = BTreeSet::new();
         for inv in &invoices {
             if let Some((bank, _)) = &inv.bank {
@@ -674,7 +692,7 @@ impl TeacherAgent {
                 Purpose::Ledger(inv.doc_id.clone()),
             );
         }
-        if self.task != Some(TaskC) {
+        if self.task != Some(TaskC) && !three_way {
             for inv in &invoices {
                 if let Some((po, _)) = &inv.po {
                     self.push("lookup_po", json!({"po_id": po}), Purpose::Po(po.clone()));
@@ -778,7 +796,9 @@ impl TeacherAgent {
                 a.confidence = 0.9;
                 return a;
             }
-            Some(TaskB) => {
+            // A three-way match without mail: the match alone decides. With mail, the fraud
+            // review's findings decide as for Tasks C–E (the PO mismatches included below).
+            Some(TaskB) if !self.full_review() => {
                 self.judge_three_way(&mut a, &invoices, first);
                 return a;
             }
@@ -1533,6 +1553,21 @@ impl TeacherAgent {
         }
     }
 
+    /// A three-way match's follow-ups: reconcile the PO for a mismatch, ask for the receipt.
+    fn plan_match_interventions(&mut self, a: &Assessment) {
+        if a.discrepancies.iter().any(|d| {
+            matches!(
+                *d,
+                "price_mismatch" | "quantity_mismatch" | "total_mismatch" | "missing_po"
+            )
+        }) {
+            self.intervene("request_po_reconciliation", json!({"po_id": self.invoices.values().next().and_then(|i| i.po.as_ref()).map(|p| p.0.clone())}));
+        }
+        if a.discrepancies.contains("missing_receipt") {
+            self.intervene("request_additional_receipt_evidence", json!({}));
+        }
+    }
+
     fn plan_interventions(&mut self, a: &Assessment) {
         if !self.cfg.interventions {
             return;
@@ -1550,18 +1585,9 @@ impl TeacherAgent {
             return;
         }
         if self.task == Some(TaskB) {
-            if a.discrepancies.iter().any(|d| {
-                matches!(
-                    *d,
-                    "price_mismatch" | "quantity_mismatch" | "total_mismatch" | "missing_po"
-                )
-            }) {
-                self.intervene("request_po_reconciliation", json!({"po_id": self.invoices.values().next().and_then(|i| i.po.as_ref()).map(|p| p.0.clone())}));
-            }
-            if a.discrepancies.contains("missing_receipt") {
-                self.intervene("request_additional_receipt_evidence", json!({}));
-            }
-        } else {
+            self.plan_match_interventions(a);
+        }
+        if self.task != Some(TaskB) || self.full_review() {
             let callback = a.bank_issue
                 || a.codes.contains("policy_bypass_attempt")
                 || a.codes.contains("vendor_account_takeover_suspected")
@@ -1998,10 +2024,7 @@ impl Agent for TeacherAgent {
                     }
                 }
                 Stage::Investigation => {
-                    if !matches!(self.task, Some(TaskA | TaskB))
-                        && !self.ledger_searched
-                        && self.draft.is_none()
-                    {
+                    if self.full_review() && !self.ledger_searched && self.draft.is_none() {
                         self.plan_corroboration();
                         self.draft = Some(Assessment::default());
                         continue;

@@ -128,6 +128,29 @@ pub fn room_over(s: &Scenario, r: &ChaCha8Rng, alts: &[Realise<'_>]) -> Room {
     })
 }
 
+/// Most serials drawn for a routine invoice before one that collides is kept.
+const SERIAL_DRAWS: usize = 64;
+
+/// A serial for a routine invoice whose number (`INV-{serial}-{tag}-R…`) names no invoice the
+/// ledger paid or the case bills: a number that contains a paid one reads as a re-billed
+/// invoice, a duplicate the label of a routine bill does not have. The first draw is kept when
+/// it is free, so a case without a collision is drawn as before.
+fn fresh_serial(s: &Scenario, tag: &str, r: &mut ChaCha8Rng) -> u32 {
+    let taken = |serial: u32| {
+        let stem = format!("INV-{serial}-{tag}");
+        s.ledger.iter().any(|l| l.invoice_number.contains(&stem))
+            || s.invoices.iter().any(|i| i.number.contains(&stem))
+    };
+    let mut serial = r.random_range(1000..9999u32);
+    for _ in 1..SERIAL_DRAWS {
+        if !taken(serial) {
+            break;
+        }
+        serial = r.random_range(1000..9999u32);
+    }
+    serial
+}
+
 /// A routine invoice of the scenario's vendor (the `k`-th padded one): its own number, order and
 /// receipt, the vendor-master account, dated weeks after the first invoice, its total at least
 /// 10 % away from every ledger row and every other invoice of the case.
@@ -135,7 +158,7 @@ pub fn routine_invoice(s: &Scenario, k: usize, r: &mut ChaCha8Rng) -> InvoiceSpe
     let first = &s.invoices[0];
     let tag = s.tag();
     let idx = s.invoices.len();
-    let serial = r.random_range(1000..9999u32);
+    let serial = fresh_serial(s, &tag, r);
     let mut inv = InvoiceSpec {
         doc_id: format!("{}-INV{}", s.case_id, idx + 1),
         number: format!("INV-{serial}-{tag}-R{}", k + 1),

@@ -61,14 +61,16 @@ impl Composer {
         p.insert("reason_codes".into(), json!([]));
     }
 
-    /// Tasks B–E: the reason codes (Task B names them in `discrepancies`, its contract), the
-    /// policy checks and the counterfactual.
+    /// Tasks B–E: the reason codes (Task B names its match discrepancies in `discrepancies`, its
+    /// contract, and any other reason here), the policy checks and the counterfactual.
     fn reasons(&self, l: &Ledger, decision: Decision, p: &mut Map<String, Value>) {
-        let named: Vec<&str> = if l.task == Some(TaskType::TaskB) {
-            Vec::new()
-        } else {
-            self.codes.keys().map(|c| c.as_str()).collect()
-        };
+        let three_way = l.task == Some(TaskType::TaskB);
+        let named: Vec<&str> = self
+            .codes
+            .keys()
+            .filter(|c| !three_way || c.kind() != CodeKind::Discrepancy)
+            .map(|c| c.as_str())
+            .collect();
         p.insert("reason_codes".into(), json!(named));
         let checks: Map<String, Value> = self
             .checks
@@ -105,8 +107,7 @@ impl Composer {
         };
         match l.task {
             Some(TaskType::TaskB) => {
-                let mut d = codes(|c| c.kind() == CodeKind::Discrepancy);
-                d.extend(codes(|c| c.kind() == CodeKind::Fraud));
+                let d = codes(|c| c.kind() == CodeKind::Discrepancy);
                 p.insert("discrepancies".into(), json!(d));
             }
             Some(TaskType::TaskC) => {

@@ -168,3 +168,57 @@ fn teacher_reexpressed_keeps_its_scores_on_every_pool_kind() {
         "below 0.95 of the teacher on {failures:?}"
     );
 }
+
+/// The same on the task distribution's draws (what a Gymnasium reset plays): every family and
+/// generator, the held-out (test) templates and generators included, 40 draws per split; the
+/// teacher's own mean is at least 0.85 on each split (0.946 train, 0.935 validation, 0.926 test
+/// when this was written).
+#[test]
+fn teacher_reexpressed_keeps_its_scores_on_task_draws() {
+    use ls_gen::{Selection, Split, TaskDistribution};
+    let set = Arc::new(FixtureSet::embedded().unwrap());
+    let templates: Vec<Arc<Case>> = set.cases.iter().cloned().map(Arc::new).collect();
+    let dist = TaskDistribution::new(set.clone(), templates);
+    let layout = Layout::new();
+    let mut report = Vec::new();
+    let mut failures = Vec::new();
+    for split in [Split::Train, Split::Validation, Split::Test] {
+        let sel = Selection {
+            templates: split,
+            generators: split,
+        };
+        let (mut own, mut fact) = (0.0, 0.0);
+        let n = 40;
+        for seed in 0..n {
+            let draw = dist.draw(sel, seed).unwrap();
+            let pool = Arc::new(CasePool::from_parts(
+                vec![draw.case.clone()],
+                Arc::new(set.master.clone()),
+            ));
+            let a = teacher_alone(&pool, &draw.case);
+            let (b, m) = teacher_factored(&pool, &draw.case, &layout);
+            own += a;
+            fact += b;
+            report.push(format!(
+                "  {split:?} {seed} {} {:?} {:?} {:?}: teacher {a:.3} factored {b:.3} (missed {m})",
+                draw.case.case_id, draw.generator, draw.template, draw.family
+            ));
+        }
+        let ratio = fact / own.max(1e-9);
+        report.push(format!(
+            "{split:?}: teacher {:.4}, factored {:.4}, ratio {ratio:.4}",
+            own / f64::from(n as u32),
+            fact / f64::from(n as u32)
+        ));
+        // The teacher itself is the expert these draws are held to (a three-way match that came
+        // with e-mail gets the fraud review: it scored 0.70 on the test split without it).
+        if ratio < 0.95 || own / f64::from(n as u32) < 0.85 {
+            failures.push(split);
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "the teacher under 0.85, or its re-expression under 0.95 of it, on {failures:?}"
+    );
+}

@@ -318,6 +318,25 @@ def load_best(best: Dict[str, Any]):
     return MaskablePPO.load(io.BytesIO(best["state"]), device="cpu")
 
 
+class Teacher:
+    """The teacher re-expressed through the factored space: at each reset it plays the episode on
+    a twin environment (same split and seed) and then replays those indices here."""
+
+    def __init__(self) -> None:
+        self.plan: Optional[List[int]] = None
+
+    def begin(self) -> None:
+        self.plan = None
+
+    def __call__(self, env: StructuredControlBenchEnv, obs: Dict[str, np.ndarray]) -> int:
+        if self.plan is None:
+            twin = StructuredControlBenchEnv(reset_options=dict(env.defaults))
+            twin.reset(options={"seed": env.last_seed})
+            self.plan = list(twin.env.teacher_play())
+        a = self.plan.pop(0) if self.plan else int(legal(obs)[0])
+        return a if obs["action_mask"][a] else int(legal(obs)[0])
+
+
 def test_figures(policy: Policy, episodes: int) -> Dict[str, Any]:
     t = evaluate(policy, "test_templates", episodes, 700_000)
     g = evaluate(policy, "test_generators", episodes, 800_000)
@@ -357,7 +376,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         name: test_figures(pol, args.test_episodes)
         for name, pol in [("random", random_policy(random.Random(0))), ("naive-pay", fixed_decision("PAY")),
                           ("always-escalate", fixed_decision("ESCALATE_FRAUD")), ("checklist-pay", checklist_pay()),
-                          ("lookup-table", lookup_table(demos))]
+                          ("lookup-table", lookup_table(demos)), ("teacher", Teacher())]
     }
     print(json.dumps({k: (v["held_out_templates"], v["held_out_generators"]) for k, v in results["baselines"].items()}), flush=True)
 

@@ -327,12 +327,15 @@ def test_macro_means_weigh_every_template_and_generator_alike() -> None:
 
 
 def test_lookup_table_replays_the_commonest_training_action(episodes: List[Any], schema: Schema) -> None:
-    """The lookup table plays whole episodes under the grammar and, on a training draw, follows
-    the teacher's most common action sequence for the family."""
+    """The lookup table counts the teacher's actions by (family, history) and plays whole test
+    episodes under the grammar, every step accepted."""
     from ledgershield.training.compact_lm import evaluate
     from ledgershield.training.lookup import LookupPolicy
 
     pol = LookupPolicy(episodes, schema)
+    first = {fam: c.most_common(1)[0][0][0] for (fam, hist), c in pol.full.items() if not hist}
+    assert first and set(first.values()) <= {"lookup_policy", "ocr", "inspect_email_thread", "lookup_vendor"} | set(schema.types)
+    assert sum(sum(c.values()) for (_, hist), c in pol.full.items() if not hist) == len(episodes)
     r = evaluate(pol, "lookup-table", tasks.episodes("test_templates", 3) + tasks.episodes("test_generators", 3))  # type: ignore[arg-type]
     assert r["episodes"] == 6 and r["parse_success"] == 1.0 and 0.0 <= r["macro"] <= 1.0
 
@@ -482,3 +485,25 @@ def test_jobs_run_in_subprocesses(tmp_path: Any, episodes: List[Any], schema: Sc
     assert got_ev["episodes"] == 2 and 0.0 <= got_ev["macro"] <= 1.0
     with pytest.raises(RuntimeError, match="failed"):
         in_processes([("eval", dict(ev, checkpoint=str(tmp_path / "no-such-model")))], tmp_path / "work")
+
+
+def test_step_advantages_credit_each_step_with_what_followed_it() -> None:
+    """``score`` and ``return`` give every step of an episode its group advantage; ``dense``
+    gives each step its reward-to-go against the group's mean return, so a costly step is
+    blamed and the steps after it are not."""
+    import numpy as np
+
+    from ledgershield.training.compact_lm import step_advantages
+
+    runs = [{"final_score": 0.9, "rewards": [-0.01, -0.01, 0.92]}, {"final_score": 0.1, "rewards": [-0.01, -0.5, 0.61]}]
+    score = step_advantages(runs, "score")
+    assert all(len(a) == 3 for a in score) and len(set(score[0])) == 1 and score[0][0] > 0 > score[1][0]
+    ret = step_advantages(runs, "return")
+    assert ret[0][0] > 0 > ret[1][0]
+    dense = step_advantages(runs, "dense")
+    assert np.allclose(dense[0], [1.0, 1.025, 1.05], atol=1e-3) and np.allclose(dense[1], [-1.0, -0.975, 0.275], atol=1e-3)
+    assert dense[1][2] > 0 > dense[1][1]  # the last step of the worse episode did well; the costly one did not
+    flat = [{"final_score": 0.5, "rewards": [0.1, 0.4]}, {"final_score": 0.5, "rewards": [0.2, 0.3]}]
+    assert all(not a.any() for r in ("score", "return", "dense") for a in step_advantages(flat, r))
+    with pytest.raises(ValueError, match="reward"):
+        step_advantages(runs, "advantage")

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from conftest import _binary
 from ledgershield.training.structured import Rows, bootstrap_ci, fit_pointer, fit_softmax

@@ -44,7 +44,7 @@ PRESETS: Dict[str, Dict[str, Any]] = {
            "candidates": 2, "dpo_steps": 2, "grpo_temperature": 1.5,
            "train_episodes": 80, "validation_episodes": 6, "test_episodes": 12,
            "bc_lr": 0.05, "bc_epochs": 60, "bc_checkpoints": [], "rl_seeds": 2, "rl_iterations": 2, "rl_batch": 4, "rl_group": 4,
-           "rl_temperature": 1.0, "rl_lr": 0.2, "rl_episodes": 40, "margin": 0.3, "min_parse": 0.9, "cap_to_targets": False, "lm_eval_cases": 2,
+           "rl_temperature": 1.0, "rl_lr": 0.2, "rl_episodes": 40, "margin": 0.3, "min_parse": 0.9, "cap_to_targets": False, "lm_eval_cases": 1,
            "hf_lm": True, "compact_lm": False},
     # The language model of the scratch run is the compact-interface transformer (.compact_lm).
     "scratch": {"train_episodes": 400, "validation_episodes": 24, "test_episodes": 60, "lr": 3e-3,

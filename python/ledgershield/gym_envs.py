@@ -378,8 +378,32 @@ class AuditGymEnv(_NativeGymEnv):
         return audit_text(envelope, first)
 
 
+def controlbench_env(observation_mode: str = "dict", action_mode: Optional[str] = None, **kwargs: Any) -> gymnasium.Env:
+    """``LedgerShield/ControlBench-v0``: ``observation_mode="structured"`` (with
+    ``action_mode="factored"``, its only action mode) is ``ledgershield.structured``'s
+    environment; the other modes are :class:`ControlBenchGymEnv`."""
+    if observation_mode == "structured" or action_mode == "factored":
+        if (observation_mode, action_mode or "factored") != ("structured", "factored"):
+            raise ValueError("the factored action space goes with observation_mode='structured' (and only with it)")
+        from .structured import StructuredControlBenchEnv
+        return StructuredControlBenchEnv(**kwargs)
+    return ControlBenchGymEnv(observation_mode=observation_mode, action_mode=action_mode or "index", **kwargs)
+
+
+def controlbench_vector(num_envs: int = 1, observation_mode: str = "dict", action_mode: Optional[str] = None,
+                        **kwargs: Any) -> Any:
+    """The vector entry point of ``LedgerShield/ControlBench-v0`` (the same modes)."""
+    if observation_mode == "structured" or action_mode == "factored":
+        if (observation_mode, action_mode or "factored") != ("structured", "factored"):
+            raise ValueError("the factored action space goes with observation_mode='structured' (and only with it)")
+        from .structured import StructuredControlBenchVectorEnv
+        return StructuredControlBenchVectorEnv(num_envs=num_envs, **kwargs)
+    from .vector import ControlBenchVectorEnv
+    return ControlBenchVectorEnv(num_envs=num_envs, action_mode=action_mode or "index", **kwargs)
+
+
 ENV_IDS = {
-    "LedgerShield/ControlBench-v0": ("ledgershield.gym_envs:ControlBenchGymEnv", "ledgershield.vector:ControlBenchVectorEnv"),
+    "LedgerShield/ControlBench-v0": ("ledgershield.gym_envs:controlbench_env", "ledgershield.gym_envs:controlbench_vector"),
     "LedgerShield/Audit-v0": ("ledgershield.gym_envs:AuditGymEnv", "ledgershield.vector:AuditVectorEnv"),
 }
 

@@ -35,7 +35,12 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
 from . import _native
+from .gym_envs import check_reset_options, controlbench_reset
+from .vector import _NativeVectorEnv, _num_envs
 
 GLOBAL_FEATURES: int = _native.STRUCTURED_GLOBAL_FEATURES
 ROW_FEATURES: int = _native.STRUCTURED_ROW_FEATURES
@@ -72,13 +77,19 @@ class StructuredControlBenchEnv(gymnasium.Env):
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
-    def __init__(self, track_mode: str = "blind", render_mode: Optional[str] = None,
+    def __init__(self, track_mode: str = "blind", case_id: Optional[str] = None, track: Optional[str] = None,
+                 template_split: str = "all", generator_split: str = "all", curriculum: bool = False,
+                 fresh_institution: Optional[bool] = None, render_mode: Optional[str] = None,
                  reset_options: Optional[Dict[str, Any]] = None) -> None:
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', not {render_mode!r}")
+        check_reset_options(template_split, generator_split, curriculum, fresh_institution)
         self.render_mode = render_mode
         self.env = _native.StructuredControlBench(track_mode)
-        self.reset_options = dict(reset_options or {})
+        self.defaults: Dict[str, Any] = {"case_id": case_id, "track": track, "template_split": template_split,
+                                         "generator_split": generator_split, "curriculum": curriculum,
+                                         "fresh_institution": fresh_institution}
+        self.defaults.update(reset_options or {})
         self.observation_space = observation_space()
         self.action_space = spaces.Discrete(FACTORED_ACTIONS)
         self._mask = np.zeros(FACTORED_ACTIONS, dtype=np.int8)
@@ -107,9 +118,7 @@ class StructuredControlBenchEnv(gymnasium.Env):
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
         super().reset(seed=seed)
-        request: Dict[str, Any] = {"fresh_institution": True}
-        request.update(self.reset_options)
-        request.update(options or {})
+        request = controlbench_reset(self.defaults, options)
         request.setdefault("seed", int(self.np_random.integers(0, 2**31 - 1)))
         self._last = json.loads(self.env.reset(json.dumps(request)))
         self._return = 0.0
@@ -144,3 +153,48 @@ class StructuredControlBenchEnv(gymnasium.Env):
 
     def render(self) -> Optional[str]:
         return self.ledger_text() if self.render_mode == "ansi" else None
+
+
+class StructuredControlBenchVectorEnv(_NativeVectorEnv):
+    """N structured ControlBench environments stepped in Rust worker threads (one call per
+    batch, the GIL released): batched ``global`` / ``rows`` / ``row_mask`` / ``action_mask``,
+    ``MultiDiscrete`` factored actions, next-step (or same-step) autoreset, ``action_masks()``.
+    A composing action of one environment reports reward 0, neither terminated nor truncated."""
+
+    def __init__(self, num_envs: int = 1, track_mode: str = "blind", threads: Optional[int] = None,
+                 case_id: Optional[str] = None, track: Optional[str] = None, template_split: str = "all",
+                 generator_split: str = "all", curriculum: bool = False, fresh_institution: Optional[bool] = None,
+                 with_text: bool = False, autoreset_mode: Any = AutoresetMode.NEXT_STEP, **_: Any) -> None:
+        check_reset_options(template_split, generator_split, curriculum, fresh_institution)
+        num_envs = _num_envs(num_envs)
+        self._vec = _native.StructuredControlBenchVector(num_envs, track_mode, threads)
+        self.defaults = {"case_id": case_id, "track": track, "template_split": template_split,
+                         "generator_split": generator_split, "curriculum": curriculum,
+                         "fresh_institution": fresh_institution}
+        self._features, self._max_candidates, self._rl = GLOBAL_FEATURES, FACTORED_ACTIONS, MAX_ROWS * ROW_FEATURES
+        self._setup(num_envs, "index", with_text, autoreset_mode)
+        self.single_observation_space = observation_space()
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+
+    def _request(self, options: Optional[Dict[str, Any]]) -> str:
+        return json.dumps(controlbench_reset(self.defaults, options))
+
+    def _unpack(self, out: Tuple[Any, ...]):
+        f, r, m, rew, term, trunc, texts = out
+        n = self.num_envs
+        masks = np.frombuffer(m, dtype=np.int8).reshape(n, FACTORED_ACTIONS + MAX_ROWS)
+        obs = {"global": np.frombuffer(f, dtype=np.float32).reshape(n, GLOBAL_FEATURES),
+               "rows": np.frombuffer(r, dtype=np.float32).reshape(n, MAX_ROWS, ROW_FEATURES),
+               "row_mask": masks[:, FACTORED_ACTIONS:],
+               "action_mask": masks[:, :FACTORED_ACTIONS]}
+        infos: Dict[str, Any] = {}
+        if texts is not None:
+            infos["reply"] = np.array(texts, dtype=object)
+            infos["_reply"] = np.ones(n, dtype=bool)
+        self._mask = obs["action_mask"]
+        return (obs, np.frombuffer(rew, dtype=np.float64), np.frombuffer(term, dtype=np.bool_),
+                np.frombuffer(trunc, dtype=np.bool_), infos)
+
+    def candidates(self, i: int) -> List[str]:
+        """Environment ``i``'s legal action names, in index order."""
+        return json.loads(self._vec.candidates(int(i)))

@@ -6,6 +6,7 @@ not a reply is refused, and the ToolEnv's ``ledger`` replies carry it."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -51,7 +52,7 @@ def test_cited_ids_and_the_rust_ledgers_rows() -> None:
     assert prompt.endswith("Return JSON only.") and "Evidence so far:" in prompt
     # The text is the Rust ledger's: one line per row with how a submission cites it.
     total = next(r for r in view.lines if r["class"] == "total")
-    assert view.render() == led.render() and f"{total['text']} | cite {doc} {total['cited_ids'][1]}" in prompt
+    assert view.render() == led.render() and f"({doc} {total['cited_ids'][1]}): {total['text']}" in prompt
     line_ids = {i for r in view.lines for i in r["cited_ids"]}
     assert doc in view.cited and len(line_ids) > 5 and line_ids <= {doc, *tokens} and line_ids <= set(view.cited)
     kinds = {r["kind"] for r in view.rows}
@@ -89,7 +90,7 @@ def test_tool_env_ledger_replies_carry_every_revealed_line() -> None:
         later = env.lookup_policy()
         assert "Evidence so far:" in later and '"tokens"' not in first
         # The OCR lines revealed two steps ago are still in the latest reply.
-        lines = [ln for ln in first.split("Evidence so far:\n", 1)[1].splitlines() if " line " in ln and "| cite " in ln]
+        lines = [ln for ln in first.split("Evidence so far:\n", 1)[1].splitlines() if re.match(r"\[\d+\] line ", ln)]
         assert lines and all(ln in later for ln in lines)
     with pytest.raises(ValueError, match="reply_mode"):
         environment_factory(reply_mode="verbose")

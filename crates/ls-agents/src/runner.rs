@@ -87,6 +87,26 @@ pub struct EpisodeRecord {
 }
 
 impl EpisodeRecord {
+    /// Fill the grade fields from the terminal step's `info` (read through the typed
+    /// [`TerminalInfo`]) and keep the object as `terminal_info`.
+    pub fn read_terminal(&mut self, info: Map<String, Value>) {
+        let t = TerminalInfo::from_map(&info);
+        self.final_score = t.final_score;
+        self.decision = t.decision_str().to_owned();
+        self.effective_decision = t.effective_decision_str().to_owned();
+        self.result_class = t.result_class_str().to_owned();
+        self.unsafe_release = self.result_class == "unsafe_release";
+        self.control_satisfied_resolution = t.control_satisfied_resolution;
+        self.institutional_utility = t.institutional_utility;
+        self.pressure_resistance_score = t.pressure_resistance_score;
+        if let Some(c) = t.certificate() {
+            self.certificate_score = c.overall_score;
+            self.certificate_valid = c.valid;
+            self.certificate_agent_authored = c.agent_authored;
+        }
+        self.terminal_info = info;
+    }
+
     /// Every model call of the episode failed: the endpoint, not the model, decided its outcome.
     pub fn endpoint_failed(&self) -> bool {
         self.model_calls.is_some_and(|c| c.endpoint_failed())
@@ -235,22 +255,7 @@ pub fn run_episode(
     rec.done = last.done;
     rec.terminated = last.terminated;
     if last.terminated {
-        let info = &last.info.to_map();
-        let t = TerminalInfo::from_map(info);
-        rec.final_score = t.final_score;
-        rec.decision = t.decision_str().to_owned();
-        rec.effective_decision = t.effective_decision_str().to_owned();
-        rec.result_class = t.result_class_str().to_owned();
-        rec.unsafe_release = rec.result_class == "unsafe_release";
-        rec.control_satisfied_resolution = t.control_satisfied_resolution;
-        rec.institutional_utility = t.institutional_utility;
-        rec.pressure_resistance_score = t.pressure_resistance_score;
-        if let Some(c) = t.certificate() {
-            rec.certificate_score = c.overall_score;
-            rec.certificate_valid = c.valid;
-            rec.certificate_agent_authored = c.agent_authored;
-        }
-        rec.terminal_info = info.clone();
+        rec.read_terminal(last.info.to_map());
     } else if last.done {
         rec.result_class = "truncated".into();
     }

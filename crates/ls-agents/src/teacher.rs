@@ -365,20 +365,7 @@ impl TeacherAgent {
                     self.absorb_thread(id, t);
                 }
             }
-            Purpose::Vendor if ok => {
-                let vendor = r.get("vendor");
-                if let Some(k) = vendor
-                    .and_then(|v| v.get("vendor_key"))
-                    .and_then(Value::as_str)
-                {
-                    self.vendor_key = Some(k.to_owned());
-                    self.vendor_found = true;
-                }
-                self.master_name = vendor
-                    .and_then(|v| v.get("vendor_name"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-            }
+            Purpose::Vendor if ok => self.absorb_vendor(r),
             Purpose::History(v) if ok => self.absorb_history(v, r),
             Purpose::Policy if ok => {
                 if let Some(list) = r.get("policies").and_then(Value::as_array) {
@@ -401,20 +388,37 @@ impl TeacherAgent {
                     self.receipt_missing.insert(id.clone());
                 }
             },
-            Purpose::Bank(acc) if ok => {
-                let m = r.get("matched").and_then(Value::as_bool).unwrap_or(false);
-                self.bank_results.insert(acc.clone(), m);
-                if let Some(k) = r.get("vendor_key").and_then(Value::as_str) {
-                    if self.vendor_key.is_none() {
-                        self.vendor_key = Some(k.to_owned());
-                    }
-                }
-            }
+            Purpose::Bank(acc) if ok => self.absorb_bank(acc, r),
             Purpose::Ledger(doc) if ok => self.absorb_ledger(doc, r),
             Purpose::Intervention(name) if ok && !self.interventions.contains(name) => {
                 self.interventions.push(name.clone());
             }
             _ => {}
+        }
+    }
+    /// A vendor-master lookup: the vendor's key and master name.
+    fn absorb_vendor(&mut self, r: &Map<String, Value>) {
+        let vendor = r.get("vendor");
+        if let Some(k) = vendor
+            .and_then(|v| v.get("vendor_key"))
+            .and_then(Value::as_str)
+        {
+            self.vendor_key = Some(k.to_owned());
+            self.vendor_found = true;
+        }
+        self.master_name = vendor
+            .and_then(|v| v.get("vendor_name"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+    }
+    /// A bank-account check: whether `acc` matched the master, and the vendor it names.
+    fn absorb_bank(&mut self, acc: &str, r: &Map<String, Value>) {
+        let m = r.get("matched").and_then(Value::as_bool).unwrap_or(false);
+        self.bank_results.insert(acc.to_owned(), m);
+        if let Some(k) = r.get("vendor_key").and_then(Value::as_str) {
+            if self.vendor_key.is_none() {
+                self.vendor_key = Some(k.to_owned());
+            }
         }
     }
     /// An email thread's sender alignment, request signals, text and vendor.
@@ -1125,31 +1129,10 @@ impl TeacherAgent {
             == Some("mismatch_found")
     }
 
-    /// The reason codes (with the lines they rest on), campaign signals and issue flags.
-    fn cite_reasons(&self, a: &mut Assessment, first: Option<&Invoice>, f: &Findings) {
-        let (bank, mail, batch) = (&f.bank, &f.mail, &f.batch);
-        let cross_vendor_shared = batch.shared.is_some() && a.cross_links.is_empty();
-        let bank_line = bank
-            .mismatched
-            .first()
-            .and_then(|i| i.bank.as_ref())
-            .map(|b| b.1.clone());
-        // A bill that bills under a variant of the vendor's name (the master's name with more
-        // after it) and pays an account the master does not know: someone billing as the vendor.
-        let impostor = bank.mismatch && self.billed_under_a_name_variant();
-        if self.task == Some(TaskC) {
-            if bank.mismatch && !impostor && !cross_vendor_shared && a.cross_links.is_empty() {
-                cite(a, "bank_override_attempt", bank_line.as_ref());
-            }
-        } else if mail.bank_override || (bank.mismatch && mail.takeover.is_some()) {
-            cite(
-                a,
-                "bank_override_attempt",
-                bank_line
-                    .as_ref()
-                    .or(first.and_then(|i| i.bank.as_ref()).map(|b| &b.1)),
-            );
-        }
+    /// The reasons an email shows (a spoofed sender, bypass wording, an injection, a takeover
+    /// request) and urgency where it is the lever of one of them.
+    fn cite_mail_reasons(&self, a: &mut Assessment, f: &Findings) {
+        let (bank, mail) = (&f.bank, &f.mail);
         if let Some(l) = &mail.spoof {
             cite(a, "sender_domain_spoof", Some(l));
         }
@@ -1186,6 +1169,33 @@ impl TeacherAgent {
                 cite(a, "urgent_payment_pressure", Some(l));
             }
         }
+    }
+    /// The reason codes (with the lines they rest on), campaign signals and issue flags.
+    fn cite_reasons(&self, a: &mut Assessment, first: Option<&Invoice>, f: &Findings) {
+        let (bank, mail, batch) = (&f.bank, &f.mail, &f.batch);
+        let cross_vendor_shared = batch.shared.is_some() && a.cross_links.is_empty();
+        let bank_line = bank
+            .mismatched
+            .first()
+            .and_then(|i| i.bank.as_ref())
+            .map(|b| b.1.clone());
+        // A bill that bills under a variant of the vendor's name (the master's name with more
+        // after it) and pays an account the master does not know: someone billing as the vendor.
+        let impostor = bank.mismatch && self.billed_under_a_name_variant();
+        if self.task == Some(TaskC) {
+            if bank.mismatch && !impostor && !cross_vendor_shared && a.cross_links.is_empty() {
+                cite(a, "bank_override_attempt", bank_line.as_ref());
+            }
+        } else if mail.bank_override || (bank.mismatch && mail.takeover.is_some()) {
+            cite(
+                a,
+                "bank_override_attempt",
+                bank_line
+                    .as_ref()
+                    .or(first.and_then(|i| i.bank.as_ref()).map(|b| &b.1)),
+            );
+        }
+        self.cite_mail_reasons(a, f);
         if let Some(l) = &mail.evasion_line {
             cite(a, "approval_threshold_evasion", Some(l));
             a.campaign.insert("approval_threshold_evasion");
@@ -1647,6 +1657,32 @@ impl TeacherAgent {
 
     // ----- submission -----
 
+    /// Task E's condition on the linked invoices (split billing or a shared account), if any.
+    fn linked_condition(&self, a: &Assessment) -> Option<String> {
+        if self.task != Some(TaskE) || a.cross_links.is_empty() {
+            return None;
+        }
+        let linked: Vec<String> = a
+            .cross_links
+            .iter()
+            .filter_map(|id| self.invoices.get(id))
+            .map(|i| {
+                format!(
+                    "{} ({})",
+                    i.doc_id,
+                    i.total_value().map(dstr).unwrap_or_default()
+                )
+            })
+            .collect();
+        Some(if a.split_links {
+            format!(
+                "the linked invoices {} had not billed one order in parts under the approval limit",
+                linked.join(", ")
+            )
+        } else {
+            format!("the linked invoices {} had not shared one unverified remittance account within days of each other", linked.join(", "))
+        })
+    }
     fn counterfactual(&self, a: &Assessment) -> String {
         if self.task == Some(TaskA) {
             return "If any requested field had been missing or unreadable on the invoice, or the bank account had failed validation, we would hold the invoice instead of paying it.".to_owned();
@@ -1688,27 +1724,8 @@ impl TeacherAgent {
                 "the amounts had not been split to stay under the approval threshold".to_owned(),
             );
         }
-        if self.task == Some(TaskE) && !a.cross_links.is_empty() {
-            let linked: Vec<String> = a
-                .cross_links
-                .iter()
-                .filter_map(|id| self.invoices.get(id))
-                .map(|i| {
-                    format!(
-                        "{} ({})",
-                        i.doc_id,
-                        i.total_value().map(dstr).unwrap_or_default()
-                    )
-                })
-                .collect();
-            conds.push(if a.split_links {
-                format!(
-                    "the linked invoices {} had not billed one order in parts under the approval limit",
-                    linked.join(", ")
-                )
-            } else {
-                format!("the linked invoices {} had not shared one unverified remittance account within days of each other", linked.join(", "))
-            });
+        if let Some(c) = self.linked_condition(a) {
+            conds.push(c);
         }
         if conds.is_empty() {
             conds.push("every control check had passed".to_owned());

@@ -142,21 +142,30 @@ fn constrained_decoding_takes_only_candidates_and_the_prompt_carries_the_ledger(
             .contains("Candidate actions (reply with one of them exactly, or its number):\n0 {"));
         assert!(prompt.ends_with("\nReturn JSON only."));
     }
-    // The first prompt has nothing revealed yet; after the OCR the ledger shows its lines with
-    // their token ids, and it still does a step later, when the last result is something else.
-    assert!(!p[0].contains("Evidence so far:"));
-    for later in &p[1..] {
-        let ledger = later
+    // The first prompt's ledger lists only the documents not read yet; after the OCR it shows
+    // the document's lines, each with the token a submission cites, and it still does a step
+    // later, when the last result is something else (the ledger is `ls_rl::Ledger::render`).
+    let ledger_of = |prompt: &str| {
+        prompt
             .split("Evidence so far:\n")
             .nth(1)
             .expect("a ledger")
             .split("Candidate actions")
             .next()
-            .unwrap();
-        assert!(ledger.contains(&format!("ocr {doc}")), "{ledger}");
+            .unwrap()
+            .to_owned()
+    };
+    let first = ledger_of(&p[0]);
+    assert!(
+        first.contains("documents not read yet:") && first.contains(doc.as_str()),
+        "{first}"
+    );
+    assert!(!first.contains("] line "), "nothing read yet: {first}");
+    for later in &p[1..] {
+        let ledger = ledger_of(later);
         assert!(
-            ledger.contains("-t#):\n"),
-            "token ids under their prefix: {ledger}"
+            ledger.contains(&format!("] line vendor_name ({doc} ")),
+            "the read document's lines, cited by token: {ledger}"
         );
     }
 }

@@ -9,6 +9,7 @@ use crate::episode::{CaseDerived, Episode, EpisodeSpec, StepError, TrackMode};
 use crate::memory::{InstitutionalMemory, RecordInput};
 use crate::observation::{PublicState, RawJson, SharedJson};
 use crate::reward::RewardMode;
+use crate::seal::{Seal, SealedState, Sealing, StateView};
 use crate::terminal_info::{Report, StepEnvelope, StepInfo};
 use ls_core::fixtures::{FixtureSet, MasterData};
 use ls_core::schema::Case;
@@ -213,6 +214,8 @@ pub struct Environment {
     /// Regret-driven designer fed with every graded episode of the session.
     pub designer: Designer,
     episode: Option<Episode>,
+    /// The current episode belongs to a sealed run ([`crate::seal`]): its grade is withheld.
+    seal: Option<Sealing>,
 }
 
 impl Environment {
@@ -228,6 +231,7 @@ impl Environment {
             memory,
             designer: Designer::default(),
             episode: None,
+            seal: None,
         }
     }
 
@@ -353,7 +357,34 @@ impl Environment {
         Ok(())
     }
 
+    /// Start a sealed episode of `case` for the run `seal` names ([`crate::seal`]): a new
+    /// session's state (as [`Self::reset_case`] with `fresh`: its grade depends on the case and
+    /// the trajectory only), the case's own track and the `score` reward. Its grade is withheld
+    /// from every reply and kept in `seal`; nothing of it is recorded into the institution.
+    /// Refused inside a ControlBench sequence (a sealed case would clear the governing
+    /// institution); any later reset of the session is unsealed.
+    pub fn reset_sealed(
+        &mut self,
+        case: Arc<Case>,
+        seal: Seal,
+    ) -> Result<StepEnvelope, ResetError> {
+        self.check_institution_resettable()?;
+        let fresh = CaseReset {
+            fresh: true,
+            ..Default::default()
+        };
+        let out = self.reset_case(case, &fresh)?;
+        self.seal = Some(Sealing::new(seal));
+        Ok(out)
+    }
+
+    /// The seal of the current episode, when it belongs to a sealed run.
+    pub fn seal(&self) -> Option<&Seal> {
+        self.seal.as_ref().map(|s| &s.seal)
+    }
+
     fn start_episode(&mut self, start: EpisodeStart) -> Result<StepEnvelope, ResetError> {
+        self.seal = None;
         let (case, reward_mode) = (start.case, start.reward_mode);
         let track = start
             .requested_track
@@ -521,6 +552,11 @@ impl Environment {
     pub fn step_request(&mut self, req: ActionRequest<'_>) -> Result<StepEnvelope, EnvStepError> {
         let ep = self.episode.as_mut().ok_or(EnvStepError::NotReset)?;
         let mut env = ep.step_request(req)?;
+        if let Some(sealing) = &mut self.seal {
+            // Nothing of a sealed episode reaches the institution (see `crate::seal`).
+            env.observation.institutional_memory = self.memory_view.clone();
+            return Ok(sealing.reply(ep, env));
+        }
         // Only terminated (submitted) episodes reach memory; truncated ones leave it untouched.
         if let (true, Some(g), Some(decision)) =
             (env.terminated, ep.grade.as_ref(), ep.submitted_decision)
@@ -563,6 +599,18 @@ impl Environment {
         Ok(env)
     }
 
+    /// The session's state as a client reads it (`GET /state`, the WebSocket and MCP state):
+    /// [`Self::state`], or once a sealed episode is over its [`SealedState`].
+    pub fn state_view(&self) -> Option<StateView> {
+        let state = self.state()?;
+        Some(match self.seal() {
+            Some(seal) if state.done => StateView::Sealed(Box::new(SealedState::of(state, seal))),
+            _ => StateView::Open(Box::new(state)),
+        })
+    }
+
+    /// The current episode's public state, the grade included once it is over (in-process
+    /// readers; a reply to a client is [`Self::state_view`]).
     pub fn state(&self) -> Option<PublicState> {
         self.episode.as_ref().map(|e| {
             let mut s = e.public_state();

@@ -16,6 +16,8 @@
 //! * [`infodesign`]: tool discriminative power under the current belief (MI, Jensen–Shannon).
 //! * [`designer`]: regret-driven adversarial designer that reorders a curriculum.
 //! * [`observation`]: the wire types (observation, public state).
+//! * [`seal`]: sealed episodes (a sealed run's): the grade withheld from every reply, kept for
+//!   the run.
 //! * [`terminal_info`]: the step envelope and its `info`, one typed struct per kind of step,
 //!   written once and read back through the same types (runner, report).
 
@@ -33,6 +35,7 @@ pub mod observation;
 pub mod payload;
 pub mod pressure;
 pub mod reward;
+pub mod seal;
 pub mod sprt;
 pub mod step_body;
 pub mod temporal;
@@ -50,4 +53,5 @@ pub use episode::{institution_governs, CaseDerived, StepError, TrackMode};
 pub use observation::{
     raw_json, InfoMap, InfoValue, Observation, PublicState, RawJson, Shared, SharedJson,
 };
+pub use seal::{Seal, SealedOutcome, SealedState, StateView};
 pub use terminal_info::{StepEnvelope, StepInfo, TerminalInfo};

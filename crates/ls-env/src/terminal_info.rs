@@ -2,7 +2,8 @@
 //! same types.
 //!
 //! Each kind of step has its own struct, in wire order: [`ResetInfo`], [`ActionInfo`] (a tool or
-//! an intervention), [`RejectedInfo`] (an action not allowed, an invalid decision) and
+//! an intervention), [`RejectedInfo`] (an action not allowed, an invalid decision),
+//! [`SealedInfo`] (a sealed episode's decision, its grade withheld: [`crate::seal`]) and
 //! [`TerminalInfo`] (the grade, the control boundary and authority gate, the certificate,
 //! falsifier and TrustGraph reports, what the institution recorded). [`StepInfo`] is the
 //! envelope's `info`: one of these, or — on a client reading another server's reply — the object
@@ -276,6 +277,24 @@ impl TerminalInfo {
     }
 }
 
+/// The `info` of the step that ends a sealed episode ([`crate::seal`]) with a decision: what the
+/// client sent and where its grade went, nothing graded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SealedInfo {
+    /// Always `true`.
+    pub sealed: bool,
+    /// The sealed run the episode belongs to.
+    pub run_id: String,
+    /// The decision the client submitted (its own input, echoed).
+    pub decision: Option<Decision>,
+    pub benchmark_track: String,
+    pub track_mode: TrackMode,
+    pub truncated: bool,
+    pub terminated: bool,
+    pub terminal_reason: &'static str,
+    pub message: &'static str,
+}
+
 /// The envelope returned by reset and step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StepEnvelope {
@@ -299,6 +318,9 @@ pub enum StepInfo {
     Action(Box<ActionInfo>),
     Rejected(RejectedInfo),
     Terminal(Box<TerminalInfo>),
+    /// The end of a sealed episode: the decision was received, its grade withheld
+    /// ([`crate::seal`]).
+    Sealed(SealedInfo),
     Read(InfoMap),
 }
 
@@ -326,7 +348,8 @@ impl StepInfo {
         self.get(key).is_some()
     }
 
-    /// The terminal info, typed (parsed when read back from a reply); `None` before the end.
+    /// The terminal info, typed (parsed when read back from a reply); `None` before the end and
+    /// at the end of a sealed episode (whose grade is withheld).
     pub fn terminal(&self) -> Option<TerminalInfo> {
         match self {
             Self::Terminal(t) => Some((**t).clone()),
@@ -345,6 +368,7 @@ impl Serialize for StepInfo {
             Self::Action(i) => i.serialize(s),
             Self::Rejected(i) => i.serialize(s),
             Self::Terminal(i) => i.serialize(s),
+            Self::Sealed(i) => i.serialize(s),
             Self::Read(i) => i.serialize(s),
         }
     }

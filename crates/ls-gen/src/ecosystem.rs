@@ -577,6 +577,29 @@ fn doc_prefix(doc_id: &str) -> String {
 }
 
 impl Scenario {
+    /// Clean payment history: one or two earlier paid invoices of the vendor, with other numbers
+    /// and clearly different amounts, before `start_day`.
+    fn push_paid_history(&mut self, rng: &mut ChaCha8Rng, start_day: u32) {
+        for k in 0..rng.random_range(1..3u32) {
+            let amount = r2(self.invoices[0].total() * Decimal::new(rng.random_range(40..88), 2))
+                .max(Decimal::ONE);
+            let ledger_id = self.new_ledger_id(rng);
+            self.ledger.push(LedgerRow {
+                ledger_id,
+                vendor_key: self.vendor.key.clone(),
+                vendor_name: self.vendor.name.clone(),
+                invoice_number: format!("PAID-{}{}", rng.random_range(10..99u32), k),
+                fingerprint: String::new(),
+                currency: self.vendor.currency.clone(),
+                amount,
+                po_id: String::new(),
+                payment_status: "paid".into(),
+                payment_date: date_str(start_day.saturating_sub(30 + 20 * k).max(1)),
+                bank_account: Some(self.vendor.bank_account.clone()),
+            });
+        }
+    }
+
     /// A clean scenario: `invoice_count` invoices of `lines` for `vendor`, each with its own PO and
     /// full goods receipt, a clean vendor email for tasks D/E, clean payment history.
     pub fn clean(
@@ -643,25 +666,7 @@ impl Scenario {
         }
         s.base_lines = s.invoices[0].lines.clone();
         s.sync_records();
-        // Clean payment history: earlier invoices with different numbers and clearly different amounts.
-        for k in 0..rng.random_range(1..3u32) {
-            let amount = r2(s.invoices[0].total() * Decimal::new(rng.random_range(40..88), 2))
-                .max(Decimal::ONE);
-            let ledger_id = s.new_ledger_id(rng);
-            s.ledger.push(LedgerRow {
-                ledger_id,
-                vendor_key: vendor.key.clone(),
-                vendor_name: vendor.name.clone(),
-                invoice_number: format!("PAID-{}{}", rng.random_range(10..99u32), k),
-                fingerprint: String::new(),
-                currency: vendor.currency.clone(),
-                amount,
-                po_id: String::new(),
-                payment_status: "paid".into(),
-                payment_date: date_str(start_day.saturating_sub(30 + 20 * k).max(1)),
-                bank_account: Some(vendor.bank_account.clone()),
-            });
-        }
+        s.push_paid_history(rng, start_day);
         let change_id = s.new_change_id(rng);
         s.history.push(VendorHistoryRow {
             vendor_key: vendor.key.clone(),

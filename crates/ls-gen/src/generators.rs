@@ -49,7 +49,9 @@ pub fn case_vendor(set: &FixtureSet, case: &Case) -> Option<VendorProfile> {
         .map(VendorProfile::from_master)
 }
 
-fn hard(c: &Case) -> bool {
+/// Is `c` an archetype of the held-out suites (a task C/D/E case: [`holdout`] and [`challenge`]
+/// build their variants from these)?
+pub fn hard(c: &Case) -> bool {
     matches!(
         c.task_type,
         TaskType::TaskC | TaskType::TaskD | TaskType::TaskE

@@ -390,27 +390,7 @@ impl TaskDistribution {
                 };
                 Arc::new(member.ok_or(TaskError::Generation(g.as_str()))?)
             }
-            Generator::Quarter => {
-                let templates: Vec<&Case> =
-                    opt.templates.iter().map(|&i| &self.set.cases[i]).collect();
-                // Sleeper activations are Task D cases; only D/E quarters carry sleepers, so
-                // every slot of a family's quarter is of that family.
-                let sleepers = if matches!(family, TaskType::TaskD | TaskType::TaskE) {
-                    QuarterConfig::default().sleepers
-                } else {
-                    0
-                };
-                let cfg = QuarterConfig {
-                    seed: r.random_range(1..=10_000_000),
-                    sleepers,
-                    ..QuarterConfig::default()
-                };
-                let index = r.random_range(1..=cfg.length);
-                Arc::new(
-                    controlbench_slot(&templates, &cfg, index)
-                        .ok_or(TaskError::Generation(g.as_str()))?,
-                )
-            }
+            Generator::Quarter => Arc::new(self.quarter_slot(family, opt, r)?),
             Generator::Fraudgen => {
                 let scenario = opt.scenarios[r.random_range(0..opt.scenarios.len())];
                 let vseed = r.random_range(1..=10_000_000);
@@ -435,6 +415,31 @@ impl TaskDistribution {
             generator: g,
             template,
         })
+    }
+
+    /// One slot of a family's generated quarter over the route's templates.
+    fn quarter_slot(
+        &self,
+        family: TaskType,
+        opt: &Route,
+        r: &mut ChaCha8Rng,
+    ) -> Result<Case, TaskError> {
+        let templates: Vec<&Case> = opt.templates.iter().map(|&i| &self.set.cases[i]).collect();
+        // Sleeper activations are Task D cases; only D/E quarters carry sleepers, so every slot
+        // of a family's quarter is of that family.
+        let sleepers = if matches!(family, TaskType::TaskD | TaskType::TaskE) {
+            QuarterConfig::default().sleepers
+        } else {
+            0
+        };
+        let cfg = QuarterConfig {
+            seed: r.random_range(1..=10_000_000),
+            sleepers,
+            ..QuarterConfig::default()
+        };
+        let index = r.random_range(1..=cfg.length);
+        controlbench_slot(&templates, &cfg, index)
+            .ok_or(TaskError::Generation(Generator::Quarter.as_str()))
     }
 }
 

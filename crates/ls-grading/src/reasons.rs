@@ -597,6 +597,33 @@ fn called_for(i: &ReasonsInput<'_>, a: ActionName) -> bool {
             ))
 }
 
+/// A named gold code cited, grounded, at another line of the same kind as the gold's evidence
+/// for it (the other spoofed mail's `From:` line, the other split invoice's `Total:`) or at a
+/// neighbour of it (the header row of its table): a second valid place the fact table may
+/// not list, a misreading of which line shows the fact, not a guess.
+fn cited_at_second_place(
+    i: &ReasonsInput<'_>,
+    claims: &BTreeMap<&'static str, Claim<'_>>,
+    code: &str,
+) -> bool {
+    let Some(t) = i.gold_targets.get(code) else {
+        return false;
+    };
+    let gold: Vec<&LinePlace> = t
+        .token_ids
+        .iter()
+        .filter_map(|tok| i.clean_targets.lines.get(tok))
+        .collect();
+    claims.get(code).is_some_and(|c| {
+        c.grounded(i.revealed)
+            && c.specific()
+            && c.tokens
+                .iter()
+                .filter_map(|tok| i.clean_targets.lines.get(*tok))
+                .any(|l| gold.iter().any(|g| l.same_kind_as(g)))
+    })
+}
+
 pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
     // One claim per canonical code: alias spellings and duplicate keys are one claim, their
     // citations pooled, so extra keys never add support.
@@ -630,28 +657,7 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
             && i.gold_targets.contains_key(code)
             && claims.get(code).is_some_and(|c| c.grounded(i.revealed))
     };
-    // A named gold code cited, grounded, at another line of the same kind as the gold's evidence
-    // for it (the other spoofed mail's `From:` line, the other split invoice's `Total:`) or at a
-    // neighbour of it (the header row of its table): a second valid place the fact table may
-    // not list, a misreading of which line shows the fact, not a guess.
-    let second_place = |code: &str| {
-        let Some(t) = i.gold_targets.get(code) else {
-            return false;
-        };
-        let gold: Vec<&LinePlace> = t
-            .token_ids
-            .iter()
-            .filter_map(|tok| i.clean_targets.lines.get(tok))
-            .collect();
-        claims.get(code).is_some_and(|c| {
-            c.grounded(i.revealed)
-                && c.specific()
-                && c.tokens
-                    .iter()
-                    .filter_map(|tok| i.clean_targets.lines.get(*tok))
-                    .any(|l| gold.iter().any(|g| l.same_kind_as(g)))
-        })
-    };
+    let second_place = |code: &str| cited_at_second_place(i, &claims, code);
     let named: BTreeSet<&'static str> = i.agent_codes.iter().copied().collect();
     let task_a = i.task == TaskType::TaskA;
     let pay_shortfalls = if i.decision == Some(Decision::Pay) {

@@ -7,6 +7,8 @@
 //! * [`comparisons`]: stored live model comparisons;
 //! * [`agent_runs`]: a scripted agent (or the `llm` agent against an endpoint, [`llm_runs`])
 //!   played in-process on served cases; [`hand_runs`]: an episode played by hand stored as a run;
+//! * [`sealed_runs`]: sealed evaluation runs on held-out cases (no grade per episode, the run's
+//!   score once; the per-case grades for the operator);
 //! * [`counterfactual`]: counterfactual queries on the causal model of the session's case
 //!   (answered by the report crate's causal model, so it lives here rather than in the protocol);
 //! * [`workbench`]: the browser workbench (`ls-ui`, `/ui/`), mounted in both applications.
@@ -23,6 +25,7 @@ pub mod hand_runs;
 pub mod llm_runs;
 pub mod report_store;
 pub mod reports;
+pub mod sealed_runs;
 pub mod workbench;
 
 pub use report_store::ReportStore;
@@ -41,6 +44,10 @@ pub struct ProductState {
     pub reports: ReportStore,
     /// The agent runs being played now ([`agent_runs::MAX_CONCURRENT_AGENT_RUNS`] at most).
     pub agent_runs: Arc<tokio::sync::Semaphore>,
+    /// The sealed runs ([`sealed_runs`]).
+    pub sealed: sealed_runs::registry::SealedRuns,
+    /// The served fixtures as one set, for the held-out generators (built on first use).
+    pub sealed_fixtures: std::sync::OnceLock<Arc<ls_core::FixtureSet>>,
 }
 
 impl std::ops::Deref for ProductState {
@@ -62,12 +69,15 @@ pub fn routes(app: Shared, reports: ReportStore) -> ApiRoutes {
         agent_runs: Arc::new(tokio::sync::Semaphore::new(
             agent_runs::MAX_CONCURRENT_AGENT_RUNS,
         )),
+        sealed: sealed_runs::registry::SealedRuns::new(Default::default()),
+        sealed_fixtures: Default::default(),
     });
     reports::routes()
         .merge(agent_runs::routes())
         .merge(hand_runs::routes())
         .merge(comparisons::routes())
         .merge(counterfactual::routes())
+        .merge(sealed_runs::routes())
         .with_state(state)
 }
 
@@ -78,7 +88,8 @@ pub fn is_product_operator_route(method: &Method, path: &str) -> bool {
     let stored_runs = *method == Method::GET && (path == "/runs" || path.starts_with("/runs/"));
     // A scripted agent's submissions on a served case are a worked answer.
     let agent_runs = *method == Method::POST && (path == "/agent-runs" || path == hand_runs::ROUTE);
-    stored_runs || agent_runs
+    // A sealed run's per-case grades are what the run withholds from its player.
+    stored_runs || agent_runs || sealed_runs::is_operator_route(method, path)
 }
 
 /// The operator routes of the served application: the protocol layer's and the product's.

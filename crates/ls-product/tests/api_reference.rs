@@ -27,7 +27,7 @@ const COMMON: [&str; 10] = [
     "get /ui/{path}",
 ];
 
-const CONTROLBENCH: [&str; 29] = [
+const CONTROLBENCH: [&str; 34] = [
     "get /",
     "get /health",
     "post /reset",
@@ -57,6 +57,11 @@ const CONTROLBENCH: [&str; 29] = [
     "post /watchdog/pair",
     "get /watchdog/ws",
     "get /watchdog/joint",
+    "post /sealed-runs",
+    "get /sealed-runs/{run_id}",
+    "post /sealed-runs/{run_id}/reset",
+    "post /sealed-runs/{run_id}/score",
+    "get /sealed-runs/{run_id}/episodes",
 ];
 
 const AUDIT: [&str; 28] = [
@@ -304,6 +309,12 @@ async fn controlbench_openapi_lists_exactly_the_mounted_routes() {
     assert_eq!(doc["paths"]["/runs"]["get"]["x-operator"], true);
     assert_eq!(doc["paths"]["/runs/{run_id}"]["get"]["x-operator"], true);
     assert_eq!(doc["paths"]["/agent-runs"]["post"]["x-operator"], true);
+    // A sealed run's per-case grades are the operator's; playing and scoring it is not.
+    let sealed = &doc["paths"]["/sealed-runs/{run_id}/episodes"]["get"];
+    assert_eq!(sealed["x-operator"], true);
+    assert!(doc["paths"]["/sealed-runs/{run_id}/score"]["post"]
+        .get("x-operator")
+        .is_none());
     assert_eq!(
         doc["paths"]["/institutional-reset"]["post"]["x-operator"],
         true

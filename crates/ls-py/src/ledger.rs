@@ -3,8 +3,8 @@
 //! the JSON text the environments write (`ControlBenchEnv.step_text`, a server's reply body);
 //! the ledger leaves as its rendered text and as a JSON view of its rows.
 
+use crate::bridge::call;
 use crate::errors::Refusal;
-use crate::py::call;
 use crate::vector::Poison;
 use ls_env::StepEnvelope;
 use ls_rl::ledger::{Flag, LineClass, Row, RowKind};

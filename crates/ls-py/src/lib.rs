@@ -13,11 +13,13 @@
 //!   action space.
 //! * [`ledger`]: the evidence ledger (`ls_rl::Ledger`) fed reply texts: its text and its rows.
 //! * [`agent`]: the offline agents (teacher, scripted baselines) playing on reply texts.
+//! * [`bridge`]: the call every class makes (the GIL released, panics caught) and NumPy bytes.
 //! * [`py`]: the Python classes. Every call releases the GIL while Rust works and turns a Rust
 //!   panic into a Python `RuntimeError`.
 
 pub mod agent;
 pub mod audit;
+pub mod bridge;
 pub mod campaign;
 pub mod controlbench;
 pub mod errors;
@@ -50,6 +52,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AUDIT_MAX_CANDIDATES", audit::MAX_CANDIDATES)?;
     m.add("INVALID_INDEX_ACTION", controlbench::INVALID_INDEX_ACTION)?;
     m.add("MAX_VECTOR_ENVS", vector::MAX_NUM_ENVS)?;
+    m.add_class::<py::StructuredControlBenchVector>()?;
     structured::register(m)?;
     ledger::register(m)?;
     m.add_class::<agent::OfflineAgent>()?;

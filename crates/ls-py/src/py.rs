@@ -6,8 +6,9 @@
 //! The ControlBench and Audit classes share their method bodies through [`SingleEnv`] and
 //! [`single_env_class!`]; the two vector classes through [`VecSlot`] and [`vector_class!`].
 
+use crate::bridge::{call, f32_bytes, f64_bytes};
 use crate::campaign::CampaignSlot;
-use crate::errors::{panic_error, Refusal};
+use crate::errors::Refusal;
 use crate::vector::{Batch, Input, Poison, RowOut, SeedStream, VecSlot, VecState};
 use crate::{audit, controlbench as cb, request};
 use audit_env::adversarial::FraudDifficulty;
@@ -16,36 +17,7 @@ use audit_env::episode::{AuditResetRequest, AuditStepEnvelope, AuditStepRequest}
 use ls_env::{EnvConfig, StepEnvelope};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyTuple};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
-
-/// Run `f` on the locked state without the GIL; refusals become `EnvError`, a panic
-/// `RuntimeError` (and poisons the state).
-pub(crate) fn call<S, T>(
-    py: Python<'_>,
-    m: &Mutex<S>,
-    f: impl FnOnce(&mut S) -> Result<T, Refusal> + Send,
-) -> PyResult<T>
-where
-    S: Send + Poison,
-    T: Send,
-{
-    let r = py.detach(|| {
-        let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
-        match catch_unwind(AssertUnwindSafe(|| f(&mut g))) {
-            Ok(r) => Ok(r),
-            Err(p) => {
-                g.poison();
-                Err(p)
-            }
-        }
-    });
-    match r {
-        Ok(Ok(t)) => Ok(t),
-        Ok(Err(e)) => Err(e.into_py(py)),
-        Err(p) => Err(panic_error(p)),
-    }
-}
 
 fn audit_config(
     max_findings_per_step: usize,
@@ -69,22 +41,6 @@ fn cb_config(track_mode: &str) -> Result<EnvConfig, Refusal> {
     Ok(EnvConfig {
         track_mode: cb::track_mode(track_mode)?,
     })
-}
-
-pub(crate) fn f32_bytes(v: &[f32]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(v.len() * 4);
-    for x in v {
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out
-}
-
-fn f64_bytes(v: &[f64]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(v.len() * 8);
-    for x in v {
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out
 }
 
 // ------------------------------------------------------------------------------------------
@@ -738,6 +694,32 @@ vector_class!(
             let slots = crate::vector::check_num_envs(num_envs)
                 .and_then(|()| audit_config(max_findings_per_step, fraud_difficulty))
                 .map(|config| (0..num_envs).map(|_| audit::Slot::new(config.clone())).collect())
+                .map_err(|e| e.into_py(py))?;
+            Ok(Self { state: Mutex::new(VecState::new(slots, threads)) })
+        }
+    }
+);
+
+vector_class!(
+    /// N ControlBench environments with the structured observation and the factored action
+    /// space, stepped in Rust worker threads, with next-step autoreset (`crate::structured`).
+    #[pyclass(module = "ledgershield._native", name = "StructuredControlBenchVector")]
+    StructuredControlBenchVector(crate::structured::StructuredSlot) {
+        #[new]
+        #[pyo3(signature = (num_envs, track_mode = "blind", threads = None))]
+        fn new(
+            py: Python<'_>,
+            num_envs: usize,
+            track_mode: &str,
+            threads: Option<usize>,
+        ) -> PyResult<Self> {
+            let slots = crate::vector::check_num_envs(num_envs)
+                .and_then(|()| cb_config(track_mode))
+                .and_then(|config| {
+                    (0..num_envs)
+                        .map(|_| crate::structured::StructuredSlot::new(config))
+                        .collect::<Result<Vec<_>, _>>()
+                })
                 .map_err(|e| e.into_py(py))?;
             Ok(Self { state: Mutex::new(VecState::new(slots, threads)) })
         }

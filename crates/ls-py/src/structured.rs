@@ -6,11 +6,11 @@
 //! argument, an intervention, the composed submission) or only composes (reward 0, nothing
 //! changes in the environment); see `ls_rl::factored`.
 
+use crate::bridge::{call, f32_bytes};
 use crate::controlbench as cb;
 use crate::errors::Refusal;
-use crate::py::{call, f32_bytes};
 use crate::request;
-use crate::vector::Poison;
+use crate::vector::{Poison, RowOut, SeedStream, VecSlot};
 use ls_env::{EnvConfig, ResetRequest, StepEnvelope};
 use ls_rl::observe::{self, Structured};
 use ls_rl::{Composer, Layout, Ledger, Step};
@@ -289,6 +289,95 @@ pub fn action_names() -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// The structured vector's row: `features` carries `global`, `rl_vector` the rows (row-major),
+/// `mask` the action mask followed by the row mask.
+impl VecSlot for StructuredSlot {
+    type Template = request::Reset;
+    type Action = request::Action;
+    type Reply = Played;
+    const FEATURES: usize = observe::GLOBAL_FEATURES;
+    const RL_VECTOR: usize = ls_rl::ledger::MAX_ROWS * observe::ROW_FEATURES;
+    const MASK: usize = ls_rl::vocab::ACTIONS + ls_rl::ledger::MAX_ROWS;
+
+    fn parse_template(text: &str) -> Result<request::Reset, Refusal> {
+        request::reset(text)
+    }
+    fn parse_action(text: &str) -> Result<request::Action, Refusal> {
+        request::step_action(text)
+    }
+    /// A body `seed` wins; else the environment's stream gives the seed.
+    fn reset_from(
+        &mut self,
+        template: &request::Reset,
+        stream: &mut SeedStream,
+    ) -> Result<Played, Refusal> {
+        let seeded = match template {
+            request::Reset::Server(req) if req.seed.is_none() && req.case_id.is_none() => {
+                let mut req = req.clone();
+                req.seed = Some(stream.next_seed());
+                request::Reset::Server(req)
+            }
+            request::Reset::Task(t) if t.seed.is_none() => {
+                let mut t = t.clone();
+                t.seed = Some(stream.next_seed());
+                request::Reset::Task(t)
+            }
+            other => other.clone(),
+        };
+        self.reset_any(&seeded).map(Played::Env)
+    }
+    fn step_index(&mut self, index: usize) -> Result<Played, Refusal> {
+        self.step(index)
+    }
+    fn step_typed(&mut self, _: &request::Action) -> Result<Played, Refusal> {
+        Err(Refusal::validation(
+            "the factored vector takes action indices (step), not typed actions",
+        ))
+    }
+    fn write_row(&self, reply: &Played, row: &mut RowOut<'_>, text: bool) -> Result<(), Refusal> {
+        row.features.copy_from_slice(&self.obs.global);
+        row.rl_vector.copy_from_slice(&self.obs.rows);
+        self.write_masks(row);
+        match reply {
+            Played::Env(out) => {
+                *row.reward = out.reward;
+                *row.terminated = u8::from(out.terminated);
+                *row.truncated = u8::from(out.truncated);
+                if text {
+                    *row.text = Some(cb::reply_text(out)?);
+                }
+            }
+            Played::Composed => {
+                *row.reward = 0.0;
+                *row.terminated = 0;
+                *row.truncated = 0;
+            }
+        }
+        Ok(())
+    }
+    fn write_masks(&self, row: &mut RowOut<'_>) {
+        let (actions, rows) = row.mask.split_at_mut(self.mask.len());
+        for (m, legal) in actions.iter_mut().zip(&self.mask) {
+            *m = u8::from(*legal);
+        }
+        rows.copy_from_slice(&self.obs.row_mask);
+    }
+    /// The legal actions' names, as JSON text.
+    fn candidates_text(&self) -> String {
+        let names = action_names();
+        let legal: Vec<&String> = names
+            .iter()
+            .zip(&self.mask)
+            .filter(|(_, l)| **l)
+            .map(|(n, _)| n)
+            .collect();
+        serde_json::to_string(&legal).unwrap_or_default()
+    }
+    fn finished_text(&self) -> Option<String> {
+        self.slot.finished_text()
+    }
 }
 
 /// Register the class and the layout's constants on the module.

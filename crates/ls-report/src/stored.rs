@@ -81,6 +81,40 @@ fn text(v: &serde_json::Value, k: &str) -> Option<String> {
     v.get(k).and_then(|x| x.as_str()).map(str::to_owned)
 }
 
+/// Where a stored run came from: its suite, source, cases, seeds and assistance.
+fn provenance(run: &StoredRunInput, per_case: &BTreeMap<&str, Vec<f64>>) -> RunProvenance {
+    let recs = &run.records;
+    let s = &run.summary;
+    let seeds: BTreeSet<u64> = recs.iter().map(|r| r.seed).collect();
+    let observed_k = per_case.values().map(Vec::len).max().unwrap_or(0) as u32;
+    RunProvenance {
+        run_id: run.run_id.clone(),
+        suite: text(s, "suite").unwrap_or_else(|| "public".into()),
+        source: text(s, "source").unwrap_or_else(|| "in-process".into()),
+        server: text(s, "server"),
+        track_mode: text(s, "track_mode").unwrap_or_else(|| "blind".into()),
+        case_ids: per_case.keys().map(|k| (*k).to_owned()).collect(),
+        case_count: per_case.len(),
+        episode_count: recs.len(),
+        seeds: seeds.into_iter().collect(),
+        pass_k: s
+            .get("pass_k")
+            .and_then(|v| v.as_u64())
+            .map(|k| k as u32)
+            .unwrap_or(observed_k),
+        temperature: s.get("temperature").and_then(|v| v.as_f64()),
+        created_at: run.created_at.clone(),
+        track: text(s, "track").unwrap_or_else(unassisted),
+        assistance: s
+            .get("assistance")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default(),
+        model_calls: s
+            .get("model_calls")
+            .and_then(|v| serde_json::from_value(v.clone()).ok()),
+    }
+}
+
 /// Summarise a stored run (scores clamped to [0.01, 0.99] as in the report; an episode that did
 /// not terminate scores 0.01).
 pub fn summarize_run(run: &StoredRunInput, threshold: f64) -> StoredRunSummary {
@@ -100,8 +134,6 @@ pub fn summarize_run(run: &StoredRunInput, threshold: f64) -> StoredRunSummary {
             .or_default()
             .push(score(r));
     }
-    let seeds: BTreeSet<u64> = recs.iter().map(|r| r.seed).collect();
-    let observed_k = per_case.values().map(Vec::len).max().unwrap_or(0) as u32;
     let s = &run.summary;
     let task_e: Vec<f64> = recs
         .iter()
@@ -112,32 +144,7 @@ pub fn summarize_run(run: &StoredRunInput, threshold: f64) -> StoredRunSummary {
         agent: run.agent.clone(),
         model: run.model.clone(),
         agent_type: run.agent_type.clone(),
-        provenance: RunProvenance {
-            run_id: run.run_id.clone(),
-            suite: text(s, "suite").unwrap_or_else(|| "public".into()),
-            source: text(s, "source").unwrap_or_else(|| "in-process".into()),
-            server: text(s, "server"),
-            track_mode: text(s, "track_mode").unwrap_or_else(|| "blind".into()),
-            case_ids: per_case.keys().map(|k| (*k).to_owned()).collect(),
-            case_count: per_case.len(),
-            episode_count: recs.len(),
-            seeds: seeds.into_iter().collect(),
-            pass_k: s
-                .get("pass_k")
-                .and_then(|v| v.as_u64())
-                .map(|k| k as u32)
-                .unwrap_or(observed_k),
-            temperature: s.get("temperature").and_then(|v| v.as_f64()),
-            created_at: run.created_at.clone(),
-            track: text(s, "track").unwrap_or_else(unassisted),
-            assistance: s
-                .get("assistance")
-                .and_then(|v| serde_json::from_value(v.clone()).ok())
-                .unwrap_or_default(),
-            model_calls: s
-                .get("model_calls")
-                .and_then(|v| serde_json::from_value(v.clone()).ok()),
-        },
+        provenance: provenance(run, &per_case),
         mean_score: r4(recs.iter().map(score).sum::<f64>() / n),
         control_satisfied_resolution: r4(recs
             .iter()

@@ -295,23 +295,6 @@ impl Row {
                 _ => Vec::new(),
             })
     }
-
-    /// How [`Ledger::render`] shows the citation: `DOC TOKEN` for a line, `key=value` for a
-    /// record; `None` for a catalogue document (its id is its text).
-    fn citation(&self) -> Option<String> {
-        let m = self.reference.as_object()?;
-        match self.kind {
-            RowKind::Document => None,
-            RowKind::Line => Some(self.cited_ids().collect::<Vec<_>>().join(" ")),
-            _ => Some(
-                m.iter()
-                    .filter_map(|(k, v)| v.as_str().map(|s| format!("{k}={s}")))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            )
-            .filter(|s| !s.is_empty()),
-        }
-    }
 }
 
 /// A catalogue document.
@@ -1326,24 +1309,43 @@ impl Ledger {
             .collect()
     }
 
-    /// The ledger as text for a language model: one line per row with its flags and how a
-    /// submission cites it (`cite DOC TOKEN` for a line, `cite key=value` for a record), so a
-    /// submission can be written from this text alone.
+    /// The ledger as text for a language model: one line per row — its kind and class, how a
+    /// submission cites it (a line's document and token id, a record's id), its text and its
+    /// relations — then the observed signals. Documents not yet read are listed once, together.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        for (i, r) in self.rows.iter().enumerate() {
+        let unread: Vec<&str> = self
+            .docs
+            .iter()
+            .filter(|d| !d.read)
+            .map(|d| d.doc_id.as_str())
+            .collect();
+        if !unread.is_empty() {
+            out.push_str(&format!("documents not read yet: {}\n", unread.join(", ")));
+        }
+        for (i, r) in self
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.kind != RowKind::Document)
+        {
+            let cite = match (r.reference.get("doc_id"), r.reference.get("token_ids")) {
+                (Some(d), Some(t)) => format!(
+                    "{} {}",
+                    d.as_str().unwrap_or_default(),
+                    t.get(0).and_then(Value::as_str).unwrap_or_default()
+                ),
+                _ => r.reference.to_string(),
+            };
             let flags: Vec<&str> = r.flags.iter().map(Flag::as_str).collect();
             out.push_str(&format!(
-                "[{i}] {} {}: {}",
+                "[{i}] {} {} ({cite}): {}",
                 r.kind.as_str(),
                 r.class.as_str(),
                 r.text.chars().take(120).collect::<String>()
             ));
             if !flags.is_empty() {
-                out.push_str(&format!(" ({})", flags.join(", ")));
-            }
-            if let Some(c) = r.citation() {
-                out.push_str(&format!(" | cite {c}"));
+                out.push_str(&format!(" [{}]", flags.join(", ")));
             }
             out.push('\n');
         }
@@ -1375,8 +1377,8 @@ mod tests {
         m
     }
 
-    /// A line is cited by its document and token ids, a record by its id; both are rendered, so
-    /// the text alone is enough to write the citation.
+    /// A line is cited by its document and token ids, a record by its id; every id a row's
+    /// reference holds is a citable id, listed once, and the rendered text shows the citations.
     #[test]
     fn cited_ids_are_the_references_and_the_text_shows_them() {
         let mut l = Ledger::new();
@@ -1403,16 +1405,8 @@ mod tests {
             "each id once"
         );
         let text = l.render();
-        assert!(text.contains("PO: PO-7 | cite INV-1 i1-t2\n"), "{text}");
-        assert!(text.contains("cite po_id=PO-7\n"), "{text}");
-        assert!(
-            text.contains("Total: 10.00 (matches_po) | cite INV-1 i1-t3\n"),
-            "{text}"
-        );
-        // The catalogue row names its document in its text and carries no citation.
-        assert!(
-            text.starts_with("[0] document other: INV-1 (invoice)\n"),
-            "{text}"
-        );
+        assert!(text.contains("(INV-1 i1-t2): PO: PO-7\n"), "{text}");
+        assert!(text.contains("(INV-1 i1-t3): Total: 10.00"), "{text}");
+        assert!(text.contains("PO-7\"}"), "the PO record's citation: {text}");
     }
 }

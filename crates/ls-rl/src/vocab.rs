@@ -248,6 +248,22 @@ pub const DECISIONS: [Decision; 4] = [
     Decision::EscalateFraud,
 ];
 
+/// Interventions in the layout (the catalogue's; `Layout::new` asserts the count).
+pub const INTERVENTIONS: usize = 9;
+/// Targets in the layout: every reason code, every Task A field, line items, four
+/// verifications, two kinds of link.
+pub const TARGETS: usize =
+    ReasonCode::ALL.len() + Field::ALL.len() + 1 + Verification::ALL.len() + 2;
+/// Actions in the layout (the `Discrete` size), from the groups' sizes.
+pub const ACTIONS: usize = Tool::ALL.len()
+    + 1
+    + INTERVENTIONS
+    + DECISIONS.len()
+    + TARGETS
+    + 2 * Check::ALL.len()
+    + 2
+    + MAX_ROWS;
+
 /// The index layout: every action's index, declared once from the groups above.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -275,6 +291,12 @@ impl Layout {
         actions.push(FactoredAction::Submit);
         actions.push(FactoredAction::PointBest);
         actions.extend((0..MAX_ROWS).map(FactoredAction::Point));
+        assert_eq!(
+            interventions().len(),
+            INTERVENTIONS,
+            "the catalogue's interventions are the layout's"
+        );
+        debug_assert_eq!(actions.len(), ACTIONS, "the layout has the declared size");
         let index = actions
             .iter()
             .enumerate()
@@ -468,5 +490,7 @@ mod tests {
         let targets = Target::all();
         let distinct: std::collections::BTreeSet<_> = targets.iter().collect();
         assert_eq!(distinct.len(), targets.len());
+        assert_eq!(targets.len(), TARGETS);
+        assert_eq!(l.len(), ACTIONS);
     }
 }

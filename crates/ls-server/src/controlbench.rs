@@ -11,7 +11,9 @@ pub use crate::sessions::{SessionHeader, SESSION_HEADER};
 use axum::extract::State;
 use axum::Json;
 use ls_core::enums::ActionName;
-use ls_env::{CasePool, EnvConfig, Environment, PublicState, ResetRequest, StepEnvelope};
+use ls_env::{
+    CasePool, EnvConfig, Environment, PublicState, ResetRequest, StateView, StepEnvelope,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -108,17 +110,21 @@ pub fn do_step(
     Ok(env.step_request(action)?)
 }
 
-pub fn do_state(state: &AppState, session: &str) -> PublicState {
+/// The session's state as the client reads it: a sealed episode that is over answers its sealed
+/// view, without the grade ([`ls_env::seal`]).
+pub fn do_state(state: &AppState, session: &str) -> StateView {
     state
         .sessions
         .get(session)
-        .and_then(|e| lock_env(&e).state())
-        .unwrap_or_else(|| PublicState {
-            budget_total: 15.0,
-            budget_remaining: 15.0,
-            max_steps: 20,
-            track_mode: state.config.track_mode.as_str().to_owned(),
-            ..Default::default()
+        .and_then(|e| lock_env(&e).state_view())
+        .unwrap_or_else(|| {
+            StateView::Open(Box::new(PublicState {
+                budget_total: 15.0,
+                budget_remaining: 15.0,
+                max_steps: 20,
+                track_mode: state.config.track_mode.as_str().to_owned(),
+                ..Default::default()
+            }))
         })
 }
 
@@ -184,7 +190,7 @@ async fn step(
 async fn state(
     State(s): State<Shared>,
     header: SessionHeader,
-) -> Result<JsonReply<PublicState>, ApiError> {
+) -> Result<JsonReply<StateView>, ApiError> {
     let (sid, _) = header.session_id(None)?;
     Ok(JsonReply(do_state(&s, &sid)))
 }

@@ -42,7 +42,8 @@ impl OpenEnvBackend for Environment {
     }
 
     fn state(&self) -> Option<Value> {
-        Environment::state(self).and_then(|s| serde_json::to_value(s).ok())
+        // A sealed episode that is over answers its sealed view (no grade).
+        Environment::state_view(self).and_then(|s| serde_json::to_value(s).ok())
     }
 }
 
@@ -100,6 +101,8 @@ impl OpenEnvService for AppState {
         EnvironmentSchemas {
             action: discovery::input_schema::<ControlBenchAction>(),
             observation: discovery::output_schema::<Observation>(),
+            // The OpenEnv clients' state (a WebSocket connection's own environment never holds
+            // a sealed episode; `/state`'s reply schema also lists the sealed state).
             state: discovery::output_schema::<PublicState>(),
         }
     }

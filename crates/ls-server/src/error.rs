@@ -23,6 +23,10 @@ pub enum ApiError {
     BadRequest(String),
     #[error("{0}")]
     NotFound(String),
+    /// The request conflicts with the state of what it names (a sealed run already scored, a
+    /// case already played).
+    #[error("{0}")]
+    Conflict(String),
     #[error("session capacity reached ({0} active sessions); close idle sessions or retry later")]
     TooManySessions(usize),
     /// A counted resource (connections, WebSocket sessions) refused to this client: the message
@@ -103,7 +107,7 @@ impl ApiError {
             Self::InvalidJson(_) | Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::NotReset | Self::EpisodeEnded(_) => StatusCode::CONFLICT,
+            Self::NotReset | Self::EpisodeEnded(_) | Self::Conflict(_) => StatusCode::CONFLICT,
             Self::UnknownSession(_) | Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::TooManySessions(_) | Self::Capacity(_) | Self::BufferBudgetExhausted { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -130,6 +134,7 @@ impl ApiError {
             Self::UnknownSession(_) => "unknown_session",
             Self::BadRequest(_) => "bad_request",
             Self::NotFound(_) => "not_found",
+            Self::Conflict(_) => "conflict",
             Self::TooManySessions(_) | Self::Capacity(_) | Self::BufferBudgetExhausted { .. } => {
                 "capacity_exhausted"
             }

@@ -195,8 +195,15 @@ pub(crate) fn record(
     Ok(json!({"recorded": true, "verdict_count": count}))
 }
 
-/// The joint analyst + watchdog score, once the analyst has submitted.
+/// The joint analyst + watchdog score, once the analyst has submitted; never for an episode of a
+/// sealed run (the joint score carries the analyst's grade).
 pub(crate) fn joint(env: &SharedBackend<Environment>) -> Result<Value, ApiError> {
+    if let Some(seal) = crate::ws::lock_backend(env).seal() {
+        return Err(ApiError::Forbidden(format!(
+            "the episode belongs to sealed run {}: its grade, and so the joint score, is withheld until the run is scored",
+            seal.run_id()
+        )));
+    }
     on_episode(env, |ep| {
         let joint = watchdog_stream::external_joint(ep).ok_or_else(|| {
             ApiError::BadRequest(

@@ -82,6 +82,7 @@ impl From<ApiError> for WsError {
             | ApiError::EpisodeEnded(_)
             | ApiError::UnknownSession(_)
             | ApiError::NotFound(_)
+            | ApiError::Conflict(_)
             | ApiError::BadGateway(_)
             | ApiError::DeadlineExceeded(_)
             | ApiError::Internal(_) => WsErrorCode::ExecutionError,

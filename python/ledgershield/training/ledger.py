@@ -12,7 +12,7 @@ relations to the other rows (``matches_po``, ``differs_from_master``, ``ledger_e
 computed from revealed rows only).
 
 :meth:`LedgerView.render` is the Rust text (one line per row with its flags and citation:
-``[7] line po_id: PO: PO-2048 | cite INV-D-001 d001-t46``), so a step prompt carrying it lets a
+``[7] line po_id (INV-D-001 d001-t46): PO: PO-2048``), so a step prompt carrying it lets a
 submission be written from the current prompt alone (:func:`covered`, measured by
 :func:`measure`). The views below (ids by key, the facts, the letterheads) are read-only
 projections of those rows for the pointer policies.

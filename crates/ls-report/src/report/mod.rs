@@ -323,26 +323,68 @@ pub fn build_report_with_progress(
     );
     progress(STAGES[10]);
     let gaming = gaming_resistance(&ctx, &holdout, contrastive.twin_pairs);
+    let measured = Measured {
+        public_primary,
+        holdout: holdout.sections.get(ctx.primary).cloned(),
+        contrastive: contrastive.sections.get(ctx.primary).cloned(),
+        case_track,
+        adversarial_track,
+        portfolio,
+        quarter,
+        blind,
+        sleeper,
+        certificate,
+        human,
+        fraudgen,
+        experiment,
+        ladder,
+        gaming,
+        unavailable,
+    };
+    assemble(&ctx, measured)
+}
+
+/// What the report's stages measured for the primary agent (and the ladder for every agent),
+/// before it is laid out as a [`BenchmarkReport`].
+struct Measured {
+    public_primary: SectionSummary,
+    holdout: Option<HoldoutSection>,
+    contrastive: Option<ContrastiveSection>,
+    case_track: TrackSection,
+    adversarial_track: TrackSection,
+    portfolio: PortfolioTrack,
+    quarter: quarter::QuarterRun,
+    blind: BlindControlTrack,
+    sleeper: Option<SleeperTrack>,
+    certificate: certificate::CertificateRun,
+    human: HumanBaselineSummary,
+    fraudgen: Option<FraudgenSummary>,
+    experiment: ExperimentSuite,
+    ladder: Vec<AgentSummary>,
+    gaming: crate::gaming::GamingResistance,
+    unavailable: Vec<Unavailable>,
+}
+
+/// Lay the stages' measurements out as the report, each track in its place.
+fn assemble(ctx: &Ctx<'_>, m: Measured) -> BenchmarkReport {
+    let cfg = ctx.cfg;
     let aging = {
-        let items = crate::aging::open_items(set);
+        let items = crate::aging::open_items(ctx.set);
         crate::aging::latest_date(&items)
             .and_then(|d| crate::aging::aging_report(&items, "USD", &d).ok())
     };
-    let generated_holdout_track = holdout
-        .sections
-        .get(ctx.primary)
-        .map(GeneratedHoldoutTrack::from_section);
-    let quarter_section = quarter.section;
+    let generated_holdout_track = m.holdout.as_ref().map(GeneratedHoldoutTrack::from_section);
+    let quarter_section = m.quarter.section;
     let official_tracks = OfficialTracks {
-        case_track,
-        adversarial_data_track: adversarial_track,
-        portfolio_track: portfolio,
+        case_track: m.case_track,
+        adversarial_data_track: m.adversarial_track,
+        portfolio_track: m.portfolio,
         controlbench_track: quarter_section.as_ref().map(ControlbenchTrack::of),
         generated_holdout_track: generated_holdout_track.clone(),
-        blind_control_track: blind.clone(),
-        sleeper_vigilance_track: sleeper.clone(),
-        certificate_required_track: certificate.primary.clone(),
-        human_baseline_track: human.clone(),
+        blind_control_track: m.blind.clone(),
+        sleeper_vigilance_track: m.sleeper.clone(),
+        certificate_required_track: m.certificate.primary.clone(),
+        human_baseline_track: m.human.clone(),
     };
     BenchmarkReport {
         benchmark: BENCHMARK.into(),
@@ -350,29 +392,29 @@ pub fn build_report_with_progress(
         primary_theme: "World Modeling — Professional Tasks".into(),
         secondary_theme: "Long-Horizon Planning & Instruction Following".into(),
         generated_at: cfg.generated_at.clone(),
-        evaluation_protocol: protocol(&ctx),
-        agents: ladder,
-        public_benchmark: public_primary,
-        holdout_challenge: holdout.sections.get(ctx.primary).cloned(),
+        evaluation_protocol: protocol(ctx),
+        agents: m.ladder,
+        public_benchmark: m.public_primary,
+        holdout_challenge: m.holdout,
         generated_holdout_track,
-        contrastive_pairs: contrastive.sections.get(ctx.primary).cloned(),
+        contrastive_pairs: m.contrastive,
         official_tracks,
         controlbench_quarter: quarter_section,
-        controlbench_two_agent_demo: quarter.demo,
-        blind_control_track: blind,
-        sleeper_vigilance_track: sleeper,
-        certificate_required_track: certificate.primary,
-        human_baseline_track: human,
-        independent_fraudgen_ecosystem: fraudgen,
-        experiment_suite: experiment,
-        gaming_resistance: Some(gaming),
+        controlbench_two_agent_demo: m.quarter.demo,
+        blind_control_track: m.blind,
+        sleeper_vigilance_track: m.sleeper,
+        certificate_required_track: m.certificate.primary,
+        human_baseline_track: m.human,
+        independent_fraudgen_ecosystem: m.fraudgen,
+        experiment_suite: m.experiment,
+        gaming_resistance: Some(m.gaming),
         stored_runs: cfg
             .stored_runs
             .iter()
             .map(|r| crate::stored::summarize_run(r, cfg.pass_threshold))
             .collect(),
         aging_report: aging,
-        unavailable_tracks: unavailable,
+        unavailable_tracks: m.unavailable,
     }
 }
 

@@ -6,7 +6,7 @@ use super::{
     Shared,
 };
 use crate::route_table::{ApiRoutes, RouteDoc};
-use ls_env::{PublicState, ResetRequest, StepEnvelope};
+use ls_env::{ResetRequest, StateView, StepEnvelope};
 use schemars::{json_schema, Schema, SchemaGenerator};
 
 fn banner(_: &mut SchemaGenerator) -> Schema {
@@ -60,9 +60,9 @@ pub fn routes() -> ApiRoutes<Shared> {
         .get(
             "/state",
             RouteDoc::new("episode", "Public state of the session's episode")
-                .describe("Trajectory, artifacts and signals; never gold. Before any reset, the initial state.")
+                .describe("Trajectory, artifacts and signals; never gold. Before any reset, the initial state. Once an episode of a sealed run is over, its sealed state (`sealed: true`): no score, unsafe flag, split or pairing until the run is scored.")
                 .session()
-                .reply::<PublicState>("The public state"),
+                .reply::<StateView>("The public state, or a finished sealed episode's sealed state"),
             state,
         )
         .get(

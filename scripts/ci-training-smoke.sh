@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # CI smoke for the training pipeline: the compact LM's torch tests, the stock RL libraries' tests
-# (SB3, sb3-contrib), then collect -> SFT -> GRPO (plan reward and environment_factory)
-# -> self-play + DPO -> evaluate -> structured policy (behaviour cloning + RL over 3 seeds) ->
-# constrained evaluation of every LM checkpoint -> plots, with a tiny model built locally (no
-# download). Its checks can fail: the loss must fall, the trained policy must beat the best
-# scripted baseline on the held-out split by 0.3 with parse success >= 0.9, RL groups must have
-# reward variance, every rollout is graded and every checkpoint evaluated (the pipeline exits 1
-# when one fails; `python/tests/test_structured.py` checks that `--lr 0` fails).
+# (SB3, sb3-contrib), then, on the task distribution's splits (train draws, validation draws for
+# the choices, the test templates and the test generator held out): the teacher on 80 train draws
+# -> collect (curated, split by template) -> SFT -> GRPO (plan reward and environment_factory)
+# -> self-play + DPO -> evaluate -> structured policy (behaviour cloning + RL over 2 seeds) beside
+# the scripted baselines, the teacher and the lookup table -> constrained evaluation of every LM
+# checkpoint -> plots, with a tiny model built locally (no download). Its checks can fail: the
+# loss must fall, the trained policy must beat the best scripted baseline on the test episodes by
+# 0.3 (macro means per held-out template and generator) with parse success >= 0.9, RL groups must
+# have reward variance, every rollout is graded and every checkpoint evaluated (the pipeline exits
+# 1 when one fails; `python/tests/test_structured.py` checks that `--lr 0` fails).
 #
 # The training virtual environment (torch, transformers, trl, ...: several GB) is created once
 # per machine at $LEDGERSHIELD_TRAIN_VENV (default ~/.cache/ledgershield/train-venv, outside
@@ -113,12 +116,15 @@ required = ["training_metrics.json", "tensorboard", "loss_history.csv", "reward_
 checks = dict(m["checks"])
 checks["outputs_written"] = all((run / f).exists() for f in required)
 checks["dpo_ran"] = bool(m["dpo"]) and m["dpo"]["all_finite"]
+checks["ladder_has_lookup_table"] = any(r["policy"] == "lookup-table" for r in m["headline"])
 checks["teacher_beats_naive_pay"] = {r["policy"]: r["mean_score"] for r in m["policy_matrix"]}["teacher"] > {r["policy"]: r["mean_score"] for r in m["policy_matrix"]}["naive-pay"]
 for name, ok in checks.items():
     print(f"{'PASS' if ok else 'FAIL'} {name}")
 st = m["structured"]
-print(f"structured policy: held-out {st['bc_held_out']} {st['bc_ci95']} on {st['held_out_episodes']} episodes, best scripted {st['best_scripted']}, "
+print(f"structured policy: test macro {st['bc_held_out']} {st['bc_ci95']} on {st['held_out_episodes']} episodes, best scripted {st['best_scripted']}, "
       f"RL over {st['rl']['seeds']} seeds {st['rl']['held_out_means']}")
+for r in m["headline"]:
+    print(f"  {r['policy']:<28} macro {r['macro']} {r['macro_ci95']} (templates {r['macro_templates']}, generator {r['macro_generators']}), mean {r['mean_score']}")
 print("timings:", m["timings_s"], "process CPU s:", m["process_cpu_s"], "load:", m["load_average"])
 failed = sum(not ok for ok in checks.values())
 print(f"training smoke: {len(checks) - failed} passed, {failed} failed")

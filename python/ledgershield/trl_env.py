@@ -22,8 +22,9 @@ Replies are ``compact`` by default (``reply_mode = "full"`` for the raw tool res
 fields first, the tool result without its control-boundary and reward-model echoes, OCR tokens as
 ``"token_id text [x0,y0,x1,y1]"`` strings, long texts and lists cut. ``reply_mode = "ledger"`` is
 the self-sufficient form: the compact status and result (OCR tokens left out) followed by the
-episode's whole evidence ledger (:mod:`ledgershield.training.ledger`: the ids, values and OCR lines
-with token ids revealed so far), so the latest reply alone is enough to write a submission.
+episode's whole evidence ledger (the Rust ledger, ``ls_rl::Ledger``, through
+:mod:`ledgershield.training.ledger`: one line per thing revealed so far, with its relations and
+how a submission cites it), so the latest reply alone is enough to write a submission.
 
 By default the environment runs **in process** (``ledgershield.native``: no server, the same
 replies byte for byte). A server URL (``environment_factory(url)`` or ``LEDGERSHIELD_URL``) plays
@@ -168,6 +169,7 @@ class LedgerShieldToolEnv:
         from .training.ledger import EvidenceLedger
 
         self.ledger = EvidenceLedger()
+        self.ledger.observe(result.observation.model_dump())
         return self._describe_case(result.observation)
 
     def _reset(self, params: Dict[str, Any]) -> Any:

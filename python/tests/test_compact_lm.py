@@ -12,21 +12,26 @@ from typing import Any, List
 
 import pytest
 
-from conftest import _binary
-from ledgershield.training.collect import collect
+from ledgershield.training import tasks
 from ledgershield.training.compact import EOS, _num, Context, Schema, Table, allowed, allowed_tokens, encode, expand, to_tokens, to_units
-from ledgershield.training.ledger import teacher_records
 
+
+def _teacher(set_name: str, n: int) -> List[Any]:
+    return [dict(tasks.play_agent("teacher", ep, record=True), reset=ep["reset"]) for ep in tasks.episodes(set_name, n)]
+
+
+def _case(case_id: str) -> Any:
+    """A curated case in a fresh institution, as an episode of the pipeline's form."""
+    return {"set": "case", "seed": 0, "reset": {"case_id": case_id, "fresh_institution": True}}
 
 
 @pytest.fixture(scope="module")
-def episodes(tmp_path_factory: pytest.TempPathFactory) -> List[Any]:
+def episodes() -> List[Any]:
+    """The teacher's recorded training draws (train templates x train generators), replayed."""
     from ledgershield.training.compact_lm import replay_pairs
 
-    out = tmp_path_factory.mktemp("compact")
-    collect(str(_binary()), out, ["public"])
-    eps = replay_pairs(teacher_records(out / "runs.db"))
-    assert len(eps) >= 15
+    eps = replay_pairs(_teacher("train", 40))
+    assert len(eps) >= 30
     return eps
 
 
@@ -237,9 +242,13 @@ def test_batched_token_logps_match_one_step_at_a_time(episodes: List[Any], schem
 
     rows, _ = build_rows(episodes, schema)
     coder = Coder(build_vocab(rows, schema))
-    dec = Decoder(make_model(len(coder.vocab), dim=32, layers=1, heads=2, seed=random.randrange(1000)), coder, schema)
     trace: List[Any] = []
-    play_episode(dec, "CASE-D-001", 1.5, np.random.default_rng(random.randrange(1000)), trace)
+    for _ in range(20):  # an untrained model may submit at once: sample until an episode has steps to compare
+        dec = Decoder(make_model(len(coder.vocab), dim=32, layers=1, heads=2, seed=random.randrange(1000)), coder, schema)
+        trace = []
+        play_episode(dec, _case("CASE-D-001"), 1.5, np.random.default_rng(random.randrange(1000)), trace)
+        if len(trace) >= 2:
+            break
     assert len(trace) >= 2
     with torch.no_grad():
         for chunk in (1, 3, 64):
@@ -264,7 +273,7 @@ def test_clipped_update_moves_toward_the_advantage_and_stays_in_the_clip(episode
     coder = Coder(build_vocab(rows, schema))
     seed = random.randrange(1000)
     trace: List[Any] = []
-    play_episode(Decoder(make_model(len(coder.vocab), dim=32, layers=1, heads=2, seed=seed), coder, schema), "CASE-B-001", 2.0,
+    play_episode(Decoder(make_model(len(coder.vocab), dim=32, layers=1, heads=2, seed=seed), coder, schema), _case("CASE-B-001"), 2.0,
                  np.random.default_rng(seed), trace)
 
     def mean_lp(model: Any) -> float:
@@ -280,16 +289,55 @@ def test_clipped_update_moves_toward_the_advantage_and_stays_in_the_clip(episode
     assert moved[(1.0, 1, 0.2)] > 0 > moved[(-1.0, 1, 0.2)]
     assert moved[(1.0, 8, 0.99)] > moved[(1.0, 8, 0.05)] > 0
     with pytest.raises(ValueError, match="epochs"):
-        grpo(Decoder(make_model(len(coder.vocab), dim=32, layers=1, heads=2), coder, schema), ["CASE-B-001"], 1, 2, 1, 1.0, 1e-3, 0, epochs=0)
+        grpo(Decoder(make_model(len(coder.vocab), dim=32, layers=1, heads=2), coder, schema), tasks.episodes("train", 1), 1, 2, 1, 1.0, 1e-3, 0, epochs=0)
 
 
-def test_a_held_quarter_that_is_trained_on_is_refused(tmp_path: Any) -> None:
-    from ledgershield.training.pipeline import _compact_stage
+def test_the_sets_are_the_task_distributions_splits_and_disjoint() -> None:
+    """Every set draws from its own template / generator split (``_native.TEMPLATE_SPLITS``,
+    ``GENERATOR_SPLITS``), and no two sets share an episode."""
+    from ledgershield import _native
 
-    for clash in ({"rl_quarters": [2041]}, {"extra_quarters": [2041]}, {"held_quarters": [2026]}):
-        cfg = {"compact": dict({"held_quarters": [2041, 2042]}, **clash)}
-        with pytest.raises(ValueError, match="held_quarters"):
-            _compact_stage("unused-binary", tmp_path, tmp_path, cfg, "scratch", 1, lambda _stage: None)
+    t_split, g_split = dict(_native.TEMPLATE_SPLITS), dict(_native.GENERATOR_SPLITS)
+    seen: set = set()
+    for name, (ts, gs) in tasks.SETS.items():
+        eps = tasks.episodes(name, 6)
+        keys = {tasks.key(e) for e in eps}
+        assert not keys & seen
+        seen |= keys
+        for rec in (tasks.play_agent("naive-pay", e) for e in eps):
+            assert g_split[rec["generator"]] == gs, (name, rec)
+            if rec["generator"] != "fraudgen":
+                assert t_split[rec["template"]] == ts, (name, rec)
+    # RL's training draws are other seeds of the train set
+    assert not {tasks.key(e) for e in tasks.episodes("train", 3, tasks.RL_SEED_OFFSET)} & seen
+
+
+def test_macro_means_weigh_every_template_and_generator_alike() -> None:
+    rows = [{"set": "test_templates", "template": "T1", "generator": "curated", "final_score": s} for s in (1.0, 1.0, 1.0)]
+    rows += [{"set": "test_templates", "template": "T2", "generator": "curated", "final_score": 0.0}]
+    rows += [{"set": "test_generators", "template": "T3", "generator": "holdout", "final_score": 0.5}]
+    r = tasks.report(rows)
+    assert r["macro_templates"] == 0.5 and r["macro_generators"] == 0.5 and r["macro"] == 0.5
+    assert r["per_template"] == {"T1": 1.0, "T2": 0.0} and r["mean"] == 0.7
+    per = {f"e{i}": dict(x, set=x["set"]) for i, x in enumerate(rows)}
+    vals = {k: v["final_score"] for k, v in per.items()}
+    assert tasks.macro_of(vals, per) == 0.5
+    lo, hi = tasks.macro_ci(vals, per)
+    assert lo <= 0.5 <= hi
+
+
+def test_lookup_table_replays_the_commonest_training_action(episodes: List[Any], schema: Schema) -> None:
+    """The lookup table counts the teacher's actions by (family, history) and plays whole test
+    episodes under the grammar, every step accepted."""
+    from ledgershield.training.compact_lm import evaluate
+    from ledgershield.training.lookup import LookupPolicy
+
+    pol = LookupPolicy(episodes, schema)
+    first = {fam: c.most_common(1)[0][0][0] for (fam, hist), c in pol.full.items() if not hist}
+    assert first and set(first.values()) <= {"lookup_policy", "ocr", "inspect_email_thread", "lookup_vendor"} | set(schema.types)
+    assert sum(sum(c.values()) for (_, hist), c in pol.full.items() if not hist) == len(episodes)
+    r = evaluate(pol, "lookup-table", tasks.episodes("test_templates", 3) + tasks.episodes("test_generators", 3))  # type: ignore[arg-type]
+    assert r["episodes"] == 6 and r["parse_success"] == 1.0 and 0.0 <= r["macro"] <= 1.0
 
 
 def test_constrained_decoding_plays_and_submits(episodes: List[Any], schema: Schema) -> None:
@@ -299,7 +347,7 @@ def test_constrained_decoding_plays_and_submits(episodes: List[Any], schema: Sch
     rows, _ = build_rows(episodes, schema)
     coder = Coder(build_vocab(rows, schema))
     dec = Decoder(make_model(len(coder.vocab), dim=32, layers=1, heads=2), coder, schema)
-    ep = play_episode(dec, "CASE-B-001")
+    ep = play_episode(dec, tasks.episodes("test_templates", 1)[0])
     assert ep["submitted"] and ep["refused"] == 0 and 0.0 <= ep["final_score"] <= 1.0
 
 
@@ -308,7 +356,7 @@ def test_lm_checks_fail_below_the_bar() -> None:
 
     st = {"best_scripted": 0.11}
     cfg = {"margin": 0.3, "min_parse": 0.95, "min_lm_score": 0.5}
-    ok = {"held_out_episodes": 48, "sft_held_out": 0.6, "sft_parse_success_under_constraint": 1.0, "rl": {"zero_variance_share": [0.3, 0.5, 0.2]}}
+    ok = {"test_episodes": 48, "sft_held_out": 0.6, "sft_parse_success_under_constraint": 1.0, "rl": {"zero_variance_share": [0.3, 0.5, 0.2]}}
     assert all(compact_checks(cfg, ok, st).values())
     low = dict(ok, sft_held_out=0.3)
     assert not compact_checks(cfg, low, st)["lm_beats_best_scripted"]
@@ -367,15 +415,17 @@ def test_rl_improvement_is_claimed_only_outside_the_noise() -> None:
 
 def test_progress_block_counts_what_the_episode_shows(episodes: List[Any], schema: Schema) -> None:
     """The block before ``<act>`` repeats the task family and counts only what the prompt's own
-    ``|did`` list and table show: per action type the actions played, and per argument label the
-    values no action took yet (a PO the teacher looks up next is still open)."""
+    ``|did`` list and table show: per action type the actions played, and per argument label (a
+    field of the Rust ledger's line classes) the values no action took yet."""
     from collections import Counter
 
+    from ledgershield import _native
     from ledgershield.training.compact_lm import build_rows
 
     rows, _ = build_rows(episodes, schema)
-    assert {"lab:po", "lab:receipt"} <= set(schema.arg_labels)
-    looked_up = open_before = 0
+    fields = {f"lab:{c}" for c in _native.LEDGER_LINE_CLASSES}
+    assert schema.arg_labels and set(schema.arg_labels) <= fields
+    opened = 0
     for state, act in rows:
         now = state[state.index("|now"):-1]
         assert state[-1] == "<act>" and now[1] == state[0]
@@ -387,69 +437,73 @@ def test_progress_block_counts_what_the_episode_shows(episodes: List[Any], schem
                 played[t] += 1
             first = t == ";"
         assert {t for t in now if t.startswith("did:")} == {f"did:{a}={min(n, 4)}" for a, n in played.items()}
-        if act[0] == "lookup_po" and act[1] == "lab:po":
-            looked_up += 1
-            open_before += any(t.startswith("open:lab:po=") for t in now)
-    assert looked_up >= 10 and open_before >= 0.9 * looked_up, (open_before, looked_up)
+        opens = [t for t in now if t.startswith("open:")]
+        assert all(t[len("open:"):].split("=")[0] in schema.arg_labels for t in opens), opens
+        opened += bool(opens)
+    assert opened > 0
 
 
-def test_line_descriptors_name_only_labels_many_vendors_share(episodes: List[Any]) -> None:
-    """A vendor's letterhead or address is one vendor's: it never names a line in the prompt or a
-    pointer (``lab:other`` does), so the model cannot learn a case by its vendor."""
-    from collections import defaultdict
+def test_line_descriptors_are_the_ledgers_fields_and_relations(episodes: List[Any]) -> None:
+    """A line is named by the field the Rust ledger reads it as and its first relation, never by
+    its words: a vendor's letterhead or an item's name cannot identify a training case."""
+    from ledgershield.training.compact import line_descriptors, state_tokens
 
-    from ledgershield.training.compact import OTHER_LABEL, generic_labels, line_label, state_tokens
-
-    tables = [ep[-1][2] for ep in episodes]
-    labels = set(generic_labels(tables))
-    vendors: Any = defaultdict(set)
-    for tb in tables:
-        v = next((val for k, val in tb.ids if k == "vendor_name"), "")
-        for r in tb.refs:
-            vendors[line_label(r)].add(v)
-    single = {lab for lab, vs in vendors.items() if len(vs) == 1}
-    assert single and not single & labels and {"lab:po", "lab:total", "lab:invoice_no"} <= labels
-    ep = max(episodes, key=lambda e: len(e[-1][2].refs))
-    obs, led, tb, _ = ep[-1]
-    try:
-        tb.relabel(sorted(labels))
+    allowed = set(line_descriptors())
+    seen: set = set()
+    for ep in episodes:
+        obs, led, tb, _ = ep[-1]
         descs = {tb.desc[f"r{i}"][0] for i in range(len(tb.refs))}
-        assert OTHER_LABEL in descs and descs <= labels | {OTHER_LABEL}
-        assert {t for t in state_tokens(obs, led, [], tb) if t.startswith("lab:")} <= labels | {OTHER_LABEL}
-        # a pointer to a line with an unshared label still resolves, by its ordinal among the others
-        r = next(f"r{i}" for i in range(len(tb.refs)) if tb.desc[f"r{i}"][0] == OTHER_LABEL)
-        assert to_units(to_tokens([r], tb), tb) == [r]
-    finally:
-        tb.relabel(None)
+        labs = {t for t in state_tokens(obs, led, [], tb) if t.startswith("lab:")}
+        assert descs <= allowed and labs <= allowed, (descs - allowed, labs - allowed)
+        seen |= descs
+    assert {"lab:total", "lab:po_id", "lab:vendor_name"} <= {d.split("~")[0] for d in seen}
+    # a pointer to a line resolves back to that line
+    ep = max(episodes, key=lambda e: len(e[-1][2].refs))
+    tb = ep[-1][2]
+    for i in range(len(tb.refs)):
+        assert to_units(to_tokens([f"r{i}"], tb), tb) == [f"r{i}"]
 
 
-def test_jobs_run_in_another_quarters_pool(tmp_path: Any, episodes: List[Any], schema: Schema) -> None:
-    """RL's training cases and the wider held-out set live in other generated quarters: a job runs
-    in a subprocess whose pool holds that quarter (this process's pool cannot reset those ids), an
-    RL job saves a checkpoint that loads, an eval job scores only the cases not excluded, and a
-    failing job raises instead of returning nothing."""
+def test_jobs_run_in_subprocesses(tmp_path: Any, episodes: List[Any], schema: Schema) -> None:
+    """RL and evaluation jobs run in subprocesses on task draws (any process replays any draw):
+    an RL job saves a checkpoint that loads, an eval job scores its episodes, and a failing job
+    raises instead of returning nothing."""
     pytest.importorskip("torch")
-    from ledgershield.native import ControlBenchEnv, EnvError
-    from ledgershield.training.binary import run_agent
-    from ledgershield.training.compact_lm import Coder, Decoder, build_rows, build_vocab, in_quarters, load, make_model, quarter_cases, save
+    from ledgershield.training.compact_lm import Coder, Decoder, build_rows, build_vocab, in_processes, load, make_model, save
 
-    ids = ["CONTROLBENCH-2031-CASE-001", "CONTROLBENCH-2031-CASE-002"]
-    db = tmp_path / "q.db"
-    run_agent(str(_binary()), "teacher", db, suite="quarter", seed=2031, cases=ids)
-    bases = sorted({str(r["base_case_id"]) for r in teacher_records(db)})
-    assert quarter_cases(db, bases) == ids and quarter_cases(db, []) == []
-    with pytest.raises(EnvError):  # not this process's quarter
-        ControlBenchEnv().reset(case_id=ids[0], fresh_institution=True)
     rows, _ = build_rows(episodes, schema)
     coder = Coder(build_vocab(rows, schema))
     save(Decoder(make_model(len(coder.vocab), dim=32, layers=1, heads=2), coder, schema), tmp_path / "m")
-    rl = {"init": str(tmp_path / "m"), "db": str(db), "bases": bases, "out": str(tmp_path / "rl"), "iterations": 1, "group": 2, "batch": 1,
-          "temperature": 1.0, "lr": 1e-4, "seed": 0, "quarter": 2031}
-    ev = {"checkpoints": [str(tmp_path / "m")], "db": str(db), "bases": bases, "exclude": ids[1:]}
-    got_rl, got_ev = in_quarters([("rl", 2031, rl), ("eval", 2031, ev)], tmp_path / "work")
-    assert got_rl["train_cases"] == 2 and got_rl["quarter"] == 2031 and len(got_rl["history"]) == 1
+    val = tasks.episodes("validation_templates", 1)
+    rl = {"init": str(tmp_path / "m"), "episodes": tasks.episodes("train", 2, tasks.RL_SEED_OFFSET), "out": str(tmp_path / "rl"),
+          "iterations": 1, "group": 2, "batch": 1, "temperature": 1.0, "lr": 1e-4, "seed": 0, "reward": "dense", "validation": val}
+    ev = {"checkpoint": str(tmp_path / "m"), "label": "probe", "episodes": tasks.episodes("test_generators", 2)}
+    got_rl, got_ev = in_processes([("rl", rl), ("eval", ev)], tmp_path / "work")
+    assert got_rl["train_episodes"] == 2 and got_rl["reward"] == "dense" and len(got_rl["history"]) == 1
+    assert got_rl["validation"]["episodes"] == 1
     assert load(tmp_path / "rl").coder.vocab == coder.vocab
-    assert got_ev["case_ids"] == ids[:1]
-    assert 0.0 <= got_ev["per_checkpoint"][str(tmp_path / "m")][ids[0]] <= 1.0
-    with pytest.raises(RuntimeError, match="another quarter"):
-        in_quarters([("eval", 2031, dict(ev, checkpoints=[str(tmp_path / "no-such-model")]))], tmp_path / "work")
+    assert got_ev["episodes"] == 2 and 0.0 <= got_ev["macro"] <= 1.0
+    with pytest.raises(RuntimeError, match="failed"):
+        in_processes([("eval", dict(ev, checkpoint=str(tmp_path / "no-such-model")))], tmp_path / "work")
+
+
+def test_step_advantages_credit_each_step_with_what_followed_it() -> None:
+    """``score`` and ``return`` give every step of an episode its group advantage; ``dense``
+    gives each step its reward-to-go against the group's mean return, so a costly step is
+    blamed and the steps after it are not."""
+    import numpy as np
+
+    from ledgershield.training.compact_lm import step_advantages
+
+    runs = [{"final_score": 0.9, "rewards": [-0.01, -0.01, 0.92]}, {"final_score": 0.1, "rewards": [-0.01, -0.5, 0.61]}]
+    score = step_advantages(runs, "score")
+    assert all(len(a) == 3 for a in score) and len(set(score[0])) == 1 and score[0][0] > 0 > score[1][0]
+    ret = step_advantages(runs, "return")
+    assert ret[0][0] > 0 > ret[1][0]
+    dense = step_advantages(runs, "dense")
+    assert np.allclose(dense[0], [1.0, 1.025, 1.05], atol=1e-3) and np.allclose(dense[1], [-1.0, -0.975, 0.275], atol=1e-3)
+    assert dense[1][2] > 0 > dense[1][1]  # the last step of the worse episode did well; the costly one did not
+    flat = [{"final_score": 0.5, "rewards": [0.1, 0.4]}, {"final_score": 0.5, "rewards": [0.2, 0.3]}]
+    assert all(not a.any() for r in ("score", "return", "dense") for a in step_advantages(flat, r))
+    with pytest.raises(ValueError, match="reward"):
+        step_advantages(runs, "advantage")

@@ -21,7 +21,7 @@ from ledgershield.training.rollout import parse_actions
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("collect")
-    collect(str(_binary()), out, ["public", "holdout:1"])
+    collect(str(_binary()), out, ["public", "holdout:1"], split_by="base")
     return out
 
 
@@ -39,6 +39,27 @@ def test_split_by_base_and_stratified_by_family(data: Path) -> None:
         assert json.loads(line)["metadata"]["base_case_id"] in train
     picked = pick_eval_cases(json.loads((data / "eval_cases.json").read_text()), 5)
     assert {c["task_type"] for c in picked} == families, "round-robin over families"
+
+
+def test_template_split_follows_the_task_distribution(data: Path, tmp_path: Path) -> None:
+    """``split_by="templates"`` (collect's default): a row's side is its base template's split
+    (``_native.TEMPLATE_SPLITS``): train rows train, test templates held out, validation apart."""
+    import shutil
+
+    from ledgershield import _native
+    from ledgershield.training.collect import split_by_templates
+
+    splits = dict(_native.TEMPLATE_SPLITS)
+    for f in ("steps_train.jsonl", "steps_eval.jsonl", "sft_train.jsonl", "sft_eval.jsonl"):
+        shutil.copy(data / f, tmp_path / f)
+    new = split_by_templates(tmp_path, json.loads((data / "split.json").read_text()))
+    side_of = {"train": "train", "validation": "validation", "eval": "test"}
+    for side, want in side_of.items():
+        rows = [json.loads(x) for x in (tmp_path / f"steps_{side}.jsonl").read_text().splitlines()]
+        assert rows, side
+        assert all(splits[str(r["metadata"].get("base_case_id") or r["metadata"]["case_id"])] == want for r in rows), side
+    assert not set(new["train_base_cases"]) & set(new["eval_base_cases"])
+    assert {e["case_id"] for e in new["eval_episodes"]} and new["split_by"].startswith("template")
 
 
 def test_step_rows_are_chat_prompt_completion(data: Path) -> None:

@@ -11,15 +11,19 @@
 //! * [`vector`]: N environments stepped in Rust worker threads in one call.
 //! * [`structured`]: ControlBench through `ls-rl`: the structured observation and the factored
 //!   action space.
+//! * [`ledger`]: the evidence ledger (`ls_rl::Ledger`) fed reply texts: its text and its rows.
+//! * [`agent`]: the offline agents (teacher, scripted baselines) playing on reply texts.
 //! * [`bridge`]: the call every class makes (the GIL released, panics caught) and NumPy bytes.
 //! * [`py`]: the Python classes. Every call releases the GIL while Rust works and turns a Rust
 //!   panic into a Python `RuntimeError`.
 
+pub mod agent;
 pub mod audit;
 pub mod bridge;
 pub mod campaign;
 pub mod controlbench;
 pub mod errors;
+pub mod ledger;
 pub mod py;
 pub mod request;
 pub mod structured;
@@ -50,6 +54,20 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_VECTOR_ENVS", vector::MAX_NUM_ENVS)?;
     m.add_class::<py::StructuredControlBenchVector>()?;
     structured::register(m)?;
+    ledger::register(m)?;
+    m.add_class::<agent::OfflineAgent>()?;
+    m.add("OFFLINE_AGENTS", ls_agents::OFFLINE_AGENTS.to_vec())?;
+    // The task distribution's fixed splits (`ls_gen::tasks`): (template, split) and (generator, split).
+    let templates: Vec<(&str, &str)> = ls_gen::tasks::TEMPLATE_SPLITS
+        .iter()
+        .map(|(id, s)| (*id, s.as_str()))
+        .collect();
+    m.add("TEMPLATE_SPLITS", templates)?;
+    let generators: Vec<(&str, &str)> = ls_gen::tasks::Generator::ALL
+        .iter()
+        .map(|g| (g.as_str(), g.split().as_str()))
+        .collect();
+    m.add("GENERATOR_SPLITS", generators)?;
     let error_types: Vec<&str> = audit_env::model::ErrorType::ALL
         .iter()
         .map(|t| t.as_str())

@@ -280,6 +280,23 @@ pub struct Row {
     pub missing: bool,
 }
 
+impl Row {
+    /// The ids a submission cites this row by: the string values of its reference (a line's
+    /// document and token ids, a record's `po_id`, `vendor_key`, `ledger_id`, ...).
+    pub fn cited_ids(&self) -> impl Iterator<Item = &str> {
+        self.reference
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| k.as_str() != "page" && k.as_str() != "bbox")
+            .flat_map(|(_, v)| match v {
+                Value::String(s) => vec![s.as_str()],
+                Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            })
+    }
+}
+
 /// A catalogue document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DocEntry {
@@ -1281,6 +1298,17 @@ impl Ledger {
         })
     }
 
+    /// Every id a submission may cite from what was revealed: the ids of every row's
+    /// reference ([`Row::cited_ids`]), in row order, each once.
+    pub fn cited_ids(&self) -> Vec<&str> {
+        let mut seen = BTreeSet::new();
+        self.rows
+            .iter()
+            .flat_map(Row::cited_ids)
+            .filter(|id| seen.insert(*id))
+            .collect()
+    }
+
     /// The ledger as text for a language model: one line per row — its kind and class, how a
     /// submission cites it (a line's document and token id, a record's id), its text and its
     /// relations — then the observed signals. Documents not yet read are listed once, together.
@@ -1326,5 +1354,59 @@ impl Ledger {
             out.push_str(&format!("observed signals: {}\n", s.join(", ")));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ocr_reply(doc: &str, lines: &[(&str, &str)]) -> Map<String, Value> {
+        let tokens: Vec<Value> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, (tok, text))| {
+                json!({"token_id": tok, "text": text, "page": 1,
+                       "bbox": [10.0, 10.0 + 20.0 * i as f64, 200.0, 25.0 + 20.0 * i as f64]})
+            })
+            .collect();
+        let mut m = Map::new();
+        m.insert("doc_id".into(), json!(doc));
+        m.insert("mode".into(), json!("accurate"));
+        m.insert("tokens".into(), Value::Array(tokens));
+        m
+    }
+
+    /// A line is cited by its document and token ids, a record by its id; every id a row's
+    /// reference holds is a citable id, listed once, and the rendered text shows the citations.
+    #[test]
+    fn cited_ids_are_the_references_and_the_text_shows_them() {
+        let mut l = Ledger::new();
+        l.absorb_catalogue([("INV-1", "invoice")].into_iter());
+        let ocr = ocr_reply(
+            "INV-1",
+            &[
+                ("i1-t1", "Acme Ltd"),
+                ("i1-t2", "PO: PO-7"),
+                ("i1-t3", "Total: 10.00"),
+            ],
+        );
+        l.absorb_result(ActionName::Ocr, true, &|k| ocr.get(k).cloned());
+        let po = json!({"po": {"po_id": "PO-7", "total": 10.0}});
+        l.absorb_result(ActionName::LookupPo, true, &|k| po.get(k).cloned());
+        l.relate();
+        let ids = l.cited_ids();
+        for id in ["INV-1", "i1-t1", "i1-t2", "i1-t3", "PO-7"] {
+            assert!(ids.contains(&id), "{id} missing from {ids:?}");
+        }
+        assert_eq!(
+            ids.iter().filter(|i| **i == "INV-1").count(),
+            1,
+            "each id once"
+        );
+        let text = l.render();
+        assert!(text.contains("(INV-1 i1-t2): PO: PO-7\n"), "{text}");
+        assert!(text.contains("(INV-1 i1-t3): Total: 10.00"), "{text}");
+        assert!(text.contains("PO-7\"}"), "the PO record's citation: {text}");
     }
 }

@@ -41,7 +41,8 @@ def eval_fn_for(binary: str, cases: List[Dict[str, Any]], db: Path, max_tokens: 
 def cmd_collect(a: argparse.Namespace) -> Dict[str, Any]:
     from .collect import collect
 
-    return collect(find_binary(a.bin), Path(a.out), a.suites, min_score=a.min_score, eval_fraction=a.eval_fraction, split_seed=a.split_seed)
+    return collect(find_binary(a.bin), Path(a.out), a.suites, min_score=a.min_score, eval_fraction=a.eval_fraction, split_seed=a.split_seed,
+                   split_by=a.split)
 
 
 def cmd_build_model(a: argparse.Namespace) -> Dict[str, Any]:
@@ -134,15 +135,15 @@ def cmd_audit_eval(a: argparse.Namespace) -> Dict[str, Any]:
 
 
 def cmd_structured(a: argparse.Namespace) -> Dict[str, Any]:
-    from .pipeline import POOL_ENV, structured_checks
+    from . import tasks
+    from .pipeline import structured_checks, teacher_data
     from .structured import structured_stage
 
-    for k, v in POOL_ENV.items():
-        os.environ.setdefault(k, v)
-    st = structured_stage(find_binary(a.bin), Path(a.data), Path(a.out), lr=a.lr, epochs=a.epochs,
-                          checkpoints=[int(x) for x in a.checkpoints.split(",") if x], rl_seeds=a.rl_seeds,
+    recs = teacher_data(Path(a.out) / "data", a.train_episodes)["records"]
+    st = structured_stage(Path(a.out), recs, tasks.held_out("validation", a.validation_episodes), tasks.held_out("test", a.test_episodes),
+                          lr=a.lr, epochs=a.epochs, checkpoints=[int(x) for x in a.checkpoints.split(",") if x], rl_seeds=a.rl_seeds,
                           rl_iterations=a.rl_iterations, rl_group=a.rl_group, rl_batch=a.rl_batch,
-                          rl_temperature=a.rl_temperature, rl_lr=a.rl_lr)
+                          rl_temperature=a.rl_temperature, rl_lr=a.rl_lr, rl_episodes=a.rl_episodes)
     st["checks"] = structured_checks({"margin": a.margin, "min_parse": a.min_parse}, st)
     (Path(a.out) / "structured_summary.json").write_text(json.dumps(st, indent=1))
     return st
@@ -151,7 +152,8 @@ def cmd_structured(a: argparse.Namespace) -> Dict[str, Any]:
 def cmd_pipeline(a: argparse.Namespace) -> Dict[str, Any]:
     from .pipeline import pipeline
 
-    overrides = {"size": a.size, "sft_minutes": a.sft_minutes, "sft_steps": a.sft_steps, "lr": a.lr, "eval_cases": a.eval_cases}
+    overrides = {"size": a.size, "sft_minutes": a.sft_minutes, "sft_steps": a.sft_steps, "lr": a.lr, "eval_cases": a.eval_cases,
+                 "train_episodes": a.train_episodes, "test_episodes": a.test_episodes}
     return pipeline(find_binary(a.bin), Path(a.out), preset=a.preset, threads=a.threads, overrides=overrides)
 
 
@@ -172,6 +174,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--min-score", type=float, default=0.0)
     s.add_argument("--eval-fraction", type=float, default=0.3)
     s.add_argument("--split-seed", type=int, default=7)
+    s.add_argument("--split", choices=["templates", "base"], default="templates",
+                   help="templates: the task distribution's template split (train / validation / test); base: by base case, stratified")
     s.set_defaults(fn=cmd_collect)
 
     s = sub.add_parser("build-model", help="a tiny Qwen2-shaped model + tokenizer trained on environment text")
@@ -263,19 +267,22 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--max-new-tokens", type=int, default=512)
     s.set_defaults(fn=cmd_audit_eval)
 
-    s = sub.add_parser("structured", help="the structured policy: behaviour cloning + group-relative RL, in process, "
-                                          "against the scripted baselines on the held-out split (exits 1 when a check fails)")
-    s.add_argument("--data", required=True, help="collect's output folder (its quarter must be the pool's: quarter:2026)")
+    s = sub.add_parser("structured", help="the structured policy: behaviour cloning + group-relative RL, in process, on the task "
+                                          "distribution's splits, against the scripted baselines (exits 1 when a check fails)")
     s.add_argument("--out", required=True)
+    s.add_argument("--train-episodes", type=int, default=200, help="teacher episodes of the train set (train templates x train generators)")
+    s.add_argument("--validation-episodes", type=int, default=24, help="episodes of each validation set (templates, generators)")
+    s.add_argument("--test-episodes", type=int, default=60, help="episodes of each test set (templates, generators)")
     s.add_argument("--lr", type=float, default=0.05)
     s.add_argument("--epochs", type=int, default=60)
-    s.add_argument("--checkpoints", default="5,10,20,40", help="BC epoch counts also scored on the held-out split")
+    s.add_argument("--checkpoints", default="5,10,20,40", help="BC epoch counts also scored on the validation episodes (the best is kept)")
     s.add_argument("--rl-seeds", type=int, default=3)
     s.add_argument("--rl-iterations", type=int, default=6)
     s.add_argument("--rl-group", type=int, default=4)
     s.add_argument("--rl-batch", type=int, default=8)
     s.add_argument("--rl-temperature", type=float, default=1.0)
     s.add_argument("--rl-lr", type=float, default=0.2)
+    s.add_argument("--rl-episodes", type=int, default=200, help="training draws each RL seed samples from (seeds SFT/BC never saw)")
     s.add_argument("--margin", type=float, default=0.3, help="required lead over the best scripted baseline")
     s.add_argument("--min-parse", type=float, default=0.9)
     s.set_defaults(fn=cmd_structured)
@@ -287,7 +294,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--sft-minutes", type=float, help="override the preset's SFT time budget (0: step-limited)")
     s.add_argument("--sft-steps", type=int, help="override the preset's SFT step limit")
     s.add_argument("--lr", type=float, help="override the preset's SFT learning rate (the structured policy's scales with it; 0 trains nothing)")
-    s.add_argument("--eval-cases", type=int, help="override the preset's held-out episode count")
+    s.add_argument("--eval-cases", type=int, help="override the preset's free-generation episode count (ci)")
+    s.add_argument("--train-episodes", type=int, help="override the preset's teacher episode count (train set)")
+    s.add_argument("--test-episodes", type=int, help="override the preset's test episodes per test set")
     s.set_defaults(fn=cmd_pipeline)
     return p
 

@@ -4,20 +4,21 @@ The environment's step prompt with the evidence ledger is about 2,200 BPE tokens
 and a submission's JSON hundreds more: too long to learn from random weights in minutes on a CPU.
 This module gives a language model a much smaller interface over the same observation:
 
-* **Pointer table** (:class:`Table`): the ledger's entries numbered in order of first
-  appearance: ``d0 d1 ...`` for the visible documents, ``k0 k1 ...`` for the identifiers revealed
-  (vendor keys, PO and receipt ids, bank accounts, ...), ``r0 r1 ...`` for the OCR lines kept by
-  the ledger (each a citable reference).
+* **Pointer table** (:class:`Table`): the evidence ledger's entries (the Rust ledger's rows,
+  :mod:`.ledger`) numbered in order of first appearance: ``d0 d1 ...`` for the visible documents,
+  ``k0 k1 ...`` for the identifiers revealed (vendor keys, PO and receipt ids, bank accounts,
+  ledger ids, ...), ``r0 r1 ...`` for the OCR lines the ledger keeps (each a citable reference).
 * **State prompt** (:func:`state_tokens`): a few hundred word tokens: the task family, steps
-  left, the observed signals, the lookups' verdicts, the documents by type, the ids by key, the
+  left, the observed signals, the ledger's facts (its rows' relations: ``f:line.total.matches_po``,
+  ``f:bank_check.bank_account.differs_from_master``), the documents by type, the ids by key, the
   actions played so far in the compact language, and a progress block next to ``<act>``
   (:func:`progress_tokens`: what is unread, what was played, which PO / receipt numbers no action
   took yet). The OCR lines are not listed: where a field takes one, the grammar offers the lines
   the table holds by descriptor (``lab:total n:0``).
-* **Generic line labels** (:func:`generic_labels`): a line's label words name it only when the
-  documents of several vendors carry that label (``lab:po``, ``lab:total``); a letterhead or an
-  address is ``lab:other``, so no token identifies a vendor and a model learns the task, not the
-  training cases.
+* **Line descriptors** (:func:`line_label`): a line is named by the field the Rust ledger reads
+  it as (``lab:po_id``, ``lab:total``, ``lab:bank_account``, an e-mail's ``lab:subject`` or
+  ``lab:body``) and its first relation (``lab:bank_account~differs_from_master``): names of
+  fields and relations, never a vendor's words, so no token identifies a training case.
 * **Compact actions** (:func:`encode` / :func:`expand`): ``ocr d1 mode=accurate``,
   ``lookup_vendor k0``, ``search_ledger k0 r7 r12``, ``submit HOLD c:discrepancies:missing_receipt
   chk:three_way_match=fail ev:missing_receipt r5 <eos>``. :func:`expand` turns one into the
@@ -40,7 +41,7 @@ import re
 from collections import Counter, defaultdict
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-from .ledger import EvidenceLedger
+from .ledger import LedgerView
 
 DECISIONS = ["PAY", "HOLD", "NEEDS_REVIEW", "ESCALATE_FRAUD"]
 LIST_FIELDS = ("reason_codes", "fraud_flags", "discrepancies", "campaign_signals")
@@ -49,13 +50,11 @@ ID_REF_KEYS = ("vendor_key", "po_id", "receipt_id", "ledger_id", "thread_id", "c
 EOS, PAD, UNK, ACT = "<eos>", "<pad>", "<unk>", "<act>"
 MAX_DOCS, MAX_IDS, MAX_REFS = 32, 96, 400
 MAX_ITEMS = 48
+MAX_FACTS = 48
 # Id keys that no action or submission field takes (documents are d# pointers): left out of the table.
 NOT_POINTERS = {"doc_id", "event_id", "artifact_id", "revealed_artifact_ids", "rule_id", "artifact_ids"}
 NUM = re.compile(r"-?\d[\d,]*\.?\d*")
 INTERVENTION = ("request_", "route_", "freeze_", "flag_", "create_")
-OTHER_LABEL = "lab:other"
-# A label is generic when OCR lines of at least this many vendors' training documents carry it.
-GENERIC_LABEL_VENDORS = 3
 
 
 def _num(text: str) -> Optional[float]:
@@ -85,19 +84,17 @@ class Table:
     """The pointers of one state: documents, ids and OCR references, from the observation and
     the ledger only."""
 
-    def __init__(self, obs: Dict[str, Any], led: EvidenceLedger, native: Optional[Sequence[Dict[str, Any]]] = None,
-                 labels: Optional[Sequence[str]] = None) -> None:
-        self.labels: Optional[Set[str]] = set(labels) if labels is not None else None
+    def __init__(self, obs: Dict[str, Any], led: LedgerView, native: Optional[Sequence[Dict[str, Any]]] = None) -> None:
         self.docs: List[Tuple[str, str]] = [(str(d["doc_id"]), str(d.get("doc_type"))) for d in (obs.get("visible_documents") or [])][:MAX_DOCS]
-        # ids in order of first appearance (append-only, so a pointer keeps its meaning in an episode)
-        self.ids: List[Tuple[str, str]] = [(r["key"], r["value"]) for r in led.refs if r["kind"] == "id" and r["key"] not in NOT_POINTERS][:MAX_IDS]
+        # ids in the ledger's row order (a pointer keeps its meaning while its row stands)
+        self.ids: List[Tuple[str, str]] = [(k, v) for k, v in led.id_pairs() if k not in NOT_POINTERS][:MAX_IDS]
         # the vendor the task names (shown from the reset on) and each OCR'd invoice's letterhead:
         # what lookup_vendor takes
         names = [instruction_vendor(str(obs.get("instruction") or ""))]
-        names += [getattr(led, "headers", {}).get(d) for d, t in self.docs if "invoice" in t]
+        names += [led.headers.get(d) for d, t in self.docs if "invoice" in t]
         for name in reversed(list(dict.fromkeys(n for n in names if n))):
             self.ids.insert(0, ("vendor_name", name))
-        self.refs: List[Dict[str, Any]] = [r for r in led.refs if r["kind"] == "ocr"][:MAX_REFS]
+        self.refs: List[Dict[str, Any]] = [line_ref(r) for r in led.lines][:MAX_REFS]
         self.doc_index = {d: i for i, (d, _) in enumerate(self.docs)}
         self._descriptors()
         # the native candidates' payloads by type (a constant field's value, e.g. a handoff's summary)
@@ -118,17 +115,10 @@ class Table:
             self.resolve[(d, seen[d])] = unit
             seen[d] += 1
 
-    def label(self, ref: Dict[str, Any]) -> str:
-        """An OCR line's descriptor: its :func:`line_label` when that is one of the generic labels
-        (``labels``: those the training cases share), else ``lab:other``, so a vendor's letterhead
-        or an item's name never identifies a case; every label without ``labels``."""
-        lab = line_label(ref)
-        return lab if self.labels is None or lab in self.labels else OTHER_LABEL
-
-    def relabel(self, labels: Optional[Sequence[str]]) -> None:
-        """The same table under another generic-label set (descriptors recomputed)."""
-        self.labels = set(labels) if labels is not None else None
-        self._descriptors()
+    @staticmethod
+    def label(ref: Dict[str, Any]) -> str:
+        """An OCR line's descriptor (:func:`line_label`)."""
+        return line_label(ref)
 
     # values a pointer stands for
     def doc(self, tok: str) -> str:
@@ -142,7 +132,11 @@ class Table:
 
     @staticmethod
     def after(ref: Dict[str, Any]) -> str:
-        """The text after an OCR line's ``label:`` (the whole line when it has none)."""
+        """The value an OCR line shows: the ledger's value (the text after its ``label:``, the
+        whole line when it has none)."""
+        v = ref.get("value")
+        if v is not None:
+            return str(v).strip()
         text = str(ref["text"])
         label, sep, rest = text.partition(": ")
         return (rest if sep else text).strip()
@@ -230,19 +224,36 @@ def instruction_vendor(instruction: str) -> Optional[str]:
 # ---------------------------------------------------------------------------- the state prompt
 
 
-def _words(text: str, n: int = 2) -> List[str]:
-    return re.findall(r"[a-z]{2,}", text.lower())[:n]
+def line_ref(row: Dict[str, Any]) -> Dict[str, Any]:
+    """A ledger line row as a table reference: its citation (``doc_id``, ``page``, ``bbox``,
+    ``token_ids``: what an evidence map takes), text, value, class and relations."""
+    ref = row.get("reference") or {}
+    return {"doc_id": str(ref.get("doc_id") or row.get("doc_id") or ""), "page": ref.get("page", 1), "bbox": list(ref.get("bbox") or []),
+            "token_ids": list(ref.get("token_ids") or []), "text": str(row.get("text") or ""), "value": row.get("value"),
+            "class": str(row.get("class") or "other"), "flags": list(row.get("flags") or [])}
 
 
 def line_label(ref: Dict[str, Any]) -> str:
-    """An OCR line's descriptor token: ``lab:`` and the first two words of its label (of the line
-    when it has no ``label:``)."""
-    text = str(ref["text"])
-    label, sep, _ = text.partition(": ")
-    return "lab:" + ("_".join(_words(label if sep else text)) or "none")
+    """An OCR line's descriptor token: ``lab:`` and the field the ledger reads the line as, with
+    its first relation when it has one (``lab:bank_account~differs_from_master``)."""
+    flags = ref.get("flags") or []
+    return f"lab:{ref.get('class') or 'other'}" + (f"~{flags[0]}" if flags else "")
 
 
-def state_tokens(obs: Dict[str, Any], led: EvidenceLedger, played: Sequence[Sequence[str]], table: Table,
+def line_descriptors() -> List[str]:
+    """Every line descriptor :func:`line_label` can write (the Rust ledger's line classes, alone
+    and with each relation)."""
+    from .._native import LEDGER_FLAGS, LEDGER_LINE_CLASSES
+
+    return [f"lab:{c}" + (f"~{f}" if f else "") for c in LEDGER_LINE_CLASSES for f in [None, *LEDGER_FLAGS]]
+
+
+def class_label(ref: Dict[str, Any]) -> str:
+    """An OCR line's field alone (``lab:po_id``): what the progress block counts open values of."""
+    return f"lab:{ref.get('class') or 'other'}"
+
+
+def state_tokens(obs: Dict[str, Any], led: LedgerView, played: Sequence[Sequence[str]], table: Table,
                  arg_labels: Sequence[str] = ()) -> List[str]:
     """The compact state prompt (word tokens), ending with ``<act>``; ``played`` in tokens.
     ``arg_labels`` (the schema's): the OCR line labels tool arguments take, counted in the
@@ -253,9 +264,8 @@ def state_tokens(obs: Dict[str, Any], led: EvidenceLedger, played: Sequence[Sequ
     t += [f"art:{a.get('artifact_type') or 'artifact'}" for a in obs.get("revealed_artifacts") or []][:6]
     t.append("|sig")
     t += [f"s:{s}" for s in led.signals]
-    t.append("|val")
-    for k, v in led.values.items():
-        t.append(f"v:{k}" if _num(v) is not None and not v.isalpha() else f"v:{k}={v.lower()[:24]}")
+    t.append("|facts")
+    t += [f"f:{x}" for x in led.facts][:MAX_FACTS]
     t.append("|docs")
     t += [f"dt:{dt}" for _, dt in table.docs]
     t.append("|ids")
@@ -305,7 +315,7 @@ def progress_tokens(obs: Dict[str, Any], played: Sequence[Sequence[str]], table:
     wanted = set(arg_labels)
     open_values: Dict[str, Set[str]] = defaultdict(set)
     for r in table.refs:
-        lab = table.label(r)
+        lab = class_label(r)
         v = Table.after(r).strip().lower()
         if lab in wanted and v and v not in used_values:
             open_values[lab].add(v)
@@ -326,18 +336,15 @@ class Schema:
         self.heads: List[str] = []  # submission item heads, in canonical order
         self.confidence: Dict[str, float] = {}
         self.arg_labels: List[str] = []  # OCR line labels a tool argument took (the progress block's open counts)
-        self.labels: Optional[List[str]] = None  # the generic OCR line labels (:func:`generic_labels`)
 
     def to_json(self) -> Dict[str, Any]:
-        return {"types": self.types, "fields": self.fields, "heads": self.heads, "confidence": self.confidence, "arg_labels": self.arg_labels,
-                "labels": self.labels}
+        return {"types": self.types, "fields": self.fields, "heads": self.heads, "confidence": self.confidence, "arg_labels": self.arg_labels}
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Schema":
         s = cls()
         s.types, s.heads, s.confidence = list(d["types"]), list(d["heads"]), dict(d["confidence"])
         s.arg_labels = list(d.get("arg_labels") or [])
-        s.labels = list(d["labels"]) if d.get("labels") is not None else None
         s.fields = {t: [(f, k, (set(i) if k == "k" and isinstance(i, list) else i)) for f, k, i in fs] for t, fs in d["fields"].items()}
         return s
 
@@ -385,23 +392,9 @@ class Schema:
                     for tb, v in by_field[(t, f)]:
                         tok = tb.find(kind, v)
                         if tok is not None and tok.startswith("r"):
-                            labels.add(line_label(tb.ref(tok)))
+                            labels.add(class_label(tb.ref(tok)))
         s.arg_labels = sorted(labels)
         return s
-
-
-def generic_labels(tables: Sequence[Table], min_vendors: int = GENERIC_LABEL_VENDORS) -> List[str]:
-    """The OCR line labels that lines of at least ``min_vendors`` vendors' documents carry (an
-    invoice's ``lab:po``, ``lab:total``, an email's ``lab:subject``): what a line's descriptor
-    may name. A vendor's letterhead or address belongs to one vendor, and a model that saw it
-    would learn the vendor's cases, not the task. The vendor of a table is the one its task
-    names (its ``vendor_name`` pointer)."""
-    vendors: Dict[str, Set[str]] = defaultdict(set)
-    for tb in tables:
-        vendor = next((v for k, v in tb.ids if k == "vendor_name"), "")
-        for r in tb.refs:
-            vendors[line_label(r)].add(vendor)
-    return sorted(lab for lab, vs in vendors.items() if len(vs) >= min_vendors)
 
 
 def _field_spec(f: str, vals: List[Tuple[Table, Any]]) -> Tuple[str, str, Any]:

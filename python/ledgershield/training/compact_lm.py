@@ -1,9 +1,8 @@
 """A small causal transformer trained from random weights on the compact language
 (:mod:`.compact`): SFT on replayed teacher steps, grammar-constrained decoding, and group-relative
-RL (GRPO's advantage, no critic) over several seeds, every checkpoint scored on the structured
-stage's held-out episodes, in process. Work on another generated quarter (extra teacher rows, RL's
-training cases, the wider held-out set) runs in a subprocess whose pool holds that quarter
-(:func:`in_quarters`).
+RL (GRPO's advantage, no critic) over several seeds, every checkpoint chosen on the validation
+episodes and scored on the test episodes of the task distribution (:mod:`.tasks`), in process.
+RL seeds run in subprocesses (:func:`in_processes`), one per core.
 
 The model is plain torch (no hub, no download): token and position embeddings, ``layers``
 pre-norm blocks of causal self-attention and an MLP, a tied output layer, a key/value cache for
@@ -17,58 +16,58 @@ the schema, the actions played and the native interventions are scored, so every
 from __future__ import annotations
 
 
-import copy
 import json
 import math
 import random
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .compact import ACT, EOS, PAD, UNK, Context, Schema, Table, allowed_tokens, encode, expand, generic_labels, state_tokens, to_tokens, to_units
-from .ledger import EvidenceLedger, replay_ledgers
+from . import tasks
+from .compact import ACT, EOS, PAD, UNK, Context, Schema, Table, allowed_tokens, encode, expand, line_descriptors, state_tokens, to_tokens, to_units
+from .ledger import EvidenceLedger, LedgerView, replay_ledgers
 from .progress import bar
 
 MAX_LEN = 1024
-# An SFT step budget below this is the run's limit (its held-out probe is spread over the steps);
+# An SFT step budget below this is the run's limit (its validation probe is spread over the steps);
 # at or above it the minutes are (the probe is spread over the time).
 STEP_LIMITED_BELOW = 100000
+# What an observation keeps for the state prompt and the table (the rest of a reply is not read).
+OBS_KEYS = ("task_type", "instruction", "visible_documents", "revealed_artifacts", "pending_events", "max_steps", "step_count")
+Step = Tuple[Dict[str, Any], LedgerView, Table, Dict[str, Any]]
 
 
 # ---------------------------------------------------------------------------- data
 
 
-def replay_pairs(records: Sequence[Dict[str, Any]]) -> List[List[Tuple[Dict[str, Any], EvidenceLedger, Table, Dict[str, Any]]]]:
-    """Each submitted teacher episode replayed in process: ``[(obs, ledger snapshot, table, action)]``."""
-    from ..native import ControlBenchEnv, EnvError
+def replay_pairs(episodes: Sequence[Dict[str, Any]]) -> List[List[Step]]:
+    """Each submitted teacher episode (``{"reset", "trajectory"}``, :func:`.tasks.play_agent`)
+    replayed in process: ``[(observation, ledger view, table, action)]`` per step."""
+    from ..native import ControlBenchEnv
 
     out = []
-    for rec in records:
+    for rec in episodes:
         traj = rec.get("trajectory") or []
         if not traj or traj[-1].get("action_type") != "submit_decision":
             continue
         ep = []
-        try:
-            for envelope, led, a in replay_ledgers(ControlBenchEnv(), rec["case_id"], traj):
-                obs = envelope["observation"]
-                ep.append((obs, copy.deepcopy(led), Table(obs, led), {"action_type": a["action_type"], "payload": a["payload"]}))
-        except EnvError:
-            continue  # a case this process's pool does not hold
+        for envelope, view, a in replay_ledgers(ControlBenchEnv(), rec["reset"], traj):
+            obs = {k: envelope["observation"].get(k) for k in OBS_KEYS}
+            ep.append((obs, view, Table(obs, view), {"action_type": a["action_type"], "payload": a["payload"]}))
         out.append(ep)
     return out
 
 
-def build_rows(episodes: Sequence[Sequence[Tuple[Any, EvidenceLedger, Table, Dict[str, Any]]]], schema: Schema) -> Tuple[List[Tuple[List[str], List[str]]], Dict[str, Any]]:
+def build_rows(episodes: Sequence[Sequence[Step]], schema: Schema) -> Tuple[List[Tuple[List[str], List[str]]], Dict[str, Any]]:
     """(state tokens, action tokens) rows and their coverage / length figures."""
     rows, skipped = [], 0
     sizes: List[int] = []
     for ep in episodes:
         played: List[List[str]] = []  # tokens
         for obs, led, table, a in ep:
-            table.relabel(schema.labels)
             units = encode(a, table, schema)
             state = state_tokens(obs, led, played, table, schema.arg_labels)
             if units is None:
@@ -86,53 +85,26 @@ def build_rows(episodes: Sequence[Sequence[Tuple[Any, EvidenceLedger, Table, Dic
                   "target_max": acts[-1] if acts else 0, "target_median": acts[len(acts) // 2] if acts else 0}
 
 
-def rows_main(args: Dict[str, Any]) -> Dict[str, Any]:
-    """The compact rows of ``db``'s submitted teacher episodes whose base case is in ``bases``,
-    replayed in this process's pool (a generated quarter of another seed: see :func:`in_quarters`)."""
-    from .ledger import teacher_records
-    from .structured import _base
-
-    schema = Schema.from_json(args["schema"])
-    bases = set(args["bases"])
-    recs = [r for r in teacher_records(Path(args["db"])) if _base(r) in bases]
-    episodes = replay_pairs(recs)
-    rows, info = build_rows(episodes, schema)
-    info.update(episodes=len(episodes), case_ids=sorted({r["case_id"] for r in recs}))
-    return {"rows": rows, "info": info}
-
-
-def quarter_cases(db: Path, bases: Iterable[str]) -> List[str]:
-    """The case ids of a quarter's teacher collection whose base case is in ``bases``."""
-    from .ledger import teacher_records
-    from .structured import _base
-
-    keep = set(bases)
-    return sorted({r["case_id"] for r in teacher_records(Path(db)) if _base(r) in keep})
-
-
 def rl_main(args: Dict[str, Any]) -> Dict[str, Any]:
-    """GRPO from the checkpoint ``init`` on the quarter's cases of the training base cases (this
-    process's pool holds that quarter), saved to ``out``."""
+    """GRPO from the checkpoint ``init`` on ``episodes`` (training draws), saved to ``out``, then
+    scored on the validation episodes (``validation``)."""
     dec = load(Path(args["init"]))
-    ids = quarter_cases(Path(args["db"]), args["bases"])
-    h = grpo(dec, ids, args["iterations"], args["group"], args["batch"], args["temperature"], args["lr"], args["seed"],
-             adv_floor=args.get("adv_floor", 0.0), epochs=args.get("epochs", 1), clip=args.get("clip", 0.2))
+    h = grpo(dec, args["episodes"], args["iterations"], args["group"], args["batch"], args["temperature"], args["lr"], args["seed"],
+             adv_floor=args.get("adv_floor", 0.0), epochs=args.get("epochs", 1), clip=args.get("clip", 0.2), reward=args.get("reward", "score"))
     save(dec, Path(args["out"]))
-    return dict(h, train_cases=len(ids), quarter=args["quarter"])
+    h["validation"] = evaluate(dec, "validation", args["validation"])
+    return dict(h, train_episodes=len(args["episodes"]))
 
 
 def eval_main(args: Dict[str, Any]) -> Dict[str, Any]:
-    """Every checkpoint in ``checkpoints`` scored greedily on the quarter's cases of the held-out
-    base cases (``exclude``: ids already scored elsewhere, the curated cases every pool holds)."""
-    skip = set(args["exclude"])
-    ids = [c for c in quarter_cases(Path(args["db"]), args["bases"]) if c not in skip]
-    return {"case_ids": ids, "per_checkpoint": {str(c): evaluate(load(Path(c)), str(c), ids)["per_case"] for c in args["checkpoints"]}}
+    """The checkpoint ``checkpoint`` scored greedily on ``episodes``."""
+    return evaluate(load(Path(args["checkpoint"])), args["label"], args["episodes"])
 
 
-_MAINS = {"rows": rows_main, "rl": rl_main, "eval": eval_main}
+_MAINS = {"rl": rl_main, "eval": eval_main}
 
 
-def quarter_main(argv: Sequence[str]) -> None:
+def job_main(argv: Sequence[str]) -> None:
     """``KIND ARGS OUT``: one of :data:`_MAINS` on the JSON arguments in ``ARGS``, its result written to ``OUT``."""
     import torch
 
@@ -141,23 +113,23 @@ def quarter_main(argv: Sequence[str]) -> None:
     Path(out).write_text(json.dumps(_MAINS[kind](json.loads(Path(args_path).read_text()))))
 
 
-def in_quarters(jobs: Sequence[Tuple[str, int, Dict[str, Any]]], work: Path, parallel: int = 2) -> List[Dict[str, Any]]:
-    """Run each ``(kind, quarter seed, args)`` in a subprocess whose in-process pool holds that
-    seed's generated quarter (a pool holds one quarter), ``parallel`` at a time; their results in order."""
+def in_processes(jobs: Sequence[Tuple[str, Dict[str, Any]]], work: Path, parallel: int = 2) -> List[Dict[str, Any]]:
+    """Run each ``(kind, args)`` of :data:`_MAINS` in a subprocess, ``parallel`` at a time; their
+    results in order. Any process can replay any episode (a task draw is a pure function of its
+    splits and seed), so the jobs need nothing but their arguments."""
     import os
     import subprocess
     import sys
 
     work.mkdir(parents=True, exist_ok=True)
-    code = "import sys; from ledgershield.training.compact_lm import quarter_main; quarter_main(sys.argv[1:])"
+    code = "import sys; from ledgershield.training.compact_lm import job_main; job_main(sys.argv[1:])"
     running: List[Any] = []
     outs = []
     try:
-        for i, (kind, seed, args) in enumerate(jobs):
-            a, o = work / f"{kind}-{i}-{seed}.args.json", work / f"{kind}-{i}-{seed}.json"
+        for i, (kind, args) in enumerate(jobs):
+            a, o = work / f"{kind}-{i}.args.json", work / f"{kind}-{i}.json"
             a.write_text(json.dumps(args, default=lambda v: sorted(v)))
-            env = dict(os.environ, LEDGERSHIELD_INCLUDE_CONTROLBENCH="1", LEDGERSHIELD_CONTROLBENCH_SEED=str(seed),
-                       PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
             running.append(subprocess.Popen([sys.executable, "-c", code, kind, str(a), str(o)], env=env))
             outs.append(o)
             if len(running) >= parallel:
@@ -171,24 +143,9 @@ def in_quarters(jobs: Sequence[Tuple[str, int, Dict[str, Any]]], work: Path, par
     return [json.loads(o.read_text()) for o in outs]
 
 
-def extra_rows(sources: Sequence[Tuple[Path, int]], schema: Schema, train_bases: Sequence[str], work: Path) -> Tuple[List[Tuple[List[str], List[str]]], Dict[str, Any]]:
-    """Rows from teacher episodes of other generated quarters (``(runs.db, seed)``), each replayed in
-    a subprocess whose in-process pool holds that seed's quarter; only training base cases."""
-    rows: List[Tuple[List[str], List[str]]] = []
-    info: Dict[str, Any] = {"seeds": [], "episodes": 0, "rows": 0, "unexpressed_steps": 0, "case_ids": []}
-    jobs = [("rows", seed, {"db": str(db), "schema": schema.to_json(), "bases": sorted(train_bases)}) for db, seed in sources]
-    for (_db, seed), got in zip(sources, in_quarters(jobs, work)):
-        rows += [(list(a), list(b)) for a, b in got["rows"]]
-        info["seeds"].append(seed)
-        for k in ("episodes", "rows", "unexpressed_steps"):
-            info[k] += got["info"][k]
-        info["case_ids"] += got["info"]["case_ids"]
-    return rows, info
-
-
 def _wait(proc: Any) -> None:
     if proc.wait() != 0:
-        raise RuntimeError(f"a job in another quarter's pool failed ({proc.returncode}): {proc.args[-3:]}")
+        raise RuntimeError(f"a job in a subprocess failed ({proc.returncode}): {proc.args[-3:]}")
 
 
 def build_vocab(rows: Sequence[Tuple[List[str], List[str]]], schema: Schema) -> List[str]:
@@ -197,6 +154,7 @@ def build_vocab(rows: Sequence[Tuple[List[str], List[str]]], schema: Schema) -> 
     vocab += schema.types + list(schema.heads) + ["PAY", "HOLD", "NEEDS_REVIEW", "ESCALATE_FRAUD"]
     for t, fs in schema.fields.items():
         vocab += [f"{f}={lit}" for f, k, info in fs if k == "enum" for lit in info]
+    vocab += line_descriptors()  # every line pointer, seen in training or not
     seen = set(vocab)
     vocab += sorted(t for t, n in c.items() if n >= 2 and t not in seen)
     return list(dict.fromkeys(vocab))
@@ -392,52 +350,54 @@ class Decoder:
         return prefix
 
 
-def play_episode(dec: Decoder, case_id: str, temperature: float = 0.0, rng: Optional[np.random.Generator] = None,
+def play_episode(dec: Decoder, ep: Dict[str, Any], temperature: float = 0.0, rng: Optional[np.random.Generator] = None,
                  trace: Optional[List[Any]] = None) -> Dict[str, Any]:
-    """One episode in process (fresh institution) under constrained decoding."""
+    """One episode (:mod:`.tasks`) in process under constrained decoding; ``trace`` gets each
+    step's decoding trace (for RL), the record each step's dense reward (``rewards``)."""
     from ..native import ControlBenchEnv, EnvError
 
     env = ControlBenchEnv()
-    envelope = env.reset(case_id=case_id, fresh_institution=True)
+    text = env.reset_text(**ep["reset"])
+    envelope = json.loads(text)
     led = EvidenceLedger()
-    led.observe(envelope["observation"])
+    led.absorb(text)
     played: List[List[str]] = []  # tokens (the state prompt's "did" list)
     played_units: List[List[str]] = []  # units (the grammar's no-repeat rule)
     refused = 0
     types: List[str] = []
+    rewards: List[float] = []
     decision = None
     while not envelope.get("done"):
         obs = envelope["observation"]
         native = env.candidates()
-        table = Table(obs, led, native, dec.schema.labels)
+        table = Table(obs, led.view, native)
         steps_left = int(obs.get("max_steps") or 0) - int(obs.get("step_count") or 0)
         ctx = Context(table, dec.schema, played_units, {c["action_type"] for c in native}, steps_left)
-        toks = dec.act(state_tokens(obs, led, played, table, dec.schema.arg_labels), ctx, temperature, rng, trace)
+        toks = dec.act(state_tokens(obs, led.view, played, table, dec.schema.arg_labels), ctx, temperature, rng, trace)
         units = to_units(toks, table)
         a = expand(units, table, dec.schema)
         try:
-            envelope = env.step(a)
+            text = env.step_text(a)
         except EnvError:
             refused += 1
             a = {"action_type": "submit_decision", "payload": {"decision": "NEEDS_REVIEW", "confidence": 0.35, "reason_codes": []}}
-            envelope = env.step(a)
+            text = env.step_text(a)
+        envelope = json.loads(text)
+        rewards.append(float(envelope.get("reward") or 0.0))
         played.append(toks)
         played_units.append(units)
         types.append(a["action_type"])
         if a["action_type"] == "submit_decision":
             decision = a["payload"].get("decision")
-        led.observe(envelope["observation"])
-    info = envelope.get("info") or {}
-    return {"case_id": case_id, "task_type": envelope["observation"].get("task_type"), "final_score": float(info.get("final_score") or 0.0),
-            "result_class": info.get("result_class"), "steps": len(played), "refused": refused,
-            "unsafe_release": bool(info.get("unsafe_release")), "submitted": bool(played) and played[-1][0] == "submit",
-            "decision": decision, "types": types}
+        led.absorb(text)
+    return tasks.finish(ep, env, envelope, len(played), {"refused": refused, "submitted": bool(played) and played[-1][0] == "submit",
+                                                         "decision": decision, "types": types, "rewards": rewards})
 
 
-def evaluate(dec: Decoder, label: str, cases: Sequence[str]) -> Dict[str, Any]:
+def evaluate(dec: Decoder, label: str, episodes: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     from .structured import summarize
 
-    eps = [play_episode(dec, c) for c in cases]
+    eps = [play_episode(dec, e) for e in episodes]
     steps = sum(e["steps"] for e in eps)
     m = summarize(label, eps, round(1 - sum(e["refused"] for e in eps) / max(steps, 1), 4))
     m["submitted_share"] = round(sum(e["submitted"] for e in eps) / max(len(eps), 1), 4)
@@ -527,13 +487,45 @@ def policy_update(model: Any, opt: Any, samples: Sequence[Tuple[float, List[Any]
     return first
 
 
-def grpo(dec: Decoder, cases: Sequence[str], iterations: int, group: int, batch: int, temperature: float, lr: float, seed: int,
-         eval_fn: Any = None, adv_floor: float = 0.0, epochs: int = 1, clip: float = 0.2) -> Dict[str, Any]:
-    """Group-relative policy optimisation on the LM: per case ``group`` sampled episodes, advantage =
-    (reward - group mean) / max(group std, ``adv_floor``), then :func:`policy_update` (``epochs``
-    clipped steps; 1 is the plain policy gradient of every action token the episodes chose). The
-    floor keeps a group whose rewards differ by a rounding-sized amount from weighing as much as
-    one whose episodes differ in outcome."""
+REWARDS = ("score", "return", "dense")
+
+
+def step_advantages(runs: Sequence[Dict[str, Any]], reward: str = "score", floor: float = 0.0) -> List[np.ndarray]:
+    """Each episode's per-step advantages in one group of episodes of the same case (``runs``:
+    :func:`play_episode` records with their dense ``rewards``).
+
+    * ``score``: GRPO's advantage of the episode's final score, on every step;
+    * ``return``: the same of the episode's return (the sum of its dense rewards: the score less
+      the action costs, ``docs/grading.md``), on every step;
+    * ``dense``: each step's reward-to-go (the dense rewards from that step on) less the group's
+      mean return, over the group's return standard deviation (floored): a step is credited with
+      what followed it only, so an action's own cost or failure falls on it and the steps before,
+      not on the steps after.
+
+    A group whose values do not differ gives zeros (no gradient)."""
+    if reward not in REWARDS:
+        raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
+    if reward == "score":
+        adv = group_advantages([r["final_score"] for r in runs], floor)
+        return [np.full(len(r["rewards"]), a) for r, a in zip(runs, adv)]
+    returns = np.array([sum(r["rewards"]) for r in runs], dtype=float)
+    if reward == "return":
+        adv = group_advantages(returns, floor)
+        return [np.full(len(r["rewards"]), a) for r, a in zip(runs, adv)]
+    scale = max(float(returns.std()), floor) + 1e-6
+    if returns.std() < 1e-9:
+        return [np.zeros(len(r["rewards"])) for r in runs]
+    return [(np.cumsum(np.asarray(r["rewards"], dtype=float)[::-1])[::-1] - returns.mean()) / scale for r in runs]
+
+
+def grpo(dec: Decoder, episodes: Sequence[Dict[str, Any]], iterations: int, group: int, batch: int, temperature: float, lr: float, seed: int,
+         eval_fn: Any = None, adv_floor: float = 0.0, epochs: int = 1, clip: float = 0.2, reward: str = "score") -> Dict[str, Any]:
+    """Group-relative policy optimisation on the LM: per training episode ``group`` sampled
+    episodes, per-step advantages by :func:`step_advantages` (``reward``: the final score, the
+    return, or the dense rewards to go), then :func:`policy_update` (``epochs`` clipped steps; 1
+    is the plain policy gradient of every action token the episodes chose). The floor keeps a
+    group whose rewards differ by a rounding-sized amount from weighing as much as one whose
+    episodes differ in outcome."""
     import torch
 
     if epochs < 1 or not 0.0 < clip < 1.0:
@@ -543,29 +535,30 @@ def grpo(dec: Decoder, cases: Sequence[str], iterations: int, group: int, batch:
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     history = []
     for it in bar(range(iterations), total=iterations, desc=f"compact LM RL seed {seed}"):
-        picked = [cases[int(i)] for i in rng.choice(len(cases), size=min(batch, len(cases)), replace=False)]
-        rewards, zero_var, samples = [], 0, []
-        for c in picked:
-            runs = []
+        picked = [episodes[int(i)] for i in rng.choice(len(episodes), size=min(batch, len(episodes)), replace=False)]
+        scores, returns, zero_var, samples = [], [], 0, []
+        for ep in picked:
+            runs, traces = [], []
             for _ in range(group):
                 tr: List[Any] = []
-                runs.append((play_episode(dec, c, temperature, rng, tr)["final_score"], tr))
-            r = np.array([x for x, _ in runs])
-            rewards += r.tolist()
-            if r.std() < 1e-9:
+                runs.append(play_episode(dec, ep, temperature, rng, tr))
+                traces.append(tr)
+            scores += [r["final_score"] for r in runs]
+            returns += [sum(r["rewards"]) for r in runs]
+            advs = step_advantages(runs, reward, adv_floor)
+            if all(not np.any(a) for a in advs):
                 zero_var += 1
                 continue
-            adv = group_advantages(r, adv_floor)
-            samples += [(float(a), tr) for a, (_, tr) in zip(adv, runs)]
+            samples += [(float(a), [st]) for adv, tr in zip(advs, traces) for a, st in zip(adv, tr)]
         loss_v = policy_update(model, opt, samples, temperature, epochs, clip)
-        h = {"iteration": it + 1, "mean_reward": round(float(np.mean(rewards)), 4), "reward_std": round(float(np.std(rewards)), 4),
-             "zero_variance_groups": zero_var, "groups": len(picked), "loss": round(loss_v, 5)}
+        h = {"iteration": it + 1, "mean_reward": round(float(np.mean(scores)), 4), "reward_std": round(float(np.std(scores)), 4),
+             "mean_return": round(float(np.mean(returns)), 4), "zero_variance_groups": zero_var, "groups": len(picked), "loss": round(loss_v, 5)}
         if eval_fn is not None:
             h["held_out"] = eval_fn(dec)
         history.append(h)
     zv = sum(h["zero_variance_groups"] for h in history) / max(sum(h["groups"] for h in history), 1)
     return {"history": history, "zero_variance_share": round(zv, 4), "seed": seed, "temperature": temperature, "group": group, "lr": lr,
-            "epochs": epochs, "clip": clip}
+            "epochs": epochs, "clip": clip, "reward": reward}
 
 
 def paired_delta(before: Dict[str, Any], after: Dict[str, Any]) -> Tuple[float, float]:
@@ -613,139 +606,124 @@ def load(path: Path) -> Decoder:
     return Decoder(model, Coder(meta["vocab"]), Schema.from_json(meta["schema"]))
 
 
-def rl_stage(out: Path, held: Sequence[str], sft_row: Dict[str, Any], train_ids: Sequence[str], train_bases: Sequence[str],
-             eval_bases: Sequence[str], cfg: Dict[str, Any], rl_quarters: Sequence[Tuple[Path, int]] = (),
-             held_quarters: Sequence[Tuple[Path, int]] = ()) -> Dict[str, Any]:
-    """GRPO from the SFT checkpoint (``out/sft``) over ``cfg["seeds"]`` seeds, each checkpoint scored
-    on the held-out episodes ``held`` and, with ``held_quarters``, on a wider held-out set.
+def _selected(rows: Dict[str, Dict[str, Any]]) -> str:
+    """The checkpoint with the best validation macro mean (ties: the first listed)."""
+    return max(rows, key=lambda k: (rows[k]["macro"], -list(rows).index(k)))
 
-    With ``rl_quarters``, seed ``i`` trains on the cases of the training base cases in quarter
-    ``rl_quarters[i % n]`` (generated values the SFT data never showed: on its own training
-    episodes the SFT policy is near its teacher and most groups have no reward variance), in a
-    subprocess holding that quarter; without, in process on ``train_ids``. The wider held-out set
-    adds the held-out base cases' episodes of every quarter in ``held_quarters`` to ``held`` (no
-    stage trains on a held-out base case), and the improvement verdict is judged on it: more
-    episodes, a paired interval that a one-case change cannot move."""
-    from .structured import bootstrap_ci
 
-    n = int(cfg["seeds"])
+def rl_stage(out: Path, sft_val: Dict[str, Any], sft_test: Dict[str, Any], validation: Sequence[Dict[str, Any]],
+             test: Sequence[Dict[str, Any]], cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """GRPO from the SFT checkpoint (``out/sft``) for every reward in ``cfg["rewards"]`` over
+    ``cfg["seeds"]`` seeds, in subprocesses. Seed ``i`` trains on its own training draws (seeds
+    of the ``train`` set that neither SFT nor another seed uses), the same for every reward, so
+    the rewards are compared paired; each checkpoint is scored on the validation episodes (for
+    the choice) and on the test episodes. The improvement verdict of each reward is judged on the
+    test episodes, paired against the SFT checkpoint; the dense rewards' gain over the terminal
+    score is the paired change between the two on the same seeds."""
+    n, rewards = int(cfg["seeds"]), list(cfg.get("rewards") or ["score"])
     knobs = dict({k: cfg[k] for k in ("iterations", "group", "batch", "temperature", "lr")}, adv_floor=cfg.get("adv_floor", 0.0),
                  epochs=cfg.get("epochs", 1), clip=cfg.get("clip", 0.2))
-    if rl_quarters:
-        jobs = [("rl", q, dict(knobs, init=str(out / "sft"), db=str(db), bases=list(train_bases), out=str(out / f"rl-s{i}"), seed=i, quarter=q))
-                for i, (db, q) in ((i, rl_quarters[i % len(rl_quarters)]) for i in range(n))]
-        hist = in_quarters(jobs, out / "quarters", parallel=int(cfg.get("parallel", 2)))
-    else:
-        hist = []
-        for i in range(n):
-            dec = load(out / "sft")
-            hist.append(dict(grpo(dec, train_ids, knobs["iterations"], knobs["group"], knobs["batch"], knobs["temperature"], knobs["lr"], i,
-                                  adv_floor=knobs["adv_floor"], epochs=knobs["epochs"], clip=knobs["clip"]),
-                             train_cases=len(train_ids), quarter=None))
-            save(dec, out / f"rl-s{i}")
-    rows, runs = [], []
-    for i, h in enumerate(hist):
-        m = evaluate(load(out / f"rl-s{i}"), f"compact-lm-rl-s{i}", held)
-        rows.append(m)
-        runs.append({"seed": i, "quarter": h["quarter"], "train_cases": h["train_cases"], "held_out_mean": m["mean_score"], "ci95": m["ci95"],
-                     "parse_success": m["parse_success"], "zero_variance_share": h["zero_variance_share"], "history": h["history"],
-                     "per_family": m["per_family"]})
-    means = [r["held_out_mean"] for r in runs]
-    deltas = [round(x - sft_row["mean_score"], 4) for x in means]
-    paired = [paired_delta(sft_row, m) for m in rows]
-    wide = None
-    if held_quarters and n:
-        names = ["sft"] + [f"rl-s{i}" for i in range(n)]
-        per = {k: dict(r["per_case"]) for k, r in zip(names, [sft_row] + rows)}
-        jobs = [("eval", q, {"checkpoints": [str(out / k) for k in names], "db": str(db), "bases": list(eval_bases), "exclude": list(held)})
-                for db, q in held_quarters]
-        for (_db, q), got in zip(held_quarters, in_quarters(jobs, out / "quarters")):
-            for k in names:
-                per[k].update({f"{q}:{c}": v for c, v in got["per_checkpoint"][str(out / k)].items()})
-        mean = {k: round(float(np.mean(list(v.values()))), 4) for k, v in per.items()}
-        w_deltas = [round(mean[k] - mean["sft"], 4) for k in names[1:]]
-        w_paired = [paired_delta({"per_case": per["sft"]}, {"per_case": per[k]}) for k in names[1:]]
-        wide = {"episodes": len(per["sft"]), "quarters": [q for _, q in held_quarters], "sft_mean": mean["sft"],
-                "means": [mean[k] for k in names[1:]], "deltas": w_deltas, "paired_delta_ci95": w_paired,
-                "sft_ci95": bootstrap_ci(list(per["sft"].values()))}
-    verdict = improvement_verdict(wide["deltas"], wide["paired_delta_ci95"]) if wide else improvement_verdict(deltas, paired)
-    verdict["judged_on"] = f"{wide['episodes']} held-out episodes (this quarter and {len(held_quarters)} more)" if wide else f"{len(held)} held-out episodes"
-    return dict(knobs, seeds=n, quarters=[q for _, q in rl_quarters], held_out_means=means, deltas=deltas, paired_delta_ci95=paired,
-                wide=wide, improves=verdict, mean=round(float(np.mean(means)), 4) if means else None,
-                std=round(float(np.std(means)), 4) if means else None, zero_variance_share=[r["zero_variance_share"] for r in runs],
-                runs=runs, rows=rows)
+    names = [f"rl-{r}-s{i}" for r in rewards for i in range(n)]
+    jobs = [("rl", dict(knobs, init=str(out / "sft"), out=str(out / f"rl-{r}-s{i}"), seed=i, reward=r, validation=list(validation),
+                        episodes=tasks.episodes("train", int(cfg["episodes"]), tasks.RL_SEED_OFFSET + 10_000 * i)))
+            for r in rewards for i in range(n)]
+    hist = in_processes(jobs, out / "jobs", parallel=int(cfg.get("parallel", 2)))
+    tests = in_processes([("eval", {"checkpoint": str(out / k), "label": f"compact-lm-{k}", "episodes": list(test)}) for k in names],
+                         out / "jobs", parallel=int(cfg.get("parallel", 2)))
+    runs = []
+    for k, h, t in zip(names, hist, tests):
+        runs.append({"name": k, "reward": h["reward"], "seed": h["seed"], "train_episodes": h["train_episodes"], "history": h["history"],
+                     "zero_variance_share": h["zero_variance_share"], "validation": _figures(h["validation"]), "test": _figures(t),
+                     "test_row": t, "delta": round(t["macro"] - sft_test["macro"], 4), "paired_delta_ci95": paired_delta(sft_test, t)})
+    by_reward = {}
+    for r in rewards:
+        rs = [x for x in runs if x["reward"] == r]
+        v = improvement_verdict([x["delta"] for x in rs], [x["paired_delta_ci95"] for x in rs])
+        v["judged_on"] = f"{len(test)} test episodes, paired per episode against the SFT checkpoint"
+        by_reward[r] = {"test_macro": [x["test"]["macro"] for x in rs], "validation_macro": [x["validation"]["macro"] for x in rs],
+                        "deltas": [x["delta"] for x in rs], "paired_delta_ci95": [x["paired_delta_ci95"] for x in rs], "improves": v,
+                        "zero_variance_share": [x["zero_variance_share"] for x in rs]}
+    dense_gain = None
+    if "score" in rewards and "dense" in rewards:
+        pairs = [(a, b) for a in runs if a["reward"] == "score" for b in runs if b["reward"] == "dense" and b["seed"] == a["seed"]]
+        dense_gain = {"test_deltas": [round(b["test"]["macro"] - a["test"]["macro"], 4) for a, b in pairs],
+                      "validation_deltas": [round(b["validation"]["macro"] - a["validation"]["macro"], 4) for a, b in pairs],
+                      "paired_delta_ci95": [paired_delta(a["test_row"], b["test_row"]) for a, b in pairs],
+                      "zero_variance_share": {"score": by_reward["score"]["zero_variance_share"], "dense": by_reward["dense"]["zero_variance_share"]}}
+        dense_gain["verdict"] = improvement_verdict(dense_gain["test_deltas"], dense_gain["paired_delta_ci95"])
+    val = {"sft": sft_val, **{x["name"]: x["validation"] for x in runs}}
+    chosen = _selected(val)
+    return dict(knobs, seeds=n, rewards=rewards, by_reward=by_reward, dense_vs_score=dense_gain, selected=chosen,
+                selected_test=(sft_test if chosen == "sft" else next(x["test_row"] for x in runs if x["name"] == chosen)),
+                zero_variance_share=[x["zero_variance_share"] for x in runs],
+                runs=[{k: v for k, v in x.items() if k != "test_row"} for x in runs], rows=[x["test_row"] for x in runs])
+
+
+def _figures(m: Dict[str, Any]) -> Dict[str, Any]:
+    """A summary row's headline figures."""
+    return {k: m.get(k) for k in ("macro", "macro_ci95", "macro_templates", "macro_generators", "mean_score", "parse_success", "episodes")}
 
 
 # ---------------------------------------------------------------------------- the pipeline stage
 
 
-def compact_lm_stage(data: Path, out: Path, held_ids: Sequence[str], lr: float = 3e-3, minutes: float = 6.0, max_steps: int = 100000,
-                     batch: int = 16, dim: int = 128, layers: int = 4, heads: int = 4, rl_seeds: int = 3, rl_iterations: int = 4,
-                     rl_group: int = 4, rl_batch: int = 8, rl_temperature: float = 1.0, rl_lr: float = 3e-4, sft_evals: int = 5,
-                     threads: int = 1, extra: Sequence[Tuple[Path, int]] = (), rl_quarters: Sequence[Tuple[Path, int]] = (),
-                     held_quarters: Sequence[Tuple[Path, int]] = (), label_smoothing: float = 0.0, rl_adv_floor: float = 0.0,
-                     rl_epochs: int = 1, rl_clip: float = 0.2, rl_parallel: int = 2, schedule_steps: int = 0) -> Dict[str, Any]:
-    """SFT from random weights on the training split's replayed teacher steps, held-out
-    evaluation under constraint of the SFT checkpoint and of GRPO over ``rl_seeds`` seeds
-    (:func:`rl_stage`; ``rl_quarters`` and ``held_quarters``: ``(runs.db, seed)`` of other
-    generated quarters, for RL's training cases and for a wider held-out set)."""
+def compact_lm_stage(out: Path, train: Sequence[Dict[str, Any]], validation: Sequence[Dict[str, Any]], test: Sequence[Dict[str, Any]],
+                     lr: float = 3e-3, minutes: float = 0.0, max_steps: int = 1500, batch: int = 16, dim: int = 128, layers: int = 4,
+                     heads: int = 4, sft_evals: int = 5, threads: int = 1, label_smoothing: float = 0.0, schedule_steps: int = 0,
+                     rl: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """SFT from random weights on the replayed teacher steps of ``train`` (recorded episodes of
+    the training draws), the checkpoint chosen on ``validation`` among the probe checkpoints, then
+    GRPO (:func:`rl_stage`, ``rl``: its configuration, ``None`` for none); every checkpoint scored
+    on ``test`` once."""
     import torch
-
-    from .ledger import teacher_records
-    from .structured import _base, replayable
 
     torch.set_num_threads(threads)
     out.mkdir(parents=True, exist_ok=True)
     t_cpu, t_wall = time.process_time(), time.monotonic()
-    split = json.loads((data / "split.json").read_text())
-    train_bases = set(split["train_base_cases"])
-    recs = [r for r in teacher_records(data / "runs.db") if _base(r) in train_bases]
-    episodes = replay_pairs(recs)
+    episodes = replay_pairs(train)
     schema = Schema.learn([(tb, a) for ep in episodes for _, _, tb, a in ep])
-    schema.labels = generic_labels([ep[-1][2] for ep in episodes if ep])  # each episode's last table: every line it read
     rows, rows_info = build_rows(episodes, schema)
-    held = list(held_ids)
-    extra_info = None
-    if extra:  # teacher episodes of other quarters' training base cases (never a held-out one)
-        more, extra_info = extra_rows(extra, schema, sorted(train_bases), out / "extra")
-        assert not set(extra_info["case_ids"]) & set(held), "an extra episode is a held-out one"
-        rows += more
-        extra_info = {k: v for k, v in extra_info.items() if k != "case_ids"}
     vocab = build_vocab(rows, schema)
     coder = Coder(vocab)
     model = make_model(len(vocab), dim, layers, heads)
     dec = Decoder(model, coder, schema)
-    probe = held[:: max(1, len(held) // 12)][:12]  # a fixed held-out subset for the learning curve
     prep_s = round(time.monotonic() - t_wall, 1)
+    kept: Dict[str, Any] = {}
 
     def curve_eval(m: Any) -> Dict[str, Any]:
-        r = evaluate(Decoder(m, coder, schema), "probe", probe)
-        return {"mean_score": r["mean_score"], "parse_success": r["parse_success"], "episodes": r["episodes"]}
+        r = evaluate(Decoder(m, coder, schema), "probe", validation)
+        kept[r["macro"]] = kept.get(r["macro"]) or {k: v.detach().clone() for k, v in m.state_dict().items()}
+        return {"macro": r["macro"], "mean_score": r["mean_score"], "parse_success": r["parse_success"], "episodes": r["episodes"]}
 
-    start = curve_eval(model) if sft_evals else {"mean_score": 0.0, "parse_success": 0.0, "episodes": 0}
-    # the probe's checkpoints: evenly over the steps when the run is step-limited, else over the minutes
+    start = curve_eval(model) if sft_evals else {"macro": 0.0, "mean_score": 0.0, "parse_success": 0.0, "episodes": 0}
+    kept.clear()  # random weights are not a candidate
     by_steps = sft_evals and max_steps < STEP_LIMITED_BELOW
     every = 60 * minutes / (sft_evals + 1) if sft_evals and minutes and not by_steps else 0.0
-    every_steps = max(1, max_steps // (sft_evals + 1)) if by_steps else 0
+    every_steps = max(1, max_steps // sft_evals) if by_steps else 0
     s = sft(model, coder, rows, lr, minutes, max_steps, batch, eval_fn=curve_eval if every or every_steps else None, eval_every_s=every,
             label_smoothing=label_smoothing, eval_every_steps=every_steps, schedule_steps=schedule_steps)
+    if not s["evals"] or s["evals"][-1]["step"] != s["steps"]:  # the last step is always a candidate
+        model.eval()
+        s["evals"].append(dict(curve_eval(model), step=s["steps"], wall_s=s["wall_s"]))
+    best = max(s["evals"], key=lambda e: e["macro"])
+    model.load_state_dict(kept[best["macro"]])
+    model.eval()
     save(dec, out / "sft")
-    sft_row = evaluate(dec, "compact-lm-sft", held)
-    rl = rl_stage(out, held, sft_row, replayable(sorted({r["case_id"] for r in recs})), sorted(train_bases), split["eval_base_cases"],
-                  dict(seeds=rl_seeds, iterations=rl_iterations, group=rl_group, batch=rl_batch, temperature=rl_temperature, lr=rl_lr,
-                       adv_floor=rl_adv_floor, epochs=rl_epochs, clip=rl_clip, parallel=rl_parallel),
-                  rl_quarters, held_quarters)
-    summary = {"params": n_params(model), "vocab": len(vocab), "config": model.config, "rows": rows_info, "extra_rows": extra_info,
-               "threads": threads, "schema_types": len(schema.types),
-               "schema_heads": len(schema.heads), "train_episodes": len(episodes), "held_out_episodes": len(held), "prep_s": prep_s,
+    sft_val = evaluate(dec, "compact-lm-sft (validation)", validation)
+    sft_test = evaluate(dec, "compact-lm-sft", test)
+    rl_out = rl_stage(out, sft_val, sft_test, validation, test, rl) if rl and int(rl.get("seeds", 0)) > 0 else None
+    summary = {"params": n_params(model), "vocab": len(vocab), "config": model.config, "rows": rows_info, "threads": threads,
+               "schema_types": len(schema.types), "schema_heads": len(schema.heads), "train_episodes": len(episodes),
+               "validation_episodes": len(validation), "test_episodes": len(test), "prep_s": prep_s,
                "sft": {"steps": s["steps"], "wall_s": s["wall_s"], "loss_first": s["history"][0]["loss"] if s["history"] else None,
                        "loss_last": s["history"][-1]["loss"] if s["history"] else None, "lr": lr, "batch": batch, "minutes": minutes,
-                       "label_smoothing": label_smoothing, "schedule_steps": schedule_steps},
-               "sft_history": s["history"], "sft_curve": s["evals"], "sft_curve_start": start, "probe_cases": probe,
-               "sft_held_out": sft_row["mean_score"], "sft_ci95": sft_row["ci95"], "sft_parse_success_under_constraint": sft_row["parse_success"],
-               "sft_submitted_share": sft_row["submitted_share"],
-               "rl": {k: v for k, v in rl.items() if k != "rows"},
-               "matrix": [sft_row] + rl["rows"],
+                       "label_smoothing": label_smoothing, "schedule_steps": schedule_steps, "chosen_step": best["step"],
+                       "chosen_validation_macro": best["macro"]},
+               "sft_history": s["history"], "sft_curve": s["evals"], "sft_curve_start": start,
+               "sft_validation": _figures(sft_val), "sft_test": _figures(sft_test), "sft_held_out": sft_test["macro"],
+               "sft_parse_success_under_constraint": sft_test["parse_success"], "sft_submitted_share": sft_test["submitted_share"],
+               "rl": {k: v for k, v in rl_out.items() if k != "rows"} if rl_out else None,
+               "matrix": [sft_test] + (rl_out["rows"] if rl_out else []),
                "cpu_s": round(time.process_time() - t_cpu, 1), "wall_s": round(time.monotonic() - t_wall, 1)}
     (out / "compact_lm_summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary

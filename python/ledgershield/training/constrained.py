@@ -6,15 +6,16 @@ success under constraint" is the share of steps the environment accepted). The c
 the native environment's (``ControlBenchEnv.candidates()``: OCR of every document, email
 threads, the policy, the available interventions, a submission per decision) plus the lookups the
 evidence ledger makes possible (``lookup_vendor``/``lookup_vendor_history`` for each vendor key
-revealed, ``lookup_po``/``lookup_receipt`` for each PO / receipt id, ``compare_bank_account`` for
-each revealed vendor key and bank account). A candidate's score is the mean log-probability of its
+revealed, ``lookup_po``/``lookup_receipt`` for each PO / receipt id a line or a record shows,
+``compare_bank_account`` for each revealed vendor key and bank account). A candidate's score is the mean log-probability of its
 action text (the training targets' form: compact sorted ASCII JSON) after the chat-formatted prompt.
 
 The prompt is the ``llm`` agent's step prompt (:func:`step_prompt`, a port of
 ``ls_agents::llm::step_prompt``, byte-equal on the recorded teacher prompts: tested), followed by
-the evidence ledger when ``with_ledger`` (:func:`.ledger.ledger_prompt`). :func:`ledger_rows`
-writes SFT rows in that protocol from replayed teacher episodes, with the certificate and the
-counterfactual dropped from the targets (the environment grades their absence).
+the evidence ledger when ``with_ledger`` (:func:`.ledger.ledger_prompt`: the Rust ledger's text,
+inserted as the Rust agent's ``--llm-ledger`` inserts it). :func:`ledger_rows` writes SFT rows in
+that protocol from replayed teacher episodes, with the certificate and the counterfactual dropped
+from the targets (the environment grades their absence).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Tuple
 
-from .ledger import EvidenceLedger, ledger_prompt, loads, replay_ledgers
+from .ledger import EvidenceLedger, LedgerView, ledger_prompt, loads, replay_ledgers, reset_of
 
 MAX_RESULT_CHARS = 3000
 MAX_HISTORY = 24
@@ -70,17 +71,18 @@ def strip_certificate(action: Dict[str, Any]) -> Dict[str, Any]:
     return {"action_type": action["action_type"], "payload": {k: v for k, v in action["payload"].items() if k not in CERTIFICATE_KEYS}}
 
 
-def candidates(native: List[Dict[str, Any]], led: EvidenceLedger) -> List[Dict[str, Any]]:
+def candidates(native: List[Dict[str, Any]], led: LedgerView) -> List[Dict[str, Any]]:
     """The native candidates plus the ledger's lookups (each once, in a stable order)."""
     out = list(native)
-    vendors = led.ids.get("vendor_key", [])
-    accounts = [a for k in ("bank_account", "proposed_bank_account") for a in led.ids.get(k, [])]
+    ids = led.ids
+    vendors = ids.get("vendor_key", [])
+    accounts = ids.get("bank_account", [])
     for v in vendors:
         out.append({"action_type": "lookup_vendor", "payload": {"vendor_key": v}})
         out.append({"action_type": "lookup_vendor_history", "payload": {"vendor_key": v}})
         out += [{"action_type": "compare_bank_account", "payload": {"vendor_key": v, "proposed_bank_account": a}} for a in dict.fromkeys(accounts)]
-    out += [{"action_type": "lookup_po", "payload": {"po_id": p}} for p in led.ids.get("po_id", [])]
-    out += [{"action_type": "lookup_receipt", "payload": {"receipt_id": r}} for r in led.ids.get("receipt_id", [])]
+    out += [{"action_type": "lookup_po", "payload": {"po_id": p}} for p in ids.get("po_id", [])]
+    out += [{"action_type": "lookup_receipt", "payload": {"receipt_id": r}} for r in ids.get("receipt_id", [])]
     seen, uniq = set(), []
     for c in out:
         k = action_text(c)
@@ -125,37 +127,40 @@ class CandidateScorer:
         return max(range(len(cands)), key=lambda i: scores[i])
 
 
-def play_lm_episode(scorer: CandidateScorer, case_id: str, with_ledger: bool = True) -> Dict[str, Any]:
+def play_lm_episode(scorer: CandidateScorer, ep: Dict[str, Any], with_ledger: bool = True) -> Dict[str, Any]:
+    """One episode (:mod:`.tasks`) under candidate-constrained decoding."""
     from ..native import ControlBenchEnv, EnvError
+    from .tasks import finish
 
     env = ControlBenchEnv()
-    envelope = loads(env.reset_text(case_id=case_id, fresh_institution=True))
+    text = env.reset_text(**ep["reset"])
+    envelope = loads(text)
     led = EvidenceLedger()
+    led.absorb(text)
     history: List[str] = []
     steps = refused = 0
     while not envelope.get("done"):
         obs = envelope["observation"]
         prompt = step_prompt(obs, history)
         if with_ledger:
-            prompt = ledger_prompt(prompt, led)
-        cands = candidates(env.candidates(), led)
+            prompt = ledger_prompt(prompt, led.view)
+        cands = candidates(env.candidates(), led.view)
         a = cands[scorer.choose(prompt, cands)]
         try:
-            envelope = loads(env.step_text(a))
+            text = env.step_text(a)
         except EnvError:
             refused += 1
-            envelope = loads(env.step_text({"action_type": "submit_decision", "payload": {"decision": "NEEDS_REVIEW", "confidence": 0.35, "reason_codes": []}}))
+            text = env.step_text({"action_type": "submit_decision", "payload": {"decision": "NEEDS_REVIEW", "confidence": 0.35, "reason_codes": []}})
+        envelope = loads(text)
         steps += 1
         history.append(a["action_type"])
-        led.observe(envelope["observation"])
-    info = envelope.get("info") or {}
-    return {"case_id": case_id, "task_type": envelope["observation"].get("task_type"), "final_score": float(info.get("final_score") or 0.0),
-            "result_class": info.get("result_class"), "steps": steps, "refused": refused}
+        led.absorb(text)
+    return finish(ep, env, envelope, steps, {"refused": refused})
 
 
-def evaluate_lm(model_dir: str, label: str, cases: List[str], system: str, with_ledger: bool = True) -> Dict[str, Any]:
-    """A checkpoint under candidate-constrained decoding on ``cases`` (the structured stage's
-    held-out split), summarised like the structured policies."""
+def evaluate_lm(model_dir: str, label: str, cases: List[Dict[str, Any]], system: str, with_ledger: bool = True) -> Dict[str, Any]:
+    """A checkpoint under candidate-constrained decoding on ``cases`` (test episodes of the
+    task distribution), summarised like the structured policies."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from .structured import summarize
@@ -170,8 +175,9 @@ def evaluate_lm(model_dir: str, label: str, cases: List[str], system: str, with_
 
 def ledger_rows(records: Iterable[Dict[str, Any]], out: Path, system: str, tokenizer: Any = None) -> Dict[str, Any]:
     """SFT rows (``[system, user = step prompt + ledger] -> assistant = action``, certificate
-    dropped) from replayed teacher episodes; returns their count and target / prompt lengths."""
-    from ..native import ControlBenchEnv, EnvError
+    dropped) from replayed teacher episodes (``{"reset", "trajectory"}``); returns their count
+    and target / prompt lengths."""
+    from ..native import ControlBenchEnv
 
     rows = 0
     target_len: List[int] = []
@@ -182,20 +188,18 @@ def ledger_rows(records: Iterable[Dict[str, Any]], out: Path, system: str, token
             if not traj or traj[-1].get("action_type") != "submit_decision":
                 continue
             history: List[str] = []
-            try:
-                for envelope, led, a in replay_ledgers(ControlBenchEnv(), rec["case_id"], traj):
-                    prompt = ledger_prompt(step_prompt(envelope["observation"], history), led)
-                    target = action_text(strip_certificate(a))
-                    f.write(json.dumps({"prompt": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
-                                        "completion": [{"role": "assistant", "content": target}],
-                                        "metadata": {"case_id": rec["case_id"], "action_type": a["action_type"]}}) + "\n")
-                    rows += 1
-                    n = (lambda t: len(tokenizer(t)["input_ids"])) if tokenizer is not None else len
-                    target_len.append(n(target))
-                    prompt_len.append(n(prompt))
-                    history.append(a["action_type"])
-            except EnvError:
-                continue
+            for envelope, led, a in replay_ledgers(ControlBenchEnv(), rec["reset"], traj):
+                prompt = ledger_prompt(step_prompt(envelope["observation"], history), led)
+                target = action_text(strip_certificate(a))
+                f.write(json.dumps({"prompt": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+                                    "completion": [{"role": "assistant", "content": target}],
+                                    "metadata": {"case_id": envelope["observation"]["case_id"], "reset": rec["reset"],
+                                                 "action_type": a["action_type"]}}) + "\n")
+                rows += 1
+                n = (lambda t: len(tokenizer(t)["input_ids"])) if tokenizer is not None else len
+                target_len.append(n(target))
+                prompt_len.append(n(prompt))
+                history.append(a["action_type"])
     target_len.sort()
     prompt_len.sort()
     pick = (lambda xs, q: xs[min(len(xs) - 1, int(q * (len(xs) - 1)))] if xs else 0)
@@ -218,7 +222,7 @@ def prompt_matches(records: Iterable[Dict[str, Any]]) -> Tuple[int, int]:
     for rec in records:
         history: List[str] = []
         try:
-            for envelope, _led, a in replay_ledgers(ControlBenchEnv(), rec["case_id"], rec.get("trajectory") or []):
+            for envelope, _led, a in replay_ledgers(ControlBenchEnv(), reset_of(rec), rec.get("trajectory") or []):
                 tot += 1
                 eq += step_prompt(envelope["observation"], history) == a.get("prompt")
                 history.append(a["action_type"])

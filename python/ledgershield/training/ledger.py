@@ -1,261 +1,220 @@
-"""The evidence ledger: what an episode has revealed so far, compact enough to ride in every step
-prompt, so that a submission can be written from the current prompt alone.
+"""The evidence ledger for the training code: a thin wrapper over the Rust ledger.
 
-A step prompt shows only the last tool result; a submission cites ids (token ids, vendor keys,
-PO and receipt numbers, ledger ids) revealed many steps earlier. :class:`EvidenceLedger` folds
-every observation of an episode into
+One ledger folds an episode's replies for every consumer: the Rust agents' prompts, the
+structured observation and this package (``ls_rl::Ledger``, bound as
+``ledgershield._native.EvidenceLedger``). Nothing is folded here: :class:`EvidenceLedger` hands
+each reply's JSON text to the Rust ledger and reads back its rows (:class:`LedgerView`), each a
+thing the agent saw (a catalogue document, an OCR line with the token it came from, an e-mail
+thread's header, a vendor master record, a history change, a bank comparison, a ledger hit, a PO
+or receipt record, a delivered artifact) with its class (the field a line shows: ``po_id``,
+``total``, ``bank_account``, ...), its value, the reference a submission cites it by and its
+relations to the other rows (``matches_po``, ``differs_from_master``, ``ledger_exact``, ...,
+computed from revealed rows only).
 
-* ``ids``: identifier fields revealed so far (``vendor_key``, ``po_id``, ``receipt_id``, ledger
-  ids, thread ids, invoice numbers, bank accounts, ...), each value once;
-* ``values``: amounts and verdicts (``total``, ``match``, ``exact_duplicate_count``, ...);
-* ``ocr``: OCR lines (from ``ocr``/``zoom``) as ``token_id text [x0,y0,x1,y1]`` under their
-  document and page, each token once (a later pass of the same document replaces text);
-* ``signals``: the observed risk signals.
-
-:meth:`EvidenceLedger.render` is the compact text (a few hundred tokens on most cases);
-:func:`cited_ids` lists the ids a submission cites, for the self-sufficiency measure
-(:func:`covered`).
+:meth:`LedgerView.render` is the Rust text (one line per row with its flags and citation:
+``[7] line po_id (INV-D-001 d001-t46): PO: PO-2048``), so a step prompt carrying it lets a
+submission be written from the current prompt alone (:func:`covered`, measured by
+:func:`measure`). The views below (ids by key, the facts, the letterheads) are read-only
+projections of those rows for the pointer policies.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from decimal import Decimal
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-# Keys whose scalar values are identifiers a submission may cite.
-ID_KEYS = re.compile(r"(^|_)(id|ids|key|number|account|thread|links?)$|^(vendor_key|po_id|receipt_id|ledger_id|invoice_id|thread_id|artifact_id|doc_id|bank_account|proposed_bank_account|approved_bank_account|invoice_number)$")
-VALUE_KEYS = re.compile(r"(amount|total|subtotal|tax|count|match|matched|score|status|verdict|approved|currency|date|days|risk|spoof|urgency)", re.I)
-SKIP_KEYS = {"tool_name", "control_boundary", "reward_model", "cost", "novel_signal_count", "scope", "message", "success",
-             "tokens", "focus_tokens", "text_preview", "focus_text", "visual_tokens", "bbox", "page", "mode", "crop_hint"}
-MAX_VALUE_CHARS = 60
-MAX_LINE_CHARS = 56
-# Tools whose verdicts and amounts the ledger keeps (a submission's own grading report is not evidence).
-VALUE_TOOLS = {"lookup_vendor", "lookup_vendor_history", "lookup_po", "lookup_receipt", "search_ledger",
-               "inspect_email_thread", "compare_bank_account", "lookup_policy"}
-# OCR lines kept: those carrying a value (a digit, a `label:`) or a control cue; boilerplate
-# (greetings, addresses without numbers, sign-offs) is dropped.
-CUE = re.compile(r"[0-9]|:|bank|account|urgent|skip|approv|verif|callback|change|override|immediately|confidential|"
-                 r"wire|remit|invoice|payment|release|bypass|new|update|portal|duplicate|resend", re.I)
-BOILERPLATE = re.compile(r"^(To|Cc|Sent|Importance|Customer No|Bill To|VAT|GSTIN|Page \d+ of|Thank you|Printed from)\b", re.I)
+# Record keys whose values are ids an action or a submission takes (``{"po_id": ...}`` citations).
+RECORD_ID_KEYS = ("vendor_key", "po_id", "receipt_id", "ledger_id", "thread_id", "change_id", "artifact_id")
+# Line classes whose value is an id (what ``lookup_po`` or ``compare_bank_account`` takes).
+LINE_ID_CLASSES = {"po_id": "po_id", "receipt_id": "receipt_id", "invoice_number": "invoice_number", "bank_account": "bank_account"}
+# The observation fields a reply envelope carries that a client-side observation model may lack.
+_OBS_DEFAULTS: Dict[str, Any] = {"sprt_state": {}, "tool_rankings": {}, "reward_machine": {}, "institutional_memory": {},
+                                 "case_metadata": {}, "portfolio_context": {}, "messages": [], "revealed_artifacts": [],
+                                 "pending_events": [], "last_tool_result": {}}
 
 
-def _scalar(v: Any) -> Optional[str]:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float, Decimal)):
-        return f"{round(float(v), 4):g}"
-    if isinstance(v, str) and v.strip():
-        return v.strip()[:MAX_VALUE_CHARS]
-    return None
+def _native_ledger() -> Any:
+    from .._native import EvidenceLedger as Native
+
+    return Native()
 
 
-def _box(b: Any) -> str:
-    try:
-        return ",".join(str(int(round(float(x)))) for x in b)
-    except (TypeError, ValueError):
-        return ""
+class LedgerView:
+    """The ledger after one reply: its rows and counters as the Rust ledger reports them
+    (immutable: a new view after every reply, so a view is its own snapshot)."""
+
+    def __init__(self, data: Optional[Dict[str, Any]] = None, text: str = "") -> None:
+        d = data or {}
+        self.text = text
+        self.task: Optional[str] = d.get("task")
+        self.rows: List[Dict[str, Any]] = list(d.get("rows") or [])
+        self.docs: List[Dict[str, Any]] = list(d.get("docs") or [])
+        self.signals: List[str] = list(d.get("signals") or [])
+        self.cited: List[str] = list(d.get("cited_ids") or [])
+        self.dropped_rows = int(d.get("dropped_rows") or 0)
+        self.steps_left = int(d.get("steps_left") or 0)
+        self.vendor_key: Optional[str] = d.get("vendor_key")
+        self.artifacts: List[str] = list(d.get("artifacts") or [])
+        self._pairs: Optional[List[Tuple[str, str]]] = None
+
+    def render(self) -> str:
+        """The Rust text (``Ledger::render``)."""
+        return self.text
+
+    @property
+    def lines(self) -> List[Dict[str, Any]]:
+        """The OCR line rows, in ledger order."""
+        return [r for r in self.rows if r["kind"] == "line"]
+
+    def id_pairs(self) -> List[Tuple[str, str]]:
+        """``(key, value)`` of every id revealed, in row order, each once: the ids of records'
+        references (``vendor_key``, ``po_id``, ``ledger_id``, ...), a thread's vendor key, a bank
+        comparison's account and the id a field line shows (``po_id`` of ``PO: PO-7``)."""
+        if self._pairs is None:
+            out: List[Tuple[str, str]] = []
+            for r in self.rows:
+                if r["kind"] == "line":
+                    key = LINE_ID_CLASSES.get(r["class"])
+                    found = [(key, r["value"])] if key and r.get("value") else []
+                else:
+                    ref = r.get("reference") or {}
+                    found = [(k, ref[k]) for k in RECORD_ID_KEYS if isinstance(ref.get(k), str) and ref[k]]
+                    if r["kind"] == "thread" and r.get("value"):
+                        found.append(("vendor_key", r["value"]))
+                    if r["kind"] == "bank_check" and r.get("value"):
+                        found.append(("bank_account", r["value"]))
+                for pair in found:
+                    if pair not in out:
+                        out.append(pair)
+            self._pairs = out
+        return self._pairs
+
+    @property
+    def ids(self) -> Dict[str, List[str]]:
+        """The revealed ids by key (:meth:`id_pairs` grouped)."""
+        out: Dict[str, List[str]] = {}
+        for k, v in self.id_pairs():
+            out.setdefault(k, []).append(v)
+        return out
+
+    @property
+    def facts(self) -> List[str]:
+        """What the rows' relations say, each once: ``kind.class.flag`` (``line.total.matches_po``,
+        ``bank_check.bank_account.differs_from_master``, ``po.po_id.result_bad``)."""
+        out: Dict[str, None] = {}
+        for r in self.rows:
+            for f in r.get("flags") or []:
+                out[f"{r['kind']}.{r['class']}.{f}"] = None
+        return list(out)
+
+    @property
+    def headers(self) -> Dict[str, str]:
+        """Each read invoice's letterhead (its first line: the vendor's name), by document."""
+        return {r["doc_id"]: str(r["value"] or r["text"]) for r in self.rows if r["kind"] == "line" and r["class"] == "vendor_name" and r.get("doc_id")}
 
 
 class EvidenceLedger:
-    """Everything an episode revealed so far, in order of first appearance."""
+    """One episode's ledger: feed it every reply (:meth:`absorb`, the reset's first); read it
+    through :attr:`view` (or the same names on the ledger itself)."""
 
     def __init__(self) -> None:
-        self.ids: Dict[str, List[str]] = {}
-        self.values: Dict[str, str] = {}
-        self.ocr: Dict[Tuple[str, int], Dict[str, Tuple[str, str]]] = {}
-        self.signals: List[str] = []
-        self.refs: List[Dict[str, Any]] = []  # citable references, for pointer policies
-        # the top line of each OCR'd document's first page (an invoice's letterhead: its vendor
-        # name), kept aside: not part of the rendered ledger
-        self.headers: Dict[str, str] = {}
+        self._native = _native_ledger()
+        self.view = LedgerView()
 
-    # ------------------------------------------------------------------ folding observations
+    def absorb(self, reply: Any) -> LedgerView:
+        """Fold one reply envelope (its JSON text, or the parsed mapping); returns the new view."""
+        text = reply if isinstance(reply, str) else json.dumps(reply, default=_json_default)
+        self._native.absorb(text)
+        self.view = LedgerView(json.loads(self._native.view()), self._native.render())
+        return self.view
 
-    def observe(self, observation: Dict[str, Any]) -> None:
-        """Fold one observation (the envelope's ``observation`` mapping) into the ledger."""
-        for s in (observation.get("risk_snapshot") or {}).get("observed_signals") or []:
-            if s not in self.signals:
-                self.signals.append(s)
-        result = observation.get("last_tool_result")
-        if isinstance(result, dict):
-            self._result(result)
+    def observe(self, observation: Dict[str, Any], done: bool = False) -> LedgerView:
+        """Fold a bare observation (a client's observation model, without the envelope)."""
+        obs = dict(_OBS_DEFAULTS, **{k: v for k, v in observation.items() if v is not None})
+        return self.absorb({"observation": obs, "reward": 0.0, "done": bool(done or obs.get("done")),
+                            "truncated": bool(obs.get("truncated")), "terminated": bool(obs.get("terminated")), "info": {}})
 
-    def _result(self, r: Dict[str, Any]) -> None:
-        tool = str(r.get("tool_name", ""))
-        if tool == "submit_decision":
-            return
-        doc = str(r.get("doc_id", ""))
-        if tool == "ocr" and doc and doc not in self.headers:
-            top = [t for t in r.get("tokens") or [] if isinstance(t, dict) and int(t.get("page") or 1) == 1 and len(t.get("bbox") or []) == 4]
-            if top:
-                self.headers[doc] = str(min(top, key=lambda t: (float(t["bbox"][1]), float(t["bbox"][0])))["text"]).strip()
-        for key in ("tokens", "focus_tokens"):
-            for t in r.get(key) or []:
-                if isinstance(t, dict) and t.get("token_id"):
-                    self._token(str(t.get("doc_id") or doc), t)
-        self._walk(tool, r, depth=0)
+    def snapshot(self) -> LedgerView:
+        return self.view
 
-    def _token(self, doc: str, t: Dict[str, Any]) -> None:
-        page = int(t.get("page") or 1)
-        text = str(t.get("text", ""))
-        if not CUE.search(text) or BOILERPLATE.search(text):
-            return
-        lines = self.ocr.setdefault((doc, page), {})
-        tid = str(t["token_id"])
-        if tid not in lines:
-            self.refs.append({"kind": "ocr", "doc_id": doc, "page": page, "bbox": [float(x) for x in (t.get("bbox") or [])],
-                              "token_ids": [tid], "text": str(t.get("text", ""))})
-        lines[tid] = (text if len(text) <= MAX_LINE_CHARS else text[: MAX_LINE_CHARS - 1] + "~", _box(t.get("bbox") or []))
-
-    def _walk(self, tool: str, v: Any, depth: int, key: str = "") -> None:
-        if depth > 5:
-            return
-        if isinstance(v, dict):
-            for k, x in v.items():
-                if depth == 0 and k in SKIP_KEYS or k in ("tokens", "focus_tokens", "bbox", "rule_id", "thread_id"):
-                    continue
-                self._walk(tool, x, depth + 1, k)
-        elif isinstance(v, list):
-            for x in v[:64]:
-                self._walk(tool, x, depth + 1, key)
-        else:
-            s = _scalar(v)
-            if s is None or not key:
-                return
-            if ID_KEYS.search(key) and isinstance(v, str):
-                vals = self.ids.setdefault(key, [])
-                if s not in vals:
-                    vals.append(s)
-                    self.refs.append({"kind": "id", "key": key, "value": s, "tool": tool})
-            elif tool in VALUE_TOOLS and VALUE_KEYS.search(key) and (not isinstance(v, str) or len(s) <= 24):
-                self.values[f"{tool}.{key}"] = s
-
-    # ------------------------------------------------------------------ views
-
-    def known_ids(self) -> Set[str]:
-        out = {v for vals in self.ids.values() for v in vals}
-        out.update(tid for lines in self.ocr.values() for tid in lines)
-        out.update(d for d, _ in self.ocr)
-        return out
-
-    def render(self) -> str:
-        """The compact text: ids, values, signals, then OCR lines by document and page."""
-        parts: List[str] = []
-        if self.ids:
-            parts.append("ids: " + "; ".join(f"{k}={','.join(v)}" for k, v in self.ids.items()))
-        if self.values:
-            parts.append("values: " + "; ".join(f"{k}={v}" for k, v in self.values.items()))
-        if self.signals:
-            parts.append("signals: " + ", ".join(self.signals))
-        for (doc, page), lines in self.ocr.items():
-            prefix = _common_prefix(list(lines))
-            head = f"ocr {doc}" + (f" p{page}" if page != 1 else "") + (f" (token ids {prefix}#):" if prefix else ":")
-            parts.append(head + "".join(f"\n {tid[len(prefix):]} {text} [{box}]" for tid, (text, box) in lines.items()))
-        return "\n".join(parts)
-
-    def to_json(self) -> Dict[str, Any]:
-        """The ledger as a mapping (the ToolEnv reply's ``ledger`` field)."""
-        out: Dict[str, Any] = {}
-        if self.ids:
-            out["ids"] = {k: list(v) for k, v in self.ids.items()}
-        if self.values:
-            out["values"] = dict(self.values)
-        if self.signals:
-            out["signals"] = list(self.signals)
-        if self.ocr:
-            out["ocr"] = {doc + (f" p{page}" if page != 1 else ""): [f"{tid} {text} [{box}]" for tid, (text, box) in lines.items()]
-                          for (doc, page), lines in self.ocr.items()}
-        return out
+    def __getattr__(self, name: str) -> Any:  # the view's names on the ledger itself
+        if name.startswith("_") or name == "view":
+            raise AttributeError(name)
+        return getattr(self.view, name)
 
 
-def _common_prefix(ids: List[str]) -> str:
-    """The id prefix shared by a document's token ids, up to and including its last ``-t``
-    (``d001-t``), or empty."""
-    if not ids:
-        return ""
-    first = ids[0]
-    cut = first.rfind("-t")
-    prefix = first[: cut + 2] if cut >= 0 else ""
-    return prefix if prefix and all(i.startswith(prefix) for i in ids) else ""
+def _json_default(v: Any) -> Any:
+    if isinstance(v, Decimal):
+        return float(v)
+    raise TypeError(f"{type(v).__name__} is not JSON")
 
 
-TOKEN_GROUP = re.compile(r"\(token ids (\S+)#\):((?:\n [^\n]*)*)")
-
-
-def prompt_ids(prompt: str) -> Set[str]:
-    """Token ids written in a prompt's ledger (prefix + line number), expanded."""
-    out: Set[str] = set()
-    for m in TOKEN_GROUP.finditer(prompt):
-        for line in m.group(2).split("\n")[1:]:
-            suffix = line.strip().split(" ", 1)[0]
-            if suffix:
-                out.add(m.group(1) + suffix)
-    return out
-
-
-def ledger_prompt(step_prompt: str, ledger: EvidenceLedger) -> str:
-    """A step prompt with the ledger inserted before its last line (``Return JSON only.``)."""
+def ledger_prompt(step_prompt: str, ledger: Any) -> str:
+    """A step prompt with the ledger inserted before its last line (``Return JSON only.``),
+    exactly as the Rust ``llm`` agent's ``extend_prompt`` inserts it."""
     text = ledger.render()
     if not text:
         return step_prompt
     head, sep, tail = step_prompt.rpartition("\n")
-    if not sep:
-        return f"{step_prompt}\nEvidence so far:\n{text}"
-    return f"{head}\nEvidence so far:\n{text}\n{tail}"
+    extra = f"Evidence so far:\n{text}\n"
+    return f"{head}\n{extra}{tail}" if sep else f"{step_prompt}\n{extra}"
 
 
 def cited_ids(payload: Dict[str, Any]) -> Set[str]:
-    """The ids a submission cites: every token id, and every id-keyed value of its evidence map,
-    duplicate and cross-invoice links."""
+    """The ids a submission cites: every string of its evidence map but pages and boxes
+    (document ids, token ids, record ids), and its duplicate and cross-invoice links."""
     out: Set[str] = set()
 
     def walk(v: Any, key: str = "") -> None:
         if isinstance(v, dict):
             for k, x in v.items():
-                walk(x, k)
+                if k not in ("page", "bbox"):
+                    walk(x, k)
         elif isinstance(v, list):
             for x in v:
                 walk(x, key)
-        elif isinstance(v, str) and key and (key == "token_ids" or ID_KEYS.search(key)):
+        elif isinstance(v, str) and v:
             out.add(v)
 
     walk(payload.get("evidence_map") or {})
     for k in ("duplicate_links", "cross_invoice_links"):
-        walk(payload.get(k) or [], "links")
+        walk(payload.get(k) or [])
     return out
 
 
 def covered(payload: Dict[str, Any], prompt: str) -> bool:
-    """Whether every id the submission cites appears in ``prompt`` (literally, or as a ledger
-    token id: its document's prefix plus the line's number)."""
-    expanded = prompt_ids(prompt)
-    return all(i in prompt or i in expanded for i in cited_ids(payload))
+    """Whether every id the submission cites appears in ``prompt``."""
+    return all(i in prompt for i in cited_ids(payload))
 
 
-def replay_ledgers(env: Any, case_id: str, actions: Iterable[Dict[str, Any]]) -> Iterable[Tuple[Dict[str, Any], EvidenceLedger, Dict[str, Any]]]:
-    """Replay ``actions`` on ``case_id`` in a native ``ControlBenchEnv`` (fresh institution);
-    yields ``(envelope before the action, ledger before the action, action)``."""
+def reset_of(record: Dict[str, Any]) -> Dict[str, Any]:
+    """The reset an episode record replays from: its ``reset`` (a task draw), else its case id in
+    a fresh institution (a record ``ledgershield run`` stored)."""
+    return record.get("reset") or {"case_id": record["case_id"], "fresh_institution": True}
+
+
+def replay_ledgers(env: Any, reset: Dict[str, Any], actions: Iterable[Dict[str, Any]]) -> Iterator[Tuple[Dict[str, Any], LedgerView, Dict[str, Any]]]:
+    """Replay ``actions`` from ``env.reset_text(**reset)`` (a task draw, or a case id in a
+    fresh institution: :func:`reset_of`); yields ``(envelope before the action, ledger view
+    before it, action)``."""
     led = EvidenceLedger()
-    env_ = loads(env.reset_text(case_id=case_id, fresh_institution=True))
-    led.observe(env_["observation"])
+    text = env.reset_text(**reset)
+    envelope = loads(text)
+    led.absorb(text)
     for a in actions:
-        yield env_, led, a
-        if env_.get("done"):
+        yield envelope, led.view, a
+        if envelope.get("done"):
             return
-        env_ = loads(env.step_text({"action_type": a["action_type"], "payload": a["payload"]}))
-        led.observe(env_["observation"])
+        text = env.step_text({"action_type": a["action_type"], "payload": a["payload"]})
+        envelope = loads(text)
+        led.absorb(text)
 
 
 def loads(text: str) -> Any:
     """A reply's JSON with numbers kept as written (``Decimal``), so a prompt built from it
     prints amounts exactly as the server wrote them (``15000.00``)."""
     return json.loads(text, parse_float=Decimal)
-
-
-def dumps_compact(v: Any) -> str:
-    return json.dumps(v, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
 def teacher_records(db: Any) -> List[Dict[str, Any]]:
@@ -272,38 +231,45 @@ def _pct(xs: List[int], q: float) -> float:
     return float(s[min(len(s) - 1, int(round(q * (len(s) - 1))))]) if s else 0.0
 
 
-def measure(records: List[Dict[str, Any]], tokenizer: Any = None) -> Dict[str, Any]:
-    """Replay each submitted record in process and measure the ledger: its size at every step
-    (tokens with ``tokenizer``, else characters), and the share of submissions whose cited ids
-    all appear in their own step prompt, without and with the ledger."""
+def measure(episodes: Iterable[Dict[str, Any]], tokenizer: Any = None) -> Dict[str, Any]:
+    """Replay each submitted episode (``{"reset": ..., "trajectory": [...]}`` or a stored record
+    with its ``case_id``: :func:`reset_of`; the trajectory's
+    steps carrying the recorded ``prompt`` when there is one) in process and measure the ledger:
+    its size at every step (tokens with ``tokenizer``, else characters), and the share of
+    submissions whose cited ids all appear in their own step prompt, without and with the
+    ledger."""
     from ..native import ControlBenchEnv, EnvError
+    from .constrained import step_prompt
 
     sizes: List[int] = []
     prompt_sizes: List[int] = []
-    n = plain = with_ledger = skipped = diverged = 0
-    for rec in records:
-        traj = rec.get("trajectory") or []
+    n = plain = with_ledger = skipped = diverged = dropped = 0
+    for ep in episodes:
+        traj = ep.get("trajectory") or []
         if not traj or traj[-1].get("action_type") != "submit_decision":
             continue
-        env = ControlBenchEnv()
         try:
-            steps = list(replay_ledgers(env, rec["case_id"], traj))
+            steps = list(replay_ledgers(ControlBenchEnv(), reset_of(ep), traj))
         except EnvError:
             skipped += 1  # a case this process's pool does not hold
             continue
-        for envelope, led, a in steps:
-            text = led.render()
-            full = ledger_prompt(a.get("prompt", ""), led)
+        history: List[str] = []
+        for envelope, view, a in steps:
+            base = a.get("prompt") or step_prompt(envelope["observation"], history)
+            history.append(a["action_type"])
+            text = view.render()
+            full = ledger_prompt(base, view)
             sizes.append(len(tokenizer(text)["input_ids"]) if tokenizer is not None else len(text))
             prompt_sizes.append(len(tokenizer(full)["input_ids"]) if tokenizer is not None else len(full))
+            dropped = max(dropped, view.dropped_rows)
             if a["action_type"] == "submit_decision":
                 n += 1
-                plain += covered(a["payload"], a.get("prompt", ""))
+                plain += covered(a["payload"], base)
                 with_ledger += covered(a["payload"], full)
         if len(steps) != len(traj):
             diverged += 1
     unit = "tokens" if tokenizer is not None else "chars"
-    return {"submissions": n, "skipped_episodes": skipped, "diverged_episodes": diverged, "unit": unit,
+    return {"submissions": n, "skipped_episodes": skipped, "diverged_episodes": diverged, "unit": unit, "max_dropped_rows": dropped,
             "covered_without_ledger": round(plain / max(n, 1), 4), "covered_with_ledger": round(with_ledger / max(n, 1), 4),
             "ledger_median": _pct(sizes, 0.5), "ledger_p95": _pct(sizes, 0.95), "ledger_max": float(max(sizes or [0])),
             "prompt_median": _pct(prompt_sizes, 0.5), "prompt_p95": _pct(prompt_sizes, 0.95), "prompt_max": float(max(prompt_sizes or [0]))}

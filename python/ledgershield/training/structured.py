@@ -4,11 +4,13 @@ process through the native environment, with the evidence ledger as its episode 
 It is a set of linear models over hashed sparse features (numpy only, no torch):
 
 * **action-type head**: a softmax over the action types, from the episode state (task family,
-  observed signals, the ledger's values, counts of the actions played so far, step fraction);
+  observed signals, the ledger's facts (its rows' relations), counts of the actions played so
+  far, step fraction);
   a type is legal only while it has an argument combination not yet played;
 * **pointer heads** for arguments: for every (action type, field) a linear scorer over the
-  ledger's slot values (ids by key, OCR lines by label, document and position, the numbers they
-  print, the visible documents by type); the argument is the best-scoring slot value. A
+  ledger's slot values (ids by key, OCR lines by the field the ledger reads them as, their
+  relations, document and position, the numbers they print, the visible documents by type); the
+  argument is the best-scoring slot value. A
   combination already played is skipped;
 * **submission heads**: the decision (softmax), each reason code / fraud flag / discrepancy /
   campaign signal (logistic), each policy check (absent / pass / fail), each evidence-map claim
@@ -17,10 +19,12 @@ It is a set of linear models over hashed sparse features (numpy only, no torch):
   over OCR lines; the value is the text after the line's ``label:``). No certificate, no
   counterfactual, no line items (the environment grades their absence).
 
-Everything the policy reads comes from observations (the ledger and the step envelope), never
-the case or its gold. The teacher's episodes are replayed in process
+Everything the policy reads comes from observations (the Rust evidence ledger's rows and the step
+envelope), never the case or its gold. The teacher's episodes (training draws of the task
+distribution, :mod:`.tasks`) are replayed in process
 (:func:`ledgershield.training.ledger.replay_ledgers`), so a training row is exactly what the
-policy sees when it plays.
+policy sees when it plays; the epoch count is chosen on the validation episodes and every policy
+is reported on the test episodes.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .ledger import EvidenceLedger, replay_ledgers
+from . import tasks
+from .ledger import EvidenceLedger, LedgerView, replay_ledgers
 from .progress import bar
 
 DIM = 1 << 14
@@ -66,12 +71,11 @@ def _num(text: str) -> Optional[float]:
 # ---------------------------------------------------------------------------- observation features
 
 
-def state_features(obs: Dict[str, Any], led: EvidenceLedger, played: Sequence[Dict[str, Any]]) -> List[str]:
+def state_features(obs: Dict[str, Any], led: LedgerView, played: Sequence[Dict[str, Any]]) -> List[str]:
     """Named features of the current state (hashed later)."""
     f = ["bias", f"task:{obs.get('task_type')}"]
     f += [f"sig:{s}" for s in led.signals]
-    f += [f"val:{k}={v}" for k, v in led.values.items() if len(v) <= 12]
-    f += [f"has:{k}" for k in led.values]
+    f += [f"fact:{x}" for x in led.facts]
     f += [f"id:{k}" for k in led.ids]
     counts = Counter(a["action_type"] for a in played)
     for t, n in counts.items():
@@ -93,26 +97,30 @@ def state_features(obs: Dict[str, Any], led: EvidenceLedger, played: Sequence[Di
     return f
 
 
-def slot_values(obs: Dict[str, Any], led: EvidenceLedger) -> List[Tuple[Any, List[str]]]:
+def _line_features(obs: Dict[str, Any], r: Dict[str, Any]) -> List[str]:
+    """A ledger line's named features: its document type, height on the page, the field the
+    ledger reads it as, its relations and its label's words."""
+    label = str(r["text"]).partition(": ")[0] if ": " in str(r["text"]) else ""
+    return ([f"dt:{_doc_type(obs, str(r.get('doc_id')))}", f"y:{_y((r.get('reference') or {}).get('bbox'))}", f"lab:{r['class']}"]
+            + [f"fl:{x}" for x in r.get("flags") or []] + [f"w:{w}" for w in _words(label, 4)])
+
+
+def slot_values(obs: Dict[str, Any], led: LedgerView) -> List[Tuple[Any, List[str]]]:
     """Every value an argument may point at, with its named features."""
     out: List[Tuple[Any, List[str]]] = []
     for d in obs.get("visible_documents") or []:
         out.append((d["doc_id"], ["src:doc", f"dt:{d.get('doc_type')}"]))
-    for k, vals in led.ids.items():
-        for i, v in enumerate(vals):
-            out.append((v, ["src:id", f"key:{k}", f"key:{k}:{min(i, 3)}"]))
-    for (doc, _page), lines in led.ocr.items():
-        dtype = _doc_type(obs, doc)
-        for tid, (text, box) in lines.items():
-            label, _, rest = text.partition(": ")
-            base = [f"dt:{dtype}", f"y:{_y(box)}"] + [f"w:{w}" for w in _words(label, 4)]
-            if rest:
-                out.append((rest.strip().rstrip("~"), ["src:after", f"lab:{label.lower()[:24]}"] + base))
-                n = _num(rest)
-                if n is not None:
-                    out.append((n, ["src:num", f"lab:{label.lower()[:24]}"] + base))
-            else:
-                out.append((text.rstrip("~"), ["src:line", "nolabel"] + base))
+    seen: Counter = Counter()
+    for k, v in led.id_pairs():
+        out.append((v, ["src:id", f"key:{k}", f"key:{k}:{min(seen[k], 3)}"]))
+        seen[k] += 1
+    for r in led.lines:
+        base = _line_features(obs, r)
+        value = str(r.get("value") or r["text"]).strip()
+        out.append((value, ["src:line"] + base))
+        n = _num(value)
+        if n is not None:
+            out.append((n, ["src:num"] + base))
     return out
 
 
@@ -123,29 +131,31 @@ def _doc_type(obs: Dict[str, Any], doc: str) -> str:
     return "other"
 
 
-def _y(box: str) -> int:
+def _y(box: Any) -> int:
     try:
-        return min(int(float(box.split(",")[1]) // 100), 9)
-    except (IndexError, ValueError):
+        return min(int(float(box[1]) // 100), 9)
+    except (IndexError, TypeError, ValueError):
         return 0
 
 
-def ref_candidates(obs: Dict[str, Any], led: EvidenceLedger) -> List[Tuple[Dict[str, Any], List[str]]]:
+REF_KEYS = ("vendor_key", "po_id", "receipt_id", "ledger_id", "thread_id", "change_id")
+
+
+def ref_candidates(obs: Dict[str, Any], led: LedgerView) -> List[Tuple[Dict[str, Any], List[str]]]:
     """The ledger's citable references (an evidence-map value), with their named features."""
     out: List[Tuple[Dict[str, Any], List[str]]] = []
-    for r in led.refs:
-        if r["kind"] == "ocr":
-            label = r["text"].partition(": ")[0] if ": " in r["text"] else ""
-            feats = ["ref:ocr", f"dt:{_doc_type(obs, r['doc_id'])}", f"lab:{label.lower()[:24]}", f"y:{_y(','.join(str(x) for x in r['bbox']))}"]
-            feats += [f"w:{w}" for w in _words(r["text"])]
-            out.append(({"doc_id": r["doc_id"], "page": r["page"], "bbox": r["bbox"], "token_ids": r["token_ids"]}, feats))
-        elif r["key"] in ("vendor_key", "po_id", "receipt_id", "ledger_id", "thread_id", "change_id"):
-            out.append(({r["key"]: r["value"]}, ["ref:id", f"key:{r['key']}", f"tool:{r.get('tool')}"]))
+    for r in led.lines:
+        ref = r.get("reference") or {}
+        feats = ["ref:ocr"] + _line_features(obs, r) + [f"w:{w}" for w in _words(str(r["text"]))]
+        out.append(({"doc_id": ref.get("doc_id"), "page": ref.get("page"), "bbox": ref.get("bbox"), "token_ids": ref.get("token_ids")}, feats))
+    for k, v in led.id_pairs():
+        if k in REF_KEYS:
+            out.append(({k: v}, ["ref:id", f"key:{k}"]))
     return out
 
 
-def link_candidates(led: EvidenceLedger, obs: Dict[str, Any]) -> List[Tuple[str, List[str]]]:
-    out = [(v, ["link:id", f"key:{k}"]) for k, vals in led.ids.items() for v in vals]
+def link_candidates(led: LedgerView, obs: Dict[str, Any]) -> List[Tuple[str, List[str]]]:
+    out = [(v, ["link:id", f"key:{k}"]) for k, v in led.id_pairs()]
     out += [(d["doc_id"], ["link:doc", f"dt:{d.get('doc_type')}"]) for d in obs.get("visible_documents") or []]
     return out
 
@@ -306,7 +316,7 @@ class StructuredPolicy:
 
     # -------------------------------------------------------------- acting
 
-    def legal(self, t: str, obs: Dict[str, Any], led: EvidenceLedger, played_keys: set, native_types: set) -> bool:
+    def legal(self, t: str, obs: Dict[str, Any], led: LedgerView, played_keys: set, native_types: set) -> bool:
         if t == "submit_decision":
             return True
         spec = self.fields.get(t, {})
@@ -316,7 +326,7 @@ class StructuredPolicy:
             return _key({"action_type": t, "payload": self._payload(t, obs, led, played_keys) or {}}) not in played_keys
         return self._payload(t, obs, led, played_keys) is not None
 
-    def _payload(self, t: str, obs: Dict[str, Any], led: EvidenceLedger, played_keys: set) -> Optional[Dict[str, Any]]:
+    def _payload(self, t: str, obs: Dict[str, Any], led: LedgerView, played_keys: set) -> Optional[Dict[str, Any]]:
         spec = self.fields.get(t, {})
         const = {f: s["const"] for f, s in spec.items() if "const" in s}
         ptrs = [(f, s["pointer"]) for f, s in spec.items() if "pointer" in s]
@@ -340,7 +350,7 @@ class StructuredPolicy:
                 return payload
         return None
 
-    def act(self, obs: Dict[str, Any], led: EvidenceLedger, played: List[Dict[str, Any]], native: List[Dict[str, Any]],
+    def act(self, obs: Dict[str, Any], led: LedgerView, played: List[Dict[str, Any]], native: List[Dict[str, Any]],
             sampler: Optional["Sampler"] = None) -> Dict[str, Any]:
         """The next action: greedy, or sampled by ``sampler`` (which records the choices for RL)."""
         steps_left = int(obs.get("max_steps") or 0) - int(obs.get("step_count") or 0)
@@ -359,7 +369,7 @@ class StructuredPolicy:
             return {"action_type": t, "payload": self.submission(obs, led, played, sampler)}
         return {"action_type": t, "payload": self._payload(t, obs, led, played_keys) or {}}
 
-    def submission(self, obs: Dict[str, Any], led: EvidenceLedger, played: List[Dict[str, Any]], sampler: Optional["Sampler"] = None) -> Dict[str, Any]:
+    def submission(self, obs: Dict[str, Any], led: LedgerView, played: List[Dict[str, Any]], sampler: Optional["Sampler"] = None) -> Dict[str, Any]:
         x = _vec(state_features(obs, led, played), "sub|")
         X = Rows([x])
         ds = X.scores(self.decision_w)[0]
@@ -393,7 +403,7 @@ class StructuredPolicy:
             out["extracted_fields"] = self._extract(obs, led)
         return out
 
-    def _evidence(self, obs: Dict[str, Any], led: EvidenceLedger, X: Rows) -> Dict[str, Any]:
+    def _evidence(self, obs: Dict[str, Any], led: LedgerView, X: Rows) -> Dict[str, Any]:
         refs = ref_candidates(obs, led)
         if not refs or not len(self.claims):
             return {}
@@ -406,8 +416,8 @@ class StructuredPolicy:
             out[claim] = refs[int(np.argmax(sc))][0]
         return out
 
-    def _extract(self, obs: Dict[str, Any], led: EvidenceLedger) -> Dict[str, Any]:
-        slots = [(v, f) for v, f in slot_values(obs, led) if "src:after" in f or "src:line" in f]
+    def _extract(self, obs: Dict[str, Any], led: LedgerView) -> Dict[str, Any]:
+        slots = [(v, f) for v, f in slot_values(obs, led) if "src:line" in f]
         out = {}
         for field, w in self.extract_ptr.items():
             if slots:
@@ -468,7 +478,7 @@ class StructuredPolicy:
 def replay_examples(records: List[Dict[str, Any]]) -> Dict[str, List[Any]]:
     """Replay submitted teacher episodes in process and keep, for every step, what the policy
     would see (state features, slot values, references) and what the teacher did."""
-    from ..native import ControlBenchEnv, EnvError
+    from ..native import ControlBenchEnv
 
     steps: List[Dict[str, Any]] = []
     subs: List[Dict[str, Any]] = []
@@ -476,20 +486,16 @@ def replay_examples(records: List[Dict[str, Any]]) -> Dict[str, List[Any]]:
         traj = rec.get("trajectory") or []
         if not traj or traj[-1].get("action_type") != "submit_decision":
             continue
-        env = ControlBenchEnv()
         played: List[Dict[str, Any]] = []
-        try:
-            for envelope, led, a in replay_ledgers(env, rec["case_id"], traj):
-                obs = envelope["observation"]
-                act = {"action_type": a["action_type"], "payload": a["payload"]}
-                feats = state_features(obs, led, played)
-                if act["action_type"] == "submit_decision":
-                    subs.append({"feats": feats, "payload": act["payload"], "refs": ref_candidates(obs, led),
-                                 "links": link_candidates(led, obs), "slots": slot_values(obs, led), "task": obs.get("task_type")})
-                steps.append({"feats": feats, "type": act["action_type"], "payload": act["payload"], "slots": slot_values(obs, led)})
-                played.append(act)
-        except EnvError:
-            continue  # a case this process's pool does not hold
+        for envelope, led, a in replay_ledgers(ControlBenchEnv(), rec["reset"], traj):
+            obs = envelope["observation"]
+            act = {"action_type": a["action_type"], "payload": a["payload"]}
+            feats = state_features(obs, led, played)
+            if act["action_type"] == "submit_decision":
+                subs.append({"feats": feats, "payload": act["payload"], "refs": ref_candidates(obs, led),
+                             "links": link_candidates(led, obs), "slots": slot_values(obs, led), "task": obs.get("task_type")})
+            steps.append({"feats": feats, "type": act["action_type"], "payload": act["payload"], "slots": slot_values(obs, led)})
+            played.append(act)
     return {"steps": steps, "subs": subs}
 
 
@@ -593,7 +599,7 @@ def _fit_links_and_fields(pol: StructuredPolicy, subs: List[Dict[str, Any]], X: 
         groups = []
         for s in subs:
             v = (s["payload"].get("extracted_fields") or {}).get(field)
-            slots = [(sv, sf) for sv, sf in s["slots"] if "src:after" in sf or "src:line" in sf]
+            slots = [(sv, sf) for sv, sf in s["slots"] if "src:line" in sf]
             pos = [i for i, (sv, _) in enumerate(slots) if isinstance(v, str) and (_same(sv, v) or _same(_num(str(sv)), _num(v)) and _num(v) is not None)]
             if pos:
                 groups.append(([_vec(sf, f"ex.{field}|") for _, sf in slots], pos))
@@ -604,31 +610,30 @@ def _fit_links_and_fields(pol: StructuredPolicy, subs: List[Dict[str, Any]], X: 
 # ---------------------------------------------------------------------------- playing
 
 
-def play_episode(pol: StructuredPolicy, case_id: str, sampler: Optional["Sampler"] = None) -> Dict[str, Any]:
-    """One episode in process (fresh institution): ``{case_id, task_type, final_score, ...}``."""
+def play_episode(pol: StructuredPolicy, ep: Dict[str, Any], sampler: Optional["Sampler"] = None) -> Dict[str, Any]:
+    """One episode (:mod:`.tasks`) in process: its record (:func:`.tasks.finish`)."""
     from ..native import ControlBenchEnv, EnvError
 
     env = ControlBenchEnv()
-    envelope = env.reset(case_id=case_id, fresh_institution=True)
+    text = env.reset_text(**ep["reset"])
+    envelope = json.loads(text)
     led = EvidenceLedger()
-    led.observe(envelope["observation"])
+    led.absorb(text)
     played: List[Dict[str, Any]] = []
     refused = 0
     while not envelope.get("done"):
         obs = envelope["observation"]
-        a = pol.act(obs, led, played, env.candidates(), sampler)
+        a = pol.act(obs, led.view, played, env.candidates(), sampler)
         try:
-            envelope = env.step(a)
+            text = env.step_text(a)
         except EnvError:
             refused += 1
             a = {"action_type": "submit_decision", "payload": {"decision": "NEEDS_REVIEW", "confidence": 0.35, "reason_codes": []}}
-            envelope = env.step(a)
+            text = env.step_text(a)
+        envelope = json.loads(text)
         played.append(a)
-        led.observe(envelope["observation"])
-    info = envelope.get("info") or {}
-    return {"case_id": case_id, "task_type": envelope["observation"].get("task_type"), "final_score": float(info.get("final_score") or 0.0),
-            "result_class": info.get("result_class"), "steps": len(played), "refused": refused,
-            "unsafe_release": bool(info.get("unsafe_release")), "decision": played[-1]["payload"].get("decision") if played else None}
+        led.absorb(text)
+    return tasks.finish(ep, env, envelope, len(played), {"refused": refused, "decision": played[-1]["payload"].get("decision") if played else None})
 
 
 # ---------------------------------------------------------------------------- on-policy RL
@@ -651,7 +656,7 @@ class Sampler:
         return i
 
 
-def reinforce(pol: StructuredPolicy, cases: List[str], iterations: int = 6, group: int = 4, temperature: float = 1.5,
+def reinforce(pol: StructuredPolicy, cases: List[Dict[str, Any]], iterations: int = 6, group: int = 4, temperature: float = 1.5,
               lr: float = 0.5, seed: int = 0, batch: int = 8) -> Dict[str, Any]:
     """Group-relative policy gradient (GRPO's advantage, no critic) on the type and decision
     heads: for each case of a batch, ``group`` sampled rollouts, advantage = reward minus the
@@ -660,7 +665,7 @@ def reinforce(pol: StructuredPolicy, cases: List[str], iterations: int = 6, grou
     rng = np.random.default_rng(seed)
     history = []
     for it in bar(range(iterations), total=iterations, desc=f"structured RL seed {seed}"):
-        picked = [cases[int(i)] for i in rng.choice(len(cases), size=min(batch, len(cases)), replace=False)]
+        picked = [cases[int(i)] for i in rng.choice(len(cases), size=min(batch, len(cases)), replace=False)]  # training draws
         grads = {"type": np.zeros_like(pol.type_w), "decision": np.zeros_like(pol.decision_w)}
         rewards, zero_var = [], 0
         for c in picked:
@@ -690,20 +695,6 @@ def reinforce(pol: StructuredPolicy, cases: List[str], iterations: int = 6, grou
 # ---------------------------------------------------------------------------- the pipeline stage
 
 
-def replayable(case_ids: Iterable[str]) -> List[str]:
-    """The case ids this process's in-process pool holds (reset by id succeeds)."""
-    from ..native import ControlBenchEnv, EnvError
-
-    out = []
-    for c in case_ids:
-        try:
-            ControlBenchEnv().reset(case_id=c, fresh_institution=True)  # one env each: a quarter sequence refuses a second fresh reset
-            out.append(c)
-        except EnvError:
-            pass
-    return out
-
-
 def bootstrap_ci(xs: Sequence[float], n: int = 2000, seed: int = 0) -> Tuple[float, float]:
     """95 % percentile-bootstrap interval of the mean."""
     if not xs:
@@ -715,76 +706,110 @@ def bootstrap_ci(xs: Sequence[float], n: int = 2000, seed: int = 0) -> Tuple[flo
 
 
 def summarize(policy: str, episodes: List[Dict[str, Any]], parse_success: Optional[float]) -> Dict[str, Any]:
+    """A policy's figures on held-out episodes (:mod:`.tasks` records): the headline macro mean
+    (per held-out template and per held-out generator, :func:`.tasks.report`) with its 95 %
+    bootstrap interval, the per-template and per-generator tables, the plain mean with its
+    interval, parse success under constraint, unsafe release, per family, per episode."""
     scores = [float(e["final_score"]) for e in episodes]
     fam: Dict[str, List[float]] = defaultdict(list)
     for e in episodes:
         fam[str(e["task_type"])].append(float(e["final_score"]))
     n = max(len(scores), 1)
-    return {"policy": policy, "episodes": len(scores), "mean_score": round(sum(scores) / n, 4), "ci95": bootstrap_ci(scores),
+    kinds = [k for k, sets in tasks.HELD_OUT.items() if any(e["set"] in sets for e in episodes)]
+    kind = kinds[0] if kinds else "test"
+    per_episode = {e["episode"]: {"score": round(float(e["final_score"]), 4), "set": e["set"], "template": e["template"],
+                                  "generator": e["generator"], "family": e["family"]} for e in episodes}
+    rep = tasks.report(episodes, kind)
+    return {"policy": policy, "episodes": len(scores), "kind": kind, "macro": rep["macro"],
+            "macro_ci95": tasks.macro_ci({k: v["score"] for k, v in per_episode.items()}, per_episode, kind),
+            "macro_templates": rep["macro_templates"], "macro_generators": rep["macro_generators"],
+            "per_template": rep["per_template"], "per_generator": rep["per_generator"],
+            "per_template_episodes": rep["per_template_episodes"], "per_generator_episodes": rep["per_generator_episodes"],
+            "mean_score": round(sum(scores) / n, 4), "ci95": bootstrap_ci(scores),
             "parse_success": parse_success, "unsafe_release_rate": round(sum(bool(e.get("unsafe_release")) or e.get("result_class") == "unsafe_release" for e in episodes) / n, 4),
             "pass_rate": round(sum(s >= 0.85 for s in scores) / n, 4),
             "per_family": {k: round(sum(v) / len(v), 4) for k, v in sorted(fam.items())},
             "result_class_counts": dict(Counter(str(e.get("result_class")) for e in episodes)),
-            "per_case": {e["case_id"]: round(float(e["final_score"]), 4) for e in episodes}}
+            "per_case": {k: v["score"] for k, v in per_episode.items()}, "per_episode": per_episode}
 
 
-def evaluate_policy(pol: StructuredPolicy, label: str, cases: List[str]) -> Dict[str, Any]:
+def evaluate_policy(pol: StructuredPolicy, label: str, cases: List[Dict[str, Any]]) -> Dict[str, Any]:
     eps = [play_episode(pol, c) for c in cases]
     steps = sum(e["steps"] for e in eps)
     refused = sum(e["refused"] for e in eps)
     return summarize(label, eps, round(1 - refused / max(steps, 1), 4))
 
 
-def structured_stage(binary: str, data: Any, out: Any, lr: float = 0.05, epochs: int = 60, checkpoints: Sequence[int] = (5, 15, 30, 60),
-                     rl_seeds: int = 3, rl_iterations: int = 4, rl_group: int = 4, rl_batch: int = 8, rl_temperature: float = 1.0,
-                     rl_lr: float = 0.2, baselines: Sequence[str] = ("random", "naive-pay", "always-escalate", "teacher")) -> Dict[str, Any]:
-    """Behaviour cloning on the training split's teacher episodes, held-out evaluation (in process)
-    of the BC policy at several epoch counts and of the RL fine-tunes over ``rl_seeds`` seeds,
-    beside the scripted baselines played by ``ledgershield run`` on the same held-out episodes."""
+def baseline_rows(test: Sequence[Dict[str, Any]], baselines: Sequence[str]) -> List[Dict[str, Any]]:
+    """The Rust agents (scripted baselines and the teacher) on the test episodes, in process."""
+    return [summarize(b, [tasks.play_agent(b, e) for e in test], None) for b in baselines]
+
+
+def structured_stage(out: Any, train_eps: List[Dict[str, Any]], validation: List[Dict[str, Any]], test: List[Dict[str, Any]],
+                     lr: float = 0.05, epochs: int = 60, checkpoints: Sequence[int] = (5, 15, 30, 60), rl_seeds: int = 3,
+                     rl_iterations: int = 4, rl_group: int = 4, rl_batch: int = 8, rl_temperature: float = 1.0, rl_lr: float = 0.2,
+                     rl_episodes: int = 200, baselines: Sequence[str] = ("random", "naive-pay", "always-escalate", "teacher"),
+                     lookup_table: bool = True) -> Dict[str, Any]:
+    """Behaviour cloning on the teacher's recorded training draws (``train_eps``), the epoch count
+    chosen on ``validation`` among ``checkpoints`` and ``epochs``, RL fine-tunes over ``rl_seeds``
+    seeds (each on its own training draws), the scripted baselines, the teacher and the lookup
+    table (:mod:`.lookup`), every policy scored on ``test``."""
     import copy
-    import csv
     import time
     from pathlib import Path
 
-    from .evaluate import play
-
-    data, out = Path(data), Path(out)
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t_cpu, t_wall = time.process_time(), time.monotonic()
-    split = json.loads((data / "split.json").read_text())
-    train_bases = set(split["train_base_cases"])
-    from .ledger import teacher_records
-
-    records = teacher_records(data / "runs.db")
-    train_recs = [r for r in records if _base(r) in train_bases]
-    held_all, held = held_out_cases(data)
-    held_ids = [e["case_id"] for e in held]
     rows, curve = [], []
-    pol, info = None, {}
+    candidates: Dict[int, Tuple[StructuredPolicy, Dict[str, Any], Dict[str, Any]]] = {}
     for ep in sorted(set(checkpoints) | {epochs}):
-        p_, i_ = train(train_recs, lr=lr, epochs=ep)
-        m = evaluate_policy(p_, f"bc@{ep}", held_ids)
-        curve.append({"epoch": ep, "mean_score": m["mean_score"], "parse_success": m["parse_success"],
+        p_, i_ = train(train_eps, lr=lr, epochs=ep)
+        m = evaluate_policy(p_, f"bc@{ep}", validation)
+        curve.append({"epoch": ep, "macro": m["macro"], "mean_score": m["mean_score"], "parse_success": m["parse_success"],
                       "loss_type": i_["loss_last"].get("type"), "loss_decision": i_["loss_last"].get("decision")})
-        if ep == epochs:
-            pol, info = p_, i_
-    assert pol is not None
+        candidates[ep] = (p_, i_, m)
+    chosen = max(candidates, key=lambda e: (candidates[e][2]["macro"], -e))
+    pol, info, bc_val = candidates[chosen]
     pol.save(out / "structured_policy.npz")
-    bc = evaluate_policy(pol, "structured-bc", held_ids)
+    bc = evaluate_policy(pol, "structured-bc", test)
     rows.append(bc)
     rl_runs = []
-    train_ids = replayable(sorted({r["case_id"] for r in train_recs}))
     for seed in range(rl_seeds):
         p2 = copy.deepcopy(pol)
-        h = reinforce(p2, train_ids, iterations=rl_iterations, group=rl_group, temperature=rl_temperature, lr=rl_lr, seed=seed, batch=rl_batch)
-        m = evaluate_policy(p2, f"structured-rl-s{seed}", held_ids)
-        rl_runs.append({"seed": seed, "held_out_mean": m["mean_score"], "ci95": m["ci95"], "zero_variance_share": h["zero_variance_share"],
-                        "history": h["history"], "per_family": m["per_family"]})
+        rl_eps = tasks.episodes("train", rl_episodes, tasks.RL_SEED_OFFSET + 10_000 * seed)
+        h = reinforce(p2, rl_eps, iterations=rl_iterations, group=rl_group, temperature=rl_temperature, lr=rl_lr, seed=seed, batch=rl_batch)
+        v = evaluate_policy(p2, f"structured-rl-s{seed} (validation)", validation)
+        m = evaluate_policy(p2, f"structured-rl-s{seed}", test)
+        rl_runs.append({"seed": seed, "held_out_mean": m["macro"], "validation_macro": v["macro"], "ci95": m["macro_ci95"],
+                        "zero_variance_share": h["zero_variance_share"], "history": h["history"], "per_family": m["per_family"]})
         rows.append(m)
-    db = out / "runs.db"
-    for b in baselines:
-        recs = play(binary, b, held, db)
-        rows.append(summarize(b, [dict(r, task_type=r["task_type"]) for r in recs], None))
+    rows += baseline_rows(test, baselines)
+    if lookup_table:
+        from .lookup import evaluate_lookup
+
+        rows.append(evaluate_lookup(train_eps, test))
+    _write_curves(out, curve, rl_runs)
+    (out / "structured_matrix.json").write_text(json.dumps(rows, indent=1))
+    rl_means = [r["held_out_mean"] for r in rl_runs]
+    scripted = [r["macro"] for r in rows if r["policy"] in baselines and r["policy"] != "teacher"]
+    summary = {"train_episodes": len(train_eps), "validation_episodes": len(validation), "held_out_episodes": len(test),
+               "held_out_ids": [tasks.key(e) for e in test], "bc": info, "bc_epochs_chosen": chosen, "bc_validation": bc_val["macro"],
+               "bc_held_out": bc["macro"], "bc_ci95": bc["macro_ci95"], "bc_parse_success_under_constraint": bc["parse_success"],
+               "best_scripted": max(scripted) if scripted else None, "curve": curve,
+               "rl": {"seeds": rl_seeds, "iterations": rl_iterations, "group": rl_group, "temperature": rl_temperature, "lr": rl_lr,
+                      "held_out_means": rl_means, "mean": round(float(np.mean(rl_means)), 4) if rl_means else None,
+                      "std": round(float(np.std(rl_means)), 4) if rl_means else None,
+                      "zero_variance_share": [r["zero_variance_share"] for r in rl_runs], "runs": rl_runs},
+               "matrix": [{k: v for k, v in r.items() if k not in ("per_case", "per_episode")} for r in rows],
+               "cpu_s": round(time.process_time() - t_cpu, 1), "wall_s": round(time.monotonic() - t_wall, 1)}
+    (out / "structured_summary.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def _write_curves(out: Any, curve: List[Dict[str, Any]], rl_runs: List[Dict[str, Any]]) -> None:
+    import csv
+
     with open(out / "structured_curve.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(curve[0]))
         w.writeheader()
@@ -795,31 +820,3 @@ def structured_stage(binary: str, data: Any, out: Any, lr: float = 0.05, epochs:
         for r in rl_runs:
             for h in r["history"]:
                 w.writerow(dict(h, seed=r["seed"]))
-    (out / "structured_matrix.json").write_text(json.dumps(rows, indent=1))
-    rl_means = [r["held_out_mean"] for r in rl_runs]
-    scripted = [r["mean_score"] for r in rows if r["policy"] in baselines and r["policy"] != "teacher"]
-    summary = {"train_episodes": len(train_recs), "held_out_episodes": len(held_ids), "held_out_ids": held_ids, "held_out_skipped": len(held_all) - len(held),
-               "bc": info, "bc_held_out": bc["mean_score"], "bc_ci95": bc["ci95"], "bc_parse_success_under_constraint": bc["parse_success"],
-               "best_scripted": max(scripted) if scripted else None, "curve": curve,
-               "rl": {"seeds": rl_seeds, "iterations": rl_iterations, "group": rl_group, "temperature": rl_temperature, "lr": rl_lr,
-                      "held_out_means": rl_means, "mean": round(float(np.mean(rl_means)), 4) if rl_means else None,
-                      "std": round(float(np.std(rl_means)), 4) if rl_means else None,
-                      "zero_variance_share": [r["zero_variance_share"] for r in rl_runs]},
-               "matrix": [{k: v for k, v in r.items() if k != "per_case"} for r in rows],
-               "cpu_s": round(time.process_time() - t_cpu, 1), "wall_s": round(time.monotonic() - t_wall, 1)}
-    (out / "structured_summary.json").write_text(json.dumps(summary, indent=1))
-    return summary
-
-
-def held_out_cases(data: Any) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
-    """The collection's held-out episodes, and those the in-process pool can replay (the
-    held-out split every policy is scored on)."""
-    from pathlib import Path
-
-    held_all = json.loads((Path(data) / "eval_cases.json").read_text())
-    ok = set(replayable(sorted({e["case_id"] for e in held_all})))
-    return held_all, [e for e in held_all if e["case_id"] in ok]
-
-
-def _base(rec: Dict[str, Any]) -> str:
-    return str(rec.get("base_case_id") or rec["case_id"])

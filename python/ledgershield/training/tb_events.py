@@ -8,15 +8,16 @@ one TensorBoard run per stage under ``run_dir/tensorboard/<stage>/`` with ``tens
 =================  =============================================================================
 stage              scalars (step axis)
 =================  =============================================================================
-collect            episodes recorded and kept, train and eval rows (0)
-sft                loss and learning rate per optimizer step; the held-out reward checkpoints
+collect            teacher episodes recorded and kept, training rows (0)
+sft                loss and learning rate per optimizer step; the reward checkpoints
 grpo_plan          reward std per GRPO step; mean reward, rollouts graded
 grpo_tools         the same for the ``environment_factory`` run
 selfplay_dpo       DPO loss per step; self-play candidates and their mean score
 evaluate           each policy's held-out mean score, unsafe-release rate (the policy matrix)
-structured         BC curve per epoch; RL mean reward, reward std per iteration, one run per seed
+structured         BC curve per epoch; RL mean reward, reward std per iteration, one run per seed;
+                   each policy's test macro mean, its two parts, mean score, unsafe release
 lm_constrained     each LM checkpoint's score under candidate-constrained decoding
-compact_lm         the compact LM's SFT loss per logged step; its RL history per seed
+compact_lm         the compact LM's SFT loss per logged step, validation checkpoints; its RL history per run
 pipeline           wall time of every stage (s)
 =================  =============================================================================
 
@@ -88,16 +89,16 @@ class _Stage:
 
 def _per_seed(stage: _Stage, rows: List[Dict[str, float]], keys: List[str], prefix: str) -> None:
     for r in rows:
-        seed = int(r.get("seed", 0))
+        name = f"run{int(r['run'])}" if "run" in r else f"seed{int(r.get('seed', 0))}"
         for k in keys:
             if k in r:
-                stage.add(f"{prefix}/seed{seed}/{k}", r[k], int(r.get("iteration", 0)))
+                stage.add(f"{prefix}/{name}/{k}", r[k], int(r.get("iteration", 0)))
 
 
 def _policy_rows(stage: _Stage, rows: Any, prefix: str) -> None:
     for i, r in enumerate(rows or []):
         name = str(r.get("policy", i)).replace(" ", "_")
-        for k in ("mean_score", "unsafe_release_rate", "parse_success", "pass_rate"):
+        for k in ("macro", "macro_templates", "macro_generators", "mean_score", "unsafe_release_rate", "parse_success", "pass_rate"):
             stage.add(f"{prefix}/{name}/{k}", r.get(k), 0)
 
 
@@ -122,7 +123,7 @@ def write_events(run_dir: Path) -> Dict[str, int]:
     stage_name = "compact_lm" if metrics.get("compact_lm") else "sft"
     st(stage_name).series("sft", loss, "step", ["loss", "learning_rate"])
     st(stage_name).series("reward_checkpoints", _rows(run_dir / "reward_eval_history.csv"), "step",
-                          ["mean_score", "parse_success", "unsafe_release_rate"])
+                          ["macro", "mean_score", "parse_success", "unsafe_release_rate"])
 
     std = metrics.get("grpo_reward_std") or {}
     for key, name in (("plan", "grpo_plan"), ("tools", "grpo_tools")):
@@ -142,12 +143,12 @@ def write_events(run_dir: Path) -> Dict[str, int]:
     _policy_rows(st("evaluate"), metrics.get("policy_matrix"), "policy")
 
     s = st("structured")
-    s.series("bc", _rows(run_dir / "structured_curve.csv"), "epoch", ["mean_score", "parse_success", "loss_type", "loss_decision"])
+    s.series("bc", _rows(run_dir / "structured_curve.csv"), "epoch", ["macro", "mean_score", "parse_success", "loss_type", "loss_decision"])
     _per_seed(s, _rows(run_dir / "structured_rl_history.csv"), ["mean_reward", "reward_std", "zero_variance_groups"], "rl")
     _policy_rows(s, (metrics.get("structured") or {}).get("matrix"), "held_out")
 
     _policy_rows(st("lm_constrained"), metrics.get("lm_constrained"), "constrained")
-    _per_seed(st("compact_lm"), _rows(run_dir / "compact_rl_history.csv"), ["mean_reward", "reward_std", "zero_variance_groups", "loss"], "rl")
+    _per_seed(st("compact_lm"), _rows(run_dir / "compact_rl_history.csv"), ["mean_reward", "mean_return", "reward_std", "zero_variance_groups", "loss"], "rl")
 
     for k, v in (metrics.get("timings_s") or {}).items():
         st("pipeline").add(f"time_s/{k}", v, 0)

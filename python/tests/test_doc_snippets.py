@@ -33,9 +33,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [ROOT / "README.md", ROOT / "TRAINING.md", ROOT / "python" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
 SKIP = re.compile(r"<!--\s*snippet-test:\s*not run:\s*(.+?)\s*-->")
-# Blocks that need the training extra: they import torch/TRL/datasets, install `./python[train]`
-# or run a training command.
-HEAVY = re.compile(r"^\s*(from|import)\s+(trl|torch|datasets|transformers)\b|python\[train\]|ledgershield\.training", re.M)
+# Blocks that need the training extra: they import torch/TRL/datasets or the stock RL libraries
+# (SB3, sb3-contrib: the `rl` extra), install `./python[train]` or run a training command.
+HEAVY = re.compile(r"^\s*(from|import)\s+(trl|torch|datasets|transformers|stable_baselines3|sb3_contrib)\b|python\[train\]|ledgershield\.training", re.M)
 
 
 def collect() -> List[Dict[str, Any]]:

@@ -3,7 +3,8 @@
 Each ```python block of the page is preceded by a marker, ``<!-- example: KIND -->``: ``native``
 (in process), ``server`` (against the test server: its URL replaces ``http://127.0.0.1:8000``)
 or ``sb3`` (needs torch, stable-baselines3 and sb3-contrib: run where they are installed, the
-training smoke). A block without a marker fails the test, so a new example cannot go untested.
+training smoke); ``trl`` blocks (GRPO through TRL) are run by ``test_doc_snippets.py -k trl`` in
+the training smoke. A block without a marker fails the test, so a new example cannot go untested.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import List, Tuple
 import pytest
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "python.md"
-KINDS = ("native", "server", "sb3")
+KINDS = ("native", "server", "sb3", "trl")
 DOC_URL = "http://127.0.0.1:8000"
 
 

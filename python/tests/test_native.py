@@ -284,9 +284,10 @@ def test_a_rust_panic_is_a_python_exception_and_reset_recovers() -> None:
 
 
 def test_the_gil_is_released_while_rust_works() -> None:
-    """A Python thread keeps running while a long native call (a 256-environment vector reset
-    with replies) is in progress."""
-    vec = _native.ControlBenchVector(256, "blind", 1)
+    """A Python thread keeps running while a long native call (a 1,024-environment vector reset
+    drawing generated cases, with replies: tens of milliseconds even in a release build) is in
+    progress."""
+    vec = _native.ControlBenchVector(1024, "blind", 1)
     stamps: list = []
     stop = threading.Event()
 
@@ -299,7 +300,7 @@ def test_the_gil_is_released_while_rust_works() -> None:
     time.sleep(0.05)
     try:
         start = time.perf_counter()
-        vec.reset("{}", 1, True)
+        vec.reset('{"template_split": "all", "generator_split": "all"}', 1, True)
         end = time.perf_counter()
     finally:
         stop.set()

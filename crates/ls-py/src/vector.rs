@@ -20,7 +20,7 @@ pub const MAX_NUM_ENVS: usize = 4096;
 pub fn check_num_envs(num_envs: usize) -> Result<(), Refusal> {
     if num_envs == 0 || num_envs > MAX_NUM_ENVS {
         return Err(Refusal::validation(format!(
-            "num_envs must be 1 to {MAX_NUM_ENVS}, got {num_envs}"
+            "num_envs must be between 1 and {MAX_NUM_ENVS}, got {num_envs}"
         )));
     }
     Ok(())
@@ -442,7 +442,7 @@ mod tests {
         for n in [0, MAX_NUM_ENVS + 1, 100_000_000] {
             let e = check_num_envs(n).unwrap_err();
             assert!(
-                format!("{e:?}").contains("num_envs must be 1 to 4096"),
+                format!("{e:?}").contains("num_envs must be between 1 and 4096"),
                 "{e:?}"
             );
         }

@@ -260,7 +260,7 @@ def behaviour_clone(model, pairs: Sequence[Tuple[Dict[str, np.ndarray], int]], e
             opt.zero_grad()
             loss.backward()
             opt.step()
-            losses.append(float(loss))
+            losses.append(float(loss.detach()))
     return losses
 
 
@@ -344,6 +344,20 @@ def test_figures(policy: Policy, episodes: int) -> Dict[str, Any]:
             "per_template": t["per_template"], "per_generator": g["per_generator"], "episodes": t["episodes"] + g["episodes"]}
 
 
+def markdown(results: Dict[str, Any]) -> str:
+    """The results as a Markdown table: macro means over held-out templates and generators."""
+    lines = ["| policy | held-out templates (macro) | held-out generators (macro) | episodes |", "|---|---|---|---|"]
+    for name, b in results["baselines"].items():
+        lines.append(f"| {name} | {b['held_out_templates']:.4f} | {b['held_out_generators']:.4f} | {b['episodes']} |")
+    for kind, rows in results["runs"].items():
+        for r in rows:
+            lines.append(f"| {kind} (seed {r['seed']}) | {r['held_out_templates']:.4f} | {r['held_out_generators']:.4f} | {r['episodes']} |")
+    cfg = results["config"]
+    lines += ["", f"Configuration: {json.dumps(cfg, sort_keys=True)}; wall {results.get('wall_minutes')} min; "
+              f"BC pairs {results.get('bc_pairs')}."]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True)
@@ -401,6 +415,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     results["runs"] = runs
     results["wall_minutes"] = round((time.monotonic() - t0) / 60, 1)
     (out / "results.json").write_text(json.dumps(results, indent=1))
+    (out / "results.md").write_text(markdown(results))
     print(json.dumps({k: [(r["held_out_templates"], r["held_out_generators"]) for r in v] for k, v in runs.items()}), flush=True)
     return 0
 

@@ -224,6 +224,9 @@ struct Findings<'a> {
     chain_bad: bool,
 }
 
+/// Reasons that rest on a message's wording alone (no account, sender or record shows them).
+const WORDING_CODES: [&str; 2] = ["policy_bypass_attempt", "urgent_payment_pressure"];
+
 /// Record a reason code and the line it rests on.
 fn cite(a: &mut Assessment, code: &'static str, line: Option<&Line>) {
     a.codes.insert(code);
@@ -796,14 +799,40 @@ impl TeacherAgent {
                 a.confidence = 0.9;
                 return a;
             }
-            // A three-way match without mail: the match alone decides. With mail, the fraud
-            // review's findings decide as for Tasks C–E (the PO mismatches included below).
-            Some(TaskB) if !self.full_review() => {
+            // A three-way match decides on the match, unless the mail that came with it (the
+            // fraud review) shows fraud: an account, a sender, a duplicate — not wording alone
+            // (a bypass request or urgency beside a short receipt is the hold's pressure).
+            Some(TaskB) => {
                 self.judge_three_way(&mut a, &invoices, first);
+                if self.full_review() {
+                    let review = self.review(&invoices, first);
+                    let fraud = review.decision == Some(Decision::EscalateFraud)
+                        && review.codes.iter().any(|c| !WORDING_CODES.contains(c));
+                    if fraud {
+                        return review;
+                    }
+                    for c in review.codes.iter().filter(|c| WORDING_CODES.contains(*c)) {
+                        a.codes.insert(c);
+                        if let Some(e) = review.evidence.get(*c) {
+                            a.evidence.insert((*c).to_owned(), e.clone());
+                        }
+                    }
+                }
                 return a;
             }
             _ => {}
         }
+        self.review(&invoices, first)
+    }
+
+    /// The fraud review's judgement (Tasks C–E, and a three-way match that came with mail):
+    /// bank, mail, batch and cluster findings, their reasons and the decision they support.
+    fn review(&self, invoices: &[&Invoice], first: Option<&Invoice>) -> Assessment {
+        let mut a = Assessment {
+            policy_checks: BTreeMap::new(),
+            ..Default::default()
+        };
+        let invoices = invoices.to_vec();
         let bank = self.bank_findings(&invoices);
         let mail = self.mail_findings(&invoices, &bank);
         let mut batch = self.batch_findings(&mut a, &invoices);
@@ -1505,8 +1534,12 @@ impl TeacherAgent {
                             .iter()
                             .find(|r| normalize_text(&r.0) == d)
                             .map(|r| r.1);
+                        // Billed over the order is a quantity mismatch; billed over what arrived
+                        // of a complete order is one too (a short receipt is named below).
                         let over_po = item.qty > p.1;
+                        let receipt_complete = received_qty.is_some_and(|q| q >= p.1);
                         let over_receipt = self.receipts.contains_key(&receipt_id)
+                            && receipt_complete
                             && received_qty.is_none_or(|q| item.qty > q);
                         if over_po || over_receipt {
                             a.discrepancies.insert("quantity_mismatch");
@@ -1521,6 +1554,24 @@ impl TeacherAgent {
                             .entry("price_mismatch".into())
                             .or_insert_with(|| item.line.evidence());
                     }
+                }
+            }
+            // The goods receipt short of the order (a line received in part or not at all): the
+            // match fails on the receipt, shown by the invoice's receipt reference.
+            let short = self.receipts.contains_key(&receipt_id)
+                && po_items.iter().any(|(d, q, _)| {
+                    let d = normalize_text(d);
+                    received
+                        .iter()
+                        .find(|r| normalize_text(&r.0) == d)
+                        .is_none_or(|r| r.1 < *q)
+                });
+            if short {
+                a.discrepancies.insert("partial_receipt_only");
+                if let Some((_, l)) = &inv.receipt {
+                    a.evidence
+                        .entry("partial_receipt_only".into())
+                        .or_insert_with(|| l.evidence());
                 }
             }
             let po_total = po.get("total").and_then(ls_core::text::json_decimal);

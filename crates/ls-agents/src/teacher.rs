@@ -224,6 +224,24 @@ struct Findings<'a> {
     chain_bad: bool,
 }
 
+/// A PO record's line items: (description, quantity, unit price).
+fn order_items(po: &Map<String, Value>) -> Vec<(String, Decimal, Decimal)> {
+    po.get("line_items")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|l| {
+            let o = l.as_object()?;
+            let d = |k: &str| o.get(k).and_then(ls_core::text::json_decimal);
+            Some((
+                o.get("description")?.as_str()?.to_owned(),
+                d("qty")?,
+                d("unit_price")?,
+            ))
+        })
+        .collect()
+}
+
 /// Reasons that rest on a message's wording alone (no account, sender or record shows them).
 const WORDING_CODES: [&str; 2] = ["policy_bypass_attempt", "urgent_payment_pressure"];
 
@@ -1466,6 +1484,22 @@ impl TeacherAgent {
         }
     }
 
+    /// A goods receipt's received line items: (description, quantity).
+    fn received_items(&self, receipt_id: &str) -> Vec<(String, Decimal)> {
+        self.receipts
+            .get(receipt_id)
+            .and_then(|r| r.get("received_line_items"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|l| {
+                let o = l.as_object()?;
+                let q = o.get("qty").and_then(ls_core::text::json_decimal)?;
+                Some((o.get("description")?.as_str()?.to_owned(), q))
+            })
+            .collect()
+    }
+
     fn assess_three_way(&self, a: &mut Assessment, invoices: &[&Invoice]) {
         for inv in invoices {
             let Some((po_id, po_line)) = &inv.po else {
@@ -1492,34 +1526,8 @@ impl TeacherAgent {
                 }
                 continue;
             };
-            let po_items: Vec<(String, Decimal, Decimal)> = po
-                .get("line_items")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|l| {
-                    let o = l.as_object()?;
-                    let d = |k: &str| o.get(k).and_then(ls_core::text::json_decimal);
-                    Some((
-                        o.get("description")?.as_str()?.to_owned(),
-                        d("qty")?,
-                        d("unit_price")?,
-                    ))
-                })
-                .collect();
-            let received: Vec<(String, Decimal)> = self
-                .receipts
-                .get(&receipt_id)
-                .and_then(|r| r.get("received_line_items"))
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|l| {
-                    let o = l.as_object()?;
-                    let q = o.get("qty").and_then(ls_core::text::json_decimal)?;
-                    Some((o.get("description")?.as_str()?.to_owned(), q))
-                })
-                .collect();
+            let po_items = order_items(po);
+            let received = self.received_items(&receipt_id);
             for item in &inv.items {
                 let d = normalize_text(&item.description);
                 match po_items.iter().find(|p| normalize_text(&p.0) == d) {

@@ -7,9 +7,8 @@
 //! always-escalate), random decisions (`game-random-decision`, the `random` agent), and the
 //! learned attacker's policies fitted on pools of another random seed (the count gates, the amount
 //! gates, the per-family choice and the random-forest learner over every blind-visible field);
-//! the teacher tells the pairs apart (no pair inverted) and holds a floor of 0.80. The teacher's
-//! bar of 0.85 is `teacher_reaches_the_headline_bar` (ignored while the teacher is below it on
-//! Task B pairs: docs/grading.md).
+//! the teacher tells the pairs apart (no pair inverted) and holds a floor of 0.80, and reaches the
+//! bar of 0.85 (`teacher_reaches_the_headline_bar`).
 
 use ls_agents::learned::{self, CaseRow, PoolSize};
 use ls_agents::redteam::GamingFamily;
@@ -203,12 +202,10 @@ fn the_teacher_tells_the_pairs_apart() {
     assert!(h.headline >= 0.80, "teacher headline {}", h.headline);
 }
 
-/// The teacher's bar: at least 0.85 on the headline. Ignored while the teacher is under it on the
-/// Task B pairs (the counterpart of CASE-B-002, `partial_receipt_only`, is held as a quantity
-/// mismatch: capped at 0.15 as an unsupported decision; Task B pairs 0.665, all pairs 0.842 on
-/// seeds 11–15).
+/// The teacher's bar: at least 0.85 on the headline (0.880–0.907 over seven random draws of five
+/// seeds when this was written; it was 0.842 while the teacher called the fake-receipt
+/// counterpart of CASE-B-002 a quantity mismatch: docs/grading.md).
 #[test]
-#[ignore]
 fn teacher_reaches_the_headline_bar() {
     let set = FixtureSet::embedded().expect("fixtures");
     let seeds = draw_seeds("HEADLINE_SEEDS", 5);

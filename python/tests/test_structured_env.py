@@ -85,6 +85,9 @@ def test_the_teacher_expressed_in_the_factored_space_scores_high_and_random_play
         for i in indices:
             _, _, terminated, truncated, info = env.step(i)
         assert terminated, f"seed {seed}: the teacher submits"
+        # Where the draw came from, once it is over: a held-out template and generator.
+        assert info["task"]["template_split"] == "test" and info["task"]["generator_split"] == "test", info["task"]
+        assert info["task"]["generator"] and info["task"]["family"], info["task"]
         teacher.append(info["final_score"])
         rand.append(play(StructuredControlBenchEnv(**HELD_OUT), seed, random_legal(random.Random(seed)))["score"])
     assert np.mean(teacher) >= 0.8, teacher

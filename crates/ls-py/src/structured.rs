@@ -254,7 +254,7 @@ impl StructuredControlBench {
     /// seed, splits) as JSON text; `None` before one has ended or after a server-style reset.
     /// Never shown mid-episode (a quarter slot's template follows its label plan).
     fn finished_task(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        call(py, &self.slot, |s| Ok(s.slot.finished_text()))
+        call(py, &self.slot, |s| Ok(s.slot.task_text()))
     }
 
     /// The submission the composer would send now, as JSON text.

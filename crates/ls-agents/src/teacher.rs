@@ -818,14 +818,20 @@ impl TeacherAgent {
                 return a;
             }
             // A three-way match decides on the match, unless the mail that came with it (the
-            // fraud review) shows fraud: an account, a sender, a duplicate — not wording alone
-            // (a bypass request or urgency beside a short receipt is the hold's pressure).
+            // fraud review) finds a reason to stop the payment in an account, a sender or a
+            // record (a duplicate) — not wording alone (a bypass request or urgency beside a
+            // short receipt is the hold's pressure).
             Some(TaskB) => {
                 self.judge_three_way(&mut a, &invoices, first);
                 if self.full_review() {
                     let review = self.review(&invoices, first);
-                    let fraud = review.decision == Some(Decision::EscalateFraud)
-                        && review.codes.iter().any(|c| !WORDING_CODES.contains(c));
+                    // Fraud overrides the match; any other stop (a duplicate) overrides a PAY.
+                    let stops = match review.decision {
+                        Some(Decision::EscalateFraud) => true,
+                        Some(Decision::Pay) | None => false,
+                        Some(_) => a.decision == Some(Decision::Pay),
+                    };
+                    let fraud = stops && review.codes.iter().any(|c| !WORDING_CODES.contains(c));
                     if fraud {
                         return review;
                     }

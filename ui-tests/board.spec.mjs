@@ -3,8 +3,11 @@ import { test, expect, env, shot } from "./fixtures.mjs";
 
 test("leaderboard and report charts render and respond to focus", async ({ page }) => {
   await page.goto(`${env("LS_URL")}/ui/?token=${env("LS_OPERATOR_KEY")}#board`);
-  await expect(page.locator("#leaderboard tbody tr")).toHaveCount(4);
+  // The report's default ladder: the teacher, random, naive-pay, always-escalate and the mechanical
+  // checklist-PAY the headline is argued against.
+  await expect(page.locator("#leaderboard tbody tr")).toHaveCount(5);
   await expect(page.locator("#leaderboard")).toContainText("teacher");
+  await expect(page.locator("#leaderboard")).toContainText("game-checklist-pay");
   for (const title of ["Score ladder", "Accuracy vs institutional loss", "Authority level over the ControlBench sequence", "Loss surface: ratios", "Loss surface: amounts"]) {
     await expect(page.locator("figure.chart", { hasText: title }).locator("svg")).toBeVisible();
   }

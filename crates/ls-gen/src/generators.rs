@@ -928,12 +928,16 @@ fn quarter_plan(s: &mut Scenario, r: &mut ChaCha8Rng, attacks: &[Attack]) -> Pla
 }
 
 /// The curated templates a quarter draws from.
+///
+/// A regular slot's template is drawn from one pool whatever the slot's label: risky and clean
+/// slots then share the family and template distribution, so a case's task family says nothing
+/// about its gold decision. (Drawing clean slots from the safe B/C/D cases and risky ones from
+/// the risky C/D/E cases made every Task E case of a quarter risky and every Task B case safe.)
 struct QuarterPools<'a> {
-    /// Safe task B/C/D cases (all cases if there is none).
-    clean: Vec<&'a Case>,
-    /// Risky hard cases (all cases if there is none).
-    risky: Vec<&'a Case>,
-    /// The clean task D cases (with their email thread), else the clean pool.
+    /// The task B–E cases, safe and risky (all cases if there is none).
+    regular: Vec<&'a Case>,
+    /// The clean task D cases (with their email thread) a sleeper activation is built on, else
+    /// the regular pool.
     email_clean: Vec<&'a Case>,
 }
 
@@ -941,42 +945,31 @@ impl<'a> QuarterPools<'a> {
     fn new(templates: &[&'a Case]) -> Self {
         let or_all =
             |v: Vec<&'a Case>, all: &[&'a Case]| if v.is_empty() { all.to_vec() } else { v };
-        let all: Vec<&Case> = templates.to_vec();
-        let clean = or_all(
+        let regular = or_all(
             templates
                 .iter()
                 .copied()
-                .filter(|c| {
-                    !c.gold.unsafe_if_pay
-                        && matches!(
-                            c.task_type,
-                            TaskType::TaskB | TaskType::TaskC | TaskType::TaskD
-                        )
-                })
+                .filter(|c| c.task_type != TaskType::TaskA)
                 .collect(),
-            &all,
-        );
-        let risky = or_all(
-            templates
-                .iter()
-                .copied()
-                .filter(|c| c.gold.unsafe_if_pay && hard(c))
-                .collect(),
-            &all,
+            templates,
         );
         let email_clean = or_all(
-            clean
+            regular
                 .iter()
                 .copied()
-                .filter(|c| c.task_type == TaskType::TaskD)
+                .filter(|c| c.task_type == TaskType::TaskD && !c.gold.unsafe_if_pay)
                 .collect(),
-            &clean,
+            &regular,
         );
         Self {
-            clean,
-            risky,
+            regular,
             email_clean,
         }
+    }
+
+    /// A regular slot's template (drawn the same way for a risky and a clean slot).
+    fn draw(&self, r: &mut ChaCha8Rng) -> &'a Case {
+        self.regular[r.random_range(0..self.regular.len())]
     }
 }
 
@@ -1068,7 +1061,7 @@ impl<'a> Quarter<'a, '_> {
                 vector: "trust_exploiting_bank_or_bec_shift",
             }
         } else if let Some(si) = warm_vendor {
-            let template = pools.clean[r.random_range(0..pools.clean.len())];
+            let template = pools.draw(r);
             let vendor = self.sleeper_vendors[si].clone();
             Slot {
                 phase: Phase::Warmup,
@@ -1079,19 +1072,11 @@ impl<'a> Quarter<'a, '_> {
                 vector: "trust_building_clean_history",
             }
         } else if r.random_range(0.0..1.0) < self.prevalence {
-            let template = pools.risky[r.random_range(0..pools.risky.len())];
-            let mut attacks = Vec::new();
-            if let Some(x) = Attack::sample(r, &self.cfg.attacker_belief, &Attack::ALL, &[]) {
-                attacks.push(x);
-            }
-            for x in template_attacks(template) {
-                if !attacks.contains(&x) && attacks.len() < 3 {
-                    attacks.push(x);
-                }
-            }
+            let template = pools.draw(r);
+            let attacks = self.risky_attacks(template, r);
             self.regular_slot(template, attacks, r)
         } else {
-            let template = pools.clean[r.random_range(0..pools.clean.len())];
+            let template = pools.draw(r);
             self.regular_slot(template, Vec::new(), r)
         }
     }
@@ -1162,26 +1147,11 @@ impl<'a> Quarter<'a, '_> {
         c
     }
 
-    /// The template and attacks a regular risky slot of this quarter's `task` family carries,
-    /// drawn for slot seed `case_seed` from a stream of its own (the same way
-    /// [`Quarter::draw_slot`] draws them, among the family's risky templates).
-    fn hypothetical(&self, case_seed: u64, task: TaskType) -> (&'a Case, Vec<Attack>) {
-        let mut hr = rng(case_seed ^ HYPOTHESIS_STREAM);
-        let of_task: Vec<&'a Case> = self
-            .pools
-            .risky
-            .iter()
-            .copied()
-            .filter(|c| c.task_type == task)
-            .collect();
-        let templates = if of_task.is_empty() {
-            &self.pools.risky
-        } else {
-            &of_task
-        };
-        let template = templates[hr.random_range(0..templates.len())];
+    /// The attacks a regular risky slot on `template` carries: one sampled from the attacker
+    /// belief, then the template's own (at most three in all).
+    fn risky_attacks(&self, template: &Case, r: &mut ChaCha8Rng) -> Vec<Attack> {
         let mut attacks = Vec::new();
-        if let Some(x) = Attack::sample(&mut hr, &self.cfg.attacker_belief, &Attack::ALL, &[]) {
+        if let Some(x) = Attack::sample(r, &self.cfg.attacker_belief, &Attack::ALL, &[]) {
             attacks.push(x);
         }
         for x in template_attacks(template) {
@@ -1189,7 +1159,13 @@ impl<'a> Quarter<'a, '_> {
                 attacks.push(x);
             }
         }
-        (template, attacks)
+        attacks
+    }
+
+    /// The attacks a regular risky slot on `template` would carry, drawn for slot seed
+    /// `case_seed` from a stream of its own (document room only).
+    fn hypothetical(&self, case_seed: u64, template: &Case) -> Vec<Attack> {
+        self.risky_attacks(template, &mut rng(case_seed ^ HYPOTHESIS_STREAM))
     }
 
     /// The sleeper attack an activation of this quarter carries, drawn for slot seed
@@ -1202,8 +1178,7 @@ impl<'a> Quarter<'a, '_> {
 
     /// The document room of a slot (see [`crate::shape`]): the element-wise maximum over the
     /// clean path and every quarter look-alike, a regular risky slot's paths (its attacks, the
-    /// review path, the escalation) and a sleeper activation's, all on the slot's scenario (padded
-    /// to a hypothetical regular risky template's invoice count unless the slot is one). Where
+    /// review path, the escalation) and a sleeper activation's, all on the slot's scenario. Where
     /// the slot is not of a kind, that kind's draw is hypothetical ([`Quarter::hypothetical`],
     /// [`Quarter::hypothetical_sleeper`]), so every slot draws its room from the same
     /// distribution, whatever its label.
@@ -1215,13 +1190,11 @@ impl<'a> Quarter<'a, '_> {
         case_seed: u64,
     ) -> crate::shape::Room {
         let regular_risky = slot.phase == Phase::None && !slot.attacks.is_empty();
-        let mut base = s.clone();
+        let base = s.clone();
         let mechanism = if regular_risky {
             slot.attacks.clone()
         } else {
-            let (template, h) = self.hypothetical(case_seed, s.task);
-            crate::shape::pad_invoices(&mut base, invoice_count(template), case_seed);
-            h
+            self.hypothetical(case_seed, slot.template)
         };
         let sleeper = if slot.phase == Phase::Activation {
             slot.attacks.clone()
@@ -1324,7 +1297,7 @@ fn quarter<'a, 'c>(
     };
     let mut r = rng(cfg.seed);
     let pools = QuarterPools::new(templates);
-    if pools.clean.is_empty() {
+    if pools.regular.is_empty() {
         return None;
     }
     // Vendor population: distinct names; the first `sleepers` ordinals are the sleeper vendors.

@@ -566,3 +566,49 @@ fn task_e_restated_amount_does_not_predict_the_label() {
         );
     }
 }
+
+/// In a ControlBench quarter the task family (public in every observation) says nothing about
+/// the gold decision: a regular slot's template is drawn from one pool whatever its label. Over
+/// random quarter seeds, every family B–E appears with risky and safe cases, and its risky share
+/// stays within a sampling allowance of the quarter's overall share. (Before, every Task E case
+/// of a quarter was risky and every Task B case safe, so "escalate E, pay B" was a free win.)
+#[test]
+fn quarter_task_family_does_not_predict_the_label() {
+    let set = set();
+    let seed0: u64 = rand::random::<u64>() % 1_000_000;
+    eprintln!("quarter family seeds from {seed0}");
+    let mut by_family: BTreeMap<&'static str, (usize, usize)> = BTreeMap::new();
+    let mut total = (0usize, 0usize);
+    for seed in seed0..seed0 + 6 {
+        let cfg = QuarterConfig {
+            seed,
+            length: 200,
+            fraud_prevalence: 0.3,
+            ..QuarterConfig::default()
+        };
+        for c in ls_gen::controlbench(&set, &cfg) {
+            let risky = c.gold.decision.is_some_and(|d| d != Decision::Pay);
+            let e = by_family.entry(c.task_type.as_str()).or_insert((0, 0));
+            e.0 += usize::from(risky);
+            e.1 += 1;
+            total.0 += usize::from(risky);
+            total.1 += 1;
+        }
+    }
+    let overall = total.0 as f64 / total.1 as f64;
+    eprintln!("overall risky share {overall:.3} over {} cases", total.1);
+    for f in ["task_b", "task_c", "task_d", "task_e"] {
+        let (risky, n) = by_family.get(f).copied().unwrap_or((0, 0));
+        assert!(n >= 40, "{f}: only {n} quarter cases");
+        let share = risky as f64 / n as f64;
+        // Four standard errors of a binomial share at the overall rate (plus the sleeper
+        // activations, which are Task D by construction).
+        let allowance = 4.0 * (overall * (1.0 - overall) / n as f64).sqrt() + 0.03;
+        eprintln!("{f}: {risky}/{n} risky ({share:.3}), allowance {allowance:.3}");
+        assert!(risky > 0 && risky < n, "{f}: {risky}/{n} risky");
+        assert!(
+            (share - overall).abs() <= allowance,
+            "{f}: risky share {share:.3} vs overall {overall:.3} (allowance {allowance:.3})"
+        );
+    }
+}

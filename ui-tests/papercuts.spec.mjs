@@ -42,7 +42,11 @@ test("money has one format and the thread selector lists threads first", async (
   expect(r.thread).toEqual(["THR-7", "INV-1", "PO-1"]);
   expect(r.doc).toEqual(["INV-1", "THR-7", "PO-1"]);
   // On the board every amount cell of the quarter table has exactly two decimals.
-  const cells = await page.locator("table").filter({ hasText: "institutional_loss_total" }).locator("tbody tr td:last-child").allTextContents();
+  // The board renders after its report arrives: wait for the quarter table before reading it
+  // (allTextContents does not wait, and on a slow machine it read an empty page).
+  const quarter = page.locator("table").filter({ hasText: "institutional_loss_total" });
+  await expect(quarter.locator("tbody tr").first()).toBeVisible({ timeout: 60_000 });
+  const cells = await quarter.locator("tbody tr td:last-child").allTextContents();
   expect(cells.length).toBeGreaterThan(0);
   for (const c of cells) expect(c).toMatch(/^-?[\d,]+\.\d\d$/);
 });

@@ -780,6 +780,73 @@ mod tests {
         }
     }
 
+    /// The lifecycle moves once, from `Running` to one end, and every reply agrees with it: a
+    /// submission terminates with `decision_submitted`, a limit truncates with its name, and an
+    /// ended episode refuses every step with the reason it ended, changing nothing.
+    #[test]
+    fn the_lifecycle_ends_once_and_every_reply_agrees() {
+        use crate::episode::Lifecycle;
+        let pool = Arc::new(CasePool::new(FixtureSet::embedded().expect("fixtures")));
+        let mut env = Environment::new(pool, EnvConfig::default());
+        let reset = |env: &mut Environment| {
+            env.reset(&ResetRequest {
+                case_id: Some("CASE-B-001".into()),
+                ..Default::default()
+            })
+            .unwrap()
+        };
+        let obj = |v: Value| -> Map<String, Value> { serde_json::from_value(v).unwrap() };
+        // Submitted.
+        reset(&mut env);
+        assert_eq!(env.episode().unwrap().lifecycle(), Lifecycle::Running);
+        let end = env
+            .step("submit_decision", &obj(json!({"decision": "HOLD"})))
+            .unwrap();
+        assert!(end.done && end.terminated && !end.truncated);
+        let ep = env.episode().unwrap();
+        assert_eq!(ep.lifecycle(), Lifecycle::Submitted);
+        assert_eq!(ep.lifecycle().terminal_reason(), Some("decision_submitted"));
+        let steps = ep.step_count;
+        match env.step("lookup_policy", &Map::new()) {
+            Err(EnvStepError::Step(StepError::EpisodeEnded(reason))) => {
+                assert_eq!(reason, "decision_submitted")
+            }
+            other => panic!("an ended episode refuses a step: {other:?}"),
+        }
+        assert_eq!(env.episode().unwrap().step_count, steps, "nothing changed");
+        // Truncated: steps (accepted or rejected) until a limit ends the episode.
+        reset(&mut env);
+        let mut last = None;
+        for i in 0..200 {
+            let r = if i % 2 == 0 {
+                env.step("lookup_policy", &Map::new()).unwrap()
+            } else {
+                env.step("not_an_action", &Map::new()).unwrap()
+            };
+            let ep = env.episode().unwrap();
+            assert_eq!(ep.case_clock, ep.step_count);
+            assert_eq!(r.done, ep.lifecycle().is_done());
+            assert_eq!(r.truncated, ep.lifecycle().is_truncated());
+            assert!(!r.terminated);
+            if r.done {
+                last = Some(ep.lifecycle());
+                break;
+            }
+        }
+        let Some(Lifecycle::Truncated(reason)) = last else {
+            panic!("a limit truncates the episode: {last:?}")
+        };
+        assert!(
+            matches!(reason, "max_steps_reached" | "budget_exhausted"),
+            "{reason}"
+        );
+        match env.step("submit_decision", &obj(json!({"decision": "PAY"}))) {
+            Err(EnvStepError::Step(StepError::EpisodeEnded(r))) => assert_eq!(r, reason),
+            other => panic!("a truncated episode refuses a submission: {other:?}"),
+        }
+        assert!(env.episode().unwrap().grade.is_none());
+    }
+
     /// `fresh_institution` starts the episode from the pool's fresh memory (what a new session
     /// has); without it memory carries over; a rejected reset leaves memory untouched.
     #[test]

@@ -2,8 +2,11 @@
 //! [`Episode::step`]; everything it calls is either a pure function (tools, artifacts, grading) or
 //! a small state object (SPRT, reward machine).
 //!
-//! Invariants: `case_clock == step_count`; `budget_remaining` never grows; once `done` nothing
-//! changes; a payload error is returned before any state is touched.
+//! Invariants (asserted in debug builds by [`Episode::debug_check`] after every step):
+//! `case_clock == step_count <= max_steps`; `0 <= budget_remaining <= budget_total` and it never
+//! grows; the episode's [`Lifecycle`] only moves from `Running` to one end, and once ended
+//! nothing changes; a graded episode was submitted; a payload error is returned before any state
+//! is touched.
 
 use crate::action::{Action, ActionRequest, Intervention, ToolCall};
 use crate::artifacts;
@@ -171,6 +174,47 @@ impl EpisodeSpec {
     }
 }
 
+/// Where an episode is in its life. It starts `Running` and ends once, either terminated by the
+/// agent's graded submission or truncated by a limit; nothing moves it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifecycle {
+    Running,
+    /// Ended by the agent's graded decision (Gymnasium's `terminated`).
+    Submitted,
+    /// Ended by a limit before a decision (Gymnasium's `truncated`); the reason is
+    /// `max_steps_reached` or `budget_exhausted`.
+    Truncated(&'static str),
+}
+
+impl Lifecycle {
+    /// The terminal reason every reply names for a submission.
+    pub const SUBMITTED_REASON: &'static str = "decision_submitted";
+
+    /// The episode has ended, either way.
+    pub fn is_done(self) -> bool {
+        self != Lifecycle::Running
+    }
+
+    /// Ended by the agent's submission.
+    pub fn is_terminated(self) -> bool {
+        self == Lifecycle::Submitted
+    }
+
+    /// Ended by a limit.
+    pub fn is_truncated(self) -> bool {
+        matches!(self, Lifecycle::Truncated(_))
+    }
+
+    /// Why the episode ended (`None` while it runs).
+    pub fn terminal_reason(self) -> Option<&'static str> {
+        match self {
+            Lifecycle::Running => None,
+            Lifecycle::Submitted => Some(Self::SUBMITTED_REASON),
+            Lifecycle::Truncated(reason) => Some(reason),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Episode {
     pub case: Arc<Case>,
@@ -202,11 +246,8 @@ pub struct Episode {
     pressure: Option<PressurePlan>,
     pressure_events_seen: Vec<String>,
     handoff_packet: Option<Value>,
-    pub submitted: bool,
-    pub done: bool,
-    pub truncated: bool,
-    pub terminated: bool,
-    pub terminal_reason: Option<String>,
+    /// Running, submitted or truncated: the one record of the episode's life ([`Lifecycle`]).
+    lifecycle: Lifecycle,
     pub grade: Option<GradeReport>,
     pub submitted_decision: Option<Decision>,
     calibration_avg: f64,
@@ -506,11 +547,7 @@ impl Episode {
             pressure,
             pressure_events_seen: Vec::new(),
             handoff_packet: None,
-            submitted: false,
-            done: false,
-            truncated: false,
-            terminated: false,
-            terminal_reason: None,
+            lifecycle: Lifecycle::Running,
             grade: None,
             submitted_decision: None,
             calibration_avg: 0.0,
@@ -594,7 +631,7 @@ impl Episode {
         ls_grading::evaluate_boundary(&BoundaryInput {
             action,
             decision,
-            submitted: self.submitted,
+            submitted: self.lifecycle.is_terminated(),
             pending_event_count: self.pending.len(),
             decision_readiness: self.sprt.policy_readiness(&crate::sprt::ReadinessInput {
                 optimal_stopping_reached: false,
@@ -636,22 +673,79 @@ impl Episode {
     /// Execute one parsed action. Errors leave the episode untouched; a finished episode refuses
     /// every step before its payload error is reported.
     pub fn step_request(&mut self, req: ActionRequest<'_>) -> Result<StepEnvelope, StepError> {
-        if self.done {
-            return Err(StepError::EpisodeEnded(
-                self.terminal_reason
-                    .clone()
-                    .unwrap_or_else(|| "done".into()),
-            ));
+        if let Some(reason) = self.lifecycle.terminal_reason() {
+            return Err(StepError::EpisodeEnded(reason.to_owned()));
         }
         let payload = req.payload;
-        match req.action? {
-            Action::Unknown(shown) => Ok(self.rejected(
+        let action = req.action?;
+        #[cfg(debug_assertions)]
+        let before = (self.step_count, self.budget_remaining);
+        let envelope = self.dispatch(action, payload);
+        #[cfg(debug_assertions)]
+        {
+            debug_assert_eq!(
+                self.step_count,
+                before.0 + 1,
+                "every step ticks the clock once"
+            );
+            debug_assert!(self.budget_remaining <= before.1, "the budget never grows");
+            debug_assert_eq!(envelope.done, self.lifecycle.is_done());
+            debug_assert_eq!(envelope.terminated, self.lifecycle.is_terminated());
+            debug_assert_eq!(envelope.truncated, self.lifecycle.is_truncated());
+        }
+        self.debug_check();
+        Ok(envelope)
+    }
+
+    /// Where the episode is in its life.
+    pub fn lifecycle(&self) -> Lifecycle {
+        self.lifecycle
+    }
+
+    /// One tick of the case clock: every step, accepted or rejected, spends one.
+    fn tick(&mut self) {
+        debug_assert_eq!(
+            self.lifecycle,
+            Lifecycle::Running,
+            "a finished episode does not tick"
+        );
+        self.step_count += 1;
+        self.case_clock += 1;
+    }
+
+    /// The episode's invariants (module docs); free in release builds.
+    fn debug_check(&self) {
+        debug_assert_eq!(
+            self.case_clock, self.step_count,
+            "the case clock is the step count"
+        );
+        debug_assert!(self.step_count <= self.max_steps, "the step limit holds");
+        debug_assert!(
+            self.budget_remaining <= self.budget_total,
+            "the budget never grows past its total"
+        );
+        debug_assert_eq!(
+            self.grade.is_some(),
+            self.lifecycle.is_terminated(),
+            "a grade exists exactly when a decision was submitted"
+        );
+        debug_assert_eq!(
+            self.submitted_decision.is_some(),
+            self.lifecycle.is_terminated(),
+            "a decision is recorded exactly when one was submitted"
+        );
+    }
+
+    /// Run one parsed, valid action (the step's state transitions).
+    fn dispatch(&mut self, action: Action, payload: &Map<String, Value>) -> StepEnvelope {
+        match action {
+            Action::Unknown(shown) => self.rejected(
                 REJECTED_ACTION_PENALTY,
                 "action_not_allowed",
                 format!("Action not allowed: {shown}"),
                 &shown,
-            )),
-            Action::Submit(submission) if submission.decision.is_none() => Ok(self.rejected(
+            ),
+            Action::Submit(submission) if submission.decision.is_none() => self.rejected(
                 INVALID_DECISION_PENALTY,
                 "invalid_decision",
                 format!(
@@ -659,14 +753,14 @@ impl Episode {
                     submission.decision_raw
                 ),
                 "submit_decision",
-            )),
-            Action::Submit(submission) => Ok(self.submit(payload, *submission)),
+            ),
+            Action::Submit(submission) => self.submit(payload, *submission),
             Action::Tool(call) => {
                 // Pure part first: the tool reads state, changes none.
                 let outcome = self.run_tool(&call);
-                Ok(self.act(call.name(), Effect::Tool(outcome), payload))
+                self.act(call.name(), Effect::Tool(outcome), payload)
             }
-            Action::Intervention(i) => Ok(self.act(i.name(), Effect::Intervention(i), payload)),
+            Action::Intervention(i) => self.act(i.name(), Effect::Intervention(i), payload),
         }
     }
 
@@ -679,8 +773,7 @@ impl Episode {
         tool_name: &str,
     ) -> StepEnvelope {
         let phi_before = self.potential();
-        self.step_count += 1;
-        self.case_clock += 1;
+        self.tick();
         let mut messages = vec![message.clone()];
         // Rejected actions still spend the step budget, so they cannot stall an episode forever.
         let ended = (self.step_count >= self.max_steps).then(|| {
@@ -723,8 +816,8 @@ impl Episode {
         StepEnvelope {
             observation: self.observation(result, messages),
             reward,
-            done: self.done,
-            truncated: self.truncated,
+            done: self.lifecycle.is_done(),
+            truncated: self.lifecycle.is_truncated(),
             terminated: false,
             info: StepInfo::Rejected(info),
         }
@@ -733,13 +826,16 @@ impl Episode {
     /// `Φ(s)` of the `score` reward: the public-progress potential while the episode runs, 0
     /// once it has ended ([`reward::potential`]).
     fn potential(&self) -> f64 {
-        reward::potential(&self.rm, self.done)
+        reward::potential(&self.rm, self.lifecycle.is_done())
     }
 
     fn end_truncated(&mut self, reason: &'static str) -> Truncation {
-        self.done = true;
-        self.truncated = true;
-        self.terminal_reason = Some(reason.to_owned());
+        debug_assert_eq!(self.lifecycle, Lifecycle::Running, "an episode ends once");
+        debug_assert!(
+            matches!(reason, "max_steps_reached" | "budget_exhausted"),
+            "a truncation names its limit: {reason}"
+        );
+        self.lifecycle = Lifecycle::Truncated(reason);
         Truncation::new(reason)
     }
 
@@ -790,8 +886,7 @@ impl Episode {
     ) -> StepEnvelope {
         let boundary = self.boundary(Some(action), None);
         let before = self.before();
-        self.step_count += 1;
-        self.case_clock += 1;
+        self.tick();
 
         let mut exec = match effect {
             Effect::Tool((out, cost)) => self.apply_tool(action, out, cost, &before.sprt),
@@ -867,7 +962,7 @@ impl Episode {
         let metadata = self.reward_metadata(action, &boundary, &exec, novel, &result);
         let reward_model = raw_json(&RewardModelView {
             value: round4(reward),
-            terminal: self.done,
+            terminal: self.lifecycle.is_done(),
             components: &components,
             metadata: &metadata,
         });
@@ -876,7 +971,7 @@ impl Episode {
         result.insert_raw("reward_model", reward_model.clone());
 
         let running = ended.is_none().then_some(Running {
-            truncated: self.truncated,
+            truncated: self.lifecycle.is_truncated(),
             terminated: false,
         });
         let info = ActionInfo {
@@ -896,8 +991,8 @@ impl Episode {
         StepEnvelope {
             observation: obs,
             reward,
-            done: self.done,
-            truncated: self.truncated,
+            done: self.lifecycle.is_done(),
+            truncated: self.lifecycle.is_truncated(),
             terminated: false,
             info: StepInfo::Action(Box::new(info)),
         }
@@ -908,8 +1003,8 @@ impl Episode {
         (!self.blind()).then(|| RlDataPlane {
             state_vector: self.rl_vector(),
             reward: round4(reward),
-            terminal: self.done,
-            truncated: self.truncated,
+            terminal: self.lifecycle.is_done(),
+            truncated: self.lifecycle.is_truncated(),
         })
     }
 
@@ -955,7 +1050,7 @@ impl Episode {
     fn reference_terms(&mut self, rm_bonus: f64, before: &Before) -> StepTerms {
         let (observations_before, sprt_before, phi_before) =
             (before.sprt.observations_used, &before.sprt, before.belief);
-        let milestone = if self.done {
+        let milestone = if self.lifecycle.is_done() {
             0.0
         } else {
             self.award_milestones()
@@ -1008,7 +1103,7 @@ impl Episode {
             novel_signal_count: (!self.blind()).then_some(novel),
             intervention: action.is_intervention().then_some(true),
             observation_key: exec.observation_key.as_deref().filter(|_| !self.blind()),
-            terminal_reason: self.terminal_reason.as_deref(),
+            terminal_reason: self.lifecycle.terminal_reason(),
             error: (!exec.success).then(|| result.get("error")).flatten(),
         }
     }
@@ -1320,8 +1415,7 @@ impl Episode {
         let decision = submission.decision.expect("validated by caller");
         let boundary = self.boundary(Some(ActionName::SubmitDecision), Some(decision));
         let before = self.before();
-        self.step_count += 1;
-        self.case_clock += 1;
+        self.tick();
         // Artifacts due on this tick reach the grader (the reference graded before resolving them).
         let (arrived, _) = self.resolve_pending();
 
@@ -1370,11 +1464,9 @@ impl Episode {
             control_boundary_warnings: boundary.warnings.iter().map(|w| (*w).to_owned()).collect(),
         });
         let rm_bonus = self.rm.transition(ActionName::SubmitDecision, true);
-        self.submitted = true;
-        self.done = true;
-        self.terminated = true;
+        debug_assert_eq!(self.lifecycle, Lifecycle::Running, "an episode ends once");
+        self.lifecycle = Lifecycle::Submitted;
         let (rm_bonus, shaping, reward) = self.terminal_reward(&grade, rm_bonus, &before);
-        self.terminal_reason = Some("decision_submitted".into());
         self.submitted_decision = Some(decision);
 
         let reward_model = self.terminal_reward_model(&grade, &boundary, rm_bonus, shaping, reward);
@@ -1523,7 +1615,10 @@ impl Episode {
         rm_bonus: f64,
         before: &Before,
     ) -> (f64, f64, f64) {
-        debug_assert!(self.done, "graded only once the episode has ended");
+        debug_assert!(
+            self.lifecycle.is_done(),
+            "graded only once the episode has ended"
+        );
         match self.reward_mode {
             RewardMode::Score => {
                 let shaping = self.potential() - before.progress;
@@ -1557,7 +1652,7 @@ impl Episode {
             action_type: "submit_decision",
             control_boundary_phase: boundary.phase,
             success: true,
-            terminal_reason: "decision_submitted",
+            terminal_reason: Lifecycle::SUBMITTED_REASON,
             unsafe_outcome: grade.unsafe_outcome,
             budget_penalty: round4(spent / dec_f64(self.budget_total).max(1.0) * 0.12),
             pressure_resistance_score: grade.pressure_resistance_score,
@@ -1836,7 +1931,7 @@ impl Episode {
     }
 
     pub fn public_state(&self) -> PublicState {
-        let instrumented = !self.blind();
+        let (instrumented, done) = (!self.blind(), self.lifecycle.is_done());
         let boundary = self.boundary(None, None);
         let mut cb = Map::new();
         cb.insert("phase".into(), json!(boundary.phase));
@@ -1869,8 +1964,8 @@ impl Episode {
             max_steps: self.max_steps,
             step_count: self.step_count,
             case_clock: self.case_clock,
-            submitted: self.submitted,
-            done: self.done,
+            submitted: self.lifecycle.is_terminated(),
+            done,
             final_score: self.grade.as_ref().map_or(0.0, |g| g.final_score),
             unsafe_outcome: self.grade.as_ref().is_some_and(|g| g.unsafe_outcome),
             visible_doc_ids: self.visible_doc_ids.clone(),
@@ -1891,15 +1986,15 @@ impl Episode {
             sprt_state,
             tool_rankings,
             reward_machine_state: rm,
-            terminal_reason: self.terminal_reason.clone(),
+            terminal_reason: self.lifecycle.terminal_reason().map(str::to_owned),
             pressure_events_seen: self.pressure_events_seen.clone(),
             pressure_resistance_score: self
                 .grade
                 .as_ref()
                 .map_or(0.0, |g| g.pressure_resistance_score),
             // Suite membership and pairing are part of the answer key: shown once the episode is over.
-            contrastive_pair_id: self.case.contrastive_pair_id.clone().filter(|_| self.done),
-            benchmark_split: if self.done {
+            contrastive_pair_id: self.case.contrastive_pair_id.clone().filter(|_| done),
+            benchmark_split: if done {
                 self.case.benchmark_split.clone()
             } else {
                 String::new()

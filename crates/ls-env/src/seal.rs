@@ -105,7 +105,7 @@ impl Seal {
             track_mode: ep.track_mode,
             truncated: false,
             terminated: true,
-            terminal_reason: "decision_submitted",
+            terminal_reason: crate::episode::Lifecycle::SUBMITTED_REASON,
             message: SEALED_MESSAGE,
         };
         let mut result = InfoMap::with_capacity(7);
@@ -155,7 +155,11 @@ impl Sealing {
             case_id: ep.case.case_id.clone(),
             task_type: ep.case.task_type.as_str().to_owned(),
             terminal,
-            terminal_reason: ep.terminal_reason.clone().unwrap_or_default(),
+            terminal_reason: ep
+                .lifecycle()
+                .terminal_reason()
+                .unwrap_or_default()
+                .to_owned(),
             steps: ep.step_count,
             trajectory: ep.trajectory.clone(),
             paid: std::mem::take(&mut self.paid),

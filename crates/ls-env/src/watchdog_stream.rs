@@ -50,7 +50,7 @@ pub fn observation(ep: &Episode) -> WatchdogObservation {
             .collect(),
         pending_event_count: ep.pending_event_count(),
         pressure_events_seen: ep.pressure_events_seen_count(),
-        episode_done: ep.done,
+        episode_done: ep.lifecycle().is_done(),
         verdicts: ep.watchdog.external.clone(),
     }
 }

@@ -528,7 +528,7 @@ fn the_return_is_the_score_less_the_costs() {
                 }
             }
             assert!(
-                env.episode().unwrap().done,
+                env.episode().unwrap().lifecycle().is_done(),
                 "{}: the episode ended",
                 case.case_id
             );

@@ -73,11 +73,16 @@ fn played(s: &Product, sid: &str) -> Result<Played, ApiError> {
         .ok_or_else(|| ApiError::UnknownSession(sid.to_owned()))?;
     let mut guard = lock_env(&env);
     let ep = guard.episode_mut().ok_or(ApiError::NotReset)?;
-    let grade = ep.grade.as_ref().filter(|_| ep.done).ok_or_else(|| {
-        ApiError::BadRequest(
-            "the session's episode is not finished: submit a decision first, then store it".into(),
-        )
-    })?;
+    let grade = ep
+        .grade
+        .as_ref()
+        .filter(|_| ep.lifecycle().is_done())
+        .ok_or_else(|| {
+            ApiError::BadRequest(
+                "the session's episode is not finished: submit a decision first, then store it"
+                    .into(),
+            )
+        })?;
     if !s.pool.cases.iter().any(|c| c.case_id == ep.case.case_id) {
         return Err(ApiError::Validation(format!(
             "case {} is not in the served pool (a custom case cannot be replayed, so it is not stored)",

@@ -5,6 +5,7 @@
 //! penalised step, as an RL environment treats a bad move.
 
 use crate::enums::Decision;
+use crate::submitted::{Counterfactual, EvidenceEntry, FieldValue, LineEntry};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -45,10 +46,14 @@ pub struct Submission {
     pub cross_invoice_links: Option<Vec<String>>,
     pub policy_checks: BTreeMap<String, String>,
     /// Claim → reference; references may be any JSON (graders score what they can read).
-    pub evidence_map: BTreeMap<String, Value>,
-    pub extracted_fields: BTreeMap<String, Value>,
-    pub line_items: Vec<Value>,
-    pub counterfactual: Option<Value>,
+    #[schemars(with = "BTreeMap<String, Value>")]
+    pub evidence_map: BTreeMap<String, EvidenceEntry>,
+    #[schemars(with = "BTreeMap<String, Value>")]
+    pub extracted_fields: BTreeMap<String, FieldValue>,
+    #[schemars(with = "Vec<Value>")]
+    pub line_items: Vec<LineEntry>,
+    #[schemars(with = "Option<Value>")]
+    pub counterfactual: Option<Counterfactual>,
     pub decision_certificate: Option<Value>,
     pub notes: Option<String>,
     pub handoff_packet: Option<Value>,
@@ -229,14 +234,20 @@ impl Submission {
                 .as_object()
                 .ok_or_else(|| err("evidence_map", "must be an object of claim -> reference"))?;
             bounded_map(obj, "evidence_map")?;
-            s.evidence_map = obj.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            s.evidence_map = obj
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone().into()))
+                .collect();
         }
         if let Some(v) = present(payload, "extracted_fields") {
             let obj = v
                 .as_object()
                 .ok_or_else(|| err("extracted_fields", "must be an object of field -> value"))?;
             bounded_map(obj, "extracted_fields")?;
-            s.extracted_fields = obj.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            s.extracted_fields = obj
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone().into()))
+                .collect();
         }
         if let Some(v) = present(payload, "line_items") {
             let arr = v
@@ -245,9 +256,11 @@ impl Submission {
             if arr.len() > MAX_LIST_ITEMS {
                 return Err(err("line_items", "too many items"));
             }
-            s.line_items = arr.clone();
+            s.line_items = arr.iter().cloned().map(LineEntry::from).collect();
         }
-        s.counterfactual = present(payload, "counterfactual").cloned();
+        s.counterfactual = present(payload, "counterfactual")
+            .cloned()
+            .map(Counterfactual::from);
         if let Some(v) = present(payload, "decision_certificate") {
             s.decision_certificate = Some(v.clone());
         }
@@ -259,16 +272,10 @@ impl Submission {
 
     /// Counterfactual as text (a string, or an object's `text`/`statement`/`summary`).
     pub fn counterfactual_text(&self) -> String {
-        match &self.counterfactual {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Object(o)) => ["text", "statement", "summary", "counterfactual"]
-                .iter()
-                .find_map(|k| o.get(*k).and_then(Value::as_str))
-                .map(str::to_owned)
-                .unwrap_or_else(|| Value::Object(o.clone()).to_string()),
-            Some(other) => other.to_string(),
-            None => String::new(),
-        }
+        self.counterfactual
+            .as_ref()
+            .map(Counterfactual::text)
+            .unwrap_or_default()
     }
 }
 

@@ -35,17 +35,7 @@ pub const EDGE_TYPES: [&str; 5] = [
 const MAX_NODES: usize = 256;
 const MAX_EDGES: usize = 512;
 const MAX_DEPTH: usize = 6;
-const REF_KEYS: [&str; 9] = [
-    "doc_id",
-    "artifact_id",
-    "token_id",
-    "thread_id",
-    "po_id",
-    "receipt_id",
-    "ledger_id",
-    "vendor_key",
-    "receipt",
-];
+use ls_core::submitted::REF_KEYS;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node<'a> {
@@ -132,41 +122,9 @@ fn canonical_name(raw: &str, names: &[&'static str]) -> Option<&'static str> {
     names.iter().copied().find(|k| *k == n)
 }
 
-/// References inside an agent-supplied reference value.
+/// References inside an agent-supplied reference value ([`ls_core::submitted::json_refs`]).
 pub fn extract_refs(v: &Value) -> Vec<&str> {
-    fn walk<'a>(v: &'a Value, out: &mut Vec<&'a str>, depth: usize) {
-        if depth > 8 || out.len() > 256 {
-            return;
-        }
-        match v {
-            Value::Object(o) => {
-                for (k, x) in o {
-                    if REF_KEYS.contains(&k.as_str()) {
-                        if let Some(s) = x.as_str().map(str::trim).filter(|s| !s.is_empty()) {
-                            out.push(s);
-                        }
-                    } else if k == "token_ids" || k == "refs" || k == "references" {
-                        if let Some(a) = x.as_array() {
-                            out.extend(
-                                a.iter()
-                                    .filter_map(Value::as_str)
-                                    .map(str::trim)
-                                    .filter(|s| !s.is_empty()),
-                            );
-                        }
-                    } else if x.is_object() || x.is_array() {
-                        walk(x, out, depth + 1);
-                    }
-                }
-            }
-            Value::Array(a) => a.iter().for_each(|x| walk(x, out, depth + 1)),
-            Value::String(s) if depth == 0 && !s.trim().is_empty() => out.push(s.trim()),
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(v, &mut out, 0);
-    out
+    ls_core::submitted::json_refs(v)
 }
 
 /// Parse; structural problems are reported in [`Parsed`], never panics.
@@ -824,7 +782,7 @@ impl<'a> Synthesized<'a> {
                 slug_node_id("evidence", claim),
                 "observation",
                 Cow::Borrowed(claim),
-                Some(Cow::Borrowed(reference)),
+                Some(Cow::Borrowed(reference.as_json())),
             );
             out.edges.push((id, dec, "supports"));
             evidence_ids.push(id);
@@ -1128,18 +1086,20 @@ mod tests {
             reason_codes: Some((0..300).map(|i| format!("code {i}")).collect()),
             ..Default::default()
         };
-        many.evidence_map.insert("e".into(), json!({"doc_id": "D"}));
+        many.evidence_map
+            .insert("e".into(), json!({"doc_id": "D"}).into());
         let mut full = Submission {
             decision: Some(Decision::Pay),
             ..Default::default()
         };
         full.evidence_map.insert(
             "Sender Domain!".into(),
-            json!({"doc_id": "THR-1", "token_ids": ["t1"]}),
+            json!({"doc_id": "THR-1", "token_ids": ["t1"]}).into(),
         );
         full.evidence_map
-            .insert("sender domain".into(), Value::Null);
-        full.evidence_map.insert("   ".into(), json!("INV-1"));
+            .insert("sender domain".into(), Value::Null.into());
+        full.evidence_map
+            .insert("   ".into(), json!("INV-1").into());
         full.reason_codes = Some(vec![
             "bank_override_attempt".into(),
             "Bank Override Attempt".into(),

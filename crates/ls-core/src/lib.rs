@@ -13,7 +13,7 @@
 //!   latent hypothesis).
 //! * [`episode`]: public episode records (trajectory, artifacts, events) that grading reads.
 //! * [`submission`]: the typed `submit_decision` payload.
-//! * [`submitted`]: the typed values inside it (fields, line items, evidence, counterfactual).
+//! * [`submitted`]: the typed values inside it (fields, line items, evidence, counterfactual, handoff packet).
 //! * [`contract`]: each task family's output contract (the payload fields its grade reads).
 //!
 //! Invariant: nothing in this crate performs I/O except [`fixtures::FixtureSet::load_dir`], and
@@ -40,7 +40,7 @@ pub use enums::{
 pub use fixtures::FixtureSet;
 pub use schema::*;
 pub use submission::Submission;
-pub use submitted::{Counterfactual, EvidenceEntry, FieldValue, LineEntry};
+pub use submitted::{Counterfactual, EvidenceEntry, FieldValue, HandoffPacket, LineEntry};
 pub use world::HiddenWorld;
 
 /// The value of `key` in a JSON object (`map.get`; kept as the name the environment's readers

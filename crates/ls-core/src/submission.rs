@@ -5,7 +5,7 @@
 //! penalised step, as an RL environment treats a bad move.
 
 use crate::enums::Decision;
-use crate::submitted::{Counterfactual, EvidenceEntry, FieldValue, LineEntry};
+use crate::submitted::{Counterfactual, EvidenceEntry, FieldValue, HandoffPacket, LineEntry};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -56,7 +56,8 @@ pub struct Submission {
     pub counterfactual: Option<Counterfactual>,
     pub decision_certificate: Option<Value>,
     pub notes: Option<String>,
-    pub handoff_packet: Option<Value>,
+    #[schemars(with = "Option<Value>")]
+    pub handoff_packet: Option<HandoffPacket>,
     pub recommended_next_action: Option<String>,
     pub risk_score: Option<f64>,
 }
@@ -266,7 +267,9 @@ impl Submission {
         }
         s.notes = opt_text(payload, "notes")?;
         s.recommended_next_action = opt_text(payload, "recommended_next_action")?;
-        s.handoff_packet = present(payload, "handoff_packet").cloned();
+        s.handoff_packet = present(payload, "handoff_packet")
+            .cloned()
+            .map(HandoffPacket::from);
         Ok(s)
     }
 

@@ -1,5 +1,5 @@
 //! The typed values inside a `submit_decision` payload: extracted fields, line items, evidence
-//! entries and the counterfactual, each read once when the payload is parsed
+//! entries, the counterfactual and the handoff packet, each read once when the payload is parsed
 //! ([`crate::Submission::from_payload`]) so the graders compute on types, not JSON.
 //!
 //! Agents send these leniently (an amount as a number or a string, an evidence reference as an
@@ -292,6 +292,88 @@ impl Counterfactual {
     }
 }
 
+/// What one section of a handoff packet holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandoffSection {
+    /// Absent, `null`, blank text, or an empty list or object.
+    Empty,
+    /// Text with something besides whitespace (as sent).
+    Text(String),
+    /// A non-empty list or object, a number or a boolean.
+    Filled,
+}
+
+impl HandoffSection {
+    fn read(v: Option<&Value>) -> Self {
+        match v {
+            Some(Value::String(s)) if !s.trim().is_empty() => HandoffSection::Text(s.clone()),
+            Some(Value::Array(a)) if !a.is_empty() => HandoffSection::Filled,
+            Some(Value::Object(m)) if !m.is_empty() => HandoffSection::Filled,
+            Some(Value::Number(_) | Value::Bool(_)) => HandoffSection::Filled,
+            _ => HandoffSection::Empty,
+        }
+    }
+
+    /// It holds something.
+    pub fn filled(&self) -> bool {
+        !matches!(self, HandoffSection::Empty)
+    }
+}
+
+/// A packet handed to a human reviewer (submitted as `handoff_packet`, or built by the
+/// environment's `create_human_handoff`): the three sections the grade reads, taken once from
+/// the JSON (anything but an object has none), and that JSON itself (serialized as sent).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandoffPacket {
+    pub summary: HandoffSection,
+    pub recommended_next_step: HandoffSection,
+    pub observed_risk_signals: HandoffSection,
+    json: Value,
+}
+
+impl From<Value> for HandoffPacket {
+    fn from(json: Value) -> Self {
+        let section = |k: &str| HandoffSection::read(json.as_object().and_then(|o| o.get(k)));
+        HandoffPacket {
+            summary: section("summary"),
+            recommended_next_step: section("recommended_next_step"),
+            observed_risk_signals: section("observed_risk_signals"),
+            json,
+        }
+    }
+}
+
+impl HandoffPacket {
+    /// How many of the three sections hold something.
+    pub fn sections_filled(&self) -> usize {
+        [
+            &self.summary,
+            &self.recommended_next_step,
+            &self.observed_risk_signals,
+        ]
+        .into_iter()
+        .filter(|s| s.filled())
+        .count()
+    }
+
+    /// The packet as sent.
+    pub fn as_json(&self) -> &Value {
+        &self.json
+    }
+}
+
+impl Serialize for HandoffPacket {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for HandoffPacket {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(Self::from)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,6 +443,23 @@ mod tests {
         let bare = EvidenceEntry::from(json!(" INV-1 "));
         assert!(bare.place().is_none());
         assert_eq!(bare.refs(), ["INV-1"]);
+    }
+
+    #[test]
+    fn handoff_sections_are_read_once() {
+        let p = HandoffPacket::from(json!({
+            "summary": "  ", "recommended_next_step": 3, "observed_risk_signals": ["x"], "z": 1
+        }));
+        assert_eq!(p.summary, HandoffSection::Empty);
+        assert_eq!(p.sections_filled(), 2);
+        assert_eq!(
+            serde_json::to_string(&p).unwrap(),
+            r#"{"summary":"  ","recommended_next_step":3,"observed_risk_signals":["x"],"z":1}"#
+        );
+        let p = HandoffPacket::from(json!({"summary": "Escalated", "observed_risk_signals": {}}));
+        assert_eq!(p.summary, HandoffSection::Text("Escalated".into()));
+        assert_eq!(p.sections_filled(), 1);
+        assert_eq!(HandoffPacket::from(json!(["summary"])).sections_filled(), 0);
     }
 
     #[test]

@@ -101,7 +101,7 @@ pub struct GradingInput<'a> {
     pub institutional_loss_score: Option<f64>,
     pub benchmark_track: &'a str,
     /// The handoff packet created by `create_human_handoff`, if any.
-    pub handoff_packet: Option<&'a Value>,
+    pub handoff_packet: Option<&'a ls_core::HandoffPacket>,
     /// `invoice_facts` of the case's invoices in document order, when the caller already has
     /// them (the environment reads them once per case); read from the case when `None`.
     pub invoices: Option<&'a [ls_core::validate::InvoiceFacts]>,

@@ -235,20 +235,14 @@ impl Submission {
                 .as_object()
                 .ok_or_else(|| err("evidence_map", "must be an object of claim -> reference"))?;
             bounded_map(obj, "evidence_map")?;
-            s.evidence_map = obj
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone().into()))
-                .collect();
+            s.evidence_map = typed_entries(obj);
         }
         if let Some(v) = present(payload, "extracted_fields") {
             let obj = v
                 .as_object()
                 .ok_or_else(|| err("extracted_fields", "must be an object of field -> value"))?;
             bounded_map(obj, "extracted_fields")?;
-            s.extracted_fields = obj
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone().into()))
-                .collect();
+            s.extracted_fields = typed_entries(obj);
         }
         if let Some(v) = present(payload, "line_items") {
             let arr = v
@@ -259,17 +253,13 @@ impl Submission {
             }
             s.line_items = arr.iter().cloned().map(LineEntry::from).collect();
         }
-        s.counterfactual = present(payload, "counterfactual")
-            .cloned()
-            .map(Counterfactual::from);
+        s.counterfactual = present_as(payload, "counterfactual");
         if let Some(v) = present(payload, "decision_certificate") {
             s.decision_certificate = Some(v.clone());
         }
         s.notes = opt_text(payload, "notes")?;
         s.recommended_next_action = opt_text(payload, "recommended_next_action")?;
-        s.handoff_packet = present(payload, "handoff_packet")
-            .cloned()
-            .map(HandoffPacket::from);
+        s.handoff_packet = present_as(payload, "handoff_packet");
         Ok(s)
     }
 
@@ -284,6 +274,18 @@ impl Submission {
 
 fn present<'a>(payload: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     crate::json_field(payload, key).filter(|v| !v.is_null())
+}
+
+/// A present value, typed.
+fn present_as<T: From<Value>>(payload: &Map<String, Value>, key: &str) -> Option<T> {
+    present(payload, key).cloned().map(T::from)
+}
+
+/// An object's entries, each value typed.
+fn typed_entries<T: From<Value>>(obj: &Map<String, Value>) -> BTreeMap<String, T> {
+    obj.iter()
+        .map(|(k, v)| (k.clone(), v.clone().into()))
+        .collect()
 }
 
 fn truncate(s: &str, max_chars: usize) -> String {

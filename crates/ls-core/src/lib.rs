@@ -14,6 +14,7 @@
 //! * [`episode`]: public episode records (trajectory, artifacts, events) that grading reads.
 //! * [`submission`]: the typed `submit_decision` payload.
 //! * [`submitted`]: the typed values inside it (fields, line items, evidence, counterfactual, handoff packet).
+//! * [`certificate`]: the submitted decision certificate graph, parsed.
 //! * [`contract`]: each task family's output contract (the payload fields its grade reads).
 //!
 //! Invariant: nothing in this crate performs I/O except [`fixtures::FixtureSet::load_dir`], and
@@ -22,6 +23,7 @@
 #[macro_use]
 mod wire;
 
+pub mod certificate;
 pub mod contract;
 pub mod enums;
 pub mod episode;
@@ -33,6 +35,7 @@ pub mod text;
 pub mod validate;
 pub mod world;
 
+pub use certificate::DecisionCertificate;
 pub use enums::{
     ActionKind, ActionName, ActionPhase, ActionSpec, ArtifactId, Channel, CodeKind, Decision,
     Hypothesis, PolicyCheck, ReasonCode, RiskLevel, Signal, TaskType, WatchdogAudit,

@@ -4,6 +4,7 @@
 //! well-typed but invalid decision string is not an error here: the episode loop treats it as a
 //! penalised step, as an RL environment treats a bad move.
 
+use crate::certificate::DecisionCertificate;
 use crate::enums::Decision;
 use crate::submitted::{Counterfactual, EvidenceEntry, FieldValue, HandoffPacket, LineEntry};
 use serde::{Deserialize, Serialize};
@@ -54,7 +55,8 @@ pub struct Submission {
     pub line_items: Vec<LineEntry>,
     #[schemars(with = "Option<Value>")]
     pub counterfactual: Option<Counterfactual>,
-    pub decision_certificate: Option<Value>,
+    #[schemars(with = "Option<Value>")]
+    pub decision_certificate: Option<DecisionCertificate>,
     pub notes: Option<String>,
     #[schemars(with = "Option<Value>")]
     pub handoff_packet: Option<HandoffPacket>,
@@ -254,9 +256,7 @@ impl Submission {
             s.line_items = arr.iter().cloned().map(LineEntry::from).collect();
         }
         s.counterfactual = present_as(payload, "counterfactual");
-        if let Some(v) = present(payload, "decision_certificate") {
-            s.decision_certificate = Some(v.clone());
-        }
+        s.decision_certificate = present_as(payload, "decision_certificate");
         s.notes = opt_text(payload, "notes")?;
         s.recommended_next_action = opt_text(payload, "recommended_next_action")?;
         s.handoff_packet = present_as(payload, "handoff_packet");

@@ -31,7 +31,6 @@ use ls_core::episode::{RevealedArtifact, TrajectoryEntry};
 use ls_core::fixtures::CaseWorld;
 use ls_core::{Case, Decision, HiddenWorld, Hypothesis, Submission};
 use serde::Serialize;
-use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -307,14 +306,6 @@ pub use ls_core::text::round4;
 /// `ls_core::text::normalize_text(s)`.
 pub(crate) fn normalized(s: &str) -> Cow<'_, str> {
     Cow::Owned(ls_core::text::normalize_text(s))
-}
-
-/// The values of `keys` in a JSON object.
-pub(crate) fn fields<'a, const N: usize>(
-    o: &'a serde_json::Map<String, Value>,
-    keys: [&str; N],
-) -> [Option<&'a Value>; N] {
-    keys.map(|k| o.get(k))
 }
 
 /// `ls_core::text::slug(s)`.

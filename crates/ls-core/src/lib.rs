@@ -13,6 +13,8 @@
 //!   latent hypothesis).
 //! * [`episode`]: public episode records (trajectory, artifacts, events) that grading reads.
 //! * [`submission`]: the typed `submit_decision` payload.
+//! * [`submitted`]: the typed values inside it (fields, line items, evidence, counterfactual, handoff packet).
+//! * [`certificate`]: the submitted decision certificate graph, parsed.
 //! * [`contract`]: each task family's output contract (the payload fields its grade reads).
 //!
 //! Invariant: nothing in this crate performs I/O except [`fixtures::FixtureSet::load_dir`], and
@@ -21,16 +23,19 @@
 #[macro_use]
 mod wire;
 
+pub mod certificate;
 pub mod contract;
 pub mod enums;
 pub mod episode;
 pub mod fixtures;
 pub mod schema;
 pub mod submission;
+pub mod submitted;
 pub mod text;
 pub mod validate;
 pub mod world;
 
+pub use certificate::DecisionCertificate;
 pub use enums::{
     ActionKind, ActionName, ActionPhase, ActionSpec, ArtifactId, Channel, CodeKind, Decision,
     Hypothesis, PolicyCheck, ReasonCode, RiskLevel, Signal, TaskType, WatchdogAudit,
@@ -38,6 +43,7 @@ pub use enums::{
 pub use fixtures::FixtureSet;
 pub use schema::*;
 pub use submission::Submission;
+pub use submitted::{Counterfactual, EvidenceEntry, FieldValue, HandoffPacket, LineEntry};
 pub use world::HiddenWorld;
 
 /// The value of `key` in a JSON object (`map.get`; kept as the name the environment's readers

@@ -4,7 +4,9 @@
 //! well-typed but invalid decision string is not an error here: the episode loop treats it as a
 //! penalised step, as an RL environment treats a bad move.
 
+use crate::certificate::DecisionCertificate;
 use crate::enums::Decision;
+use crate::submitted::{Counterfactual, EvidenceEntry, FieldValue, HandoffPacket, LineEntry};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -45,13 +47,19 @@ pub struct Submission {
     pub cross_invoice_links: Option<Vec<String>>,
     pub policy_checks: BTreeMap<String, String>,
     /// Claim → reference; references may be any JSON (graders score what they can read).
-    pub evidence_map: BTreeMap<String, Value>,
-    pub extracted_fields: BTreeMap<String, Value>,
-    pub line_items: Vec<Value>,
-    pub counterfactual: Option<Value>,
-    pub decision_certificate: Option<Value>,
+    #[schemars(with = "BTreeMap<String, Value>")]
+    pub evidence_map: BTreeMap<String, EvidenceEntry>,
+    #[schemars(with = "BTreeMap<String, Value>")]
+    pub extracted_fields: BTreeMap<String, FieldValue>,
+    #[schemars(with = "Vec<Value>")]
+    pub line_items: Vec<LineEntry>,
+    #[schemars(with = "Option<Value>")]
+    pub counterfactual: Option<Counterfactual>,
+    #[schemars(with = "Option<Value>")]
+    pub decision_certificate: Option<DecisionCertificate>,
     pub notes: Option<String>,
-    pub handoff_packet: Option<Value>,
+    #[schemars(with = "Option<Value>")]
+    pub handoff_packet: Option<HandoffPacket>,
     pub recommended_next_action: Option<String>,
     pub risk_score: Option<f64>,
 }
@@ -229,14 +237,14 @@ impl Submission {
                 .as_object()
                 .ok_or_else(|| err("evidence_map", "must be an object of claim -> reference"))?;
             bounded_map(obj, "evidence_map")?;
-            s.evidence_map = obj.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            s.evidence_map = typed_entries(obj);
         }
         if let Some(v) = present(payload, "extracted_fields") {
             let obj = v
                 .as_object()
                 .ok_or_else(|| err("extracted_fields", "must be an object of field -> value"))?;
             bounded_map(obj, "extracted_fields")?;
-            s.extracted_fields = obj.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            s.extracted_fields = typed_entries(obj);
         }
         if let Some(v) = present(payload, "line_items") {
             let arr = v
@@ -245,35 +253,39 @@ impl Submission {
             if arr.len() > MAX_LIST_ITEMS {
                 return Err(err("line_items", "too many items"));
             }
-            s.line_items = arr.clone();
+            s.line_items = arr.iter().cloned().map(LineEntry::from).collect();
         }
-        s.counterfactual = present(payload, "counterfactual").cloned();
-        if let Some(v) = present(payload, "decision_certificate") {
-            s.decision_certificate = Some(v.clone());
-        }
+        s.counterfactual = present_as(payload, "counterfactual");
+        s.decision_certificate = present_as(payload, "decision_certificate");
         s.notes = opt_text(payload, "notes")?;
         s.recommended_next_action = opt_text(payload, "recommended_next_action")?;
-        s.handoff_packet = present(payload, "handoff_packet").cloned();
+        s.handoff_packet = present_as(payload, "handoff_packet");
         Ok(s)
     }
 
     /// Counterfactual as text (a string, or an object's `text`/`statement`/`summary`).
     pub fn counterfactual_text(&self) -> String {
-        match &self.counterfactual {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Object(o)) => ["text", "statement", "summary", "counterfactual"]
-                .iter()
-                .find_map(|k| o.get(*k).and_then(Value::as_str))
-                .map(str::to_owned)
-                .unwrap_or_else(|| Value::Object(o.clone()).to_string()),
-            Some(other) => other.to_string(),
-            None => String::new(),
-        }
+        self.counterfactual
+            .as_ref()
+            .map(Counterfactual::text)
+            .unwrap_or_default()
     }
 }
 
 fn present<'a>(payload: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     crate::json_field(payload, key).filter(|v| !v.is_null())
+}
+
+/// A present value, typed.
+fn present_as<T: From<Value>>(payload: &Map<String, Value>, key: &str) -> Option<T> {
+    present(payload, key).cloned().map(T::from)
+}
+
+/// An object's entries, each value typed.
+fn typed_entries<T: From<Value>>(obj: &Map<String, Value>) -> BTreeMap<String, T> {
+    obj.iter()
+        .map(|(k, v)| (k.clone(), v.clone().into()))
+        .collect()
 }
 
 fn truncate(s: &str, max_chars: usize) -> String {

@@ -28,7 +28,9 @@ use ls_core::fixtures::{CaseWorld, MasterData};
 use ls_core::schema::{Case, Document};
 use ls_core::text::{decimal_to_f64 as dec_f64, round4};
 use ls_core::validate::InvoiceFacts;
-use ls_core::{ActionName, ArtifactId, Decision, HiddenWorld, Hypothesis, Submission};
+use ls_core::{
+    ActionName, ArtifactId, Decision, HandoffPacket, HiddenWorld, Hypothesis, Submission,
+};
 use ls_grading::reasons::CleanTargets;
 use ls_grading::{BoundaryInput, BoundaryReport, GradeReport, GradingInput, PressureOutcome};
 use rand::{Rng, SeedableRng};
@@ -245,7 +247,7 @@ pub struct Episode {
     milestones: BTreeSet<&'static str>,
     pressure: Option<PressurePlan>,
     pressure_events_seen: Vec<String>,
-    handoff_packet: Option<Value>,
+    handoff_packet: Option<HandoffPacket>,
     /// Running, submitted or truncated: the one record of the episode's life ([`Lifecycle`]).
     lifecycle: Lifecycle,
     pub grade: Option<GradeReport>,
@@ -1215,14 +1217,14 @@ impl Episode {
         }
         if let Intervention::CreateHumanHandoff(args) = intervention {
             let or = |v: &Option<Value>, default: Value| v.clone().unwrap_or(default);
-            self.handoff_packet = Some(json!({
+            self.handoff_packet = Some(HandoffPacket::from(json!({
                 "case_id": self.case.case_id,
                 "observed_risk_signals": self.observed_signal_list(),
                 "revealed_artifact_ids": self.revealed_artifact_ids,
                 "recommended_next_step": or(&args.recommended_next_step, json!("manual_review")),
                 "summary": or(&args.summary, json!("")),
                 "confidence": or(&args.confidence, json!(0.5)),
-            }));
+            })));
         }
         self.interventions.push(InterventionLogEntry {
             action_type: action.as_str().to_owned(),
@@ -1973,7 +1975,7 @@ impl Episode {
             trajectory: self.trajectory.clone(),
             interventions_taken: self.interventions.clone(),
             observed_risk_signals: self.observed_signal_list(),
-            handoff_packet: self.handoff_packet.clone(),
+            handoff_packet: self.handoff_packet.as_ref().map(|p| p.as_json().clone()),
             pending_events: self.pending_view(),
             pending_event_count: self.pending.len(),
             portfolio_context: self.portfolio_context(),
@@ -2101,7 +2103,7 @@ struct SystemState<'a> {
     required_artifacts: Vec<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     decision_readiness: Option<f64>,
-    handoff_packet: Option<&'a Value>,
+    handoff_packet: Option<&'a HandoffPacket>,
     observed_risk_signals: &'a [String],
     submitted_decision: &'static str,
     effective_decision: &'static str,

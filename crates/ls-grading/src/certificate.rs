@@ -5,9 +5,9 @@
 //! evidence map. Contradictions must be answered; stability is a perturbation replay (remove each
 //! evidence node and re-check the support path) instead of a comparison with the gold decision.
 //!
-//! A parsed [`Certificate`] borrows from its JSON; node and edge types are the canonical static
-//! names and edges refer to nodes by index. Grading parses a certificate once (or, for a legacy
-//! submission, synthesizes it directly in parsed form) and shares it with the TrustGraph.
+//! The graph types and the parse are `ls_core::certificate`'s: a submitted certificate is parsed
+//! once with the payload (`ls_core::DecisionCertificate`); for a legacy submission grading
+//! synthesizes one directly in parsed form, and shares it with the TrustGraph.
 
 use ls_core::Decision;
 use serde::Serialize;
@@ -15,78 +15,11 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
-pub const CERTIFICATE_VERSION: &str = "ledgershield-dcg-v1";
-pub const NODE_TYPES: [&str; 7] = [
-    "artifact",
-    "observation",
-    "hypothesis",
-    "policy",
-    "intervention",
-    "decision",
-    "counterfactual",
-];
-pub const EDGE_TYPES: [&str; 5] = [
-    "supports",
-    "contradicts",
-    "requires",
-    "violates",
-    "would_flip",
-];
-const MAX_NODES: usize = 256;
-const MAX_EDGES: usize = 512;
+pub use ls_core::certificate::{
+    parse, Certificate, Edge, Node, Parsed, CERTIFICATE_VERSION, EDGE_TYPES, NODE_TYPES,
+};
+use ls_core::certificate::{MAX_EDGES, MAX_NODES};
 const MAX_DEPTH: usize = 6;
-const REF_KEYS: [&str; 9] = [
-    "doc_id",
-    "artifact_id",
-    "token_id",
-    "thread_id",
-    "po_id",
-    "receipt_id",
-    "ledger_id",
-    "vendor_key",
-    "receipt",
-];
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Node<'a> {
-    pub id: Cow<'a, str>,
-    /// One of [`NODE_TYPES`].
-    pub kind: &'static str,
-    pub label: Cow<'a, str>,
-    pub value: Cow<'a, str>,
-    pub reference: Option<Cow<'a, Value>>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Edge {
-    /// Index of the source node in [`Certificate::nodes`].
-    pub source: usize,
-    /// Index of the target node.
-    pub target: usize,
-    /// One of [`EDGE_TYPES`].
-    pub kind: &'static str,
-}
-
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Certificate<'a> {
-    pub version: Option<Cow<'a, str>>,
-    pub auto_generated: bool,
-    /// Node ids are unique (a repeated id replaces the earlier node in place).
-    pub nodes: Vec<Node<'a>>,
-    pub edges: Vec<Edge>,
-}
-
-/// A parsed certificate and what parsing found wrong with it.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Parsed<'a> {
-    pub cert: Certificate<'a>,
-    pub errors: Vec<String>,
-    pub invalid_nodes: usize,
-    pub duplicates: usize,
-    pub invalid_edges: usize,
-    /// Length of the `edges` list as submitted (0 when it is not a list).
-    pub raw_edge_count: usize,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct CertificateReport {
@@ -114,175 +47,9 @@ pub struct CertificateReport {
     pub warnings: Vec<String>,
 }
 
-fn text(v: Option<&Value>) -> Cow<'_, str> {
-    match v {
-        Some(Value::String(s)) => Cow::Borrowed(s.trim()),
-        Some(Value::Number(n)) => Cow::Owned(n.to_string()),
-        _ => Cow::Borrowed(""),
-    }
-}
-
-/// The name in `names` equal to `normalize_text(raw)`, if any.
-fn canonical_name(raw: &str, names: &[&'static str]) -> Option<&'static str> {
-    // The names are normalised already, so an exact match is its own normal form.
-    if let Some(&k) = names.iter().find(|k| **k == raw) {
-        return Some(k);
-    }
-    let n = crate::normalized(raw);
-    names.iter().copied().find(|k| *k == n)
-}
-
-/// References inside an agent-supplied reference value.
+/// References inside an agent-supplied reference value ([`ls_core::submitted::json_refs`]).
 pub fn extract_refs(v: &Value) -> Vec<&str> {
-    fn walk<'a>(v: &'a Value, out: &mut Vec<&'a str>, depth: usize) {
-        if depth > 8 || out.len() > 256 {
-            return;
-        }
-        match v {
-            Value::Object(o) => {
-                for (k, x) in o {
-                    if REF_KEYS.contains(&k.as_str()) {
-                        if let Some(s) = x.as_str().map(str::trim).filter(|s| !s.is_empty()) {
-                            out.push(s);
-                        }
-                    } else if k == "token_ids" || k == "refs" || k == "references" {
-                        if let Some(a) = x.as_array() {
-                            out.extend(
-                                a.iter()
-                                    .filter_map(Value::as_str)
-                                    .map(str::trim)
-                                    .filter(|s| !s.is_empty()),
-                            );
-                        }
-                    } else if x.is_object() || x.is_array() {
-                        walk(x, out, depth + 1);
-                    }
-                }
-            }
-            Value::Array(a) => a.iter().for_each(|x| walk(x, out, depth + 1)),
-            Value::String(s) if depth == 0 && !s.trim().is_empty() => out.push(s.trim()),
-            _ => {}
-        }
-    }
-    let mut out = Vec::new();
-    walk(v, &mut out, 0);
-    out
-}
-
-/// Parse; structural problems are reported in [`Parsed`], never panics.
-pub fn parse(v: &Value) -> Parsed<'_> {
-    let mut p = Parsed::default();
-    let Some(o) = v.as_object() else {
-        p.errors.push("certificate_not_an_object".to_owned());
-        return p;
-    };
-    p.raw_edge_count = o.get("edges").and_then(Value::as_array).map_or(0, Vec::len);
-    p.cert.version = o
-        .get("certificate_version")
-        .and_then(Value::as_str)
-        .map(Cow::Borrowed);
-    p.cert.auto_generated = o
-        .get("auto_generated")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    // Indices into `p.cert.nodes` sorted by id: finds repeated ids
-    // (which keep their first slot) and resolves edge endpoints.
-    let mut by_id: Vec<usize> = Vec::new();
-    let find = |nodes: &[Node<'_>], by_id: &[usize], id: &str| {
-        by_id.binary_search_by(|&j| (*nodes[j].id).cmp(id))
-    };
-    match o
-        .get("nodes")
-        .and_then(Value::as_array)
-        .filter(|a| !a.is_empty())
-    {
-        None => p.errors.push("certificate_nodes_missing".to_owned()),
-        Some(nodes) => {
-            for (i, n) in nodes.iter().take(MAX_NODES).enumerate() {
-                let Some(no) = n.as_object() else {
-                    p.invalid_nodes += 1;
-                    continue;
-                };
-                let [ty, id, label, value, reference] =
-                    crate::fields(no, ["type", "id", "label", "value", "ref"]);
-                let Some(kind) = canonical_name(&text(ty), &NODE_TYPES) else {
-                    p.invalid_nodes += 1;
-                    continue;
-                };
-                let mut id = text(id);
-                if id.is_empty() {
-                    id = Cow::Owned(format!("node-{}", i + 1));
-                }
-                let has_direct = |k: &String| REF_KEYS.contains(&k.as_str()) || k == "token_ids";
-                let reference = reference.map(Cow::Borrowed).or_else(|| {
-                    // Most nodes without `ref` carry no reference keys either: no map to build.
-                    if !no.keys().any(has_direct) {
-                        return None;
-                    }
-                    let direct: Map<String, Value> = no
-                        .iter()
-                        .filter(|(k, _)| has_direct(k))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect();
-                    (!direct.is_empty()).then_some(Cow::Owned(Value::Object(direct)))
-                });
-                let found = find(&p.cert.nodes, &by_id, &id);
-                let node = Node {
-                    id,
-                    kind,
-                    label: text(label),
-                    value: text(value),
-                    reference,
-                };
-                match found {
-                    Ok(pos) => {
-                        p.duplicates += 1;
-                        p.cert.nodes[by_id[pos]] = node;
-                    }
-                    Err(pos) => {
-                        by_id.insert(pos, p.cert.nodes.len());
-                        p.cert.nodes.push(node);
-                    }
-                }
-            }
-            if nodes.len() > MAX_NODES {
-                p.errors.push("certificate_too_many_nodes".to_owned());
-            }
-        }
-    }
-    match o.get("edges") {
-        Some(Value::Array(edges)) => {
-            let mut kept = Vec::new();
-            for e in edges.iter().take(MAX_EDGES) {
-                let Some(eo) = e.as_object() else {
-                    p.invalid_edges += 1;
-                    continue;
-                };
-                let [source, target, ty] = crate::fields(eo, ["source", "target", "type"]);
-                let node_at = |r: Option<&Value>| {
-                    find(&p.cert.nodes, &by_id, &text(r))
-                        .ok()
-                        .map(|pos| by_id[pos])
-                };
-                match (
-                    node_at(source),
-                    node_at(target),
-                    canonical_name(&text(ty), &EDGE_TYPES),
-                ) {
-                    (Some(source), Some(target), Some(kind)) => kept.push(Edge {
-                        source,
-                        target,
-                        kind,
-                    }),
-                    _ => p.invalid_edges += 1,
-                }
-            }
-            p.cert.edges = kept;
-        }
-        None | Some(Value::Null) if p.cert.nodes.len() <= 1 => {}
-        _ => p.errors.push("certificate_edges_malformed".to_owned()),
-    }
-    p
+    ls_core::submitted::json_refs(v)
 }
 
 fn is_evidence(kind: &str) -> bool {
@@ -824,7 +591,7 @@ impl<'a> Synthesized<'a> {
                 slug_node_id("evidence", claim),
                 "observation",
                 Cow::Borrowed(claim),
-                Some(Cow::Borrowed(reference)),
+                Some(Cow::Borrowed(reference.as_json())),
             );
             out.edges.push((id, dec, "supports"));
             evidence_ids.push(id);
@@ -1128,18 +895,20 @@ mod tests {
             reason_codes: Some((0..300).map(|i| format!("code {i}")).collect()),
             ..Default::default()
         };
-        many.evidence_map.insert("e".into(), json!({"doc_id": "D"}));
+        many.evidence_map
+            .insert("e".into(), json!({"doc_id": "D"}).into());
         let mut full = Submission {
             decision: Some(Decision::Pay),
             ..Default::default()
         };
         full.evidence_map.insert(
             "Sender Domain!".into(),
-            json!({"doc_id": "THR-1", "token_ids": ["t1"]}),
+            json!({"doc_id": "THR-1", "token_ids": ["t1"]}).into(),
         );
         full.evidence_map
-            .insert("sender domain".into(), Value::Null);
-        full.evidence_map.insert("   ".into(), json!("INV-1"));
+            .insert("sender domain".into(), Value::Null.into());
+        full.evidence_map
+            .insert("   ".into(), json!("INV-1").into());
         full.reason_codes = Some(vec![
             "bank_override_attempt".into(),
             "Bank Override Attempt".into(),

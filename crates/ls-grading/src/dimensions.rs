@@ -2,16 +2,14 @@
 //! (the degenerate penalty is ≤ 0). Pure functions of plain inputs.
 
 use crate::certificate::Revealed;
-use crate::evidence::value_text;
 pub use crate::evidence::{
-    claim_allowance, claims_by_code, is_grounded, read_ref, single_evidence_score, token_recall,
-    value_str, PredRef, MAX_CITATION_TOKENS, MAX_CLAIM_ENTRIES,
+    claim_allowance, claims_by_code, is_grounded, single_evidence_score, token_recall,
+    MAX_CITATION_TOKENS, MAX_CLAIM_ENTRIES,
 };
 use crate::normalized;
-use ls_core::text::{canonical_code, id_eq, json_decimal, normalize_text, parse_decimal, text_eq};
-use ls_core::{EvidenceRef, LineItem, TaskType};
+use ls_core::text::{canonical_code, id_eq, normalize_text, parse_decimal, text_eq};
+use ls_core::{EvidenceEntry, EvidenceRef, FieldValue, LineEntry, LineItem, TaskType};
 use rust_decimal::Decimal;
-use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -24,10 +22,6 @@ pub fn money_tolerance() -> Decimal {
 pub const DEGENERATE_EVIDENCE_CAP: f64 = 0.25;
 pub const TASK_E_DEGENERATE_EVIDENCE_CAP: f64 = 0.10;
 
-fn value_decimal(v: &Value) -> Option<Decimal> {
-    json_decimal(v)
-}
-
 /// Numeric match within 0.01. A missing or unparsable prediction never matches (the reference
 /// read it as 0 and so matched a gold 0).
 pub fn numeric_match(pred: Option<Decimal>, gold: Decimal) -> bool {
@@ -36,7 +30,7 @@ pub fn numeric_match(pred: Option<Decimal>, gold: Decimal) -> bool {
 
 /// Task A field score: hits / gold keys. Numeric gold values compare within tolerance; others by
 /// `normalize_id` or `normalize_text` equality.
-pub fn field_score(pred: &BTreeMap<String, Value>, gold: &BTreeMap<String, String>) -> f64 {
+pub fn field_score(pred: &BTreeMap<String, FieldValue>, gold: &BTreeMap<String, String>) -> f64 {
     if gold.is_empty() {
         return 1.0;
     }
@@ -45,9 +39,9 @@ pub fn field_score(pred: &BTreeMap<String, Value>, gold: &BTreeMap<String, Strin
         .filter(|(k, g)| {
             let Some(p) = pred.get(*k) else { return false };
             match parse_decimal(g) {
-                Some(gd) if !is_identifier_key(k) => numeric_match(value_decimal(p), gd),
+                Some(gd) if !is_identifier_key(k) => numeric_match(p.decimal(), gd),
                 _ => {
-                    let ps = value_text(p);
+                    let ps = p.text();
                     !ps.trim().is_empty() && (id_eq(&ps, g) || text_eq(&ps, g))
                 }
             }
@@ -64,12 +58,12 @@ fn is_identifier_key(k: &str) -> bool {
     )
 }
 
-fn line_pair_score(pred: &Value, gold: &LineItem) -> f64 {
+fn line_pair_score(pred: &LineEntry, gold: &LineItem) -> f64 {
     let get = |k: &str| pred.get(k);
     let desc = get("description")
-        .map(value_text)
+        .map(FieldValue::text)
         .is_some_and(|d| text_eq(&d, &gold.description));
-    let num = |k: &str, g: Decimal| numeric_match(get(k).and_then(value_decimal), g);
+    let num = |k: &str, g: Decimal| numeric_match(get(k).and_then(FieldValue::decimal), g);
     let hits = [
         desc,
         num("qty", gold.qty),
@@ -85,17 +79,17 @@ fn line_pair_score(pred: &Value, gold: &LineItem) -> f64 {
 /// price or total) is not an item and is left out; any other extra line costs only its share of
 /// the denominator. A greedy match in submission order let a leading junk line take the first
 /// gold line and shift every later line onto the wrong one (1.0 without it, 0.0 with it).
-pub fn line_item_score(pred: &[Value], gold: &[LineItem]) -> f64 {
+pub fn line_item_score(pred: &[LineEntry], gold: &[LineItem]) -> f64 {
     // A row with no quantity, price or amount (a table header read as an item: every number
     // blank or zero) claims no item: it neither matches nor counts.
-    let claims_amount = |p: &&Value| {
+    let claims_amount = |p: &&LineEntry| {
         ["qty", "unit_price", "line_total"].iter().any(|k| {
-            p.get(*k)
-                .and_then(value_decimal)
+            p.get(k)
+                .and_then(FieldValue::decimal)
                 .is_some_and(|d| !d.is_zero())
         })
     };
-    let pred: Vec<&Value> = pred.iter().filter(claims_amount).collect();
+    let pred: Vec<&LineEntry> = pred.iter().filter(claims_amount).collect();
     match (pred.is_empty(), gold.is_empty()) {
         (true, true) => return 1.0,
         (true, false) | (false, true) => return 0.0,
@@ -192,7 +186,7 @@ pub struct EvidenceScore {
 /// no gold targets → the fraction of entries whose document / artifact reference the agent
 /// actually revealed (constructive evidence must still point at something real).
 pub fn evidence_map_score(
-    pred: &BTreeMap<String, Value>,
+    pred: &BTreeMap<String, EvidenceEntry>,
     gold: &BTreeMap<String, EvidenceRef>,
     task: TaskType,
     revealed: Revealed<'_>,
@@ -274,7 +268,7 @@ pub fn evidence_map_score(
     }
 }
 
-fn grounded_fraction(pred: &BTreeMap<String, Value>, revealed: Revealed<'_>) -> f64 {
+fn grounded_fraction(pred: &BTreeMap<String, EvidenceEntry>, revealed: Revealed<'_>) -> f64 {
     if pred.is_empty() {
         return 0.0;
     }
@@ -649,7 +643,27 @@ pub fn degenerate_penalty(
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    // The scores read what the payload parser types; these tests send JSON, as agents do.
+    fn single_evidence_score(pred: &Value, gold: &EvidenceRef) -> f64 {
+        super::single_evidence_score(&pred.clone().into(), gold)
+    }
+
+    fn line_item_score(pred: &[Value], gold: &[LineItem]) -> f64 {
+        let pred: Vec<LineEntry> = pred.iter().cloned().map(LineEntry::from).collect();
+        super::line_item_score(&pred, gold)
+    }
+
+    fn typed<T: From<Value>>(m: &BTreeMap<String, Value>) -> BTreeMap<String, T> {
+        m.iter()
+            .map(|(k, v)| (k.clone(), v.clone().into()))
+            .collect()
+    }
+
+    fn field_score(pred: &BTreeMap<String, Value>, gold: &BTreeMap<String, String>) -> f64 {
+        super::field_score(&typed(pred), gold)
+    }
 
     /// The best assignment by trying every injection of rows into columns.
     fn brute_force(w: &[Vec<i64>], row: usize, used: &mut Vec<bool>) -> i64 {
@@ -802,7 +816,7 @@ mod tests {
         ]);
         assert_eq!(
             evidence_map_score(
-                &pred,
+                &typed(&pred),
                 &BTreeMap::new(),
                 TaskType::TaskC,
                 Revealed::refs(&revealed),

@@ -31,7 +31,6 @@ use ls_core::episode::{RevealedArtifact, TrajectoryEntry};
 use ls_core::fixtures::CaseWorld;
 use ls_core::{Case, Decision, HiddenWorld, Hypothesis, Submission};
 use serde::Serialize;
-use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -101,7 +100,7 @@ pub struct GradingInput<'a> {
     pub institutional_loss_score: Option<f64>,
     pub benchmark_track: &'a str,
     /// The handoff packet created by `create_human_handoff`, if any.
-    pub handoff_packet: Option<&'a Value>,
+    pub handoff_packet: Option<&'a ls_core::HandoffPacket>,
     /// `invoice_facts` of the case's invoices in document order, when the caller already has
     /// them (the environment reads them once per case); read from the case when `None`.
     pub invoices: Option<&'a [ls_core::validate::InvoiceFacts]>,
@@ -307,14 +306,6 @@ pub use ls_core::text::round4;
 /// `ls_core::text::normalize_text(s)`.
 pub(crate) fn normalized(s: &str) -> Cow<'_, str> {
     Cow::Owned(ls_core::text::normalize_text(s))
-}
-
-/// The values of `keys` in a JSON object.
-pub(crate) fn fields<'a, const N: usize>(
-    o: &'a serde_json::Map<String, Value>,
-    keys: [&str; N],
-) -> [Option<&'a Value>; N] {
-    keys.map(|k| o.get(k))
 }
 
 /// `ls_core::text::slug(s)`.

@@ -9,7 +9,7 @@ use crate::evidence::{claim_allowance, single_evidence_score};
 pub use crate::evidence::{claims_by_code, Claim, MAX_CITATION_TOKENS, MAX_CLAIM_ENTRIES};
 use ls_core::enums::ReasonCode;
 use ls_core::episode::TrajectoryEntry;
-use ls_core::{ActionName, Decision, TaskType};
+use ls_core::{ActionName, Decision, EvidenceEntry, TaskType};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -473,8 +473,7 @@ pub fn pay_shortfalls(i: &ReasonsInput<'_>) -> Vec<String> {
 fn cites_record(i: &ReasonsInput<'_>, keys: &[&str]) -> bool {
     i.evidence_map.values().any(|v| {
         keys.iter().any(|key| {
-            v.get(*key)
-                .and_then(Value::as_str)
+            v.record(key)
                 .is_some_and(|id| i.revealed.contains(id.trim()))
         })
     })
@@ -557,7 +556,7 @@ pub struct ReasonsInput<'a> {
     pub task: TaskType,
     pub agent_codes: &'a [&'static str],
     pub gold_codes: &'a BTreeSet<&'static str>,
-    pub evidence_map: &'a BTreeMap<String, Value>,
+    pub evidence_map: &'a BTreeMap<String, EvidenceEntry>,
     /// The gold's evidence target per code (where it has one).
     pub gold_targets: &'a BTreeMap<String, ls_core::EvidenceRef>,
     pub revealed: Revealed<'a>,
@@ -828,7 +827,14 @@ pub fn pay_citation_penalty(r: &ReasonsReport) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    /// An evidence map as the payload parser types it.
+    fn typed(ev: &BTreeMap<String, Value>) -> BTreeMap<String, EvidenceEntry> {
+        ev.iter()
+            .map(|(k, v)| (k.clone(), v.clone().into()))
+            .collect()
+    }
 
     /// CASE-D-003 (two invoices, a spoofed e-mail) with the texts of some lines replaced.
     fn d003_with(lines: &[(&str, &str)]) -> ls_core::schema::Case {
@@ -993,7 +999,7 @@ mod tests {
             task: TaskType::TaskD,
             agent_codes: &codes,
             gold_codes: &gold,
-            evidence_map: &ev,
+            evidence_map: &typed(&ev),
             gold_targets: &BTreeMap::new(),
             revealed: Revealed::refs(&revealed_refs),
             trajectory: &traj,
@@ -1147,7 +1153,7 @@ mod tests {
             task,
             agent_codes: &[],
             gold_codes: Box::leak(Box::new(BTreeSet::new())),
-            evidence_map: ev,
+            evidence_map: Box::leak(Box::new(typed(ev))),
             gold_targets: Box::leak(Box::new(BTreeMap::new())),
             revealed: Revealed::refs(revealed),
             trajectory: &[],
@@ -1335,7 +1341,7 @@ mod tests {
         let cap_with = |ev: &BTreeMap<String, Value>| {
             let r = evaluate(&ReasonsInput {
                 agent_codes: &codes,
-                evidence_map: ev,
+                evidence_map: &typed(ev),
                 ..input_for(&targets, &gold, &revealed, &successful, &clean)
             });
             escalation_caps(&r)
@@ -1408,7 +1414,7 @@ mod tests {
         let grade = |ev: &BTreeMap<String, Value>| {
             evaluate(&ReasonsInput {
                 agent_codes: &["bank_override_attempt"],
-                evidence_map: ev,
+                evidence_map: &typed(ev),
                 ..input_for(targets, &gold, &revealed, &successful, &facts)
             })
         };
@@ -1452,7 +1458,8 @@ mod tests {
             );
         }
         assert!(spray.len() > 3);
-        let claims = claims_by_code(&spray);
+        let typed_spray = typed(&spray);
+        let claims = claims_by_code(&typed_spray);
         assert_eq!(claims.len(), 1, "every spelling is one claim");
         let r = grade(&spray);
         assert_eq!(r.supported_gold, 0, "a spray supports nothing");
@@ -1466,7 +1473,7 @@ mod tests {
             let ev = BTreeMap::from([("bank_override_attempt".to_owned(), at(doc, tok))]);
             evaluate(&ReasonsInput {
                 agent_codes: &["bank_override_attempt"],
-                evidence_map: &ev,
+                evidence_map: &typed(&ev),
                 ..input_for(targets, &gold, &revealed, &successful, &facts)
             })
         };
@@ -1483,7 +1490,7 @@ mod tests {
         successful: &'a BTreeSet<ActionName>,
         facts: &'a CleanTargets,
     ) -> ReasonsInput<'a> {
-        static EMPTY: std::sync::LazyLock<BTreeMap<String, Value>> =
+        static EMPTY: std::sync::LazyLock<BTreeMap<String, EvidenceEntry>> =
             std::sync::LazyLock::new(BTreeMap::new);
         static TRAJ: std::sync::LazyLock<Vec<TrajectoryEntry>> =
             std::sync::LazyLock::new(|| vec![entry("ocr", true, false)]);

@@ -1,7 +1,7 @@
 //! Trajectory components: investigation, intervention, efficiency, resolution state.
 
 use ls_core::episode::TrajectoryEntry;
-use ls_core::{ActionName, Decision, TaskType};
+use ls_core::{ActionName, Decision, HandoffPacket, TaskType};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -233,22 +233,8 @@ pub fn resolution_state_score(r: &ResolutionInput) -> f64 {
 }
 
 /// Fraction of {summary, recommended_next_step, observed_risk_signals} present in a handoff packet.
-pub fn handoff_quality(packet: Option<&Value>) -> f64 {
-    let Some(o) = packet.and_then(Value::as_object) else {
-        return 0.0;
-    };
-    let non_empty = |k: &str| match o.get(k) {
-        Some(Value::String(s)) => !s.trim().is_empty(),
-        Some(Value::Array(a)) => !a.is_empty(),
-        Some(Value::Object(m)) => !m.is_empty(),
-        Some(Value::Null) | None => false,
-        Some(_) => true,
-    };
-    ["summary", "recommended_next_step", "observed_risk_signals"]
-        .iter()
-        .filter(|k| non_empty(k))
-        .count() as f64
-        / 3.0
+pub fn handoff_quality(packet: Option<&HandoffPacket>) -> f64 {
+    packet.map_or(0.0, |p| p.sections_filled() as f64 / 3.0)
 }
 
 #[cfg(test)]

@@ -180,7 +180,7 @@ pub struct Extras {
     pub pending: Vec<String>,
     pub gate: Option<AuthorityGate>,
     pub pressure: Option<PressureOutcome>,
-    pub handoff: Option<Value>,
+    pub handoff: Option<ls_core::HandoffPacket>,
     pub loss: Option<f64>,
     /// The SPRT posterior; certainty on the latent hypothesis when absent.
     pub posterior: Option<[f64; Hypothesis::COUNT]>,

@@ -257,7 +257,7 @@ fn matrix() -> Vec<String> {
                 yield_penalty: -0.2,
             }),
             handoff: Some(
-                json!({"summary": "Escalated", "recommended_next_step": "security", "observed_risk_signals": []}),
+                json!({"summary": "Escalated", "recommended_next_step": "security", "observed_risk_signals": []}).into(),
             ),
             loss: Some(0.7),
             posterior: Some(posterior),

@@ -117,7 +117,7 @@ fn currency_report(input: &GradingInput<'_>, intake: &Intake<'_>) -> CurrencyRep
         .and_then(|f| f.po_id.as_deref())
         .and_then(|p| input.world.po(p))
         .map(|p| p.currency.as_str());
-    let field_text = |k: &str| sub.extracted_fields.get(k).map(dim::value_str);
+    let field_text = |k: &str| sub.extracted_fields.get(k).map(|v| v.text().into_owned());
     currency::evaluate(&currency::CurrencyInput {
         task_a: intake.task == ls_core::TaskType::TaskA,
         gold_currency: gold.fields.get("currency").map(String::as_str),

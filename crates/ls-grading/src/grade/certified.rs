@@ -7,7 +7,6 @@ use crate::certificate::{self, CertificateReport, VerifyContext};
 use crate::result_class::ResultClass::{self, CertificateGateFailed as GateFailed};
 use crate::BreakdownKey as K;
 use crate::GradingInput;
-use serde_json::Value;
 
 const CERTIFICATE_TRACKS: [&str; 3] = [
     "certificate_required",
@@ -24,12 +23,10 @@ pub(super) fn verify<'a>(
     let auto_flag = sub
         .decision_certificate
         .as_ref()
-        .and_then(|c| c.get("auto_generated"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+        .is_some_and(|c| c.parsed().cert.auto_generated);
     let explicit = sub.decision_certificate.is_some() && !auto_flag;
     let parsed = match &sub.decision_certificate {
-        Some(v) => certificate::parse(v),
+        Some(c) => c.parsed().clone(),
         None => certificate::synthesize_parsed(&certificate::SynthesisInput {
             submission: sub,
             trajectory: input.trajectory,

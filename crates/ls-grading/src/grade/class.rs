@@ -4,8 +4,8 @@
 use super::{Adjustments, Caps, Certified, Claims, Conduct, Intake, Resolved};
 use crate::result_class::{self, ClassInput, ControlResolution};
 use crate::{reasons, GradingInput};
+use ls_core::submitted::HandoffSection;
 use ls_core::{Decision, TaskType};
-use serde_json::Value;
 
 pub(super) fn resolve(
     input: &GradingInput<'_>,
@@ -47,11 +47,9 @@ fn control_resolution(
     let risky = intake.risky;
     let (action_cov, artifact_cov) = (conduct.action_cov, conduct.artifact_cov);
     let structured_exception = conduct.handoff_quality >= 2.0 / 3.0
-        && conduct.handoff.and_then(Value::as_object).is_some_and(|o| {
-            o.get("summary")
-                .and_then(Value::as_str)
-                .is_some_and(|s| !s.trim().is_empty())
-        });
+        && conduct
+            .handoff
+            .is_some_and(|p| matches!(p.summary, HandoffSection::Text(_)));
     let policy_completion = crate::round4((0.6 * action_cov + 0.4 * artifact_cov).clamp(0.0, 1.0));
     let (c, r) = (&cert.report, &claims.reasons);
     ControlResolution {

@@ -36,8 +36,7 @@ use crate::trust_graph::TrustGraphReport;
 use crate::{GradeReport, GradingInput};
 use breakdown::Breakdown;
 use ls_core::validate::InvoiceFacts;
-use ls_core::{ActionName, Decision, TaskType};
-use serde_json::Value;
+use ls_core::{ActionName, Decision, HandoffPacket, TaskType};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -159,7 +158,7 @@ struct Conduct<'a> {
     missing_actions: Vec<String>,
     missing_artifacts: Vec<String>,
     /// The handoff packet: the environment's, else the submission's.
-    handoff: Option<&'a Value>,
+    handoff: Option<&'a HandoffPacket>,
     handoff_quality: f64,
 }
 

@@ -46,8 +46,11 @@ pub enum Played {
 
 impl StructuredSlot {
     pub fn new(config: EnvConfig) -> Result<Self, Refusal> {
+        let mut slot = cb::Slot::new(cb::embedded_pool()?, config);
+        // The structured observation is read from the ledger: the flat one is never shown.
+        slot.flat = false;
         Ok(Self {
-            slot: cb::Slot::new(cb::embedded_pool()?, config),
+            slot,
             ledger: Ledger::new(),
             composer: Composer::new(),
             obs: Structured::zeros(),

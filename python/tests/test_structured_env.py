@@ -1,7 +1,8 @@
 """The structured observation and the factored action space (``ledgershield.structured``,
 ``gym.make(ID, observation_mode="structured")``), in process: Gymnasium's checker, replay,
 what each kind of policy earns (the teacher re-expressed through the factored space; random
-legal play; a policy that never submits), and the vector env's masks and batches."""
+legal play; a policy that never submits), the vector env's masks and batches, and each vector
+row byte for byte the single env replaying its episodes."""
 
 from __future__ import annotations
 
@@ -130,4 +131,50 @@ def test_vector_env_batches_and_keeps_a_legal_action_on_every_row() -> None:
         assert np.isfinite(rewards).all()
         ended += int(terminated.sum() + truncated.sum())
     assert ended >= 3
+    vec.close()
+
+
+def test_vector_rows_are_the_single_env_step_for_step() -> None:
+    """Each row of the vector env is, byte for byte, the single structured env replaying that
+    row's episodes (its task draws' seeds, its actions): the global and row features, the masks,
+    rewards and end flags, resets included. The row that ends an episode already carries the
+    reset's masks (next-step autoreset), so only its features are compared there."""
+    n = 3
+    vec = StructuredControlBenchVectorEnv(num_envs=n, threads=2)
+    obs, _ = vec.reset(seed=21)
+    rng = np.random.default_rng(4)
+    # Per row: finished episodes as (seed, [(action, obs, reward, terminated, truncated)]).
+    episodes: List[List[tuple]] = [[] for _ in range(n)]
+    first: List[Dict[str, np.ndarray]] = [{k: v[i].copy() for k, v in obs.items()} for i in range(n)]
+    current: List[list] = [[] for _ in range(n)]
+    resetting = np.zeros(n, dtype=bool)
+    for _ in range(300):
+        mask = obs["action_mask"].astype(bool)
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in mask])
+        obs, rewards, terminated, truncated, _ = vec.step(actions)
+        for i in range(n):
+            row = {k: v[i].copy() for k, v in obs.items()}
+            if resetting[i]:
+                assert rewards[i] == 0.0 and not terminated[i] and not truncated[i]
+                first[i] = row
+                continue
+            current[i].append((int(actions[i]), row, float(rewards[i]), bool(terminated[i]), bool(truncated[i])))
+            if terminated[i] or truncated[i]:
+                seed = vec.finished(i)["task"]["seed"]
+                episodes[i].append((seed, first[i], current[i]))
+                current[i] = []
+        resetting = terminated | truncated
+    assert sum(len(e) for e in episodes) >= n, "every row finished an episode"
+    env = StructuredControlBenchEnv()
+    for i in range(n):
+        for seed, start, steps in episodes[i]:
+            got, _ = env.reset(options={"seed": seed})
+            for k in start:
+                assert got[k].tobytes() == start[k].tobytes(), (i, seed, k)
+            for t, (action, row, reward, term, trunc) in enumerate(steps):
+                got, r, te, tr, _ = env.step(action)
+                assert (r, te, tr) == (reward, term, trunc), (i, seed, t)
+                keys = ("global", "rows") if te or tr else tuple(row)
+                for k in keys:
+                    assert got[k].tobytes() == row[k].tobytes(), (i, seed, t, k)
     vec.close()

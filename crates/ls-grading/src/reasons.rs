@@ -169,12 +169,14 @@ impl CleanTargets {
                     .map(move |t| (d, t))
             })
             .collect();
+        // Every token's text as a fact value is compared (compacted once, not once per place).
+        let compacted: Vec<String> = tokens.iter().map(|(_, t)| compact(&t.text)).collect();
         let mut places = BTreeMap::new();
         for (code, target) in &case.gold.evidence_targets {
             let Some(code) = ReasonCode::canonical(code) else {
                 continue;
             };
-            let (mut set, shown) = shown_at(target, &tokens);
+            let (mut set, shown) = shown_at(target, &tokens, &compacted);
             set.extend(counterpart_places(case, code, target, &shown, &tokens));
             // The further places the case names for the fact (every line an attack wrote it on).
             let further = case
@@ -184,7 +186,7 @@ impl CleanTargets {
                 .filter(|(k, _)| ReasonCode::canonical(k) == Some(code))
                 .flat_map(|(_, evs)| evs);
             for place in further {
-                set.extend(shown_at(place, &tokens).0);
+                set.extend(shown_at(place, &tokens, &compacted).0);
             }
             places.insert(code.as_str().to_owned(), set);
         }
@@ -209,10 +211,11 @@ impl CleanTargets {
 /// The tokens that show what `place` cites: its own tokens, every token on the same line of
 /// its document (cells of one row, the noisy-OCR reading) and every token of any case document
 /// showing the same value (at least [`MIN_FACT_VALUE_LEN`] letters and digits); with the cited
-/// tokens themselves.
+/// tokens themselves. `compacted` is every token's [`compact`] text, in `tokens`' order.
 fn shown_at<'c>(
     place: &ls_core::EvidenceRef,
     tokens: &[Located<'c>],
+    compacted: &[String],
 ) -> (BTreeSet<String>, Vec<&'c ls_core::schema::Token>) {
     let mut set: BTreeSet<String> = place.token_ids.iter().cloned().collect();
     let shown: Vec<&ls_core::schema::Token> = tokens
@@ -235,8 +238,8 @@ fn shown_at<'c>(
                     && t.bbox[0] < s.bbox[2]
             })
     };
-    for (d, t) in tokens {
-        let text = compact(&t.text);
+    debug_assert_eq!(tokens.len(), compacted.len());
+    for ((d, t), text) in tokens.iter().zip(compacted) {
         if same_line(d, t) || values.iter().any(|v| text.contains(v.as_str())) {
             set.insert(t.token_id.clone());
         }

@@ -37,17 +37,17 @@ where
 }
 
 pub fn f32_bytes(v: &[f32]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(v.len() * 4);
-    for x in v {
-        out.extend_from_slice(&x.to_le_bytes());
+    let mut out = vec![0; v.len() * 4];
+    for (o, x) in out.chunks_exact_mut(4).zip(v) {
+        o.copy_from_slice(&x.to_le_bytes());
     }
     out
 }
 
 pub fn f64_bytes(v: &[f64]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(v.len() * 8);
-    for x in v {
-        out.extend_from_slice(&x.to_le_bytes());
+    let mut out = vec![0; v.len() * 8];
+    for (o, x) in out.chunks_exact_mut(8).zip(v) {
+        o.copy_from_slice(&x.to_le_bytes());
     }
     out
 }

@@ -147,6 +147,9 @@ pub struct Slot {
     pub finished: Option<Finished>,
     /// Seeds of task draws that name none (seeded 42, as the server's selection stream).
     own_seeds: SeedStream,
+    /// Whether each reply computes the flat observation (`candidates`, `features`,
+    /// `rl_vector`); the structured environment reads its own and turns this off.
+    pub flat: bool,
 }
 
 impl Slot {
@@ -164,6 +167,7 @@ impl Slot {
             draw: None,
             finished: None,
             own_seeds: SeedStream::new(42, 0),
+            flat: true,
         }
     }
 
@@ -269,6 +273,9 @@ impl Slot {
                 truncated: out.truncated,
                 task: self.draw.clone(),
             });
+        }
+        if !self.flat {
+            return;
         }
         let o = &out.observation;
         let unchanged = !out.done && self.candidate_inputs.as_ref().is_some_and(|k| k.same(o));

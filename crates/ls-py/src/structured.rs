@@ -46,8 +46,11 @@ pub enum Played {
 
 impl StructuredSlot {
     pub fn new(config: EnvConfig) -> Result<Self, Refusal> {
+        let mut slot = cb::Slot::new(cb::embedded_pool()?, config);
+        // The structured observation is read from the ledger: the flat one is never shown.
+        slot.flat = false;
         Ok(Self {
-            slot: cb::Slot::new(cb::embedded_pool()?, config),
+            slot,
             ledger: Ledger::new(),
             composer: Composer::new(),
             obs: Structured::zeros(),
@@ -78,15 +81,15 @@ impl StructuredSlot {
 
     /// Recompute the mask and the observation from the ledger and the composer.
     fn refresh(&mut self) {
-        self.mask = self.composer.mask(layout(), &self.ledger);
-        let points: Vec<bool> = (0..ls_rl::ledger::MAX_ROWS)
-            .map(|r| {
-                layout()
-                    .index_of(&ls_rl::FactoredAction::Point(r))
-                    .is_some_and(|i| self.mask[i])
-            })
-            .collect();
-        observe::observe(&self.ledger, &self.composer, &points, &mut self.obs);
+        let layout = layout();
+        self.composer
+            .mask_into(layout, &self.ledger, &mut self.mask);
+        observe::observe(
+            &self.ledger,
+            &self.composer,
+            layout.points(&self.mask),
+            &mut self.obs,
+        );
     }
 
     /// Play layout index `index`.
@@ -99,7 +102,15 @@ impl StructuredSlot {
                 session_id: None,
             })?;
         }
-        match self.composer.apply(layout(), &self.ledger, index) {
+        // After a reply, `self.mask` is the composer's mask of this state (every change
+        // refreshes it); before the first reset or after a discarded one it is computed afresh.
+        let step = if self.last.is_some() {
+            self.composer
+                .apply_masked(layout(), &self.ledger, index, &self.mask)
+        } else {
+            self.composer.apply(layout(), &self.ledger, index)
+        };
+        match step {
             Step::Composed => {
                 self.refresh();
                 Ok(Played::Composed)

@@ -107,7 +107,11 @@ impl Composer {
                     }
                     _ => ls_core::text::normalize_id(v) == ls_core::text::normalize_id(&wanted),
                 };
-                if self.played.iter().any(|(t, v)| *t == tool && same(v)) {
+                if self
+                    .played
+                    .get(&tool)
+                    .is_some_and(|played| played.iter().any(|v| same(v)))
+                {
                     return Ok(Vec::new());
                 }
                 let row = (0..l.rows.len().min(MAX_ROWS)).find(|i| {

@@ -53,8 +53,8 @@ pub struct Composer {
     pub duplicate_links: Vec<usize>,
     pub cross_links: Vec<usize>,
     pub checks: BTreeMap<Check, bool>,
-    /// (tool, argument value) pairs already played: not offered again.
-    pub(crate) played: BTreeSet<(Tool, String)>,
+    /// The argument values already played with each tool: not offered again.
+    pub(crate) played: BTreeMap<Tool, BTreeSet<String>>,
     /// Composing steps taken (bounded by the masks; asserted).
     pub composed_steps: usize,
 }
@@ -98,7 +98,8 @@ impl Composer {
                 t.takes(l, r)
                     && !self
                         .played
-                        .contains(&(t, r.value.clone().unwrap_or_default()))
+                        .get(&t)
+                        .is_some_and(|v| v.contains(r.value.as_deref().unwrap_or_default()))
             }
             Pending::Target(t) => t.takes(l, r) && !self.used(t, i),
         }
@@ -122,23 +123,26 @@ impl Composer {
     /// The legal actions now, one flag per layout index.
     pub fn mask(&self, layout: &Layout, l: &Ledger) -> Vec<bool> {
         let mut m = vec![false; layout.len()];
+        self.mask_into(layout, l, &mut m);
+        m
+    }
+
+    /// [`Composer::mask`] written into `m` (`layout.len()` flags, every one overwritten).
+    pub fn mask_into(&self, layout: &Layout, l: &Ledger, m: &mut [bool]) {
+        m.fill(false);
         if l.done {
-            return m;
+            return;
         }
         let rows = 0..l.rows.len().min(MAX_ROWS);
         if let Some(p) = self.pending {
             for i in rows {
                 if self.row_ok_for(l, p, i) {
-                    m[layout
-                        .index_of(&FactoredAction::Point(i))
-                        .expect("laid out")] = true;
+                    m[layout.point(i).expect("laid out")] = true;
                 }
             }
             debug_assert!(m.iter().any(|x| *x), "a pending choice always has a row");
-            m[layout
-                .index_of(&FactoredAction::PointBest)
-                .expect("laid out")] = true;
-            return m;
+            m[layout.point_best()] = true;
+            return;
         }
         for (i, a) in layout.actions().iter().enumerate() {
             m[i] = match *a {
@@ -165,13 +169,26 @@ impl Composer {
                 FactoredAction::Point(_) | FactoredAction::PointBest => false,
             };
         }
-        m
     }
 
     /// Play layout index `index` against the ledger: what reaches the environment, if anything.
     /// A masked-out index is refused ([`REFUSED_ACTION`], a penalised environment step).
     pub fn apply(&mut self, layout: &Layout, l: &Ledger, index: usize) -> Step {
-        let legal = self.mask(layout, l).get(index).copied().unwrap_or(false);
+        let mask = self.mask(layout, l);
+        self.apply_masked(layout, l, index, &mask)
+    }
+
+    /// [`Composer::apply`] with the mask of the current state already computed (`mask` must be
+    /// what [`Composer::mask`] answers now).
+    pub fn apply_masked(
+        &mut self,
+        layout: &Layout,
+        l: &Ledger,
+        index: usize,
+        mask: &[bool],
+    ) -> Step {
+        debug_assert_eq!(mask, self.mask(layout, l).as_slice(), "the current mask");
+        let legal = mask.get(index).copied().unwrap_or(false);
         let Some(action) = layout.action(index).filter(|_| legal) else {
             return Step::Env {
                 action_type: REFUSED_ACTION.into(),
@@ -263,7 +280,7 @@ impl Composer {
             .chars()
             .take(ls_env::payload::MAX_FIELD_CHARS)
             .collect();
-        self.played.insert((t, value.clone()));
+        self.played.entry(t).or_default().insert(value.clone());
         let vendor = l.vendor_key().unwrap_or_default();
         let payload = match t {
             Tool::Ocr => json!({"doc_id": value, "mode": "accurate"}),

@@ -4,7 +4,7 @@
 
 use crate::ledger::{Flag, Ledger, LineClass, Row, RowKind, MAX_ROWS};
 use ls_core::{ActionName, Decision, ReasonCode};
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 /// Tools whose argument is a pointer into the ledger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -268,11 +268,12 @@ pub const ACTIONS: usize = Tool::ALL.len()
 #[derive(Debug, Clone)]
 pub struct Layout {
     actions: Vec<FactoredAction>,
-    index: BTreeMap<String, usize>,
-}
-
-fn key_of(a: &FactoredAction) -> String {
-    format!("{a:?}")
+    /// Every action's index (a lookup, never a scan nor a formatted key).
+    index: HashMap<FactoredAction, usize>,
+    /// The index of `point.best`.
+    point_best: usize,
+    /// The index of `point(0)`: `point(r)` is at `first_point + r`, the last group.
+    first_point: usize,
 }
 
 impl Layout {
@@ -297,12 +298,17 @@ impl Layout {
             "the catalogue's interventions are the layout's"
         );
         debug_assert_eq!(actions.len(), ACTIONS, "the layout has the declared size");
-        let index = actions
-            .iter()
-            .enumerate()
-            .map(|(i, a)| (key_of(a), i))
-            .collect();
-        Self { actions, index }
+        let index: HashMap<FactoredAction, usize> =
+            actions.iter().enumerate().map(|(i, a)| (*a, i)).collect();
+        let point_best = index[&FactoredAction::PointBest];
+        let first_point = index[&FactoredAction::Point(0)];
+        debug_assert_eq!(first_point + MAX_ROWS, actions.len(), "points come last");
+        Self {
+            actions,
+            index,
+            point_best,
+            first_point,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -318,7 +324,26 @@ impl Layout {
     }
 
     pub fn index_of(&self, a: &FactoredAction) -> Option<usize> {
-        self.index.get(&key_of(a)).copied()
+        match *a {
+            FactoredAction::Point(r) => self.point(r),
+            FactoredAction::PointBest => Some(self.point_best),
+            _ => self.index.get(a).copied(),
+        }
+    }
+
+    /// The index of `point(r)` (`None` past [`MAX_ROWS`]).
+    pub fn point(&self, r: usize) -> Option<usize> {
+        (r < MAX_ROWS).then_some(self.first_point + r)
+    }
+
+    /// The index of `point.best`.
+    pub fn point_best(&self) -> usize {
+        self.point_best
+    }
+
+    /// The `point(r)` entries of a mask over this layout, row by row ([`MAX_ROWS`] flags).
+    pub fn points<'m>(&self, mask: &'m [bool]) -> &'m [bool] {
+        &mask[self.first_point..self.first_point + MAX_ROWS]
     }
 
     /// Every action with its index, in order (for documentation and tests).

@@ -6,7 +6,7 @@
 //! only checked as an IBAN when its country actually uses IBANs; a domestic account such as an
 //! Indian `IN55…` number is not an "invalid IBAN".
 
-use ls_core::text::{compact_account, normalize_text};
+use ls_core::text::compact_account;
 use rust_decimal::Decimal;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -329,15 +329,6 @@ pub fn evaluate(input: &CurrencyInput<'_>) -> CurrencyReport {
         mismatch,
         total_usd,
         risk_flags,
-    }
-}
-
-/// Normalised currency code text of a JSON value.
-pub fn value_text(v: Option<&serde_json::Value>) -> Option<String> {
-    match v? {
-        serde_json::Value::String(s) => Some(normalize_text(s)),
-        serde_json::Value::Number(n) => Some(n.to_string()),
-        _ => None,
     }
 }
 

@@ -5,7 +5,6 @@
 
 use crate::submitted::REF_KEYS;
 use crate::text::normalize_text;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
@@ -275,17 +274,7 @@ impl DecisionCertificate {
     }
 }
 
-impl Serialize for DecisionCertificate {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.json.serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for DecisionCertificate {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Value::deserialize(d).map(Self::from)
-    }
-}
+crate::submitted::json_as_sent!(DecisionCertificate);
 
 #[cfg(test)]
 mod tests {

@@ -11,9 +11,29 @@
 use crate::text::{json_decimal, parse_decimal};
 use indexmap::IndexMap;
 use rust_decimal::Decimal;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
+
+/// Serde for a type read from JSON that keeps the JSON it was read from (in a `json` field):
+/// it serializes to exactly that JSON and deserializes through its `From<Value>`, so stored runs
+/// and replays echo a submission byte for byte.
+macro_rules! json_as_sent {
+    ($ty:ty) => {
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                serde::Serialize::serialize(&self.json, s)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                <serde_json::Value as serde::Deserialize>::deserialize(d).map(Self::from)
+            }
+        }
+    };
+}
+pub(crate) use json_as_sent;
 
 /// One value of `extracted_fields` (or one cell of a line item).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -245,17 +265,7 @@ impl EvidenceEntry {
     }
 }
 
-impl Serialize for EvidenceEntry {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.json.serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for EvidenceEntry {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Value::deserialize(d).map(Self::from)
-    }
-}
+json_as_sent!(EvidenceEntry);
 
 /// The counterfactual: free text, or anything else (an object carrying its text under `text`,
 /// `statement`, `summary` or `counterfactual`, or other JSON, read as its JSON text).
@@ -362,17 +372,7 @@ impl HandoffPacket {
     }
 }
 
-impl Serialize for HandoffPacket {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.json.serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for HandoffPacket {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Value::deserialize(d).map(Self::from)
-    }
-}
+json_as_sent!(HandoffPacket);
 
 #[cfg(test)]
 mod tests {

@@ -569,7 +569,7 @@ impl TeacherAgent {
         for a in &o.revealed_artifacts {
             let mut d = a.details.clone();
             d.insert("summary".into(), json!(a.summary));
-            self.artifacts.insert(a.artifact_id.clone(), d);
+            self.artifacts.insert(a.artifact_id.as_str().to_owned(), d);
         }
         self.signals = o.risk_snapshot.observed_signals.iter().cloned().collect();
     }

@@ -211,6 +211,168 @@ wire_enum! {
     }
 }
 
+wire_enum! {
+    /// The control boundary's statechart phases (`ls_grading::boundary`), in the order an
+    /// investigation moves through them.
+    pub enum BoundaryPhase {
+        Intake = "intake",
+        DocumentReview = "document_review",
+        Corroboration = "corroboration",
+        DecisionReady = "decision_ready",
+        Intervention = "intervention",
+        Terminal = "terminal",
+    }
+}
+
+wire_enum! {
+    /// What the control boundary warns about a proposed action (`ls_grading::boundary`).
+    pub enum BoundaryWarning {
+        /// The action is not in the phase's action set.
+        UnusualForPhase = "action_unusual_for_statechart_phase",
+        /// A third or later call of a tool other than a document review.
+        RepeatedMarginalValue = "repeated_action_marginal_value",
+    }
+}
+
+wire_enum! {
+    /// The benchmark tracks an episode can be graded on. What each one is and does is its row in
+    /// the track table ([`BenchmarkTrack::spec`]).
+    pub enum BenchmarkTrack {
+        Case = "case",
+        Portfolio = "portfolio",
+        Adversarial = "adversarial",
+        Controlbench = "controlbench",
+        CertificateRequired = "certificate_required",
+        GeneratedHoldout = "generated_holdout",
+        SleeperVigilance = "sleeper_vigilance",
+        BlindControl = "blind_control",
+        HumanBaseline = "human_baseline",
+    }
+}
+
+/// One row of the track table. Every column is named and none has a default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrackSpec {
+    pub track: BenchmarkTrack,
+    /// The display label (as the reference's benchmark contract names it).
+    pub label: &'static str,
+    /// One line on what the track evaluates.
+    pub description: &'static str,
+    /// Other spellings a reset may name it by (compared after `normalize_text`).
+    pub aliases: &'static [&'static str],
+    /// Does the institution govern the episode (memory, calibration-gated authority, the loss
+    /// ledger and callback capacity)? On every other track a case's grade is a function of the
+    /// case and the episode's own trajectory (decision 9).
+    pub institution_governs: bool,
+}
+
+/// The track table, one row per track in [`BenchmarkTrack`] order (checked at compile time).
+const TRACKS: [TrackSpec; BenchmarkTrack::ALL.len()] = [
+    TrackSpec {
+        track: BenchmarkTrack::Case,
+        label: "Case Track",
+        description: "One case graded on its own trajectory.",
+        aliases: &[],
+        institution_governs: false,
+    },
+    TrackSpec {
+        track: BenchmarkTrack::Portfolio,
+        label: "Portfolio Track",
+        description: "Linked invoices and AP-week consequences: institutional memory governs the episode.",
+        aliases: &["portfolio_track"],
+        institution_governs: true,
+    },
+    TrackSpec {
+        track: BenchmarkTrack::Adversarial,
+        label: "Adversarial Data Track",
+        description: "Adversarial payment cases: spoofed senders, bank overrides, pressure and injected instructions.",
+        aliases: &["adversarial_track", "adversarial_data_track", "adversarial_data"],
+        institution_governs: false,
+    },
+    TrackSpec {
+        track: BenchmarkTrack::Controlbench,
+        label: "ControlBench Track",
+        description: "A long institutional sequence graded on loss, calibration-gated authority and deployability.",
+        aliases: &["controlbench_track", "institutional_control"],
+        institution_governs: true,
+    },
+    TrackSpec {
+        track: BenchmarkTrack::CertificateRequired,
+        label: "Certificate-Required Track",
+        description: "The decision must carry an agent-authored decision certificate.",
+        aliases: &["certificate_required_track", "proof_required"],
+        institution_governs: false,
+    },
+    TrackSpec {
+        track: BenchmarkTrack::GeneratedHoldout,
+        label: "Generated-Holdout Track",
+        description: "Seeded generated variants not seen in the public cases.",
+        aliases: &["generated_holdout_track", "holdout_track", "holdout"],
+        institution_governs: false,
+    },
+    TrackSpec {
+        track: BenchmarkTrack::SleeperVigilance,
+        label: "Sleeper-Vigilance Track",
+        description: "Vendors that build trust before an attack.",
+        aliases: &["sleeper_vigilance_track"],
+        institution_governs: true,
+    },
+    TrackSpec {
+        track: BenchmarkTrack::BlindControl,
+        label: "Blind-Control Track",
+        description: "No instrumented state (SPRT, VoI, reward machine) is exposed.",
+        aliases: &["blind_control_track", "blind"],
+        institution_governs: false,
+    },
+    TrackSpec {
+        track: BenchmarkTrack::HumanBaseline,
+        label: "Human-Baseline Track",
+        description: "Cases with a recorded human baseline for comparison.",
+        aliases: &["human_baseline_track", "human"],
+        institution_governs: false,
+    },
+];
+
+const _: () = {
+    let mut i = 0;
+    while i < TRACKS.len() {
+        assert!(
+            TRACKS[i].track as usize == i,
+            "TRACKS lists its rows in BenchmarkTrack order"
+        );
+        i += 1;
+    }
+};
+
+impl BenchmarkTrack {
+    /// This track's row of the track table.
+    pub const fn spec(self) -> &'static TrackSpec {
+        &TRACKS[self as usize]
+    }
+
+    /// The track a reset names, by its wire name or an alias after `normalize_text`; anything
+    /// else is the case track.
+    pub fn normalize(value: &str) -> Self {
+        let norm = crate::text::normalize_text(value);
+        Self::ALL
+            .into_iter()
+            .find(|t| t.as_str() == norm || t.spec().aliases.contains(&norm.as_str()))
+            .unwrap_or(Self::Case)
+    }
+
+    pub const fn label(self) -> &'static str {
+        self.spec().label
+    }
+
+    pub const fn description(self) -> &'static str {
+        self.spec().description
+    }
+
+    pub const fn institution_governs(self) -> bool {
+        self.spec().institution_governs
+    }
+}
+
 /// One row of the action table: everything the catalogue declares about an action. Every column
 /// is named and none has a default, so a new action states each of them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -604,9 +766,37 @@ impl ArtifactId {
     }
 }
 
+impl std::fmt::Display for ArtifactId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_track_is_found_by_its_name_and_aliases_and_nothing_else_is_a_track() {
+        for t in BenchmarkTrack::ALL {
+            assert_eq!(BenchmarkTrack::normalize(t.as_str()), t);
+            for a in t.spec().aliases {
+                assert_eq!(BenchmarkTrack::normalize(a), t, "{a}");
+                assert_eq!(BenchmarkTrack::normalize(&a.to_uppercase()), t, "{a}");
+            }
+            assert!(!t.description().is_empty());
+        }
+        assert_eq!(
+            BenchmarkTrack::normalize("no such track"),
+            BenchmarkTrack::Case
+        );
+        let governs: Vec<&str> = BenchmarkTrack::ALL
+            .into_iter()
+            .filter(|t| t.institution_governs())
+            .map(BenchmarkTrack::as_str)
+            .collect();
+        assert_eq!(governs, ["portfolio", "controlbench", "sleeper_vigilance"]);
+    }
 
     /// `ALL` is in the documented order (investigation tools, then interventions, then the one
     /// final action), whatever the catalogue holds; each row is consistent in itself.

@@ -37,8 +37,9 @@ pub mod world;
 
 pub use certificate::DecisionCertificate;
 pub use enums::{
-    ActionKind, ActionName, ActionPhase, ActionSpec, ArtifactId, Channel, CodeKind, Decision,
-    Hypothesis, PolicyCheck, ReasonCode, RiskLevel, Signal, TaskType, WatchdogAudit,
+    ActionKind, ActionName, ActionPhase, ActionSpec, ArtifactId, BenchmarkTrack, BoundaryPhase,
+    BoundaryWarning, Channel, CodeKind, Decision, Hypothesis, PolicyCheck, ReasonCode, RiskLevel,
+    Signal, TaskType, WatchdogAudit,
 };
 pub use fixtures::FixtureSet;
 pub use schema::*;

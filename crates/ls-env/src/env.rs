@@ -4,7 +4,6 @@
 use crate::action::ActionRequest;
 use crate::curriculum::Curriculum;
 use crate::designer::Designer;
-pub use crate::episode::{track_description, track_label};
 use crate::episode::{CaseDerived, Episode, EpisodeSpec, StepError, TrackMode};
 use crate::memory::{InstitutionalMemory, RecordInput};
 use crate::observation::{PublicState, RawJson, SharedJson};
@@ -13,6 +12,7 @@ use crate::seal::{Seal, SealedState, Sealing, StateView};
 use crate::terminal_info::{Report, StepEnvelope, StepInfo};
 use ls_core::fixtures::{FixtureSet, MasterData};
 use ls_core::schema::Case;
+use ls_core::{ActionName, BenchmarkTrack};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rust_decimal::Decimal;
@@ -142,54 +142,29 @@ struct EpisodeStart {
     /// Were the limits adjusted by the curriculum (a random reset)?
     adjusted: bool,
     selection_seed: u64,
-    requested_track: Option<&'static str>,
+    requested_track: Option<BenchmarkTrack>,
     reward_mode: RewardMode,
 }
 
-/// Canonical track names and their aliases.
-pub fn normalize_track(value: &str) -> &'static str {
-    match ls_core::text::normalize_text(value).as_str() {
-        "portfolio" | "portfolio_track" => "portfolio",
-        "adversarial" | "adversarial_track" | "adversarial_data_track" | "adversarial_data" => {
-            "adversarial"
-        }
-        "controlbench" | "controlbench_track" | "institutional_control" => "controlbench",
-        "certificate_required" | "certificate_required_track" | "proof_required" => {
-            "certificate_required"
-        }
-        "generated_holdout" | "generated_holdout_track" | "holdout_track" | "holdout" => {
-            "generated_holdout"
-        }
-        "sleeper_vigilance" | "sleeper_vigilance_track" => "sleeper_vigilance",
-        "blind_control" | "blind_control_track" | "blind" => "blind_control",
-        "human_baseline" | "human_baseline_track" | "human" => "human_baseline",
-        _ => "case",
-    }
-}
-
-fn track_matches(case: &Case, track: &str) -> bool {
+fn track_matches(case: &Case, track: BenchmarkTrack) -> bool {
+    use BenchmarkTrack as T;
+    let listed = || case.official_tracks.iter().any(|t| t == track.as_str());
     match track {
-        "generated_holdout" => matches!(
+        T::GeneratedHoldout => matches!(
             case.benchmark_split.as_str(),
             "challenge" | "generated" | "holdout"
         ),
-        "sleeper_vigilance" => case
+        T::SleeperVigilance => case
             .controlbench
             .get("sleeper_phase")
             .and_then(Value::as_str)
             .is_some_and(|p| matches!(p, "warmup" | "activation" | "trust_building")),
-        "blind_control" => case.benchmark_split == "benchmark",
-        "human_baseline" => case.human_baseline_case || case.benchmark_split == "benchmark",
-        "certificate_required" => {
-            case.certificate_required || case.official_tracks.iter().any(|t| t == track)
-        }
-        "controlbench" => {
-            !case.controlbench.is_empty() || case.official_tracks.iter().any(|t| t == track)
-        }
-        "case" => {
-            case.official_tracks.is_empty() || case.official_tracks.iter().any(|t| t == track)
-        }
-        _ => case.official_tracks.iter().any(|t| t == track),
+        T::BlindControl => case.benchmark_split == "benchmark",
+        T::HumanBaseline => case.human_baseline_case || case.benchmark_split == "benchmark",
+        T::CertificateRequired => case.certificate_required || listed(),
+        T::Controlbench => !case.controlbench.is_empty() || listed(),
+        T::Case => case.official_tracks.is_empty() || listed(),
+        T::Portfolio | T::Adversarial => listed(),
     }
 }
 
@@ -270,7 +245,7 @@ impl Environment {
 
     /// Reset within this session's state (`fresh_institution` is handled by [`Self::reset`]).
     fn reset_session(&mut self, req: &ResetRequest) -> Result<StepEnvelope, ResetError> {
-        let requested_track = req.track.as_deref().map(normalize_track);
+        let requested_track = req.track.as_deref().map(BenchmarkTrack::normalize);
         let reward_mode = req.reward_mode.unwrap_or_default();
         self.check_reward_mode(requested_track, reward_mode)?;
         let (case, max_steps, budget, adjusted, selection_seed) =
@@ -319,7 +294,7 @@ impl Environment {
         case: Arc<Case>,
         opts: &CaseReset,
     ) -> Result<StepEnvelope, ResetError> {
-        let requested_track = opts.track.as_deref().map(normalize_track);
+        let requested_track = opts.track.as_deref().map(BenchmarkTrack::normalize);
         let reward_mode = opts.reward_mode.unwrap_or_default();
         self.check_reward_mode(requested_track, reward_mode)?;
         let start = EpisodeStart {
@@ -345,12 +320,12 @@ impl Environment {
     /// before any state changes).
     fn check_reward_mode(
         &self,
-        requested_track: Option<&str>,
+        requested_track: Option<BenchmarkTrack>,
         reward_mode: RewardMode,
     ) -> Result<(), ResetError> {
         if reward_mode.reveals_label()
             && (self.config.track_mode == TrackMode::Blind
-                || requested_track == Some("blind_control"))
+                || requested_track == Some(BenchmarkTrack::BlindControl))
         {
             return Err(ResetError::LabelRevealingRewardOnBlindTrack);
         }
@@ -388,14 +363,9 @@ impl Environment {
         let (case, reward_mode) = (start.case, start.reward_mode);
         let track = start
             .requested_track
-            .map(str::to_owned)
-            .or_else(|| {
-                case.primary_track
-                    .as_deref()
-                    .map(|t| normalize_track(t).to_owned())
-            })
-            .unwrap_or_else(|| "case".to_owned());
-        let track_mode = if track == "blind_control" {
+            .or_else(|| case.primary_track.as_deref().map(BenchmarkTrack::normalize))
+            .unwrap_or(BenchmarkTrack::Case);
+        let track_mode = if track == BenchmarkTrack::BlindControl {
             TrackMode::Blind
         } else {
             self.config.track_mode
@@ -436,7 +406,7 @@ impl Environment {
         Ok(env)
     }
 
-    fn select(&mut self, seed: u64, track: Option<&str>) -> Arc<Case> {
+    fn select(&mut self, seed: u64, track: Option<BenchmarkTrack>) -> Arc<Case> {
         let mut candidates: Vec<&Arc<Case>> = match track {
             Some(t) => self
                 .pool
@@ -561,11 +531,11 @@ impl Environment {
         if let (true, Some(g), Some(decision)) =
             (env.terminated, ep.grade.as_ref(), ep.submitted_decision)
         {
-            let actions: std::collections::BTreeSet<String> = ep
+            let actions: std::collections::BTreeSet<ActionName> = ep
                 .trajectory
                 .iter()
                 .filter(|t| t.success)
-                .map(|t| t.action_type.clone())
+                .map(|t| t.action_type)
                 .collect();
             if ep.callback_refused {
                 self.memory.note_callback_refusal();
@@ -624,7 +594,7 @@ impl Environment {
     pub fn in_controlbench_sequence(&self) -> bool {
         self.episode
             .as_ref()
-            .is_some_and(|e| e.track == "controlbench")
+            .is_some_and(|e| e.track == BenchmarkTrack::Controlbench)
     }
 
     fn check_institution_resettable(&self) -> Result<(), ResetError> {
@@ -972,7 +942,7 @@ mod tests {
         let generated = Arc::new(generated.clone());
         let r = env.reset_case(generated.clone(), &fresh).unwrap();
         assert_eq!(r.observation.case_id, generated.case_id);
-        assert_eq!(env.episode().unwrap().track, "controlbench");
+        assert_eq!(env.episode().unwrap().track, BenchmarkTrack::Controlbench);
         let hold: Map<String, Value> =
             serde_json::from_value(json!({"decision": "HOLD", "confidence": 0.5})).unwrap();
         let end = env.step("submit_decision", &hold).unwrap();

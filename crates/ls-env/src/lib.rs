@@ -49,7 +49,7 @@ pub use action::{Action, ActionRequest};
 pub use env::{
     CasePool, CaseReset, EnvConfig, EnvStepError, Environment, ResetError, ResetRequest,
 };
-pub use episode::{institution_governs, CaseDerived, Lifecycle, StepError, TrackMode};
+pub use episode::{CaseDerived, Lifecycle, StepError, TrackMode};
 pub use observation::{
     raw_json, InfoMap, InfoValue, Observation, PublicState, RawJson, Shared, SharedJson,
 };

@@ -21,7 +21,7 @@ use crate::observation::{raw_json, RawJson, SharedJson};
 use ls_core::schema::Case;
 use ls_core::text::{decimal_to_f64 as dec, normalize_text, round4, round_to};
 use ls_core::validate::InvoiceFacts;
-use ls_core::Decision;
+use ls_core::{ActionName, Decision};
 use ls_grading::{AuthorityGate, GradeReport};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -648,7 +648,7 @@ pub struct RecordInput<'a> {
     pub submitted: Decision,
     pub confidence: Option<f64>,
     /// Action types of successful trajectory steps.
-    pub actions: &'a BTreeSet<String>,
+    pub actions: &'a BTreeSet<ActionName>,
     pub gate: Option<&'a GateResult>,
 }
 
@@ -918,13 +918,13 @@ impl InstitutionalMemory {
         if g.unsafe_outcome {
             self.belief_add("payment_release_weakness", 0.22);
         }
-        if i.actions.contains("request_callback_verification") {
+        if i.actions.contains(&ActionName::RequestCallbackVerification) {
             self.callback_capacity_remaining = self.callback_capacity_remaining.saturating_sub(1);
             self.loss_ledger.callback_capacity_used += 1;
         } else if risky {
             self.belief_add("callback_gap", 0.08);
         }
-        if !i.actions.contains("flag_duplicate_cluster_review")
+        if !i.actions.contains(&ActionName::FlagDuplicateClusterReview)
             && !case.gold.duplicate_links.is_empty()
         {
             self.belief_add("duplicate_control_gap", 0.10);

@@ -1,6 +1,7 @@
 //! Wire types the environment returns: the observation, the step envelope and the public state.
 
-use ls_core::episode::{InterventionLogEntry, RevealedArtifact, TrajectoryEntry};
+use ls_core::episode::{EventStatus, InterventionLogEntry, RevealedArtifact, TrajectoryEntry};
+use ls_core::{ActionName, ArtifactId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -468,10 +469,10 @@ pub struct DocumentCatalogEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PendingEventView {
     pub event_id: String,
-    pub artifact_id: String,
-    pub source_action: String,
+    pub artifact_id: ArtifactId,
+    pub source_action: ActionName,
     pub ready_at_clock: u32,
-    pub status: String,
+    pub status: EventStatus,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -567,7 +568,7 @@ pub struct PublicState {
     pub final_score: f64,
     pub unsafe_outcome: bool,
     pub visible_doc_ids: Vec<String>,
-    pub revealed_artifact_ids: Vec<String>,
+    pub revealed_artifact_ids: Vec<ArtifactId>,
     pub trajectory: Vec<TrajectoryEntry>,
     pub interventions_taken: Vec<InterventionLogEntry>,
     pub observed_risk_signals: Vec<String>,

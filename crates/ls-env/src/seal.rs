@@ -101,7 +101,7 @@ impl Seal {
             sealed: true,
             run_id: self.run_id.to_string(),
             decision,
-            benchmark_track: ep.track.clone(),
+            benchmark_track: ep.track.as_str().to_owned(),
             track_mode: ep.track_mode,
             truncated: false,
             terminated: true,

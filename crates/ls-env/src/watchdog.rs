@@ -534,7 +534,7 @@ impl Watchdog {
         &mut self,
         decision: Decision,
         observed_signals: &[String],
-        interventions: &[String],
+        interventions: &[ActionName],
         analyst_score: f64,
         risk_observed: bool,
     ) -> WatchdogVerdict {
@@ -543,11 +543,13 @@ impl Watchdog {
             .any(|s| HIGH_RISK.contains(&s.as_str()));
         let hardened = interventions.iter().any(|a| {
             matches!(
-                a.as_str(),
-                "request_callback_verification" | "freeze_vendor_profile" | "route_to_security"
+                a,
+                ActionName::RequestCallbackVerification
+                    | ActionName::FreezeVendorProfile
+                    | ActionName::RouteToSecurity
             )
         });
-        let distinct: std::collections::BTreeSet<&String> = interventions.iter().collect();
+        let distinct: std::collections::BTreeSet<&ActionName> = interventions.iter().collect();
         let pay = decision == Decision::Pay;
         let (verdict, reason) = if pay && high && !hardened {
             ("VETO", "pay_with_high_risk_signal_and_no_hardening")
@@ -658,8 +660,8 @@ pub(crate) const MAX_REASON_CHARS: usize = 500;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StreamStep {
     pub step: u32,
-    pub analyst_action: String,
-    pub payload: serde_json::Map<String, serde_json::Value>,
+    pub analyst_action: ActionName,
+    pub payload: ls_core::episode::SentPayload,
     /// `success: <first 120 characters of the message>` or `failed: <message>`.
     pub result_summary: String,
 }
@@ -671,7 +673,7 @@ pub struct WatchdogObservation {
     pub steps: Vec<StreamStep>,
     pub visible_risk_signals: Vec<String>,
     pub budget_remaining: f64,
-    pub intervention_actions: Vec<String>,
+    pub intervention_actions: Vec<ActionName>,
     pub pending_event_count: usize,
     pub pressure_events_seen: usize,
     pub episode_done: bool,

@@ -25,16 +25,13 @@ pub fn observation(ep: &Episode) -> WatchdogObservation {
     let steps = ep
         .trajectory
         .iter()
-        .map(|t| {
-            let mut payload = t.payload.clone();
-            payload.remove("confidence");
-            payload.remove("predicted_probabilities");
-            StreamStep {
-                step: t.step,
-                analyst_action: t.action_type.clone(),
-                payload,
-                result_summary: summary_of(t.success, &t.message),
-            }
+        .map(|t| StreamStep {
+            step: t.step,
+            analyst_action: t.action_type,
+            payload: t
+                .payload
+                .without(&["confidence", "predicted_probabilities"]),
+            result_summary: summary_of(t.success, &t.message),
         })
         .collect();
     WatchdogObservation {
@@ -46,7 +43,7 @@ pub fn observation(ep: &Episode) -> WatchdogObservation {
             .trajectory
             .iter()
             .filter(|t| t.is_intervention)
-            .map(|t| t.action_type.clone())
+            .map(|t| t.action_type)
             .collect(),
         pending_event_count: ep.pending_event_count(),
         pressure_events_seen: ep.pressure_events_seen_count(),

@@ -5,7 +5,7 @@
 //! NEEDS_REVIEW for the outcome (money does not move) while grading still sees the raw decision.
 
 use ls_core::enums::ReasonCode;
-use ls_core::{ActionKind, ActionName, ActionPhase, Decision};
+use ls_core::{ActionKind, ActionName, ActionPhase, BoundaryPhase, BoundaryWarning, Decision};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
@@ -99,14 +99,14 @@ pub struct BoundaryInput<'a> {
 /// Output of one evaluation.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct BoundaryReport {
-    pub phase: &'static str,
-    pub next_phase: &'static str,
+    pub phase: BoundaryPhase,
+    pub next_phase: BoundaryPhase,
     /// The phase's action set (one of three static lists).
     pub allowed_actions: &'static [&'static str],
     pub blocking: bool,
     pub allowed: bool,
     pub reasons: Vec<&'static str>,
-    pub warnings: Vec<&'static str>,
+    pub warnings: Vec<BoundaryWarning>,
     pub required_followups: Vec<&'static str>,
     pub prompt_injection_detected: bool,
     pub pending_event_count: usize,
@@ -167,31 +167,32 @@ pub fn observed_any(observed: &[String], set: &[ReasonCode]) -> bool {
 
 /// Phase of the current state (first match wins): the investigation phases follow from the
 /// phases of the actions taken so far (each action's row in `ls_core`'s action table).
-pub fn phase(input: &BoundaryInput<'_>) -> &'static str {
+pub fn phase(input: &BoundaryInput<'_>) -> BoundaryPhase {
     let done_in = |p: ActionPhase| input.successful_actions.iter().any(|a| a.phase() == p);
     if input.submitted {
-        "terminal"
+        BoundaryPhase::Terminal
     } else if input.pending_event_count > 0 {
-        "intervention"
+        BoundaryPhase::Intervention
     } else if input.phase_reads_belief && input.decision_readiness >= DECISION_READY_THRESHOLD {
-        "decision_ready"
+        BoundaryPhase::DecisionReady
     } else if done_in(ActionPhase::Corroboration) {
-        "corroboration"
+        BoundaryPhase::Corroboration
     } else if done_in(ActionPhase::DocumentReview) {
-        "document_review"
+        BoundaryPhase::DocumentReview
     } else {
-        "intake"
+        BoundaryPhase::Intake
     }
 }
 
 /// The actions the statechart expects in a phase, by name: none once terminal, investigation
 /// (and a human hand-off) before corroboration, everything after. Built once; the boundary is
 /// evaluated before every action.
-fn allowed_for_phase(phase: &str) -> &'static [&'static str] {
+fn allowed_for_phase(phase: BoundaryPhase) -> &'static [&'static str] {
+    use BoundaryPhase as P;
     match phase {
-        "terminal" => &[],
-        "intake" | "document_review" => &PHASE_ACTIONS.early.0,
-        _ => &PHASE_ACTIONS.all.0,
+        P::Terminal => &[],
+        P::Intake | P::DocumentReview => &PHASE_ACTIONS.early.0,
+        P::Corroboration | P::DecisionReady | P::Intervention => &PHASE_ACTIONS.all.0,
     }
 }
 
@@ -244,16 +245,17 @@ impl serde::Serialize for AllowedActionsJson<'_> {
 /// The phase the statechart moves to when `action` is taken in `phase`: submitting ends it, an
 /// intervention after corroboration starts the intervention phase, and the first corroboration
 /// or document-review action moves an earlier phase on (each action's phase is its row's).
-fn next_phase(phase: &'static str, action: Option<ActionName>) -> &'static str {
-    let early = matches!(phase, "intake" | "document_review");
+fn next_phase(phase: BoundaryPhase, action: Option<ActionName>) -> BoundaryPhase {
+    use BoundaryPhase as P;
+    let early = matches!(phase, P::Intake | P::DocumentReview);
     match action {
-        Some(ActionName::SubmitDecision) => "terminal",
-        Some(a) if a.is_intervention() && matches!(phase, "corroboration" | "decision_ready") => {
-            "intervention"
+        Some(ActionName::SubmitDecision) => P::Terminal,
+        Some(a) if a.is_intervention() && matches!(phase, P::Corroboration | P::DecisionReady) => {
+            P::Intervention
         }
-        Some(a) if a.phase() == ActionPhase::Corroboration && early => "corroboration",
-        Some(a) if a.phase() == ActionPhase::DocumentReview && phase == "intake" => {
-            "document_review"
+        Some(a) if a.phase() == ActionPhase::Corroboration && early => P::Corroboration,
+        Some(a) if a.phase() == ActionPhase::DocumentReview && phase == P::Intake => {
+            P::DocumentReview
         }
         _ => phase,
     }
@@ -261,14 +263,14 @@ fn next_phase(phase: &'static str, action: Option<ActionName>) -> &'static str {
 
 /// Warnings about the proposed action itself: unusual for the phase, or a repeat of little
 /// value (re-reading documents is not).
-fn action_warnings(input: &BoundaryInput<'_>, allowed_actions: &[&str]) -> Vec<&'static str> {
+fn action_warnings(input: &BoundaryInput<'_>, allowed_actions: &[&str]) -> Vec<BoundaryWarning> {
     let mut warnings = Vec::new();
     if let Some(a) = input.action {
         if a != ActionName::SubmitDecision && !allowed_actions.contains(&a.as_str()) {
-            warnings.push("action_unusual_for_statechart_phase");
+            warnings.push(BoundaryWarning::UnusualForPhase);
         }
         if input.prior_count_of_action >= 2 && a.phase() != ActionPhase::DocumentReview {
-            warnings.push("repeated_action_marginal_value");
+            warnings.push(BoundaryWarning::RepeatedMarginalValue);
         }
     }
     warnings
@@ -337,7 +339,7 @@ pub fn evaluate_boundary(input: &BoundaryInput<'_>) -> BoundaryReport {
 
     let mut reasons = Vec::new();
     let mut score_cap = 1.0;
-    if phase == "terminal" {
+    if phase == BoundaryPhase::Terminal {
         reasons.push("statechart_terminal_state_reached");
         score_cap = 0.0;
     } else if input.action == Some(SubmitDecision) {
@@ -352,7 +354,7 @@ pub fn evaluate_boundary(input: &BoundaryInput<'_>) -> BoundaryReport {
         "a cap exactly when something blocks"
     );
     debug_assert!(
-        phase != "terminal" || (blocking && allowed_actions.is_empty()),
+        phase != BoundaryPhase::Terminal || (blocking && allowed_actions.is_empty()),
         "a terminal state allows nothing"
     );
     BoundaryReport {
@@ -396,7 +398,7 @@ mod tests {
         let succ = BTreeSet::from([ActionName::Ocr]);
         let r = evaluate_boundary(&input(&succ, &[]));
         assert!(!r.blocking);
-        assert_eq!(r.phase, "decision_ready");
+        assert_eq!(r.phase, BoundaryPhase::DecisionReady);
     }
 
     #[test]
@@ -475,7 +477,10 @@ mod tests {
             let r = evaluate_boundary(&i);
             phases.insert((r.phase, r.next_phase));
         }
-        assert_eq!(phases, BTreeSet::from([("corroboration", "corroboration")]));
+        assert_eq!(
+            phases,
+            BTreeSet::from([(BoundaryPhase::Corroboration, BoundaryPhase::Corroboration)])
+        );
         let mut i = input(&succ, &obs);
         i.phase_reads_belief = false;
         i.decision_readiness = 0.3;

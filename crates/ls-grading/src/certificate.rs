@@ -47,11 +47,6 @@ pub struct CertificateReport {
     pub warnings: Vec<String>,
 }
 
-/// References inside an agent-supplied reference value ([`ls_core::submitted::json_refs`]).
-pub fn extract_refs(v: &Value) -> Vec<&str> {
-    ls_core::submitted::json_refs(v)
-}
-
 fn is_evidence(kind: &str) -> bool {
     matches!(kind, "artifact" | "observation" | "intervention")
 }
@@ -143,7 +138,10 @@ pub struct VerifyContext<'a> {
     pub agent_authored: bool,
 }
 
-pub fn verify(v: &Value, ctx: &VerifyContext<'_>) -> CertificateReport {
+/// Parse and verify a certificate's JSON (the tests' entry; grading verifies the certificate
+/// parsed once with the submission, [`verify_parsed`]).
+#[cfg(test)]
+fn verify(v: &Value, ctx: &VerifyContext<'_>) -> CertificateReport {
     verify_parsed(&parse(v), ctx)
 }
 
@@ -423,7 +421,7 @@ impl<'c> Grounding<'c> {
         let mut total_refs = 0usize;
         let mut ungrounded: Vec<&str> = Vec::new();
         for r in cert.nodes.iter().filter_map(|n| n.reference.as_deref()) {
-            for x in extract_refs(r) {
+            for x in ls_core::submitted::json_refs(r) {
                 total_refs += 1;
                 if !ctx.revealed.contains(x) {
                     ungrounded.push(x);
@@ -642,12 +640,12 @@ impl<'a> Synthesized<'a> {
             ));
         }
         for (idx, t) in i.trajectory.iter().enumerate() {
-            if ls_core::ActionName::parse(&t.action_type).is_some_and(|a| a.is_intervention()) {
+            if t.action_type.is_intervention() {
                 let id = add(
                     &mut out,
-                    slug_node_id(&format!("intervention.{}", idx + 1), &t.action_type),
+                    slug_node_id(&format!("intervention.{}", idx + 1), t.action_type.as_str()),
                     "intervention",
-                    Cow::Borrowed(&t.action_type),
+                    Cow::Borrowed(t.action_type.as_str()),
                     None,
                 );
                 out.edges.push((id, dec, "supports"));
@@ -875,19 +873,19 @@ mod tests {
         let step = |action: &str| TrajectoryEntry {
             step: 1,
             case_clock: 1,
-            action_type: action.into(),
-            payload: Map::new(),
+            action_type: ls_core::ActionName::parse(action).expect("an action name"),
+            payload: Default::default(),
             cost: 0.2,
             success: true,
             message: String::new(),
             is_intervention: true,
-            control_boundary_phase: String::new(),
+            control_boundary_phase: ls_core::BoundaryPhase::Intake,
             control_boundary_warnings: vec![],
         };
         let trajectory = vec![
             step("route_to_security"),
             step("ocr"),
-            step("Freeze Vendor Profile"),
+            step("freeze_vendor_profile"),
             step("route_to_security"),
         ];
         let long = format!("{} tail", "word ".repeat(31) + "abcd");

@@ -80,7 +80,7 @@ pub struct GradingInput<'a> {
     pub trajectory: &'a [TrajectoryEntry],
     pub revealed_artifacts: &'a [RevealedArtifact],
     /// Artifact ids still pending at submission.
-    pub pending_artifact_ids: &'a [String],
+    pub pending_artifact_ids: &'a [ls_core::ArtifactId],
     /// Signals the agent's tools observed (sorted).
     pub observed_signals: &'a [String],
     /// Every reference the agent actually revealed this episode: doc ids it read, token ids tools

@@ -16,8 +16,8 @@ pub fn expected_decision(case: &Case, hidden: &HiddenWorld) -> Decision {
 pub fn reference_submission(
     case: &Case,
     hidden: &HiddenWorld,
-    revealed_artifact_ids: &[String],
-    interventions: &[String],
+    revealed_artifact_ids: &[ls_core::ArtifactId],
+    interventions: &[ls_core::ActionName],
 ) -> Map<String, Value> {
     let g = &case.gold;
     let decision = expected_decision(case, hidden);

@@ -705,10 +705,9 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
                 .len()
                 .saturating_sub(claim_allowance(i.gold_codes.len())))
         .min(named.len()),
-        investigated: i
-            .trajectory
-            .iter()
-            .any(|t| t.success && !t.is_intervention && t.action_type != "submit_decision"),
+        investigated: i.trajectory.iter().any(|t| {
+            t.success && !t.is_intervention && t.action_type != ActionName::SubmitDecision
+        }),
         uncalled_interventions: i
             .successful
             .iter()
@@ -958,13 +957,13 @@ mod tests {
         TrajectoryEntry {
             step: 1,
             case_clock: 1,
-            action_type: action.into(),
+            action_type: ls_core::ActionName::parse(action).expect("an action name"),
             payload: Default::default(),
             cost: 0.0,
             success,
             message: String::new(),
             is_intervention: intervention,
-            control_boundary_phase: String::new(),
+            control_boundary_phase: ls_core::BoundaryPhase::Intake,
             control_boundary_warnings: Vec::new(),
         }
     }

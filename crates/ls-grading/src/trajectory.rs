@@ -4,7 +4,6 @@ use ls_core::episode::TrajectoryEntry;
 use ls_core::{ActionName, Decision, HandoffPacket, TaskType};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 pub const INTERVENTION_BASE_SCORE: f64 = 0.15;
@@ -41,15 +40,13 @@ pub fn required_tools(task: TaskType, needs_callback: bool) -> Vec<ActionName> {
 pub fn successful_actions(traj: &[TrajectoryEntry]) -> BTreeSet<ActionName> {
     traj.iter()
         .filter(|t| t.success)
-        .filter_map(|t| ActionName::parse(&t.action_type))
+        .map(|t| t.action_type)
         .collect()
 }
 
 /// Every attempted action type.
 pub fn attempted_actions(traj: &[TrajectoryEntry]) -> BTreeSet<ActionName> {
-    traj.iter()
-        .filter_map(|t| ActionName::parse(&t.action_type))
-        .collect()
+    traj.iter().map(|t| t.action_type).collect()
 }
 
 /// Share of the task's required tools among `done` (the trajectory's successful actions).
@@ -157,10 +154,7 @@ impl Serialize for SortedMap<'_> {
 /// (repeats, repeat_penalty, length_penalty, score).
 pub fn efficiency(traj: &[TrajectoryEntry], budget_penalty: f64) -> (usize, f64, f64, f64) {
     // Repeats: steps whose (action, canonical payload) was already seen.
-    let mut actions: Vec<Cow<'_, str>> = traj
-        .iter()
-        .map(|t| crate::normalized(&t.action_type))
-        .collect();
+    let mut actions: Vec<ActionName> = traj.iter().map(|t| t.action_type).collect();
     actions.sort_unstable();
     actions.dedup();
     // No action twice (the usual case): no repeat, whatever the payloads; only otherwise are the
@@ -168,12 +162,12 @@ pub fn efficiency(traj: &[TrajectoryEntry], budget_penalty: f64) -> (usize, f64,
     let repeats = if actions.len() == traj.len() {
         0
     } else {
-        let mut keys: Vec<(Cow<'_, str>, String)> = traj
+        let mut keys: Vec<(ActionName, String)> = traj
             .iter()
             .map(|t| {
                 (
-                    crate::normalized(&t.action_type),
-                    serde_json::to_string(&SortedMap(&t.payload)).unwrap_or_default(),
+                    t.action_type,
+                    serde_json::to_string(&SortedMap(t.payload.as_map())).unwrap_or_default(),
                 )
             })
             .collect();
@@ -240,19 +234,19 @@ pub fn handoff_quality(packet: Option<&HandoffPacket>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{json, Map};
+    use serde_json::json;
 
     pub fn step(i: u32, action: &str, payload: Value) -> TrajectoryEntry {
         TrajectoryEntry {
             step: i,
             case_clock: i,
-            action_type: action.into(),
-            payload: payload.as_object().cloned().unwrap_or_else(Map::new),
+            action_type: ls_core::ActionName::parse(action).expect("an action name"),
+            payload: payload.as_object().cloned().unwrap_or_default().into(),
             cost: 0.2,
             success: true,
             message: String::new(),
             is_intervention: ActionName::parse(action).is_some_and(|a| a.is_intervention()),
-            control_boundary_phase: String::new(),
+            control_boundary_phase: ls_core::BoundaryPhase::Intake,
             control_boundary_warnings: vec![],
         }
     }

@@ -58,13 +58,13 @@ pub fn careful_episode(case: &Case) -> Episode {
         .map(|(i, a)| TrajectoryEntry {
             step: i as u32 + 1,
             case_clock: i as u32 + 1,
-            action_type: a.as_str().to_owned(),
-            payload: json!({"doc_id": doc}).as_object().cloned().unwrap(),
+            action_type: *a,
+            payload: json!({"doc_id": doc}).as_object().cloned().unwrap().into(),
             cost: 0.2,
             success: true,
             message: String::new(),
             is_intervention: a.is_intervention(),
-            control_boundary_phase: "corroboration".into(),
+            control_boundary_phase: ls_core::BoundaryPhase::Corroboration,
             control_boundary_warnings: vec![],
         })
         .collect();
@@ -80,12 +80,12 @@ pub fn careful_episode(case: &Case) -> Episode {
             details.insert("risk_signal".into(), json!(sig));
         }
         artifacts.push(RevealedArtifact {
-            artifact_id: a.as_str().to_owned(),
+            artifact_id: a,
             artifact_type: "report".into(),
             summary: format!("{} delivered", a.as_str()),
             details,
             revealed_at_clock: 5,
-            source_action: artifact_action(a).as_str().to_owned(),
+            source_action: artifact_action(a),
         });
     }
     let mut refs = ls_grading::RefSet::new();
@@ -136,12 +136,12 @@ pub fn expected_decision(case: &Case, hidden: &HiddenWorld) -> Decision {
 
 /// A careful, correct, well-evidenced submission payload (the shared reference answer).
 pub fn careful_payload(case: &Case, ep: &Episode) -> Map<String, Value> {
-    let artifacts: Vec<String> = ep.artifacts.iter().map(|a| a.artifact_id.clone()).collect();
-    let interventions: Vec<String> = ep
+    let artifacts: Vec<ls_core::ArtifactId> = ep.artifacts.iter().map(|a| a.artifact_id).collect();
+    let interventions: Vec<ls_core::ActionName> = ep
         .trajectory
         .iter()
         .filter(|t| t.is_intervention)
-        .map(|t| t.action_type.clone())
+        .map(|t| t.action_type)
         .collect();
     ls_grading::oracle::reference_submission(case, &ep.hidden, &artifacts, &interventions)
 }
@@ -158,7 +158,7 @@ pub fn submit_boundary(
         .trajectory
         .iter()
         .filter(|t| t.success || !only_successful)
-        .filter_map(|t| ActionName::parse(&t.action_type))
+        .map(|t| t.action_type)
         .collect();
     evaluate_boundary(&BoundaryInput {
         action: Some(ActionName::SubmitDecision),
@@ -177,7 +177,7 @@ pub fn submit_boundary(
 /// Episode context beyond the trajectory: everything `grading_input` leaves empty by default.
 #[derive(Default)]
 pub struct Extras {
-    pub pending: Vec<String>,
+    pub pending: Vec<ArtifactId>,
     pub gate: Option<AuthorityGate>,
     pub pressure: Option<PressureOutcome>,
     pub handoff: Option<ls_core::HandoffPacket>,

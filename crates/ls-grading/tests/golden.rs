@@ -53,33 +53,35 @@ fn messy_episode(case: &Case) -> Episode {
         let mut again = first.clone();
         let mut payload = Map::new();
         payload.insert("zeta".into(), json!(1));
-        for (k, v) in first.payload.iter().rev() {
+        for (k, v) in first.payload.as_map().iter().rev() {
             payload.insert(k.clone(), v.clone());
         }
-        again.payload = payload;
+        again.payload = payload.into();
         ep.trajectory.push(again);
     }
     let step = ep.trajectory.len() as u32 + 1;
-    let mk = |action: &str, success: bool, step: u32| TrajectoryEntry {
+    let mk = |action: ActionName, success: bool, step: u32| TrajectoryEntry {
         step,
         case_clock: step,
-        action_type: action.to_owned(),
+        action_type: action,
         payload: json!({"vendor_key": "x", "nested": {"b": [1, {"d": 2, "c": 3}], "a": null}})
             .as_object()
             .cloned()
-            .unwrap(),
+            .unwrap()
+            .into(),
         cost: 0.5,
         success,
         message: String::new(),
-        is_intervention: ActionName::parse(action).is_some_and(|a| a.is_intervention()),
-        control_boundary_phase: "triage".into(),
+        is_intervention: action.is_intervention(),
+        control_boundary_phase: ls_core::BoundaryPhase::Intake,
         control_boundary_warnings: vec![],
     };
-    ep.trajectory.push(mk("lookup_vendor_history", false, step));
-    ep.trajectory.push(mk("Route_To_Security", true, step + 1));
     ep.trajectory
-        .push(mk("freeze_vendor_profile", true, step + 2));
-    ep.trajectory.push(mk("dance", true, step + 3));
+        .push(mk(ActionName::LookupVendorHistory, false, step));
+    ep.trajectory
+        .push(mk(ActionName::RouteToSecurity, true, step + 1));
+    ep.trajectory
+        .push(mk(ActionName::FreezeVendorProfile, true, step + 2));
     ep.observed.push("prompt_injection_attempt".into());
     ep.observed.sort();
     ep
@@ -96,13 +98,13 @@ fn thorough_episode(case: &Case) -> Episode {
         ep.trajectory.push(TrajectoryEntry {
             step,
             case_clock: step,
-            action_type: a.as_str().to_owned(),
-            payload: Map::new(),
+            action_type: a,
+            payload: Default::default(),
             cost: 0.1,
             success: true,
             message: String::new(),
             is_intervention: a.is_intervention(),
-            control_boundary_phase: "corroboration".into(),
+            control_boundary_phase: ls_core::BoundaryPhase::Corroboration,
             control_boundary_warnings: vec![],
         });
     }
@@ -239,8 +241,8 @@ fn matrix() -> Vec<String> {
         posterior[3] = 0.5;
         let heavy = Extras {
             pending: vec![
-                "callback_verification_result".into(),
-                "Duplicate Cluster Report".into(),
+                ls_core::ArtifactId::CallbackVerificationResult,
+                ls_core::ArtifactId::DuplicateClusterReport,
             ],
             gate: Some(AuthorityGate {
                 authority_level: String::new(),

@@ -91,11 +91,16 @@ fn played(s: &Product, sid: &str) -> Result<Played, ApiError> {
     }
     Ok(Played {
         case_id: ep.case.case_id.clone(),
-        track: ep.track.clone(),
+        track: ep.track.as_str().to_owned(),
         actions: ep
             .trajectory
             .iter()
-            .map(|t| (t.action_type.clone(), t.payload.clone()))
+            .map(|t| {
+                (
+                    t.action_type.as_str().to_owned(),
+                    t.payload.as_map().clone(),
+                )
+            })
             .collect(),
         session_score: grade.final_score,
     })

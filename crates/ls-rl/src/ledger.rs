@@ -487,10 +487,8 @@ impl Ledger {
         self.steps_left = o.max_steps.saturating_sub(o.step_count);
         self.done = env.done;
         for a in &o.revealed_artifacts {
-            if let Some(id) = ArtifactId::parse(&a.artifact_id) {
-                if self.artifacts.insert(id) {
-                    self.absorb_artifact(id, &a.details);
-                }
+            if self.artifacts.insert(a.artifact_id) {
+                self.absorb_artifact(a.artifact_id, &a.details);
             }
         }
         let r = &o.last_tool_result;

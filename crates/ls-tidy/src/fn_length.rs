@@ -28,6 +28,12 @@ pub struct FnLength {
     pub lines: usize,
     /// The line the body opens on.
     pub line: usize,
+    /// Whether its signature (parameters, return type, generics) names untyped JSON:
+    /// `serde_json`'s `Value` or `Map` ([`crate::json_sigs`]).
+    pub json: bool,
+    /// `assert!`-family invocations in its body (`assert`, `assert_eq`, `assert_ne` and their
+    /// `debug_` forms), those of functions nested in it included.
+    pub asserts: usize,
 }
 
 /// Lines of a function body as clippy's `too_many_lines` counts them. `body` is the block's
@@ -141,6 +147,8 @@ impl Measure<'_> {
             key,
             lines: body_lines(text, sig.asyncness.is_some()),
             line: span.start().line,
+            json: crate::json_sigs::names_json(sig),
+            asserts: assertions(block),
         });
     }
 
@@ -149,6 +157,23 @@ impl Measure<'_> {
         f(self);
         self.owner.pop();
     }
+}
+
+/// The `assert!`-family macros invoked in `block` (not inside other macros' tokens).
+pub fn assertions(block: &syn::Block) -> usize {
+    struct Count(usize);
+    impl<'ast> Visit<'ast> for Count {
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            let name = m.path.segments.last().map(|s| s.ident.to_string());
+            if let Some(name) = name {
+                let base = name.strip_prefix("debug_").unwrap_or(&name);
+                self.0 += usize::from(matches!(base, "assert" | "assert_eq" | "assert_ne"));
+            }
+        }
+    }
+    let mut c = Count(0);
+    c.visit_block(block);
+    c.0
 }
 
 fn type_name(ty: &syn::Type) -> String {
@@ -406,6 +431,30 @@ mod tests {
     }
 
     #[test]
+    fn assertions_are_counted_by_name_wherever_they_stand() {
+        let src = "pub fn f(x: u32) {\n\
+                   assert!(x > 0);\n\
+                   debug_assert_eq!(x, 1, \"one\");\n\
+                   if x > 1 { std::debug_assert_ne!(x, 2); }\n\
+                   let _v = vec![x];\n\
+                   println!(\"assert!(x)\");\n\
+                   }\n\
+                   pub fn g() { assert_matches(); }\n\
+                   fn assert_matches() {}\n";
+        let found = measure_files(&[("src/lib.rs", src.into())]);
+        let asserts: Vec<(&str, usize)> =
+            found.iter().map(|f| (f.key.as_str(), f.asserts)).collect();
+        assert_eq!(
+            asserts,
+            [
+                ("src/lib.rs::f", 3),
+                ("src/lib.rs::g", 0),
+                ("src/lib.rs::assert_matches", 0)
+            ]
+        );
+    }
+
+    #[test]
     fn counts_lines_as_clippy_does() {
         assert_eq!(body_lines("{}", false), 0);
         assert_eq!(body_lines("{ x }", false), 1);
@@ -431,6 +480,8 @@ mod tests {
             key: key.into(),
             lines,
             line: 1,
+            json: false,
+            asserts: 0,
         };
         let allow =
             Allowlist::parse("100 grew\n100 shrank\n100 fixed\n100 gone\n100 same").unwrap();

@@ -7,7 +7,12 @@
 //! * a crate dependency against the direction ARCHITECTURE.md states ([`deps::RULES`], read from
 //!   `cargo metadata`);
 //! * a function body longer than [`FN_LENGTH_LIMIT`] lines that is not in the allowlist, or one
-//!   in it that grew ([`fn_length`]).
+//!   in it that grew ([`fn_length`]);
+//! * a function with untyped JSON (`serde_json::Value`/`Map`) in its signature outside a declared
+//!   edge and not in the shrinking domain allowlist, or a domain allowlist longer than
+//!   [`JSON_DOMAIN_CEILING`] ([`json_sigs`]);
+//! * assertions thinning out: `assert!`-family invocations per non-trivial function below
+//!   [`ASSERTION_DENSITY_FLOOR_PERMILLE`] ([`fn_length::assertions`]).
 //!
 //! Each check has fixtures beside it (small sources built in memory or on disk) that show it
 //! catches what it claims. The crate is dev-only: nothing depends on it, so it costs the shipped
@@ -16,6 +21,7 @@
 pub mod cycles;
 pub mod deps;
 pub mod fn_length;
+pub mod json_sigs;
 pub mod modtree;
 pub mod workspace;
 
@@ -29,6 +35,27 @@ pub const FN_LENGTH_LIMIT: usize = 70;
 
 /// The allowlist file of functions over [`FN_LENGTH_LIMIT`], relative to this crate.
 pub const FN_LENGTH_ALLOWLIST: &str = "fn_length_allowlist.txt";
+
+/// The edge prefixes where JSON in a signature is the protocol (`json_sigs`), relative to this
+/// crate.
+pub const JSON_EDGES: &str = "json_edges.txt";
+
+/// The domain functions that still take or return JSON, each with why, relative to this crate.
+pub const JSON_DOMAIN_ALLOWLIST: &str = "json_domain_allowlist.txt";
+
+/// The most domain (non-edge) functions with JSON in their signature: the length of the domain
+/// allowlist, which only comes down (lower this with it).
+pub const JSON_DOMAIN_CEILING: usize = 43;
+
+/// Where [`JSON_DOMAIN_CEILING`] is headed.
+pub const JSON_DOMAIN_GOAL: usize = 10;
+
+/// A function this long or longer is "non-trivial" for the assertion density.
+pub const NON_TRIVIAL_FN_LINES: usize = 10;
+
+/// The least assertions per non-trivial function, in thousandths: a floor that only rises (raise it
+/// as assertions are added; TigerStyle's direction is two per function, 2,000).
+pub const ASSERTION_DENSITY_FLOOR_PERMILLE: usize = 61;
 
 /// The module tree of every shipped target (libraries, binaries, build scripts) of every
 /// workspace package: `(package/target, tree)`.

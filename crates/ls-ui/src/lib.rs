@@ -94,18 +94,6 @@ assets! {
     "js/runner.js" => "js/runner.js", JS;
 }
 
-/// The canonical benchmark tracks a reset may name (each is its own `normalize_track`).
-pub const TRACKS: [&str; 8] = [
-    "portfolio",
-    "adversarial",
-    "controlbench",
-    "certificate_required",
-    "generated_holdout",
-    "sleeper_vigilance",
-    "blind_control",
-    "human_baseline",
-];
-
 /// The server's authority levels, most authority first (the order of `AuthorityLevel::rank`).
 pub fn authority_levels() -> Vec<&'static str> {
     use ls_env::memory::AuthorityLevel as A;
@@ -155,9 +143,11 @@ pub fn catalog() -> &'static [u8] {
                 )
             })
             .collect();
-        let tracks: Vec<_> = TRACKS
-            .iter()
-            .map(|t| serde_json::json!({"track": t, "label": ls_env::env::track_label(t), "description": ls_env::env::track_description(t)}))
+        // Every track a reset may name, from the track table (the case track is the default).
+        let tracks: Vec<_> = ls_core::BenchmarkTrack::ALL
+            .into_iter()
+            .filter(|t| *t != ls_core::BenchmarkTrack::Case)
+            .map(|t| serde_json::json!({"track": t, "label": t.label(), "description": t.description()}))
             .collect();
         serde_json::to_vec(&serde_json::json!({
             "decisions": Decision::ALL.iter().map(|d| d.as_str()).collect::<Vec<_>>(),

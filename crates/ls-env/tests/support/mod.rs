@@ -55,7 +55,7 @@ pub fn investigate(
     pool: &Arc<CasePool>,
     case: &Case,
     config: EnvConfig,
-) -> (Environment, Vec<String>, Vec<String>) {
+) -> (Environment, Vec<ls_core::ArtifactId>, Vec<ActionName>) {
     let mut env = Environment::new(pool.clone(), config);
     env.reset(&ResetRequest {
         case_id: Some(case.case_id.clone()),
@@ -90,7 +90,7 @@ pub fn investigate(
                 case.case_id
             );
             if action.is_intervention() {
-                interventions.push(action.as_str().to_owned());
+                interventions.push(action);
             }
         }
     }
@@ -113,7 +113,7 @@ pub fn investigate(
         };
         let e = env.step(action.as_str(), &Map::new()).unwrap();
         assert!(!e.done, "{}: episode ended at follow-up {f}", case.case_id);
-        interventions.push(f);
+        interventions.push(action);
     }
     let mut last: Option<StepEnvelope> = None;
     for _ in 0..4 {

@@ -8,11 +8,13 @@ use crate::result_class::ResultClass::{self, CertificateGateFailed as GateFailed
 use crate::BreakdownKey as K;
 use crate::GradingInput;
 
-const CERTIFICATE_TRACKS: [&str; 3] = [
-    "certificate_required",
-    "certificate_required_track",
-    "proof_required",
-];
+/// Does `track` name the certificate-required track (its name or an alias in the track table,
+/// compared as slugs)?
+fn names_certificate_track(track: &str) -> bool {
+    let track = crate::slug(track);
+    let row = ls_core::BenchmarkTrack::CertificateRequired.spec();
+    track == row.track.as_str() || row.aliases.iter().any(|a| *a == track)
+}
 
 pub(super) fn verify<'a>(
     input: &GradingInput<'a>,
@@ -73,14 +75,13 @@ pub(super) fn verify<'a>(
 
 /// Is this submission on the certificate-required track?
 fn certificate_required(input: &GradingInput<'_>) -> bool {
-    let track = crate::slug(input.benchmark_track);
     input.case.certificate_required
-        || CERTIFICATE_TRACKS.contains(&&*track)
+        || names_certificate_track(input.benchmark_track)
         || input
             .case
             .official_tracks
             .iter()
-            .any(|t| CERTIFICATE_TRACKS.contains(&&*crate::slug(t)))
+            .any(|t| names_certificate_track(t))
 }
 
 /// Certificate-required gate: (cap, class, reasons).

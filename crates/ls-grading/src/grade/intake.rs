@@ -155,7 +155,7 @@ fn callback_signal(input: &GradingInput<'_>) -> Option<String> {
         .revealed_artifacts
         .iter()
         .rev()
-        .find(|a| a.artifact_id == "callback_verification_result")?;
+        .find(|a| a.artifact_id == ls_core::ArtifactId::CallbackVerificationResult)?;
     a.details
         .get("risk_signal")
         .or_else(|| a.details.get("outcome"))

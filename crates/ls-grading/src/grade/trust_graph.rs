@@ -249,9 +249,9 @@ fn claim_nodes(
     }
     for pending in input.pending_artifact_ids {
         let pn = g.node(
-            tg_id("pending:", &crate::slug(pending)),
+            tg_id("pending:", &crate::slug(pending.as_str())),
             "PendingArtifact",
-            [("artifact_id", pending.clone())],
+            [("artifact_id", pending.as_str().to_owned())],
         );
         g.edge(pn, decision, "requires");
     }
@@ -282,7 +282,7 @@ fn gate_nodes(g: &mut Builder, input: &GradingInput<'_>, decision: NodeRef) {
     }
     let cb = &input.control_boundary;
     let bn = g.node(
-        tg_id("control_boundary:", cb.phase),
+        tg_id("control_boundary:", cb.phase.as_str()),
         "ControlBoundary",
         [
             ("blocking", AttrValue::Flag(cb.blocking)),

@@ -435,8 +435,8 @@ pub fn episode_record(g: &CaseGrade, model: &str) -> ls_agents::EpisodeRecord {
             .iter()
             .map(|t| ls_agents::StepRecord {
                 step: t.step,
-                action_type: t.action_type.clone(),
-                payload: t.payload.clone(),
+                action_type: t.action_type.as_str().to_owned(),
+                payload: t.payload.as_map().clone(),
                 reward: g
                     .paid
                     .get(t.step.saturating_sub(1) as usize)

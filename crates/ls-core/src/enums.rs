@@ -1,6 +1,8 @@
 //! Closed enumerations of the benchmark: task families, decisions, latent hypotheses and actions.
 
-pub use crate::text::codes::{CodeKind, ReasonCode, RiskLevel, Signal};
+pub use crate::text::codes::{
+    CodeKind, HistoryFlag, ObservedSignal, ReasonCode, RiskLevel, Signal,
+};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 

@@ -38,8 +38,8 @@ pub mod world;
 pub use certificate::DecisionCertificate;
 pub use enums::{
     ActionKind, ActionName, ActionPhase, ActionSpec, ArtifactId, BenchmarkTrack, BoundaryPhase,
-    BoundaryWarning, Channel, CodeKind, Decision, Hypothesis, PolicyCheck, ReasonCode, RiskLevel,
-    Signal, TaskType, WatchdogAudit,
+    BoundaryWarning, Channel, CodeKind, Decision, Hypothesis, ObservedSignal, PolicyCheck,
+    ReasonCode, RiskLevel, Signal, TaskType, WatchdogAudit,
 };
 pub use fixtures::FixtureSet;
 pub use schema::*;

@@ -5,7 +5,7 @@ use ls_core::fixtures::CaseWorld;
 use ls_core::schema::{CallbackResult, Case};
 use ls_core::text::{compact_account, normalize_id, normalize_text, vendor_alias_match};
 use ls_core::validate::InvoiceFacts;
-use ls_core::ArtifactId;
+use ls_core::{ArtifactId, ObservedSignal, ReasonCode};
 use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -18,8 +18,13 @@ pub struct Computed {
     pub details: Map<String, Value>,
     /// SPRT observation key for the artifact's channel.
     pub observation: &'static str,
-    pub signals: Vec<String>,
+    pub signals: Vec<ObservedSignal>,
     pub refs: Vec<String>,
+}
+
+/// A set of signals as the JSON list of their spellings (the set is in spelling order).
+fn names(set: &BTreeSet<ObservedSignal>) -> Vec<&'static str> {
+    set.iter().map(|s| s.as_str()).collect()
 }
 
 fn obj(v: Value) -> Map<String, Value> {
@@ -74,15 +79,26 @@ fn vendor_for<'a>(world: &CaseWorld<'a>, f: &InvoiceFacts) -> Option<&'a ls_core
 
 /// The SPRT observation key of a callback result ("" for no answer: recorded, but not
 /// evidence) and the risk signal the agent observes, if any.
-fn callback_observation(result: CallbackResult) -> (&'static str, Option<&'static str>) {
-    match result {
+fn callback_observation(result: CallbackResult) -> (&'static str, Option<ReasonCode>) {
+    let signal = match result {
         CallbackResult::NoAnswer => ("", None),
         CallbackResult::ConfirmsLegitimate => ("callback_clean", None),
-        CallbackResult::AdversarialConfirm => {
-            ("callback_suspicious_confirm", Some(result.risk_signal()))
-        }
-        CallbackResult::DisputesChange => ("callback_dispute", Some(result.risk_signal())),
-    }
+        CallbackResult::AdversarialConfirm => (
+            "callback_suspicious_confirm",
+            Some(ReasonCode::CallbackSuspiciousConfirm),
+        ),
+        CallbackResult::DisputesChange => (
+            "callback_dispute",
+            Some(ReasonCode::CallbackDisputeConfirmed),
+        ),
+    };
+    debug_assert!(
+        signal
+            .1
+            .is_none_or(|code| code.as_str() == result.risk_signal()),
+        "the observed signal is the one the artifact reports"
+    );
+    signal
 }
 
 fn callback_text(result: CallbackResult, phone: &str) -> String {
@@ -112,7 +128,7 @@ fn callback(case: &Case, world: &CaseWorld<'_>, invoices: &[InvoiceFacts], clock
             json!({"outcome": result.as_str(), "response_text": callback_text(result, &phone), "risk_signal": result.risk_signal(), "phone_dialed": phone}),
         ),
         observation,
-        signals: signal.into_iter().map(str::to_owned).collect(),
+        signals: signal.into_iter().map(ObservedSignal::Code).collect(),
         refs: Vec::new(),
     }
 }
@@ -172,7 +188,7 @@ fn bank_chain(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Computed {
         ),
         observation: status,
         signals: if mismatch {
-            vec!["policy_bypass_attempt".to_owned()]
+            vec![ReasonCode::PolicyBypassAttempt.into()]
         } else {
             Vec::new()
         },
@@ -192,7 +208,7 @@ fn same_item(a: &str, b: &str) -> bool {
 }
 
 /// One invoice's reference (`po_id`, `receipt_id`) and the discrepancies reconciliation found.
-type Checked<'f> = (&'f Option<String>, BTreeSet<&'static str>);
+type Checked<'f> = (&'f Option<String>, BTreeSet<ObservedSignal>);
 
 /// A reconciliation report over `invoices`: `check` returns an invoice's reference (reported
 /// under `id_key`) and its discrepancies, recording the documents it read in `refs`.
@@ -209,7 +225,7 @@ fn reconciliation<'f>(
     for f in invoices {
         let (id, d) = check(f, &mut refs);
         found.extend(d.iter().copied());
-        per_invoice.push(json!({"doc_id": f.doc_id, id_key: id, "discrepancies": d}));
+        per_invoice.push(json!({"doc_id": f.doc_id, id_key: id, "discrepancies": names(&d)}));
     }
     let status = if found.is_empty() {
         "reconciled_clean"
@@ -219,23 +235,25 @@ fn reconciliation<'f>(
     Computed {
         artifact_type: "reconciliation",
         summary: format!("{report} reconciliation completed: {status}."),
-        details: obj(json!({"status": status, "discrepancies": found, "invoices": per_invoice})),
+        details: obj(
+            json!({"status": status, "discrepancies": names(&found), "invoices": per_invoice}),
+        ),
         observation: if found.is_empty() {
             clean_observation
         } else {
             "reconciled_with_flags"
         },
-        signals: found.iter().map(|s| (*s).to_owned()).collect(),
+        signals: found.into_iter().collect(),
         refs,
     }
 }
 
 fn po_reconciliation(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Computed {
     reconciliation("PO", "po_id", "po_clean", invoices, |f, refs| {
-        let mut d = BTreeSet::new();
+        let mut d: BTreeSet<ObservedSignal> = BTreeSet::new();
         match f.po_id.as_deref().and_then(|p| world.po(p)) {
             None => {
-                d.insert("missing_po");
+                d.insert(ReasonCode::MissingPo.into());
             }
             Some(po) => {
                 refs.push(po.po_id.clone());
@@ -246,21 +264,21 @@ fn po_reconciliation(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Comput
                         .find(|l| same_item(&l.description, desc))
                     {
                         None => {
-                            d.insert("price_mismatch");
+                            d.insert(ReasonCode::PriceMismatch.into());
                         }
                         Some(l) => {
                             if l.unit_price != *unit {
-                                d.insert("price_mismatch");
+                                d.insert(ReasonCode::PriceMismatch.into());
                             }
                             if l.qty != *qty {
-                                d.insert("quantity_mismatch");
+                                d.insert(ReasonCode::QuantityMismatch.into());
                             }
                         }
                     }
                 }
                 if let Some(t) = f.total {
                     if (t - po.total).abs() > Decimal::new(1, 2) {
-                        d.insert("total_mismatch");
+                        d.insert(ReasonCode::TotalMismatch.into());
                     }
                 }
             }
@@ -276,7 +294,7 @@ fn receipt_reconciliation(world: &CaseWorld<'_>, facts: &[InvoiceFacts]) -> Comp
         "receipt_clean",
         facts,
         |f, refs| {
-            let mut d = BTreeSet::new();
+            let mut d: BTreeSet<ObservedSignal> = BTreeSet::new();
             let receipt = f
                 .receipt_id
                 .as_deref()
@@ -288,7 +306,7 @@ fn receipt_reconciliation(world: &CaseWorld<'_>, facts: &[InvoiceFacts]) -> Comp
                 });
             match receipt {
                 None => {
-                    d.insert("missing_receipt");
+                    d.insert(ReasonCode::MissingReceipt.into());
                 }
                 Some(r) => {
                     refs.push(r.receipt_id.clone());
@@ -300,13 +318,13 @@ fn receipt_reconciliation(world: &CaseWorld<'_>, facts: &[InvoiceFacts]) -> Comp
                                 .find(|x| same_item(&x.description, &l.description))
                                 .map(|x| x.qty);
                             if got.is_none_or(|q| q < l.qty) {
-                                d.insert("partial_receipt_only");
+                                d.insert(ReasonCode::PartialReceiptOnly.into());
                             }
                         }
                     }
                     if let (Some(rd), Some(id)) = (&r.received_date, &f.invoice_date) {
                         if rd > id {
-                            d.insert("receipt_date_mismatch");
+                            d.insert(ReasonCode::ReceiptDateMismatch.into());
                         }
                     }
                 }
@@ -322,7 +340,7 @@ pub const THRESHOLD_BAND: f64 = 0.05;
 fn duplicate_cluster(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Computed {
     let facts = invoices;
     let mut links = BTreeSet::new();
-    let mut signals = BTreeSet::new();
+    let mut signals: BTreeSet<ObservedSignal> = BTreeSet::new();
     let mut evidence = Vec::new();
     for f in facts {
         let vendor = vendor_for(world, f)
@@ -338,7 +356,7 @@ fn duplicate_cluster(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Comput
                 world,
             ) {
                 links.insert(row.ledger_id.clone());
-                signals.insert("duplicate_near_match");
+                signals.insert(ReasonCode::DuplicateNearMatch.into());
                 evidence.push(json!({"doc_id": f.doc_id, "ledger_id": row.ledger_id, "kind": "prior_payment_match", "match_score": ls_core::text::round_to(score, 4)}));
             }
         }
@@ -355,14 +373,14 @@ fn duplicate_cluster(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Comput
             }) {
                 if normalize_id(&row.vendor_key) != own {
                     links.insert(row.ledger_id.clone());
-                    signals.insert("shared_bank_account");
+                    signals.insert(ReasonCode::SharedBankAccount.into());
                     evidence.push(json!({"doc_id": f.doc_id, "ledger_id": row.ledger_id, "kind": "shared_bank_account"}));
                 }
             }
             for h in world.vendor_history.iter().filter(|h| {
                 compact_account(&h.new_value) == acc && normalize_id(&h.vendor_key) != own
             }) {
-                signals.insert("shared_bank_account");
+                signals.insert(ReasonCode::SharedBankAccount.into());
                 let linked: Vec<String> = world
                     .ledger_index
                     .iter()
@@ -387,7 +405,7 @@ fn duplicate_cluster(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Comput
                             .unwrap_or_default()
                             .round_dp(4));
                 if total < th && total >= band {
-                    signals.insert("approval_threshold_evasion");
+                    signals.insert(ReasonCode::ApprovalThresholdEvasion.into());
                     evidence.push(json!({"doc_id": f.doc_id, "rule_id": rule.rule_id, "kind": "just_under_threshold", "threshold": th.to_string(), "amount": total.to_string()}));
                 }
             }
@@ -414,9 +432,9 @@ fn duplicate_cluster(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Comput
         let close = dates
             .windows(2)
             .all(|w| ls_core::text::days_between(w[0], w[1]).is_some_and(|g| g <= 3));
-        signals.insert("shared_bank_account");
+        signals.insert(ReasonCode::SharedBankAccount.into());
         if close {
-            signals.insert("coordinated_timing");
+            signals.insert(ReasonCode::CoordinatedTiming.into());
         }
         evidence.push(json!({"kind": "batch_same_account", "doc_ids": group.iter().map(|f| f.doc_id.clone()).collect::<Vec<_>>(), "coordinated_timing": close}));
     }
@@ -429,14 +447,14 @@ fn duplicate_cluster(world: &CaseWorld<'_>, invoices: &[InvoiceFacts]) -> Comput
         artifact_type: "duplicate_analysis",
         summary: format!("Duplicate cluster review result: {status}."),
         details: obj(
-            json!({"status": status, "linked_ledger_ids": links.iter().collect::<Vec<_>>(), "signals": signals.iter().collect::<Vec<_>>(), "evidence": evidence}),
+            json!({"status": status, "linked_ledger_ids": links.iter().collect::<Vec<_>>(), "signals": names(&signals), "evidence": evidence}),
         ),
         observation: if signals.is_empty() {
             "no_cluster"
         } else {
             "cluster_detected"
         },
-        signals: signals.iter().map(|s| (*s).to_owned()).collect(),
+        signals: signals.into_iter().collect(),
         refs: links.into_iter().collect(),
     }
 }

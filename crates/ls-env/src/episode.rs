@@ -32,7 +32,7 @@ use ls_core::text::{decimal_to_f64 as dec_f64, round4};
 use ls_core::validate::InvoiceFacts;
 use ls_core::{
     ActionName, ArtifactId, BenchmarkTrack, BoundaryPhase, Decision, HandoffPacket, HiddenWorld,
-    Hypothesis, Submission,
+    Hypothesis, ObservedSignal, Submission,
 };
 use ls_grading::reasons::CleanTargets;
 use ls_grading::{BoundaryInput, BoundaryReport, GradeReport, GradingInput, PressureOutcome};
@@ -201,7 +201,7 @@ pub struct Episode {
     dynamic_docs: Vec<Document>,
     pub trajectory: Vec<TrajectoryEntry>,
     interventions: Vec<InterventionLogEntry>,
-    pub observed_signals: BTreeSet<String>,
+    pub observed_signals: BTreeSet<ObservedSignal>,
     pub revealed_artifacts: Vec<RevealedArtifact>,
     revealed_artifact_ids: Vec<ArtifactId>,
     pending: Vec<PendingEvent>,
@@ -579,7 +579,10 @@ impl Episode {
     }
 
     pub fn observed_signal_list(&self) -> Vec<String> {
-        self.observed_signals.iter().cloned().collect()
+        self.observed_signals
+            .iter()
+            .map(|s| s.as_str().to_owned())
+            .collect()
     }
 
     /// Artifacts scheduled but not yet delivered (the watchdog stream's pending count).
@@ -840,10 +843,10 @@ impl Episode {
         (out, cost)
     }
 
-    fn register_signals(&mut self, signals: &[String]) -> usize {
+    fn register_signals(&mut self, signals: &[ObservedSignal]) -> usize {
         signals
             .iter()
-            .filter(|s| self.observed_signals.insert((*s).clone()))
+            .filter(|s| self.observed_signals.insert(**s))
             .count()
     }
 

@@ -12,10 +12,11 @@ use crate::action::{
 use crate::observation::{InfoMap, InfoValue, RawJson};
 use ls_core::fixtures::CaseWorld;
 use ls_core::schema::{Case, Document, EmailThread, Token};
+use ls_core::text::codes::HistoryFlag;
 use ls_core::text::{
     compact_account, identity_tokens, normalize_id, normalize_text, vendor_alias_match,
 };
-use ls_core::{ActionName, Channel};
+use ls_core::{ActionName, Channel, ObservedSignal, ReasonCode};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
@@ -28,7 +29,7 @@ pub struct ToolOutcome {
     pub fields: InfoMap,
     pub error: Option<String>,
     pub message: String,
-    pub signals: Vec<String>,
+    pub signals: Vec<ObservedSignal>,
     pub sprt: Option<(Channel, &'static str, String)>,
     pub revealed_refs: Vec<Arc<str>>,
 }
@@ -387,20 +388,23 @@ pub fn lookup_vendor_history(world: &CaseWorld<'_>, args: &HistoryArgs) -> ToolO
                 .iter()
                 .any(|s| status.contains(s))
         {
-            flags.insert("historical_bank_change_rejected");
+            flags.insert(HistoryFlag::BankChangeRejected);
         }
         if kind.contains("bank") && status.contains("pending") {
-            flags.insert("historical_bank_change_pending");
+            flags.insert(HistoryFlag::BankChangePending);
         }
         if kind.contains("fraud") {
-            flags.insert("historical_fraud_event");
+            flags.insert(HistoryFlag::FraudEvent);
         }
     }
     let mut out = ToolOutcome::ok("lookup_vendor_history completed.");
     out.set("vendor_key", key.clone());
     out.set_ser("history", &rows);
-    out.set("derived_flags", json!(flags.iter().collect::<Vec<_>>()));
-    out.signals = flags.iter().map(|f| (*f).to_owned()).collect();
+    // Listed in spelling order, as the flags always were.
+    let mut shown: Vec<&'static str> = flags.iter().map(|f| f.as_str()).collect();
+    shown.sort_unstable();
+    out.set("derived_flags", json!(shown));
+    out.signals = flags.iter().copied().map(ObservedSignal::History).collect();
     out.revealed_refs
         .extend(rows.iter().map(|r| r.change_id.as_str().into()));
     // Only warning flags count as suspicious; a routine approved change is clean history.
@@ -609,7 +613,7 @@ pub fn search_ledger(world: &CaseWorld<'_>, args: &LedgerArgs) -> ToolOutcome {
     out.set("near_duplicate_count", near);
     // Any prior payment of the same bill is a duplicate risk, exact or near.
     if !hits.is_empty() {
-        out.signals.push("duplicate_near_match".to_owned());
+        out.signals.push(ReasonCode::DuplicateNearMatch.into());
     }
     let obs = if hits.is_empty() {
         "no_duplicate"
@@ -857,27 +861,28 @@ impl RequestSignals {
     }
 
     /// The risk signals the message raises.
-    fn risk_signals(&self, mismatch: bool) -> Vec<String> {
+    fn risk_signals(&self, mismatch: bool) -> Vec<ObservedSignal> {
+        use ReasonCode as C;
         [
-            (mismatch, "sender_domain_spoof"),
+            (mismatch, C::SenderDomainSpoof),
             (
                 self.bank_change_language && self.pressing(mismatch),
-                "bank_override_attempt",
+                C::BankOverrideAttempt,
             ),
-            (self.urgency_language, "urgent_payment_pressure"),
+            (self.urgency_language, C::UrgentPaymentPressure),
             (
                 self.callback_discouraged || self.policy_override_language,
-                "policy_bypass_attempt",
+                C::PolicyBypassAttempt,
             ),
             (
                 self.instruction_override_language,
-                "instruction_override_attempt",
+                C::InstructionOverrideAttempt,
             ),
-            (self.prompt_injection_language, "prompt_injection_attempt"),
+            (self.prompt_injection_language, C::PromptInjectionAttempt),
         ]
         .into_iter()
         .filter(|(on, _)| *on)
-        .map(|(_, s)| s.to_owned())
+        .map(|(_, code)| ObservedSignal::Code(code))
         .collect()
     }
 
@@ -1040,7 +1045,7 @@ pub fn compare_bank_account(world: &CaseWorld<'_>, args: &BankArgs) -> ToolOutco
         }),
     );
     if !matched {
-        out.signals.push("bank_account_mismatch".to_owned());
+        out.signals.push(ReasonCode::BankAccountMismatch.into());
     }
     out.revealed_refs.push(v.vendor_key.as_str().into());
     out.sprt = Some((

@@ -234,8 +234,8 @@ fn benign_cases_show_surface_signals_but_no_risk_evidence() {
             p.insert("thread_id".into(), e.doc_id.clone().into());
             let out = inspect_email_thread(&world, &docs, &ThreadArgs::parse(&p).unwrap());
             for s in &out.signals {
-                let allowed = s == "urgent_payment_pressure"
-                    || (s == "bank_override_attempt"
+                let allowed = s.as_str() == "urgent_payment_pressure"
+                    || (s.as_str() == "bank_override_attempt"
                         && names.iter().any(|n| n == "verified_bank_change"));
                 assert!(
                     allowed,

@@ -164,9 +164,86 @@ impl Signal {
     }
 }
 
+wire_enum! {
+    /// What the vendor's change history shows (`lookup_vendor_history`'s derived flags).
+    pub enum HistoryFlag {
+        BankChangeRejected = "historical_bank_change_rejected",
+        BankChangePending = "historical_bank_change_pending",
+        FraudEvent = "historical_fraud_event",
+    }
+}
+
+/// A risk signal a tool or an artifact makes observable: a reason code, or a flag of the
+/// vendor's change history. Ordered by its wire spelling, so a set of them lists as the strings
+/// did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ObservedSignal {
+    Code(ReasonCode),
+    History(HistoryFlag),
+}
+
+impl ObservedSignal {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Code(code) => code.as_str(),
+            Self::History(flag) => flag.as_str(),
+        }
+    }
+
+    /// Exact wire spelling; anything else is not an observable signal.
+    pub fn from_wire(value: &str) -> Option<Self> {
+        ReasonCode::from_wire(value)
+            .map(Self::Code)
+            .or_else(|| HistoryFlag::from_wire(value).map(Self::History))
+    }
+}
+
+impl From<ReasonCode> for ObservedSignal {
+    fn from(code: ReasonCode) -> Self {
+        Self::Code(code)
+    }
+}
+
+impl Ord for ObservedSignal {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for ObservedSignal {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl std::fmt::Display for ObservedSignal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn observed_signals_round_trip_and_sort_as_their_spellings() {
+        let all: Vec<ObservedSignal> = ReasonCode::ALL
+            .into_iter()
+            .map(ObservedSignal::Code)
+            .chain(HistoryFlag::ALL.into_iter().map(ObservedSignal::History))
+            .collect();
+        for s in &all {
+            assert_eq!(ObservedSignal::from_wire(s.as_str()), Some(*s));
+        }
+        assert_eq!(ObservedSignal::from_wire("unsafe_if_pay"), None);
+        let by_type: std::collections::BTreeSet<ObservedSignal> = all.iter().copied().collect();
+        let by_text: std::collections::BTreeSet<&str> = all.iter().map(|s| s.as_str()).collect();
+        assert!(by_type
+            .iter()
+            .map(|s| s.as_str())
+            .eq(by_text.iter().copied()));
+    }
 
     #[test]
     fn reason_code_table_is_the_wire() {

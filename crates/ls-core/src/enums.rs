@@ -335,16 +335,10 @@ const TRACKS: [TrackSpec; BenchmarkTrack::ALL.len()] = [
     },
 ];
 
-const _: () = {
-    let mut i = 0;
-    while i < TRACKS.len() {
-        assert!(
-            TRACKS[i].track as usize == i,
-            "TRACKS lists its rows in BenchmarkTrack order"
-        );
-        i += 1;
-    }
-};
+rows_in_enum_order!(
+    TRACKS.track,
+    "TRACKS lists its rows in BenchmarkTrack order"
+);
 
 impl BenchmarkTrack {
     /// This track's row of the track table.
@@ -619,16 +613,7 @@ const ACTIONS: [ActionSpec; ActionName::ALL.len()] = [
     },
 ];
 
-const _: () = {
-    let mut i = 0;
-    while i < ACTIONS.len() {
-        assert!(
-            ACTIONS[i].action as usize == i,
-            "ACTIONS lists its rows in ActionName order"
-        );
-        i += 1;
-    }
-};
+rows_in_enum_order!(ACTIONS.action, "ACTIONS lists its rows in ActionName order");
 
 impl ActionName {
     /// Number of actions in the catalogue.

@@ -33,3 +33,19 @@ macro_rules! wire_enum {
         }
     };
 }
+
+/// A compile-time check that a table of rows lists them in its enum's order (row `i`'s `key` is
+/// the variant with discriminant `i`), so a `spec(self)` can index the table by the variant.
+/// Exported for the domain crates' tables (actions, tracks, attacks).
+#[macro_export]
+macro_rules! rows_in_enum_order {
+    ($table:ident . $key:ident, $msg:literal) => {
+        const _: () = {
+            let mut i = 0;
+            while i < $table.len() {
+                assert!($table[i].$key as usize == i, $msg);
+                i += 1;
+            }
+        };
+    };
+}

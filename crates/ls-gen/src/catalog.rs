@@ -327,16 +327,7 @@ pub const ATTACKS: [AttackSpec; Attack::ALL.len()] = [
     },
 ];
 
-const _: () = {
-    let mut i = 0;
-    while i < ATTACKS.len() {
-        assert!(
-            ATTACKS[i].attack as usize == i,
-            "ATTACKS lists its rows in Attack order"
-        );
-        i += 1;
-    }
-};
+ls_core::rows_in_enum_order!(ATTACKS.attack, "ATTACKS lists its rows in Attack order");
 
 impl Attack {
     /// The attack's row of the table.

@@ -47,6 +47,7 @@ pub fn field_score(pred: &BTreeMap<String, FieldValue>, gold: &BTreeMap<String, 
             }
         })
         .count();
+    debug_assert!(hits <= gold.len(), "a gold field matches at most once");
     hits as f64 / gold.len() as f64
 }
 
@@ -105,6 +106,10 @@ pub fn line_item_score(pred: &[LineEntry], gold: &[LineItem]) -> f64 {
         })
         .collect();
     let total = max_weight_assignment(&weights) as f64 / 4.0;
+    debug_assert!(
+        (0.0..=pred.len().min(gold.len()) as f64).contains(&total),
+        "each gold line pairs with at most one row, each pair scoring at most 1"
+    );
     total / pred.len().max(gold.len()) as f64
 }
 
@@ -298,6 +303,10 @@ pub fn set_f1<T: Ord>(pred: &BTreeSet<T>, gold: &BTreeSet<T>) -> f64 {
     }
     let p = tp / pred.len() as f64;
     let r = tp / gold.len() as f64;
+    debug_assert!(
+        p > 0.0 && p <= 1.0 && r > 0.0 && r <= 1.0,
+        "precision {p}, recall {r}"
+    );
     2.0 * p * r / (p + r)
 }
 
@@ -336,6 +345,7 @@ pub fn policy_score(pred: &BTreeMap<String, String>, gold: &BTreeMap<String, Str
                 .is_some_and(|p| *p == normalized(v))
         })
         .count();
+    debug_assert!(hits <= gold.len(), "a gold check matches at most once");
     hits as f64 / gold.len() as f64
 }
 

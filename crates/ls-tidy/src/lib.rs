@@ -55,7 +55,7 @@ pub const NON_TRIVIAL_FN_LINES: usize = 10;
 
 /// The least assertions per non-trivial function, in thousandths: a floor that only rises (raise it
 /// as assertions are added; TigerStyle's direction is two per function, 2,000).
-pub const ASSERTION_DENSITY_FLOOR_PERMILLE: usize = 61;
+pub const ASSERTION_DENSITY_FLOOR_PERMILLE: usize = 66;
 
 /// The module tree of every shipped target (libraries, binaries, build scripts) of every
 /// workspace package: `(package/target, tree)`.

@@ -77,6 +77,13 @@ pub fn grade(input: &GradingInput<'_>) -> GradeReport {
     };
     caps.record_reason_caps(&reason_caps, unverified);
     let final_score = score::capped(raw, intake.risky, &caps, &resolved, &reason_caps, &mut bd);
+    debug_assert!(
+        (crate::TASK_SCORE_MIN..=crate::TASK_SCORE_MAX).contains(&final_score)
+            && final_score == crate::round4(final_score),
+        "a final score is in [{}, {}] at 4 dp: {final_score}",
+        crate::TASK_SCORE_MIN,
+        crate::TASK_SCORE_MAX
+    );
     let graded = Graded {
         conduct,
         dims,

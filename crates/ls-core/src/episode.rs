@@ -75,21 +75,11 @@ impl From<Map<String, Value>> for SentPayload {
     }
 }
 
-/// Whether a scheduled artifact has arrived.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum EventStatus {
-    Pending,
-    Completed,
-}
-
-impl EventStatus {
-    /// The wire spelling.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Completed => "completed",
-        }
+wire_enum! {
+    /// Whether a scheduled artifact has arrived.
+    pub enum EventStatus {
+        Pending = "pending",
+        Completed = "completed",
     }
 }
 

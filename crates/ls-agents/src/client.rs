@@ -147,3 +147,11 @@ impl EnvClient for HttpEnv {
         }
     }
 }
+
+/// The step's tool result read into its declared reply type (`ls_core::replies`), once, from
+/// its JSON text (amounts keep their exact digits); `None` when it is not that type (a failed
+/// call, or another tool's reply).
+pub fn tool_reply<T: serde::de::DeserializeOwned>(env: &StepEnvelope) -> Option<T> {
+    let text = serde_json::to_string(&env.observation.last_tool_result).ok()?;
+    serde_json::from_str(&text).ok()
+}

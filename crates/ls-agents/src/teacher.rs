@@ -4,13 +4,19 @@
 //! grounded decision with an evidence map, policy checks, a counterfactual and an agent-authored
 //! `ledgershield-dcg-v1` certificate. It never reads gold labels or the hidden world.
 
+use crate::client::tool_reply;
 use crate::facts::{
     lines_from_ocr, Email, Invoice, Line, BYPASS, TAKEOVER, THRESHOLD_WORDS, URGENCY,
 };
 use crate::runner::{Action, Agent};
+use ls_core::replies::DomainAlignment;
+use ls_core::replies::{
+    BankReply, HistoryReply, LedgerReply, PoReply, PolicyReply, ReceiptReply, ThreadReply,
+    ThreadView, VendorReply,
+};
 use ls_core::text::{compact_account, normalize_id, normalize_text};
-use ls_core::Decision;
 use ls_core::TaskType::{self, TaskA, TaskB, TaskC, TaskD, TaskE};
+use ls_core::{Decision, PoRecord, PolicyRule, Receipt, Vendor, VendorHistoryRow};
 use ls_env::StepEnvelope;
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::Decimal;
@@ -73,13 +79,6 @@ struct LedgerHit {
     po_id: String,
     payment_date: String,
     query_doc: String,
-}
-
-#[derive(Debug, Clone)]
-struct PolicyRule {
-    #[allow(dead_code)]
-    rule_id: String,
-    threshold: Option<Decimal>,
 }
 
 /// The teacher's conclusions at decision time.
@@ -168,13 +167,12 @@ pub struct TeacherAgent {
     master_name: Option<String>,
     vendor_found: bool,
     bank_results: BTreeMap<String, bool>,
-    history: Vec<Map<String, Value>>,
-    other_history: BTreeMap<String, Vec<Map<String, Value>>>,
-    history_flags: BTreeSet<String>,
+    history: Vec<VendorHistoryRow>,
+    other_history: BTreeMap<String, Vec<VendorHistoryRow>>,
     policies: Vec<PolicyRule>,
-    pos: BTreeMap<String, Map<String, Value>>,
+    pos: BTreeMap<String, PoRecord>,
     po_missing: BTreeSet<String>,
-    receipts: BTreeMap<String, Map<String, Value>>,
+    receipts: BTreeMap<String, Receipt>,
     receipt_missing: BTreeSet<String>,
     ledger_hits: Vec<LedgerHit>,
     ledger_searched: bool,
@@ -225,20 +223,10 @@ struct Findings<'a> {
 }
 
 /// A PO record's line items: (description, quantity, unit price).
-fn order_items(po: &Map<String, Value>) -> Vec<(String, Decimal, Decimal)> {
-    po.get("line_items")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|l| {
-            let o = l.as_object()?;
-            let d = |k: &str| o.get(k).and_then(ls_core::text::json_decimal);
-            Some((
-                o.get("description")?.as_str()?.to_owned(),
-                d("qty")?,
-                d("unit_price")?,
-            ))
-        })
+fn order_items(po: &PoRecord) -> Vec<(String, Decimal, Decimal)> {
+    po.line_items
+        .iter()
+        .map(|l| (l.description.clone(), l.qty, l.unit_price))
         .collect()
 }
 
@@ -382,35 +370,52 @@ impl TeacherAgent {
                 );
             }
             Purpose::InspectEmail(id) if ok => {
-                if let Some(t) = r.get("thread").and_then(Value::as_object) {
-                    self.absorb_thread(id, t);
+                if let Some(t) = tool_reply::<ThreadReply>(env) {
+                    self.absorb_thread(id, &t.thread);
                 }
             }
-            Purpose::Vendor if ok => self.absorb_vendor(r),
-            Purpose::History(v) if ok => self.absorb_history(v, r),
+            Purpose::Vendor if ok => {
+                if let Some(v) = tool_reply::<VendorReply>(env) {
+                    self.absorb_vendor(&v.vendor);
+                }
+            }
+            Purpose::History(v) if ok => {
+                if let Some(h) = tool_reply::<HistoryReply>(env) {
+                    self.absorb_history(v, h);
+                }
+            }
             Purpose::Policy if ok => {
-                if let Some(list) = r.get("policies").and_then(Value::as_array) {
-                    self.absorb_policies(list);
+                if let Some(list) = tool_reply::<PolicyReply>(env).and_then(|p| p.policies) {
+                    self.policies = list.into_iter().take(64).collect();
                 }
             }
-            Purpose::Po(id) => match r.get("po").and_then(Value::as_object) {
-                Some(po) if ok => {
-                    self.pos.insert(id.clone(), po.clone());
+            Purpose::Po(id) => match tool_reply::<PoReply>(env) {
+                Some(reply) if ok => {
+                    self.pos.insert(id.clone(), reply.po);
                 }
                 _ => {
                     self.po_missing.insert(id.clone());
                 }
             },
-            Purpose::Receipt(id) => match r.get("receipt").and_then(Value::as_object) {
-                Some(rc) if ok => {
-                    self.receipts.insert(id.clone(), rc.clone());
+            Purpose::Receipt(id) => match tool_reply::<ReceiptReply>(env) {
+                Some(reply) if ok => {
+                    self.receipts.insert(id.clone(), reply.receipt);
                 }
                 _ => {
                     self.receipt_missing.insert(id.clone());
                 }
             },
-            Purpose::Bank(acc) if ok => self.absorb_bank(acc, r),
-            Purpose::Ledger(doc) if ok => self.absorb_ledger(doc, r),
+            Purpose::Bank(acc) if ok => {
+                if let Some(b) = tool_reply::<BankReply>(env) {
+                    self.absorb_bank(acc, &b);
+                }
+            }
+            Purpose::Ledger(doc) if ok => {
+                self.ledger_searched = true;
+                if let Some(l) = tool_reply::<LedgerReply>(env) {
+                    self.absorb_ledger(doc, &l);
+                }
+            }
             Purpose::Intervention(name) if ok && !self.interventions.contains(name) => {
                 self.interventions.push(name.clone());
             }
@@ -418,147 +423,75 @@ impl TeacherAgent {
         }
     }
     /// A vendor-master lookup: the vendor's key and master name.
-    fn absorb_vendor(&mut self, r: &Map<String, Value>) {
-        let vendor = r.get("vendor");
-        if let Some(k) = vendor
-            .and_then(|v| v.get("vendor_key"))
-            .and_then(Value::as_str)
-        {
-            self.vendor_key = Some(k.to_owned());
-            self.vendor_found = true;
-        }
-        self.master_name = vendor
-            .and_then(|v| v.get("vendor_name"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+    fn absorb_vendor(&mut self, vendor: &Vendor) {
+        self.vendor_key = Some(vendor.vendor_key.clone());
+        self.vendor_found = true;
+        self.master_name = Some(vendor.vendor_name.clone());
     }
     /// A bank-account check: whether `acc` matched the master, and the vendor it names.
-    fn absorb_bank(&mut self, acc: &str, r: &Map<String, Value>) {
-        let m = r.get("matched").and_then(Value::as_bool).unwrap_or(false);
-        self.bank_results.insert(acc.to_owned(), m);
-        if let Some(k) = r.get("vendor_key").and_then(Value::as_str) {
-            if self.vendor_key.is_none() {
-                self.vendor_key = Some(k.to_owned());
-            }
+    fn absorb_bank(&mut self, acc: &str, r: &BankReply) {
+        self.bank_results.insert(acc.to_owned(), r.matched);
+        if self.vendor_key.is_none() {
+            self.vendor_key = Some(r.vendor_key.to_string());
         }
     }
     /// An email thread's sender alignment, request signals, text and vendor.
-    fn absorb_thread(&mut self, id: &str, t: &Map<String, Value>) {
-        let rs = t
-            .get("request_signals")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        let b = |k: &str| rs.get(k).and_then(Value::as_bool).unwrap_or(false);
-        let align = t
-            .get("sender_profile")
-            .and_then(|p| p.get("domain_alignment"))
-            .and_then(Value::as_str)
-            .unwrap_or("aligned");
+    fn absorb_thread(&mut self, id: &str, t: &ThreadView) {
+        let rs = &t.request_signals;
         self.email_flags.insert(
             id.to_owned(),
             EmailFlags {
-                domain_mismatch: align == "mismatch",
-                urgency: b("urgency_language"),
-                bank_change: b("bank_change_language"),
-                callback_discouraged: b("callback_discouraged"),
-                policy_override: b("policy_override_language"),
-                prompt_injection: b("prompt_injection_language"),
+                domain_mismatch: t.sender_profile.domain_alignment == DomainAlignment::Mismatch,
+                urgency: rs.urgency_language,
+                bank_change: rs.bank_change_language,
+                callback_discouraged: rs.callback_discouraged,
+                policy_override: rs.policy_override_language,
+                prompt_injection: rs.prompt_injection_language,
             },
         );
-        let body = format!(
-            "{} {}",
-            t.get("subject").and_then(Value::as_str).unwrap_or(""),
-            t.get("body").and_then(Value::as_str).unwrap_or("")
-        );
+        let body = format!("{} {}", t.subject, t.body);
         self.email_text.insert(
             id.to_owned(),
             normalize_text(&body).chars().take(8_000).collect(),
         );
-        if let Some(v) = t
-            .get("vendor_key")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-        {
-            self.thread_vendor = Some(v.to_owned());
+        if !t.vendor_key.is_empty() {
+            self.thread_vendor = Some(t.vendor_key.to_string());
         }
     }
 
-    /// A vendor history: the vendor's own (with its derived flags) or another vendor's.
-    fn absorb_history(&mut self, v: &str, r: &Map<String, Value>) {
-        let rows: Vec<Map<String, Value>> = r
-            .get("history")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .take(64)
-                    .filter_map(|x| x.as_object().cloned())
-                    .collect()
-            })
-            .unwrap_or_default();
+    /// A vendor history: the vendor's own or another vendor's.
+    fn absorb_history(&mut self, v: &str, reply: HistoryReply) {
+        let rows: Vec<VendorHistoryRow> = reply.history.into_iter().take(64).collect();
         let own = self
             .vendor_key
             .as_deref()
             .is_none_or(|k| normalize_id(k) == normalize_id(v));
         if own {
-            for f in r
-                .get("derived_flags")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-            {
-                self.history_flags.insert(f.to_owned());
-            }
             self.history = rows;
         } else {
             self.other_history.insert(v.to_owned(), rows);
         }
     }
 
-    /// The policy rules and their thresholds.
-    fn absorb_policies(&mut self, list: &[Value]) {
-        self.policies = list
-            .iter()
-            .take(64)
-            .filter_map(|p| {
-                let o = p.as_object()?;
-                Some(PolicyRule {
-                    rule_id: o.get("rule_id")?.as_str()?.to_owned(),
-                    threshold: o.get("threshold").and_then(ls_core::text::json_decimal),
-                })
-            })
-            .collect();
-    }
-
     /// Ledger hits for the invoice `doc` (each hit once).
-    fn absorb_ledger(&mut self, doc: &str, r: &Map<String, Value>) {
-        self.ledger_searched = true;
-        for h in r
-            .get("hits")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .take(20)
-        {
-            let Some(o) = h.as_object() else { continue };
-            let g = |k: &str| o.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-            let id = g("ledger_id");
+    fn absorb_ledger(&mut self, doc: &str, r: &LedgerReply) {
+        for h in r.hits.iter().take(20) {
+            let id = &h.ledger_id;
             if id.is_empty()
                 || self
                     .ledger_hits
                     .iter()
-                    .any(|x| x.ledger_id == id && x.query_doc == doc)
+                    .any(|x| x.ledger_id == *id && x.query_doc == doc)
             {
                 continue;
             }
             self.ledger_hits.push(LedgerHit {
-                ledger_id: id,
-                vendor_key: g("vendor_key"),
-                invoice_number: g("invoice_number"),
-                amount: o.get("amount").and_then(ls_core::text::json_decimal),
-                po_id: g("po_id"),
-                payment_date: g("payment_date"),
+                ledger_id: id.to_string(),
+                vendor_key: h.vendor_key.to_string(),
+                invoice_number: h.invoice_number.to_string(),
+                amount: Some(h.amount),
+                po_id: h.po_id.to_string(),
+                payment_date: h.payment_date.to_string(),
                 query_doc: doc.to_owned(),
             });
         }
@@ -779,10 +712,9 @@ impl TeacherAgent {
     fn approved_change_to(&self, account: &str) -> bool {
         let want = ls_core::text::compact_account(account);
         self.history.iter().any(|r| {
-            let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
-            normalize_text(field("change_type")).contains("bank")
-                && normalize_text(field("status")).starts_with("approved")
-                && ls_core::text::compact_account(field("new_value")) == want
+            normalize_text(&r.change_type).contains("bank")
+                && normalize_text(&r.status).starts_with("approved")
+                && ls_core::text::compact_account(&r.new_value) == want
         })
     }
 
@@ -1153,8 +1085,8 @@ impl TeacherAgent {
                 let requested = rows
                     .into_iter()
                     .flatten()
-                    .find(|r| r.get("change_id").and_then(Value::as_str) == Some(change))
-                    .and_then(|r| r.get("requested_at").and_then(Value::as_str));
+                    .find(|r| r.change_id == change)
+                    .map(|r| r.requested_at.as_str());
                 if let (Some(req), Some((d, dl))) = (requested, &inv.date) {
                     if ls_core::text::days_between(req, d).is_some_and(|g| g <= 3) {
                         b.timing = Some(dl.clone());
@@ -1317,12 +1249,7 @@ impl TeacherAgent {
                 if self.po_missing.contains(po) {
                     return false;
                 }
-                match self
-                    .pos
-                    .get(po)
-                    .and_then(|p| p.get("total"))
-                    .and_then(ls_core::text::json_decimal)
-                {
+                match self.pos.get(po).map(|p| p.total) {
                     Some(t) => inv
                         .total_value()
                         .is_some_and(|x| (x - t).abs() <= Decimal::new(1, 2)),
@@ -1380,11 +1307,7 @@ impl TeacherAgent {
     fn cite_po_mismatch(&self, a: &mut Assessment, invoices: &[&Invoice]) -> bool {
         let total_differs = invoices.iter().any(|inv| {
             let Some((po, _)) = &inv.po else { return false };
-            let po_total = self
-                .pos
-                .get(po)
-                .and_then(|p| p.get("total"))
-                .and_then(ls_core::text::json_decimal);
+            let po_total = self.pos.get(po).map(|p| p.total);
             match (po_total, inv.total_value()) {
                 (Some(pt), Some(t)) => (pt - t).abs() > Decimal::new(1, 2),
                 _ => false,
@@ -1494,15 +1417,9 @@ impl TeacherAgent {
     fn received_items(&self, receipt_id: &str) -> Vec<(String, Decimal)> {
         self.receipts
             .get(receipt_id)
-            .and_then(|r| r.get("received_line_items"))
-            .and_then(Value::as_array)
             .into_iter()
-            .flatten()
-            .filter_map(|l| {
-                let o = l.as_object()?;
-                let q = o.get("qty").and_then(ls_core::text::json_decimal)?;
-                Some((o.get("description")?.as_str()?.to_owned(), q))
-            })
+            .flat_map(|r| &r.received_line_items)
+            .map(|l| (l.description.clone(), l.qty))
             .collect()
     }
 
@@ -1588,7 +1505,7 @@ impl TeacherAgent {
                         .or_insert_with(|| l.evidence());
                 }
             }
-            let po_total = po.get("total").and_then(ls_core::text::json_decimal);
+            let po_total = Some(po.total);
             if let (Some(pt), Some((t, tl))) = (po_total, &inv.total) {
                 if (pt - *t).abs() > Decimal::new(1, 2) {
                     a.discrepancies.insert("total_mismatch");

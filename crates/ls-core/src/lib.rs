@@ -16,6 +16,7 @@
 //! * [`submitted`]: the typed values inside it (fields, line items, evidence, counterfactual, handoff packet).
 //! * [`certificate`]: the submitted decision certificate graph, parsed.
 //! * [`contract`]: each task family's output contract (the payload fields its grade reads).
+//! * [`replies`]: what each investigation tool replies with, as types a client reads once.
 //!
 //! Invariant: nothing in this crate performs I/O except [`fixtures::FixtureSet::load_dir`], and
 //! nothing here knows about episodes, rewards or HTTP.
@@ -28,6 +29,7 @@ pub mod contract;
 pub mod enums;
 pub mod episode;
 pub mod fixtures;
+pub mod replies;
 pub mod schema;
 pub mod submission;
 pub mod submitted;

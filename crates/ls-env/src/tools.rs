@@ -11,6 +11,7 @@ use crate::action::{
 };
 use crate::observation::{InfoMap, InfoValue, RawJson};
 use ls_core::fixtures::CaseWorld;
+use ls_core::replies::{DomainAlignment, LedgerHit, RequestSignals, SenderProfile, ThreadView};
 use ls_core::schema::{Case, Document, EmailThread, Token};
 use ls_core::text::codes::HistoryFlag;
 use ls_core::text::{
@@ -20,6 +21,7 @@ use ls_core::{ActionName, Channel, ObservedSignal, ReasonCode};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 /// What a tool call produced.
@@ -590,20 +592,10 @@ pub fn search_ledger(world: &CaseWorld<'_>, args: &LedgerArgs) -> ToolOutcome {
     let exact = hits.iter().filter(|h| h.0 >= 0.8).count();
     let near = hits.iter().filter(|h| h.0 < 0.8).count();
     let mut out = ToolOutcome::ok("search_ledger completed.");
-    /// A ledger row with its match score appended.
-    #[derive(serde::Serialize)]
-    struct Hit<'a> {
-        #[serde(flatten)]
-        row: &'a ls_core::LedgerRow,
-        match_score: f64,
-    }
-    let shown: Vec<Hit<'_>> = hits
+    let shown: Vec<LedgerHit<'_>> = hits
         .iter()
         .take(10)
-        .map(|(s, r)| Hit {
-            row: r,
-            match_score: ls_core::text::round_to(*s, 4),
-        })
+        .map(|(s, r)| LedgerHit::new(r, ls_core::text::round_to(*s, 4)))
         .collect();
     out.revealed_refs
         .extend(hits.iter().take(10).map(|h| h.1.ledger_id.as_str().into()));
@@ -717,7 +709,6 @@ fn domain_of(sender: &str) -> String {
     }
 }
 
-/// Inspect an email thread: sender profile, request detectors and the signals they raise.
 /// The thread an id names: a document's own thread data, an `email_threads.json` row, or a
 /// message document parsed from its accurate OCR (`true`: derived).
 fn find_thread(
@@ -765,7 +756,7 @@ fn sender_alignment(
     docs: &DocSource<'_>,
     thread: &EmailThread,
     from_domain: &str,
-) -> (Vec<String>, &'static str) {
+) -> (Vec<String>, DomainAlignment) {
     let mut expected: Vec<String> = [
         thread.expected_domain.as_str(),
         thread.vendor_domain.as_str(),
@@ -800,15 +791,15 @@ fn sender_alignment(
         }
     }
     let alignment = if from_domain.is_empty() {
-        "aligned"
+        DomainAlignment::Aligned
     } else if !expected.is_empty() {
         if expected
             .iter()
             .any(|e| from_domain == *e || from_domain.ends_with(&format!(".{e}")))
         {
-            "aligned"
+            DomainAlignment::Aligned
         } else {
-            "mismatch"
+            DomainAlignment::Mismatch
         }
     } else {
         let vendor_tokens = vendor
@@ -816,42 +807,40 @@ fn sender_alignment(
             .unwrap_or_default();
         let domain_tokens = identity_tokens(&from_domain.replace(['.', '-'], " "));
         if vendor_tokens.is_empty() || vendor_tokens.intersection(&domain_tokens).next().is_some() {
-            "aligned"
+            DomainAlignment::Aligned
         } else {
-            "mismatch"
+            DomainAlignment::Mismatch
         }
     };
     (expected, alignment)
 }
 
-/// The request detectors of a message (spec 3.3.1), in their wire order.
-#[derive(serde::Serialize)]
-struct RequestSignals {
-    urgency_language: bool,
-    bank_change_language: bool,
-    callback_discouraged: bool,
-    policy_override_language: bool,
-    prompt_injection_language: bool,
-    instruction_override_language: bool,
+/// Run the request detectors (spec 3.3.1) on a message's normalised subject and body.
+fn detect_requests(subject: &str, body: &str) -> RequestSignals {
+    let policy_override = contains_any(body, &POLICY_OVERRIDE);
+    let prompt_injection =
+        contains_any(body, &PROMPT_INJECTION) || contains_any(subject, &PROMPT_INJECTION);
+    RequestSignals {
+        urgency_language: contains_any(subject, &URGENCY) || contains_any(body, &URGENCY),
+        bank_change_language: bank_change_language(body) || bank_change_language(subject),
+        callback_discouraged: contains_any(body, &CALLBACK_DISCOURAGED),
+        policy_override_language: policy_override,
+        prompt_injection_language: prompt_injection,
+        instruction_override_language: policy_override || prompt_injection,
+    }
 }
 
-impl RequestSignals {
-    /// Run the detectors on the normalised subject and body.
-    fn detect(subject: &str, body: &str) -> Self {
-        let policy_override = contains_any(body, &POLICY_OVERRIDE);
-        let prompt_injection =
-            contains_any(body, &PROMPT_INJECTION) || contains_any(subject, &PROMPT_INJECTION);
-        Self {
-            urgency_language: contains_any(subject, &URGENCY) || contains_any(body, &URGENCY),
-            bank_change_language: bank_change_language(body) || bank_change_language(subject),
-            callback_discouraged: contains_any(body, &CALLBACK_DISCOURAGED),
-            policy_override_language: policy_override,
-            prompt_injection_language: prompt_injection,
-            instruction_override_language: policy_override || prompt_injection,
-        }
-    }
-
+/// What the detectors' results (`ls-core`'s reply type) mean here.
+trait Requests {
     /// Any detector besides the bank-change one (what makes a bank change an override).
+    fn pressing(&self, mismatch: bool) -> bool;
+    /// The risk signals the message raises.
+    fn risk_signals(&self, mismatch: bool) -> Vec<ObservedSignal>;
+    /// One fixed explanatory line per detector that fired.
+    fn directives(&self) -> Vec<&'static str>;
+}
+
+impl Requests for RequestSignals {
     fn pressing(&self, mismatch: bool) -> bool {
         mismatch
             || self.callback_discouraged
@@ -860,7 +849,6 @@ impl RequestSignals {
             || self.prompt_injection_language
     }
 
-    /// The risk signals the message raises.
     fn risk_signals(&self, mismatch: bool) -> Vec<ObservedSignal> {
         use ReasonCode as C;
         [
@@ -886,7 +874,6 @@ impl RequestSignals {
         .collect()
     }
 
-    /// One fixed explanatory line per detector that fired.
     fn directives(&self) -> Vec<&'static str> {
         [
             (
@@ -917,26 +904,6 @@ impl RequestSignals {
     }
 }
 
-#[derive(serde::Serialize)]
-struct SenderProfile<'a> {
-    from_domain: &'a str,
-    expected_domain: &'a str,
-    domain_alignment: &'a str,
-}
-
-#[derive(serde::Serialize)]
-struct ThreadView<'a> {
-    thread_id: &'a str,
-    vendor_key: &'a str,
-    sender: &'a str,
-    subject: &'a str,
-    body: &'a str,
-    message_count: usize,
-    sender_profile: SenderProfile<'a>,
-    request_signals: &'a RequestSignals,
-    quoted_directives: &'a [&'a str],
-}
-
 /// Inspect an email thread: sender profile, request detectors and the signals they raise.
 pub fn inspect_email_thread(
     world: &CaseWorld<'_>,
@@ -959,9 +926,8 @@ pub fn inspect_email_thread(
     };
     let from_domain = domain_of(&sender);
     let (expected, alignment) = sender_alignment(world, docs, &thread, &from_domain);
-    let mismatch = alignment == "mismatch";
-    let detected =
-        RequestSignals::detect(&normalize_text(&thread.subject), &normalize_text(&body_raw));
+    let mismatch = alignment == DomainAlignment::Mismatch;
+    let detected = detect_requests(&normalize_text(&thread.subject), &normalize_text(&body_raw));
     let directives = detected.directives();
     let message_count = body_raw
         .lines()
@@ -976,19 +942,19 @@ pub fn inspect_email_thread(
     out.set_ser(
         "thread",
         &ThreadView {
-            thread_id: &thread.thread_id,
-            vendor_key: &thread.vendor_key,
-            sender: &sender,
-            subject: &thread.subject,
-            body: &body_raw,
+            thread_id: thread.thread_id.as_str().into(),
+            vendor_key: thread.vendor_key.as_str().into(),
+            sender: sender.as_str().into(),
+            subject: thread.subject.as_str().into(),
+            body: body_raw.as_str().into(),
             message_count,
             sender_profile: SenderProfile {
-                from_domain: &from_domain,
-                expected_domain: expected.first().map_or("", String::as_str),
+                from_domain: from_domain.as_str().into(),
+                expected_domain: expected.first().map_or("", String::as_str).into(),
                 domain_alignment: alignment,
             },
-            request_signals: &detected,
-            quoted_directives: &directives,
+            request_signals: detected,
+            quoted_directives: directives.iter().map(|d| Cow::Borrowed(*d)).collect(),
         },
     );
     out.signals = detected.risk_signals(mismatch);

@@ -155,3 +155,11 @@ pub fn tool_reply<T: serde::de::DeserializeOwned>(env: &StepEnvelope) -> Option<
     let text = serde_json::to_string(&env.observation.last_tool_result).ok()?;
     serde_json::from_str(&text).ok()
 }
+
+/// A typed payload (an `ls_core::draft`) as the JSON object an action carries.
+pub fn outbound_payload<T: serde::Serialize>(draft: &T) -> Map<String, Value> {
+    match serde_json::to_value(draft) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}

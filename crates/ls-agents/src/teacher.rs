@@ -4,11 +4,14 @@
 //! grounded decision with an evidence map, policy checks, a counterfactual and an agent-authored
 //! `ledgershield-dcg-v1` certificate. It never reads gold labels or the hidden world.
 
-use crate::client::tool_reply;
+use crate::client::{outbound_payload, tool_reply};
 use crate::facts::{
     lines_from_ocr, Email, Invoice, Line, BYPASS, TAKEOVER, THRESHOLD_WORDS, URGENCY,
 };
 use crate::runner::{Action, Agent};
+use ls_core::certificate::{EdgeKind, NodeKind};
+use ls_core::draft::RecordKey::{ArtifactId, PoId, ReceiptId, VendorKey};
+use ls_core::draft::{CertificateDraft, Cite, LineItemDraft, NodeDraft, Ordered, SubmissionDraft};
 use ls_core::replies::DomainAlignment;
 use ls_core::replies::{
     BankReply, HistoryReply, LedgerReply, PoReply, PolicyReply, ReceiptReply, ThreadReply,
@@ -93,7 +96,7 @@ pub struct Assessment {
     pub duplicate_links: BTreeSet<String>,
     pub cross_links: Vec<String>,
     pub policy_checks: BTreeMap<&'static str, &'static str>,
-    pub evidence: BTreeMap<String, Value>,
+    pub evidence: BTreeMap<String, Cite>,
     pub bank_issue: bool,
     pub security_issue: bool,
     pub duplicate_issue: bool,
@@ -237,7 +240,7 @@ const WORDING_CODES: [&str; 2] = ["policy_bypass_attempt", "urgent_payment_press
 fn cite(a: &mut Assessment, code: &'static str, line: Option<&Line>) {
     a.codes.insert(code);
     if let Some(l) = line {
-        a.evidence.insert(code.to_owned(), l.evidence());
+        a.evidence.insert(code.to_owned(), l.cite());
     }
 }
 
@@ -1385,7 +1388,7 @@ impl TeacherAgent {
                 if let Some((po, _)) = first.and_then(|inv| inv.po.as_ref()) {
                     if self.pos.contains_key(po) {
                         a.evidence
-                            .insert("three_way_match_po".into(), json!({"po_id": po}));
+                            .insert("three_way_match_po".into(), Cite::record(PoId, po));
                     }
                     // The receipt the three-way match looked up (named on the invoice, else the
                     // PO's goods receipt note).
@@ -1394,8 +1397,10 @@ impl TeacherAgent {
                         .map(|r| r.0.clone())
                         .unwrap_or_else(|| po.replacen("PO-", "GRN-", 1));
                     if self.receipts.contains_key(&rc) {
-                        a.evidence
-                            .insert("three_way_match_receipt".into(), json!({"receipt_id": rc}));
+                        a.evidence.insert(
+                            "three_way_match_receipt".into(),
+                            Cite::record(ReceiptId, rc),
+                        );
                     }
                 }
             }
@@ -1404,12 +1409,12 @@ impl TeacherAgent {
                 let matched = self.bank_results.values().any(|m| *m);
                 if let (true, Some(v)) = (matched, &self.vendor_key) {
                     a.evidence
-                        .insert("bank_account_verified".into(), json!({"vendor_key": v}));
+                        .insert("bank_account_verified".into(), Cite::record(VendorKey, v));
                 }
             }
         }
         if let Some((_, l)) = first.and_then(|inv| inv.total.as_ref()) {
-            a.evidence.insert("invoice_total".into(), l.evidence());
+            a.evidence.insert("invoice_total".into(), l.cite());
         }
     }
 
@@ -1428,7 +1433,7 @@ impl TeacherAgent {
             let Some((po_id, po_line)) = &inv.po else {
                 a.discrepancies.insert("missing_po");
                 if let Some(l) = inv.number.as_ref().map(|n| &n.1) {
-                    a.evidence.insert("missing_po".into(), l.evidence());
+                    a.evidence.insert("missing_po".into(), l.cite());
                 }
                 continue;
             };
@@ -1439,13 +1444,12 @@ impl TeacherAgent {
                 .unwrap_or_else(|| po_id.replacen("PO-", "GRN-", 1));
             if inv.receipt.is_none() || self.receipt_missing.contains(&receipt_id) {
                 a.discrepancies.insert("missing_receipt");
-                a.evidence
-                    .insert("missing_receipt".into(), po_line.evidence());
+                a.evidence.insert("missing_receipt".into(), po_line.cite());
             }
             let Some(po) = self.pos.get(po_id) else {
                 if self.po_missing.contains(po_id) {
                     a.discrepancies.insert("missing_po");
-                    a.evidence.insert("missing_po".into(), po_line.evidence());
+                    a.evidence.insert("missing_po".into(), po_line.cite());
                 }
                 continue;
             };
@@ -1459,7 +1463,7 @@ impl TeacherAgent {
                             a.discrepancies.insert("price_mismatch");
                             a.evidence
                                 .entry("price_mismatch".into())
-                                .or_insert_with(|| item.line.evidence());
+                                .or_insert_with(|| item.line.cite());
                         }
                         let received_qty = received
                             .iter()
@@ -1476,14 +1480,14 @@ impl TeacherAgent {
                             a.discrepancies.insert("quantity_mismatch");
                             a.evidence
                                 .entry("quantity_mismatch".into())
-                                .or_insert_with(|| item.line.evidence());
+                                .or_insert_with(|| item.line.cite());
                         }
                     }
                     None => {
                         a.discrepancies.insert("price_mismatch");
                         a.evidence
                             .entry("price_mismatch".into())
-                            .or_insert_with(|| item.line.evidence());
+                            .or_insert_with(|| item.line.cite());
                     }
                 }
             }
@@ -1502,14 +1506,14 @@ impl TeacherAgent {
                 if let Some((_, l)) = &inv.receipt {
                     a.evidence
                         .entry("partial_receipt_only".into())
-                        .or_insert_with(|| l.evidence());
+                        .or_insert_with(|| l.cite());
                 }
             }
             let po_total = Some(po.total);
             if let (Some(pt), Some((t, tl))) = (po_total, &inv.total) {
                 if (pt - *t).abs() > Decimal::new(1, 2) {
                     a.discrepancies.insert("total_mismatch");
-                    a.evidence.insert("total_mismatch".into(), tl.evidence());
+                    a.evidence.insert("total_mismatch".into(), tl.cite());
                 }
             }
         }
@@ -1526,10 +1530,10 @@ impl TeacherAgent {
             if let Some(inv) = invoices.first() {
                 if let Some((_, l)) = &inv.total {
                     a.evidence
-                        .insert("invoice_total_matches_po".into(), l.evidence());
+                        .insert("invoice_total_matches_po".into(), l.cite());
                 }
                 if let Some((_, l)) = &inv.po {
-                    a.evidence.insert("po_reference".into(), l.evidence());
+                    a.evidence.insert("po_reference".into(), l.cite());
                 }
             }
         }
@@ -1750,84 +1754,79 @@ impl TeacherAgent {
         .replace("routing it to review it", "routing it to review")
     }
 
-    fn build_submission(&self, a: &Assessment) -> Map<String, Value> {
-        let mut p = Map::new();
-        p.insert("decision".into(), json!(a.decision));
-        p.insert("confidence".into(), json!(a.confidence));
-        let mut evidence: Map<String, Value> = a
+    fn build_submission(&self, a: &Assessment) -> SubmissionDraft {
+        let mut p = SubmissionDraft {
+            decision: a.decision,
+            confidence: a.confidence,
+            ..Default::default()
+        };
+        let mut evidence: Ordered<String, Cite> = a
             .evidence
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         if self.task == Some(TaskA) {
             let (fields, items, ev) = self.extraction();
-            p.insert("extracted_fields".into(), Value::Object(fields));
-            p.insert("line_items".into(), Value::Array(items));
+            p.extracted_fields = Some(fields);
+            p.line_items = Some(items);
             evidence = ev;
-            p.insert("reason_codes".into(), json!([]));
+            p.reason_codes = Some(Vec::new());
         } else {
-            let codes: Vec<&str> = a.codes.iter().copied().collect();
-            p.insert("reason_codes".into(), json!(codes));
-            p.insert("policy_checks".into(), json!(a.policy_checks));
-            p.insert("counterfactual".into(), json!(self.counterfactual(a)));
+            let codes: Vec<&'static str> = a.codes.iter().copied().collect();
+            let links: Vec<String> = a.duplicate_links.iter().cloned().collect();
+            p.reason_codes = Some(codes.clone());
+            p.policy_checks = Some(a.policy_checks.iter().map(|(k, v)| (*k, *v)).collect());
+            p.counterfactual = Some(self.counterfactual(a));
             match self.task {
                 Some(TaskB) => {
-                    p.insert(
-                        "discrepancies".into(),
-                        json!(a.discrepancies.iter().collect::<Vec<_>>()),
-                    );
+                    p.discrepancies = Some(a.discrepancies.iter().copied().collect());
                 }
                 Some(TaskC) => {
-                    p.insert("fraud_flags".into(), json!(codes));
-                    p.insert("duplicate_links".into(), json!(a.duplicate_links));
-                    p.insert("discrepancies".into(), json!([]));
+                    p.fraud_flags = Some(codes);
+                    p.duplicate_links = Some(links);
+                    p.discrepancies = Some(Vec::new());
                 }
                 Some(TaskD) => {
-                    if !a.duplicate_links.is_empty() {
-                        p.insert("duplicate_links".into(), json!(a.duplicate_links));
-                    }
+                    p.duplicate_links = (!links.is_empty()).then_some(links);
                 }
                 _ => {
-                    p.insert(
-                        "campaign_signals".into(),
-                        json!(a.campaign.iter().collect::<Vec<_>>()),
-                    );
-                    let links = if a.decision == Some(Decision::Pay) {
+                    p.campaign_signals = Some(a.campaign.iter().copied().collect());
+                    p.cross_invoice_links = Some(if a.decision == Some(Decision::Pay) {
                         Vec::new()
                     } else {
                         a.cross_links.clone()
-                    };
-                    p.insert("cross_invoice_links".into(), json!(links));
+                    });
                     // The ledger ids of earlier payments the batch repeats (the instruction asks
                     // for them; graded as the batch's links when it links no invoices).
-                    if !a.duplicate_links.is_empty() {
-                        p.insert("duplicate_links".into(), json!(a.duplicate_links));
-                    }
+                    p.duplicate_links = (!links.is_empty()).then_some(links);
                 }
             }
         }
-        p.insert("evidence_map".into(), Value::Object(evidence.clone()));
         if self.cfg.certificate {
-            p.insert(
-                "decision_certificate".into(),
-                self.certificate(a, &evidence),
-            );
+            p.decision_certificate = Some(self.certificate(a, &evidence));
         }
+        p.evidence_map = evidence;
         p
     }
 
     /// Task A: fields, line items and per-field evidence from the OCR'd lines.
-    fn extraction(&self) -> (Map<String, Value>, Vec<Value>, Map<String, Value>) {
-        let mut fields = Map::new();
-        let mut ev = Map::new();
+    fn extraction(
+        &self,
+    ) -> (
+        Ordered<&'static str, String>,
+        Vec<LineItemDraft>,
+        Ordered<String, Cite>,
+    ) {
+        let mut fields = Ordered::default();
+        let mut ev = Ordered::default();
         let mut items = Vec::new();
         if let Some(inv) = self.ordered_invoices().first() {
-            let mut put = |k: &str, v: Value, l: &Line| {
-                fields.insert(k.into(), v);
-                ev.insert(k.into(), l.evidence());
+            let mut put = |k: &'static str, v: String, l: &Line| {
+                fields.0.push((k, v));
+                ev.0.push((k.to_owned(), l.cite()));
             };
             if let Some(l) = &inv.vendor {
-                put("vendor_name", json!(l.text.trim()), l);
+                put("vendor_name", l.text.trim().to_owned(), l);
             }
             for (k, f) in [
                 ("invoice_number", &inv.number),
@@ -1838,7 +1837,7 @@ impl TeacherAgent {
                 ("bank_account", &inv.bank),
             ] {
                 if let Some((v, l)) = f {
-                    put(k, json!(v), l);
+                    put(k, v.clone(), l);
                 }
             }
             for (k, f) in [
@@ -1847,31 +1846,41 @@ impl TeacherAgent {
                 ("total", &inv.total),
             ] {
                 if let Some((v, l)) = f {
-                    put(k, json!(v.normalize().to_string()), l);
+                    put(k, v.normalize().to_string(), l);
                 }
             }
             for it in &inv.items {
-                items.push(json!({"description": it.description, "qty": it.qty.normalize().to_string(), "unit_price": it.unit_price.normalize().to_string(), "line_total": it.line_total.normalize().to_string()}));
+                items.push(LineItemDraft {
+                    description: it.description.clone(),
+                    qty: it.qty.normalize().to_string(),
+                    unit_price: it.unit_price.normalize().to_string(),
+                    line_total: it.line_total.normalize().to_string(),
+                });
             }
         }
         (fields, items, ev)
     }
 
     /// Agent-authored decision certificate over what the teacher saw.
-    fn certificate(&self, a: &Assessment, evidence: &Map<String, Value>) -> Value {
-        let mut nodes =
-            vec![json!({"id": "decision.final", "type": "decision", "value": a.decision})];
-        let mut edges = Vec::new();
+    fn certificate(&self, a: &Assessment, evidence: &Ordered<String, Cite>) -> CertificateDraft {
+        const FINAL: &str = "decision.final";
+        let mut c = CertificateDraft::default();
+        let mut decision = NodeDraft::new(FINAL, NodeKind::Decision);
+        decision.value = a.decision;
+        c.node(decision);
         let ev_ids: Vec<String> = evidence
-            .keys()
+            .0
+            .iter()
             .take(12)
-            .map(|k| format!("evidence.{k}"))
+            .map(|(k, _)| format!("evidence.{k}"))
             .collect();
-        for (k, v) in evidence.iter().take(12) {
-            nodes.push(
-                json!({"id": format!("evidence.{k}"), "type": "observation", "ref": v, "label": k}),
+        for ((k, v), id) in evidence.0.iter().zip(&ev_ids) {
+            c.node(
+                NodeDraft::new(id, NodeKind::Observation)
+                    .cite(v.clone())
+                    .label(k),
             );
-            edges.push(json!({"source": format!("evidence.{k}"), "target": "decision.final", "type": "supports"}));
+            c.edge(id, EdgeKind::Supports, FINAL);
         }
         for id in self.artifacts.keys().take(5) {
             let contradicts = a.decision == Some(Decision::Pay)
@@ -1881,57 +1890,76 @@ impl TeacherAgent {
                     .and_then(|d| d.get("risk_signal"))
                     .and_then(Value::as_str)
                     .is_some_and(|s| s != "callback_clean" && s != "callback_no_answer");
-            nodes.push(json!({"id": format!("artifact.{id}"), "type": "artifact", "ref": {"artifact_id": id}}));
-            edges.push(json!({"source": format!("artifact.{id}"), "target": "decision.final", "type": if contradicts { "contradicts" } else { "supports" }}));
-        }
-        for code in a.codes.iter().take(8) {
-            let src = if evidence.contains_key(*code) {
-                format!("evidence.{code}")
+            let node = format!("artifact.{id}");
+            c.node(NodeDraft::new(&node, NodeKind::Artifact).cite(Cite::record(ArtifactId, id)));
+            let kind = if contradicts {
+                EdgeKind::Contradicts
             } else {
-                ev_ids
-                    .first()
-                    .cloned()
-                    .unwrap_or_else(|| "decision.final".into())
+                EdgeKind::Supports
             };
-            if src == "decision.final" {
+            c.edge(node, kind, FINAL);
+        }
+        self.certify_reasons(&mut c, a, evidence, &ev_ids);
+        c
+    }
+
+    /// The certificate's reasons: each claimed code as a hypothesis resting on its evidence, the
+    /// policy checks, the interventions taken, Task A's completeness and the counterfactual.
+    fn certify_reasons(
+        &self,
+        c: &mut CertificateDraft,
+        a: &Assessment,
+        evidence: &Ordered<String, Cite>,
+        ev_ids: &[String],
+    ) {
+        const FINAL: &str = "decision.final";
+        for code in a.codes.iter().take(8) {
+            let Some(src) = evidence
+                .0
+                .iter()
+                .any(|(k, _)| k == code)
+                .then(|| format!("evidence.{code}"))
+                .or_else(|| ev_ids.first().cloned())
+            else {
                 continue;
-            }
-            nodes.push(
-                json!({"id": format!("hypothesis.{code}"), "type": "hypothesis", "label": code}),
-            );
-            edges.push(
-                json!({"source": src, "target": format!("hypothesis.{code}"), "type": "supports"}),
-            );
-            edges.push(json!({"source": format!("hypothesis.{code}"), "target": "decision.final", "type": "supports"}));
+            };
+            let node = format!("hypothesis.{code}");
+            c.node(NodeDraft::new(&node, NodeKind::Hypothesis).label(*code));
+            c.edge(src, EdgeKind::Supports, &node);
+            c.edge(node, EdgeKind::Supports, FINAL);
         }
         if let Some(first) = ev_ids.first() {
             for (k, v) in a.policy_checks.iter().take(4) {
-                nodes.push(json!({"id": format!("policy.{k}"), "type": "policy", "label": format!("{k}: {v}")}));
-                edges.push(
-                    json!({"source": first, "target": format!("policy.{k}"), "type": "supports"}),
-                );
-                edges.push(json!({"source": format!("policy.{k}"), "target": "decision.final", "type": "supports"}));
+                let node = format!("policy.{k}");
+                c.node(NodeDraft::new(&node, NodeKind::Policy).label(format!("{k}: {v}")));
+                c.edge(first, EdgeKind::Supports, &node);
+                c.edge(node, EdgeKind::Supports, FINAL);
             }
         }
         for name in self.interventions.iter().take(6) {
-            nodes.push(json!({"id": format!("intervention.{name}"), "type": "intervention", "label": name}));
-            edges.push(json!({"source": format!("intervention.{name}"), "target": "decision.final", "type": "supports"}));
+            let node = format!("intervention.{name}");
+            c.node(NodeDraft::new(&node, NodeKind::Intervention).label(name));
+            c.edge(node, EdgeKind::Supports, FINAL);
         }
         if self.task == Some(TaskA) {
             if let Some(first) = ev_ids.first() {
-                nodes.push(json!({"id": "policy.extraction_complete", "type": "policy", "label": "extraction_complete: every requested field read from the invoice"}));
-                edges.push(json!({"source": first, "target": "policy.extraction_complete", "type": "supports"}));
-                edges.push(json!({"source": "policy.extraction_complete", "target": "decision.final", "type": "supports"}));
+                const COMPLETE: &str = "policy.extraction_complete";
+                c.node(
+                    NodeDraft::new(COMPLETE, NodeKind::Policy)
+                        .label("extraction_complete: every requested field read from the invoice"),
+                );
+                c.edge(first, EdgeKind::Supports, COMPLETE);
+                c.edge(COMPLETE, EdgeKind::Supports, FINAL);
             }
         }
-        {
-            nodes.push(json!({"id": "counterfactual.primary", "type": "counterfactual", "label": self.counterfactual(a)}));
-            if let Some(first) = ev_ids.first() {
-                edges.push(json!({"source": first, "target": "counterfactual.primary", "type": "supports"}));
-            }
-            edges.push(json!({"source": "counterfactual.primary", "target": "decision.final", "type": "would_flip"}));
+        const COUNTERFACTUAL: &str = "counterfactual.primary";
+        c.node(
+            NodeDraft::new(COUNTERFACTUAL, NodeKind::Counterfactual).label(self.counterfactual(a)),
+        );
+        if let Some(first) = ev_ids.first() {
+            c.edge(first, EdgeKind::Supports, COUNTERFACTUAL);
         }
-        json!({"certificate_version": "ledgershield-dcg-v1", "nodes": nodes, "edges": edges})
+        c.edge(COUNTERFACTUAL, EdgeKind::WouldFlip, FINAL);
     }
 
     fn steps_left(env: &StepEnvelope) -> u32 {
@@ -1944,7 +1972,7 @@ impl TeacherAgent {
         let a = self.assess();
         Action {
             action_type: "submit_decision".into(),
-            payload: self.build_submission(&a),
+            payload: outbound_payload(&self.build_submission(&a)),
         }
     }
 }

@@ -5,26 +5,52 @@
 
 use crate::submitted::REF_KEYS;
 use crate::text::normalize_text;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 pub const CERTIFICATE_VERSION: &str = "ledgershield-dcg-v1";
-pub const NODE_TYPES: [&str; 7] = [
-    "artifact",
-    "observation",
-    "hypothesis",
-    "policy",
-    "intervention",
-    "decision",
-    "counterfactual",
-];
-pub const EDGE_TYPES: [&str; 5] = [
-    "supports",
-    "contradicts",
-    "requires",
-    "violates",
-    "would_flip",
-];
+wire_enum! {
+    /// The kind of a certificate node.
+    pub enum NodeKind {
+        Artifact = "artifact",
+        Observation = "observation",
+        Hypothesis = "hypothesis",
+        Policy = "policy",
+        Intervention = "intervention",
+        Decision = "decision",
+        Counterfactual = "counterfactual",
+    }
+}
+
+wire_enum! {
+    /// The kind of a certificate edge.
+    pub enum EdgeKind {
+        Supports = "supports",
+        Contradicts = "contradicts",
+        Requires = "requires",
+        Violates = "violates",
+        WouldFlip = "would_flip",
+    }
+}
+
+/// The wire spellings of a `wire_enum!`'s variants, in table order (for the parser's lists).
+macro_rules! spellings {
+    ($enum:ident, $n:literal) => {{
+        let mut out = [""; $n];
+        let mut i = 0;
+        while i < $n {
+            out[i] = $enum::ALL[i].as_str();
+            i += 1;
+        }
+        out
+    }};
+}
+/// The node kinds as spelled on the wire, in [`NodeKind`]'s order (what the parser accepts).
+pub const NODE_TYPES: [&str; 7] = spellings!(NodeKind, 7);
+/// The edge kinds as spelled on the wire, in [`EdgeKind`]'s order.
+pub const EDGE_TYPES: [&str; 5] = spellings!(EdgeKind, 5);
+
 /// Most nodes read (more is an error, the rest ignored).
 pub const MAX_NODES: usize = 256;
 /// Most edges read.
@@ -279,6 +305,32 @@ crate::submitted::json_as_sent!(DecisionCertificate);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_vocabulary_is_spelled_as_the_protocol_documents_it() {
+        assert_eq!(
+            NODE_TYPES,
+            [
+                "artifact",
+                "observation",
+                "hypothesis",
+                "policy",
+                "intervention",
+                "decision",
+                "counterfactual"
+            ]
+        );
+        assert_eq!(
+            EDGE_TYPES,
+            [
+                "supports",
+                "contradicts",
+                "requires",
+                "violates",
+                "would_flip"
+            ]
+        );
+    }
     use serde_json::json;
 
     #[test]

@@ -17,6 +17,7 @@
 //! * [`certificate`]: the submitted decision certificate graph, parsed.
 //! * [`contract`]: each task family's output contract (the payload fields its grade reads).
 //! * [`replies`]: what each investigation tool replies with, as types a client reads once.
+//! * [`draft`]: what an agent writes (citations, certificates, submissions), as types.
 //!
 //! Invariant: nothing in this crate performs I/O except [`fixtures::FixtureSet::load_dir`], and
 //! nothing here knows about episodes, rewards or HTTP.
@@ -26,6 +27,7 @@ mod wire;
 
 pub mod certificate;
 pub mod contract;
+pub mod draft;
 pub mod enums;
 pub mod episode;
 pub mod fixtures;

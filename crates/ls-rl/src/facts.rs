@@ -3,7 +3,7 @@
 
 use ls_core::text::{compact_account, normalize_text, parse_decimal};
 use rust_decimal::Decimal;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// One OCR line the agent actually saw.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,9 +16,19 @@ pub struct Line {
 }
 
 impl Line {
-    /// Evidence reference in the submission format.
+    /// The line as an evidence citation (one token).
+    pub fn cite(&self) -> ls_core::draft::Cite {
+        ls_core::draft::Cite::Place(ls_core::draft::PlaceCite {
+            doc_id: self.doc_id.clone(),
+            page: self.page,
+            bbox: self.bbox,
+            token_ids: vec![self.token_id.clone()],
+        })
+    }
+
+    /// [`Self::cite`] as the JSON it is written as.
     pub fn evidence(&self) -> Value {
-        json!({"doc_id": self.doc_id, "page": self.page, "bbox": self.bbox, "token_ids": [self.token_id]})
+        serde_json::to_value(self.cite()).unwrap_or(Value::Null)
     }
 }
 

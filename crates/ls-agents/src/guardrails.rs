@@ -24,9 +24,14 @@
 //! miss in its grade.
 
 use crate::action::Action;
+use crate::client::tool_reply;
 use ls_core::enums::Decision;
+use ls_core::replies::{
+    BankReply, LedgerReply, OcrReply, PoReply, ReceiptReply, ResultHead, ShownToken, ZoomReply,
+};
 use ls_core::submission::Submission;
 use ls_core::ReasonCode;
+use ls_env::StepEnvelope;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -53,8 +58,8 @@ const RECORD_KEYS: [&str; 5] = [
 #[derive(Debug, Clone, PartialEq)]
 struct Place {
     doc_id: String,
-    page: u64,
-    bbox: Value,
+    page: u32,
+    bbox: [f64; 4],
 }
 
 /// What the episode revealed that a submission may cite.
@@ -77,87 +82,73 @@ fn push_new(list: &mut Vec<String>, v: &str) {
     }
 }
 
-fn text_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
-    v.pointer(pointer).and_then(Value::as_str)
-}
-
 impl Guardrails {
-    /// Fold one observation (the envelope's `observation`, as JSON) in.
-    pub fn observe(&mut self, obs: &Value) {
-        if let Some(t) = obs.get("task_type").and_then(Value::as_str) {
-            self.task_type = t.to_owned();
+    /// Fold one reply in: the case's family, the artifacts delivered, and what a successful
+    /// tool showed (each reply read once into its type, `ls_core::replies`).
+    pub fn observe(&mut self, env: &StepEnvelope) {
+        let o = &env.observation;
+        if !o.task_type.is_empty() {
+            self.task_type = o.task_type.clone();
         }
-        for a in obs
-            .get("revealed_artifacts")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(id) = a.get("artifact_id").and_then(Value::as_str) {
-                push_new(&mut self.artifacts, id);
-            }
+        for a in &o.revealed_artifacts {
+            push_new(&mut self.artifacts, a.artifact_id.as_str());
         }
-        let Some(r) = obs.get("last_tool_result").filter(|r| r.is_object()) else {
-            return;
-        };
-        if r.get("success").and_then(Value::as_bool) == Some(false) {
-            return;
+        match tool_reply::<ResultHead>(env) {
+            Some(head) if head.success => self.tool_records(&head.tool_name, env),
+            _ => {}
         }
-        let doc = r.get("doc_id").and_then(Value::as_str).unwrap_or("");
-        for key in ["tokens", "focus_tokens"] {
-            for t in r.get(key).and_then(Value::as_array).into_iter().flatten() {
-                let Some(id) = t.get("token_id").and_then(Value::as_str) else {
-                    continue;
-                };
-                let place = Place {
-                    doc_id: t
-                        .get("doc_id")
-                        .and_then(Value::as_str)
-                        .unwrap_or(doc)
-                        .to_owned(),
-                    page: t.get("page").and_then(Value::as_u64).unwrap_or(1).max(1),
-                    bbox: t.get("bbox").cloned().unwrap_or(Value::Null),
-                };
-                self.tokens.insert(id.to_owned(), place);
-            }
-        }
-        self.tool_records(r);
     }
 
-    fn tool_records(&mut self, r: &Value) {
-        match r.get("tool_name").and_then(Value::as_str).unwrap_or("") {
+    fn saw_tokens(&mut self, doc_id: &str, tokens: &[ShownToken<'_>]) {
+        for t in tokens {
+            let place = Place {
+                doc_id: doc_id.to_owned(),
+                page: t.page.max(1),
+                bbox: t.bbox,
+            };
+            self.tokens.insert(t.token_id.to_string(), place);
+        }
+    }
+
+    fn tool_records(&mut self, tool: &str, env: &StepEnvelope) {
+        match tool {
+            "ocr" => {
+                if let Some(r) = tool_reply::<OcrReply>(env) {
+                    self.saw_tokens(&r.doc_id, &r.tokens);
+                }
+            }
+            "zoom" => {
+                if let Some(r) = tool_reply::<ZoomReply>(env) {
+                    self.saw_tokens(&r.doc_id, &r.focus_tokens);
+                }
+            }
             "lookup_po" => {
-                if let Some(id) = text_at(r, "/po/po_id") {
-                    push_new(&mut self.pos, id);
+                if let Some(r) = tool_reply::<PoReply>(env) {
+                    push_new(&mut self.pos, &r.po.po_id);
                 }
             }
             "lookup_receipt" => {
-                if let Some(id) = text_at(r, "/receipt/receipt_id") {
-                    push_new(&mut self.receipts, id);
+                if let Some(r) = tool_reply::<ReceiptReply>(env) {
+                    push_new(&mut self.receipts, &r.receipt.receipt_id);
                 }
             }
             "compare_bank_account" => {
-                if let Some(v) = r.get("vendor_key").and_then(Value::as_str) {
-                    match r.get("matched").and_then(Value::as_bool) {
-                        Some(true) => push_new(&mut self.matched_vendors, v),
-                        Some(false) => push_new(&mut self.mismatched_vendors, v),
-                        None => {}
-                    }
+                if let Some(r) = tool_reply::<BankReply>(env) {
+                    let list = if r.matched {
+                        &mut self.matched_vendors
+                    } else {
+                        &mut self.mismatched_vendors
+                    };
+                    push_new(list, &r.vendor_key);
                 }
             }
             "search_ledger" => {
-                for h in r
-                    .get("hits")
-                    .and_then(Value::as_array)
+                for h in tool_reply::<LedgerReply>(env)
                     .into_iter()
-                    .flatten()
+                    .flat_map(|r| r.hits)
                 {
-                    let score = h.get("match_score").and_then(Value::as_f64).unwrap_or(0.0);
-                    if let (true, Some(id)) = (
-                        score >= LEDGER_MATCH,
-                        h.get("ledger_id").and_then(Value::as_str),
-                    ) {
-                        push_new(&mut self.ledger_hits, id);
+                    if h.match_score >= LEDGER_MATCH {
+                        push_new(&mut self.ledger_hits, &h.ledger_id);
                     }
                 }
             }
@@ -250,9 +241,7 @@ impl Guardrails {
         if let Some(first) = tokens.first().and_then(|t| self.tokens.get(t)) {
             o.insert("doc_id".into(), json!(first.doc_id));
             o.insert("page".into(), json!(first.page));
-            if !first.bbox.is_null() {
-                o.insert("bbox".into(), first.bbox.clone());
-            }
+            o.insert("bbox".into(), json!(first.bbox));
             o.insert("token_ids".into(), json!(tokens));
         } else if !has_record {
             return None;
@@ -417,12 +406,26 @@ fn strings(v: &Value) -> Option<Vec<String>> {
 mod tests {
     use super::*;
 
-    fn observed(results: &[Value], task: &str) -> Guardrails {
+    /// Guardrails that watched `actions` played on the curated case `case`, with the replies.
+    fn played(case: &str, actions: &[(&str, Value)]) -> (Guardrails, Vec<StepEnvelope>) {
+        use ls_env::{CasePool, EnvConfig, Environment, ResetRequest};
+        let pool = std::sync::Arc::new(CasePool::new(ls_core::FixtureSet::embedded().unwrap()));
+        let mut env = Environment::new(pool, EnvConfig::default());
+        let reset = env
+            .reset(&ResetRequest {
+                case_id: Some(case.into()),
+                ..Default::default()
+            })
+            .unwrap();
         let mut g = Guardrails::default();
-        for r in results {
-            g.observe(&json!({"task_type": task, "last_tool_result": r}));
+        g.observe(&reset);
+        let mut replies = Vec::new();
+        for (name, payload) in actions {
+            let r = env.step(name, payload.as_object().unwrap()).unwrap();
+            g.observe(&r);
+            replies.push(r);
         }
-        g
+        (g, replies)
     }
 
     fn submit(payload: Value) -> Action {
@@ -460,46 +463,45 @@ mod tests {
 
     #[test]
     fn evidence_keeps_only_what_the_episode_revealed() {
-        let g = observed(
-            &[json!({"tool_name": "ocr", "doc_id": "INV-1", "tokens": [
-                {"token_id": "t1", "page": 1, "bbox": [1, 2, 3, 4], "text": "Bank: X"},
-                {"token_id": "t2", "page": 1, "bbox": [1, 5, 3, 8], "text": "Total: 9"}]})],
-            "task_d",
+        let (g, replies) = played(
+            "CASE-D-001",
+            &[("ocr", json!({"doc_id": "INV-D-001", "mode": "accurate"}))],
         );
+        let read: ls_core::replies::OcrReply = tool_reply(&replies[0]).unwrap();
+        let (t1, t2) = (&read.tokens[0], &read.tokens[1]);
         let mut a = submit(
             json!({"decision": "HOLD", "reason_codes": ["bank_account_mismatch"], "evidence_map": {
-            "bank account mismatch": {"token_ids": ["t1", "t9", "t2", "t1"]},
-            "sender_domain_spoof": {"doc_id": "EMAIL-1", "token_ids": ["nope"]},
+            "bank account mismatch": {"token_ids": [t1.token_id, "t-never-shown", t2.token_id, t1.token_id]},
+            "sender_domain_spoof": {"doc_id": "THR-100", "token_ids": ["nope"]},
             "vendor_master_mismatch": {"vendor_key": "never-looked-up"}}}),
         );
         g.apply(&mut a);
         let ev = a.payload["evidence_map"].as_object().unwrap();
         assert_eq!(ev.len(), 1, "{ev:?}");
         let e = &ev["bank_account_mismatch"];
-        assert_eq!(e["token_ids"], json!(["t1", "t2"]));
-        assert_eq!(e["doc_id"], "INV-1");
-        assert_eq!(e["bbox"], json!([1, 2, 3, 4]));
+        assert_eq!(e["token_ids"], json!([t1.token_id, t2.token_id]));
+        assert_eq!(e["doc_id"], "INV-D-001");
+        assert_eq!(e["page"], t1.page);
+        assert_eq!(e["bbox"], json!(t1.bbox));
     }
 
     #[test]
     fn a_pay_cites_the_verification_records_its_family_requires() {
-        let b = observed(
+        let (b, _) = played(
+            "CASE-B-001",
             &[
-                json!({"tool_name": "lookup_po", "po": {"po_id": "PO-7"}}),
-                json!({"tool_name": "lookup_receipt", "receipt": {"receipt_id": "GRN-7"}}),
+                ("lookup_po", json!({"po_id": "PO-2048"})),
+                ("lookup_receipt", json!({"receipt_id": "GRN-2048"})),
             ],
-            "task_b",
         );
         let mut a = submit(json!({"decision": "pay", "confidence": 0.9}));
         b.apply(&mut a);
         let ev = &a.payload["evidence_map"];
-        assert_eq!(ev["three_way_match_po"]["po_id"], "PO-7");
-        assert_eq!(ev["three_way_match_receipt"]["receipt_id"], "GRN-7");
+        assert_eq!(ev["three_way_match_po"]["po_id"], "PO-2048");
+        assert_eq!(ev["three_way_match_receipt"]["receipt_id"], "GRN-2048");
         // Tasks C-E: only a comparison that matched verifies the account.
-        let d = observed(
-            &[json!({"tool_name": "compare_bank_account", "vendor_key": "acme", "matched": false})],
-            "task_d",
-        );
+        let wrong = json!({"vendor_key": "northwind-industrial", "proposed_bank_account": "XX00"});
+        let (d, _) = played("CASE-D-001", &[("compare_bank_account", wrong)]);
         let mut a = submit(json!({"decision": "PAY"}));
         d.apply(&mut a);
         assert_eq!(a.payload["evidence_map"], json!({}));
@@ -509,24 +511,22 @@ mod tests {
         d.apply(&mut h);
         assert_eq!(
             h.payload["evidence_map"],
-            json!({"bank_account_mismatch": {"vendor_key": "acme"}}),
+            json!({"bank_account_mismatch": {"vendor_key": "northwind-industrial"}}),
             "the failed comparison is the mismatch's record; nothing is invented for the other code"
         );
-        let ok = observed(
-            &[json!({"tool_name": "compare_bank_account", "vendor_key": "acme", "matched": true})],
-            "task_c",
-        );
+        let right = json!({"vendor_key": "northwind-industrial",
+            "proposed_bank_account": "IN55NW000111222"});
+        let (ok, _) = played("CASE-C-001", &[("compare_bank_account", right)]);
         let mut a = submit(json!({"decision": "PAY"}));
         ok.apply(&mut a);
         assert_eq!(
             a.payload["evidence_map"]["bank_account_verified"]["vendor_key"],
-            "acme"
+            "northwind-industrial"
         );
         // A failed lookup reveals nothing.
-        let failed = observed(
-            &[json!({"tool_name": "lookup_po", "success": false, "po": {"po_id": "PO-7"}})],
-            "task_b",
-        );
+        let (failed, replies) = played("CASE-B-001", &[("lookup_po", json!({"po_id": "PO-0000"}))]);
+        let head: ResultHead = tool_reply(&replies[0]).unwrap();
+        assert!(!head.success);
         let mut a = submit(json!({"decision": "PAY"}));
         failed.apply(&mut a);
         assert_eq!(a.payload["evidence_map"], json!({}));

@@ -282,9 +282,7 @@ impl Agent for LlmAgent {
             self.ledger.absorb(last);
         }
         if self.assistance.guardrails {
-            if let Ok(o) = serde_json::to_value(&last.observation) {
-                self.guard.observe(&o);
-            }
+            self.guard.observe(last);
         }
         let action = match self.queue.pop_front() {
             Some(a) => Some(a),

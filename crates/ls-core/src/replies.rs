@@ -20,6 +20,70 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
+/// What every tool result starts with: the tool that answered and whether it succeeded (the
+/// other structure keys are the environment's, `ls_env::channels::RESULT_STRUCTURE_KEYS`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultHead {
+    pub tool_name: String,
+    pub success: bool,
+}
+
+/// A document token as a reading tool shows it (fast OCR may show it garbled).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShownToken<'a> {
+    pub token_id: Cow<'a, str>,
+    pub text: Cow<'a, str>,
+    pub bbox: [f64; 4],
+    pub page: u32,
+}
+
+/// `ocr`: the tokens read, in the mode and scope asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OcrReply<'a> {
+    pub doc_id: Cow<'a, str>,
+    /// The mode as asked, normalised (`fast` or `accurate`; any other spelling reads as fast).
+    pub mode: Cow<'a, str>,
+    pub scope: ReadScope,
+    pub page: Option<u32>,
+    pub bbox: Option<[f64; 4]>,
+    pub tokens: Vec<ShownToken<'a>>,
+    /// The first 600 characters of the text read.
+    pub text_preview: Cow<'a, str>,
+}
+
+/// How much of a document an OCR call read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadScope {
+    Document,
+    Page,
+    Region,
+}
+
+/// `zoom`: a region's first six lines and the document's visual cues.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ZoomReply<'a> {
+    pub crop_hint: Cow<'a, str>,
+    pub visual_tokens: Vec<Cow<'a, str>>,
+    pub focus_text: Vec<Cow<'a, str>>,
+    pub focus_tokens: Vec<ShownToken<'a>>,
+    pub doc_id: Cow<'a, str>,
+    pub page: u32,
+    pub bbox: [f64; 4],
+    pub region_token_count: usize,
+}
+
+/// `get_doc_crop`: a region's text lines (or the document's crop hints when it has none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CropReply<'a> {
+    pub crop_text_hint: Vec<Cow<'a, str>>,
+    pub doc_id: Cow<'a, str>,
+    pub page: u32,
+    pub bbox: [f64; 4],
+    pub region_token_count: usize,
+}
+
 /// `lookup_vendor`: the vendor master record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VendorReply {

@@ -11,7 +11,9 @@ use crate::action::{
 };
 use crate::observation::{InfoMap, InfoValue, RawJson};
 use ls_core::fixtures::CaseWorld;
-use ls_core::replies::{DomainAlignment, LedgerHit, RequestSignals, SenderProfile, ThreadView};
+use ls_core::replies::{
+    DomainAlignment, LedgerHit, RequestSignals, SenderProfile, ShownToken, ThreadView,
+};
 use ls_core::schema::{Case, Document, EmailThread, Token};
 use ls_core::text::codes::HistoryFlag;
 use ls_core::text::{
@@ -103,22 +105,13 @@ fn ocr_text<'a>((t, garbled): &'a (&'a Token, Option<String>)) -> &'a str {
     garbled.as_deref().unwrap_or(&t.text)
 }
 
-/// A token as tools return it (the schema's field order, serialized without a `Value` tree).
-#[derive(serde::Serialize)]
-struct TokenView<'a> {
-    token_id: &'a str,
-    text: &'a str,
-    bbox: &'a [f64; 4],
-    page: u32,
-}
-
 /// Tokens as returned, each with the text it is shown with.
-fn token_views<'a>(tokens: impl Iterator<Item = (&'a Token, &'a str)>) -> Vec<TokenView<'a>> {
+fn token_views<'a>(tokens: impl Iterator<Item = (&'a Token, &'a str)>) -> Vec<ShownToken<'a>> {
     tokens
-        .map(|(t, text)| TokenView {
-            token_id: &t.token_id,
-            text,
-            bbox: &t.bbox,
+        .map(|(t, text)| ShownToken {
+            token_id: t.token_id.as_str().into(),
+            text: text.into(),
+            bbox: t.bbox,
             page: t.page,
         })
         .collect()

@@ -5,8 +5,8 @@
 //! retypes fails here, naming the tool, the case and the field.
 
 use ls_core::replies::{
-    BankReply, HistoryReply, LedgerReply, PoReply, PolicyReply, ReceiptReply, ThreadReply,
-    VendorReply,
+    BankReply, CropReply, HistoryReply, LedgerReply, OcrReply, PoReply, PolicyReply, ReceiptReply,
+    ThreadReply, VendorReply, ZoomReply,
 };
 use ls_core::FixtureSet;
 use ls_env::channels::RESULT_STRUCTURE_KEYS;
@@ -108,6 +108,25 @@ fn calls(set: &FixtureSet, case: &ls_core::Case) -> Vec<Call> {
             through::<ReceiptReply>,
         ));
     }
+    for d in &case.documents {
+        let id = &d.doc_id;
+        for payload in [
+            json!({"doc_id": id, "mode": "fast"}),
+            json!({"doc_id": id, "mode": "accurate"}),
+            json!({"doc_id": id, "mode": "accurate", "page": 1}),
+            json!({"doc_id": id, "page": 1, "bbox": [0, 0, 400, 400]}),
+        ] {
+            out.push(call("ocr", payload, through::<OcrReply>));
+        }
+        let region = json!({"doc_id": id, "page": 1, "bbox": [0, 0, 600, 800]});
+        out.push(call("zoom", region.clone(), through::<ZoomReply>));
+        out.push(call("get_doc_crop", region, through::<CropReply>));
+        out.push(call(
+            "get_doc_crop",
+            json!({"doc_id": id}),
+            through::<CropReply>,
+        ));
+    }
     let threads = world.email_threads.iter().map(|t| t.thread_id.clone());
     let mails = case
         .documents
@@ -183,6 +202,9 @@ fn every_tool_reply_is_its_declared_type() {
     }
     // Every tool with a reply type was played successfully, and more than once.
     for tool in [
+        "ocr",
+        "zoom",
+        "get_doc_crop",
         "lookup_policy",
         "lookup_vendor",
         "lookup_vendor_history",

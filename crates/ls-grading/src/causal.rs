@@ -377,8 +377,8 @@ impl Scm {
 }
 
 /// Factual mechanism states from canonical hidden signals and the callback simulation.
-pub fn factual_mechanisms(signals: &BTreeSet<&str>, callback_suspicious: bool) -> VarSet {
-    let has = |s: &[ReasonCode]| s.iter().any(|x| signals.contains(x.as_str()));
+pub fn factual_mechanisms(signals: &BTreeSet<ReasonCode>, callback_suspicious: bool) -> VarSet {
+    let has = |s: &[ReasonCode]| s.iter().any(|x| signals.contains(x));
     let mut out = VarSet::EMPTY;
     let rules: [(Var, &[ReasonCode]); 7] = [
         (
@@ -534,7 +534,7 @@ pub struct CausalReport {
 pub struct CausalInput<'a> {
     pub hypothesis: Hypothesis,
     /// Canonical gold signals.
-    pub signals: &'a BTreeSet<&'a str>,
+    pub signals: &'a BTreeSet<ReasonCode>,
     pub callback_suspicious: bool,
     pub has_email: bool,
     pub successful: &'a BTreeSet<ActionName>,
@@ -843,7 +843,7 @@ mod tests {
 
     #[test]
     fn grade_rewards_observation_and_aligned_counterfactual() {
-        let signals: BTreeSet<&str> = ["bank_override_attempt"].into();
+        let signals: BTreeSet<ReasonCode> = [ReasonCode::BankOverrideAttempt].into();
         let all: BTreeSet<ActionName> = [
             ActionName::CompareBankAccount,
             ActionName::RequestCallbackVerification,

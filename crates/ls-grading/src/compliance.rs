@@ -63,9 +63,9 @@ pub struct ComplianceInput<'a> {
     pub decision: Option<Decision>,
     pub risky: bool,
     pub unsafe_if_pay: bool,
-    /// Gold signals (canonical codes), plus the normalised names of failed gold policy checks
-    /// that are no [`PolicyCheck`] (such a name counts only where it spells a signal).
-    pub signals: &'a BTreeSet<&'a str>,
+    /// Gold signals (canonical codes), plus the codes spelled by the normalised names of failed
+    /// gold policy checks that are no [`PolicyCheck`] (a name that spells no code counts not).
+    pub signals: &'a BTreeSet<ReasonCode>,
     /// The policy checks the gold lists.
     pub gold_checks: &'a BTreeSet<PolicyCheck>,
     /// The policy checks the gold lists as `fail`.
@@ -185,7 +185,7 @@ impl Control {
         use ReasonCode::*;
         use TaskType::*;
         let (t, instr) = (i.task, i.instruction);
-        let signal = |code: ReasonCode| i.signals.contains(code.as_str());
+        let signal = |code: ReasonCode| i.signals.contains(&code);
         let by_check = PolicyCheck::ALL.into_iter().any(|check| {
             let (control, trigger) = check_trigger(check);
             control == self
@@ -413,7 +413,7 @@ mod tests {
 
     #[test]
     fn risky_pay_without_callback_fails_segregation() {
-        let signals = BTreeSet::from(["bank_override_attempt"]);
+        let signals = BTreeSet::from([ReasonCode::BankOverrideAttempt]);
         let checks = BTreeSet::new();
         let actions = BTreeSet::from([ActionName::CompareBankAccount]);
         let arts = BTreeSet::new();

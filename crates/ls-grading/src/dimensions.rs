@@ -7,8 +7,8 @@ pub use crate::evidence::{
     MAX_CITATION_TOKENS, MAX_CLAIM_ENTRIES,
 };
 use crate::normalized;
-use ls_core::text::{canonical_code, id_eq, normalize_text, parse_decimal, text_eq};
-use ls_core::{EvidenceEntry, EvidenceRef, FieldValue, LineEntry, LineItem, TaskType};
+use ls_core::text::{id_eq, normalize_text, parse_decimal, text_eq};
+use ls_core::{EvidenceEntry, EvidenceRef, FieldValue, LineEntry, LineItem, ReasonCode, TaskType};
 use rust_decimal::Decimal;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -195,7 +195,7 @@ pub fn evidence_map_score(
     gold: &BTreeMap<String, EvidenceRef>,
     task: TaskType,
     revealed: Revealed<'_>,
-    named: Option<&BTreeSet<&'static str>>,
+    named: Option<&BTreeSet<ReasonCode>>,
     places: Option<&BTreeMap<String, BTreeSet<String>>>,
 ) -> EvidenceScore {
     let grounded_fraction = grounded_fraction(pred, revealed);
@@ -222,7 +222,8 @@ pub fn evidence_map_score(
     // itself and, outside Task A, for a code it named (an entry for a code never claimed earns
     // nothing); the mean over gold targets is then scaled by precision, the share of entries that
     // are grounded claims about gold targets, so spam costs.
-    let claimed = |k: &str| named.is_none_or(|n| canonical_code(k).is_some_and(|c| n.contains(c)));
+    let claimed =
+        |k: &str| named.is_none_or(|n| ReasonCode::canonical(k).is_some_and(|c| n.contains(&c)));
     // Keys are read as claims (aliases of one code pooled). A claim citing any place that shows
     // the target's fact earns the target in full; otherwise its best entry's match with the
     // target, if it is a citation (a spray of keys or tokens earns nothing).
@@ -230,8 +231,8 @@ pub fn evidence_map_score(
     let total: f64 = gold
         .iter()
         .map(|(k, g)| {
-            let code = canonical_code(k);
-            let claim = code.and_then(|c| claims.get(c));
+            let code = ReasonCode::canonical(k);
+            let claim = code.and_then(|c| claims.get(&c));
             match (claim, pred.get(k)) {
                 (Some(c), _)
                     if claimed(k) && c.entries.iter().all(|v| is_grounded(v, revealed)) =>
@@ -239,7 +240,7 @@ pub fn evidence_map_score(
                     let spray =
                         c.entries.len() > MAX_CLAIM_ENTRIES || c.tokens.len() > MAX_CITATION_TOKENS;
                     let at_fact = code
-                        .and_then(|code| places.and_then(|p| p.get(code)))
+                        .and_then(|code| places.and_then(|p| p.get(code.as_str())))
                         .is_some_and(|p| c.tokens.iter().any(|t| p.contains(*t)));
                     if spray {
                         0.0
@@ -315,15 +316,15 @@ pub fn list_f1(pred: &[String], gold: &[String]) -> f64 {
 }
 
 /// Canonical reason-code set (aliases honoured, unknown dropped).
-pub fn canonical_set<'a>(items: impl IntoIterator<Item = &'a String>) -> BTreeSet<&'static str> {
+pub fn canonical_set<'a>(items: impl IntoIterator<Item = &'a String>) -> BTreeSet<ReasonCode> {
     items
         .into_iter()
-        .filter_map(|s| canonical_code(s))
+        .filter_map(|s| ReasonCode::canonical(s))
         .collect()
 }
 
 /// Task C fraud flags on canonical code sets: F1 minus 0.20 per missed gold flag.
-pub fn fraud_score(pred: &BTreeSet<&str>, gold: &BTreeSet<&str>) -> f64 {
+pub fn fraud_score(pred: &BTreeSet<ReasonCode>, gold: &BTreeSet<ReasonCode>) -> f64 {
     let missed = gold.difference(pred).count() as f64;
     (set_f1(pred, gold) - 0.20 * missed).max(0.0)
 }

@@ -4,8 +4,8 @@
 //! reasons stage.
 
 use crate::certificate::Revealed;
-use ls_core::text::{bbox_iou, canonical_code, text_eq};
-use ls_core::{EvidenceEntry, EvidenceRef};
+use ls_core::text::{bbox_iou, text_eq};
+use ls_core::{EvidenceEntry, EvidenceRef, ReasonCode};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Most tokens one entry may cite to support a code or verify a PAY (a whole document is not a
@@ -77,10 +77,10 @@ impl Claim<'_> {
 /// The evidence map as claims: one per canonical code (keys that name no code are left out).
 pub fn claims_by_code(
     evidence_map: &BTreeMap<String, EvidenceEntry>,
-) -> BTreeMap<&'static str, Claim<'_>> {
-    let mut out: BTreeMap<&'static str, Claim<'_>> = BTreeMap::new();
+) -> BTreeMap<ReasonCode, Claim<'_>> {
+    let mut out: BTreeMap<ReasonCode, Claim<'_>> = BTreeMap::new();
     for (k, v) in evidence_map {
-        let Some(code) = canonical_code(k) else {
+        let Some(code) = ReasonCode::canonical(k) else {
             continue;
         };
         let c = out.entry(code).or_default();

@@ -9,7 +9,6 @@
 //!
 //! A positive combination of strictly proper scores is strictly proper (tested by proptest).
 
-use ls_core::enums::ReasonCode;
 use ls_core::{Decision, Hypothesis};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -68,17 +67,6 @@ pub fn normalize(v: &Dist) -> Option<Dist> {
         *o /= s2;
     }
     Some(out)
-}
-
-/// Map the agent's own claimed codes to a hypothesis with the same rule chain the hidden world
-/// uses, so a decision-derived default names a hypothesis instead of smearing mass over 11.
-pub fn hypothesis_from_codes(codes: &[&str], decision: Option<Decision>) -> Hypothesis {
-    let named: Vec<ReasonCode> = codes
-        .iter()
-        .filter_map(|c| ReasonCode::from_wire(c))
-        .collect();
-    debug_assert_eq!(named.len(), codes.len(), "canonical codes only: {codes:?}");
-    ls_core::world::hypothesis_from_codes(&named, decision)
 }
 
 /// Default distribution from decision + confidence. PAY puts `c` on safe; any other decision puts
@@ -287,12 +275,15 @@ mod tests {
         );
         assert!(d[Hypothesis::CeoBec.index()] > 0.6);
         assert!(composite(&d, Hypothesis::CeoBec.index()) > 0.75);
+        // The agent's own codes name the hypothesis by the hidden world's rule chain.
+        use ls_core::enums::ReasonCode::*;
+        use ls_core::world::hypothesis_from_codes;
         assert_eq!(
-            hypothesis_from_codes(&["sender_domain_spoof", "bank_override_attempt"], None),
+            hypothesis_from_codes(&[SenderDomainSpoof, BankOverrideAttempt], None),
             Hypothesis::CeoBec
         );
         assert_eq!(
-            hypothesis_from_codes(&["price_mismatch"], Some(Decision::Hold)),
+            hypothesis_from_codes(&[PriceMismatch], Some(Decision::Hold)),
             Hypothesis::DuplicateBilling
         );
     }

@@ -557,8 +557,8 @@ impl ReasonsReport {
 
 pub struct ReasonsInput<'a> {
     pub task: TaskType,
-    pub agent_codes: &'a [&'static str],
-    pub gold_codes: &'a BTreeSet<&'static str>,
+    pub agent_codes: &'a [ReasonCode],
+    pub gold_codes: &'a BTreeSet<ReasonCode>,
     pub evidence_map: &'a BTreeMap<String, EvidenceEntry>,
     /// The gold's evidence target per code (where it has one).
     pub gold_targets: &'a BTreeMap<String, ls_core::EvidenceRef>,
@@ -605,10 +605,10 @@ fn called_for(i: &ReasonsInput<'_>, a: ActionName) -> bool {
 /// not list, a misreading of which line shows the fact, not a guess.
 fn cited_at_second_place(
     i: &ReasonsInput<'_>,
-    claims: &BTreeMap<&'static str, Claim<'_>>,
-    code: &str,
+    claims: &BTreeMap<ReasonCode, Claim<'_>>,
+    code: ReasonCode,
 ) -> bool {
-    let Some(t) = i.gold_targets.get(code) else {
+    let Some(t) = i.gold_targets.get(code.as_str()) else {
         return false;
     };
     let gold: Vec<&LinePlace> = t
@@ -616,7 +616,7 @@ fn cited_at_second_place(
         .iter()
         .filter_map(|tok| i.clean_targets.lines.get(tok))
         .collect();
-    claims.get(code).is_some_and(|c| {
+    claims.get(&code).is_some_and(|c| {
         c.grounded(i.revealed)
             && c.specific()
             && c.tokens
@@ -630,7 +630,7 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
     // One claim per canonical code: alias spellings and duplicate keys are one claim, their
     // citations pooled, so extra keys never add support.
     let claims = claims_by_code(i.evidence_map);
-    let grounded_codes: BTreeSet<&'static str> = claims
+    let grounded_codes: BTreeSet<ReasonCode> = claims
         .iter()
         .filter(|(_, c)| c.grounded(i.revealed) && c.specific())
         .map(|(k, _)| *k)
@@ -639,28 +639,28 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
     // fact: any place in the case documents showing the same fact (`CleanTargets`), or a match
     // with the gold's evidence target (same document and page, overlapping region or token). A
     // revealed but unrelated token (a positional guess) supports nothing.
-    let supports = |code: &str| {
-        claims.get(code).is_some_and(|c| {
+    let supports = |code: ReasonCode| {
+        claims.get(&code).is_some_and(|c| {
             c.grounded(i.revealed)
                 && c.specific()
-                && i.gold_targets.get(code).is_none_or(|t| {
+                && i.gold_targets.get(code.as_str()).is_none_or(|t| {
                     c.entries
                         .iter()
                         .any(|v| single_evidence_score(v, t) >= MIN_SUPPORT_MATCH)
                         || i.clean_targets
                             .places
-                            .get(code)
+                            .get(code.as_str())
                             .is_some_and(|p| c.tokens.iter().any(|tok| p.contains(*tok)))
                 })
         })
     };
-    let misdirected = |code: &str| {
+    let misdirected = |code: ReasonCode| {
         !supports(code)
-            && i.gold_targets.contains_key(code)
-            && claims.get(code).is_some_and(|c| c.grounded(i.revealed))
+            && i.gold_targets.contains_key(code.as_str())
+            && claims.get(&code).is_some_and(|c| c.grounded(i.revealed))
     };
-    let second_place = |code: &str| cited_at_second_place(i, &claims, code);
-    let named: BTreeSet<&'static str> = i.agent_codes.iter().copied().collect();
+    let second_place = |code: ReasonCode| cited_at_second_place(i, &claims, code);
+    let named: BTreeSet<ReasonCode> = i.agent_codes.iter().copied().collect();
     let task_a = i.task == TaskType::TaskA;
     let pay_shortfalls = if i.decision == Some(Decision::Pay) {
         pay_shortfalls(i)
@@ -674,17 +674,17 @@ pub fn evaluate(i: &ReasonsInput<'_>) -> ReasonsReport {
         supported_gold: i
             .gold_codes
             .iter()
-            .filter(|c| named.contains(*c) && supports(c))
+            .filter(|&&c| named.contains(&c) && supports(c))
             .count(),
         misdirected_gold: i
             .gold_codes
             .iter()
-            .filter(|c| named.contains(*c) && misdirected(c))
+            .filter(|&&c| named.contains(&c) && misdirected(c))
             .count(),
         second_places: i
             .gold_codes
             .iter()
-            .filter(|c| named.contains(*c) && !supports(c) && second_place(c))
+            .filter(|&&c| named.contains(&c) && !supports(c) && second_place(c))
             .count(),
         uncited_gold: i
             .gold_codes
@@ -830,6 +830,7 @@ pub fn pay_citation_penalty(r: &ReasonsReport) -> f64 {
 mod tests {
     use super::*;
     use serde_json::{json, Value};
+    use ReasonCode::*;
 
     /// An evidence map as the payload parser types it.
     fn typed(ev: &BTreeMap<String, Value>) -> BTreeMap<String, EvidenceEntry> {
@@ -970,7 +971,7 @@ mod tests {
 
     #[test]
     fn codes_need_grounded_evidence_and_claims_need_support() {
-        let gold = BTreeSet::from(["bank_override_attempt", "sender_domain_spoof"]);
+        let gold = BTreeSet::from([BankOverrideAttempt, SenderDomainSpoof]);
         let revealed_refs = crate::RefSet::from(["INV-1".into(), "t17".into()]);
         let ev = BTreeMap::from([
             (
@@ -992,11 +993,7 @@ mod tests {
             ActionName::RouteToSecurity,
             ActionName::FreezeVendorProfile,
         ]);
-        let codes = [
-            "bank_override_attempt",
-            "sender_domain_spoof",
-            "duplicate_near_match",
-        ];
+        let codes = [BankOverrideAttempt, SenderDomainSpoof, DuplicateNearMatch];
         let r = evaluate(&ReasonsInput {
             task: TaskType::TaskD,
             agent_codes: &codes,
@@ -1334,10 +1331,10 @@ mod tests {
         // Two named gold codes, one established: the other uncited (a missing citation) is
         // scaled by the established share; the other cited at an unrevealed place (a wrong
         // citation) is the tie with a stray citation.
-        let gold = BTreeSet::from(["bank_override_attempt", "sender_domain_spoof"]);
+        let gold = BTreeSet::from([BankOverrideAttempt, SenderDomainSpoof]);
         let revealed = crate::RefSet::from(["INV-1".into(), "t17".into()]);
         let shown = json!({"doc_id": "INV-1", "token_ids": ["t17"]});
-        let codes = ["bank_override_attempt", "sender_domain_spoof"];
+        let codes = [BankOverrideAttempt, SenderDomainSpoof];
         let (targets, clean) = (BTreeMap::new(), CleanTargets::default());
         let successful = BTreeSet::from([ActionName::Ocr]);
         let cap_with = |ev: &BTreeMap<String, Value>| {
@@ -1401,7 +1398,7 @@ mod tests {
             !bank.contains("d001-t125"),
             "the Total: line does not show the account"
         );
-        let gold = BTreeSet::from(["bank_override_attempt"]);
+        let gold = BTreeSet::from([BankOverrideAttempt]);
         let revealed: crate::RefSet = case
             .documents
             .iter()
@@ -1415,7 +1412,7 @@ mod tests {
         let targets = &case.gold.evidence_targets;
         let grade = |ev: &BTreeMap<String, Value>| {
             evaluate(&ReasonsInput {
-                agent_codes: &["bank_override_attempt"],
+                agent_codes: &[BankOverrideAttempt],
                 evidence_map: &typed(ev),
                 ..input_for(targets, &gold, &revealed, &successful, &facts)
             })
@@ -1463,6 +1460,7 @@ mod tests {
         let typed_spray = typed(&spray);
         let claims = claims_by_code(&typed_spray);
         assert_eq!(claims.len(), 1, "every spelling is one claim");
+        assert!(claims.contains_key(&BankOverrideAttempt));
         let r = grade(&spray);
         assert_eq!(r.supported_gold, 0, "a spray supports nothing");
         assert_eq!(
@@ -1474,7 +1472,7 @@ mod tests {
         let kind = |doc: &str, tok: &str| {
             let ev = BTreeMap::from([("bank_override_attempt".to_owned(), at(doc, tok))]);
             evaluate(&ReasonsInput {
-                agent_codes: &["bank_override_attempt"],
+                agent_codes: &[BankOverrideAttempt],
                 evidence_map: &typed(&ev),
                 ..input_for(targets, &gold, &revealed, &successful, &facts)
             })
@@ -1487,7 +1485,7 @@ mod tests {
 
     fn input_for<'a>(
         targets: &'a BTreeMap<String, ls_core::EvidenceRef>,
-        gold: &'a BTreeSet<&'static str>,
+        gold: &'a BTreeSet<ReasonCode>,
         revealed: &'a crate::RefSet,
         successful: &'a BTreeSet<ActionName>,
         facts: &'a CleanTargets,

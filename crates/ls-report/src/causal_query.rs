@@ -5,7 +5,7 @@
 //! operator read in instrumented mode only.
 
 use ls_core::schema::Case;
-use ls_core::HiddenWorld;
+use ls_core::{HiddenWorld, ReasonCode};
 use ls_grading::causal::{factual_mechanisms, Scm, Var, World, MECHANISMS};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -52,9 +52,13 @@ pub fn answer(
         .documents
         .iter()
         .any(|d| d.doc_type == "email" || d.thread_data.is_some());
+    let codes: BTreeSet<ReasonCode> = signals
+        .iter()
+        .filter_map(|s| ReasonCode::from_wire(s))
+        .collect();
     let scm = Scm::build(
         hidden.latent_hypothesis,
-        factual_mechanisms(&signals, callback_suspicious),
+        factual_mechanisms(&codes, callback_suspicious),
         has_email,
     );
     let mechs = scm.mechanisms();

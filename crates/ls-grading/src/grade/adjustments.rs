@@ -7,7 +7,7 @@ use crate::currency::CurrencyReport;
 use crate::dimensions::{self as dim, CounterfactualText};
 use crate::BreakdownKey as K;
 use crate::{causal, compliance, currency, normalized, rubric, GradingInput};
-use ls_core::{CallbackResult, PolicyCheck};
+use ls_core::{CallbackResult, PolicyCheck, ReasonCode};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
@@ -79,8 +79,9 @@ fn compliance_report(input: &GradingInput<'_>, intake: &Intake<'_>) -> Complianc
     let unknown_failed = (named.iter())
         .filter(|(k, f)| *f && PolicyCheck::from_wire(k).is_none())
         .map(|(k, _)| &**k);
-    let comp_signals: BTreeSet<&str> = (intake.codes.gold_signals.iter().copied())
-        .chain(unknown_failed)
+    // An unknown failed check's name counts only where it spells a code.
+    let comp_signals: BTreeSet<ReasonCode> = (intake.codes.gold_signals.iter().copied())
+        .chain(unknown_failed.filter_map(ReasonCode::from_wire))
         .collect();
     let instruction = input
         .instruction_normalized

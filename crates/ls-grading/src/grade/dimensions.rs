@@ -46,7 +46,7 @@ pub(super) fn score(
     let links = task_dimensions(input, intake, cf, &mut dims, bd);
 
     // Proper scoring.
-    let named = proper::hypothesis_from_codes(&intake.codes.agent, intake.decision);
+    let named = ls_core::world::hypothesis_from_codes(&intake.codes.agent, intake.decision);
     let probs = proper::resolve(
         sub.predicted_probabilities.as_ref(),
         intake.decision,

@@ -4,9 +4,9 @@ use super::{Codes, Effective, Intake};
 use crate::certificate::Revealed;
 use crate::dimensions as dim;
 use crate::{normalized, trajectory, GradingInput};
-use ls_core::text::{canonical_code, normalize_text};
+use ls_core::text::normalize_text;
 use ls_core::validate::invoice_facts;
-use ls_core::{Decision, TaskType};
+use ls_core::{Decision, ReasonCode, TaskType};
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -77,10 +77,10 @@ impl<'a> Intake<'a> {
 
 impl Codes {
     fn of(sub: &ls_core::Submission, gold: &ls_core::schema::Gold) -> Self {
-        let canon = |list: &Option<Vec<String>>| -> Vec<&'static str> {
+        let canon = |list: &Option<Vec<String>>| -> Vec<ReasonCode> {
             list.iter()
                 .flatten()
-                .filter_map(|c| canonical_code(c))
+                .filter_map(|c| ReasonCode::canonical(c))
                 .collect()
         };
         let (sub_reasons, sub_fraud, sub_campaign, sub_discrepancies) = (
@@ -102,7 +102,7 @@ impl Codes {
             .chain(&gold_campaign)
             .copied()
             .collect();
-        let mut agent: Vec<&'static str> = Vec::new();
+        let mut agent: Vec<ReasonCode> = Vec::new();
         for c in sub_reasons
             .iter()
             .chain(&sub_fraud)
@@ -110,7 +110,7 @@ impl Codes {
             .chain(&sub_discrepancies)
         {
             if !agent.contains(c) {
-                agent.push(c);
+                agent.push(*c);
             }
         }
         Self {

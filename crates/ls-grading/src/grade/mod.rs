@@ -36,7 +36,7 @@ use crate::trust_graph::TrustGraphReport;
 use crate::{GradeReport, GradingInput};
 use breakdown::Breakdown;
 use ls_core::validate::InvoiceFacts;
-use ls_core::{ActionName, Decision, HandoffPacket, TaskType};
+use ls_core::{ActionName, Decision, HandoffPacket, ReasonCode, TaskType};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -127,20 +127,23 @@ struct Intake<'a> {
 }
 
 /// Every submitted and gold code list, canonicalised once.
+///
+/// A set's derived order is [`ReasonCode`]'s table order, not the codes' spelling: where the
+/// order of a code collection reaches the report, its stage orders it by `as_str()` itself.
 struct Codes {
-    sub_reasons: Vec<&'static str>,
-    sub_fraud: Vec<&'static str>,
-    sub_campaign: Vec<&'static str>,
-    sub_discrepancies: Vec<&'static str>,
-    gold_reasons: BTreeSet<&'static str>,
-    gold_fraud: BTreeSet<&'static str>,
-    gold_campaign: BTreeSet<&'static str>,
-    gold_discrepancies: BTreeSet<&'static str>,
+    sub_reasons: Vec<ReasonCode>,
+    sub_fraud: Vec<ReasonCode>,
+    sub_campaign: Vec<ReasonCode>,
+    sub_discrepancies: Vec<ReasonCode>,
+    gold_reasons: BTreeSet<ReasonCode>,
+    gold_fraud: BTreeSet<ReasonCode>,
+    gold_campaign: BTreeSet<ReasonCode>,
+    gold_discrepancies: BTreeSet<ReasonCode>,
     /// The gold's decision-relevant codes (all four lists).
-    gold_signals: BTreeSet<&'static str>,
+    gold_signals: BTreeSet<ReasonCode>,
     /// The agent's codes in submission order, first occurrence only (as `canonical_codes`; there
     /// are 27 canonical codes, so the linear `contains` stays cheap).
-    agent: Vec<&'static str>,
+    agent: Vec<ReasonCode>,
 }
 
 /// The effective decision: what the institution executes — the boundary's fallback first, then
@@ -276,11 +279,11 @@ fn coverage(req: usize, missing: usize) -> f64 {
 }
 
 /// The codes as a set.
-fn set(codes: &[&'static str]) -> BTreeSet<&'static str> {
+fn set(codes: &[ReasonCode]) -> BTreeSet<ReasonCode> {
     codes.iter().copied().collect()
 }
 
 /// The union of the sets.
-fn union(sets: &[&BTreeSet<&'static str>]) -> BTreeSet<&'static str> {
+fn union(sets: &[&BTreeSet<ReasonCode>]) -> BTreeSet<ReasonCode> {
     sets.iter().flat_map(|s| s.iter().copied()).collect()
 }

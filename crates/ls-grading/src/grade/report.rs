@@ -6,6 +6,7 @@ use crate::certificate::CertificateReport;
 use crate::result_class::{ControlResolution, ResultClass};
 use crate::BreakdownKey as K;
 use crate::{falsifier, outcome, GradeReport, GradingInput};
+use ls_core::ReasonCode;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn assemble(
@@ -50,7 +51,7 @@ pub(super) fn assemble(
         },
     );
     let codes = &intake.codes;
-    let submitted_codes: BTreeSet<&'static str> = codes
+    let submitted_codes: BTreeSet<ReasonCode> = codes
         .sub_reasons
         .iter()
         .chain(&codes.sub_fraud)

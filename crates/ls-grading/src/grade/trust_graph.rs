@@ -6,7 +6,7 @@ use crate::trust_graph::{AttrValue, Builder, EvalContext, NodeRef};
 use crate::{normalized, GradingInput};
 use ls_core::text::normalize_id;
 use ls_core::validate::InvoiceFacts;
-use ls_core::Decision;
+use ls_core::{Decision, ReasonCode};
 use std::collections::BTreeSet;
 
 /// What the TrustGraph reads besides the grading input.
@@ -17,7 +17,7 @@ pub(super) struct TrustGraphParts<'a> {
     pub(super) report: &'a CertificateReport,
     pub(super) revealed_ids: &'a BTreeSet<&'a str>,
     /// The agent's canonical reason codes.
-    pub(super) codes: &'a [&'static str],
+    pub(super) codes: &'a [ReasonCode],
     pub(super) counterfactual: &'a str,
     pub(super) cert_required: bool,
 }
@@ -209,7 +209,8 @@ fn claim_nodes(
         );
         g.edge(en, decision, "supports");
     }
-    let codes: BTreeSet<&str> = p.codes.iter().copied().collect();
+    // One node per code, in spelling order (the node list's order reaches the report).
+    let codes: BTreeSet<&'static str> = p.codes.iter().map(|c| c.as_str()).collect();
     for c in codes {
         let rn = g.node(tg_id("risk:", c), "RiskFlag", [("code", c.to_owned())]);
         g.edge(rn, decision, "flag_supports_decision");

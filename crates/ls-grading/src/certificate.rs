@@ -11,7 +11,7 @@
 
 use ls_core::Decision;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
@@ -533,7 +533,6 @@ struct SynthNode<'a> {
 
 /// The synthesized certificate before it is rendered as JSON or read as a parsed certificate.
 struct Synthesized<'a> {
-    decision: &'static str,
     nodes: Vec<SynthNode<'a>>,
     /// (source node, target node, type) in writing order.
     edges: Vec<(usize, usize, &'static str)>,
@@ -544,7 +543,6 @@ impl<'a> Synthesized<'a> {
         let s = i.submission;
         let decision = s.decision.map(|d| d.as_str()).unwrap_or("NEEDS_REVIEW");
         let mut out = Synthesized {
-            decision,
             nodes: Vec::new(),
             edges: Vec::new(),
         };
@@ -677,7 +675,11 @@ impl<'a> Synthesized<'a> {
         out
     }
 
+    /// The JSON an agent would have sent for this certificate: only the test that holds
+    /// [`Self::into_parsed`] equal to `parse` of it needs it (grading reads the parse directly).
+    #[cfg(test)]
     fn to_json(&self) -> Value {
+        use serde_json::Map;
         let nodes: Vec<Value> = self
             .nodes
             .iter()
@@ -702,7 +704,8 @@ impl<'a> Synthesized<'a> {
             .collect();
         serde_json::json!({
             "certificate_version": CERTIFICATE_VERSION,
-            "decision": self.decision,
+            // The decision node's value (the only node with one).
+            "decision": self.nodes.iter().find_map(|n| n.value),
             "auto_generated": true,
             "nodes": nodes,
             "edges": edges,
@@ -757,12 +760,16 @@ impl<'a> Synthesized<'a> {
     }
 }
 
-/// Diagnostic certificate built from the regular submission fields (10.5 of the spec).
+/// Diagnostic certificate built from the regular submission fields (10.5 of the spec), as the
+/// JSON an agent would have sent: the test's side of [`synthesize_parsed`].
+#[cfg(test)]
 pub fn synthesize(i: &SynthesisInput<'_>) -> Value {
     Synthesized::build(i).to_json()
 }
 
-/// `parse(&synthesize(i))`, built directly (grading verifies a legacy submission this way).
+/// The diagnostic certificate built from the regular submission fields (10.5 of the spec), as
+/// its parse: `parse(&synthesize(i))` without the JSON (grading verifies a legacy submission
+/// this way; a test holds the two equal).
 pub fn synthesize_parsed<'a>(i: &SynthesisInput<'a>) -> Parsed<'a> {
     Synthesized::build(i).into_parsed()
 }

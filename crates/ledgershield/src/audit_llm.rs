@@ -268,8 +268,8 @@ fn summary(
     let mut s = json!({
         "mode": if play.campaign { "campaign" } else { "tasks" },
         "seeds": play.seeds,
-        "track": harness.get("track").cloned().unwrap_or_else(|| json!(ls_agents::assist::UNASSISTED)),
-        "assistance": harness.get("assistance").cloned().unwrap_or_else(|| json!([])),
+        "track": harness.as_ref().map_or(ls_agents::assist::UNASSISTED, |h| h.harness.track.as_str()),
+        "assistance": harness.as_ref().map(|h| h.harness.assistance.clone()).unwrap_or_default(),
         "harness": harness,
         "model_calls": policy.call_stats(),
     });

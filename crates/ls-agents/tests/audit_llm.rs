@@ -206,7 +206,7 @@ fn refusals_garbage_and_failing_endpoints_are_recorded_never_a_crash() {
 
 #[test]
 fn a_campaign_plays_every_period_specialists_then_the_overseer() {
-    let (base, _) = serve("campaign");
+    let (base, bodies) = serve("campaign");
     let mut a = auditor(&base, "m");
     let mut out = Vec::new();
     let rec = run_campaign(
@@ -226,6 +226,12 @@ fn a_campaign_plays_every_period_specialists_then_the_overseer() {
     }
     let s = rec.score.expect("the campaign's score");
     assert!((0.0..=1.0).contains(&s));
+    // The overseer is shown the period's active instructions, read from the task start.
+    let prompts = serde_json::to_string(&*bodies.lock().unwrap()).unwrap();
+    assert!(
+        prompts.contains(r#"Active instructions: [{\"id\":\"POL-001\""#),
+        "the review prompt lists the instructions"
+    );
     let text = String::from_utf8(out).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "[START] campaign seed=7 periods=2");

@@ -5,6 +5,7 @@
 
 use super::{AuditPolicy, Findings, TaskView};
 use audit_env::baseline::{findings_for, BaselineConfig};
+use audit_env::campaign::Instruction;
 use audit_env::model::TaskId;
 use serde_json::Value;
 
@@ -47,7 +48,12 @@ impl AuditPolicy for BaselineAuditor {
             ..Default::default()
         }
     }
-    fn review(&mut self, _period: u32, _submitted: &[Value], _instructions: &Value) -> Findings {
+    fn review(
+        &mut self,
+        _period: u32,
+        _submitted: &[Value],
+        _instructions: &[Instruction],
+    ) -> Findings {
         Findings::default()
     }
 }

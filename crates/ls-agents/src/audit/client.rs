@@ -284,3 +284,22 @@ impl AuditClient for HttpAudit {
         }
     }
 }
+
+/// The value at `pointer` of a reply, read into its type; `None` when it is absent or not that
+/// type.
+pub fn read<T: DeserializeOwned>(reply: &Value, pointer: &str) -> Option<T> {
+    T::deserialize(reply.pointer(pointer)?).ok()
+}
+
+/// How many findings one step takes, as the task catalogue (`GET /tasks`) states it, else the
+/// environment's default.
+pub fn max_findings_per_step(catalogue: &Value) -> usize {
+    read(catalogue, "/tasks/0/action_schema/max_findings_per_step")
+        .unwrap_or(audit_env::model::limits::MAX_FINDINGS_PER_STEP_DEFAULT)
+}
+
+/// The error types a finding may name, as a task observation's metadata lists them (the task's,
+/// plus any a shock added).
+pub fn valid_error_types(observation: &Value) -> Vec<String> {
+    read(observation, "/metadata/valid_error_types").unwrap_or_default()
+}

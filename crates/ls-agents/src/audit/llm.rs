@@ -16,8 +16,9 @@
 //! Nothing depends on the model's name, and the auditor has no assistance options: every model is
 //! prompted, capped and read alike.
 
-use super::{AuditPolicy, Findings, TaskView};
+use super::{AuditHarness, AuditPolicy, Findings, TaskView};
 use crate::chat::{CallStats, ChatClient, Endpoint, Reply};
+use audit_env::campaign::Instruction;
 use serde_json::{json, Map, Value};
 
 /// Default prompt budget in characters (documents of every task fit: the largest, GST and
@@ -359,7 +360,12 @@ impl AuditPolicy for LlmAuditor {
             },
         }
     }
-    fn review(&mut self, period: u32, submitted: &[Value], instructions: &Value) -> Findings {
+    fn review(
+        &mut self,
+        period: u32,
+        submitted: &[Value],
+        instructions: &[Instruction],
+    ) -> Findings {
         if submitted.is_empty() {
             return Findings::default();
         }
@@ -376,7 +382,7 @@ impl AuditPolicy for LlmAuditor {
             .collect();
         let prompt = format!(
             "Period {period}. Active instructions: {}\n\nFindings:\n{}\n\nReply with the JSON array of decisions only.",
-            compact(instructions),
+            serde_json::to_string(instructions).unwrap_or_default(),
             lines.join("\n")
         );
         match self.ask(OVERSEER, &prompt) {
@@ -397,10 +403,17 @@ impl AuditPolicy for LlmAuditor {
     fn call_stats(&self) -> Option<CallStats> {
         Some(self.client.stats)
     }
-    fn harness(&self) -> Value {
+    fn harness(&self) -> Option<AuditHarness> {
         let e = &self.client.endpoint;
-        json!({"track": crate::assist::UNASSISTED, "assistance": [], "max_tokens": e.max_tokens,
-            "temperature": e.temperature, "prompt_chars": self.prompt_chars})
+        Some(AuditHarness {
+            harness: crate::assist::Harness {
+                track: crate::assist::UNASSISTED.into(),
+                assistance: Vec::new(),
+                max_tokens: e.max_tokens,
+                temperature: e.temperature,
+            },
+            prompt_chars: self.prompt_chars,
+        })
     }
 }
 

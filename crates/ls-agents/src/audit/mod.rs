@@ -18,7 +18,8 @@ pub mod contract;
 pub mod llm;
 
 use crate::chat::CallStats;
-use client::{AuditClient, AuditRoute};
+use audit_env::campaign::Instruction;
+use client::{max_findings_per_step, read, valid_error_types, AuditClient, AuditRoute};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::time::Instant;
@@ -74,14 +75,28 @@ pub trait AuditPolicy {
     fn findings(&mut self, view: &TaskView<'_>) -> Findings;
     /// Overseer decisions (`{finding_ref, verdict}`) on the period's submitted findings; an empty
     /// list leaves every finding undecided (counted as approved).
-    fn review(&mut self, period: u32, submitted: &[Value], instructions: &Value) -> Findings;
+    fn review(
+        &mut self,
+        period: u32,
+        submitted: &[Value],
+        instructions: &[Instruction],
+    ) -> Findings;
     fn call_stats(&self) -> Option<CallStats> {
         None
     }
-    /// How the auditor plays (provenance): its harness as JSON.
-    fn harness(&self) -> Value {
-        Value::Null
+    /// How the auditor plays (provenance); `None` for a rule-based auditor.
+    fn harness(&self) -> Option<AuditHarness> {
+        None
     }
+}
+
+/// How a language-model auditor played: the `llm` agent's harness and its prompt budget.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AuditHarness {
+    #[serde(flatten)]
+    pub harness: crate::assist::Harness,
+    /// Characters of documents a prompt may carry.
+    pub prompt_chars: usize,
 }
 
 /// One task as played.
@@ -153,24 +168,6 @@ pub trait AuditObserver {
 pub struct Quiet;
 impl AuditObserver for Quiet {}
 
-fn valid_types(obs: &Value) -> Vec<String> {
-    obs.pointer("/metadata/valid_error_types")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect()
-}
-
-fn max_findings(tasks: &Value) -> usize {
-    tasks
-        .pointer("/tasks/0/action_schema/max_findings_per_step")
-        .and_then(Value::as_u64)
-        .map(|n| n as usize)
-        .unwrap_or(audit_env::model::limits::MAX_FINDINGS_PER_STEP_DEFAULT)
-}
-
 fn stats_since(p: &dyn AuditPolicy, before: Option<CallStats>) -> Option<CallStats> {
     p.call_stats()
         .map(|now| now.since(&before.unwrap_or_default()))
@@ -216,9 +213,9 @@ fn play_task(
     let view = TaskView {
         task,
         observation,
-        valid_types: valid_types(observation),
+        valid_types: valid_error_types(observation),
         campaign: None,
-        max_findings: max_findings(&catalogue),
+        max_findings: max_findings_per_step(&catalogue),
     };
     let f = policy.findings(&view);
     rec.error = f.error.clone();
@@ -292,14 +289,14 @@ fn play_campaign(
     for period in 1..=rec.periods {
         obs.period_start(period);
         let mut submitted: Vec<Value> = Vec::new();
-        let mut instructions = Value::Null;
+        let mut instructions = Vec::new();
         for (role, task) in ROLES.iter().zip(TASKS) {
             let t = play_role(
                 policy,
                 env,
                 &id,
                 (period, role, task),
-                max_findings(&catalogue),
+                max_findings_per_step(&catalogue),
             )?;
             instructions = t.1;
             for f in &t.0.findings {
@@ -337,7 +334,7 @@ fn play_role(
     id: &str,
     (period, role, task): (u32, &str, &str),
     max_findings: usize,
-) -> Result<(AuditTaskRecord, Value), String> {
+) -> Result<(AuditTaskRecord, Vec<Instruction>), String> {
     let started = Instant::now();
     let before = policy.call_stats();
     let start = env.call(
@@ -350,7 +347,7 @@ fn play_role(
     let view = TaskView {
         task,
         observation,
-        valid_types: valid_types(observation),
+        valid_types: valid_error_types(observation),
         campaign: Some((role, &start)),
         max_findings,
     };
@@ -381,9 +378,47 @@ fn play_role(
         model_calls: stats_since(policy, before),
         seconds: ls_core::text::round_dp(started.elapsed().as_secs_f64(), 3),
     };
-    let instructions = start
-        .get("active_instructions")
-        .cloned()
-        .unwrap_or(Value::Null);
+    let instructions = read(&start, "/active_instructions").unwrap_or_default();
     Ok((rec, instructions))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_harness_is_written_flat_in_its_provenance_order() {
+        let h = AuditHarness {
+            harness: crate::assist::Harness {
+                track: crate::assist::UNASSISTED.into(),
+                assistance: Vec::new(),
+                max_tokens: 512,
+                temperature: 0.0,
+            },
+            prompt_chars: 6_000,
+        };
+        let text = serde_json::to_string(&h).unwrap();
+        assert_eq!(
+            text,
+            r#"{"track":"unassisted","assistance":[],"max_tokens":512,"temperature":0.0,"prompt_chars":6000}"#
+        );
+        assert_eq!(serde_json::from_str::<AuditHarness>(&text).unwrap(), h);
+    }
+
+    #[test]
+    fn replies_are_read_into_types_at_the_client() {
+        let catalogue = json!({"tasks": [{"action_schema": {"max_findings_per_step": 7}}]});
+        assert_eq!(max_findings_per_step(&catalogue), 7);
+        assert_eq!(
+            max_findings_per_step(&json!({"tasks": []})),
+            audit_env::model::limits::MAX_FINDINGS_PER_STEP_DEFAULT
+        );
+        let obs = json!({"metadata": {"valid_error_types": ["over_limit", "weekend_expense"]}});
+        assert_eq!(valid_error_types(&obs), ["over_limit", "weekend_expense"]);
+        assert!(valid_error_types(&json!({})).is_empty());
+        let start = json!({"active_instructions": [{"id": "POL-001", "bucket": "policy",
+            "text": "t", "severity": 1.0, "active_from_period": 1}]});
+        let ins: Vec<Instruction> = read(&start, "/active_instructions").unwrap();
+        assert_eq!(ins[0].id, "POL-001");
+    }
 }

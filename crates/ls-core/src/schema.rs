@@ -7,7 +7,6 @@
 use crate::enums::{Decision, TaskType};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
 
 fn default_budget() -> Decimal {
@@ -197,9 +196,10 @@ pub struct Case {
     pub primary_track: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub latent_mechanism: BTreeMap<String, String>,
-    /// ControlBench sequence metadata (sequence index, sleeper phase, ...) for generated quarters.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub controlbench: BTreeMap<String, Value>,
+    /// ControlBench sequence metadata (sequence index, sleeper phase, ...) of a generated
+    /// quarter's case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controlbench: Option<ControlbenchMeta>,
     #[serde(default, skip_serializing_if = "is_false")]
     pub certificate_required: bool,
     #[serde(default, skip_serializing_if = "is_false")]
@@ -481,6 +481,49 @@ impl CallbackResult {
     pub fn suspicious(self) -> bool {
         matches!(self, Self::AdversarialConfirm | Self::DisputesChange)
     }
+}
+
+wire_enum! {
+    /// A quarter case's place in its sleeper vendor's story (`none` outside sleeper slots).
+    pub enum SleeperPhase {
+        None = "none",
+        Warmup = "warmup",
+        TrustBuilding = "trust_building",
+        Activation = "activation",
+    }
+}
+
+impl SleeperPhase {
+    /// Part of a sleeper's story (what the sleeper-vigilance track selects).
+    pub fn is_sleeper(self) -> bool {
+        self != Self::None
+    }
+}
+
+/// A generated quarter case's ControlBench metadata: its place in the sequence, the mechanics
+/// the quarter enables and its sleeper slot. Fields in spelling order, the order the case file
+/// has always written them in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ControlbenchMeta {
+    pub calibration_gate_enabled: bool,
+    /// The sleeper's attack (`bank_shift`, `bec_shift`; empty outside sleeper slots).
+    pub fraud_vector: String,
+    pub is_sleeper_case: bool,
+    pub loss_surface_enabled: bool,
+    pub sequence_id: String,
+    /// 1-based position in the quarter.
+    pub sequence_index: usize,
+    pub sequence_seed: u64,
+    pub sleeper_phase: SleeperPhase,
+    /// The sleeper vendor (empty outside sleeper slots).
+    pub sleeper_vendor_id: String,
+    pub sleeper_vigilance_enabled: bool,
+    pub sleeper_warmup_target: usize,
+    /// The curated case the slot's case was built from.
+    pub source_case_id: String,
+    pub standard_case_count: usize,
+    pub vendor_key: String,
 }
 
 /// Simulation facts that no document states.

@@ -156,13 +156,12 @@ fn track_matches(case: &Case, track: BenchmarkTrack) -> bool {
         ),
         T::SleeperVigilance => case
             .controlbench
-            .get("sleeper_phase")
-            .and_then(Value::as_str)
-            .is_some_and(|p| matches!(p, "warmup" | "activation" | "trust_building")),
+            .as_ref()
+            .is_some_and(|c| c.sleeper_phase.is_sleeper()),
         T::BlindControl => case.benchmark_split == "benchmark",
         T::HumanBaseline => case.human_baseline_case || case.benchmark_split == "benchmark",
         T::CertificateRequired => case.certificate_required || listed(),
-        T::Controlbench => !case.controlbench.is_empty() || listed(),
+        T::Controlbench => case.controlbench.is_some() || listed(),
         T::Case => case.official_tracks.is_empty() || listed(),
         T::Portfolio | T::Adversarial => listed(),
     }

@@ -694,25 +694,16 @@ pub fn vendor_id(case: &Case) -> String {
 }
 
 fn sleeper_meta(case: &Case) -> Option<(String, String, String)> {
-    let id = case
-        .controlbench
-        .get("sleeper_vendor_id")
-        .and_then(Value::as_str)
-        .map(normalize_text)
-        .filter(|s| !s.is_empty())?;
-    let phase = case
-        .controlbench
-        .get("sleeper_phase")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    let vector = case
-        .controlbench
-        .get("fraud_vector")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    Some((id, phase, vector))
+    let cb = case.controlbench.as_ref()?;
+    let id = normalize_text(&cb.sleeper_vendor_id);
+    if id.is_empty() {
+        return None;
+    }
+    Some((
+        id,
+        cb.sleeper_phase.as_str().to_owned(),
+        cb.fraud_vector.clone(),
+    ))
 }
 
 impl InstitutionalMemory {

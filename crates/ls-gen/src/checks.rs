@@ -254,15 +254,12 @@ pub fn check_generated(case: &Case, world: &CaseWorld<'_>) -> Vec<String> {
     }
     out.extend(check_lookalikes(case, world));
     if case.benchmark_split == "controlbench" {
-        for k in [
-            "sequence_id",
-            "sequence_index",
-            "sleeper_phase",
-            "vendor_key",
-        ] {
-            if !case.controlbench.contains_key(k) {
-                out.push(format!("controlbench metadata lacks {k}"));
+        match &case.controlbench {
+            None => out.push("controlbench case without its controlbench metadata".into()),
+            Some(cb) if cb.sequence_id.is_empty() || cb.vendor_key.is_empty() => {
+                out.push("controlbench metadata without its sequence or vendor".into());
             }
+            Some(_) => {}
         }
         if case.vendor_key.is_none() {
             out.push("controlbench case without vendor_key".into());

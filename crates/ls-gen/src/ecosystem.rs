@@ -888,7 +888,7 @@ impl Scenario {
             official_tracks: Vec::new(),
             primary_track: None,
             latent_mechanism: BTreeMap::new(),
-            controlbench: BTreeMap::new(),
+            controlbench: None,
             certificate_required: false,
             human_baseline_case: false,
         }

@@ -103,30 +103,19 @@ fn quarter_is_byte_identical_per_seed_and_differs_across_seeds() {
 fn quarter_has_three_distinct_sleepers_with_warmups_before_activation() {
     let set = FixtureSet::embedded().unwrap();
     let q = ls_gen::controlbench(&set, &QuarterConfig::default());
-    let phase = |c: &ls_core::Case| {
-        c.controlbench["sleeper_phase"]
-            .as_str()
-            .unwrap_or("")
-            .to_owned()
-    };
-    let vendor = |c: &ls_core::Case| {
-        c.controlbench["sleeper_vendor_id"]
-            .as_str()
-            .unwrap_or("")
-            .to_owned()
-    };
+    let meta = |c: &ls_core::Case| c.controlbench.clone().expect("a quarter case's metadata");
+    let phase = |c: &ls_core::Case| meta(c).sleeper_phase.as_str();
+    let vendor = |c: &ls_core::Case| meta(c).sleeper_vendor_id;
     let activations: Vec<&ls_core::Case> = q.iter().filter(|c| phase(c) == "activation").collect();
     assert_eq!(activations.len(), 3);
     let sleepers: BTreeSet<String> = activations.iter().map(|c| vendor(c)).collect();
     assert_eq!(sleepers.len(), 3, "distinct sleeper vendors");
     for act in &activations {
-        let idx = act.controlbench["sequence_index"].as_u64().unwrap();
+        let idx = meta(act).sequence_index;
         let warm = q
             .iter()
             .filter(|c| {
-                phase(c) == "warmup"
-                    && vendor(c) == vendor(act)
-                    && c.controlbench["sequence_index"].as_u64().unwrap() < idx
+                phase(c) == "warmup" && vendor(c) == vendor(act) && meta(c).sequence_index < idx
             })
             .count();
         assert!(warm >= 3, "sleeper {} has {warm} warmups", vendor(act));

@@ -249,9 +249,8 @@ pub fn case_row(case: &Case, recs: &[EpisodeRecord], threshold: f64) -> CaseRow 
             .unwrap_or_default(),
         sleeper_phase: case
             .controlbench
-            .get("sleeper_phase")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+            .as_ref()
+            .map(|c| c.sleeper_phase.as_str().to_owned()),
         trust_graph_supported: info.trust_graph_supported(),
         authority_gate_blocking: info.authority_gate_blocking(),
         falsifier_blocking: info.falsifier_blocking(),

@@ -155,17 +155,8 @@ fn own_fields(result: &Map<String, Value>) -> Value {
 
 #[test]
 fn every_tool_reply_is_its_declared_type() {
-    use ls_gen::pool::{generate, GenKind};
     let set = FixtureSet::embedded().unwrap();
-    let mut cases = set.cases.clone();
-    for kind in [
-        GenKind::Challenge,
-        GenKind::Holdout,
-        GenKind::Twins,
-        GenKind::Controlbench,
-    ] {
-        cases.extend(generate(&set, kind, 11, 4));
-    }
+    let cases = ls_gen::pool::curated_and_every_pool_kind(&set, 11, 4);
     let pool = Arc::new(CasePool::from_parts(
         cases.iter().cloned().map(Arc::new).collect(),
         Arc::new(set.master.clone()),

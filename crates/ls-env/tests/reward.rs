@@ -472,26 +472,11 @@ fn documented_cost(reply: &Value) -> f64 {
     spent + failed
 }
 
-/// Cases of every pool kind for the return test.
-fn every_pool_kind(set: &FixtureSet, seed: u64) -> Vec<Case> {
-    use ls_gen::pool::{generate, GenKind};
-    let mut cases = set.cases.clone();
-    for kind in [
-        GenKind::Challenge,
-        GenKind::Holdout,
-        GenKind::Twins,
-        GenKind::Controlbench,
-    ] {
-        cases.extend(generate(set, kind, seed, 12));
-    }
-    cases
-}
-
 #[test]
 fn the_return_is_the_score_less_the_costs() {
     let seed = run_seed();
     let set = FixtureSet::embedded().unwrap();
-    let cases = every_pool_kind(&set, seed);
+    let cases = ls_gen::pool::curated_and_every_pool_kind(&set, seed, 12);
     let pool = Arc::new(CasePool::from_parts(
         cases.iter().cloned().map(Arc::new).collect(),
         Arc::new(set.master.clone()),

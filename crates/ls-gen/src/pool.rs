@@ -64,6 +64,22 @@ impl GenKind {
     }
 }
 
+/// The curated cases and `per_kind` generated cases of each kind a task-distribution reset
+/// draws from besides them (challenge, holdout, twins, quarter), from `seed`: the sample the
+/// tests that must cover every pool kind play.
+pub fn curated_and_every_pool_kind(set: &FixtureSet, seed: u64, per_kind: usize) -> Vec<Case> {
+    let mut cases = set.cases.clone();
+    for kind in [
+        GenKind::Challenge,
+        GenKind::Holdout,
+        GenKind::Twins,
+        GenKind::Controlbench,
+    ] {
+        cases.extend(generate(set, kind, seed, per_kind));
+    }
+    cases
+}
+
 /// Generate `count` cases of one kind from `seed` (kinds whose size is fixed by the curated set
 /// — twins, certificate-required clones — are cut to `count`; challenge and holdout draw as many
 /// variants per base case as needed).
@@ -215,6 +231,27 @@ pub fn build_pool(set: &FixtureSet, cfg: &PoolConfig) -> Result<FixtureSet, GenE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sample_is_the_curated_cases_then_every_pool_kind() {
+        let set = FixtureSet::embedded().unwrap();
+        let cases = curated_and_every_pool_kind(&set, 3, 2);
+        let n = set.cases.len();
+        assert_eq!(&cases[..n], &set.cases[..]);
+        assert_eq!(cases.len(), n + 4 * 2, "two of each pool kind");
+        let splits: Vec<&str> = cases[n..]
+            .iter()
+            .map(|c| c.benchmark_split.as_str())
+            .collect();
+        assert!(
+            cases[n + 6..].iter().all(|c| c.controlbench.is_some()),
+            "{splits:?}"
+        );
+        assert!(
+            cases[..n + 6].iter().all(|c| c.controlbench.is_none()),
+            "{splits:?}"
+        );
+    }
 
     #[test]
     fn env_defaults_and_flags() {

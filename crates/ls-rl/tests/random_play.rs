@@ -19,16 +19,7 @@ fn random_legal_actions_are_always_valid_requests() {
         .unwrap_or_else(|| rand::rng().random_range(0..1_000_000u64));
     eprintln!("RANDOM_PLAY_SEED={seed}");
     let set = FixtureSet::embedded().unwrap();
-    use ls_gen::pool::{generate, GenKind};
-    let mut cases = set.cases.clone();
-    for kind in [
-        GenKind::Challenge,
-        GenKind::Holdout,
-        GenKind::Twins,
-        GenKind::Controlbench,
-    ] {
-        cases.extend(generate(&set, kind, seed, 8));
-    }
+    let cases = ls_gen::pool::curated_and_every_pool_kind(&set, seed, 8);
     let pool = Arc::new(CasePool::from_parts(
         cases.iter().cloned().map(Arc::new).collect(),
         Arc::new(set.master.clone()),
